@@ -1,1 +1,36 @@
+//! `proto`: the types every boxmaker role speaks, and the frame codec.
+//!
+//! This crate holds data and the codec only. It has no policy, and it does no I/O except
+//! reading and writing frames on a stream the caller supplies. The byte-exact fixtures in
+//! `tests/fixtures/` are the wire specification; every type here rejects unknown fields,
+//! floats and free-form maps, and every constructor validates (invalid input is an error,
+//! never a panic).
+//!
+//! Layout: one module per concern, so that growing the protocol is one obvious edit:
+//! a new message kind is a variant of [`Message`] in `message.rs` plus its body type in its
+//! own module; a new deny reason is a variant of [`DenyReason`] in `tool.rs`.
 
+mod audit;
+mod class;
+mod error;
+pub mod frame;
+mod grant;
+mod ids;
+mod log;
+mod message;
+mod time;
+mod tool;
+
+pub use audit::{AuditRecord, DecisionRecord};
+pub use class::DataClass;
+pub use error::InvalidValue;
+pub use frame::{
+    FrameError, MAX_FRAME, ReadError, decode_envelope, read_envelope, read_frame, write_envelope,
+    write_frame,
+};
+pub use grant::{Constraints, Grant, GrantError, Mode};
+pub use ids::{CallId, Epoch, Hash32, SessionId};
+pub use log::{LogRecord, ToolCall};
+pub use message::{Envelope, ErrorCode, Message, PROTOCOL_VERSION, WireError};
+pub use time::Timestamp;
+pub use tool::{DenyReason, ToolRequest, ToolResponse};

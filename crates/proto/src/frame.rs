@@ -1,0 +1,224 @@
+//! The frame codec: a 4-byte big-endian length `N`, then `N` bytes of UTF-8 JSON holding one
+//! [`Envelope`]. No policy here, and no I/O beyond the stream the caller supplies.
+
+use std::fmt;
+use std::io::{self, Read, Write};
+
+use serde::Deserialize;
+
+use crate::{Envelope, ErrorCode, PROTOCOL_VERSION};
+
+/// The largest frame body, in bytes.
+pub const MAX_FRAME: usize = 1_048_576;
+
+/// Why a frame could not be read or written.
+#[derive(Debug)]
+pub enum FrameError {
+    /// The stream ended cleanly before the first byte of a frame.
+    Closed,
+    /// The length prefix was 0. Nothing after it was read.
+    Empty,
+    /// The length prefix exceeds [`MAX_FRAME`]. Nothing after it was read or allocated.
+    TooLarge {
+        len: u64,
+    },
+    /// The stream ended inside the 4-byte length prefix.
+    TruncatedHeader {
+        got: usize,
+    },
+    /// The stream ended before the body was complete.
+    TruncatedBody {
+        expected: usize,
+        got: usize,
+    },
+    Io(io::Error),
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Closed => f.write_str("the stream closed between frames"),
+            Self::Empty => f.write_str("zero-length frame"),
+            Self::TooLarge { len } => {
+                write!(f, "frame of {len} bytes exceeds the limit of {MAX_FRAME}")
+            }
+            Self::TruncatedHeader { got } => {
+                write!(f, "stream ended after {got} of 4 length bytes")
+            }
+            Self::TruncatedBody { expected, got } => {
+                write!(f, "stream ended after {got} of {expected} body bytes")
+            }
+            Self::Io(e) => write!(f, "frame i/o: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Reads one frame body. The length is checked before anything else is read or allocated.
+pub fn read_frame<R: Read>(r: &mut R) -> Result<Vec<u8>, FrameError> {
+    let mut header = [0u8; 4];
+    let got = read_full(r, &mut header)?;
+    match got {
+        0 => return Err(FrameError::Closed),
+        1..=3 => return Err(FrameError::TruncatedHeader { got }),
+        _ => {}
+    }
+    let len = u32::from_be_bytes(header);
+    let len = usize::try_from(len).map_err(|_| FrameError::TooLarge {
+        len: u64::from(len),
+    })?;
+    if len == 0 {
+        return Err(FrameError::Empty);
+    }
+    if len > MAX_FRAME {
+        return Err(FrameError::TooLarge {
+            len: u64::try_from(len).unwrap_or(u64::MAX),
+        });
+    }
+    let mut body = vec![0u8; len];
+    let got = read_full(r, &mut body)?;
+    if got < len {
+        return Err(FrameError::TruncatedBody { expected: len, got });
+    }
+    Ok(body)
+}
+
+/// Writes one frame. A body that is empty or over [`MAX_FRAME`] is refused before any byte
+/// is written, so a writer never sends what a reader must reject.
+pub fn write_frame<W: Write>(w: &mut W, body: &[u8]) -> Result<(), FrameError> {
+    if body.is_empty() {
+        return Err(FrameError::Empty);
+    }
+    if body.len() > MAX_FRAME {
+        return Err(FrameError::TooLarge {
+            len: u64::try_from(body.len()).unwrap_or(u64::MAX),
+        });
+    }
+    let len = u32::try_from(body.len()).map_err(|_| FrameError::TooLarge { len: u64::MAX })?;
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&len.to_be_bytes());
+    frame.extend_from_slice(body);
+    w.write_all(&frame).map_err(FrameError::Io)?;
+    w.flush().map_err(FrameError::Io)
+}
+
+/// Fills `buf` unless the stream ends first; returns how many bytes were read.
+fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> Result<usize, FrameError> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match r.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(FrameError::Io(e)),
+        }
+    }
+    Ok(filled)
+}
+
+/// Why an envelope could not be read. [`ReadError::code`] is the code to answer with.
+#[derive(Debug)]
+pub enum ReadError {
+    Frame(FrameError),
+    /// `v` is not [`PROTOCOL_VERSION`]. `id` is the envelope's id when it could be read,
+    /// so that the answer can carry it.
+    BadVersion {
+        id: Option<u64>,
+        v: u64,
+    },
+    /// The body is not a valid envelope.
+    BadMessage {
+        id: Option<u64>,
+        detail: String,
+    },
+}
+
+impl ReadError {
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::Frame(_) => ErrorCode::BadFrame,
+            Self::BadVersion { .. } => ErrorCode::BadVersion,
+            Self::BadMessage { .. } => ErrorCode::BadMessage,
+        }
+    }
+
+    /// The id of the offending envelope, when it could be read.
+    pub fn id(&self) -> Option<u64> {
+        match self {
+            Self::Frame(_) => None,
+            Self::BadVersion { id, .. } | Self::BadMessage { id, .. } => *id,
+        }
+    }
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Frame(e) => e.fmt(f),
+            Self::BadVersion { v, .. } => {
+                write!(f, "protocol version {v} is not {PROTOCOL_VERSION}")
+            }
+            Self::BadMessage { detail, .. } => write!(f, "bad message: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Frame(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<FrameError> for ReadError {
+    fn from(e: FrameError) -> Self {
+        Self::Frame(e)
+    }
+}
+
+/// Only the version and id, read before the strict parse so that a frame from another
+/// protocol version is answered with `bad_version` rather than with its first parse error.
+#[derive(Deserialize)]
+struct Probe {
+    v: Option<u64>,
+    id: Option<u64>,
+}
+
+/// Decodes one frame body into an envelope, strictly.
+pub fn decode_envelope(body: &[u8]) -> Result<Envelope, ReadError> {
+    let probe: Probe = serde_json::from_slice(body).map_err(|e| ReadError::BadMessage {
+        id: None,
+        detail: e.to_string(),
+    })?;
+    if let Some(v) = probe.v
+        && v != u64::from(PROTOCOL_VERSION)
+    {
+        return Err(ReadError::BadVersion { id: probe.id, v });
+    }
+    serde_json::from_slice(body).map_err(|e| ReadError::BadMessage {
+        id: probe.id,
+        detail: e.to_string(),
+    })
+}
+
+/// Reads one frame and decodes it.
+pub fn read_envelope<R: Read>(r: &mut R) -> Result<Envelope, ReadError> {
+    let body = read_frame(r)?;
+    decode_envelope(&body)
+}
+
+/// Encodes and writes one envelope as a frame.
+pub fn write_envelope<W: Write>(w: &mut W, envelope: &Envelope) -> Result<(), FrameError> {
+    let body = serde_json::to_vec(envelope).map_err(|e| FrameError::Io(io::Error::other(e)))?;
+    write_frame(w, &body)
+}

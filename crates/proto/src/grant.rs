@@ -1,0 +1,109 @@
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{DataClass, Timestamp};
+
+/// How a matching grant lets a call through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Auto,
+    Ask,
+    Deny,
+}
+
+/// One grant, the file `grants/<id>.toml`; the id is the file stem. Grants are the ceiling:
+/// no grant means deny, and no boxmaker component can write them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grant {
+    pub tool: String,
+    pub mode: Mode,
+    /// The highest session taint under which this grant applies.
+    pub max_taint: DataClass,
+    /// The class of this grant's results.
+    #[serde(default = "default_result_class")]
+    pub result_class: DataClass,
+    /// Whether this grant's results may carry injected text (sets the session's flag).
+    #[serde(default = "default_untrusted")]
+    pub untrusted: bool,
+    /// Absent means no expiry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<Timestamp>,
+    /// The name of one secret handed to the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    #[serde(default)]
+    pub constraints: Constraints,
+}
+
+fn default_result_class() -> DataClass {
+    DataClass::Private
+}
+
+fn default_untrusted() -> bool {
+    true
+}
+
+/// What a grant is limited to. Matching is specified and done by brokerd alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Constraints {
+    #[serde(default)]
+    pub paths: Vec<String>,
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    #[serde(default)]
+    pub patterns: Vec<String>,
+}
+
+impl Grant {
+    /// Parses one grant file's text. The error names the line and column and says why.
+    pub fn from_toml(text: &str) -> Result<Self, GrantError> {
+        toml::from_str(text).map_err(|e| {
+            let (line, column) = e
+                .span()
+                .map(|span| line_and_column(text, span.start))
+                .unwrap_or((0, 0));
+            GrantError {
+                line,
+                column,
+                reason: e.message().to_owned(),
+            }
+        })
+    }
+}
+
+/// 1-based line and column of a byte offset.
+fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// Why a grant file does not parse. `line` and `column` are 1-based; 0 when the parser
+/// could not point at a place (for example a missing field).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantError {
+    pub line: usize,
+    pub column: usize,
+    pub reason: String,
+}
+
+impl fmt::Display for GrantError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            f.write_str(&self.reason)
+        } else {
+            write!(
+                f,
+                "line {}, column {}: {}",
+                self.line, self.column, self.reason
+            )
+        }
+    }
+}
+
+impl std::error::Error for GrantError {}

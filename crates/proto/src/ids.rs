@@ -1,0 +1,173 @@
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::InvalidValue;
+
+/// A session's name: 1 to 64 characters of `[a-z0-9-]`. It is used as a directory name,
+/// so nothing else (no dot, no slash, no upper case) is ever accepted.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SessionId(String);
+
+impl SessionId {
+    pub const MAX_LEN: usize = 64;
+
+    pub fn new(value: impl Into<String>) -> Result<Self, InvalidValue> {
+        let value = value.into();
+        if value.is_empty() || value.len() > Self::MAX_LEN {
+            return Err(InvalidValue::new(
+                "session id",
+                format!("must be 1 to {} characters long", Self::MAX_LEN),
+            ));
+        }
+        if let Some(bad) = value
+            .chars()
+            .find(|c| !matches!(c, 'a'..='z' | '0'..='9' | '-'))
+        {
+            return Err(InvalidValue::new(
+                "session id",
+                format!("character {bad:?} is not one of [a-z0-9-]"),
+            ));
+        }
+        Ok(Self(value))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for SessionId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for SessionId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = String::deserialize(d)?;
+        Self::new(raw).map_err(serde::de::Error::custom)
+    }
+}
+
+/// An epoch of a session: the log file `sessions/<id>/<epoch>.jsonl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Epoch(pub u32);
+
+/// A tool call's number, assigned by loopd, increasing within a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CallId(pub u64);
+
+/// A SHA-256 digest. JSON: exactly 64 lower-case hex characters.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Hash32([u8; 32]);
+
+impl Hash32 {
+    /// The `prev` of the first audit record ever written.
+    pub const ZERO: Self = Self([0; 32]);
+
+    pub const fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    pub fn to_hex(&self) -> String {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut out = String::with_capacity(64);
+        for b in self.0 {
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0x0f)]));
+        }
+        out
+    }
+
+    pub fn from_hex(text: &str) -> Result<Self, InvalidValue> {
+        let bytes = text.as_bytes();
+        if bytes.len() != 64 {
+            return Err(InvalidValue::new(
+                "hash",
+                format!("must be 64 hex characters, got {}", bytes.len()),
+            ));
+        }
+        let mut out = [0u8; 32];
+        for (slot, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+            *slot = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+        }
+        Ok(Self(out))
+    }
+}
+
+fn nibble(c: u8) -> Result<u8, InvalidValue> {
+    match c {
+        b'0'..=b'9' => Ok(c - b'0'),
+        b'a'..=b'f' => Ok(c - b'a' + 10),
+        _ => Err(InvalidValue::new(
+            "hash",
+            format!(
+                "character {:?} is not lower-case hex",
+                char::from(c).escape_default().to_string()
+            ),
+        )),
+    }
+}
+
+impl fmt::Debug for Hash32 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Hash32({})", self.to_hex())
+    }
+}
+
+impl fmt::Display for Hash32 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl Serialize for Hash32 {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_hex())
+    }
+}
+
+impl<'de> Deserialize<'de> for Hash32 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = String::deserialize(d)?;
+        Self::from_hex(&raw).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_id_bounds() {
+        assert!(SessionId::new("a").is_ok());
+        assert!(SessionId::new("a".repeat(64)).is_ok());
+        assert!(SessionId::new("a".repeat(65)).is_err());
+        assert!(SessionId::new("").is_err());
+        for bad in ["A", "a_b", "a.b", "../x", "a/b", "é", "a b"] {
+            assert!(SessionId::new(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn hash_hex_round_trip() {
+        let h = Hash32::from_bytes([0xab; 32]);
+        assert_eq!(Hash32::from_hex(&h.to_hex()), Ok(h));
+        assert!(Hash32::from_hex(&"AB".repeat(32)).is_err());
+        assert!(Hash32::from_hex(&"ab".repeat(31)).is_err());
+        assert!(Hash32::from_hex(&"é".repeat(32)).is_err());
+    }
+}

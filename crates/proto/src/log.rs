@@ -1,0 +1,56 @@
+use serde::{Deserialize, Serialize};
+
+use crate::{CallId, DataClass, Epoch, Hash32, SessionId, Timestamp};
+
+/// A tool call exactly as the server returned it; `arguments` is the JSON text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// One line of `sessions/<id>/<epoch>.jsonl`, internally tagged: `{"type":"user",…}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LogRecord {
+    SessionStart {
+        time: Timestamp,
+        session: SessionId,
+        epoch: Epoch,
+        slot: u32,
+        baseline: Hash32,
+    },
+    User {
+        time: Timestamp,
+        content: String,
+    },
+    /// The fields the chat template reads, exactly as the server returned them, so that a
+    /// replay renders the same prompt and the server's cache stays warm.
+    Assistant {
+        time: Timestamp,
+        content: Option<String>,
+        reasoning_content: Option<String>,
+        tool_calls: Vec<ToolCall>,
+    },
+    ToolResult {
+        time: Timestamp,
+        call: CallId,
+        tool_call_id: String,
+        content: String,
+        class: DataClass,
+        untrusted: bool,
+        truncated: bool,
+    },
+    CacheLoss {
+        time: Timestamp,
+        expected: u64,
+        got: u64,
+    },
+    EpochEnd {
+        time: Timestamp,
+        next: Epoch,
+        summary: String,
+    },
+}

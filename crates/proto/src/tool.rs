@@ -1,0 +1,52 @@
+use serde::{Deserialize, Serialize};
+
+use crate::{CallId, DataClass, SessionId, Timestamp};
+
+/// loopd asks brokerd to run one tool call the model made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRequest {
+    pub session: SessionId,
+    pub call: CallId,
+    pub tool: String,
+    /// The model's JSON object, carried unparsed: brokerd validates it against the tool's
+    /// argument types, never loopd.
+    pub arguments: String,
+}
+
+/// brokerd's answer, internally tagged: `{"status":"result",…}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToolResponse {
+    /// The owner has been asked. Never the final frame: the answer follows on the same
+    /// connection.
+    PendingApproval {
+        approval: String,
+        expires: Timestamp,
+    },
+    /// The tool ran. `class` and `untrusted` come from the grant, never from the tool.
+    Result {
+        content: String,
+        class: DataClass,
+        untrusted: bool,
+        truncated: bool,
+    },
+    /// The tool ran and failed; not a policy decision.
+    Failed {
+        message: String,
+    },
+    Denied {
+        reason: DenyReason,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DenyReason {
+    NoGrant,
+    GrantExpired,
+    TaintTooHigh,
+    DeniedByGrant,
+    ApprovalRefused,
+    ApprovalExpired,
+}

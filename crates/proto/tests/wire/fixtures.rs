@@ -1,0 +1,119 @@
+use std::collections::BTreeSet;
+
+use proto::{
+    AuditRecord, DecisionRecord, DenyReason, Envelope, LogRecord, Message, ToolResponse,
+    read_envelope, write_envelope,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::fixtures;
+
+/// Decodes a fixture and encodes it again: the bytes must be identical.
+fn round_trip<T: DeserializeOwned + Serialize>(name: &str, bytes: &[u8]) -> T {
+    let value: T =
+        serde_json::from_slice(bytes).unwrap_or_else(|e| panic!("{name} does not decode: {e}"));
+    let again = serde_json::to_vec(&value).expect("encode");
+    assert_eq!(
+        String::from_utf8_lossy(&again),
+        String::from_utf8_lossy(bytes),
+        "{name} does not re-encode to the same bytes"
+    );
+    value
+}
+
+#[test]
+fn every_message_fixture_round_trips_and_every_kind_has_one() {
+    let mut kinds = BTreeSet::new();
+    for (name, bytes) in fixtures("message_") {
+        let env: Envelope = round_trip(&name, &bytes);
+        let kind = match &env.msg {
+            Message::ToolRequest(_) => "tool_request",
+            Message::ToolResponse(r) => match r {
+                ToolResponse::PendingApproval { .. } => {
+                    assert!(!env.r#final, "{name}: pending_approval is never final");
+                    "tool_response/pending_approval"
+                }
+                ToolResponse::Result { .. } => "tool_response/result",
+                ToolResponse::Failed { .. } => "tool_response/failed",
+                ToolResponse::Denied { .. } => "tool_response/denied",
+            },
+            Message::Error(_) => "error",
+        };
+        kinds.insert(kind);
+    }
+    let expected: BTreeSet<_> = [
+        "tool_request",
+        "tool_response/pending_approval",
+        "tool_response/result",
+        "tool_response/failed",
+        "tool_response/denied",
+        "error",
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(kinds, expected);
+}
+
+#[test]
+fn every_log_fixture_round_trips_and_every_type_has_one() {
+    let mut types = BTreeSet::new();
+    for (name, bytes) in fixtures("log_") {
+        let rec: LogRecord = round_trip(&name, &bytes);
+        types.insert(match rec {
+            LogRecord::SessionStart { .. } => "session_start",
+            LogRecord::User { .. } => "user",
+            LogRecord::Assistant { .. } => "assistant",
+            LogRecord::ToolResult { .. } => "tool_result",
+            LogRecord::CacheLoss { .. } => "cache_loss",
+            LogRecord::EpochEnd { .. } => "epoch_end",
+        });
+    }
+    assert_eq!(types.len(), 6, "{types:?}");
+}
+
+#[test]
+fn every_audit_fixture_round_trips_and_every_outcome_has_one() {
+    let mut outcomes = BTreeSet::new();
+    for (name, bytes) in fixtures("audit_") {
+        let rec: AuditRecord = round_trip(&name, &bytes);
+        outcomes.insert(match rec.decision {
+            DecisionRecord::Allowed { .. } => "allowed",
+            DecisionRecord::Approved { .. } => "approved",
+            DecisionRecord::Denied { .. } => "denied",
+        });
+    }
+    assert_eq!(outcomes.len(), 3, "{outcomes:?}");
+}
+
+#[test]
+fn every_deny_reason_has_its_wire_name() {
+    let table = [
+        (DenyReason::NoGrant, "\"no_grant\""),
+        (DenyReason::GrantExpired, "\"grant_expired\""),
+        (DenyReason::TaintTooHigh, "\"taint_too_high\""),
+        (DenyReason::DeniedByGrant, "\"denied_by_grant\""),
+        (DenyReason::ApprovalRefused, "\"approval_refused\""),
+        (DenyReason::ApprovalExpired, "\"approval_expired\""),
+    ];
+    for (reason, text) in table {
+        assert_eq!(serde_json::to_string(&reason).expect("encode"), text);
+        assert_eq!(
+            serde_json::from_str::<DenyReason>(text).expect("decode"),
+            reason
+        );
+    }
+}
+
+#[test]
+fn a_fixture_travels_through_a_frame_unchanged() {
+    let (name, bytes) = fixtures("message_tool_request").remove(0);
+    let env: Envelope = serde_json::from_slice(&bytes).expect("decode");
+    let mut wire = Vec::new();
+    write_envelope(&mut wire, &env).expect("write");
+    let len = u32::try_from(bytes.len()).expect("len");
+    assert_eq!(&wire[..4], &len.to_be_bytes(), "{name}: length prefix");
+    assert_eq!(&wire[4..], &bytes[..], "{name}: body");
+    let back = read_envelope(&mut wire.as_slice()).expect("read");
+    assert_eq!(back, env);
+}

@@ -1,0 +1,104 @@
+use proto::{Constraints, DataClass, Grant, Mode, Timestamp};
+
+use crate::fixture_dir;
+
+fn load(name: &str) -> Grant {
+    let text = std::fs::read_to_string(fixture_dir().join(name)).expect("fixture");
+    Grant::from_toml(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[test]
+fn a_minimal_grant_takes_the_design_defaults() {
+    assert_eq!(
+        load("grant_minimal.toml"),
+        Grant {
+            tool: "read_file".into(),
+            mode: Mode::Auto,
+            max_taint: DataClass::Secret,
+            result_class: DataClass::Private,
+            untrusted: true,
+            expires: None,
+            secret: None,
+            constraints: Constraints::default(),
+        }
+    );
+}
+
+#[test]
+fn a_full_grant_keeps_every_field() {
+    assert_eq!(
+        load("grant_full.toml"),
+        Grant {
+            tool: "http_fetch".into(),
+            mode: Mode::Ask,
+            max_taint: DataClass::Private,
+            result_class: DataClass::Public,
+            untrusted: true,
+            expires: Some(Timestamp::parse("2027-01-01T00:00:00.000Z").expect("ts")),
+            secret: Some("web-token".into()),
+            constraints: Constraints {
+                paths: vec![],
+                hosts: vec!["example.org".into(), "*.wikipedia.org".into()],
+                patterns: vec!["^https://".into()],
+            },
+        }
+    );
+}
+
+#[test]
+fn constraint_lists_default_one_by_one() {
+    let g = load("grant_partial_constraints.toml");
+    assert_eq!(g.mode, Mode::Deny);
+    assert!(!g.untrusted);
+    assert_eq!(g.result_class, DataClass::Secret);
+    assert_eq!(g.constraints.paths, ["/home/owner/notes"]);
+    assert!(g.constraints.hosts.is_empty() && g.constraints.patterns.is_empty());
+}
+
+#[test]
+fn a_bad_grant_names_the_line_and_the_reason() {
+    let cases = [
+        (
+            "tool = \"x\"\nmode = \"auto\"\nmax_taint = \"secret\"\nmodee = 1\n",
+            4,
+            "unknown field",
+        ),
+        (
+            "tool = \"x\"\nmode = \"always\"\nmax_taint = \"secret\"\n",
+            2,
+            "unknown variant",
+        ),
+        (
+            "tool = \"x\"\nmode = \"auto\"\nmax_taint = \"secret\"\nuntrusted = \"no\"\n",
+            4,
+            "invalid type",
+        ),
+        (
+            "tool = \"x\"\nmode = \"auto\"\nmax_taint = \"secret\"\nexpires = \"2027-01-01\"\n",
+            4,
+            "timestamp",
+        ),
+        (
+            "tool = \"x\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\nurls = []\n",
+            5,
+            "unknown field",
+        ),
+        (
+            "tool = \"x\"\nmode = \"auto\"\nmax_taint = 1.5\n",
+            3,
+            "wanted string",
+        ),
+        (
+            "tool = \"x\"\ntool = \"y\"\nmode = \"auto\"\nmax_taint = \"secret\"\n",
+            2,
+            "duplicate",
+        ),
+    ];
+    for (text, line, reason) in cases {
+        let err = Grant::from_toml(text).expect_err(text);
+        assert_eq!(err.line, line, "{text:?}: {err}");
+        assert!(err.reason.contains(reason), "{text:?}: {err}");
+    }
+    let missing = Grant::from_toml("tool = \"x\"\nmode = \"auto\"\n").expect_err("missing");
+    assert!(missing.reason.contains("max_taint"), "{missing}");
+}

@@ -1,0 +1,29 @@
+{
+  description = "boxmaker: a personal AI agent appliance with one policy point for every tool call";
+
+  # The 26.05 release branch ships rustc 1.95, the workspace's rust-version, and
+  # keeps it for the life of the release: `nix flake update` brings fixes
+  # without moving the toolchain (or clippy's lints) under the gate.
+  inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-26.05";
+
+  outputs =
+    { self, nixpkgs }:
+    let
+      # straylight is the only deployment target; the VM tests need KVM on it too.
+      system = "x86_64-linux";
+      pkgs = nixpkgs.legacyPackages.${system};
+      boxmaker = pkgs.callPackage ./nix/package.nix { };
+    in
+    {
+      packages.${system} = {
+        inherit boxmaker;
+        default = boxmaker;
+      };
+
+      checks.${system} = import ./nix/checks.nix { inherit pkgs self; };
+
+      devShells.${system}.default = import ./nix/shell.nix { inherit pkgs; };
+
+      formatter.${system} = pkgs.nixfmt-tree;
+    };
+}
