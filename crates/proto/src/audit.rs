@@ -1,5 +1,6 @@
 use serde::{Deserialize, Serialize};
 
+use crate::approval::Refusal;
 use crate::{CallId, DataClass, DenyReason, Hash32, SessionId, Timestamp};
 
 /// What brokerd decided, internally tagged: `{"outcome":"allowed",…}`.
@@ -17,6 +18,8 @@ pub enum DecisionRecord {
     Denied {
         reason: DenyReason,
         grant: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
     },
 }
 
@@ -35,4 +38,91 @@ pub struct AuditRecord {
     pub arguments: String,
     pub session_taint: DataClass,
     pub decision: DecisionRecord,
+    /// The canonical arguments (sorted keys, no whitespace), when they parsed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical: Option<String>,
+}
+
+/// The audit log's other line kinds, tagged by `kind`. Like decisions, every line carries
+/// `seq` and `prev`, so one verifier walks the whole chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AuditEvent {
+    /// A grant snapshot took effect (at start and on every reload).
+    GrantsLoaded {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        snapshot: Hash32,
+        grants: Vec<String>,
+    },
+    /// At start, the last line of `file` was torn (no newline): it is kept as it is, and
+    /// the chain continues from the last complete line. `line` is 1-based.
+    Recovery {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        file: String,
+        line: u64,
+        torn_bytes: u64,
+        torn_sha256: Hash32,
+    },
+    /// The owner was asked; the decision follows as an `approved` or `denied` record.
+    ApprovalRequested {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        approval: String,
+        binding: Hash32,
+        session: SessionId,
+        call: CallId,
+        tool: String,
+        grant: String,
+        expires: Timestamp,
+    },
+    /// An answer that was not taken: unknown, expired, reused or for a changed request.
+    ApprovalRefused {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        approval: String,
+        by: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        post: Option<String>,
+        refusal: Refusal,
+    },
+}
+
+/// Any line of the audit log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AuditLine {
+    Decision(AuditRecord),
+    Event(AuditEvent),
+}
+
+impl AuditLine {
+    pub fn seq(&self) -> u64 {
+        match self {
+            Self::Decision(r) => r.seq,
+            Self::Event(
+                AuditEvent::GrantsLoaded { seq, .. }
+                | AuditEvent::Recovery { seq, .. }
+                | AuditEvent::ApprovalRequested { seq, .. }
+                | AuditEvent::ApprovalRefused { seq, .. },
+            ) => *seq,
+        }
+    }
+
+    pub fn prev(&self) -> Hash32 {
+        match self {
+            Self::Decision(r) => r.prev,
+            Self::Event(
+                AuditEvent::GrantsLoaded { prev, .. }
+                | AuditEvent::Recovery { prev, .. }
+                | AuditEvent::ApprovalRequested { prev, .. }
+                | AuditEvent::ApprovalRefused { prev, .. },
+            ) => *prev,
+        }
+    }
 }

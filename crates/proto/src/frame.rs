@@ -194,8 +194,22 @@ struct Probe {
     id: Option<u64>,
 }
 
+/// Whether the first non-whitespace byte opens a JSON object. serde's derived structs also
+/// accept an array of the field values in order; a message is always an object.
+pub(crate) fn starts_with_object(text: &[u8]) -> bool {
+    text.iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        .is_some_and(|&b| b == b'{')
+}
+
 /// Decodes one frame body into an envelope, strictly.
 pub fn decode_envelope(body: &[u8]) -> Result<Envelope, ReadError> {
+    if !starts_with_object(body) {
+        return Err(ReadError::BadMessage {
+            id: None,
+            detail: "invalid type: an envelope must be a JSON object".into(),
+        });
+    }
     let probe: Probe = serde_json::from_slice(body).map_err(|e| ReadError::BadMessage {
         id: None,
         detail: e.to_string(),

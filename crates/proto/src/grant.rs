@@ -36,6 +36,27 @@ pub struct Grant {
     pub secret: Option<String>,
     #[serde(default)]
     pub constraints: Constraints,
+    /// A stricter mode once the session has read untrusted content (the model may have been
+    /// steered): `ask` or `deny`. Absent means the grant's own mode. It never loosens a grant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub if_untrusted: Option<IfUntrusted>,
+}
+
+/// The mode a grant takes in an untrusted session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IfUntrusted {
+    Ask,
+    Deny,
+}
+
+impl From<IfUntrusted> for Mode {
+    fn from(m: IfUntrusted) -> Self {
+        match m {
+            IfUntrusted::Ask => Self::Ask,
+            IfUntrusted::Deny => Self::Deny,
+        }
+    }
 }
 
 fn default_result_class() -> DataClass {

@@ -10,7 +10,9 @@
 //! a new message kind is a variant of [`Message`] in `message.rs` plus its body type in its
 //! own module; a new deny reason is a variant of [`DenyReason`] in `tool.rs`.
 
+pub mod approval;
 mod audit;
+pub mod chain;
 mod class;
 mod error;
 pub mod frame;
@@ -20,15 +22,17 @@ mod log;
 mod message;
 mod time;
 mod tool;
+pub mod toolrun;
+pub mod tools;
 
-pub use audit::{AuditRecord, DecisionRecord};
+pub use audit::{AuditEvent, AuditLine, AuditRecord, DecisionRecord};
 pub use class::DataClass;
 pub use error::InvalidValue;
 pub use frame::{
     FrameError, MAX_FRAME, ReadError, decode_envelope, read_envelope, read_frame, write_envelope,
     write_frame,
 };
-pub use grant::{Constraints, Grant, GrantError, Mode};
+pub use grant::{Constraints, Grant, GrantError, IfUntrusted, Mode};
 pub use ids::{CallId, Epoch, Hash32, SessionId};
 pub use log::{LogRecord, ToolCall};
 pub use message::{Envelope, ErrorCode, Message, PROTOCOL_VERSION, WireError};

@@ -1,5 +1,8 @@
 use serde::{Deserialize, Serialize};
 
+use crate::approval::{
+    AnswerOutcome, ApprovalAnswer, ApprovalListing, Empty, GrantsInfo, SessionInfo, SessionQuery,
+};
 use crate::{ToolRequest, ToolResponse};
 
 /// The only protocol version this build speaks. A frame with another `v` is answered with
@@ -55,6 +58,45 @@ pub enum Message {
     ToolRequest(ToolRequest),
     ToolResponse(ToolResponse),
     Error(WireError),
+    /// Owner channel: what approvals are pending. Answered with `approval_listing`.
+    ApprovalList(Empty),
+    ApprovalListing(ApprovalListing),
+    /// Owner channel: approve or deny one approval. Answered with `approval_answered`.
+    ApprovalAnswer(ApprovalAnswer),
+    ApprovalAnswered(AnswerOutcome),
+    /// Owner channel: a session's taint and untrusted flag. Answered with `session_info`.
+    SessionQuery(SessionQuery),
+    SessionInfo(SessionInfo),
+    /// Owner channel: the grant snapshot in force. Answered with `grants_info`.
+    GrantsQuery(Empty),
+    GrantsInfo(GrantsInfo),
+}
+
+impl Message {
+    /// The wire name of this message's kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::ToolRequest(_) => "tool_request",
+            Self::ToolResponse(_) => "tool_response",
+            Self::Error(_) => "error",
+            Self::ApprovalList(_) => "approval_list",
+            Self::ApprovalListing(_) => "approval_listing",
+            Self::ApprovalAnswer(_) => "approval_answer",
+            Self::ApprovalAnswered(_) => "approval_answered",
+            Self::SessionQuery(_) => "session_query",
+            Self::SessionInfo(_) => "session_info",
+            Self::GrantsQuery(_) => "grants_query",
+            Self::GrantsInfo(_) => "grants_info",
+        }
+    }
+
+    /// A typed refusal.
+    pub fn error(code: ErrorCode, detail: impl Into<String>) -> Self {
+        Self::Error(WireError {
+            code,
+            detail: detail.into(),
+        })
+    }
 }
 
 /// A typed refusal. `detail` is for a person; programs act on `code`.
@@ -76,4 +118,10 @@ pub enum ErrorCode {
     BadMessage,
     /// The receiver failed; the detail is in its own log, never on the wire.
     Internal,
+    /// This socket does not accept this message kind (for example an approval sent on the
+    /// socket loopd uses). Decided by the socket, never by what the peer claims.
+    ForbiddenKind,
+    /// The peer is not who this socket admits (SO_PEERCRED), or the server is at its
+    /// connection limit.
+    Refused,
 }

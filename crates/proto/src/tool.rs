@@ -32,11 +32,12 @@ pub enum ToolResponse {
         truncated: bool,
     },
     /// The tool ran and failed; not a policy decision.
-    Failed {
-        message: String,
-    },
+    Failed { message: String },
     Denied {
         reason: DenyReason,
+        /// Why, for a person (for example which field of the arguments was wrong).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
     },
 }
 
@@ -49,4 +50,11 @@ pub enum DenyReason {
     DeniedByGrant,
     ApprovalRefused,
     ApprovalExpired,
+    /// The arguments are not exactly the tool's schema (duplicate key, unknown field,
+    /// wrong type).
+    InvalidArguments,
+    /// No tool has that name.
+    UnknownTool,
+    /// Too many approvals are waiting for the owner already.
+    TooManyPendingApprovals,
 }

@@ -1,8 +1,9 @@
 use std::collections::BTreeSet;
 
+use proto::toolrun::{ToolInvocation, ToolOutput};
 use proto::{
-    AuditRecord, DecisionRecord, DenyReason, Envelope, LogRecord, Message, ToolResponse,
-    read_envelope, write_envelope,
+    AuditEvent, AuditLine, AuditRecord, DecisionRecord, DenyReason, Envelope, LogRecord, Message,
+    ToolResponse, read_envelope, write_envelope,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -27,8 +28,8 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
     let mut kinds = BTreeSet::new();
     for (name, bytes) in fixtures("message_") {
         let env: Envelope = round_trip(&name, &bytes);
+        // Exhaustive on purpose: a new kind does not compile until it is listed here.
         let kind = match &env.msg {
-            Message::ToolRequest(_) => "tool_request",
             Message::ToolResponse(r) => match r {
                 ToolResponse::PendingApproval { .. } => {
                     assert!(!env.r#final, "{name}: pending_approval is never final");
@@ -38,8 +39,21 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
                 ToolResponse::Failed { .. } => "tool_response/failed",
                 ToolResponse::Denied { .. } => "tool_response/denied",
             },
-            Message::Error(_) => "error",
+            m @ (Message::ToolRequest(_)
+            | Message::Error(_)
+            | Message::ApprovalList(_)
+            | Message::ApprovalListing(_)
+            | Message::ApprovalAnswer(_)
+            | Message::ApprovalAnswered(_)
+            | Message::SessionQuery(_)
+            | Message::SessionInfo(_)
+            | Message::GrantsQuery(_)
+            | Message::GrantsInfo(_)) => m.kind(),
         };
+        assert!(
+            name.starts_with(&format!("message_{}", kind.replace('/', "_"))),
+            "{name} holds a {kind}"
+        );
         kinds.insert(kind);
     }
     let expected: BTreeSet<_> = [
@@ -49,6 +63,14 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "tool_response/failed",
         "tool_response/denied",
         "error",
+        "approval_list",
+        "approval_listing",
+        "approval_answer",
+        "approval_answered",
+        "session_query",
+        "session_info",
+        "grants_query",
+        "grants_info",
     ]
     .into_iter()
     .collect();
@@ -73,17 +95,49 @@ fn every_log_fixture_round_trips_and_every_type_has_one() {
 }
 
 #[test]
-fn every_audit_fixture_round_trips_and_every_outcome_has_one() {
-    let mut outcomes = BTreeSet::new();
+fn every_audit_fixture_round_trips_and_every_line_kind_has_one() {
+    let mut kinds = BTreeSet::new();
     for (name, bytes) in fixtures("audit_") {
-        let rec: AuditRecord = round_trip(&name, &bytes);
-        outcomes.insert(match rec.decision {
-            DecisionRecord::Allowed { .. } => "allowed",
-            DecisionRecord::Approved { .. } => "approved",
-            DecisionRecord::Denied { .. } => "denied",
+        let line: AuditLine = round_trip(&name, &bytes);
+        kinds.insert(match line {
+            AuditLine::Decision(rec) => match rec.decision {
+                DecisionRecord::Allowed { .. } => "allowed",
+                DecisionRecord::Approved { .. } => "approved",
+                DecisionRecord::Denied { .. } => "denied",
+            },
+            AuditLine::Event(ev) => match ev {
+                AuditEvent::GrantsLoaded { .. } => "grants_loaded",
+                AuditEvent::Recovery { .. } => "recovery",
+                AuditEvent::ApprovalRequested { .. } => "approval_requested",
+                AuditEvent::ApprovalRefused { .. } => "approval_refused",
+            },
         });
     }
-    assert_eq!(outcomes.len(), 3, "{outcomes:?}");
+    assert_eq!(kinds.len(), 7, "{kinds:?}");
+}
+
+#[test]
+fn pre_m1_audit_fixtures_are_plain_audit_records() {
+    for name in [
+        "audit_allowed.json",
+        "audit_approved.json",
+        "audit_approved_local.json",
+        "audit_denied.json",
+        "audit_denied_no_grant.json",
+    ] {
+        let bytes = std::fs::read(crate::fixture_dir().join(name)).expect("fixture");
+        let _: AuditRecord = round_trip(name, &bytes);
+    }
+}
+
+#[test]
+fn tool_run_fixtures_round_trip() {
+    for (name, bytes) in fixtures("toolrun_invocation") {
+        let _: ToolInvocation = round_trip(&name, &bytes);
+    }
+    for (name, bytes) in fixtures("toolrun_output") {
+        let _: ToolOutput = round_trip(&name, &bytes);
+    }
 }
 
 #[test]
@@ -95,6 +149,12 @@ fn every_deny_reason_has_its_wire_name() {
         (DenyReason::DeniedByGrant, "\"denied_by_grant\""),
         (DenyReason::ApprovalRefused, "\"approval_refused\""),
         (DenyReason::ApprovalExpired, "\"approval_expired\""),
+        (DenyReason::InvalidArguments, "\"invalid_arguments\""),
+        (DenyReason::UnknownTool, "\"unknown_tool\""),
+        (
+            DenyReason::TooManyPendingApprovals,
+            "\"too_many_pending_approvals\"",
+        ),
     ];
     for (reason, text) in table {
         assert_eq!(serde_json::to_string(&reason).expect("encode"), text);

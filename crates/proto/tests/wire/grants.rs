@@ -1,4 +1,4 @@
-use proto::{Constraints, DataClass, Grant, Mode, Timestamp};
+use proto::{Constraints, DataClass, Grant, IfUntrusted, Mode, Timestamp};
 
 use crate::fixture_dir;
 
@@ -20,6 +20,7 @@ fn a_minimal_grant_takes_the_design_defaults() {
             expires: None,
             secret: None,
             constraints: Constraints::default(),
+            if_untrusted: None,
         }
     );
 }
@@ -39,8 +40,9 @@ fn a_full_grant_keeps_every_field() {
             constraints: Constraints {
                 paths: vec![],
                 hosts: vec!["example.org".into(), "*.wikipedia.org".into()],
-                patterns: vec!["^https://".into()],
+                patterns: vec!["https://*".into()],
             },
+            if_untrusted: None,
         }
     );
 }
@@ -101,4 +103,14 @@ fn a_bad_grant_names_the_line_and_the_reason() {
     }
     let missing = Grant::from_toml("tool = \"x\"\nmode = \"auto\"\n").expect_err("missing");
     assert!(missing.reason.contains("max_taint"), "{missing}");
+}
+
+#[test]
+fn if_untrusted_is_an_optional_stricter_mode() {
+    let g = load("grant_if_untrusted.toml");
+    assert_eq!(g.mode, Mode::Auto);
+    assert_eq!(g.if_untrusted, Some(IfUntrusted::Ask));
+    let bad = "tool = \"x\"\nmode = \"auto\"\nmax_taint = \"secret\"\nif_untrusted = \"auto\"\n";
+    let err = Grant::from_toml(bad).expect_err("auto is not stricter");
+    assert_eq!(err.line, 4, "{err}");
 }

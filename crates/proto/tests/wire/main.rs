@@ -1,6 +1,7 @@
 //! The wire specification's tests: fixtures round-trip byte for byte, malformed input is
 //! refused with its typed error, and the frame decoder holds its limits on any input.
 
+mod chain;
 mod fixtures;
 mod frames;
 mod grants;

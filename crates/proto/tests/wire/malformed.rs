@@ -40,7 +40,8 @@ fn malformed_envelopes_are_bad_messages() {
         ("bad timestamp", r#"{"v":1,"id":5,"final":false,"msg":{"kind":"tool_response","body":{"status":"pending_approval","approval":"a","expires":"2026-09-17T08:15:00Z"}}}"#.into(), "timestamp"),
         ("bad error code", r#"{"v":1,"id":5,"final":true,"msg":{"kind":"error","body":{"code":"oops","detail":""}}}"#.into(), "unknown variant"),
         ("trailing bytes", format!("{} x", request(GOOD_BODY)), "trailing"),
-        ("not json", "hello".into(), "expected"),
+        ("not json", "hello".into(), "invalid type"),
+        ("envelope as an array", format!(r#"[1,5,true,{{"kind":"tool_request","body":{GOOD_BODY}}}]"#), "invalid type"),
     ];
     for (name, body, word) in table {
         let err = read_envelope(&mut frame(&body).as_slice()).expect_err(name);

@@ -1,0 +1,171 @@
+//! Each tool's argument schema, as types. brokerd parses the model's `arguments` text into
+//! these (strictly: duplicate keys, unknown fields, wrong types and coercions are refused)
+//! and the toolkit executes from the same types. A new tool is a new variant of [`ToolArgs`]
+//! with its argument struct here.
+//!
+//! Field names within each struct are declared in sorted order, so that serialising a
+//! value gives the canonical form: sorted keys, no whitespace.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFileArgs {
+    pub path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListDirArgs {
+    pub path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpFetchArgs {
+    pub url: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsultArgs {
+    pub prompt: String,
+}
+
+/// A validated tool call: `{"tool":"read_file","arguments":{"path":"/x"}}` on the tool's
+/// stdin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "tool",
+    content = "arguments",
+    rename_all = "snake_case",
+    deny_unknown_fields
+)]
+pub enum ToolArgs {
+    ReadFile(ReadFileArgs),
+    ListDir(ListDirArgs),
+    HttpFetch(HttpFetchArgs),
+    Consult(ConsultArgs),
+}
+
+/// Every tool boxmaker knows, by its wire name.
+pub const TOOL_NAMES: [&str; 4] = ["read_file", "list_dir", "http_fetch", "consult"];
+
+impl ToolArgs {
+    /// Parses the model's arguments text for `tool`. The text must be one JSON object with
+    /// exactly the tool's fields, each of its declared type.
+    pub fn parse(tool: &str, arguments: &str) -> Result<Self, ArgsError> {
+        fn strict<T: serde::de::DeserializeOwned>(tool: &str, text: &str) -> Result<T, ArgsError> {
+            // serde's derived structs also accept a JSON array of the field values in
+            // order; the model's arguments must be an object, so refuse anything else first.
+            if !crate::frame::starts_with_object(text.as_bytes()) {
+                return Err(ArgsError::Invalid {
+                    tool: tool.to_owned(),
+                    detail: "invalid type: the arguments must be a JSON object".into(),
+                });
+            }
+            serde_json::from_str(text).map_err(|e| ArgsError::Invalid {
+                tool: tool.to_owned(),
+                detail: e.to_string(),
+            })
+        }
+        Ok(match tool {
+            "read_file" => Self::ReadFile(strict(tool, arguments)?),
+            "list_dir" => Self::ListDir(strict(tool, arguments)?),
+            "http_fetch" => Self::HttpFetch(strict(tool, arguments)?),
+            "consult" => Self::Consult(strict(tool, arguments)?),
+            other => return Err(ArgsError::UnknownTool(other.to_owned())),
+        })
+    }
+
+    pub fn tool(&self) -> &'static str {
+        match self {
+            Self::ReadFile(_) => "read_file",
+            Self::ListDir(_) => "list_dir",
+            Self::HttpFetch(_) => "http_fetch",
+            Self::Consult(_) => "consult",
+        }
+    }
+
+    /// The canonical arguments text: the fields in sorted order, no whitespace. Constraints
+    /// match it, approvals bind to it and the audit record keeps it next to the raw text.
+    pub fn canonical(&self) -> String {
+        let text = match self {
+            Self::ReadFile(a) => serde_json::to_string(a),
+            Self::ListDir(a) => serde_json::to_string(a),
+            Self::HttpFetch(a) => serde_json::to_string(a),
+            Self::Consult(a) => serde_json::to_string(a),
+        };
+        // Serialising plain structs of strings cannot fail.
+        text.unwrap_or_default()
+    }
+}
+
+/// Why the model's arguments were refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgsError {
+    UnknownTool(String),
+    Invalid { tool: String, detail: String },
+}
+
+impl fmt::Display for ArgsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownTool(t) => write!(f, "no tool is named {t:?}"),
+            Self::Invalid { tool, detail } => write!(f, "arguments for {tool}: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for ArgsError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_parse_and_canonical_form() {
+        let a = ToolArgs::parse("read_file", "{ \"path\" : \"/n\\u0061\" }").expect("valid");
+        assert_eq!(a.canonical(), r#"{"path":"/na"}"#);
+        for (tool, bad, word) in [
+            (
+                "read_file",
+                r#"{"path":"/a","path":"/b"}"#,
+                "duplicate field",
+            ),
+            ("read_file", r#"{"path":"/a","mode":"x"}"#, "unknown field"),
+            ("read_file", r#"{"path":1}"#, "invalid type"),
+            ("read_file", r#"{"path":null}"#, "invalid type"),
+            ("read_file", r#"{"path":["/a"]}"#, "invalid type"),
+            ("read_file", r#"["/a"]"#, "invalid type"),
+            ("read_file", r#"{}"#, "missing field"),
+            ("read_file", r#"{"path":"/a"} {}"#, "trailing"),
+            ("http_fetch", r#""https://x""#, "invalid type"),
+            ("consult", r#"{"prompt":true}"#, "invalid type"),
+        ] {
+            let err = ToolArgs::parse(tool, bad).expect_err(bad).to_string();
+            assert!(err.contains(word), "{bad}: {err}");
+        }
+        assert_eq!(
+            ToolArgs::parse("shell", "{}"),
+            Err(ArgsError::UnknownTool("shell".into()))
+        );
+    }
+
+    #[test]
+    fn every_tool_name_parses_and_names_itself() {
+        let samples = [
+            r#"{"path":"/a"}"#,
+            r#"{"path":"/a"}"#,
+            r#"{"url":"https://a/"}"#,
+            r#"{"prompt":"p"}"#,
+        ];
+        for (name, args) in TOOL_NAMES.iter().zip(samples) {
+            let parsed = ToolArgs::parse(name, args).expect(name);
+            assert_eq!(parsed.tool(), *name);
+            assert_eq!(parsed.canonical(), args);
+        }
+    }
+}
