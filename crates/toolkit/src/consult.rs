@@ -1,0 +1,250 @@
+//! `consult`: one OpenAI-compatible chat completion to the remote model the grant names.
+//!
+//! The API key is the grant's secret. systemd's LoadCredential puts it in
+//! `$CREDENTIALS_DIRECTORY/<credential>`; it never passes through the model, brokerd's
+//! arguments or this process's command line (BRIEF decision 3), and no message here ever
+//! contains it.
+
+use std::fs::File;
+use std::path::Path;
+
+use proto::toolrun::{ConsultTarget, ToolInvocation};
+use serde::{Deserialize, Serialize};
+
+use crate::net::{agent_for, describe, describe_io, parse_url};
+use crate::text::{cap_str, read_capped};
+use crate::{Content, ToolResult, max_bytes};
+
+/// A credential is a key, not a document.
+const MAX_KEY: usize = 16 * 1024;
+/// The completion's JSON is larger than its text (escapes, metadata); this bounds memory
+/// without depending on `max_bytes`, which caps the text afterwards.
+const MAX_RESPONSE: usize = 16 * 1024 * 1024;
+/// How much of an API error message to pass on.
+const MAX_ERROR_DETAIL: usize = 500;
+
+#[derive(Debug, Serialize)]
+struct ChatRequest<'a> {
+    model: &'a str,
+    messages: [ChatMessage<'a>; 1],
+}
+
+#[derive(Debug, Serialize)]
+struct ChatMessage<'a> {
+    role: &'a str,
+    content: &'a str,
+}
+
+// The response types ignore unknown fields on purpose: this is a third party's API, which
+// adds fields freely (usage, ids, timings); only the answer's text is taken from it.
+#[derive(Debug, Deserialize)]
+struct ChatResponse {
+    choices: Vec<Choice>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Choice {
+    message: AnswerMessage,
+}
+
+#[derive(Debug, Deserialize)]
+struct AnswerMessage {
+    content: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ErrorResponse {
+    error: ErrorDetail,
+}
+
+#[derive(Debug, Deserialize)]
+struct ErrorDetail {
+    message: String,
+}
+
+pub fn consult(prompt: &str, inv: &ToolInvocation, credentials: Option<&Path>) -> ToolResult {
+    let target = inv
+        .consult
+        .as_ref()
+        .ok_or("the invocation names no remote model (consult target missing)")?;
+    let key = read_key(target, credentials)?;
+    let endpoint = format!("{}/chat/completions", target.url.trim_end_matches('/'));
+    let url = parse_url(&endpoint)?;
+    let agent = agent_for(&url, inv)?;
+    let body = serde_json::to_vec(&ChatRequest {
+        model: &target.model,
+        messages: [ChatMessage {
+            role: "user",
+            content: prompt,
+        }],
+    })
+    .map_err(|e| format!("cannot encode the request: {e}"))?;
+    let response = agent
+        .post(url.as_str())
+        .header("Authorization", format!("Bearer {key}"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json")
+        .send(&body[..])
+        .map_err(|e| format!("{url}: {}", describe(&e, inv.timeout_ms)))?;
+    let status = response.status();
+    let reader = response.into_body().into_reader();
+    let (bytes, more) = read_capped(reader, MAX_RESPONSE)
+        .map_err(|e| format!("{url}: {}", describe_io(&e, inv.timeout_ms)))?;
+    if !status.is_success() {
+        let mut message = format!("{url}: HTTP {}", status.as_u16());
+        if let Some(reason) = status.canonical_reason() {
+            message.push_str(&format!(" {reason}"));
+        }
+        if let Some(detail) = error_detail(&bytes, &key) {
+            message.push_str(&format!(": {detail}"));
+        }
+        return Err(message);
+    }
+    if more {
+        return Err(format!(
+            "{url}: the response is larger than {MAX_RESPONSE} bytes"
+        ));
+    }
+    let parsed: ChatResponse =
+        serde_json::from_slice(&bytes).map_err(|e| format!("{url}: not a chat completion: {e}"))?;
+    let text = parsed
+        .choices
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("{url}: the completion has no choices"))?
+        .message
+        .content
+        .ok_or_else(|| format!("{url}: the completion's message has no content"))?;
+    let (content, truncated) = cap_str(text, max_bytes(inv));
+    Ok(Content { content, truncated })
+}
+
+/// Reads the API key from the credentials directory. Errors name the credential, never
+/// its value.
+fn read_key(target: &ConsultTarget, credentials: Option<&Path>) -> Result<String, String> {
+    let name = &target.credential;
+    // A credential name is one file name in the directory systemd made, nothing more.
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+        return Err(format!(
+            "the credential name {name:?} is not a plain file name"
+        ));
+    }
+    let dir = credentials.ok_or_else(|| {
+        format!(
+            "$CREDENTIALS_DIRECTORY is not set: the unit was started without the credential \
+             {name:?} (LoadCredential)"
+        )
+    })?;
+    let path = dir.join(name);
+    let file = File::open(&path).map_err(|e| {
+        format!("cannot read the credential {name:?} from $CREDENTIALS_DIRECTORY: {e}")
+    })?;
+    let (bytes, more) = read_capped(file, MAX_KEY)
+        .map_err(|e| format!("cannot read the credential {name:?}: {e}"))?;
+    if more {
+        return Err(format!(
+            "the credential {name:?} is larger than {MAX_KEY} bytes"
+        ));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("the credential {name:?} is not UTF-8 text"))?;
+    // Files written with `echo` or an editor end in a newline that is not part of the key.
+    let key = text.trim_end_matches(['\n', '\r']);
+    if key.is_empty() {
+        return Err(format!("the credential {name:?} is empty"));
+    }
+    // It goes into a header: refuse anything a header cannot carry rather than let the
+    // HTTP library reject it with a message that might quote it.
+    if !key.bytes().all(|b| b.is_ascii_graphic() || b == b' ') {
+        return Err(format!(
+            "the credential {name:?} holds characters an HTTP header cannot carry"
+        ));
+    }
+    Ok(key.to_owned())
+}
+
+/// The API's own error message (`{"error":{"message":…}}`), shortened, with the key blanked
+/// out in case the server echoes it.
+fn error_detail(body: &[u8], key: &str) -> Option<String> {
+    let parsed: ErrorResponse = serde_json::from_slice(body).ok()?;
+    let redacted = parsed.error.message.replace(key, "[credential]");
+    let printable: String = redacted.chars().filter(|c| !c.is_control()).collect();
+    let (detail, cut) = cap_str(printable, MAX_ERROR_DETAIL);
+    Some(if cut { format!("{detail}…") } else { detail })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(credential: &str) -> ConsultTarget {
+        ConsultTarget {
+            url: "https://api.example.com/v1".into(),
+            model: "m".into(),
+            credential: credential.into(),
+        }
+    }
+
+    fn temp_dir(tag: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("toolkit-consult-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        dir
+    }
+
+    #[test]
+    fn key_is_read_trimmed_and_never_echoed() {
+        let dir = temp_dir("key");
+        std::fs::write(dir.join("api"), "sk-secret\n").expect("write");
+        assert_eq!(
+            read_key(&target("api"), Some(&dir)).expect("key"),
+            "sk-secret"
+        );
+        std::fs::write(dir.join("bad"), "sk-\u{1}secret").expect("write");
+        let err = read_key(&target("bad"), Some(&dir)).expect_err("control char");
+        assert!(!err.contains("secret"), "{err}");
+        std::fs::write(dir.join("empty"), "\n").expect("write");
+        assert!(read_key(&target("empty"), Some(&dir)).is_err());
+        let err = read_key(&target("missing"), Some(&dir)).expect_err("missing");
+        assert!(err.contains("\"missing\""), "{err}");
+        let err = read_key(&target("api"), None).expect_err("no dir");
+        assert!(err.contains("CREDENTIALS_DIRECTORY"), "{err}");
+        for bad in ["", ".", "..", "../api", "a/b"] {
+            assert!(read_key(&target(bad), Some(&dir)).is_err(), "{bad}");
+        }
+        std::fs::remove_dir_all(&dir).expect("cleanup");
+    }
+
+    #[test]
+    fn error_detail_blanks_the_key() {
+        let body = br#"{"error":{"message":"Incorrect API key provided: sk-secret","type":"x"}}"#;
+        assert_eq!(
+            error_detail(body, "sk-secret").as_deref(),
+            Some("Incorrect API key provided: [credential]")
+        );
+        assert_eq!(error_detail(b"<html>", "k"), None);
+    }
+
+    #[test]
+    fn request_shape_is_openai_compatible() {
+        let body = serde_json::to_string(&ChatRequest {
+            model: "m",
+            messages: [ChatMessage {
+                role: "user",
+                content: "hi",
+            }],
+        })
+        .expect("encode");
+        assert_eq!(
+            body,
+            r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#
+        );
+    }
+
+    #[test]
+    fn response_parse_ignores_extra_fields() {
+        let body = br#"{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{}}"#;
+        let parsed: ChatResponse = serde_json::from_slice(body).expect("parse");
+        assert_eq!(parsed.choices[0].message.content.as_deref(), Some("ok"));
+    }
+}
