@@ -82,18 +82,23 @@ pub struct Constraints {
 impl Grant {
     /// Parses one grant file's text. The error names the line and column and says why.
     pub fn from_toml(text: &str) -> Result<Self, GrantError> {
-        toml::from_str(text).map_err(|e| {
-            let (line, column) = e
-                .span()
-                .map(|span| line_and_column(text, span.start))
-                .unwrap_or((0, 0));
-            GrantError {
-                line,
-                column,
-                reason: e.message().to_owned(),
-            }
-        })
+        from_toml(text)
     }
+}
+
+/// Parses a TOML file strictly into `T`; the error names the line and column.
+pub fn from_toml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, TomlError> {
+    toml::from_str(text).map_err(|e| {
+        let (line, column) = e
+            .span()
+            .map(|span| line_and_column(text, span.start))
+            .unwrap_or((0, 0));
+        TomlError {
+            line,
+            column,
+            reason: e.message().to_owned(),
+        }
+    })
 }
 
 /// 1-based line and column of a byte offset.
@@ -104,16 +109,19 @@ fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-/// Why a grant file does not parse. `line` and `column` are 1-based; 0 when the parser
+/// Why a grant file does not parse.
+pub type GrantError = TomlError;
+
+/// Why a TOML file does not parse. `line` and `column` are 1-based; 0 when the parser
 /// could not point at a place (for example a missing field).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GrantError {
+pub struct TomlError {
     pub line: usize,
     pub column: usize,
     pub reason: String,
 }
 
-impl fmt::Display for GrantError {
+impl fmt::Display for TomlError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.line == 0 {
             f.write_str(&self.reason)
@@ -127,4 +135,4 @@ impl fmt::Display for GrantError {
     }
 }
 
-impl std::error::Error for GrantError {}
+impl std::error::Error for TomlError {}

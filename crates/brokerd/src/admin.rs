@@ -1,0 +1,102 @@
+//! The owner's side: approvals, answers and read-only queries. Reached only through the
+//! admin socket (and, with the gateway, gateway.sock); the socket decides, never the peer.
+
+use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalListing, GrantsInfo, SessionInfo};
+use proto::{AuditEvent, AuditLine, Message, Timestamp};
+
+use crate::approvals::{self, Answer};
+use crate::broker::{Broker, Fatal};
+
+impl Broker {
+    /// Answers one admin message; `who` is the peer as the kernel names it.
+    pub fn admin(&self, msg: Message, who: &str) -> Result<Message, Fatal> {
+        Ok(match msg {
+            Message::ApprovalList(_) => Message::ApprovalListing(ApprovalListing {
+                pending: self
+                    .approvals
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .list(),
+            }),
+            Message::ApprovalAnswer(answer) => {
+                // On the admin socket the approver is the peer's uid and user name; what the
+                // message claims (`by`, `post`) is not taken.
+                Message::ApprovalAnswered(self.answer(&answer, who.to_owned(), None)?)
+            }
+            Message::SessionQuery(q) => {
+                let state = self.session_state(&q.session);
+                Message::SessionInfo(SessionInfo {
+                    session: state.session,
+                    taint: state.taint,
+                    untrusted: state.untrusted,
+                    untrusted_by: state.untrusted_by,
+                })
+            }
+            Message::GrantsQuery(_) => {
+                let snapshot = self.snapshot();
+                Message::GrantsInfo(GrantsInfo {
+                    snapshot: snapshot.hash(),
+                    grants: snapshot.ids(),
+                })
+            }
+            other => Message::error(
+                proto::ErrorCode::ForbiddenKind,
+                format!("{} is not accepted on this socket", other.kind()),
+            ),
+        })
+    }
+
+    /// Applies an owner's answer; a refused one is audited here (an accepted one is audited
+    /// by the waiting request as its decision).
+    pub fn answer(
+        &self,
+        answer: &ApprovalAnswer,
+        by: String,
+        post: Option<String>,
+    ) -> Result<AnswerOutcome, Fatal> {
+        let result = self
+            .approvals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .answer(
+                &answer.approval,
+                answer.binding,
+                |card| {
+                    let now = self.session_state(&card.session).taint;
+                    approvals::binding(
+                        &card.session,
+                        card.call,
+                        &card.tool,
+                        &card.arguments,
+                        &card.grant,
+                        now,
+                    )
+                },
+                Answer {
+                    verdict: answer.verdict,
+                    by: by.clone(),
+                    post: post.clone(),
+                },
+                Timestamp::now(),
+            );
+        match result {
+            Ok(_) => Ok(AnswerOutcome::Accepted),
+            Err(refused) => {
+                self.append(|seq, time, prev| {
+                    AuditLine::Event(AuditEvent::ApprovalRefused {
+                        seq,
+                        time,
+                        prev,
+                        approval: answer.approval.clone(),
+                        by,
+                        post,
+                        refusal: refused.refusal,
+                    })
+                })?;
+                Ok(AnswerOutcome::Refused {
+                    refusal: refused.refusal,
+                })
+            }
+        }
+    }
+}

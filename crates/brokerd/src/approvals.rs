@@ -1,0 +1,181 @@
+//! Approvals waiting for the owner. Each is bound to the exact request (session, call,
+//! tool, canonical arguments, grant id, session taint at request time), single use,
+//! expiring, and capped in number. Answers arrive only on owner channels.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::mpsc::Sender;
+
+use proto::approval::{ApprovalCard, Refusal, Verdict};
+use proto::{CallId, DataClass, Hash32, SessionId, Timestamp};
+use sha2::{Digest, Sha256};
+
+/// How many answered ids are remembered, to tell "already used" from "unknown".
+const REMEMBERED: usize = 4096;
+
+/// The owner's answer, delivered to the connection that waits for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub verdict: Verdict,
+    pub by: String,
+    pub post: Option<String>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    card: ApprovalCard,
+    waiter: Sender<Answer>,
+}
+
+#[derive(Debug)]
+pub struct Approvals {
+    cap: usize,
+    pending: HashMap<String, Entry>,
+    answered: VecDeque<String>,
+}
+
+/// Binds an approval to the exact request: length-prefixed fields, so no two different
+/// requests hash alike.
+pub fn binding(
+    session: &SessionId,
+    call: CallId,
+    tool: &str,
+    canonical: &str,
+    grant: &str,
+    taint: DataClass,
+) -> Hash32 {
+    let mut h = Sha256::new();
+    let call = call.0.to_be_bytes();
+    for part in [
+        session.as_str().as_bytes(),
+        &call[..],
+        tool.as_bytes(),
+        canonical.as_bytes(),
+        grant.as_bytes(),
+        taint.as_str().as_bytes(),
+    ] {
+        h.update(u64::try_from(part.len()).unwrap_or(u64::MAX).to_be_bytes());
+        h.update(part);
+    }
+    Hash32::from_bytes(h.finalize().into())
+}
+
+/// A fresh approval id: 128 bits from the OS RNG, as 32 lower-case hex characters.
+pub fn new_id() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Why an answer was not taken, and what became of the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub refusal: Refusal,
+    /// When the request itself ends because of this (a changed request), its waiter was
+    /// told to deny.
+    pub ended_request: bool,
+}
+
+impl Approvals {
+    pub fn new(cap: usize) -> Self {
+        Self {
+            cap,
+            pending: HashMap::new(),
+            answered: VecDeque::new(),
+        }
+    }
+
+    /// Registers a card; `Err(())` when `cap` approvals already wait.
+    #[allow(clippy::result_unit_err)]
+    pub fn register(&mut self, card: ApprovalCard, waiter: Sender<Answer>) -> Result<(), ()> {
+        if self.pending.len() >= self.cap {
+            return Err(());
+        }
+        self.pending
+            .insert(card.approval.clone(), Entry { card, waiter });
+        Ok(())
+    }
+
+    /// Every pending card, oldest expiry first.
+    pub fn list(&self) -> Vec<ApprovalCard> {
+        let mut cards: Vec<ApprovalCard> = self.pending.values().map(|e| e.card.clone()).collect();
+        cards.sort_by(|a, b| (a.expires, &a.approval).cmp(&(b.expires, &b.approval)));
+        cards
+    }
+
+    /// Takes an approval back (its waiter gave up: expiry). Returns whether it was pending.
+    pub fn withdraw(&mut self, approval: &str) -> bool {
+        let was = self.pending.remove(approval).is_some();
+        if was {
+            self.remember(approval);
+        }
+        was
+    }
+
+    /// Applies an owner's answer. `current` is the binding recomputed from the session as
+    /// it stands now; it must equal both the card's and the answer's.
+    pub fn answer(
+        &mut self,
+        approval: &str,
+        claimed: Hash32,
+        current: impl FnOnce(&ApprovalCard) -> Hash32,
+        answer: Answer,
+        now: Timestamp,
+    ) -> Result<ApprovalCard, Refused> {
+        let Some(entry) = self.pending.get(approval) else {
+            let refusal = if self.answered.iter().any(|a| a == approval) {
+                Refusal::AlreadyUsed
+            } else {
+                Refusal::Unknown
+            };
+            return Err(Refused {
+                refusal,
+                ended_request: false,
+            });
+        };
+        if now >= entry.card.expires {
+            return Err(Refused {
+                refusal: Refusal::Expired,
+                ended_request: false,
+            });
+        }
+        if claimed != entry.card.binding {
+            // The answer is for something else than what waits: refuse the answer, keep
+            // the request for a correct one.
+            return Err(Refused {
+                refusal: Refusal::Changed,
+                ended_request: false,
+            });
+        }
+        let still = current(&entry.card) == entry.card.binding;
+        let Some(entry) = self.pending.remove(approval) else {
+            return Err(Refused {
+                refusal: Refusal::Unknown,
+                ended_request: false,
+            });
+        };
+        self.remember(approval);
+        if !still {
+            // The session moved on (its taint rose): what the owner saw is no longer the
+            // request. It can never be approved; end it with a denial.
+            let _ = entry.waiter.send(Answer {
+                verdict: Verdict::Deny,
+                by: answer.by,
+                post: answer.post,
+            });
+            return Err(Refused {
+                refusal: Refusal::Changed,
+                ended_request: true,
+            });
+        }
+        // The waiter may have just given up (expiry); then the answer is simply unread.
+        let _ = entry.waiter.send(answer);
+        Ok(entry.card)
+    }
+
+    fn remember(&mut self, approval: &str) {
+        if self.answered.len() >= REMEMBERED {
+            self.answered.pop_front();
+        }
+        self.answered.push_back(approval.to_owned());
+    }
+}

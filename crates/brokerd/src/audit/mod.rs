@@ -1,0 +1,409 @@
+//! brokerd's single audit writer (pre-M1 design section 6, brief decision 10).
+//!
+//! Files are `DIR/YYYY-MM-DD.jsonl`, one line per record, each ending in `\n`. `prev` is
+//! the SHA-256 of the previous line's stored bytes, chained across files from 32 zero
+//! bytes; `seq` grows by one per line across files. A record goes to the file of its UTC
+//! date, except that the writer never goes back to an earlier file when the clock does:
+//! readers walk files in name order, so name order must stay chain order.
+//!
+//! One writer: an exclusive `flock` on `DIR/.lock`, held while the [`AuditLog`] lives.
+//! Each append is one `write_all` of line and newline (O_APPEND) followed by `sync_data`,
+//! and returns only after that, so a caller that answers after `append` returns never
+//! answers a decision that is not on disk. A failed write or fsync poisons the log: what
+//! reached the disk is unknown and a failed fsync cannot be retried safely (the kernel may
+//! have dropped the dirty pages), so the caller must stop serving and restart.
+//!
+//! At open the whole log is verified with proto's `ChainVerifier`; see `scan.rs` for what
+//! is recovered and what refuses start. Nothing is ever truncated or rewritten.
+
+mod error;
+mod files;
+mod scan;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_open;
+
+use std::cell::Cell;
+use std::fmt;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::Flock;
+use proto::chain::{ChainHead, line_hash};
+use proto::{AuditEvent, AuditLine, Hash32, Timestamp};
+
+pub use error::AuditError;
+use scan::{Line, Tail};
+
+/// Where record times come from. Injectable so tests can cross a day boundary.
+pub type Clock = Box<dyn Fn() -> Timestamp + Send>;
+
+/// Told each durability step of every append, in order; the seam that proves a record is
+/// on disk before its answer leaves brokerd.
+pub type Observer = Box<dyn Fn(DurabilityEvent) + Send>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DurabilityEvent {
+    /// The line and its newline were handed to the kernel.
+    Written { seq: u64 },
+    /// `sync_data` returned: the line is on disk.
+    Synced { seq: u64 },
+}
+
+/// A line that is on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    pub seq: u64,
+    /// SHA-256 of the stored line: the next line's `prev`.
+    pub hash: Hash32,
+}
+
+/// What `open` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenReport {
+    /// Day files found, empty ones included.
+    pub files: usize,
+    /// Chain links found (not counting a recovery line this open wrote).
+    pub lines: u64,
+    /// Torn lines that earlier starts had already recovered.
+    pub earlier_recoveries: u64,
+    /// The torn line this open recovered, if the log ended with one.
+    pub recovered: Option<Recovered>,
+    /// Where the next line continues.
+    pub head: ChainHead,
+}
+
+/// A torn final line that this open kept and accounted for with a `recovery` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovered {
+    pub file: String,
+    /// 1-based line number of the torn line in `file`.
+    pub line: u64,
+    pub torn_bytes: u64,
+    pub torn_sha256: Hash32,
+    /// Whether this open had to end the torn line with a newline (false when an earlier,
+    /// interrupted start already had).
+    pub newline_added: bool,
+    /// The recovery line.
+    pub recovery: Appended,
+}
+
+/// The single audit writer. Holds the directory lock until dropped.
+pub struct AuditLog {
+    dir: PathBuf,
+    /// Kept open for directory fsyncs after a day file is created.
+    dir_handle: File,
+    _lock: Flock<File>,
+    current: Option<DayFile>,
+    head: ChainHead,
+    clock: Clock,
+    observer: Option<Observer>,
+    /// Why the log was poisoned, if it was.
+    poisoned: Option<String>,
+    /// Test-only fault injection (see `inject`); always `None` outside tests.
+    fault: Cell<Option<Fault>>,
+}
+
+struct DayFile {
+    name: String,
+    file: File,
+}
+
+/// Points in an append where a test can make the I/O fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Write,
+    Sync,
+}
+
+/// An append failure, and whether it leaves the disk in an unknown state.
+struct Failure {
+    error: AuditError,
+    poison: bool,
+}
+
+impl AuditLog {
+    /// Opens (creating if missing) the audit log in `dir`, with the system clock.
+    pub fn open(dir: &Path) -> Result<(Self, OpenReport), AuditError> {
+        Self::open_with_clock(dir, Box::new(Timestamp::now))
+    }
+
+    /// As [`AuditLog::open`], with record times taken from `clock`.
+    pub fn open_with_clock(dir: &Path, clock: Clock) -> Result<(Self, OpenReport), AuditError> {
+        let dir_handle = files::open_dir(dir)?;
+        let lock = files::take_lock(dir)?;
+        let scan = scan::scan(dir)?;
+        let current = match scan.files.last() {
+            Some(name) => {
+                let path = dir.join(name);
+                let file = files::open_log(&path)?;
+                // A previous brokerd may have died between a write and its fsync. Those
+                // bytes are chained on below, so they must be on disk before anything
+                // chains on them from another file.
+                file.sync_data().map_err(|source| AuditError::Io {
+                    path,
+                    op: "fsync",
+                    source,
+                })?;
+                Some(DayFile {
+                    name: name.clone(),
+                    file,
+                })
+            }
+            None => None,
+        };
+        dir_handle.sync_all().map_err(|source| AuditError::Io {
+            path: dir.to_owned(),
+            op: "fsync the directory",
+            source,
+        })?;
+        let mut log = Self {
+            dir: dir.to_owned(),
+            dir_handle,
+            _lock: lock,
+            current,
+            head: scan.head,
+            clock,
+            observer: None,
+            poisoned: None,
+            fault: Cell::new(None),
+        };
+        let recovered = match scan.tail {
+            Tail::Clean => None,
+            Tail::Torn(line) => Some(log.recover(line, true)?),
+            Tail::Terminated(line) => Some(log.recover(line, false)?),
+        };
+        let report = OpenReport {
+            files: scan.files.len(),
+            lines: scan.lines,
+            earlier_recoveries: scan.recovered,
+            recovered,
+            head: log.head,
+        };
+        Ok((log, report))
+    }
+
+    /// Sets the durability observer (replacing any earlier one).
+    pub fn set_observer(&mut self, observer: Observer) {
+        self.observer = Some(observer);
+    }
+
+    /// Appends one line. `build` gets the `seq`, time and `prev` the line must carry and
+    /// returns the line; it is checked, written, fsynced, and only then is `Ok` returned.
+    pub fn append(
+        &mut self,
+        build: impl FnOnce(u64, Timestamp, Hash32) -> AuditLine,
+    ) -> Result<Appended, AuditError> {
+        if let Some(cause) = &self.poisoned {
+            return Err(AuditError::Poisoned {
+                dir: self.dir.clone(),
+                cause: cause.clone(),
+            });
+        }
+        let ChainHead {
+            next_seq: seq,
+            prev,
+        } = self.head;
+        let time = (self.clock)();
+        let line = build(seq, time, prev);
+        let mismatch = |field| Err(AuditError::Mismatch { seq, field });
+        if line.seq() != seq {
+            return mismatch("seq");
+        }
+        if line.prev() != prev {
+            return mismatch("prev");
+        }
+        if line_time(&line) != time {
+            return mismatch("time");
+        }
+        let mut bytes =
+            serde_json::to_vec(&line).map_err(|source| AuditError::Encode { seq, source })?;
+        // serde_json escapes control characters in strings, so this cannot happen; a line
+        // with a raw newline would split into two lines on disk, so it is checked anyway.
+        if bytes.contains(&b'\n') {
+            return mismatch("encoding (a raw newline)");
+        }
+        let hash = line_hash(&bytes);
+        bytes.push(b'\n');
+        match self.write_line(&files::day_name(time), &bytes, seq) {
+            Ok(()) => {
+                self.head = ChainHead {
+                    next_seq: seq + 1,
+                    prev: hash,
+                };
+                Ok(Appended { seq, hash })
+            }
+            Err(Failure { error, poison }) => {
+                if poison {
+                    self.poisoned = Some(error.to_string());
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// The `seq` and `prev` the next line will carry.
+    pub fn head(&self) -> ChainHead {
+        self.head
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether an earlier write or fsync failed (every append now fails).
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.is_some()
+    }
+
+    fn write_line(&mut self, day: &str, bytes: &[u8], seq: u64) -> Result<(), Failure> {
+        // Only ever forward: a record whose date is before the current file's (the clock
+        // went back) joins the current file, so name order stays chain order.
+        let current = match self.current.take() {
+            Some(c) if c.name.as_str() >= day => c,
+            old => match self.create_day(day) {
+                Ok(c) => c,
+                Err(f) => {
+                    self.current = old;
+                    return Err(f);
+                }
+            },
+        };
+        let result = self.write_to(&current, bytes, seq);
+        self.current = Some(current);
+        result
+    }
+
+    fn write_to(&self, current: &DayFile, bytes: &[u8], seq: u64) -> Result<(), Failure> {
+        let fail = |op, source| Failure {
+            error: AuditError::Io {
+                path: self.dir.join(&current.name),
+                op,
+                source,
+            },
+            poison: true,
+        };
+        // One write_all on an O_APPEND descriptor: a crash leaves at most a torn tail,
+        // which the next start recovers.
+        self.inject(Fault::Write)
+            .and_then(|()| (&current.file).write_all(bytes))
+            .map_err(|e| fail("write", e))?;
+        self.notify(DurabilityEvent::Written { seq });
+        self.inject(Fault::Sync)
+            .and_then(|()| current.file.sync_data())
+            .map_err(|e| fail("fsync", e))?;
+        self.notify(DurabilityEvent::Synced { seq });
+        Ok(())
+    }
+
+    /// Creates `day`'s file and makes its name durable.
+    fn create_day(&self, day: &str) -> Result<DayFile, Failure> {
+        let file = files::create_log(&self.dir.join(day)).map_err(|error| Failure {
+            error,
+            poison: false,
+        })?;
+        // The new name must be durable before any line in it is answered. The file now
+        // exists; if its entry cannot be synced, its fate is unknown: poison.
+        self.dir_handle.sync_all().map_err(|source| Failure {
+            error: AuditError::Io {
+                path: self.dir.clone(),
+                op: "fsync the directory",
+                source,
+            },
+            poison: true,
+        })?;
+        Ok(DayFile {
+            name: day.to_owned(),
+            file,
+        })
+    }
+
+    /// Keeps a torn final line and accounts for it with a recovery line.
+    fn recover(&mut self, torn: Line, add_newline: bool) -> Result<Recovered, AuditError> {
+        if add_newline {
+            // The torn line is always in the newest file (scan refuses it anywhere else).
+            let path = self.dir.join(&torn.file);
+            let Some(current) = self.current.as_ref().filter(|c| c.name == torn.file) else {
+                return Err(AuditError::Unsafe {
+                    path,
+                    reason: "a torn line outside the newest file".into(),
+                });
+            };
+            // Separately from the recovery line, which may go to a newer day's file. If
+            // brokerd dies in between, the next start finds a terminated non-line at the
+            // end and recovers that.
+            (&current.file)
+                .write_all(b"\n")
+                .and_then(|()| current.file.sync_data())
+                .map_err(|source| AuditError::Io {
+                    path,
+                    op: "end the torn line in",
+                    source,
+                })?;
+        }
+        let torn_bytes = u64::try_from(torn.bytes.len()).unwrap_or(u64::MAX);
+        let torn_sha256 = line_hash(&torn.bytes);
+        let recovery = self.append(|seq, time, prev| {
+            AuditLine::Event(AuditEvent::Recovery {
+                seq,
+                time,
+                prev,
+                file: torn.file.clone(),
+                line: torn.line,
+                torn_bytes,
+                torn_sha256,
+            })
+        })?;
+        Ok(Recovered {
+            file: torn.file,
+            line: torn.line,
+            torn_bytes,
+            torn_sha256,
+            newline_added: add_newline,
+            recovery,
+        })
+    }
+
+    fn notify(&self, event: DurabilityEvent) {
+        if let Some(observer) = &self.observer {
+            observer(event);
+        }
+    }
+
+    /// Fails the I/O at `at` once, if a test armed it. Without `unsafe` there is no way to
+    /// make a real write or fsync fail on demand (and as root permissions do not), so the
+    /// poisoning logic is tested through this.
+    fn inject(&self, at: Fault) -> std::io::Result<()> {
+        if self.fault.get() == Some(at) {
+            self.fault.set(None);
+            return Err(std::io::Error::other("injected fault"));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuditLog")
+            .field("dir", &self.dir)
+            .field("current", &self.current.as_ref().map(|c| &c.name))
+            .field("head", &self.head)
+            .field("poisoned", &self.poisoned)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The `time` every line kind carries (proto has accessors for `seq` and `prev` only).
+fn line_time(line: &AuditLine) -> Timestamp {
+    match line {
+        AuditLine::Decision(r) => r.time,
+        AuditLine::Event(
+            AuditEvent::GrantsLoaded { time, .. }
+            | AuditEvent::Recovery { time, .. }
+            | AuditEvent::ApprovalRequested { time, .. }
+            | AuditEvent::ApprovalRefused { time, .. },
+        ) => *time,
+    }
+}

@@ -1,0 +1,364 @@
+//! The broker's shared state and the life of one tool request: validate, decide, audit,
+//! maybe ask the owner, run, raise the session, answer. Every decision is on disk before
+//! its answer leaves.
+
+use std::collections::HashMap;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
+
+use daemon::config::Config;
+use proto::approval::{ApprovalCard, CallRef, Verdict};
+use proto::tools::ToolArgs;
+use proto::{
+    AuditEvent, AuditLine, AuditRecord, DecisionRecord, DenyReason, Envelope, Message, SessionId,
+    Timestamp, ToolRequest, ToolResponse,
+};
+
+use crate::approvals::{self, Answer, Approvals};
+use crate::audit::AuditLog;
+use crate::policy::{self, Decision, Outcome};
+use crate::runner::{RunOutcome, Runner};
+use crate::sessions::Sessions;
+use crate::tool_spec;
+use daemon::grants::Snapshot;
+
+#[derive(Debug)]
+pub struct Broker {
+    pub config: Config,
+    snapshot: RwLock<Arc<Snapshot>>,
+    audit: Mutex<AuditLog>,
+    sessions: Mutex<Sessions>,
+    pub(crate) approvals: Mutex<Approvals>,
+    runner: Runner,
+    /// One lock per session: a session's calls are decided and run one at a time, so a
+    /// call is never decided on a taint that a concurrent call of the same session is
+    /// about to raise.
+    session_locks: Mutex<HashMap<SessionId, Arc<Mutex<()>>>>,
+}
+
+/// Why the broker must stop serving (its durable state can no longer be trusted).
+#[derive(Debug)]
+pub struct Fatal(pub String);
+
+/// A poisoned mutex means a thread panicked while holding it; the data is still the best
+/// we have and every write to disk is already complete or failed.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Broker {
+    pub fn new(
+        config: Config,
+        snapshot: Snapshot,
+        audit: AuditLog,
+        sessions: Sessions,
+        runner: Runner,
+    ) -> Self {
+        let cap = config.broker.max_pending_approvals;
+        Self {
+            config,
+            snapshot: RwLock::new(Arc::new(snapshot)),
+            audit: Mutex::new(audit),
+            sessions: Mutex::new(sessions),
+            approvals: Mutex::new(Approvals::new(cap)),
+            runner,
+            session_locks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Makes `snapshot` the policy for later calls, after auditing it.
+    pub fn install(&self, snapshot: Snapshot) -> Result<(), Fatal> {
+        self.audit_snapshot(&snapshot)?;
+        *self
+            .snapshot
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(snapshot);
+        Ok(())
+    }
+
+    pub fn audit_snapshot(&self, snapshot: &Snapshot) -> Result<(), Fatal> {
+        self.append(|seq, time, prev| {
+            AuditLine::Event(AuditEvent::GrantsLoaded {
+                seq,
+                time,
+                prev,
+                snapshot: snapshot.hash(),
+                grants: snapshot.ids(),
+            })
+        })
+    }
+
+    pub fn append(
+        &self,
+        build: impl FnOnce(u64, Timestamp, proto::Hash32) -> AuditLine,
+    ) -> Result<(), Fatal> {
+        lock(&self.audit)
+            .append(build)
+            .map(|_| ())
+            .map_err(|e| Fatal(format!("audit log: {e}")))
+    }
+
+    /// Whether the audit writer can be reached: free, or freed within a second (a write
+    /// and its fsync). A writer stuck longer means the broker is wedged.
+    pub fn audit_alive(&self) -> bool {
+        let start = std::time::Instant::now();
+        loop {
+            match self.audit.try_lock() {
+                Ok(_) => return true,
+                Err(std::sync::TryLockError::Poisoned(_)) => return false,
+                Err(std::sync::TryLockError::WouldBlock)
+                    if start.elapsed() < Duration::from_secs(1) =>
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(std::sync::TryLockError::WouldBlock) => return false,
+            }
+        }
+    }
+
+    pub fn session_state(&self, session: &SessionId) -> crate::sessions::SessionState {
+        lock(&self.sessions).get(session)
+    }
+
+    fn session_lock(&self, session: &SessionId) -> Arc<Mutex<()>> {
+        lock(&self.session_locks)
+            .entry(session.clone())
+            .or_default()
+            .clone()
+    }
+
+    /// Serves one tool request from loopd. `send` writes one frame to the peer.
+    pub fn tool_request(
+        &self,
+        id: u64,
+        req: &ToolRequest,
+        send: &mut dyn FnMut(Envelope),
+    ) -> Result<(), Fatal> {
+        // Held through the owner's answer too: the session cannot change under a pending
+        // approval, so what the owner sees is what runs.
+        let session_lock = self.session_lock(&req.session);
+        let _guard = lock(&session_lock);
+        let snapshot = self.snapshot();
+        let state = self.session_state(&req.session);
+        let parsed = ToolArgs::parse(&req.tool, &req.arguments);
+        let now = Timestamp::now();
+        let mut decision = match &parsed {
+            Ok(args) => policy::decide(&snapshot, args, state.view(), now),
+            Err(e) => policy::invalid(e),
+        };
+        let canonical = match (&parsed, decision.grant()) {
+            (Ok(args), Some((_, covered))) => Some(tool_spec::effective(args, covered).canonical()),
+            (Ok(args), None) => Some(args.canonical()),
+            (Err(_), _) => None,
+        };
+        if let Outcome::Ask { grant_id } = decision.outcome() {
+            let grant_id = grant_id.to_owned();
+            let canonical = canonical.clone().unwrap_or_default();
+            decision = self.ask(id, req, decision, &grant_id, &canonical, send)?;
+        }
+        let record = |decision: &Decision| decision_record(decision);
+        let taint = self.session_state(&req.session).taint;
+        self.append(|seq, time, prev| {
+            AuditLine::Decision(AuditRecord {
+                seq,
+                time,
+                prev,
+                session: req.session.clone(),
+                call: req.call,
+                tool: req.tool.clone(),
+                arguments: req.arguments.clone(),
+                session_taint: taint,
+                decision: record(&decision),
+                canonical: canonical.clone(),
+            })
+        })?;
+        let response = match (decision.outcome(), &parsed) {
+            (Outcome::Allow { .. }, Ok(args)) => self.run(req, args, decision)?,
+            (Outcome::Deny { reason, detail, .. }, _) => ToolResponse::Denied {
+                reason,
+                detail: Some(detail.to_owned()),
+            },
+            // An allow without parsed arguments, or an ask left unanswered, cannot happen;
+            // answer as a denial rather than run anything.
+            _ => ToolResponse::Denied {
+                reason: DenyReason::ApprovalRefused,
+                detail: None,
+            },
+        };
+        send(Envelope::last(id, Message::ToolResponse(response)));
+        Ok(())
+    }
+
+    /// Puts an `ask` to the owner and waits for the answer or the expiry.
+    fn ask(
+        &self,
+        id: u64,
+        req: &ToolRequest,
+        decision: Decision,
+        grant_id: &str,
+        canonical: &str,
+        send: &mut dyn FnMut(Envelope),
+    ) -> Result<Decision, Fatal> {
+        let state = self.session_state(&req.session);
+        let now = Timestamp::now();
+        let expires = now.saturating_add(self.config.broker.approval_ttl);
+        let approval = approvals::new_id().map_err(|e| Fatal(format!("OS RNG: {e}")))?;
+        let binding = approvals::binding(
+            &req.session,
+            req.call,
+            &req.tool,
+            canonical,
+            grant_id,
+            state.taint,
+        );
+        let card = ApprovalCard {
+            approval: approval.clone(),
+            binding,
+            session: req.session.clone(),
+            call: req.call,
+            tool: req.tool.clone(),
+            arguments: canonical.to_owned(),
+            grant: grant_id.to_owned(),
+            session_taint: state.taint,
+            untrusted: state.untrusted,
+            untrusted_by: state.untrusted_by.clone(),
+            expires,
+        };
+        let (tx, rx) = mpsc::channel();
+        if lock(&self.approvals).register(card, tx).is_err() {
+            let cap = self.config.broker.max_pending_approvals;
+            return Ok(policy::too_many_pending(decision, cap));
+        }
+        self.append(|seq, time, prev| {
+            AuditLine::Event(AuditEvent::ApprovalRequested {
+                seq,
+                time,
+                prev,
+                approval: approval.clone(),
+                binding,
+                session: req.session.clone(),
+                call: req.call,
+                tool: req.tool.clone(),
+                grant: grant_id.to_owned(),
+                expires,
+            })
+        })?;
+        send(Envelope::partial(
+            id,
+            Message::ToolResponse(ToolResponse::PendingApproval {
+                approval: approval.clone(),
+                expires,
+            }),
+        ));
+        let wait = Duration::from_millis(expires.as_millis().saturating_sub(now.as_millis()));
+        let answer = match rx.recv_timeout(wait) {
+            Ok(a) => Some(a),
+            Err(_) => {
+                if lock(&self.approvals).withdraw(&approval) {
+                    None
+                } else {
+                    // Answered in the instant before the withdrawal.
+                    rx.try_recv().ok()
+                }
+            }
+        };
+        Ok(match answer {
+            Some(Answer {
+                verdict: Verdict::Approve,
+                by,
+                post,
+            }) => policy::approve(decision, policy::Approval { approver: by, post }),
+            Some(Answer { by, .. }) => policy::refuse(
+                decision,
+                DenyReason::ApprovalRefused,
+                format!("{by} refused"),
+            ),
+            None => policy::refuse(
+                decision,
+                DenyReason::ApprovalExpired,
+                "the owner did not answer in time",
+            ),
+        })
+    }
+
+    /// Runs an allowed call and raises the session by the grant's labels before the
+    /// result leaves. A failure's message reaches the model too, so it raises alike.
+    fn run(
+        &self,
+        req: &ToolRequest,
+        args: &ToolArgs,
+        decision: Decision,
+    ) -> Result<ToolResponse, Fatal> {
+        let Some((grant, _)) = decision.grant() else {
+            return Ok(ToolResponse::Failed {
+                message: "internal: no grant".into(),
+            });
+        };
+        let (class, untrusted) = (grant.result_class, grant.untrusted);
+        let outcome = match tool_spec::build(&self.config, req, args, &decision) {
+            Ok(spec) => self.runner.run(decision, &spec),
+            Err(message) => RunOutcome::Failed { message },
+        };
+        lock(&self.sessions)
+            .record(
+                &req.session,
+                class,
+                untrusted,
+                CallRef {
+                    tool: req.tool.clone(),
+                    call: req.call,
+                },
+            )
+            .map_err(|e| Fatal(format!("session state: {e}")))?;
+        Ok(match outcome {
+            RunOutcome::Ok { content, truncated } => ToolResponse::Result {
+                content,
+                class,
+                untrusted,
+                truncated,
+            },
+            RunOutcome::Failed { message } => ToolResponse::Failed { message },
+        })
+    }
+}
+
+fn decision_record(decision: &Decision) -> DecisionRecord {
+    match decision.outcome() {
+        Outcome::Allow {
+            grant_id,
+            approval: None,
+        } => DecisionRecord::Allowed {
+            grant: grant_id.to_owned(),
+        },
+        Outcome::Allow {
+            grant_id,
+            approval: Some(a),
+        } => DecisionRecord::Approved {
+            grant: grant_id.to_owned(),
+            approver: a.approver.clone(),
+            post: a.post.clone(),
+        },
+        Outcome::Ask { grant_id } => DecisionRecord::Denied {
+            reason: DenyReason::ApprovalRefused,
+            grant: Some(grant_id.to_owned()),
+            detail: Some("an ask without an answer".into()),
+        },
+        Outcome::Deny {
+            reason,
+            grant_id,
+            detail,
+        } => DecisionRecord::Denied {
+            reason,
+            grant: grant_id.map(str::to_owned),
+            detail: Some(detail.to_owned()),
+        },
+    }
+}

@@ -1,0 +1,18 @@
+//! brokerd: boxmaker's single policy point. Every tool call the model asks for arrives
+//! here; brokerd validates the arguments against the tool's types, decides from the
+//! owner's grants and what the session has read, asks the owner when a grant says `ask`,
+//! writes a hash-chained audit record for every decision, and runs the tool in its own
+//! sandbox. It trusts nothing loopd says beyond the request itself.
+
+pub mod admin;
+pub mod approvals;
+pub mod audit;
+pub mod broker;
+pub mod policy;
+pub mod runner;
+pub mod server;
+pub mod sessions;
+mod start;
+pub mod tool_spec;
+
+pub use start::{Args, Error, run};

@@ -1,0 +1,305 @@
+//! Driving one tool process (the tool itself, or `systemd-run --pipe` standing in for it).
+//!
+//! stdin, stdout and stderr each get their own thread, so a tool that writes a lot of
+//! stderr, or never reads its stdin, cannot block brokerd on a full pipe. The calling thread
+//! only waits: for the exit status and the complete stdout, or for the deadline, or for the
+//! stdout cap to be crossed, whichever comes first.
+
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use proto::toolrun::ToolOutput;
+
+use super::{Limits, RunOutcome, seconds};
+
+/// How much of the tool's stderr a failure message quotes (its end, where the cause is).
+pub(super) const STDERR_TAIL: usize = 2048;
+
+/// How long to wait for the rest of stderr once the process is gone.
+const STDERR_GRACE: Duration = Duration::from_millis(300);
+
+/// One process to drive.
+pub(super) struct Job<'a> {
+    /// Who the process is, for messages: "tool" or "tool unit X".
+    pub label: &'a str,
+    /// The request JSON written to stdin.
+    pub input: Vec<u8>,
+    pub limits: &'a Limits,
+    /// brokerd's own deadline from the spawn (the systemd runner adds a start-up grace to
+    /// the time limit, since systemd's RuntimeMaxSec= is the first to fire there).
+    pub deadline: Duration,
+    /// Called after brokerd killed the process early (deadline, output cap): the systemd
+    /// runner stops the unit, which killing its `systemd-run` client does not do.
+    pub abort: &'a dyn Fn(),
+    /// Describes an exit status that is not a success, for messages (given the label).
+    pub explain_exit: fn(&str, ExitStatus) -> String,
+}
+
+/// The stdout cap: the content limit with room for JSON escaping (at worst six bytes per
+/// content byte, `\u001f`) and the envelope, so a tool that respected `max_bytes` is never
+/// refused, while a runaway tool cannot make brokerd buffer without bound.
+pub(super) fn stdout_cap(max_result_bytes: u64) -> usize {
+    let cap = max_result_bytes.saturating_mul(6).saturating_add(4096);
+    usize::try_from(cap).unwrap_or(usize::MAX)
+}
+
+enum Msg {
+    Stdout(Result<Vec<u8>, String>),
+    StdoutOverCap,
+    Stderr(Vec<u8>),
+}
+
+/// Starts `command` with piped stdio and drives it to an outcome.
+pub(super) fn run(mut command: Command, job: &Job<'_>) -> RunOutcome {
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group, so that a kill reaches anything it started.
+        .process_group(0);
+    let started = Instant::now();
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => return RunOutcome::failed(format!("could not start the {}: {e}", job.label)),
+    };
+    // `tx` stays alive here, so `recv_timeout` waits instead of reporting a disconnect.
+    let (tx, rx) = mpsc::channel();
+    spawn_io(
+        &mut child,
+        job.input.clone(),
+        stdout_cap(job.limits.max_result_bytes),
+        &tx,
+    );
+
+    let deadline = started + job.deadline;
+    let mut stdout = None;
+    let mut stderr = None;
+    let mut status = None;
+    loop {
+        let now = Instant::now();
+        let wait = if stdout.is_some() {
+            // Output complete; the exit follows at once, poll for it briefly.
+            Duration::from_millis(1)
+        } else {
+            Duration::from_millis(10)
+        };
+        match rx.recv_timeout(wait.min(deadline.saturating_duration_since(now))) {
+            Ok(Msg::Stdout(Ok(bytes))) => stdout = Some(bytes),
+            Ok(Msg::Stdout(Err(e))) => {
+                kill(&mut child, job);
+                return RunOutcome::failed(format!("reading the {}'s output: {e}", job.label));
+            }
+            Ok(Msg::StdoutOverCap) => {
+                kill(&mut child, job);
+                return RunOutcome::failed(format!(
+                    "output over the limit: the {} wrote more than {} bytes",
+                    job.label,
+                    stdout_cap(job.limits.max_result_bytes)
+                ));
+            }
+            Ok(Msg::Stderr(bytes)) => stderr = Some(bytes),
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+        }
+        if status.is_none() {
+            match child.try_wait() {
+                Ok(s) => status = s,
+                Err(e) => {
+                    kill(&mut child, job);
+                    return RunOutcome::failed(format!("waiting for the {}: {e}", job.label));
+                }
+            }
+        }
+        if let (Some(status), Some(stdout)) = (status, stdout.as_ref()) {
+            return finish(job, status, stdout, stderr, &rx, started.elapsed());
+        }
+        if Instant::now() >= deadline {
+            kill(&mut child, job);
+            return RunOutcome::failed(format!(
+                "timed out after {}",
+                seconds(job.limits.time_limit)
+            ));
+        }
+    }
+}
+
+/// Feeds stdin and drains stdout and stderr, each in its own thread.
+fn spawn_io(child: &mut Child, input: Vec<u8>, cap: usize, tx: &Sender<Msg>) {
+    if let Some(mut stdin) = child.stdin.take() {
+        // A tool that exits without reading gets EPIPE here (Rust ignores SIGPIPE); its
+        // outcome is decided by what it printed and its exit status, not by this write.
+        thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+            // Dropping `stdin` closes it: the tool reads to end of file.
+        });
+    }
+    if let Some(mut stdout) = child.stdout.take() {
+        let tx = tx.clone();
+        thread::spawn(move || {
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 16 * 1024];
+            let msg = loop {
+                match stdout.read(&mut chunk) {
+                    Ok(0) => break Msg::Stdout(Ok(buf)),
+                    Ok(n) => {
+                        buf.extend_from_slice(&chunk[..n]);
+                        if buf.len() > cap {
+                            // Stop reading: the tool is killed, whatever it wrote is dropped.
+                            break Msg::StdoutOverCap;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => break Msg::Stdout(Err(e.to_string())),
+                }
+            };
+            let _ = tx.send(msg);
+        });
+    }
+    if let Some(mut stderr) = child.stderr.take() {
+        let tx = tx.clone();
+        thread::spawn(move || {
+            // Keep only the end: enough for a message, bounded whatever the tool writes.
+            let mut tail = Vec::new();
+            let mut chunk = [0u8; 4096];
+            loop {
+                match stderr.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        tail.extend_from_slice(&chunk[..n]);
+                        if tail.len() > 2 * STDERR_TAIL {
+                            tail.drain(..tail.len() - STDERR_TAIL);
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            let _ = tx.send(Msg::Stderr(tail));
+        });
+    }
+}
+
+/// Kills the process group and reaps the leader, then runs the job's abort hook.
+fn kill(child: &mut Child, job: &Job<'_>) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // The leader is not reaped yet, so its pid (the group id) cannot have been reused.
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    (job.abort)();
+}
+
+/// The process has exited and its stdout is complete.
+fn finish(
+    job: &Job<'_>,
+    status: ExitStatus,
+    stdout: &[u8],
+    stderr: Option<Vec<u8>>,
+    rx: &Receiver<Msg>,
+    elapsed: Duration,
+) -> RunOutcome {
+    let parsed = serde_json::from_slice::<ToolOutput>(stdout);
+    if status.success() {
+        return match parsed {
+            Ok(output) => bounded(output, job.limits.max_result_bytes),
+            Err(e) => RunOutcome::failed(with_stderr(
+                format!("the {} printed no valid result ({e})", job.label),
+                stderr,
+                rx,
+            )),
+        };
+    }
+    // A tool may report its own failure and exit non-zero; that message is the best one.
+    // A success claim with a failing exit status is not believed.
+    if let Ok(output @ ToolOutput::Failed { .. }) = parsed {
+        return bounded(output, job.limits.max_result_bytes);
+    }
+    if elapsed >= job.limits.time_limit {
+        // Only the systemd runner gets here: RuntimeMaxSec= stopped the unit before
+        // brokerd's own (later) deadline, and systemd-run reports that as a failure.
+        return RunOutcome::failed(format!(
+            "timed out after {}",
+            seconds(job.limits.time_limit)
+        ));
+    }
+    RunOutcome::failed(with_stderr(
+        (job.explain_exit)(job.label, status),
+        stderr,
+        rx,
+    ))
+}
+
+/// The plain description of an exit status, for the direct runner.
+pub(super) fn explain_tool_exit(label: &str, status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("the {label} exited with status {code}"),
+        (None, Some(signal)) => format!("the {label} was killed by signal {signal}"),
+        (None, None) => format!("the {label} ended with {status}"),
+    }
+}
+
+/// The tool's answer, cut to the limit whatever the tool claimed.
+fn bounded(output: ToolOutput, max: u64) -> RunOutcome {
+    let max = usize::try_from(max).unwrap_or(usize::MAX);
+    match output {
+        ToolOutput::Ok {
+            mut content,
+            truncated,
+        } => {
+            let cut = cut_at_char_boundary(&mut content, max);
+            RunOutcome::Ok {
+                content,
+                truncated: truncated || cut,
+            }
+        }
+        ToolOutput::Failed { mut message } => {
+            cut_at_char_boundary(&mut message, max);
+            RunOutcome::Failed { message }
+        }
+    }
+}
+
+/// Shortens `text` to at most `max` bytes on a character boundary; true if it cut.
+pub(super) fn cut_at_char_boundary(text: &mut String, max: usize) -> bool {
+    if text.len() <= max {
+        return false;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    true
+}
+
+/// `what`, followed by the tail of the tool's stderr when there is any.
+fn with_stderr(what: String, stderr: Option<Vec<u8>>, rx: &Receiver<Msg>) -> String {
+    let stderr = stderr.or_else(|| {
+        let until = Instant::now() + STDERR_GRACE;
+        loop {
+            match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                Ok(Msg::Stderr(bytes)) => break Some(bytes),
+                Ok(_) => {}
+                Err(_) => break None,
+            }
+        }
+    });
+    let text = String::from_utf8_lossy(stderr.as_deref().unwrap_or_default());
+    let text = text.trim();
+    if text.is_empty() {
+        return format!("{what} (no stderr)");
+    }
+    let mut start = text.len().saturating_sub(STDERR_TAIL);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let ellipsis = if start > 0 { "…" } else { "" };
+    format!("{what}; stderr: {ellipsis}{}", &text[start..])
+}

@@ -1,0 +1,146 @@
+//! Tool runs: one `boxmaker-tool` process per call, request on stdin, result on stdout.
+//!
+//! Two runners behind one interface. [`SystemdRunner`] starts each call as its own transient
+//! service unit (BRIEF decision 1): the isolation is systemd's, brokerd only builds the
+//! property list. [`DirectRunner`] runs the tool as a plain child process, for development
+//! and the stack tests only. Both share the same process handling ([`child`]): the request
+//! is written and stdin closed, stdout is read with a hard cap, stderr is kept as a short
+//! tail for messages, the time limit is enforced from brokerd's side, and the tool's answer
+//! is parsed strictly and cut to the limit again (a tool never vouches for its own output).
+
+mod child;
+mod direct;
+mod systemd;
+#[cfg(test)]
+mod test_support;
+#[cfg(test)]
+mod tests_direct;
+#[cfg(test)]
+mod tests_systemd;
+#[cfg(test)]
+mod tests_systemd_run;
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use daemon::unitpath::{check_credential_name, check_granted_path, check_unit_path};
+pub use direct::DirectRunner;
+pub use systemd::SystemdRunner;
+
+/// The resource limits of one run, from the grant and brokerd's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// The most content bytes a result may carry; more is cut and reported as truncated.
+    pub max_result_bytes: u64,
+    /// Wall-clock limit for the whole run.
+    pub time_limit: Duration,
+    /// The unit's `MemoryMax=` (systemd runner only).
+    pub memory_max_bytes: u64,
+    /// The unit's `TasksMax=` (systemd runner only).
+    pub tasks_max: u32,
+}
+
+/// A secret handed to the tool as a systemd credential.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Secret {
+    /// The credential's name, the file name under the tool's `$CREDENTIALS_DIRECTORY`.
+    pub name: String,
+    /// Where brokerd itself holds it: its own `$CREDENTIALS_DIRECTORY/<name>`.
+    pub source: PathBuf,
+}
+
+/// Everything one run needs; built by brokerd from the decision and the grant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSpec {
+    /// `boxmaker-tool-<session>-<call>`, see [`unit_name`].
+    pub unit: String,
+    pub invocation: proto::toolrun::ToolInvocation,
+    /// Granted path prefixes (absolute, normalised), bound read-only into the tool's root.
+    pub paths: Vec<String>,
+    /// The resolved addresses of the granted hosts; empty means no network at all.
+    pub addresses: Vec<IpAddr>,
+    pub secret: Option<Secret>,
+    pub limits: Limits,
+}
+
+/// What a run produced. `content` is at most `max_result_bytes` long.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunOutcome {
+    Ok { content: String, truncated: bool },
+    Failed { message: String },
+}
+
+impl RunOutcome {
+    pub(crate) fn failed(message: impl Into<String>) -> Self {
+        Self::Failed {
+            message: message.into(),
+        }
+    }
+}
+
+/// The configured runner. The NixOS module always configures `Systemd`.
+#[derive(Debug, Clone)]
+pub enum Runner {
+    Direct(DirectRunner),
+    Systemd(SystemdRunner),
+}
+
+impl Runner {
+    /// Runs one call to completion (or to its limits). Never panics on tool behaviour: every
+    /// failure, including a spec this runner refuses, is a [`RunOutcome::Failed`].
+    pub fn execute(&self, spec: &RunSpec) -> RunOutcome {
+        match self {
+            Self::Direct(r) => r.execute(spec),
+            Self::Systemd(r) => r.execute(spec),
+        }
+    }
+}
+
+/// The unit name of one call. Session ids are `[a-z0-9-]` and the call is a number, so the
+/// name needs no escaping; the call is the last `-` component, so no two (session, call)
+/// pairs share a name. The `boxmaker-tool-` prefix is what the polkit rule admits and keeps
+/// the DynamicUser name from ever equalling a static user's (reference pitfall).
+pub fn unit_name(session: &proto::SessionId, call: proto::CallId) -> String {
+    format!("{UNIT_PREFIX}{}-{}", session.as_str(), call.0)
+}
+
+const UNIT_PREFIX: &str = "boxmaker-tool-";
+
+/// What both runners check before starting anything.
+fn check_common(spec: &RunSpec) -> Result<(), String> {
+    let l = &spec.limits;
+    if l.max_result_bytes == 0 || l.time_limit.is_zero() || l.memory_max_bytes == 0 {
+        // A zero RuntimeMaxSec= or MemoryMax= means "no limit" or "no memory" to systemd;
+        // neither is what a grant with a limit of zero could have meant.
+        return Err("every limit must be above zero".into());
+    }
+    if l.tasks_max == 0 {
+        return Err("tasks_max must be above zero".into());
+    }
+    if let Some(secret) = &spec.secret {
+        check_credential_name(&secret.name)?;
+    }
+    Ok(())
+}
+
+/// A duration as systemd reads it, exact to the millisecond, rounded up so a limit never
+/// becomes zero (which systemd reads as infinity).
+fn systemd_span(d: Duration) -> String {
+    let ms = d.as_millis().max(1);
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+/// A duration for a person: `30 s`, `1.5 s`.
+fn seconds(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{} s", d.as_secs_f64())
+    }
+}

@@ -1,0 +1,401 @@
+//! The systemd runner: each call is its own transient service unit (BRIEF decision 1),
+//! started with `systemd-run --pipe --wait`, so the tool is forked by PID 1 with the unit's
+//! confinement and never by brokerd with brokerd's rights.
+//!
+//! [`SystemdRunner::properties`] is the one property list; [`SystemdRunner::command`] passes
+//! it as `-p` options and [`SystemdRunner::unit_file`] prints it as a unit file for
+//! `brokerd --print-tool-unit` and `systemd-analyze security --offline`, so what is scored
+//! is what runs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use super::child::{self, Job};
+use super::{
+    RunOutcome, RunSpec, UNIT_PREFIX, check_common, check_granted_path, check_unit_path,
+    systemd_span,
+};
+
+/// How much longer than the time limit brokerd waits for `systemd-run` itself: the unit's
+/// RuntimeMaxSec= counts from its start, which follows a D-Bus round trip and the namespace
+/// set-up. systemd is the limit that normally fires; brokerd's is the backstop.
+const START_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a best-effort `systemctl kill`/`stop` may take before brokerd stops waiting.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
+/// Runs each tool call in a transient, confined service unit.
+#[derive(Debug, Clone)]
+pub struct SystemdRunner {
+    /// The `boxmaker-tool` binary, an absolute path that exists inside the root through
+    /// `binds` (on NixOS it is in /nix/store); if no bind covers it, it is bound itself.
+    pub tool: PathBuf,
+    /// An empty, root-owned directory used as `RootDirectory=`. systemd creates the mount
+    /// points for the binds in it, so it must be writable by PID 1 (not /var/empty).
+    pub root: PathBuf,
+    /// What every tool needs, bound read-only: `SRC` or `SRC:DST`, optionally prefixed with
+    /// `-` (skip if missing). On NixOS `/nix/store`; on Debian `/usr`, `-/lib`, `-/lib64`.
+    pub binds: Vec<String>,
+    /// `systemd-run`; `systemctl` is looked up next to it.
+    pub systemd_run: PathBuf,
+}
+
+impl SystemdRunner {
+    pub fn new(tool: impl Into<PathBuf>, root: impl Into<PathBuf>, binds: Vec<String>) -> Self {
+        Self {
+            tool: tool.into(),
+            root: root.into(),
+            binds,
+            systemd_run: PathBuf::from("systemd-run"),
+        }
+    }
+
+    /// Everything [`Self::execute`] refuses before starting a unit, as a message: a unit
+    /// name outside `boxmaker-tool-[a-z0-9-]+`, a path systemd would not read literally, a
+    /// granted path in an API file system, a limit of zero, a bad credential name.
+    pub fn check(&self, spec: &RunSpec) -> Result<(), String> {
+        check_common(spec)?;
+        let suffix = spec.unit.strip_prefix(UNIT_PREFIX).unwrap_or_default();
+        if suffix.is_empty()
+            || spec.unit.len() > 200
+            || !suffix
+                .bytes()
+                .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'))
+        {
+            return Err(format!(
+                "unit name {:?} is not {UNIT_PREFIX}[a-z0-9-]+",
+                spec.unit
+            ));
+        }
+        check_unit_path(path_str(&self.tool)?)?;
+        check_unit_path(path_str(&self.root)?)?;
+        for bind in &self.binds {
+            check_bind(bind)?;
+        }
+        for path in &spec.paths {
+            check_granted_path(path)?;
+        }
+        if let Some(secret) = &spec.secret {
+            check_unit_path(path_str(&secret.source)?)?;
+        }
+        if let Some(bad) = spec
+            .addresses
+            .iter()
+            .find(|a| a.is_unspecified() || a.is_multicast())
+        {
+            // 0.0.0.0 is what DNS sinkholes answer and means this host to connect().
+            return Err(format!("address {bad} cannot be a granted host's address"));
+        }
+        Ok(())
+    }
+
+    /// The unit's properties, in order; see the comment on each for why.
+    pub fn properties(&self, spec: &RunSpec) -> Vec<(String, String)> {
+        let mut p = Props::default();
+        // Identity: a fresh user allocated for this run and released after it, so no file
+        // a tool creates, and no process it leaves, belongs to anyone else (RemoveIPC too).
+        p.set("DynamicUser", "yes");
+
+        // File system: an empty root with only what the tool needs bound into it
+        // read-only (BRIEF decision 1). Not TemporaryFileSystem=/ (systemd#18999).
+        p.set("RootDirectory", self.root.display());
+        // The unit's mounts never propagate back to the host.
+        p.set("PrivateMounts", "yes");
+        for bind in &self.binds {
+            p.set("BindReadOnlyPaths", bind);
+        }
+        let tool = self.tool.display().to_string();
+        if !self
+            .binds
+            .iter()
+            .any(|b| is_under(&tool, bind_destination(b)))
+        {
+            p.set("BindReadOnlyPaths", &tool);
+        }
+        for path in &spec.paths {
+            // `-`: a granted path that does not exist right now is absent for the tool
+            // (which then reports not found) instead of failing the unit's start.
+            p.set("BindReadOnlyPaths", format!("-{path}"));
+        }
+        // Read-only everywhere (DynamicUser implies it; stated for the reader and scorer).
+        p.set("ProtectSystem", "strict");
+        // No home directory. But `yes` puts an inaccessible /home over granted paths under
+        // it (measured), so a grant there gets `tmpfs`: an empty read-only /home, /root and
+        // /run/user holding only the granted directories.
+        let in_home = spec
+            .paths
+            .iter()
+            .any(|path| ["/home", "/root"].iter().any(|home| is_under(path, home)));
+        p.set("ProtectHome", if in_home { "tmpfs" } else { "yes" });
+        // Own /tmp and /var/tmp (DynamicUser implies it), made read-only below.
+        p.set("PrivateTmp", "yes");
+        // No writable directory at all: a compromised tool cannot drop a program to run
+        // (the way around MemoryDenyWriteExecute) or leave data for another run. /dev/shm
+        // in particular would be the host's, shared, bound in by PrivateDevices. (Measured
+        // on systemd 252: NoExecPaths= and ReadOnlyPaths= name host paths and do nothing
+        // inside RootDirectory=; TemporaryFileSystem= applies inside it.)
+        p.set("TemporaryFileSystem", "/tmp:ro /var/tmp:ro /dev/shm:ro");
+        // Own minimal /dev, no device but the pseudo devices.
+        p.set("PrivateDevices", "yes");
+        p.set("DevicePolicy", "closed");
+        // Files the tool creates are its own only.
+        p.set("UMask", "0077");
+        // /proc shows only the tool's own processes and no kernel files.
+        p.set("ProtectProc", "invisible");
+        p.set("ProcSubset", "pid");
+        // The kernel, cgroups, clock and host name are not the tool's to change or read.
+        p.set("ProtectKernelTunables", "yes");
+        p.set("ProtectKernelModules", "yes");
+        p.set("ProtectKernelLogs", "yes");
+        p.set("ProtectControlGroups", "yes");
+        p.set("ProtectClock", "yes");
+        p.set("ProtectHostname", "yes");
+        // No other user is visible, no System V or POSIX IPC is shared, no keys are shared,
+        // and no namespace can be made to get around any of this.
+        p.set("PrivateUsers", "yes");
+        p.set("PrivateIPC", "yes");
+        p.set("KeyringMode", "private");
+        p.set("RestrictNamespaces", "yes");
+
+        // Privileges: none, and no way to gain any.
+        p.set("NoNewPrivileges", "yes");
+        p.set("CapabilityBoundingSet", "");
+        p.set("AmbientCapabilities", "");
+        p.set("RestrictSUIDSGID", "yes");
+        p.set("RestrictRealtime", "yes");
+        p.set("LockPersonality", "yes");
+        // The tool is plain Rust: no JIT, so no writable and executable memory.
+        p.set("MemoryDenyWriteExecute", "yes");
+
+        // System calls: what an ordinary service uses, minus privileged and resource calls;
+        // a refused call fails with EPERM so the tool reports it instead of dying unseen.
+        p.set("SystemCallArchitectures", "native");
+        p.set("SystemCallFilter", "@system-service");
+        p.set("SystemCallFilter", "~@privileged @resources");
+        p.set("SystemCallErrorNumber", "EPERM");
+
+        // Network: none at all unless the grant has hosts; then only the addresses brokerd
+        // resolved, and only IP sockets of their families. Never AF_UNIX, so even a socket
+        // file that were visible (D-Bus, systemd) could not be connected to.
+        if spec.addresses.is_empty() {
+            p.set("PrivateNetwork", "yes");
+            // No socket family at all. `RestrictAddressFamilies=none` is refused over D-Bus
+            // by systemd 252 ("Invalid argument") and an empty value means "no restriction"
+            // in a unit file, but "deny all" from systemd-run; an allow list emptied by a
+            // second, deny-list assignment means the same everywhere (measured).
+            p.set("RestrictAddressFamilies", "AF_UNIX");
+            p.set("RestrictAddressFamilies", "~AF_UNIX");
+        } else {
+            let mut families = Vec::new();
+            if spec.addresses.iter().any(|a| a.is_ipv4()) {
+                families.push("AF_INET");
+            }
+            if spec.addresses.iter().any(|a| a.is_ipv6()) {
+                families.push("AF_INET6");
+            }
+            p.set("RestrictAddressFamilies", families.join(" "));
+        }
+        // Deny every address; with PrivateNetwork= too, as a second wall that costs nothing.
+        p.set("IPAddressDeny", "any");
+        if !spec.addresses.is_empty() {
+            // An IPv4-mapped IPv6 address travels as IPv4 on the wire, which is what the
+            // filter sees: allow its IPv4 form too (the socket family stays AF_INET6).
+            let mut allow: Vec<String> = Vec::new();
+            for address in &spec.addresses {
+                for form in [*address, address.to_canonical()] {
+                    let form = form.to_string();
+                    if !allow.contains(&form) {
+                        allow.push(form);
+                    }
+                }
+            }
+            p.set("IPAddressAllow", allow.join(" "));
+        }
+
+        // Limits: systemd's own clock ends the run even if brokerd is gone.
+        let limits = &spec.limits;
+        p.set("RuntimeMaxSec", systemd_span(limits.time_limit));
+        p.set("MemoryMax", limits.memory_max_bytes);
+        p.set("TasksMax", limits.tasks_max);
+        // No core dump, which could hold the secret or the data read.
+        p.set("LimitCORE", "0");
+
+        // The grant's secret, copied by systemd into the unit's private, non-swappable
+        // credentials directory; it never appears in arguments or the environment.
+        if let Some(secret) = &spec.secret {
+            p.set(
+                "LoadCredential",
+                format!("{}:{}", secret.name, secret.source.display()),
+            );
+        }
+        p.0
+    }
+
+    /// `systemd-run --pipe --wait --collect --quiet --no-ask-password --service-type=exec
+    /// --unit=NAME -p K=V ... -- TOOL`.
+    pub fn command(&self, spec: &RunSpec) -> Command {
+        let mut command = Command::new(&self.systemd_run);
+        command.args([
+            // The tool's stdin and stdout are brokerd's pipes.
+            "--pipe",
+            // Return when the unit is done, with the tool's exit status.
+            "--wait",
+            // Unload the unit even when it failed, so its name can never block a later run.
+            "--collect",
+            // No "Running as unit" chatter in the stderr that failure messages quote.
+            "--quiet",
+            // brokerd is a daemon: polkit decides from its rules, never by asking.
+            "--no-ask-password",
+            // Started means exec'd: a missing tool binary fails the start, not later.
+            "--service-type=exec",
+        ]);
+        command.arg(format!("--unit={}", spec.unit));
+        for (key, value) in self.properties(spec) {
+            command.arg("-p").arg(format!("{key}={value}"));
+        }
+        command.arg("--").arg(&self.tool);
+        // Only PATH of brokerd's environment (to find a bare `systemd-run`); the unit's
+        // environment is systemd's, this only keeps brokerd's own variables to itself.
+        command.env_clear();
+        if let Some(path) = std::env::var_os("PATH") {
+            command.env("PATH", path);
+        }
+        command
+    }
+
+    /// The same unit as a unit file, for `brokerd --print-tool-unit` and
+    /// `systemd-analyze security --offline` (save it as `<unit>.service`).
+    pub fn unit_file(&self, spec: &RunSpec) -> String {
+        let mut out = format!(
+            "# The transient unit brokerd starts for one tool call, as a file.\n\
+             # brokerd passes the same settings to systemd-run; --collect is CollectMode=.\n\
+             [Unit]\n\
+             Description=boxmaker tool run {}\n\
+             CollectMode=inactive-or-failed\n\
+             \n\
+             [Service]\n\
+             Type=exec\n\
+             ExecStart={}\n",
+            spec.unit,
+            self.tool.display()
+        );
+        for (key, value) in self.properties(spec) {
+            out.push_str(&key);
+            out.push('=');
+            out.push_str(&value);
+            out.push('\n');
+        }
+        out
+    }
+
+    pub fn execute(&self, spec: &RunSpec) -> RunOutcome {
+        if let Err(e) = self.check(spec) {
+            return RunOutcome::failed(format!("tool run refused: {e}"));
+        }
+        let input = match serde_json::to_vec(&spec.invocation) {
+            Ok(input) => input,
+            Err(e) => return RunOutcome::failed(format!("encoding the tool request: {e}")),
+        };
+        let label = format!("tool unit {}", spec.unit);
+        let systemctl = self.systemctl();
+        let service = format!("{}.service", spec.unit);
+        child::run(
+            self.command(spec),
+            &Job {
+                label: &label,
+                input,
+                limits: &spec.limits,
+                deadline: spec.limits.time_limit.saturating_add(START_GRACE),
+                // Killing systemd-run leaves the unit running (until RuntimeMaxSec=): stop
+                // it. Kill first, since a stop would wait for a polite exit.
+                abort: &|| {
+                    best_effort(&systemctl, &["kill", "--signal=SIGKILL", &service]);
+                    best_effort(&systemctl, &["stop", "--no-block", &service]);
+                },
+                explain_exit: explain_systemd_run_exit,
+            },
+        )
+    }
+
+    /// `systemctl` from the same directory as `systemd-run`, or from PATH.
+    fn systemctl(&self) -> PathBuf {
+        match self.systemd_run.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.join("systemctl"),
+            _ => PathBuf::from("systemctl"),
+        }
+    }
+}
+
+/// The property list being built.
+#[derive(Default)]
+struct Props(Vec<(String, String)>);
+
+impl Props {
+    fn set(&mut self, key: &str, value: impl ToString) {
+        self.0.push((key.to_owned(), value.to_string()));
+    }
+}
+
+/// A bind entry: `[-]SRC[:DST]`, both parts unit paths.
+fn check_bind(bind: &str) -> Result<(), String> {
+    let entry = bind.strip_prefix('-').unwrap_or(bind);
+    match entry.split_once(':') {
+        Some((src, dst)) => check_unit_path(src).and_then(|()| check_unit_path(dst)),
+        None => check_unit_path(entry),
+    }
+    .map_err(|e| format!("bind {bind:?}: {e}"))
+}
+
+/// Where a bind entry appears inside the root.
+fn bind_destination(bind: &str) -> &str {
+    let entry = bind.strip_prefix('-').unwrap_or(bind);
+    entry.split_once(':').map_or(entry, |(_, dst)| dst)
+}
+
+/// Whether `path` is `dir` or below it, at a path-component boundary.
+fn is_under(path: &str, dir: &str) -> bool {
+    dir == "/"
+        || path == dir
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+fn path_str(path: &Path) -> Result<&str, String> {
+    path.to_str()
+        .ok_or_else(|| format!("path {} is not UTF-8", path.display()))
+}
+
+/// systemd-run's exit status: the tool's own for an exit code; 255 (EXIT_EXCEPTION) when the
+/// tool died of a signal; 1 for every other unit result and for failing to start the unit.
+fn explain_systemd_run_exit(label: &str, status: ExitStatus) -> String {
+    match status.code() {
+        Some(255) => format!("the {label} was killed by a signal (systemd-run exit status 255)"),
+        Some(code) => format!("the {label} failed (systemd-run exit status {code})"),
+        None => child::explain_tool_exit(&format!("systemd-run for the {label}"), status),
+    }
+}
+
+/// Runs a `systemctl` clean-up command, waiting at most [`STOP_WAIT`] for it.
+fn best_effort(program: &Path, args: &[&str]) {
+    let started = Instant::now();
+    let Ok(mut child) = Command::new(program)
+        .arg("--no-ask-password")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return;
+    };
+    while started.elapsed() < STOP_WAIT {
+        match child.try_wait() {
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Ok(Some(_)) | Err(_) => return,
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

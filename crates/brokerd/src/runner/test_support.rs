@@ -1,0 +1,108 @@
+//! Shared by the runner tests: sample specs and a scratch directory removed on drop.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use proto::toolrun::ToolInvocation;
+use proto::tools::{HttpFetchArgs, ReadFileArgs, ToolArgs};
+
+use super::{Limits, RunSpec, Secret, unit_name};
+
+pub(super) fn limits() -> Limits {
+    Limits {
+        max_result_bytes: 1024,
+        time_limit: Duration::from_secs(30),
+        memory_max_bytes: 256 * 1024 * 1024,
+        tasks_max: 16,
+    }
+}
+
+fn session() -> proto::SessionId {
+    proto::SessionId::new("chat-7").expect("valid session id")
+}
+
+/// `read_file` under /srv/notes, no network, no secret.
+pub(super) fn read_file_spec() -> RunSpec {
+    RunSpec {
+        unit: unit_name(&session(), proto::CallId(3)),
+        invocation: ToolInvocation {
+            call: ToolArgs::ReadFile(ReadFileArgs {
+                path: "/srv/notes/todo.md".into(),
+            }),
+            max_bytes: 1024,
+            roots: vec!["/srv/notes".into()],
+            addresses: vec![],
+            consult: None,
+            timeout_ms: 30_000,
+        },
+        paths: vec!["/srv/notes".into()],
+        addresses: vec![],
+        secret: None,
+        limits: limits(),
+    }
+}
+
+/// `http_fetch` of a host with one IPv4 and one IPv6 address.
+pub(super) fn http_fetch_spec() -> RunSpec {
+    let addresses: Vec<IpAddr> = vec![
+        "93.184.216.34".parse().expect("ipv4"),
+        "2606:2800:220:1::248".parse().expect("ipv6"),
+    ];
+    RunSpec {
+        unit: unit_name(&session(), proto::CallId(4)),
+        invocation: ToolInvocation {
+            call: ToolArgs::HttpFetch(HttpFetchArgs {
+                url: "https://example.com/".into(),
+            }),
+            max_bytes: 1024,
+            roots: vec![],
+            addresses: vec![
+                "93.184.216.34:443".into(),
+                "[2606:2800:220:1::248]:443".into(),
+            ],
+            consult: None,
+            timeout_ms: 30_000,
+        },
+        paths: vec![],
+        addresses,
+        secret: None,
+        limits: limits(),
+    }
+}
+
+/// The `read_file` spec with a secret (as a `consult` grant would carry one).
+pub(super) fn secret_spec(source: &Path) -> RunSpec {
+    RunSpec {
+        secret: Some(Secret {
+            name: "api-key".into(),
+            source: source.to_path_buf(),
+        }),
+        ..read_file_spec()
+    }
+}
+
+/// A fresh directory under the system temp dir, removed on drop.
+#[derive(Debug)]
+pub(super) struct Scratch(PathBuf);
+
+impl Scratch {
+    pub(super) fn new(tag: &str) -> Self {
+        let mut random = [0u8; 8];
+        getrandom::fill(&mut random).expect("OS random numbers");
+        let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        let path = std::env::temp_dir().join(format!("brokerd-{tag}-{name}"));
+        std::fs::create_dir(&path).expect("create scratch dir");
+        Self(path)
+    }
+
+    pub(super) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

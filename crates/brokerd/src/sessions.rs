@@ -1,0 +1,238 @@
+//! Each session's taint and untrusted flag, computed by brokerd from the results it
+//! returned, never from what loopd says. Durable: a restart never lowers a taint or clears
+//! a flag. One file per session, `<state>/<session>.json`, written with a temp file, fsync,
+//! rename and a directory fsync, mode 0600, never through a symlink, and validated at start:
+//! a corrupt file refuses start.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::OFlag;
+use proto::approval::CallRef;
+use proto::{DataClass, SessionId};
+use serde::{Deserialize, Serialize};
+
+use crate::policy::SessionView;
+
+/// The most calls remembered as the reason a session is untrusted (for approval cards).
+const MAX_UNTRUSTED_BY: usize = 32;
+const MAX_STATE_FILE: u64 = 64 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionState {
+    pub session: SessionId,
+    pub taint: DataClass,
+    pub untrusted: bool,
+    pub untrusted_by: Vec<CallRef>,
+}
+
+impl SessionState {
+    /// Every session starts at private: the owner's messages and core memory are in it.
+    pub fn new(session: SessionId) -> Self {
+        Self {
+            session,
+            taint: DataClass::Private,
+            untrusted: false,
+            untrusted_by: Vec::new(),
+        }
+    }
+
+    pub fn view(&self) -> SessionView {
+        SessionView {
+            taint: self.taint,
+            untrusted: self.untrusted,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum StateError {
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    Corrupt {
+        path: PathBuf,
+        reason: String,
+    },
+}
+
+impl fmt::Display for StateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            Self::Corrupt { path, reason } => write!(
+                f,
+                "{}: {reason}; brokerd will not start on session state it cannot trust \
+                 (inspect the file; removing it would reset that session's taint)",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for StateError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { source, .. } => Some(source),
+            Self::Corrupt { .. } => None,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Sessions {
+    dir: PathBuf,
+    map: HashMap<SessionId, SessionState>,
+}
+
+impl Sessions {
+    /// Loads every session file in `dir` (created 0700 if missing).
+    pub fn open(dir: &Path) -> Result<Self, StateError> {
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| StateError::Io { path, source }
+        };
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let mut map = HashMap::new();
+        for entry in std::fs::read_dir(dir).map_err(io(dir))? {
+            let path = entry.map_err(io(dir))?.path();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if name.starts_with('.') && name.ends_with(".tmp") {
+                // A write that died before its rename; the old file (if any) is intact.
+                std::fs::remove_file(&path).map_err(io(&path))?;
+                continue;
+            }
+            let state = load(&path)?;
+            map.insert(state.session.clone(), state);
+        }
+        Ok(Self {
+            dir: dir.to_owned(),
+            map,
+        })
+    }
+
+    pub fn get(&self, session: &SessionId) -> SessionState {
+        self.map
+            .get(session)
+            .cloned()
+            .unwrap_or_else(|| SessionState::new(session.clone()))
+    }
+
+    /// Raises the session by one result's labels and makes it durable before returning.
+    /// Taint never goes down and the flag never clears.
+    pub fn record(
+        &mut self,
+        session: &SessionId,
+        class: DataClass,
+        untrusted: bool,
+        call: CallRef,
+    ) -> Result<(), StateError> {
+        let mut state = self.get(session);
+        let before = state.clone();
+        state.taint = state.taint.max(class);
+        if untrusted {
+            state.untrusted = true;
+            if state.untrusted_by.len() < MAX_UNTRUSTED_BY {
+                state.untrusted_by.push(call);
+            }
+        }
+        if state == before {
+            return Ok(());
+        }
+        // Memory first: if the disk write fails, this process still treats the session
+        // as raised (the safe direction), and the caller withholds the result.
+        self.map.insert(session.clone(), state.clone());
+        store(&self.dir, &state)
+    }
+}
+
+fn corrupt(path: &Path, reason: impl Into<String>) -> StateError {
+    StateError::Corrupt {
+        path: path.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+fn load(path: &Path) -> Result<SessionState, StateError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(OFlag::O_NOFOLLOW.bits())
+        .open(path)
+        .map_err(|e| corrupt(path, format!("cannot open without following links: {e}")))?;
+    let meta = file.metadata().map_err(|source| StateError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    if !meta.is_file() {
+        return Err(corrupt(path, "not a regular file"));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(corrupt(
+            path,
+            format!("mode {:o} is not 0600", meta.mode() & 0o777),
+        ));
+    }
+    let mut text = String::new();
+    file.take(MAX_STATE_FILE + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| corrupt(path, e.to_string()))?;
+    if u64::try_from(text.len()).unwrap_or(u64::MAX) > MAX_STATE_FILE {
+        return Err(corrupt(path, "too large"));
+    }
+    let state: SessionState =
+        serde_json::from_str(&text).map_err(|e| corrupt(path, e.to_string()))?;
+    let expected = format!("{}.json", state.session);
+    if path.file_name().and_then(|n| n.to_str()) != Some(expected.as_str()) {
+        return Err(corrupt(path, format!("holds session {}", state.session)));
+    }
+    if state.untrusted == state.untrusted_by.is_empty() {
+        return Err(corrupt(
+            path,
+            "the untrusted flag and the calls that set it disagree",
+        ));
+    }
+    if state.taint < DataClass::Private {
+        return Err(corrupt(
+            path,
+            "taint below private: sessions start at private",
+        ));
+    }
+    Ok(state)
+}
+
+/// Temp file, fsync, rename, directory fsync: after a crash the file is the old state or
+/// the new one, never a mix.
+fn store(dir: &Path, state: &SessionState) -> Result<(), StateError> {
+    let path = dir.join(format!("{}.json", state.session));
+    let tmp = dir.join(format!(".{}.json.tmp", state.session));
+    let io = |p: &Path| {
+        let p = p.to_owned();
+        move |source| StateError::Io { path: p, source }
+    };
+    let text = serde_json::to_vec(state).map_err(|e| corrupt(&path, e.to_string()))?;
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&tmp)(e)),
+        _ => {}
+    }
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(OFlag::O_NOFOLLOW.bits())
+        .open(&tmp)
+        .map_err(io(&tmp))?;
+    file.write_all(&text).map_err(io(&tmp))?;
+    file.sync_all().map_err(io(&tmp))?;
+    drop(file);
+    std::fs::rename(&tmp, &path).map_err(io(&path))?;
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
+}

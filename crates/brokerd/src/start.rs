@@ -1,0 +1,203 @@
+//! Start-up, reload and shutdown. Order matters: the inherited sockets are taken before any
+//! thread starts; READY is sent only once both sockets serve.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use daemon::config::{Config, RunnerKind};
+use daemon::listen::Inherited;
+use daemon::{CommonArgs, log, notify};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use crate::audit::AuditLog;
+use crate::broker::Broker;
+use crate::runner::{DirectRunner, Runner, SystemdRunner};
+use crate::server::{self, Activity, Side};
+use crate::sessions::Sessions;
+use daemon::grants::Snapshot;
+
+#[derive(Debug, clap::Parser)]
+#[command(name = "brokerd", version, about = "boxmaker's policy point")]
+pub struct Args {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Print the transient unit a grant's tool runs get (for systemd-analyze security).
+    #[arg(long, value_name = "GRANT_ID")]
+    pub print_tool_unit: Option<String>,
+}
+
+/// Why brokerd did not start or stopped; `main` prints it once.
+#[derive(Debug)]
+pub struct Error(pub String);
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+fn err(e: impl fmt::Display) -> Error {
+    Error(e.to_string())
+}
+
+/// How long shutdown waits for requests in flight to finish their writes.
+const DRAIN: Duration = Duration::from_secs(20);
+
+pub fn run(args: Args) -> Result<(), Error> {
+    // First, before any thread exists: listenfd clears LISTEN_FDS as it reads them.
+    let mut inherited = Inherited::from_env().map_err(err)?;
+    let config = Config::load(&args.common.config).map_err(err)?;
+    let snapshot = Snapshot::load(&config.grants).map_err(err)?;
+    if args.common.check_config {
+        let mut out = std::io::stdout().lock();
+        let line = format!(
+            "{}: good; {} grants ({}), snapshot {}\n",
+            args.common.config.display(),
+            snapshot.ids().len(),
+            snapshot.ids().join(", "),
+            snapshot.hash()
+        );
+        return std::io::Write::write_all(&mut out, line.as_bytes()).map_err(err);
+    }
+    let runner = runner(&config);
+    if let Some(id) = &args.print_tool_unit {
+        let unit = crate::tool_spec::print_unit(&config, &runner, &snapshot, id).map_err(Error)?;
+        return std::io::Write::write_all(&mut std::io::stdout().lock(), unit.as_bytes())
+            .map_err(err);
+    }
+
+    let (audit, report) = AuditLog::open(&config.audit_dir()).map_err(err)?;
+    log::info(format_args!("audit log: {report}"));
+    let sessions = Sessions::open(&config.broker_state_dir()).map_err(err)?;
+    let broker = Arc::new(Broker::new(config, snapshot, audit, sessions, runner));
+    broker
+        .audit_snapshot(&broker.snapshot())
+        .map_err(|f| Error(f.0))?;
+
+    let sock = |dir: &std::path::Path| dir.join("broker.sock");
+    let loop_l = inherited
+        .take_or_bind("loop", &sock(&broker.config.sockets.loop_broker))
+        .map_err(err)?;
+    let admin_l = inherited
+        .take_or_bind("admin", &sock(&broker.config.sockets.admin_broker))
+        .map_err(err)?;
+    if inherited.activated() {
+        log::info(format_args!(
+            "sockets loop and admin taken from systemd (socket activation)"
+        ));
+    } else {
+        log::info(format_args!(
+            "sockets loop and admin bound by brokerd (no socket activation)"
+        ));
+    }
+    let mut signals = Signals::new([SIGHUP, SIGTERM, SIGINT]).map_err(err)?;
+
+    let activity = Arc::new(Activity::default());
+    for (side, listener) in [(Side::Loop, loop_l), (Side::Admin, admin_l)] {
+        let (b, a) = (broker.clone(), activity.clone());
+        std::thread::Builder::new()
+            .name(format!("{}-accept", side.name()))
+            .spawn(move || server::accept_loop(b, side, listener, a))
+            .map_err(err)?;
+    }
+    if let Some(every) = notify::watchdog_interval() {
+        let b = broker.clone();
+        std::thread::Builder::new()
+            .name("watchdog".into())
+            .spawn(move || watchdog(&b, every))
+            .map_err(err)?;
+    }
+    let serving = format!(
+        "serving; grants snapshot {} ({} grants)",
+        broker.snapshot().hash(),
+        broker.snapshot().ids().len()
+    );
+    log::info(format_args!("{serving}"));
+    notify::ready(&serving);
+
+    for signal in signals.forever() {
+        if signal == SIGHUP {
+            reload(&broker);
+            continue;
+        }
+        break;
+    }
+    notify::stopping();
+    activity.stopping.store(true, Ordering::SeqCst);
+    log::info(format_args!("stopping: waiting for requests in flight"));
+    let start = Instant::now();
+    while activity.busy.load(Ordering::SeqCst) > 0 && start.elapsed() < DRAIN {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+fn runner(config: &Config) -> Runner {
+    let b = &config.broker;
+    match b.runner {
+        RunnerKind::Direct => Runner::Direct(DirectRunner::new(b.tool.clone())),
+        RunnerKind::Systemd => Runner::Systemd(SystemdRunner {
+            tool: b.tool.clone(),
+            root: b.sandbox_root.clone(),
+            binds: b.sandbox_binds.clone(),
+            systemd_run: "systemd-run".into(),
+        }),
+    }
+}
+
+/// SIGHUP: a new snapshot for later calls; a bad one is refused and the old one stays.
+fn reload(broker: &Broker) {
+    match Snapshot::load(&broker.config.grants) {
+        Ok(snapshot) => {
+            let (hash, n) = (snapshot.hash(), snapshot.ids().len());
+            match broker.install(snapshot) {
+                Ok(()) => {
+                    log::info(format_args!(
+                        "grants reloaded: snapshot {hash} ({n} grants)"
+                    ));
+                    notify::status(&format!("serving; grants snapshot {hash} ({n} grants)"));
+                }
+                Err(f) => {
+                    log::error(format_args!("fatal: {}; stopping", f.0));
+                    std::process::exit(70);
+                }
+            }
+        }
+        Err(e) => log::error(format_args!(
+            "grants not reloaded, keeping the old ones: {e}"
+        )),
+    }
+}
+
+/// Pings the watchdog while the audit writer, the heart of the broker, can be reached.
+fn watchdog(broker: &Broker, every: Duration) {
+    loop {
+        if broker.audit_alive() {
+            notify::watchdog();
+        }
+        std::thread::sleep(every);
+    }
+}
+
+impl fmt::Display for crate::audit::OpenReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} records in {} files, next seq {}",
+            self.lines, self.files, self.head.next_seq
+        )?;
+        if let Some(r) = &self.recovered {
+            write!(
+                f,
+                "; recovered a torn line ({} bytes) at {} line {}",
+                r.torn_bytes, r.file, r.line
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,226 @@
+//! From an allowed decision to what the runner needs: the invocation the tool reads, the
+//! paths to bind, the addresses it may reach (resolved here, through the system resolver),
+//! the secret to hand over, and the limits.
+
+use std::net::{IpAddr, ToSocketAddrs};
+use std::path::PathBuf;
+
+use daemon::config::Config;
+use proto::ToolRequest;
+use proto::toolrun::{ConsultTarget, ToolInvocation};
+use proto::tools::{HttpFetchArgs, ListDirArgs, ReadFileArgs, ToolArgs};
+
+use crate::policy::Decision;
+use crate::runner::{Limits, RunOutcome, RunSpec, Runner, Secret, unit_name};
+use daemon::constraints::{Covered, Host};
+
+impl Runner {
+    /// Runs a call. Takes the decision by value: only `policy` makes one, it cannot be
+    /// copied, and only an allow runs.
+    pub fn run(&self, decision: Decision, spec: &RunSpec) -> RunOutcome {
+        if !decision.permits_run() {
+            return RunOutcome::Failed {
+                message: "internal: refusing to run a call that was not allowed".into(),
+            };
+        }
+        self.execute(spec)
+    }
+}
+
+/// The arguments as the grant covered them: the normalised path or URL. This is what the
+/// approval binds to, the audit keeps as canonical, and the tool runs with, so that what
+/// was checked is what runs.
+pub fn effective(args: &ToolArgs, covered: &Covered) -> ToolArgs {
+    match (args, &covered.path, &covered.url) {
+        (ToolArgs::ReadFile(_), Some(path), _) => {
+            ToolArgs::ReadFile(ReadFileArgs { path: path.clone() })
+        }
+        (ToolArgs::ListDir(_), Some(path), _) => {
+            ToolArgs::ListDir(ListDirArgs { path: path.clone() })
+        }
+        (ToolArgs::HttpFetch(_), _, Some(url)) => ToolArgs::HttpFetch(HttpFetchArgs {
+            url: url.as_str().to_owned(),
+        }),
+        _ => args.clone(),
+    }
+}
+
+pub fn build(
+    config: &Config,
+    req: &ToolRequest,
+    args: &ToolArgs,
+    decision: &Decision,
+) -> Result<RunSpec, String> {
+    let (grant, covered) = decision
+        .grant()
+        .ok_or_else(|| "internal: no grant".to_owned())?;
+    let b = &config.broker;
+    let consult = match args {
+        ToolArgs::Consult(_) => Some(consult_target(config, grant.secret.as_deref())?),
+        _ => None,
+    };
+    let target_host = match (&covered.host, &covered.url, &consult) {
+        (Some(host), Some(url), _) => Some((host.clone(), url.port_or_known_default())),
+        (_, _, Some(c)) => {
+            let url = url::Url::parse(&c.url).map_err(|e| format!("broker.consult.url: {e}"))?;
+            let host = match url.host() {
+                Some(url::Host::Domain(d)) => Host::Name(d.to_owned()),
+                Some(url::Host::Ipv4(ip)) => Host::Ip(IpAddr::V4(ip)),
+                Some(url::Host::Ipv6(ip)) => Host::Ip(IpAddr::V6(ip)),
+                None => return Err("broker.consult.url has no host".into()),
+            };
+            Some((host, url.port_or_known_default()))
+        }
+        _ => None,
+    };
+    let mut addresses = Vec::new();
+    let mut sockets = Vec::new();
+    if let Some((host, port)) = target_host {
+        let port = port.ok_or_else(|| "the URL has no port and no known default".to_owned())?;
+        addresses = resolve(&host, port)?;
+        sockets = addresses
+            .iter()
+            .map(|ip| std::net::SocketAddr::new(*ip, port).to_string())
+            .collect();
+    }
+    let secret = match &grant.secret {
+        Some(name) => Some(Secret {
+            name: name.clone(),
+            source: credentials_dir()?.join(name),
+        }),
+        None => None,
+    };
+    Ok(RunSpec {
+        unit: unit_name(&req.session, req.call),
+        invocation: ToolInvocation {
+            call: effective(args, covered),
+            max_bytes: b.max_result_bytes,
+            roots: grant.constraints.paths.clone(),
+            addresses: sockets,
+            consult,
+            timeout_ms: u64::try_from(b.tool_time_limit.as_millis()).unwrap_or(u64::MAX),
+        },
+        paths: grant.constraints.paths.clone(),
+        addresses,
+        secret,
+        limits: Limits {
+            max_result_bytes: b.max_result_bytes,
+            time_limit: b.tool_time_limit,
+            memory_max_bytes: b.tool_memory_mib.saturating_mul(1024 * 1024),
+            tasks_max: b.tool_tasks_max,
+        },
+    })
+}
+
+fn consult_target(config: &Config, secret: Option<&str>) -> Result<ConsultTarget, String> {
+    let c = config
+        .broker
+        .consult
+        .as_ref()
+        .ok_or_else(|| "consult is not configured (broker.consult)".to_owned())?;
+    let credential =
+        secret.ok_or_else(|| "the consult grant names no secret for the API key".to_owned())?;
+    Ok(ConsultTarget {
+        url: c.url.clone(),
+        model: c.model.clone(),
+        credential: credential.to_owned(),
+    })
+}
+
+/// brokerd's own credentials, from systemd's LoadCredential=.
+fn credentials_dir() -> Result<PathBuf, String> {
+    std::env::var_os("CREDENTIALS_DIRECTORY")
+        .map(PathBuf::from)
+        .ok_or_else(|| {
+            "the grant names a secret, but brokerd has no $CREDENTIALS_DIRECTORY \
+             (services.boxmaker.secrets)"
+                .to_owned()
+        })
+}
+
+/// Resolves through the system resolver (on NixOS, systemd-resolved over AF_UNIX), once,
+/// here: the tool connects only to these addresses and the unit admits only these.
+fn resolve(host: &Host, port: u16) -> Result<Vec<IpAddr>, String> {
+    let mut out: Vec<IpAddr> = match host {
+        Host::Ip(ip) => vec![*ip],
+        Host::Name(name) => (name.as_str(), port)
+            .to_socket_addrs()
+            .map_err(|e| format!("cannot resolve {name}: {e}"))?
+            .map(|a| a.ip())
+            .collect(),
+    };
+    out.sort();
+    out.dedup();
+    if out.is_empty() {
+        return Err("the host resolved to no address".into());
+    }
+    Ok(out)
+}
+
+/// An example address for `--print-tool-unit` of a grant with network: the real addresses
+/// are resolved per call. 192.0.2.1 is TEST-NET-1 (RFC 5737), never a real host.
+const EXAMPLE_ADDRESS: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 1));
+
+/// The unit a grant's tool runs get, as a file, for `systemd-analyze security`.
+pub fn print_unit(
+    config: &Config,
+    runner: &Runner,
+    snapshot: &daemon::grants::Snapshot,
+    grant_id: &str,
+) -> Result<String, String> {
+    let Runner::Systemd(systemd) = runner else {
+        return Err("broker.runner is not \"systemd\": the direct runner has no unit".into());
+    };
+    let grant = snapshot
+        .get(grant_id)
+        .ok_or_else(|| format!("no grant {grant_id:?} in {}", config.grants.display()))?;
+    let networked = !grant.constraints.hosts.is_empty() || grant.tool == "consult";
+    let b = &config.broker;
+    let session = proto::SessionId::new(format!("print-{grant_id}").replace('_', "-"))
+        .map_err(|e| e.to_string())?;
+    let secret = grant.secret.as_ref().map(|name| Secret {
+        name: name.clone(),
+        source: credentials_dir()
+            .unwrap_or_else(|_| PathBuf::from("/run/credentials/boxmaker-brokerd.service"))
+            .join(name),
+    });
+    let spec = RunSpec {
+        unit: unit_name(&session, proto::CallId(0)),
+        invocation: ToolInvocation {
+            call: ToolArgs::Consult(proto::tools::ConsultArgs {
+                prompt: String::new(),
+            }),
+            max_bytes: b.max_result_bytes,
+            roots: grant.constraints.paths.clone(),
+            addresses: Vec::new(),
+            consult: None,
+            timeout_ms: 0,
+        },
+        paths: grant.constraints.paths.clone(),
+        addresses: if networked {
+            vec![EXAMPLE_ADDRESS]
+        } else {
+            Vec::new()
+        },
+        secret,
+        limits: Limits {
+            max_result_bytes: b.max_result_bytes,
+            time_limit: b.tool_time_limit,
+            memory_max_bytes: b.tool_memory_mib.saturating_mul(1024 * 1024),
+            tasks_max: b.tool_tasks_max,
+        },
+    };
+    systemd.check(&spec)?;
+    let mut out = format!(
+        "# grant {grant_id} ({}, mode {:?})\n",
+        grant.tool, grant.mode
+    );
+    if networked {
+        out.push_str(
+            "# IPAddressAllow= shows 192.0.2.1 (TEST-NET-1) as an example: each call gets the \
+             addresses brokerd resolved for its host.\n",
+        );
+    }
+    out.push_str(&systemd.unit_file(&spec));
+    Ok(out)
+}

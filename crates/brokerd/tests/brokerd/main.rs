@@ -1,0 +1,3 @@
+//! brokerd's tests: one binary, a module per concern.
+
+mod policy;

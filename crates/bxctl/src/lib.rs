@@ -1,0 +1,138 @@
+//! bxctl: the owner's command line. It talks to brokerd's admin socket (approvals,
+//! queries) and reads the audit log and grant files directly, with the same code brokerd
+//! uses (`proto`'s chain verifier, the grant loader).
+//!
+//! Exit codes: 0 success; 1 the thing checked is bad (a broken chain, a bad grant, a
+//! refused answer); 2 bxctl could not do what was asked (no config, no socket).
+
+mod admin;
+mod audit;
+
+use std::fmt;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use daemon::config::{Config, DEFAULT_PATH};
+
+#[derive(Debug, clap::Parser)]
+#[command(name = "bxctl", version, about = "boxmaker's owner command line")]
+pub struct Cli {
+    /// The configuration file (for the socket and state paths).
+    #[arg(long, global = true, value_name = "PATH", default_value = DEFAULT_PATH)]
+    pub config: PathBuf,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Grant files.
+    #[command(subcommand)]
+    Grants(GrantsCmd),
+    /// List the approvals waiting for you.
+    Approvals,
+    /// Approve one waiting tool call.
+    Approve { approval: String },
+    /// Deny one waiting tool call.
+    Deny { approval: String },
+    /// Show what brokerd knows of a session: its taint and untrusted flag.
+    Session { session: String },
+    /// The audit log.
+    #[command(subcommand)]
+    Audit(AuditCmd),
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum GrantsCmd {
+    /// Check a grants directory with brokerd's own loader, without starting anything.
+    Check {
+        /// Default: the directory the configuration names.
+        dir: Option<PathBuf>,
+    },
+    /// Show the grant snapshot brokerd is using.
+    Show,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum AuditCmd {
+    /// Check the whole hash chain from the stored bytes; name the first bad file and line.
+    Verify {
+        /// Default: `audit/` under the configured home.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Print the audit records for a person.
+    Show {
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Print the stored lines as they are.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// What went wrong in bxctl itself (not in what it checked).
+#[derive(Debug)]
+pub struct Error(pub String);
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub(crate) fn err(e: impl fmt::Display) -> Error {
+    Error(e.to_string())
+}
+
+pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
+    let config = || Config::load(&cli.config).map_err(err);
+    match cli.command {
+        Command::Grants(GrantsCmd::Check { dir }) => {
+            let dir = match dir {
+                Some(d) => d,
+                None => config()?.grants,
+            };
+            match daemon::grants::Snapshot::load(&dir) {
+                Ok(s) => {
+                    writeln!(
+                        out,
+                        "{}: {} grants good ({}), snapshot {}",
+                        dir.display(),
+                        s.ids().len(),
+                        s.ids().join(", "),
+                        s.hash()
+                    )
+                    .map_err(err)?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    writeln!(out, "{e}").map_err(err)?;
+                    Ok(ExitCode::from(1))
+                }
+            }
+        }
+        Command::Grants(GrantsCmd::Show) => admin::grants(&config()?, out),
+        Command::Approvals => admin::approvals(&config()?, out),
+        Command::Approve { approval } => admin::answer(&config()?, &approval, true, out),
+        Command::Deny { approval } => admin::answer(&config()?, &approval, false, out),
+        Command::Session { session } => admin::session(&config()?, &session, out),
+        Command::Audit(AuditCmd::Verify { dir }) => {
+            let dir = match dir {
+                Some(d) => d,
+                None => config()?.audit_dir(),
+            };
+            audit::verify(&dir, out)
+        }
+        Command::Audit(AuditCmd::Show { dir, json }) => {
+            let dir = match dir {
+                Some(d) => d,
+                None => config()?.audit_dir(),
+            };
+            audit::show(&dir, json, out)
+        }
+    }
+}

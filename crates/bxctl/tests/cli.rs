@@ -1,0 +1,85 @@
+//! bxctl without a daemon: grant checks and audit verification on files.
+
+use std::process::Command;
+
+fn bxctl(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_bxctl"))
+        .args(args)
+        .output()
+        .expect("bxctl")
+}
+
+fn temp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("bx-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("dir");
+    d
+}
+
+#[test]
+fn grants_check_reports_the_file_line_and_reason() {
+    let dir = temp("grants");
+    std::fs::write(
+        dir.join("notes.toml"),
+        "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+         [constraints]\npaths = [\"/home/owner/notes\"]\n",
+    )
+    .expect("write");
+    let ok = bxctl(&["grants", "check", dir.to_str().expect("utf8")]);
+    assert!(ok.status.success());
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("1 grants good (notes)"));
+    std::fs::write(
+        dir.join("web.toml"),
+        "tool = \"http_fetch\"\nmode = \"auto\"\nmax_taint = \"private\"\n",
+    )
+    .expect("write");
+    let bad = bxctl(&["grants", "check", dir.to_str().expect("utf8")]);
+    assert_eq!(bad.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&bad.stdout);
+    assert!(
+        text.contains("web.toml") && text.contains("constraints.hosts"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn audit_verify_names_the_first_bad_file_and_line() {
+    let dir = temp("audit");
+    let mut prev = proto::Hash32::ZERO;
+    let mut text = String::new();
+    for seq in 0..3u64 {
+        let line =
+            serde_json::to_string(&proto::AuditLine::Event(proto::AuditEvent::GrantsLoaded {
+                seq,
+                time: proto::Timestamp::from_millis(1_789_632_300_000).expect("time"),
+                prev,
+                snapshot: proto::Hash32::ZERO,
+                grants: vec![],
+            }))
+            .expect("line");
+        prev = proto::chain::line_hash(line.as_bytes());
+        text.push_str(&line);
+        text.push('\n');
+    }
+    std::fs::write(dir.join("2026-09-17.jsonl"), &text).expect("write");
+    let d = dir.to_str().expect("utf8");
+    let ok = bxctl(&["audit", "verify", "--dir", d]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("3 records"));
+    // Change the middle record: the record after it no longer links.
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    lines[1] = lines[1].replace("\"grants\":[]", "\"grants\":[\"x\"]");
+    std::fs::write(dir.join("2026-09-17.jsonl"), lines.join("\n") + "\n").expect("write");
+    let bad = bxctl(&["audit", "verify", "--dir", d]);
+    assert_eq!(bad.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&bad.stdout);
+    assert!(out.contains("2026-09-17.jsonl line 3"), "{out}");
+    let shown = bxctl(&["audit", "show", "--dir", d]);
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("#0 "));
+    let _ = std::fs::remove_dir_all(&dir);
+}

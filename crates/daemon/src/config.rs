@@ -1,0 +1,309 @@
+//! The one configuration file, `/etc/boxmaker/config.toml`, shared by every role: each role
+//! reads its own section. Unknown fields are refused, so a typo is an error at
+//! `--check-config` (and at the NixOS build, which runs it) rather than a silent default.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+pub const DEFAULT_PATH: &str = "/etc/boxmaker/config.toml";
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// BOXMAKER_HOME: `sessions/`, `memory/`, `audit/`, `index/`.
+    #[serde(default = "default_home")]
+    pub home: PathBuf,
+    /// The grants directory: one `<id>.toml` per grant.
+    #[serde(default = "default_grants")]
+    pub grants: PathBuf,
+    pub sockets: Sockets,
+    pub peers: Peers,
+    #[serde(default)]
+    pub broker: Broker,
+}
+
+/// The socket directories, one per pair of roles; each holds its listener's socket.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sockets {
+    /// Shared by loopd and brokerd: `broker.sock`, tool requests only.
+    pub loop_broker: PathBuf,
+    /// Shared by the owner's admin group (bxctl) and brokerd: `broker.sock`, approvals,
+    /// admin and read-only queries.
+    pub admin_broker: PathBuf,
+}
+
+/// Who may connect on each side, checked with SO_PEERCRED on every connection (defence in
+/// depth behind the directories' permissions).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Peers {
+    pub loopd: Peer,
+    pub admin: Peer,
+}
+
+/// A user name (resolved through NSS, which knows DynamicUser names), a group the peer's
+/// user belongs to, or a numeric uid (development, where it is the developer's own).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Peer {
+    User(String),
+    Group(String),
+    Uid(u32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunnerKind {
+    /// Each tool call in its own transient systemd service unit. The only production runner.
+    Systemd,
+    /// A plain child process without isolation: development and stack tests only.
+    Direct,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Broker {
+    pub runner: RunnerKind,
+    /// The `boxmaker-tool` binary.
+    pub tool: PathBuf,
+    /// How long an approval waits for the owner. At most one hour.
+    #[serde(deserialize_with = "duration")]
+    pub approval_ttl: Duration,
+    pub max_pending_approvals: usize,
+    pub max_connections: usize,
+    /// How long a peer may take to send one frame once it has started it.
+    #[serde(deserialize_with = "duration")]
+    pub frame_deadline: Duration,
+    /// How long a connection may sit idle between requests.
+    #[serde(deserialize_with = "duration")]
+    pub idle_timeout: Duration,
+    pub max_result_bytes: u64,
+    #[serde(deserialize_with = "duration")]
+    pub tool_time_limit: Duration,
+    pub tool_memory_mib: u64,
+    pub tool_tasks_max: u32,
+    /// An empty directory: the tool unit's RootDirectory=.
+    pub sandbox_root: PathBuf,
+    /// Read-only binds every tool needs inside its empty root (`SRC` or `SRC:DST`).
+    pub sandbox_binds: Vec<String>,
+    /// The remote model `consult` talks to.
+    pub consult: Option<Consult>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Consult {
+    /// Base URL of an OpenAI-compatible API, for example `https://api.example.com/v1`.
+    pub url: String,
+    pub model: String,
+}
+
+impl Default for Broker {
+    fn default() -> Self {
+        Self {
+            runner: RunnerKind::Systemd,
+            tool: PathBuf::from("/run/current-system/sw/bin/boxmaker-tool"),
+            approval_ttl: Duration::from_secs(600),
+            max_pending_approvals: 16,
+            max_connections: 64,
+            frame_deadline: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(300),
+            max_result_bytes: 64 * 1024,
+            tool_time_limit: Duration::from_secs(30),
+            tool_memory_mib: 256,
+            tool_tasks_max: 16,
+            sandbox_root: PathBuf::from("/run/boxmaker/tool-root"),
+            sandbox_binds: vec!["/nix/store".into()],
+            consult: None,
+        }
+    }
+}
+
+fn default_home() -> PathBuf {
+    PathBuf::from("/var/lib/boxmaker")
+}
+
+fn default_grants() -> PathBuf {
+    PathBuf::from("/etc/boxmaker/grants")
+}
+
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let text = String::deserialize(d)?;
+    humantime::parse_duration(&text)
+        .map_err(|e| serde::de::Error::custom(format!("{text:?} is not a duration: {e}")))
+}
+
+/// Why the configuration cannot be used.
+#[derive(Debug)]
+pub enum ConfigError {
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    Parse {
+        path: PathBuf,
+        source: proto::TomlError,
+    },
+    Invalid {
+        path: PathBuf,
+        reason: String,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Read { path, source } => write!(f, "{}: {source}", path.display()),
+            Self::Parse { path, source } => write!(f, "{}: {source}", path.display()),
+            Self::Invalid { path, reason } => write!(f, "{}: {reason}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Read { source, .. } => Some(source),
+            Self::Parse { source, .. } => Some(source),
+            Self::Invalid { .. } => None,
+        }
+    }
+}
+
+/// The longest an approval may wait (brief decision 5).
+pub const MAX_APPROVAL_TTL: Duration = Duration::from_secs(3600);
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(path, &text)
+    }
+
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
+        let config: Self = proto::from_toml(text).map_err(|source| ConfigError::Parse {
+            path: path.to_owned(),
+            source,
+        })?;
+        config.validate().map_err(|reason| ConfigError::Invalid {
+            path: path.to_owned(),
+            reason,
+        })?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        for (name, p) in [
+            ("home", &self.home),
+            ("grants", &self.grants),
+            ("sockets.loop_broker", &self.sockets.loop_broker),
+            ("sockets.admin_broker", &self.sockets.admin_broker),
+            ("broker.tool", &self.broker.tool),
+            ("broker.sandbox_root", &self.broker.sandbox_root),
+        ] {
+            if !p.is_absolute() {
+                return Err(format!(
+                    "{name} must be an absolute path, not {}",
+                    p.display()
+                ));
+            }
+        }
+        if self.sockets.loop_broker == self.sockets.admin_broker {
+            return Err(
+                "sockets.loop_broker and sockets.admin_broker must be different \
+                        directories: the socket a connection arrives on decides what it may ask"
+                    .into(),
+            );
+        }
+        let b = &self.broker;
+        if b.approval_ttl.is_zero() || b.approval_ttl > MAX_APPROVAL_TTL {
+            return Err("broker.approval_ttl must be more than 0 and at most 1h".into());
+        }
+        for (name, zero) in [
+            ("broker.max_pending_approvals", b.max_pending_approvals == 0),
+            ("broker.max_connections", b.max_connections == 0),
+            ("broker.frame_deadline", b.frame_deadline.is_zero()),
+            ("broker.idle_timeout", b.idle_timeout.is_zero()),
+            ("broker.max_result_bytes", b.max_result_bytes == 0),
+            ("broker.tool_time_limit", b.tool_time_limit.is_zero()),
+            ("broker.tool_memory_mib", b.tool_memory_mib == 0),
+            ("broker.tool_tasks_max", b.tool_tasks_max == 0),
+        ] {
+            if zero {
+                return Err(format!("{name} must be more than 0"));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn audit_dir(&self) -> PathBuf {
+        self.home.join("audit")
+    }
+
+    /// brokerd's own durable state (session taint and untrusted flags).
+    pub fn broker_state_dir(&self) -> PathBuf {
+        self.home.join("broker")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+[sockets]
+loop_broker = "/run/boxmaker/loop-broker"
+admin_broker = "/run/boxmaker/admin-broker"
+[peers]
+loopd = { user = "boxmaker-loopd" }
+admin = { group = "boxmaker-admin" }
+"#;
+
+    #[test]
+    fn a_minimal_config_takes_the_defaults() {
+        let c = Config::parse(Path::new("c.toml"), MINIMAL).expect("valid");
+        assert_eq!(c.home, Path::new("/var/lib/boxmaker"));
+        assert_eq!(c.broker.runner, RunnerKind::Systemd);
+        assert_eq!(c.broker.approval_ttl, Duration::from_secs(600));
+        assert_eq!(c.peers.admin, Peer::Group("boxmaker-admin".into()));
+    }
+
+    #[test]
+    fn bad_configs_say_where_and_why() {
+        let cases = [
+            (
+                format!("{MINIMAL}[broker]\nrunnr = \"direct\"\n"),
+                "unknown field",
+            ),
+            (
+                format!("{MINIMAL}[broker]\napproval_ttl = \"2h\"\n"),
+                "at most 1h",
+            ),
+            (
+                format!("{MINIMAL}[broker]\napproval_ttl = \"soon\"\n"),
+                "not a duration",
+            ),
+            (
+                format!("{MINIMAL}[broker]\ntool = \"boxmaker-tool\"\n"),
+                "absolute",
+            ),
+            (
+                format!("{MINIMAL}[broker]\nmax_pending_approvals = 0\n"),
+                "more than 0",
+            ),
+            (MINIMAL.replace("admin-broker", "loop-broker"), "different"),
+            (MINIMAL.replace("{ user", "{ name"), "unknown variant"),
+        ];
+        for (text, word) in cases {
+            let err = Config::parse(Path::new("c.toml"), &text).expect_err(word);
+            assert!(err.to_string().contains(word), "{err}");
+            assert!(err.to_string().starts_with("c.toml: "), "{err}");
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! A framed connection with deadlines: a peer may sit idle between requests for
+//! `idle`, but once a frame has started it must arrive whole within `frame`. A silent or
+//! slow peer is dropped; a peer waiting for an answer is not (nothing is read then).
+
+use std::io::{self, Read};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use proto::{Envelope, FrameError, Message, ReadError};
+
+#[derive(Debug)]
+pub struct Conn {
+    stream: UnixStream,
+    idle: Duration,
+    frame: Duration,
+}
+
+impl Conn {
+    pub fn new(stream: UnixStream, idle: Duration, frame: Duration) -> Self {
+        Self {
+            stream,
+            idle,
+            frame,
+        }
+    }
+
+    /// A client connection to the socket at `path`, with generous deadlines: a client
+    /// waits as long as the server takes to answer (an approval may take minutes).
+    pub fn connect(path: &Path) -> io::Result<Self> {
+        let stream = UnixStream::connect(path)?;
+        Ok(Self::new(
+            stream,
+            Duration::from_secs(3600),
+            Duration::from_secs(60),
+        ))
+    }
+
+    pub fn stream(&self) -> &UnixStream {
+        &self.stream
+    }
+
+    /// Reads one envelope, or a typed error. A timeout is `ReadError::Frame(Io)` with kind
+    /// `WouldBlock` or `TimedOut`.
+    pub fn read(&mut self) -> Result<Envelope, ReadError> {
+        let mut reader = DeadlineReader {
+            stream: &self.stream,
+            idle: self.idle,
+            frame: self.frame,
+            started: None,
+        };
+        proto::read_envelope(&mut reader)
+    }
+
+    pub fn write(&mut self, envelope: &Envelope) -> Result<(), FrameError> {
+        proto::write_envelope(&mut self.stream, envelope)
+    }
+
+    /// Sends a typed refusal as the final frame for `id`.
+    pub fn refuse(&mut self, id: u64, code: proto::ErrorCode, detail: &str) {
+        // The peer may already be gone; there is nobody left to tell.
+        let _ = self.write(&Envelope::last(id, Message::error(code, detail)));
+    }
+
+    /// Sends one request and returns the final answer, handing each earlier (partial)
+    /// frame to `partial`.
+    pub fn call(
+        &mut self,
+        id: u64,
+        msg: Message,
+        mut partial: impl FnMut(&Envelope),
+    ) -> Result<Envelope, CallError> {
+        self.write(&Envelope::last(id, msg))
+            .map_err(CallError::Send)?;
+        loop {
+            let env = self.read().map_err(CallError::Receive)?;
+            if env.id != id {
+                return Err(CallError::WrongId {
+                    sent: id,
+                    got: env.id,
+                });
+            }
+            if env.r#final {
+                return Ok(env);
+            }
+            partial(&env);
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum CallError {
+    Send(FrameError),
+    Receive(ReadError),
+    WrongId { sent: u64, got: u64 },
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Send(e) => write!(f, "sending: {e}"),
+            Self::Receive(e) => write!(f, "receiving: {e}"),
+            Self::WrongId { sent, got } => write!(f, "answer for request {got}, expected {sent}"),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// Whether a read error is only a deadline passing (the peer went quiet).
+pub fn is_timeout(e: &ReadError) -> bool {
+    matches!(e, ReadError::Frame(FrameError::Io(io))
+        if matches!(io.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut))
+}
+
+struct DeadlineReader<'a> {
+    stream: &'a UnixStream,
+    idle: Duration,
+    frame: Duration,
+    started: Option<Instant>,
+}
+
+impl Read for DeadlineReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let timeout = match self.started {
+            None => self.idle,
+            Some(t) => self
+                .frame
+                .checked_sub(t.elapsed())
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "frame deadline"))?,
+        };
+        self.stream.set_read_timeout(Some(timeout))?;
+        let n = (&*self.stream).read(buf)?;
+        if n > 0 && self.started.is_none() {
+            self.started = Some(Instant::now());
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_slow_frame_is_cut_off_but_an_idle_peer_may_wait() {
+        let (a, mut b) = UnixStream::pair().expect("pair");
+        let mut conn = Conn::new(a, Duration::from_millis(300), Duration::from_millis(100));
+        // Idle for less than `idle`, then a whole frame: fine.
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            let env = Envelope::last(1, Message::error(proto::ErrorCode::Internal, ""));
+            proto::write_envelope(&mut b, &env).expect("write");
+            // Then a frame that starts and never finishes.
+            b.write_all(&[0, 0, 0, 50, b'{']).expect("write");
+            std::thread::sleep(Duration::from_millis(400));
+            b
+        });
+        assert_eq!(conn.read().expect("frame").id, 1);
+        let err = conn.read().expect_err("deadline");
+        assert!(is_timeout(&err), "{err:?}");
+        drop(writer.join());
+    }
+}

@@ -1,0 +1,255 @@
+//! The grant snapshot: every `grants/<id>.toml`, parsed by `proto`, checked, and hashed.
+//! A snapshot is immutable; a reload (SIGHUP) builds a new one for later calls, and a call
+//! in flight keeps the one it started with.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use proto::{Grant, Hash32};
+use sha2::{Digest, Sha256};
+
+use crate::constraints;
+
+#[derive(Debug)]
+pub struct Snapshot {
+    hash: Hash32,
+    grants: BTreeMap<String, Grant>,
+}
+
+/// Why the grants directory cannot be loaded: the file, the place and the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantsError {
+    pub file: PathBuf,
+    /// 1-based; 0 when the reason is about the whole file.
+    pub line: usize,
+    pub column: usize,
+    pub reason: String,
+}
+
+impl fmt::Display for GrantsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file.display(), self.reason)
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file.display(),
+                self.line,
+                self.column,
+                self.reason
+            )
+        }
+    }
+}
+
+impl std::error::Error for GrantsError {}
+
+/// The largest grant file read; a grant is a few lines.
+const MAX_GRANT_FILE: u64 = 64 * 1024;
+
+impl Snapshot {
+    /// Loads every grant in `dir`. Any bad file refuses the whole snapshot: a policy is
+    /// never half loaded.
+    pub fn load(dir: &Path) -> Result<Self, GrantsError> {
+        let whole = |file: &Path, reason: String| GrantsError {
+            file: file.to_owned(),
+            line: 0,
+            column: 0,
+            reason,
+        };
+        let entries = std::fs::read_dir(dir).map_err(|e| whole(dir, e.to_string()))?;
+        let mut files = BTreeMap::new();
+        for entry in entries {
+            let path = entry.map_err(|e| whole(dir, e.to_string()))?.path();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if name.starts_with('.') {
+                continue;
+            }
+            let Some(id) = name.strip_suffix(".toml") else {
+                return Err(whole(
+                    &path,
+                    "not a grant file: grants are named <id>.toml".into(),
+                ));
+            };
+            check_id(id).map_err(|reason| whole(&path, reason))?;
+            // NixOS links /etc files into the store, so links are followed here; the
+            // grants directory is the owner's, written by the module, never by a role.
+            let meta = std::fs::metadata(&path).map_err(|e| whole(&path, e.to_string()))?;
+            if !meta.is_file() {
+                return Err(whole(&path, "not a regular file".into()));
+            }
+            if meta.len() > MAX_GRANT_FILE {
+                return Err(whole(&path, format!("larger than {MAX_GRANT_FILE} bytes")));
+            }
+            let text = std::fs::read_to_string(&path).map_err(|e| whole(&path, e.to_string()))?;
+            files.insert(id.to_owned(), (path, text));
+        }
+        Self::from_texts(files)
+    }
+
+    /// Builds a snapshot from `(id → (path, text))`.
+    pub fn from_texts(files: BTreeMap<String, (PathBuf, String)>) -> Result<Self, GrantsError> {
+        let mut hasher = Sha256::new();
+        let mut grants = BTreeMap::new();
+        for (id, (path, text)) in files {
+            let grant = Grant::from_toml(&text).map_err(|e| GrantsError {
+                file: path.clone(),
+                line: e.line,
+                column: e.column,
+                reason: e.reason,
+            })?;
+            check_grant(&grant).map_err(|reason| GrantsError {
+                file: path.clone(),
+                line: 0,
+                column: 0,
+                reason,
+            })?;
+            // Length-prefixed, so that no two different sets of files hash alike.
+            for part in [id.as_bytes(), text.as_bytes()] {
+                hasher.update(u64::try_from(part.len()).unwrap_or(u64::MAX).to_be_bytes());
+                hasher.update(part);
+            }
+            grants.insert(id, grant);
+        }
+        Ok(Self {
+            hash: Hash32::from_bytes(hasher.finalize().into()),
+            grants,
+        })
+    }
+
+    pub fn hash(&self) -> Hash32 {
+        self.hash
+    }
+
+    pub fn ids(&self) -> Vec<String> {
+        self.grants.keys().cloned().collect()
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Grant> {
+        self.grants.get(id)
+    }
+
+    /// Every grant for `tool`, in id order.
+    pub fn for_tool<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = (&'a str, &'a Grant)> {
+        self.grants
+            .iter()
+            .filter(move |(_, g)| g.tool == tool)
+            .map(|(id, g)| (id.as_str(), g))
+    }
+}
+
+/// Grant ids name files and appear in audit records and approval cards.
+fn check_id(id: &str) -> Result<(), String> {
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| matches!(c, 'a'..='z' | '0'..='9' | '-' | '_'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "grant id {id:?} must be 1 to 64 characters of [a-z0-9_-] (it is the file name)"
+        ))
+    }
+}
+
+fn check_grant(grant: &Grant) -> Result<(), String> {
+    if let Some(secret) = &grant.secret {
+        crate::unitpath::check_credential_name(secret)?;
+    }
+    if grant.mode != proto::Mode::Deny {
+        for path in &grant.constraints.paths {
+            crate::unitpath::check_granted_path(path)?;
+        }
+    }
+    constraints::validate(grant)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(files: &[(&str, &str)]) -> Result<Snapshot, GrantsError> {
+        Snapshot::from_texts(
+            files
+                .iter()
+                .map(|(id, text)| {
+                    (
+                        (*id).to_owned(),
+                        (PathBuf::from(format!("g/{id}.toml")), (*text).to_owned()),
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    const NOTES: &str = "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+                         [constraints]\npaths = [\"/home/owner/notes\"]\n";
+
+    #[test]
+    fn the_hash_covers_ids_and_contents() {
+        let a = snap(&[("notes", NOTES)]).expect("valid");
+        assert_eq!(a.ids(), ["notes"]);
+        let b = snap(&[("notes2", NOTES)]).expect("valid");
+        let c = snap(&[("notes", &NOTES.replace("auto", "ask"))]).expect("valid");
+        assert_ne!(a.hash(), b.hash());
+        assert_ne!(a.hash(), c.hash());
+        assert_eq!(a.hash(), snap(&[("notes", NOTES)]).expect("valid").hash());
+    }
+
+    #[test]
+    fn a_bad_grant_names_its_file_line_and_reason() {
+        let err = snap(&[
+            ("notes", NOTES),
+            ("web", "tool = \"http_fetch\"\nmode = \"sometimes\"\n"),
+        ])
+        .expect_err("bad mode");
+        assert_eq!(err.file, PathBuf::from("g/web.toml"));
+        assert_eq!(err.line, 2);
+        assert!(err.to_string().starts_with("g/web.toml:2:"), "{err}");
+        let err = snap(&[(
+            "x",
+            "tool = \"shell\"\nmode = \"auto\"\nmax_taint = \"public\"\n",
+        )])
+        .expect_err("unknown tool");
+        assert!(err.reason.contains("no tool is named"), "{err}");
+        let err = snap(&[("x", &format!("{NOTES}\n"))]).map(|s| s.ids());
+        assert!(err.is_ok());
+        let secret = NOTES.replace("[constraints]", "secret = \"../key\"\n[constraints]");
+        assert!(
+            snap(&[("x", &secret)])
+                .expect_err("secret")
+                .reason
+                .contains("credential"),
+            "secret"
+        );
+    }
+
+    #[test]
+    fn load_reads_a_directory_and_refuses_strays() {
+        let dir = std::env::temp_dir().join(format!("bx-grants-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(dir.join("notes.toml"), NOTES).expect("write");
+        std::fs::write(dir.join(".hidden"), "ignored").expect("write");
+        assert_eq!(Snapshot::load(&dir).expect("load").ids(), ["notes"]);
+        std::fs::write(dir.join("web.tml"), NOTES).expect("write");
+        let err = Snapshot::load(&dir).expect_err("stray");
+        assert!(err.reason.contains("<id>.toml"), "{err}");
+        std::fs::remove_file(dir.join("web.tml")).expect("rm");
+        std::fs::write(dir.join("Web.toml"), NOTES).expect("write");
+        assert!(
+            Snapshot::load(&dir)
+                .expect_err("id")
+                .reason
+                .contains("grant id")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

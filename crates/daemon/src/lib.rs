@@ -1,0 +1,28 @@
+//! What every boxmaker role needs alike, written once: the config file and the grant files
+//! (with the constraint rules brokerd decides by, so that `bxctl grants check` reports
+//! exactly what brokerd would), the systemd socket handoff and readiness, SO_PEERCRED peer
+//! checks, framed connections with deadlines, and log lines journald files at the right
+//! priority. Not a role: only brokerd decides anything with it.
+
+pub mod config;
+pub mod conn;
+pub mod constraints;
+pub mod grants;
+pub mod listen;
+pub mod log;
+pub mod notify;
+pub mod peer;
+pub mod unitpath;
+
+use std::path::PathBuf;
+
+/// The arguments every role binary takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CommonArgs {
+    /// The configuration file.
+    #[arg(long, value_name = "PATH", default_value = config::DEFAULT_PATH)]
+    pub config: PathBuf,
+    /// Check the configuration (and for brokerd the grants) and exit: 0 when good.
+    #[arg(long)]
+    pub check_config: bool,
+}

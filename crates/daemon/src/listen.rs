@@ -1,0 +1,143 @@
+//! Listening sockets: taken from systemd (socket activation) when it hands them over, else
+//! bound here (development, `bxctl dev`). Sockets are found by name (FileDescriptorName= in
+//! the .socket unit, LISTEN_FDNAMES), so the order of units never matters.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+
+/// The sockets systemd handed over, by name.
+#[derive(Debug, Default)]
+pub struct Inherited {
+    by_name: HashMap<String, UnixListener>,
+    activated: bool,
+}
+
+#[derive(Debug)]
+pub enum ListenError {
+    /// systemd handed over sockets, but none with this name.
+    Missing {
+        name: String,
+        have: Vec<String>,
+    },
+    Inherit {
+        name: String,
+        source: io::Error,
+    },
+    Bind {
+        path: PathBuf,
+        source: io::Error,
+    },
+    /// Something other than a socket is in the way of the socket path.
+    NotASocket {
+        path: PathBuf,
+    },
+}
+
+impl fmt::Display for ListenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Missing { name, have } => write!(
+                f,
+                "systemd passed sockets {have:?} but none named {name:?} \
+                 (FileDescriptorName= in the .socket unit)"
+            ),
+            Self::Inherit { name, source } => {
+                write!(
+                    f,
+                    "inherited socket {name:?} is not a Unix listener: {source}"
+                )
+            }
+            Self::Bind { path, source } => {
+                write!(f, "cannot listen on {}: {source}", path.display())
+            }
+            Self::NotASocket { path } => {
+                write!(
+                    f,
+                    "{} exists and is not a socket; not replacing it",
+                    path.display()
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for ListenError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Inherit { source, .. } | Self::Bind { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl Inherited {
+    /// Takes what systemd passed. Call it before any thread starts: it reads and clears
+    /// LISTEN_FDS and LISTEN_PID, and environment changes are not safe once threads exist.
+    pub fn from_env() -> Result<Self, ListenError> {
+        let names = std::env::var("LISTEN_FDNAMES").unwrap_or_default();
+        let mut fds = listenfd::ListenFd::from_env();
+        let mut by_name = HashMap::new();
+        let activated = fds.len() > 0;
+        for idx in 0..fds.len() {
+            let name = names
+                .split(':')
+                .nth(idx)
+                .filter(|n| !n.is_empty())
+                .map_or_else(|| format!("fd{idx}"), str::to_owned);
+            match fds.take_unix_listener(idx) {
+                Ok(Some(l)) => {
+                    by_name.insert(name, l);
+                }
+                Ok(None) => {}
+                Err(source) => return Err(ListenError::Inherit { name, source }),
+            }
+        }
+        Ok(Self { by_name, activated })
+    }
+
+    /// Whether systemd passed any socket at all.
+    pub fn activated(&self) -> bool {
+        self.activated
+    }
+
+    /// The socket named `name` when systemd passed sockets; otherwise binds `path`.
+    /// Under socket activation a missing name is an error, never a silent bind.
+    pub fn take_or_bind(&mut self, name: &str, path: &Path) -> Result<UnixListener, ListenError> {
+        if self.activated {
+            let mut have: Vec<String> = self.by_name.keys().cloned().collect();
+            have.sort();
+            return self.by_name.remove(name).ok_or(ListenError::Missing {
+                name: name.to_owned(),
+                have,
+            });
+        }
+        bind(path)
+    }
+}
+
+/// Binds a Unix socket at `path`, replacing a stale socket left by an earlier run (but
+/// nothing else). Access is decided by the directory's permissions, so the socket itself
+/// is 0660.
+pub fn bind(path: &Path) -> Result<UnixListener, ListenError> {
+    let err = |source| ListenError::Bind {
+        path: path.to_owned(),
+        source,
+    };
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => std::fs::remove_file(path).map_err(err)?,
+        Ok(_) => {
+            return Err(ListenError::NotASocket {
+                path: path.to_owned(),
+            });
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(err(e)),
+    }
+    let listener = UnixListener::bind(path).map_err(err)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660)).map_err(err)?;
+    Ok(listener)
+}

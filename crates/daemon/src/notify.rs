@@ -1,0 +1,35 @@
+//! Readiness, status and the watchdog, to systemd over NOTIFY_SOCKET. Outside systemd
+//! (no NOTIFY_SOCKET) every call is a no-op.
+
+use std::time::Duration;
+
+use sd_notify::NotifyState;
+
+/// READY=1: send only once every listener is bound and the role serves.
+pub fn ready(status: &str) {
+    send(&[NotifyState::Ready, NotifyState::Status(status)]);
+}
+
+pub fn status(status: &str) {
+    send(&[NotifyState::Status(status)]);
+}
+
+pub fn stopping() {
+    send(&[NotifyState::Stopping]);
+}
+
+/// WATCHDOG=1: call it from the loop that does the work, so a wedged loop is noticed.
+pub fn watchdog() {
+    send(&[NotifyState::Watchdog]);
+}
+
+/// How often to ping the watchdog (half of WatchdogSec=), when it is on.
+pub fn watchdog_interval() -> Option<Duration> {
+    sd_notify::watchdog_enabled().map(|d| d / 2)
+}
+
+fn send(state: &[NotifyState<'_>]) {
+    if let Err(e) = sd_notify::notify(state) {
+        crate::log::warn(format_args!("sd_notify: {e}"));
+    }
+}

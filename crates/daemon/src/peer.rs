@@ -1,0 +1,92 @@
+//! Who is on the other end of a Unix socket, from the kernel (SO_PEERCRED), never from what
+//! the peer says. Under DynamicUser uids are assigned at start, so rules name users and
+//! groups, resolved through NSS (which knows DynamicUser names) at each check.
+
+use std::fmt;
+use std::io;
+use std::os::unix::net::UnixStream;
+
+use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+use nix::unistd::{Group, Uid, User};
+
+use crate::config::Peer;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerIdentity {
+    pub uid: u32,
+    pub gid: u32,
+    pub pid: i32,
+    /// The user name NSS gives for `uid`, when it has one.
+    pub user: Option<String>,
+}
+
+impl fmt::Display for PeerIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.user {
+            Some(name) => write!(f, "uid {} ({name})", self.uid),
+            None => write!(f, "uid {}", self.uid),
+        }
+    }
+}
+
+pub fn identify(stream: &UnixStream) -> io::Result<PeerIdentity> {
+    let cred = getsockopt(stream, PeerCredentials).map_err(io::Error::from)?;
+    let user = User::from_uid(Uid::from_raw(cred.uid()))
+        .ok()
+        .flatten()
+        .map(|u| u.name);
+    Ok(PeerIdentity {
+        uid: cred.uid(),
+        gid: cred.gid(),
+        pid: cred.pid(),
+        user,
+    })
+}
+
+/// Whether `who` is what `rule` admits. A group admits its members and users whose
+/// primary group it is.
+pub fn admits(rule: &Peer, who: &PeerIdentity) -> bool {
+    match rule {
+        Peer::Uid(uid) => who.uid == *uid,
+        Peer::User(name) => who.user.as_deref() == Some(name.as_str()),
+        Peer::Group(name) => match Group::from_name(name) {
+            Ok(Some(group)) => {
+                group.gid.as_raw() == who.gid
+                    || who.user.as_ref().is_some_and(|u| group.mem.contains(u))
+                    || primary_gid(who.uid) == Some(group.gid.as_raw())
+            }
+            _ => false,
+        },
+    }
+}
+
+fn primary_gid(uid: u32) -> Option<u32> {
+    User::from_uid(Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map(|u| u.gid.as_raw())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernel_names_our_own_uid() {
+        let (a, _b) = UnixStream::pair().expect("pair");
+        let me = identify(&a).expect("peer cred");
+        assert_eq!(me.uid, nix::unistd::getuid().as_raw());
+        assert_eq!(me.pid, i32::try_from(std::process::id()).expect("pid"));
+        assert!(admits(&Peer::Uid(me.uid), &me));
+        assert!(!admits(&Peer::Uid(me.uid + 1), &me));
+        if let Some(name) = me.user.clone() {
+            assert!(admits(&Peer::User(name), &me));
+        }
+        assert!(!admits(&Peer::User("no-such-user-boxmaker".into()), &me));
+        assert!(!admits(&Peer::Group("no-such-group-boxmaker".into()), &me));
+        let own_group = Group::from_gid(nix::unistd::Gid::from_raw(me.gid))
+            .expect("nss")
+            .expect("group");
+        assert!(admits(&Peer::Group(own_group.name), &me));
+    }
+}

@@ -1,0 +1,271 @@
+//! The stack-test harness: the real binaries (`brokerd`, `bxctl`, `boxmaker-tool`) as
+//! processes on a temporary directory, talking over real Unix sockets. Each test names the
+//! behaviour it proves; the harness only starts, waits and cleans up.
+
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use daemon::conn::Conn;
+use proto::{Envelope, Message, SessionId, ToolRequest};
+
+/// A built binary of this workspace. `cargo test --workspace` builds them next to the test
+/// executables' `deps/` directory.
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target profile directory");
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "{} is not built: run `cargo build --workspace --bins` (the gate does)",
+        path.display()
+    );
+    path
+}
+
+/// Whether an optional outside tool is here. In the gate (BOXMAKER_GATE=1) a missing tool
+/// is a failure, never a silent skip.
+pub fn have(tool: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        assert!(
+            std::env::var_os("BOXMAKER_GATE").is_none(),
+            "{tool} is missing, and the gate needs it"
+        );
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("skipping: {tool} is not installed\n").as_bytes(),
+        );
+    }
+    found
+}
+
+/// A temporary boxmaker home with a config, grants, and socket directories.
+#[derive(Debug)]
+pub struct Home {
+    pub root: PathBuf,
+}
+
+impl Home {
+    /// `broker` is extra TOML for the `[broker]` table.
+    pub fn new(name: &str, grants: &[(&str, &str)], broker: &str) -> Self {
+        let root = std::env::temp_dir().join(format!(
+            "bx-stack-{name}-{}-{}",
+            std::process::id(),
+            Instant::now().elapsed().as_nanos()
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        for d in ["home", "grants", "run/loop-broker", "run/admin-broker"] {
+            std::fs::create_dir_all(root.join(d)).expect("mkdir");
+        }
+        for (id, text) in grants {
+            std::fs::write(root.join("grants").join(format!("{id}.toml")), text).expect("grant");
+        }
+        let uid = nix::unistd::getuid().as_raw();
+        let config = format!(
+            "home = \"{r}/home\"\ngrants = \"{r}/grants\"\n\
+             [sockets]\nloop_broker = \"{r}/run/loop-broker\"\nadmin_broker = \"{r}/run/admin-broker\"\n\
+             [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\n\
+             [broker]\nrunner = \"direct\"\ntool = \"{tool}\"\n{broker}\n",
+            r = root.display(),
+            tool = bin("boxmaker-tool").display(),
+        );
+        std::fs::write(root.join("config.toml"), config).expect("config");
+        Self { root }
+    }
+
+    pub fn config(&self) -> PathBuf {
+        self.root.join("config.toml")
+    }
+
+    pub fn loop_sock(&self) -> PathBuf {
+        self.root.join("run/loop-broker/broker.sock")
+    }
+
+    pub fn admin_sock(&self) -> PathBuf {
+        self.root.join("run/admin-broker/broker.sock")
+    }
+
+    pub fn audit_dir(&self) -> PathBuf {
+        self.root.join("home/audit")
+    }
+
+    pub fn write_grant(&self, id: &str, text: &str) {
+        std::fs::write(self.root.join("grants").join(format!("{id}.toml")), text).expect("grant");
+    }
+
+    /// A directory of files the tools may read, under this home.
+    pub fn files(&self, dir: &str, files: &[(&str, &str)]) -> PathBuf {
+        let d = self.root.join(dir);
+        std::fs::create_dir_all(&d).expect("mkdir");
+        for (name, text) in files {
+            std::fs::write(d.join(name), text).expect("file");
+        }
+        d
+    }
+
+    /// Starts brokerd and waits for READY=1 on a test NOTIFY_SOCKET.
+    pub fn start(&self) -> Daemon {
+        let mut cmd = Command::new(bin("brokerd"));
+        cmd.arg("--config").arg(self.config());
+        Daemon::spawn(cmd, &self.root)
+    }
+
+    /// Runs bxctl with this home's config.
+    pub fn bxctl(&self, args: &[&str]) -> Output {
+        Command::new(bin("bxctl"))
+            .arg("--config")
+            .arg(self.config())
+            .args(args)
+            .output()
+            .expect("bxctl")
+    }
+
+    /// `bxctl audit verify`, asserted good.
+    pub fn assert_audit_good(&self) -> String {
+        let out = self.bxctl(&["audit", "verify"]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "audit verify failed: {text}");
+        text
+    }
+
+    /// Every audit line, parsed.
+    pub fn audit_lines(&self) -> Vec<proto::AuditLine> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(self.audit_dir())
+            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        files.retain(|p| p.extension().is_some_and(|x| x == "jsonl"));
+        files.sort();
+        files
+            .iter()
+            .flat_map(|f| {
+                std::fs::read_to_string(f)
+                    .expect("audit file")
+                    .lines()
+                    .filter_map(|l| serde_json::from_str(l).ok())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// A running daemon, killed on drop.
+#[derive(Debug)]
+pub struct Daemon {
+    pub child: Child,
+    pub stderr: PathBuf,
+}
+
+impl Daemon {
+    /// Spawns `cmd` with a NOTIFY_SOCKET bound here and waits until it says READY=1.
+    pub fn spawn(mut cmd: Command, dir: &Path) -> Self {
+        let notify = dir.join(format!(
+            "notify-{}.sock",
+            Instant::now().elapsed().as_nanos()
+        ));
+        let _ = std::fs::remove_file(&notify);
+        let sock = UnixDatagram::bind(&notify).expect("notify socket");
+        sock.set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        let stderr = dir.join(format!(
+            "stderr-{}.log",
+            Instant::now().elapsed().as_nanos()
+        ));
+        let child = cmd
+            .env("NOTIFY_SOCKET", &notify)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).expect("stderr file"))
+            .spawn()
+            .expect("spawn daemon");
+        let mut daemon = Self { child, stderr };
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = match sock.recv(&mut buf) {
+                Ok(n) => n,
+                Err(e) => panic!("no READY=1 ({e}); stderr: {}", daemon.log()),
+            };
+            let msg = String::from_utf8_lossy(&buf[..n]);
+            if msg.lines().any(|l| l == "READY=1") {
+                break;
+            }
+            if let Ok(Some(status)) = daemon.child.try_wait() {
+                panic!("daemon exited with {status}: {}", daemon.log());
+            }
+        }
+        let _ = std::fs::remove_file(&notify);
+        daemon
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// One tool request on the loopd side; every frame of the answer, the final one last.
+pub fn tool(sock: &Path, session: &str, call: u64, tool: &str, arguments: &str) -> Vec<Envelope> {
+    let mut conn = Conn::connect(sock).expect("connect loop side");
+    request(&mut conn, session, call, tool, arguments)
+}
+
+pub fn request(
+    conn: &mut Conn,
+    session: &str,
+    call: u64,
+    tool: &str,
+    arguments: &str,
+) -> Vec<Envelope> {
+    let msg = Message::ToolRequest(ToolRequest {
+        session: SessionId::new(session).expect("session id"),
+        call: proto::CallId(call),
+        tool: tool.to_owned(),
+        arguments: arguments.to_owned(),
+    });
+    let mut frames = Vec::new();
+    let last = conn
+        .call(call, msg, |e| frames.push(e.clone()))
+        .expect("tool request");
+    frames.push(last);
+    frames
+}
+
+/// The final frame's tool response.
+pub fn response(frames: &[Envelope]) -> &proto::ToolResponse {
+    match frames.last().map(|e| &e.msg) {
+        Some(Message::ToolResponse(r)) => r,
+        other => panic!("not a tool response: {other:?}"),
+    }
+}
+
+/// A read_file grant on `dir`.
+pub fn read_grant(mode: &str, dir: &Path, extra: &str) -> String {
+    format!(
+        "tool = \"read_file\"\nmode = \"{mode}\"\nmax_taint = \"secret\"\n{extra}\n\
+         [constraints]\npaths = [\"{}\"]\n",
+        dir.display()
+    )
+}

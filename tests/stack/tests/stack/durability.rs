@@ -1,0 +1,199 @@
+//! Nothing acknowledged is lost: every decision is on disk before its answer leaves
+//! (observed with strace on the real binary), and brokerd killed at random moments never
+//! loses a decision a client received (a SIGKILL loop).
+
+use std::collections::{HashMap, HashSet};
+use std::process::Command;
+use std::time::Duration;
+
+use daemon::conn::Conn;
+use proto::{AuditLine, DecisionRecord, Message, ToolResponse};
+use stack::{Daemon, Home, read_grant, request};
+
+/// The number after `key` in strace's escaped rendering, e.g. `\"call\":7`.
+fn number_after(text: &str, key: &str) -> Option<u64> {
+    let rest = &text[text.find(key)? + key.len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+#[test]
+fn each_decision_is_fsynced_before_its_answer_is_written() {
+    if !stack::have("strace") {
+        return;
+    }
+    let home = Home::new("strace", &[], "");
+    let notes = home.files("notes", &[("n.md", "note")]);
+    home.write_grant("notes", &read_grant("auto", &notes, ""));
+    let log = home.root.join("strace.log");
+    let mut cmd = Command::new("strace");
+    cmd.args([
+        "-f",
+        "-s",
+        "8192",
+        "-e",
+        "trace=write,sendto,sendmsg,fdatasync,fsync",
+        "-o",
+    ])
+    .arg(&log)
+    .arg(stack::bin("brokerd"))
+    .arg("--config")
+    .arg(home.config());
+    let mut d = Daemon::spawn(cmd, &home.root);
+    let good = format!(r#"{{"path":"{}/n.md"}}"#, notes.display());
+    let mut conn = Conn::connect(&home.loop_sock()).expect("connect");
+    for call in 1..=6u64 {
+        let args = if call.is_multiple_of(2) {
+            good.as_str()
+        } else {
+            r#"{"path":"/etc/passwd"}"#
+        };
+        request(&mut conn, "s-1", call, "read_file", args);
+    }
+    d.kill();
+    let trace = std::fs::read_to_string(&log).expect("strace log");
+    // Per thread: the audit fd and call of the last write, whether it was synced, and every
+    // call whose record was synced before anything else happened on that thread.
+    let mut last_write: HashMap<String, (String, u64)> = HashMap::new();
+    let mut synced: HashMap<String, HashSet<u64>> = HashMap::new();
+    let mut pending_sync: HashMap<String, String> = HashMap::new();
+    let mut answered = HashSet::new();
+    for line in trace.lines() {
+        let Some((pid, call)) = line.split_once(' ') else {
+            continue;
+        };
+        let call = call.trim_start();
+        let sync_done = |fd: &str,
+                         last_write: &HashMap<String, (String, u64)>,
+                         synced: &mut HashMap<String, HashSet<u64>>| {
+            if let Some((wfd, c)) = last_write.get(pid)
+                && wfd == fd
+            {
+                synced.entry(pid.to_owned()).or_default().insert(*c);
+            }
+        };
+        // Records are write(2)s; answers on the socket are send(2)s (std uses MSG_NOSIGNAL).
+        if let Some(rest) = call
+            .strip_prefix("write(")
+            .or_else(|| call.strip_prefix("sendto("))
+            .or_else(|| call.strip_prefix("sendmsg("))
+        {
+            let fd = rest.split(',').next().unwrap_or_default().to_owned();
+            if rest.contains(r#""{\"seq\":"#) {
+                if let Some(c) = number_after(rest, r#"\"call\":"#) {
+                    last_write.insert(pid.to_owned(), (fd, c));
+                }
+            } else if rest.contains(r#"tool_response"#) {
+                let id = number_after(rest, r#"\"id\":"#).expect("response id");
+                assert!(
+                    synced.get(pid).is_some_and(|s| s.contains(&id)),
+                    "the answer to call {id} was written before its audit record was synced:\n{trace}"
+                );
+                answered.insert(id);
+            }
+        } else if let Some(rest) = call
+            .strip_prefix("fdatasync(")
+            .or_else(|| call.strip_prefix("fsync("))
+        {
+            let fd: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            if rest.contains("unfinished") {
+                pending_sync.insert(pid.to_owned(), fd);
+            } else if rest.trim_end().ends_with("= 0") {
+                sync_done(&fd, &last_write, &mut synced);
+            }
+        } else if (call.starts_with("<... fdatasync resumed>")
+            || call.starts_with("<... fsync resumed>"))
+            && let Some(fd) = pending_sync.remove(pid)
+            && call.trim_end().ends_with("= 0")
+        {
+            sync_done(&fd, &last_write, &mut synced);
+        }
+    }
+    assert_eq!(answered.len(), 6, "strace saw {answered:?}:\n{trace}");
+}
+
+#[test]
+fn brokerd_killed_at_random_moments_never_loses_an_acknowledged_decision() {
+    let rounds: u64 = std::env::var("BOXMAKER_KILL_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let home = Home::new("sigkill", &[], "");
+    let notes = home.files("notes", &[("n.md", "note")]);
+    home.write_grant("notes", &read_grant("auto", &notes, ""));
+    let good = format!(r#"{{"path":"{}/n.md"}}"#, notes.display());
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut received: Vec<(u64, bool)> = Vec::new();
+    let mut call = 0u64;
+    for _ in 0..rounds {
+        let mut d = home.start();
+        let sock = home.loop_sock();
+        let first = call + 1;
+        let good = good.clone();
+        let client = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let mut call = first;
+            while let Ok(mut conn) = Conn::connect(&sock) {
+                let args = if call.is_multiple_of(2) {
+                    good.as_str()
+                } else {
+                    r#"{"path":"/etc/passwd"}"#
+                };
+                let msg = Message::ToolRequest(proto::ToolRequest {
+                    session: proto::SessionId::new("s-kill").expect("id"),
+                    call: proto::CallId(call),
+                    tool: "read_file".into(),
+                    arguments: args.to_owned(),
+                });
+                match conn.call(call, msg, |_| {}) {
+                    Ok(env) => match env.msg {
+                        Message::ToolResponse(ToolResponse::Result { .. }) => {
+                            got.push((call, true))
+                        }
+                        Message::ToolResponse(ToolResponse::Denied { .. }) => {
+                            got.push((call, false))
+                        }
+                        other => panic!("unexpected {other:?}"),
+                    },
+                    Err(_) => break,
+                }
+                call += 1;
+            }
+            (got, call)
+        });
+        std::thread::sleep(Duration::from_micros(next() % 30_000));
+        d.kill();
+        let (got, last) = client.join().expect("client");
+        received.extend(got);
+        call = last;
+    }
+    assert!(
+        received.len() > usize::try_from(rounds).expect("rounds"),
+        "too few answers to prove anything"
+    );
+    let decisions: HashMap<u64, bool> = home
+        .audit_lines()
+        .into_iter()
+        .filter_map(|l| match l {
+            AuditLine::Decision(r) => Some((
+                r.call.0,
+                matches!(r.decision, DecisionRecord::Allowed { .. }),
+            )),
+            _ => None,
+        })
+        .collect();
+    for (call, allowed) in &received {
+        assert_eq!(
+            decisions.get(call),
+            Some(allowed),
+            "call {call} was answered but its decision is not in the log"
+        );
+    }
+    home.assert_audit_good();
+}

@@ -1,0 +1,6 @@
+//! Stack tests: real binaries, real sockets, temporary directories.
+
+mod activation;
+mod approvals;
+mod broker;
+mod durability;
