@@ -106,7 +106,7 @@ pub fn show(dir: &Path, json: bool, out: &mut dyn Write) -> Result<ExitCode, Err
             out.write_all(bytes).map_err(err)?;
             return out.write_all(b"\n").map_err(err);
         }
-        let text = match serde_json::from_slice::<AuditLine>(bytes) {
+        let text = match AuditLine::from_slice(bytes) {
             Ok(l) => describe(&l),
             Err(_) => format!(
                 "{file}:{line}: not a record ({} bytes; a torn line, see the recovery record)",

@@ -102,6 +102,17 @@ pub enum AuditLine {
 }
 
 impl AuditLine {
+    /// Parses one stored line. brokerd writes every event with `kind` first and every
+    /// decision with `seq` first, so the line's first key says which type to parse: one
+    /// strict typed parse instead of serde's untagged trial, which buffers the whole line.
+    pub fn from_slice(line: &[u8]) -> Result<Self, serde_json::Error> {
+        if line.starts_with(br#"{"kind":"#) {
+            serde_json::from_slice(line).map(Self::Event)
+        } else {
+            serde_json::from_slice(line).map(Self::Decision)
+        }
+    }
+
     pub fn seq(&self) -> u64 {
         match self {
             Self::Decision(r) => r.seq,

@@ -139,7 +139,7 @@ impl ChainVerifier {
             line: held.line,
             reason,
         };
-        let parsed: AuditLine = serde_json::from_slice(&held.bytes)
+        let parsed = AuditLine::from_slice(&held.bytes)
             .map_err(|e| fail(format!("not an audit line: {e}")))?;
         if parsed.seq() != self.head.next_seq {
             return Err(fail(format!(
@@ -172,7 +172,7 @@ fn recovers(line: &Held, torn: &Held) -> bool {
         torn_bytes,
         torn_sha256,
         ..
-    })) = serde_json::from_slice::<AuditLine>(&line.bytes)
+    })) = AuditLine::from_slice(&line.bytes)
     else {
         return false;
     };

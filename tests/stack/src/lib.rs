@@ -150,7 +150,7 @@ impl Home {
                 std::fs::read_to_string(f)
                     .expect("audit file")
                     .lines()
-                    .filter_map(|l| serde_json::from_str(l).ok())
+                    .filter_map(|l| proto::AuditLine::from_slice(l.as_bytes()).ok())
                     .collect::<Vec<_>>()
             })
             .collect()

@@ -3,4 +3,5 @@
 mod activation;
 mod approvals;
 mod broker;
+mod docs;
 mod durability;
