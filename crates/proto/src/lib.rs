@@ -13,6 +13,7 @@
 pub mod approval;
 mod audit;
 pub mod chain;
+pub mod chat;
 mod class;
 mod error;
 pub mod frame;

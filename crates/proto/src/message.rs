@@ -3,6 +3,7 @@ use serde::{Deserialize, Serialize};
 use crate::approval::{
     AnswerOutcome, ApprovalAnswer, ApprovalListing, Empty, GrantsInfo, SessionInfo, SessionQuery,
 };
+use crate::chat::{ChatEvent, ChatReply, ChatSend, SessionListing, SessionRecords, SessionShow};
 use crate::{ToolRequest, ToolResponse};
 
 /// The only protocol version this build speaks. A frame with another `v` is answered with
@@ -70,6 +71,17 @@ pub enum Message {
     /// Owner channel: the grant snapshot in force. Answered with `grants_info`.
     GrantsQuery(Empty),
     GrantsInfo(GrantsInfo),
+    /// Chat channel (loop.sock): the owner's message; answered by `chat_event` frames and a
+    /// final `chat_reply`.
+    ChatSend(ChatSend),
+    ChatEvent(ChatEvent),
+    ChatReply(ChatReply),
+    /// Chat channel: the sessions loopd holds. Answered with `session_listing`.
+    SessionList(Empty),
+    SessionListing(SessionListing),
+    /// Chat channel: one session's log. Answered with `session_records`.
+    SessionShow(SessionShow),
+    SessionRecords(SessionRecords),
 }
 
 impl Message {
@@ -87,6 +99,13 @@ impl Message {
             Self::SessionInfo(_) => "session_info",
             Self::GrantsQuery(_) => "grants_query",
             Self::GrantsInfo(_) => "grants_info",
+            Self::ChatSend(_) => "chat_send",
+            Self::ChatEvent(_) => "chat_event",
+            Self::ChatReply(_) => "chat_reply",
+            Self::SessionList(_) => "session_list",
+            Self::SessionListing(_) => "session_listing",
+            Self::SessionShow(_) => "session_show",
+            Self::SessionRecords(_) => "session_records",
         }
     }
 

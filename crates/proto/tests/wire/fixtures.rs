@@ -48,7 +48,14 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::SessionQuery(_)
             | Message::SessionInfo(_)
             | Message::GrantsQuery(_)
-            | Message::GrantsInfo(_)) => m.kind(),
+            | Message::GrantsInfo(_)
+            | Message::ChatSend(_)
+            | Message::ChatEvent(_)
+            | Message::ChatReply(_)
+            | Message::SessionList(_)
+            | Message::SessionListing(_)
+            | Message::SessionShow(_)
+            | Message::SessionRecords(_)) => m.kind(),
         };
         assert!(
             name.starts_with(&format!("message_{}", kind.replace('/', "_"))),
@@ -71,6 +78,13 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "session_info",
         "grants_query",
         "grants_info",
+        "chat_send",
+        "chat_event",
+        "chat_reply",
+        "session_list",
+        "session_listing",
+        "session_show",
+        "session_records",
     ]
     .into_iter()
     .collect();

@@ -1,0 +1,102 @@
+//! The chat channel on loop.sock, the same for `bxctl chat` and gatewayd: a user message
+//! in; the turn streamed out as events (assistant text, tool calls and their outcomes,
+//! pending approvals); a final reply. Only the owner's channels reach loop.sock.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{CallId, Epoch, LogRecord, SessionId, Timestamp, ToolResponse};
+
+/// The owner says something. Without a session, loopd starts a new one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChatSend {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionId>,
+    pub text: String,
+}
+
+/// One step of a turn, streamed as it happens (never the final frame).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ChatEvent {
+    /// The turn runs in this session and epoch (the first event of every turn).
+    Started { session: SessionId, epoch: Epoch },
+    /// A piece of the assistant's answer, as the model streams it.
+    Text { delta: String },
+    /// A piece of the model's reasoning, when the model reasons.
+    Reasoning { delta: String },
+    /// The model asked for a tool; loopd has sent it to brokerd.
+    ToolCall {
+        call: CallId,
+        tool: String,
+        arguments: String,
+    },
+    /// brokerd's answer for a call: a pending approval first when the grant asks, then the
+    /// result, failure or denial.
+    ToolResponse {
+        call: CallId,
+        response: ToolResponse,
+    },
+    /// The context was full: the epoch ended with a summary and the next one began.
+    Compacted { next: Epoch },
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "end", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TurnEnd {
+    /// The model answered without asking for more tools.
+    Answered,
+    /// The per-turn cap on tool calls was reached; the model was not asked again.
+    ToolCap { calls: u32 },
+    /// The model could not be reached or broke off; the session is intact and the next
+    /// message continues it.
+    ModelError { detail: String },
+}
+
+/// The final frame of a turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChatReply {
+    pub session: SessionId,
+    /// The assistant's whole answer of this turn (empty when it ended otherwise).
+    pub text: String,
+    pub end: TurnEnd,
+}
+
+/// One session, as listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSummary {
+    pub session: SessionId,
+    pub epoch: Epoch,
+    pub started: Timestamp,
+    pub last: Timestamp,
+    /// Owner messages in the current epoch.
+    pub turns: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionListing {
+    pub sessions: Vec<SessionSummary>,
+}
+
+/// Asks for a session's log (the current epoch unless one is named).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionShow {
+    pub session: SessionId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<Epoch>,
+}
+
+/// A session's log records; the oldest are left out (`truncated`) past the frame limit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionRecords {
+    pub session: SessionId,
+    pub epoch: Epoch,
+    pub records: Vec<LogRecord>,
+    pub truncated: bool,
+}
