@@ -11,13 +11,14 @@ impl Broker {
     /// Answers one admin message; `who` is the peer as the kernel names it.
     pub fn admin(&self, msg: Message, who: &str) -> Result<Message, Fatal> {
         Ok(match msg {
-            Message::ApprovalList(_) => Message::ApprovalListing(ApprovalListing {
-                pending: self
+            Message::ApprovalList(_) => {
+                let cards = self
                     .approvals
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .list(),
-            }),
+                    .list();
+                Message::ApprovalListing(fit(cards))
+            }
             Message::ApprovalAnswer(answer) => {
                 // On the admin socket the approver is the peer's uid and user name; what the
                 // message claims (`by`, `post`) is not taken.
@@ -99,4 +100,25 @@ impl Broker {
             }
         }
     }
+}
+
+/// The listing must fit in one frame: cards are taken soonest-expiring first while they fit
+/// in a budget well under `MAX_FRAME`; the rest are counted as omitted.
+fn fit(cards: Vec<proto::approval::ApprovalCard>) -> ApprovalListing {
+    const BUDGET: usize = proto::MAX_FRAME * 3 / 4;
+    let mut used = 0;
+    let mut listing = ApprovalListing {
+        pending: Vec::new(),
+        omitted: 0,
+    };
+    for card in cards {
+        let size = serde_json::to_vec(&card).map_or(usize::MAX, |v| v.len());
+        if used + size <= BUDGET {
+            used += size;
+            listing.pending.push(card);
+        } else {
+            listing.omitted += 1;
+        }
+    }
+    listing
 }

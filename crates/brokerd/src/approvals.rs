@@ -30,7 +30,8 @@ struct Entry {
 pub struct Approvals {
     cap: usize,
     pending: HashMap<String, Entry>,
-    answered: VecDeque<String>,
+    /// Ids no longer pending, and why: a later answer is refused with that reason.
+    ended: VecDeque<(String, Refusal)>,
 }
 
 /// Binds an approval to the exact request: length-prefixed fields, so no two different
@@ -80,7 +81,7 @@ impl Approvals {
         Self {
             cap,
             pending: HashMap::new(),
-            answered: VecDeque::new(),
+            ended: VecDeque::new(),
         }
     }
 
@@ -95,6 +96,10 @@ impl Approvals {
         Ok(())
     }
 
+    pub fn is_full(&self) -> bool {
+        self.pending.len() >= self.cap
+    }
+
     /// Every pending card, oldest expiry first.
     pub fn list(&self) -> Vec<ApprovalCard> {
         let mut cards: Vec<ApprovalCard> = self.pending.values().map(|e| e.card.clone()).collect();
@@ -106,7 +111,7 @@ impl Approvals {
     pub fn withdraw(&mut self, approval: &str) -> bool {
         let was = self.pending.remove(approval).is_some();
         if was {
-            self.remember(approval);
+            self.remember(approval, Refusal::Expired);
         }
         was
     }
@@ -122,11 +127,11 @@ impl Approvals {
         now: Timestamp,
     ) -> Result<ApprovalCard, Refused> {
         let Some(entry) = self.pending.get(approval) else {
-            let refusal = if self.answered.iter().any(|a| a == approval) {
-                Refusal::AlreadyUsed
-            } else {
-                Refusal::Unknown
-            };
+            let refusal = self
+                .ended
+                .iter()
+                .find(|(a, _)| a == approval)
+                .map_or(Refusal::Unknown, |(_, why)| *why);
             return Err(Refused {
                 refusal,
                 ended_request: false,
@@ -153,7 +158,7 @@ impl Approvals {
                 ended_request: false,
             });
         };
-        self.remember(approval);
+        self.remember(approval, Refusal::AlreadyUsed);
         if !still {
             // The session moved on (its taint rose): what the owner saw is no longer the
             // request. It can never be approved; end it with a denial.
@@ -172,10 +177,10 @@ impl Approvals {
         Ok(entry.card)
     }
 
-    fn remember(&mut self, approval: &str) {
-        if self.answered.len() >= REMEMBERED {
-            self.answered.pop_front();
+    fn remember(&mut self, approval: &str, why: Refusal) {
+        if self.ended.len() >= REMEMBERED {
+            self.ended.pop_front();
         }
-        self.answered.push_back(approval.to_owned());
+        self.ended.push_back((approval.to_owned(), why));
     }
 }

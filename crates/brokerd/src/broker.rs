@@ -233,7 +233,7 @@ impl Broker {
             expires,
         };
         let (tx, rx) = mpsc::channel();
-        if lock(&self.approvals).register(card, tx).is_err() {
+        if lock(&self.approvals).is_full() {
             let cap = self.config.broker.max_pending_approvals;
             return Ok(policy::too_many_pending(decision, cap));
         }
@@ -251,6 +251,14 @@ impl Broker {
                 expires,
             })
         })?;
+        // Only once the request is on disk can an answer to it be taken. Connections are
+        // served one request at a time per session, so the count cannot have filled up
+        // for this session since the check above; another session may have, and then
+        // this request is refused rather than left waiting on no one.
+        if lock(&self.approvals).register(card, tx).is_err() {
+            let cap = self.config.broker.max_pending_approvals;
+            return Ok(policy::too_many_pending(decision, cap));
+        }
         send(Envelope::partial(
             id,
             Message::ToolResponse(ToolResponse::PendingApproval {

@@ -1,15 +1,13 @@
 //! The two broker sockets. What a connection may ask is decided by the socket it arrived
 //! on: the loopd side takes tool requests only, the admin side approvals, answers and
-//! read-only queries. Every peer is checked with SO_PEERCRED; one thread per connection;
-//! a malformed frame gets a typed error and the connection is closed, the daemon serves on.
+//! read-only queries. Peers, the connection cap and threads are `daemon::serve`'s; a
+//! malformed frame gets a typed error and the connection is closed, the daemon serves on.
 
-use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use daemon::config::Peer;
 use daemon::conn::{self, Conn};
-use daemon::{log, peer};
+use daemon::log;
+use daemon::serve::{self, Activity, Policy};
 use proto::{Envelope, ErrorCode, FrameError, Message, ReadError};
 
 use crate::broker::{Broker, Fatal};
@@ -31,99 +29,44 @@ impl Side {
     }
 }
 
-/// Counts shared by the accept loops and the main thread.
-#[derive(Debug, Default)]
-pub struct Activity {
-    connections: AtomicUsize,
-    /// Requests being served now; shutdown waits for these to finish their writes.
-    pub busy: AtomicUsize,
-    pub stopping: AtomicBool,
-}
-
-/// Accepts connections on `listener` until the process ends.
+/// Accepts connections on one side until the process ends.
 pub fn accept_loop(
     broker: Arc<Broker>,
     side: Side,
-    listener: UnixListener,
+    listener: std::os::unix::net::UnixListener,
     activity: Arc<Activity>,
 ) {
-    let rule = match side {
-        Side::Loop => broker.config.peers.loopd.clone(),
-        Side::Admin => broker.config.peers.admin.clone(),
+    let b = &broker.config.broker;
+    let policy = Policy {
+        name: side.name(),
+        peer: match side {
+            Side::Loop => broker.config.peers.loopd.clone(),
+            Side::Admin => broker.config.peers.admin.clone(),
+        },
+        max_connections: b.max_connections,
+        idle: b.idle_timeout,
+        frame: b.frame_deadline,
     };
-    for stream in listener.incoming() {
-        let stream = match stream {
-            Ok(s) => s,
-            Err(e) => {
-                log::warn(format_args!("{} socket: accept: {e}", side.name()));
-                continue;
-            }
-        };
-        if activity.stopping.load(Ordering::SeqCst) {
-            refuse(stream, ErrorCode::Refused, "brokerd is stopping");
-            continue;
+    let a = activity.clone();
+    let handle = Arc::new(move |conn: Conn, who: &str| {
+        if let Err(Fatal(why)) = serve(&broker, side, conn, who, &a) {
+            // Durable state can no longer be written: answering anything now could
+            // acknowledge what is not on disk. Stop; systemd restarts us and recovery runs.
+            log::error(format_args!("fatal: {why}; stopping"));
+            std::process::exit(70);
         }
-        let max = broker.config.broker.max_connections;
-        if activity.connections.load(Ordering::SeqCst) >= max {
-            log::warn(format_args!(
-                "{} socket: at {max} connections, refusing one",
-                side.name()
-            ));
-            refuse(stream, ErrorCode::Refused, "too many connections");
-            continue;
-        }
-        let who = match admitted(&stream, &rule) {
-            Ok(who) => who,
-            Err(why) => {
-                log::warn(format_args!("{} socket: refused {why}", side.name()));
-                refuse(stream, ErrorCode::Refused, "this socket does not admit you");
-                continue;
-            }
-        };
-        activity.connections.fetch_add(1, Ordering::SeqCst);
-        let (broker, activity) = (broker.clone(), activity.clone());
-        let spawned = std::thread::Builder::new()
-            .name(format!("{}-conn", side.name()))
-            .spawn(move || {
-                let outcome = serve(&broker, side, stream, &who, &activity);
-                activity.connections.fetch_sub(1, Ordering::SeqCst);
-                if let Err(Fatal(why)) = outcome {
-                    // Durable state can no longer be written: answering anything now could
-                    // acknowledge what is not on disk. Stop; systemd restarts us and
-                    // recovery runs at start.
-                    log::error(format_args!("fatal: {why}; stopping"));
-                    std::process::exit(70);
-                }
-            });
-        if let Err(e) = spawned {
-            log::error(format_args!("cannot start a connection thread: {e}"));
-        }
-    }
-}
-
-fn admitted(stream: &UnixStream, rule: &Peer) -> Result<String, String> {
-    let who = peer::identify(stream).map_err(|e| format!("a peer (SO_PEERCRED: {e})"))?;
-    if peer::admits(rule, &who) {
-        Ok(who.to_string())
-    } else {
-        Err(format!("{who} (pid {}), not {rule:?}", who.pid))
-    }
-}
-
-fn refuse(stream: UnixStream, code: ErrorCode, detail: &str) {
-    Conn::new(stream, Default::default(), Default::default()).refuse(0, code, detail);
+    });
+    serve::accept_loop(listener, policy, activity, handle);
 }
 
 /// Serves one connection until it closes, errs or idles out.
 fn serve(
     broker: &Broker,
     side: Side,
-    stream: UnixStream,
+    mut conn: Conn,
     who: &str,
     activity: &Activity,
 ) -> Result<(), Fatal> {
-    let b = &broker.config.broker;
-    let mut conn = Conn::new(stream, b.idle_timeout, b.frame_deadline);
     loop {
         let env = match conn.read() {
             Ok(env) => env,
@@ -143,10 +86,8 @@ fn serve(
             );
             return Ok(());
         }
-        activity.busy.fetch_add(1, Ordering::SeqCst);
-        let keep = handle(broker, side, &mut conn, env, who);
-        activity.busy.fetch_sub(1, Ordering::SeqCst);
-        if !keep? {
+        let _busy = activity.busy();
+        if !handle(broker, side, &mut conn, env, who)? {
             return Ok(());
         }
     }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::fcntl::OFlag;
@@ -98,7 +98,11 @@ impl Sessions {
             let path = path.to_owned();
             move |source| StateError::Io { path, source }
         };
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(io(dir))?;
         let mut map = HashMap::new();
         for entry in std::fs::read_dir(dir).map_err(io(dir))? {
             let path = entry.map_err(io(dir))?.path();

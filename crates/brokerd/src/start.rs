@@ -3,8 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use daemon::config::{Config, RunnerKind};
 use daemon::listen::Inherited;
@@ -15,9 +14,10 @@ use signal_hook::iterator::Signals;
 use crate::audit::AuditLog;
 use crate::broker::Broker;
 use crate::runner::{DirectRunner, Runner, SystemdRunner};
-use crate::server::{self, Activity, Side};
+use crate::server::{self, Side};
 use crate::sessions::Sessions;
 use daemon::grants::Snapshot;
+use daemon::serve::Activity;
 
 #[derive(Debug, clap::Parser)]
 #[command(name = "brokerd", version, about = "boxmaker's policy point")]
@@ -128,12 +128,8 @@ pub fn run(args: Args) -> Result<(), Error> {
         break;
     }
     notify::stopping();
-    activity.stopping.store(true, Ordering::SeqCst);
     log::info(format_args!("stopping: waiting for requests in flight"));
-    let start = Instant::now();
-    while activity.busy.load(Ordering::SeqCst) > 0 && start.elapsed() < DRAIN {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    activity.drain(DRAIN);
     Ok(())
 }
 

@@ -139,15 +139,27 @@ fn credentials_dir() -> Result<PathBuf, String> {
 }
 
 /// Resolves through the system resolver (on NixOS, systemd-resolved over AF_UNIX), once,
-/// here: the tool connects only to these addresses and the unit admits only these.
+/// here: the tool connects only to these addresses and the unit admits only these. A name
+/// must not lead to this host or its link (loopback, link-local, unspecified, multicast):
+/// that is where llama-server and the sockets of boxmaker itself listen. An owner who
+/// means such an address writes it as an IP literal in the grant.
 fn resolve(host: &Host, port: u16) -> Result<Vec<IpAddr>, String> {
     let mut out: Vec<IpAddr> = match host {
         Host::Ip(ip) => vec![*ip],
-        Host::Name(name) => (name.as_str(), port)
-            .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve {name}: {e}"))?
-            .map(|a| a.ip())
-            .collect(),
+        Host::Name(name) => {
+            let all: Vec<IpAddr> = (name.as_str(), port)
+                .to_socket_addrs()
+                .map_err(|e| format!("cannot resolve {name}: {e}"))?
+                .map(|a| a.ip())
+                .collect();
+            let public: Vec<IpAddr> = all.iter().copied().filter(|ip| !local(ip)).collect();
+            if public.is_empty() && !all.is_empty() {
+                return Err(format!(
+                    "{name} resolves only to local addresses; grant the IP itself to allow that"
+                ));
+            }
+            public
+        }
     };
     out.sort();
     out.dedup();
@@ -155,6 +167,25 @@ fn resolve(host: &Host, port: u16) -> Result<Vec<IpAddr>, String> {
         return Err("the host resolved to no address".into());
     }
     Ok(out)
+}
+
+fn local(ip: &IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            v4.is_loopback()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_multicast()
+                || v4.is_broadcast()
+        }
+        IpAddr::V6(v6) => {
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || v6.is_unicast_link_local()
+                || v6.to_ipv4_mapped().is_some_and(|m| local(&IpAddr::V4(m)))
+        }
+    }
 }
 
 /// An example address for `--print-tool-unit` of a grant with network: the real addresses
@@ -223,4 +254,30 @@ pub fn print_unit(
     }
     out.push_str(&systemd.unit_file(&spec));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_never_lead_to_this_host() {
+        let err = resolve(&Host::Name("localhost".into()), 80).expect_err("loopback");
+        assert!(err.contains("only to local addresses"), "{err}");
+        let ip: IpAddr = "127.0.0.1".parse().expect("ip");
+        assert_eq!(resolve(&Host::Ip(ip), 80), Ok(vec![ip]));
+        for bad in [
+            "::1",
+            "169.254.1.1",
+            "fe80::1",
+            "0.0.0.0",
+            "224.0.0.1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(local(&bad.parse().expect("ip")), "{bad}");
+        }
+        for good in ["93.184.216.34", "2606:2800:220:1::1", "192.168.1.10"] {
+            assert!(!local(&good.parse().expect("ip")), "{good}");
+        }
+    }
 }

@@ -26,7 +26,15 @@ fn call(config: &Config, msg: Message) -> Result<Message, Error> {
 
 fn listing(config: &Config) -> Result<Vec<ApprovalCard>, Error> {
     match call(config, Message::ApprovalList(Empty {}))? {
-        Message::ApprovalListing(l) => Ok(l.pending),
+        Message::ApprovalListing(l) => {
+            if l.omitted > 0 {
+                return Err(Error(format!(
+                    "{} more approvals wait than fit in one answer; answer some and list again",
+                    l.omitted
+                )));
+            }
+            Ok(l.pending)
+        }
         other => Err(Error(format!("unexpected answer {}", other.kind()))),
     }
 }

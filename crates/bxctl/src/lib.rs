@@ -7,6 +7,7 @@
 
 mod admin;
 mod audit;
+mod chat;
 
 use std::fmt;
 use std::io::Write;
@@ -14,6 +15,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use daemon::config::{Config, DEFAULT_PATH};
+use proto::SessionId;
 
 #[derive(Debug, clap::Parser)]
 #[command(name = "bxctl", version, about = "boxmaker's owner command line")]
@@ -41,6 +43,17 @@ pub enum Command {
     /// The audit log.
     #[command(subcommand)]
     Audit(AuditCmd),
+    /// Chat with the agent: a prompt, or one message with -m.
+    Chat {
+        /// Send this one message, print the reply, and exit.
+        #[arg(short, long)]
+        message: Option<String>,
+        /// Continue this session (default: a new one).
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// List the sessions, or show one.
+    Sessions { session: Option<String> },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -126,6 +139,17 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
                 None => config()?.audit_dir(),
             };
             audit::verify(&dir, out)
+        }
+        Command::Chat { message, session } => {
+            let session = session.map(SessionId::new).transpose().map_err(err)?;
+            match message {
+                Some(text) => chat::once(&config()?, session, &text, out),
+                None => chat::interactive(&config()?, session, out),
+            }
+        }
+        Command::Sessions { session } => {
+            let session = session.map(SessionId::new).transpose().map_err(err)?;
+            chat::sessions(&config()?, session, out)
         }
         Command::Audit(AuditCmd::Show { dir, json }) => {
             let dir = match dir {

@@ -23,6 +23,8 @@ pub struct Config {
     pub peers: Peers,
     #[serde(default)]
     pub broker: Broker,
+    #[serde(default)]
+    pub r#loop: Loop,
 }
 
 /// The socket directories, one per pair of roles; each holds its listener's socket.
@@ -34,6 +36,20 @@ pub struct Sockets {
     /// Shared by the owner's admin group (bxctl) and brokerd: `broker.sock`, approvals,
     /// admin and read-only queries.
     pub admin_broker: PathBuf,
+    /// Shared by loopd and inferproxy: `infer.sock`, plain HTTP.
+    #[serde(default = "default_loop_infer")]
+    pub loop_infer: PathBuf,
+    /// Shared by the owner's chat group (`bxctl chat`) and loopd: `loop.sock`.
+    #[serde(default = "default_chat_loop")]
+    pub chat_loop: PathBuf,
+}
+
+fn default_loop_infer() -> PathBuf {
+    PathBuf::from("/run/boxmaker/loop-infer")
+}
+
+fn default_chat_loop() -> PathBuf {
+    PathBuf::from("/run/boxmaker/chat-loop")
 }
 
 /// Who may connect on each side, checked with SO_PEERCRED on every connection (defence in
@@ -43,6 +59,9 @@ pub struct Sockets {
 pub struct Peers {
     pub loopd: Peer,
     pub admin: Peer,
+    /// Who may chat on loop.sock (the owner). loopd refuses to start without it.
+    #[serde(default)]
+    pub chat: Option<Peer>,
 }
 
 /// A user name (resolved through NSS, which knows DynamicUser names), a group the peer's
@@ -92,6 +111,29 @@ pub struct Broker {
     pub sandbox_binds: Vec<String>,
     /// The remote model `consult` talks to.
     pub consult: Option<Consult>,
+}
+
+/// The agent loop (loopd).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Loop {
+    /// Tool calls the model may make in one turn before the turn ends.
+    pub max_tool_calls: u32,
+    /// Compact (end the epoch with a summary) once the context is this full, in percent.
+    pub compact_percent: u8,
+    /// How long one request to the model may take, the whole stream included.
+    #[serde(deserialize_with = "duration")]
+    pub request_timeout: Duration,
+}
+
+impl Default for Loop {
+    fn default() -> Self {
+        Self {
+            max_tool_calls: 8,
+            compact_percent: 75,
+            request_timeout: Duration::from_secs(600),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -204,6 +246,8 @@ impl Config {
             ("grants", &self.grants),
             ("sockets.loop_broker", &self.sockets.loop_broker),
             ("sockets.admin_broker", &self.sockets.admin_broker),
+            ("sockets.loop_infer", &self.sockets.loop_infer),
+            ("sockets.chat_loop", &self.sockets.chat_loop),
             ("broker.tool", &self.broker.tool),
             ("broker.sandbox_root", &self.broker.sandbox_root),
         ] {
@@ -238,6 +282,20 @@ impl Config {
             if zero {
                 return Err(format!("{name} must be more than 0"));
             }
+        }
+        // A result travels in one frame; JSON escaping can grow text six-fold.
+        let most = u64::try_from((proto::MAX_FRAME - 4096) / 6).unwrap_or(u64::MAX);
+        if b.max_result_bytes > most {
+            return Err(format!(
+                "broker.max_result_bytes must be at most {most} (one frame)"
+            ));
+        }
+        let l = &self.r#loop;
+        if l.max_tool_calls == 0 || l.request_timeout.is_zero() {
+            return Err("loop.max_tool_calls and loop.request_timeout must be more than 0".into());
+        }
+        if !(10..=95).contains(&l.compact_percent) {
+            return Err("loop.compact_percent must be between 10 and 95".into());
         }
         Ok(())
     }

@@ -17,7 +17,13 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// A peer that stops reading is dropped after `frame` (when not zero) rather than
+    /// blocking the writer (and whatever it holds) forever.
     pub fn new(stream: UnixStream, idle: Duration, frame: Duration) -> Self {
+        if !frame.is_zero() {
+            // A socket whose timeout cannot be set still works; it only lacks the bound.
+            let _ = stream.set_write_timeout(Some(frame));
+        }
         Self {
             stream,
             idle,

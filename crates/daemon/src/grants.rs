@@ -68,6 +68,15 @@ impl Snapshot {
                 .and_then(|n| n.to_str())
                 .unwrap_or_default();
             if name.starts_with('.') {
+                // An editor's backup or a hidden grant: a hidden `.toml` would be a grant
+                // silently dropped (a deny, say), so it is refused; other dot files are not
+                // grants.
+                if name.ends_with(".toml") {
+                    return Err(whole(
+                        &path,
+                        "a hidden grant file: grants are named <id>.toml".into(),
+                    ));
+                }
                 continue;
             }
             let Some(id) = name.strip_suffix(".toml") else {

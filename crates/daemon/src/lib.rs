@@ -12,6 +12,7 @@ pub mod listen;
 pub mod log;
 pub mod notify;
 pub mod peer;
+pub mod serve;
 pub mod unitpath;
 
 use std::path::PathBuf;

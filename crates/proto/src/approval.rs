@@ -45,6 +45,13 @@ pub struct Empty {}
 #[serde(deny_unknown_fields)]
 pub struct ApprovalListing {
     pub pending: Vec<ApprovalCard>,
+    /// Cards left out so that the listing fits in one frame (the ones expiring last).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub omitted: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

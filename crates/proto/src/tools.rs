@@ -50,6 +50,10 @@ pub enum ToolArgs {
     Consult(ConsultArgs),
 }
 
+/// The longest arguments text accepted. Arguments are shown whole on approval cards and
+/// kept whole in the audit log, so they stay far below a frame.
+pub const MAX_ARGUMENTS: usize = 64 * 1024;
+
 /// Every tool boxmaker knows, by its wire name.
 pub const TOOL_NAMES: [&str; 4] = ["read_file", "list_dir", "http_fetch", "consult"];
 
@@ -57,6 +61,12 @@ impl ToolArgs {
     /// Parses the model's arguments text for `tool`. The text must be one JSON object with
     /// exactly the tool's fields, each of its declared type.
     pub fn parse(tool: &str, arguments: &str) -> Result<Self, ArgsError> {
+        if arguments.len() > MAX_ARGUMENTS {
+            return Err(ArgsError::Invalid {
+                tool: tool.to_owned(),
+                detail: format!("the arguments are over {MAX_ARGUMENTS} bytes"),
+            });
+        }
         fn strict<T: serde::de::DeserializeOwned>(tool: &str, text: &str) -> Result<T, ArgsError> {
             // serde's derived structs also accept a JSON array of the field values in
             // order; the model's arguments must be an object, so refuse anything else first.
@@ -148,6 +158,8 @@ mod tests {
             let err = ToolArgs::parse(tool, bad).expect_err(bad).to_string();
             assert!(err.contains(word), "{bad}: {err}");
         }
+        let long = format!(r#"{{"path":"/{}"}}"#, "a".repeat(MAX_ARGUMENTS));
+        assert!(ToolArgs::parse("read_file", &long).is_err());
         assert_eq!(
             ToolArgs::parse("shell", "{}"),
             Err(ArgsError::UnknownTool("shell".into()))

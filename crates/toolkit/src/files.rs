@@ -126,20 +126,27 @@ fn lexically_granted<'a>(path: &'a str, roots: &[String]) -> Result<&'a Path, St
     Ok(p)
 }
 
-/// Resolves every symlink in `path` and requires the result to lie within one of the
-/// roots, each resolved too (a root that does not exist is taken as written).
+/// Resolves `path` and requires that no symlink lies below the granted root it is under:
+/// the real path must be the root's real path joined with the rest as written. Deny grants
+/// and patterns were matched by brokerd on the path as written, so following a link inside
+/// a granted directory (to `.ssh`, say) would read what they refuse. Links in the root's
+/// own prefix (the owner's layout) are fine.
 fn really_granted(path: &Path, roots: &[String]) -> Result<PathBuf, String> {
     let real = fs::canonicalize(path).map_err(|e| io_message(path, &e))?;
-    let inside = roots.iter().any(|r| {
-        let root = fs::canonicalize(r).unwrap_or_else(|_| PathBuf::from(r));
-        within(&real, &root)
+    let exact = roots.iter().any(|r| {
+        let root = Path::new(r);
+        let Ok(rest) = path.strip_prefix(root) else {
+            return false;
+        };
+        let real_root = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        real == real_root.join(rest)
     });
-    if inside {
+    if exact {
         Ok(real)
     } else {
-        // The target itself is not named: it is outside what the owner granted.
+        // The target itself is not named: it may be outside what the owner granted.
         Err(format!(
-            "{} resolves (through a symlink) to a path outside the granted paths",
+            "{} goes through a symlink below the granted directory; links are not followed",
             path.display()
         ))
     }

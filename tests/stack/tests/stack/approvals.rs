@@ -138,6 +138,14 @@ fn an_unanswered_approval_expires_and_a_late_answer_is_refused() {
     ));
     let late = home.bxctl(&["approve", &approval]);
     assert_eq!(late.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&late.stdout).contains("Expired"));
+    assert!(home.audit_lines().iter().any(|l| matches!(
+        l,
+        AuditLine::Event(AuditEvent::ApprovalRefused {
+            refusal: Refusal::Expired,
+            ..
+        })
+    )));
     home.assert_audit_good();
 }
 
@@ -206,5 +214,99 @@ fn past_the_cap_an_ask_is_denied_at_once() {
     assert_eq!(l.pending.len(), 1);
     assert!(home.bxctl(&["deny", &first]).status.success());
     drop(waiting.join());
+    home.assert_audit_good();
+}
+
+#[test]
+fn a_reload_never_changes_a_call_in_flight() {
+    let (home, dir) = setup("inflight", "");
+    let d = home.start();
+    let (approval, waiting) = ask(&home, 1, file(&dir));
+    // The owner withdraws the grant while the call waits for approval.
+    std::fs::remove_file(home.root.join("grants/inbox.toml")).expect("rm grant");
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(d.child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).expect("hup");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let loaded = |home: &Home| {
+        home.audit_lines()
+            .iter()
+            .filter(|l| matches!(l, AuditLine::Event(AuditEvent::GrantsLoaded { .. })))
+            .count()
+    };
+    while loaded(&home) < 2 {
+        assert!(Instant::now() < deadline, "no reload: {}", d.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The call in flight keeps the snapshot it started with…
+    assert!(home.bxctl(&["approve", &approval]).status.success());
+    assert!(matches!(
+        response(&waiting.join().expect("thread")),
+        ToolResponse::Result { .. }
+    ));
+    // …and a later call gets the new one.
+    let mut conn = Conn::connect(&home.loop_sock()).expect("connect");
+    let frames = request(
+        &mut conn,
+        "s-1",
+        2,
+        "read_file",
+        &format!(r#"{{"path":"{}"}}"#, file(&dir)),
+    );
+    assert!(matches!(
+        response(&frames),
+        ToolResponse::Denied {
+            reason: DenyReason::NoGrant,
+            ..
+        }
+    ));
+    home.assert_audit_good();
+}
+
+#[test]
+fn calls_of_one_session_are_decided_one_at_a_time() {
+    let home = Home::new("serial", &[], "");
+    let secrets = home.files("secrets", &[("key.txt", "hunter2")]);
+    let notes = home.files("notes", &[("n.md", "note")]);
+    // Reading the key needs the owner and makes the session secret; the notes grant
+    // applies only up to private.
+    home.write_grant(
+        "inbox",
+        &read_grant("ask", &secrets, "result_class = \"secret\""),
+    );
+    home.write_grant(
+        "notes",
+        &read_grant("auto", &notes, "")
+            .replace("max_taint = \"secret\"", "max_taint = \"private\""),
+    );
+    let _d = home.start();
+    let (approval, first) = ask(&home, 1, format!("{}/key.txt", secrets.display()));
+    // A second call of the same session, sent while the first waits: it must be decided
+    // only after the first has raised the session to secret.
+    let sock = home.loop_sock();
+    let note = format!(r#"{{"path":"{}/n.md"}}"#, notes.display());
+    let second = std::thread::spawn(move || {
+        let mut conn = Conn::connect(&sock).expect("connect");
+        request(&mut conn, "s-1", 2, "read_file", &note)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !second.is_finished(),
+        "the second call was decided while the first waited"
+    );
+    assert!(home.bxctl(&["approve", &approval]).status.success());
+    assert!(matches!(
+        response(&first.join().expect("first")),
+        ToolResponse::Result {
+            class: proto::DataClass::Secret,
+            ..
+        }
+    ));
+    assert!(matches!(
+        response(&second.join().expect("second")),
+        ToolResponse::Denied {
+            reason: DenyReason::TaintTooHigh,
+            ..
+        }
+    ));
     home.assert_audit_good();
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use brokerd::policy::{self, Approval, Outcome, SessionView};
+use crate::policy::{self, Approval, Outcome, SessionView};
 use daemon::grants::Snapshot;
 use proto::tools::ToolArgs;
 use proto::{DataClass, DenyReason, Timestamp};
