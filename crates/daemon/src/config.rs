@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
+mod infer;
+pub use infer::{Infer, Upstream};
+
 pub const DEFAULT_PATH: &str = "/etc/boxmaker/config.toml";
 
 #[derive(Debug, Clone, Deserialize)]
@@ -25,6 +28,8 @@ pub struct Config {
     pub broker: Broker,
     #[serde(default)]
     pub r#loop: Loop,
+    #[serde(default)]
+    pub infer: Infer,
 }
 
 /// The socket directories, one per pair of roles; each holds its listener's socket.
@@ -265,6 +270,16 @@ impl Config {
                     .into(),
             );
         }
+        if self.sockets.loop_infer == self.sockets.loop_broker
+            || self.sockets.loop_infer == self.sockets.admin_broker
+        {
+            return Err(
+                "sockets.loop_infer must be a directory of its own: each pair of roles \
+                        has its own socket directory"
+                    .into(),
+            );
+        }
+        self.infer.validate()?;
         let b = &self.broker;
         if b.approval_ttl.is_zero() || b.approval_ttl > MAX_APPROVAL_TTL {
             return Err("broker.approval_ttl must be more than 0 and at most 1h".into());
@@ -330,6 +345,10 @@ admin = { group = "boxmaker-admin" }
         assert_eq!(c.broker.runner, RunnerKind::Systemd);
         assert_eq!(c.broker.approval_ttl, Duration::from_secs(600));
         assert_eq!(c.peers.admin, Peer::Group("boxmaker-admin".into()));
+        assert_eq!(c.sockets.loop_infer, Path::new("/run/boxmaker/loop-infer"));
+        assert_eq!(c.infer.upstream.addr.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.infer.first_byte_timeout, Duration::from_secs(300));
+        assert_eq!(c.infer.max_request_bytes, 4 * 1024 * 1024);
     }
 
     #[test]
@@ -357,6 +376,25 @@ admin = { group = "boxmaker-admin" }
             ),
             (MINIMAL.replace("admin-broker", "loop-broker"), "different"),
             (MINIMAL.replace("{ user", "{ name"), "unknown variant"),
+            (
+                format!("{MINIMAL}[infer]\nupstream = \"http://192.168.1.2:8080\"\n"),
+                "loopback",
+            ),
+            (
+                format!("{MINIMAL}[infer]\nupstrem = \"x\"\n"),
+                "unknown field",
+            ),
+            (
+                format!("{MINIMAL}[infer]\nidle_timeout = \"0s\"\n"),
+                "more than 0",
+            ),
+            (
+                MINIMAL.replace(
+                    "[peers]",
+                    "loop_infer = \"/run/boxmaker/loop-broker\"\n[peers]",
+                ),
+                "directory of its own",
+            ),
         ];
         for (text, word) in cases {
             let err = Config::parse(Path::new("c.toml"), &text).expect_err(word);

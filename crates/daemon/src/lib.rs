@@ -8,6 +8,7 @@ pub mod config;
 pub mod conn;
 pub mod constraints;
 pub mod grants;
+pub mod http;
 pub mod listen;
 pub mod log;
 pub mod notify;

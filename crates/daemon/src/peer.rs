@@ -6,7 +6,10 @@ use std::fmt;
 use std::io;
 use std::os::unix::net::UnixStream;
 
-use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+use std::os::fd::AsRawFd;
+
+use nix::errno::Errno;
+use nix::sys::socket::{MsgFlags, getsockopt, recv, sockopt::PeerCredentials};
 use nix::unistd::{Group, Uid, User};
 
 use crate::config::Peer;
@@ -60,6 +63,22 @@ pub fn admits(rule: &Peer, who: &PeerIdentity) -> bool {
     }
 }
 
+/// Whether the peer has closed its end (or shut down its writing side): a peek that does
+/// not wait and takes nothing. Data waiting to be read means the peer is still there.
+/// (std's `UnixStream::peek` is unstable.)
+pub fn hung_up(stream: &UnixStream) -> bool {
+    let mut byte = [0u8; 1];
+    match recv(
+        stream.as_raw_fd(),
+        &mut byte,
+        MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT,
+    ) {
+        Ok(0) => true,
+        Ok(_) | Err(Errno::EAGAIN | Errno::EINTR) => false,
+        Err(_) => true,
+    }
+}
+
 fn primary_gid(uid: u32) -> Option<u32> {
     User::from_uid(Uid::from_raw(uid))
         .ok()
@@ -88,5 +107,19 @@ mod tests {
             .expect("nss")
             .expect("group");
         assert!(admits(&Peer::Group(own_group.name), &me));
+    }
+
+    #[test]
+    fn a_closed_peer_is_seen_without_reading() {
+        use std::io::{Read, Write};
+        let (a, mut b) = UnixStream::pair().expect("pair");
+        assert!(!hung_up(&a));
+        b.write_all(b"x").expect("write");
+        assert!(!hung_up(&a), "data waiting is not a hang-up");
+        drop(b);
+        assert!(!hung_up(&a), "unread data comes first");
+        let mut buf = [0u8; 1];
+        (&a).read_exact(&mut buf).expect("the byte is still there");
+        assert!(hung_up(&a));
     }
 }

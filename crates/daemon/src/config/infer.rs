@@ -1,0 +1,200 @@
+//! inferproxy's section, `[infer]`: where llama-server listens and how long to wait for it.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::duration;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Infer {
+    /// llama-server: `http://` on a loopback address only (127.0.0.0/8, `[::1]`, or
+    /// `localhost`, which means 127.0.0.1 and is never looked up).
+    pub upstream: Upstream,
+    /// The largest request body loopd may send (a whole conversation).
+    pub max_request_bytes: u64,
+    #[serde(deserialize_with = "duration")]
+    pub connect_timeout: Duration,
+    /// How long a client may take to send its whole request.
+    #[serde(deserialize_with = "duration")]
+    pub request_timeout: Duration,
+    /// How long llama-server may think before the first byte of its answer.
+    #[serde(deserialize_with = "duration")]
+    pub first_byte_timeout: Duration,
+    /// How long llama-server may fall silent between pieces of its answer, and how long a
+    /// write to either side may block.
+    #[serde(deserialize_with = "duration")]
+    pub idle_timeout: Duration,
+    pub max_connections: usize,
+}
+
+impl Default for Infer {
+    fn default() -> Self {
+        Self {
+            upstream: Upstream {
+                url: "http://127.0.0.1:8080".into(),
+                addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 8080)),
+                host: "127.0.0.1:8080".into(),
+            },
+            max_request_bytes: 4 * 1024 * 1024,
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(30),
+            first_byte_timeout: Duration::from_secs(300),
+            idle_timeout: Duration::from_secs(120),
+            max_connections: 16,
+        }
+    }
+}
+
+impl Infer {
+    pub(super) fn validate(&self) -> Result<(), String> {
+        for (name, zero) in [
+            ("infer.max_request_bytes", self.max_request_bytes == 0),
+            ("infer.connect_timeout", self.connect_timeout.is_zero()),
+            ("infer.request_timeout", self.request_timeout.is_zero()),
+            (
+                "infer.first_byte_timeout",
+                self.first_byte_timeout.is_zero(),
+            ),
+            ("infer.idle_timeout", self.idle_timeout.is_zero()),
+            ("infer.max_connections", self.max_connections == 0),
+        ] {
+            if zero {
+                return Err(format!("{name} must be more than 0"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A validated upstream URL.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct Upstream {
+    /// As configured, for messages.
+    pub url: String,
+    pub addr: SocketAddr,
+    /// What inferproxy sends as `Host:` (the URL's authority).
+    pub host: String,
+}
+
+impl fmt::Display for Upstream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.url)
+    }
+}
+
+impl TryFrom<String> for Upstream {
+    type Error = String;
+
+    fn try_from(url: String) -> Result<Self, String> {
+        let bad = |why: &str| format!("infer.upstream {url:?}: {why}");
+        let rest = url
+            .strip_prefix("http://")
+            .ok_or_else(|| bad("must start with http:// (llama-server on loopback)"))?;
+        let authority = rest.strip_suffix('/').unwrap_or(rest);
+        if authority.is_empty() || authority.contains(['/', '?', '#', '@']) {
+            return Err(bad(
+                "must be http://HOST[:PORT] without user, path or query",
+            ));
+        }
+        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+            let (host, after) = v6.split_once(']').ok_or_else(|| bad("unclosed ["))?;
+            let port = match after {
+                "" => None,
+                p => Some(p.strip_prefix(':').ok_or_else(|| bad("junk after ]"))?),
+            };
+            let ip: IpAddr = host.parse().map_err(|_| bad("not an IPv6 address"))?;
+            (ip, port)
+        } else {
+            let (host, port) = match authority.split_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (authority, None),
+            };
+            let ip = if host.eq_ignore_ascii_case("localhost") {
+                IpAddr::V4(Ipv4Addr::LOCALHOST)
+            } else {
+                let ip: Ipv4Addr = host
+                    .parse()
+                    .map_err(|_| bad("host must be a loopback IP address or localhost"))?;
+                IpAddr::V4(ip)
+            };
+            (ip, port)
+        };
+        if !ip_is_loopback(host) {
+            return Err(bad(
+                "only a loopback address (127.0.0.0/8, [::1], localhost) is allowed",
+            ));
+        }
+        let port = match port {
+            None => 80,
+            Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => p
+                .parse::<u16>()
+                .ok()
+                .filter(|&p| p != 0)
+                .ok_or_else(|| bad("port out of range"))?,
+            Some(_) => return Err(bad("port is not a number")),
+        };
+        Ok(Self {
+            host: authority.to_owned(),
+            addr: SocketAddr::new(host, port),
+            url,
+        })
+    }
+}
+
+fn ip_is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        // Only ::1 itself: an IPv4-mapped 127.x is not a loopback address to the kernel.
+        IpAddr::V6(v6) => v6.is_loopback(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_upstreams_only() {
+        for (url, addr, host) in [
+            ("http://127.0.0.1:8080", "127.0.0.1:8080", "127.0.0.1:8080"),
+            ("http://127.1.2.3:9/", "127.1.2.3:9", "127.1.2.3:9"),
+            ("http://localhost:8081", "127.0.0.1:8081", "localhost:8081"),
+            ("http://LOCALHOST", "127.0.0.1:80", "LOCALHOST"),
+            ("http://[::1]:8080", "[::1]:8080", "[::1]:8080"),
+            ("http://[::1]", "[::1]:80", "[::1]"),
+        ] {
+            let up = Upstream::try_from(url.to_owned()).expect(url);
+            assert_eq!(up.addr.to_string(), addr, "{url}");
+            assert_eq!(up.host, host, "{url}");
+        }
+        for (url, word) in [
+            ("https://127.0.0.1:8080", "http://"),
+            ("127.0.0.1:8080", "http://"),
+            ("http://10.0.0.1:8080", "loopback"),
+            ("http://0.0.0.0:8080", "loopback"),
+            ("http://[::ffff:127.0.0.1]:8080", "loopback"),
+            ("http://[fe80::1]:8080", "loopback"),
+            ("http://example.com:8080", "loopback IP"),
+            ("http://127.1:8080", "loopback IP"),
+            ("http://0x7f.0.0.1:8080", "loopback IP"),
+            ("http://127.0.0.1:8080/v1", "without user"),
+            ("http://user@127.0.0.1:8080", "without user"),
+            ("http://127.0.0.1:8080?x", "without user"),
+            ("http://", "without user"),
+            ("http://127.0.0.1:", "port"),
+            ("http://127.0.0.1:0", "port"),
+            ("http://127.0.0.1:65536", "port"),
+            ("http://127.0.0.1:+80", "port"),
+            ("http://127.0.0.1:80:80", "port"),
+            ("http://[::1]x", "junk"),
+        ] {
+            let err = Upstream::try_from(url.to_owned()).expect_err(url);
+            assert!(err.contains(word), "{url}: {err}");
+        }
+    }
+}

@@ -1,0 +1,346 @@
+//! inferproxy side by side with a direct TCP connection and with socat between a Unix
+//! socket and the same TCP port (issue 4): throughput of a long SSE stream and time to the
+//! first body byte, as ratios to direct. Run with `cargo bench -p inferproxy`; prints a
+//! markdown table for docs/performance.md.
+//!
+//! The upstream is synthetic and as fast as it can write (a real llama-server produces a
+//! few hundred events per second), so the table shows the proxy's cost at its worst.
+//! Environment: `BENCH_MIB` (default 64) and `BENCH_RUNS` (throughput runs, default 5),
+//! `BENCH_TTFB_RUNS` (default 200).
+
+use std::io::{self, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::net::{UnixDatagram, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use daemon::http::{self, Body};
+
+trait Stream: Read + Write {}
+impl Stream for TcpStream {}
+impl Stream for UnixStream {}
+
+/// One way to reach the upstream.
+enum Route {
+    Direct(u16),
+    Unix(PathBuf),
+}
+
+impl Route {
+    fn connect(&self) -> Box<dyn Stream> {
+        match self {
+            Self::Direct(port) => {
+                let s = TcpStream::connect(("127.0.0.1", *port)).expect("connect upstream");
+                s.set_nodelay(true).expect("nodelay");
+                Box::new(s)
+            }
+            Self::Unix(path) => Box::new(UnixStream::connect(path).expect("connect socket")),
+        }
+    }
+}
+
+/// The synthetic llama-server. The request body says what to stream:
+/// `stream <event bytes> <total bytes>` or `first` (one short event, for time to first byte).
+fn upstream() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind upstream");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let _ = serve(stream);
+            });
+        }
+    });
+    port
+}
+
+const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nServer: llama.cpp\r\nContent-Type: text/event-stream\r\n\
+    Transfer-Encoding: chunked\r\nKeep-Alive: timeout=5, max=100\r\n\r\n";
+
+fn serve(mut stream: TcpStream) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let head = http::read_request_head(&mut reader).map_err(io::Error::from)?;
+    let body = Body::new(&mut reader, head.framing, Some(1024)).map_err(io::Error::from)?;
+    let request = String::from_utf8_lossy(&http::read_to_end_limited(body, 1024)?).into_owned();
+    let words: Vec<&str> = request.split(' ').collect();
+    if let ["stream", size, total] = words[..] {
+        let size: usize = size.parse().expect("event size");
+        let total: usize = total.parse().expect("total");
+        let piece = chunk(&event(size));
+        stream.write_all(HEAD)?;
+        for _ in 0..total / size {
+            stream.write_all(&piece)?;
+        }
+    } else {
+        let mut first = HEAD.to_vec();
+        first.extend_from_slice(&chunk(&event(300)));
+        stream.write_all(&first)?;
+        stream.write_all(&chunk(b"data: [DONE]\n\n"))?;
+    }
+    stream.write_all(b"0\r\n\r\n")
+}
+
+/// One SSE event of exactly `size` bytes, shaped like a llama-server delta.
+fn event(size: usize) -> Vec<u8> {
+    let frame = "data: {\"choices\":[{\"delta\":{\"content\":\"\"}}]}\n\n";
+    let fill = "x".repeat(size.saturating_sub(frame.len()));
+    let text = format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{fill}\"}}}}]}}\n\n");
+    assert_eq!(text.len(), size.max(frame.len()));
+    text.into_bytes()
+}
+
+fn chunk(data: &[u8]) -> Vec<u8> {
+    let mut out = format!("{:x}\r\n", data.len()).into_bytes();
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+/// Streams `total` bytes in events of `size`; MiB/s from connect to the last byte.
+fn throughput(route: &Route, size: usize, total: usize) -> f64 {
+    let start = Instant::now();
+    let request = format!("stream {size} {total}");
+    let resp = http::request(
+        route.connect(),
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        request.as_bytes(),
+    )
+    .expect("request");
+    assert_eq!(resp.status, 200);
+    let mut body = resp.body;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut got = 0usize;
+    loop {
+        match body.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) => panic!("stream: {e}"),
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    assert_eq!(got, total / size * size, "every byte arrived");
+    got as f64 / (1024.0 * 1024.0) / secs
+}
+
+/// Time from connect to the first byte of the body.
+fn first_byte(route: &Route) -> Duration {
+    let start = Instant::now();
+    let resp = http::request(
+        route.connect(),
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        b"first",
+    )
+    .expect("request");
+    let mut body = resp.body;
+    let mut buf = [0u8; 4096];
+    let n = body.read(&mut buf).expect("first byte");
+    let took = start.elapsed();
+    assert!(n > 0);
+    io::copy(&mut body, &mut io::sink()).expect("rest");
+    took
+}
+
+fn median<T: PartialOrd + Copy>(mut v: Vec<T>) -> T {
+    v.sort_by(|a, b| a.partial_cmp(b).expect("comparable"));
+    v[v.len() / 2]
+}
+
+/// A child process killed on drop.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts inferproxy (release build) on `dir/loop-infer/infer.sock`; waits for READY=1.
+fn start_proxy(dir: &Path, port: u16) -> (Running, PathBuf) {
+    std::fs::create_dir_all(dir.join("loop-infer")).expect("mkdir");
+    let uid = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(dir).expect("stat").uid()
+    };
+    let d = dir.display();
+    let config = format!(
+        "home = \"{d}/home\"\ngrants = \"{d}/grants\"\n[sockets]\nloop_broker = \"{d}/lb\"\n\
+         admin_broker = \"{d}/ab\"\nloop_infer = \"{d}/loop-infer\"\n\
+         [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\n\
+         [infer]\nupstream = \"http://127.0.0.1:{port}\"\n"
+    );
+    std::fs::write(dir.join("config.toml"), config).expect("config");
+    let notify = dir.join("notify.sock");
+    let sock = UnixDatagram::bind(&notify).expect("notify socket");
+    sock.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let child = Command::new(env!("CARGO_BIN_EXE_inferproxy"))
+        .arg("--config")
+        .arg(dir.join("config.toml"))
+        .env("NOTIFY_SOCKET", &notify)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn inferproxy");
+    let running = Running(child);
+    let mut buf = [0u8; 1024];
+    loop {
+        let n = sock.recv(&mut buf).expect("READY=1 from inferproxy");
+        if String::from_utf8_lossy(&buf[..n])
+            .lines()
+            .any(|l| l == "READY=1")
+        {
+            break;
+        }
+    }
+    (running, dir.join("loop-infer/infer.sock"))
+}
+
+/// Starts `socat UNIX-LISTEN:path,fork TCP:127.0.0.1:port`, or `None` without socat.
+fn start_socat(dir: &Path, port: u16) -> Option<(Running, PathBuf)> {
+    let path = dir.join("socat.sock");
+    let child = Command::new("socat")
+        .arg(format!("UNIX-LISTEN:{},fork", path.display()))
+        .arg(format!("TCP:127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let running = Running(child);
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "socat never listened"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Some((running, path))
+}
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn cpu() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+fn main() {
+    let mut out = io::stdout().lock();
+    if !std::env::args().any(|a| a == "--bench") {
+        // `cargo test --benches` runs this without `--bench`: measure nothing there.
+        let _ = writeln!(out, "proxy bench: run it with `cargo bench -p inferproxy`");
+        return;
+    }
+    let mib = env_or("BENCH_MIB", 64);
+    let runs = env_or("BENCH_RUNS", 5);
+    let ttfb_runs = env_or("BENCH_TTFB_RUNS", 200);
+    let dir = std::env::temp_dir().join(format!("bx-infer-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("bench dir");
+
+    let port = upstream();
+    let (_proxy, proxy_sock) = start_proxy(&dir, port);
+    let socat = start_socat(&dir, port);
+    let mut routes = vec![
+        ("direct TCP", Route::Direct(port)),
+        ("inferproxy", Route::Unix(proxy_sock)),
+    ];
+    match &socat {
+        Some((_, path)) => routes.push(("socat", Route::Unix(path.clone()))),
+        None => {
+            let _ = writeln!(
+                out,
+                "socat is not installed: its column is skipped (apt-get install socat)"
+            );
+        }
+    }
+
+    let total = mib * 1024 * 1024;
+    let mut rows: Vec<(String, Vec<f64>)> = Vec::new();
+    // Runs are interleaved across the routes, so that whatever else the machine does
+    // weighs on each of them alike.
+    for (size, total) in [(1024, total), (200, total / 4)] {
+        let name = format!(
+            "throughput, {} MiB in {size}-byte events (MiB/s, median of {runs})",
+            total >> 20
+        );
+        let mut all = vec![Vec::new(); routes.len()];
+        for run in 0..=runs {
+            for (i, (_, route)) in routes.iter().enumerate() {
+                let v = throughput(route, size, total);
+                if run > 0 {
+                    all[i].push(v); // run 0 warms up
+                }
+            }
+        }
+        rows.push((name, all.into_iter().map(median).collect()));
+    }
+    let name = format!("time to first byte (µs, median of {ttfb_runs})");
+    let mut all = vec![Vec::new(); routes.len()];
+    for run in 0..ttfb_runs + 10 {
+        for (i, (_, route)) in routes.iter().enumerate() {
+            let v = first_byte(route).as_secs_f64() * 1e6;
+            if run >= 10 {
+                all[i].push(v);
+            }
+        }
+    }
+    rows.push((name, all.into_iter().map(median).collect()));
+
+    let _ = writeln!(
+        out,
+        "\ninferproxy benchmark: {} ({} CPUs), release build, load average {} at the end\n",
+        cpu(),
+        num_cpus(),
+        load()
+    );
+    let header: Vec<&str> = routes.iter().map(|(n, _)| *n).collect();
+    let _ = writeln!(out, "| measure | {} |", header.join(" | "));
+    let _ = writeln!(out, "|---|{}", "---:|".repeat(header.len()));
+    for (name, values) in &rows {
+        let cells: Vec<String> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match i {
+                0 => format!("{v:.0}"),
+                _ => format!("{v:.0} ({:.2}×)", v / values[0]),
+            })
+            .collect();
+        let _ = writeln!(out, "| {name} | {} |", cells.join(" | "));
+    }
+    let _ = writeln!(
+        out,
+        "\nRatios are to direct TCP: throughput higher is better, time lower is better."
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split(' ').take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn num_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

@@ -1,0 +1,88 @@
+//! The answers inferproxy gives itself: a status and a short JSON body in llama-server's
+//! own error shape (`{"error":{"code","message","type"}}`), so loopd reads one kind of
+//! error. The message is always one of ours, never a peer's bytes or internal error text.
+
+use std::io::{Read, Write};
+use std::net::Shutdown;
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+use daemon::http;
+
+/// The `type` of an error body, after OpenAI's and llama-server's names where they have one.
+fn kind(status: u16) -> &'static str {
+    match status {
+        400 | 431 | 505 => "invalid_request_error",
+        403 => "forbidden",
+        408 => "timeout_error",
+        413 => "request_too_large",
+        417 | 501 => "not_supported_error",
+        502 => "bad_gateway",
+        503 => "unavailable_error",
+        504 => "gateway_timeout",
+        _ => "server_error",
+    }
+}
+
+/// The whole answer: head (`Connection: close`) and body.
+pub(crate) fn error_bytes(status: u16, message: &'static str) -> Vec<u8> {
+    debug_assert!(!message.contains(['"', '\\']), "plain text only");
+    let body = format!(
+        "{{\"error\":{{\"code\":{status},\"message\":\"{message}\",\"type\":\"{}\"}}}}",
+        kind(status)
+    );
+    let mut out = format!(
+        "HTTP/1.1 {status} {}\r\nContent-Type: application/json; charset=utf-8\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        http::reason(status),
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body.as_bytes());
+    out
+}
+
+/// How much of a refused request is read and thrown away before closing, and for how long.
+const DRAIN_BYTES: usize = 1024 * 1024;
+const DRAIN_TIME: Duration = Duration::from_secs(1);
+
+/// Sends an error answer and closes gently. Closing a Unix socket with unread bytes in it
+/// resets the connection, and the client may then never read the answer; so our side is
+/// shut for writing (the client sees the end of the answer) and what the client still
+/// sends is read and dropped, within [`DRAIN_BYTES`] and [`DRAIN_TIME`].
+pub(crate) fn error(stream: &UnixStream, status: u16, message: &'static str) {
+    // The peer may be gone already; there is nobody left to tell.
+    let _ = (&*stream).write_all(&error_bytes(status, message));
+    let _ = stream.shutdown(Shutdown::Write);
+    let until = Instant::now() + DRAIN_TIME;
+    let mut buf = [0u8; 8192];
+    let mut drained = 0;
+    while drained < DRAIN_BYTES {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            return;
+        }
+        match (&*stream).read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => drained += n,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_answer_parses_as_one() {
+        let bytes = error_bytes(403, "forbidden path");
+        let mut reader = &bytes[..];
+        let head = http::read_response_head(&mut reader).expect("head");
+        assert_eq!((head.status, head.reason.as_str()), (403, "Forbidden"));
+        assert_eq!(head.headers.get("connection"), Some("close"));
+        assert_eq!(
+            reader,
+            br#"{"error":{"code":403,"message":"forbidden path","type":"forbidden"}}"#
+        );
+    }
+}
