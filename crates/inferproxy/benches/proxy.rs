@@ -5,8 +5,8 @@
 //!
 //! The upstream is synthetic and as fast as it can write (a real llama-server produces a
 //! few hundred events per second), so the table shows the proxy's cost at its worst.
-//! Environment: `BENCH_MIB` (default 64) and `BENCH_RUNS` (throughput runs, default 5),
-//! `BENCH_TTFB_RUNS` (default 200).
+//! Environment: `BENCH_MIB` (default 64), `BENCH_RUNS` (throughput runs, default 15),
+//! `BENCH_TTFB_RUNS` (default 300), `BENCH_VERBOSE` (print every run, to see the spread).
 
 use std::io::{self, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -252,8 +252,8 @@ fn main() {
         return;
     }
     let mib = env_or("BENCH_MIB", 64);
-    let runs = env_or("BENCH_RUNS", 5);
-    let ttfb_runs = env_or("BENCH_TTFB_RUNS", 200);
+    let runs = env_or("BENCH_RUNS", 15);
+    let ttfb_runs = env_or("BENCH_TTFB_RUNS", 300);
     let dir = std::env::temp_dir().join(format!("bx-infer-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("bench dir");
@@ -292,6 +292,9 @@ fn main() {
                     all[i].push(v); // run 0 warms up
                 }
             }
+        }
+        if std::env::var_os("BENCH_VERBOSE").is_some() {
+            let _ = writeln!(out, "{name}: {all:.0?}");
         }
         rows.push((name, all.into_iter().map(median).collect()));
     }
