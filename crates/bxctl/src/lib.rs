@@ -8,6 +8,7 @@
 mod admin;
 mod audit;
 mod chat;
+mod dev;
 
 use std::fmt;
 use std::io::Write;
@@ -54,6 +55,8 @@ pub enum Command {
     },
     /// List the sessions, or show one.
     Sessions { session: Option<String> },
+    /// Start the whole stack under .state/ (no root, no systemd) and chat with it.
+    Dev(dev::DevArgs),
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -147,6 +150,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
                 None => chat::interactive(&config()?, session, out),
             }
         }
+        Command::Dev(args) => dev::run(&args, out),
         Command::Sessions { session } => {
             let session = session.map(SessionId::new).transpose().map_err(err)?;
             chat::sessions(&config()?, session, out)

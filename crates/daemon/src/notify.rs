@@ -29,7 +29,12 @@ pub fn watchdog_interval() -> Option<Duration> {
 }
 
 fn send(state: &[NotifyState<'_>]) {
-    if let Err(e) = sd_notify::notify(state) {
+    if let Err(e) = sd_notify::notify(state)
+        && !matches!(
+            e.kind(),
+            std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
+        )
+    {
         crate::log::warn(format_args!("sd_notify: {e}"));
     }
 }

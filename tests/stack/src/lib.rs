@@ -63,7 +63,14 @@ impl Home {
             Instant::now().elapsed().as_nanos()
         ));
         let _ = std::fs::remove_dir_all(&root);
-        for d in ["home", "grants", "run/loop-broker", "run/admin-broker"] {
+        for d in [
+            "home",
+            "grants",
+            "run/loop-broker",
+            "run/admin-broker",
+            "run/loop-infer",
+            "run/chat-loop",
+        ] {
             std::fs::create_dir_all(root.join(d)).expect("mkdir");
         }
         for (id, text) in grants {
@@ -73,13 +80,25 @@ impl Home {
         let config = format!(
             "home = \"{r}/home\"\ngrants = \"{r}/grants\"\n\
              [sockets]\nloop_broker = \"{r}/run/loop-broker\"\nadmin_broker = \"{r}/run/admin-broker\"\n\
-             [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\n\
+             loop_infer = \"{r}/run/loop-infer\"\nchat_loop = \"{r}/run/chat-loop\"\n\
+             [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\nchat = {{ uid = {uid} }}\n\
              [broker]\nrunner = \"direct\"\ntool = \"{tool}\"\n{broker}\n",
             r = root.display(),
             tool = bin("boxmaker-tool").display(),
         );
         std::fs::write(root.join("config.toml"), config).expect("config");
         Self { root }
+    }
+
+    /// Adds tables to the config (before the daemons start).
+    pub fn append_config(&self, text: &str) {
+        let mut config = std::fs::read_to_string(self.config()).expect("config");
+        config.push_str(text);
+        std::fs::write(self.config(), config).expect("config");
+    }
+
+    pub fn chat_sock(&self) -> PathBuf {
+        self.root.join("run/chat-loop/loop.sock")
     }
 
     pub fn config(&self) -> PathBuf {
@@ -117,6 +136,47 @@ impl Home {
         let mut cmd = Command::new(bin("brokerd"));
         cmd.arg("--config").arg(self.config());
         Daemon::spawn(cmd, &self.root)
+    }
+
+    /// Starts the fake llama-server with `script`, then inferproxy, brokerd and loopd.
+    pub fn start_agent(&self, script: &str, loop_config: &str) -> Agent {
+        let script_path = self.root.join("script.toml");
+        std::fs::write(&script_path, script).expect("script");
+        let mut fake = Command::new(bin("fake-llama-server"))
+            .args(["--listen", "127.0.0.1:0", "--script"])
+            .arg(&script_path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("fake-llama-server");
+        let mut line = String::new();
+        let stdout = fake.stdout.take().expect("stdout");
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("port");
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .expect("listening line")
+            .to_owned();
+        self.append_config(&format!(
+            "[infer]\nupstream = \"http://{addr}\"\n[loop]\n{loop_config}\n"
+        ));
+        let fake = Daemon {
+            child: fake,
+            stderr: self.root.join("fake.log"),
+        };
+        let role = |name: &str| {
+            let mut cmd = Command::new(bin(name));
+            cmd.arg("--config").arg(self.config());
+            Daemon::spawn(cmd, &self.root)
+        };
+        let inferproxy = role("inferproxy");
+        let brokerd = role("brokerd");
+        let loopd = role("loopd");
+        Agent {
+            addr,
+            chat: self.chat_sock(),
+            daemons: vec![loopd, brokerd, inferproxy, fake],
+        }
     }
 
     /// Runs bxctl with this home's config.
@@ -268,4 +328,63 @@ pub fn read_grant(mode: &str, dir: &Path, extra: &str) -> String {
          [constraints]\npaths = [\"{}\"]\n",
         dir.display()
     )
+}
+
+/// The whole stack: fake llama-server, inferproxy, brokerd and loopd.
+#[derive(Debug)]
+pub struct Agent {
+    /// The fake llama-server's `host:port`.
+    pub addr: String,
+    pub chat: PathBuf,
+    pub daemons: Vec<Daemon>,
+}
+
+/// One turn as the owner's client sees it.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    pub events: Vec<proto::chat::ChatEvent>,
+    pub reply: proto::chat::ChatReply,
+}
+
+impl Agent {
+    /// Sends one chat message and collects the turn.
+    pub fn chat(&self, session: Option<&SessionId>, text: &str) -> Turn {
+        let mut conn = Conn::connect(&self.chat).expect("connect chat");
+        let mut events = Vec::new();
+        let last = conn
+            .call(
+                1,
+                Message::ChatSend(proto::chat::ChatSend {
+                    session: session.cloned(),
+                    text: text.to_owned(),
+                }),
+                |e| {
+                    if let Message::ChatEvent(ev) = &e.msg {
+                        events.push(ev.clone());
+                    }
+                },
+            )
+            .expect("chat");
+        match last.msg {
+            Message::ChatReply(reply) => Turn { events, reply },
+            other => panic!("not a chat reply: {other:?}"),
+        }
+    }
+
+    /// The fake server's request log (`GET /fake/requests`).
+    pub fn requests(&self) -> serde_json::Value {
+        let mut s = std::net::TcpStream::connect(&self.addr).expect("fake");
+        std::io::Write::write_all(
+            &mut s,
+            b"GET /fake/requests HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        )
+        .expect("request");
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut s, &mut text).expect("response");
+        let body = text
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b)
+            .unwrap_or_default();
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+    }
 }

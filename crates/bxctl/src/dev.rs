@@ -1,0 +1,248 @@
+//! `bxctl dev`: the whole stack as child processes under `.state/`, for trying boxmaker
+//! on any machine: no root, no systemd. The fake llama-server with a demo script (or a real
+//! server with `--llama-url`), inferproxy, brokerd with the direct tool runner and sample
+//! grants, loopd; it waits until each says READY=1, opens the chat, and stops them all on
+//! exit.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use daemon::config::Config;
+
+use crate::{Error, chat, err};
+
+/// The demo conversation the fake server plays (see docs/fake-llama-server.md).
+const DEMO_SCRIPT: &str = include_str!("demo-script.toml");
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct DevArgs {
+    /// Where the stack keeps its state, sockets and logs.
+    #[arg(long, default_value = ".state")]
+    pub state: PathBuf,
+    /// Use a real llama-server at this loopback URL instead of the fake one.
+    #[arg(long, value_name = "URL")]
+    pub llama_url: Option<String>,
+    /// Send this one message instead of opening the prompt.
+    #[arg(short, long)]
+    pub message: Option<String>,
+}
+
+/// The children, stopped (SIGTERM, then SIGKILL) when dropped.
+struct Stack {
+    children: Vec<(&'static str, Child)>,
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        for (_, child) in self.children.iter().rev() {
+            if let Ok(pid) = i32::try_from(child.id()) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGTERM,
+                );
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for (_, child) in self.children.iter_mut().rev() {
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn bin(name: &str) -> Result<PathBuf, Error> {
+    let exe = std::env::current_exe().map_err(err)?;
+    let path = exe.parent().map(|d| d.join(name)).unwrap_or_default();
+    if path.exists() {
+        Ok(path)
+    } else {
+        Err(Error(format!(
+            "{} is not built next to bxctl: run `cargo build --release` (or without --release) first",
+            path.display()
+        )))
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<(), Error> {
+    std::fs::write(path, text).map_err(|e| Error(format!("{}: {e}", path.display())))
+}
+
+fn lay_out(state: &Path, upstream: &str) -> Result<PathBuf, Error> {
+    for d in [
+        "home/memory",
+        "grants",
+        "notes",
+        "logs",
+        "run/loop-broker",
+        "run/admin-broker",
+        "run/loop-infer",
+        "run/chat-loop",
+    ] {
+        std::fs::create_dir_all(state.join(d))
+            .map_err(|e| Error(format!("{}: {e}", state.join(d).display())))?;
+    }
+    let notes = state.join("notes");
+    if !notes.join("todo.md").exists() {
+        write(&notes.join("todo.md"), "- buy milk\n- ship boxmaker M1\n")?;
+    }
+    let grants = state.join("grants");
+    write(
+        &grants.join("notes-read.toml"),
+        &format!(
+            "# Read the demo notes without asking; only you write them.\ntool = \"read_file\"\n\
+             mode = \"auto\"\nmax_taint = \"secret\"\nuntrusted = false\n[constraints]\npaths = [\"{}\"]\n",
+            notes.display()
+        ),
+    )?;
+    write(
+        &grants.join("notes-list.toml"),
+        &format!(
+            "tool = \"list_dir\"\nmode = \"ask\"\nmax_taint = \"secret\"\nuntrusted = false\n\
+             [constraints]\npaths = [\"{}\"]\n",
+            notes.display()
+        ),
+    )?;
+    write(
+        &grants.join("web-ask.toml"),
+        "# Fetch from Wikipedia, asking each time.\ntool = \"http_fetch\"\nmode = \"ask\"\n\
+         max_taint = \"private\"\nresult_class = \"public\"\n[constraints]\nhosts = [\"en.wikipedia.org\"]\n",
+    )?;
+    let uid = nix::unistd::getuid().as_raw();
+    let s = state.display();
+    let config = state.join("config.toml");
+    write(
+        &config,
+        &format!(
+            "# Written by `bxctl dev`: everything under {s}, no root, no systemd.\n\
+             home = \"{s}/home\"\ngrants = \"{s}/grants\"\n\
+             [sockets]\nloop_broker = \"{s}/run/loop-broker\"\nadmin_broker = \"{s}/run/admin-broker\"\n\
+             loop_infer = \"{s}/run/loop-infer\"\nchat_loop = \"{s}/run/chat-loop\"\n\
+             [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\nchat = {{ uid = {uid} }}\n\
+             [broker]\nrunner = \"direct\"\ntool = \"{tool}\"\n\
+             [infer]\nupstream = \"{upstream}\"\n",
+            tool = bin("boxmaker-tool")?.display(),
+        ),
+    )?;
+    Ok(config)
+}
+
+/// Starts `cmd` with a NOTIFY_SOCKET and waits for READY=1.
+fn start(
+    stack: &mut Stack,
+    name: &'static str,
+    mut cmd: Command,
+    state: &Path,
+) -> Result<(), Error> {
+    let notify = state.join(format!("run/{name}.notify"));
+    let _ = std::fs::remove_file(&notify);
+    let sock = UnixDatagram::bind(&notify).map_err(err)?;
+    sock.set_read_timeout(Some(Duration::from_millis(200)))
+        .map_err(err)?;
+    let log = state.join(format!("logs/{name}.log"));
+    let child = cmd
+        .env("NOTIFY_SOCKET", &notify)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).map_err(err)?)
+        .spawn()
+        .map_err(|e| Error(format!("{name}: {e}")))?;
+    stack.children.push((name, child));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Ok(n) = sock.recv(&mut buf)
+            && String::from_utf8_lossy(&buf[..n])
+                .lines()
+                .any(|l| l == "READY=1")
+        {
+            return Ok(());
+        }
+        if let Some((_, child)) = stack.children.last_mut()
+            && let Ok(Some(status)) = child.try_wait()
+        {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            return Err(Error(format!("{name} exited ({status}):\n{text}")));
+        }
+        if Instant::now() > deadline {
+            return Err(Error(format!(
+                "{name} did not become ready; see {}",
+                log.display()
+            )));
+        }
+    }
+}
+
+/// Starts the fake llama-server on a free loopback port; returns its URL.
+fn start_fake(stack: &mut Stack, state: &Path) -> Result<String, Error> {
+    let script = state.join("demo-script.toml");
+    let notes = state.join("notes");
+    write(
+        &script,
+        &DEMO_SCRIPT.replace("{notes}", &notes.display().to_string()),
+    )?;
+    let mut child = Command::new(bin("fake-llama-server")?)
+        .args(["--listen", "127.0.0.1:0", "--script"])
+        .arg(&script)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(state.join("logs/fake-llama-server.log")).map_err(err)?)
+        .spawn()
+        .map_err(|e| Error(format!("fake-llama-server: {e}")))?;
+    let mut first = String::new();
+    if let Some(out) = child.stdout.take() {
+        BufReader::new(out).read_line(&mut first).map_err(err)?;
+    }
+    stack.children.push(("fake-llama-server", child));
+    let addr = first
+        .trim()
+        .strip_prefix("listening on ")
+        .ok_or_else(|| Error(format!("fake-llama-server said {first:?}")))?;
+    Ok(format!("http://{addr}"))
+}
+
+pub fn run(args: &DevArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
+    let state = std::path::absolute(&args.state).map_err(err)?;
+    std::fs::create_dir_all(state.join("logs")).map_err(err)?;
+    std::fs::create_dir_all(state.join("run")).map_err(err)?;
+    let mut stack = Stack {
+        children: Vec::new(),
+    };
+    let upstream = match &args.llama_url {
+        Some(url) => url.clone(),
+        None => start_fake(&mut stack, &state)?,
+    };
+    let config_path = lay_out(&state, &upstream)?;
+    let role = |name: &str| -> Result<Command, Error> {
+        let mut c = Command::new(bin(name)?);
+        c.arg("--config").arg(&config_path);
+        Ok(c)
+    };
+    start(&mut stack, "inferproxy", role("inferproxy")?, &state)?;
+    start(&mut stack, "brokerd", role("brokerd")?, &state)?;
+    start(&mut stack, "loopd", role("loopd")?, &state)?;
+    let config = Config::load(&config_path).map_err(err)?;
+    writeln!(
+        out,
+        "boxmaker dev stack is up under {} (model: {upstream}; logs in {}/logs).\n\
+         Approve waiting tool calls from another terminal with\n  bxctl --config {} approve ID",
+        state.display(),
+        state.display(),
+        config_path.display()
+    )
+    .map_err(err)?;
+    let code = match &args.message {
+        Some(text) => chat::once(&config, None, text, out)?,
+        None => chat::interactive(&config, None, out)?,
+    };
+    drop(stack);
+    Ok(code)
+}

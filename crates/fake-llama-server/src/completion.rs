@@ -1,0 +1,393 @@
+//! The reply to a chat completion and its JSON: one `chat.completion` object, or the
+//! `chat.completion.chunk` events of a stream, in the real server's shapes.
+
+use serde_json::{Value, json};
+
+use crate::render::{self, Call, Msg};
+use crate::script::Answer;
+
+/// What the fake "generated".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// `content`.
+    pub content: String,
+    /// Explicit stream pieces of the content (empty: split automatically).
+    pub chunks: Vec<String>,
+    /// `reasoning_content` (empty: none).
+    pub reasoning: String,
+    /// Tool calls with their ids.
+    pub tool_calls: Vec<(String, Call)>,
+    /// `finish_reason`.
+    pub finish_reason: String,
+}
+
+impl Reply {
+    /// Builds the reply an answer gives for `messages`, cut to `max_tokens` when the reply is
+    /// text only (a reply with tool calls is never cut). `new_id` makes tool call ids.
+    pub fn from_answer(
+        answer: &Answer,
+        messages: &[Msg],
+        max_tokens: Option<usize>,
+        new_id: &mut dyn FnMut() -> String,
+    ) -> Self {
+        let last_user = messages
+            .iter()
+            .rev()
+            .find(|m| m.role == "user")
+            .map_or("", |m| m.content.as_str());
+        let substituted = answer
+            .text
+            .as_ref()
+            .map(|t| t.replace("{last_user}", last_user));
+        let mut content = substituted
+            .clone()
+            .or_else(|| answer.chunks.as_ref().map(|c| c.concat()))
+            .unwrap_or_default();
+        let mut chunks = match (&answer.chunks, &answer.text) {
+            (Some(chunks), Some(text)) if substituted.as_deref() == Some(text.as_str()) => {
+                chunks.clone()
+            }
+            (Some(chunks), None) => chunks.clone(),
+            _ => Vec::new(),
+        };
+        let mut reasoning = answer.reasoning.clone().unwrap_or_default();
+        let tool_calls: Vec<(String, Call)> = answer
+            .tool_calls
+            .iter()
+            .map(|c| {
+                let id = c.id.clone().unwrap_or_else(&mut *new_id);
+                (
+                    id,
+                    Call {
+                        name: c.name.clone(),
+                        arguments: c.arguments.clone(),
+                    },
+                )
+            })
+            .collect();
+        let mut cut = false;
+        if let (Some(max), true) = (max_tokens, tool_calls.is_empty()) {
+            let reasoning_tokens = render::token_count(reasoning.len());
+            if reasoning_tokens > max {
+                reasoning = render::truncate_to_tokens(&reasoning, max).to_owned();
+                content.clear();
+                cut = true;
+            } else if reasoning_tokens + render::token_count(content.len()) > max {
+                content = render::truncate_to_tokens(&content, max - reasoning_tokens).to_owned();
+                cut = true;
+            }
+            if cut {
+                chunks.clear();
+            }
+        }
+        let finish_reason = answer.finish_reason.clone().unwrap_or_else(|| {
+            if cut {
+                "length"
+            } else if tool_calls.is_empty() {
+                "stop"
+            } else {
+                "tool_calls"
+            }
+            .to_owned()
+        });
+        Self {
+            content,
+            chunks,
+            reasoning,
+            tool_calls,
+            finish_reason,
+        }
+    }
+
+    /// The reply as the assistant message the template renders (what the slot caches).
+    pub fn as_message(&self) -> Msg {
+        Msg {
+            role: "assistant".into(),
+            content: self.content.clone(),
+            reasoning: self.reasoning.clone(),
+            tool_calls: self.tool_calls.iter().map(|(_, c)| c.clone()).collect(),
+        }
+    }
+}
+
+/// The fields every completion object and chunk carries.
+#[derive(Debug, Clone)]
+pub struct Meta {
+    /// `chatcmpl-...`.
+    pub id: String,
+    /// Unix seconds.
+    pub created: u64,
+    /// The model path.
+    pub model: String,
+    /// `system_fingerprint` (the build info).
+    pub fingerprint: String,
+}
+
+/// Token counts of one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// All prompt tokens.
+    pub prompt_tokens: usize,
+    /// Prompt tokens reused from the slot's cache.
+    pub cache_n: usize,
+    /// Prompt tokens evaluated.
+    pub prompt_n: usize,
+    /// Generated tokens.
+    pub predicted_n: usize,
+}
+
+/// Simulated speeds: 0.5 ms per prompt token, 5 ms per generated token.
+const PROMPT_MS_PER_TOKEN: f64 = 0.5;
+const PREDICTED_MS_PER_TOKEN: f64 = 5.0;
+
+#[allow(
+    clippy::cast_precision_loss,
+    reason = "token counts are far below 2^52"
+)]
+fn timings(c: Counts) -> Value {
+    let prompt_ms = c.prompt_n as f64 * PROMPT_MS_PER_TOKEN;
+    let predicted_ms = c.predicted_n as f64 * PREDICTED_MS_PER_TOKEN;
+    let per = |ms: f64, n: usize| if n == 0 { 0.0 } else { ms / n as f64 };
+    let rate = |ms: f64, n: usize| if ms == 0.0 { 0.0 } else { 1e3 * n as f64 / ms };
+    json!({
+        "cache_n": c.cache_n,
+        "prompt_n": c.prompt_n,
+        "prompt_ms": prompt_ms,
+        "prompt_per_token_ms": per(prompt_ms, c.prompt_n),
+        "prompt_per_second": rate(prompt_ms, c.prompt_n),
+        "predicted_n": c.predicted_n,
+        "predicted_ms": predicted_ms,
+        "predicted_per_token_ms": per(predicted_ms, c.predicted_n),
+        "predicted_per_second": rate(predicted_ms, c.predicted_n),
+    })
+}
+
+fn usage(c: Counts) -> Value {
+    json!({
+        "completion_tokens": c.predicted_n,
+        "prompt_tokens": c.prompt_tokens,
+        "total_tokens": c.prompt_tokens + c.predicted_n,
+        "prompt_tokens_details": { "cached_tokens": c.cache_n },
+    })
+}
+
+fn envelope(meta: &Meta, object: &str, choices: Value) -> serde_json::Map<String, Value> {
+    let mut map = serde_json::Map::new();
+    map.insert("choices".into(), choices);
+    map.insert("created".into(), meta.created.into());
+    map.insert("id".into(), meta.id.clone().into());
+    map.insert("model".into(), meta.model.clone().into());
+    map.insert("system_fingerprint".into(), meta.fingerprint.clone().into());
+    map.insert("object".into(), object.into());
+    map
+}
+
+/// The non-streaming `chat.completion` object.
+pub fn completion(meta: &Meta, reply: &Reply, counts: Counts) -> Value {
+    let mut message = serde_json::Map::new();
+    message.insert("role".into(), "assistant".into());
+    message.insert("content".into(), reply.content.clone().into());
+    if !reply.reasoning.is_empty() {
+        message.insert("reasoning_content".into(), reply.reasoning.clone().into());
+    }
+    if !reply.tool_calls.is_empty() {
+        let calls: Vec<Value> = reply
+            .tool_calls
+            .iter()
+            .map(|(id, c)| {
+                json!({ "type": "function",
+                        "function": { "name": c.name, "arguments": c.arguments }, "id": id })
+            })
+            .collect();
+        message.insert("tool_calls".into(), calls.into());
+    }
+    let choice = json!([{ "finish_reason": reply.finish_reason, "index": 0, "message": message }]);
+    let mut map = envelope(meta, "chat.completion", choice);
+    map.insert("usage".into(), usage(counts));
+    map.insert("timings".into(), timings(counts));
+    Value::Object(map)
+}
+
+/// The JSON payloads of a stream, in order; the caller sends each as `data: {json}` and ends
+/// with `data: [DONE]`.
+pub fn stream_events(
+    meta: &Meta,
+    reply: &Reply,
+    counts: Counts,
+    include_usage: bool,
+    chunk_chars: usize,
+) -> Vec<Value> {
+    let delta = |d: Value| {
+        let choice = json!([{ "finish_reason": null, "index": 0, "delta": d }]);
+        Value::Object(envelope(meta, "chat.completion.chunk", choice))
+    };
+    let mut events = vec![delta(json!({ "role": "assistant", "content": null }))];
+    for piece in render::split_chars(&reply.reasoning, chunk_chars) {
+        events.push(delta(json!({ "reasoning_content": piece })));
+    }
+    let content_pieces = if reply.chunks.is_empty() {
+        render::split_chars(&reply.content, chunk_chars)
+    } else {
+        reply.chunks.clone()
+    };
+    for piece in content_pieces {
+        events.push(delta(json!({ "content": piece })));
+    }
+    for (index, (id, call)) in reply.tool_calls.iter().enumerate() {
+        let mut pieces = render::split_chars(&call.arguments, chunk_chars).into_iter();
+        let first = pieces.next().unwrap_or_default();
+        events.push(delta(json!({ "tool_calls": [{
+            "index": index, "id": id, "type": "function",
+            "function": { "name": call.name, "arguments": first }
+        }]})));
+        for piece in pieces {
+            events.push(delta(json!({ "tool_calls": [{
+                "index": index, "function": { "arguments": piece }
+            }]})));
+        }
+    }
+    let finish = json!([{ "finish_reason": reply.finish_reason, "index": 0, "delta": {} }]);
+    let mut last = envelope(meta, "chat.completion.chunk", finish);
+    if include_usage {
+        events.push(Value::Object(last));
+        let mut usage_event = envelope(meta, "chat.completion.chunk", json!([]));
+        usage_event.insert("usage".into(), usage(counts));
+        usage_event.insert("timings".into(), timings(counts));
+        events.push(Value::Object(usage_event));
+    } else {
+        last.insert("timings".into(), timings(counts));
+        events.push(Value::Object(last));
+    }
+    events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::script::ToolCallSpec;
+
+    fn meta() -> Meta {
+        Meta {
+            id: "chatcmpl-x".into(),
+            created: 1,
+            model: "m".into(),
+            fingerprint: "b".into(),
+        }
+    }
+
+    fn counts() -> Counts {
+        Counts {
+            prompt_tokens: 10,
+            cache_n: 9,
+            prompt_n: 1,
+            predicted_n: 3,
+        }
+    }
+
+    fn ids() -> impl FnMut() -> String {
+        let mut n = 0;
+        move || {
+            n += 1;
+            format!("id{n}")
+        }
+    }
+
+    #[test]
+    fn text_replies_are_cut_to_max_tokens_and_tool_calls_never() {
+        let answer = Answer {
+            text: Some("Hello {last_user}!".into()),
+            ..Answer::default()
+        };
+        let user = Msg {
+            role: "user".into(),
+            content: "Bob".into(),
+            ..Msg::default()
+        };
+        let full = Reply::from_answer(&answer, std::slice::from_ref(&user), None, &mut ids());
+        assert_eq!(
+            (full.content.as_str(), full.finish_reason.as_str()),
+            ("Hello Bob!", "stop")
+        );
+        let cut = Reply::from_answer(&answer, &[user], Some(1), &mut ids());
+        assert_eq!(
+            (cut.content.as_str(), cut.finish_reason.as_str()),
+            ("Hell", "length")
+        );
+        let call = ToolCallSpec {
+            name: "f".into(),
+            arguments: "{\"a\": 1}".into(),
+            id: None,
+        };
+        let answer = Answer {
+            tool_calls: vec![call],
+            ..Answer::default()
+        };
+        let tools = Reply::from_answer(&answer, &[], Some(1), &mut ids());
+        assert_eq!(tools.finish_reason, "tool_calls");
+        assert_eq!(tools.tool_calls[0].0, "id1");
+    }
+
+    #[test]
+    fn completion_has_reasoning_and_tool_calls_only_when_present() {
+        let mut reply = Reply {
+            content: "hi".into(),
+            chunks: vec![],
+            reasoning: String::new(),
+            tool_calls: vec![],
+            finish_reason: "stop".into(),
+        };
+        let plain = completion(&meta(), &reply, counts());
+        let message = &plain["choices"][0]["message"];
+        assert!(message.get("reasoning_content").is_none() && message.get("tool_calls").is_none());
+        assert_eq!(plain["usage"]["prompt_tokens_details"]["cached_tokens"], 9);
+        assert!(plain["timings"]["prompt_ms"].is_f64());
+        reply.reasoning = "think".into();
+        reply.tool_calls = vec![(
+            "c1".into(),
+            Call {
+                name: "f".into(),
+                arguments: "{}".into(),
+            },
+        )];
+        let full = completion(&meta(), &reply, counts());
+        let call = &full["choices"][0]["message"]["tool_calls"][0];
+        assert_eq!(call["function"]["arguments"], "{}");
+        assert_eq!(full["choices"][0]["message"]["reasoning_content"], "think");
+    }
+
+    #[test]
+    fn stream_puts_timings_on_the_finish_chunk_or_on_a_usage_chunk() {
+        let reply = Reply {
+            content: "abcdefgh".into(),
+            chunks: vec![],
+            reasoning: String::new(),
+            tool_calls: vec![(
+                "c1".into(),
+                Call {
+                    name: "f".into(),
+                    arguments: "{\"k\":1}".into(),
+                },
+            )],
+            finish_reason: "tool_calls".into(),
+        };
+        let plain = stream_events(&meta(), &reply, counts(), false, 4);
+        // role, 2 content pieces, first call delta + 1 fragment, finish
+        assert_eq!(plain.len(), 6);
+        assert_eq!(plain[3]["choices"][0]["delta"]["tool_calls"][0]["id"], "c1");
+        assert_eq!(
+            plain[3]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"],
+            "{\"k\""
+        );
+        assert!(
+            plain[4]["choices"][0]["delta"]["tool_calls"][0]
+                .get("id")
+                .is_none()
+        );
+        assert!(plain[5].get("timings").is_some() && plain[5].get("usage").is_none());
+        let with_usage = stream_events(&meta(), &reply, counts(), true, 4);
+        assert_eq!(with_usage.len(), 7);
+        assert!(with_usage[5].get("timings").is_none());
+        assert_eq!(with_usage[6]["choices"], json!([]));
+        assert!(with_usage[6].get("usage").is_some() && with_usage[6].get("timings").is_some());
+    }
+}

@@ -1,0 +1,189 @@
+//! Server slots: each keeps the text its last request left in the (simulated) KV cache.
+//!
+//! A request pinned with `id_slot` waits for that slot; an unpinned one takes the idle slot
+//! whose cached text shares the longest prefix with its prompt, else the least recently used
+//! idle slot, and waits when every slot is busy (llama-server defers the task the same way).
+//! An `id_slot` outside `0..total_slots` is ignored, as xllamacpp's build of the server does.
+
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use crate::render::common_prefix_tokens;
+
+/// What one slot holds.
+#[derive(Debug, Clone, Default)]
+struct Slot {
+    cache: String,
+    busy: bool,
+    last_used: u64,
+    view: SlotView,
+}
+
+/// A slot as `/slots` shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SlotView {
+    /// Serving a request right now.
+    pub busy: bool,
+    /// The last task it served (`None`: never used).
+    pub id_task: Option<u64>,
+    /// Prompt tokens of the last task.
+    pub n_prompt_tokens: usize,
+    /// Prompt tokens evaluated (not from the cache) by the last task.
+    pub n_prompt_processed: usize,
+    /// Prompt tokens taken from the cache by the last task.
+    pub n_prompt_cache: usize,
+    /// The last task's `max_tokens` (-1: unlimited).
+    pub n_predict: i64,
+}
+
+/// All slots.
+#[derive(Debug)]
+pub struct Slots {
+    inner: Mutex<(Vec<Slot>, u64)>,
+    freed: Condvar,
+}
+
+/// A slot held by one request; released (and other waiters woken) when dropped.
+#[derive(Debug)]
+pub struct SlotGuard<'a> {
+    slots: &'a Slots,
+    /// The slot's index.
+    pub id: usize,
+    /// The text cached in the slot before this request.
+    pub previous: String,
+}
+
+impl Slots {
+    /// `n` empty slots.
+    pub fn new(n: usize) -> Self {
+        Self {
+            inner: Mutex::new((vec![Slot::default(); n], 0)),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, (Vec<Slot>, u64)> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes a slot for a request rendering to `prompt`, waiting while the wanted one (or
+    /// every one) is busy.
+    pub fn acquire(&self, pinned: Option<i64>, prompt: &str) -> SlotGuard<'_> {
+        let mut guard = self.lock();
+        loop {
+            let slots = &guard.0;
+            let pinned = pinned
+                .and_then(|p| usize::try_from(p).ok())
+                .filter(|&p| p < slots.len());
+            let choice = match pinned {
+                Some(id) => (!slots[id].busy).then_some(id),
+                None => slots
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| !s.busy)
+                    .max_by_key(|(_, s)| {
+                        (
+                            common_prefix_tokens(&s.cache, prompt),
+                            std::cmp::Reverse(s.last_used),
+                        )
+                    })
+                    .map(|(id, _)| id),
+            };
+            if let Some(id) = choice {
+                let (slots, clock) = &mut *guard;
+                *clock += 1;
+                let slot = &mut slots[id];
+                slot.busy = true;
+                slot.view.busy = true;
+                slot.last_used = *clock;
+                return SlotGuard {
+                    slots: self,
+                    id,
+                    previous: slot.cache.clone(),
+                };
+            }
+            guard = self
+                .freed
+                .wait(guard)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// A snapshot for `/slots`.
+    pub fn views(&self) -> Vec<SlotView> {
+        self.lock().0.iter().map(|s| s.view.clone()).collect()
+    }
+
+    /// Empties slot `id`'s cache; returns how many tokens it held, `None` for no such slot.
+    pub fn erase(&self, id: usize) -> Option<usize> {
+        let mut guard = self.lock();
+        let slot = guard.0.get_mut(id)?;
+        let held = crate::render::token_count(slot.cache.len());
+        slot.cache.clear();
+        Some(held)
+    }
+}
+
+impl SlotGuard<'_> {
+    /// Records what the request left in the slot: `cache` is the new cached text.
+    pub fn record(&self, cache: String, view: SlotView) {
+        let mut guard = self.slots.lock();
+        let slot = &mut guard.0[self.id];
+        slot.cache = cache;
+        slot.view = SlotView { busy: true, ..view };
+    }
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        let mut guard = self.slots.lock();
+        let slot = &mut guard.0[self.id];
+        slot.busy = false;
+        slot.view.busy = false;
+        drop(guard);
+        self.slots.freed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn pinned_requests_get_their_slot_and_others_the_best_prefix() {
+        let slots = Slots::new(2);
+        {
+            let g = slots.acquire(Some(1), "abcdefgh");
+            assert_eq!(g.id, 1);
+            g.record("abcdefgh-reply".into(), SlotView::default());
+        }
+        // Unpinned: slot 1 shares a prefix with the prompt.
+        let g = slots.acquire(None, "abcdefgh-reply and more");
+        assert_eq!((g.id, g.previous.as_str()), (1, "abcdefgh-reply"));
+        drop(g);
+        // Out of range: ignored, any idle slot.
+        let g = slots.acquire(Some(9), "zzzz");
+        assert_eq!(g.id, 0);
+        drop(g);
+        assert_eq!(slots.erase(1), Some(4));
+        assert_eq!(slots.erase(2), None);
+    }
+
+    #[test]
+    fn a_busy_pinned_slot_makes_the_next_request_wait() {
+        let slots = Arc::new(Slots::new(2));
+        let first = slots.acquire(Some(0), "p");
+        let waiter = {
+            let slots = Arc::clone(&slots);
+            std::thread::spawn(move || slots.acquire(Some(0), "p").id)
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!waiter.is_finished(), "must wait while slot 0 is busy");
+        assert!(slots.views()[0].busy);
+        drop(first);
+        assert_eq!(waiter.join().expect("waiter"), 0);
+    }
+}

@@ -1,0 +1,44 @@
+//! loopd's side of broker.sock: one tool request, its pending-approval notice, its answer.
+
+use std::path::Path;
+
+use daemon::conn::Conn;
+use proto::{CallId, Message, SessionId, ToolRequest, ToolResponse};
+
+/// Sends one call to brokerd. `pending` sees a pending approval while the owner decides.
+/// A broker that cannot be reached is a failed call, said plainly to the model and owner.
+pub fn call(
+    sock: &Path,
+    session: &SessionId,
+    call: CallId,
+    tool: &str,
+    arguments: &str,
+    mut pending: impl FnMut(ToolResponse),
+) -> ToolResponse {
+    let failed = |why: String| ToolResponse::Failed {
+        message: format!("brokerd: {why}"),
+    };
+    let mut conn = match Conn::connect(sock) {
+        Ok(c) => c,
+        Err(e) => return failed(format!("cannot reach {}: {e}", sock.display())),
+    };
+    let msg = Message::ToolRequest(ToolRequest {
+        session: session.clone(),
+        call,
+        tool: tool.to_owned(),
+        arguments: arguments.to_owned(),
+    });
+    let last = conn.call(call.0, msg, |env| {
+        if let Message::ToolResponse(r) = &env.msg {
+            pending(r.clone());
+        }
+    });
+    match last {
+        Ok(env) => match env.msg {
+            Message::ToolResponse(r) => r,
+            Message::Error(e) => failed(format!("refused: {:?}: {}", e.code, e.detail)),
+            other => failed(format!("unexpected {}", other.kind())),
+        },
+        Err(e) => failed(e.to_string()),
+    }
+}

@@ -1,0 +1,14 @@
+//! loopd: the agent loop. It keeps each session's log, builds every request to the model
+//! from that log (replaying what the server returned exactly, so its prompt cache stays
+//! warm), sends each tool call the model makes to brokerd, and streams the turn to the
+//! owner's channel. It trusts nothing the model says about taint: brokerd keeps that.
+
+mod broker;
+mod llm;
+mod server;
+mod start;
+pub mod store;
+mod tools;
+mod turn;
+
+pub use start::{Args, Error, run};

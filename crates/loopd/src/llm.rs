@@ -1,0 +1,314 @@
+//! Talking to the model through inferproxy (HTTP over infer.sock): the request built from
+//! the session log, and the streamed answer parsed chunk by chunk.
+
+use std::fmt;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use daemon::http::{self, HttpError, SseReader};
+use proto::{LogRecord, ToolCall};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// Why the model could not answer. The session stays as it was.
+#[derive(Debug)]
+pub enum LlmError {
+    /// infer.sock or the server behind it cannot be reached.
+    Unreachable(String),
+    /// The server answered with an error status (503 while loading, 5xx, 4xx).
+    Status { status: u16, message: String },
+    /// The stream broke off or carried something that is not a chunk.
+    Stream(String),
+}
+
+impl fmt::Display for LlmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unreachable(why) => write!(f, "the model server cannot be reached: {why}"),
+            Self::Status {
+                status: 503,
+                message,
+            } => {
+                write!(f, "the model server is not ready (503): {message}")
+            }
+            Self::Status { status, message } => {
+                write!(f, "the model server answered {status}: {message}")
+            }
+            Self::Stream(why) => write!(f, "the model's answer broke off: {why}"),
+        }
+    }
+}
+
+impl From<HttpError> for LlmError {
+    fn from(e: HttpError) -> Self {
+        Self::Stream(e.to_string())
+    }
+}
+
+/// What `/props` says of the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Props {
+    pub n_ctx: u64,
+    pub total_slots: u32,
+}
+
+#[derive(Deserialize)]
+struct PropsBody {
+    default_generation_settings: Option<GenSettings>,
+    total_slots: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct GenSettings {
+    n_ctx: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    error: ErrorDetail,
+}
+
+#[derive(Deserialize)]
+struct ErrorDetail {
+    message: String,
+}
+
+fn connect(sock: &Path, timeout: Duration) -> Result<UnixStream, LlmError> {
+    let stream = UnixStream::connect(sock)
+        .map_err(|e| LlmError::Unreachable(format!("{}: {e}", sock.display())))?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .map_err(|e| LlmError::Unreachable(e.to_string()))?;
+    Ok(stream)
+}
+
+fn status_error<S: std::io::Read>(resp: http::Response<S>) -> LlmError {
+    let status = resp.status;
+    let body = resp.read_body(64 * 1024).unwrap_or_default();
+    let message = serde_json::from_slice::<ErrorBody>(&body)
+        .map(|b| b.error.message)
+        .unwrap_or_else(|_| String::from_utf8_lossy(&body).chars().take(200).collect());
+    LlmError::Status { status, message }
+}
+
+pub fn props(sock: &Path, timeout: Duration) -> Result<Props, LlmError> {
+    let resp = http::request(connect(sock, timeout)?, "GET", "/props", &[], b"")
+        .map_err(|e| LlmError::Unreachable(e.to_string()))?;
+    if resp.status != 200 {
+        return Err(status_error(resp));
+    }
+    let body = resp.read_body(4 * 1024 * 1024)?;
+    let p: PropsBody =
+        serde_json::from_slice(&body).map_err(|e| LlmError::Stream(format!("/props: {e}")))?;
+    Ok(Props {
+        n_ctx: p
+            .default_generation_settings
+            .and_then(|g| g.n_ctx)
+            .ok_or_else(|| LlmError::Stream("/props has no n_ctx".into()))?,
+        total_slots: p.total_slots.unwrap_or(1).max(1),
+    })
+}
+
+/// The messages for the model: the system prompt, then every record of the epoch, with
+/// assistant turns exactly as the server returned them.
+pub fn messages(system: &str, records: &[LogRecord]) -> Vec<Value> {
+    let mut out = vec![json!({"role": "system", "content": system})];
+    for r in records {
+        match r {
+            LogRecord::User { content, .. } => {
+                out.push(json!({"role": "user", "content": content}))
+            }
+            LogRecord::Assistant {
+                content,
+                reasoning_content,
+                tool_calls,
+                ..
+            } => {
+                let mut m = json!({"role": "assistant", "content": content});
+                if let Some(rc) = reasoning_content {
+                    m["reasoning_content"] = json!(rc);
+                }
+                if !tool_calls.is_empty() {
+                    m["tool_calls"] = Value::Array(
+                        tool_calls
+                            .iter()
+                            .map(|c| {
+                                json!({"id": c.id, "type": "function",
+                                       "function": {"name": c.name, "arguments": c.arguments}})
+                            })
+                            .collect(),
+                    );
+                }
+                out.push(m);
+            }
+            LogRecord::ToolResult {
+                tool_call_id,
+                content,
+                ..
+            } => {
+                out.push(json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}))
+            }
+            LogRecord::SessionStart { .. }
+            | LogRecord::CacheLoss { .. }
+            | LogRecord::EpochEnd { .. } => {}
+        }
+    }
+    out
+}
+
+/// The prompt-cache figures of one answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub struct Timings {
+    #[serde(default)]
+    pub cache_n: u64,
+    #[serde(default)]
+    pub prompt_n: u64,
+    #[serde(default)]
+    pub predicted_n: u64,
+}
+
+/// One answer of the model, assembled from the stream.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Completion {
+    pub content: Option<String>,
+    pub reasoning: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub finish: Option<String>,
+    pub timings: Option<Timings>,
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    timings: Option<Timings>,
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    delta: Option<DeltaMsg>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct DeltaMsg {
+    content: Option<String>,
+    reasoning_content: Option<String>,
+    tool_calls: Option<Vec<CallDelta>>,
+}
+
+#[derive(Deserialize)]
+struct CallDelta {
+    index: usize,
+    id: Option<String>,
+    function: Option<FnDelta>,
+}
+
+#[derive(Deserialize)]
+struct FnDelta {
+    name: Option<String>,
+    arguments: Option<String>,
+}
+
+/// A piece of the answer as it streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delta<'a> {
+    Text(&'a str),
+    Reasoning(&'a str),
+}
+
+/// Sends one streamed chat completion and assembles the answer, handing each text and
+/// reasoning piece to `on_delta` as it arrives.
+pub fn complete(
+    sock: &Path,
+    timeout: Duration,
+    body: &Value,
+    mut on_delta: impl FnMut(Delta<'_>),
+) -> Result<Completion, LlmError> {
+    let bytes = serde_json::to_vec(body).map_err(|e| LlmError::Stream(e.to_string()))?;
+    let headers = [("Content-Type", "application/json")];
+    let resp = http::request(
+        connect(sock, timeout)?,
+        "POST",
+        "/v1/chat/completions",
+        &headers,
+        &bytes,
+    )
+    .map_err(|e| LlmError::Unreachable(e.to_string()))?;
+    if resp.status != 200 {
+        return Err(status_error(resp));
+    }
+    let mut sse = SseReader::new(resp.body);
+    let mut out = Completion::default();
+    let mut done = false;
+    while let Some(event) = sse.next_event()? {
+        if event.data == "[DONE]" {
+            done = true;
+            break;
+        }
+        let chunk: Chunk = serde_json::from_str(&event.data)
+            .map_err(|e| LlmError::Stream(format!("not a chunk ({e})")))?;
+        if let Some(err) = chunk.error {
+            return Err(LlmError::Stream(format!("the server reported {err}")));
+        }
+        if chunk.timings.is_some() {
+            out.timings = chunk.timings;
+        }
+        for choice in chunk.choices {
+            if let Some(f) = choice.finish_reason {
+                out.finish = Some(f);
+            }
+            let Some(delta) = choice.delta else { continue };
+            if let Some(text) = delta.content {
+                on_delta(Delta::Text(&text));
+                out.content.get_or_insert_with(String::new).push_str(&text);
+            }
+            if let Some(text) = delta.reasoning_content {
+                on_delta(Delta::Reasoning(&text));
+                out.reasoning
+                    .get_or_insert_with(String::new)
+                    .push_str(&text);
+            }
+            for call in delta.tool_calls.unwrap_or_default() {
+                merge_call(&mut out.tool_calls, call)?;
+            }
+        }
+    }
+    if !done {
+        return Err(LlmError::Stream("the stream ended before [DONE]".into()));
+    }
+    Ok(out)
+}
+
+/// Tool-call deltas arrive per index: the first carries id and name, the rest only more
+/// argument bytes, which are concatenated.
+fn merge_call(calls: &mut Vec<ToolCall>, d: CallDelta) -> Result<(), LlmError> {
+    if d.index > calls.len() || d.index > 64 {
+        return Err(LlmError::Stream(format!(
+            "tool call index {} out of order",
+            d.index
+        )));
+    }
+    if d.index == calls.len() {
+        calls.push(ToolCall {
+            id: String::new(),
+            name: String::new(),
+            arguments: String::new(),
+        });
+    }
+    let call = &mut calls[d.index];
+    if let Some(id) = d.id {
+        call.id.push_str(&id);
+    }
+    if let Some(f) = d.function {
+        if let Some(name) = f.name {
+            call.name.push_str(&name);
+        }
+        if let Some(args) = f.arguments {
+            call.arguments.push_str(&args);
+        }
+    }
+    Ok(())
+}

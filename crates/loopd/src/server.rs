@@ -1,0 +1,135 @@
+//! loop.sock: the chat channel. A connection sends `chat_send` (answered by `chat_event`
+//! frames and a final `chat_reply`), `session_list` or `session_show`; anything else is
+//! refused with `forbidden_kind`.
+
+use std::sync::Arc;
+
+use daemon::conn::{self, Conn};
+use daemon::log;
+use daemon::serve::Activity;
+use proto::chat::{SessionListing, SessionRecords, SessionShow, SessionSummary};
+use proto::{Envelope, ErrorCode, FrameError, LogRecord, Message, ReadError};
+
+use crate::turn::Looper;
+
+/// Records sent for `session_show` at most; the newest are kept.
+const MAX_SHOWN: usize = 500;
+
+pub fn serve(looper: &Looper, mut conn: Conn, who: &str, activity: &Arc<Activity>) {
+    loop {
+        let env = match conn.read() {
+            Ok(env) => env,
+            Err(ReadError::Frame(FrameError::Closed)) => return,
+            Err(e) if conn::is_timeout(&e) => return,
+            Err(e) => {
+                log::warn(format_args!("chat socket: {who}: {e}"));
+                conn.refuse(e.id().unwrap_or(0), e.code(), &e.to_string());
+                return;
+            }
+        };
+        let _busy = activity.busy();
+        let id = env.id;
+        let reply = match env.msg {
+            Message::ChatSend(send) => {
+                let mut alive = true;
+                let result = looper.turn(&send, &mut |event| {
+                    if alive
+                        && conn
+                            .write(&Envelope::partial(id, Message::ChatEvent(event)))
+                            .is_err()
+                    {
+                        // The owner's client went away; the turn goes on and is logged.
+                        alive = false;
+                    }
+                });
+                match result {
+                    Ok(reply) => Message::ChatReply(reply),
+                    Err(e) => {
+                        log::error(format_args!("chat: {}", e.0));
+                        Message::error(
+                            ErrorCode::Internal,
+                            "the turn could not run; see loopd's log",
+                        )
+                    }
+                }
+            }
+            Message::SessionList(_) => match list(looper) {
+                Ok(l) => Message::SessionListing(l),
+                Err(e) => {
+                    log::error(format_args!("session list: {e}"));
+                    Message::error(ErrorCode::Internal, "see loopd's log")
+                }
+            },
+            Message::SessionShow(show) => match records(looper, &show) {
+                Ok(r) => Message::SessionRecords(r),
+                Err(e) => Message::error(ErrorCode::BadMessage, e),
+            },
+            other => {
+                conn.refuse(
+                    id,
+                    ErrorCode::ForbiddenKind,
+                    &format!("{} is not accepted on the chat socket", other.kind()),
+                );
+                return;
+            }
+        };
+        if conn.write(&Envelope::last(id, reply)).is_err() {
+            return;
+        }
+    }
+}
+
+fn list(looper: &Looper) -> Result<SessionListing, crate::store::StoreError> {
+    let mut sessions = Vec::new();
+    for id in looper.store().ids()? {
+        let Some(s) = looper.store().load(&id)? else {
+            continue;
+        };
+        let times: Vec<proto::Timestamp> = s.records.iter().map(record_time).collect();
+        let (Some(started), Some(last)) = (times.first(), times.last()) else {
+            continue;
+        };
+        sessions.push(SessionSummary {
+            session: id,
+            epoch: s.epoch,
+            started: *started,
+            last: *last,
+            turns: s.turns(),
+        });
+    }
+    Ok(SessionListing { sessions })
+}
+
+fn records(looper: &Looper, show: &SessionShow) -> Result<SessionRecords, String> {
+    let session = looper
+        .store()
+        .load(&show.session)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("no session {}", show.session))?;
+    let epoch = show.epoch.unwrap_or(session.epoch);
+    let mut records = looper
+        .store()
+        .read_epoch(&show.session, epoch)
+        .map_err(|e| e.to_string())?;
+    let truncated = records.len() > MAX_SHOWN;
+    if truncated {
+        records.drain(..records.len() - MAX_SHOWN);
+    }
+    Ok(SessionRecords {
+        session: show.session.clone(),
+        epoch,
+        records,
+        truncated,
+    })
+}
+
+fn record_time(r: &LogRecord) -> proto::Timestamp {
+    match r {
+        LogRecord::SessionStart { time, .. }
+        | LogRecord::User { time, .. }
+        | LogRecord::Assistant { time, .. }
+        | LogRecord::ToolResult { time, .. }
+        | LogRecord::CacheLoss { time, .. }
+        | LogRecord::EpochEnd { time, .. } => *time,
+    }
+}

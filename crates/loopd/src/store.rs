@@ -1,0 +1,196 @@
+//! The session log: `sessions/<id>/<epoch>.jsonl`, one `LogRecord` per line, append only,
+//! each line fsynced before the turn goes on (what the owner said is never lost).
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use proto::{Epoch, LogRecord, SessionId, Timestamp};
+
+/// One session's current epoch, loaded.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub id: SessionId,
+    pub epoch: Epoch,
+    pub records: Vec<LogRecord>,
+    /// The previous epoch's summary, which this epoch starts from.
+    pub summary: Option<String>,
+    /// The highest tool call number of the whole session (call numbers never repeat
+    /// across epochs: brokerd's unit names and audit records carry them).
+    pub last_call: u64,
+}
+
+impl Session {
+    pub fn slot(&self) -> Option<u32> {
+        self.records.iter().find_map(|r| match r {
+            LogRecord::SessionStart { slot, .. } => Some(*slot),
+            _ => None,
+        })
+    }
+
+    pub fn turns(&self) -> u32 {
+        let n = self
+            .records
+            .iter()
+            .filter(|r| matches!(r, LogRecord::User { .. }))
+            .count();
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+}
+
+#[derive(Debug)]
+pub struct StoreError(pub String);
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |e| StoreError(format!("{}: {e}", path.display()))
+}
+
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    pub fn open(home: &Path) -> Result<Self, StoreError> {
+        let dir = home.join("sessions");
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        Ok(Self { dir })
+    }
+
+    fn session_dir(&self, id: &SessionId) -> PathBuf {
+        self.dir.join(id.as_str())
+    }
+
+    fn epoch_file(&self, id: &SessionId, epoch: Epoch) -> PathBuf {
+        self.session_dir(id).join(format!("{}.jsonl", epoch.0))
+    }
+
+    /// Every session id on disk.
+    pub fn ids(&self) -> Result<Vec<SessionId>, StoreError> {
+        let mut ids: Vec<SessionId> = std::fs::read_dir(&self.dir)
+            .map_err(io(&self.dir))?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| SessionId::new(e.file_name().to_string_lossy().into_owned()).ok())
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    fn epochs(&self, id: &SessionId) -> Result<Vec<Epoch>, StoreError> {
+        let dir = self.session_dir(id);
+        let mut epochs: Vec<Epoch> = match std::fs::read_dir(&dir) {
+            Ok(d) => d
+                .filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.strip_suffix(".jsonl")?.parse().ok().map(Epoch)
+                })
+                .collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(io(&dir)(e)),
+        };
+        epochs.sort();
+        Ok(epochs)
+    }
+
+    pub fn read_epoch(&self, id: &SessionId, epoch: Epoch) -> Result<Vec<LogRecord>, StoreError> {
+        let path = self.epoch_file(id, epoch);
+        let file = File::open(&path).map_err(io(&path))?;
+        let mut records = Vec::new();
+        for (n, line) in BufReader::new(file).lines().enumerate() {
+            let line = line.map_err(io(&path))?;
+            let record = serde_json::from_str(&line)
+                .map_err(|e| StoreError(format!("{} line {}: {e}", path.display(), n + 1)))?;
+            records.push(record);
+        }
+        Ok(records)
+    }
+
+    /// The session's current (newest) epoch, or `None` when it does not exist.
+    pub fn load(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
+        let epochs = self.epochs(id)?;
+        let Some(&epoch) = epochs.last() else {
+            return Ok(None);
+        };
+        let mut summary = None;
+        let mut last_call = 0;
+        let mut records = Vec::new();
+        for e in &epochs {
+            records = self.read_epoch(id, *e)?;
+            for r in &records {
+                match r {
+                    LogRecord::ToolResult { call, .. } => last_call = last_call.max(call.0),
+                    LogRecord::EpochEnd { summary: s, .. } if *e < epoch => {
+                        summary = Some(s.clone());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(Some(Session {
+            id: id.clone(),
+            epoch,
+            records,
+            summary,
+            last_call,
+        }))
+    }
+
+    /// Appends one record to the session's epoch file and fsyncs it.
+    pub fn append(
+        &self,
+        id: &SessionId,
+        epoch: Epoch,
+        record: &LogRecord,
+    ) -> Result<(), StoreError> {
+        let dir = self.session_dir(id);
+        let fresh = !dir.exists();
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let path = self.epoch_file(id, epoch);
+        let mut line = serde_json::to_vec(record).map_err(|e| StoreError(e.to_string()))?;
+        line.push(b'\n');
+        let new_file = !path.exists();
+        let mut file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io(&path))?;
+        file.write_all(&line).map_err(io(&path))?;
+        file.sync_data().map_err(io(&path))?;
+        if new_file {
+            File::open(&dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io(&dir))?;
+        }
+        if fresh {
+            File::open(&self.dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io(&self.dir))?;
+        }
+        Ok(())
+    }
+
+    /// A new session id: the date and 64 random bits.
+    pub fn new_id(now: Timestamp) -> Result<SessionId, StoreError> {
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes).map_err(|e| StoreError(format!("OS RNG: {e}")))?;
+        let date: String = now
+            .to_string()
+            .chars()
+            .take(10)
+            .filter(|c| *c != '-')
+            .collect();
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        SessionId::new(format!("s-{date}-{hex}")).map_err(|e| StoreError(e.to_string()))
+    }
+}

@@ -1,0 +1,401 @@
+//! One turn: the owner's message, then model and tools until the model answers without
+//! tools or the per-turn cap is reached. Every record is on disk before the turn goes on.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use daemon::config::Config;
+use proto::chat::{ChatEvent, ChatReply, ChatSend, TurnEnd};
+use proto::{CallId, DataClass, Epoch, Hash32, LogRecord, SessionId, Timestamp, ToolResponse};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::llm::{self, Delta, LlmError, Props};
+use crate::store::{Session, Store, StoreError};
+use crate::{broker, tools};
+
+/// What the model is told when no `memory/core.md` exists.
+const DEFAULT_CORE: &str = "You are boxmaker, the owner's personal assistant. Use the tools \
+when they help; every tool call is checked against the owner's grants and may be refused.";
+
+/// The request for a summary when the context is nearly full. The local model writes it:
+/// it is the only one that has read the conversation, and nothing leaves the host.
+const SUMMARY_PROMPT: &str = "The conversation is about to be cut short. Write a concise \
+summary of everything above that you will need to continue: the owner's requests, facts \
+learned, decisions taken and open tasks. Write only the summary.";
+
+#[derive(Debug)]
+pub struct Looper {
+    pub config: Config,
+    store: Store,
+    props: Mutex<Option<Props>>,
+    /// Per session, from its last answer: the tokens the context held (for compaction) and
+    /// the prompt tokens the server could keep cached for the next request (for CacheLoss).
+    used: Mutex<HashMap<SessionId, Usage>>,
+    locks: Mutex<HashMap<SessionId, Arc<Mutex<()>>>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Usage {
+    filled: u64,
+    cacheable: u64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Why a turn could not run at all (not a model error: those end the turn in its reply).
+#[derive(Debug)]
+pub struct TurnError(pub String);
+
+impl From<StoreError> for TurnError {
+    fn from(e: StoreError) -> Self {
+        Self(format!("session log: {e}"))
+    }
+}
+
+impl Looper {
+    pub fn new(config: Config) -> Result<Self, StoreError> {
+        let store = Store::open(&config.home)?;
+        Ok(Self {
+            config,
+            store,
+            props: Mutex::new(None),
+            used: Mutex::new(HashMap::new()),
+            locks: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn infer_sock(&self) -> PathBuf {
+        self.config.sockets.loop_infer.join("infer.sock")
+    }
+
+    fn broker_sock(&self) -> PathBuf {
+        self.config.sockets.loop_broker.join("broker.sock")
+    }
+
+    fn timeout(&self) -> Duration {
+        self.config.r#loop.request_timeout
+    }
+
+    /// The server's context size and slots, asked once it answers.
+    fn props(&self) -> Result<Props, LlmError> {
+        if let Some(p) = *lock(&self.props) {
+            return Ok(p);
+        }
+        let p = llm::props(&self.infer_sock(), self.timeout())?;
+        *lock(&self.props) = Some(p);
+        Ok(p)
+    }
+
+    fn core(&self) -> String {
+        std::fs::read_to_string(self.config.home.join("memory/core.md"))
+            .unwrap_or_else(|_| DEFAULT_CORE.to_owned())
+    }
+
+    fn system(&self, summary: Option<&str>) -> String {
+        let mut s = self.core();
+        if let Some(summary) = summary {
+            s.push_str("\n\nSummary of the conversation so far:\n");
+            s.push_str(summary);
+        }
+        s
+    }
+
+    /// Runs one turn, streaming its events to `emit`.
+    pub fn turn(
+        &self,
+        send: &ChatSend,
+        emit: &mut dyn FnMut(ChatEvent),
+    ) -> Result<ChatReply, TurnError> {
+        let id = match &send.session {
+            Some(id) => id.clone(),
+            None => Store::new_id(Timestamp::now())?,
+        };
+        let session_lock = lock(&self.locks).entry(id.clone()).or_default().clone();
+        let _guard = lock(&session_lock);
+        let mut session = match self.store.load(&id)? {
+            Some(s) => s,
+            None if send.session.is_some() => {
+                return Err(TurnError(format!("no session {id}")));
+            }
+            None => self.start_epoch(&id, Epoch(0), None, 0)?,
+        };
+        if self.near_full(&id) {
+            session = self.compact(session, emit)?;
+        }
+        emit(ChatEvent::Started {
+            session: id.clone(),
+            epoch: session.epoch,
+        });
+        self.append(
+            &mut session,
+            LogRecord::User {
+                time: Timestamp::now(),
+                content: send.text.clone(),
+            },
+        )?;
+        self.run(session, emit)
+    }
+
+    fn append(&self, session: &mut Session, record: LogRecord) -> Result<(), TurnError> {
+        self.store.append(&session.id, session.epoch, &record)?;
+        session.records.push(record);
+        Ok(())
+    }
+
+    /// Writes the first record of an epoch: its slot and the hash of what it starts from.
+    fn start_epoch(
+        &self,
+        id: &SessionId,
+        epoch: Epoch,
+        summary: Option<String>,
+        last_call: u64,
+    ) -> Result<Session, TurnError> {
+        let slots = self.props().map(|p| p.total_slots).unwrap_or(1);
+        let slot = slot_of(id, slots);
+        let baseline = Hash32::from_bytes(Sha256::digest(self.system(summary.as_deref())).into());
+        let mut session = Session {
+            id: id.clone(),
+            epoch,
+            records: Vec::new(),
+            summary,
+            last_call,
+        };
+        self.append(
+            &mut session,
+            LogRecord::SessionStart {
+                time: Timestamp::now(),
+                session: id.clone(),
+                epoch,
+                slot,
+                baseline,
+            },
+        )?;
+        Ok(session)
+    }
+
+    fn near_full(&self, id: &SessionId) -> bool {
+        let used = lock(&self.used).get(id).map_or(0, |u| u.filled);
+        let Some(props) = *lock(&self.props) else {
+            return false;
+        };
+        used * 100 >= props.n_ctx * u64::from(self.config.r#loop.compact_percent)
+    }
+
+    /// Ends the epoch with a summary the model writes, and starts the next from it. The
+    /// session id stays, so brokerd's taint and untrusted flag carry over unchanged.
+    fn compact(
+        &self,
+        mut session: Session,
+        emit: &mut dyn FnMut(ChatEvent),
+    ) -> Result<Session, TurnError> {
+        let mut messages =
+            llm::messages(&self.system(session.summary.as_deref()), &session.records);
+        messages.push(json!({"role": "user", "content": SUMMARY_PROMPT}));
+        let body = json!({
+            "messages": messages,
+            "stream": true,
+            "id_slot": session.slot().unwrap_or(0),
+            "cache_prompt": true,
+        });
+        let summary = match llm::complete(&self.infer_sock(), self.timeout(), &body, |_| {}) {
+            Ok(c) => c.content.unwrap_or_default(),
+            // Without a summary the epoch goes on; the next turn tries again.
+            Err(_) => return Ok(session),
+        };
+        let next = Epoch(session.epoch.0 + 1);
+        self.append(
+            &mut session,
+            LogRecord::EpochEnd {
+                time: Timestamp::now(),
+                next,
+                summary: summary.clone(),
+            },
+        )?;
+        lock(&self.used).remove(&session.id);
+        emit(ChatEvent::Compacted { next });
+        self.start_epoch(&session.id, next, Some(summary), session.last_call)
+    }
+
+    fn run(
+        &self,
+        mut session: Session,
+        emit: &mut dyn FnMut(ChatEvent),
+    ) -> Result<ChatReply, TurnError> {
+        let cap = self.config.r#loop.max_tool_calls;
+        let slot = session.slot().unwrap_or(0);
+        let mut calls = 0u32;
+        loop {
+            // What the previous answer of this session made cacheable (its whole prompt).
+            let cacheable = lock(&self.used).get(&session.id).map(|u| u.cacheable);
+            let body = json!({
+                "messages": llm::messages(&self.system(session.summary.as_deref()), &session.records),
+                "tools": tools::definitions(),
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "id_slot": slot,
+                "cache_prompt": true,
+            });
+            let completion =
+                llm::complete(&self.infer_sock(), self.timeout(), &body, |d| match d {
+                    Delta::Text(t) => emit(ChatEvent::Text {
+                        delta: t.to_owned(),
+                    }),
+                    Delta::Reasoning(t) => emit(ChatEvent::Reasoning {
+                        delta: t.to_owned(),
+                    }),
+                });
+            let completion = match completion {
+                Ok(c) => c,
+                Err(e) => {
+                    return Ok(ChatReply {
+                        session: session.id,
+                        text: String::new(),
+                        end: TurnEnd::ModelError {
+                            detail: e.to_string(),
+                        },
+                    });
+                }
+            };
+            if let Some(t) = completion.timings {
+                if let Some(expected) = cacheable
+                    && t.cache_n < expected
+                {
+                    self.append(
+                        &mut session,
+                        LogRecord::CacheLoss {
+                            time: Timestamp::now(),
+                            expected,
+                            got: t.cache_n,
+                        },
+                    )?;
+                }
+                lock(&self.used).insert(
+                    session.id.clone(),
+                    Usage {
+                        filled: t.cache_n + t.prompt_n + t.predicted_n,
+                        cacheable: t.cache_n + t.prompt_n,
+                    },
+                );
+            }
+            self.append(
+                &mut session,
+                LogRecord::Assistant {
+                    time: Timestamp::now(),
+                    content: completion.content.clone(),
+                    reasoning_content: completion.reasoning.clone(),
+                    tool_calls: completion.tool_calls.clone(),
+                },
+            )?;
+            if completion.tool_calls.is_empty() {
+                return Ok(ChatReply {
+                    session: session.id,
+                    text: completion.content.unwrap_or_default(),
+                    end: TurnEnd::Answered,
+                });
+            }
+            for tc in &completion.tool_calls {
+                session.last_call += 1;
+                let call = CallId(session.last_call);
+                calls += 1;
+                let response = if calls > cap {
+                    ToolResponse::Failed {
+                        message: format!(
+                            "not run: the limit of {cap} tool calls per turn was reached"
+                        ),
+                    }
+                } else {
+                    emit(ChatEvent::ToolCall {
+                        call,
+                        tool: tc.name.clone(),
+                        arguments: tc.arguments.clone(),
+                    });
+                    broker::call(
+                        &self.broker_sock(),
+                        &session.id,
+                        call,
+                        &tc.name,
+                        &tc.arguments,
+                        |p| {
+                            emit(ChatEvent::ToolResponse { call, response: p });
+                        },
+                    )
+                };
+                let (content, class, untrusted, truncated) = for_model(&response);
+                self.append(
+                    &mut session,
+                    LogRecord::ToolResult {
+                        time: Timestamp::now(),
+                        call,
+                        tool_call_id: tc.id.clone(),
+                        content,
+                        class,
+                        untrusted,
+                        truncated,
+                    },
+                )?;
+                emit(ChatEvent::ToolResponse { call, response });
+            }
+            if calls >= cap {
+                return Ok(ChatReply {
+                    session: session.id,
+                    text: String::new(),
+                    end: TurnEnd::ToolCap { calls: cap },
+                });
+            }
+        }
+    }
+}
+
+/// What the model reads of a tool's answer, and the labels brokerd gave it (loopd keeps
+/// them for the owner's eyes only; brokerd holds the session's real taint).
+fn for_model(r: &ToolResponse) -> (String, DataClass, bool, bool) {
+    match r {
+        ToolResponse::Result {
+            content,
+            class,
+            untrusted,
+            truncated,
+        } => (content.clone(), *class, *untrusted, *truncated),
+        ToolResponse::Denied { reason, detail } => {
+            let reason = serde_json::to_string(reason).unwrap_or_default();
+            let detail = detail
+                .as_deref()
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default();
+            (
+                format!(
+                    "denied by the owner's policy ({}){detail}",
+                    reason.trim_matches('"')
+                ),
+                DataClass::Private,
+                false,
+                false,
+            )
+        }
+        ToolResponse::Failed { message } => (
+            format!("the tool failed: {message}"),
+            DataClass::Private,
+            true,
+            false,
+        ),
+        ToolResponse::PendingApproval { .. } => {
+            ("no answer".into(), DataClass::Private, false, false)
+        }
+    }
+}
+
+/// A session's server slot: stable for the session, spread over the slots.
+fn slot_of(id: &SessionId, slots: u32) -> u32 {
+    let h = Sha256::digest(id.as_str().as_bytes());
+    let n = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+    n % slots.max(1)
+}
