@@ -312,3 +312,86 @@ fn merge_call(calls: &mut Vec<ToolCall>, d: CallDelta) -> Result<(), LlmError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::{CallId, DataClass, Timestamp};
+
+    fn t() -> Timestamp {
+        Timestamp::from_millis(0).expect("time")
+    }
+
+    #[test]
+    fn assistant_turns_are_replayed_exactly_as_returned() {
+        let call = ToolCall {
+            id: "xffiZ".into(),
+            name: "read_file".into(),
+            arguments: "{\"path\": \"/n\"}".into(),
+        };
+        let records = vec![
+            LogRecord::User {
+                time: t(),
+                content: "hi".into(),
+            },
+            LogRecord::Assistant {
+                time: t(),
+                content: None,
+                reasoning_content: Some("think".into()),
+                tool_calls: vec![call],
+            },
+            LogRecord::ToolResult {
+                time: t(),
+                call: CallId(1),
+                tool_call_id: "xffiZ".into(),
+                content: "note".into(),
+                class: DataClass::Private,
+                untrusted: false,
+                truncated: false,
+            },
+            LogRecord::CacheLoss {
+                time: t(),
+                expected: 1,
+                got: 0,
+            },
+        ];
+        let m = messages("sys", &records);
+        assert_eq!(
+            m.len(),
+            4,
+            "system, user, assistant, tool; CacheLoss is not a message"
+        );
+        assert_eq!(m[2]["content"], Value::Null);
+        assert_eq!(m[2]["reasoning_content"], "think");
+        // The arguments text goes back byte for byte, spaces included.
+        assert_eq!(
+            m[2]["tool_calls"][0]["function"]["arguments"],
+            "{\"path\": \"/n\"}"
+        );
+        assert_eq!(m[3]["tool_call_id"], "xffiZ");
+    }
+
+    #[test]
+    fn tool_call_fragments_join_per_index() {
+        let mut calls = Vec::new();
+        let d = |index, id: Option<&str>, name: Option<&str>, args: &str| CallDelta {
+            index,
+            id: id.map(str::to_owned),
+            function: Some(FnDelta {
+                name: name.map(str::to_owned),
+                arguments: Some(args.to_owned()),
+            }),
+        };
+        for delta in [
+            d(0, Some("a"), Some("read_file"), "{"),
+            d(0, None, None, "\"path\":"),
+            d(1, Some("b"), Some("list_dir"), "{}"),
+            d(0, None, None, "\"/x\"}"),
+        ] {
+            merge_call(&mut calls, delta).expect("in order");
+        }
+        assert_eq!(calls[0].arguments, "{\"path\":\"/x\"}");
+        assert_eq!(calls[1].name, "list_dir");
+        assert!(merge_call(&mut calls, d(5, None, None, "")).is_err());
+    }
+}
