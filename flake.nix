@@ -15,9 +15,26 @@
       boxmaker = pkgs.callPackage ./nix/package.nix { };
     in
     {
+      # One derivation holds every binary; the per-binary names are the same package,
+      # so `nix run .#bxctl` and friends work without building anything twice.
       packages.${system} = {
         inherit boxmaker;
         default = boxmaker;
+      }
+      // pkgs.lib.genAttrs [
+        "brokerd"
+        "loopd"
+        "inferproxy"
+        "bxctl"
+        "boxmaker-tool"
+        "fake-llama-server"
+      ] (name: boxmaker // { meta = boxmaker.meta // { mainProgram = name; }; });
+
+      # The package option defaults to this flake's package (nix/package.nix with the
+      # user's nixpkgs), so importing the module is all a host needs.
+      nixosModules = {
+        boxmaker = ./nix/module.nix;
+        default = self.nixosModules.boxmaker;
       };
 
       checks.${system} = import ./nix/checks.nix { inherit pkgs self; };

@@ -42,10 +42,9 @@ let
     )
   );
 
-  # Modules every VM node imports on top of what its scenario declares. The
-  # boxmaker NixOS module belongs here (self.nixosModules.default) once
-  # nix/module.nix exists; it is not referenced before it is real.
-  nodeModules = [ ];
+  # Modules every VM node imports on top of what its scenario declares: the
+  # module exactly as the flake exports it, so the tests deploy what users import.
+  nodeModules = [ self.nixosModules.default ];
 
   # One scenario per file, module-shaped: `{ name, nodes, testScript, ... }`.
   vmTest =

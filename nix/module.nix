@@ -1,0 +1,278 @@
+# services.boxmaker: the NixOS module. The units themselves come from the builtins-only
+# core in nix/units.nix (BRIEF decision 2); this file adds what needs nixpkgs: options,
+# the config and grant files checked at build time by the binaries themselves, assertions,
+# and the system settings brokerd's transient units rely on (BRIEF decision 1).
+{
+  config,
+  lib,
+  pkgs,
+  ...
+}:
+let
+  inherit (lib)
+    any
+    attrValues
+    concatStrings
+    filterAttrs
+    hasPrefix
+    literalExpression
+    mapAttrs
+    mapAttrsToList
+    mkDefault
+    mkEnableOption
+    mkIf
+    mkOption
+    types
+    ;
+
+  cfg = config.services.boxmaker;
+  toml = pkgs.formats.toml { };
+  bin = "${cfg.package}/bin";
+
+  core = import ./units.nix {
+    package = "${cfg.package}";
+    inherit (cfg) adminGroup chatGroup settings;
+    secrets = mapAttrs (_: s: s.file) cfg.secrets;
+    fakeLlama =
+      if cfg.fakeLlama.enable then
+        {
+          script = "${cfg.fakeLlama.script}";
+          inherit (cfg.fakeLlama) listen;
+        }
+      else
+        null;
+  };
+
+  # The grants as files, checked by brokerd's own loader (`bxctl grants check`): a grant
+  # that brokerd would refuse fails `nixos-rebuild`, not the running system.
+  grantsDir = pkgs.runCommand "boxmaker-grants" { } ''
+    mkdir "$out"
+    ${concatStrings (
+      mapAttrsToList (id: grant: ''
+        cp ${toml.generate "${id}.toml" grant} "$out"/${lib.escapeShellArg "${id}.toml"}
+      '') cfg.grants
+    )}
+    ${bin}/bxctl grants check "$out"
+  '';
+
+  configFile = toml.generate "boxmaker-config.toml" core.config;
+
+  # attic's checkedConfigFile pattern: every role parses the file it will read at build time.
+  # brokerd also loads the grants the file names, so the check reads a copy that points at
+  # the built grants directory (the deployed file names /etc/boxmaker/grants).
+  checkedConfig =
+    pkgs.runCommand "boxmaker-config.toml"
+      {
+        checkCopy = toml.generate "boxmaker-config-check.toml" (core.config // { grants = "${grantsDir}"; });
+      }
+      ''
+        ${bin}/brokerd --check-config --config "$checkCopy"
+        ${bin}/loopd --check-config --config "$checkCopy"
+        ${bin}/inferproxy --check-config --config "$checkCopy"
+        cp ${configFile} "$out"
+      '';
+
+  inStore = file: hasPrefix "${builtins.storeDir}/" (toString file);
+  grantsWithHosts = filterAttrs (_: g: (g.constraints.hosts or [ ]) != [ ]) cfg.grants;
+  missingSecrets = lib.concatLists (
+    mapAttrsToList (
+      id: g: lib.optional (g ? secret && !(cfg.secrets ? ${g.secret})) "${id} (secret ${g.secret})"
+    ) cfg.grants
+  );
+
+  # The core's sections onto NixOS's unit options; Description and WantedBy have their own.
+  service = u: {
+    description = u.unit.Description;
+    unitConfig = removeAttrs u.unit [ "Description" ];
+    serviceConfig = u.service;
+    wantedBy = u.install.WantedBy or [ ];
+    # A new config restarts the roles; their sockets stay, so no connection is refused.
+    restartTriggers = [ checkedConfig ];
+  };
+in
+{
+  options.services.boxmaker = {
+    enable = mkEnableOption "boxmaker, the personal AI agent appliance (brokerd, loopd, inferproxy)";
+
+    package = mkOption {
+      type = types.package;
+      default = pkgs.callPackage ./package.nix { };
+      defaultText = literalExpression "pkgs.callPackage ./nix/package.nix { }";
+      example = literalExpression "inputs.boxmaker.packages.x86_64-linux.default";
+      description = "The boxmaker workspace package; every role binary and bxctl come from its `bin/`.";
+    };
+
+    settings = mkOption {
+      type = toml.type;
+      default = { };
+      example = literalExpression ''
+        {
+          broker.approval_ttl = "15m";
+          broker.consult = { url = "https://api.example.com/v1"; model = "big-model"; };
+          loop.max_tool_calls = 12;
+        }
+      '';
+      description = ''
+        Freeform content of /etc/boxmaker/config.toml, merged over what the module sets
+        (home, sockets, peers, the systemd tool runner, `infer.upstream`). Unknown keys
+        fail the build: brokerd, loopd and inferproxy run `--check-config` on the file.
+      '';
+    };
+
+    grants = mkOption {
+      type = types.attrsOf toml.type;
+      default = { };
+      example = literalExpression ''
+        {
+          notes-read = {
+            tool = "read_file";
+            mode = "auto";
+            max_taint = "secret";
+            result_class = "private";
+            untrusted = false;
+            constraints.paths = [ "/home/owner/notes" ];
+          };
+          web-ask = {
+            tool = "http_fetch";
+            mode = "ask";
+            max_taint = "private";
+            result_class = "public";
+            constraints.hosts = [ "en.wikipedia.org" ];
+          };
+        }
+      '';
+      description = ''
+        Grants, each written as /etc/boxmaker/grants/<id>.toml in the format of
+        docs/grants.md and checked at build time with `bxctl grants check`. A change
+        reloads brokerd (SIGHUP), which keeps its old grants if the new ones are refused.
+      '';
+    };
+
+    secrets = mkOption {
+      type = types.attrsOf (
+        types.submodule {
+          options.file = mkOption {
+            type = types.str;
+            example = "/run/agenix/consult-key";
+            description = ''
+              An absolute path outside the Nix store (the store is world-readable), for
+              example one managed by agenix or sops-nix. systemd copies it into brokerd's
+              credentials directory (LoadCredential=); brokerd hands it to a tool unit only
+              when a grant names it.
+            '';
+          };
+        }
+      );
+      default = { };
+      example = literalExpression ''{ consult-key.file = "/run/agenix/consult-key"; }'';
+      description = "Secrets a grant may name (`secret = \"<name>\"`), given to brokerd as credentials.";
+    };
+
+    llamaUrl = mkOption {
+      type = types.str;
+      default = if cfg.fakeLlama.enable then "http://${cfg.fakeLlama.listen}" else "http://127.0.0.1:8080";
+      defaultText = literalExpression ''"http://127.0.0.1:8080" (the fake's address when fakeLlama.enable)'';
+      example = "http://127.0.0.1:8081";
+      description = "llama-server's URL, loopback only (`settings.infer.upstream`).";
+    };
+
+    fakeLlama = {
+      enable = mkEnableOption "the scripted fake llama-server instead of a real one (for tests only)";
+      script = mkOption {
+        type = types.path;
+        default = pkgs.writeText "fake-llama-script.toml" ''
+          [default]
+          text = "I am boxmaker's fake model."
+        '';
+        defaultText = literalExpression "a script whose every answer is a fixed text";
+        example = literalExpression "./fake-script.toml";
+        description = "The fake's script (TOML, `[[rule]]` entries; see crates/fake-llama-server/src/lib.rs).";
+      };
+      listen = mkOption {
+        type = types.str;
+        default = "127.0.0.1:8080";
+        example = "127.0.0.1:18080";
+        description = "Loopback address the fake listens on.";
+      };
+    };
+
+    adminGroup = mkOption {
+      type = types.str;
+      default = "boxmaker-admin";
+      example = "wheel";
+      description = ''
+        The owner's group for bxctl's admin side (approvals, audit queries, grants): it
+        owns /run/boxmaker/admin-broker and is `peers.admin`. Add the owner's user to it.
+      '';
+    };
+
+    chatGroup = mkOption {
+      type = types.str;
+      default = "boxmaker-chat";
+      example = "users";
+      description = "The owner's group for `bxctl chat` (/run/boxmaker/chat-loop, `peers.chat`).";
+    };
+  };
+
+  config = mkIf cfg.enable {
+    assertions = [
+      {
+        assertion = !(any (s: inStore s.file) (attrValues cfg.secrets));
+        message =
+          "services.boxmaker.secrets.{${
+            lib.concatStringsSep "," (lib.attrNames (filterAttrs (_: s: inStore s.file) cfg.secrets))
+          }}.file point into the Nix store, which every user can read. Keep each secret outside"
+          + " the store and give its path as a string: file = \"/run/agenix/consult-key\""
+          + " (agenix, sops-nix) or \"/var/lib/boxmaker-secrets/consult-key\", never ./consult-key.";
+      }
+      {
+        assertion = lib.all (s: hasPrefix "/" s.file) (attrValues cfg.secrets);
+        message = "services.boxmaker.secrets.<name>.file must be an absolute path.";
+      }
+      {
+        assertion = missingSecrets == [ ];
+        message =
+          "services.boxmaker.grants name secrets that services.boxmaker.secrets does not define: "
+          + "${lib.concatStringsSep ", " missingSecrets}. Add services.boxmaker.secrets.<name>.file.";
+      }
+      {
+        assertion = grantsWithHosts == { } || config.services.resolved.enable;
+        message =
+          "services.boxmaker.grants ${lib.concatStringsSep ", " (lib.attrNames grantsWithHosts)}"
+          + " name hosts, which brokerd resolves without network access through"
+          + " systemd-resolved's Unix socket. Set services.resolved.enable = true.";
+      }
+    ];
+
+    # BRIEF decision 1: a DynamicUser service reaches systemd over the bus only through
+    # dbus-broker (systemd#22737), and polkit (off by default) carries the rule below.
+    services.dbus.implementation = "broker";
+    security.polkit.enable = true;
+    security.polkit.extraConfig = core.polkitRules;
+
+    services.boxmaker.settings.infer.upstream = mkDefault cfg.llamaUrl;
+
+    environment.etc."boxmaker/config.toml".source = checkedConfig;
+    environment.etc."boxmaker/grants".source = grantsDir;
+    # bxctl for the owner; it reads /etc/boxmaker/config.toml by default.
+    environment.systemPackages = [ cfg.package ];
+
+    users.groups = lib.genAttrs core.groups (_: { });
+
+    systemd.tmpfiles.rules = core.tmpfiles;
+
+    systemd.sockets = mapAttrs (_: u: {
+      description = u.unit.Description;
+      socketConfig = u.socket;
+      wantedBy = u.install.WantedBy;
+    }) core.sockets;
+
+    systemd.services = mapAttrs (_: service) core.services // {
+      boxmaker-brokerd = service core.services.boxmaker-brokerd // {
+        # systemd-run for the tool units.
+        path = [ config.systemd.package ];
+        reloadTriggers = [ grantsDir ];
+      };
+    };
+  };
+}

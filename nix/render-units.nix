@@ -1,0 +1,89 @@
+# The unit core (nix/units.nix) rendered to files, builtins only: what the container tests
+# install on a systemd that is not NixOS, and what tests/units/check.sh scores.
+#
+#   nix-instantiate --eval --strict --json nix/render-units.nix --arg package '"/opt/boxmaker"'
+#
+# prints one JSON object, file name -> text: every .service and .socket unit,
+# `tmpfiles.conf`, `sysusers.conf` (the static groups, which NixOS makes with users.groups),
+# `polkit.rules` and `config.toml`. Every argument of nix/units.nix may be passed.
+{ ... }@args:
+let
+  inherit (builtins)
+    attrNames
+    concatMap
+    concatStringsSep
+    filter
+    isAttrs
+    isBool
+    isInt
+    isList
+    isString
+    length
+    listToAttrs
+    map
+    replaceStrings
+    toJSON
+    ;
+
+  core = import ./units.nix args;
+
+  # One `Key=value` line per value; a list repeats the key in order.
+  value = v: if isBool v then (if v then "yes" else "no") else toString v;
+  lines = attrs: concatMap (k: map (v: "${k}=${value v}") (if isList attrs.${k} then attrs.${k} else [ attrs.${k} ])) (attrNames attrs);
+  section = name: attrs: if attrs == { } then [ ] else [ "[${name}]" ] ++ lines attrs ++ [ "" ];
+
+  unitFile =
+    kind: u:
+    concatStringsSep "\n" (
+      [ "# Generated from nix/units.nix by nix/render-units.nix; edit the Nix, not this file." ]
+      ++ section "Unit" (u.unit or { })
+      ++ section kind (u.${if kind == "Service" then "service" else "socket"})
+      ++ section "Install" (u.install or { })
+    );
+
+  files = kind: suffix: set: map (name: { name = "${name}.${suffix}"; value = unitFile kind set.${name}; }) (attrNames set);
+
+  # TOML for config.toml, enough for its shapes: strings, integers, booleans, lists of
+  # those, and tables (written as [a.b] sections after the table's own keys).
+  tomlString = s: toJSON s; # JSON string escapes are valid TOML basic-string escapes
+  tomlValue =
+    v:
+    if isString v then tomlString v
+    else if isBool v then (if v then "true" else "false")
+    else if isInt v then toString v
+    else if isList v then "[" + concatStringsSep ", " (map tomlValue v) + "]"
+    else throw "config.toml: cannot write ${builtins.typeOf v} values";
+  toml =
+    prefix: attrs:
+    let
+      keys = attrNames attrs;
+      plain = filter (k: !isAttrs attrs.${k}) keys;
+      tables = filter (k: isAttrs attrs.${k}) keys;
+      own = map (k: "${k} = ${tomlValue attrs.${k}}") plain;
+      header = if prefix == "" || (plain == [ ] && tables != [ ]) then [ ] else [ "[${prefix}]" ];
+      sub = k: toml (if prefix == "" then k else "${prefix}.${k}") attrs.${k};
+    in
+    concatStringsSep "\n" (header ++ own ++ [ "" ] ++ map sub tables);
+in
+listToAttrs (
+  files "Service" "service" core.services
+  ++ files "Socket" "socket" core.sockets
+  ++ [
+    {
+      name = "tmpfiles.conf";
+      value = concatStringsSep "\n" ([ "# boxmaker's runtime directories (nix/units.nix)." ] ++ core.tmpfiles) + "\n";
+    }
+    {
+      name = "sysusers.conf";
+      value = concatStringsSep "\n" ([ "# boxmaker's static groups (nix/units.nix); the roles' users are DynamicUser." ] ++ map (g: "g ${g} -") core.groups) + "\n";
+    }
+    {
+      name = "polkit.rules";
+      value = core.polkitRules;
+    }
+    {
+      name = "config.toml";
+      value = "# Generated from nix/units.nix; the roles' shared configuration.\n" + toml "" core.config;
+    }
+  ]
+)

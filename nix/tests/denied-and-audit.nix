@@ -1,0 +1,32 @@
+# (c) A tool call no grant covers is denied, the model is told so, and the audit chain
+# that records it verifies; a tampered copy of the chain does not.
+{
+  nodes.machine.imports = [ ./lib/node.nix ];
+
+  testScript = ''
+    machine.wait_for_unit("boxmaker-loopd.socket")
+    machine.wait_for_unit("boxmaker-fake-llama-server.service")
+    machine.wait_for_open_port(8080)
+
+    with subtest("read_file on /etc/passwd is denied"):
+        out = machine.succeed("runuser -u owner -- bxctl chat -m 'show me /etc/passwd'")
+        print(out)
+        assert "denied" in out, out
+        assert "I am not allowed to do that." in out, out
+        assert "root:" not in out, out
+
+    with subtest("the denial is audited and the chain verifies"):
+        machine.succeed("bxctl audit show | grep -q DENIED")
+        machine.succeed("bxctl audit verify | grep -q 'audit chain good'")
+
+    with subtest("a changed record breaks the chain"):
+        machine.succeed("cp -r /var/lib/private/boxmaker/audit /root/audit-copy")
+        # Control: the untouched copy verifies, so the failure below is the change's.
+        machine.succeed("bxctl audit verify --dir /root/audit-copy | grep -q 'audit chain good'")
+        machine.succeed("sed -i '0,/passwd/s//passwq/' /root/audit-copy/*.jsonl")
+        machine.fail("bxctl audit verify --dir /root/audit-copy")
+
+    with subtest("the audit log is brokerd's alone"):
+        machine.fail("runuser -u owner -- ls /var/lib/private/boxmaker/audit")
+  '';
+}

@@ -1,0 +1,371 @@
+# The unit core: every systemd unit, group, directory and polkit rule boxmaker needs, as
+# plain data. BRIEF decision 2: builtins only (no nixpkgs, no lib), so a bare
+# `nix-instantiate` (Debian's nix 2.8) can evaluate it. The NixOS module (nix/module.nix)
+# maps it onto systemd.services/sockets, users.groups, tmpfiles and polkit;
+# nix/render-units.nix renders the same data to unit files for the container tests. What
+# is tested there is therefore what NixOS deploys.
+#
+# Values follow NixOS's serviceConfig conventions: a list is one line per element (order
+# kept), `true`/`false` are yes/no, "" is an empty assignment (which resets a setting).
+{
+  # The workspace package: $package/bin holds every role binary.
+  package ? "/nix/store/00000000000000000000000000000000-boxmaker",
+  # StateDirectory= prefix under /var/lib; each role gets its own subdirectory.
+  stateDir ? "boxmaker",
+  # /run/<runName> holds the socket directories and the tool units' empty root.
+  runName ? "boxmaker",
+  configFile ? "/etc/boxmaker/config.toml",
+  # The owner's groups: who may use bxctl's admin side (approvals) and who may chat.
+  adminGroup ? "boxmaker-admin",
+  chatGroup ? "boxmaker-chat",
+  # Credentials for brokerd, name -> file outside the store (BRIEF decision 3).
+  secrets ? { },
+  # The fake llama-server for tests: null, or { script = PATH; listen = "127.0.0.1:8080"; }.
+  fakeLlama ? null,
+  # Freeform config.toml content, merged over the defaults below (see config.rs).
+  settings ? { },
+}:
+let
+  inherit (builtins)
+    attrNames
+    concatStringsSep
+    filter
+    isAttrs
+    listToAttrs
+    map
+    substring
+    ;
+
+  # lib.recursiveUpdate, rewritten: nested tables merge, anything else is replaced.
+  merge =
+    a: b:
+    a
+    // listToAttrs (
+      map (name: {
+        inherit name;
+        value = if isAttrs (a.${name} or null) && isAttrs b.${name} then merge a.${name} b.${name} else b.${name};
+      }) (attrNames b)
+    );
+
+  runDir = "/run/${runName}";
+
+  onNix = substring 0 11 package == "/nix/store/";
+
+  # Under DynamicUser, /var/lib/${stateDir}/audit is a symlink into /var/lib/private/, and
+  # brokerd opens its audit directory with O_NOFOLLOW (a symlink there is refused). Inside
+  # each role's namespace /var/lib/private is a tmpfs holding only that role's own
+  # directories, bind-mounted at their real paths, so `home` names the real path.
+  home = "/var/lib/private/${stateDir}";
+
+  defaults = {
+    inherit home;
+    grants = "/etc/boxmaker/grants";
+    sockets = {
+      loop_broker = "${runDir}/loop-broker";
+      admin_broker = "${runDir}/admin-broker";
+      loop_infer = "${runDir}/loop-infer";
+      chat_loop = "${runDir}/chat-loop";
+    };
+    peers = {
+      loopd.user = "boxmaker-loopd";
+      admin.group = adminGroup;
+      chat.group = chatGroup;
+    };
+    broker = {
+      runner = "systemd";
+      tool = "${package}/bin/boxmaker-tool";
+      sandbox_root = "${runDir}/tool-root";
+      # What every tool needs inside its empty root: on NixOS the store (the tool and its
+      # libraries); elsewhere (the Debian container tests) /usr and the loader's paths.
+      sandbox_binds = if onNix then [ "/nix/store" ] else [ "/usr" "-/lib" "-/lib64" package ];
+    };
+    infer.upstream = "http://127.0.0.1:8080";
+  };
+
+  config = merge defaults settings;
+  s = config.sockets;
+
+  # One group per pair directory that two boxmaker roles share; the owner's sides use the
+  # owner's groups. Only the connecting role is a member: the listener gets its socket from
+  # systemd and never needs to enter the directory.
+  loopBrokerGroup = "boxmaker-loop-broker";
+  loopInferGroup = "boxmaker-loop-infer";
+  socketDirs = [
+    { path = s.loop_broker; group = loopBrokerGroup; }
+    { path = s.admin_broker; group = adminGroup; }
+    { path = s.loop_infer; group = loopInferGroup; }
+    { path = s.chat_loop; group = chatGroup; }
+  ];
+
+  # Programs may run only from the package and the system's binaries: a role that is made
+  # to write a file into its state directory cannot execute it.
+  execPaths = if onNix then [ "/nix/store" ] else [ "/usr" "-/bin" "-/lib" "-/lib64" package ];
+
+  # The one hardening block every role starts from. A role that needs more says so below,
+  # with the reason, by overriding a key; nothing else differs between roles.
+  hardening = {
+    # A fresh uid per start, no files owned elsewhere, RemoveIPC, ProtectSystem=strict,
+    # PrivateTmp. Names are prefixed: a DynamicUser named like a static user runs as it.
+    DynamicUser = true;
+    ProtectSystem = "strict";
+    ProtectHome = true;
+    PrivateTmp = true;
+    PrivateDevices = true;
+    DevicePolicy = "closed";
+    PrivateMounts = true;
+    PrivateIPC = true;
+    UMask = "0077";
+    NoExecPaths = [ "/" ];
+    ExecPaths = execPaths;
+    # The system bus is brokerd's alone (to start tool units); no other role has any
+    # business with D-Bus or systemd's own sockets.
+    InaccessiblePaths = [ "-/run/dbus" "-/run/systemd/private" ];
+    ProtectProc = "invisible";
+    ProcSubset = "pid";
+    ProtectKernelTunables = true;
+    ProtectKernelModules = true;
+    ProtectKernelLogs = true;
+    ProtectControlGroups = true;
+    ProtectClock = true;
+    ProtectHostname = true;
+    KeyringMode = "private";
+    RestrictNamespaces = true;
+    RestrictRealtime = true;
+    RestrictSUIDSGID = true;
+    LockPersonality = true;
+    # Plain Rust, no JIT.
+    MemoryDenyWriteExecute = true;
+    NoNewPrivileges = true;
+    CapabilityBoundingSet = "";
+    AmbientCapabilities = "";
+    SystemCallArchitectures = "native";
+    SystemCallFilter = [ "@system-service" "~@privileged @resources" ];
+    SystemCallErrorNumber = "EPERM";
+    # AF_UNIX only: sd_notify and the pair sockets are Unix sockets. No IP at all, and no
+    # listening socket of its own: systemd binds every socket a role serves.
+    RestrictAddressFamilies = "AF_UNIX";
+    PrivateNetwork = true;
+    IPAddressDeny = "any";
+    SocketBindDeny = "any";
+    LimitCORE = "0";
+    # Not PrivateUsers=: inside a user namespace SO_PEERCRED reports every peer outside it
+    # as `nobody`, which would defeat the peer checks every role makes (daemon::peer), and
+    # the unmapped SupplementaryGroups could not be set.
+  };
+
+  # The common shape of a role's service: socket-activated, ready when it says so.
+  role =
+    {
+      name,
+      description,
+      sockets,
+      extra ? { },
+      unit ? { },
+    }:
+    {
+      unit = {
+        Description = description;
+        # Every socket the role takes by name must be there when it starts.
+        Requires = map (n: "${n}.socket") sockets;
+        After = map (n: "${n}.socket") sockets;
+      } // unit;
+      service =
+        hardening
+        // {
+          # READY=1 only once every listener serves (daemon::notify).
+          Type = "notify";
+          ExecStart = "${package}/bin/${name} --config ${configFile}";
+          User = "boxmaker-${name}";
+          Group = "boxmaker-${name}";
+          Sockets = map (n: "${n}.socket") sockets;
+          Restart = "on-failure";
+          RestartSec = "1s";
+        }
+        // extra;
+    };
+
+  socket =
+    {
+      service,
+      fdName,
+      dir,
+      file,
+    }:
+    {
+      unit.Description = "boxmaker ${service} socket ${fdName} (${dir.path})";
+      socket = {
+        ListenStream = "${dir.path}/${file}";
+        # The name the role asks daemon::listen for, so unit order never matters.
+        FileDescriptorName = fdName;
+        Service = "boxmaker-${service}.service";
+        SocketUser = "root";
+        SocketGroup = dir.group;
+        SocketMode = "0660";
+        # systemd creates a missing parent only as root 0755; tmpfiles makes it (sysinit,
+        # before sockets.target) with the pair's group.
+        DirectoryMode = "0750";
+        RemoveOnStop = true;
+      };
+      install.WantedBy = [ "sockets.target" ];
+    };
+
+  dirOf = path: builtins.head (filter (d: d.path == path) socketDirs);
+
+  credentials = map (name: "${name}:${secrets.${name}}") (attrNames secrets);
+in
+{
+  inherit config hardening socketDirs;
+
+  # Every static group the units name (DynamicUser makes the roles' own groups).
+  groups = [ loopBrokerGroup loopInferGroup adminGroup chatGroup ];
+
+  services = {
+    boxmaker-brokerd = role {
+      name = "brokerd";
+      description = "boxmaker policy point (brokerd)";
+      sockets = [ "boxmaker-brokerd-loop" "boxmaker-brokerd-admin" ];
+      extra = {
+        # Loosening: brokerd starts each tool run as a transient unit over the system bus
+        # (BRIEF decision 1), so it alone sees /run/dbus. Host names resolve through
+        # resolved's or nscd's AF_UNIX sockets, so PrivateNetwork stays on.
+        InaccessiblePaths = [ "-/run/systemd/private" ];
+        # Loosening: its audit chain and the sessions' taint, the only files it writes.
+        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" ];
+        StateDirectoryMode = "0700";
+        # The secrets the grants may hand to tool units (BRIEF decision 3); a tool unit's
+        # LoadCredential= reads them from brokerd's credentials directory.
+        LoadCredential = credentials;
+        # SIGHUP loads the grants into a new snapshot; a bad one is refused, the old kept.
+        ExecReload = "/bin/sh -c \"kill -HUP \${MAINPID}\"";
+        # Pinged while the audit writer answers.
+        WatchdogSec = "30s";
+        # Requests in flight finish their audit writes (brokerd drains for 20 s).
+        TimeoutStopSec = "30s";
+      };
+    };
+
+    boxmaker-loopd = role {
+      name = "loopd";
+      description = "boxmaker agent loop (loopd)";
+      sockets = [ "boxmaker-loopd" ];
+      unit = {
+        # It talks to both on first use; both are socket-activated.
+        Wants = [ "boxmaker-brokerd-loop.socket" "boxmaker-inferproxy.socket" ];
+        After = [ "boxmaker-loopd.socket" "boxmaker-brokerd-loop.socket" "boxmaker-inferproxy.socket" ];
+      };
+      extra = {
+        # No loosening: its two peers are in pair directories it enters by group.
+        SupplementaryGroups = [ loopBrokerGroup loopInferGroup ];
+        # Its sessions and the owner's core memory.
+        StateDirectory = [ "${stateDir}/sessions" "${stateDir}/memory" ];
+        StateDirectoryMode = "0700";
+        # No WatchdogSec=: loopd does not ping the watchdog yet (issue 5 item 1).
+        TimeoutStopSec = "20s";
+      };
+    };
+
+    boxmaker-inferproxy = role {
+      name = "inferproxy";
+      description = "boxmaker llama-server proxy (inferproxy)";
+      sockets = [ "boxmaker-inferproxy" ];
+      extra = {
+        # Loosening: llama-server listens on host loopback TCP, so the host's network
+        # namespace with IP sockets, and the kernel's filter admits loopback only.
+        PrivateNetwork = false;
+        RestrictAddressFamilies = "AF_UNIX AF_INET AF_INET6";
+        IPAddressAllow = "localhost";
+        # Its only writable place; it keeps nothing.
+        RuntimeDirectory = "${runName}/inferproxy";
+        RuntimeDirectoryMode = "0700";
+        WatchdogSec = "30s";
+      };
+    };
+  }
+  // (
+    if fakeLlama == null then
+      { }
+    else
+      {
+        # Test peer only (fakeLlama.enable): a scripted llama-server on loopback.
+        boxmaker-fake-llama-server = {
+          unit.Description = "fake llama-server for boxmaker's tests";
+          service = hardening // {
+            Type = "simple";
+            ExecStart = "${package}/bin/fake-llama-server --listen ${fakeLlama.listen or "127.0.0.1:8080"} --script ${fakeLlama.script}";
+            User = "boxmaker-fake-llama";
+            Group = "boxmaker-fake-llama";
+            Restart = "on-failure";
+            # Loosening: it listens on loopback TCP, as llama-server does.
+            PrivateNetwork = false;
+            RestrictAddressFamilies = "AF_UNIX AF_INET AF_INET6";
+            IPAddressAllow = "localhost";
+            SocketBindDeny = "";
+          };
+          install.WantedBy = [ "multi-user.target" ];
+        };
+      }
+  );
+
+  sockets = {
+    boxmaker-brokerd-loop = socket {
+      service = "brokerd";
+      fdName = "loop";
+      dir = dirOf s.loop_broker;
+      file = "broker.sock";
+    };
+    boxmaker-brokerd-admin = socket {
+      service = "brokerd";
+      fdName = "admin";
+      dir = dirOf s.admin_broker;
+      file = "broker.sock";
+    };
+    boxmaker-inferproxy = socket {
+      service = "inferproxy";
+      fdName = "infer";
+      dir = dirOf s.loop_infer;
+      file = "infer.sock";
+    };
+    boxmaker-loopd = socket {
+      service = "loopd";
+      fdName = "chat";
+      dir = dirOf s.chat_loop;
+      file = "loop.sock";
+    };
+  };
+
+  # tmpfiles.d lines: the socket directories (root-owned, entered by the pair's group only)
+  # and the tool units' empty root, which PID 1 fills with mount points (so not /var/empty).
+  tmpfiles = [
+    "d ${runDir} 0755 root root -"
+    "d ${config.broker.sandbox_root} 0755 root root -"
+  ] ++ map (d: "d ${d.path} 0750 root ${d.group} -") socketDirs;
+
+  # polkit (BRIEF decision 1): only brokerd's user may manage units. systemd 257 and later
+  # pass the transient unit's name (`unit`) and the verb; then only boxmaker-tool-*.service
+  # units may be started, stopped or killed and anything else is refused. Older systemd
+  # (Debian bookworm's 252) passes no unit name for StartTransientUnit: the rule then can
+  # only admit manage-units as a whole, and brokerd's own check of the unit name
+  # (runner::systemd) is the only name check. polkit never sees a unit's properties.
+  polkitRules = ''
+    // boxmaker (nix/units.nix): brokerd starts one transient unit per tool call.
+    polkit.addRule(function(action, subject) {
+      if (action.id != "org.freedesktop.systemd1.manage-units" ||
+          subject.user != "boxmaker-brokerd") {
+        return polkit.Result.NOT_HANDLED;
+      }
+      var unit = action.lookup("unit");
+      var verb = action.lookup("verb");
+      if (verb && ["start", "stop", "kill"].indexOf(verb) < 0) {
+        return polkit.Result.NO;
+      }
+      if (!unit) {
+        // systemd < 257: the name of a transient unit is not passed.
+        return polkit.Result.YES;
+      }
+      if (/^boxmaker-tool-[a-z0-9-]+\.service$/.test(unit)) {
+        return polkit.Result.YES;
+      }
+      return polkit.Result.NO;
+    });
+  '';
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# tests/units/check.sh: the `units` gate step. Renders the builtins-only unit core
+# (nix/render-units.nix) with Debian's nix-instantiate, checks that every expected file is
+# there, and scores each role's service with `systemd-analyze security --offline`:
+#   roles without outbound network (brokerd, loopd)   at most 1.0
+#   roles with outbound network (inferproxy)          at most 2.0
+# Any stderr from systemd-analyze fails the step: it only warns (exit 0) on unknown keys
+# and bad values. Prints one line per role with its figure, for docs/nix.md.
+#
+# Usage: tests/units/check.sh [OUT_DIR]   (default: a temporary directory, removed after)
+# Needs: nix-instantiate, systemd-analyze (systemd >= 250 for --offline), python3.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+if [[ $# -gt 0 ]]; then
+    out=$1
+    mkdir -p "$out"
+else
+    out=$(mktemp -d)
+    trap 'rm -rf "$out"' EXIT
+fi
+
+# Role -> the most exposure it may have.
+declare -A limit=(
+    [boxmaker-brokerd]=1.0
+    [boxmaker-loopd]=1.0
+    [boxmaker-inferproxy]=2.0
+)
+expected=(
+    boxmaker-brokerd.service boxmaker-brokerd-loop.socket boxmaker-brokerd-admin.socket
+    boxmaker-loopd.service boxmaker-loopd.socket
+    boxmaker-inferproxy.service boxmaker-inferproxy.socket
+    boxmaker-fake-llama-server.service
+    tmpfiles.conf sysusers.conf polkit.rules config.toml
+)
+
+status=0
+
+# render DIR PACKAGE: every file of the core for this package path, written into DIR.
+# The fake llama-server and a secret are passed so that their parts render too.
+render() {
+    local dir=$1 package=$2
+    mkdir -p "$dir"
+    nix-instantiate --eval --strict --json nix/render-units.nix \
+        --arg package "\"$package\"" \
+        --arg fakeLlama '{ script = "/etc/boxmaker/fake-llama.toml"; }' \
+        --arg secrets '{ consult-key = "/etc/boxmaker/secrets/consult-key"; }' \
+        >"$dir/rendered.json"
+    python3 - "$dir" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+with open(os.path.join(out, "rendered.json")) as f:
+    files = json.load(f)
+for name, text in files.items():
+    if "/" in name or name.startswith("."):
+        sys.exit(f"render-units: bad file name {name!r}")
+    with open(os.path.join(out, name), "w") as f:
+        f.write(text)
+PY
+    local name
+    for name in "${expected[@]}"; do
+        if [[ ! -s $dir/$name ]]; then
+            echo "units: $name was not rendered" >&2
+            status=1
+        fi
+    done
+}
+
+# score DIR LABEL: systemd-analyze security on every role's service in DIR.
+score() {
+    local dir=$1 label=$2 role unit max threshold rc report figure
+    for role in boxmaker-brokerd boxmaker-loopd boxmaker-inferproxy; do
+        unit=$dir/$role.service
+        [[ -f $unit ]] || continue
+        max=${limit[$role]}
+        # --threshold is exposure x 10: exit 1 above it.
+        threshold=$(awk -v m="$max" 'BEGIN { printf "%d", m * 10 }')
+        rc=0
+        report=$(systemd-analyze security --offline=true --threshold="$threshold" "$unit" 2>"$dir/$role.stderr") || rc=$?
+        figure=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p' <<<"$report")
+        if [[ -s $dir/$role.stderr ]]; then
+            echo "units: systemd-analyze complained about $role.service ($label):" >&2
+            cat "$dir/$role.stderr" >&2
+            status=1
+        fi
+        if [[ $rc -ne 0 || -z $figure ]]; then
+            echo "units: $role.service ($label) exposure ${figure:-unknown} is above $max" >&2
+            grep -v '^ *✓' <<<"$report" >&2 || true
+            status=1
+        fi
+        printf '%-22s %-6s exposure %s (limit %s)\n' "$role" "$label" "${figure:-?}" "$max"
+    done
+}
+
+# /opt/boxmaker: what the container tests install on Debian; a store path: what NixOS
+# deploys (its ExecPaths= and the tools' binds differ, nothing else).
+render "$out/opt" /opt/boxmaker
+render "$out/nix" /nix/store/00000000000000000000000000000000-boxmaker
+score "$out/opt" debian
+score "$out/nix" nixos
+
+exit "$status"
