@@ -13,7 +13,7 @@ use crate::render::{common_prefix_tokens, render_body, render_prompt, token_coun
 use crate::request::ChatRequest;
 use crate::script::Answer;
 use crate::server::{State, send_error, send_json, unix_now};
-use crate::slots::SlotView;
+use crate::slots::{SlotGuard, SlotView};
 
 /// The line a `malformed_after` fault sends in place of one event.
 pub const MALFORMED_LINE: &[u8] =
@@ -104,7 +104,7 @@ pub fn handle(state: &State, body: &[u8], w: &mut TcpStream, keep: bool) -> io::
         model: settings.model.clone(),
         fingerprint: settings.build_info.clone(),
     };
-    let result = if request.stream {
+    if request.stream {
         let events = completion::stream_events(
             &meta,
             &reply,
@@ -112,17 +112,18 @@ pub fn handle(state: &State, body: &[u8], w: &mut TcpStream, keep: bool) -> io::
             request.include_usage,
             settings.chunk_chars,
         );
-        send_stream(w, &events, answer, keep)
+        send_stream(w, &events, answer, keep, slot)
     } else {
+        // Generation is over before the answer goes out: the slot is free for the next request
+        // the client sends as soon as it has read this one, as with the real server.
+        drop(slot);
         send_whole(
             w,
             &completion::completion(&meta, &reply, counts),
             answer,
             keep,
         )
-    };
-    drop(slot);
-    result
+    }
 }
 
 /// A non-streaming answer, with the scripted faults: `truncate_after` sends half the body
@@ -151,11 +152,13 @@ fn send_whole(w: &mut TcpStream, body: &Value, answer: &Answer, keep: bool) -> i
 
 /// A stream: one chunk per SSE event, `data: [DONE]` last, with the scripted delays and
 /// faults. `truncate_after = N` sends N events and closes without ending the chunked body.
+/// The slot is released when generation ends, before the chunk with `finish_reason` goes out.
 fn send_stream(
     w: &mut TcpStream,
     events: &[Value],
     answer: &Answer,
     keep: bool,
+    slot: SlotGuard<'_>,
 ) -> io::Result<bool> {
     http::write_stream_head(w, keep)?;
     let mut payloads: Vec<Vec<u8>> = events
@@ -163,7 +166,15 @@ fn send_stream(
         .map(|e| format!("data: {e}\n\n").into_bytes())
         .collect();
     payloads.push(b"data: [DONE]\n\n".to_vec());
+    let finish_at = events
+        .iter()
+        .position(|e| !e["choices"][0]["finish_reason"].is_null())
+        .unwrap_or(events.len());
+    let mut slot = Some(slot);
     for (sent, payload) in payloads.iter().enumerate() {
+        if sent == finish_at {
+            drop(slot.take());
+        }
         if answer.truncate_after == Some(sent) {
             return Ok(false);
         }

@@ -12,7 +12,7 @@
 //! - `GET /slots`, `POST /slots/N?action=erase`, `GET /v1/models`.
 //! - `POST /v1/chat/completions`: non-streaming and streaming (`"stream": true`, with or
 //!   without `stream_options.include_usage`), `id_slot` pinning, `cache_prompt`, `max_tokens`.
-//! - Test controls, not in llama-server: `GET /fake/requests` (every chat request received,
+//! - Test controls, not in llama-server: `GET /fake/requests` (the last 1000 chat requests,
 //!   with the rule that answered, the slot, `cache_n`, `prompt_n` and the rendered prompt) and
 //!   `POST /fake/loading` with `{"loading": true|false|null}` (null: back to the script's
 //!   `loading_ms`).
@@ -30,7 +30,7 @@
 //! total_slots = 1
 //! model = "/models/fake-llama-server.gguf"
 //! loading_ms = 0           # 503 "Loading model" for this long after start
-//! reasoning = false        # the "template" has reasoning: answers may carry `reasoning`
+//! reasoning = true         # default false: the "template" has reasoning, answers may carry it
 //! chunk_chars = 4          # automatic stream split: pieces of this many characters
 //! build_info = "b0-fake-llama-server"
 //!
@@ -44,7 +44,7 @@
 //! tool_result_contains = "sunny"   # the last message is a tool result containing this ("": any)
 //! last_tool = "get_weather"        # the most recent tool call in the history is to this function
 //! [rule.answer]
-//! text = "Looking it up. You said: {last_user}"   # `content`
+//! text = "Looking it up."         # `content`; {last_user} stands for the last user text
 //! chunks = ["Look", "ing it up."]  # explicit stream split (must add up to `text`)
 //! reasoning = "The user wants weather."           # needs server.reasoning = true
 //! tool_calls = [{ name = "get_weather", arguments = '{"city": "Paris"}' }]  # `id` optional

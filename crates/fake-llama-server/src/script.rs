@@ -338,6 +338,21 @@ mod tests {
     }
 
     #[test]
+    fn the_example_in_the_crate_docs_is_a_valid_script() {
+        let example: Vec<&str> = include_str!("lib.rs")
+            .lines()
+            .skip_while(|l| *l != "//! ```toml")
+            .skip(1)
+            .take_while(|l| *l != "//! ```")
+            .map(|l| l.strip_prefix("//!").unwrap_or(l).trim_start_matches(' '))
+            .collect();
+        assert!(example.len() > 20, "the example was not found");
+        let script = Script::parse(&example.join("\n")).expect("the documented example");
+        assert_eq!(script.rules.len(), 1);
+        assert!(script.default.is_some());
+    }
+
+    #[test]
     fn refuses_inconsistent_answers() {
         for bad in [
             "[[rule]]\nanswer = { reasoning = \"r\" }\n",

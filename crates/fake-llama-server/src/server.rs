@@ -16,6 +16,9 @@ use crate::slots::Slots;
 /// How long a kept-alive connection may sit idle (the real server's `timeout=5`).
 const IDLE: Duration = Duration::from_secs(5);
 
+/// How many requests `GET /fake/requests` remembers.
+pub const LOG_ENTRIES: usize = 1000;
+
 /// Everything the connections share.
 #[derive(Debug)]
 pub struct State {
@@ -111,9 +114,14 @@ impl State {
         self.tasks.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Appends to the request log (`GET /fake/requests`).
+    /// Appends to the request log (`GET /fake/requests`), which keeps the last
+    /// [`LOG_ENTRIES`] requests.
     pub fn record(&self, entry: Value) {
-        lock(&self.log).push(entry);
+        let mut log = lock(&self.log);
+        if log.len() >= LOG_ENTRIES {
+            log.remove(0);
+        }
+        log.push(entry);
     }
 }
 

@@ -1,8 +1,9 @@
 //! Server slots: each keeps the text its last request left in the (simulated) KV cache.
 //!
 //! A request pinned with `id_slot` waits for that slot; an unpinned one takes the idle slot
-//! whose cached text shares the longest prefix with its prompt, else the least recently used
-//! idle slot, and waits when every slot is busy (llama-server defers the task the same way).
+//! whose cached text shares the longest prefix with its prompt (if that is over a tenth of the
+//! prompt), else the least recently used idle slot, and waits when every slot is busy
+//! (llama-server defers the task the same way).
 //! An `id_slot` outside `0..total_slots` is ignored, as xllamacpp's build of the server does.
 
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -78,17 +79,7 @@ impl Slots {
                 .filter(|&p| p < slots.len());
             let choice = match pinned {
                 Some(id) => (!slots[id].busy).then_some(id),
-                None => slots
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, s)| !s.busy)
-                    .max_by_key(|(_, s)| {
-                        (
-                            common_prefix_tokens(&s.cache, prompt),
-                            std::cmp::Reverse(s.last_used),
-                        )
-                    })
-                    .map(|(id, _)| id),
+                None => best_idle(slots, prompt),
             };
             if let Some(id) = choice {
                 let (slots, clock) = &mut *guard;
@@ -123,6 +114,26 @@ impl Slots {
         slot.cache.clear();
         Some(held)
     }
+}
+
+/// The idle slot for an unpinned prompt: the one sharing the longest prefix with it when that
+/// is more than a tenth of the prompt (llama-server's default `slot_prompt_similarity`), else
+/// the least recently used one (the lowest id among equals).
+fn best_idle(slots: &[Slot], prompt: &str) -> Option<usize> {
+    let idle = || slots.iter().enumerate().filter(|(_, s)| !s.busy);
+    let prompt_tokens = crate::render::token_count(prompt.len()).max(1);
+    let (similar, shared) = idle()
+        .map(|(id, s)| (id, common_prefix_tokens(&s.cache, prompt)))
+        .fold(
+            (None, 0),
+            |best, (id, n)| if n > best.1 { (Some(id), n) } else { best },
+        );
+    if similar.is_some() && shared * 10 > prompt_tokens {
+        return similar;
+    }
+    idle()
+        .min_by_key(|(id, s)| (s.last_used, *id))
+        .map(|(id, _)| id)
 }
 
 impl SlotGuard<'_> {

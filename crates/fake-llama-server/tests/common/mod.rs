@@ -416,3 +416,25 @@ pub fn transcript(name: &str) -> Value {
 pub fn transcript_events(t: &Value) -> Vec<Event> {
     parse_sse(t["response"]["raw_sse"].as_str().expect("raw_sse"))
 }
+
+/// Panics unless two streams have the same sequence of event kinds (repeats collapsed) and,
+/// kind by kind, the same JSON structure.
+pub fn assert_streams_alike(what: &str, expected: &[Event], actual: &[Event]) {
+    assert_eq!(
+        kind_pattern(actual),
+        kind_pattern(expected),
+        "{what}: the event sequence differs"
+    );
+    let actual_kinds = events_by_kind(actual);
+    for (kind, expected_event) in events_by_kind(expected) {
+        let (_, actual_event) = actual_kinds
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .unwrap_or_else(|| panic!("{what}: no `{kind}` event"));
+        assert_same_shape(
+            &format!("{what}, `{kind}` event"),
+            &expected_event,
+            actual_event,
+        );
+    }
+}

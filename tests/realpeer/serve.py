@@ -1,0 +1,73 @@
+"""Start llama.cpp's own server (xllamacpp) for boxmaker's real-peer tests.
+
+Usage: python serve.py --model PATH [--port 0] [--n-ctx 4096] [--slots 2]
+                       [--template tests/realpeer/chatml-tools.jinja]
+
+Listens on 127.0.0.1 only. Prints `listening on 127.0.0.1:PORT` as its first stdout line once
+the model is loaded and the server answers, like fake-llama-server, and runs until its stdin
+reaches end of file (the test that started it exits or closes the pipe) or it gets SIGTERM.
+"""
+
+import argparse
+import os
+import signal
+import socket
+import sys
+import time
+import urllib.request
+
+import xllamacpp
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--n-ctx", type=int, default=4096, help="context per slot")
+    ap.add_argument("--slots", type=int, default=2)
+    ap.add_argument("--template", default=os.path.join(here, "chatml-tools.jinja"))
+    args = ap.parse_args()
+
+    params = xllamacpp.CommonParams()
+    params.model.path = args.model
+    params.hostnames = ["127.0.0.1"]
+    params.port = args.port or free_port()
+    params.n_parallel = args.slots
+    # llama.cpp splits n_ctx across the slots; ask for n_ctx per slot, as the fake reports it.
+    params.n_ctx = args.n_ctx * args.slots
+    params.use_jinja = True
+    with open(args.template, encoding="utf-8") as f:
+        params.chat_template = f.read()
+    params.cpuparams.n_threads = max(1, min(4, os.cpu_count() or 1))
+    params.warmup = False
+
+    server = xllamacpp.Server(params)
+    url = f"http://127.0.0.1:{params.port}/health"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            sys.exit(f"serve.py: {url} did not answer 200 within 60 s")
+        time.sleep(0.05)
+    print(f"listening on 127.0.0.1:{params.port}", flush=True)
+
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    sys.stdin.read()  # until the parent closes the pipe or exits
+    del server
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
