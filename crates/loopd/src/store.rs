@@ -104,6 +104,7 @@ impl Store {
 
     pub fn read_epoch(&self, id: &SessionId, epoch: Epoch) -> Result<Vec<LogRecord>, StoreError> {
         let path = self.epoch_file(id, epoch);
+        cut_torn_tail(&path)?;
         let file = File::open(&path).map_err(io(&path))?;
         let mut records = Vec::new();
         for (n, line) in BufReader::new(file).lines().enumerate() {
@@ -192,5 +193,68 @@ impl Store {
             .collect();
         let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         SessionId::new(format!("s-{date}-{hex}")).map_err(|e| StoreError(e.to_string()))
+    }
+}
+
+/// A last line without its newline is a write that died before its fsync returned, so
+/// nothing went on from it (every record is fsynced before the turn continues): cut it, so
+/// the session loads and the next record starts on a line of its own.
+fn cut_torn_tail(path: &Path) -> Result<(), StoreError> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(path)(e)),
+    };
+    if bytes.is_empty() || bytes.ends_with(b"\n") {
+        return Ok(());
+    }
+    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(io(path))?;
+    file.set_len(u64::try_from(keep).unwrap_or(0))
+        .map_err(io(path))?;
+    file.sync_all().map_err(io(path))?;
+    daemon::log::warn(format_args!(
+        "{}: cut a torn last line of {} bytes (a write that never completed)",
+        path.display(),
+        bytes.len() - keep
+    ));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_torn_last_line_is_cut_and_the_session_loads() {
+        let home = std::env::temp_dir().join(format!("bx-store-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&home);
+        let store = Store::open(&home).expect("store");
+        let id = SessionId::new("s-1").expect("id");
+        let rec = LogRecord::User {
+            time: Timestamp::from_millis(0).expect("time"),
+            content: "hello".into(),
+        };
+        store.append(&id, Epoch(0), &rec).expect("append");
+        let path = home.join("sessions/s-1/0.jsonl");
+        let mut f = OpenOptions::new().append(true).open(&path).expect("open");
+        f.write_all(b"{\"type\":\"us").expect("torn");
+        drop(f);
+        let s = store.load(&id).expect("load").expect("session");
+        assert_eq!(s.records, vec![rec.clone()]);
+        store.append(&id, Epoch(0), &rec).expect("append after");
+        assert_eq!(
+            store
+                .load(&id)
+                .expect("load")
+                .expect("session")
+                .records
+                .len(),
+            2
+        );
+        let _ = std::fs::remove_dir_all(&home);
     }
 }
