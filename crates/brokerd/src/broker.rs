@@ -145,7 +145,25 @@ impl Broker {
         // Held through the owner's answer too: the session cannot change under a pending
         // approval, so what the owner sees is what runs.
         let session_lock = self.session_lock(&req.session);
-        let _guard = lock(&session_lock);
+        let result = {
+            let _guard = lock(&session_lock);
+            self.serve_call(id, req, send)
+        };
+        // Forget the lock once nobody holds or waits for it, so the map does not grow
+        // with every session ever seen.
+        let mut locks = lock(&self.session_locks);
+        if Arc::strong_count(&session_lock) == 2 {
+            locks.remove(&req.session);
+        }
+        result
+    }
+
+    fn serve_call(
+        &self,
+        id: u64,
+        req: &ToolRequest,
+        send: &mut dyn FnMut(Envelope),
+    ) -> Result<(), Fatal> {
         let snapshot = self.snapshot();
         let state = self.session_state(&req.session);
         let parsed = ToolArgs::parse(&req.tool, &req.arguments);

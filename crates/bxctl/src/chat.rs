@@ -19,23 +19,44 @@ fn connect(config: &Config) -> Result<Conn, Error> {
         .map_err(|e| Error(format!("cannot reach loopd at {}: {e}", path.display())))
 }
 
-/// How one event reads in a terminal.
-pub fn render(event: &ChatEvent) -> String {
+/// Text from the model or a tool, made safe for a terminal: control characters other than
+/// newline and tab are shown escaped, so injected text cannot move the cursor, rewrite a
+/// line already shown (a tool call, say) or talk to the terminal.
+fn safe(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+/// How one event reads in a terminal. `bxctl` is how to call bxctl for this stack (with its
+/// `--config` when that is not the default).
+pub fn render(event: &ChatEvent, bxctl: &str) -> String {
     match event {
         ChatEvent::Started { .. } | ChatEvent::Compacted { .. } => String::new(),
-        ChatEvent::Text { delta } => delta.clone(),
+        ChatEvent::Text { delta } => safe(delta),
         ChatEvent::Reasoning { .. } => String::new(),
         ChatEvent::ToolCall {
             call,
             tool,
             arguments,
         } => {
-            format!("\n  [tool {tool} (call {}): {arguments}]\n", call.0)
+            format!(
+                "\n  [tool {} (call {}): {}]\n",
+                safe(tool),
+                call.0,
+                safe(arguments)
+            )
         }
         ChatEvent::ToolResponse { call, response } => match response {
             ToolResponse::PendingApproval { approval, expires } => format!(
-                "  [call {} waits for your approval until {expires}: run `bxctl approve {approval}` \
-                 or `bxctl deny {approval}`]\n",
+                "  [call {} waits for your approval until {expires}: run `{bxctl}approve {approval}` \
+                 or `{bxctl}deny {approval}`]\n",
                 call.0
             ),
             ToolResponse::Result {
@@ -68,6 +89,7 @@ pub fn render(event: &ChatEvent) -> String {
 /// model answered.
 pub fn send(
     conn: &mut Conn,
+    bxctl: &str,
     session: Option<SessionId>,
     text: &str,
     id: u64,
@@ -81,7 +103,7 @@ pub fn send(
     let last = conn
         .call(id, msg, |env| {
             if let Message::ChatEvent(ev) = &env.msg {
-                let text = render(ev);
+                let text = render(ev, bxctl);
                 if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
                     write_err = Some(e);
                 }
@@ -119,12 +141,13 @@ pub fn send(
 /// `bxctl chat -m TEXT`: one message.
 pub fn once(
     config: &Config,
+    bxctl: &str,
     session: Option<SessionId>,
     text: &str,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
     let mut conn = connect(config)?;
-    let (session, ok) = send(&mut conn, session, text, 1, out)?;
+    let (session, ok) = send(&mut conn, bxctl, session, text, 1, out)?;
     writeln!(out, "[session {session}]").map_err(err)?;
     Ok(if ok {
         ExitCode::SUCCESS
@@ -136,6 +159,7 @@ pub fn once(
 /// `bxctl chat`: a prompt with line editing and history, until end of input or `/quit`.
 pub fn interactive(
     config: &Config,
+    bxctl: &str,
     mut session: Option<SessionId>,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
@@ -161,7 +185,7 @@ pub fn interactive(
         let _ = editor.add_history_entry(text);
         id += 1;
         write!(out, "boxmaker> ").map_err(err)?;
-        let (s, _) = send(&mut conn, session.clone(), text, id, out)?;
+        let (s, _) = send(&mut conn, bxctl, session.clone(), text, id, out)?;
         session = Some(s);
     }
     if let Some(s) = session {
@@ -225,7 +249,7 @@ fn describe(r: &LogRecord) -> String {
         LogRecord::SessionStart { time, slot, .. } => {
             format!("{time} -- session start (slot {slot})")
         }
-        LogRecord::User { time, content } => format!("{time} you: {content}"),
+        LogRecord::User { time, content } => format!("{time} you: {}", safe(content)),
         LogRecord::Assistant {
             time,
             content,
@@ -238,7 +262,7 @@ fn describe(r: &LogRecord) -> String {
                 .collect();
             format!(
                 "{time} boxmaker: {}{}",
-                content.as_deref().unwrap_or(""),
+                safe(content.as_deref().unwrap_or("")),
                 if calls.is_empty() {
                     String::new()
                 } else {

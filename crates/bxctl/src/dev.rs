@@ -230,6 +230,7 @@ pub fn run(args: &DevArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
     start(&mut stack, "brokerd", role("brokerd")?, &state)?;
     start(&mut stack, "loopd", role("loopd")?, &state)?;
     let config = Config::load(&config_path).map_err(err)?;
+    let bxctl = format!("bxctl --config {} ", config_path.display());
     writeln!(
         out,
         "boxmaker dev stack is up under {} (model: {upstream}; logs in {}/logs).\n\
@@ -240,8 +241,8 @@ pub fn run(args: &DevArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
     )
     .map_err(err)?;
     let code = match &args.message {
-        Some(text) => chat::once(&config, None, text, out)?,
-        None => chat::interactive(&config, None, out)?,
+        Some(text) => chat::once(&config, &bxctl, None, text, out)?,
+        None => chat::interactive(&config, &bxctl, None, out)?,
     };
     drop(stack);
     Ok(code)

@@ -106,6 +106,12 @@ pub(crate) fn err(e: impl fmt::Display) -> Error {
 
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
     let config = || Config::load(&cli.config).map_err(err);
+    // How to call bxctl again for this same stack, for the hints bxctl prints.
+    let bxctl = if cli.config == std::path::Path::new(DEFAULT_PATH) {
+        "bxctl ".to_owned()
+    } else {
+        format!("bxctl --config {} ", cli.config.display())
+    };
     match cli.command {
         Command::Grants(GrantsCmd::Check { dir }) => {
             let dir = match dir {
@@ -146,8 +152,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
         Command::Chat { message, session } => {
             let session = session.map(SessionId::new).transpose().map_err(err)?;
             match message {
-                Some(text) => chat::once(&config()?, session, &text, out),
-                None => chat::interactive(&config()?, session, out),
+                Some(text) => chat::once(&config()?, &bxctl, session, &text, out),
+                None => chat::interactive(&config()?, &bxctl, session, out),
             }
         }
         Command::Dev(args) => dev::run(&args, out),

@@ -129,6 +129,8 @@ pub struct Loop {
     /// How long one request to the model may take, the whole stream included.
     #[serde(deserialize_with = "duration")]
     pub request_timeout: Duration,
+    /// The most tokens one answer may generate (`max_tokens`).
+    pub max_tokens: u32,
 }
 
 impl Default for Loop {
@@ -137,6 +139,7 @@ impl Default for Loop {
             max_tool_calls: 8,
             compact_percent: 75,
             request_timeout: Duration::from_secs(600),
+            max_tokens: 2048,
         }
     }
 }
@@ -306,8 +309,11 @@ impl Config {
             ));
         }
         let l = &self.r#loop;
-        if l.max_tool_calls == 0 || l.request_timeout.is_zero() {
-            return Err("loop.max_tool_calls and loop.request_timeout must be more than 0".into());
+        if l.max_tool_calls == 0 || l.request_timeout.is_zero() || l.max_tokens == 0 {
+            return Err(
+                "loop.max_tool_calls, loop.request_timeout and loop.max_tokens must be more than 0"
+                    .into(),
+            );
         }
         if !(10..=95).contains(&l.compact_percent) {
             return Err("loop.compact_percent must be between 10 and 95".into());

@@ -40,6 +40,25 @@ impl fmt::Display for LlmError {
     }
 }
 
+impl LlmError {
+    /// Whether the request no longer fits: the server's context (400
+    /// `exceed_context_size_error`) or inferproxy's request limit (413).
+    pub fn context_full(&self) -> bool {
+        match self {
+            Self::Status { status: 413, .. } => true,
+            Self::Status {
+                status: 400,
+                message,
+            } => message.contains("context") || message.contains("exceed"),
+            _ => false,
+        }
+    }
+}
+
+/// The most an answer may bring (text, reasoning and tool arguments together); a server
+/// that goes on past it is cut off.
+const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+
 impl From<HttpError> for LlmError {
     fn from(e: HttpError) -> Self {
         Self::Stream(e.to_string())
@@ -243,7 +262,14 @@ pub fn complete(
     let mut sse = SseReader::new(resp.body);
     let mut out = Completion::default();
     let mut done = false;
+    let mut size = 0usize;
     while let Some(event) = sse.next_event()? {
+        size += event.data.len();
+        if size > MAX_ANSWER_BYTES {
+            return Err(LlmError::Stream(format!(
+                "the answer went past {MAX_ANSWER_BYTES} bytes"
+            )));
+        }
         if event.data == "[DONE]" {
             done = true;
             break;

@@ -104,13 +104,22 @@ impl Store {
 
     pub fn read_epoch(&self, id: &SessionId, epoch: Epoch) -> Result<Vec<LogRecord>, StoreError> {
         let path = self.epoch_file(id, epoch);
-        cut_torn_tail(&path)?;
         let file = File::open(&path).map_err(io(&path))?;
         let mut records = Vec::new();
-        for (n, line) in BufReader::new(file).lines().enumerate() {
-            let line = line.map_err(io(&path))?;
-            let record = serde_json::from_str(&line)
-                .map_err(|e| StoreError(format!("{} line {}: {e}", path.display(), n + 1)))?;
+        let mut reader = BufReader::new(file);
+        let mut n = 0;
+        loop {
+            let mut line = String::new();
+            let got = reader.read_line(&mut line).map_err(io(&path))?;
+            // A last line without its newline is a write still going on, or one that died
+            // (the turn path cuts those): it is not a record yet.
+            if got == 0 || !line.ends_with('\n') {
+                break;
+            }
+            n += 1;
+            let line = line.trim_end_matches('\n');
+            let record = serde_json::from_str(line)
+                .map_err(|e| StoreError(format!("{} line {n}: {e}", path.display())))?;
             records.push(record);
         }
         Ok(records)
@@ -130,6 +139,11 @@ impl Store {
             for r in &records {
                 match r {
                     LogRecord::ToolResult { call, .. } => last_call = last_call.max(call.0),
+                    // Every tool call the model made got (or will get) the next number,
+                    // even one that never reached its result (loopd died in between).
+                    LogRecord::Assistant { tool_calls, .. } => {
+                        last_call += u64::try_from(tool_calls.len()).unwrap_or(0);
+                    }
                     LogRecord::EpochEnd { summary: s, .. } if *e < epoch => {
                         summary = Some(s.clone());
                     }
@@ -144,6 +158,15 @@ impl Store {
             summary,
             last_call,
         }))
+    }
+
+    /// Cuts a torn last line from the session's newest epoch. Call it only while holding the
+    /// session's lock (no append can be under way then).
+    pub fn repair(&self, id: &SessionId) -> Result<(), StoreError> {
+        if let Some(&epoch) = self.epochs(id)?.last() {
+            cut_torn_tail(&self.epoch_file(id, epoch))?;
+        }
+        Ok(())
     }
 
     /// Appends one record to the session's epoch file and fsyncs it.
@@ -243,8 +266,10 @@ mod tests {
         let mut f = OpenOptions::new().append(true).open(&path).expect("open");
         f.write_all(b"{\"type\":\"us").expect("torn");
         drop(f);
+        // Reading never writes; the torn bytes are simply not a record yet.
         let s = store.load(&id).expect("load").expect("session");
         assert_eq!(s.records, vec![rec.clone()]);
+        store.repair(&id).expect("repair");
         store.append(&id, Epoch(0), &rec).expect("append after");
         assert_eq!(
             store

@@ -26,6 +26,44 @@ const SUMMARY_PROMPT: &str = "The conversation is about to be cut short. Write a
 summary of everything above that you will need to continue: the owner's requests, facts \
 learned, decisions taken and open tasks. Write only the summary.";
 
+/// The summary when the model could not write one.
+const NO_SUMMARY: &str = "(The earlier part of this conversation could not be summarised; \
+ask the owner for anything needed from it.)";
+
+/// How much of a tool result the summary request keeps.
+const SUMMARY_RESULT_BYTES: usize = 2048;
+
+fn trim_result(r: LogRecord) -> LogRecord {
+    match r {
+        LogRecord::ToolResult {
+            time,
+            call,
+            tool_call_id,
+            mut content,
+            class,
+            untrusted,
+            ..
+        } if content.len() > SUMMARY_RESULT_BYTES => {
+            let mut cut = SUMMARY_RESULT_BYTES;
+            while !content.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            content.truncate(cut);
+            content.push_str(" [cut for the summary]");
+            LogRecord::ToolResult {
+                time,
+                call,
+                tool_call_id,
+                content,
+                class,
+                untrusted,
+                truncated: true,
+            }
+        }
+        other => other,
+    }
+}
+
 #[derive(Debug)]
 pub struct Looper {
     pub config: Config,
@@ -120,9 +158,30 @@ impl Looper {
             None => Store::new_id(Timestamp::now())?,
         };
         let session_lock = lock(&self.locks).entry(id.clone()).or_default().clone();
-        let _guard = lock(&session_lock);
+        let result = {
+            let _guard = lock(&session_lock);
+            self.locked_turn(&id, send, emit)
+        };
+        // Forget the lock once nobody holds or waits for it.
+        let mut locks = lock(&self.locks);
+        if Arc::strong_count(&session_lock) == 2 {
+            locks.remove(&id);
+        }
+        result
+    }
+
+    fn locked_turn(
+        &self,
+        id: &SessionId,
+        send: &ChatSend,
+        emit: &mut dyn FnMut(ChatEvent),
+    ) -> Result<ChatReply, TurnError> {
+        let id = id.clone();
+        // Under the session's lock no append is under way, so a torn last line is one that
+        // died with an earlier loopd.
+        self.store.repair(&id)?;
         let mut session = match self.store.load(&id)? {
-            Some(s) => s,
+            Some(s) => self.finish_interrupted(s)?,
             None if send.session.is_some() => {
                 return Err(TurnError(format!("no session {id}")));
             }
@@ -131,10 +190,6 @@ impl Looper {
         if self.near_full(&id) {
             session = self.compact(session, emit)?;
         }
-        emit(ChatEvent::Started {
-            session: id.clone(),
-            epoch: session.epoch,
-        });
         self.append(
             &mut session,
             LogRecord::User {
@@ -142,7 +197,54 @@ impl Looper {
                 content: send.text.clone(),
             },
         )?;
+        // Only now is the owner's message on disk.
+        emit(ChatEvent::Started {
+            session: id.clone(),
+            epoch: session.epoch,
+        });
         self.run(session, emit)
+    }
+
+    /// Completes what an earlier loopd left half done: an epoch ended but the next not yet
+    /// begun, or tool calls without their results (each gets a `failed` result, so the log
+    /// replays as a whole conversation).
+    fn finish_interrupted(&self, mut session: Session) -> Result<Session, TurnError> {
+        if let Some(LogRecord::EpochEnd { next, summary, .. }) = session.records.last() {
+            let (next, summary) = (*next, summary.clone());
+            return self.start_epoch(&session.id, next, Some(summary), session.last_call);
+        }
+        let Some(pos) = session
+            .records
+            .iter()
+            .rposition(|r| matches!(r, LogRecord::Assistant { .. }))
+        else {
+            return Ok(session);
+        };
+        let LogRecord::Assistant { tool_calls, .. } = &session.records[pos] else {
+            return Ok(session);
+        };
+        let done = session.records[pos..]
+            .iter()
+            .filter(|r| matches!(r, LogRecord::ToolResult { .. }))
+            .count();
+        let missing: Vec<proto::ToolCall> = tool_calls.iter().skip(done).cloned().collect();
+        let first = session.last_call + 1 - u64::try_from(missing.len()).unwrap_or(0);
+        for (i, tc) in missing.into_iter().enumerate() {
+            self.append(
+                &mut session,
+                LogRecord::ToolResult {
+                    time: Timestamp::now(),
+                    call: CallId(first + u64::try_from(i).unwrap_or(0)),
+                    tool_call_id: tc.id,
+                    content: "the tool failed: interrupted (loopd stopped before its result)"
+                        .into(),
+                    class: DataClass::Private,
+                    untrusted: true,
+                    truncated: false,
+                },
+            )?;
+        }
+        Ok(session)
     }
 
     fn append(&self, session: &mut Session, record: LogRecord) -> Result<(), TurnError> {
@@ -184,7 +286,10 @@ impl Looper {
 
     fn near_full(&self, id: &SessionId) -> bool {
         let used = lock(&self.used).get(id).map_or(0, |u| u.filled);
-        let Some(props) = *lock(&self.props) else {
+        if used == 0 {
+            return false;
+        }
+        let Ok(props) = self.props() else {
             return false;
         };
         used * 100 >= props.n_ctx * u64::from(self.config.r#loop.compact_percent)
@@ -197,8 +302,10 @@ impl Looper {
         mut session: Session,
         emit: &mut dyn FnMut(ChatEvent),
     ) -> Result<Session, TurnError> {
-        let mut messages =
-            llm::messages(&self.system(session.summary.as_deref()), &session.records);
+        // Tool results are cut short for the summary: they are what fills a context, and a
+        // summary request that overflows too would leave the session stuck.
+        let trimmed: Vec<LogRecord> = session.records.iter().cloned().map(trim_result).collect();
+        let mut messages = llm::messages(&self.system(session.summary.as_deref()), &trimmed);
         messages.push(json!({"role": "user", "content": SUMMARY_PROMPT}));
         let body = json!({
             "messages": messages,
@@ -206,11 +313,13 @@ impl Looper {
             "id_slot": session.slot().unwrap_or(0),
             "cache_prompt": true,
         });
+        // A summary that cannot be had (an error, or nothing written) still ends the epoch:
+        // otherwise a full context would refuse every later turn.
         let summary = match llm::complete(&self.infer_sock(), self.timeout(), &body, |_| {}) {
-            Ok(c) => c.content.unwrap_or_default(),
-            // Without a summary the epoch goes on; the next turn tries again.
-            Err(_) => return Ok(session),
-        };
+            Ok(c) => c.content.filter(|t| !t.trim().is_empty()),
+            Err(_) => None,
+        }
+        .unwrap_or_else(|| NO_SUMMARY.to_owned());
         let next = Epoch(session.epoch.0 + 1);
         self.append(
             &mut session,
@@ -241,6 +350,7 @@ impl Looper {
                 "tools": tools::definitions(),
                 "stream": true,
                 "stream_options": {"include_usage": true},
+                "max_tokens": self.config.r#loop.max_tokens,
                 "id_slot": slot,
                 "cache_prompt": true,
             });
@@ -256,6 +366,16 @@ impl Looper {
             let completion = match completion {
                 Ok(c) => c,
                 Err(e) => {
+                    if e.context_full() {
+                        // The history no longer fits: the next turn starts a new epoch.
+                        lock(&self.used).insert(
+                            session.id.clone(),
+                            Usage {
+                                filled: u64::MAX / 200,
+                                cacheable: 0,
+                            },
+                        );
+                    }
                     return Ok(ChatReply {
                         session: session.id,
                         text: String::new(),

@@ -87,9 +87,26 @@ pub(super) fn open_dir(path: &Path) -> Result<File, AuditError> {
     Ok(dir)
 }
 
-/// Takes the exclusive lock for the life of the writer. Non-blocking: a second brokerd must
-/// fail at once with a clear message rather than hang before it serves.
+/// How long a starting brokerd waits for the lock. A brokerd killed a moment ago can leave a
+/// child between fork and exec that still holds the lock's descriptor for an instant; a
+/// second brokerd that really runs keeps it, and is refused after this.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Takes the exclusive lock for the life of the writer, without blocking: a second brokerd
+/// fails with a clear message (after `LOCK_WAIT`) rather than hang before it serves.
 pub(super) fn take_lock(dir: &Path) -> Result<Flock<File>, AuditError> {
+    let start = std::time::Instant::now();
+    loop {
+        match try_lock(dir) {
+            Err(AuditError::Locked { .. }) if start.elapsed() < LOCK_WAIT => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn try_lock(dir: &Path) -> Result<Flock<File>, AuditError> {
     let path = dir.join(LOCK_NAME);
     let file = OpenOptions::new()
         .read(true)

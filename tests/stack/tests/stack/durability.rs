@@ -136,6 +136,7 @@ fn brokerd_killed_at_random_moments_never_loses_an_acknowledged_decision() {
         let sock = home.loop_sock();
         let first = call + 1;
         let good = good.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
         let client = std::thread::spawn(move || {
             let mut got = Vec::new();
             let mut call = first;
@@ -157,16 +158,20 @@ fn brokerd_killed_at_random_moments_never_loses_an_acknowledged_decision() {
                             got.push((call, true))
                         }
                         Message::ToolResponse(ToolResponse::Denied { .. }) => {
-                            got.push((call, false))
+                            got.push((call, false));
                         }
                         other => panic!("unexpected {other:?}"),
                     },
                     Err(_) => break,
                 }
+                let _ = tx.send(());
                 call += 1;
             }
             (got, call)
         });
+        // Kill at a random moment once at least one answer has been received, so every
+        // round proves something whatever the machine's load.
+        let _ = rx.recv_timeout(Duration::from_secs(20));
         std::thread::sleep(Duration::from_micros(next() % 30_000));
         d.kill();
         let (got, last) = client.join().expect("client");
