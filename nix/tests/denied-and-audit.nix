@@ -23,7 +23,10 @@
         machine.succeed("cp -r /var/lib/private/boxmaker/audit /root/audit-copy")
         # Control: the untouched copy verifies, so the failure below is the change's.
         machine.succeed("bxctl audit verify --dir /root/audit-copy | grep -q 'audit chain good'")
-        machine.succeed("sed -i '0,/passwd/s//passwq/' /root/audit-copy/*.jsonl")
+        # Change the first record (the grant snapshot), which the denial's `prev` links to.
+        # Not the denial itself: the last record has no successor, so a change there shows
+        # only as a different head (measured in tests/container/inside.sh).
+        machine.succeed("sed -i '1s/\"time\":\"2/\"time\":\"1/' /root/audit-copy/*.jsonl")
         machine.fail("bxctl audit verify --dir /root/audit-copy")
 
     with subtest("the audit log is brokerd's alone"):
