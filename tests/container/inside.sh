@@ -9,6 +9,7 @@ set -uo pipefail
 # shellcheck source=tests/container/lib.sh
 source /opt/boxmaker-test/lib.sh
 export -f owner active main_pid role_uid role_gid as_role journal
+# shellcheck disable=SC2090 # PROBE is python source, read by python3, never split by a shell
 export PROBE
 started=$(date +%s.%N)
 
@@ -159,4 +160,5 @@ expect "the chain still verifies" "bxctl audit verify | grep -q 'audit chain goo
 
 # ---- (e) isolation --------------------------------------------------------------------------
 scenario "(e) isolation: roles, the bus, and what a tool unit can reach"
+# shellcheck source=tests/container/isolation.sh
 source /opt/boxmaker-test/isolation.sh

@@ -1,4 +1,5 @@
 # tests/container/isolation.sh: scenario (e) of the container tier, sourced by inside.sh
+# shellcheck shell=bash
 # (its helpers come from lib.sh). Mirrors nix/tests/isolation.nix.
 
 # One chat starts every role, so each has its DynamicUser and its state directories (a
@@ -83,6 +84,8 @@ expect "control: from the container itself 127.0.0.1:8080 is reachable" \
 # What this container cannot show; measured where it can be, never claimed.
 not_proven "MemoryMax= and TasksMax= of tool units (and of the roles): accepted but not enforced under systemd-nspawn here (the cgroup v1 controllers are read-only inside); the NixOS VM tests and the unshare-based container of the reference can show them"
 not_proven "IPAddressDeny=/IPAddressAllow= (the cgroup BPF firewall) are not enforced under nspawn here; a tool unit without a host grant is kept off the network by PrivateNetwork= and RestrictAddressFamilies= instead, which is what the probe above proves"
+# run_tool (inside.sh) is a command line: split on purpose.
+# shellcheck disable=SC2154,SC2086
 if $(as_role brokerd) $run_tool --unit=not-a-tool-probe true >/dev/null 2>&1; then
     measured="measured: brokerd's user started not-a-tool-probe.service here"
 else

@@ -1,4 +1,5 @@
 # tests/container/lib.sh: helpers for inside.sh (sourced; runs inside the container).
+# shellcheck shell=bash
 # Every check prints one line: "ok: WHAT", or "FAIL: WHAT" with the command's output.
 # Properties the container cannot enforce or show are printed as "NOT PROVEN HERE: ...".
 
@@ -85,6 +86,7 @@ role_gid() { id -g "boxmaker-$1"; }
 as_role() { echo "setpriv --reuid=$(role_uid "$1") --regid=$(role_gid "$1") --clear-groups"; }
 
 # connect TARGET: python3 probe; TARGET is unix:PATH or tcp:HOST:PORT. Exit 0 if it connects.
+# shellcheck disable=SC2034 # used by inside.sh and isolation.sh
 PROBE='
 import socket, sys
 kind, _, where = sys.argv[1].partition(":")

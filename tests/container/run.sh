@@ -71,7 +71,8 @@ cleanup() {
     rm -rf "$work"
     local c
     for c in /sys/fs/cgroup/systemd/$cgroup_name /sys/fs/cgroup/unified/$cgroup_name; do
-        [[ -d $c ]] && rmdir "$c" 2>/dev/null || true
+        # nspawn leaves its own sub-folders (payload, supervisor); empty ones go, deepest first.
+        if [[ -d $c ]]; then find "$c" -depth -type d -exec rmdir {} + 2>/dev/null || true; fi
     done
 }
 trap cleanup EXIT
