@@ -20,50 +20,6 @@ use crate::{broker, tools};
 const DEFAULT_CORE: &str = "You are boxmaker, the owner's personal assistant. Use the tools \
 when they help; every tool call is checked against the owner's grants and may be refused.";
 
-/// The request for a summary when the context is nearly full. The local model writes it:
-/// it is the only one that has read the conversation, and nothing leaves the host.
-const SUMMARY_PROMPT: &str = "The conversation is about to be cut short. Write a concise \
-summary of everything above that you will need to continue: the owner's requests, facts \
-learned, decisions taken and open tasks. Write only the summary.";
-
-/// The summary when the model could not write one.
-const NO_SUMMARY: &str = "(The earlier part of this conversation could not be summarised; \
-ask the owner for anything needed from it.)";
-
-/// How much of a tool result the summary request keeps.
-const SUMMARY_RESULT_BYTES: usize = 2048;
-
-fn trim_result(r: LogRecord) -> LogRecord {
-    match r {
-        LogRecord::ToolResult {
-            time,
-            call,
-            tool_call_id,
-            mut content,
-            class,
-            untrusted,
-            ..
-        } if content.len() > SUMMARY_RESULT_BYTES => {
-            let mut cut = SUMMARY_RESULT_BYTES;
-            while !content.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            content.truncate(cut);
-            content.push_str(" [cut for the summary]");
-            LogRecord::ToolResult {
-                time,
-                call,
-                tool_call_id,
-                content,
-                class,
-                untrusted,
-                truncated: true,
-            }
-        }
-        other => other,
-    }
-}
-
 #[derive(Debug)]
 pub struct Looper {
     pub config: Config,
@@ -71,17 +27,17 @@ pub struct Looper {
     props: Mutex<Option<Props>>,
     /// Per session, from its last answer: the tokens the context held (for compaction) and
     /// the prompt tokens the server could keep cached for the next request (for CacheLoss).
-    used: Mutex<HashMap<SessionId, Usage>>,
+    pub(crate) used: Mutex<HashMap<SessionId, Usage>>,
     locks: Mutex<HashMap<SessionId, Arc<Mutex<()>>>>,
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Usage {
+pub(crate) struct Usage {
     filled: u64,
     cacheable: u64,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
@@ -111,7 +67,7 @@ impl Looper {
         &self.store
     }
 
-    fn infer_sock(&self) -> PathBuf {
+    pub(crate) fn infer_sock(&self) -> PathBuf {
         self.config.sockets.loop_infer.join("infer.sock")
     }
 
@@ -119,7 +75,7 @@ impl Looper {
         self.config.sockets.loop_broker.join("broker.sock")
     }
 
-    fn timeout(&self) -> Duration {
+    pub(crate) fn timeout(&self) -> Duration {
         self.config.r#loop.request_timeout
     }
 
@@ -138,7 +94,7 @@ impl Looper {
             .unwrap_or_else(|_| DEFAULT_CORE.to_owned())
     }
 
-    fn system(&self, summary: Option<&str>) -> String {
+    pub(crate) fn system(&self, summary: Option<&str>) -> String {
         let mut s = self.core();
         if let Some(summary) = summary {
             s.push_str("\n\nSummary of the conversation so far:\n");
@@ -247,14 +203,14 @@ impl Looper {
         Ok(session)
     }
 
-    fn append(&self, session: &mut Session, record: LogRecord) -> Result<(), TurnError> {
+    pub(crate) fn append(&self, session: &mut Session, record: LogRecord) -> Result<(), TurnError> {
         self.store.append(&session.id, session.epoch, &record)?;
         session.records.push(record);
         Ok(())
     }
 
     /// Writes the first record of an epoch: its slot and the hash of what it starts from.
-    fn start_epoch(
+    pub(crate) fn start_epoch(
         &self,
         id: &SessionId,
         epoch: Epoch,
@@ -293,45 +249,6 @@ impl Looper {
             return false;
         };
         used * 100 >= props.n_ctx * u64::from(self.config.r#loop.compact_percent)
-    }
-
-    /// Ends the epoch with a summary the model writes, and starts the next from it. The
-    /// session id stays, so brokerd's taint and untrusted flag carry over unchanged.
-    fn compact(
-        &self,
-        mut session: Session,
-        emit: &mut dyn FnMut(ChatEvent),
-    ) -> Result<Session, TurnError> {
-        // Tool results are cut short for the summary: they are what fills a context, and a
-        // summary request that overflows too would leave the session stuck.
-        let trimmed: Vec<LogRecord> = session.records.iter().cloned().map(trim_result).collect();
-        let mut messages = llm::messages(&self.system(session.summary.as_deref()), &trimmed);
-        messages.push(json!({"role": "user", "content": SUMMARY_PROMPT}));
-        let body = json!({
-            "messages": messages,
-            "stream": true,
-            "id_slot": session.slot().unwrap_or(0),
-            "cache_prompt": true,
-        });
-        // A summary that cannot be had (an error, or nothing written) still ends the epoch:
-        // otherwise a full context would refuse every later turn.
-        let summary = match llm::complete(&self.infer_sock(), self.timeout(), &body, |_| {}) {
-            Ok(c) => c.content.filter(|t| !t.trim().is_empty()),
-            Err(_) => None,
-        }
-        .unwrap_or_else(|| NO_SUMMARY.to_owned());
-        let next = Epoch(session.epoch.0 + 1);
-        self.append(
-            &mut session,
-            LogRecord::EpochEnd {
-                time: Timestamp::now(),
-                next,
-                summary: summary.clone(),
-            },
-        )?;
-        lock(&self.used).remove(&session.id);
-        emit(ChatEvent::Compacted { next });
-        self.start_epoch(&session.id, next, Some(summary), session.last_call)
     }
 
     fn run(

@@ -6,7 +6,7 @@ use proto::chat::{ChatEvent, TurnEnd};
 use proto::{DenyReason, LogRecord, ToolResponse};
 use stack::{Home, read_grant};
 
-fn records(home: &Home, session: &proto::SessionId, epoch: u32) -> Vec<LogRecord> {
+pub fn records(home: &Home, session: &proto::SessionId, epoch: u32) -> Vec<LogRecord> {
     let path = home
         .root
         .join(format!("home/sessions/{session}/{epoch}.jsonl"));
@@ -17,7 +17,7 @@ fn records(home: &Home, session: &proto::SessionId, epoch: u32) -> Vec<LogRecord
         .collect()
 }
 
-fn responses(events: &[ChatEvent]) -> Vec<ToolResponse> {
+pub fn responses(events: &[ChatEvent]) -> Vec<ToolResponse> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -27,7 +27,7 @@ fn responses(events: &[ChatEvent]) -> Vec<ToolResponse> {
         .collect()
 }
 
-const SCRIPT: &str = r#"
+pub const SCRIPT: &str = r#"
 [server]
 n_ctx = 16384
 total_slots = 2
@@ -397,117 +397,4 @@ text = "{{last_user}} {{last_user}} {{last_user}} {{last_user}}"
         }]
     ));
     home.assert_audit_good();
-}
-
-#[test]
-fn loopd_killed_mid_turn_leaves_a_whole_log_and_call_numbers_never_repeat() {
-    let home = Home::new("loopkill", &[], "");
-    let notes = home.files("notes", &[("todo.md", "- buy milk\n")]);
-    home.write_grant(
-        "notes-read",
-        &read_grant("auto", &notes, "untrusted = false"),
-    );
-    home.write_grant(
-        "notes-list",
-        &read_grant("ask", &notes, "").replace("read_file", "list_dir"),
-    );
-    let mut agent = home.start_agent(&SCRIPT.replace("NOTES", &notes.display().to_string()), "");
-    // A turn whose tool call waits for the owner…
-    let chat = agent.chat.clone();
-    let waiting = std::thread::spawn(move || {
-        let mut conn = daemon::conn::Conn::connect(&chat).expect("connect");
-        let msg = proto::Message::ChatSend(proto::chat::ChatSend {
-            session: None,
-            text: "Please list my notes".into(),
-        });
-        let mut session = None;
-        let _ = conn.call(1, msg, |e| {
-            if let proto::Message::ChatEvent(ChatEvent::Started { session: s, .. }) = &e.msg {
-                session = Some(s.clone());
-            }
-        });
-        session.expect("the turn started")
-    });
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let approval = loop {
-        let out = home.bxctl(&["approvals"]);
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        if let Some(id) = text.lines().find_map(|l| l.strip_prefix("approval ")) {
-            break id.trim().to_owned();
-        }
-        assert!(std::time::Instant::now() < deadline, "no approval appeared");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    // …and loopd dies.
-    agent.daemons[0].kill();
-    let session = waiting.join().expect("client");
-    assert!(home.bxctl(&["deny", &approval]).status.success());
-    let mut cmd = std::process::Command::new(stack::bin("loopd"));
-    cmd.arg("--config").arg(home.config());
-    agent.daemons[0] = stack::Daemon::spawn(cmd, &home.root);
-
-    // The session goes on: the interrupted call has a result, the next call a new number.
-    let t = agent.chat(Some(&session), "What is on my todo list?");
-    assert_eq!(t.reply.text, "Your list: buy milk.");
-    let log = records(&home, &session, 0);
-    let results: Vec<(u64, String)> = log
-        .iter()
-        .filter_map(|r| match r {
-            LogRecord::ToolResult { call, content, .. } => Some((call.0, content.clone())),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(results.len(), 2, "{results:?}");
-    assert_eq!(results[0].0, 1);
-    assert!(results[0].1.contains("interrupted"), "{results:?}");
-    assert_eq!(results[1].0, 2);
-    home.assert_audit_good();
-}
-
-#[test]
-fn a_context_that_overflows_is_compacted_on_the_next_turn() {
-    let home = Home::new("overflow", &[], "");
-    let notes = home.files("notes", &[("big.md", &"all work and no play ".repeat(300))]);
-    home.write_grant(
-        "notes-read",
-        &read_grant("auto", &notes, "untrusted = false"),
-    );
-    let script = format!(
-        r#"
-[server]
-n_ctx = 1200
-
-[[rule]]
-[rule.match]
-user_contains = "cut short"
-[rule.answer]
-text = "SUMMARY: the owner had a big file read."
-
-[[rule]]
-[rule.match]
-user_contains = "big"
-[[rule.answer.tool_calls]]
-name = "read_file"
-arguments = '{{"path":"{}/big.md"}}'
-
-[default]
-text = "Fine."
-"#,
-        notes.display()
-    );
-    let agent = home.start_agent(&script, "");
-    let t = agent.chat(None, "read the big file");
-    let session = t.reply.session.clone();
-    match &t.reply.end {
-        TurnEnd::ModelError { detail } => assert!(detail.contains("400"), "{detail}"),
-        other => panic!("the overflow was not reported: {other:?}"),
-    }
-    let t = agent.chat(Some(&session), "hello");
-    assert!(
-        t.events
-            .iter()
-            .any(|e| matches!(e, ChatEvent::Compacted { .. }))
-    );
-    assert_eq!(t.reply.end, TurnEnd::Answered);
-    assert_eq!(t.reply.text, "Fine.");
 }

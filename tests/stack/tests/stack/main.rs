@@ -2,6 +2,7 @@
 
 mod activation;
 mod agent;
+mod agent_faults;
 mod approvals;
 mod broker;
 mod docs;
