@@ -164,6 +164,7 @@ pub fn interactive(
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
     let mut conn = connect(config)?;
+    let mut last = std::time::Instant::now();
     let mut editor = rustyline::DefaultEditor::new().map_err(err)?;
     writeln!(out, "boxmaker chat: type a message, /quit to leave").map_err(err)?;
     let mut id = 0u64;
@@ -184,6 +185,11 @@ pub fn interactive(
         }
         let _ = editor.add_history_entry(text);
         id += 1;
+        // loopd drops a connection idle for an hour; open a fresh one well before that.
+        if last.elapsed() > std::time::Duration::from_secs(45 * 60) {
+            conn = connect(config)?;
+        }
+        last = std::time::Instant::now();
         write!(out, "boxmaker> ").map_err(err)?;
         let (s, _) = send(&mut conn, bxctl, session.clone(), text, id, out)?;
         session = Some(s);

@@ -99,16 +99,16 @@ fn lay_out(state: &Path, upstream: &str) -> Result<PathBuf, Error> {
         &grants.join("notes-read.toml"),
         &format!(
             "# Read the demo notes without asking; only you write them.\ntool = \"read_file\"\n\
-             mode = \"auto\"\nmax_taint = \"secret\"\nuntrusted = false\n[constraints]\npaths = [\"{}\"]\n",
-            notes.display()
+             mode = \"auto\"\nmax_taint = \"secret\"\nuntrusted = false\n[constraints]\npaths = [{}]\n",
+            serde_json::to_string(&notes.display().to_string()).unwrap_or_default()
         ),
     )?;
     write(
         &grants.join("notes-list.toml"),
         &format!(
             "tool = \"list_dir\"\nmode = \"ask\"\nmax_taint = \"secret\"\nuntrusted = false\n\
-             [constraints]\npaths = [\"{}\"]\n",
-            notes.display()
+             [constraints]\npaths = [{}]\n",
+            serde_json::to_string(&notes.display().to_string()).unwrap_or_default()
         ),
     )?;
     write(
@@ -117,19 +117,29 @@ fn lay_out(state: &Path, upstream: &str) -> Result<PathBuf, Error> {
          max_taint = \"private\"\nresult_class = \"public\"\n[constraints]\nhosts = [\"en.wikipedia.org\"]\n",
     )?;
     let uid = nix::unistd::getuid().as_raw();
-    let s = state.display();
+    // Paths go into TOML as quoted strings: JSON's escaping is valid TOML basic-string
+    // escaping, so any path (quotes, backslashes) stays one string.
+    let q = |p: &Path| serde_json::to_string(&p.display().to_string()).unwrap_or_default();
+    let under = |rel: &str| q(&state.join(rel));
     let config = state.join("config.toml");
     write(
         &config,
         &format!(
-            "# Written by `bxctl dev`: everything under {s}, no root, no systemd.\n\
-             home = \"{s}/home\"\ngrants = \"{s}/grants\"\n\
-             [sockets]\nloop_broker = \"{s}/run/loop-broker\"\nadmin_broker = \"{s}/run/admin-broker\"\n\
-             loop_infer = \"{s}/run/loop-infer\"\nchat_loop = \"{s}/run/chat-loop\"\n\
+            "# Written by `bxctl dev`: everything under {}, no root, no systemd.\n\
+             home = {}\ngrants = {}\n\
+             [sockets]\nloop_broker = {}\nadmin_broker = {}\nloop_infer = {}\nchat_loop = {}\n\
              [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\nchat = {{ uid = {uid} }}\n\
-             [broker]\nrunner = \"direct\"\ntool = \"{tool}\"\n\
-             [infer]\nupstream = \"{upstream}\"\n",
-            tool = bin("boxmaker-tool")?.display(),
+             [broker]\nrunner = \"direct\"\ntool = {}\n\
+             [infer]\nupstream = {}\n",
+            state.display(),
+            under("home"),
+            under("grants"),
+            under("run/loop-broker"),
+            under("run/admin-broker"),
+            under("run/loop-infer"),
+            under("run/chat-loop"),
+            q(&bin("boxmaker-tool")?),
+            serde_json::to_string(upstream).unwrap_or_default(),
         ),
     )?;
     Ok(config)
@@ -211,6 +221,18 @@ fn start_fake(stack: &mut Stack, state: &Path) -> Result<String, Error> {
 
 pub fn run(args: &DevArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
     let state = std::path::absolute(&args.state).map_err(err)?;
+    // The demo script carries paths inside JSON inside TOML; keep them plain.
+    if state
+        .to_string_lossy()
+        .chars()
+        .any(|c| matches!(c, '"' | '\'' | '\\') || c.is_control() || c.is_whitespace())
+    {
+        return Err(Error(format!(
+            "{}: choose a state directory whose path has no spaces, quotes, backslashes or control \
+             characters (--state)",
+            state.display()
+        )));
+    }
     std::fs::create_dir_all(state.join("logs")).map_err(err)?;
     std::fs::create_dir_all(state.join("run")).map_err(err)?;
     let mut stack = Stack {
