@@ -29,21 +29,7 @@ pub struct Args {
     pub print_tool_unit: Option<String>,
 }
 
-/// Why brokerd did not start or stopped; `main` prints it once.
-#[derive(Debug)]
-pub struct Error(pub String);
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Error {}
-
-fn err(e: impl fmt::Display) -> Error {
-    Error(e.to_string())
-}
+pub use daemon::{Error, err};
 
 /// How long shutdown waits for requests in flight to finish their writes.
 const DRAIN: Duration = Duration::from_secs(20);

@@ -10,7 +10,6 @@ mod audit;
 mod chat;
 mod dev;
 
-use std::fmt;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -88,21 +87,8 @@ pub enum AuditCmd {
     },
 }
 
-/// What went wrong in bxctl itself (not in what it checked).
-#[derive(Debug)]
-pub struct Error(pub String);
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Error {}
-
-pub(crate) fn err(e: impl fmt::Display) -> Error {
-    Error(e.to_string())
-}
+pub use daemon::Error;
+pub(crate) use daemon::err;
 
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
     let config = || Config::load(&cli.config).map_err(err);

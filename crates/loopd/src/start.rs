@@ -1,6 +1,5 @@
 //! Start-up and shutdown: the inherited socket first, READY once it serves.
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,20 +20,7 @@ pub struct Args {
     pub common: CommonArgs,
 }
 
-#[derive(Debug)]
-pub struct Error(pub String);
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Error {}
-
-fn err(e: impl fmt::Display) -> Error {
-    Error(e.to_string())
-}
+pub use daemon::{Error, err};
 
 /// How long shutdown waits for turns in flight (their log lines are already fsynced; this
 /// only spares the owner a cut-off reply).

@@ -330,6 +330,26 @@ pub fn read_grant(mode: &str, dir: &Path, extra: &str) -> String {
     )
 }
 
+/// Waits (up to 10 s) until bxctl lists a pending approval for the stack configured by
+/// `config`, and returns its id.
+pub fn wait_for_approval(config: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = Command::new(bin("bxctl"))
+            .arg("--config")
+            .arg(config)
+            .arg("approvals")
+            .output()
+            .expect("bxctl");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if let Some(id) = text.lines().find_map(|l| l.strip_prefix("approval ")) {
+            return id.trim().to_owned();
+        }
+        assert!(Instant::now() < deadline, "no approval appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The whole stack: fake llama-server, inferproxy, brokerd and loopd.
 #[derive(Debug)]
 pub struct Agent {

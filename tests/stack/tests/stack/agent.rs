@@ -1,7 +1,5 @@
 //! The agent loop with the real binaries: fake llama-server, inferproxy, brokerd, loopd.
 
-use std::time::Duration;
-
 use proto::chat::{ChatEvent, TurnEnd};
 use proto::{DenyReason, LogRecord, ToolResponse};
 use stack::{Home, read_grant};
@@ -125,30 +123,16 @@ fn a_conversation_with_allowed_denied_and_approved_tool_calls() {
     ));
 
     // The listing needs the owner: approve it from "another terminal".
-    let admin = home.root.clone();
+    let config = home.config();
     let approver = std::thread::spawn(move || {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let out = std::process::Command::new(stack::bin("bxctl"))
-                .arg("--config")
-                .arg(admin.join("config.toml"))
-                .arg("approvals")
-                .output()
-                .expect("bxctl");
-            let text = String::from_utf8_lossy(&out.stdout).into_owned();
-            if let Some(id) = text.lines().find_map(|l| l.strip_prefix("approval ")) {
-                let ok = std::process::Command::new(stack::bin("bxctl"))
-                    .arg("--config")
-                    .arg(admin.join("config.toml"))
-                    .args(["approve", id.trim()])
-                    .status()
-                    .expect("approve");
-                assert!(ok.success());
-                return;
-            }
-            assert!(std::time::Instant::now() < deadline, "no approval appeared");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let id = stack::wait_for_approval(&config);
+        let ok = std::process::Command::new(stack::bin("bxctl"))
+            .arg("--config")
+            .arg(&config)
+            .args(["approve", &id])
+            .status()
+            .expect("approve");
+        assert!(ok.success());
     });
     let t3 = agent.chat(Some(&session), "Please list my notes");
     approver.join().expect("approver");

@@ -1,7 +1,5 @@
 //! The agent loop when things break: loopd killed mid-turn, a context that overflows.
 
-use std::time::Duration;
-
 use proto::LogRecord;
 use proto::chat::{ChatEvent, TurnEnd};
 use stack::{Home, read_grant};
@@ -37,16 +35,7 @@ fn loopd_killed_mid_turn_leaves_a_whole_log_and_call_numbers_never_repeat() {
         });
         session.expect("the turn started")
     });
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let approval = loop {
-        let out = home.bxctl(&["approvals"]);
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        if let Some(id) = text.lines().find_map(|l| l.strip_prefix("approval ")) {
-            break id.trim().to_owned();
-        }
-        assert!(std::time::Instant::now() < deadline, "no approval appeared");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let approval = stack::wait_for_approval(&home.config());
     // …and loopd dies.
     agent.daemons[0].kill();
     let session = waiting.join().expect("client");
