@@ -259,7 +259,8 @@ in
         # Its sessions and the owner's core memory.
         StateDirectory = [ "${stateDir}/sessions" "${stateDir}/memory" ];
         StateDirectoryMode = "0700";
-        # No WatchdogSec=: loopd does not ping the watchdog yet (issue 5 item 1).
+        # loopd pings while its session store can be read.
+        WatchdogSec = "30s";
         TimeoutStopSec = "20s";
       };
     };
