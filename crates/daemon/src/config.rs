@@ -30,6 +30,41 @@ pub struct Config {
     pub r#loop: Loop,
     #[serde(default)]
     pub infer: Infer,
+    /// The Mattermost gateway (gatewayd); absent when the owner chats only through bxctl.
+    #[serde(default)]
+    pub gateway: Option<Gateway>,
+}
+
+/// gatewayd: the owner's Mattermost. It chats with loopd on `sockets.chat_loop/loop.sock`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gateway {
+    /// The Mattermost server's base URL, for example `https://chat.example.com`.
+    pub server: String,
+    /// The systemd credential (under `$CREDENTIALS_DIRECTORY`) holding the bot's token.
+    #[serde(default = "default_token_credential")]
+    pub token_credential: String,
+    /// A file with the token instead of the credential: development and tests only.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+    /// The Mattermost user ids heard as the owner; everyone else is ignored.
+    pub owners: Vec<String>,
+    /// The channel the bot listens and answers in.
+    pub channel: String,
+    /// gatewayd's durable state (threads and the last post handled); `home/gateway` if unset.
+    #[serde(default)]
+    pub state: Option<PathBuf>,
+    /// The shortest time between two edits of a streamed reply.
+    #[serde(default = "default_edit_interval", deserialize_with = "duration")]
+    pub edit_interval: Duration,
+}
+
+fn default_token_credential() -> String {
+    "mattermost-token".into()
+}
+
+fn default_edit_interval() -> Duration {
+    Duration::from_millis(500)
 }
 
 /// The socket directories, one per pair of roles; each holds its listener's socket.
@@ -283,6 +318,20 @@ impl Config {
             );
         }
         self.infer.validate()?;
+        if let Some(g) = &self.gateway {
+            if !(g.server.starts_with("https://") || g.server.starts_with("http://")) {
+                return Err("gateway.server must be an http:// or https:// URL".into());
+            }
+            if g.owners.is_empty() || g.owners.iter().any(String::is_empty) {
+                return Err("gateway.owners must name at least one Mattermost user id".into());
+            }
+            if g.channel.is_empty() || g.edit_interval.is_zero() {
+                return Err("gateway.channel and gateway.edit_interval must not be empty".into());
+            }
+            if g.token_credential.is_empty() || g.token_credential.contains('/') {
+                return Err("gateway.token_credential must be a plain credential name".into());
+            }
+        }
         let b = &self.broker;
         if b.approval_ttl.is_zero() || b.approval_ttl > MAX_APPROVAL_TTL {
             return Err("broker.approval_ttl must be more than 0 and at most 1h".into());
@@ -323,6 +372,14 @@ impl Config {
 
     pub fn audit_dir(&self) -> PathBuf {
         self.home.join("audit")
+    }
+
+    /// gatewayd's durable state.
+    pub fn gateway_state_dir(&self) -> PathBuf {
+        self.gateway
+            .as_ref()
+            .and_then(|g| g.state.clone())
+            .unwrap_or_else(|| self.home.join("gateway"))
     }
 
     /// brokerd's own durable state (session taint and untrusted flags).
@@ -393,6 +450,16 @@ admin = { group = "boxmaker-admin" }
             (
                 format!("{MINIMAL}[infer]\nidle_timeout = \"0s\"\n"),
                 "more than 0",
+            ),
+            (
+                format!("{MINIMAL}[gateway]\nserver = \"mm\"\nowners = [\"a\"]\nchannel = \"c\"\n"),
+                "http",
+            ),
+            (
+                format!(
+                    "{MINIMAL}[gateway]\nserver = \"http://m\"\nowners = []\nchannel = \"c\"\n"
+                ),
+                "owners",
             ),
             (
                 MINIMAL.replace(

@@ -8,6 +8,9 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use daemon::conn::Conn;
+
+mod gateway;
+pub use gateway::{Gateway, http};
 use proto::{Envelope, Message, SessionId, ToolRequest};
 
 /// A built binary of this workspace. `cargo test --workspace` builds them next to the test

@@ -7,3 +7,4 @@ mod approvals;
 mod broker;
 mod docs;
 mod durability;
+mod gateway;

@@ -1,0 +1,155 @@
+//! Follows the WebSocket: authenticate, wait for `hello`, catch up through REST on the posts
+//! written since the last one handled, then pass each `posted` event on. Any break reconnects
+//! with backoff; the catch-up after it finds what was missed (the worker drops duplicates).
+
+use std::net::TcpStream;
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use daemon::log;
+use serde_json::{Value, json};
+use tungstenite::stream::MaybeTlsStream;
+use tungstenite::{Message, WebSocket};
+
+use crate::mm::{Client, Post};
+use crate::state::Store;
+
+type Socket = WebSocket<MaybeTlsStream<TcpStream>>;
+
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// A quiet connection is pinged after this; one quiet twice in a row is dropped.
+const QUIET: Duration = Duration::from_secs(30);
+
+/// Runs forever: every post of `channel` goes to `posts`.
+pub fn run(
+    client: &Client,
+    token: &str,
+    channel: &str,
+    store: &Arc<Mutex<Store>>,
+    posts: &Sender<Post>,
+) {
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        match connect(client, token) {
+            Ok(mut ws) => {
+                backoff = FIRST_BACKOFF;
+                log::info(format_args!("following Mattermost events"));
+                if let Err(e) = follow(&mut ws, client, channel, store, posts) {
+                    log::warn(format_args!("Mattermost events: {e}; reconnecting"));
+                }
+            }
+            Err(e) => log::warn(format_args!(
+                "Mattermost WebSocket: {e}; retrying in {backoff:?}"
+            )),
+        }
+        std::thread::sleep(backoff);
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+fn connect(client: &Client, token: &str) -> Result<Socket, String> {
+    let (mut ws, _) = tungstenite::connect(client.websocket_url()).map_err(|e| e.to_string())?;
+    let stream = match ws.get_ref() {
+        MaybeTlsStream::Plain(s) => s,
+        MaybeTlsStream::Rustls(s) => s.get_ref(),
+        _ => return Err("unexpected stream kind".into()),
+    };
+    stream
+        .set_read_timeout(Some(QUIET))
+        .map_err(|e| e.to_string())?;
+    let auth = json!({"seq": 1, "action": "authentication_challenge", "data": {"token": token}});
+    ws.send(Message::text(auth.to_string()))
+        .map_err(|e| e.to_string())?;
+    loop {
+        let event = next(&mut ws)?.ok_or("no hello before the quiet deadline")?;
+        if event["status"] == "FAIL" {
+            return Err(format!(
+                "authentication refused: {}",
+                event["error"]["message"]
+            ));
+        }
+        if event["event"] == "hello" {
+            return Ok(ws);
+        }
+    }
+}
+
+/// The next JSON message, `None` when the deadline passed quietly.
+fn next(ws: &mut Socket) -> Result<Option<Value>, String> {
+    match ws.read() {
+        Ok(Message::Text(text)) => Ok(Some(
+            serde_json::from_str(text.as_str()).unwrap_or(Value::Null),
+        )),
+        Ok(Message::Close(_)) => Err("closed by the server".into()),
+        Ok(_) => Ok(Some(Value::Null)),
+        Err(tungstenite::Error::Io(e))
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn catch_up(
+    client: &Client,
+    channel: &str,
+    store: &Arc<Mutex<Store>>,
+    posts: &Sender<Post>,
+) -> Result<(), String> {
+    let cursor = store.lock().map_err(|_| "state poisoned")?.saved.cursor;
+    for post in client.since(channel, cursor).map_err(|e| e.to_string())? {
+        posts.send(post).map_err(|_| "the worker stopped")?;
+    }
+    Ok(())
+}
+
+fn follow(
+    ws: &mut Socket,
+    client: &Client,
+    channel: &str,
+    store: &Arc<Mutex<Store>>,
+    posts: &Sender<Post>,
+) -> Result<(), String> {
+    catch_up(client, channel, store, posts)?;
+    let mut quiet = false;
+    let mut expected: Option<u64> = None;
+    loop {
+        let Some(event) = next(ws)? else {
+            if quiet {
+                return Err("the server went quiet".into());
+            }
+            quiet = true;
+            ws.send(Message::Ping(Vec::new().into()))
+                .map_err(|e| e.to_string())?;
+            continue;
+        };
+        quiet = false;
+        if let Some(seq) = event["seq"].as_u64() {
+            if expected.is_some_and(|e| e != seq) {
+                // Events were lost on the way: fetch what they carried.
+                log::warn(format_args!("event sequence jumped to {seq}; catching up"));
+                catch_up(client, channel, store, posts)?;
+            }
+            expected = Some(seq + 1);
+        }
+        if event["event"] != "posted" {
+            continue;
+        }
+        let Some(text) = event["data"]["post"].as_str() else {
+            continue;
+        };
+        match serde_json::from_str::<Post>(text) {
+            Ok(post) if post.channel_id == channel => {
+                posts.send(post).map_err(|_| "the worker stopped")?;
+            }
+            Ok(_) => {}
+            Err(e) => log::warn(format_args!("a posted event not understood: {e}")),
+        }
+    }
+}

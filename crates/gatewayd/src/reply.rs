@@ -1,0 +1,179 @@
+//! One owner post answered: sent to loopd as a chat message, the turn streamed into a reply
+//! in the post's thread by editing it at a bounded rate, split within the post limit.
+
+use std::time::{Duration, Instant};
+
+use daemon::conn::Conn;
+use daemon::log;
+use proto::chat::{ChatEvent, ChatSend, TurnEnd};
+use proto::{Message, SessionId, ToolResponse};
+
+use crate::mm::Client;
+use crate::render::{POST_LIMIT, code, inert, split};
+
+enum Part {
+    Model(String),
+    Note(String),
+}
+
+/// The reply being streamed: its parts and the posts that show them.
+struct Stream<'a> {
+    client: &'a Client,
+    channel: &'a str,
+    root: &'a str,
+    interval: Duration,
+    parts: Vec<Part>,
+    posts: Vec<(String, String)>,
+    last: Option<Instant>,
+}
+
+impl Stream<'_> {
+    fn text(&mut self, delta: &str) {
+        if let Some(Part::Model(t)) = self.parts.last_mut() {
+            t.push_str(delta);
+        } else {
+            self.parts.push(Part::Model(delta.to_owned()));
+        }
+    }
+
+    fn note(&mut self, line: String) {
+        self.parts.push(Part::Note(format!("\n{line}\n")));
+    }
+
+    fn body(&self) -> String {
+        let body: String = self
+            .parts
+            .iter()
+            .map(|p| match p {
+                Part::Model(t) => inert(t),
+                Part::Note(n) => n.clone(),
+            })
+            .collect();
+        let body = body.trim().to_owned();
+        if body.is_empty() { "…".into() } else { body }
+    }
+
+    /// Shows the reply as it stands, unless the last edit was too recent (`force` at the end).
+    fn flush(&mut self, force: bool) {
+        if !force && self.last.is_some_and(|t| t.elapsed() < self.interval) {
+            return;
+        }
+        self.last = Some(Instant::now());
+        for (i, chunk) in split(&self.body(), POST_LIMIT).into_iter().enumerate() {
+            let result = match self.posts.get_mut(i) {
+                Some((_, shown)) if *shown == chunk => Ok(()),
+                Some((id, shown)) => self.client.edit(id, &chunk).map(|()| *shown = chunk),
+                None => self
+                    .client
+                    .create(self.channel, self.root, &chunk)
+                    .map(|id| self.posts.push((id, chunk))),
+            };
+            if let Err(e) = result {
+                log::warn(format_args!("showing a reply: {e}"));
+            }
+        }
+    }
+}
+
+fn event(stream: &mut Stream<'_>, ev: &ChatEvent) {
+    match ev {
+        ChatEvent::Text { delta } => stream.text(delta),
+        ChatEvent::ToolCall {
+            tool, arguments, ..
+        } => {
+            let args: String = arguments.chars().take(200).collect();
+            stream.note(format!("> tool {} {}", code(tool), code(&args)));
+        }
+        ChatEvent::ToolResponse { response, .. } => stream.note(match response {
+            ToolResponse::Result { content, class, .. } => {
+                format!("> → {} bytes ({class})", content.len())
+            }
+            ToolResponse::PendingApproval { approval, expires } => format!(
+                "> → waits for the owner's approval {} until {expires}",
+                code(&approval.to_string())
+            ),
+            ToolResponse::Denied { reason, .. } => format!(
+                "> → denied ({})",
+                code(
+                    serde_json::to_string(reason)
+                        .unwrap_or_default()
+                        .trim_matches('"')
+                )
+            ),
+            ToolResponse::Failed { message } => format!("> → failed: {}", code(message)),
+        }),
+        ChatEvent::Started { .. } | ChatEvent::Reasoning { .. } | ChatEvent::Compacted { .. } => {
+            return;
+        }
+    }
+    stream.flush(false);
+}
+
+pub struct Turn<'a> {
+    pub client: &'a Client,
+    pub bot: &'a str,
+    pub channel: &'a str,
+    pub root: &'a str,
+    pub interval: Duration,
+    pub loop_sock: &'a std::path::Path,
+}
+
+/// Answers `text`; `started` hears the session as soon as loopd names it.
+pub fn answer(
+    t: &Turn<'_>,
+    session: Option<SessionId>,
+    text: &str,
+    started: &mut dyn FnMut(&SessionId),
+) {
+    if let Err(e) = t.client.typing(t.bot, t.channel, t.root) {
+        log::warn(format_args!("typing indicator: {e}"));
+    }
+    let mut stream = Stream {
+        client: t.client,
+        channel: t.channel,
+        root: t.root,
+        interval: t.interval,
+        parts: Vec::new(),
+        posts: Vec::new(),
+        last: None,
+    };
+    let msg = Message::ChatSend(ChatSend {
+        session,
+        text: text.to_owned(),
+    });
+    let outcome = Conn::connect(t.loop_sock)
+        .map_err(|e| format!("boxmaker's agent is not reachable ({e})"))
+        .and_then(|mut conn| {
+            conn.call(1, msg, |env| {
+                if let Message::ChatEvent(ev) = &env.msg {
+                    if let ChatEvent::Started { session, .. } = ev {
+                        started(session);
+                    }
+                    event(&mut stream, ev);
+                }
+            })
+            .map_err(|e| format!("the connection to boxmaker's agent broke ({e})"))
+        });
+    match outcome.map(|env| env.msg) {
+        Ok(Message::ChatReply(reply)) => match reply.end {
+            TurnEnd::Answered => {}
+            TurnEnd::ToolCap { calls } => {
+                stream.note(format!("_The turn stopped after {calls} tool calls._"));
+            }
+            TurnEnd::ModelError { detail } => stream.note(format!(
+                "**The model could not answer:** {}. Your message is kept: write again to retry.",
+                code(&detail)
+            )),
+        },
+        Ok(Message::Error(e)) => stream.note(format!(
+            "**boxmaker refused the message:** {}",
+            code(&format!("{:?}: {}", e.code, e.detail))
+        )),
+        Ok(other) => stream.note(format!(
+            "**Unexpected answer from boxmaker:** {}",
+            other.kind()
+        )),
+        Err(e) => stream.note(format!("**Sorry:** {}", inert(&e))),
+    }
+    stream.flush(true);
+}
