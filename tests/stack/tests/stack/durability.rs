@@ -52,6 +52,18 @@ fn each_decision_is_fsynced_before_its_answer_is_written() {
     }
     d.kill();
     let trace = std::fs::read_to_string(&log).expect("strace log");
+    // Killing strace detaches it; brokerd itself (the first pid in the trace) goes on, so
+    // stop it too.
+    if let Some(pid) = trace
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse::<i32>().ok())
+    {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
     // Per thread: the audit fd and call of the last write, whether it was synced, and every
     // call whose record was synced before anything else happened on that thread.
     let mut last_write: HashMap<String, (String, u64)> = HashMap::new();
