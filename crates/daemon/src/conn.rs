@@ -153,7 +153,7 @@ mod tests {
     #[test]
     fn a_slow_frame_is_cut_off_but_an_idle_peer_may_wait() {
         let (a, mut b) = UnixStream::pair().expect("pair");
-        let mut conn = Conn::new(a, Duration::from_millis(300), Duration::from_millis(100));
+        let mut conn = Conn::new(a, Duration::from_secs(5), Duration::from_millis(100));
         // Idle for less than `idle`, then a whole frame: fine.
         let writer = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(150));
