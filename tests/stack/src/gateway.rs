@@ -1,6 +1,6 @@
 //! The Mattermost side of the stack: a fake Mattermost server and gatewayd.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::{Daemon, Home, bin};
@@ -16,29 +16,13 @@ pub struct Gateway {
 impl Home {
     /// Starts fake-mattermost, then gatewayd with `owners` and `extra` `[gateway]` lines.
     pub fn start_gateway(&self, owners: &[&str], extra: &str) -> Gateway {
-        let mut fake = Command::new(bin("fake-mattermost"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("fake-mattermost");
-        let mut line = String::new();
-        let stdout = fake.stdout.take().expect("stdout");
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("port");
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .expect("listening")
-            .to_owned();
+        let (fake, addr) = self.spawn_peer(Command::new(bin("fake-mattermost")), "fake-mm.log");
         std::fs::write(self.root.join("mm-token"), "bot-token\n").expect("token");
         self.append_config(&format!(
             "[gateway]\nserver = \"http://{addr}\"\ntoken_file = \"{r}/mm-token\"\n\
              owners = {owners:?}\nchannel = \"channelid00000000000000000\"\n{extra}\n",
             r = self.root.display()
         ));
-        let fake = Daemon {
-            child: fake,
-            stderr: self.root.join("fake-mm.log"),
-        };
         let mut cmd = Command::new(bin("gatewayd"));
         cmd.arg("--config").arg(self.config());
         let gatewayd = Daemon::spawn(cmd, &self.root);

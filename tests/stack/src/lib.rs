@@ -141,32 +141,40 @@ impl Home {
         Daemon::spawn(cmd, &self.root)
     }
 
-    /// Starts the fake llama-server with `script`, then inferproxy, brokerd and loopd.
-    pub fn start_agent(&self, script: &str, loop_config: &str) -> Agent {
-        let script_path = self.root.join("script.toml");
-        std::fs::write(&script_path, script).expect("script");
-        let mut fake = Command::new(bin("fake-llama-server"))
-            .args(["--listen", "127.0.0.1:0", "--script"])
-            .arg(&script_path)
+    /// Starts a test peer that prints `listening on HOST:PORT` first; returns it and the
+    /// address.
+    pub fn spawn_peer(&self, mut cmd: Command, log: &str) -> (Daemon, String) {
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .expect("fake-llama-server");
+            .expect("test peer");
         let mut line = String::new();
-        let stdout = fake.stdout.take().expect("stdout");
+        let stdout = child.stdout.take().expect("stdout");
         std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("port");
         let addr = line
             .trim()
             .strip_prefix("listening on ")
-            .expect("listening line")
+            .expect("a `listening on` line")
             .to_owned();
+        let daemon = Daemon {
+            child,
+            stderr: self.root.join(log),
+        };
+        (daemon, addr)
+    }
+
+    /// Starts the fake llama-server with `script`, then inferproxy, brokerd and loopd.
+    pub fn start_agent(&self, script: &str, loop_config: &str) -> Agent {
+        let script_path = self.root.join("script.toml");
+        std::fs::write(&script_path, script).expect("script");
+        let mut cmd = Command::new(bin("fake-llama-server"));
+        cmd.args(["--listen", "127.0.0.1:0", "--script"])
+            .arg(&script_path);
+        let (fake, addr) = self.spawn_peer(cmd, "fake.log");
         self.append_config(&format!(
             "[infer]\nupstream = \"http://{addr}\"\n[loop]\n{loop_config}\n"
         ));
-        let fake = Daemon {
-            child: fake,
-            stderr: self.root.join("fake.log"),
-        };
         let role = |name: &str| {
             let mut cmd = Command::new(bin(name));
             cmd.arg("--config").arg(self.config());
