@@ -180,11 +180,12 @@ pub fn split_chars(text: &str, chars: usize) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn msg(role: &str, content: &str) -> Msg {
+    /// A message with only a role and a content (shared by the crate's tests).
+    pub(crate) fn msg(role: &str, content: &str) -> Msg {
         Msg {
             role: role.into(),
             content: content.into(),

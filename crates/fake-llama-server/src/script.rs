@@ -303,15 +303,8 @@ impl Match {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::render::tests::msg;
     use crate::render::{Call, Msg};
-
-    fn msg(role: &str, content: &str) -> Msg {
-        Msg {
-            role: role.into(),
-            content: content.into(),
-            ..Msg::default()
-        }
-    }
 
     #[test]
     fn parses_every_field_and_refuses_unknown_ones() {
