@@ -39,10 +39,10 @@ pub fn accept_loop(
     let b = &broker.config.broker;
     let policy = Policy {
         name: side.name(),
-        peer: match side {
+        peers: vec![match side {
             Side::Loop => broker.config.peers.loopd.clone(),
             Side::Admin => broker.config.peers.admin.clone(),
-        },
+        }],
         max_connections: b.max_connections,
         idle: b.idle_timeout,
         frame: b.frame_deadline,

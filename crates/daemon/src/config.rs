@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
+mod gateway;
 mod infer;
+pub use gateway::Gateway;
 pub use infer::{Infer, Upstream};
 
 pub const DEFAULT_PATH: &str = "/etc/boxmaker/config.toml";
@@ -35,38 +37,6 @@ pub struct Config {
     pub gateway: Option<Gateway>,
 }
 
-/// gatewayd: the owner's Mattermost. It chats with loopd on `sockets.chat_loop/loop.sock`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Gateway {
-    /// The Mattermost server's base URL, for example `https://chat.example.com`.
-    pub server: String,
-    /// The systemd credential (under `$CREDENTIALS_DIRECTORY`) holding the bot's token.
-    #[serde(default = "default_token_credential")]
-    pub token_credential: String,
-    /// A file with the token instead of the credential: development and tests only.
-    #[serde(default)]
-    pub token_file: Option<PathBuf>,
-    /// The Mattermost user ids heard as the owner; everyone else is ignored.
-    pub owners: Vec<String>,
-    /// The channel the bot listens and answers in.
-    pub channel: String,
-    /// gatewayd's durable state (threads and the last post handled); `home/gateway` if unset.
-    #[serde(default)]
-    pub state: Option<PathBuf>,
-    /// The shortest time between two edits of a streamed reply.
-    #[serde(default = "default_edit_interval", deserialize_with = "duration")]
-    pub edit_interval: Duration,
-}
-
-fn default_token_credential() -> String {
-    "mattermost-token".into()
-}
-
-fn default_edit_interval() -> Duration {
-    Duration::from_millis(500)
-}
-
 /// The socket directories, one per pair of roles; each holds its listener's socket.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -82,6 +52,10 @@ pub struct Sockets {
     /// Shared by the owner's chat group (`bxctl chat`) and loopd: `loop.sock`.
     #[serde(default = "default_chat_loop")]
     pub chat_loop: PathBuf,
+    /// Shared by brokerd and gatewayd: `gateway.sock`, gatewayd listening, brokerd asking
+    /// the owner for approvals through it.
+    #[serde(default = "default_broker_gateway")]
+    pub broker_gateway: PathBuf,
 }
 
 fn default_loop_infer() -> PathBuf {
@@ -90,6 +64,10 @@ fn default_loop_infer() -> PathBuf {
 
 fn default_chat_loop() -> PathBuf {
     PathBuf::from("/run/boxmaker/chat-loop")
+}
+
+fn default_broker_gateway() -> PathBuf {
+    PathBuf::from("/run/boxmaker/broker-gateway")
 }
 
 /// Who may connect on each side, checked with SO_PEERCRED on every connection (defence in
@@ -102,6 +80,12 @@ pub struct Peers {
     /// Who may chat on loop.sock (the owner). loopd refuses to start without it.
     #[serde(default)]
     pub chat: Option<Peer>,
+    /// gatewayd: loopd admits it on loop.sock besides `chat`.
+    #[serde(default)]
+    pub gateway: Option<Peer>,
+    /// brokerd: gatewayd admits it on gateway.sock. gatewayd refuses to start without it.
+    #[serde(default)]
+    pub broker: Option<Peer>,
 }
 
 /// A user name (resolved through NSS, which knows DynamicUser names), a group the peer's
@@ -291,6 +275,7 @@ impl Config {
             ("sockets.admin_broker", &self.sockets.admin_broker),
             ("sockets.loop_infer", &self.sockets.loop_infer),
             ("sockets.chat_loop", &self.sockets.chat_loop),
+            ("sockets.broker_gateway", &self.sockets.broker_gateway),
             ("broker.tool", &self.broker.tool),
             ("broker.sandbox_root", &self.broker.sandbox_root),
         ] {
@@ -308,29 +293,23 @@ impl Config {
                     .into(),
             );
         }
-        if self.sockets.loop_infer == self.sockets.loop_broker
-            || self.sockets.loop_infer == self.sockets.admin_broker
-        {
+        let dirs = [
+            &self.sockets.loop_broker,
+            &self.sockets.admin_broker,
+            &self.sockets.loop_infer,
+            &self.sockets.chat_loop,
+            &self.sockets.broker_gateway,
+        ];
+        if (1..dirs.len()).any(|i| dirs[..i].contains(&dirs[i])) {
             return Err(
-                "sockets.loop_infer must be a directory of its own: each pair of roles \
-                        has its own socket directory"
+                "each [sockets] entry must be a directory of its own: each pair of \
+                        roles has its own socket directory"
                     .into(),
             );
         }
         self.infer.validate()?;
         if let Some(g) = &self.gateway {
-            if !(g.server.starts_with("https://") || g.server.starts_with("http://")) {
-                return Err("gateway.server must be an http:// or https:// URL".into());
-            }
-            if g.owners.is_empty() || g.owners.iter().any(String::is_empty) {
-                return Err("gateway.owners must name at least one Mattermost user id".into());
-            }
-            if g.channel.is_empty() || g.edit_interval.is_zero() {
-                return Err("gateway.channel and gateway.edit_interval must not be empty".into());
-            }
-            if g.token_credential.is_empty() || g.token_credential.contains('/') {
-                return Err("gateway.token_credential must be a plain credential name".into());
-            }
+            g.validate()?;
         }
         let b = &self.broker;
         if b.approval_ttl.is_zero() || b.approval_ttl > MAX_APPROVAL_TTL {
@@ -372,14 +351,6 @@ impl Config {
 
     pub fn audit_dir(&self) -> PathBuf {
         self.home.join("audit")
-    }
-
-    /// gatewayd's durable state.
-    pub fn gateway_state_dir(&self) -> PathBuf {
-        self.gateway
-            .as_ref()
-            .and_then(|g| g.state.clone())
-            .unwrap_or_else(|| self.home.join("gateway"))
     }
 
     /// brokerd's own durable state (session taint and untrusted flags).

@@ -18,8 +18,8 @@ use crate::{log, peer};
 pub struct Policy {
     /// The socket's name in logs (`loop`, `admin`, `chat`, …).
     pub name: &'static str,
-    /// Who may connect.
-    pub peer: Peer,
+    /// Who may connect: any one of these.
+    pub peers: Vec<Peer>,
     pub max_connections: usize,
     /// Idle time allowed between frames, and the deadline for one frame once started.
     pub idle: Duration,
@@ -95,11 +95,11 @@ pub fn accept_loop<F>(
             continue;
         }
         let who = match peer::identify(&stream) {
-            Ok(who) if peer::admits(&policy.peer, &who) => who.to_string(),
+            Ok(who) if policy.peers.iter().any(|p| peer::admits(p, &who)) => who.to_string(),
             Ok(who) => {
                 log::warn(format_args!(
-                    "{name} socket: refused {who} (pid {}), not {:?}",
-                    who.pid, policy.peer
+                    "{name} socket: refused {who} (pid {}), not one of {:?}",
+                    who.pid, policy.peers
                 ));
                 refuse(stream, "this socket does not admit you");
                 continue;

@@ -82,7 +82,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     }
     let token = token(&g)?;
     let mut signals = Signals::new([SIGTERM, SIGINT]).map_err(err)?;
-    let store = Store::open(config.gateway_state_dir(), now_ms()).map_err(err)?;
+    let store = Store::open(g.state_dir(&config.home), now_ms()).map_err(err)?;
     let store = Arc::new(Mutex::new(store));
     let client = Client::new(&g.server, &token);
     let (tx, rx) = mpsc::channel::<Post>();

@@ -46,7 +46,10 @@ pub fn run(args: Args) -> Result<(), Error> {
     let mut signals = Signals::new([SIGTERM, SIGINT]).map_err(err)?;
     let policy = Policy {
         name: "chat",
-        peer: chat,
+        // The owner's chat group, and gatewayd when it is configured.
+        peers: std::iter::once(chat)
+            .chain(config.peers.gateway.clone())
+            .collect(),
         max_connections: 16,
         idle: Duration::from_secs(3600),
         frame: config.broker.frame_deadline,

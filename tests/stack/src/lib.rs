@@ -73,6 +73,7 @@ impl Home {
             "run/admin-broker",
             "run/loop-infer",
             "run/chat-loop",
+            "run/broker-gateway",
         ] {
             std::fs::create_dir_all(root.join(d)).expect("mkdir");
         }
@@ -84,7 +85,9 @@ impl Home {
             "home = \"{r}/home\"\ngrants = \"{r}/grants\"\n\
              [sockets]\nloop_broker = \"{r}/run/loop-broker\"\nadmin_broker = \"{r}/run/admin-broker\"\n\
              loop_infer = \"{r}/run/loop-infer\"\nchat_loop = \"{r}/run/chat-loop\"\n\
+             broker_gateway = \"{r}/run/broker-gateway\"\n\
              [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\nchat = {{ uid = {uid} }}\n\
+             gateway = {{ uid = {uid} }}\nbroker = {{ uid = {uid} }}\n\
              [broker]\nrunner = \"direct\"\ntool = \"{tool}\"\n{broker}\n",
             r = root.display(),
             tool = bin("boxmaker-tool").display(),

@@ -1,0 +1,67 @@
+//! gatewayd's section, `[gateway]`: the owner's Mattermost. brokerd reads it too: `owners`
+//! decides whose answers to an approval count.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::duration;
+
+/// gatewayd chats with loopd on `sockets.chat_loop/loop.sock` and serves brokerd on
+/// `sockets.broker_gateway/gateway.sock`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gateway {
+    /// The Mattermost server's base URL, for example `https://chat.example.com`.
+    pub server: String,
+    /// The systemd credential (under `$CREDENTIALS_DIRECTORY`) holding the bot's token.
+    #[serde(default = "default_token_credential")]
+    pub token_credential: String,
+    /// A file with the token instead of the credential: development and tests only.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+    /// The Mattermost user ids heard as the owner: only they chat, and only their answers
+    /// to an approval count (brokerd checks, not gatewayd).
+    pub owners: Vec<String>,
+    /// The channel the bot listens, answers and asks for approvals in.
+    pub channel: String,
+    /// gatewayd's durable state (threads, posts handled, approval posts); `home/gateway`
+    /// if unset.
+    #[serde(default)]
+    pub state: Option<PathBuf>,
+    /// The shortest time between two edits of a streamed reply.
+    #[serde(default = "default_edit_interval", deserialize_with = "duration")]
+    pub edit_interval: Duration,
+}
+
+fn default_token_credential() -> String {
+    "mattermost-token".into()
+}
+
+fn default_edit_interval() -> Duration {
+    Duration::from_millis(500)
+}
+
+impl Gateway {
+    pub(super) fn validate(&self) -> Result<(), String> {
+        if !(self.server.starts_with("https://") || self.server.starts_with("http://")) {
+            return Err("gateway.server must be an http:// or https:// URL".into());
+        }
+        if self.owners.is_empty() || self.owners.iter().any(String::is_empty) {
+            return Err("gateway.owners must name at least one Mattermost user id".into());
+        }
+        if self.channel.is_empty() || self.edit_interval.is_zero() {
+            return Err("gateway.channel and gateway.edit_interval must not be empty".into());
+        }
+        if self.token_credential.is_empty() || self.token_credential.contains('/') {
+            return Err("gateway.token_credential must be a plain credential name".into());
+        }
+        Ok(())
+    }
+
+    /// gatewayd's durable state directory.
+    pub fn state_dir(&self, home: &Path) -> PathBuf {
+        self.state.clone().unwrap_or_else(|| home.join("gateway"))
+    }
+}
