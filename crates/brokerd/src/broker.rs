@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use daemon::config::Config;
 use proto::approval::{ApprovalCard, CallRef, Verdict};
+use proto::gateway::{ApprovalUpdate, Update};
 use proto::tools::ToolArgs;
 use proto::{
     AuditEvent, AuditLine, AuditRecord, DecisionRecord, DenyReason, Envelope, Message, SessionId,
@@ -17,6 +18,7 @@ use proto::{
 
 use crate::approvals::{self, Answer, Approvals};
 use crate::audit::AuditLog;
+use crate::gateway::Outgoing;
 use crate::policy::{self, Decision, Outcome};
 use crate::runner::{RunOutcome, Runner};
 use crate::sessions::Sessions;
@@ -35,6 +37,9 @@ pub struct Broker {
     /// call is never decided on a taint that a concurrent call of the same session is
     /// about to raise.
     session_locks: Mutex<HashMap<SessionId, Arc<Mutex<()>>>>,
+    /// To gatewayd, when `[gateway]` is configured: cards to post, outcomes to show.
+    gateway: Option<mpsc::Sender<Outgoing>>,
+    gateway_outbox: Mutex<Option<mpsc::Receiver<Outgoing>>>,
 }
 
 /// Why the broker must stop serving (its durable state can no longer be trusted).
@@ -56,6 +61,13 @@ impl Broker {
         runner: Runner,
     ) -> Self {
         let cap = config.broker.max_pending_approvals;
+        let (gateway, outbox) = match config.gateway {
+            Some(_) => {
+                let (tx, rx) = mpsc::channel();
+                (Some(tx), Some(rx))
+            }
+            None => (None, None),
+        };
         Self {
             config,
             snapshot: RwLock::new(Arc::new(snapshot)),
@@ -64,7 +76,27 @@ impl Broker {
             approvals: Mutex::new(Approvals::new(cap)),
             runner,
             session_locks: Mutex::new(HashMap::new()),
+            gateway,
+            gateway_outbox: Mutex::new(outbox),
         }
+    }
+
+    /// The receiving end of the link to gatewayd, once (`None` without `[gateway]`).
+    pub fn take_gateway_outbox(&self) -> Option<mpsc::Receiver<Outgoing>> {
+        lock(&self.gateway_outbox).take()
+    }
+
+    /// Queues `item` for gatewayd; without a gateway there is nobody to tell.
+    pub(crate) fn tell_gateway(&self, item: Outgoing) {
+        if let Some(tx) = &self.gateway {
+            // The receiver lives as long as the process (the link thread never returns).
+            let _ = tx.send(item);
+        }
+    }
+
+    /// Every approval waiting for the owner.
+    pub(crate) fn pending_cards(&self) -> Vec<ApprovalCard> {
+        lock(&self.approvals).list()
     }
 
     pub fn snapshot(&self) -> Arc<Snapshot> {
@@ -273,10 +305,11 @@ impl Broker {
         // served one request at a time per session, so the count cannot have filled up
         // for this session since the check above; another session may have, and then
         // this request is refused rather than left waiting on no one.
-        if lock(&self.approvals).register(card, tx).is_err() {
+        if lock(&self.approvals).register(card.clone(), tx).is_err() {
             let cap = self.config.broker.max_pending_approvals;
             return Ok(policy::too_many_pending(decision, cap));
         }
+        self.tell_gateway(Outgoing::Post(card));
         send(Envelope::partial(
             id,
             Message::ToolResponse(ToolResponse::PendingApproval {
@@ -296,16 +329,29 @@ impl Broker {
                 }
             }
         };
+        self.tell_gateway(Outgoing::Update(ApprovalUpdate {
+            approval,
+            update: match &answer {
+                Some(a) => Update::Decided {
+                    verdict: a.verdict,
+                    by: a.by.clone(),
+                },
+                None => Update::Expired,
+            },
+        }));
         Ok(match answer {
             Some(Answer {
                 verdict: Verdict::Approve,
                 by,
                 post,
             }) => policy::approve(decision, policy::Approval { approver: by, post }),
-            Some(Answer { by, .. }) => policy::refuse(
+            Some(Answer { by, post, .. }) => policy::refuse(
                 decision,
                 DenyReason::ApprovalRefused,
-                format!("{by} refused"),
+                match post {
+                    Some(post) => format!("{by} refused on Mattermost post {post}"),
+                    None => format!("{by} refused"),
+                },
             ),
             None => policy::refuse(
                 decision,

@@ -8,6 +8,7 @@ pub mod admin;
 pub mod approvals;
 pub mod audit;
 pub mod broker;
+pub mod gateway;
 pub mod policy;
 pub mod runner;
 pub mod server;

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use daemon::conn::{self, Conn};
+use daemon::conn::Conn;
 use daemon::log;
 use daemon::serve::{self, Activity, Policy};
-use proto::{Envelope, ErrorCode, FrameError, Message, ReadError};
+use proto::{Envelope, ErrorCode, Message};
 
 use crate::broker::{Broker, Fatal};
 
@@ -67,30 +67,9 @@ fn serve(
     who: &str,
     activity: &Activity,
 ) -> Result<(), Fatal> {
-    loop {
-        let env = match conn.read() {
-            Ok(env) => env,
-            Err(ReadError::Frame(FrameError::Closed)) => return Ok(()),
-            Err(e) if conn::is_timeout(&e) => return Ok(()),
-            Err(e) => {
-                log::warn(format_args!("{} socket: {who}: {e}", side.name()));
-                conn.refuse(e.id().unwrap_or(0), e.code(), &e.to_string());
-                return Ok(());
-            }
-        };
-        if !env.r#final {
-            conn.refuse(
-                env.id,
-                ErrorCode::BadMessage,
-                "a request is a single final frame",
-            );
-            return Ok(());
-        }
-        let _busy = activity.busy();
-        if !handle(broker, side, &mut conn, env, who)? {
-            return Ok(());
-        }
-    }
+    serve::requests(&mut conn, side.name(), who, activity, |conn, env| {
+        handle(broker, side, conn, env, who)
+    })
 }
 
 /// Handles one request; `Ok(false)` closes the connection.

@@ -91,6 +91,13 @@ pub fn run(args: Args) -> Result<(), Error> {
             .spawn(move || server::accept_loop(b, side, listener, a))
             .map_err(err)?;
     }
+    if let Some(outbox) = broker.take_gateway_outbox() {
+        let b = broker.clone();
+        std::thread::Builder::new()
+            .name("gateway".into())
+            .spawn(move || crate::gateway::run(&b, &outbox))
+            .map_err(err)?;
+    }
     if let Some(every) = notify::watchdog_interval() {
         let b = broker.clone();
         std::thread::Builder::new()

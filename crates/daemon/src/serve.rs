@@ -146,3 +146,41 @@ impl Drop for Slot {
 fn refuse(stream: UnixStream, detail: &str) {
     Conn::new(stream, Duration::ZERO, Duration::ZERO).refuse(0, ErrorCode::Refused, detail);
 }
+
+/// Serves one connection's requests until it closes, errs or idles out: each request (a
+/// single final frame) goes to `handle`, which answers it on the connection and returns
+/// whether to go on. A malformed frame gets a typed error and closes the connection.
+/// `name` and `who` are for the log; `activity` counts each request while it is handled.
+pub fn requests<E>(
+    conn: &mut Conn,
+    name: &str,
+    who: &str,
+    activity: &Activity,
+    mut handle: impl FnMut(&mut Conn, proto::Envelope) -> Result<bool, E>,
+) -> Result<(), E> {
+    use proto::{FrameError, ReadError};
+    loop {
+        let env = match conn.read() {
+            Ok(env) => env,
+            Err(ReadError::Frame(FrameError::Closed)) => return Ok(()),
+            Err(e) if crate::conn::is_timeout(&e) => return Ok(()),
+            Err(e) => {
+                log::warn(format_args!("{name} socket: {who}: {e}"));
+                conn.refuse(e.id().unwrap_or(0), e.code(), &e.to_string());
+                return Ok(());
+            }
+        };
+        if !env.r#final {
+            conn.refuse(
+                env.id,
+                ErrorCode::BadMessage,
+                "a request is a single final frame",
+            );
+            return Ok(());
+        }
+        let _busy = activity.busy();
+        if !handle(conn, env)? {
+            return Ok(());
+        }
+    }
+}

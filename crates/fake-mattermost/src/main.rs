@@ -3,8 +3,10 @@
 //! envelopes with `seq`, `hello` after authentication). Test controls live under `/fake/`:
 //!
 //! - `POST /fake/inject` `{"user_id","username","message","root_id"?,"bot"?}`: a user posts.
+//! - `POST /fake/react` `{"user_id","post_id","emoji_name"}`: a user reacts to a post.
 //! - `POST /fake/drop`: every WebSocket connection is cut (no close frame), as a network loss.
-//! - `GET /fake/state`: every post, how often each was edited, typing calls, connections.
+//! - `GET /fake/state`: every post and reaction, how often each post was edited, typing
+//!   calls, connections.
 //!
 //! Prints `listening on 127.0.0.1:PORT` first on stdout.
 
@@ -45,6 +47,7 @@ pub struct State {
     pub bot: String,
     pub channel: String,
     pub posts: Vec<Value>,
+    pub reactions: Vec<Value>,
     pub edits: HashMap<String, u64>,
     pub typing: u64,
     /// Bumped by `/fake/drop`: connections of an older generation close.
@@ -99,8 +102,31 @@ impl State {
             "broadcast": {"omit_users": null, "user_id": "", "channel_id": post["channel_id"],
                           "team_id": "", "connection_id": "", "omit_connection_id": ""}
         });
-        self.sockets.retain(|s| s.send(event.clone()).is_ok());
+        self.broadcast(&event);
         post
+    }
+
+    fn broadcast(&mut self, event: &Value) {
+        self.sockets.retain(|s| s.send(event.clone()).is_ok());
+    }
+
+    /// `user` reacts to a post with `emoji`; `None` when there is no such post.
+    fn react(&mut self, user: &str, post_id: &str, emoji: &str) -> Option<Value> {
+        let channel = self.posts.iter().find(|p| p["id"] == post_id)?["channel_id"].clone();
+        let now = self.now();
+        let reaction = json!({
+            "user_id": user, "post_id": post_id, "emoji_name": emoji, "create_at": now,
+            "update_at": now, "delete_at": 0, "remote_id": "", "channel_id": channel
+        });
+        self.reactions.push(reaction.clone());
+        let event = json!({
+            "event": "reaction_added",
+            "data": {"reaction": reaction.to_string()},
+            "broadcast": {"omit_users": null, "user_id": "", "channel_id": channel,
+                          "team_id": "", "connection_id": "", "omit_connection_id": ""}
+        });
+        self.broadcast(&event);
+        Some(reaction)
     }
 }
 
@@ -233,6 +259,14 @@ fn route(req: &Request, state: &Shared) -> (u16, Value) {
                     .to_owned();
                 (201, s.new_post(&user, &req.body, &name))
             }
+            ("POST", Some("react")) => {
+                let field = |k: &str| req.body[k].as_str().unwrap_or_default().to_owned();
+                let (user, post, emoji) = (field("user_id"), field("post_id"), field("emoji_name"));
+                match s.react(&user, &post, &emoji) {
+                    Some(reaction) => (200, reaction),
+                    None => error(404, "app.post.get.app_error", "Unable to get the post."),
+                }
+            }
             ("POST", Some("drop")) => {
                 s.generation += 1;
                 s.sockets.clear();
@@ -240,7 +274,7 @@ fn route(req: &Request, state: &Shared) -> (u16, Value) {
             }
             ("GET", Some("state")) => (
                 200,
-                json!({"posts": s.posts, "edits": s.edits, "typing": s.typing,
+                json!({"posts": s.posts, "reactions": s.reactions, "edits": s.edits, "typing": s.typing,
                        "connections": s.connections, "live": s.sockets.len()}),
             ),
             _ => error(
@@ -276,6 +310,14 @@ fn route(req: &Request, state: &Shared) -> (u16, Value) {
                 );
             }
             (201, s.new_post(&bot, &req.body, "boxmaker"))
+        }
+        ("GET", ["api", "v4", "posts", id]) => match s.posts.iter().find(|p| p["id"] == *id) {
+            Some(post) => (200, post.clone()),
+            None => error(404, "app.post.get.app_error", "Unable to get the post."),
+        },
+        ("GET", ["api", "v4", "posts", id, "reactions"]) => {
+            let on: Vec<&Value> = s.reactions.iter().filter(|r| r["post_id"] == *id).collect();
+            (200, json!(on))
         }
         ("PUT", ["api", "v4", "posts", id, "patch"]) => {
             let now = s.now();

@@ -1,10 +1,10 @@
 //! Follows the WebSocket: authenticate, wait for `hello`, catch up through REST on the posts
-//! written since the last one handled, then pass each `posted` event on. Any break reconnects
-//! with backoff; the catch-up after it finds what was missed (the worker drops duplicates).
+//! written since the last one handled and the reactions on open approval posts, then pass
+//! each `posted` event on and each `reaction_added` to the desk. Any break reconnects with
+//! backoff; the catch-up after it finds what was missed (duplicates are dropped).
 
 use std::net::TcpStream;
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use daemon::log;
@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use tungstenite::stream::MaybeTlsStream;
 use tungstenite::{Message, WebSocket};
 
-use crate::mm::{Client, Post};
-use crate::state::Store;
+use crate::desk::Desk;
+use crate::mm::{Client, Post, Reaction};
 
 type Socket = WebSocket<MaybeTlsStream<TcpStream>>;
 
@@ -22,21 +22,16 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// A quiet connection is pinged after this; one quiet twice in a row is dropped.
 const QUIET: Duration = Duration::from_secs(30);
 
-/// Runs forever: every post of `channel` goes to `posts`.
-pub fn run(
-    client: &Client,
-    token: &str,
-    channel: &str,
-    store: &Arc<Mutex<Store>>,
-    posts: &Sender<Post>,
-) {
+/// Runs forever: every post of the desk's channel goes to `posts`.
+pub fn run(desk: &Desk, token: &str, posts: &Sender<Post>) {
+    let client = &desk.client;
     let mut backoff = FIRST_BACKOFF;
     loop {
         match connect(client, token) {
             Ok(mut ws) => {
                 backoff = FIRST_BACKOFF;
                 log::info(format_args!("following Mattermost events"));
-                if let Err(e) = follow(&mut ws, client, channel, store, posts) {
+                if let Err(e) = follow(&mut ws, desk, posts) {
                     log::warn(format_args!("Mattermost events: {e}; reconnecting"));
                 }
             }
@@ -96,27 +91,25 @@ fn next(ws: &mut Socket) -> Result<Option<Value>, String> {
     }
 }
 
-fn catch_up(
-    client: &Client,
-    channel: &str,
-    store: &Arc<Mutex<Store>>,
-    posts: &Sender<Post>,
-) -> Result<(), String> {
-    let cursor = store.lock().map_err(|_| "state poisoned")?.saved.cursor;
-    for post in client.since(channel, cursor).map_err(|e| e.to_string())? {
+fn catch_up(desk: &Desk, posts: &Sender<Post>) -> Result<(), String> {
+    let cursor = desk
+        .store
+        .lock()
+        .map_err(|_| "state poisoned")?
+        .saved
+        .cursor;
+    for post in desk
+        .client
+        .since(&desk.channel, cursor)
+        .map_err(|e| e.to_string())?
+    {
         posts.send(post).map_err(|_| "the worker stopped")?;
     }
-    Ok(())
+    desk.catch_up()
 }
 
-fn follow(
-    ws: &mut Socket,
-    client: &Client,
-    channel: &str,
-    store: &Arc<Mutex<Store>>,
-    posts: &Sender<Post>,
-) -> Result<(), String> {
-    catch_up(client, channel, store, posts)?;
+fn follow(ws: &mut Socket, desk: &Desk, posts: &Sender<Post>) -> Result<(), String> {
+    catch_up(desk, posts)?;
     let mut quiet = false;
     let mut expected: Option<u64> = None;
     loop {
@@ -134,9 +127,20 @@ fn follow(
             if expected.is_some_and(|e| e != seq) {
                 // Events were lost on the way: fetch what they carried.
                 log::warn(format_args!("event sequence jumped to {seq}; catching up"));
-                catch_up(client, channel, store, posts)?;
+                catch_up(desk, posts)?;
             }
             expected = Some(seq + 1);
+        }
+        if event["event"] == "reaction_added" {
+            match event["data"]["reaction"]
+                .as_str()
+                .map(serde_json::from_str::<Reaction>)
+            {
+                Some(Ok(reaction)) => desk.reaction(&reaction),
+                Some(Err(e)) => log::warn(format_args!("a reaction not understood: {e}")),
+                None => {}
+            }
+            continue;
         }
         if event["event"] != "posted" {
             continue;
@@ -145,7 +149,7 @@ fn follow(
             continue;
         };
         match serde_json::from_str::<Post>(text) {
-            Ok(post) if post.channel_id == channel => {
+            Ok(post) if post.channel_id == desk.channel => {
                 posts.send(post).map_err(|_| "the worker stopped")?;
             }
             Ok(_) => {}

@@ -1,12 +1,19 @@
-//! gatewayd: the owner chats with boxmaker from Mattermost. It follows the channel's posts
-//! over the WebSocket event API (catching up through REST after every reconnect), hears only
-//! the allowlisted owner ids, and answers each in its thread through loopd's chat channel on
-//! loop.sock, the reply streamed by editing one post and made inert (BRIEF decision 12).
+//! gatewayd: the owner chats with boxmaker from Mattermost, and answers its approvals there.
+//! It follows the channel's posts and reactions over the WebSocket event API (catching up
+//! through REST after every reconnect), hears only the allowlisted owner ids as chat, and
+//! answers each in its thread through loopd's chat channel on loop.sock, the reply streamed
+//! by editing one post and made inert (BRIEF decision 12). On gateway.sock it serves
+//! brokerd: approval cards become root posts, and every answer on them goes to brokerd,
+//! never to loopd.
 
+mod card;
+mod desk;
+mod dispatch;
 mod follow;
 mod mm;
 pub mod render;
 mod reply;
+mod server;
 mod state;
 
 use std::fmt;
@@ -14,11 +21,14 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use daemon::config::{Config, Gateway};
+use daemon::listen::Inherited;
+use daemon::serve::{self, Activity, Policy};
 use daemon::{CommonArgs, log, notify};
-use proto::SessionId;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
+use crate::desk::Desk;
+use crate::dispatch::Dispatch;
 use crate::mm::{Client, Post};
 use crate::state::Store;
 
@@ -44,7 +54,7 @@ fn err(e: impl fmt::Display) -> Error {
     Error(e.to_string())
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
@@ -68,46 +78,82 @@ fn token(g: &Gateway) -> Result<String, Error> {
 }
 
 pub fn run(args: Args) -> Result<(), Error> {
+    // First, before any thread exists: the inherited socket is read from the environment.
+    let mut inherited = Inherited::from_env().map_err(err)?;
     let config = Config::load(&args.common.config).map_err(err)?;
+    let name = args.common.config.display();
     let g = config.gateway.clone().ok_or_else(|| {
         Error(format!(
-            "{}: no [gateway] table: name the Mattermost server, owners and channel",
-            args.common.config.display()
+            "{name}: no [gateway] table: name the Mattermost server, owners and channel"
+        ))
+    })?;
+    let broker = config.peers.broker.clone().ok_or_else(|| {
+        Error(format!(
+            "{name}: peers.broker is not set: name who may connect to gateway.sock"
         ))
     })?;
     if args.common.check_config {
-        let line = format!("{}: good\n", args.common.config.display());
+        let line = format!("{name}: good\n");
         return std::io::Write::write_all(&mut std::io::stdout().lock(), line.as_bytes())
             .map_err(err);
     }
     let token = token(&g)?;
+    let listener = inherited
+        .take_or_bind(
+            "gateway",
+            &config.sockets.broker_gateway.join("gateway.sock"),
+        )
+        .map_err(err)?;
     let mut signals = Signals::new([SIGTERM, SIGINT]).map_err(err)?;
     let store = Store::open(g.state_dir(&config.home), now_ms()).map_err(err)?;
-    let store = Arc::new(Mutex::new(store));
     let client = Client::new(&g.server, &token);
+    let desk = Arc::new(Desk::new(
+        client.clone(),
+        g.server.clone(),
+        g.channel.clone(),
+        Arc::new(Mutex::new(store)),
+    ));
+    let activity = Arc::new(Activity::default());
+    let policy = Policy {
+        name: "gateway",
+        peers: vec![broker],
+        max_connections: 4,
+        idle: Duration::from_secs(3600),
+        frame: config.broker.frame_deadline,
+    };
+    let (d, a) = (desk.clone(), activity.clone());
+    let handle = Arc::new(move |conn, who: &str| server::serve(&d, conn, who, &a));
+    let a = activity.clone();
+    spawn("gateway-accept", move || {
+        serve::accept_loop(listener, policy, a, handle);
+    })?;
     let (tx, rx) = mpsc::channel::<Post>();
-    let (c, s, channel) = (client.clone(), store.clone(), g.channel.clone());
-    std::thread::Builder::new()
-        .name("follow".into())
-        .spawn(move || follow::run(&c, &token, &channel, &s, &tx))
-        .map_err(err)?;
+    let d = desk.clone();
+    spawn("follow", move || follow::run(&d, &token, &tx))?;
     let loop_sock = config.sockets.chat_loop.join("loop.sock");
     log::info(format_args!("gateway to {} started", g.server));
-    std::thread::Builder::new()
-        .name("answer".into())
-        .spawn(move || {
-            let bot = bot_id(&client);
-            for post in rx {
-                handle(&client, &bot, &g, &store, &loop_sock, &post);
-            }
-        })
-        .map_err(err)?;
+    spawn("dispatch", move || {
+        let bot = bot_id(&client);
+        let dispatch = Arc::new(Dispatch::new(desk, bot, g, loop_sock));
+        dispatch.cut_off();
+        for post in rx {
+            dispatch.post(post);
+        }
+    })?;
     notify::ready("serving");
     if let Some(signal) = signals.forever().next() {
         log::info(format_args!("signal {signal}: stopping"));
     }
     notify::stopping();
     Ok(())
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), Error> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .map(drop)
+        .map_err(err)
 }
 
 /// The bot's user id, asked until Mattermost answers.
@@ -121,83 +167,4 @@ fn bot_id(client: &Client) -> String {
         std::thread::sleep(wait);
         wait = (wait * 2).min(Duration::from_secs(30));
     }
-}
-
-fn save(store: &Store) {
-    if let Err(e) = store.save() {
-        log::error(format_args!("saving gatewayd's state: {e}"));
-    }
-}
-
-fn lock(store: &Mutex<Store>) -> std::sync::MutexGuard<'_, Store> {
-    store
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// One post from the channel: answered once if the owner wrote it, otherwise left alone.
-fn handle(
-    client: &Client,
-    bot: &str,
-    g: &Gateway,
-    store: &Mutex<Store>,
-    sock: &std::path::Path,
-    post: &Post,
-) {
-    if post.user_id == bot {
-        return;
-    }
-    let session = {
-        let mut s = lock(store);
-        if s.is_handled(&post.id) {
-            return;
-        }
-        s.mark(&post.id, post.create_at);
-        let from_bot = ["from_bot", "from_webhook"]
-            .iter()
-            .any(|k| post.props[k] == "true");
-        if !post.kind.is_empty() || from_bot {
-            save(&s);
-            return;
-        }
-        if !g.owners.contains(&post.user_id) {
-            s.saved.ignored += 1;
-            log::info(format_args!(
-                "ignored a post from {} (not an owner; {} ignored so far)",
-                post.user_id, s.saved.ignored
-            ));
-            save(&s);
-            return;
-        }
-        save(&s);
-        let root = if post.root_id.is_empty() {
-            &post.id
-        } else {
-            &post.root_id
-        };
-        s.saved
-            .threads
-            .get(root)
-            .and_then(|id| SessionId::new(id).ok())
-    };
-    let root = if post.root_id.is_empty() {
-        post.id.clone()
-    } else {
-        post.root_id.clone()
-    };
-    let turn = reply::Turn {
-        client,
-        bot,
-        channel: &post.channel_id,
-        root: &root,
-        interval: g.edit_interval,
-        loop_sock: sock,
-    };
-    reply::answer(&turn, session, &post.message, &mut |session| {
-        let mut s = lock(store);
-        if s.saved.threads.get(&root) != Some(&session.to_string()) {
-            s.saved.threads.insert(root.clone(), session.to_string());
-            save(&s);
-        }
-    });
 }

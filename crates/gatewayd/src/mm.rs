@@ -23,6 +23,14 @@ pub struct Post {
     pub props: Value,
 }
 
+/// A reaction, as Mattermost sends it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Reaction {
+    pub user_id: String,
+    pub post_id: String,
+    pub emoji_name: String,
+}
+
 #[derive(Debug)]
 pub enum Error {
     Http(String),
@@ -131,6 +139,25 @@ impl Client {
         let body = json!({"message": message});
         self.call("PUT", &format!("/posts/{id}/patch"), Some(&body))
             .map(drop)
+    }
+
+    /// One post's message.
+    pub fn message(&self, id: &str) -> Result<String, Error> {
+        let post = self.call("GET", &format!("/posts/{id}"), None)?;
+        post["message"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| Error::Body("no message".into()))
+    }
+
+    /// The reactions on one post.
+    pub fn reactions(&self, id: &str) -> Result<Vec<Reaction>, Error> {
+        let list = self.call("GET", &format!("/posts/{id}/reactions"), None)?;
+        // A post without reactions may come back as `null` rather than `[]`.
+        if list.is_null() {
+            return Ok(Vec::new());
+        }
+        serde_json::from_value(list).map_err(|e| Error::Body(e.to_string()))
     }
 
     pub fn typing(&self, user: &str, channel: &str, root: &str) -> Result<(), Error> {

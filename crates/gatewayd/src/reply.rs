@@ -125,9 +125,30 @@ pub fn answer(
     text: &str,
     started: &mut dyn FnMut(&SessionId),
 ) {
-    if let Err(e) = t.client.typing(t.bot, t.channel, t.root) {
-        log::warn(format_args!("typing indicator: {e}"));
-    }
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        // Mattermost shows "typing" for a few seconds per call: renewed while the turn runs.
+        scope.spawn(move || {
+            loop {
+                if let Err(e) = t.client.typing(t.bot, t.channel, t.root) {
+                    log::warn(format_args!("typing indicator: {e}"));
+                }
+                if stopped.recv_timeout(TYPING_EVERY)
+                    != Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                {
+                    return;
+                }
+            }
+        });
+        turn(t, session, text, started);
+        drop(stop);
+    });
+}
+
+/// How often the typing indicator is renewed during a turn.
+const TYPING_EVERY: Duration = Duration::from_secs(4);
+
+fn turn(t: &Turn<'_>, session: Option<SessionId>, text: &str, started: &mut dyn FnMut(&SessionId)) {
     let mut stream = Stream {
         client: t.client,
         channel: t.channel,

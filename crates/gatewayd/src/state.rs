@@ -1,5 +1,6 @@
-//! gatewayd's durable state: which loopd session each thread continues, and which posts were
-//! handled (so a catch-up after a reconnect answers nothing twice). Written whole to a
+//! gatewayd's durable state: which loopd session each thread continues, which posts were
+//! handled (so a catch-up after a reconnect answers nothing twice), and the approval posts
+//! with the answers already passed on from them. Written whole to a
 //! temporary file, fsynced and renamed over the old one.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -10,6 +11,10 @@ use serde::{Deserialize, Serialize};
 
 /// Handled post ids remembered (older ones are below the cursor anyway).
 const HANDLED: usize = 1000;
+/// Approval posts remembered; the oldest decided ones go first.
+const APPROVALS: usize = 500;
+/// Reactions remembered per approval post.
+const HEARD: usize = 64;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Saved {
@@ -20,6 +25,26 @@ pub struct Saved {
     pub handled: VecDeque<String>,
     /// Posts from people not on the owner list, ignored.
     pub ignored: u64,
+    /// Approval id → its root post.
+    #[serde(default)]
+    pub approvals: BTreeMap<String, Asked>,
+    /// Owner post id → its thread root, while its answer is being given. One left here at
+    /// start was cut off by a restart.
+    #[serde(default)]
+    pub answering: BTreeMap<String, String>,
+}
+
+/// One approval's root post.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Asked {
+    pub post: String,
+    pub binding: proto::Hash32,
+    /// When it was posted (ms), to forget the oldest first.
+    pub posted: i64,
+    /// Decided or expired: answers on it are still passed on (brokerd refuses them).
+    pub done: bool,
+    /// Reactions already passed on (`user emoji`), so a catch-up passes none twice.
+    pub heard: VecDeque<String>,
 }
 
 #[derive(Debug)]
@@ -54,6 +79,41 @@ impl Store {
             self.saved.handled.pop_front();
         }
         self.saved.cursor = self.saved.cursor.max(create_at);
+    }
+
+    /// The approval whose root post is `post`.
+    pub fn approval_of(&self, post: &str) -> Option<(&String, &Asked)> {
+        self.saved.approvals.iter().find(|(_, a)| a.post == post)
+    }
+
+    pub fn remember_approval(&mut self, approval: &str, asked: Asked) {
+        self.saved.approvals.insert(approval.to_owned(), asked);
+        while self.saved.approvals.len() > APPROVALS {
+            let oldest = self
+                .saved
+                .approvals
+                .iter()
+                .min_by_key(|(_, a)| (!a.done, a.posted))
+                .map(|(id, _)| id.clone());
+            if let Some(id) = oldest {
+                self.saved.approvals.remove(&id);
+            }
+        }
+    }
+
+    /// Records a reaction as passed on; `false` when it already was.
+    pub fn hear(&mut self, approval: &str, key: String) -> bool {
+        let Some(a) = self.saved.approvals.get_mut(approval) else {
+            return false;
+        };
+        if a.heard.contains(&key) {
+            return false;
+        }
+        a.heard.push_back(key);
+        while a.heard.len() > HEARD {
+            a.heard.pop_front();
+        }
+        true
     }
 
     pub fn save(&self) -> std::io::Result<()> {

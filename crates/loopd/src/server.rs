@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use daemon::conn::{self, Conn};
+use daemon::conn::Conn;
 use daemon::log;
-use daemon::serve::Activity;
+use daemon::serve::{self, Activity};
 use proto::chat::{SessionListing, SessionRecords, SessionShow, SessionSummary};
-use proto::{Envelope, ErrorCode, FrameError, LogRecord, Message, ReadError};
+use proto::{Envelope, ErrorCode, LogRecord, Message};
 
 use crate::turn::Looper;
 
@@ -16,67 +16,59 @@ use crate::turn::Looper;
 const MAX_SHOWN: usize = 500;
 
 pub fn serve(looper: &Looper, mut conn: Conn, who: &str, activity: &Arc<Activity>) {
-    loop {
-        let env = match conn.read() {
-            Ok(env) => env,
-            Err(ReadError::Frame(FrameError::Closed)) => return,
-            Err(e) if conn::is_timeout(&e) => return,
-            Err(e) => {
-                log::warn(format_args!("chat socket: {who}: {e}"));
-                conn.refuse(e.id().unwrap_or(0), e.code(), &e.to_string());
-                return;
-            }
-        };
-        let _busy = activity.busy();
-        let id = env.id;
-        let reply = match env.msg {
-            Message::ChatSend(send) => {
-                let mut alive = true;
-                let result = looper.turn(&send, &mut |event| {
-                    if alive
-                        && conn
-                            .write(&Envelope::partial(id, Message::ChatEvent(event)))
-                            .is_err()
-                    {
-                        // The owner's client went away; the turn goes on and is logged.
-                        alive = false;
-                    }
-                });
-                match result {
-                    Ok(reply) => Message::ChatReply(reply),
-                    Err(e) => {
-                        log::error(format_args!("chat: {}", e.0));
-                        Message::error(
-                            ErrorCode::Internal,
-                            "the turn could not run; see loopd's log",
-                        )
-                    }
+    let _ = serve::requests(&mut conn, "chat", who, activity, |conn, env| {
+        Ok::<bool, std::convert::Infallible>(request(looper, conn, env))
+    });
+}
+
+/// Answers one request; `false` closes the connection.
+fn request(looper: &Looper, conn: &mut Conn, env: Envelope) -> bool {
+    let id = env.id;
+    let reply = match env.msg {
+        Message::ChatSend(send) => {
+            let mut alive = true;
+            let result = looper.turn(&send, &mut |event| {
+                if alive
+                    && conn
+                        .write(&Envelope::partial(id, Message::ChatEvent(event)))
+                        .is_err()
+                {
+                    // The owner's client went away; the turn goes on and is logged.
+                    alive = false;
                 }
-            }
-            Message::SessionList(_) => match list(looper) {
-                Ok(l) => Message::SessionListing(l),
+            });
+            match result {
+                Ok(reply) => Message::ChatReply(reply),
                 Err(e) => {
-                    log::error(format_args!("session list: {e}"));
-                    Message::error(ErrorCode::Internal, "see loopd's log")
+                    log::error(format_args!("chat: {}", e.0));
+                    Message::error(
+                        ErrorCode::Internal,
+                        "the turn could not run; see loopd's log",
+                    )
                 }
-            },
-            Message::SessionShow(show) => match records(looper, &show) {
-                Ok(r) => Message::SessionRecords(r),
-                Err(e) => Message::error(ErrorCode::BadMessage, e),
-            },
-            other => {
-                conn.refuse(
-                    id,
-                    ErrorCode::ForbiddenKind,
-                    &format!("{} is not accepted on the chat socket", other.kind()),
-                );
-                return;
             }
-        };
-        if conn.write(&Envelope::last(id, reply)).is_err() {
-            return;
         }
-    }
+        Message::SessionList(_) => match list(looper) {
+            Ok(l) => Message::SessionListing(l),
+            Err(e) => {
+                log::error(format_args!("session list: {e}"));
+                Message::error(ErrorCode::Internal, "see loopd's log")
+            }
+        },
+        Message::SessionShow(show) => match records(looper, &show) {
+            Ok(r) => Message::SessionRecords(r),
+            Err(e) => Message::error(ErrorCode::BadMessage, e),
+        },
+        other => {
+            conn.refuse(
+                id,
+                ErrorCode::ForbiddenKind,
+                &format!("{} is not accepted on the chat socket", other.kind()),
+            );
+            return false;
+        }
+    };
+    conn.write(&Envelope::last(id, reply)).is_ok()
 }
 
 fn list(looper: &Looper) -> Result<SessionListing, crate::store::StoreError> {

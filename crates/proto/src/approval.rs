@@ -88,6 +88,9 @@ pub enum Refusal {
     AlreadyUsed,
     /// The binding does not match the request as it stands now.
     Changed,
+    /// The answer came from someone who is not an owner (a Mattermost user id not in
+    /// `[gateway] owners`).
+    NotOwner,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,6 +17,7 @@ pub mod chat;
 mod class;
 mod error;
 pub mod frame;
+pub mod gateway;
 mod grant;
 mod ids;
 mod log;

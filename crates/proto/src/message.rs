@@ -4,6 +4,7 @@ use crate::approval::{
     AnswerOutcome, ApprovalAnswer, ApprovalListing, Empty, GrantsInfo, SessionInfo, SessionQuery,
 };
 use crate::chat::{ChatEvent, ChatReply, ChatSend, SessionListing, SessionRecords, SessionShow};
+use crate::gateway::{ApprovalHeard, ApprovalPosted, ApprovalUpdate, ApprovalWait};
 use crate::{ToolRequest, ToolResponse};
 
 /// The only protocol version this build speaks. A frame with another `v` is answered with
@@ -82,6 +83,17 @@ pub enum Message {
     /// Chat channel: one session's log. Answered with `session_records`.
     SessionShow(SessionShow),
     SessionRecords(SessionRecords),
+    /// gateway.sock (brokerd to gatewayd): post an approval for the owner. Answered with
+    /// `approval_posted`.
+    ApprovalPost(crate::approval::ApprovalCard),
+    ApprovalPosted(ApprovalPosted),
+    /// gateway.sock: the answers heard on approval posts. Answered with `approval_heard`.
+    ApprovalWait(ApprovalWait),
+    ApprovalHeard(ApprovalHeard),
+    /// gateway.sock: show what became of an answer or an approval. Answered with
+    /// `approval_updated`.
+    ApprovalUpdate(ApprovalUpdate),
+    ApprovalUpdated(Empty),
 }
 
 impl Message {
@@ -106,6 +118,12 @@ impl Message {
             Self::SessionListing(_) => "session_listing",
             Self::SessionShow(_) => "session_show",
             Self::SessionRecords(_) => "session_records",
+            Self::ApprovalPost(_) => "approval_post",
+            Self::ApprovalPosted(_) => "approval_posted",
+            Self::ApprovalWait(_) => "approval_wait",
+            Self::ApprovalHeard(_) => "approval_heard",
+            Self::ApprovalUpdate(_) => "approval_update",
+            Self::ApprovalUpdated(_) => "approval_updated",
         }
     }
 

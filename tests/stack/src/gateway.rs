@@ -15,6 +15,7 @@ pub struct Gateway {
 
 impl Home {
     /// Starts fake-mattermost, then gatewayd with `owners` and `extra` `[gateway]` lines.
+    /// Start it before the agent: brokerd reads `[gateway]` at start.
     pub fn start_gateway(&self, owners: &[&str], extra: &str) -> Gateway {
         let (fake, addr) = self.spawn_peer(Command::new(bin("fake-mattermost")), "fake-mm.log");
         std::fs::write(self.root.join("mm-token"), "bot-token\n").expect("token");
@@ -23,15 +24,18 @@ impl Home {
              owners = {owners:?}\nchannel = \"channelid00000000000000000\"\n{extra}\n",
             r = self.root.display()
         ));
-        let mut cmd = Command::new(bin("gatewayd"));
-        cmd.arg("--config").arg(self.config());
-        let gatewayd = Daemon::spawn(cmd, &self.root);
         let gw = Gateway {
             addr,
-            daemons: vec![gatewayd, fake],
+            daemons: vec![self.gatewayd(), fake],
         };
         gw.wait("the WebSocket connected", |s| s["live"].as_u64() >= Some(1));
         gw
+    }
+
+    fn gatewayd(&self) -> Daemon {
+        let mut cmd = Command::new(bin("gatewayd"));
+        cmd.arg("--config").arg(self.config());
+        Daemon::spawn(cmd, &self.root)
     }
 }
 
@@ -62,6 +66,24 @@ pub fn http(addr: &str, method: &str, path: &str, body: &serde_json::Value) -> s
 }
 
 impl Gateway {
+    /// Kills gatewayd (SIGKILL), runs `meanwhile`, starts it again and waits for its
+    /// WebSocket.
+    pub fn restart(&mut self, home: &Home, meanwhile: impl FnOnce(&Self)) {
+        self.daemons[0].kill();
+        meanwhile(self);
+        let before = self.state()["connections"].as_u64().unwrap_or(0);
+        self.daemons[0] = home.gatewayd();
+        self.wait("the WebSocket connected again", |s| {
+            s["connections"].as_u64() > Some(before)
+        });
+    }
+
+    /// `POST /fake/react`: `user` reacts to `post` with `emoji`.
+    pub fn react(&self, user: &str, post: &str, emoji: &str) -> serde_json::Value {
+        let body = serde_json::json!({"user_id": user, "post_id": post, "emoji_name": emoji});
+        http(&self.addr, "POST", "/fake/react", &body)
+    }
+
     /// `POST /fake/inject`: `user` posts `message` (in `root`'s thread when given).
     pub fn post(&self, user: &str, message: &str, root: Option<&str>) -> serde_json::Value {
         let mut body = serde_json::json!({"user_id": user, "username": user, "message": message});

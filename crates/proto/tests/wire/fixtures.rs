@@ -55,7 +55,13 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::SessionList(_)
             | Message::SessionListing(_)
             | Message::SessionShow(_)
-            | Message::SessionRecords(_)) => m.kind(),
+            | Message::SessionRecords(_)
+            | Message::ApprovalPost(_)
+            | Message::ApprovalPosted(_)
+            | Message::ApprovalWait(_)
+            | Message::ApprovalHeard(_)
+            | Message::ApprovalUpdate(_)
+            | Message::ApprovalUpdated(_)) => m.kind(),
         };
         assert!(
             name.starts_with(&format!("message_{}", kind.replace('/', "_"))),
@@ -85,6 +91,12 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "session_listing",
         "session_show",
         "session_records",
+        "approval_post",
+        "approval_posted",
+        "approval_wait",
+        "approval_heard",
+        "approval_update",
+        "approval_updated",
     ]
     .into_iter()
     .collect();

@@ -54,8 +54,8 @@ fn gateway_state(home: &Home) -> Value {
 #[test]
 fn the_owner_chats_in_threads_and_strangers_are_ignored() {
     let home = Home::new("gateway", &[], "");
-    let _agent = home.start_agent(SCRIPT, "");
     let gw = home.start_gateway(&["owner"], "edit_interval = \"10ms\"");
+    let _agent = home.start_agent(SCRIPT, "");
 
     let root = gw.post("owner", "hello there", None)["id"]
         .as_str()
@@ -115,8 +115,8 @@ fn the_owner_chats_in_threads_and_strangers_are_ignored() {
 #[test]
 fn a_dropped_websocket_loses_and_doubles_nothing() {
     let home = Home::new("gateway-drop", &[], "");
-    let _agent = home.start_agent(SCRIPT, "");
     let gw = home.start_gateway(&["owner"], "");
+    let _agent = home.start_agent(SCRIPT, "");
 
     let first = gw.post("owner", "first", None)["id"]
         .as_str()

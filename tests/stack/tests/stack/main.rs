@@ -8,3 +8,4 @@ mod broker;
 mod docs;
 mod durability;
 mod gateway;
+mod gateway_approvals;

@@ -1,0 +1,185 @@
+//! The link to gatewayd (gateway.sock, brokerd the client): approval cards go out to be
+//! posted, answers heard on their posts come back, and what became of each is shown on the
+//! post. One thread, one connection, reconnected with backoff; on every (re)connect what
+//! still waits is posted again (gatewayd keeps one post per approval id).
+//!
+//! Whether an answer counts is decided here, never by gatewayd: it must come from an owner
+//! (`[gateway] owners`), then pass the same checks as a local answer (pending, in time,
+//! unused, unchanged). Every refusal is audited and shown on the post.
+
+use std::os::unix::net::UnixStream;
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use daemon::conn::Conn;
+use daemon::{log, peer};
+use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Refusal};
+use proto::gateway::{ApprovalUpdate, ApprovalWait, Update};
+use proto::{AuditEvent, AuditLine, Message};
+
+use crate::broker::{Broker, Fatal};
+
+/// What the link sends to gatewayd.
+#[derive(Debug, Clone)]
+pub enum Outgoing {
+    Post(ApprovalCard),
+    Update(ApprovalUpdate),
+}
+
+/// How long one `approval_wait` may be held: also how soon a new card goes out.
+const WAIT_MS: u32 = 300;
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Runs the link until the process ends; a failure to audit stops brokerd.
+pub fn run(broker: &Broker, outbox: &Receiver<Outgoing>) {
+    let sock = broker.config.sockets.broker_gateway.join("gateway.sock");
+    let mut backoff = Duration::from_millis(100);
+    let mut carry = None;
+    let mut reported = false;
+    loop {
+        let linked = connect(broker, &sock).and_then(|mut conn| {
+            log::info(format_args!("linked to gatewayd at {}", sock.display()));
+            reported = false;
+            backoff = Duration::from_millis(100);
+            serve(broker, &mut conn, outbox, &mut carry)
+        });
+        match linked {
+            Err(Error::Fatal(Fatal(why))) => {
+                log::error(format_args!("fatal: {why}; stopping"));
+                std::process::exit(70);
+            }
+            Err(Error::Link(why)) if !reported => {
+                // Said once per outage: approvals still wait for a local answer meanwhile.
+                log::warn(format_args!("gatewayd: {why}; retrying"));
+                reported = true;
+            }
+            Err(Error::Link(_)) | Ok(()) => {}
+        }
+        std::thread::sleep(backoff);
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+enum Error {
+    Link(String),
+    Fatal(Fatal),
+}
+
+fn link(e: impl std::fmt::Display) -> Error {
+    Error::Link(e.to_string())
+}
+
+fn connect(broker: &Broker, sock: &std::path::Path) -> Result<Conn, Error> {
+    let stream = UnixStream::connect(sock).map_err(|e| link(format!("{}: {e}", sock.display())))?;
+    // Defence in depth: the listener must be gatewayd, as the kernel names it.
+    if let Some(rule) = &broker.config.peers.gateway {
+        let who = peer::identify(&stream).map_err(link)?;
+        if !peer::admits(rule, &who) {
+            return Err(link(format!("gateway.sock is held by {who}, not {rule:?}")));
+        }
+    }
+    let wait = Duration::from_millis(u64::from(proto::gateway::MAX_WAIT_MS));
+    Ok(Conn::new(stream, wait * 3, Duration::from_secs(10)))
+}
+
+fn serve(
+    broker: &Broker,
+    conn: &mut Conn,
+    outbox: &Receiver<Outgoing>,
+    carry: &mut Option<Outgoing>,
+) -> Result<(), Error> {
+    let mut id = 0u64;
+    let mut call = |conn: &mut Conn, msg: Message| {
+        id += 1;
+        conn.call(id, msg, |_| {}).map(|env| env.msg).map_err(link)
+    };
+    for card in broker.pending_cards() {
+        expect_posted(call(conn, Message::ApprovalPost(card))?)?;
+    }
+    loop {
+        while let Some(item) = carry.take().or_else(|| outbox.try_recv().ok()) {
+            let (msg, posting) = match &item {
+                Outgoing::Post(card) => (Message::ApprovalPost(card.clone()), true),
+                Outgoing::Update(u) => (Message::ApprovalUpdate(u.clone()), false),
+            };
+            let reply = match call(conn, msg) {
+                Ok(reply) => reply,
+                Err(e) => {
+                    *carry = Some(item);
+                    return Err(e);
+                }
+            };
+            if posting {
+                expect_posted(reply)?;
+            } else if !matches!(reply, Message::ApprovalUpdated(_)) {
+                return Err(link(format!(
+                    "approval_update answered by {}",
+                    reply.kind()
+                )));
+            }
+        }
+        let wait = Message::ApprovalWait(ApprovalWait { wait_ms: WAIT_MS });
+        match call(conn, wait)? {
+            Message::ApprovalHeard(heard) => {
+                for answer in heard.answers {
+                    broker.gateway_answer(&answer).map_err(Error::Fatal)?;
+                }
+            }
+            other => return Err(link(format!("approval_wait answered by {}", other.kind()))),
+        }
+    }
+}
+
+fn expect_posted(reply: Message) -> Result<(), Error> {
+    match reply {
+        Message::ApprovalPosted(p) => {
+            log::info(format_args!("approval {} posted as {}", p.approval, p.post));
+            Ok(())
+        }
+        other => Err(link(format!("approval_post answered by {}", other.kind()))),
+    }
+}
+
+impl Broker {
+    /// One answer heard on Mattermost: an owner's goes through [`Broker::answer`]; anyone
+    /// else's is refused. Refusals are audited and shown on the post.
+    pub fn gateway_answer(&self, answer: &ApprovalAnswer) -> Result<(), Fatal> {
+        let by = answer.by.clone().unwrap_or_default();
+        let owners = self.config.gateway.as_ref().map(|g| g.owners.as_slice());
+        let outcome = if owners.is_some_and(|o| o.contains(&by)) {
+            self.answer(answer, by.clone(), answer.post.clone())?
+        } else {
+            self.append(|seq, time, prev| {
+                AuditLine::Event(AuditEvent::ApprovalRefused {
+                    seq,
+                    time,
+                    prev,
+                    approval: answer.approval.clone(),
+                    by: by.clone(),
+                    post: answer.post.clone(),
+                    refusal: Refusal::NotOwner,
+                })
+            })?;
+            AnswerOutcome::Refused {
+                refusal: Refusal::NotOwner,
+            }
+        };
+        match outcome {
+            AnswerOutcome::Accepted => log::info(format_args!(
+                "approval {}: {:?} by {by} on Mattermost",
+                answer.approval, answer.verdict
+            )),
+            AnswerOutcome::Refused { refusal } => {
+                log::warn(format_args!(
+                    "approval {}: an answer by {by} refused ({refusal:?})",
+                    answer.approval
+                ));
+                self.tell_gateway(Outgoing::Update(ApprovalUpdate {
+                    approval: answer.approval.clone(),
+                    update: Update::Refused { by, refusal },
+                }));
+            }
+        }
+        Ok(())
+    }
+}

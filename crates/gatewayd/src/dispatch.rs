@@ -1,0 +1,199 @@
+//! Every post of the channel, once: approval replies go to the desk (never to loopd),
+//! an owner's post becomes a turn, anything else is left alone. Turns of different threads
+//! run side by side (one may wait minutes on an approval); a thread's own turns run in
+//! order, one at a time.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use daemon::config::Gateway;
+use daemon::log;
+use proto::SessionId;
+
+use crate::desk::Desk;
+use crate::mm::Post;
+use crate::reply;
+use crate::state::Store;
+
+/// Threads answered at once at most; further owner posts wait their turn.
+const MAX_TURNS: usize = 8;
+
+pub struct Dispatch {
+    pub desk: Arc<Desk>,
+    pub bot: String,
+    pub gateway: Gateway,
+    pub loop_sock: PathBuf,
+    busy: Mutex<Busy>,
+}
+
+#[derive(Default)]
+struct Busy {
+    /// Thread root → posts waiting behind the turn running in it.
+    threads: HashMap<String, VecDeque<Post>>,
+    /// Posts of other threads waiting for a free slot.
+    overflow: VecDeque<Post>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn save(store: &Store) {
+    if let Err(e) = store.save() {
+        log::error(format_args!("saving gatewayd's state: {e}"));
+    }
+}
+
+fn root_of(post: &Post) -> String {
+    if post.root_id.is_empty() {
+        post.id.clone()
+    } else {
+        post.root_id.clone()
+    }
+}
+
+impl Dispatch {
+    pub fn new(desk: Arc<Desk>, bot: String, gateway: Gateway, loop_sock: PathBuf) -> Self {
+        Self {
+            desk,
+            bot,
+            gateway,
+            loop_sock,
+            busy: Mutex::new(Busy::default()),
+        }
+    }
+
+    /// One post from the channel: handled once, durably marked before anything is done.
+    pub fn post(self: &Arc<Self>, post: Post) {
+        if post.user_id == self.bot {
+            return;
+        }
+        {
+            let mut s = lock(&self.desk.store);
+            if s.is_handled(&post.id) {
+                return;
+            }
+            s.mark(&post.id, post.create_at);
+            save(&s);
+            let from_bot = ["from_bot", "from_webhook"]
+                .iter()
+                .any(|k| post.props[k] == "true");
+            if !post.kind.is_empty() || from_bot {
+                return;
+            }
+        }
+        // Anyone's reply on an approval post is an answer for brokerd to judge.
+        if self.desk.reply(&post) {
+            return;
+        }
+        if !self.gateway.owners.contains(&post.user_id) {
+            let mut s = lock(&self.desk.store);
+            s.saved.ignored += 1;
+            log::info(format_args!(
+                "ignored a post from {} (not an owner; {} ignored so far)",
+                post.user_id, s.saved.ignored
+            ));
+            save(&s);
+            return;
+        }
+        let root = root_of(&post);
+        {
+            let mut busy = lock(&self.busy);
+            if let Some(queue) = busy.threads.get_mut(&root) {
+                queue.push_back(post);
+                return;
+            }
+            if busy.threads.len() >= MAX_TURNS {
+                busy.overflow.push_back(post);
+                return;
+            }
+            busy.threads.insert(root.clone(), VecDeque::new());
+        }
+        let me = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("turn".into())
+            .spawn(move || me.thread(root, post));
+        if let Err(e) = spawned {
+            log::error(format_args!("cannot start a turn: {e}"));
+        }
+    }
+
+    /// Answers `post`, then whatever queued behind it; then takes over a waiting thread.
+    fn thread(&self, mut root: String, mut post: Post) {
+        loop {
+            self.answer(&post);
+            let mut busy = lock(&self.busy);
+            if let Some(p) = busy.threads.get_mut(&root).and_then(VecDeque::pop_front) {
+                post = p;
+                continue;
+            }
+            busy.threads.remove(&root);
+            loop {
+                let Some(p) = busy.overflow.pop_front() else {
+                    return;
+                };
+                let r = root_of(&p);
+                if let Some(queue) = busy.threads.get_mut(&r) {
+                    queue.push_back(p);
+                } else {
+                    busy.threads.insert(r.clone(), VecDeque::new());
+                    (root, post) = (r, p);
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Says so in each thread whose answer a restart cut off (loopd finished the turn and
+    /// logged it; only its showing was lost).
+    pub fn cut_off(&self) {
+        let cut: Vec<(String, String)> =
+            std::mem::take(&mut lock(&self.desk.store).saved.answering)
+                .into_iter()
+                .collect();
+        for (post, root) in cut {
+            log::warn(format_args!(
+                "the answer to post {post} was cut off by a restart"
+            ));
+            let note = "_The answer to this was cut off: gatewayd restarted. \
+                        The conversation is kept; write again to go on._";
+            let channel = self.desk.channel.clone();
+            if let Err(e) = self.desk.client.create(&channel, &root, note) {
+                log::warn(format_args!("saying an answer was cut off: {e}"));
+            }
+        }
+        save(&lock(&self.desk.store));
+    }
+
+    fn answer(&self, post: &Post) {
+        let root = root_of(post);
+        let session = {
+            let mut s = lock(&self.desk.store);
+            s.saved.answering.insert(post.id.clone(), root.clone());
+            save(&s);
+            s.saved
+                .threads
+                .get(&root)
+                .and_then(|id| SessionId::new(id).ok())
+        };
+        let turn = reply::Turn {
+            client: &self.desk.client,
+            bot: &self.bot,
+            channel: &post.channel_id,
+            root: &root,
+            interval: self.gateway.edit_interval,
+            loop_sock: &self.loop_sock,
+        };
+        reply::answer(&turn, session, &post.message, &mut |session| {
+            let mut s = lock(&self.desk.store);
+            if s.saved.threads.get(&root) != Some(&session.to_string()) {
+                s.saved.threads.insert(root.clone(), session.to_string());
+                save(&s);
+            }
+        });
+        let mut s = lock(&self.desk.store);
+        s.saved.answering.remove(&post.id);
+        save(&s);
+    }
+}

@@ -1,0 +1,66 @@
+//! gateway.sock: brokerd's requests (approval_post, approval_wait, approval_update); any
+//! other kind is refused with `forbidden_kind`. Only brokerd (`[peers] broker`) may connect.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use daemon::conn::Conn;
+use daemon::log;
+use daemon::serve::{self, Activity};
+use proto::approval::Empty;
+use proto::gateway::{ApprovalHeard, ApprovalPosted, MAX_WAIT_MS};
+use proto::{Envelope, ErrorCode, Message};
+
+use crate::desk::Desk;
+
+/// Serves one brokerd connection until it closes.
+pub fn serve(desk: &Desk, mut conn: Conn, who: &str, activity: &Arc<Activity>) {
+    let _ = serve::requests(&mut conn, "gateway", who, activity, |conn, env| {
+        Ok::<bool, std::convert::Infallible>(request(desk, conn, env, who))
+    });
+}
+
+/// Answers one request; `false` closes the connection.
+fn request(desk: &Desk, conn: &mut Conn, env: Envelope, who: &str) -> bool {
+    let id = env.id;
+    let reply = match env.msg {
+        Message::ApprovalPost(card) => match desk.post(&card, crate::now_ms()) {
+            Ok(post) => Message::ApprovalPosted(ApprovalPosted {
+                approval: card.approval,
+                post,
+            }),
+            Err(e) => {
+                log::warn(format_args!("posting approval {}: {e}", card.approval));
+                Message::error(ErrorCode::Internal, "Mattermost did not take the post")
+            }
+        },
+        Message::ApprovalWait(wait) => {
+            let ms = wait.wait_ms.min(MAX_WAIT_MS);
+            Message::ApprovalHeard(ApprovalHeard {
+                answers: desk.wait(Duration::from_millis(u64::from(ms))),
+            })
+        }
+        Message::ApprovalUpdate(update) => {
+            if let Err(e) = desk.update(&update) {
+                // Shown or not, the outcome stands (it is brokerd's, on its audit log).
+                log::warn(format_args!("showing approval {}: {e}", update.approval));
+            }
+            Message::ApprovalUpdated(Empty {})
+        }
+        other => {
+            log::warn(format_args!(
+                "gateway socket: {who} sent {}, which it does not accept",
+                other.kind()
+            ));
+            conn.refuse(
+                id,
+                ErrorCode::ForbiddenKind,
+                &format!("{} is not accepted on the gateway socket", other.kind()),
+            );
+            return false;
+        }
+    };
+    // An error closes the connection: brokerd reconnects and posts again.
+    let close = matches!(reply, Message::Error(_));
+    conn.write(&Envelope::last(id, reply)).is_ok() && !close
+}

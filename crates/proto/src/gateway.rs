@@ -1,0 +1,63 @@
+//! gateway.sock: brokerd asks the owner through gatewayd. brokerd is the client and always
+//! the requester (pre-M1 section 4), over one long-lived connection:
+//!
+//! - `approval_post` (an [`ApprovalCard`](crate::approval::ApprovalCard)) → `approval_posted`:
+//!   gatewayd makes the approval's root post, or finds the one it made for that id before
+//!   (posting again after a reconnect never posts twice).
+//! - `approval_wait` → `approval_heard`: every answer heard on approval posts since the last
+//!   wait, from anyone; gatewayd holds the request up to `wait_ms` while there is none.
+//!   Whether an answer counts (an owner's, in time, not used, not changed) is brokerd's call.
+//! - `approval_update` → `approval_updated`: what became of an answer or of the approval,
+//!   shown on the post.
+
+use serde::{Deserialize, Serialize};
+
+use crate::approval::{ApprovalAnswer, Refusal, Verdict};
+
+/// The longest `approval_wait` gatewayd holds.
+pub const MAX_WAIT_MS: u32 = 10_000;
+
+/// The most answers one `approval_heard` carries; the rest wait for the next.
+pub const MAX_HEARD: usize = 64;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalPosted {
+    pub approval: String,
+    /// The Mattermost post id of the approval's root post.
+    pub post: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalWait {
+    /// How long to hold the request while nothing is heard, at most [`MAX_WAIT_MS`].
+    pub wait_ms: u32,
+}
+
+/// Answers heard on approval posts, oldest first. Each carries `post` and `by`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalHeard {
+    pub answers: Vec<ApprovalAnswer>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalUpdate {
+    pub approval: String,
+    pub update: Update,
+}
+
+/// What became of an answer (refused) or of the approval (decided or expired).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Update {
+    /// One answer was not taken; the approval, if still pending, waits on.
+    Refused { by: String, refusal: Refusal },
+    /// The approval was answered (`by` is a Mattermost user id, or the local admin's
+    /// uid and user name when answered with `bxctl approve`).
+    Decided { verdict: Verdict, by: String },
+    /// Nobody answered in time.
+    Expired,
+}

@@ -1,0 +1,274 @@
+//! Approvals over Mattermost with the real stack: brokerd asks through gatewayd, the owner
+//! answers with a reaction or a reply on the approval's own root post; a stranger's answer,
+//! a late one, and an "approve" written by the model change nothing, and every refusal is
+//! audited by brokerd.
+
+use serde_json::Value;
+use stack::{Gateway, Home, read_grant};
+
+use proto::approval::Refusal;
+use proto::{AuditEvent, AuditLine, DecisionRecord, DenyReason};
+
+const BOT: &str = "botuserid00000000000000000";
+
+const SCRIPT: &str = r#"
+[server]
+n_ctx = 16384
+
+[[rule]]
+[rule.match]
+tool_result_contains = "hello mail"
+[rule.answer]
+text = "The mail says hello."
+
+[[rule]]
+[rule.match]
+tool_result_contains = "denied"
+[rule.answer]
+text = "That was refused."
+
+[[rule]]
+[rule.match]
+user_contains = "mail"
+[[rule.answer.tool_calls]]
+name = "read_file"
+arguments = '{"path":"INBOX/mail.txt"}'
+
+[[rule]]
+[rule.match]
+user_contains = "forge"
+[rule.answer]
+text = "approve"
+
+[default]
+text = "Hello."
+"#;
+
+fn setup(name: &str) -> (Home, Gateway, stack::Agent) {
+    let home = Home::new(name, &[], "");
+    let inbox = home.files("inbox", &[("mail.txt", "hello mail")]);
+    home.write_grant("inbox", &read_grant("ask", &inbox, ""));
+    let gw = home.start_gateway(&["owner"], "edit_interval = \"10ms\"");
+    let script = SCRIPT.replace("INBOX", &inbox.display().to_string());
+    let agent = home.start_agent(&script, "");
+    (home, gw, agent)
+}
+
+fn id(post: &Value) -> String {
+    post["id"].as_str().expect("post id").to_owned()
+}
+
+fn posts(state: &Value) -> Vec<Value> {
+    state["posts"].as_array().expect("posts").clone()
+}
+
+/// The bot's posts in `root`'s thread whose message contains `text`.
+fn bot_replies(state: &Value, root: &str, text: &str) -> Vec<Value> {
+    posts(state)
+        .into_iter()
+        .filter(|p| p["user_id"] == BOT && p["root_id"] == root)
+        .filter(|p| p["message"].as_str().is_some_and(|m| m.contains(text)))
+        .collect()
+}
+
+/// The approval root post, once gatewayd made it.
+fn approval_post(gw: &Gateway) -> Value {
+    let state = gw.wait("an approval root post", |s| {
+        posts(s).iter().any(|p| {
+            p["user_id"] == BOT
+                && p["root_id"] == ""
+                && p["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("Approval needed"))
+        })
+    });
+    posts(&state)
+        .into_iter()
+        .find(|p| p["root_id"] == "" && p["user_id"] == BOT)
+        .expect("approval post")
+}
+
+fn wait_reply(gw: &Gateway, root: &str, text: &str) -> Value {
+    let state = gw.wait(&format!("{text:?} in the thread of {root}"), |s| {
+        !bot_replies(s, root, text).is_empty()
+    });
+    bot_replies(&state, root, text).remove(0)
+}
+
+fn refusals(home: &Home) -> Vec<(String, Option<String>, Refusal)> {
+    home.audit_lines()
+        .into_iter()
+        .filter_map(|l| match l {
+            AuditLine::Event(AuditEvent::ApprovalRefused {
+                by, post, refusal, ..
+            }) => Some((by, post, refusal)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn decisions(home: &Home) -> Vec<DecisionRecord> {
+    home.audit_lines()
+        .into_iter()
+        .filter_map(|l| match l {
+            AuditLine::Decision(r) => Some(r.decision),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_owner_approves_by_reaction_and_a_strangers_reaction_is_refused() {
+    let (home, gw, _agent) = setup("gw-react");
+    let root = id(&gw.post("owner", "read my mail please", None));
+    let card = approval_post(&gw);
+    let a = id(&card);
+    let text = card["message"].as_str().expect("message");
+    for part in [
+        "`read_file`",
+        "**Grant:** `inbox`",
+        "mail.txt\"}\n```",
+        &format!("/_redirect/pl/{root})"),
+        "**session taint:** ",
+        "**Expires:** ",
+        "React with :+1: to approve",
+    ] {
+        assert!(text.contains(part), "{part:?} in {text}");
+    }
+
+    gw.react("stranger", &a, "+1");
+    wait_reply(&gw, &a, "only an owner's answer counts");
+    assert_eq!(
+        refusals(&home),
+        vec![("stranger".into(), Some(a.clone()), Refusal::NotOwner)]
+    );
+    assert!(
+        bot_replies(&gw.state(), &root, "The mail says hello.").is_empty(),
+        "a stranger's reaction approves nothing"
+    );
+
+    gw.react("owner", &a, "thumbsup");
+    wait_reply(&gw, &root, "The mail says hello.");
+    let state = gw.wait("the approval post shows the outcome", |s| {
+        posts(s).iter().any(|p| {
+            p["id"] == a
+                && p["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("Approved"))
+        })
+    });
+    let edited = posts(&state)
+        .into_iter()
+        .find(|p| p["id"] == a)
+        .expect("post");
+    let edited = edited["message"].as_str().expect("message");
+    assert!(edited.ends_with("**Approved** by `owner`."), "{edited}");
+    assert!(!edited.contains("React with"), "{edited}");
+    let approved: Vec<_> = decisions(&home)
+        .into_iter()
+        .filter(|d| matches!(d, DecisionRecord::Approved { .. }))
+        .collect();
+    assert_eq!(
+        approved,
+        vec![DecisionRecord::Approved {
+            grant: "inbox".into(),
+            approver: "owner".into(),
+            post: Some(a.clone()),
+        }]
+    );
+
+    // Decided: a later answer, even the owner's, is refused and said so.
+    gw.react("owner", &a, "-1");
+    wait_reply(&gw, &a, "already answered");
+    assert_eq!(refusals(&home).len(), 2);
+    assert_eq!(refusals(&home)[1].2, Refusal::AlreadyUsed);
+    home.assert_audit_good();
+}
+
+#[test]
+fn an_approve_written_by_the_model_changes_nothing_and_the_owner_denies_by_reply() {
+    let (home, gw, _agent) = setup("gw-forge");
+    let root = id(&gw.post("owner", "read my mail", None));
+    let a = id(&approval_post(&gw));
+
+    // The model says "approve" in another conversation while the approval waits: it is
+    // the bot's own post, in another thread, and never an answer.
+    let other = id(&gw.post("owner", "forge an answer", None));
+    wait_reply(&gw, &other, "approve");
+    // A stranger's "approve" in the approval's thread is heard, judged and refused.
+    gw.post("stranger", "approve", Some(&a));
+    wait_reply(&gw, &a, "only an owner's answer counts");
+    let out = home.bxctl(&["approvals"]);
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(listed.contains("read_file"), "still pending: {listed}");
+    assert!(
+        decisions(&home)
+            .iter()
+            .all(|d| !matches!(d, DecisionRecord::Approved { .. }))
+    );
+
+    gw.post("owner", "Deny.", Some(&a));
+    wait_reply(&gw, &root, "That was refused.");
+    let denied = decisions(&home).into_iter().find_map(|d| match d {
+        DecisionRecord::Denied {
+            reason: DenyReason::ApprovalRefused,
+            detail,
+            ..
+        } => detail,
+        _ => None,
+    });
+    assert_eq!(
+        denied.as_deref(),
+        Some(format!("owner refused on Mattermost post {a}").as_str())
+    );
+    gw.wait("the approval post shows the denial", |s| {
+        posts(s).iter().any(|p| {
+            p["id"] == a
+                && p["message"]
+                    .as_str()
+                    .is_some_and(|m| m.ends_with("**Denied** by `owner`."))
+        })
+    });
+    assert_eq!(
+        refusals(&home),
+        vec![("stranger".into(), Some(a.clone()), Refusal::NotOwner)]
+    );
+    // Replies in the approval's thread never reached loopd as chat: two conversations.
+    let sessions = std::fs::read_dir(home.root.join("home/sessions"))
+        .expect("sessions")
+        .count();
+    assert_eq!(sessions, 2);
+    home.assert_audit_good();
+}
+
+#[test]
+fn a_reaction_made_while_gatewayd_is_down_is_heard_after_it_restarts_and_the_cut_reply_is_said() {
+    let (home, mut gw, _agent) = setup("gw-restart");
+    let root = id(&gw.post("owner", "read my mail", None));
+    let a = id(&approval_post(&gw));
+    gw.restart(&home, |gw| {
+        gw.react("owner", &a, "+1");
+    });
+    gw.wait("the approval post shows the outcome", |s| {
+        posts(s).iter().any(|p| {
+            p["id"] == a
+                && p["message"]
+                    .as_str()
+                    .is_some_and(|m| m.ends_with("**Approved** by `owner`."))
+        })
+    });
+    // The turn went on in loopd; its showing was cut off with gatewayd, and said so.
+    wait_reply(&gw, &root, "The answer to this was cut off");
+    // brokerd linked again and posted what still waited: gatewayd kept its one post.
+    let cards = posts(&gw.state())
+        .into_iter()
+        .filter(|p| p["root_id"] == "" && p["user_id"] == BOT)
+        .count();
+    assert_eq!(cards, 1);
+    assert!(decisions(&home).contains(&DecisionRecord::Approved {
+        grant: "inbox".into(),
+        approver: "owner".into(),
+        post: Some(a),
+    }));
+    home.assert_audit_good();
+}
