@@ -1,7 +1,9 @@
 //! The owner's side: approvals, answers and read-only queries. Reached only through the
 //! admin socket (and, with the gateway, gateway.sock); the socket decides, never the peer.
 
-use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalListing, GrantsInfo, SessionInfo};
+use proto::approval::{
+    AnswerOutcome, ApprovalAnswer, ApprovalListing, GrantsInfo, Refusal, SessionInfo,
+};
 use proto::{AuditEvent, AuditLine, Message, Timestamp};
 
 use crate::approvals::{self, Answer};
@@ -82,23 +84,30 @@ impl Broker {
             );
         match result {
             Ok(_) => Ok(AnswerOutcome::Accepted),
-            Err(refused) => {
-                self.append(|seq, time, prev| {
-                    AuditLine::Event(AuditEvent::ApprovalRefused {
-                        seq,
-                        time,
-                        prev,
-                        approval: answer.approval.clone(),
-                        by,
-                        post,
-                        refusal: refused.refusal,
-                    })
-                })?;
-                Ok(AnswerOutcome::Refused {
-                    refusal: refused.refusal,
-                })
-            }
+            Err(refused) => self.refuse_answer(&answer.approval, by, post, refused.refusal),
         }
+    }
+
+    /// Audits a refused answer and says so.
+    pub(crate) fn refuse_answer(
+        &self,
+        approval: &str,
+        by: String,
+        post: Option<String>,
+        refusal: Refusal,
+    ) -> Result<AnswerOutcome, Fatal> {
+        self.append(|seq, time, prev| {
+            AuditLine::Event(AuditEvent::ApprovalRefused {
+                seq,
+                time,
+                prev,
+                approval: approval.to_owned(),
+                by,
+                post,
+                refusal,
+            })
+        })?;
+        Ok(AnswerOutcome::Refused { refusal })
     }
 }
 

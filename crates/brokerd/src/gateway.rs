@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use daemon::conn::Conn;
 use daemon::{log, peer};
+use proto::Message;
 use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Refusal};
 use proto::gateway::{ApprovalUpdate, ApprovalWait, Update};
-use proto::{AuditEvent, AuditLine, Message};
 
 use crate::broker::{Broker, Fatal};
 
@@ -149,20 +149,12 @@ impl Broker {
         let outcome = if owners.is_some_and(|o| o.contains(&by)) {
             self.answer(answer, by.clone(), answer.post.clone())?
         } else {
-            self.append(|seq, time, prev| {
-                AuditLine::Event(AuditEvent::ApprovalRefused {
-                    seq,
-                    time,
-                    prev,
-                    approval: answer.approval.clone(),
-                    by: by.clone(),
-                    post: answer.post.clone(),
-                    refusal: Refusal::NotOwner,
-                })
-            })?;
-            AnswerOutcome::Refused {
-                refusal: Refusal::NotOwner,
-            }
+            self.refuse_answer(
+                &answer.approval,
+                by.clone(),
+                answer.post.clone(),
+                Refusal::NotOwner,
+            )?
         };
         match outcome {
             AnswerOutcome::Accepted => log::info(format_args!(

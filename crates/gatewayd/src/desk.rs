@@ -216,6 +216,7 @@ impl Desk {
                 approval,
                 binding,
                 verdict,
+                // The approval's post, as for a reaction (the reply is in its thread).
                 post: Some(post.root_id.clone()),
                 by: Some(post.user_id.clone()),
             });

@@ -272,3 +272,58 @@ fn a_reaction_made_while_gatewayd_is_down_is_heard_after_it_restarts_and_the_cut
     }));
     home.assert_audit_good();
 }
+
+#[test]
+fn gateway_sock_posts_each_approval_once_and_refuses_other_kinds() {
+    use daemon::conn::Conn;
+    use proto::approval::ApprovalCard;
+    use proto::{ErrorCode, Message};
+
+    let home = Home::new("gw-sock", &[], "");
+    let gw = home.start_gateway(&["owner"], "");
+    let sock = home.root.join("run/broker-gateway/gateway.sock");
+    let card: ApprovalCard = serde_json::from_str(
+        r#"{"approval":"3f9c2a7d1b6e4f80a5c9d2e1f0b3a4c5","binding":"6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b","session":"s-1","call":4,"tool":"http_fetch","arguments":"{\"url\":\"https://example.org/```\"}","grant":"web-ask","session_taint":"private","untrusted":true,"untrusted_by":[{"tool":"http_fetch","call":2}],"expires":"2026-09-17T08:15:00.000Z"}"#,
+    )
+    .expect("card");
+    let mut conn = Conn::connect(&sock).expect("connect");
+    let mut posted = Vec::new();
+    for id in [1, 2] {
+        match conn
+            .call(id, Message::ApprovalPost(card.clone()), |_| {})
+            .expect("post")
+            .msg
+        {
+            Message::ApprovalPosted(p) => posted.push(p.post),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(posted[0], posted[1], "one post per approval id");
+    let state = gw.state();
+    let roots: Vec<Value> = posts(&state)
+        .into_iter()
+        .filter(|p| p["root_id"] == "")
+        .collect();
+    assert_eq!(roots.len(), 1);
+    let text = roots[0]["message"].as_str().expect("message");
+    assert!(
+        text.contains("````\n{\"url\":\"https://example.org/```\"}\n````"),
+        "{text}"
+    );
+    assert!(text.contains("**yes**, from `http_fetch` call 2"), "{text}");
+    assert!(
+        text.contains("session `s-1` (not from Mattermost)"),
+        "{text}"
+    );
+
+    let request = Message::ToolRequest(proto::ToolRequest {
+        session: proto::SessionId::new("s-1").expect("id"),
+        call: proto::CallId(1),
+        tool: "read_file".into(),
+        arguments: "{}".into(),
+    });
+    match conn.call(3, request, |_| {}).expect("answer").msg {
+        Message::Error(e) => assert_eq!(e.code, ErrorCode::ForbiddenKind),
+        other => panic!("{other:?}"),
+    }
+}
