@@ -183,6 +183,7 @@ impl Dispatch {
             channel: &post.channel_id,
             root: &root,
             interval: self.gateway.edit_interval,
+            typing: self.gateway.typing_interval,
             loop_sock: &self.loop_sock,
         };
         reply::answer(&turn, session, &post.message, &mut |session| {

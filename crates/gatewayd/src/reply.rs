@@ -115,6 +115,8 @@ pub struct Turn<'a> {
     pub channel: &'a str,
     pub root: &'a str,
     pub interval: Duration,
+    /// How often the typing indicator is renewed while the turn runs.
+    pub typing: Duration,
     pub loop_sock: &'a std::path::Path,
 }
 
@@ -133,8 +135,7 @@ pub fn answer(
                 if let Err(e) = t.client.typing(t.bot, t.channel, t.root) {
                     log::warn(format_args!("typing indicator: {e}"));
                 }
-                if stopped.recv_timeout(TYPING_EVERY)
-                    != Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                if stopped.recv_timeout(t.typing) != Err(std::sync::mpsc::RecvTimeoutError::Timeout)
                 {
                     return;
                 }
@@ -144,9 +145,6 @@ pub fn answer(
         drop(stop);
     });
 }
-
-/// How often the typing indicator is renewed during a turn.
-const TYPING_EVERY: Duration = Duration::from_secs(4);
 
 fn turn(t: &Turn<'_>, session: Option<SessionId>, text: &str, started: &mut dyn FnMut(&SessionId)) {
     let mut stream = Stream {

@@ -33,6 +33,14 @@ pub struct Gateway {
     /// The shortest time between two edits of a streamed reply.
     #[serde(default = "default_edit_interval", deserialize_with = "duration")]
     pub edit_interval: Duration,
+    /// How often the typing indicator is renewed while a turn runs (Mattermost shows it
+    /// for a few seconds per call).
+    #[serde(default = "default_typing_interval", deserialize_with = "duration")]
+    pub typing_interval: Duration,
+}
+
+fn default_typing_interval() -> Duration {
+    Duration::from_secs(4)
 }
 
 fn default_token_credential() -> String {
@@ -51,8 +59,13 @@ impl Gateway {
         if self.owners.is_empty() || self.owners.iter().any(String::is_empty) {
             return Err("gateway.owners must name at least one Mattermost user id".into());
         }
-        if self.channel.is_empty() || self.edit_interval.is_zero() {
-            return Err("gateway.channel and gateway.edit_interval must not be empty".into());
+        if self.channel.is_empty() || self.edit_interval.is_zero() || self.typing_interval.is_zero()
+        {
+            return Err(
+                "gateway.channel, gateway.edit_interval and gateway.typing_interval must not \
+                 be empty"
+                    .into(),
+            );
         }
         if self.token_credential.is_empty() || self.token_credential.contains('/') {
             return Err("gateway.token_credential must be a plain credential name".into());

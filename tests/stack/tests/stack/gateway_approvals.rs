@@ -48,7 +48,10 @@ fn setup(name: &str) -> (Home, Gateway, stack::Agent) {
     let home = Home::new(name, &[], "");
     let inbox = home.files("inbox", &[("mail.txt", "hello mail")]);
     home.write_grant("inbox", &read_grant("ask", &inbox, ""));
-    let gw = home.start_gateway(&["owner"], "edit_interval = \"10ms\"");
+    let gw = home.start_gateway(
+        &["owner"],
+        "edit_interval = \"10ms\"\ntyping_interval = \"50ms\"",
+    );
     let script = SCRIPT.replace("INBOX", &inbox.display().to_string());
     let agent = home.start_agent(&script, "");
     (home, gw, agent)
@@ -136,6 +139,11 @@ fn the_owner_approves_by_reaction_and_a_strangers_reaction_is_refused() {
         assert!(text.contains(part), "{part:?} in {text}");
     }
 
+    // The turn waits on the owner: the typing indicator is renewed meanwhile.
+    let typing = gw.state()["typing"].as_u64().unwrap_or(0);
+    gw.wait("typing renewed", |s| {
+        s["typing"].as_u64() >= Some(typing + 3)
+    });
     gw.react("stranger", &a, "+1");
     wait_reply(&gw, &a, "only an owner's answer counts");
     assert_eq!(
