@@ -80,7 +80,9 @@ pub struct Peers {
     /// Who may chat on loop.sock (the owner). loopd refuses to start without it.
     #[serde(default)]
     pub chat: Option<Peer>,
-    /// gatewayd: loopd admits it on loop.sock besides `chat`.
+    /// gatewayd: loopd admits it on loop.sock besides `chat`. (brokerd, its client on
+    /// gateway.sock, cannot check it: a socket-activated listener's credentials are
+    /// systemd's.)
     #[serde(default)]
     pub gateway: Option<Peer>,
     /// brokerd: gatewayd admits it on gateway.sock. gatewayd refuses to start without it.
