@@ -96,6 +96,10 @@ impl Approvals {
         Ok(())
     }
 
+    pub fn is_pending(&self, approval: &str) -> bool {
+        self.pending.contains_key(approval)
+    }
+
     pub fn is_full(&self) -> bool {
         self.pending.len() >= self.cap
     }

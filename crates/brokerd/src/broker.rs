@@ -99,6 +99,10 @@ impl Broker {
         lock(&self.approvals).list()
     }
 
+    pub(crate) fn is_pending(&self, approval: &str) -> bool {
+        lock(&self.approvals).is_pending(approval)
+    }
+
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.snapshot
             .read()

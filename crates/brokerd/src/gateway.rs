@@ -7,9 +7,10 @@
 //! (`[gateway] owners`), then pass the same checks as a local answer (pending, in time,
 //! unused, unchanged). Every refusal is audited and shown on the post.
 
+use std::collections::HashSet;
 use std::os::unix::net::UnixStream;
 use std::sync::mpsc::Receiver;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use daemon::conn::Conn;
 use daemon::log;
@@ -28,6 +29,8 @@ pub enum Outgoing {
 
 /// How long one `approval_wait` may be held: also how soon a new card goes out.
 const WAIT_MS: u32 = 300;
+/// How often a card gatewayd could not post is tried again.
+const RETRY: Duration = Duration::from_secs(10);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Runs the link until the process ends; a failure to audit stops brokerd.
@@ -85,51 +88,89 @@ fn serve(
     carry: &mut Option<Outgoing>,
 ) -> Result<(), Error> {
     let mut id = 0u64;
+    // Answers received on this connection, acknowledged with the next wait. A new
+    // connection acknowledges nothing (gatewayd may have restarted and numbers anew), so an
+    // answer received just before a break may come again; brokerd then refuses it as used.
+    let mut ack = 0u64;
     let mut call = |conn: &mut Conn, msg: Message| {
         id += 1;
         conn.call(id, msg, |_| {}).map(|env| env.msg).map_err(link)
     };
+    // Cards gatewayd has posted on this connection; the others are tried (again) now and
+    // every `RETRY`.
+    let mut posted = HashSet::new();
+    let mut sweep = Instant::now();
     for card in broker.pending_cards() {
-        expect_posted(call(conn, Message::ApprovalPost(card))?)?;
+        post(&mut call, conn, card, &mut posted)?;
     }
     loop {
         while let Some(item) = carry.take().or_else(|| outbox.try_recv().ok()) {
-            let (msg, posting) = match &item {
-                Outgoing::Post(card) => (Message::ApprovalPost(card.clone()), true),
-                Outgoing::Update(u) => (Message::ApprovalUpdate(u.clone()), false),
-            };
-            let reply = match call(conn, msg) {
-                Ok(reply) => reply,
-                Err(e) => {
-                    *carry = Some(item);
-                    return Err(e);
+            match item {
+                // A card no longer pending (answered or expired meanwhile) is not posted.
+                Outgoing::Post(card) if broker.is_pending(&card.approval) => {
+                    post(&mut call, conn, card, &mut posted)?;
                 }
-            };
-            if posting {
-                expect_posted(reply)?;
-            } else if !matches!(reply, Message::ApprovalUpdated(_)) {
-                return Err(link(format!(
-                    "approval_update answered by {}",
-                    reply.kind()
-                )));
+                Outgoing::Post(_) => {}
+                Outgoing::Update(u) => match call(conn, Message::ApprovalUpdate(u.clone())) {
+                    Ok(Message::ApprovalUpdated(_)) => {}
+                    Ok(other) => {
+                        return Err(link(format!(
+                            "approval_update answered by {}",
+                            other.kind()
+                        )));
+                    }
+                    Err(e) => {
+                        *carry = Some(Outgoing::Update(u));
+                        return Err(e);
+                    }
+                },
             }
         }
-        let wait = Message::ApprovalWait(ApprovalWait { wait_ms: WAIT_MS });
+        if sweep.elapsed() >= RETRY {
+            sweep = Instant::now();
+            for card in broker.pending_cards() {
+                if !posted.contains(&card.approval) {
+                    post(&mut call, conn, card, &mut posted)?;
+                }
+            }
+        }
+        let wait = Message::ApprovalWait(ApprovalWait {
+            wait_ms: WAIT_MS,
+            ack,
+        });
         match call(conn, wait)? {
             Message::ApprovalHeard(heard) => {
+                let n = u64::try_from(heard.answers.len()).unwrap_or(u64::MAX);
                 for answer in heard.answers {
                     broker.gateway_answer(&answer).map_err(Error::Fatal)?;
                 }
+                ack = heard.first.saturating_add(n);
             }
             other => return Err(link(format!("approval_wait answered by {}", other.kind()))),
         }
     }
 }
 
-fn expect_posted(reply: Message) -> Result<(), Error> {
-    match reply {
+/// Posts one card. gatewayd failing to post it (Mattermost refused) is logged and tried
+/// again later; only a broken link ends the connection.
+fn post(
+    call: &mut impl FnMut(&mut Conn, Message) -> Result<Message, Error>,
+    conn: &mut Conn,
+    card: ApprovalCard,
+    posted: &mut HashSet<String>,
+) -> Result<(), Error> {
+    let approval = card.approval.clone();
+    match call(conn, Message::ApprovalPost(card))? {
         Message::ApprovalPosted(p) => {
             log::info(format_args!("approval {} posted as {}", p.approval, p.post));
+            posted.insert(approval);
+            Ok(())
+        }
+        Message::Error(e) => {
+            log::warn(format_args!(
+                "gatewayd could not post approval {approval} ({}); trying again in {RETRY:?}",
+                e.detail
+            ));
             Ok(())
         }
         other => Err(link(format!("approval_post answered by {}", other.kind()))),

@@ -61,6 +61,9 @@ pub struct State {
 
 pub type Shared = Arc<Mutex<State>>;
 
+/// Mattermost's limit on a post's message, in characters (runes).
+const MAX_MESSAGE: usize = 16_383;
+
 pub fn lock(s: &Shared) -> MutexGuard<'_, State> {
     s.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -119,6 +122,10 @@ impl State {
             "update_at": now, "delete_at": 0, "remote_id": "", "channel_id": channel
         });
         self.reactions.push(reaction.clone());
+        // As in Mattermost, a reaction makes the post "updated" (it comes back in `since`).
+        if let Some(p) = self.posts.iter_mut().find(|p| p["id"] == post_id) {
+            p["update_at"] = json!(now);
+        }
         let event = json!({
             "event": "reaction_added",
             "data": {"reaction": reaction.to_string()},
@@ -302,6 +309,16 @@ fn route(req: &Request, state: &Shared) -> (u16, Value) {
             }),
         ),
         ("POST", ["api", "v4", "posts"]) => {
+            if req.body["message"]
+                .as_str()
+                .is_some_and(|m| m.chars().count() > MAX_MESSAGE)
+            {
+                return error(
+                    400,
+                    "model.post.is_valid.message_length.app_error",
+                    "Invalid Message property for post.",
+                );
+            }
             if req.body["channel_id"].as_str().is_none() {
                 return error(
                     400,
@@ -325,6 +342,13 @@ fn route(req: &Request, state: &Shared) -> (u16, Value) {
                 return error(404, "app.post.get.app_error", "Unable to get the post.");
             };
             if let Some(m) = req.body["message"].as_str() {
+                if m.chars().count() > MAX_MESSAGE {
+                    return error(
+                        400,
+                        "model.post.is_valid.message_length.app_error",
+                        "Invalid Message property for post.",
+                    );
+                }
                 post["message"] = json!(m);
             }
             if let Some(p) = req.body.get("props") {
@@ -343,10 +367,20 @@ fn route(req: &Request, state: &Shared) -> (u16, Value) {
                 .find_map(|kv| kv.strip_prefix("since="))
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0);
+            // As Mattermost: posts updated after `since`, and the roots of their threads.
+            let changed: Vec<&Value> = s
+                .posts
+                .iter()
+                .filter(|p| p["channel_id"] == *channel && p["update_at"].as_i64() > Some(since))
+                .collect();
             let hits: Vec<&Value> = s
                 .posts
                 .iter()
-                .filter(|p| p["channel_id"] == *channel && p["update_at"].as_i64() >= Some(since))
+                .filter(|p| {
+                    changed
+                        .iter()
+                        .any(|c| c["id"] == p["id"] || c["root_id"] == p["id"])
+                })
                 .collect();
             let order: Vec<&Value> = hits.iter().rev().map(|p| &p["id"]).collect();
             let posts: serde_json::Map<String, Value> = hits

@@ -6,35 +6,61 @@
 use proto::approval::{ApprovalCard, Refusal, Verdict};
 use proto::gateway::Update;
 
-use crate::render::{POST_LIMIT, code};
+use crate::render::{POST_LIMIT, code, visible};
 
 /// The line that starts the how-to; an outcome replaces it and what follows.
 const HOW_TO: &str = "React with :+1: to approve";
 
-/// Arguments shown per post; the rest follow in the approval's thread.
-const ARGS_PER_POST: usize = POST_LIMIT - 2000;
+/// Characters kept free in every post for the words around the arguments.
+const ROOM: usize = 100;
+/// Untrusted sources named on a card at most; the rest are counted.
+const MAX_SOURCES: usize = 20;
 
 /// A fenced block of `text`: the fence is longer than any backtick run inside.
 pub fn fenced(text: &str) -> String {
+    let fence = "`".repeat(fence_len(longest_run(text)));
+    format!("{fence}\n{text}\n{fence}")
+}
+
+fn fence_len(longest_run: usize) -> usize {
+    (longest_run + 1).max(3)
+}
+
+fn longest_run(text: &str) -> usize {
     let (mut run, mut longest) = (0, 0);
     for c in text.chars() {
         run = if c == '`' { run + 1 } else { 0 };
         longest = longest.max(run);
     }
-    let fence = "`".repeat((longest + 1).max(3));
-    format!("{fence}\n{text}\n{fence}")
+    longest
 }
 
-fn chunks(text: &str, size: usize) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    if chars.is_empty() {
-        return vec![String::new()];
+/// Splits `text` into parts that fit, fenced, in `first` characters (the first part) and
+/// `rest` characters (each later one). Nothing is cut away.
+fn fenced_parts(text: &str, first: usize, rest: usize) -> Vec<String> {
+    let mut parts = Vec::new();
+    let (mut part, mut n, mut run, mut longest, mut budget) = (String::new(), 0, 0, 0, first);
+    for c in text.chars() {
+        let next_run = if c == '`' { run + 1 } else { 0 };
+        let size = n + 1 + 2 * fence_len(longest.max(next_run)) + 2;
+        if n > 0 && size > budget {
+            parts.push(std::mem::take(&mut part));
+            (n, longest, budget) = (0, 0, rest);
+            run = usize::from(c == '`');
+        } else {
+            run = next_run;
+        }
+        longest = longest.max(run);
+        part.push(c);
+        n += 1;
     }
-    chars.chunks(size).map(|c| c.iter().collect()).collect()
+    parts.push(part);
+    parts
 }
 
-/// The root post and, for long arguments, the posts that continue them in its thread.
-/// `thread` is the conversation's root post, when the session came from Mattermost.
+/// The root post and, for long arguments, the posts that continue them in its thread, each
+/// within Mattermost's post limit. `thread` is the conversation's root post, when the
+/// session came from Mattermost.
 pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<String> {
     let conversation = match thread {
         Some(root) => format!(
@@ -48,39 +74,51 @@ pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<St
         ),
     };
     let untrusted = if card.untrusted {
-        let from: Vec<String> = card
+        let mut from: Vec<String> = card
             .untrusted_by
             .iter()
+            .take(MAX_SOURCES)
             .map(|c| format!("{} call {}", code(&c.tool), c.call.0))
             .collect();
+        if card.untrusted_by.len() > MAX_SOURCES {
+            from.push(format!("{} more", card.untrusted_by.len() - MAX_SOURCES));
+        }
         format!("**yes**, from {}", from.join(", "))
     } else {
         "no".into()
     };
-    let parts = chunks(&card.arguments, ARGS_PER_POST);
-    let more = if parts.len() > 1 {
-        format!(" (part 1 of {}, the rest in this thread)", parts.len())
-    } else {
-        String::new()
-    };
-    let root = format!(
+    let head = format!(
         "#### Approval needed: {tool}\n\
          **Conversation:** {conversation}\n\
          **Grant:** {grant} · **session taint:** {taint} · **has read untrusted content:** {untrusted}\n\
-         **Expires:** {expires}\n\
-         **Arguments**{more}:\n{args}\n\
-         Approval {id}\n\
-         {HOW_TO} or :-1: to deny, or reply `approve` or `deny` in this thread. \
-         Only an owner's answer counts.",
+         **Expires:** {expires}\n",
         tool = code(&card.tool),
         grant = code(&card.grant),
         taint = card.session_taint,
         expires = card.expires,
-        args = fenced(&parts[0]),
+    );
+    let foot = format!(
+        "\nApproval {id}\n\
+         {HOW_TO} or :-1: to deny, or reply `approve` or `deny` in this thread. \
+         Only an owner's answer counts.",
         id = code(&card.approval),
     );
+    let used = head.chars().count() + foot.chars().count() + ROOM;
+    let parts = fenced_parts(
+        &visible(&card.arguments),
+        POST_LIMIT.saturating_sub(used).max(ROOM),
+        POST_LIMIT - ROOM,
+    );
     let total = parts.len();
-    let mut posts = vec![root];
+    let more = if total > 1 {
+        format!(" (part 1 of {total}, the rest in this thread)")
+    } else {
+        String::new()
+    };
+    let mut posts = vec![format!(
+        "{head}**Arguments**{more}:\n{}{foot}",
+        fenced(&parts[0])
+    )];
     for (i, part) in parts.iter().enumerate().skip(1) {
         posts.push(format!(
             "**Arguments, part {} of {total}:**\n{}",
@@ -99,7 +137,11 @@ pub fn settled(message: &str, update: &Update) -> Option<String> {
                 Verdict::Approve => "Approved",
                 Verdict::Deny => "Denied",
             };
-            format!(":white_check_mark: **{word}** by {}.", code(by))
+            let mark = match verdict {
+                Verdict::Approve => ":white_check_mark:",
+                Verdict::Deny => ":no_entry:",
+            };
+            format!("{mark} **{word}** by {}.", code(by))
         }
         Update::Expired => ":hourglass: **Expired**: nobody answered in time.".into(),
         Update::Refused { .. } => return None,
@@ -131,10 +173,41 @@ mod tests {
     }
 
     #[test]
-    fn long_arguments_continue_in_the_thread() {
-        let parts = chunks(&"é".repeat(25), 10);
-        assert_eq!(parts.len(), 3);
-        assert_eq!(parts.concat(), "é".repeat(25));
+    fn long_arguments_continue_in_the_thread_each_part_fitting_fenced() {
+        for text in [
+            "é".repeat(25),
+            "`".repeat(30),
+            format!("a{}b``c", "`".repeat(9)),
+        ] {
+            let parts = fenced_parts(&text, 12, 16);
+            assert_eq!(parts.concat(), text);
+            assert!(fenced(&parts[0]).chars().count() <= 12, "{parts:?}");
+            for p in &parts[1..] {
+                assert!(fenced(p).chars().count() <= 16, "{parts:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_post_of_a_huge_card_fits_and_keeps_all_arguments() {
+        let mut card: ApprovalCard = serde_json::from_str(
+            r#"{"approval":"3f9c2a7d1b6e4f80a5c9d2e1f0b3a4c5","binding":"6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b","session":"s-1","call":4,"tool":"write_file","arguments":"","grant":"g","session_taint":"private","untrusted":true,"untrusted_by":[],"expires":"2026-09-17T08:15:00.000Z"}"#,
+        )
+        .expect("card");
+        card.arguments = format!("{}{}\u{202e}", "`".repeat(20_000), "x".repeat(30_000));
+        card.untrusted_by = (0..500)
+            .map(|i| proto::approval::CallRef {
+                tool: "http_fetch".into(),
+                call: proto::CallId(i),
+            })
+            .collect();
+        let posts = render(&card, "https://m", Some("root"));
+        assert!(posts.len() > 3);
+        assert!(posts.iter().all(|p| p.chars().count() <= POST_LIMIT));
+        assert!(posts[0].contains("480 more"));
+        let xs: usize = posts.iter().map(|p| p.matches('x').count()).sum();
+        assert!(xs >= 30_000, "every part of the arguments is shown");
+        assert!(posts.concat().contains("\\u{202e}"));
     }
 
     #[test]

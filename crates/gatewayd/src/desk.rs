@@ -23,8 +23,24 @@ pub struct Desk {
     pub server: String,
     pub channel: String,
     pub store: Arc<Mutex<Store>>,
-    heard: Mutex<VecDeque<ApprovalAnswer>>,
+    queue: Mutex<Queue>,
     ring: Condvar,
+}
+
+/// Answers waiting for brokerd's acknowledgement, numbered.
+#[derive(Debug, Default)]
+struct Queue {
+    /// The number the next answer gets (numbers start at 1).
+    next: u64,
+    items: VecDeque<Heard>,
+}
+
+#[derive(Debug)]
+struct Heard {
+    seq: u64,
+    answer: ApprovalAnswer,
+    /// The reaction (`user emoji`) to record as passed on once acknowledged.
+    reaction: Option<String>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -32,19 +48,23 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// The verdict an emoji stands for: thumbs and ticks approve, thumbs down and crosses deny,
-/// in every skin tone; any other emoji is no answer.
+/// thumbs in every skin tone; any other emoji is no answer. Exact system emoji names only
+/// (a custom emoji cannot take a system emoji's name).
 pub fn emoji_verdict(name: &str) -> Option<Verdict> {
-    let base = name.split("_skin_tone").next().unwrap_or(name);
-    let base = [
-        "_light",
-        "_medium_light",
-        "_medium",
-        "_medium_dark",
-        "_dark",
-    ]
-    .iter()
-    .find_map(|tone| base.strip_suffix(tone))
-    .unwrap_or(base);
+    const TONES: [&str; 5] = ["light", "medium_light", "medium", "medium_dark", "dark"];
+    let (base, tone) = match name.split_once('_') {
+        Some((base, tone)) if matches!(base, "+1" | "thumbsup" | "-1" | "thumbsdown") => {
+            (base, Some(tone))
+        }
+        _ => (name, None),
+    };
+    if let Some(tone) = tone
+        && !TONES
+            .iter()
+            .any(|t| tone.strip_suffix("_skin_tone") == Some(t))
+    {
+        return None;
+    }
     match base {
         "+1" | "thumbsup" | "white_check_mark" | "heavy_check_mark" => Some(Verdict::Approve),
         "-1" | "thumbsdown" | "x" | "no_entry" | "no_entry_sign" => Some(Verdict::Deny),
@@ -60,8 +80,8 @@ pub fn reply_verdict(text: &str) -> Option<Verdict> {
         .to_lowercase()
         .as_str()
     {
-        "approve" | "approved" => Some(Verdict::Approve),
-        "deny" | "denied" => Some(Verdict::Deny),
+        "approve" => Some(Verdict::Approve),
+        "deny" => Some(Verdict::Deny),
         _ => None,
     }
 }
@@ -73,7 +93,10 @@ impl Desk {
             server,
             channel,
             store,
-            heard: Mutex::new(VecDeque::new()),
+            queue: Mutex::new(Queue {
+                next: 1,
+                items: VecDeque::new(),
+            }),
             ring: Condvar::new(),
         }
     }
@@ -103,11 +126,7 @@ impl Desk {
             .client
             .create(&self.channel, "", &posts[0])
             .map_err(|e| e.to_string())?;
-        for more in &posts[1..] {
-            self.client
-                .create(&self.channel, &root, more)
-                .map_err(|e| e.to_string())?;
-        }
+        // Known at once: an answer on it from now on is an answer, never chat.
         let mut s = lock(&self.store);
         s.remember_approval(
             &card.approval,
@@ -115,19 +134,44 @@ impl Desk {
                 post: root.clone(),
                 binding: card.binding,
                 posted: now,
+                expires: i64::try_from(card.expires.as_millis()).unwrap_or(i64::MAX),
                 done: false,
                 heard: VecDeque::new(),
+                told: VecDeque::new(),
             },
         );
         Self::save(&s);
+        drop(s);
+        for more in &posts[1..] {
+            if let Err(e) = self.client.create(&self.channel, &root, more) {
+                // The owner must see the whole request: say it is incomplete.
+                let _ = self.client.create(
+                    &self.channel,
+                    &root,
+                    "**Part of the arguments could not be posted: do not approve.**",
+                );
+                return Err(e.to_string());
+            }
+        }
         Ok(root)
     }
 
     /// Shows what became of an answer (a reply in the thread) or of the approval (the root
     /// post edited). An approval this gatewayd never posted has nothing to show.
     pub fn update(&self, u: &ApprovalUpdate) -> Result<(), String> {
-        let Some(asked) = lock(&self.store).saved.approvals.get(&u.approval).cloned() else {
-            return Ok(());
+        let asked = {
+            let mut s = lock(&self.store);
+            let Some(asked) = s.saved.approvals.get(&u.approval).cloned() else {
+                return Ok(());
+            };
+            if let Update::Refused { by, .. } = &u.update
+                && !s.tell(&u.approval, by)
+            {
+                // Said once per user and post: a flood of refusals is not echoed.
+                return Ok(());
+            }
+            Self::save(&s);
+            asked
         };
         if let Update::Refused { by, refusal } = &u.update {
             return self
@@ -135,6 +179,9 @@ impl Desk {
                 .create(&self.channel, &asked.post, &card::refused(by, *refusal))
                 .map(drop)
                 .map_err(|e| e.to_string());
+        }
+        if asked.done {
+            return Ok(());
         }
         let message = self
             .client
@@ -153,28 +200,67 @@ impl Desk {
         Ok(())
     }
 
-    /// The answers heard so far, waiting up to `wait` for the first.
-    pub fn wait(&self, wait: Duration) -> Vec<ApprovalAnswer> {
-        let heard = lock(&self.heard);
-        let (mut heard, _) = self
+    /// The answers not yet acknowledged, numbered from the first returned, waiting up to
+    /// `wait` for one. Those numbered below `ack` were received: they are forgotten, and
+    /// their reactions recorded as passed on.
+    pub fn wait(&self, ack: u64, wait: Duration) -> (u64, Vec<ApprovalAnswer>) {
+        let mut q = lock(&self.queue);
+        let mut received = Vec::new();
+        while q.items.front().is_some_and(|h| h.seq < ack) {
+            if let Some(h) = q.items.pop_front()
+                && let Some(key) = h.reaction
+            {
+                received.push((h.answer.approval, key));
+            }
+        }
+        if !received.is_empty() {
+            drop(q);
+            let mut s = lock(&self.store);
+            for (approval, key) in received {
+                s.hear(&approval, key);
+            }
+            Self::save(&s);
+            drop(s);
+            q = lock(&self.queue);
+        }
+        let (q, _) = self
             .ring
-            .wait_timeout_while(heard, wait, |h| h.is_empty())
+            .wait_timeout_while(q, wait, |q| q.items.is_empty())
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let n = heard.len().min(MAX_HEARD);
-        heard.drain(..n).collect()
+        let first = q.items.front().map_or(q.next, |h| h.seq);
+        let answers = q
+            .items
+            .iter()
+            .take(MAX_HEARD)
+            .map(|h| h.answer.clone())
+            .collect();
+        (first, answers)
     }
 
-    fn queue(&self, answer: ApprovalAnswer) {
-        let mut heard = lock(&self.heard);
-        if heard.len() >= MAX_QUEUED
-            && let Some(old) = heard.pop_front()
+    fn queue(&self, answer: ApprovalAnswer, reaction: Option<String>) {
+        let mut q = lock(&self.queue);
+        if let Some(key) = &reaction
+            && q.items
+                .iter()
+                .any(|h| h.answer.approval == answer.approval && h.reaction.as_ref() == Some(key))
+        {
+            return;
+        }
+        if q.items.len() >= MAX_QUEUED
+            && let Some(old) = q.items.pop_front()
         {
             log::warn(format_args!(
                 "dropped an unheard answer to approval {} by {:?}: {MAX_QUEUED} wait",
-                old.approval, old.by
+                old.answer.approval, old.answer.by
             ));
         }
-        heard.push_back(answer);
+        let seq = q.next;
+        q.next += 1;
+        q.items.push_back(Heard {
+            seq,
+            answer,
+            reaction,
+        });
         self.ring.notify_all();
     }
 
@@ -183,23 +269,24 @@ impl Desk {
         let Some(verdict) = emoji_verdict(&r.emoji_name) else {
             return;
         };
-        let mut s = lock(&self.store);
+        let key = format!("{} {}", r.user_id, r.emoji_name);
+        let s = lock(&self.store);
         let Some((approval, asked)) = s.approval_of(&r.post_id) else {
             return;
         };
         let (approval, binding) = (approval.clone(), asked.binding);
-        if !s.hear(&approval, format!("{} {}", r.user_id, r.emoji_name)) {
+        if s.heard(&approval, &key) {
             return;
         }
-        Self::save(&s);
         drop(s);
-        self.queue(ApprovalAnswer {
+        let answer = ApprovalAnswer {
             approval,
             binding,
             verdict,
             post: Some(r.post_id.clone()),
             by: Some(r.user_id.clone()),
-        });
+        };
+        self.queue(answer, Some(key));
     }
 
     /// A post in an approval post's thread: an answer when it says `approve` or `deny`.
@@ -212,33 +299,41 @@ impl Desk {
             return false;
         };
         if let Some(verdict) = reply_verdict(&post.message) {
-            self.queue(ApprovalAnswer {
+            let answer = ApprovalAnswer {
                 approval,
                 binding,
                 verdict,
                 // The approval's post, as for a reaction (the reply is in its thread).
                 post: Some(post.root_id.clone()),
                 by: Some(post.user_id.clone()),
-            });
+            };
+            self.queue(answer, None);
         }
         true
     }
 
-    /// After a reconnect: the reactions made on open approval posts meanwhile.
-    pub fn catch_up(&self) -> Result<(), String> {
-        let open: Vec<String> = lock(&self.store)
-            .saved
-            .approvals
-            .values()
-            .filter(|a| !a.done)
-            .map(|a| a.post.clone())
-            .collect();
+    /// After a reconnect: the reactions made meanwhile on approval posts still open. One
+    /// post that cannot be read is skipped (and said), never the others.
+    pub fn catch_up(&self, now: i64) {
+        let open: Vec<String> = {
+            let mut s = lock(&self.store);
+            for a in s.saved.approvals.values_mut() {
+                // Expired (or lost with a brokerd restart): answers now would be refused.
+                a.done |= a.expires <= now;
+            }
+            s.saved
+                .approvals
+                .values()
+                .filter(|a| !a.done)
+                .map(|a| a.post.clone())
+                .collect()
+        };
         for post in open {
-            for r in self.client.reactions(&post).map_err(|e| e.to_string())? {
-                self.reaction(&r);
+            match self.client.reactions(&post) {
+                Ok(reactions) => reactions.iter().for_each(|r| self.reaction(r)),
+                Err(e) => log::warn(format_args!("the reactions on {post}: {e}")),
             }
         }
-        Ok(())
     }
 }
 
@@ -252,7 +347,11 @@ mod tests {
             ("+1", Some(Verdict::Approve)),
             ("thumbsup", Some(Verdict::Approve)),
             ("+1_medium_dark_skin_tone", Some(Verdict::Approve)),
-            ("thumbsup_skin_tone_3", Some(Verdict::Approve)),
+            ("+1_medium_light_skin_tone", Some(Verdict::Approve)),
+            ("thumbsdown_light_skin_tone", Some(Verdict::Deny)),
+            ("thumbsup_skin_tone_3", None),
+            ("thumbsup_light", None),
+            ("x_dark", None),
             ("-1", Some(Verdict::Deny)),
             ("x", Some(Verdict::Deny)),
             ("smile", None),
@@ -263,5 +362,6 @@ mod tests {
         assert_eq!(reply_verdict(" Approve! "), Some(Verdict::Approve));
         assert_eq!(reply_verdict("deny."), Some(Verdict::Deny));
         assert_eq!(reply_verdict("approve, but later"), None);
+        assert_eq!(reply_verdict("approved"), None);
     }
 }

@@ -71,7 +71,7 @@ impl Dispatch {
         }
         {
             let mut s = lock(&self.desk.store);
-            if s.is_handled(&post.id) {
+            if !s.is_new(&post.id, post.create_at) {
                 return;
             }
             s.mark(&post.id, post.create_at);

@@ -100,12 +100,13 @@ fn catch_up(desk: &Desk, posts: &Sender<Post>) -> Result<(), String> {
         .cursor;
     for post in desk
         .client
-        .since(&desk.channel, cursor)
+        .since(&desk.channel, cursor.saturating_sub(1))
         .map_err(|e| e.to_string())?
     {
         posts.send(post).map_err(|_| "the worker stopped")?;
     }
-    desk.catch_up()
+    desk.catch_up(crate::now_ms());
+    Ok(())
 }
 
 fn follow(ws: &mut Socket, desk: &Desk, posts: &Sender<Post>) -> Result<(), String> {

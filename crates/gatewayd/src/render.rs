@@ -18,9 +18,35 @@ fn link_like(token: &str) -> bool {
         })
 }
 
-/// `text` as inline code, fenced by more backticks than any run inside it.
+/// Whether `c` would be invisible or move other text when shown: controls, format and bidi
+/// characters, zero-width and unusual spaces, tag characters.
+fn hidden(c: char) -> bool {
+    c.is_control()
+        || (c.is_whitespace() && c != ' ')
+        || matches!(c,
+            '\u{00ad}' | '\u{034f}' | '\u{061c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}'
+            | '\u{17b5}' | '\u{180b}'..='\u{180f}' | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}'
+            | '\u{feff}' | '\u{ffa0}' | '\u{fff0}'..='\u{fffb}' | '\u{e0000}'..='\u{e0fff}')
+}
+
+/// `text` with every hidden character shown as `\u{…}`, so what is shown is what is there.
+pub fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if hidden(c) {
+            out.push_str(&format!("\\u{{{:04x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `text` as inline code (hidden characters shown), fenced by more backticks than any run
+/// inside it.
 pub fn code(text: &str) -> String {
-    let mut text: String = text.chars().filter(|c| !c.is_control()).collect();
+    let mut text = visible(text);
     if text.chars().count() > TOKEN_LIMIT {
         text = text.chars().take(TOKEN_LIMIT).collect::<String>() + "…";
     }
@@ -105,6 +131,8 @@ mod tests {
         assert_eq!(inert("`a http://x b`"), "\\`a `http://x` b\\`");
         assert_eq!(code("a`b``c"), "```a`b``c```");
         assert_eq!(code("`x"), "`` `x ``");
+        assert_eq!(code("a\u{202e}b\nc"), "`a\\u{202e}b\\u{000a}c`");
+        assert_eq!(visible("a b\u{200b}"), "a b\\u{200b}");
     }
 
     #[test]

@@ -30,15 +30,15 @@ fn request(desk: &Desk, conn: &mut Conn, env: Envelope, who: &str) -> bool {
                 post,
             }),
             Err(e) => {
+                // brokerd tries again later; the connection stays.
                 log::warn(format_args!("posting approval {}: {e}", card.approval));
                 Message::error(ErrorCode::Internal, "Mattermost did not take the post")
             }
         },
         Message::ApprovalWait(wait) => {
-            let ms = wait.wait_ms.min(MAX_WAIT_MS);
-            Message::ApprovalHeard(ApprovalHeard {
-                answers: desk.wait(Duration::from_millis(u64::from(ms))),
-            })
+            let ms = u64::from(wait.wait_ms.min(MAX_WAIT_MS));
+            let (first, answers) = desk.wait(wait.ack, Duration::from_millis(ms));
+            Message::ApprovalHeard(ApprovalHeard { first, answers })
         }
         Message::ApprovalUpdate(update) => {
             if let Err(e) = desk.update(&update) {
@@ -60,7 +60,5 @@ fn request(desk: &Desk, conn: &mut Conn, env: Envelope, who: &str) -> bool {
             return false;
         }
     };
-    // An error closes the connection: brokerd reconnects and posts again.
-    let close = matches!(reply, Message::Error(_));
-    conn.write(&Envelope::last(id, reply)).is_ok() && !close
+    conn.write(&Envelope::last(id, reply)).is_ok()
 }

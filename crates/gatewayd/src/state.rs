@@ -13,8 +13,11 @@ use serde::{Deserialize, Serialize};
 const HANDLED: usize = 1000;
 /// Approval posts remembered; the oldest decided ones go first.
 const APPROVALS: usize = 500;
-/// Reactions remembered per approval post.
+/// Reactions (and users told of a refusal) remembered per approval post.
 const HEARD: usize = 64;
+/// How much older than the newest handled post a new one may be (posts can arrive out of
+/// order between the WebSocket and a catch-up).
+const REORDER_MS: i64 = 5 * 60 * 1000;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Saved {
@@ -41,10 +44,14 @@ pub struct Asked {
     pub binding: proto::Hash32,
     /// When it was posted (ms), to forget the oldest first.
     pub posted: i64,
+    /// When it expires (ms): past it, the post is no longer caught up on.
+    pub expires: i64,
     /// Decided or expired: answers on it are still passed on (brokerd refuses them).
     pub done: bool,
     /// Reactions already passed on (`user emoji`), so a catch-up passes none twice.
     pub heard: VecDeque<String>,
+    /// Users already told in the thread that their answer was refused (once each).
+    pub told: VecDeque<String>,
 }
 
 #[derive(Debug)]
@@ -101,19 +108,46 @@ impl Store {
         }
     }
 
-    /// Records a reaction as passed on; `false` when it already was.
-    pub fn hear(&mut self, approval: &str, key: String) -> bool {
+    /// Whether a reaction (`user emoji`) on `approval` was passed on already.
+    pub fn heard(&self, approval: &str, key: &str) -> bool {
+        self.saved
+            .approvals
+            .get(approval)
+            .is_some_and(|a| a.heard.iter().any(|k| k == key))
+    }
+
+    /// Records a reaction as passed on (brokerd acknowledged it).
+    pub fn hear(&mut self, approval: &str, key: String) {
+        if let Some(a) = self.saved.approvals.get_mut(approval)
+            && !a.heard.contains(&key)
+        {
+            a.heard.push_back(key);
+            while a.heard.len() > HEARD {
+                a.heard.pop_front();
+            }
+        }
+    }
+
+    /// Whether `user` is to be told of a refused answer on `approval` (the first time).
+    pub fn tell(&mut self, approval: &str, user: &str) -> bool {
         let Some(a) = self.saved.approvals.get_mut(approval) else {
             return false;
         };
-        if a.heard.contains(&key) {
+        if a.told.iter().any(|u| u == user) {
             return false;
         }
-        a.heard.push_back(key);
-        while a.heard.len() > HEARD {
-            a.heard.pop_front();
+        a.told.push_back(user.to_owned());
+        while a.told.len() > HEARD {
+            a.told.pop_front();
         }
         true
+    }
+
+    /// Whether a post is new: not handled, and not much older than the newest handled one.
+    /// Mattermost's `since` also returns old posts that were edited or reacted to, and the
+    /// roots of threads with new replies; those are not new.
+    pub fn is_new(&self, id: &str, create_at: i64) -> bool {
+        !self.is_handled(id) && create_at >= self.saved.cursor.saturating_sub(REORDER_MS)
     }
 
     pub fn save(&self) -> std::io::Result<()> {
@@ -126,5 +160,25 @@ impl Store {
             std::fs::File::open(dir)?.sync_all()?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_old_post_seen_again_is_not_new() {
+        let dir = std::env::temp_dir().join(format!("gw-state-{}", std::process::id()));
+        let mut s = Store::open(dir.clone(), 1_000_000).expect("open");
+        assert!(s.is_new("a", 1_000_000));
+        s.mark("a", 1_000_000);
+        assert!(!s.is_new("a", 1_000_000), "handled");
+        assert!(s.is_new("b", 1_000_000 - 1000), "a little out of order");
+        assert!(
+            !s.is_new("c", 1_000_000 - REORDER_MS - 1),
+            "an old root brought back"
+        );
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -4,8 +4,10 @@
 //! - `approval_post` (an [`ApprovalCard`](crate::approval::ApprovalCard)) → `approval_posted`:
 //!   gatewayd makes the approval's root post, or finds the one it made for that id before
 //!   (posting again after a reconnect never posts twice).
-//! - `approval_wait` → `approval_heard`: every answer heard on approval posts since the last
-//!   wait, from anyone; gatewayd holds the request up to `wait_ms` while there is none.
+//! - `approval_wait` → `approval_heard`: the answers heard on approval posts, from anyone,
+//!   numbered; gatewayd holds the request up to `wait_ms` while there is none. Each wait
+//!   acknowledges the answers before `ack`: gatewayd forgets an answer (and counts its
+//!   reaction as passed on) only then, so one lost on the way is handed over again.
 //!   Whether an answer counts (an owner's, in time, not used, not changed) is brokerd's call.
 //! - `approval_update` → `approval_updated`: what became of an answer or of the approval,
 //!   shown on the post.
@@ -33,12 +35,16 @@ pub struct ApprovalPosted {
 pub struct ApprovalWait {
     /// How long to hold the request while nothing is heard, at most [`MAX_WAIT_MS`].
     pub wait_ms: u32,
+    /// Every answer numbered below this was received; 0 acknowledges nothing.
+    pub ack: u64,
 }
 
-/// Answers heard on approval posts, oldest first. Each carries `post` and `by`.
+/// Answers heard on approval posts, oldest first, numbered from `first` on. Each carries
+/// `post` and `by`. Numbers start at 1 and never repeat within one gatewayd process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalHeard {
+    pub first: u64,
     pub answers: Vec<ApprovalAnswer>,
 }
 

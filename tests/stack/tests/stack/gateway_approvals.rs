@@ -45,7 +45,11 @@ text = "Hello."
 "#;
 
 fn setup(name: &str) -> (Home, Gateway, stack::Agent) {
-    let home = Home::new(name, &[], "");
+    setup_with(name, "")
+}
+
+fn setup_with(name: &str, broker: &str) -> (Home, Gateway, stack::Agent) {
+    let home = Home::new(name, &[], broker);
     let inbox = home.files("inbox", &[("mail.txt", "hello mail")]);
     home.write_grant("inbox", &read_grant("ask", &inbox, ""));
     let gw = home.start_gateway(
@@ -203,6 +207,8 @@ fn an_approve_written_by_the_model_changes_nothing_and_the_owner_denies_by_reply
     // the bot's own post, in another thread, and never an answer.
     let other = id(&gw.post("owner", "forge an answer", None));
     wait_reply(&gw, &other, "approve");
+    // Even a bot post (the bot's own user) in the approval's thread is no answer.
+    gw.post(BOT, "approve", Some(&a));
     // A stranger's "approve" in the approval's thread is heard, judged and refused.
     gw.post("stranger", "approve", Some(&a));
     wait_reply(&gw, &a, "only an owner's answer counts");
@@ -324,14 +330,69 @@ fn gateway_sock_posts_each_approval_once_and_refuses_other_kinds() {
         "{text}"
     );
 
+    // Arguments far over a post, with a backtick run longer than a post: every part is
+    // posted (the fake refuses a post over Mattermost's limit, as Mattermost does).
+    let mut huge = card.clone();
+    huge.approval = "0123456789abcdef0123456789abcdef".into();
+    huge.arguments = format!("{}{}", "`".repeat(20_000), "y".repeat(20_000));
+    match conn
+        .call(4, Message::ApprovalPost(huge), |_| {})
+        .expect("post")
+        .msg
+    {
+        Message::ApprovalPosted(p) => {
+            let state = gw.state();
+            let parts: Vec<Value> = posts(&state)
+                .into_iter()
+                .filter(|x| x["id"] == p.post.as_str() || x["root_id"] == p.post.as_str())
+                .collect();
+            assert!(parts.len() >= 4, "{}", parts.len());
+            let ys: usize = parts
+                .iter()
+                .map(|x| x["message"].as_str().expect("message").matches('y').count())
+                .sum();
+            assert!(ys >= 20_000, "all of the arguments shown");
+        }
+        other => panic!("{other:?}"),
+    }
     let request = Message::ToolRequest(proto::ToolRequest {
         session: proto::SessionId::new("s-1").expect("id"),
         call: proto::CallId(1),
         tool: "read_file".into(),
         arguments: "{}".into(),
     });
-    match conn.call(3, request, |_| {}).expect("answer").msg {
+    match conn.call(5, request, |_| {}).expect("answer").msg {
         Message::Error(e) => assert_eq!(e.code, ErrorCode::ForbiddenKind),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn an_unanswered_approval_expires_on_its_post_and_a_late_answer_is_refused() {
+    let (home, gw, _agent) = setup_with("gw-expire", "approval_ttl = \"2s\"");
+    let root = id(&gw.post("owner", "read my mail", None));
+    let a = id(&approval_post(&gw));
+    wait_reply(&gw, &root, "That was refused.");
+    gw.wait("the approval post shows the expiry", |s| {
+        posts(s).iter().any(|p| {
+            p["id"] == a
+                && p["message"]
+                    .as_str()
+                    .is_some_and(|m| m.ends_with("**Expired**: nobody answered in time."))
+        })
+    });
+    gw.react("owner", &a, "+1");
+    wait_reply(&gw, &a, "the approval had expired");
+    assert_eq!(
+        refusals(&home),
+        vec![("owner".into(), Some(a.clone()), Refusal::Expired)]
+    );
+    assert!(decisions(&home).iter().any(|d| matches!(
+        d,
+        DecisionRecord::Denied {
+            reason: DenyReason::ApprovalExpired,
+            ..
+        }
+    )));
+    home.assert_audit_good();
 }
