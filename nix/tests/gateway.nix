@@ -1,4 +1,4 @@
-# (f) The Mattermost gateway: gatewayd follows a fake Mattermost (fake-mattermost, as a
+# (g) The Mattermost gateway: gatewayd follows a fake Mattermost (fake-mattermost, as a
 # systemd service on the node) from boot. An owner's post is answered in its thread by the
 # whole stack; a grant in `ask` mode becomes a root post that the owner approves with a +1
 # reaction, and a stranger's reaction is refused and audited.
@@ -52,8 +52,11 @@
     def react(user, post, emoji):
         fake("POST", "/fake/react", {"user_id": user, "post_id": post, "emoji_name": emoji})
 
-    def bot_posts():
-        return [p for p in fake("GET", "/fake/state")["posts"] if p["user_id"] == BOT]
+    def bot_posts(after=None):
+        posts = fake("GET", "/fake/state")["posts"]
+        if after:
+            posts = posts[1 + [p["id"] for p in posts].index(after) :]
+        return [p for p in posts if p["user_id"] == BOT]
 
     def replies(root):
         return [p for p in bot_posts() if p.get("root_id") == root]
@@ -101,8 +104,11 @@
 
     with subtest("an ask grant's approval is a root post in the channel"):
         ask = inject(OWNER, "owner", "list my notes")
-        retry(lambda _: any("list_dir" in p["message"] for p in bot_posts() if not p.get("root_id")), timeout=60)
-        approval_post = [p for p in bot_posts() if not p.get("root_id") and "list_dir" in p["message"]][-1]
+        def approval_posts():
+            return [p for p in bot_posts(after=ask) if not p.get("root_id") and "list_dir" in p["message"]]
+
+        retry(lambda _: approval_posts() != [], timeout=60)
+        approval_post = approval_posts()[-1]
         approval = machine.succeed(
             "runuser -u owner -- bxctl approvals | awk '/^approval /{print $2; exit}'"
         ).strip()
