@@ -121,7 +121,7 @@
 
     with subtest("the owner's +1 approves: the tool runs and the answer comes back"):
         react(OWNER, approval_post["id"], "+1")
-        wait_reply(ask, "Your notes directory holds todo.md.")
+        wait_reply(ask, "Your notes directory holds")
         machine.succeed(f"grep -h '\"approved\"' {AUDIT} | grep {OWNER} | grep -q {approval_post['id']}")
         assert fake("GET", "/fake/state")["edits"].get(approval_post["id"], 0) >= 1
         machine.succeed("bxctl audit verify | grep -q 'audit chain good'")

@@ -75,10 +75,10 @@ expect "the approval post names a waiting approval id" \
 mm react "$STRANGER_MM" "$approval_post" +1
 wait_for 15 "a stranger's +1 is refused and audited (approval_refused, not_owner)" \
     "grep -h approval_refused /var/lib/private/boxmaker/audit/*.jsonl | grep -q not_owner"
-refuse "the stranger's +1 did not run the tool" "mm reply $ask 'Your notes directory holds todo.md.'"
+refuse "the stranger's +1 did not run the tool" "mm reply $ask 'Your notes directory holds'"
 mm react "$OWNER_MM" "$approval_post" +1
 wait_for 30 "the owner's +1 approves: the tool runs and the answer comes back in the thread" \
-    "mm reply $ask 'Your notes directory holds todo.md.'"
+    "mm reply $ask 'Your notes directory holds'"
 expect "the approval is audited with the owner's Mattermost id and the post" \
     "grep -h '\"approved\"' /var/lib/private/boxmaker/audit/*.jsonl | grep '$OWNER_MM' | grep -q '$approval_post'"
 expect "the approval post was edited to show the outcome" "test \"\$(mm edits $approval_post)\" -ge 1"
