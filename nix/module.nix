@@ -41,6 +41,12 @@ let
         }
       else
         null;
+    gateway =
+      if cfg.gateway.enable then
+        { inherit (cfg.gateway) server owners channel tokenFile allowedAddresses; }
+      else
+        null;
+    fakeMattermost = if cfg.fakeMattermost.enable then { inherit (cfg.fakeMattermost) listen; } else null;
   };
 
   # The grants as files, checked by brokerd's own loader (`bxctl grants check`): a grant
@@ -69,6 +75,7 @@ let
         ${bin}/brokerd --check-config --config "$checkCopy"
         ${bin}/loopd --check-config --config "$checkCopy"
         ${bin}/inferproxy --check-config --config "$checkCopy"
+        ${lib.optionalString cfg.gateway.enable ''${bin}/gatewayd --check-config --config "$checkCopy"''}
         cp ${configFile} "$out"
       '';
 
@@ -92,7 +99,7 @@ let
 in
 {
   options.services.boxmaker = {
-    enable = mkEnableOption "boxmaker, the personal AI agent appliance (brokerd, loopd, inferproxy)";
+    enable = mkEnableOption "boxmaker, the personal AI agent appliance (brokerd, loopd, inferproxy; gatewayd with gateway.enable)";
 
     package = mkOption {
       type = types.package;
@@ -196,6 +203,56 @@ in
       };
     };
 
+    gateway = {
+      enable = mkEnableOption "gatewayd: the owner chats with boxmaker, and answers its approvals, in Mattermost";
+      server = mkOption {
+        type = types.str;
+        example = "https://chat.example.com";
+        description = "The Mattermost server's base URL (`gateway.server`); the fake's address when fakeMattermost.enable.";
+      };
+      owners = mkOption {
+        type = types.listOf types.str;
+        example = [ "8xk3w1mzqbfq5ybz6tn7yjqgxe" ];
+        description = ''
+          The Mattermost user ids (not user names) heard as the owner: gatewayd answers only
+          their posts, and brokerd counts only their reactions and replies to an approval.
+        '';
+      };
+      channel = mkOption {
+        type = types.str;
+        example = "4yx1ub6ahjdcfnxcu6qsyyomqa";
+        description = "The id of the channel the bot listens, answers and asks for approvals in.";
+      };
+      tokenFile = mkOption {
+        type = types.str;
+        example = "/run/agenix/mattermost-token";
+        description = ''
+          An absolute path outside the Nix store holding the bot's access token, for
+          example one managed by agenix or sops-nix, or a root-only file. systemd copies it
+          into gatewayd's credentials directory (LoadCredential=mattermost-token:...).
+        '';
+      };
+      allowedAddresses = mkOption {
+        type = types.listOf types.str;
+        default = [ ];
+        example = [ "203.0.113.7" "2001:db8::7" ];
+        description = ''
+          When not empty, gatewayd's IPAddressAllow=: the kernel lets it reach these
+          addresses (the Mattermost host, and the DNS server unless names resolve through
+          systemd-resolved or nscd) and nothing else. Empty: any address.
+        '';
+      };
+    };
+
+    fakeMattermost = {
+      enable = mkEnableOption "the fake Mattermost (fake-mattermost) for gatewayd to talk to (for tests only)";
+      listen = mkOption {
+        type = types.str;
+        default = "127.0.0.1:8065";
+        description = "Loopback address the fake listens on; its bot token is `bot-token`.";
+      };
+    };
+
     adminGroup = mkOption {
       type = types.str;
       default = "boxmaker-admin";
@@ -236,6 +293,12 @@ in
           + "${lib.concatStringsSep ", " missingSecrets}. Add services.boxmaker.secrets.<name>.file.";
       }
       {
+        assertion = !cfg.gateway.enable || (hasPrefix "/" cfg.gateway.tokenFile && !inStore cfg.gateway.tokenFile);
+        message =
+          "services.boxmaker.gateway.tokenFile must be an absolute path outside the Nix store, which"
+          + " every user can read: tokenFile = \"/run/agenix/mattermost-token\", never ./token.";
+      }
+      {
         assertion = grantsWithHosts == { } || config.services.resolved.enable;
         message =
           "services.boxmaker.grants ${lib.concatStringsSep ", " (lib.attrNames grantsWithHosts)}"
@@ -251,6 +314,10 @@ in
     security.polkit.extraConfig = core.polkitRules;
 
     services.boxmaker.settings.infer.upstream = mkDefault cfg.llamaUrl;
+    services.boxmaker.gateway = mkIf cfg.fakeMattermost.enable {
+      server = mkDefault "http://${cfg.fakeMattermost.listen}";
+      allowedAddresses = mkDefault [ "localhost" ];
+    };
 
     environment.etc."boxmaker/config.toml".source = checkedConfig;
     environment.etc."boxmaker/grants".source = grantsDir;

@@ -22,6 +22,12 @@
   secrets ? { },
   # The fake llama-server for tests: null, or { script = PATH; listen = "127.0.0.1:8080"; }.
   fakeLlama ? null,
+  # The Mattermost gateway (gatewayd): null, or { server; owners; channel; tokenFile;
+  # allowedAddresses ? [ ]; }. tokenFile is a path outside the store (LoadCredential=);
+  # allowedAddresses, when not empty, is gatewayd's IPAddressAllow= (the Mattermost host).
+  gateway ? null,
+  # The fake Mattermost for tests: null, or { listen = "127.0.0.1:8065"; }.
+  fakeMattermost ? null,
   # Freeform config.toml content, merged over the defaults below (see config.rs).
   settings ? { },
 }:
@@ -82,7 +88,22 @@ let
     infer.upstream = "http://127.0.0.1:8080";
   };
 
-  config = merge defaults settings;
+  # gatewayd's part of config.toml, only when it is deployed: no [gateway] table otherwise.
+  gatewayDefaults = {
+    sockets.broker_gateway = "${runDir}/broker-gateway";
+    # The DynamicUser names `role` gives below: loopd admits gatewayd on loop.sock, and
+    # gatewayd admits only brokerd on gateway.sock.
+    peers.gateway.user = "boxmaker-gatewayd";
+    peers.broker.user = "boxmaker-brokerd";
+    gateway = {
+      inherit (gateway) server owners channel;
+      token_credential = "mattermost-token";
+      # Its StateDirectory below, by its real path (see `home`).
+      state = "${home}/gateway";
+    };
+  };
+
+  config = merge (if gateway == null then defaults else merge defaults gatewayDefaults) settings;
   s = config.sockets;
 
   # One group per pair directory that two boxmaker roles share; the owner's sides use the
@@ -90,12 +111,13 @@ let
   # systemd and never needs to enter the directory.
   loopBrokerGroup = "boxmaker-loop-broker";
   loopInferGroup = "boxmaker-loop-infer";
+  brokerGatewayGroup = "boxmaker-broker-gateway";
   socketDirs = [
     { path = s.loop_broker; group = loopBrokerGroup; }
     { path = s.admin_broker; group = adminGroup; }
     { path = s.loop_infer; group = loopInferGroup; }
     { path = s.chat_loop; group = chatGroup; }
-  ];
+  ] ++ (if gateway == null then [ ] else [ { path = s.broker_gateway; group = brokerGatewayGroup; } ]);
 
   # Programs may run only from the package and the system's binaries: a role that is made
   # to write a file into its state directory cannot execute it.
@@ -212,12 +234,16 @@ let
   dirOf = path: builtins.head (filter (d: d.path == path) socketDirs);
 
   credentials = map (name: "${name}:${secrets.${name}}") (attrNames secrets);
+
+  # What exists only when gatewayd is deployed.
+  onGateway = attrs: if gateway == null then { } else attrs;
 in
 {
   inherit config hardening socketDirs;
 
   # Every static group the units name (DynamicUser makes the roles' own groups).
-  groups = [ loopBrokerGroup loopInferGroup adminGroup chatGroup ];
+  groups = [ loopBrokerGroup loopInferGroup adminGroup chatGroup ]
+    ++ (if gateway == null then [ ] else [ brokerGatewayGroup ]);
 
   services = {
     boxmaker-brokerd = role {
@@ -241,6 +267,15 @@ in
         WatchdogSec = "30s";
         # Requests in flight finish their audit writes (brokerd drains for 20 s).
         TimeoutStopSec = "30s";
+      }
+      // onGateway {
+        # No loosening: gatewayd's pair directory, entered by group to ask the owner.
+        SupplementaryGroups = [ brokerGatewayGroup ];
+      };
+      unit = onGateway {
+        # It asks gatewayd on first use; gatewayd's socket is there from boot.
+        Wants = [ "boxmaker-gatewayd.socket" ];
+        After = [ "boxmaker-brokerd-loop.socket" "boxmaker-brokerd-admin.socket" "boxmaker-gatewayd.socket" ];
       };
     };
 
@@ -282,6 +317,70 @@ in
       };
     };
   }
+  // onGateway {
+    boxmaker-gatewayd = role {
+      name = "gatewayd";
+      description = "boxmaker Mattermost gateway (gatewayd)";
+      sockets = [ "boxmaker-gatewayd" ];
+      unit = {
+        # It follows Mattermost from boot (no connection starts it) and chats through
+        # loopd's socket-activated loop.sock.
+        Wants = [ "network-online.target" "boxmaker-loopd.socket" ];
+        After = [ "boxmaker-gatewayd.socket" "network-online.target" "boxmaker-loopd.socket" ];
+      };
+      extra = {
+        # No loosening: loopd's chat pair directory, entered by the owner's chat group.
+        SupplementaryGroups = [ chatGroup ];
+        # Its threads, the posts it handled and its approval posts.
+        StateDirectory = "${stateDir}/gateway";
+        StateDirectoryMode = "0700";
+        # The bot's token, from a file outside the store (BRIEF decision 3).
+        LoadCredential = [ "mattermost-token:${gateway.tokenFile}" ];
+        # Loosening: Mattermost over HTTPS and WebSocket, so the host's network namespace
+        # with IP sockets; names resolve through the host's resolver. With
+        # allowedAddresses the kernel's filter admits the Mattermost host alone.
+        PrivateNetwork = false;
+        RestrictAddressFamilies = "AF_UNIX AF_INET AF_INET6";
+        TimeoutStopSec = "20s";
+      }
+      // (
+        if (gateway.allowedAddresses or [ ]) == [ ] then
+          { IPAddressDeny = ""; }
+        else
+          { IPAddressAllow = gateway.allowedAddresses; }
+      );
+    }
+    // {
+      install.WantedBy = [ "multi-user.target" ];
+    };
+  }
+  // (
+    if fakeMattermost == null then
+      { }
+    else
+      {
+        # Test peer only: a stand-in Mattermost (REST v4 subset and WebSocket) on loopback.
+        boxmaker-fake-mattermost = {
+          unit = {
+            Description = "fake Mattermost for boxmaker's tests";
+            Before = [ "boxmaker-gatewayd.service" ];
+          };
+          service = hardening // {
+            Type = "simple";
+            ExecStart = "${package}/bin/fake-mattermost --listen ${fakeMattermost.listen or "127.0.0.1:8065"}";
+            User = "boxmaker-fake-mattermost";
+            Group = "boxmaker-fake-mattermost";
+            Restart = "on-failure";
+            # Loosening: it listens on loopback TCP, as a Mattermost server would.
+            PrivateNetwork = false;
+            RestrictAddressFamilies = "AF_UNIX AF_INET AF_INET6";
+            IPAddressAllow = "localhost";
+            SocketBindDeny = "";
+          };
+          install.WantedBy = [ "multi-user.target" ];
+        };
+      }
+  )
   // (
     if fakeLlama == null then
       { }
@@ -331,6 +430,14 @@ in
       fdName = "chat";
       dir = dirOf s.chat_loop;
       file = "loop.sock";
+    };
+  }
+  // onGateway {
+    boxmaker-gatewayd = socket {
+      service = "gatewayd";
+      fdName = "gateway";
+      dir = dirOf s.broker_gateway;
+      file = "gateway.sock";
     };
   };
 

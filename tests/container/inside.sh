@@ -1,13 +1,16 @@
 #!/bin/bash
 # tests/container/inside.sh: the container tier's scenarios, run by
 # boxmaker-container-test.service inside the booted container (systemd 252 as PID 1,
-# dbus-broker, polkit). They mirror nix/tests/*.nix (a) to (e). The units are the ones
+# dbus-broker, polkit). They mirror nix/tests/*.nix (a) to (e), and (g). The units are the ones
 # rendered from nix/units.nix; the binaries are bound at /opt/boxmaker/bin.
 # Ends the container with the number of failed checks as its exit code (0: all passed).
 set -uo pipefail
 
 # shellcheck source=tests/container/lib.sh
 source /opt/boxmaker-test/lib.sh
+# APPROVALS=yes|no, written by run.sh: whether scenario (g) answers approvals in Mattermost.
+# shellcheck source=/dev/null
+source /etc/boxmaker-test.env
 export -f owner active main_pid role_uid role_gid as_role journal
 # shellcheck disable=SC2090 # PROBE is python source, read by python3, never split by a shell
 export PROBE
@@ -22,6 +25,7 @@ finish() {
         echo "--- journal of the boxmaker units, for the failures above:"
         journal -u boxmaker-brokerd.service -u boxmaker-loopd.service \
             -u boxmaker-inferproxy.service -u boxmaker-fake-llama-server.service \
+            -u boxmaker-gatewayd.service -u boxmaker-fake-mattermost.service \
             -u 'boxmaker-tool-*' -u polkit.service -u dbus.service | tail -n 80
     fi
     # The test unit's ExecStopPost= ends the container with a failure unless this file exists.
@@ -37,7 +41,7 @@ echo "systemd $(systemctl --version | awk 'NR == 1 { print $2 }') as PID 1; syst
 expect "the system bus is dbus-broker (a DynamicUser cannot reach dbus-daemon, systemd#22737)" \
     "test \"\$(systemctl show -p Id --value dbus.service)\" = dbus-broker.service"
 expect "sysusers made the socket-directory groups" \
-    "getent group boxmaker-admin boxmaker-chat boxmaker-loop-broker boxmaker-loop-infer"
+    "getent group boxmaker-admin boxmaker-chat boxmaker-loop-broker boxmaker-loop-infer boxmaker-broker-gateway"
 useradd -m -G boxmaker-admin,boxmaker-chat owner
 useradd -m stranger
 mkdir -p /srv/notes /srv/inbox
@@ -162,3 +166,7 @@ expect "the chain still verifies" "bxctl audit verify | grep -q 'audit chain goo
 scenario "(e) isolation: roles, the bus, and what a tool unit can reach"
 # shellcheck source=tests/container/isolation.sh
 source /opt/boxmaker-test/isolation.sh
+
+# ---- (g) the Mattermost gateway ---------------------------------------------------------------
+# shellcheck source=tests/container/gateway.sh
+source /opt/boxmaker-test/gateway.sh

@@ -14,8 +14,10 @@ root=$cache/rootfs-bookworm
 # systemd as PID 1; dbus-broker, because a DynamicUser service (brokerd) cannot reach the
 # classic dbus-daemon (systemd#22737); polkitd (which needs libpam-systemd) decides whether
 # brokerd may start tool units; libnss-systemd resolves DynamicUser names; python3 for the
-# probes; iproute2 to look at the network; util-linux (essential) brings setpriv and nsenter.
-packages=systemd,systemd-sysv,dbus,dbus-broker,libnss-systemd,libpam-systemd,polkitd,python3-minimal,iproute2
+# probes (python3, not only python3-minimal: json and http.client for the fake Mattermost
+# client, tests/container/mm.py); iproute2 to look at the network; util-linux (essential)
+# brings setpriv and nsenter.
+packages=systemd,systemd-sysv,dbus,dbus-broker,libnss-systemd,libpam-systemd,polkitd,python3-minimal,python3,iproute2
 suite=bookworm
 stamp="suite=$suite packages=$packages"
 

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # tests/container/run.sh: test tier 4, the container tier. Boots Debian bookworm with systemd
 # as PID 1 in systemd-nspawn, installs the units rendered from nix/units.nix (the same data
-# the NixOS module deploys) and the built binaries, and runs scenarios (a) to (e) of
+# the NixOS module deploys) and the built binaries, and runs scenarios (a) to (e) and (g) of
 # nix/tests/ for real inside it: DynamicUser, socket activation, sd_notify readiness, and
-# tool units that brokerd starts through dbus-broker and polkit (tests/container/inside.sh).
+# tool units that brokerd starts through dbus-broker and polkit (tests/container/inside.sh),
+# and scenario (g): gatewayd against fake-mattermost (tests/container/gateway.sh).
 #
 # Usage: tests/container/run.sh BIN_DIR
 #   BIN_DIR holds the workspace's binaries (target/debug or target/release): brokerd,
-#   loopd, inferproxy, bxctl, boxmaker-tool, fake-llama-server.
+#   loopd, inferproxy, gatewayd, bxctl, boxmaker-tool, fake-llama-server, fake-mattermost.
 # Environment:
 #   BOXMAKER_CACHE              the root file system is built once under
 #                               $BOXMAKER_CACHE/rootfs-bookworm (default ~/.cache/boxmaker)
 #   BOXMAKER_CONTAINER_TIMEOUT  seconds before the container is stopped (default 300)
+#   BOXMAKER_CONTAINER_APPROVALS  yes, no or auto (default): whether scenario (g) answers an
+#                               approval by reactions in Mattermost. auto: yes once gatewayd
+#                               serves gateway.sock (its source takes the socket by name)
 # Needs root (systemd-nspawn, debootstrap); installs systemd-container and debootstrap with
 # apt when they are missing. One container at a time, in its own cgroup folder.
 set -euo pipefail
@@ -20,7 +24,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 CACHE=${BOXMAKER_CACHE:-$HOME/.cache/boxmaker}
 TIMEOUT=${BOXMAKER_CONTAINER_TIMEOUT:-300}
-BINARIES=(brokerd loopd inferproxy bxctl boxmaker-tool fake-llama-server)
+BINARIES=(brokerd loopd inferproxy gatewayd bxctl boxmaker-tool fake-llama-server fake-mattermost)
+APPROVALS=${BOXMAKER_CONTAINER_APPROVALS:-auto}
 
 say() { printf '\n=== container: %s\n' "$*"; }
 die() {
@@ -82,7 +87,11 @@ mkdir -p "$units" "$work/etc-boxmaker/grants" "$work/sockets.target.wants"
     cd "$repo"
     nix-instantiate --eval --strict --json nix/render-units.nix \
         --arg package '"/opt/boxmaker"' \
-        --arg fakeLlama '{ script = "/etc/boxmaker/fake-llama.toml"; listen = "127.0.0.1:8080"; }'
+        --arg fakeLlama '{ script = "/etc/boxmaker/fake-llama.toml"; listen = "127.0.0.1:8080"; }' \
+        --arg gateway '{ server = "http://127.0.0.1:8065"; owners = [ "owneruserid000000000000000" ];
+            channel = "channelid00000000000000000"; tokenFile = "/etc/boxmaker/secrets/mattermost-token";
+            allowedAddresses = [ "localhost" ]; }' \
+        --arg fakeMattermost '{ listen = "127.0.0.1:8065"; }'
 ) >"$work/rendered.json"
 python3 - "$work/rendered.json" "$units" <<'PY'
 import json, os, sys
@@ -100,6 +109,20 @@ cp "$units/config.toml" "$work/etc-boxmaker/config.toml"
 cp "$here"/grants/*.toml "$work/etc-boxmaker/grants/"
 cp "$repo/nix/tests/lib/fake-script.toml" "$work/etc-boxmaker/fake-llama.toml"
 chmod -R a+rX "$work"
+# The fake's bot token, root-only as a deployed secret is; PID 1 reads it (LoadCredential=).
+mkdir -m 0700 "$work/etc-boxmaker/secrets"
+(umask 077 && echo bot-token >"$work/etc-boxmaker/secrets/mattermost-token")
+if [[ $APPROVALS == auto ]]; then
+    # gatewayd serves brokerd's approvals once it takes gateway.sock (daemon::listen).
+    if grep -rqs -e 'take_or_bind' -e 'listen::Inherited' "$repo/crates/gatewayd/src"; then
+        APPROVALS=yes
+    else
+        APPROVALS=no
+    fi
+fi
+echo "APPROVALS=$APPROVALS" >"$work/test.env"
+chmod a+r "$work/test.env"
+echo "scenario (g) answers approvals in Mattermost: $APPROVALS"
 # The grants must load with brokerd's own loader before anything boots.
 "$bin/bxctl" grants check "$work/etc-boxmaker/grants"
 
@@ -120,6 +143,7 @@ binds+=(
     "--bind-ro=$work/etc-boxmaker:/etc/boxmaker"
     "--bind-ro=$here/boxmaker-container-test.service:/etc/systemd/system/boxmaker-container-test.service"
     "--bind-ro=$here:/opt/boxmaker-test"
+    "--bind-ro=$work/test.env:/etc/boxmaker-test.env"
 )
 for b in "${BINARIES[@]}"; do
     binds+=("--bind-ro=$bin/$b:/opt/boxmaker/bin/$b")
@@ -144,6 +168,7 @@ rc=0
         --machine="boxmaker-test-$$" \
         "${binds[@]}" \
         -- systemd.unit=multi-user.target systemd.wants=boxmaker-fake-llama-server.service \
+        systemd.wants=boxmaker-fake-mattermost.service systemd.wants=boxmaker-gatewayd.service \
         systemd.wants=boxmaker-container-test.service systemd.show_status=error
 ) || rc=$?
 boot=$(since "$t")

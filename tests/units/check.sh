@@ -4,6 +4,8 @@
 # there, and scores each role's service with `systemd-analyze security --offline`:
 #   roles without outbound network (brokerd, loopd)   at most 1.0
 #   roles with outbound network (inferproxy)          at most 2.0
+#   gatewayd (Mattermost over the network)            at most 1.4 (measured 1.3 without
+#     an address allow list, the worst case rendered here; 1.1 with allowedAddresses)
 # Any stderr from systemd-analyze fails the step: it only warns (exit 0) on unknown keys
 # and bad values. Prints one line per role with its figure, for docs/nix.md.
 #
@@ -26,19 +28,22 @@ declare -A limit=(
     [boxmaker-brokerd]=1.0
     [boxmaker-loopd]=1.0
     [boxmaker-inferproxy]=2.0
+    [boxmaker-gatewayd]=1.4
 )
 expected=(
     boxmaker-brokerd.service boxmaker-brokerd-loop.socket boxmaker-brokerd-admin.socket
     boxmaker-loopd.service boxmaker-loopd.socket
     boxmaker-inferproxy.service boxmaker-inferproxy.socket
     boxmaker-fake-llama-server.service
+    boxmaker-gatewayd.service boxmaker-gatewayd.socket boxmaker-fake-mattermost.service
     tmpfiles.conf sysusers.conf polkit.rules config.toml
 )
 
 status=0
 
 # render DIR PACKAGE: every file of the core for this package path, written into DIR.
-# The fake llama-server and a secret are passed so that their parts render too.
+# The fake llama-server, a secret and the gateway (with its fake Mattermost, and without an
+# address allow list: the default, and the loosest) are passed so that their parts render too.
 render() {
     local dir=$1 package=$2
     mkdir -p "$dir"
@@ -46,6 +51,9 @@ render() {
         --arg package "\"$package\"" \
         --arg fakeLlama '{ script = "/etc/boxmaker/fake-llama.toml"; }' \
         --arg secrets '{ consult-key = "/etc/boxmaker/secrets/consult-key"; }' \
+        --arg gateway '{ server = "https://chat.example.com"; owners = [ "owneruserid000000000000000" ];
+            channel = "channelid00000000000000000"; tokenFile = "/etc/boxmaker/secrets/mattermost-token"; }' \
+        --arg fakeMattermost '{ }' \
         >"$dir/rendered.json"
     python3 - "$dir" <<'PY'
 import json, os, sys
@@ -70,7 +78,7 @@ PY
 # score DIR LABEL: systemd-analyze security on every role's service in DIR.
 score() {
     local dir=$1 label=$2 role unit max threshold rc report figure
-    for role in boxmaker-brokerd boxmaker-loopd boxmaker-inferproxy; do
+    for role in boxmaker-brokerd boxmaker-loopd boxmaker-inferproxy boxmaker-gatewayd; do
         unit=$dir/$role.service
         [[ -f $unit ]] || continue
         max=${limit[$role]}

@@ -1,0 +1,129 @@
+# (g) The Mattermost gateway: gatewayd follows a fake Mattermost (fake-mattermost, as a
+# systemd service on the node) from boot. An owner's post is answered in its thread by the
+# whole stack; a grant in `ask` mode becomes a root post that the owner approves with a +1
+# reaction, and a stranger's reaction is refused and audited.
+{
+  nodes.machine =
+    { pkgs, ... }:
+    {
+      imports = [ ./lib/node.nix ];
+
+      services.boxmaker = {
+        fakeMattermost.enable = true;
+        gateway = {
+          enable = true;
+          # server and allowedAddresses default to the fake's (fakeMattermost.enable).
+          owners = [ "owneruserid000000000000000" ];
+          channel = "channelid00000000000000000";
+          # Outside the store and root-only, where agenix or sops-nix would leave it.
+          tokenFile = "/var/lib/boxmaker-secrets/mattermost-token";
+        };
+      };
+
+      # The fake's token (test only: this rule puts it in the store; a real one never is).
+      systemd.tmpfiles.rules = [
+        "d /var/lib/boxmaker-secrets 0700 root root -"
+        "f /var/lib/boxmaker-secrets/mattermost-token 0400 root root - bot-token"
+      ];
+
+      environment.systemPackages = [ pkgs.curl ];
+    };
+
+  testScript = ''
+    import json
+    import shlex
+
+    OWNER = "owneruserid000000000000000"
+    STRANGER = "strangerid0000000000000000"
+    BOT = "botuserid00000000000000000"
+    MM = "http://127.0.0.1:8065"
+    AUDIT = "/var/lib/private/boxmaker/audit/*.jsonl"
+
+    def fake(method, path, body=None):
+        data = "" if body is None else "-H 'content-type: application/json' -d " + shlex.quote(json.dumps(body))
+        return json.loads(machine.succeed(f"curl -sf -X {method} {data} {MM}{path}") or "null")
+
+    def inject(user, name, message, root=None):
+        body = {"user_id": user, "username": name, "message": message}
+        if root:
+            body["root_id"] = root
+        return fake("POST", "/fake/inject", body)["id"]
+
+    def react(user, post, emoji):
+        fake("POST", "/fake/react", {"user_id": user, "post_id": post, "emoji_name": emoji})
+
+    def bot_posts(after=None):
+        posts = fake("GET", "/fake/state")["posts"]
+        if after:
+            posts = posts[1 + [p["id"] for p in posts].index(after) :]
+        return [p for p in posts if p["user_id"] == BOT]
+
+    def replies(root):
+        return [p for p in bot_posts() if p.get("root_id") == root]
+
+    def wait_reply(root, text):
+        retry(lambda _: any(text in p["message"] for p in replies(root)), timeout=120)
+        print([p["message"] for p in replies(root)])
+
+    machine.wait_for_unit("boxmaker-fake-llama-server.service")
+    machine.wait_for_open_port(8080)
+    machine.wait_for_unit("boxmaker-fake-mattermost.service")
+    machine.wait_for_open_port(8065)
+
+    with subtest("gatewayd runs from boot, ready, as its own DynamicUser"):
+        machine.wait_for_unit("boxmaker-gatewayd.service")
+        machine.succeed("systemctl show -p StatusText --value boxmaker-gatewayd | grep -q '^serving'")
+        machine.succeed("systemctl show -p User --value boxmaker-gatewayd | grep -qx boxmaker-gatewayd")
+        # Nothing has connected yet: the socket-activated roles still wait.
+        machine.fail("systemctl is-active --quiet boxmaker-brokerd.service")
+        machine.fail("systemctl is-active --quiet boxmaker-loopd.service")
+        retry(lambda _: fake("GET", "/fake/state")["live"] >= 1, timeout=60)
+
+    with subtest("gateway.sock's pair directory admits brokerd's group only"):
+        machine.wait_for_unit("boxmaker-gatewayd.socket")
+        machine.succeed("test \"$(stat -c '%a %U %G' /run/boxmaker/broker-gateway)\" = '750 root boxmaker-broker-gateway'")
+        machine.succeed("test \"$(stat -c %a /run/boxmaker/broker-gateway/gateway.sock)\" = 660")
+        machine.fail("runuser -u owner -- socat -u OPEN:/dev/null UNIX-CONNECT:/run/boxmaker/broker-gateway/gateway.sock")
+        machine.succeed("systemctl show -p SupplementaryGroups --value boxmaker-brokerd | grep -q boxmaker-broker-gateway")
+
+    with subtest("the token is a credential, and gatewayd may reach Mattermost's host only"):
+        machine.succeed("test -s /run/credentials/boxmaker-gatewayd.service/mattermost-token")
+        machine.fail("runuser -u owner -- cat /run/credentials/boxmaker-gatewayd.service/mattermost-token")
+        machine.fail("grep -q bot-token /etc/boxmaker/config.toml")
+        machine.succeed("systemctl show -p IPAddressAllow --value boxmaker-gatewayd | grep -q 127.0.0.0/8")
+
+    with subtest("an owner's post is answered in its thread by the whole stack"):
+        stranger_post = inject(STRANGER, "stranger", "what is on my todo list?")
+        post = inject(OWNER, "owner", "what is on my todo list?")
+        wait_reply(post, "Your todo list says: buy milk.")
+        machine.succeed("bxctl audit show | grep -q 'ALLOWED by grant notes-read'")
+
+    with subtest("a stranger's post is not answered"):
+        machine.succeed(f"journalctl -b -u boxmaker-gatewayd --no-pager | grep -q 'ignored a post from {STRANGER}'")
+        assert replies(stranger_post) == [], replies(stranger_post)
+
+    with subtest("an ask grant's approval is a root post in the channel"):
+        ask = inject(OWNER, "owner", "list my notes")
+        def approval_posts():
+            return [p for p in bot_posts(after=ask) if not p.get("root_id") and "list_dir" in p["message"]]
+
+        retry(lambda _: approval_posts() != [], timeout=60)
+        approval_post = approval_posts()[-1]
+        approval = machine.succeed(
+            "runuser -u owner -- bxctl approvals | awk '/^approval /{print $2; exit}'"
+        ).strip()
+        assert approval and approval in approval_post["message"], (approval, approval_post)
+
+    with subtest("a stranger's reaction is refused and audited"):
+        react(STRANGER, approval_post["id"], "+1")
+        machine.wait_until_succeeds(f"grep -h approval_refused {AUDIT} | grep -q not_owner")
+        assert not any("todo.md" in p["message"] for p in replies(ask)), replies(ask)
+
+    with subtest("the owner's +1 approves: the tool runs and the answer comes back"):
+        react(OWNER, approval_post["id"], "+1")
+        wait_reply(ask, "Your notes directory holds")
+        machine.succeed(f"grep -h '\"approved\"' {AUDIT} | grep {OWNER} | grep -q {approval_post['id']}")
+        assert fake("GET", "/fake/state")["edits"].get(approval_post["id"], 0) >= 1
+        machine.succeed("bxctl audit verify | grep -q 'audit chain good'")
+  '';
+}

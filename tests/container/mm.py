@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""tests/container/mm.py: the container tier's client of fake-mattermost's test controls
+(crates/fake-mattermost/src/main.rs). Runs inside the container; MM is the fake's URL.
+
+  mm.py inject USER_ID USERNAME MESSAGE [ROOT_ID]  a user posts; prints the post's id
+  mm.py react USER_ID POST_ID EMOJI                a user reacts to a post
+  mm.py live                                       exit 0 if gatewayd follows the WebSocket
+  mm.py reply ROOT_ID TEXT                         exit 0 if a bot post in ROOT_ID's thread
+                                                   contains TEXT; prints the bot's replies
+  mm.py replies ROOT_ID                            prints how many bot posts are in the thread
+  mm.py root-post TEXT [AFTER_ID]                  prints the id of the newest bot root post
+                                                   (root_id "") containing TEXT, made after
+                                                   post AFTER_ID if given; exit 1 if none
+  mm.py message POST_ID                            prints a post's current text
+  mm.py edits POST_ID                              prints how often a post was edited
+"""
+
+import json
+import os
+import sys
+import urllib.request
+
+MM = os.environ.get("MM", "http://127.0.0.1:8065")
+BOT = os.environ.get("MM_BOT", "botuserid00000000000000000")
+
+
+def call(method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(MM + path, data=data, method=method)
+    req.add_header("content-type", "application/json")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read() or b"null")
+
+
+def state():
+    return call("GET", "/fake/state")
+
+
+def bot_posts(s):
+    return [p for p in s["posts"] if p.get("user_id") == BOT]
+
+
+def main(argv):
+    cmd, args = argv[1], argv[2:]
+    if cmd == "inject":
+        body = {"user_id": args[0], "username": args[1], "message": args[2]}
+        if len(args) > 3:
+            body["root_id"] = args[3]
+        print(call("POST", "/fake/inject", body)["id"])
+    elif cmd == "react":
+        call("POST", "/fake/react", {"user_id": args[0], "post_id": args[1], "emoji_name": args[2]})
+    elif cmd == "live":
+        s = state()
+        print(f"connections {s['connections']}, live {s['live']}")
+        return 0 if s["live"] >= 1 else 1
+    elif cmd in ("reply", "replies"):
+        thread = [p for p in bot_posts(state()) if p.get("root_id") == args[0]]
+        if cmd == "replies":
+            print(len(thread))
+            return 0
+        for p in thread:
+            print(f"bot reply {p['id']}: {p['message']!r}")
+        return 0 if any(args[1] in p["message"] for p in thread) else 1
+    elif cmd == "root-post":
+        posts = state()["posts"]
+        if len(args) > 1:  # only posts made after AFTER_ID
+            posts = posts[1 + next(i for i, p in enumerate(posts) if p["id"] == args[1]) :]
+        roots = [p for p in bot_posts({"posts": posts}) if not p.get("root_id") and args[0] in p["message"]]
+        if not roots:
+            return 1
+        print(roots[-1]["id"])
+    elif cmd == "message":
+        print(next(p["message"] for p in state()["posts"] if p["id"] == args[0]))
+    elif cmd == "edits":
+        print(state()["edits"].get(args[0], 0))
+    else:
+        sys.exit(__doc__)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
