@@ -4,8 +4,8 @@
 # fake-mattermost (boxmaker-fake-mattermost.service, both started at boot). An owner's post
 # goes through the whole stack: gatewayd -> loop.sock (socket-activated loopd) -> brokerd ->
 # a tool unit -> inferproxy -> the fake llama-server, and the answer comes back in the
-# post's thread. With APPROVALS=yes (run.sh decides; see docs/container-tests.md) an `ask`
-# grant's approval is answered by reactions through /fake/react.
+# post's thread. Then an `ask` grant's approval is answered by reactions through
+# /fake/react.
 
 OWNER_MM=owneruserid000000000000000
 STRANGER_MM=strangerid0000000000000000
@@ -58,11 +58,6 @@ expect "gatewayd's unit admits loopback only (IPAddressAllow= from allowedAddres
     "systemctl show -p IPAddressAllow --value boxmaker-gatewayd | tee /dev/stderr | grep -q 127.0.0.0/8 && systemctl show -p IPAddressDeny --value boxmaker-gatewayd | grep -q 0.0.0.0/0"
 not_proven "that the kernel enforces gatewayd's IPAddressAllow=localhost (cgroup v1 under nspawn does not; nix/tests/gateway.nix checks the setting only)"
 
-if [[ $APPROVALS != yes ]]; then
-    echo "SKIPPED: approvals over Mattermost (APPROVALS=$APPROVALS; see docs/container-tests.md)"
-    return 0
-fi
-
 scenario "(g) gatewayd: an ask grant's approval is a root post; reactions answer it"
 ask=$(mm inject "$OWNER_MM" owner "list my notes")
 if ! wait_for 30 "brokerd's approval appears as a bot root post naming the tool" "mm root-post list_dir $ask"; then
@@ -81,6 +76,7 @@ wait_for 30 "the owner's +1 approves: the tool runs and the answer comes back in
     "mm reply $ask 'Your notes directory holds'"
 expect "the approval is audited with the owner's Mattermost id and the post" \
     "grep -h '\"approved\"' /var/lib/private/boxmaker/audit/*.jsonl | grep '$OWNER_MM' | grep -q '$approval_post'"
-expect "the approval post was edited to show the outcome" "test \"\$(mm edits $approval_post)\" -ge 1"
+wait_for 15 "the approval post was edited to show the outcome" \
+    "mm message $approval_post | grep -q 'Approved'"
 note "approval post now: $(mm message "$approval_post" | head -c 200)"
 expect "the chain still verifies" "bxctl audit verify | grep -q 'audit chain good'"

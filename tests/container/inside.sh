@@ -8,9 +8,6 @@ set -uo pipefail
 
 # shellcheck source=tests/container/lib.sh
 source /opt/boxmaker-test/lib.sh
-# APPROVALS=yes|no, written by run.sh: whether scenario (g) answers approvals in Mattermost.
-# shellcheck source=/dev/null
-source /etc/boxmaker-test.env
 export -f owner active main_pid role_uid role_gid as_role journal
 # shellcheck disable=SC2090 # PROBE is python source, read by python3, never split by a shell
 export PROBE

@@ -13,9 +13,6 @@
 #   BOXMAKER_CACHE              the root file system is built once under
 #                               $BOXMAKER_CACHE/rootfs-bookworm (default ~/.cache/boxmaker)
 #   BOXMAKER_CONTAINER_TIMEOUT  seconds before the container is stopped (default 300)
-#   BOXMAKER_CONTAINER_APPROVALS  yes, no or auto (default): whether scenario (g) answers an
-#                               approval by reactions in Mattermost. auto: yes once gatewayd
-#                               serves gateway.sock (its source takes the socket by name)
 # Needs root (systemd-nspawn, debootstrap); installs systemd-container and debootstrap with
 # apt when they are missing. One container at a time, in its own cgroup folder.
 set -euo pipefail
@@ -25,7 +22,6 @@ repo=$(cd "$here/../.." && pwd)
 CACHE=${BOXMAKER_CACHE:-$HOME/.cache/boxmaker}
 TIMEOUT=${BOXMAKER_CONTAINER_TIMEOUT:-300}
 BINARIES=(brokerd loopd inferproxy gatewayd bxctl boxmaker-tool fake-llama-server fake-mattermost)
-APPROVALS=${BOXMAKER_CONTAINER_APPROVALS:-auto}
 
 say() { printf '\n=== container: %s\n' "$*"; }
 die() {
@@ -112,17 +108,6 @@ chmod -R a+rX "$work"
 # The fake's bot token, root-only as a deployed secret is; PID 1 reads it (LoadCredential=).
 mkdir -m 0700 "$work/etc-boxmaker/secrets"
 (umask 077 && echo bot-token >"$work/etc-boxmaker/secrets/mattermost-token")
-if [[ $APPROVALS == auto ]]; then
-    # gatewayd serves brokerd's approvals once it takes gateway.sock (daemon::listen).
-    if grep -rqs -e 'take_or_bind' -e 'listen::Inherited' "$repo/crates/gatewayd/src"; then
-        APPROVALS=yes
-    else
-        APPROVALS=no
-    fi
-fi
-echo "APPROVALS=$APPROVALS" >"$work/test.env"
-chmod a+r "$work/test.env"
-echo "scenario (g) answers approvals in Mattermost: $APPROVALS"
 # The grants must load with brokerd's own loader before anything boots.
 "$bin/bxctl" grants check "$work/etc-boxmaker/grants"
 
@@ -143,7 +128,6 @@ binds+=(
     "--bind-ro=$work/etc-boxmaker:/etc/boxmaker"
     "--bind-ro=$here/boxmaker-container-test.service:/etc/systemd/system/boxmaker-container-test.service"
     "--bind-ro=$here:/opt/boxmaker-test"
-    "--bind-ro=$work/test.env:/etc/boxmaker-test.env"
 )
 for b in "${BINARIES[@]}"; do
     binds+=("--bind-ro=$bin/$b:/opt/boxmaker/bin/$b")
