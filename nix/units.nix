@@ -175,6 +175,31 @@ let
     # the unmapped SupplementaryGroups could not be set.
   };
 
+  # A test peer (fake llama-server, fake Mattermost): hardened like a role, but listening on
+  # loopback TCP as the real server would (the loosening).
+  testPeer =
+    {
+      description,
+      user,
+      exec,
+      unit ? { },
+    }:
+    {
+      unit = { Description = description; } // unit;
+      service = hardening // {
+        Type = "simple";
+        ExecStart = "${package}/bin/${exec}";
+        User = user;
+        Group = user;
+        Restart = "on-failure";
+        PrivateNetwork = false;
+        RestrictAddressFamilies = "AF_UNIX AF_INET AF_INET6";
+        IPAddressAllow = "localhost";
+        SocketBindDeny = "";
+      };
+      install.WantedBy = [ "multi-user.target" ];
+    };
+
   # The common shape of a role's service: socket-activated, ready when it says so.
   role =
     {
@@ -360,24 +385,11 @@ in
     else
       {
         # Test peer only: a stand-in Mattermost (REST v4 subset and WebSocket) on loopback.
-        boxmaker-fake-mattermost = {
-          unit = {
-            Description = "fake Mattermost for boxmaker's tests";
-            Before = [ "boxmaker-gatewayd.service" ];
-          };
-          service = hardening // {
-            Type = "simple";
-            ExecStart = "${package}/bin/fake-mattermost --listen ${fakeMattermost.listen or "127.0.0.1:8065"}";
-            User = "boxmaker-fake-mattermost";
-            Group = "boxmaker-fake-mattermost";
-            Restart = "on-failure";
-            # Loosening: it listens on loopback TCP, as a Mattermost server would.
-            PrivateNetwork = false;
-            RestrictAddressFamilies = "AF_UNIX AF_INET AF_INET6";
-            IPAddressAllow = "localhost";
-            SocketBindDeny = "";
-          };
-          install.WantedBy = [ "multi-user.target" ];
+        boxmaker-fake-mattermost = testPeer {
+          description = "fake Mattermost for boxmaker's tests";
+          user = "boxmaker-fake-mattermost";
+          exec = "fake-mattermost --listen ${fakeMattermost.listen or "127.0.0.1:8065"}";
+          unit.Before = [ "boxmaker-gatewayd.service" ];
         };
       }
   )
@@ -387,21 +399,10 @@ in
     else
       {
         # Test peer only (fakeLlama.enable): a scripted llama-server on loopback.
-        boxmaker-fake-llama-server = {
-          unit.Description = "fake llama-server for boxmaker's tests";
-          service = hardening // {
-            Type = "simple";
-            ExecStart = "${package}/bin/fake-llama-server --listen ${fakeLlama.listen or "127.0.0.1:8080"} --script ${fakeLlama.script}";
-            User = "boxmaker-fake-llama";
-            Group = "boxmaker-fake-llama";
-            Restart = "on-failure";
-            # Loosening: it listens on loopback TCP, as llama-server does.
-            PrivateNetwork = false;
-            RestrictAddressFamilies = "AF_UNIX AF_INET AF_INET6";
-            IPAddressAllow = "localhost";
-            SocketBindDeny = "";
-          };
-          install.WantedBy = [ "multi-user.target" ];
+        boxmaker-fake-llama-server = testPeer {
+          description = "fake llama-server for boxmaker's tests";
+          user = "boxmaker-fake-llama";
+          exec = "fake-llama-server --listen ${fakeLlama.listen or "127.0.0.1:8080"} --script ${fakeLlama.script}";
         };
       }
   );

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use daemon::conn::Conn;
 use daemon::log;
 use daemon::serve::{self, Activity, Policy};
-use proto::{Envelope, ErrorCode, Message};
+use proto::{Envelope, Message};
 
 use crate::broker::{Broker, Fatal};
 
@@ -93,20 +93,7 @@ fn handle(
             Ok(alive)
         }
         (Side::Admin, msg @ Message::ToolRequest(_)) | (Side::Loop, msg) => {
-            log::warn(format_args!(
-                "{} socket: {who} sent {}, which this socket does not accept",
-                side.name(),
-                msg.kind()
-            ));
-            conn.refuse(
-                id,
-                ErrorCode::ForbiddenKind,
-                &format!(
-                    "{} is not accepted on the {} socket",
-                    msg.kind(),
-                    side.name()
-                ),
-            );
+            serve::forbid(conn, id, side.name(), who, msg.kind());
             Ok(false)
         }
         (Side::Admin, msg) => {

@@ -184,3 +184,16 @@ pub fn requests<E>(
         }
     }
 }
+
+/// Refuses a request of a kind the socket `name` does not take, and logs it; the caller
+/// then closes the connection.
+pub fn forbid(conn: &mut Conn, id: u64, name: &str, who: &str, kind: &str) {
+    log::warn(format_args!(
+        "{name} socket: {who} sent {kind}, which this socket does not accept"
+    ));
+    conn.refuse(
+        id,
+        ErrorCode::ForbiddenKind,
+        &format!("{kind} is not accepted on the {name} socket"),
+    );
+}

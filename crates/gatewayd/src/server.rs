@@ -48,15 +48,7 @@ fn request(desk: &Desk, conn: &mut Conn, env: Envelope, who: &str) -> bool {
             Message::ApprovalUpdated(Empty {})
         }
         other => {
-            log::warn(format_args!(
-                "gateway socket: {who} sent {}, which it does not accept",
-                other.kind()
-            ));
-            conn.refuse(
-                id,
-                ErrorCode::ForbiddenKind,
-                &format!("{} is not accepted on the gateway socket", other.kind()),
-            );
+            serve::forbid(conn, id, "gateway", who, other.kind());
             return false;
         }
     };

@@ -17,12 +17,12 @@ const MAX_SHOWN: usize = 500;
 
 pub fn serve(looper: &Looper, mut conn: Conn, who: &str, activity: &Arc<Activity>) {
     let _ = serve::requests(&mut conn, "chat", who, activity, |conn, env| {
-        Ok::<bool, std::convert::Infallible>(request(looper, conn, env))
+        Ok::<bool, std::convert::Infallible>(request(looper, conn, env, who))
     });
 }
 
 /// Answers one request; `false` closes the connection.
-fn request(looper: &Looper, conn: &mut Conn, env: Envelope) -> bool {
+fn request(looper: &Looper, conn: &mut Conn, env: Envelope, who: &str) -> bool {
     let id = env.id;
     let reply = match env.msg {
         Message::ChatSend(send) => {
@@ -60,11 +60,7 @@ fn request(looper: &Looper, conn: &mut Conn, env: Envelope) -> bool {
             Err(e) => Message::error(ErrorCode::BadMessage, e),
         },
         other => {
-            conn.refuse(
-                id,
-                ErrorCode::ForbiddenKind,
-                &format!("{} is not accepted on the chat socket", other.kind()),
-            );
+            serve::forbid(conn, id, "chat", who, other.kind());
             return false;
         }
     };
