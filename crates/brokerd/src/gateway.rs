@@ -31,6 +31,8 @@ pub enum Outgoing {
 const WAIT_MS: u32 = 300;
 /// How often a card gatewayd could not post is tried again.
 const RETRY: Duration = Duration::from_secs(10);
+/// How long gatewayd may take to answer one request.
+const ANSWER_DEADLINE: Duration = Duration::from_secs(300);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Runs the link until the process ends; a failure to audit stops brokerd.
@@ -77,8 +79,9 @@ fn connect(sock: &std::path::Path) -> Result<Conn, Error> {
     // would name whoever called listen(): systemd itself under socket activation, so it
     // proves nothing here.
     let stream = UnixStream::connect(sock).map_err(|e| link(format!("{}: {e}", sock.display())))?;
-    let wait = Duration::from_millis(u64::from(proto::gateway::MAX_WAIT_MS));
-    Ok(Conn::new(stream, wait * 3, Duration::from_secs(10)))
+    // Posting a long card is several Mattermost calls of up to 30 s each: a connection
+    // that says nothing for this long is dropped, never one that is merely slow.
+    Ok(Conn::new(stream, ANSWER_DEADLINE, Duration::from_secs(10)))
 }
 
 fn serve(
@@ -128,7 +131,9 @@ fn serve(
         }
         if sweep.elapsed() >= RETRY {
             sweep = Instant::now();
-            for card in broker.pending_cards() {
+            let pending = broker.pending_cards();
+            posted.retain(|a| pending.iter().any(|c| c.approval == *a));
+            for card in pending {
                 if !posted.contains(&card.approval) {
                     post(&mut call, conn, card, &mut posted)?;
                 }

@@ -5,6 +5,8 @@
 //! - `POST /fake/inject` `{"user_id","username","message","root_id"?,"bot"?}`: a user posts.
 //! - `POST /fake/react` `{"user_id","post_id","emoji_name"}`: a user reacts to a post.
 //! - `POST /fake/drop`: every WebSocket connection is cut (no close frame), as a network loss.
+//! - `POST /fake/fail` `{"after": K, "posts": N}`: after K more posts succeed, the next N
+//!   `POST /api/v4/posts` fail with a 500.
 //! - `GET /fake/state`: every post and reaction, how often each post was edited, typing
 //!   calls, connections.
 //!
@@ -50,6 +52,9 @@ pub struct State {
     pub reactions: Vec<Value>,
     pub edits: HashMap<String, u64>,
     pub typing: u64,
+    /// Posts to let through, then posts to refuse (`/fake/fail`).
+    pub fail_after: u64,
+    pub fail_posts: u64,
     /// Bumped by `/fake/drop`: connections of an older generation close.
     pub generation: u64,
     /// Live, authenticated connections: a sender of event texts for each.
@@ -274,6 +279,11 @@ fn route(req: &Request, state: &Shared) -> (u16, Value) {
                     None => error(404, "app.post.get.app_error", "Unable to get the post."),
                 }
             }
+            ("POST", Some("fail")) => {
+                s.fail_after = req.body["after"].as_u64().unwrap_or(0);
+                s.fail_posts = req.body["posts"].as_u64().unwrap_or(0);
+                (200, json!({"status": "OK"}))
+            }
             ("POST", Some("drop")) => {
                 s.generation += 1;
                 s.sockets.clear();
@@ -309,6 +319,12 @@ fn route(req: &Request, state: &Shared) -> (u16, Value) {
             }),
         ),
         ("POST", ["api", "v4", "posts"]) => {
+            if s.fail_after > 0 {
+                s.fail_after -= 1;
+            } else if s.fail_posts > 0 {
+                s.fail_posts -= 1;
+                return error(500, "app.post.save.app_error", "Unable to save the post.");
+            }
             if req.body["message"]
                 .as_str()
                 .is_some_and(|m| m.chars().count() > MAX_MESSAGE)

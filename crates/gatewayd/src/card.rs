@@ -13,6 +13,11 @@ const HOW_TO: &str = "React with :+1: to approve";
 
 /// Characters kept free in every post for the words around the arguments.
 const ROOM: usize = 100;
+/// The most the words before and after the arguments on the root post take (names are
+/// shortened to fit). Fixed, so that the arguments split the same way on every try.
+const HEAD: usize = 4000;
+/// The longest name (tool, grant, session) shown on a card.
+const NAME: usize = 100;
 /// Untrusted sources named on a card at most; the rest are counted.
 const MAX_SOURCES: usize = 20;
 
@@ -78,7 +83,7 @@ pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<St
             .untrusted_by
             .iter()
             .take(MAX_SOURCES)
-            .map(|c| format!("{} call {}", code(&c.tool), c.call.0))
+            .map(|c| format!("{} call {}", code(&short(&c.tool)), c.call.0))
             .collect();
         if card.untrusted_by.len() > MAX_SOURCES {
             from.push(format!("{} more", card.untrusted_by.len() - MAX_SOURCES));
@@ -92,8 +97,8 @@ pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<St
          **Conversation:** {conversation}\n\
          **Grant:** {grant} · **session taint:** {taint} · **has read untrusted content:** {untrusted}\n\
          **Expires:** {expires}\n",
-        tool = code(&card.tool),
-        grant = code(&card.grant),
+        tool = code(&short(&card.tool)),
+        grant = code(&short(&card.grant)),
         taint = card.session_taint,
         expires = card.expires,
     );
@@ -103,10 +108,9 @@ pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<St
          Only an owner's answer counts.",
         id = code(&card.approval),
     );
-    let used = head.chars().count() + foot.chars().count() + ROOM;
     let parts = fenced_parts(
         &visible(&card.arguments),
-        POST_LIMIT.saturating_sub(used).max(ROOM),
+        POST_LIMIT - HEAD,
         POST_LIMIT - ROOM,
     );
     let total = parts.len();
@@ -129,8 +133,19 @@ pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<St
     posts
 }
 
-/// The root post once decided or expired: the how-to replaced by the outcome.
-pub fn settled(message: &str, update: &Update) -> Option<String> {
+/// `name`, at most [`NAME`] characters.
+fn short(name: &str) -> String {
+    if name.chars().count() <= NAME {
+        name.to_owned()
+    } else {
+        name.chars().take(NAME).collect::<String>() + "…"
+    }
+}
+
+/// The root post once decided or expired: everything after the approval's id line (the
+/// how-to, or an earlier outcome) replaced by the outcome. `None` for a refused answer,
+/// or a message that is not this approval's card.
+pub fn settled(message: &str, approval: &str, update: &Update) -> Option<String> {
     let outcome = match update {
         Update::Decided { verdict, by } => {
             let word = match verdict {
@@ -146,8 +161,11 @@ pub fn settled(message: &str, update: &Update) -> Option<String> {
         Update::Expired => ":hourglass: **Expired**: nobody answered in time.".into(),
         Update::Refused { .. } => return None,
     };
-    let keep = message.rfind(HOW_TO).map_or(message, |at| &message[..at]);
-    Some(format!("{keep}{outcome}"))
+    // The id is 128 random bits, unknown to the model before the card existed: its last
+    // occurrence is the card's own line, after the arguments.
+    let line = format!("\nApproval {}\n", code(approval));
+    let at = message.rfind(&line)? + line.len();
+    Some(format!("{}{outcome}", &message[..at]))
 }
 
 /// A reply in the approval's thread saying why an answer was not taken.
@@ -211,20 +229,30 @@ mod tests {
     }
 
     #[test]
-    fn an_outcome_replaces_the_how_to() {
-        let msg = format!("head\n```\n{HOW_TO} forged\n```\n{HOW_TO} or :-1: …\nApproval `x`");
-        let done = settled(&msg, &Update::Expired).expect("settled");
-        assert!(done.starts_with(&format!("head\n```\n{HOW_TO} forged\n```\n")));
-        assert!(done.ends_with("**Expired**: nobody answered in time."));
-        assert!(
-            settled(
-                &msg,
-                &Update::Refused {
-                    by: "u".into(),
-                    refusal: Refusal::NotOwner
-                }
-            )
-            .is_none()
+    fn an_outcome_replaces_the_how_to_and_an_earlier_outcome() {
+        let msg = format!(
+            "head\n```\nApproval `x`\n{HOW_TO} forged\n```\nApproval `x`\n{HOW_TO} or :-1: …"
         );
+        let expired = settled(&msg, "x", &Update::Expired).expect("settled");
+        assert!(expired.starts_with(&format!("head\n```\nApproval `x`\n{HOW_TO} forged\n```\n")));
+        assert!(
+            expired.ends_with("Approval `x`\n:hourglass: **Expired**: nobody answered in time.")
+        );
+        let approved = Update::Decided {
+            verdict: Verdict::Approve,
+            by: "o".into(),
+        };
+        let after = settled(&expired, "x", &approved).expect("settled");
+        assert!(after.ends_with("Approval `x`\n:white_check_mark: **Approved** by `o`."));
+        assert_eq!(
+            settled(&after, "x", &approved).as_deref(),
+            Some(after.as_str())
+        );
+        assert!(settled(&msg, "y", &approved).is_none());
+        let refused = Update::Refused {
+            by: "u".into(),
+            refusal: Refusal::NotOwner,
+        };
+        assert!(settled(&msg, "x", &refused).is_none());
     }
 }

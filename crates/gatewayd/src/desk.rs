@@ -2,17 +2,18 @@
 //! reactions on them and `approve`/`deny` replies in their threads, from anyone, are queued
 //! as answers for brokerd, which alone decides whether they count. They never reach loopd.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use daemon::log;
-use proto::approval::{ApprovalAnswer, ApprovalCard, Verdict};
+use proto::approval::{ApprovalAnswer, ApprovalCard};
 use proto::gateway::{ApprovalUpdate, MAX_HEARD, Update};
 
 use crate::card;
 use crate::mm::{Client, Post, Reaction};
 use crate::state::{Asked, Store};
+use crate::verdict::{emoji_verdict, reply_verdict};
 
 /// Answers queued for brokerd at most; beyond it the oldest are dropped (and logged).
 const MAX_QUEUED: usize = 1024;
@@ -25,6 +26,8 @@ pub struct Desk {
     pub store: Arc<Mutex<Store>>,
     queue: Mutex<Queue>,
     ring: Condvar,
+    /// Approvals being posted now.
+    posting: Mutex<HashSet<String>>,
 }
 
 /// Answers waiting for brokerd's acknowledgement, numbered.
@@ -47,45 +50,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The verdict an emoji stands for: thumbs and ticks approve, thumbs down and crosses deny,
-/// thumbs in every skin tone; any other emoji is no answer. Exact system emoji names only
-/// (a custom emoji cannot take a system emoji's name).
-pub fn emoji_verdict(name: &str) -> Option<Verdict> {
-    const TONES: [&str; 5] = ["light", "medium_light", "medium", "medium_dark", "dark"];
-    let (base, tone) = match name.split_once('_') {
-        Some((base, tone)) if matches!(base, "+1" | "thumbsup" | "-1" | "thumbsdown") => {
-            (base, Some(tone))
-        }
-        _ => (name, None),
-    };
-    if let Some(tone) = tone
-        && !TONES
-            .iter()
-            .any(|t| tone.strip_suffix("_skin_tone") == Some(t))
-    {
-        return None;
-    }
-    match base {
-        "+1" | "thumbsup" | "white_check_mark" | "heavy_check_mark" => Some(Verdict::Approve),
-        "-1" | "thumbsdown" | "x" | "no_entry" | "no_entry_sign" => Some(Verdict::Deny),
-        _ => None,
-    }
-}
-
-/// The verdict a reply stands for: exactly `approve` or `deny` (any case, trailing `.`/`!`).
-pub fn reply_verdict(text: &str) -> Option<Verdict> {
-    match text
-        .trim()
-        .trim_end_matches(['.', '!'])
-        .to_lowercase()
-        .as_str()
-    {
-        "approve" => Some(Verdict::Approve),
-        "deny" => Some(Verdict::Deny),
-        _ => None,
-    }
-}
-
 impl Desk {
     pub fn new(client: Client, server: String, channel: String, store: Arc<Mutex<Store>>) -> Self {
         Self {
@@ -98,6 +62,7 @@ impl Desk {
                 items: VecDeque::new(),
             }),
             ring: Condvar::new(),
+            posting: Mutex::new(HashSet::new()),
         }
     }
 
@@ -107,91 +72,95 @@ impl Desk {
         }
     }
 
-    /// Posts `card` as a root post (with its long arguments continued in its thread), or
-    /// finds the post made for it before. Returns the root post's id.
+    /// Posts `card` as a root post with its long arguments continued in its thread, or
+    /// finds the post made for it before (and posts the parts a failure left out). Returns
+    /// the root post's id.
     pub fn post(&self, card: &ApprovalCard, now: i64) -> Result<String, String> {
-        let thread = {
+        if !lock(&self.posting).insert(card.approval.clone()) {
+            // A slow Mattermost: brokerd asked again while the first try still runs.
+            return Err("being posted".into());
+        }
+        let result = self.post_parts(card, now);
+        lock(&self.posting).remove(&card.approval);
+        result
+    }
+
+    fn post_parts(&self, card: &ApprovalCard, now: i64) -> Result<String, String> {
+        let (known, thread) = {
             let s = lock(&self.store);
-            if let Some(asked) = s.saved.approvals.get(&card.approval) {
-                return Ok(asked.post.clone());
-            }
-            s.saved
+            let known = s.saved.approvals.get(&card.approval).cloned();
+            let thread = s
+                .saved
                 .threads
                 .iter()
                 .find(|(_, session)| *session == card.session.as_str())
-                .map(|(root, _)| root.clone())
+                .map(|(root, _)| root.clone());
+            (known, thread)
         };
         let posts = card::render(card, &self.server, thread.as_deref());
-        let root = self
-            .client
-            .create(&self.channel, "", &posts[0])
-            .map_err(|e| e.to_string())?;
-        // Known at once: an answer on it from now on is an answer, never chat.
-        let mut s = lock(&self.store);
-        s.remember_approval(
-            &card.approval,
-            Asked {
-                post: root.clone(),
-                binding: card.binding,
-                posted: now,
-                expires: i64::try_from(card.expires.as_millis()).unwrap_or(i64::MAX),
-                done: false,
-                heard: VecDeque::new(),
-                told: VecDeque::new(),
-            },
-        );
-        Self::save(&s);
-        drop(s);
-        for more in &posts[1..] {
-            if let Err(e) = self.client.create(&self.channel, &root, more) {
-                // The owner must see the whole request: say it is incomplete.
-                let _ = self.client.create(
-                    &self.channel,
-                    &root,
-                    "**Part of the arguments could not be posted: do not approve.**",
-                );
-                return Err(e.to_string());
+        let (root, done) = match known {
+            Some(asked) => (asked.post, asked.parts),
+            None => {
+                let root = self
+                    .client
+                    .create(&self.channel, "", &posts[0])
+                    .map_err(|e| e.to_string())?;
+                // Known at once: an answer on it from now on is an answer, never chat.
+                let asked = Asked {
+                    post: root.clone(),
+                    binding: card.binding,
+                    posted: now,
+                    expires: i64::try_from(card.expires.as_millis()).unwrap_or(i64::MAX),
+                    parts: 1,
+                    lapsed: false,
+                    done: false,
+                    heard: VecDeque::new(),
+                    told: VecDeque::new(),
+                };
+                let mut s = lock(&self.store);
+                s.remember_approval(&card.approval, asked);
+                Self::save(&s);
+                (root, 1)
             }
+        };
+        // The parts split the same way on every try (card::render), so a retry goes on
+        // where a failure stopped.
+        for (i, more) in posts.iter().enumerate().skip(done.max(1)) {
+            self.client
+                .create(&self.channel, &root, more)
+                .map_err(|e| e.to_string())?;
+            let mut s = lock(&self.store);
+            if let Some(a) = s.saved.approvals.get_mut(&card.approval) {
+                a.parts = i + 1;
+            }
+            Self::save(&s);
         }
         Ok(root)
     }
 
-    /// Shows what became of an answer (a reply in the thread) or of the approval (the root
-    /// post edited). An approval this gatewayd never posted has nothing to show.
+    /// Shows what became of an answer (a reply in the thread, once per user) or of the
+    /// approval (the root post edited, once brokerd's outcome is in).
     pub fn update(&self, u: &ApprovalUpdate) -> Result<(), String> {
-        let asked = {
-            let mut s = lock(&self.store);
-            let Some(asked) = s.saved.approvals.get(&u.approval).cloned() else {
-                return Ok(());
-            };
-            if let Update::Refused { by, .. } = &u.update
-                && !s.tell(&u.approval, by)
-            {
+        let Some(asked) = lock(&self.store).saved.approvals.get(&u.approval).cloned() else {
+            return Ok(());
+        };
+        if let Update::Refused { by, refusal } = &u.update {
+            if lock(&self.store).told(&u.approval, by) {
                 // Said once per user and post: a flood of refusals is not echoed.
                 return Ok(());
             }
-            Self::save(&s);
-            asked
-        };
-        if let Update::Refused { by, refusal } = &u.update {
-            return self
-                .client
+            self.client
                 .create(&self.channel, &asked.post, &card::refused(by, *refusal))
-                .map(drop)
-                .map_err(|e| e.to_string());
+                .map_err(|e| e.to_string())?;
+            let mut s = lock(&self.store);
+            s.tell(&u.approval, by);
+            Self::save(&s);
+            return Ok(());
         }
         if asked.done {
             return Ok(());
         }
-        let message = self
-            .client
-            .message(&asked.post)
-            .map_err(|e| e.to_string())?;
-        if let Some(text) = card::settled(&message, &u.update) {
-            self.client
-                .edit(&asked.post, &text)
-                .map_err(|e| e.to_string())?;
-        }
+        self.settle(&u.approval, &asked.post, &u.update)?;
         let mut s = lock(&self.store);
         if let Some(a) = s.saved.approvals.get_mut(&u.approval) {
             a.done = true;
@@ -200,28 +169,31 @@ impl Desk {
         Ok(())
     }
 
+    /// Edits the root post to show `update`.
+    fn settle(&self, approval: &str, post: &str, update: &Update) -> Result<(), String> {
+        let message = self.client.message(post).map_err(|e| e.to_string())?;
+        match card::settled(&message, approval, update) {
+            Some(text) if text != message => {
+                self.client.edit(post, &text).map_err(|e| e.to_string())
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The answers not yet acknowledged, numbered from the first returned, waiting up to
     /// `wait` for one. Those numbered below `ack` were received: they are forgotten, and
-    /// their reactions recorded as passed on.
+    /// their reactions recorded as passed on (under the queue's lock, so a catch-up cannot
+    /// queue one again in between).
     pub fn wait(&self, ack: u64, wait: Duration) -> (u64, Vec<ApprovalAnswer>) {
         let mut q = lock(&self.queue);
-        let mut received = Vec::new();
-        while q.items.front().is_some_and(|h| h.seq < ack) {
-            if let Some(h) = q.items.pop_front()
-                && let Some(key) = h.reaction
-            {
-                received.push((h.answer.approval, key));
-            }
-        }
-        if !received.is_empty() {
-            drop(q);
+        if q.items.front().is_some_and(|h| h.seq < ack) {
             let mut s = lock(&self.store);
-            for (approval, key) in received {
-                s.hear(&approval, key);
+            while let Some(h) = q.items.pop_front_if(|h| h.seq < ack) {
+                if let Some(key) = h.reaction {
+                    s.hear(&h.answer.approval, key);
+                }
             }
             Self::save(&s);
-            drop(s);
-            q = lock(&self.queue);
         }
         let (q, _) = self
             .ring
@@ -312,56 +284,35 @@ impl Desk {
         true
     }
 
-    /// After a reconnect: the reactions made meanwhile on approval posts still open. One
-    /// post that cannot be read is skipped (and said), never the others.
+    /// After a reconnect: the reactions made meanwhile on approval posts still open. A
+    /// post past its expiry without brokerd's word is shown as expired (brokerd's outcome,
+    /// when it comes, replaces that). One post that cannot be read is skipped, and said.
     pub fn catch_up(&self, now: i64) {
-        let open: Vec<String> = {
-            let mut s = lock(&self.store);
-            for a in s.saved.approvals.values_mut() {
-                // Expired (or lost with a brokerd restart): answers now would be refused.
-                a.done |= a.expires <= now;
+        let open: Vec<(String, Asked)> = lock(&self.store)
+            .saved
+            .approvals
+            .iter()
+            .filter(|(_, a)| !a.done && !a.lapsed)
+            .map(|(id, a)| (id.clone(), a.clone()))
+            .collect();
+        for (approval, asked) in open {
+            if asked.expires <= now {
+                match self.settle(&approval, &asked.post, &Update::Expired) {
+                    Ok(()) => {
+                        let mut s = lock(&self.store);
+                        if let Some(a) = s.saved.approvals.get_mut(&approval) {
+                            a.lapsed = true;
+                        }
+                        Self::save(&s);
+                    }
+                    Err(e) => log::warn(format_args!("showing {approval} expired: {e}")),
+                }
+                continue;
             }
-            s.saved
-                .approvals
-                .values()
-                .filter(|a| !a.done)
-                .map(|a| a.post.clone())
-                .collect()
-        };
-        for post in open {
-            match self.client.reactions(&post) {
+            match self.client.reactions(&asked.post) {
                 Ok(reactions) => reactions.iter().for_each(|r| self.reaction(r)),
-                Err(e) => log::warn(format_args!("the reactions on {post}: {e}")),
+                Err(e) => log::warn(format_args!("the reactions on {}: {e}", asked.post)),
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn thumbs_and_words_are_verdicts() {
-        for (emoji, verdict) in [
-            ("+1", Some(Verdict::Approve)),
-            ("thumbsup", Some(Verdict::Approve)),
-            ("+1_medium_dark_skin_tone", Some(Verdict::Approve)),
-            ("+1_medium_light_skin_tone", Some(Verdict::Approve)),
-            ("thumbsdown_light_skin_tone", Some(Verdict::Deny)),
-            ("thumbsup_skin_tone_3", None),
-            ("thumbsup_light", None),
-            ("x_dark", None),
-            ("-1", Some(Verdict::Deny)),
-            ("x", Some(Verdict::Deny)),
-            ("smile", None),
-            ("+10", None),
-        ] {
-            assert_eq!(emoji_verdict(emoji), verdict, "{emoji}");
-        }
-        assert_eq!(reply_verdict(" Approve! "), Some(Verdict::Approve));
-        assert_eq!(reply_verdict("deny."), Some(Verdict::Deny));
-        assert_eq!(reply_verdict("approve, but later"), None);
-        assert_eq!(reply_verdict("approved"), None);
     }
 }

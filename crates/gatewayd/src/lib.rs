@@ -15,6 +15,7 @@ pub mod render;
 mod reply;
 mod server;
 mod state;
+mod verdict;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, mpsc};

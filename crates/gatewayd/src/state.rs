@@ -45,12 +45,21 @@ pub struct Asked {
     /// When it was posted (ms), to forget the oldest first.
     pub posted: i64,
     /// When it expires (ms): past it, the post is no longer caught up on.
+    #[serde(default)]
     pub expires: i64,
-    /// Decided or expired: answers on it are still passed on (brokerd refuses them).
+    /// The posts of the card made so far (the root, then the arguments' further parts).
+    #[serde(default)]
+    pub parts: usize,
+    /// Shown as expired by gatewayd itself (brokerd's word had not come): an outcome from
+    /// brokerd still replaces it.
+    #[serde(default)]
+    pub lapsed: bool,
+    /// brokerd's outcome is shown: answers on it are still passed on (brokerd refuses them).
     pub done: bool,
     /// Reactions already passed on (`user emoji`), so a catch-up passes none twice.
     pub heard: VecDeque<String>,
     /// Users already told in the thread that their answer was refused (once each).
+    #[serde(default)]
     pub told: VecDeque<String>,
 }
 
@@ -128,19 +137,22 @@ impl Store {
         }
     }
 
-    /// Whether `user` is to be told of a refused answer on `approval` (the first time).
-    pub fn tell(&mut self, approval: &str, user: &str) -> bool {
-        let Some(a) = self.saved.approvals.get_mut(approval) else {
-            return false;
-        };
-        if a.told.iter().any(|u| u == user) {
-            return false;
+    /// Whether `user` was told of a refused answer on `approval` already.
+    pub fn told(&self, approval: &str, user: &str) -> bool {
+        self.saved
+            .approvals
+            .get(approval)
+            .is_some_and(|a| a.told.iter().any(|u| u == user))
+    }
+
+    /// Records that `user` was told of a refused answer on `approval`.
+    pub fn tell(&mut self, approval: &str, user: &str) {
+        if let Some(a) = self.saved.approvals.get_mut(approval) {
+            a.told.push_back(user.to_owned());
+            while a.told.len() > HEARD {
+                a.told.pop_front();
+            }
         }
-        a.told.push_back(user.to_owned());
-        while a.told.len() > HEARD {
-            a.told.pop_front();
-        }
-        true
     }
 
     /// Whether a post is new: not handled, and not much older than the newest handled one.

@@ -331,29 +331,44 @@ fn gateway_sock_posts_each_approval_once_and_refuses_other_kinds() {
     );
 
     // Arguments far over a post, with a backtick run longer than a post: every part is
-    // posted (the fake refuses a post over Mattermost's limit, as Mattermost does).
+    // posted (the fake refuses a post over Mattermost's limit, as Mattermost does). Mattermost
+    // fails the card's third post: the card is refused, then finished on the next try where
+    // it stopped, under the same root.
     let mut huge = card.clone();
     huge.approval = "0123456789abcdef0123456789abcdef".into();
     huge.arguments = format!("{}{}", "`".repeat(20_000), "y".repeat(20_000));
-    match conn
-        .call(4, Message::ApprovalPost(huge), |_| {})
-        .expect("post")
-        .msg
-    {
-        Message::ApprovalPosted(p) => {
-            let state = gw.state();
-            let parts: Vec<Value> = posts(&state)
-                .into_iter()
-                .filter(|x| x["id"] == p.post.as_str() || x["root_id"] == p.post.as_str())
-                .collect();
-            assert!(parts.len() >= 4, "{}", parts.len());
-            let ys: usize = parts
-                .iter()
-                .map(|x| x["message"].as_str().expect("message").matches('y').count())
-                .sum();
-            assert!(ys >= 20_000, "all of the arguments shown");
-        }
-        other => panic!("{other:?}"),
+    let fail = serde_json::json!({"after": 2, "posts": 1});
+    stack::http(&gw.addr, "POST", "/fake/fail", &fail);
+    let before = posts(&gw.state()).len();
+    let refused = conn.call(3, Message::ApprovalPost(huge.clone()), |_| {});
+    assert!(matches!(refused.expect("answer").msg, Message::Error(_)));
+    assert_eq!(posts(&gw.state()).len() - before, 2);
+    let again = conn.call(4, Message::ApprovalPost(huge), |_| {});
+    let Message::ApprovalPosted(p) = again.expect("post").msg else {
+        panic!("not posted")
+    };
+    let state = gw.state();
+    let parts: Vec<Value> = posts(&state)
+        .into_iter()
+        .filter(|x| x["id"] == p.post.as_str() || x["root_id"] == p.post.as_str())
+        .collect();
+    assert!(parts.len() >= 4, "{}", parts.len());
+    assert_eq!(
+        posts(&state).len() - before,
+        parts.len(),
+        "nothing posted twice"
+    );
+    let text: String = parts
+        .iter()
+        .map(|x| x["message"].as_str().expect("message"))
+        .collect();
+    assert!(
+        text.matches('y').count() >= 20_000,
+        "all of the arguments shown"
+    );
+    for i in 2..=parts.len() {
+        let part = format!("**Arguments, part {i} of {}:**", parts.len());
+        assert_eq!(text.matches(&part).count(), 1, "{part}");
     }
     let request = Message::ToolRequest(proto::ToolRequest {
         session: proto::SessionId::new("s-1").expect("id"),
