@@ -185,6 +185,14 @@ impl Dispatch {
             interval: self.gateway.edit_interval,
             typing: self.gateway.typing_interval,
             loop_sock: &self.loop_sock,
+            server: &self.gateway.server,
+            approval_post: &|approval| {
+                lock(&self.desk.store)
+                    .saved
+                    .approvals
+                    .get(approval)
+                    .map(|a| a.post.clone())
+            },
         };
         reply::answer(&turn, session, &post.message, &mut |session| {
             let mut s = lock(&self.desk.store);

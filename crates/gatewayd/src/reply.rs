@@ -18,10 +18,7 @@ enum Part {
 
 /// The reply being streamed: its parts and the posts that show them.
 struct Stream<'a> {
-    client: &'a Client,
-    channel: &'a str,
-    root: &'a str,
-    interval: Duration,
+    turn: &'a Turn<'a>,
     parts: Vec<Part>,
     posts: Vec<(String, String)>,
     last: Option<Instant>,
@@ -55,17 +52,18 @@ impl Stream<'_> {
 
     /// Shows the reply as it stands, unless the last edit was too recent (`force` at the end).
     fn flush(&mut self, force: bool) {
-        if !force && self.last.is_some_and(|t| t.elapsed() < self.interval) {
+        if !force && self.last.is_some_and(|t| t.elapsed() < self.turn.interval) {
             return;
         }
         self.last = Some(Instant::now());
         for (i, chunk) in split(&self.body(), POST_LIMIT).into_iter().enumerate() {
             let result = match self.posts.get_mut(i) {
                 Some((_, shown)) if *shown == chunk => Ok(()),
-                Some((id, shown)) => self.client.edit(id, &chunk).map(|()| *shown = chunk),
+                Some((id, shown)) => self.turn.client.edit(id, &chunk).map(|()| *shown = chunk),
                 None => self
+                    .turn
                     .client
-                    .create(self.channel, self.root, &chunk)
+                    .create(self.turn.channel, self.turn.root, &chunk)
                     .map(|id| self.posts.push((id, chunk))),
             };
             if let Err(e) = result {
@@ -73,6 +71,18 @@ impl Stream<'_> {
             }
         }
     }
+}
+
+/// The approval's root post, once gatewayd made it (brokerd sends the card a moment after
+/// loopd hears of the approval). Only gatewayd's own record is linked, never loopd's words.
+fn wait_for_post(turn: &Turn<'_>, approval: &str) -> Option<String> {
+    for _ in 0..30 {
+        if let Some(post) = (turn.approval_post)(approval) {
+            return Some(post);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    None
 }
 
 fn event(stream: &mut Stream<'_>, ev: &ChatEvent) {
@@ -88,10 +98,18 @@ fn event(stream: &mut Stream<'_>, ev: &ChatEvent) {
             ToolResponse::Result { content, class, .. } => {
                 format!("> → {} bytes ({class})", content.len())
             }
-            ToolResponse::PendingApproval { approval, expires } => format!(
-                "> → waits for the owner's approval {} until {expires}",
-                code(&approval.to_string())
-            ),
+            ToolResponse::PendingApproval { approval, expires } => {
+                match wait_for_post(stream.turn, approval) {
+                    Some(post) => format!(
+                        "> → waits for your approval until {expires}: [the request]({}/_redirect/pl/{post})",
+                        stream.turn.server.trim_end_matches('/')
+                    ),
+                    None => format!(
+                        "> → waits for the owner's approval {} until {expires}",
+                        code(approval)
+                    ),
+                }
+            }
             ToolResponse::Denied { reason, .. } => format!(
                 "> → denied ({})",
                 code(
@@ -118,6 +136,10 @@ pub struct Turn<'a> {
     /// How often the typing indicator is renewed while the turn runs.
     pub typing: Duration,
     pub loop_sock: &'a std::path::Path,
+    /// The Mattermost base URL, for links.
+    pub server: &'a str,
+    /// The root post of an approval, by id, when gatewayd made one.
+    pub approval_post: &'a (dyn Fn(&str) -> Option<String> + Sync),
 }
 
 /// Answers `text`; `started` hears the session as soon as loopd names it.
@@ -148,10 +170,7 @@ pub fn answer(
 
 fn turn(t: &Turn<'_>, session: Option<SessionId>, text: &str, started: &mut dyn FnMut(&SessionId)) {
     let mut stream = Stream {
-        client: t.client,
-        channel: t.channel,
-        root: t.root,
-        interval: t.interval,
+        turn: t,
         parts: Vec::new(),
         posts: Vec::new(),
         last: None,

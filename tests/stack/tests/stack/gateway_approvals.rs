@@ -143,6 +143,12 @@ fn the_owner_approves_by_reaction_and_a_strangers_reaction_is_refused() {
         assert!(text.contains(part), "{part:?} in {text}");
     }
 
+    // The conversation links to the request.
+    wait_reply(
+        &gw,
+        &root,
+        &format!("[the request](http://{}/_redirect/pl/{a})", gw.addr),
+    );
     // The turn waits on the owner: the typing indicator is renewed meanwhile.
     let typing = gw.state()["typing"].as_u64().unwrap_or(0);
     gw.wait("typing renewed", |s| {
@@ -260,6 +266,17 @@ fn a_reaction_made_while_gatewayd_is_down_is_heard_after_it_restarts_and_the_cut
     let (home, mut gw, _agent) = setup("gw-restart");
     let root = id(&gw.post("owner", "read my mail", None));
     let a = id(&approval_post(&gw));
+    // gatewayd records the post right after Mattermost made it; killed before that, it
+    // would post the card anew (and the reaction below would be on a forgotten post).
+    let state = home.root.join("home/gateway/state.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !std::fs::read_to_string(&state).is_ok_and(|t| t.contains(&a)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the card never recorded"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     gw.restart(&home, |gw| {
         gw.react("owner", &a, "+1");
     });
