@@ -148,3 +148,39 @@ fn a_dropped_websocket_loses_and_doubles_nothing() {
         );
     }
 }
+
+#[test]
+fn a_long_answer_is_split_within_the_post_limit_and_errors_are_said_plainly() {
+    let home = Home::new("gateway-long", &[], "");
+    let gw = home.start_gateway(&["owner"], "");
+    // No agent yet: the owner is told plainly.
+    let early = gw.post("owner", "anyone there?", None)["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    answered(&gw, &early, "**Sorry:** boxmaker's agent is not reachable");
+
+    let long = "many words ".repeat(2000);
+    let script = format!(
+        "[server]\nn_ctx = 65536\nchunk_chars = 4000\n\n[[rule]]\n[rule.match]\n\
+         user_contains = \"long\"\n[rule.answer]\ntext = \"{long}\"\n\n[default]\ntext = \"Hi.\"\n"
+    );
+    let _agent = home.start_agent(&script, "max_tokens = 16384");
+    let root = gw.post("owner", "a long answer please", None)["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let state = gw.wait("the long answer in two posts", |s| {
+        let parts = replies(s, &root);
+        parts.len() == 2
+            && parts
+                .iter()
+                .map(|p| p["message"].as_str().unwrap_or("").matches("many").count())
+                .sum::<usize>()
+                == 2000
+    });
+    for part in replies(&state, &root) {
+        let text = part["message"].as_str().expect("message");
+        assert!(text.chars().count() <= 16_000, "{}", text.chars().count());
+    }
+}

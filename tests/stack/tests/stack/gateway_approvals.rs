@@ -143,7 +143,8 @@ fn the_owner_approves_by_reaction_and_a_strangers_reaction_is_refused() {
         assert!(text.contains(part), "{part:?} in {text}");
     }
 
-    // The conversation links to the request.
+    // The conversation shows the call compactly and links to the request.
+    wait_reply(&gw, &root, "> tool `read_file` `{\"path\":");
     wait_reply(
         &gw,
         &root,
