@@ -144,14 +144,44 @@ fn credentials_dir() -> Result<PathBuf, String> {
 /// that is where llama-server and the sockets of boxmaker itself listen. An owner who
 /// means such an address writes it as an IP literal in the grant.
 fn resolve(host: &Host, port: u16) -> Result<Vec<IpAddr>, String> {
+    resolve_with(host, port, RESOLVE_TIMEOUT, |name, port| {
+        (name, port)
+            .to_socket_addrs()
+            .map(|addrs| addrs.map(|a| a.ip()).collect())
+    })
+}
+
+/// How long a name may take to resolve. The system resolver's own timeouts and retries
+/// can add up to much more, and the session's calls wait meanwhile (its lock is held).
+const RESOLVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// [`resolve`] with the lookup given. The lookup runs on a thread of its own; one that
+/// outlasts `timeout` fails the call (its thread ends when the resolver gives up).
+fn resolve_with(
+    host: &Host,
+    port: u16,
+    timeout: std::time::Duration,
+    lookup: fn(&str, u16) -> std::io::Result<Vec<IpAddr>>,
+) -> Result<Vec<IpAddr>, String> {
     let mut out: Vec<IpAddr> = match host {
         Host::Ip(ip) => vec![*ip],
         Host::Name(name) => {
-            let all: Vec<IpAddr> = (name.as_str(), port)
-                .to_socket_addrs()
-                .map_err(|e| format!("cannot resolve {name}: {e}"))?
-                .map(|a| a.ip())
-                .collect();
+            let (tx, rx) = std::sync::mpsc::channel();
+            let owned = name.clone();
+            std::thread::Builder::new()
+                .name("resolve".into())
+                .spawn(move || {
+                    let _ = tx.send(lookup(owned.as_str(), port));
+                })
+                .map_err(|e| format!("cannot resolve {name}: {e}"))?;
+            let all = match rx.recv_timeout(timeout) {
+                Ok(found) => found.map_err(|e| format!("cannot resolve {name}: {e}"))?,
+                Err(_) => {
+                    return Err(format!(
+                        "cannot resolve {name}: no answer within {timeout:?}"
+                    ));
+                }
+            };
             let public: Vec<IpAddr> = all.iter().copied().filter(|ip| !local(ip)).collect();
             if public.is_empty() && !all.is_empty() {
                 return Err(format!(
@@ -266,6 +296,25 @@ mod tests {
         assert!(err.contains("only to local addresses"), "{err}");
         let ip: IpAddr = "127.0.0.1".parse().expect("ip");
         assert_eq!(resolve(&Host::Ip(ip), 80), Ok(vec![ip]));
+    }
+
+    #[test]
+    fn a_resolver_that_does_not_answer_fails_the_call_in_time() {
+        let slow: fn(&str, u16) -> std::io::Result<Vec<IpAddr>> = |_, _| {
+            std::thread::sleep(std::time::Duration::from_secs(5));
+            Ok(vec![IpAddr::from([192, 0, 2, 7])])
+        };
+        let name = Host::Name("example.org".into());
+        let short = std::time::Duration::from_millis(50);
+        let err = resolve_with(&name, 443, short, slow).expect_err("no answer in time");
+        assert!(err.contains("no answer within"), "{err}");
+        let quick: fn(&str, u16) -> std::io::Result<Vec<IpAddr>> =
+            |_, _| Ok(vec![IpAddr::from([192, 0, 2, 7])]);
+        let long = std::time::Duration::from_secs(60);
+        assert_eq!(
+            resolve_with(&name, 443, long, quick),
+            Ok(vec![IpAddr::from([192, 0, 2, 7])])
+        );
         for bad in [
             "::1",
             "169.254.1.1",
