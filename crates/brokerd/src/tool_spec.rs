@@ -12,7 +12,7 @@ use proto::tools::{HttpFetchArgs, ListDirArgs, ReadFileArgs, ToolArgs};
 
 use crate::policy::Decision;
 use crate::runner::{Limits, RunOutcome, RunSpec, Runner, Secret, unit_name};
-use daemon::constraints::{Covered, Host};
+use daemon::constraints::{Covered, Host, normalize_url};
 
 impl Runner {
     /// Runs a call. Takes the decision by value: only `policy` makes one, it cannot be
@@ -62,13 +62,8 @@ pub fn build(
     let target_host = match (&covered.host, &covered.url, &consult) {
         (Some(host), Some(url), _) => Some((host.clone(), url.port_or_known_default())),
         (_, _, Some(c)) => {
-            let url = url::Url::parse(&c.url).map_err(|e| format!("broker.consult.url: {e}"))?;
-            let host = match url.host() {
-                Some(url::Host::Domain(d)) => Host::Name(d.to_owned()),
-                Some(url::Host::Ipv4(ip)) => Host::Ip(IpAddr::V4(ip)),
-                Some(url::Host::Ipv6(ip)) => Host::Ip(IpAddr::V6(ip)),
-                None => return Err("broker.consult.url has no host".into()),
-            };
+            let (url, host) =
+                normalize_url(&c.url).map_err(|e| format!("broker.consult.url: {e}"))?;
             Some((host, url.port_or_known_default()))
         }
         _ => None,
@@ -103,12 +98,7 @@ pub fn build(
         paths: grant.constraints.paths.clone(),
         addresses,
         secret,
-        limits: Limits {
-            max_result_bytes: b.max_result_bytes,
-            time_limit: b.tool_time_limit,
-            memory_max_bytes: b.tool_memory_mib.saturating_mul(1024 * 1024),
-            tasks_max: b.tool_tasks_max,
-        },
+        limits: limits(b),
     })
 }
 
@@ -125,6 +115,16 @@ fn consult_target(config: &Config, secret: Option<&str>) -> Result<ConsultTarget
         model: c.model.clone(),
         credential: credential.to_owned(),
     })
+}
+
+/// The limits every tool unit gets, from `[broker]`.
+fn limits(b: &daemon::config::Broker) -> Limits {
+    Limits {
+        max_result_bytes: b.max_result_bytes,
+        time_limit: b.tool_time_limit,
+        memory_max_bytes: b.tool_memory_mib.saturating_mul(1024 * 1024),
+        tasks_max: b.tool_tasks_max,
+    }
 }
 
 /// brokerd's own credentials, from systemd's LoadCredential=.
@@ -264,12 +264,7 @@ pub fn print_unit(
             Vec::new()
         },
         secret,
-        limits: Limits {
-            max_result_bytes: b.max_result_bytes,
-            time_limit: b.tool_time_limit,
-            memory_max_bytes: b.tool_memory_mib.saturating_mul(1024 * 1024),
-            tasks_max: b.tool_tasks_max,
-        },
+        limits: limits(b),
     };
     systemd.check(&spec)?;
     let mut out = format!(
