@@ -1,6 +1,7 @@
 //! The owner's side: approvals, answers and read-only queries. Reached only through the
 //! admin socket (and, with the gateway, gateway.sock); the socket decides, never the peer.
 
+use daemon::lock;
 use proto::approval::{
     AnswerOutcome, ApprovalAnswer, ApprovalListing, GrantsInfo, Refusal, SessionInfo,
 };
@@ -14,11 +15,7 @@ impl Broker {
     pub fn admin(&self, msg: Message, who: &str) -> Result<Message, Fatal> {
         Ok(match msg {
             Message::ApprovalList(_) => {
-                let cards = self
-                    .approvals
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .list();
+                let cards = lock(&self.approvals).list();
                 Message::ApprovalListing(fit(cards))
             }
             Message::ApprovalAnswer(answer) => {
@@ -57,31 +54,27 @@ impl Broker {
         by: String,
         post: Option<String>,
     ) -> Result<AnswerOutcome, Fatal> {
-        let result = self
-            .approvals
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .answer(
-                &answer.approval,
-                answer.binding,
-                |card| {
-                    let now = self.session_state(&card.session).taint;
-                    approvals::binding(
-                        &card.session,
-                        card.call,
-                        &card.tool,
-                        &card.arguments,
-                        &card.grant,
-                        now,
-                    )
-                },
-                Answer {
-                    verdict: answer.verdict,
-                    by: by.clone(),
-                    post: post.clone(),
-                },
-                Timestamp::now(),
-            );
+        let result = lock(&self.approvals).answer(
+            &answer.approval,
+            answer.binding,
+            |card| {
+                let now = self.session_state(&card.session).taint;
+                approvals::binding(
+                    &card.session,
+                    card.call,
+                    &card.tool,
+                    &card.arguments,
+                    &card.grant,
+                    now,
+                )
+            },
+            Answer {
+                verdict: answer.verdict,
+                by: by.clone(),
+                post: post.clone(),
+            },
+            Timestamp::now(),
+        );
         match result {
             Ok(_) => Ok(AnswerOutcome::Accepted),
             Err(refused) => self.refuse_answer(&answer.approval, by, post, refused.refusal),

@@ -2,12 +2,13 @@
 //! maybe ask the owner, run, raise the session, answer. Every decision is on disk before
 //! its answer leaves.
 
-use std::collections::HashMap;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use daemon::config::Config;
+use daemon::keyed::KeyedLocks;
+use daemon::lock;
 use proto::approval::{ApprovalCard, CallRef, Verdict};
 use proto::gateway::{ApprovalUpdate, Update};
 use proto::tools::ToolArgs;
@@ -36,7 +37,7 @@ pub struct Broker {
     /// One lock per session: a session's calls are decided and run one at a time, so a
     /// call is never decided on a taint that a concurrent call of the same session is
     /// about to raise.
-    session_locks: Mutex<HashMap<SessionId, Arc<Mutex<()>>>>,
+    session_locks: KeyedLocks<SessionId>,
     /// To gatewayd, when `[gateway]` is configured: cards to post, outcomes to show.
     gateway: Option<mpsc::Sender<Outgoing>>,
     gateway_outbox: Mutex<Option<mpsc::Receiver<Outgoing>>>,
@@ -45,12 +46,6 @@ pub struct Broker {
 /// Why the broker must stop serving (its durable state can no longer be trusted).
 #[derive(Debug)]
 pub struct Fatal(pub String);
-
-/// A poisoned mutex means a thread panicked while holding it; the data is still the best
-/// we have and every write to disk is already complete or failed.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 impl Broker {
     pub fn new(
@@ -75,7 +70,7 @@ impl Broker {
             sessions: Mutex::new(sessions),
             approvals: Mutex::new(Approvals::new(cap)),
             runner,
-            session_locks: Mutex::new(HashMap::new()),
+            session_locks: KeyedLocks::default(),
             gateway,
             gateway_outbox: Mutex::new(outbox),
         }
@@ -164,13 +159,6 @@ impl Broker {
         lock(&self.sessions).get(session)
     }
 
-    fn session_lock(&self, session: &SessionId) -> Arc<Mutex<()>> {
-        lock(&self.session_locks)
-            .entry(session.clone())
-            .or_default()
-            .clone()
-    }
-
     /// Serves one tool request from loopd. `send` writes one frame to the peer.
     pub fn tool_request(
         &self,
@@ -180,18 +168,8 @@ impl Broker {
     ) -> Result<(), Fatal> {
         // Held through the owner's answer too: the session cannot change under a pending
         // approval, so what the owner sees is what runs.
-        let session_lock = self.session_lock(&req.session);
-        let result = {
-            let _guard = lock(&session_lock);
-            self.serve_call(id, req, send)
-        };
-        // Forget the lock once nobody holds or waits for it, so the map does not grow
-        // with every session ever seen.
-        let mut locks = lock(&self.session_locks);
-        if Arc::strong_count(&session_lock) == 2 {
-            locks.remove(&req.session);
-        }
-        result
+        self.session_locks
+            .run(&req.session, || self.serve_call(id, req, send))
     }
 
     fn serve_call(

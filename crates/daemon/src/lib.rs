@@ -9,6 +9,7 @@ pub mod conn;
 pub mod constraints;
 pub mod grants;
 pub mod http;
+pub mod keyed;
 pub mod listen;
 pub mod log;
 pub mod notify;
@@ -17,6 +18,13 @@ pub mod serve;
 pub mod unitpath;
 
 use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+
+/// Locks `m`. A poisoned mutex means a thread panicked while holding it; the data is still
+/// the best there is (every write to disk was already complete or failed), so it is used.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// The arguments every role binary takes.
 #[derive(Debug, Clone, clap::Args)]

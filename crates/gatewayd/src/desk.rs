@@ -3,10 +3,10 @@
 //! as answers for brokerd, which alone decides whether they count. They never reach loopd.
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use daemon::log;
+use daemon::{lock, log};
 use proto::approval::{ApprovalAnswer, ApprovalCard};
 use proto::gateway::{ApprovalUpdate, MAX_HEARD, Update};
 
@@ -44,10 +44,6 @@ struct Heard {
     answer: ApprovalAnswer,
     /// The reaction (`user emoji`) to record as passed on once acknowledged.
     reaction: Option<String>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Desk {

@@ -5,10 +5,10 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use daemon::config::Gateway;
-use daemon::log;
+use daemon::{lock, log};
 use proto::SessionId;
 
 use crate::desk::Desk;
@@ -33,10 +33,6 @@ struct Busy {
     threads: HashMap<String, VecDeque<Post>>,
     /// Posts of other threads waiting for a free slot.
     overflow: VecDeque<Post>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn save(store: &Store) {

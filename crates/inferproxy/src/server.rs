@@ -38,10 +38,7 @@ impl Shared {
 
     /// Records whether llama-server answered, and tells systemd when that changes.
     pub fn upstream_reached(&self, ok: bool) {
-        let mut last = self
-            .reachable
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut last = daemon::lock(&self.reachable);
         if *last == Some(ok) {
             return;
         }

@@ -7,7 +7,8 @@ use serde_json::json;
 
 use crate::llm;
 use crate::store::Session;
-use crate::turn::{Looper, TurnError, lock};
+use crate::turn::{Looper, TurnError};
+use daemon::lock;
 
 /// The request for a summary when the context is nearly full. The local model writes it:
 /// it is the only one that has read the conversation, and nothing leaves the host.

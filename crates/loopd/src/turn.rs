@@ -3,10 +3,12 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use daemon::config::Config;
+use daemon::keyed::KeyedLocks;
+use daemon::lock;
 use proto::chat::{ChatEvent, ChatReply, ChatSend, TurnEnd};
 use proto::{CallId, DataClass, Epoch, Hash32, LogRecord, SessionId, Timestamp, ToolResponse};
 use serde_json::json;
@@ -28,17 +30,13 @@ pub struct Looper {
     /// Per session, from its last answer: the tokens the context held (for compaction) and
     /// the prompt tokens the server could keep cached for the next request (for CacheLoss).
     pub(crate) used: Mutex<HashMap<SessionId, Usage>>,
-    locks: Mutex<HashMap<SessionId, Arc<Mutex<()>>>>,
+    locks: KeyedLocks<SessionId>,
 }
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Usage {
     filled: u64,
     cacheable: u64,
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Why a turn could not run at all (not a model error: those end the turn in its reply).
@@ -59,7 +57,7 @@ impl Looper {
             store,
             props: Mutex::new(None),
             used: Mutex::new(HashMap::new()),
-            locks: Mutex::new(HashMap::new()),
+            locks: KeyedLocks::default(),
         })
     }
 
@@ -113,17 +111,7 @@ impl Looper {
             Some(id) => id.clone(),
             None => Store::new_id(Timestamp::now())?,
         };
-        let session_lock = lock(&self.locks).entry(id.clone()).or_default().clone();
-        let result = {
-            let _guard = lock(&session_lock);
-            self.locked_turn(&id, send, emit)
-        };
-        // Forget the lock once nobody holds or waits for it.
-        let mut locks = lock(&self.locks);
-        if Arc::strong_count(&session_lock) == 2 {
-            locks.remove(&id);
-        }
-        result
+        self.locks.run(&id, || self.locked_turn(&id, send, emit))
     }
 
     fn locked_turn(
