@@ -6,7 +6,7 @@
 use proto::approval::{ApprovalCard, Refusal, Verdict};
 use proto::gateway::Update;
 
-use crate::render::{POST_LIMIT, code, visible};
+use crate::render::{POST_LIMIT, code, longest_run, permalink, visible};
 
 /// The line that starts the how-to; an outcome replaces it and what follows.
 const HOW_TO: &str = "React with :+1: to approve";
@@ -29,15 +29,6 @@ pub fn fenced(text: &str) -> String {
 
 fn fence_len(longest_run: usize) -> usize {
     (longest_run + 1).max(3)
-}
-
-fn longest_run(text: &str) -> usize {
-    let (mut run, mut longest) = (0, 0);
-    for c in text.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    longest
 }
 
 /// Splits `text` into parts that fit, fenced, in `first` characters (the first part) and
@@ -69,8 +60,8 @@ fn fenced_parts(text: &str, first: usize, rest: usize) -> Vec<String> {
 pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<String> {
     let conversation = match thread {
         Some(root) => format!(
-            "[the thread]({}/_redirect/pl/{root}) (session {})",
-            server.trim_end_matches('/'),
+            "[the thread]({}) (session {})",
+            permalink(server, root),
             code(card.session.as_str())
         ),
         None => format!(

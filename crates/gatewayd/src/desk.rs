@@ -62,12 +62,6 @@ impl Desk {
         }
     }
 
-    fn save(store: &Store) {
-        if let Err(e) = store.save() {
-            log::error(format_args!("saving gatewayd's state: {e}"));
-        }
-    }
-
     /// Posts `card` as a root post with its long arguments continued in its thread, or
     /// finds the post made for it before (and posts the parts a failure left out). Returns
     /// the root post's id.
@@ -115,7 +109,7 @@ impl Desk {
                 };
                 let mut s = lock(&self.store);
                 s.remember_approval(&card.approval, asked);
-                Self::save(&s);
+                s.save_or_log();
                 (root, 1)
             }
         };
@@ -129,7 +123,7 @@ impl Desk {
             if let Some(a) = s.saved.approvals.get_mut(&card.approval) {
                 a.parts = i + 1;
             }
-            Self::save(&s);
+            s.save_or_log();
         }
         Ok(root)
     }
@@ -150,7 +144,7 @@ impl Desk {
                 .map_err(|e| e.to_string())?;
             let mut s = lock(&self.store);
             s.tell(&u.approval, by);
-            Self::save(&s);
+            s.save_or_log();
             return Ok(());
         }
         if asked.done {
@@ -161,7 +155,7 @@ impl Desk {
         if let Some(a) = s.saved.approvals.get_mut(&u.approval) {
             a.done = true;
         }
-        Self::save(&s);
+        s.save_or_log();
         Ok(())
     }
 
@@ -189,7 +183,7 @@ impl Desk {
                     s.hear(&h.answer.approval, key);
                 }
             }
-            Self::save(&s);
+            s.save_or_log();
         }
         let (q, _) = self
             .ring
@@ -299,7 +293,7 @@ impl Desk {
                         if let Some(a) = s.saved.approvals.get_mut(&approval) {
                             a.lapsed = true;
                         }
-                        Self::save(&s);
+                        s.save_or_log();
                     }
                     Err(e) => log::warn(format_args!("showing {approval} expired: {e}")),
                 }

@@ -14,7 +14,6 @@ use proto::SessionId;
 use crate::desk::Desk;
 use crate::mm::Post;
 use crate::reply;
-use crate::state::Store;
 
 /// Threads answered at once at most; further owner posts wait their turn.
 const MAX_TURNS: usize = 8;
@@ -33,12 +32,6 @@ struct Busy {
     threads: HashMap<String, VecDeque<Post>>,
     /// Posts of other threads waiting for a free slot.
     overflow: VecDeque<Post>,
-}
-
-fn save(store: &Store) {
-    if let Err(e) = store.save() {
-        log::error(format_args!("saving gatewayd's state: {e}"));
-    }
 }
 
 fn root_of(post: &Post) -> String {
@@ -65,32 +58,33 @@ impl Dispatch {
         if post.user_id == self.bot {
             return;
         }
+        let stranger = !self.gateway.owners.contains(&post.user_id);
         {
             let mut s = lock(&self.desk.store);
             if !s.is_new(&post.id, post.create_at) {
                 return;
             }
             s.mark(&post.id, post.create_at);
-            save(&s);
             let from_bot = ["from_bot", "from_webhook"]
                 .iter()
                 .any(|k| post.props[k] == "true");
-            if !post.kind.is_empty() || from_bot {
+            let answer = s.approval_of(&post.root_id).is_some();
+            let skip = !post.kind.is_empty() || from_bot;
+            if !skip && !answer && stranger {
+                s.saved.ignored += 1;
+                log::info(format_args!(
+                    "ignored a post from {} (not an owner; {} ignored so far)",
+                    post.user_id, s.saved.ignored
+                ));
+            }
+            // One write: the post handled (and counted) before anything is done about it.
+            s.save_or_log();
+            if skip || (!answer && stranger) {
                 return;
             }
         }
         // Anyone's reply on an approval post is an answer for brokerd to judge.
-        if self.desk.reply(&post) {
-            return;
-        }
-        if !self.gateway.owners.contains(&post.user_id) {
-            let mut s = lock(&self.desk.store);
-            s.saved.ignored += 1;
-            log::info(format_args!(
-                "ignored a post from {} (not an owner; {} ignored so far)",
-                post.user_id, s.saved.ignored
-            ));
-            save(&s);
+        if self.desk.reply(&post) || stranger {
             return;
         }
         let root = root_of(&post);
@@ -159,7 +153,7 @@ impl Dispatch {
                 log::warn(format_args!("saying an answer was cut off: {e}"));
             }
         }
-        save(&lock(&self.desk.store));
+        lock(&self.desk.store).save_or_log();
     }
 
     fn answer(&self, post: &Post) {
@@ -167,7 +161,7 @@ impl Dispatch {
         let session = {
             let mut s = lock(&self.desk.store);
             s.saved.answering.insert(post.id.clone(), root.clone());
-            save(&s);
+            s.save_or_log();
             s.saved
                 .threads
                 .get(&root)
@@ -194,11 +188,11 @@ impl Dispatch {
             let mut s = lock(&self.desk.store);
             if s.saved.threads.get(&root) != Some(&session.to_string()) {
                 s.saved.threads.insert(root.clone(), session.to_string());
-                save(&s);
+                s.save_or_log();
             }
         });
         let mut s = lock(&self.desk.store);
         s.saved.answering.remove(&post.id);
-        save(&s);
+        s.save_or_log();
     }
 }

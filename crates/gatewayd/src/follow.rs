@@ -92,12 +92,7 @@ fn next(ws: &mut Socket) -> Result<Option<Value>, String> {
 }
 
 fn catch_up(desk: &Desk, posts: &Sender<Post>) -> Result<(), String> {
-    let cursor = desk
-        .store
-        .lock()
-        .map_err(|_| "state poisoned")?
-        .saved
-        .cursor;
+    let cursor = daemon::lock(&desk.store).saved.cursor;
     for post in desk
         .client
         .since(&desk.channel, cursor.saturating_sub(1))

@@ -11,15 +11,14 @@ mod desk;
 mod dispatch;
 mod follow;
 mod mm;
-pub mod render;
+mod render;
 mod reply;
 mod server;
 mod state;
 mod verdict;
 
-use std::fmt;
 use std::sync::{Arc, Mutex, mpsc};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use daemon::config::{Config, Gateway};
 use daemon::listen::Inherited;
@@ -40,25 +39,11 @@ pub struct Args {
     pub common: CommonArgs,
 }
 
-#[derive(Debug)]
-pub struct Error(pub String);
+pub use daemon::{Error, err};
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Error {}
-
-fn err(e: impl fmt::Display) -> Error {
-    Error(e.to_string())
-}
-
+/// Now, in Mattermost's unit (milliseconds since the epoch).
 pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    i64::try_from(proto::Timestamp::now().as_millis()).unwrap_or(i64::MAX)
 }
 
 /// The bot token: `token_file` when set (development), else the systemd credential.

@@ -51,6 +51,21 @@ pub fn visible(text: &str) -> String {
     out
 }
 
+/// The longest run of backticks in `text`: a fence must be longer.
+pub fn longest_run(text: &str) -> usize {
+    let (mut run, mut longest) = (0, 0);
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    longest
+}
+
+/// A link to one post of `server` (Mattermost finds its team).
+pub fn permalink(server: &str, post: &str) -> String {
+    format!("{}/_redirect/pl/{post}", server.trim_end_matches('/'))
+}
+
 /// `text` as inline code (hidden characters shown), fenced by more backticks than any run
 /// inside it.
 pub fn code(text: &str) -> String {
@@ -58,12 +73,7 @@ pub fn code(text: &str) -> String {
     if text.chars().count() > TOKEN_LIMIT {
         text = text.chars().take(TOKEN_LIMIT).collect::<String>() + "…";
     }
-    let (mut run, mut longest) = (0, 0);
-    for c in text.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    let fence = "`".repeat(longest + 1);
+    let fence = "`".repeat(longest_run(&text) + 1);
     let pad = if text.starts_with('`') || text.ends_with('`') {
         " "
     } else {

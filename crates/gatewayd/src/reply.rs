@@ -9,7 +9,7 @@ use proto::chat::{ChatEvent, ChatSend, TurnEnd};
 use proto::{Message, SessionId, ToolResponse};
 
 use crate::mm::Client;
-use crate::render::{POST_LIMIT, code, inert, split};
+use crate::render::{POST_LIMIT, code, inert, permalink, split};
 
 enum Part {
     Model(String),
@@ -101,8 +101,8 @@ fn event(stream: &mut Stream<'_>, ev: &ChatEvent) {
             ToolResponse::PendingApproval { approval, expires } => {
                 match wait_for_post(stream.turn, approval) {
                     Some(post) => format!(
-                        "> → waits for your approval until {expires}: [the request]({}/_redirect/pl/{post})",
-                        stream.turn.server.trim_end_matches('/')
+                        "> → waits for your approval until {expires}: [the request]({})",
+                        permalink(stream.turn.server, &post)
                     ),
                     None => format!(
                         "> → waits for the owner's approval {} until {expires}",

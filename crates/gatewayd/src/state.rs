@@ -162,6 +162,14 @@ impl Store {
         !self.is_handled(id) && create_at >= self.saved.cursor.saturating_sub(REORDER_MS)
     }
 
+    /// Saves, and logs a failure: the daemon serves on (what was not saved is at worst
+    /// done again after a restart, never lost).
+    pub fn save_or_log(&self) {
+        if let Err(e) = self.save() {
+            daemon::log::error(format_args!("saving gatewayd's state: {e}"));
+        }
+    }
+
     pub fn save(&self) -> std::io::Result<()> {
         let tmp = self.path.with_extension("tmp");
         let mut f = std::fs::File::create(&tmp)?;
