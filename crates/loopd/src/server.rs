@@ -69,32 +69,39 @@ fn request(looper: &Looper, conn: &mut Conn, env: Envelope, who: &str) -> bool {
 
 fn list(looper: &Looper) -> Result<SessionListing, crate::store::StoreError> {
     let mut sessions = Vec::new();
-    for id in looper.store().ids()? {
-        let Some(s) = looper.store().load(&id)? else {
+    let store = looper.store();
+    for id in store.ids()? {
+        // Only the current epoch is shown: only it is read.
+        let Some(epoch) = store.current_epoch(&id)? else {
             continue;
         };
-        let times: Vec<proto::Timestamp> = s.records.iter().map(record_time).collect();
+        let records = store.read_epoch(&id, epoch)?;
+        let times: Vec<proto::Timestamp> = records.iter().map(record_time).collect();
         let (Some(started), Some(last)) = (times.first(), times.last()) else {
             continue;
         };
+        let turns = records
+            .iter()
+            .filter(|r| matches!(r, LogRecord::User { .. }))
+            .count();
         sessions.push(SessionSummary {
             session: id,
-            epoch: s.epoch,
+            epoch,
             started: *started,
             last: *last,
-            turns: s.turns(),
+            turns: u32::try_from(turns).unwrap_or(u32::MAX),
         });
     }
     Ok(SessionListing { sessions })
 }
 
 fn records(looper: &Looper, show: &SessionShow) -> Result<SessionRecords, String> {
-    let session = looper
+    let current = looper
         .store()
-        .load(&show.session)
+        .current_epoch(&show.session)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("no session {}", show.session))?;
-    let epoch = show.epoch.unwrap_or(session.epoch);
+    let epoch = show.epoch.unwrap_or(current);
     let mut records = looper
         .store()
         .read_epoch(&show.session, epoch)

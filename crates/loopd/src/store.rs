@@ -2,7 +2,7 @@
 //! each line fsynced before the turn goes on (what the owner said is never lost).
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -27,15 +27,6 @@ impl Session {
             LogRecord::SessionStart { slot, .. } => Some(*slot),
             _ => None,
         })
-    }
-
-    pub fn turns(&self) -> u32 {
-        let n = self
-            .records
-            .iter()
-            .filter(|r| matches!(r, LogRecord::User { .. }))
-            .count();
-        u32::try_from(n).unwrap_or(u32::MAX)
     }
 }
 
@@ -160,10 +151,16 @@ impl Store {
         }))
     }
 
+    /// The session's newest epoch, `None` when the session does not exist. Only the
+    /// directory is read.
+    pub fn current_epoch(&self, id: &SessionId) -> Result<Option<Epoch>, StoreError> {
+        Ok(self.epochs(id)?.last().copied())
+    }
+
     /// Cuts a torn last line from the session's newest epoch. Call it only while holding the
     /// session's lock (no append can be under way then).
     pub fn repair(&self, id: &SessionId) -> Result<(), StoreError> {
-        if let Some(&epoch) = self.epochs(id)?.last() {
+        if let Some(epoch) = self.current_epoch(id)? {
             cut_torn_tail(&self.epoch_file(id, epoch))?;
         }
         Ok(())
@@ -223,14 +220,24 @@ impl Store {
 /// nothing went on from it (every record is fsynced before the turn continues): cut it, so
 /// the session loads and the next record starts on a line of its own.
 fn cut_torn_tail(path: &Path) -> Result<(), StoreError> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
+    // The last byte tells: a whole file is read only when its tail is torn.
+    let mut file = match File::open(path) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io(path)(e)),
     };
-    if bytes.is_empty() || bytes.ends_with(b"\n") {
+    let len = file.metadata().map_err(io(path))?.len();
+    if len == 0 {
         return Ok(());
     }
+    let mut last = [0u8; 1];
+    file.seek(SeekFrom::End(-1))
+        .and_then(|_| file.read_exact(&mut last))
+        .map_err(io(path))?;
+    if last[0] == b'\n' {
+        return Ok(());
+    }
+    let bytes = std::fs::read(path).map_err(io(path))?;
     let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let file = OpenOptions::new()
         .write(true)
