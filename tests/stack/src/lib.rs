@@ -5,6 +5,7 @@
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use daemon::conn::Conn;
@@ -51,6 +52,13 @@ pub fn have(tool: &str) -> bool {
     found
 }
 
+/// `{prefix}-{n}`, with an `n` no other call in this process gets: the names of homes, logs
+/// and notify sockets never collide, however fast they are made.
+fn unique(prefix: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("{prefix}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
 /// A temporary boxmaker home with a config, grants, and socket directories.
 #[derive(Debug)]
 pub struct Home {
@@ -60,11 +68,8 @@ pub struct Home {
 impl Home {
     /// `broker` is extra TOML for the `[broker]` table.
     pub fn new(name: &str, grants: &[(&str, &str)], broker: &str) -> Self {
-        let root = std::env::temp_dir().join(format!(
-            "bx-stack-{name}-{}-{}",
-            std::process::id(),
-            Instant::now().elapsed().as_nanos()
-        ));
+        let root =
+            std::env::temp_dir().join(unique(&format!("bx-stack-{name}-{}", std::process::id())));
         let _ = std::fs::remove_dir_all(&root);
         for d in [
             "home",
@@ -144,12 +149,13 @@ impl Home {
         Daemon::spawn(cmd, &self.root)
     }
 
-    /// Starts a test peer that prints `listening on HOST:PORT` first; returns it and the
-    /// address.
+    /// Starts a test peer that prints `listening on HOST:PORT` first, its stderr to `log`
+    /// under this home; returns it and the address.
     pub fn spawn_peer(&self, mut cmd: Command, log: &str) -> (Daemon, String) {
+        let stderr = self.root.join(log);
         let mut child = cmd
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).expect("peer stderr file"))
             .spawn()
             .expect("test peer");
         let mut line = String::new();
@@ -160,10 +166,7 @@ impl Home {
             .strip_prefix("listening on ")
             .expect("a `listening on` line")
             .to_owned();
-        let daemon = Daemon {
-            child,
-            stderr: self.root.join(log),
-        };
+        let daemon = Daemon { child, stderr };
         (daemon, addr)
     }
 
@@ -247,18 +250,16 @@ pub struct Daemon {
 impl Daemon {
     /// Spawns `cmd` with a NOTIFY_SOCKET bound here and waits until it says READY=1.
     pub fn spawn(mut cmd: Command, dir: &Path) -> Self {
-        let notify = dir.join(format!(
-            "notify-{}.sock",
-            Instant::now().elapsed().as_nanos()
-        ));
+        let program = Path::new(cmd.get_program())
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let notify = dir.join(format!("{}.sock", unique(&format!("notify-{program}"))));
         let _ = std::fs::remove_file(&notify);
         let sock = UnixDatagram::bind(&notify).expect("notify socket");
         sock.set_read_timeout(Some(Duration::from_secs(20)))
             .expect("timeout");
-        let stderr = dir.join(format!(
-            "stderr-{}.log",
-            Instant::now().elapsed().as_nanos()
-        ));
+        let stderr = dir.join(format!("{}.log", unique(&format!("stderr-{program}"))));
         let child = cmd
             .env("NOTIFY_SOCKET", &notify)
             .stdout(Stdio::null())
