@@ -26,16 +26,10 @@ impl Home {
         ));
         let gw = Gateway {
             addr,
-            daemons: vec![self.gatewayd(), fake],
+            daemons: vec![self.daemon("gatewayd"), fake],
         };
         gw.wait("the WebSocket connected", |s| s["live"].as_u64() >= Some(1));
         gw
-    }
-
-    fn gatewayd(&self) -> Daemon {
-        let mut cmd = Command::new(bin("gatewayd"));
-        cmd.arg("--config").arg(self.config());
-        Daemon::spawn(cmd, &self.root)
     }
 }
 
@@ -72,7 +66,7 @@ impl Gateway {
         self.daemons[0].kill();
         meanwhile(self);
         let before = self.state()["connections"].as_u64().unwrap_or(0);
-        self.daemons[0] = home.gatewayd();
+        self.daemons[0] = home.daemon("gatewayd");
         self.wait("the WebSocket connected again", |s| {
             s["connections"].as_u64() > Some(before)
         });

@@ -144,7 +144,12 @@ impl Home {
 
     /// Starts brokerd and waits for READY=1 on a test NOTIFY_SOCKET.
     pub fn start(&self) -> Daemon {
-        let mut cmd = Command::new(bin("brokerd"));
+        self.daemon("brokerd")
+    }
+
+    /// Starts the role daemon `name` with this home's config and waits for READY=1.
+    pub fn daemon(&self, name: &str) -> Daemon {
+        let mut cmd = Command::new(bin(name));
         cmd.arg("--config").arg(self.config());
         Daemon::spawn(cmd, &self.root)
     }
@@ -181,14 +186,9 @@ impl Home {
         self.append_config(&format!(
             "[infer]\nupstream = \"http://{addr}\"\n[loop]\n{loop_config}\n"
         ));
-        let role = |name: &str| {
-            let mut cmd = Command::new(bin(name));
-            cmd.arg("--config").arg(self.config());
-            Daemon::spawn(cmd, &self.root)
-        };
-        let inferproxy = role("inferproxy");
-        let brokerd = role("brokerd");
-        let loopd = role("loopd");
+        let inferproxy = self.daemon("inferproxy");
+        let brokerd = self.daemon("brokerd");
+        let loopd = self.daemon("loopd");
         Agent {
             addr,
             chat: self.chat_sock(),

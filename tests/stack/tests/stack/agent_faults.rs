@@ -40,9 +40,7 @@ fn loopd_killed_mid_turn_leaves_a_whole_log_and_call_numbers_never_repeat() {
     agent.daemons[0].kill();
     let session = waiting.join().expect("client");
     assert!(home.bxctl(&["deny", &approval]).status.success());
-    let mut cmd = std::process::Command::new(stack::bin("loopd"));
-    cmd.arg("--config").arg(home.config());
-    agent.daemons[0] = stack::Daemon::spawn(cmd, &home.root);
+    agent.daemons[0] = home.daemon("loopd");
 
     // The session goes on: the interrupted call has a result, the next call a new number.
     let t = agent.chat(Some(&session), "What is on my todo list?");
