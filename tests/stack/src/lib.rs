@@ -59,7 +59,8 @@ fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
-/// A temporary boxmaker home with a config, grants, and socket directories.
+/// A temporary boxmaker home with a config, an empty grants directory (`write_grant` fills
+/// it), and socket directories.
 #[derive(Debug)]
 pub struct Home {
     pub root: PathBuf,
@@ -67,7 +68,7 @@ pub struct Home {
 
 impl Home {
     /// `broker` is extra TOML for the `[broker]` table.
-    pub fn new(name: &str, grants: &[(&str, &str)], broker: &str) -> Self {
+    pub fn new(name: &str, broker: &str) -> Self {
         let root =
             std::env::temp_dir().join(unique(&format!("bx-stack-{name}-{}", std::process::id())));
         let _ = std::fs::remove_dir_all(&root);
@@ -81,9 +82,6 @@ impl Home {
             "run/broker-gateway",
         ] {
             std::fs::create_dir_all(root.join(d)).expect("mkdir");
-        }
-        for (id, text) in grants {
-            std::fs::write(root.join("grants").join(format!("{id}.toml")), text).expect("grant");
         }
         let uid = nix::unistd::getuid().as_raw();
         let config = format!(

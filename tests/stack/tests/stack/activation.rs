@@ -15,7 +15,7 @@ fn the_first_connection_starts_brokerd_with_the_named_sockets() {
     if !stack::have("systemd-socket-activate") {
         return;
     }
-    let home = Home::new("activation", &[], "");
+    let home = Home::new("activation", "");
     let notify_path = home.root.join("notify.sock");
     let notify = UnixDatagram::bind(&notify_path).expect("notify");
     notify

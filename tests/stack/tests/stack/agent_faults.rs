@@ -8,7 +8,7 @@ use crate::agent::{SCRIPT, records};
 
 #[test]
 fn loopd_killed_mid_turn_leaves_a_whole_log_and_call_numbers_never_repeat() {
-    let home = Home::new("loopkill", &[], "");
+    let home = Home::new("loopkill", "");
     let notes = home.files("notes", &[("todo.md", "- buy milk\n")]);
     home.write_grant(
         "notes-read",
@@ -62,7 +62,7 @@ fn loopd_killed_mid_turn_leaves_a_whole_log_and_call_numbers_never_repeat() {
 
 #[test]
 fn a_context_that_overflows_is_compacted_on_the_next_turn() {
-    let home = Home::new("overflow", &[], "");
+    let home = Home::new("overflow", "");
     let notes = home.files("notes", &[("big.md", &"all work and no play ".repeat(300))]);
     home.write_grant(
         "notes-read",

@@ -44,7 +44,7 @@ fn ask(home: &Home, call: u64, path: String) -> (String, std::thread::JoinHandle
 }
 
 fn setup(name: &str, broker: &str) -> (Home, std::path::PathBuf) {
-    let home = Home::new(name, &[], broker);
+    let home = Home::new(name, broker);
     let dir = home.files("inbox", &[("mail.txt", "hello")]);
     home.write_grant("inbox", &read_grant("ask", &dir, ""));
     (home, dir)
@@ -264,7 +264,7 @@ fn a_reload_never_changes_a_call_in_flight() {
 
 #[test]
 fn calls_of_one_session_are_decided_one_at_a_time() {
-    let home = Home::new("serial", &[], "");
+    let home = Home::new("serial", "");
     let secrets = home.files("secrets", &[("key.txt", "hunter2")]);
     let notes = home.files("notes", &[("n.md", "note")]);
     // Reading the key needs the owner and makes the session secret; the notes grant

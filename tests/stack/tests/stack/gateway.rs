@@ -53,7 +53,7 @@ fn gateway_state(home: &Home) -> Value {
 
 #[test]
 fn the_owner_chats_in_threads_and_strangers_are_ignored() {
-    let home = Home::new("gateway", &[], "");
+    let home = Home::new("gateway", "");
     let gw = home.start_gateway(&["owner"], "edit_interval = \"10ms\"");
     let _agent = home.start_agent(SCRIPT, "");
 
@@ -114,7 +114,7 @@ fn the_owner_chats_in_threads_and_strangers_are_ignored() {
 
 #[test]
 fn a_dropped_websocket_loses_and_doubles_nothing() {
-    let home = Home::new("gateway-drop", &[], "");
+    let home = Home::new("gateway-drop", "");
     let gw = home.start_gateway(&["owner"], "");
     let _agent = home.start_agent(SCRIPT, "");
 
@@ -151,7 +151,7 @@ fn a_dropped_websocket_loses_and_doubles_nothing() {
 
 #[test]
 fn a_long_answer_is_split_within_the_post_limit_and_errors_are_said_plainly() {
-    let home = Home::new("gateway-long", &[], "");
+    let home = Home::new("gateway-long", "");
     let gw = home.start_gateway(&["owner"], "");
     // No agent yet: the owner is told plainly.
     let early = gw.post("owner", "anyone there?", None)["id"]

@@ -49,7 +49,7 @@ fn setup(name: &str) -> (Home, Gateway, stack::Agent) {
 }
 
 fn setup_with(name: &str, broker: &str) -> (Home, Gateway, stack::Agent) {
-    let home = Home::new(name, &[], broker);
+    let home = Home::new(name, broker);
     let inbox = home.files("inbox", &[("mail.txt", "hello mail")]);
     home.write_grant("inbox", &read_grant("ask", &inbox, ""));
     let gw = home.start_gateway(
@@ -311,7 +311,7 @@ fn gateway_sock_posts_each_approval_once_and_refuses_other_kinds() {
     use proto::approval::ApprovalCard;
     use proto::{ErrorCode, Message};
 
-    let home = Home::new("gw-sock", &[], "");
+    let home = Home::new("gw-sock", "");
     let gw = home.start_gateway(&["owner"], "");
     let sock = home.root.join("run/broker-gateway/gateway.sock");
     let card: ApprovalCard = serde_json::from_str(
