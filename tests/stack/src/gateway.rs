@@ -1,7 +1,7 @@
 //! The Mattermost side of the stack: a fake Mattermost server and gatewayd.
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::{Daemon, Home, bin};
 
@@ -94,18 +94,11 @@ impl Gateway {
 
     /// Waits (up to 20 s) until `done` holds for the fake server's state.
     pub fn wait(&self, what: &str, done: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
-        let start = Instant::now();
-        loop {
-            let state = self.state();
-            if done(&state) {
-                return state;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "never: {what}: {state:#}\n{}",
-                self.daemons[0].log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let mut last = serde_json::Value::Null;
+        let found = crate::poll_until(Duration::from_secs(20), || {
+            last = self.state();
+            done(&last).then(|| last.clone())
+        });
+        found.unwrap_or_else(|| panic!("never: {what}: {last:#}\n{}", self.daemons[0].log()))
     }
 }

@@ -6,13 +6,15 @@ use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use daemon::conn::Conn;
 
 mod gateway;
+mod wait;
 pub use gateway::{Gateway, http};
-use proto::{Envelope, Message, SessionId, ToolRequest};
+use proto::{AuditEvent, AuditLine, Envelope, Message, SessionId, ToolRequest};
+pub use wait::{Ready, poll_until, wait_until};
 
 /// A built binary of this workspace. `cargo test --workspace` builds them next to the test
 /// executables' `deps/` directory.
@@ -194,6 +196,20 @@ impl Home {
         }
     }
 
+    /// Sends brokerd SIGHUP and waits (up to 10 s) until the audit log holds `loaded`
+    /// grants-loaded events (the start's included).
+    pub fn reload(&self, brokerd: &Daemon, loaded: usize) {
+        brokerd.hup();
+        let count = || {
+            self.audit_lines()
+                .iter()
+                .filter(|l| matches!(l, AuditLine::Event(AuditEvent::GrantsLoaded { .. })))
+                .count()
+        };
+        let reloaded = poll_until(Duration::from_secs(10), || count() >= loaded);
+        assert!(reloaded.is_some(), "no reload: {}", brokerd.log());
+    }
+
     /// Runs bxctl with this home's config.
     pub fn bxctl(&self, args: &[&str]) -> Output {
         Command::new(bin("bxctl"))
@@ -213,7 +229,7 @@ impl Home {
     }
 
     /// Every audit line, parsed.
-    pub fn audit_lines(&self) -> Vec<proto::AuditLine> {
+    pub fn audit_lines(&self) -> Vec<AuditLine> {
         let mut files: Vec<PathBuf> = std::fs::read_dir(self.audit_dir())
             .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
             .unwrap_or_default();
@@ -225,7 +241,7 @@ impl Home {
                 std::fs::read_to_string(f)
                     .expect("audit file")
                     .lines()
-                    .filter_map(|l| proto::AuditLine::from_slice(l.as_bytes()).ok())
+                    .filter_map(|l| AuditLine::from_slice(l.as_bytes()).ok())
                     .collect::<Vec<_>>()
             })
             .collect()
@@ -287,6 +303,12 @@ impl Daemon {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
+    /// Sends SIGHUP (brokerd: load the grants again).
+    pub fn hup(&self) {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).expect("pid"));
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).expect("hup");
+    }
+
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -346,8 +368,7 @@ pub fn read_grant(mode: &str, dir: &Path, extra: &str) -> String {
 /// Waits (up to 10 s) until bxctl lists a pending approval for the stack configured by
 /// `config`, and returns its id.
 pub fn wait_for_approval(config: &Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    wait_until("a pending approval", Duration::from_secs(10), || {
         let out = Command::new(bin("bxctl"))
             .arg("--config")
             .arg(config)
@@ -355,12 +376,10 @@ pub fn wait_for_approval(config: &Path) -> String {
             .output()
             .expect("bxctl");
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        if let Some(id) = text.lines().find_map(|l| l.strip_prefix("approval ")) {
-            return id.trim().to_owned();
-        }
-        assert!(Instant::now() < deadline, "no approval appeared");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        text.lines()
+            .find_map(|l| l.strip_prefix("approval "))
+            .map(|id| id.trim().to_owned())
+    })
 }
 
 /// The whole stack: fake llama-server, inferproxy, brokerd and loopd.

@@ -36,13 +36,9 @@ fn the_first_connection_starts_brokerd_with_the_named_sockets() {
         .stderr(std::fs::File::create(&stderr).expect("log"))
         .spawn()
         .expect("systemd-socket-activate");
-    // Wait for the sockets to exist; nothing may announce readiness before a connection.
-    for _ in 0..100 {
-        if home.admin_sock().exists() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // Wait (up to 2 s) for the sockets to exist; nothing may announce readiness before a
+    // connection.
+    let _ = stack::poll_until(Duration::from_secs(2), || home.admin_sock().exists());
     let mut buf = [0u8; 4096];
     assert!(
         notify.recv(&mut buf).is_err(),

@@ -283,30 +283,14 @@ fn sighup_loads_a_new_snapshot_for_later_calls_and_audits_it() {
         }
     ));
     home.write_grant("notes", &read_grant("auto", &notes, ""));
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(d.child.id()).expect("pid"));
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).expect("hup");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while home
-        .audit_lines()
-        .iter()
-        .filter(|l| matches!(l, AuditLine::Event(AuditEvent::GrantsLoaded { .. })))
-        .count()
-        < 2
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no reload: {}",
-            d.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    home.reload(&d, 2);
     assert!(matches!(
         response(&tool(&home.loop_sock(), "s-1", 2, "read_file", &path)),
         ToolResponse::Result { .. }
     ));
     // A bad grant file is refused and the old snapshot stays.
     home.write_grant("bad", "tool = \"read_file\"\nmode = \"sometimes\"\n");
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).expect("hup");
+    d.hup();
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(d.log().contains("bad.toml:2:"), "{}", d.log());
     assert!(matches!(

@@ -270,14 +270,11 @@ fn a_reaction_made_while_gatewayd_is_down_is_heard_after_it_restarts_and_the_cut
     // gatewayd records the post right after Mattermost made it; killed before that, it
     // would post the card anew (and the reaction below would be on a forgotten post).
     let state = home.root.join("home/gateway/state.json");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !std::fs::read_to_string(&state).is_ok_and(|t| t.contains(&a)) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the card never recorded"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    stack::wait_until(
+        "the card recorded",
+        std::time::Duration::from_secs(10),
+        || std::fs::read_to_string(&state).is_ok_and(|t| t.contains(&a)),
+    );
     gw.restart(&home, |gw| {
         gw.react("owner", &a, "+1");
     });
