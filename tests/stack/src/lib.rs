@@ -281,19 +281,12 @@ impl Daemon {
             .spawn()
             .expect("spawn daemon");
         let mut daemon = Self { child, stderr };
-        let mut buf = [0u8; 4096];
-        loop {
-            let n = match sock.recv(&mut buf) {
-                Ok(n) => n,
-                Err(e) => panic!("no READY=1 ({e}); stderr: {}", daemon.log()),
-            };
-            let msg = String::from_utf8_lossy(&buf[..n]);
-            if msg.lines().any(|l| l == "READY=1") {
-                break;
-            }
-            if let Ok(Some(status)) = daemon.child.try_wait() {
-                panic!("daemon exited with {status}: {}", daemon.log());
-            }
+        let ready = await_ready(&sock, || {
+            let status = daemon.child.try_wait().ok().flatten()?;
+            Some(format!("daemon exited with {status}"))
+        });
+        if let Err(why) = ready {
+            panic!("{why}: {}", daemon.log());
         }
         let _ = std::fs::remove_file(&notify);
         daemon
@@ -318,6 +311,29 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// Reads sd_notify datagrams from `sock` until one says READY=1. Fails when a read does (the
+/// socket's read timeout), or when `gone`, asked after every other datagram, says why.
+pub fn await_ready(
+    sock: &UnixDatagram,
+    mut gone: impl FnMut() -> Option<String>,
+) -> Result<(), String> {
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = sock
+            .recv(&mut buf)
+            .map_err(|e| format!("no READY=1 ({e}); stderr"))?;
+        if String::from_utf8_lossy(&buf[..n])
+            .lines()
+            .any(|l| l == "READY=1")
+        {
+            return Ok(());
+        }
+        if let Some(why) = gone() {
+            return Err(why);
+        }
     }
 }
 

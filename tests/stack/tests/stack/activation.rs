@@ -58,16 +58,7 @@ fn the_first_connection_starts_brokerd_with_the_named_sockets() {
     notify
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
-    let mut ready = false;
-    while let Ok(n) = notify.recv(&mut buf) {
-        if String::from_utf8_lossy(&buf[..n])
-            .lines()
-            .any(|l| l == "READY=1")
-        {
-            ready = true;
-            break;
-        }
-    }
+    let ready = stack::await_ready(&notify, || None).is_ok();
     assert!(ready, "no READY=1");
     // The loopd side arrived as the socket named "loop".
     let mut looped = Conn::connect(&home.loop_sock()).expect("connect loop");
