@@ -12,7 +12,7 @@ use daemon::conn::Conn;
 
 mod gateway;
 mod wait;
-pub use gateway::{Gateway, http};
+pub use gateway::{BOT, Gateway, http, post_id, posts, replies, replies_with};
 use proto::{AuditEvent, AuditLine, Envelope, Message, SessionId, ToolRequest};
 pub use wait::{Ready, poll_until, wait_until};
 
