@@ -175,6 +175,12 @@ let
     # the unmapped SupplementaryGroups could not be set.
   };
 
+  # The IP loosening: the host's network namespace with IP sockets. Who takes it says why.
+  ipNetwork = {
+    PrivateNetwork = false;
+    RestrictAddressFamilies = "AF_UNIX AF_INET AF_INET6";
+  };
+
   # A test peer (fake llama-server, fake Mattermost): hardened like a role, but listening on
   # loopback TCP as the real server would (the loosening).
   testPeer =
@@ -186,21 +192,20 @@ let
     }:
     {
       unit = { Description = description; } // unit;
-      service = hardening // {
+      service = hardening // ipNetwork // {
         Type = "simple";
         ExecStart = "${package}/bin/${exec}";
         User = user;
         Group = user;
         Restart = "on-failure";
-        PrivateNetwork = false;
-        RestrictAddressFamilies = "AF_UNIX AF_INET AF_INET6";
         IPAddressAllow = "localhost";
         SocketBindDeny = "";
       };
       install.WantedBy = [ "multi-user.target" ];
     };
 
-  # The common shape of a role's service: socket-activated, ready when it says so.
+  # The common shape of a role's service: socket-activated, ready when it says so. `unit`
+  # adds to the [Unit] section; its After= comes after the role's own sockets.
   role =
     {
       name,
@@ -214,8 +219,9 @@ let
         Description = description;
         # Every socket the role takes by name must be there when it starts.
         Requires = map (n: "${n}.socket") sockets;
-        After = map (n: "${n}.socket") sockets;
-      } // unit;
+      } // unit // {
+        After = map (n: "${n}.socket") sockets ++ (unit.After or [ ]);
+      };
       service =
         hardening
         // {
@@ -300,7 +306,7 @@ in
       unit = onGateway {
         # It asks gatewayd on first use; gatewayd's socket is there from boot.
         Wants = [ "boxmaker-gatewayd.socket" ];
-        After = [ "boxmaker-brokerd-loop.socket" "boxmaker-brokerd-admin.socket" "boxmaker-gatewayd.socket" ];
+        After = [ "boxmaker-gatewayd.socket" ];
       };
     };
 
@@ -311,7 +317,7 @@ in
       unit = {
         # It talks to both on first use; both are socket-activated.
         Wants = [ "boxmaker-brokerd-loop.socket" "boxmaker-inferproxy.socket" ];
-        After = [ "boxmaker-loopd.socket" "boxmaker-brokerd-loop.socket" "boxmaker-inferproxy.socket" ];
+        After = [ "boxmaker-brokerd-loop.socket" "boxmaker-inferproxy.socket" ];
       };
       extra = {
         # No loosening: its two peers are in pair directories it enters by group.
@@ -329,11 +335,9 @@ in
       name = "inferproxy";
       description = "boxmaker llama-server proxy (inferproxy)";
       sockets = [ "boxmaker-inferproxy" ];
-      extra = {
-        # Loosening: llama-server listens on host loopback TCP, so the host's network
-        # namespace with IP sockets, and the kernel's filter admits loopback only.
-        PrivateNetwork = false;
-        RestrictAddressFamilies = "AF_UNIX AF_INET AF_INET6";
+      # Loosening: llama-server listens on host loopback TCP, so the host's network
+      # namespace with IP sockets, and the kernel's filter admits loopback only.
+      extra = ipNetwork // {
         IPAddressAllow = "localhost";
         # Its only writable place; it keeps nothing.
         RuntimeDirectory = "${runName}/inferproxy";
@@ -351,23 +355,23 @@ in
         # It follows Mattermost from boot (no connection starts it) and chats through
         # loopd's socket-activated loop.sock.
         Wants = [ "network-online.target" "boxmaker-loopd.socket" ];
-        After = [ "boxmaker-gatewayd.socket" "network-online.target" "boxmaker-loopd.socket" ];
+        After = [ "network-online.target" "boxmaker-loopd.socket" ];
       };
-      extra = {
-        # No loosening: loopd's chat pair directory, entered by the owner's chat group.
-        SupplementaryGroups = [ chatGroup ];
-        # Its threads, the posts it handled and its approval posts.
-        StateDirectory = "${stateDir}/gateway";
-        StateDirectoryMode = "0700";
-        # The bot's token, from a file outside the store (BRIEF decision 3).
-        LoadCredential = [ "mattermost-token:${gateway.tokenFile}" ];
-        # Loosening: Mattermost over HTTPS and WebSocket, so the host's network namespace
-        # with IP sockets; names resolve through the host's resolver. With
-        # allowedAddresses the kernel's filter admits the Mattermost host alone.
-        PrivateNetwork = false;
-        RestrictAddressFamilies = "AF_UNIX AF_INET AF_INET6";
-        TimeoutStopSec = "20s";
-      }
+      # Loosening: Mattermost over HTTPS and WebSocket, so the host's network namespace with
+      # IP sockets; names resolve through the host's resolver. With allowedAddresses the
+      # kernel's filter admits the Mattermost host alone.
+      extra =
+        ipNetwork
+        // {
+          # No loosening: loopd's chat pair directory, entered by the owner's chat group.
+          SupplementaryGroups = [ chatGroup ];
+          # Its threads, the posts it handled and its approval posts.
+          StateDirectory = "${stateDir}/gateway";
+          StateDirectoryMode = "0700";
+          # The bot's token, from a file outside the store (BRIEF decision 3).
+          LoadCredential = [ "mattermost-token:${gateway.tokenFile}" ];
+          TimeoutStopSec = "20s";
+        }
       // (
         if (gateway.allowedAddresses or [ ]) == [ ] then
           { IPAddressDeny = ""; }

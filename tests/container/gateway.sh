@@ -51,7 +51,7 @@ expect "gatewayd's state directory is its own, mode 700" \
 refuse "gatewayd does not see brokerd's audit log in its mount namespace" \
     "nsenter -t \$(main_pid gatewayd) -m test -e /var/lib/private/boxmaker/audit"
 refuse "gatewayd's user cannot reach the system bus" \
-    "nsenter -t \$(main_pid gatewayd) -m -S \$(role_uid gatewayd) -G \$(role_gid gatewayd) python3 -c \"\$PROBE\" unix:/run/dbus/system_bus_socket"
+    "\$(in_role gatewayd) python3 -c \"\$PROBE\" unix:/run/dbus/system_bus_socket"
 refuse "gatewayd's user cannot reach brokerd (not in boxmaker-loop-broker)" \
     "\$(as_role gatewayd) python3 -c \"\$PROBE\" unix:/run/boxmaker/loop-broker/broker.sock"
 expect "gatewayd's unit admits loopback only (IPAddressAllow= from allowedAddresses; IPAddressDeny=any)" \

@@ -8,7 +8,7 @@ set -uo pipefail
 
 # shellcheck source=tests/container/lib.sh
 source /opt/boxmaker-test/lib.sh
-export -f owner active main_pid role_uid role_gid as_role journal
+export -f owner active main_pid role_uid role_gid as_role in_role journal
 # shellcheck disable=SC2090 # PROBE is python source, read by python3, never split by a shell
 export PROBE
 started=$(date +%s.%N)

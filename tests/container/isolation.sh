@@ -31,25 +31,25 @@ refuse "brokerd's user cannot read loopd's memory" \
     "\$(as_role brokerd) ls /var/lib/private/boxmaker/memory"
 # Inside a role's own mount namespace the other roles' directories are not even there.
 expect "control: in loopd's namespace, as loopd, its sessions are readable" \
-    "nsenter -t \$(main_pid loopd) -m -S \$(role_uid loopd) -G \$(role_gid loopd) ls /var/lib/private/boxmaker/sessions"
+    "\$(in_role loopd) ls /var/lib/private/boxmaker/sessions"
 refuse "in loopd's namespace, as loopd, the audit directory is absent" \
-    "nsenter -t \$(main_pid loopd) -m -S \$(role_uid loopd) -G \$(role_gid loopd) ls /var/lib/private/boxmaker/audit"
+    "\$(in_role loopd) ls /var/lib/private/boxmaker/audit"
 refuse "in brokerd's namespace, as brokerd, loopd's sessions are absent" \
-    "nsenter -t \$(main_pid brokerd) -m -S \$(role_uid brokerd) -G \$(role_gid brokerd) ls /var/lib/private/boxmaker/sessions"
+    "\$(in_role brokerd) ls /var/lib/private/boxmaker/sessions"
 refuse "in inferproxy's namespace, as inferproxy, the audit directory is absent" \
-    "nsenter -t \$(main_pid inferproxy) -m -S \$(role_uid inferproxy) -G \$(role_gid inferproxy) ls /var/lib/private/boxmaker/audit"
+    "\$(in_role inferproxy) ls /var/lib/private/boxmaker/audit"
 
 # Only brokerd sees the system bus.
 bus=unix:/run/dbus/system_bus_socket
 expect "control: any user (nobody) can connect to the bus socket from the host side" \
     "setpriv --reuid=65534 --regid=65534 --clear-groups python3 -c \"\$PROBE\" $bus"
 expect "control: brokerd, in its namespace, can connect to the bus (it starts tool units)" \
-    "nsenter -t \$(main_pid brokerd) -m -S \$(role_uid brokerd) -G \$(role_gid brokerd) python3 -c \"\$PROBE\" $bus"
+    "\$(in_role brokerd) python3 -c \"\$PROBE\" $bus"
 for role in loopd inferproxy; do
     refuse "$role, in its namespace, cannot reach the system bus" \
-        "nsenter -t \$(main_pid $role) -m -S \$(role_uid $role) -G \$(role_gid $role) python3 -c \"\$PROBE\" $bus"
+        "\$(in_role $role) python3 -c \"\$PROBE\" $bus"
     refuse "$role, in its namespace, cannot reach systemd's private socket" \
-        "nsenter -t \$(main_pid $role) -m -S \$(role_uid $role) -G \$(role_gid $role) python3 -c \"\$PROBE\" unix:/run/systemd/private"
+        "\$(in_role $role) python3 -c \"\$PROBE\" unix:/run/systemd/private"
 done
 
 # A tool unit: the unit brokerd would start for notes-read (brokerd --print-tool-unit), with

@@ -84,6 +84,9 @@ role_uid() { id -u "boxmaker-$1"; }
 role_gid() { id -g "boxmaker-$1"; }
 # as_role ROLE: a command prefix that runs as that role's user, without its groups.
 as_role() { echo "setpriv --reuid=$(role_uid "$1") --regid=$(role_gid "$1") --clear-groups"; }
+# in_role ROLE: a command prefix that runs in that role's mount namespace, as its user and
+# group (what the role itself sees).
+in_role() { echo "nsenter -t $(main_pid "$1") -m -S $(role_uid "$1") -G $(role_gid "$1")"; }
 
 # connect TARGET: python3 probe; TARGET is unix:PATH or tcp:HOST:PORT. Exit 0 if it connects.
 # shellcheck disable=SC2034 # used by inside.sh and isolation.sh

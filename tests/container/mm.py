@@ -12,7 +12,6 @@
                                                    (root_id "") containing TEXT, made after
                                                    post AFTER_ID if given; exit 1 if none
   mm.py message POST_ID                            prints a post's current text
-  mm.py edits POST_ID                              prints how often a post was edited
 """
 
 import json
@@ -71,8 +70,6 @@ def main(argv):
         print(roots[-1]["id"])
     elif cmd == "message":
         print(next(p["message"] for p in state()["posts"] if p["id"] == args[0]))
-    elif cmd == "edits":
-        print(state()["edits"].get(args[0], 0))
     else:
         sys.exit(__doc__)
     return 0

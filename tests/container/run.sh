@@ -79,27 +79,13 @@ cleanup() {
 trap cleanup EXIT
 units=$work/units
 mkdir -p "$units" "$work/etc-boxmaker/grants" "$work/sockets.target.wants"
-(
-    cd "$repo"
-    nix-instantiate --eval --strict --json nix/render-units.nix \
-        --arg package '"/opt/boxmaker"' \
-        --arg fakeLlama '{ script = "/etc/boxmaker/fake-llama.toml"; listen = "127.0.0.1:8080"; }' \
-        --arg gateway '{ server = "http://127.0.0.1:8065"; owners = [ "owneruserid000000000000000" ];
-            channel = "channelid00000000000000000"; tokenFile = "/etc/boxmaker/secrets/mattermost-token";
-            allowedAddresses = [ "localhost" ]; }' \
-        --arg fakeMattermost '{ listen = "127.0.0.1:8065"; }'
-) >"$work/rendered.json"
-python3 - "$work/rendered.json" "$units" <<'PY'
-import json, os, sys
-with open(sys.argv[1]) as f:
-    files = json.load(f)
-for name, text in files.items():
-    if "/" in name or name.startswith("."):
-        sys.exit(f"render-units: bad file name {name!r}")
-    with open(os.path.join(sys.argv[2], name), "w") as f:
-        f.write(text)
-    print("rendered", name)
-PY
+"$repo/tests/units/render.sh" "$units" \
+    --arg package '"/opt/boxmaker"' \
+    --arg fakeLlama '{ script = "/etc/boxmaker/fake-llama.toml"; listen = "127.0.0.1:8080"; }' \
+    --arg gateway '{ server = "http://127.0.0.1:8065"; owners = [ "owneruserid000000000000000" ];
+        channel = "channelid00000000000000000"; tokenFile = "/etc/boxmaker/secrets/mattermost-token";
+        allowedAddresses = [ "localhost" ]; }' \
+    --arg fakeMattermost '{ listen = "127.0.0.1:8065"; }'
 # /etc/boxmaker: the rendered config, the test grants, and the VM tests' fake model script.
 cp "$units/config.toml" "$work/etc-boxmaker/config.toml"
 cp "$here"/grants/*.toml "$work/etc-boxmaker/grants/"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/units/check.sh: the `units` gate step. Renders the builtins-only unit core
-# (nix/render-units.nix) with Debian's nix-instantiate, checks that every expected file is
-# there, and scores each role's service with `systemd-analyze security --offline`:
+# (nix/render-units.nix, through tests/units/render.sh) with Debian's nix-instantiate,
+# checks that every expected file is there, and scores each role's service with
+# `systemd-analyze security --offline`:
 #   roles without outbound network (brokerd, loopd)   at most 1.0
 #   roles with outbound network (inferproxy)          at most 2.0
 #   gatewayd (Mattermost over the network)            at most 1.4 (measured 1.3 without
@@ -46,26 +47,14 @@ status=0
 # address allow list: the default, and the loosest) are passed so that their parts render too.
 render() {
     local dir=$1 package=$2
-    mkdir -p "$dir"
-    nix-instantiate --eval --strict --json nix/render-units.nix \
+    tests/units/render.sh "$dir" \
         --arg package "\"$package\"" \
         --arg fakeLlama '{ script = "/etc/boxmaker/fake-llama.toml"; }' \
         --arg secrets '{ consult-key = "/etc/boxmaker/secrets/consult-key"; }' \
         --arg gateway '{ server = "https://chat.example.com"; owners = [ "owneruserid000000000000000" ];
             channel = "channelid00000000000000000"; tokenFile = "/etc/boxmaker/secrets/mattermost-token"; }' \
         --arg fakeMattermost '{ }' \
-        >"$dir/rendered.json"
-    python3 - "$dir" <<'PY'
-import json, os, sys
-out = sys.argv[1]
-with open(os.path.join(out, "rendered.json")) as f:
-    files = json.load(f)
-for name, text in files.items():
-    if "/" in name or name.startswith("."):
-        sys.exit(f"render-units: bad file name {name!r}")
-    with open(os.path.join(out, name), "w") as f:
-        f.write(text)
-PY
+        >/dev/null
     local name
     for name in "${expected[@]}"; do
         if [[ ! -s $dir/$name ]]; then

@@ -39,7 +39,7 @@ fn floor(home: &Home) -> Duration {
 }
 
 fn main() {
-    let home = Home::new("bench", &[], "");
+    let home = Home::new("bench", "");
     let notes = home.files("notes", &[("n.md", "")]);
     home.write_grant("notes", &read_grant("auto", &notes, ""));
     let noop = home.root.join("noop-tool");

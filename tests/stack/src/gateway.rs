@@ -1,9 +1,15 @@
 //! The Mattermost side of the stack: a fake Mattermost server and gatewayd.
 
+use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use serde_json::Value;
 
 use crate::{Daemon, Home, bin};
+
+/// The bot's Mattermost user id (fake-mattermost's token owner).
+pub const BOT: &str = "botuserid00000000000000000";
 
 /// A fake Mattermost server and gatewayd on this home's stack (start the agent first).
 #[derive(Debug)]
@@ -26,21 +32,59 @@ impl Home {
         ));
         let gw = Gateway {
             addr,
-            daemons: vec![self.gatewayd(), fake],
+            daemons: vec![self.daemon("gatewayd"), fake],
         };
         gw.wait("the WebSocket connected", |s| s["live"].as_u64() >= Some(1));
         gw
     }
 
-    fn gatewayd(&self) -> Daemon {
-        let mut cmd = Command::new(bin("gatewayd"));
-        cmd.arg("--config").arg(self.config());
-        Daemon::spawn(cmd, &self.root)
+    /// gatewayd's state file (threads, handled posts, approval posts).
+    pub fn gateway_state_file(&self) -> PathBuf {
+        self.root.join("home/gateway/state.json")
+    }
+
+    /// gatewayd's state file, parsed.
+    pub fn gateway_state(&self) -> Value {
+        let text = std::fs::read_to_string(self.gateway_state_file()).expect("state");
+        serde_json::from_str(&text).expect("state json")
+    }
+
+    /// How many sessions loopd keeps (one per conversation).
+    pub fn sessions(&self) -> usize {
+        std::fs::read_dir(self.root.join("home/sessions"))
+            .expect("sessions")
+            .count()
     }
 }
 
+/// Every post in the fake server's `state`.
+pub fn posts(state: &Value) -> Vec<Value> {
+    state["posts"].as_array().expect("posts").clone()
+}
+
+/// A post's id.
+pub fn post_id(post: &Value) -> String {
+    post["id"].as_str().expect("post id").to_owned()
+}
+
+/// The bot's posts in the thread of `root`.
+pub fn replies(state: &Value, root: &str) -> Vec<Value> {
+    posts(state)
+        .into_iter()
+        .filter(|p| p["user_id"] == BOT && p["root_id"] == root)
+        .collect()
+}
+
+/// The bot's posts in the thread of `root` whose message contains `text`.
+pub fn replies_with(state: &Value, root: &str, text: &str) -> Vec<Value> {
+    replies(state, root)
+        .into_iter()
+        .filter(|p| p["message"].as_str().is_some_and(|m| m.contains(text)))
+        .collect()
+}
+
 /// One HTTP/1.1 request with a JSON body to `addr`; the JSON answer.
-pub fn http(addr: &str, method: &str, path: &str, body: &serde_json::Value) -> serde_json::Value {
+pub fn http(addr: &str, method: &str, path: &str, body: &Value) -> Value {
     let mut s = std::net::TcpStream::connect(addr).expect("connect");
     let body = body.to_string();
     let req = format!(
@@ -72,46 +116,60 @@ impl Gateway {
         self.daemons[0].kill();
         meanwhile(self);
         let before = self.state()["connections"].as_u64().unwrap_or(0);
-        self.daemons[0] = home.gatewayd();
+        self.daemons[0] = home.daemon("gatewayd");
         self.wait("the WebSocket connected again", |s| {
             s["connections"].as_u64() > Some(before)
         });
     }
 
     /// `POST /fake/react`: `user` reacts to `post` with `emoji`.
-    pub fn react(&self, user: &str, post: &str, emoji: &str) -> serde_json::Value {
+    pub fn react(&self, user: &str, post: &str, emoji: &str) -> Value {
         let body = serde_json::json!({"user_id": user, "post_id": post, "emoji_name": emoji});
         http(&self.addr, "POST", "/fake/react", &body)
     }
 
-    /// `POST /fake/inject`: `user` posts `message` (in `root`'s thread when given).
-    pub fn post(&self, user: &str, message: &str, root: Option<&str>) -> serde_json::Value {
+    /// `POST /fake/inject`: `user` posts `message` (in `root`'s thread when given); the new
+    /// post's id.
+    pub fn post(&self, user: &str, message: &str, root: Option<&str>) -> String {
         let mut body = serde_json::json!({"user_id": user, "username": user, "message": message});
         if let Some(r) = root {
             body["root_id"] = r.into();
         }
-        http(&self.addr, "POST", "/fake/inject", &body)
+        post_id(&http(&self.addr, "POST", "/fake/inject", &body))
     }
 
     /// `GET /fake/state`: posts, edits, typing calls, connections.
-    pub fn state(&self) -> serde_json::Value {
-        http(&self.addr, "GET", "/fake/state", &serde_json::Value::Null)
+    pub fn state(&self) -> Value {
+        http(&self.addr, "GET", "/fake/state", &Value::Null)
     }
 
     /// Waits (up to 20 s) until `done` holds for the fake server's state.
-    pub fn wait(&self, what: &str, done: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
-        let start = Instant::now();
-        loop {
-            let state = self.state();
-            if done(&state) {
-                return state;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "never: {what}: {state:#}\n{}",
-                self.daemons[0].log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+    pub fn wait(&self, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let mut last = Value::Null;
+        let found = crate::poll_until(Duration::from_secs(20), || {
+            last = self.state();
+            done(&last).then(|| last.clone())
+        });
+        found.unwrap_or_else(|| panic!("never: {what}: {last:#}\n{}", self.daemons[0].log()))
+    }
+
+    /// Waits until a bot reply in the thread of `root` contains `text`; the first such reply.
+    pub fn wait_reply(&self, root: &str, text: &str) -> Value {
+        let state = self.wait(&format!("{text:?} in the thread of {root}"), |s| {
+            !replies_with(s, root, text).is_empty()
+        });
+        replies_with(&state, root, text).remove(0)
+    }
+
+    /// Waits until the message of post `id` satisfies `done` (an approval post edited to
+    /// show its outcome); that post.
+    pub fn wait_post(&self, what: &str, id: &str, done: impl Fn(&str) -> bool) -> Value {
+        let find = |s: &Value| {
+            posts(s)
+                .into_iter()
+                .find(|p| p["id"] == id && p["message"].as_str().is_some_and(&done))
+        };
+        let state = self.wait(what, |s| find(s).is_some());
+        find(&state).expect("post")
     }
 }

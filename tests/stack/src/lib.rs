@@ -5,13 +5,16 @@
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use daemon::conn::Conn;
 
 mod gateway;
-pub use gateway::{Gateway, http};
-use proto::{Envelope, Message, SessionId, ToolRequest};
+mod wait;
+pub use gateway::{BOT, Gateway, http, post_id, posts, replies, replies_with};
+use proto::{AuditEvent, AuditLine, Envelope, Message, SessionId, ToolRequest};
+pub use wait::{Ready, poll_until, wait_until};
 
 /// A built binary of this workspace. `cargo test --workspace` builds them next to the test
 /// executables' `deps/` directory.
@@ -51,7 +54,15 @@ pub fn have(tool: &str) -> bool {
     found
 }
 
-/// A temporary boxmaker home with a config, grants, and socket directories.
+/// `{prefix}-{n}`, with an `n` no other call in this process gets: the names of homes, logs
+/// and notify sockets never collide, however fast they are made.
+fn unique(prefix: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("{prefix}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A temporary boxmaker home with a config, an empty grants directory (`write_grant` fills
+/// it), and socket directories.
 #[derive(Debug)]
 pub struct Home {
     pub root: PathBuf,
@@ -59,12 +70,9 @@ pub struct Home {
 
 impl Home {
     /// `broker` is extra TOML for the `[broker]` table.
-    pub fn new(name: &str, grants: &[(&str, &str)], broker: &str) -> Self {
-        let root = std::env::temp_dir().join(format!(
-            "bx-stack-{name}-{}-{}",
-            std::process::id(),
-            Instant::now().elapsed().as_nanos()
-        ));
+    pub fn new(name: &str, broker: &str) -> Self {
+        let root =
+            std::env::temp_dir().join(unique(&format!("bx-stack-{name}-{}", std::process::id())));
         let _ = std::fs::remove_dir_all(&root);
         for d in [
             "home",
@@ -76,9 +84,6 @@ impl Home {
             "run/broker-gateway",
         ] {
             std::fs::create_dir_all(root.join(d)).expect("mkdir");
-        }
-        for (id, text) in grants {
-            std::fs::write(root.join("grants").join(format!("{id}.toml")), text).expect("grant");
         }
         let uid = nix::unistd::getuid().as_raw();
         let config = format!(
@@ -139,17 +144,23 @@ impl Home {
 
     /// Starts brokerd and waits for READY=1 on a test NOTIFY_SOCKET.
     pub fn start(&self) -> Daemon {
-        let mut cmd = Command::new(bin("brokerd"));
+        self.daemon("brokerd")
+    }
+
+    /// Starts the role daemon `name` with this home's config and waits for READY=1.
+    pub fn daemon(&self, name: &str) -> Daemon {
+        let mut cmd = Command::new(bin(name));
         cmd.arg("--config").arg(self.config());
         Daemon::spawn(cmd, &self.root)
     }
 
-    /// Starts a test peer that prints `listening on HOST:PORT` first; returns it and the
-    /// address.
+    /// Starts a test peer that prints `listening on HOST:PORT` first, its stderr to `log`
+    /// under this home; returns it and the address.
     pub fn spawn_peer(&self, mut cmd: Command, log: &str) -> (Daemon, String) {
+        let stderr = self.root.join(log);
         let mut child = cmd
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).expect("peer stderr file"))
             .spawn()
             .expect("test peer");
         let mut line = String::new();
@@ -160,10 +171,7 @@ impl Home {
             .strip_prefix("listening on ")
             .expect("a `listening on` line")
             .to_owned();
-        let daemon = Daemon {
-            child,
-            stderr: self.root.join(log),
-        };
+        let daemon = Daemon { child, stderr };
         (daemon, addr)
     }
 
@@ -178,19 +186,28 @@ impl Home {
         self.append_config(&format!(
             "[infer]\nupstream = \"http://{addr}\"\n[loop]\n{loop_config}\n"
         ));
-        let role = |name: &str| {
-            let mut cmd = Command::new(bin(name));
-            cmd.arg("--config").arg(self.config());
-            Daemon::spawn(cmd, &self.root)
-        };
-        let inferproxy = role("inferproxy");
-        let brokerd = role("brokerd");
-        let loopd = role("loopd");
+        let inferproxy = self.daemon("inferproxy");
+        let brokerd = self.daemon("brokerd");
+        let loopd = self.daemon("loopd");
         Agent {
             addr,
             chat: self.chat_sock(),
             daemons: vec![loopd, brokerd, inferproxy, fake],
         }
+    }
+
+    /// Sends brokerd SIGHUP and waits (up to 10 s) until the audit log holds `loaded`
+    /// grants-loaded events (the start's included).
+    pub fn reload(&self, brokerd: &Daemon, loaded: usize) {
+        brokerd.hup();
+        let count = || {
+            self.audit_lines()
+                .iter()
+                .filter(|l| matches!(l, AuditLine::Event(AuditEvent::GrantsLoaded { .. })))
+                .count()
+        };
+        let reloaded = poll_until(Duration::from_secs(10), || count() >= loaded);
+        assert!(reloaded.is_some(), "no reload: {}", brokerd.log());
     }
 
     /// Runs bxctl with this home's config.
@@ -212,7 +229,7 @@ impl Home {
     }
 
     /// Every audit line, parsed.
-    pub fn audit_lines(&self) -> Vec<proto::AuditLine> {
+    pub fn audit_lines(&self) -> Vec<AuditLine> {
         let mut files: Vec<PathBuf> = std::fs::read_dir(self.audit_dir())
             .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
             .unwrap_or_default();
@@ -224,7 +241,7 @@ impl Home {
                 std::fs::read_to_string(f)
                     .expect("audit file")
                     .lines()
-                    .filter_map(|l| proto::AuditLine::from_slice(l.as_bytes()).ok())
+                    .filter_map(|l| AuditLine::from_slice(l.as_bytes()).ok())
                     .collect::<Vec<_>>()
             })
             .collect()
@@ -247,18 +264,16 @@ pub struct Daemon {
 impl Daemon {
     /// Spawns `cmd` with a NOTIFY_SOCKET bound here and waits until it says READY=1.
     pub fn spawn(mut cmd: Command, dir: &Path) -> Self {
-        let notify = dir.join(format!(
-            "notify-{}.sock",
-            Instant::now().elapsed().as_nanos()
-        ));
+        let program = Path::new(cmd.get_program())
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let notify = dir.join(format!("{}.sock", unique(&format!("notify-{program}"))));
         let _ = std::fs::remove_file(&notify);
         let sock = UnixDatagram::bind(&notify).expect("notify socket");
         sock.set_read_timeout(Some(Duration::from_secs(20)))
             .expect("timeout");
-        let stderr = dir.join(format!(
-            "stderr-{}.log",
-            Instant::now().elapsed().as_nanos()
-        ));
+        let stderr = dir.join(format!("{}.log", unique(&format!("stderr-{program}"))));
         let child = cmd
             .env("NOTIFY_SOCKET", &notify)
             .stdout(Stdio::null())
@@ -266,19 +281,12 @@ impl Daemon {
             .spawn()
             .expect("spawn daemon");
         let mut daemon = Self { child, stderr };
-        let mut buf = [0u8; 4096];
-        loop {
-            let n = match sock.recv(&mut buf) {
-                Ok(n) => n,
-                Err(e) => panic!("no READY=1 ({e}); stderr: {}", daemon.log()),
-            };
-            let msg = String::from_utf8_lossy(&buf[..n]);
-            if msg.lines().any(|l| l == "READY=1") {
-                break;
-            }
-            if let Ok(Some(status)) = daemon.child.try_wait() {
-                panic!("daemon exited with {status}: {}", daemon.log());
-            }
+        let ready = await_ready(&sock, || {
+            let status = daemon.child.try_wait().ok().flatten()?;
+            Some(format!("daemon exited with {status}"))
+        });
+        if let Err(why) = ready {
+            panic!("{why}: {}", daemon.log());
         }
         let _ = std::fs::remove_file(&notify);
         daemon
@@ -286,6 +294,12 @@ impl Daemon {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Sends SIGHUP (brokerd: load the grants again).
+    pub fn hup(&self) {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).expect("pid"));
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).expect("hup");
     }
 
     pub fn kill(&mut self) {
@@ -297,6 +311,29 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// Reads sd_notify datagrams from `sock` until one says READY=1. Fails when a read does (the
+/// socket's read timeout), or when `gone`, asked after every other datagram, says why.
+pub fn await_ready(
+    sock: &UnixDatagram,
+    mut gone: impl FnMut() -> Option<String>,
+) -> Result<(), String> {
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = sock
+            .recv(&mut buf)
+            .map_err(|e| format!("no READY=1 ({e}); stderr"))?;
+        if String::from_utf8_lossy(&buf[..n])
+            .lines()
+            .any(|l| l == "READY=1")
+        {
+            return Ok(());
+        }
+        if let Some(why) = gone() {
+            return Err(why);
+        }
     }
 }
 
@@ -347,8 +384,7 @@ pub fn read_grant(mode: &str, dir: &Path, extra: &str) -> String {
 /// Waits (up to 10 s) until bxctl lists a pending approval for the stack configured by
 /// `config`, and returns its id.
 pub fn wait_for_approval(config: &Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    wait_until("a pending approval", Duration::from_secs(10), || {
         let out = Command::new(bin("bxctl"))
             .arg("--config")
             .arg(config)
@@ -356,12 +392,10 @@ pub fn wait_for_approval(config: &Path) -> String {
             .output()
             .expect("bxctl");
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        if let Some(id) = text.lines().find_map(|l| l.strip_prefix("approval ")) {
-            return id.trim().to_owned();
-        }
-        assert!(Instant::now() < deadline, "no approval appeared");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        text.lines()
+            .find_map(|l| l.strip_prefix("approval "))
+            .map(|id| id.trim().to_owned())
+    })
 }
 
 /// The whole stack: fake llama-server, inferproxy, brokerd and loopd.

@@ -15,7 +15,7 @@ fn the_first_connection_starts_brokerd_with_the_named_sockets() {
     if !stack::have("systemd-socket-activate") {
         return;
     }
-    let home = Home::new("activation", &[], "");
+    let home = Home::new("activation", "");
     let notify_path = home.root.join("notify.sock");
     let notify = UnixDatagram::bind(&notify_path).expect("notify");
     notify
@@ -36,13 +36,9 @@ fn the_first_connection_starts_brokerd_with_the_named_sockets() {
         .stderr(std::fs::File::create(&stderr).expect("log"))
         .spawn()
         .expect("systemd-socket-activate");
-    // Wait for the sockets to exist; nothing may announce readiness before a connection.
-    for _ in 0..100 {
-        if home.admin_sock().exists() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // Wait (up to 2 s) for the sockets to exist; nothing may announce readiness before a
+    // connection.
+    let _ = stack::poll_until(Duration::from_secs(2), || home.admin_sock().exists());
     let mut buf = [0u8; 4096];
     assert!(
         notify.recv(&mut buf).is_err(),
@@ -62,16 +58,7 @@ fn the_first_connection_starts_brokerd_with_the_named_sockets() {
     notify
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
-    let mut ready = false;
-    while let Ok(n) = notify.recv(&mut buf) {
-        if String::from_utf8_lossy(&buf[..n])
-            .lines()
-            .any(|l| l == "READY=1")
-        {
-            ready = true;
-            break;
-        }
-    }
+    let ready = stack::await_ready(&notify, || None).is_ok();
     assert!(ready, "no READY=1");
     // The loopd side arrived as the socket named "loop".
     let mut looped = Conn::connect(&home.loop_sock()).expect("connect loop");

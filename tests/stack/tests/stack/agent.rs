@@ -75,7 +75,7 @@ text = "Hello from the fake model."
 
 #[test]
 fn a_conversation_with_allowed_denied_and_approved_tool_calls() {
-    let home = Home::new("agent", &[], "");
+    let home = Home::new("agent", "");
     let notes = home.files("notes", &[("todo.md", "- buy milk\n")]);
     home.write_grant(
         "notes-read",
@@ -167,7 +167,7 @@ fn a_conversation_with_allowed_denied_and_approved_tool_calls() {
 
 #[test]
 fn twenty_turns_are_served_from_the_prompt_cache_and_a_rewritten_history_is_caught() {
-    let home = Home::new("cache", &[], "");
+    let home = Home::new("cache", "");
     let agent = home.start_agent(
         "[server]\nn_ctx = 65536\n[default]\ntext = \"Noted: {last_user}\"\n",
         "",
@@ -227,7 +227,7 @@ fn twenty_turns_are_served_from_the_prompt_cache_and_a_rewritten_history_is_caug
 
 #[test]
 fn a_model_that_breaks_off_or_is_loading_is_reported_and_the_session_goes_on() {
-    let home = Home::new("faults", &[], "");
+    let home = Home::new("faults", "");
     let script = r#"
 [[rule]]
 max_uses = 1
@@ -272,7 +272,7 @@ text = "Back to normal."
 
 #[test]
 fn compaction_starts_a_new_epoch_from_a_summary_and_the_taint_carries_over() {
-    let home = Home::new("compact", &[], "");
+    let home = Home::new("compact", "");
     let secrets = home.files("secrets", &[("key.txt", "hunter2")]);
     let notes = home.files("notes", &[("n.md", "note")]);
     home.write_grant(

@@ -8,7 +8,7 @@ use crate::agent::{SCRIPT, records};
 
 #[test]
 fn loopd_killed_mid_turn_leaves_a_whole_log_and_call_numbers_never_repeat() {
-    let home = Home::new("loopkill", &[], "");
+    let home = Home::new("loopkill", "");
     let notes = home.files("notes", &[("todo.md", "- buy milk\n")]);
     home.write_grant(
         "notes-read",
@@ -40,9 +40,7 @@ fn loopd_killed_mid_turn_leaves_a_whole_log_and_call_numbers_never_repeat() {
     agent.daemons[0].kill();
     let session = waiting.join().expect("client");
     assert!(home.bxctl(&["deny", &approval]).status.success());
-    let mut cmd = std::process::Command::new(stack::bin("loopd"));
-    cmd.arg("--config").arg(home.config());
-    agent.daemons[0] = stack::Daemon::spawn(cmd, &home.root);
+    agent.daemons[0] = home.daemon("loopd");
 
     // The session goes on: the interrupted call has a result, the next call a new number.
     let t = agent.chat(Some(&session), "What is on my todo list?");
@@ -64,7 +62,7 @@ fn loopd_killed_mid_turn_leaves_a_whole_log_and_call_numbers_never_repeat() {
 
 #[test]
 fn a_context_that_overflows_is_compacted_on_the_next_turn() {
-    let home = Home::new("overflow", &[], "");
+    let home = Home::new("overflow", "");
     let notes = home.files("notes", &[("big.md", &"all work and no play ".repeat(300))]);
     home.write_grant(
         "notes-read",

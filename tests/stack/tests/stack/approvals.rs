@@ -44,7 +44,7 @@ fn ask(home: &Home, call: u64, path: String) -> (String, std::thread::JoinHandle
 }
 
 fn setup(name: &str, broker: &str) -> (Home, std::path::PathBuf) {
-    let home = Home::new(name, &[], broker);
+    let home = Home::new(name, broker);
     let dir = home.files("inbox", &[("mail.txt", "hello")]);
     home.write_grant("inbox", &read_grant("ask", &dir, ""));
     (home, dir)
@@ -224,19 +224,7 @@ fn a_reload_never_changes_a_call_in_flight() {
     let (approval, waiting) = ask(&home, 1, file(&dir));
     // The owner withdraws the grant while the call waits for approval.
     std::fs::remove_file(home.root.join("grants/inbox.toml")).expect("rm grant");
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(d.child.id()).expect("pid"));
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).expect("hup");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let loaded = |home: &Home| {
-        home.audit_lines()
-            .iter()
-            .filter(|l| matches!(l, AuditLine::Event(AuditEvent::GrantsLoaded { .. })))
-            .count()
-    };
-    while loaded(&home) < 2 {
-        assert!(Instant::now() < deadline, "no reload: {}", d.log());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    home.reload(&d, 2);
     // The call in flight keeps the snapshot it started with…
     assert!(home.bxctl(&["approve", &approval]).status.success());
     assert!(matches!(
@@ -264,7 +252,7 @@ fn a_reload_never_changes_a_call_in_flight() {
 
 #[test]
 fn calls_of_one_session_are_decided_one_at_a_time() {
-    let home = Home::new("serial", &[], "");
+    let home = Home::new("serial", "");
     let secrets = home.files("secrets", &[("key.txt", "hunter2")]);
     let notes = home.files("notes", &[("n.md", "note")]);
     // Reading the key needs the owner and makes the session secret; the notes grant

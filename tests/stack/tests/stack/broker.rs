@@ -21,7 +21,7 @@ fn error_code(env: &Envelope) -> Option<ErrorCode> {
 
 #[test]
 fn an_allowed_read_returns_the_file_and_is_audited() {
-    let home = Home::new("allowed", &[], "");
+    let home = Home::new("allowed", "");
     let notes = home.files("notes", &[("todo.md", "- buy milk\n")]);
     home.write_grant("notes", &read_grant("auto", &notes, ""));
     let _d = home.start();
@@ -67,7 +67,7 @@ fn an_allowed_read_returns_the_file_and_is_audited() {
 
 #[test]
 fn a_denied_read_says_why_and_runs_nothing() {
-    let home = Home::new("denied", &[], "");
+    let home = Home::new("denied", "");
     let notes = home.files("notes", &[("todo.md", "x")]);
     home.write_grant("notes", &read_grant("auto", &notes, ""));
     let _d = home.start();
@@ -121,7 +121,7 @@ fn a_denied_read_says_why_and_runs_nothing() {
 
 #[test]
 fn the_loopd_socket_refuses_approvals_and_queries() {
-    let home = Home::new("forbidden", &[], "");
+    let home = Home::new("forbidden", "");
     let _d = home.start();
     for msg in [
         Message::ApprovalAnswer(ApprovalAnswer {
@@ -153,7 +153,7 @@ fn the_loopd_socket_refuses_approvals_and_queries() {
 
 #[test]
 fn malformed_frames_get_typed_errors_and_the_daemon_serves_on() {
-    let home = Home::new("malformed", &[], "");
+    let home = Home::new("malformed", "");
     let d = home.start();
     let cases: Vec<(&str, Vec<u8>, ErrorCode)> = vec![
         ("zero length", vec![0, 0, 0, 0], ErrorCode::BadFrame),
@@ -199,7 +199,7 @@ fn malformed_frames_get_typed_errors_and_the_daemon_serves_on() {
 
 #[test]
 fn a_stalled_frame_is_dropped_at_the_deadline_and_others_are_served() {
-    let home = Home::new("deadline", &[], "frame_deadline = \"300ms\"\n");
+    let home = Home::new("deadline", "frame_deadline = \"300ms\"\n");
     let _d = home.start();
     let mut slow = UnixStream::connect(home.loop_sock()).expect("connect");
     slow.write_all(&[0, 0, 0, 40, b'{']).expect("start a frame");
@@ -215,7 +215,7 @@ fn a_stalled_frame_is_dropped_at_the_deadline_and_others_are_served() {
 
 #[test]
 fn taint_and_the_untrusted_flag_survive_a_restart() {
-    let home = Home::new("restart", &[], "");
+    let home = Home::new("restart", "");
     let secrets = home.files("secrets", &[("key.txt", "hunter2")]);
     let notes = home.files("notes", &[("n.md", "note")]);
     home.write_grant(
@@ -271,7 +271,7 @@ fn taint_and_the_untrusted_flag_survive_a_restart() {
 
 #[test]
 fn sighup_loads_a_new_snapshot_for_later_calls_and_audits_it() {
-    let home = Home::new("reload", &[], "");
+    let home = Home::new("reload", "");
     let notes = home.files("notes", &[("n.md", "note")]);
     let d = home.start();
     let path = format!(r#"{{"path":"{}/n.md"}}"#, notes.display());
@@ -283,30 +283,14 @@ fn sighup_loads_a_new_snapshot_for_later_calls_and_audits_it() {
         }
     ));
     home.write_grant("notes", &read_grant("auto", &notes, ""));
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(d.child.id()).expect("pid"));
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).expect("hup");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while home
-        .audit_lines()
-        .iter()
-        .filter(|l| matches!(l, AuditLine::Event(AuditEvent::GrantsLoaded { .. })))
-        .count()
-        < 2
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no reload: {}",
-            d.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    home.reload(&d, 2);
     assert!(matches!(
         response(&tool(&home.loop_sock(), "s-1", 2, "read_file", &path)),
         ToolResponse::Result { .. }
     ));
     // A bad grant file is refused and the old snapshot stays.
     home.write_grant("bad", "tool = \"read_file\"\nmode = \"sometimes\"\n");
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).expect("hup");
+    d.hup();
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(d.log().contains("bad.toml:2:"), "{}", d.log());
     assert!(matches!(
@@ -317,7 +301,7 @@ fn sighup_loads_a_new_snapshot_for_later_calls_and_audits_it() {
 
 #[test]
 fn a_bad_grant_refuses_start_naming_file_line_and_reason() {
-    let home = Home::new("badgrant", &[], "");
+    let home = Home::new("badgrant", "");
     home.write_grant(
         "web",
         "tool = \"http_fetch\"\nmode = \"sometimes\"\nmax_taint = \"private\"\n",

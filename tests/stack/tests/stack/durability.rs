@@ -22,7 +22,7 @@ fn each_decision_is_fsynced_before_its_answer_is_written() {
     if !stack::have("strace") {
         return;
     }
-    let home = Home::new("strace", &[], "");
+    let home = Home::new("strace", "");
     let notes = home.files("notes", &[("n.md", "note")]);
     home.write_grant("notes", &read_grant("auto", &notes, ""));
     let log = home.root.join("strace.log");
@@ -130,7 +130,7 @@ fn brokerd_killed_at_random_moments_never_loses_an_acknowledged_decision() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
-    let home = Home::new("sigkill", &[], "");
+    let home = Home::new("sigkill", "");
     let notes = home.files("notes", &[("n.md", "note")]);
     home.write_grant("notes", &read_grant("auto", &notes, ""));
     let good = format!(r#"{{"path":"{}/n.md"}}"#, notes.display());

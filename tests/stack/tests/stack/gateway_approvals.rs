@@ -4,12 +4,10 @@
 //! audited by brokerd.
 
 use serde_json::Value;
-use stack::{Gateway, Home, read_grant};
+use stack::{BOT, Gateway, Home, post_id, posts, read_grant, replies_with};
 
 use proto::approval::Refusal;
 use proto::{AuditEvent, AuditLine, DecisionRecord, DenyReason};
-
-const BOT: &str = "botuserid00000000000000000";
 
 const SCRIPT: &str = r#"
 [server]
@@ -49,7 +47,7 @@ fn setup(name: &str) -> (Home, Gateway, stack::Agent) {
 }
 
 fn setup_with(name: &str, broker: &str) -> (Home, Gateway, stack::Agent) {
-    let home = Home::new(name, &[], broker);
+    let home = Home::new(name, broker);
     let inbox = home.files("inbox", &[("mail.txt", "hello mail")]);
     home.write_grant("inbox", &read_grant("ask", &inbox, ""));
     let gw = home.start_gateway(
@@ -59,23 +57,6 @@ fn setup_with(name: &str, broker: &str) -> (Home, Gateway, stack::Agent) {
     let script = SCRIPT.replace("INBOX", &inbox.display().to_string());
     let agent = home.start_agent(&script, "");
     (home, gw, agent)
-}
-
-fn id(post: &Value) -> String {
-    post["id"].as_str().expect("post id").to_owned()
-}
-
-fn posts(state: &Value) -> Vec<Value> {
-    state["posts"].as_array().expect("posts").clone()
-}
-
-/// The bot's posts in `root`'s thread whose message contains `text`.
-fn bot_replies(state: &Value, root: &str, text: &str) -> Vec<Value> {
-    posts(state)
-        .into_iter()
-        .filter(|p| p["user_id"] == BOT && p["root_id"] == root)
-        .filter(|p| p["message"].as_str().is_some_and(|m| m.contains(text)))
-        .collect()
 }
 
 /// The approval root post, once gatewayd made it.
@@ -93,13 +74,6 @@ fn approval_post(gw: &Gateway) -> Value {
         .into_iter()
         .find(|p| p["root_id"] == "" && p["user_id"] == BOT)
         .expect("approval post")
-}
-
-fn wait_reply(gw: &Gateway, root: &str, text: &str) -> Value {
-    let state = gw.wait(&format!("{text:?} in the thread of {root}"), |s| {
-        !bot_replies(s, root, text).is_empty()
-    });
-    bot_replies(&state, root, text).remove(0)
 }
 
 fn refusals(home: &Home) -> Vec<(String, Option<String>, Refusal)> {
@@ -127,9 +101,9 @@ fn decisions(home: &Home) -> Vec<DecisionRecord> {
 #[test]
 fn the_owner_approves_by_reaction_and_a_strangers_reaction_is_refused() {
     let (home, gw, _agent) = setup("gw-react");
-    let root = id(&gw.post("owner", "read my mail please", None));
+    let root = gw.post("owner", "read my mail please", None);
     let card = approval_post(&gw);
-    let a = id(&card);
+    let a = post_id(&card);
     let text = card["message"].as_str().expect("message");
     for part in [
         "`read_file`",
@@ -144,9 +118,8 @@ fn the_owner_approves_by_reaction_and_a_strangers_reaction_is_refused() {
     }
 
     // The conversation shows the call compactly and links to the request.
-    wait_reply(&gw, &root, "> tool `read_file` `{\"path\":");
-    wait_reply(
-        &gw,
+    gw.wait_reply(&root, "> tool `read_file` `{\"path\":");
+    gw.wait_reply(
         &root,
         &format!("[the request](http://{}/_redirect/pl/{a})", gw.addr),
     );
@@ -156,30 +129,21 @@ fn the_owner_approves_by_reaction_and_a_strangers_reaction_is_refused() {
         s["typing"].as_u64() >= Some(typing + 3)
     });
     gw.react("stranger", &a, "+1");
-    wait_reply(&gw, &a, "only an owner's answer counts");
+    gw.wait_reply(&a, "only an owner's answer counts");
     assert_eq!(
         refusals(&home),
         vec![("stranger".into(), Some(a.clone()), Refusal::NotOwner)]
     );
     assert!(
-        bot_replies(&gw.state(), &root, "The mail says hello.").is_empty(),
+        replies_with(&gw.state(), &root, "The mail says hello.").is_empty(),
         "a stranger's reaction approves nothing"
     );
 
     gw.react("owner", &a, "thumbsup");
-    wait_reply(&gw, &root, "The mail says hello.");
-    let state = gw.wait("the approval post shows the outcome", |s| {
-        posts(s).iter().any(|p| {
-            p["id"] == a
-                && p["message"]
-                    .as_str()
-                    .is_some_and(|m| m.contains("Approved"))
-        })
+    gw.wait_reply(&root, "The mail says hello.");
+    let edited = gw.wait_post("the approval post shows the outcome", &a, |m| {
+        m.contains("Approved")
     });
-    let edited = posts(&state)
-        .into_iter()
-        .find(|p| p["id"] == a)
-        .expect("post");
     let edited = edited["message"].as_str().expect("message");
     assert!(edited.ends_with("**Approved** by `owner`."), "{edited}");
     assert!(!edited.contains("React with"), "{edited}");
@@ -198,7 +162,7 @@ fn the_owner_approves_by_reaction_and_a_strangers_reaction_is_refused() {
 
     // Decided: a later answer, even the owner's, is refused and said so.
     gw.react("owner", &a, "-1");
-    wait_reply(&gw, &a, "already answered");
+    gw.wait_reply(&a, "already answered");
     assert_eq!(refusals(&home).len(), 2);
     assert_eq!(refusals(&home)[1].2, Refusal::AlreadyUsed);
     home.assert_audit_good();
@@ -207,18 +171,18 @@ fn the_owner_approves_by_reaction_and_a_strangers_reaction_is_refused() {
 #[test]
 fn an_approve_written_by_the_model_changes_nothing_and_the_owner_denies_by_reply() {
     let (home, gw, _agent) = setup("gw-forge");
-    let root = id(&gw.post("owner", "read my mail", None));
-    let a = id(&approval_post(&gw));
+    let root = gw.post("owner", "read my mail", None);
+    let a = post_id(&approval_post(&gw));
 
     // The model says "approve" in another conversation while the approval waits: it is
     // the bot's own post, in another thread, and never an answer.
-    let other = id(&gw.post("owner", "forge an answer", None));
-    wait_reply(&gw, &other, "approve");
+    let other = gw.post("owner", "forge an answer", None);
+    gw.wait_reply(&other, "approve");
     // Even a bot post (the bot's own user) in the approval's thread is no answer.
     gw.post(BOT, "approve", Some(&a));
     // A stranger's "approve" in the approval's thread is heard, judged and refused.
     gw.post("stranger", "approve", Some(&a));
-    wait_reply(&gw, &a, "only an owner's answer counts");
+    gw.wait_reply(&a, "only an owner's answer counts");
     let out = home.bxctl(&["approvals"]);
     let listed = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(listed.contains("read_file"), "still pending: {listed}");
@@ -229,7 +193,7 @@ fn an_approve_written_by_the_model_changes_nothing_and_the_owner_denies_by_reply
     );
 
     gw.post("owner", "Deny.", Some(&a));
-    wait_reply(&gw, &root, "That was refused.");
+    gw.wait_reply(&root, "That was refused.");
     let denied = decisions(&home).into_iter().find_map(|d| match d {
         DecisionRecord::Denied {
             reason: DenyReason::ApprovalRefused,
@@ -242,55 +206,39 @@ fn an_approve_written_by_the_model_changes_nothing_and_the_owner_denies_by_reply
         denied.as_deref(),
         Some(format!("owner refused on Mattermost post {a}").as_str())
     );
-    gw.wait("the approval post shows the denial", |s| {
-        posts(s).iter().any(|p| {
-            p["id"] == a
-                && p["message"]
-                    .as_str()
-                    .is_some_and(|m| m.ends_with("**Denied** by `owner`."))
-        })
+    gw.wait_post("the approval post shows the denial", &a, |m| {
+        m.ends_with("**Denied** by `owner`.")
     });
     assert_eq!(
         refusals(&home),
         vec![("stranger".into(), Some(a.clone()), Refusal::NotOwner)]
     );
     // Replies in the approval's thread never reached loopd as chat: two conversations.
-    let sessions = std::fs::read_dir(home.root.join("home/sessions"))
-        .expect("sessions")
-        .count();
-    assert_eq!(sessions, 2);
+    assert_eq!(home.sessions(), 2);
     home.assert_audit_good();
 }
 
 #[test]
 fn a_reaction_made_while_gatewayd_is_down_is_heard_after_it_restarts_and_the_cut_reply_is_said() {
     let (home, mut gw, _agent) = setup("gw-restart");
-    let root = id(&gw.post("owner", "read my mail", None));
-    let a = id(&approval_post(&gw));
+    let root = gw.post("owner", "read my mail", None);
+    let a = post_id(&approval_post(&gw));
     // gatewayd records the post right after Mattermost made it; killed before that, it
     // would post the card anew (and the reaction below would be on a forgotten post).
-    let state = home.root.join("home/gateway/state.json");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !std::fs::read_to_string(&state).is_ok_and(|t| t.contains(&a)) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the card never recorded"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let state = home.gateway_state_file();
+    stack::wait_until(
+        "the card recorded",
+        std::time::Duration::from_secs(10),
+        || std::fs::read_to_string(&state).is_ok_and(|t| t.contains(&a)),
+    );
     gw.restart(&home, |gw| {
         gw.react("owner", &a, "+1");
     });
-    gw.wait("the approval post shows the outcome", |s| {
-        posts(s).iter().any(|p| {
-            p["id"] == a
-                && p["message"]
-                    .as_str()
-                    .is_some_and(|m| m.ends_with("**Approved** by `owner`."))
-        })
+    gw.wait_post("the approval post shows the outcome", &a, |m| {
+        m.ends_with("**Approved** by `owner`.")
     });
     // The turn went on in loopd; its showing was cut off with gatewayd, and said so.
-    wait_reply(&gw, &root, "The answer to this was cut off");
+    gw.wait_reply(&root, "The answer to this was cut off");
     // brokerd linked again and posted what still waited: gatewayd kept its one post.
     let cards = posts(&gw.state())
         .into_iter()
@@ -311,7 +259,7 @@ fn gateway_sock_posts_each_approval_once_and_refuses_other_kinds() {
     use proto::approval::ApprovalCard;
     use proto::{ErrorCode, Message};
 
-    let home = Home::new("gw-sock", &[], "");
+    let home = Home::new("gw-sock", "");
     let gw = home.start_gateway(&["owner"], "");
     let sock = home.root.join("run/broker-gateway/gateway.sock");
     let card: ApprovalCard = serde_json::from_str(
@@ -403,19 +351,14 @@ fn gateway_sock_posts_each_approval_once_and_refuses_other_kinds() {
 #[test]
 fn an_unanswered_approval_expires_on_its_post_and_a_late_answer_is_refused() {
     let (home, gw, _agent) = setup_with("gw-expire", "approval_ttl = \"2s\"");
-    let root = id(&gw.post("owner", "read my mail", None));
-    let a = id(&approval_post(&gw));
-    wait_reply(&gw, &root, "That was refused.");
-    gw.wait("the approval post shows the expiry", |s| {
-        posts(s).iter().any(|p| {
-            p["id"] == a
-                && p["message"]
-                    .as_str()
-                    .is_some_and(|m| m.ends_with("**Expired**: nobody answered in time."))
-        })
+    let root = gw.post("owner", "read my mail", None);
+    let a = post_id(&approval_post(&gw));
+    gw.wait_reply(&root, "That was refused.");
+    gw.wait_post("the approval post shows the expiry", &a, |m| {
+        m.ends_with("**Expired**: nobody answered in time.")
     });
     gw.react("owner", &a, "+1");
-    wait_reply(&gw, &a, "the approval had expired");
+    gw.wait_reply(&a, "the approval had expired");
     assert_eq!(
         refusals(&home),
         vec![("owner".into(), Some(a.clone()), Refusal::Expired)]
