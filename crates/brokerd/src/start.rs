@@ -65,12 +65,12 @@ pub fn run(args: Args) -> Result<(), Error> {
         .audit_snapshot(&broker.snapshot())
         .map_err(|f| Error(f.0))?;
 
-    let sock = |dir: &std::path::Path| dir.join("broker.sock");
+    let sockets = &broker.config.sockets;
     let loop_l = inherited
-        .take_or_bind("loop", &sock(&broker.config.sockets.loop_broker))
+        .take_or_bind("loop", &sockets.loop_broker_sock())
         .map_err(err)?;
     let admin_l = inherited
-        .take_or_bind("admin", &sock(&broker.config.sockets.admin_broker))
+        .take_or_bind("admin", &sockets.admin_broker_sock())
         .map_err(err)?;
     if inherited.activated() {
         log::info(format_args!(
