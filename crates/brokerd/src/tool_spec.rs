@@ -45,17 +45,18 @@ pub fn effective(args: &ToolArgs, covered: &Covered) -> ToolArgs {
     }
 }
 
+/// The run of an allowed call; `args` are [`effective`] already.
 pub fn build(
     config: &Config,
     req: &ToolRequest,
-    args: &ToolArgs,
+    args: ToolArgs,
     decision: &Decision,
 ) -> Result<RunSpec, String> {
     let (grant, covered) = decision
         .grant()
         .ok_or_else(|| "internal: no grant".to_owned())?;
     let b = &config.broker;
-    let consult = match args {
+    let consult = match &args {
         ToolArgs::Consult(_) => Some(consult_target(config, grant.secret.as_deref())?),
         _ => None,
     };
@@ -88,7 +89,7 @@ pub fn build(
     Ok(RunSpec {
         unit: unit_name(&req.session, req.call),
         invocation: ToolInvocation {
-            call: effective(args, covered),
+            call: args,
             max_bytes: b.max_result_bytes,
             roots: grant.constraints.paths.clone(),
             addresses: sockets,

@@ -54,7 +54,7 @@ enum Msg {
 }
 
 /// Starts `command` with piped stdio and drives it to an outcome.
-pub(super) fn run(mut command: Command, job: &Job<'_>) -> RunOutcome {
+pub(super) fn run(mut command: Command, mut job: Job<'_>) -> RunOutcome {
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -70,10 +70,11 @@ pub(super) fn run(mut command: Command, job: &Job<'_>) -> RunOutcome {
     let (tx, rx) = mpsc::channel();
     spawn_io(
         &mut child,
-        job.input.clone(),
+        std::mem::take(&mut job.input),
         stdout_cap(job.limits.max_result_bytes),
         &tx,
     );
+    let job = &job;
 
     let deadline = started + job.deadline;
     let mut stdout = None;

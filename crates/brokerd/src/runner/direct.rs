@@ -65,7 +65,7 @@ impl DirectRunner {
         }
         let outcome = child::run(
             command,
-            &Job {
+            Job {
                 label: "tool",
                 input,
                 limits: &spec.limits,

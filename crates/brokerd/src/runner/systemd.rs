@@ -302,7 +302,7 @@ impl SystemdRunner {
         let service = format!("{}.service", spec.unit);
         child::run(
             self.command(spec),
-            &Job {
+            Job {
                 label: &label,
                 input,
                 limits: &spec.limits,
