@@ -96,7 +96,7 @@ impl Broker {
             Timestamp::now(),
         );
         match result {
-            Ok(_) => Ok(AnswerOutcome::Accepted),
+            Ok(()) => Ok(AnswerOutcome::Accepted),
             Err(refused) => self.refuse_answer(&answer.approval, by, post, refused.refusal),
         }
     }

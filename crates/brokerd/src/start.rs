@@ -130,12 +130,11 @@ fn runner(config: &Config) -> Runner {
     let b = &config.broker;
     match b.runner {
         RunnerKind::Direct => Runner::Direct(DirectRunner::new(b.tool.clone())),
-        RunnerKind::Systemd => Runner::Systemd(SystemdRunner {
-            tool: b.tool.clone(),
-            root: b.sandbox_root.clone(),
-            binds: b.sandbox_binds.clone(),
-            systemd_run: "systemd-run".into(),
-        }),
+        RunnerKind::Systemd => Runner::Systemd(SystemdRunner::new(
+            b.tool.clone(),
+            b.sandbox_root.clone(),
+            b.sandbox_binds.clone(),
+        )),
     }
 }
 

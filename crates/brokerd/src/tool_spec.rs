@@ -96,7 +96,6 @@ pub fn build(
             consult,
             timeout_ms: u64::try_from(b.tool_time_limit.as_millis()).unwrap_or(u64::MAX),
         },
-        paths: grant.constraints.paths.clone(),
         addresses,
         secret,
         limits: limits(b),
@@ -258,7 +257,6 @@ pub fn print_unit(
             consult: None,
             timeout_ms: 0,
         },
-        paths: grant.constraints.paths.clone(),
         addresses: if networked {
             vec![EXAMPLE_ADDRESS]
         } else {

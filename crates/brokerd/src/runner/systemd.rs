@@ -73,7 +73,7 @@ impl SystemdRunner {
         for bind in &self.binds {
             check_bind(bind)?;
         }
-        for path in &spec.paths {
+        for path in &spec.invocation.roots {
             check_granted_path(path)?;
         }
         if let Some(secret) = &spec.secret {
@@ -113,7 +113,7 @@ impl SystemdRunner {
         {
             p.set("BindReadOnlyPaths", &tool);
         }
-        for path in &spec.paths {
+        for path in &spec.invocation.roots {
             // `-`: a granted path that does not exist right now is absent for the tool
             // (which then reports not found) instead of failing the unit's start.
             p.set("BindReadOnlyPaths", format!("-{path}"));
@@ -124,7 +124,8 @@ impl SystemdRunner {
         // it (measured), so a grant there gets `tmpfs`: an empty read-only /home, /root and
         // /run/user holding only the granted directories.
         let in_home = spec
-            .paths
+            .invocation
+            .roots
             .iter()
             .any(|path| ["/home", "/root"].iter().any(|home| is_under(path, home)));
         p.set("ProtectHome", if in_home { "tmpfs" } else { "yes" });
