@@ -105,11 +105,7 @@ pub fn run(args: Args) -> Result<(), Error> {
             .spawn(move || watchdog(&b, every))
             .map_err(err)?;
     }
-    let serving = format!(
-        "serving; grants snapshot {} ({} grants)",
-        broker.snapshot().hash(),
-        broker.snapshot().ids().len()
-    );
+    let serving = serving(&broker.snapshot());
     log::info(format_args!("{serving}"));
     notify::ready(&serving);
 
@@ -142,13 +138,13 @@ fn runner(config: &Config) -> Runner {
 fn reload(broker: &Broker) {
     match Snapshot::load(&broker.config.grants) {
         Ok(snapshot) => {
-            let (hash, n) = (snapshot.hash(), snapshot.ids().len());
+            let (hash, n, status) = (snapshot.hash(), snapshot.ids().len(), serving(&snapshot));
             match broker.install(snapshot) {
                 Ok(()) => {
                     log::info(format_args!(
                         "grants reloaded: snapshot {hash} ({n} grants)"
                     ));
-                    notify::status(&format!("serving; grants snapshot {hash} ({n} grants)"));
+                    notify::status(&status);
                 }
                 Err(f) => {
                     log::error(format_args!("fatal: {}; stopping", f.0));
@@ -160,6 +156,15 @@ fn reload(broker: &Broker) {
             "grants not reloaded, keeping the old ones: {e}"
         )),
     }
+}
+
+/// The status line while serving `snapshot`.
+fn serving(snapshot: &Snapshot) -> String {
+    format!(
+        "serving; grants snapshot {} ({} grants)",
+        snapshot.hash(),
+        snapshot.ids().len()
+    )
 }
 
 /// Pings the watchdog while the audit writer, the heart of the broker, can be reached.

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use daemon::constraints::is_under;
+
 use super::child::{self, Job};
 use super::{
     RunOutcome, RunSpec, UNIT_PREFIX, check_common, check_granted_path, check_unit_path,
@@ -352,15 +354,6 @@ fn check_bind(bind: &str) -> Result<(), String> {
 fn bind_destination(bind: &str) -> &str {
     let entry = bind.strip_prefix('-').unwrap_or(bind);
     entry.split_once(':').map_or(entry, |(_, dst)| dst)
-}
-
-/// Whether `path` is `dir` or below it, at a path-component boundary.
-fn is_under(path: &str, dir: &str) -> bool {
-    dir == "/"
-        || path == dir
-        || path
-            .strip_prefix(dir)
-            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 fn path_str(path: &Path) -> Result<&str, String> {
