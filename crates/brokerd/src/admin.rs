@@ -3,27 +3,51 @@
 
 use daemon::lock;
 use proto::approval::{
-    AnswerOutcome, ApprovalAnswer, ApprovalListing, GrantsInfo, Refusal, SessionInfo,
+    AnswerOutcome, ApprovalAnswer, ApprovalListing, GrantsInfo, Refusal, SessionInfo, SessionQuery,
 };
 use proto::{AuditEvent, AuditLine, Message, Timestamp};
 
 use crate::approvals::{self, Answer};
 use crate::broker::{Broker, Fatal};
 
-impl Broker {
-    /// Answers one admin message; `who` is the peer as the kernel names it.
-    pub fn admin(&self, msg: Message, who: &str) -> Result<Message, Fatal> {
+/// What the admin side takes; every other kind is refused there like on any socket.
+#[derive(Debug)]
+pub enum AdminRequest {
+    ApprovalList,
+    ApprovalAnswer(ApprovalAnswer),
+    SessionQuery(SessionQuery),
+    GrantsQuery,
+}
+
+impl TryFrom<Message> for AdminRequest {
+    /// The message, when it is not an admin kind.
+    type Error = Message;
+
+    fn try_from(msg: Message) -> Result<Self, Message> {
         Ok(match msg {
-            Message::ApprovalList(_) => {
+            Message::ApprovalList(_) => Self::ApprovalList,
+            Message::ApprovalAnswer(answer) => Self::ApprovalAnswer(answer),
+            Message::SessionQuery(q) => Self::SessionQuery(q),
+            Message::GrantsQuery(_) => Self::GrantsQuery,
+            other => return Err(other),
+        })
+    }
+}
+
+impl Broker {
+    /// Answers one admin request; `who` is the peer as the kernel names it.
+    pub fn admin(&self, req: AdminRequest, who: &str) -> Result<Message, Fatal> {
+        Ok(match req {
+            AdminRequest::ApprovalList => {
                 let cards = lock(&self.approvals).list();
                 Message::ApprovalListing(fit(cards))
             }
-            Message::ApprovalAnswer(answer) => {
+            AdminRequest::ApprovalAnswer(answer) => {
                 // On the admin socket the approver is the peer's uid and user name; what the
                 // message claims (`by`, `post`) is not taken.
                 Message::ApprovalAnswered(self.answer(&answer, who.to_owned(), None)?)
             }
-            Message::SessionQuery(q) => {
+            AdminRequest::SessionQuery(q) => {
                 let state = self.session_state(&q.session);
                 Message::SessionInfo(SessionInfo {
                     session: state.session,
@@ -32,17 +56,13 @@ impl Broker {
                     untrusted_by: state.untrusted_by,
                 })
             }
-            Message::GrantsQuery(_) => {
+            AdminRequest::GrantsQuery => {
                 let snapshot = self.snapshot();
                 Message::GrantsInfo(GrantsInfo {
                     snapshot: snapshot.hash(),
                     grants: snapshot.ids(),
                 })
             }
-            other => Message::error(
-                proto::ErrorCode::ForbiddenKind,
-                format!("{} is not accepted on this socket", other.kind()),
-            ),
         })
     }
 
@@ -76,7 +96,7 @@ impl Broker {
             Timestamp::now(),
         );
         match result {
-            Ok(_) => Ok(AnswerOutcome::Accepted),
+            Ok(()) => Ok(AnswerOutcome::Accepted),
             Err(refused) => self.refuse_answer(&answer.approval, by, post, refused.refusal),
         }
     }

@@ -67,13 +67,10 @@ pub fn new_id() -> Result<String, getrandom::Error> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Why an answer was not taken, and what became of the request.
+/// Why an answer was not taken. (A changed request also ends: its waiter is told to deny.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused {
     pub refusal: Refusal,
-    /// When the request itself ends because of this (a changed request), its waiter was
-    /// told to deny.
-    pub ended_request: bool,
 }
 
 impl Approvals {
@@ -129,22 +126,18 @@ impl Approvals {
         current: impl FnOnce(&ApprovalCard) -> Hash32,
         answer: Answer,
         now: Timestamp,
-    ) -> Result<ApprovalCard, Refused> {
+    ) -> Result<(), Refused> {
         let Some(entry) = self.pending.get(approval) else {
             let refusal = self
                 .ended
                 .iter()
                 .find(|(a, _)| a == approval)
                 .map_or(Refusal::Unknown, |(_, why)| *why);
-            return Err(Refused {
-                refusal,
-                ended_request: false,
-            });
+            return Err(Refused { refusal });
         };
         if now >= entry.card.expires {
             return Err(Refused {
                 refusal: Refusal::Expired,
-                ended_request: false,
             });
         }
         if claimed != entry.card.binding {
@@ -152,14 +145,12 @@ impl Approvals {
             // the request for a correct one.
             return Err(Refused {
                 refusal: Refusal::Changed,
-                ended_request: false,
             });
         }
         let still = current(&entry.card) == entry.card.binding;
         let Some(entry) = self.pending.remove(approval) else {
             return Err(Refused {
                 refusal: Refusal::Unknown,
-                ended_request: false,
             });
         };
         self.remember(approval, Refusal::AlreadyUsed);
@@ -173,12 +164,11 @@ impl Approvals {
             });
             return Err(Refused {
                 refusal: Refusal::Changed,
-                ended_request: true,
             });
         }
         // The waiter may have just given up (expiry); then the answer is simply unread.
         let _ = entry.waiter.send(answer);
-        Ok(entry.card)
+        Ok(())
     }
 
     fn remember(&mut self, approval: &str, why: Refusal) {

@@ -22,7 +22,7 @@ use crate::audit::AuditLog;
 use crate::gateway::Outgoing;
 use crate::policy::{self, Decision, Outcome};
 use crate::runner::{RunOutcome, Runner};
-use crate::sessions::Sessions;
+use crate::sessions::{SessionState, Sessions};
 use crate::tool_spec;
 use daemon::grants::Snapshot;
 
@@ -155,7 +155,7 @@ impl Broker {
         }
     }
 
-    pub fn session_state(&self, session: &SessionId) -> crate::sessions::SessionState {
+    pub fn session_state(&self, session: &SessionId) -> SessionState {
         lock(&self.sessions).get(session)
     }
 
@@ -179,25 +179,28 @@ impl Broker {
         send: &mut dyn FnMut(Envelope),
     ) -> Result<(), Fatal> {
         let snapshot = self.snapshot();
+        // Read once: only this call, under its session's lock, can change it.
         let state = self.session_state(&req.session);
+        let taint = state.taint;
         let parsed = ToolArgs::parse(&req.tool, &req.arguments);
         let now = Timestamp::now();
         let mut decision = match &parsed {
             Ok(args) => policy::decide(&snapshot, args, state.view(), now),
             Err(e) => policy::invalid(e),
         };
-        let canonical = match (&parsed, decision.grant()) {
-            (Ok(args), Some((_, covered))) => Some(tool_spec::effective(args, covered).canonical()),
-            (Ok(args), None) => Some(args.canonical()),
-            (Err(_), _) => None,
+        // The arguments as the grant covered them, which is also what runs.
+        let effective = match (&parsed, decision.grant()) {
+            (Ok(args), Some((_, covered))) => Some(tool_spec::effective(args, covered)),
+            _ => None,
         };
-        if let Outcome::Ask { grant_id } = decision.outcome() {
-            let grant_id = grant_id.to_owned();
-            let canonical = canonical.clone().unwrap_or_default();
-            decision = self.ask(id, req, decision, &grant_id, &canonical, send)?;
+        let canonical = match (&effective, &parsed) {
+            (Some(args), _) | (None, Ok(args)) => Some(args.canonical()),
+            (None, Err(_)) => None,
+        };
+        if matches!(decision.outcome(), Outcome::Ask { .. }) {
+            let canonical = canonical.as_deref().unwrap_or_default();
+            decision = self.ask(id, req, decision, canonical, state, send)?;
         }
-        let record = |decision: &Decision| decision_record(decision);
-        let taint = self.session_state(&req.session).taint;
         self.append(|seq, time, prev| {
             AuditLine::Decision(AuditRecord {
                 seq,
@@ -208,12 +211,12 @@ impl Broker {
                 tool: req.tool.clone(),
                 arguments: req.arguments.clone(),
                 session_taint: taint,
-                decision: record(&decision),
-                canonical: canonical.clone(),
+                decision: decision_record(&decision),
+                canonical,
             })
         })?;
-        let response = match (decision.outcome(), &parsed) {
-            (Outcome::Allow { .. }, Ok(args)) => self.run(req, args, decision)?,
+        let response = match (decision.outcome(), effective) {
+            (Outcome::Allow { .. }, Some(args)) => self.run(req, args, decision)?,
             (Outcome::Deny { reason, detail, .. }, _) => ToolResponse::Denied {
                 reason,
                 detail: Some(detail.to_owned()),
@@ -229,17 +232,21 @@ impl Broker {
         Ok(())
     }
 
-    /// Puts an `ask` to the owner and waits for the answer or the expiry.
+    /// Puts an `ask` to the owner and waits for the answer or the expiry. `state` is the
+    /// session's, as the call was decided on.
     fn ask(
         &self,
         id: u64,
         req: &ToolRequest,
         decision: Decision,
-        grant_id: &str,
         canonical: &str,
+        state: SessionState,
         send: &mut dyn FnMut(Envelope),
     ) -> Result<Decision, Fatal> {
-        let state = self.session_state(&req.session);
+        let grant_id = match decision.outcome() {
+            Outcome::Ask { grant_id } => grant_id.to_owned(),
+            _ => return Ok(decision),
+        };
         let now = Timestamp::now();
         let expires = now.saturating_add(self.config.broker.approval_ttl);
         let approval = approvals::new_id().map_err(|e| Fatal(format!("OS RNG: {e}")))?;
@@ -248,7 +255,7 @@ impl Broker {
             req.call,
             &req.tool,
             canonical,
-            grant_id,
+            &grant_id,
             state.taint,
         );
         let card = ApprovalCard {
@@ -258,10 +265,10 @@ impl Broker {
             call: req.call,
             tool: req.tool.clone(),
             arguments: canonical.to_owned(),
-            grant: grant_id.to_owned(),
+            grant: grant_id.clone(),
             session_taint: state.taint,
             untrusted: state.untrusted,
-            untrusted_by: state.untrusted_by.clone(),
+            untrusted_by: state.untrusted_by,
             expires,
         };
         let (tx, rx) = mpsc::channel();
@@ -279,7 +286,7 @@ impl Broker {
                 session: req.session.clone(),
                 call: req.call,
                 tool: req.tool.clone(),
-                grant: grant_id.to_owned(),
+                grant: grant_id,
                 expires,
             })
         })?;
@@ -343,12 +350,13 @@ impl Broker {
         })
     }
 
-    /// Runs an allowed call and raises the session by the grant's labels before the
-    /// result leaves. A failure's message reaches the model too, so it raises alike.
+    /// Runs an allowed call (`args` as the grant covered them) and raises the session by
+    /// the grant's labels before the result leaves. A failure's message reaches the model
+    /// too, so it raises alike.
     fn run(
         &self,
         req: &ToolRequest,
-        args: &ToolArgs,
+        args: ToolArgs,
         decision: Decision,
     ) -> Result<ToolResponse, Fatal> {
         let Some((grant, _)) = decision.grant() else {

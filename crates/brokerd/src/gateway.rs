@@ -37,7 +37,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Runs the link until the process ends; a failure to audit stops brokerd.
 pub fn run(broker: &Broker, outbox: &Receiver<Outgoing>) {
-    let sock = broker.config.sockets.broker_gateway.join("gateway.sock");
+    let sock = broker.config.sockets.broker_gateway_sock();
     let mut backoff = Duration::from_millis(100);
     let mut carry = None;
     let mut reported = false;

@@ -10,6 +10,7 @@ use daemon::log;
 use daemon::serve::{self, Activity, Policy};
 use proto::{Envelope, Message};
 
+use crate::admin::AdminRequest;
 use crate::broker::{Broker, Fatal};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +82,7 @@ fn handle(
     who: &str,
 ) -> Result<bool, Fatal> {
     let id = env.id;
-    match (side, env.msg) {
+    let refused = match (side, env.msg) {
         (Side::Loop, Message::ToolRequest(req)) => {
             let mut alive = true;
             broker.tool_request(id, &req, &mut |frame| {
@@ -90,16 +91,17 @@ fn handle(
                     alive = false;
                 }
             })?;
-            Ok(alive)
+            return Ok(alive);
         }
-        (Side::Admin, msg @ Message::ToolRequest(_)) | (Side::Loop, msg) => {
-            serve::forbid(conn, id, side.name(), who, msg.kind());
-            Ok(false)
-        }
-        (Side::Admin, msg) => {
-            let reply = broker.admin(msg, who)?;
-            let close = matches!(reply, Message::Error(_));
-            Ok(conn.write(&Envelope::last(id, reply)).is_ok() && !close)
-        }
-    }
+        (Side::Admin, msg) => match AdminRequest::try_from(msg) {
+            Ok(req) => {
+                let reply = broker.admin(req, who)?;
+                return Ok(conn.write(&Envelope::last(id, reply)).is_ok());
+            }
+            Err(msg) => msg,
+        },
+        (Side::Loop, msg) => msg,
+    };
+    serve::forbid(conn, id, side.name(), who, refused.kind());
+    Ok(false)
 }

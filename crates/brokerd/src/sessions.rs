@@ -6,8 +6,8 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::fs::OpenOptions;
+use std::io::Read;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -218,25 +218,9 @@ fn load(path: &Path) -> Result<SessionState, StateError> {
 fn store(dir: &Path, state: &SessionState) -> Result<(), StateError> {
     let path = dir.join(format!("{}.json", state.session));
     let tmp = dir.join(format!(".{}.json.tmp", state.session));
-    let io = |p: &Path| {
-        let p = p.to_owned();
-        move |source| StateError::Io { path: p, source }
-    };
     let text = serde_json::to_vec(state).map_err(|e| corrupt(&path, e.to_string()))?;
-    match std::fs::remove_file(&tmp) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&tmp)(e)),
-        _ => {}
-    }
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(OFlag::O_NOFOLLOW.bits())
-        .open(&tmp)
-        .map_err(io(&tmp))?;
-    file.write_all(&text).map_err(io(&tmp))?;
-    file.sync_all().map_err(io(&tmp))?;
-    drop(file);
-    std::fs::rename(&tmp, &path).map_err(io(&path))?;
-    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
+    daemon::durable::replace_file(&path, &tmp, &text, 0o600).map_err(|e| StateError::Io {
+        path: e.path,
+        source: e.source,
+    })
 }

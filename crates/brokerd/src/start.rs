@@ -65,12 +65,12 @@ pub fn run(args: Args) -> Result<(), Error> {
         .audit_snapshot(&broker.snapshot())
         .map_err(|f| Error(f.0))?;
 
-    let sock = |dir: &std::path::Path| dir.join("broker.sock");
+    let sockets = &broker.config.sockets;
     let loop_l = inherited
-        .take_or_bind("loop", &sock(&broker.config.sockets.loop_broker))
+        .take_or_bind("loop", &sockets.loop_broker_sock())
         .map_err(err)?;
     let admin_l = inherited
-        .take_or_bind("admin", &sock(&broker.config.sockets.admin_broker))
+        .take_or_bind("admin", &sockets.admin_broker_sock())
         .map_err(err)?;
     if inherited.activated() {
         log::info(format_args!(
@@ -105,11 +105,7 @@ pub fn run(args: Args) -> Result<(), Error> {
             .spawn(move || watchdog(&b, every))
             .map_err(err)?;
     }
-    let serving = format!(
-        "serving; grants snapshot {} ({} grants)",
-        broker.snapshot().hash(),
-        broker.snapshot().ids().len()
-    );
+    let serving = serving(&broker.snapshot());
     log::info(format_args!("{serving}"));
     notify::ready(&serving);
 
@@ -130,12 +126,11 @@ fn runner(config: &Config) -> Runner {
     let b = &config.broker;
     match b.runner {
         RunnerKind::Direct => Runner::Direct(DirectRunner::new(b.tool.clone())),
-        RunnerKind::Systemd => Runner::Systemd(SystemdRunner {
-            tool: b.tool.clone(),
-            root: b.sandbox_root.clone(),
-            binds: b.sandbox_binds.clone(),
-            systemd_run: "systemd-run".into(),
-        }),
+        RunnerKind::Systemd => Runner::Systemd(SystemdRunner::new(
+            b.tool.clone(),
+            b.sandbox_root.clone(),
+            b.sandbox_binds.clone(),
+        )),
     }
 }
 
@@ -143,13 +138,13 @@ fn runner(config: &Config) -> Runner {
 fn reload(broker: &Broker) {
     match Snapshot::load(&broker.config.grants) {
         Ok(snapshot) => {
-            let (hash, n) = (snapshot.hash(), snapshot.ids().len());
+            let (hash, n, status) = (snapshot.hash(), snapshot.ids().len(), serving(&snapshot));
             match broker.install(snapshot) {
                 Ok(()) => {
                     log::info(format_args!(
                         "grants reloaded: snapshot {hash} ({n} grants)"
                     ));
-                    notify::status(&format!("serving; grants snapshot {hash} ({n} grants)"));
+                    notify::status(&status);
                 }
                 Err(f) => {
                     log::error(format_args!("fatal: {}; stopping", f.0));
@@ -161,6 +156,15 @@ fn reload(broker: &Broker) {
             "grants not reloaded, keeping the old ones: {e}"
         )),
     }
+}
+
+/// The status line while serving `snapshot`.
+fn serving(snapshot: &Snapshot) -> String {
+    format!(
+        "serving; grants snapshot {} ({} grants)",
+        snapshot.hash(),
+        snapshot.ids().len()
+    )
 }
 
 /// Pings the watchdog while the audit writer, the heart of the broker, can be reached.

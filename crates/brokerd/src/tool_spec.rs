@@ -45,17 +45,18 @@ pub fn effective(args: &ToolArgs, covered: &Covered) -> ToolArgs {
     }
 }
 
+/// The run of an allowed call; `args` are [`effective`] already.
 pub fn build(
     config: &Config,
     req: &ToolRequest,
-    args: &ToolArgs,
+    args: ToolArgs,
     decision: &Decision,
 ) -> Result<RunSpec, String> {
     let (grant, covered) = decision
         .grant()
         .ok_or_else(|| "internal: no grant".to_owned())?;
     let b = &config.broker;
-    let consult = match args {
+    let consult = match &args {
         ToolArgs::Consult(_) => Some(consult_target(config, grant.secret.as_deref())?),
         _ => None,
     };
@@ -88,14 +89,13 @@ pub fn build(
     Ok(RunSpec {
         unit: unit_name(&req.session, req.call),
         invocation: ToolInvocation {
-            call: effective(args, covered),
+            call: args,
             max_bytes: b.max_result_bytes,
             roots: grant.constraints.paths.clone(),
             addresses: sockets,
             consult,
             timeout_ms: u64::try_from(b.tool_time_limit.as_millis()).unwrap_or(u64::MAX),
         },
-        paths: grant.constraints.paths.clone(),
         addresses,
         secret,
         limits: limits(b),
@@ -257,7 +257,6 @@ pub fn print_unit(
             consult: None,
             timeout_ms: 0,
         },
-        paths: grant.constraints.paths.clone(),
         addresses: if networked {
             vec![EXAMPLE_ADDRESS]
         } else {

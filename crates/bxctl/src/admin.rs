@@ -11,7 +11,7 @@ use proto::{Message, SessionId};
 use crate::{Error, err};
 
 fn call(config: &Config, msg: Message) -> Result<Message, Error> {
-    let path = config.sockets.admin_broker.join("broker.sock");
+    let path = config.sockets.admin_broker_sock();
     let mut conn = Conn::connect(&path)
         .map_err(|e| Error(format!("cannot reach brokerd at {}: {e}", path.display())))?;
     let reply = conn.call(1, msg, |_| {}).map_err(err)?;

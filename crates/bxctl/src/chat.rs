@@ -14,7 +14,7 @@ use proto::{LogRecord, Message, SessionId, ToolResponse};
 use crate::{Error, err};
 
 fn connect(config: &Config) -> Result<Conn, Error> {
-    let path = config.sockets.chat_loop.join("loop.sock");
+    let path = config.sockets.chat_loop_sock();
     Conn::connect(&path)
         .map_err(|e| Error(format!("cannot reach loopd at {}: {e}", path.display())))
 }

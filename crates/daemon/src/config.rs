@@ -58,6 +58,38 @@ pub struct Sockets {
     pub broker_gateway: PathBuf,
 }
 
+/// inferproxy's socket file in `sockets.loop_infer`.
+pub const INFER_SOCK: &str = "infer.sock";
+
+/// Each socket's path, the one place its file name is written: the listener binds it, the
+/// other role of the pair connects to it.
+impl Sockets {
+    /// brokerd's loopd side: tool requests only.
+    pub fn loop_broker_sock(&self) -> PathBuf {
+        self.loop_broker.join("broker.sock")
+    }
+
+    /// brokerd's admin side: approvals, answers, queries.
+    pub fn admin_broker_sock(&self) -> PathBuf {
+        self.admin_broker.join("broker.sock")
+    }
+
+    /// inferproxy's socket, for loopd.
+    pub fn loop_infer_sock(&self) -> PathBuf {
+        self.loop_infer.join(INFER_SOCK)
+    }
+
+    /// loopd's chat socket, for `bxctl chat` and gatewayd.
+    pub fn chat_loop_sock(&self) -> PathBuf {
+        self.chat_loop.join("loop.sock")
+    }
+
+    /// gatewayd's socket, for brokerd.
+    pub fn broker_gateway_sock(&self) -> PathBuf {
+        self.broker_gateway.join("gateway.sock")
+    }
+}
+
 fn default_loop_infer() -> PathBuf {
     PathBuf::from("/run/boxmaker/loop-infer")
 }

@@ -7,6 +7,7 @@
 pub mod config;
 pub mod conn;
 pub mod constraints;
+pub mod durable;
 pub mod grants;
 pub mod http;
 pub mod keyed;

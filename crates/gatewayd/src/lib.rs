@@ -85,10 +85,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     }
     let token = token(&g)?;
     let listener = inherited
-        .take_or_bind(
-            "gateway",
-            &config.sockets.broker_gateway.join("gateway.sock"),
-        )
+        .take_or_bind("gateway", &config.sockets.broker_gateway_sock())
         .map_err(err)?;
     let mut signals = Signals::new([SIGTERM, SIGINT]).map_err(err)?;
     let store = Store::open(g.state_dir(&config.home), now_ms()).map_err(err)?;
@@ -116,7 +113,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     let (tx, rx) = mpsc::channel::<Post>();
     let d = desk.clone();
     spawn("follow", move || follow::run(&d, &token, &tx))?;
-    let loop_sock = config.sockets.chat_loop.join("loop.sock");
+    let loop_sock = config.sockets.chat_loop_sock();
     log::info(format_args!("gateway to {} started", g.server));
     spawn("dispatch", move || {
         let bot = bot_id(&client);

@@ -4,7 +4,6 @@
 //! temporary file, fsynced and renamed over the old one.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::io::Write;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -172,14 +171,9 @@ impl Store {
 
     pub fn save(&self) -> std::io::Result<()> {
         let tmp = self.path.with_extension("tmp");
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&serde_json::to_vec(&self.saved).map_err(std::io::Error::other)?)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &self.path)?;
-        if let Some(dir) = self.path.parent() {
-            std::fs::File::open(dir)?.sync_all()?;
-        }
-        Ok(())
+        let bytes = serde_json::to_vec(&self.saved).map_err(std::io::Error::other)?;
+        // 0666 before the umask, as `File::create` makes it.
+        daemon::durable::replace_file(&self.path, &tmp, &bytes, 0o666).map_err(|e| e.source)
     }
 }
 

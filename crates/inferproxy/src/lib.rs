@@ -73,13 +73,13 @@ impl std::error::Error for Error {
 /// The name of the socket in the .socket unit (FileDescriptorName=).
 pub const SOCKET_NAME: &str = "infer";
 /// The socket's file name in `sockets.loop_infer`.
-pub const SOCKET_FILE: &str = "infer.sock";
+pub const SOCKET_FILE: &str = daemon::config::INFER_SOCK;
 
 pub fn run(args: Args) -> Result<(), Error> {
     // First, before any thread exists: listenfd clears LISTEN_FDS as it reads them.
     let mut inherited = Inherited::from_env().map_err(Error::Listen)?;
     let config = Config::load(&args.common.config).map_err(Error::Config)?;
-    let path = config.sockets.loop_infer.join(SOCKET_FILE);
+    let path = config.sockets.loop_infer_sock();
     if args.common.check_config {
         let line = format!(
             "{}: good; {} on {}, upstream {}\n",

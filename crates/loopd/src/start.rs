@@ -41,7 +41,7 @@ pub fn run(args: Args) -> Result<(), Error> {
             .map_err(err);
     }
     let listener = inherited
-        .take_or_bind("chat", &config.sockets.chat_loop.join("loop.sock"))
+        .take_or_bind("chat", &config.sockets.chat_loop_sock())
         .map_err(err)?;
     let mut signals = Signals::new([SIGTERM, SIGINT]).map_err(err)?;
     let policy = Policy {

@@ -66,11 +66,11 @@ impl Looper {
     }
 
     pub(crate) fn infer_sock(&self) -> PathBuf {
-        self.config.sockets.loop_infer.join("infer.sock")
+        self.config.sockets.loop_infer_sock()
     }
 
     fn broker_sock(&self) -> PathBuf {
-        self.config.sockets.loop_broker.join("broker.sock")
+        self.config.sockets.loop_broker_sock()
     }
 
     pub(crate) fn timeout(&self) -> Duration {

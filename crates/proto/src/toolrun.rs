@@ -36,6 +36,20 @@ pub struct ConsultTarget {
     pub credential: String,
 }
 
+/// Cuts `text` to at most `max` bytes at a character boundary; says whether it cut. The
+/// tool cuts its content with it, and brokerd cuts the tool's answer again.
+pub fn cap_str(mut text: String, max: usize) -> (String, bool) {
+    if text.len() <= max {
+        return (text, false);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    (text, true)
+}
+
 /// The tool's answer on stdout.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]

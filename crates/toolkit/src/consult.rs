@@ -8,11 +8,11 @@
 use std::fs::File;
 use std::path::Path;
 
-use proto::toolrun::{ConsultTarget, ToolInvocation};
+use proto::toolrun::{ConsultTarget, ToolInvocation, cap_str};
 use serde::{Deserialize, Serialize};
 
-use crate::net::{agent_for, describe, describe_io, parse_url};
-use crate::text::{cap_str, read_capped};
+use crate::net::{agent_for, describe, describe_io, parse_url, status_words};
+use crate::text::read_capped;
 use crate::{Content, ToolResult, max_bytes};
 
 /// A credential is a key, not a document.
@@ -91,10 +91,7 @@ pub fn consult(prompt: &str, inv: &ToolInvocation, credentials: Option<&Path>) -
     let (bytes, more) = read_capped(reader, MAX_RESPONSE)
         .map_err(|e| format!("{url}: {}", describe_io(&e, inv.timeout_ms)))?;
     if !status.is_success() {
-        let mut message = format!("{url}: HTTP {}", status.as_u16());
-        if let Some(reason) = status.canonical_reason() {
-            message.push_str(&format!(" {reason}"));
-        }
+        let mut message = format!("{url}: HTTP {}", status_words(status));
         if let Some(detail) = error_detail(&bytes, &key) {
             message.push_str(&format!(": {detail}"));
         }

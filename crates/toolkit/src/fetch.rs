@@ -5,11 +5,11 @@
 //! and the model can ask for it as a new call; any other status is a failure
 //! `HTTP <code> <reason>` (an error page is rarely worth the model's context).
 
-use proto::toolrun::ToolInvocation;
+use proto::toolrun::{ToolInvocation, cap_str};
 use ureq::http::{StatusCode, header};
 
-use crate::net::{agent_for, describe, describe_io, parse_url};
-use crate::text::{cap_str, read_capped, to_content};
+use crate::net::{agent_for, describe, describe_io, parse_url, status_words};
+use crate::text::{read_capped, to_content};
 use crate::{Content, ToolResult, max_bytes};
 
 pub fn http_fetch(url: &str, inv: &ToolInvocation) -> ToolResult {
@@ -55,14 +55,6 @@ fn redirect_text(url: &url::Url, status: StatusCode, location: Option<&str>) -> 
             )
         }
         None => format!("redirect ({words}) without a Location header"),
-    }
-}
-
-/// `404 Not Found`; a code without a standard reason is just the number.
-fn status_words(status: StatusCode) -> String {
-    match status.canonical_reason() {
-        Some(reason) => format!("{} {reason}", status.as_u16()),
-        None => status.as_u16().to_string(),
     }
 }
 

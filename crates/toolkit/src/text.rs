@@ -2,6 +2,8 @@
 
 use std::io::Read;
 
+use proto::toolrun::cap_str;
+
 use crate::{Content, ToolResult};
 
 /// How far to look for a NUL byte when deciding that content is binary (what `git` and
@@ -45,19 +47,6 @@ pub fn to_content(mut bytes: Vec<u8>, more: bool, max: usize) -> ToolResult {
         content,
         truncated: more || cut,
     })
-}
-
-/// Cuts `text` to at most `max` bytes at a character boundary; says whether it cut.
-pub fn cap_str(mut text: String, max: usize) -> (String, bool) {
-    if text.len() <= max {
-        return (text, false);
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.truncate(end);
-    (text, true)
 }
 
 /// Removes an incomplete UTF-8 sequence at the very end of `bytes`, if there is one.

@@ -249,10 +249,6 @@ impl AuditLog {
         self.head
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// Whether an earlier write or fsync failed (every append now fails).
     pub fn is_poisoned(&self) -> bool {
         self.poisoned.is_some()

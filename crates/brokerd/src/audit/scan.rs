@@ -42,6 +42,22 @@ pub(super) enum Tail {
     Terminated(Line),
 }
 
+/// The last line of the newest file read so far, inside that file's bytes.
+struct Last {
+    /// Index into the day file names.
+    file: usize,
+    line: u64,
+    text: std::ops::Range<usize>,
+    bytes: Vec<u8>,
+    terminated: bool,
+}
+
+impl Last {
+    fn text(&self) -> &[u8] {
+        &self.bytes[self.text.clone()]
+    }
+}
+
 /// One stored line (without its newline).
 #[derive(Debug)]
 pub(super) struct Line {
@@ -58,10 +74,12 @@ pub(super) fn scan(dir: &Path) -> Result<Scan, AuditError> {
         source,
     };
     let mut verifier = ChainVerifier::default();
-    // The verifier holds every line back by one, and so does this loop, so that the final
-    // line can be judged on its own below.
-    let mut last: Option<(Line, bool)> = None;
-    let mut before_last: Option<(String, u64)> = None;
+    // The verifier holds every line back by one; this loop holds back only the last line of
+    // the newest file read so far (inside the file's own buffer), so that the final line
+    // of the log can be judged on its own below.
+    let mut last: Option<Last> = None;
+    // The file index and line of the line pushed just before the final one.
+    let mut before_last: Option<(usize, u64)> = None;
     for (index, name) in files.iter().enumerate() {
         let bytes = files::read_log(&dir.join(name))?;
         if bytes.is_empty() {
@@ -69,11 +87,8 @@ pub(super) fn scan(dir: &Path) -> Result<Scan, AuditError> {
             continue;
         }
         let terminated = bytes.ends_with(b"\n");
-        let body = if terminated {
-            &bytes[..bytes.len() - 1]
-        } else {
-            &bytes[..]
-        };
+        let body_len = bytes.len() - usize::from(terminated);
+        let body = &bytes[..body_len];
         let count = body.split(|b| *b == b'\n').count();
         if !terminated && index + 1 != files.len() {
             return Err(chain_err(ChainError {
@@ -84,22 +99,28 @@ pub(super) fn scan(dir: &Path) -> Result<Scan, AuditError> {
                     .into(),
             }));
         }
-        for (n, text) in body.split(|b| *b == b'\n').enumerate() {
-            let line = Line {
-                file: name.clone(),
-                line: u64::try_from(n).unwrap_or(u64::MAX).saturating_add(1),
-                bytes: text.to_vec(),
-            };
-            let is_final = n + 1 == count;
-            if let Some((held, _)) = last.replace((line, terminated || !is_final)) {
-                verifier
-                    .push(&held.file, held.line, &held.bytes)
-                    .map_err(&chain_err)?;
-                before_last = Some((held.file, held.line));
-            }
+        if let Some(held) = last.take() {
+            verifier
+                .push(&files[held.file], held.line, held.text())
+                .map_err(&chain_err)?;
+            before_last = Some((held.file, held.line));
         }
+        let mut start = 0;
+        for (n, text) in body.split(|b| *b == b'\n').enumerate().take(count - 1) {
+            let line = u64::try_from(n).unwrap_or(u64::MAX).saturating_add(1);
+            verifier.push(name, line, text).map_err(&chain_err)?;
+            before_last = Some((index, line));
+            start += text.len() + 1;
+        }
+        last = Some(Last {
+            file: index,
+            line: u64::try_from(count).unwrap_or(u64::MAX),
+            text: start..body_len,
+            bytes,
+            terminated,
+        });
     }
-    let Some((final_line, final_terminated)) = last else {
+    let Some(held) = last else {
         let summary = verifier.finish(true).map_err(&chain_err)?;
         return Ok(Scan {
             files,
@@ -109,13 +130,20 @@ pub(super) fn scan(dir: &Path) -> Result<Scan, AuditError> {
             tail: Tail::Clean,
         });
     };
-    if let Err(e) = verifier.push(&final_line.file, final_line.line, &final_line.bytes) {
+    let final_terminated = held.terminated;
+    if let Err(e) = verifier.push(&files[held.file], held.line, held.text()) {
+        let before_last = before_last.map(|(file, line)| (files[file].as_str(), line));
         return Err(chain_err(explain_double_tear(
             e,
-            &before_last,
+            before_last,
             final_terminated,
         )));
     }
+    let final_line = Line {
+        file: files[held.file].clone(),
+        line: held.line,
+        bytes: held.text().to_vec(),
+    };
     // Everything before the final line is verified; the final line is still held back.
     let summary = verifier.finish(false).map_err(&chain_err)?;
     let mut scan = Scan {
@@ -179,12 +207,10 @@ fn day_files(dir: &Path) -> Result<Vec<String>, AuditError> {
 /// (a recovery line accounts for the one line right before it), so say so plainly.
 fn explain_double_tear(
     e: ChainError,
-    before_last: &Option<(String, u64)>,
+    before_last: Option<(&str, u64)>,
     final_terminated: bool,
 ) -> ChainError {
-    let at_before_last = before_last
-        .as_ref()
-        .is_some_and(|(file, line)| *file == e.file && *line == e.line);
+    let at_before_last = before_last.is_some_and(|(file, line)| file == e.file && line == e.line);
     if final_terminated || !at_before_last {
         return e;
     }

@@ -12,7 +12,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use proto::toolrun::ToolOutput;
+use proto::toolrun::{ToolOutput, cap_str};
 
 use super::{Limits, RunOutcome, seconds};
 
@@ -54,7 +54,7 @@ enum Msg {
 }
 
 /// Starts `command` with piped stdio and drives it to an outcome.
-pub(super) fn run(mut command: Command, job: &Job<'_>) -> RunOutcome {
+pub(super) fn run(mut command: Command, mut job: Job<'_>) -> RunOutcome {
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -70,10 +70,11 @@ pub(super) fn run(mut command: Command, job: &Job<'_>) -> RunOutcome {
     let (tx, rx) = mpsc::channel();
     spawn_io(
         &mut child,
-        job.input.clone(),
+        std::mem::take(&mut job.input),
         stdout_cap(job.limits.max_result_bytes),
         &tx,
     );
+    let job = &job;
 
     let deadline = started + job.deadline;
     let mut stdout = None;
@@ -249,34 +250,17 @@ pub(super) fn explain_tool_exit(label: &str, status: ExitStatus) -> String {
 fn bounded(output: ToolOutput, max: u64) -> RunOutcome {
     let max = usize::try_from(max).unwrap_or(usize::MAX);
     match output {
-        ToolOutput::Ok {
-            mut content,
-            truncated,
-        } => {
-            let cut = cut_at_char_boundary(&mut content, max);
+        ToolOutput::Ok { content, truncated } => {
+            let (content, cut) = cap_str(content, max);
             RunOutcome::Ok {
                 content,
                 truncated: truncated || cut,
             }
         }
-        ToolOutput::Failed { mut message } => {
-            cut_at_char_boundary(&mut message, max);
-            RunOutcome::Failed { message }
-        }
+        ToolOutput::Failed { message } => RunOutcome::Failed {
+            message: cap_str(message, max).0,
+        },
     }
-}
-
-/// Shortens `text` to at most `max` bytes on a character boundary; true if it cut.
-pub(super) fn cut_at_char_boundary(text: &mut String, max: usize) -> bool {
-    if text.len() <= max {
-        return false;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.truncate(end);
-    true
 }
 
 /// `what`, followed by the tail of the tool's stderr when there is any.

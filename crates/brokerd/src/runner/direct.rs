@@ -4,7 +4,7 @@
 //! from the invocation, but nothing else confines it.
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,12 +23,9 @@ impl DirectRunner {
     /// Says on stderr, once, that tools will run without isolation: this runner must never
     /// be mistaken for the systemd one in a deployment.
     pub fn new(tool: impl Into<PathBuf>) -> Self {
-        // stderr is brokerd's log (journald under systemd); a failed write of a warning
-        // has nowhere better to go.
-        let _ = writeln!(
-            io::stderr(),
+        daemon::log::warn(format_args!(
             "direct tool runner: tools run without isolation; development and tests only"
-        );
+        ));
         Self { tool: tool.into() }
     }
 
@@ -65,7 +62,7 @@ impl DirectRunner {
         }
         let outcome = child::run(
             command,
-            &Job {
+            Job {
                 label: "tool",
                 input,
                 limits: &spec.limits,

@@ -55,9 +55,9 @@ pub struct Secret {
 pub struct RunSpec {
     /// `boxmaker-tool-<session>-<call>`, see [`unit_name`].
     pub unit: String,
+    /// What the tool reads. Its `roots`, the granted path prefixes (absolute, normalised),
+    /// are also what the systemd runner binds read-only into the tool's root.
     pub invocation: proto::toolrun::ToolInvocation,
-    /// Granted path prefixes (absolute, normalised), bound read-only into the tool's root.
-    pub paths: Vec<String>,
     /// The resolved addresses of the granted hosts; empty means no network at all.
     pub addresses: Vec<IpAddr>,
     pub secret: Option<Secret>,

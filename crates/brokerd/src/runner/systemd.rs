@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use daemon::constraints::is_under;
+
 use super::child::{self, Job};
 use super::{
     RunOutcome, RunSpec, UNIT_PREFIX, check_common, check_granted_path, check_unit_path,
@@ -73,7 +75,7 @@ impl SystemdRunner {
         for bind in &self.binds {
             check_bind(bind)?;
         }
-        for path in &spec.paths {
+        for path in &spec.invocation.roots {
             check_granted_path(path)?;
         }
         if let Some(secret) = &spec.secret {
@@ -113,7 +115,7 @@ impl SystemdRunner {
         {
             p.set("BindReadOnlyPaths", &tool);
         }
-        for path in &spec.paths {
+        for path in &spec.invocation.roots {
             // `-`: a granted path that does not exist right now is absent for the tool
             // (which then reports not found) instead of failing the unit's start.
             p.set("BindReadOnlyPaths", format!("-{path}"));
@@ -124,7 +126,8 @@ impl SystemdRunner {
         // it (measured), so a grant there gets `tmpfs`: an empty read-only /home, /root and
         // /run/user holding only the granted directories.
         let in_home = spec
-            .paths
+            .invocation
+            .roots
             .iter()
             .any(|path| ["/home", "/root"].iter().any(|home| is_under(path, home)));
         p.set("ProtectHome", if in_home { "tmpfs" } else { "yes" });
@@ -302,7 +305,7 @@ impl SystemdRunner {
         let service = format!("{}.service", spec.unit);
         child::run(
             self.command(spec),
-            &Job {
+            Job {
                 label: &label,
                 input,
                 limits: &spec.limits,
@@ -351,15 +354,6 @@ fn check_bind(bind: &str) -> Result<(), String> {
 fn bind_destination(bind: &str) -> &str {
     let entry = bind.strip_prefix('-').unwrap_or(bind);
     entry.split_once(':').map_or(entry, |(_, dst)| dst)
-}
-
-/// Whether `path` is `dir` or below it, at a path-component boundary.
-fn is_under(path: &str, dir: &str) -> bool {
-    dir == "/"
-        || path == dir
-        || path
-            .strip_prefix(dir)
-            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 fn path_str(path: &Path) -> Result<&str, String> {

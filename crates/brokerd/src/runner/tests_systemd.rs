@@ -200,17 +200,17 @@ fn a_tool_inside_a_bind_is_not_bound_again() {
 #[test]
 fn a_grant_under_home_gets_an_empty_home_instead_of_none() {
     let mut spec = read_file_spec();
-    spec.paths = vec!["/srv/notes".into(), "/home/owner/notes".into()];
+    spec.invocation.roots = vec!["/srv/notes".into(), "/home/owner/notes".into()];
     let props = runner().properties(&spec);
     assert!(props.contains(&("ProtectHome".into(), "tmpfs".into())));
-    spec.paths = vec!["/root/notes".into()];
+    spec.invocation.roots = vec!["/root/notes".into()];
     assert!(
         runner()
             .properties(&spec)
             .contains(&("ProtectHome".into(), "tmpfs".into()))
     );
     // A look-alike prefix is not under /home.
-    spec.paths = vec!["/homes/notes".into()];
+    spec.invocation.roots = vec!["/homes/notes".into()];
     assert!(
         runner()
             .properties(&spec)
@@ -268,8 +268,12 @@ fn execute_refuses_a_bad_spec_before_starting_anything() {
         ("address", |s, _| {
             s.addresses.push("ff02::1".parse().expect("ip"))
         }),
-        ("granted path", |s, _| s.paths.push("/srv/My Notes".into())),
-        ("granted path", |s, _| s.paths.push("/run/systemd".into())),
+        ("granted path", |s, _| {
+            s.invocation.roots.push("/srv/My Notes".into())
+        }),
+        ("granted path", |s, _| {
+            s.invocation.roots.push("/run/systemd".into())
+        }),
         ("unit name", |s, _| s.unit = "other-unit".into()),
         ("unit name", |s, _| s.unit = "boxmaker-tool-A".into()),
         ("bind", |_, r| r.binds.push("/usr:/x:ro".into())),

@@ -52,7 +52,7 @@ fn exposure(runner: &SystemdRunner, spec: &RunSpec) -> Option<(f64, String)> {
 fn systemd_analyze_scores_a_no_network_tool_unit_at_most_1_0() {
     let runner = runner();
     let mut home = read_file_spec();
-    home.paths.push("/home/owner/notes".into());
+    home.invocation.roots.push("/home/owner/notes".into());
     // Measured: 0.1 (ProtectClock= implies DeviceAllow=char-rtc r); 0.2 with a grant under
     // /home (ProtectHome=tmpfs).
     for (spec, measured) in [

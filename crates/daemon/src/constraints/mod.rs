@@ -13,7 +13,7 @@ use proto::Mode;
 use proto::tools::{TOOL_NAMES, ToolArgs};
 
 pub use host::{Host, normalize_url};
-pub use path::normalize_path;
+pub use path::{is_under, normalize_path};
 
 use host::Entry;
 use pattern::Pattern;
@@ -126,7 +126,7 @@ pub fn check(grant: &Grant, args: &ToolArgs) -> Result<Covered, String> {
         ToolArgs::ReadFile(proto::tools::ReadFileArgs { path })
         | ToolArgs::ListDir(proto::tools::ListDirArgs { path }) => {
             let path = normalize_path(path)?;
-            if !c.paths.is_empty() && !c.paths.iter().any(|root| path::is_under(&path, root)) {
+            if !c.paths.is_empty() && !c.paths.iter().any(|root| is_under(&path, root)) {
                 return Err(format!(
                     "{path:?} is not under any of {}",
                     c.paths.join(", ")

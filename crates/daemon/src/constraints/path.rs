@@ -52,7 +52,7 @@ pub(super) fn validate_entry(entry: &str) -> Result<(), String> {
 
 /// Whether the normalised `path` is `root` or inside it. Both sides are normal, so a string
 /// prefix that ends at a `/` is a component boundary.
-pub(super) fn is_under(path: &str, root: &str) -> bool {
+pub fn is_under(path: &str, root: &str) -> bool {
     root == "/"
         || path
             .strip_prefix(root)
