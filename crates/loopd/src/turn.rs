@@ -391,16 +391,12 @@ fn for_model(r: &ToolResponse) -> (String, DataClass, bool, bool) {
             truncated,
         } => (content.clone(), *class, *untrusted, *truncated),
         ToolResponse::Denied { reason, detail } => {
-            let reason = serde_json::to_string(reason).unwrap_or_default();
             let detail = detail
                 .as_deref()
                 .map(|d| format!(": {d}"))
                 .unwrap_or_default();
             (
-                format!(
-                    "denied by the owner's policy ({}){detail}",
-                    reason.trim_matches('"')
-                ),
+                format!("denied by the owner's policy ({}){detail}", reason.as_str()),
                 DataClass::Private,
                 false,
                 false,
