@@ -5,12 +5,10 @@
 
 use std::fmt;
 
-use sha2::{Digest, Sha256};
-
 use crate::{AuditEvent, AuditLine, Hash32};
 
 pub fn line_hash(line: &[u8]) -> Hash32 {
-    Hash32::from_bytes(Sha256::digest(line).into())
+    Hash32::digest(line)
 }
 
 /// Where verification stopped and why.

@@ -35,7 +35,7 @@ pub use frame::{
     write_frame,
 };
 pub use grant::{Constraints, Grant, GrantError, IfUntrusted, Mode, TomlError, from_toml};
-pub use ids::{CallId, Epoch, Hash32, SessionId};
+pub use ids::{CallId, Epoch, Hash32, SessionId, hex};
 pub use log::{LogRecord, ToolCall};
 pub use message::{Envelope, ErrorCode, Message, PROTOCOL_VERSION, WireError};
 pub use time::Timestamp;
