@@ -115,8 +115,16 @@ impl std::error::Error for CallError {}
 
 /// Whether a read error is only a deadline passing (the peer went quiet).
 pub fn is_timeout(e: &ReadError) -> bool {
-    matches!(e, ReadError::Frame(FrameError::Io(io))
-        if matches!(io.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut))
+    matches!(e, ReadError::Frame(FrameError::Io(io)) if is_timeout_io(io))
+}
+
+/// Whether an I/O error is only a read or write timeout: `WouldBlock` (what a socket with a
+/// timeout says on Unix) or `TimedOut`.
+pub fn is_timeout_io(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }
 
 struct DeadlineReader<'a> {
