@@ -42,10 +42,6 @@ impl Conn {
         ))
     }
 
-    pub fn stream(&self) -> &UnixStream {
-        &self.stream
-    }
-
     /// Reads one envelope, or a typed error. A timeout is `ReadError::Frame(Io)` with kind
     /// `WouldBlock` or `TimedOut`.
     pub fn read(&mut self) -> Result<Envelope, ReadError> {

@@ -83,11 +83,6 @@ impl Headers {
         self.get(name).is_some()
     }
 
-    /// Removes every field called `name`.
-    pub fn remove(&mut self, name: &str) {
-        self.0.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
-    }
-
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.0.iter().map(|(n, v)| (n.as_str(), v.as_str()))
     }
