@@ -7,7 +7,6 @@ use std::sync::mpsc::Sender;
 
 use proto::approval::{ApprovalCard, Refusal, Verdict};
 use proto::{CallId, DataClass, Hash32, SessionId, Timestamp};
-use sha2::{Digest, Sha256};
 
 /// How many answered ids are remembered, to tell "already used" from "unknown".
 const REMEMBERED: usize = 4096;
@@ -44,27 +43,22 @@ pub fn binding(
     grant: &str,
     taint: DataClass,
 ) -> Hash32 {
-    let mut h = Sha256::new();
     let call = call.0.to_be_bytes();
-    for part in [
+    Hash32::of_parts([
         session.as_str().as_bytes(),
         &call[..],
         tool.as_bytes(),
         canonical.as_bytes(),
         grant.as_bytes(),
         taint.as_str().as_bytes(),
-    ] {
-        h.update(u64::try_from(part.len()).unwrap_or(u64::MAX).to_be_bytes());
-        h.update(part);
-    }
-    Hash32::from_bytes(h.finalize().into())
+    ])
 }
 
 /// A fresh approval id: 128 bits from the OS RNG, as 32 lower-case hex characters.
 pub fn new_id() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(proto::hex(&bytes))
 }
 
 /// Why an answer was not taken. (A changed request also ends: its waiter is told to deny.)

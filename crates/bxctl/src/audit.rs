@@ -139,9 +139,7 @@ fn describe(line: &AuditLine) -> String {
                     detail,
                 } => format!(
                     "DENIED: {}{}{}",
-                    serde_json::to_string(reason)
-                        .unwrap_or_default()
-                        .trim_matches('"'),
+                    reason.as_str(),
                     grant
                         .as_ref()
                         .map(|g| format!(" (grant {g})"))

@@ -72,9 +72,7 @@ pub fn render(event: &ChatEvent, bxctl: &str) -> String {
             ),
             ToolResponse::Denied { reason, detail } => format!(
                 "  [-> denied: {}{}]\n",
-                serde_json::to_string(reason)
-                    .unwrap_or_default()
-                    .trim_matches('"'),
+                reason.as_str(),
                 detail
                     .as_deref()
                     .map(|d| format!(": {d}"))

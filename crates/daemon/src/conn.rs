@@ -42,10 +42,6 @@ impl Conn {
         ))
     }
 
-    pub fn stream(&self) -> &UnixStream {
-        &self.stream
-    }
-
     /// Reads one envelope, or a typed error. A timeout is `ReadError::Frame(Io)` with kind
     /// `WouldBlock` or `TimedOut`.
     pub fn read(&mut self) -> Result<Envelope, ReadError> {
@@ -115,8 +111,16 @@ impl std::error::Error for CallError {}
 
 /// Whether a read error is only a deadline passing (the peer went quiet).
 pub fn is_timeout(e: &ReadError) -> bool {
-    matches!(e, ReadError::Frame(FrameError::Io(io))
-        if matches!(io.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut))
+    matches!(e, ReadError::Frame(FrameError::Io(io)) if is_timeout_io(io))
+}
+
+/// Whether an I/O error is only a read or write timeout: `WouldBlock` (what a socket with a
+/// timeout says on Unix) or `TimedOut`.
+pub fn is_timeout_io(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }
 
 struct DeadlineReader<'a> {

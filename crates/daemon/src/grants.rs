@@ -7,7 +7,6 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use proto::{Grant, Hash32};
-use sha2::{Digest, Sha256};
 
 use crate::constraints;
 
@@ -103,10 +102,9 @@ impl Snapshot {
 
     /// Builds a snapshot from `(id → (path, text))`.
     pub fn from_texts(files: BTreeMap<String, (PathBuf, String)>) -> Result<Self, GrantsError> {
-        let mut hasher = Sha256::new();
         let mut grants = BTreeMap::new();
-        for (id, (path, text)) in files {
-            let grant = Grant::from_toml(&text).map_err(|e| GrantsError {
+        for (id, (path, text)) in &files {
+            let grant = Grant::from_toml(text).map_err(|e| GrantsError {
                 file: path.clone(),
                 line: e.line,
                 column: e.column,
@@ -118,17 +116,15 @@ impl Snapshot {
                 column: 0,
                 reason,
             })?;
-            // Length-prefixed, so that no two different sets of files hash alike.
-            for part in [id.as_bytes(), text.as_bytes()] {
-                hasher.update(u64::try_from(part.len()).unwrap_or(u64::MAX).to_be_bytes());
-                hasher.update(part);
-            }
-            grants.insert(id, grant);
+            grants.insert(id.clone(), grant);
         }
-        Ok(Self {
-            hash: Hash32::from_bytes(hasher.finalize().into()),
-            grants,
-        })
+        // Length-prefixed, so that no two different sets of files hash alike.
+        let hash = Hash32::of_parts(
+            files
+                .iter()
+                .flat_map(|(id, (_, text))| [id.as_bytes(), text.as_bytes()]),
+        );
+        Ok(Self { hash, grants })
     }
 
     pub fn hash(&self) -> Hash32 {

@@ -21,6 +21,9 @@ pub struct PeerIdentity {
     pub pid: i32,
     /// The user name NSS gives for `uid`, when it has one.
     pub user: Option<String>,
+    /// The primary group NSS gives for `uid`, when it has one (from the same look-up as
+    /// `user`; it can differ from the socket's `gid`).
+    pub primary_gid: Option<u32>,
 }
 
 impl fmt::Display for PeerIdentity {
@@ -34,15 +37,14 @@ impl fmt::Display for PeerIdentity {
 
 pub fn identify(stream: &UnixStream) -> io::Result<PeerIdentity> {
     let cred = getsockopt(stream, PeerCredentials).map_err(io::Error::from)?;
-    let user = User::from_uid(Uid::from_raw(cred.uid()))
-        .ok()
-        .flatten()
-        .map(|u| u.name);
+    let user = User::from_uid(Uid::from_raw(cred.uid())).ok().flatten();
+    let primary_gid = user.as_ref().map(|u| u.gid.as_raw());
     Ok(PeerIdentity {
         uid: cred.uid(),
         gid: cred.gid(),
         pid: cred.pid(),
-        user,
+        user: user.map(|u| u.name),
+        primary_gid,
     })
 }
 
@@ -56,7 +58,7 @@ pub fn admits(rule: &Peer, who: &PeerIdentity) -> bool {
             Ok(Some(group)) => {
                 group.gid.as_raw() == who.gid
                     || who.user.as_ref().is_some_and(|u| group.mem.contains(u))
-                    || primary_gid(who.uid) == Some(group.gid.as_raw())
+                    || who.primary_gid == Some(group.gid.as_raw())
             }
             _ => false,
         },
@@ -77,13 +79,6 @@ pub fn hung_up(stream: &UnixStream) -> bool {
         Ok(_) | Err(Errno::EAGAIN | Errno::EINTR) => false,
         Err(_) => true,
     }
-}
-
-fn primary_gid(uid: u32) -> Option<u32> {
-    User::from_uid(Uid::from_raw(uid))
-        .ok()
-        .flatten()
-        .map(|u| u.gid.as_raw())
 }
 
 #[cfg(test)]

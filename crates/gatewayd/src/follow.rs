@@ -79,14 +79,7 @@ fn next(ws: &mut Socket) -> Result<Option<Value>, String> {
         )),
         Ok(Message::Close(_)) => Err("closed by the server".into()),
         Ok(_) => Ok(Some(Value::Null)),
-        Err(tungstenite::Error::Io(e))
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ) =>
-        {
-            Ok(None)
-        }
+        Err(tungstenite::Error::Io(e)) if daemon::conn::is_timeout_io(&e) => Ok(None),
         Err(e) => Err(e.to_string()),
     }
 }

@@ -112,11 +112,7 @@ fn event(stream: &mut Stream<'_>, ev: &ChatEvent) {
             }
             ToolResponse::Denied { reason, .. } => format!(
                 "> → denied ({})",
-                code(
-                    serde_json::to_string(reason)
-                        .unwrap_or_default()
-                        .trim_matches('"')
-                )
+                code(reason.as_str())
             ),
             ToolResponse::Failed { message } => format!("> → failed: {}", code(message)),
         }),

@@ -177,10 +177,7 @@ fn connect(shared: &Shared, head: &RequestHead, body: &[u8]) -> Result<TcpStream
     let infer = &shared.infer;
     let addr = infer.upstream.addr;
     let tcp = TcpStream::connect_timeout(&addr, infer.connect_timeout).map_err(|e| {
-        let timed_out = matches!(
-            e.kind(),
-            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
-        );
+        let timed_out = daemon::conn::is_timeout_io(&e);
         shared.upstream_reached(false);
         if timed_out {
             (

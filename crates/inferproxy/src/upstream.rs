@@ -130,12 +130,7 @@ impl Read for UpstreamReader<'_> {
                     }
                     return Ok(n);
                 }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
+                Err(e) if daemon::conn::is_timeout_io(&e) => {
                     if peer::hung_up(self.client) {
                         return Err(io::Error::new(io::ErrorKind::ConnectionAborted, ClientGone));
                     }

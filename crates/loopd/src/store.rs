@@ -211,7 +211,7 @@ impl Store {
             .take(10)
             .filter(|c| *c != '-')
             .collect();
-        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = proto::hex(&bytes);
         SessionId::new(format!("s-{date}-{hex}")).map_err(|e| StoreError(e.to_string()))
     }
 }

@@ -12,7 +12,6 @@ use daemon::lock;
 use proto::chat::{ChatEvent, ChatReply, ChatSend, TurnEnd};
 use proto::{CallId, DataClass, Epoch, Hash32, LogRecord, SessionId, Timestamp, ToolResponse};
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use crate::llm::{self, Delta, LlmError, Props};
 use crate::store::{Session, Store, StoreError};
@@ -207,7 +206,7 @@ impl Looper {
     ) -> Result<Session, TurnError> {
         let slots = self.props().map(|p| p.total_slots).unwrap_or(1);
         let slot = slot_of(id, slots);
-        let baseline = Hash32::from_bytes(Sha256::digest(self.system(summary.as_deref())).into());
+        let baseline = Hash32::digest(self.system(summary.as_deref()).as_bytes());
         let mut session = Session {
             id: id.clone(),
             epoch,
@@ -391,16 +390,12 @@ fn for_model(r: &ToolResponse) -> (String, DataClass, bool, bool) {
             truncated,
         } => (content.clone(), *class, *untrusted, *truncated),
         ToolResponse::Denied { reason, detail } => {
-            let reason = serde_json::to_string(reason).unwrap_or_default();
             let detail = detail
                 .as_deref()
                 .map(|d| format!(": {d}"))
                 .unwrap_or_default();
             (
-                format!(
-                    "denied by the owner's policy ({}){detail}",
-                    reason.trim_matches('"')
-                ),
+                format!("denied by the owner's policy ({}){detail}", reason.as_str()),
                 DataClass::Private,
                 false,
                 false,
@@ -420,7 +415,8 @@ fn for_model(r: &ToolResponse) -> (String, DataClass, bool, bool) {
 
 /// A session's server slot: stable for the session, spread over the slots.
 fn slot_of(id: &SessionId, slots: u32) -> u32 {
-    let h = Sha256::digest(id.as_str().as_bytes());
+    let h = Hash32::digest(id.as_str().as_bytes());
+    let h = h.as_bytes();
     let n = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
     n % slots.max(1)
 }

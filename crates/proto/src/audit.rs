@@ -136,4 +136,16 @@ impl AuditLine {
             ) => *prev,
         }
     }
+
+    pub fn time(&self) -> Timestamp {
+        match self {
+            Self::Decision(r) => r.time,
+            Self::Event(
+                AuditEvent::GrantsLoaded { time, .. }
+                | AuditEvent::Recovery { time, .. }
+                | AuditEvent::ApprovalRequested { time, .. }
+                | AuditEvent::ApprovalRefused { time, .. },
+            ) => *time,
+        }
+    }
 }

@@ -5,12 +5,10 @@
 
 use std::fmt;
 
-use sha2::{Digest, Sha256};
-
 use crate::{AuditEvent, AuditLine, Hash32};
 
 pub fn line_hash(line: &[u8]) -> Hash32 {
-    Hash32::from_bytes(Sha256::digest(line).into())
+    Hash32::digest(line)
 }
 
 /// Where verification stopped and why.
@@ -61,11 +59,14 @@ pub struct ChainVerifier {
     recovered: u64,
 }
 
+/// A line fed but not yet judged: parsed once, with what the checks need of its bytes.
 #[derive(Debug)]
 struct Held {
     file: String,
     line: u64,
-    bytes: Vec<u8>,
+    parsed: Result<AuditLine, serde_json::Error>,
+    len: usize,
+    hash: Hash32,
 }
 
 /// What a whole verification found.
@@ -101,7 +102,9 @@ impl ChainVerifier {
         let current = Held {
             file: file.to_owned(),
             line,
-            bytes: bytes.to_vec(),
+            parsed: AuditLine::from_slice(bytes),
+            len: bytes.len(),
+            hash: line_hash(bytes),
         };
         if let Some(held) = self.held.take() {
             if recovers(&current, &held) {
@@ -139,7 +142,9 @@ impl ChainVerifier {
             line: held.line,
             reason,
         };
-        let parsed = AuditLine::from_slice(&held.bytes)
+        let parsed = held
+            .parsed
+            .as_ref()
             .map_err(|e| fail(format!("not an audit line: {e}")))?;
         if parsed.seq() != self.head.next_seq {
             return Err(fail(format!(
@@ -157,7 +162,7 @@ impl ChainVerifier {
         }
         self.head = ChainHead {
             next_seq: self.head.next_seq + 1,
-            prev: line_hash(&held.bytes),
+            prev: held.hash,
         };
         self.lines += 1;
         Ok(())
@@ -172,12 +177,12 @@ fn recovers(line: &Held, torn: &Held) -> bool {
         torn_bytes,
         torn_sha256,
         ..
-    })) = AuditLine::from_slice(&line.bytes)
+    })) = &line.parsed
     else {
         return false;
     };
-    file == torn.file
-        && torn_line == torn.line
-        && usize::try_from(torn_bytes).is_ok_and(|n| n == torn.bytes.len())
-        && torn_sha256 == line_hash(&torn.bytes)
+    *file == torn.file
+        && *torn_line == torn.line
+        && usize::try_from(*torn_bytes).is_ok_and(|n| n == torn.len)
+        && *torn_sha256 == torn.hash
 }

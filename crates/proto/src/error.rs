@@ -14,11 +14,6 @@ impl InvalidValue {
             reason: reason.into(),
         }
     }
-
-    /// The type that refused the value, for example `session id`.
-    pub fn what(&self) -> &'static str {
-        self.what
-    }
 }
 
 impl fmt::Display for InvalidValue {

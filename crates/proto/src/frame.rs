@@ -94,19 +94,30 @@ pub fn read_frame<R: Read>(r: &mut R) -> Result<Vec<u8>, FrameError> {
 /// Writes one frame. A body that is empty or over [`MAX_FRAME`] is refused before any byte
 /// is written, so a writer never sends what a reader must reject.
 pub fn write_frame<W: Write>(w: &mut W, body: &[u8]) -> Result<(), FrameError> {
-    if body.is_empty() {
+    let len = frame_len(body.len())?;
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&len);
+    frame.extend_from_slice(body);
+    send(w, &frame)
+}
+
+/// The length prefix for a body of `len` bytes, or why such a body must not be sent.
+fn frame_len(len: usize) -> Result<[u8; 4], FrameError> {
+    if len == 0 {
         return Err(FrameError::Empty);
     }
-    if body.len() > MAX_FRAME {
+    if len > MAX_FRAME {
         return Err(FrameError::TooLarge {
-            len: u64::try_from(body.len()).unwrap_or(u64::MAX),
+            len: u64::try_from(len).unwrap_or(u64::MAX),
         });
     }
-    let len = u32::try_from(body.len()).map_err(|_| FrameError::TooLarge { len: u64::MAX })?;
-    let mut frame = Vec::with_capacity(4 + body.len());
-    frame.extend_from_slice(&len.to_be_bytes());
-    frame.extend_from_slice(body);
-    w.write_all(&frame).map_err(FrameError::Io)?;
+    let len = u32::try_from(len).map_err(|_| FrameError::TooLarge { len: u64::MAX })?;
+    Ok(len.to_be_bytes())
+}
+
+/// Writes a whole frame (prefix and body) in one `write_all`, then flushes.
+fn send<W: Write>(w: &mut W, frame: &[u8]) -> Result<(), FrameError> {
+    w.write_all(frame).map_err(FrameError::Io)?;
     w.flush().map_err(FrameError::Io)
 }
 
@@ -186,7 +197,7 @@ impl From<FrameError> for ReadError {
     }
 }
 
-/// Only the version and id, read before the strict parse so that a frame from another
+/// Only the version and id, read when the strict parse fails, so that a frame from another
 /// protocol version is answered with `bad_version` rather than with its first parse error.
 #[derive(Deserialize)]
 struct Probe {
@@ -210,6 +221,18 @@ pub fn decode_envelope(body: &[u8]) -> Result<Envelope, ReadError> {
             detail: "invalid type: an envelope must be a JSON object".into(),
         });
     }
+    let strict = match serde_json::from_slice::<Envelope>(body) {
+        Ok(envelope) if envelope.v == PROTOCOL_VERSION => return Ok(envelope),
+        Ok(envelope) => {
+            return Err(ReadError::BadVersion {
+                id: Some(envelope.id),
+                v: u64::from(envelope.v),
+            });
+        }
+        Err(e) => e,
+    };
+    // The strict parse failed: the probe says whether the version is the reason, and
+    // recovers the id for the answer.
     let probe: Probe = serde_json::from_slice(body).map_err(|e| ReadError::BadMessage {
         id: None,
         detail: e.to_string(),
@@ -219,9 +242,9 @@ pub fn decode_envelope(body: &[u8]) -> Result<Envelope, ReadError> {
     {
         return Err(ReadError::BadVersion { id: probe.id, v });
     }
-    serde_json::from_slice(body).map_err(|e| ReadError::BadMessage {
+    Err(ReadError::BadMessage {
         id: probe.id,
-        detail: e.to_string(),
+        detail: strict.to_string(),
     })
 }
 
@@ -233,6 +256,10 @@ pub fn read_envelope<R: Read>(r: &mut R) -> Result<Envelope, ReadError> {
 
 /// Encodes and writes one envelope as a frame.
 pub fn write_envelope<W: Write>(w: &mut W, envelope: &Envelope) -> Result<(), FrameError> {
-    let body = serde_json::to_vec(envelope).map_err(|e| FrameError::Io(io::Error::other(e)))?;
-    write_frame(w, &body)
+    // Serialised once, after 4 bytes kept for the length prefix.
+    let mut frame = vec![0u8; 4];
+    serde_json::to_writer(&mut frame, envelope).map_err(|e| FrameError::Io(io::Error::other(e)))?;
+    let len = frame_len(frame.len() - 4)?;
+    frame[..4].copy_from_slice(&len);
+    send(w, &frame)
 }

@@ -81,7 +81,7 @@ pub struct Constraints {
 
 impl Grant {
     /// Parses one grant file's text. The error names the line and column and says why.
-    pub fn from_toml(text: &str) -> Result<Self, GrantError> {
+    pub fn from_toml(text: &str) -> Result<Self, TomlError> {
         from_toml(text)
     }
 }
@@ -108,9 +108,6 @@ fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, column)
 }
-
-/// Why a grant file does not parse.
-pub type GrantError = TomlError;
 
 /// Why a TOML file does not parse. `line` and `column` are 1-based; 0 when the parser
 /// could not point at a place (for example a missing field).

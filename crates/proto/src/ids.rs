@@ -1,6 +1,7 @@
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use sha2::{Digest, Sha256};
 
 use crate::InvalidValue;
 
@@ -82,14 +83,24 @@ impl Hash32 {
         &self.0
     }
 
-    pub fn to_hex(&self) -> String {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let mut out = String::with_capacity(64);
-        for b in self.0 {
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0x0f)]));
+    /// SHA-256 of `bytes`.
+    pub fn digest(bytes: &[u8]) -> Self {
+        Self(Sha256::digest(bytes).into())
+    }
+
+    /// SHA-256 over the parts, each preceded by its length (8 bytes, big-endian), so that
+    /// no two different lists of parts hash alike.
+    pub fn of_parts<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> Self {
+        let mut hasher = Sha256::new();
+        for part in parts {
+            hasher.update(u64::try_from(part.len()).unwrap_or(u64::MAX).to_be_bytes());
+            hasher.update(part);
         }
-        out
+        Self(hasher.finalize().into())
+    }
+
+    pub fn to_hex(&self) -> String {
+        hex(&self.0)
     }
 
     pub fn from_hex(text: &str) -> Result<Self, InvalidValue> {
@@ -106,6 +117,17 @@ impl Hash32 {
         }
         Ok(Self(out))
     }
+}
+
+/// `bytes` as lower-case hex, two characters a byte.
+pub fn hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0x0f)]));
+    }
+    out
 }
 
 fn nibble(c: u8) -> Result<u8, InvalidValue> {

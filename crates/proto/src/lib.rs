@@ -34,8 +34,8 @@ pub use frame::{
     FrameError, MAX_FRAME, ReadError, decode_envelope, read_envelope, read_frame, write_envelope,
     write_frame,
 };
-pub use grant::{Constraints, Grant, GrantError, IfUntrusted, Mode, TomlError, from_toml};
-pub use ids::{CallId, Epoch, Hash32, SessionId};
+pub use grant::{Constraints, Grant, IfUntrusted, Mode, TomlError, from_toml};
+pub use ids::{CallId, Epoch, Hash32, SessionId, hex};
 pub use log::{LogRecord, ToolCall};
 pub use message::{Envelope, ErrorCode, Message, PROTOCOL_VERSION, WireError};
 pub use time::Timestamp;

@@ -58,3 +58,62 @@ pub enum DenyReason {
     /// Too many approvals are waiting for the owner already.
     TooManyPendingApprovals,
 }
+
+impl DenyReason {
+    /// The reason's wire name, as serde writes it (without the quotes).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NoGrant => "no_grant",
+            Self::GrantExpired => "grant_expired",
+            Self::TaintTooHigh => "taint_too_high",
+            Self::DeniedByGrant => "denied_by_grant",
+            Self::ApprovalRefused => "approval_refused",
+            Self::ApprovalExpired => "approval_expired",
+            Self::InvalidArguments => "invalid_arguments",
+            Self::UnknownTool => "unknown_tool",
+            Self::TooManyPendingApprovals => "too_many_pending_approvals",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DenyReason;
+
+    /// Every variant; the match makes a new variant fail to compile until it is listed.
+    fn all() -> [DenyReason; 9] {
+        let all = [
+            DenyReason::NoGrant,
+            DenyReason::GrantExpired,
+            DenyReason::TaintTooHigh,
+            DenyReason::DeniedByGrant,
+            DenyReason::ApprovalRefused,
+            DenyReason::ApprovalExpired,
+            DenyReason::InvalidArguments,
+            DenyReason::UnknownTool,
+            DenyReason::TooManyPendingApprovals,
+        ];
+        for reason in all {
+            match reason {
+                DenyReason::NoGrant
+                | DenyReason::GrantExpired
+                | DenyReason::TaintTooHigh
+                | DenyReason::DeniedByGrant
+                | DenyReason::ApprovalRefused
+                | DenyReason::ApprovalExpired
+                | DenyReason::InvalidArguments
+                | DenyReason::UnknownTool
+                | DenyReason::TooManyPendingApprovals => {}
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn as_str_is_the_serde_name() {
+        for reason in all() {
+            let wire = serde_json::to_string(&reason).expect("encode");
+            assert_eq!(wire, format!("\"{}\"", reason.as_str()));
+        }
+    }
+}

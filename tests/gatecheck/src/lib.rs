@@ -135,14 +135,29 @@ impl fmt::Display for Outcome {
     }
 }
 
-/// Runs one check on the repository at `root`.
-pub fn run(check: Check, root: &Path) -> Result<Outcome, Error> {
+/// The repository's file listing ([`repo_files`]), read by the first check that needs it
+/// and shared by the checks after it.
+#[derive(Debug, Default)]
+pub struct RepoFiles(Option<Vec<String>>);
+
+impl RepoFiles {
+    fn get(&mut self, root: &Path) -> Result<&[String], Error> {
+        let files = match self.0.take() {
+            Some(files) => files,
+            None => repo_files(root)?,
+        };
+        Ok(self.0.insert(files))
+    }
+}
+
+/// Runs one check on the repository at `root`. `files` is the file listing, read here if no
+/// check before has read it.
+pub fn run(check: Check, root: &Path, files: &mut RepoFiles) -> Result<Outcome, Error> {
     match check {
-        Check::Lines => lines::check(root, &repo_files(root)?),
+        Check::Lines => lines::check(root, files.get(root)?),
         Check::Roles => roles::check_metadata(&roles::cargo_metadata(root)?),
         Check::Deps => {
-            let files = repo_files(root)?;
-            let manifests = deps::read_manifests(root, &files)?;
+            let manifests = deps::read_manifests(root, files.get(root)?)?;
             let doc_path = root.join(deps::DOC_PATH);
             let doc = match std::fs::read_to_string(&doc_path) {
                 Ok(text) => Some(text),

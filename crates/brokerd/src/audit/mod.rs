@@ -215,7 +215,7 @@ impl AuditLog {
         if line.prev() != prev {
             return mismatch("prev");
         }
-        if line_time(&line) != time {
+        if line.time() != time {
             return mismatch("time");
         }
         let mut bytes =
@@ -388,18 +388,5 @@ impl fmt::Debug for AuditLog {
             .field("head", &self.head)
             .field("poisoned", &self.poisoned)
             .finish_non_exhaustive()
-    }
-}
-
-/// The `time` every line kind carries (proto has accessors for `seq` and `prev` only).
-fn line_time(line: &AuditLine) -> Timestamp {
-    match line {
-        AuditLine::Decision(r) => r.time,
-        AuditLine::Event(
-            AuditEvent::GrantsLoaded { time, .. }
-            | AuditEvent::Recovery { time, .. }
-            | AuditEvent::ApprovalRequested { time, .. }
-            | AuditEvent::ApprovalRefused { time, .. },
-        ) => *time,
     }
 }

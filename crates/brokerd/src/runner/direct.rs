@@ -88,7 +88,7 @@ impl CredentialsDir {
     fn create(secret: &Secret) -> io::Result<Self> {
         let mut random = [0u8; 16];
         getrandom::fill(&mut random).map_err(|e| io::Error::other(e.to_string()))?;
-        let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        let name = proto::hex(&random);
         let path = std::env::temp_dir().join(format!("boxmaker-credentials-{name}"));
         // `create` (not `create_all`) fails if anything, a symlink included, is already
         // there, so the directory is certainly the fresh one made here, with mode 0700.

@@ -88,7 +88,7 @@ impl Scratch {
     pub(super) fn new(tag: &str) -> Self {
         let mut random = [0u8; 8];
         getrandom::fill(&mut random).expect("OS random numbers");
-        let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        let name = proto::hex(&random);
         let path = std::env::temp_dir().join(format!("brokerd-{tag}-{name}"));
         std::fs::create_dir(&path).expect("create scratch dir");
         Self(path)

@@ -124,7 +124,9 @@ impl TryFrom<String> for Upstream {
             };
             (ip, port)
         };
-        if !ip_is_loopback(host) {
+        // std's is_loopback: 127.0.0.0/8, or ::1 itself (an IPv4-mapped 127.x is not a
+        // loopback address to the kernel).
+        if !host.is_loopback() {
             return Err(bad(
                 "only a loopback address (127.0.0.0/8, [::1], localhost) is allowed",
             ));
@@ -143,14 +145,6 @@ impl TryFrom<String> for Upstream {
             addr: SocketAddr::new(host, port),
             url,
         })
-    }
-}
-
-fn ip_is_loopback(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => v4.is_loopback(),
-        // Only ::1 itself: an IPv4-mapped 127.x is not a loopback address to the kernel.
-        IpAddr::V6(v6) => v6.is_loopback(),
     }
 }
 

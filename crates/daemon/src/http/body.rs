@@ -82,11 +82,6 @@ impl<R: BufRead> Chunked<R> {
         }
     }
 
-    /// Whether the last chunk and the trailers have been read.
-    pub fn is_done(&self) -> bool {
-        self.state == State::Done
-    }
-
     pub fn into_inner(self) -> R {
         self.inner
     }

@@ -4,7 +4,7 @@
 use std::io::{BufReader, Read, Write};
 
 use super::head;
-use super::line::is_token;
+use super::line::{self, is_token};
 use super::{Body, Headers, HttpError, read_response_head, read_to_end_limited};
 
 /// How many interim (1xx) responses a client skips before giving up on a final one.
@@ -68,7 +68,7 @@ pub fn write_request<W: Write + ?Sized>(
     if !is_token(method.as_bytes()) {
         return Err(HttpError::BadMethod);
     }
-    if !target.starts_with('/') || !target.bytes().all(|b| b.is_ascii_graphic() && b != b'#') {
+    if !line::is_origin_form(target.as_bytes()) {
         return Err(HttpError::BadTarget);
     }
     let mut out = format!("{method} {target} HTTP/1.1\r\n");
@@ -102,7 +102,7 @@ pub fn write_response_head<W: Write + ?Sized>(
     reason: &str,
     headers: &[(&str, &str)],
 ) -> Result<(), HttpError> {
-    if !(100..=599).contains(&status) || !reason.bytes().all(head_reason_char) {
+    if !(100..=599).contains(&status) || !reason.bytes().all(line::is_field_char) {
         return Err(HttpError::BadStatusLine);
     }
     let mut out = format!("HTTP/1.1 {status} {reason}\r\n");
@@ -113,10 +113,6 @@ pub fn write_response_head<W: Write + ?Sized>(
     w.write_all(out.as_bytes())?;
     w.flush()?;
     Ok(())
-}
-
-fn head_reason_char(b: u8) -> bool {
-    b == b' ' || b == b'\t' || b.is_ascii_graphic()
 }
 
 fn is_framing(name: &str) -> bool {

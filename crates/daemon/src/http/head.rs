@@ -3,7 +3,7 @@
 
 use std::io::BufRead;
 
-use super::line::{self, is_field_char, is_tchar, is_token};
+use super::line::{self, is_field_char, is_token};
 use super::{Headers, HttpError, MAX_HEAD, MAX_HEADERS, Version};
 
 /// How a message's body is delimited (RFC 9112 section 6).
@@ -61,7 +61,7 @@ pub fn read_request_head<R: BufRead + ?Sized>(r: &mut R) -> Result<RequestHead, 
     if !is_token(method) {
         return Err(HttpError::BadMethod);
     }
-    if target.first() != Some(&b'/') || !target.iter().all(|&b| b.is_ascii_graphic() && b != b'#') {
+    if !line::is_origin_form(target) {
         return Err(HttpError::BadTarget);
     }
     let version = parse_version(version).ok_or(HttpError::BadRequestLine)??;
@@ -201,7 +201,7 @@ pub(crate) fn check_field(name: &str, value: &str) -> Result<(), HttpError> {
     let value_ok = value.bytes().all(is_field_char)
         && !value.starts_with([' ', '\t'])
         && !value.ends_with([' ', '\t']);
-    if name.bytes().all(is_tchar) && !name.is_empty() && value_ok {
+    if is_token(name.as_bytes()) && value_ok {
         Ok(())
     } else {
         Err(HttpError::InvalidHeaderToSend {

@@ -73,6 +73,11 @@ pub(crate) fn is_token(s: &[u8]) -> bool {
     !s.is_empty() && s.iter().all(|&b| is_tchar(b))
 }
 
+/// A request target we take and send: origin-form, `/` then visible ASCII, no fragment.
+pub(crate) fn is_origin_form(target: &[u8]) -> bool {
+    target.first() == Some(&b'/') && target.iter().all(|&b| b.is_ascii_graphic() && b != b'#')
+}
+
 /// Visible ASCII, space and tab: a field value or reason phrase (obs-text refused).
 pub(crate) fn is_field_char(b: u8) -> bool {
     b == b' ' || b == b'\t' || b.is_ascii_graphic()

@@ -83,11 +83,6 @@ impl Headers {
         self.get(name).is_some()
     }
 
-    /// Removes every field called `name`.
-    pub fn remove(&mut self, name: &str) {
-        self.0.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
-    }
-
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.0.iter().map(|(n, v)| (n.as_str(), v.as_str()))
     }
@@ -239,8 +234,7 @@ impl HttpError {
 
     /// Whether this is only a read or write timeout on the underlying stream.
     pub fn is_timeout(&self) -> bool {
-        matches!(self, Self::Io(e)
-            if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut))
+        matches!(self, Self::Io(e) if crate::conn::is_timeout_io(e))
     }
 
     /// The status a server answers a request that failed this way with.

@@ -53,6 +53,7 @@ impl<R: Read> SseReader<R> {
         let mut event = Event::default();
         let mut data: Option<String> = None;
         let mut size = 0usize;
+        let max_event = self.max_event;
         loop {
             let Some(line) = self.next_line()? else {
                 return Ok(None);
@@ -68,14 +69,12 @@ impl<R: Read> SseReader<R> {
                 continue;
             }
             size += line.len();
-            if size > self.max_event {
-                return Err(HttpError::SseEventTooLarge {
-                    limit: self.max_event,
-                });
+            if size > max_event {
+                return Err(HttpError::SseEventTooLarge { limit: max_event });
             }
             let (field, value) = match line.split_once(':') {
                 Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
-                None => (line.as_str(), ""),
+                None => (line, ""),
             };
             match field {
                 "" => {} // a comment
@@ -91,9 +90,9 @@ impl<R: Read> SseReader<R> {
         }
     }
 
-    /// One line without its ending; `None` at the end of the stream (a last line without
-    /// an ending is dropped with its event).
-    fn next_line(&mut self) -> Result<Option<String>, HttpError> {
+    /// One line without its ending, borrowed from the reader's line buffer; `None` at the
+    /// end of the stream (a last line without an ending is dropped with its event).
+    fn next_line(&mut self) -> Result<Option<&str>, HttpError> {
         self.line.clear();
         let limit = self.max_line;
         let too_long = || HttpError::SseLineTooLong { limit };
@@ -110,10 +109,9 @@ impl<R: Read> SseReader<R> {
         if self.line.len() > limit {
             return Err(HttpError::SseLineTooLong { limit });
         }
-        let mut text =
-            String::from_utf8(std::mem::take(&mut self.line)).map_err(|_| HttpError::SseNotUtf8)?;
-        if std::mem::take(&mut self.first) && text.starts_with('\u{feff}') {
-            text.remove(0);
+        let mut text = std::str::from_utf8(&self.line).map_err(|_| HttpError::SseNotUtf8)?;
+        if std::mem::take(&mut self.first) {
+            text = text.strip_prefix('\u{feff}').unwrap_or(text);
         }
         Ok(Some(text))
     }
