@@ -105,13 +105,16 @@ impl Broker {
             .clone()
     }
 
-    /// Makes `snapshot` the policy for later calls, after auditing it.
+    /// Makes `snapshot` the policy for later calls, after auditing it. The swap happens
+    /// under the same write lock as the audit line: no call decides on the old snapshot
+    /// once the line is on disk, and none on the new one before.
     pub fn install(&self, snapshot: Snapshot) -> Result<(), Fatal> {
-        self.audit_snapshot(&snapshot)?;
-        *self
+        let mut current = self
             .snapshot
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(snapshot);
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.audit_snapshot(&snapshot)?;
+        *current = Arc::new(snapshot);
         Ok(())
     }
 
