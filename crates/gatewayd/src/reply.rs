@@ -110,10 +110,9 @@ fn event(stream: &mut Stream<'_>, ev: &ChatEvent) {
                     ),
                 }
             }
-            ToolResponse::Denied { reason, .. } => format!(
-                "> → denied ({})",
-                code(reason.as_str())
-            ),
+            ToolResponse::Denied { reason, .. } => {
+                format!("> → denied ({})", code(reason.as_str()))
+            }
             ToolResponse::Failed { message } => format!("> → failed: {}", code(message)),
         }),
         ChatEvent::Started { .. } | ChatEvent::Reasoning { .. } | ChatEvent::Compacted { .. } => {
