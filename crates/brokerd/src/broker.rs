@@ -20,7 +20,7 @@ use proto::{
 use crate::approvals::{self, Answer, Approvals};
 use crate::audit::AuditLog;
 use crate::gateway::Outgoing;
-use crate::policy::{self, Decision, Outcome};
+use crate::policy::{self, Decision, Labels, Outcome};
 use crate::runner::{RunOutcome, Runner};
 use crate::sessions::{SessionState, Sessions};
 use crate::tool_spec;
@@ -219,7 +219,7 @@ impl Broker {
             })
         })?;
         let response = match (decision.outcome(), effective) {
-            (Outcome::Allow { .. }, Some(args)) => self.run(req, args, decision)?,
+            (Outcome::Allow { .. }, Some(args)) => self.run(req, args, decision, &snapshot)?,
             (Outcome::Deny { reason, detail, .. }, _) => ToolResponse::Denied {
                 reason,
                 detail: Some(detail.to_owned()),
@@ -354,24 +354,37 @@ impl Broker {
     }
 
     /// Runs an allowed call (`args` as the grant covered them) and raises the session by
-    /// the grant's labels before the result leaves. A failure's message reaches the model
-    /// too, so it raises alike.
+    /// the result's labels before the result leaves: those of every grant that covers the
+    /// call, joined with those of every grant that reaches what the tool unit had bound. A
+    /// failure's message reaches the model too, so it raises alike.
     fn run(
         &self,
         req: &ToolRequest,
         args: ToolArgs,
         decision: Decision,
+        snapshot: &Snapshot,
     ) -> Result<ToolResponse, Fatal> {
-        let Some((grant, _)) = decision.grant() else {
+        let Some(labels) = decision.labels() else {
             return Ok(ToolResponse::Failed {
                 message: "internal: no grant".into(),
             });
         };
-        let (class, untrusted) = (grant.result_class, grant.untrusted);
-        let outcome = match tool_spec::build(&self.config, req, args, &decision) {
-            Ok(spec) => self.runner.run(decision, &spec),
-            Err(message) => RunOutcome::Failed { message },
+        let subtree = matches!(args, ToolArgs::ListDir(_));
+        let (labels, outcome) = match tool_spec::build(&self.config, req, args, &decision) {
+            Ok(spec) => {
+                let labels = match &spec.bind {
+                    Some(b) => labels.join(policy::bound_labels(
+                        snapshot,
+                        &[&b.source, &b.target],
+                        subtree,
+                    )),
+                    None => labels,
+                };
+                (labels, self.runner.run(decision, &spec))
+            }
+            Err(message) => (labels, RunOutcome::Failed { message }),
         };
+        let Labels { class, untrusted } = labels;
         lock(&self.sessions)
             .record(
                 &req.session,

@@ -7,6 +7,7 @@
 pub mod admin;
 pub mod approvals;
 pub mod audit;
+pub mod bind;
 pub mod broker;
 pub mod gateway;
 pub mod policy;

@@ -1,5 +1,5 @@
 //! From an allowed decision to what the runner needs: the invocation the tool reads, the
-//! paths to bind, the addresses it may reach (resolved here, through the system resolver),
+//! one path to bind (resolved by [`crate::bind`]), the addresses it may reach (resolved here, through the system resolver),
 //! the secret to hand over, and the limits.
 
 use std::net::{IpAddr, ToSocketAddrs};
@@ -10,22 +10,10 @@ use proto::ToolRequest;
 use proto::toolrun::{ConsultTarget, ToolInvocation};
 use proto::tools::{HttpFetchArgs, ListDirArgs, ReadFileArgs, ToolArgs};
 
+use crate::bind;
 use crate::policy::Decision;
-use crate::runner::{Limits, RunOutcome, RunSpec, Runner, Secret, unit_name};
+use crate::runner::{Limits, RunSpec, Runner, Secret, unit_name};
 use daemon::constraints::{Covered, Host, normalize_url};
-
-impl Runner {
-    /// Runs a call. Takes the decision by value: only `policy` makes one, it cannot be
-    /// copied, and only an allow runs.
-    pub fn run(&self, decision: Decision, spec: &RunSpec) -> RunOutcome {
-        if !decision.permits_run() {
-            return RunOutcome::Failed {
-                message: "internal: refusing to run a call that was not allowed".into(),
-            };
-        }
-        self.execute(spec)
-    }
-}
 
 /// The arguments as the grant covered them: the normalised path or URL. This is what the
 /// approval binds to, the audit keeps as canonical, and the tool runs with, so that what
@@ -79,6 +67,11 @@ pub fn build(
             .map(|ip| std::net::SocketAddr::new(*ip, port).to_string())
             .collect();
     }
+    // The covered path alone is bound, resolved as the tool resolves it.
+    let bind = match &covered.path {
+        Some(path) => Some(bind::resolve(path, &grant.constraints.paths)?),
+        None => None,
+    };
     let secret = match &grant.secret {
         Some(name) => Some(Secret {
             name: name.clone(),
@@ -96,6 +89,7 @@ pub fn build(
             consult,
             timeout_ms: u64::try_from(b.tool_time_limit.as_millis()).unwrap_or(u64::MAX),
         },
+        bind,
         addresses,
         secret,
         limits: limits(b),
@@ -257,6 +251,10 @@ pub fn print_unit(
             consult: None,
             timeout_ms: 0,
         },
+        bind: grant.constraints.paths.first().map(|p| bind::Bind {
+            source: p.clone(),
+            target: p.clone(),
+        }),
         addresses: if networked {
             vec![EXAMPLE_ADDRESS]
         } else {
@@ -274,6 +272,12 @@ pub fn print_unit(
         out.push_str(
             "# IPAddressAllow= shows 192.0.2.1 (TEST-NET-1) as an example: each call gets the \
              addresses brokerd resolved for its host.\n",
+        );
+    }
+    if spec.bind.is_some() {
+        out.push_str(
+            "# BindReadOnlyPaths= shows the grant's first path as an example: each call gets \
+             only the file or directory it names.\n",
         );
     }
     out.push_str(&systemd.unit_file(&spec));

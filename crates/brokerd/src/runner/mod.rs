@@ -24,6 +24,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::policy::Decision;
 pub use daemon::unitpath::{check_credential_name, check_granted_path, check_unit_path};
 pub use direct::DirectRunner;
 pub use systemd::SystemdRunner;
@@ -55,9 +56,12 @@ pub struct Secret {
 pub struct RunSpec {
     /// `boxmaker-tool-<session>-<call>`, see [`unit_name`].
     pub unit: String,
-    /// What the tool reads. Its `roots`, the granted path prefixes (absolute, normalised),
-    /// are also what the systemd runner binds read-only into the tool's root.
+    /// What the tool reads. Its `roots` are the deciding grant's path prefixes (absolute,
+    /// normalised), which the tool checks the path against again.
     pub invocation: proto::toolrun::ToolInvocation,
+    /// For a path call, the one path the systemd runner binds read-only into the tool's
+    /// root: what the call covers, resolved by brokerd ([`crate::bind`]).
+    pub bind: Option<crate::bind::Bind>,
     /// The resolved addresses of the granted hosts; empty means no network at all.
     pub addresses: Vec<IpAddr>,
     pub secret: Option<Secret>,
@@ -87,9 +91,19 @@ pub enum Runner {
 }
 
 impl Runner {
+    /// Runs a call. Takes the decision by value: only `policy` makes one, it cannot be
+    /// copied, and only an allow runs. This is the only way to a tool run from outside this
+    /// module.
+    pub fn run(&self, decision: Decision, spec: &RunSpec) -> RunOutcome {
+        if !decision.permits_run() {
+            return RunOutcome::failed("internal: refusing to run a call that was not allowed");
+        }
+        self.execute(spec)
+    }
+
     /// Runs one call to completion (or to its limits). Never panics on tool behaviour: every
     /// failure, including a spec this runner refuses, is a [`RunOutcome::Failed`].
-    pub fn execute(&self, spec: &RunSpec) -> RunOutcome {
+    fn execute(&self, spec: &RunSpec) -> RunOutcome {
         match self {
             Self::Direct(r) => r.execute(spec),
             Self::Systemd(r) => r.execute(spec),

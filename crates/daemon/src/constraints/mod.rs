@@ -162,6 +162,23 @@ pub fn check(grant: &Grant, args: &ToolArgs) -> Result<Covered, String> {
     Ok(covered)
 }
 
+/// Whether a grant's `paths` reach what a tool unit has bound at `bound` (normalised): the
+/// bound path lies under one of them, or, when `subtree` (a directory is bound with all that
+/// is below it), one of them lies below it. For labelling, so it errs towards reaching:
+/// patterns narrow only a single bound file, an empty list (a deny grant's "every value")
+/// reaches everything, and a grant of a tool that reads no paths reaches nothing.
+pub fn reaches(grant: &Grant, bound: &str, subtree: bool) -> bool {
+    if subject_of(&grant.tool) != Ok(Subject::Path) {
+        return false;
+    }
+    let c = &grant.constraints;
+    let patterns_allow = || subtree || check_patterns(&c.patterns, bound, "").is_ok();
+    c.paths.is_empty() && patterns_allow()
+        || c.paths.iter().any(|root| {
+            is_under(bound, root) && patterns_allow() || subtree && is_under(root, bound)
+        })
+}
+
 fn any_host_matches(entries: &[String], host: &Host) -> bool {
     // Entries were validated just before; one that does not parse matches nothing.
     entries
