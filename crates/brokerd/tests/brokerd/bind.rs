@@ -96,3 +96,66 @@ fn a_missing_path_or_one_outside_the_roots_binds_nothing() {
     assert!(err.contains("does not exist"), "{err}");
     assert!(Path::new(&t.at("home")).is_dir());
 }
+
+/// From the decision to the unit: a read of one file under a granted home binds that file
+/// alone into the systemd unit, neither the grant's root nor the secrets beside it.
+#[test]
+fn the_systemd_unit_of_a_call_binds_only_the_covered_path() {
+    use brokerd::policy::{self, SessionView};
+    use brokerd::runner::SystemdRunner;
+    use proto::tools::ToolArgs;
+
+    let t = Tree::new("unit");
+    let home = t.at("home");
+    let config = daemon::config::Config::parse(
+        Path::new("c.toml"),
+        "[sockets]\nloop_broker = \"/run/b/l\"\nadmin_broker = \"/run/b/a\"\n\
+         [peers]\nloopd = { user = \"boxmaker-loopd\" }\nadmin = { group = \"boxmaker-admin\" }\n",
+    )
+    .expect("config");
+    let grant = format!(
+        "tool = \"{{tool}}\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+         [constraints]\npaths = [\"{home}\"]\n"
+    );
+    let snapshot = daemon::grants::Snapshot::from_texts(
+        [
+            ("home-read", grant.replace("{tool}", "read_file")),
+            ("home-list", grant.replace("{tool}", "list_dir")),
+        ]
+        .into_iter()
+        .map(|(id, text)| (id.to_owned(), (PathBuf::from(format!("{id}.toml")), text)))
+        .collect(),
+    )
+    .expect("grants");
+    let runner = SystemdRunner::new(
+        "/usr/bin/boxmaker-tool",
+        "/run/boxmaker/tool-root",
+        vec!["/usr".into()],
+    );
+    for (tool, path) in [
+        ("read_file", t.at("home/notes/todo.md")),
+        ("list_dir", t.at("home/notes")),
+    ] {
+        let arguments = format!(r#"{{"path":"{path}"}}"#);
+        let args = ToolArgs::parse(tool, &arguments).expect("args");
+        let session = SessionView {
+            taint: proto::DataClass::Private,
+            untrusted: false,
+        };
+        let decision = policy::decide(&snapshot, &args, session, proto::Timestamp::now());
+        let req = proto::ToolRequest {
+            session: proto::SessionId::new("s-1").expect("id"),
+            call: proto::CallId(1),
+            tool: tool.into(),
+            arguments,
+        };
+        let spec = brokerd::tool_spec::build(&config, &req, args, &decision).expect("spec");
+        let binds: Vec<String> = runner
+            .properties(&spec)
+            .into_iter()
+            .filter(|(k, _)| k == "BindReadOnlyPaths")
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(binds, ["/usr".to_owned(), format!("-{path}")], "{tool}");
+    }
+}
