@@ -7,6 +7,27 @@
 //! is written and stdin closed, stdout is read with a hard cap, stderr is kept as a short
 //! tail for messages, the time limit is enforced from brokerd's side, and the tool's answer
 //! is parsed strictly and cut to the limit again (a tool never vouches for its own output).
+//!
+//! A tool runs only through [`Runner::run`], which takes a [`Decision`] by value: no code
+//! outside this module can start one without a decision that allows it.
+//!
+//! ```compile_fail,E0624
+//! fn bypass(r: &brokerd::runner::Runner, s: &brokerd::runner::RunSpec) {
+//!     let _ = r.execute(s);
+//! }
+//! ```
+//!
+//! ```compile_fail,E0624
+//! fn bypass(r: &brokerd::runner::DirectRunner, s: &brokerd::runner::RunSpec) {
+//!     let _ = r.execute(s);
+//! }
+//! ```
+//!
+//! ```compile_fail,E0624
+//! fn bypass(r: &brokerd::runner::SystemdRunner, s: &brokerd::runner::RunSpec) {
+//!     let _ = r.execute(s);
+//! }
+//! ```
 
 mod child;
 mod direct;
