@@ -180,7 +180,11 @@ fn start(
             && let Ok(Some(status)) = child.try_wait()
         {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
-            return Err(Error(format!("{name} exited ({status}):\n{text}")));
+            // The log may quote what the model or a tool wrote: set apart, inert.
+            return Err(Error(format!(
+                "{name} exited ({status}):\n{}",
+                daemon::inert::block(&text).trim_end()
+            )));
         }
         if Instant::now() > deadline {
             return Err(Error(format!(
@@ -215,7 +219,12 @@ fn start_fake(stack: &mut Stack, state: &Path) -> Result<String, Error> {
     let addr = first
         .trim()
         .strip_prefix("listening on ")
-        .ok_or_else(|| Error(format!("fake-llama-server said {first:?}")))?;
+        .ok_or_else(|| {
+            Error(format!(
+                "fake-llama-server said {}",
+                daemon::inert::line(first.trim_end())
+            ))
+        })?;
     Ok(format!("http://{addr}"))
 }
 
