@@ -216,15 +216,12 @@ fn start_fake(stack: &mut Stack, state: &Path) -> Result<String, Error> {
         BufReader::new(out).read_line(&mut first).map_err(err)?;
     }
     stack.children.push(("fake-llama-server", child));
-    let addr = first
-        .trim()
-        .strip_prefix("listening on ")
-        .ok_or_else(|| {
-            Error(format!(
-                "fake-llama-server said {}",
-                daemon::inert::line(first.trim_end())
-            ))
-        })?;
+    let addr = first.trim().strip_prefix("listening on ").ok_or_else(|| {
+        Error(format!(
+            "fake-llama-server said {}",
+            daemon::inert::line(first.trim_end())
+        ))
+    })?;
     Ok(format!("http://{addr}"))
 }
 
