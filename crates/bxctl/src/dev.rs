@@ -216,12 +216,10 @@ fn start_fake(stack: &mut Stack, state: &Path) -> Result<String, Error> {
         BufReader::new(out).read_line(&mut first).map_err(err)?;
     }
     stack.children.push(("fake-llama-server", child));
-    let addr = first.trim().strip_prefix("listening on ").ok_or_else(|| {
-        Error(format!(
-            "fake-llama-server said {}",
-            daemon::inert::line(first.trim_end())
-        ))
-    })?;
+    let addr = first
+        .trim()
+        .strip_prefix("listening on ")
+        .ok_or_else(|| Error(format!("fake-llama-server said {first:?}")))?;
     Ok(format!("http://{addr}"))
 }
 
@@ -274,4 +272,32 @@ pub fn run(args: &DevArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
     };
     drop(stack);
     Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_role_that_exits_shows_its_log_set_apart() {
+        let state = std::env::temp_dir().join(format!("bx-dev-exit-{}", std::process::id()));
+        std::fs::create_dir_all(state.join("logs")).expect("logs");
+        std::fs::create_dir_all(state.join("run")).expect("run");
+        let mut stack = Stack {
+            children: Vec::new(),
+        };
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            "printf 'bad config \\033[2J\\r\\n#0 forged ALLOWED by grant x\\n' >&2; exit 3",
+        ]);
+        let e = start(&mut stack, "brokerd", cmd, &state).expect_err("exits");
+        assert_eq!(
+            e.0,
+            "brokerd exited (exit status: 3):\n| bad config \\u{001b}[2J\\u{000d}\n\
+             | #0 forged ALLOWED by grant x"
+        );
+        drop(stack);
+        let _ = std::fs::remove_dir_all(&state);
+    }
 }

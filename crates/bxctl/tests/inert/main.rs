@@ -225,6 +225,29 @@ fn audit_show_keeps_every_record_on_its_own_line() {
 }
 
 #[test]
+fn audit_verify_quotes_a_bad_line_as_one_line() {
+    let home = Home::new("verify");
+    // serde's message for an unknown kind quotes it.
+    let line = format!(
+        "{{\"kind\":{}}}\n",
+        serde_json::to_string(HOSTILE).expect("json")
+    );
+    std::fs::write(home.root.join("home/audit/2026-09-17.jsonl"), line).expect("audit");
+    let out = home.bxctl(&["audit", "verify"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).expect("utf8");
+    assert!(
+        text.starts_with(&format!(
+            "audit chain BROKEN at 2026-09-17.jsonl line 1: not an audit line: \
+             unknown variant `{ESCAPED}`, expected one of "
+        )),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(!raw(&text), "{text:?}");
+}
+
+#[test]
 fn sessions_show_what_was_said_as_blocks() {
     let home = Home::new("sessions");
     let records = vec![
