@@ -2,6 +2,10 @@
 //! queries) and reads the audit log and grant files directly, with the same code brokerd
 //! uses (`proto`'s chain verifier, the grant loader).
 //!
+//! Text from the model, tools and peers never reaches the terminal raw: it is shown by
+//! `daemon::inert`'s rule (single-line fields escaped, multi-line text set apart as a
+//! block whose every line starts with `| `), the rule gatewayd shows Mattermost by.
+//!
 //! Exit codes: 0 success; 1 the thing checked is bad (a broken chain, a bad grant, a
 //! refused answer); 2 bxctl could not do what was asked (no config, no socket).
 
@@ -89,6 +93,12 @@ pub enum AuditCmd {
 
 pub use daemon::Error;
 pub(crate) use daemon::err;
+
+/// An error whose text comes in part from a peer (a decode error quoting a frame, a
+/// refusal's detail): shown as one inert line.
+pub(crate) fn peer_err(e: impl std::fmt::Display) -> Error {
+    Error(daemon::inert::line(&e.to_string()))
+}
 
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
     let config = || Config::load(&cli.config).map_err(err);

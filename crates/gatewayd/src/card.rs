@@ -6,7 +6,7 @@
 use proto::approval::{ApprovalCard, Refusal, Verdict};
 use proto::gateway::Update;
 
-use crate::render::{POST_LIMIT, code, longest_run, permalink, visible};
+use crate::render::{POST_LIMIT, code, longest_run, permalink};
 
 /// The line that starts the how-to; an outcome replaces it and what follows.
 const HOW_TO: &str = "React with :+1: to approve";
@@ -100,7 +100,7 @@ pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<St
         id = code(&card.approval),
     );
     let parts = fenced_parts(
-        &visible(&card.arguments),
+        &daemon::inert::line(&card.arguments),
         POST_LIMIT - HEAD,
         POST_LIMIT - ROOM,
     );
