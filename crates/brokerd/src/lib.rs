@@ -10,6 +10,7 @@ pub mod audit;
 pub mod broker;
 pub mod gateway;
 pub mod policy;
+mod resolve;
 pub mod runner;
 pub mod server;
 pub mod sessions;

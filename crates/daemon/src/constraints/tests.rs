@@ -17,6 +17,7 @@ fn grant(tool: &str, mode: Mode, paths: &[&str], hosts: &[&str], patterns: &[&st
             paths: own(paths),
             hosts: own(hosts),
             patterns: own(patterns),
+            private_networks: false,
         },
         if_untrusted: None,
     }
