@@ -54,54 +54,22 @@ impl fmt::Display for Place {
 }
 
 /// IPv4 ranges that are not public: (network, prefix length, zone, words).
+#[rustfmt::skip]
 const V4: &[([u8; 4], u8, Zone, &str)] = &[
     ([127, 0, 0, 0], 8, Zone::Local, "127.0.0.0/8 (loopback)"),
-    (
-        [169, 254, 0, 0],
-        16,
-        Zone::Local,
-        "169.254.0.0/16 (link-local)",
-    ),
-    (
-        [0, 0, 0, 0],
-        8,
-        Zone::Local,
-        "0.0.0.0/8 (unspecified, this network)",
-    ),
+    ([169, 254, 0, 0], 16, Zone::Local, "169.254.0.0/16 (link-local)"),
+    ([0, 0, 0, 0], 8, Zone::Local, "0.0.0.0/8 (unspecified, this network)"),
     ([224, 0, 0, 0], 4, Zone::Local, "224.0.0.0/4 (multicast)"),
-    (
-        [255, 255, 255, 255],
-        32,
-        Zone::Local,
-        "255.255.255.255 (broadcast)",
-    ),
-    (
-        [10, 0, 0, 0],
-        8,
-        Zone::Private,
-        "10.0.0.0/8 (private network)",
-    ),
-    (
-        [172, 16, 0, 0],
-        12,
-        Zone::Private,
-        "172.16.0.0/12 (private network)",
-    ),
-    (
-        [192, 168, 0, 0],
-        16,
-        Zone::Private,
-        "192.168.0.0/16 (private network)",
-    ),
-    (
-        [100, 64, 0, 0],
-        10,
-        Zone::Private,
-        "100.64.0.0/10 (shared address space: carrier-grade NAT, tailnets)",
-    ),
+    ([255, 255, 255, 255], 32, Zone::Local, "255.255.255.255 (broadcast)"),
+    ([10, 0, 0, 0], 8, Zone::Private, "10.0.0.0/8 (private network)"),
+    ([172, 16, 0, 0], 12, Zone::Private, "172.16.0.0/12 (private network)"),
+    ([192, 168, 0, 0], 16, Zone::Private, "192.168.0.0/16 (private network)"),
+    ([100, 64, 0, 0], 10, Zone::Private,
+        "100.64.0.0/10 (shared address space: carrier-grade NAT, tailnets)"),
 ];
 
 /// IPv6 ranges that are not public and carry no IPv4 address.
+#[rustfmt::skip]
 const V6: &[(u128, u8, Zone, &str)] = &[
     (1, 128, Zone::Local, "::1 (loopback)"),
     (0, 128, Zone::Local, ":: (unspecified)"),
@@ -109,12 +77,8 @@ const V6: &[(u128, u8, Zone, &str)] = &[
     (0xff00 << 112, 8, Zone::Local, "ff00::/8 (multicast)"),
     (0xfc00 << 112, 7, Zone::Private, "fc00::/7 (unique local)"),
     (0xfec0 << 112, 10, Zone::Private, "fec0::/10 (site-local)"),
-    (
-        0x0064_ff9b_0001 << 80,
-        48,
-        Zone::Private,
-        "64:ff9b:1::/48 (local-use NAT64: a translator of your own network)",
-    ),
+    (0x0064_ff9b_0001 << 80, 48, Zone::Private,
+        "64:ff9b:1::/48 (local-use NAT64: a translator of your own network)"),
 ];
 
 fn in_range(bits: u128, net: u128, len: u8, width: u8) -> bool {
