@@ -400,6 +400,15 @@ max_taint = "private"
 secret = "consult-key"
 if_untrusted = "ask"
 "#,
+        r#"# /etc/boxmaker/grants/nas-ask.toml
+tool = "http_fetch"
+mode = "ask"
+max_taint = "private"
+
+[constraints]
+hosts = ["nas.home.arpa"]
+private_networks = true
+"#,
         r#"# /etc/boxmaker/grants/no-consult.toml
 tool = "consult"
 mode = "deny"
