@@ -107,51 +107,30 @@ fn this_host_and_its_link_stay_dropped_even_with_private_networks() {
     }
 }
 
+/// IPv6 forms that carry an IPv4 address: (address, form, the IPv4 address, zone).
+#[rustfmt::skip]
+const CARRIED: &[(&str, &str, &str, Zone)] = &[
+    ("64:ff9b::a00:1", "NAT64", "10.0.0.1", Zone::Private),
+    ("64:ff9b::c0a8:101", "NAT64", "192.168.1.1", Zone::Private),
+    ("64:ff9b::5db8:d822", "NAT64", "93.184.216.34", Zone::Public),
+    ("::ffff:10.0.0.1", "IPv4-mapped", "10.0.0.1", Zone::Private),
+    ("::ffff:93.184.216.34", "IPv4-mapped", "93.184.216.34", Zone::Public),
+    ("::10.0.0.1", "IPv4-compatible", "10.0.0.1", Zone::Private),
+    ("::ffff:0:10.0.0.1", "IPv4-translated", "10.0.0.1", Zone::Private),
+    ("2002:c0a8:101::1", "6to4", "192.168.1.1", Zone::Private),
+    ("2002:ac10:1::1", "6to4", "172.16.0.1", Zone::Private),
+    ("2002:5db8:d822::1", "6to4", "93.184.216.34", Zone::Public),
+    ("2002:7f00:1::1", "6to4", "127.0.0.1", Zone::Local),
+    // Teredo, server 65.54.227.120: the client 10.0.0.1 (bits flipped: f5ff:fffe)...
+    ("2001:0:4136:e378:8000:63bf:f5ff:fffe", "Teredo", "10.0.0.1", Zone::Private),
+    // ...the server 10.0.0.1 with a public client, and both public.
+    ("2001:0:a00:1:8000:63bf:3fff:fdd2", "Teredo", "10.0.0.1", Zone::Private),
+    ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "Teredo", "65.54.227.120", Zone::Public),
+];
+
 #[test]
 fn ipv6_forms_are_placed_by_the_ipv4_address_they_carry() {
-    for (addr, form, v4, zone) in [
-        ("64:ff9b::a00:1", "NAT64", "10.0.0.1", Zone::Private),
-        ("64:ff9b::c0a8:101", "NAT64", "192.168.1.1", Zone::Private),
-        ("64:ff9b::5db8:d822", "NAT64", "93.184.216.34", Zone::Public),
-        ("::ffff:10.0.0.1", "IPv4-mapped", "10.0.0.1", Zone::Private),
-        (
-            "::ffff:93.184.216.34",
-            "IPv4-mapped",
-            "93.184.216.34",
-            Zone::Public,
-        ),
-        ("::10.0.0.1", "IPv4-compatible", "10.0.0.1", Zone::Private),
-        (
-            "::ffff:0:10.0.0.1",
-            "IPv4-translated",
-            "10.0.0.1",
-            Zone::Private,
-        ),
-        ("2002:c0a8:101::1", "6to4", "192.168.1.1", Zone::Private),
-        ("2002:ac10:1::1", "6to4", "172.16.0.1", Zone::Private),
-        ("2002:5db8:d822::1", "6to4", "93.184.216.34", Zone::Public),
-        ("2002:7f00:1::1", "6to4", "127.0.0.1", Zone::Local),
-        // Teredo, server 65.54.227.120: the client 10.0.0.1 (bits flipped: f5ff:fffe)...
-        (
-            "2001:0:4136:e378:8000:63bf:f5ff:fffe",
-            "Teredo",
-            "10.0.0.1",
-            Zone::Private,
-        ),
-        // ...the server 10.0.0.1 with a public client, and both public.
-        (
-            "2001:0:a00:1:8000:63bf:3fff:fdd2",
-            "Teredo",
-            "10.0.0.1",
-            Zone::Private,
-        ),
-        (
-            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
-            "Teredo",
-            "65.54.227.120",
-            Zone::Public,
-        ),
-    ] {
+    for &(addr, form, v4, zone) in CARRIED {
         let p = place(ip(addr));
         assert_eq!(p.zone, zone, "{addr}");
         let (named, carried) = p
