@@ -81,6 +81,13 @@ const V6: &[(u128, u8, Zone, &str)] = &[
         "64:ff9b:1::/48 (local-use NAT64: a translator of your own network)"),
 ];
 
+/// Any address no row names.
+const PUBLIC: Place = Place {
+    zone: Zone::Public,
+    range: "",
+    carries: None,
+};
+
 fn in_range(bits: u128, net: u128, len: u8, width: u8) -> bool {
     let shift = u32::from(width - len);
     // A shift by the whole width (len 0) gives None on both sides: everything matches.
@@ -106,11 +113,7 @@ fn place_v4(v4: Ipv4Addr) -> Place {
             range,
             carries: None,
         },
-        None => Place {
-            zone: Zone::Public,
-            range: "",
-            carries: None,
-        },
+        None => PUBLIC,
     }
 }
 
@@ -142,11 +145,7 @@ fn place_v6(v6: Ipv6Addr) -> Place {
         // Teredo: the server's address, then the client's with every bit flipped.
         ("Teredo 2001::/32", v4(64), Some(!v4(0)))
     } else {
-        return Place {
-            zone: Zone::Public,
-            range: "",
-            carries: None,
-        };
+        return PUBLIC;
     };
     let mut inner = (place_v4(first), first);
     if let Some(other) = second.map(|a| (place_v4(a), a))
