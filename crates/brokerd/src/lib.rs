@@ -11,6 +11,7 @@ pub mod bind;
 pub mod broker;
 pub mod gateway;
 pub mod policy;
+mod resolve;
 pub mod runner;
 pub mod server;
 pub mod sessions;
