@@ -198,3 +198,57 @@ impl Approvals {
         self.ended.push_back((approval.to_owned(), why));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::approval::CallRef;
+    use proto::{CallId, DataClass, SessionId};
+
+    fn card(approval: &str) -> ApprovalCard {
+        let mut card = ApprovalCard {
+            approval: approval.into(),
+            binding: Hash32::ZERO,
+            session: SessionId::new("s-1").expect("id"),
+            call: CallId(2),
+            tool: "read_file".into(),
+            arguments: r#"{"path":"/x"}"#.into(),
+            grant: "g".into(),
+            session_taint: DataClass::Private,
+            untrusted: true,
+            untrusted_by: vec![CallRef {
+                tool: "http_fetch".into(),
+                call: CallId(1),
+                read: Some("https://e.org/".into()),
+            }],
+            expires: Timestamp::now().saturating_add(std::time::Duration::from_secs(60)),
+        };
+        card.binding = card.bound();
+        card
+    }
+
+    #[test]
+    fn stopping_wakes_every_waiter_and_registers_nothing_more() {
+        let mut approvals = Approvals::new(4);
+        let (tx, rx) = std::sync::mpsc::channel();
+        approvals.register(card("a"), tx.clone()).expect("register");
+        approvals.register(card("b"), tx.clone()).expect("register");
+        assert_eq!(approvals.stop(), 2);
+        assert_eq!(rx.try_recv(), Ok(Wake::Stopping));
+        assert_eq!(rx.try_recv(), Ok(Wake::Stopping));
+        assert!(approvals.list().is_empty());
+        assert_eq!(approvals.refuses(), Some(NotRegistered::Stopping));
+        assert_eq!(
+            approvals.register(card("c"), tx),
+            Err(NotRegistered::Stopping)
+        );
+        let by = Answer {
+            verdict: Verdict::Approve,
+            by: "o".into(),
+            post: None,
+        };
+        let c = card("a");
+        let late = approvals.answer("a", c.binding, |c| c.bound(), by, Timestamp::now());
+        assert_eq!(late.map_err(|r| r.refusal), Err(Refusal::Unknown));
+    }
+}
