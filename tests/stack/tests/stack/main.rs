@@ -4,6 +4,7 @@ mod activation;
 mod agent;
 mod agent_faults;
 mod approvals;
+mod binding;
 mod broker;
 mod docs;
 mod durability;
