@@ -2,8 +2,8 @@
 //! maybe ask the owner, run, raise the session, answer. Every decision is on disk before
 //! its answer leaves.
 
-use std::sync::mpsc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 

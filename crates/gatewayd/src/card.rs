@@ -165,9 +165,7 @@ pub fn settled(message: &str, approval: &str, update: &Update) -> Option<String>
             format!("{mark} **{word}** by {}.", code(by))
         }
         Update::Expired => ":hourglass: **Expired**: nobody answered in time.".into(),
-        Update::Stopped => {
-            ":no_entry: **Denied**: brokerd stopped before anyone answered.".into()
-        }
+        Update::Stopped => ":no_entry: **Denied**: brokerd stopped before anyone answered.".into(),
         Update::Refused { .. } => return None,
     };
     // The id is 128 random bits, unknown to the model before the card existed: its last
@@ -252,7 +250,11 @@ mod tests {
             read: read.map(str::to_owned),
         };
         card.untrusted_by = vec![
-            source("http_fetch", 2, Some("https://evil.example/a?b=`c`\u{202e}[x](y)\n")),
+            source(
+                "http_fetch",
+                2,
+                Some("https://evil.example/a?b=`c`\u{202e}[x](y)\n"),
+            ),
             source("read_file", 3, Some("/home/o/x.md")),
             source("consult", 4, None),
         ];

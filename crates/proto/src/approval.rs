@@ -203,7 +203,9 @@ mod tests {
         let base = card().bound();
         type Change = fn(&mut ApprovalCard);
         let changes: [(&str, Change); 12] = [
-            ("session", |c| c.session = SessionId::new("s-2").expect("id")),
+            ("session", |c| {
+                c.session = SessionId::new("s-2").expect("id")
+            }),
             ("call", |c| c.call = CallId(5)),
             ("tool", |c| c.tool = "list_dir".into()),
             ("arguments", |c| c.arguments = r#"{"path":"/y"}"#.into()),
@@ -211,11 +213,17 @@ mod tests {
             ("taint", |c| c.session_taint = DataClass::Secret),
             ("untrusted", |c| c.untrusted = false),
             ("expires", |c| {
-                c.expires = c.expires.saturating_add(std::time::Duration::from_millis(1));
+                c.expires = c
+                    .expires
+                    .saturating_add(std::time::Duration::from_millis(1));
             }),
-            ("source tool", |c| c.untrusted_by[0].tool = "read_file".into()),
+            ("source tool", |c| {
+                c.untrusted_by[0].tool = "read_file".into()
+            }),
             ("source call", |c| c.untrusted_by[0].call = CallId(3)),
-            ("source read", |c| c.untrusted_by[0].read = Some(String::new())),
+            ("source read", |c| {
+                c.untrusted_by[0].read = Some(String::new())
+            }),
             ("sources", |c| c.untrusted_by.clear()),
         ];
         for (field, change) in changes {

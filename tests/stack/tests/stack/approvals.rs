@@ -11,7 +11,11 @@ use proto::{
 use stack::{Home, read_grant, request, response};
 
 /// Starts a request in a thread; returns the pending approval id and the thread.
-pub(crate) fn ask(home: &Home, call: u64, path: String) -> (String, std::thread::JoinHandle<Vec<Envelope>>) {
+pub(crate) fn ask(
+    home: &Home,
+    call: u64,
+    path: String,
+) -> (String, std::thread::JoinHandle<Vec<Envelope>>) {
     let sock = home.loop_sock();
     let (tx, rx) = std::sync::mpsc::channel();
     let handle = std::thread::spawn(move || {

@@ -62,7 +62,9 @@ fn variants(card: &ApprovalCard) -> Vec<(&'static str, ApprovalCard)> {
         ("what was read", |c| c.untrusted_by[0].read = None),
         ("untrusted sources", |c| c.untrusted_by.clear()),
         ("source call", |c| c.untrusted_by[0].call = CallId(7)),
-        ("session", |c| c.session = SessionId::new("s-2").expect("id")),
+        ("session", |c| {
+            c.session = SessionId::new("s-2").expect("id")
+        }),
         ("call", |c| c.call = CallId(3)),
         ("tool", |c| c.tool = "list_dir".into()),
         ("arguments", |c| c.arguments = r#"{"path":"/"}"#.into()),
@@ -131,7 +133,11 @@ fn on_the_admin_socket_an_answer_differing_in_any_bound_field_is_refused_and_aud
     for (i, (field, changed)) in variants.iter().enumerate() {
         let id = u64::try_from(i).expect("id") + 2;
         let reply = admin
-            .call(id, Message::ApprovalAnswer(answer(&card, changed.bound())), |_| {})
+            .call(
+                id,
+                Message::ApprovalAnswer(answer(&card, changed.bound())),
+                |_| {},
+            )
             .expect("reply");
         assert_eq!(
             reply.msg,
@@ -231,7 +237,10 @@ fn on_the_gateway_link_an_answer_differing_in_any_bound_field_is_refused_and_aud
         },
         |u| u.len() >= FIELDS,
     );
-    assert_eq!(card.as_ref().map(|c| c.approval.as_str()), Some(approval.as_str()));
+    assert_eq!(
+        card.as_ref().map(|c| c.approval.as_str()),
+        Some(approval.as_str())
+    );
     assert_eq!(
         updates,
         vec![

@@ -52,7 +52,10 @@ fn assert_denied_after_request(home: &Home, approval: Option<&str>) {
             )
         )
     });
-    assert!(decided, "no shutting_down decision after the request: {lines:#?}");
+    assert!(
+        decided,
+        "no shutting_down decision after the request: {lines:#?}"
+    );
     home.assert_audit_good();
 }
 
@@ -76,7 +79,11 @@ fn sigterm_denies_a_call_waiting_for_the_owner_at_once() {
         ),
         "{frames:?}"
     );
-    assert!(since.elapsed() < PROMPT, "answered after {:?}", since.elapsed());
+    assert!(
+        since.elapsed() < PROMPT,
+        "answered after {:?}",
+        since.elapsed()
+    );
     assert_eq!(exited(&mut brokerd, since), Some(0));
     assert_denied_after_request(&home, Some(&approval));
 }
