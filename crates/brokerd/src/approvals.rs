@@ -202,27 +202,15 @@ impl Approvals {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proto::approval::CallRef;
-    use proto::{CallId, DataClass, SessionId};
 
     fn card(approval: &str) -> ApprovalCard {
-        let mut card = ApprovalCard {
-            approval: approval.into(),
-            binding: Hash32::ZERO,
-            session: SessionId::new("s-1").expect("id"),
-            call: CallId(2),
-            tool: "read_file".into(),
-            arguments: r#"{"path":"/x"}"#.into(),
-            grant: "g".into(),
-            session_taint: DataClass::Private,
-            untrusted: true,
-            untrusted_by: vec![CallRef {
-                tool: "http_fetch".into(),
-                call: CallId(1),
-                read: Some("https://e.org/".into()),
-            }],
-            expires: Timestamp::now().saturating_add(std::time::Duration::from_secs(60)),
-        };
+        let expires = Timestamp::now().saturating_add(std::time::Duration::from_secs(60));
+        let mut card: ApprovalCard = serde_json::from_value(serde_json::json!({
+            "approval": approval, "binding": Hash32::ZERO, "session": "s-1", "call": 2,
+            "tool": "read_file", "arguments": "{}", "grant": "g", "session_taint": "private",
+            "untrusted": false, "untrusted_by": [], "expires": expires,
+        }))
+        .expect("card");
         card.binding = card.bound();
         card
     }

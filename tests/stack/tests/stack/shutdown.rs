@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use proto::{AuditEvent, AuditLine, DecisionRecord, DenyReason, ToolResponse};
-use stack::{BOT, Daemon, Home, post_id, posts, read_grant, response};
+use stack::{Daemon, Home, post_id, read_grant, response};
 
 /// brokerd's drain is 20 s: a call stranded until then would take that long.
 const PROMPT: Duration = Duration::from_secs(8);
@@ -88,50 +88,22 @@ fn sigterm_denies_a_call_waiting_for_the_owner_at_once() {
     assert_denied_after_request(&home, Some(&approval));
 }
 
-const SCRIPT: &str = r#"
-[server]
-n_ctx = 16384
-
-[[rule]]
-[rule.match]
-tool_result_contains = "shutting_down"
-[rule.answer]
-text = "brokerd stopped first."
-
-[[rule]]
-[rule.match]
-user_contains = "mail"
-[[rule.answer.tool_calls]]
-name = "read_file"
-arguments = '{"path":"INBOX/mail.txt"}'
-
-[default]
-text = "Hello."
-"#;
+/// loopd's session logs (`sessions/<id>/<epoch>.jsonl`): the tool results as the model
+/// read them.
+fn session_logs(home: &Home) -> String {
+    let sessions = std::fs::read_dir(home.root.join("home/sessions")).expect("sessions");
+    sessions
+        .filter_map(|s| std::fs::read_dir(s.ok()?.path()).ok())
+        .flatten()
+        .filter_map(|f| std::fs::read_to_string(f.ok()?.path()).ok())
+        .collect()
+}
 
 #[test]
 fn sigterm_while_a_card_waits_on_mattermost_shows_the_denial_on_the_card() {
-    let home = Home::new("stop-gw", "");
-    let inbox = home.files("inbox", &[("mail.txt", "hello mail")]);
-    home.write_grant("inbox", &read_grant("ask", &inbox, ""));
-    let gw = home.start_gateway(&["owner"], "edit_interval = \"10ms\"");
-    let script = SCRIPT.replace("INBOX", &inbox.display().to_string());
-    let mut agent = home.start_agent(&script, "");
+    let (home, gw, mut agent) = crate::gateway_approvals::setup("stop-gw");
     let root = gw.post("owner", "read my mail", None);
-    let state = gw.wait("an approval root post", |s| {
-        posts(s).iter().any(|p| {
-            p["user_id"] == BOT
-                && p["root_id"] == ""
-                && p["message"]
-                    .as_str()
-                    .is_some_and(|m| m.contains("Approval needed"))
-        })
-    });
-    let card = posts(&state)
-        .into_iter()
-        .find(|p| p["root_id"] == "" && p["user_id"] == BOT)
-        .expect("approval post");
-    let a = post_id(&card);
+    let a = post_id(&crate::gateway_approvals::approval_post(&gw));
 
     let brokerd = &mut agent.daemons[1];
     let since = terminate(brokerd);
@@ -146,6 +118,11 @@ fn sigterm_while_a_card_waits_on_mattermost_shows_the_denial_on_the_card() {
         "{shown}"
     );
     // loopd got the typed denial and gave it to the model, which answered the owner.
-    gw.wait_reply(&root, "brokerd stopped first.");
+    gw.wait_reply(&root, "That was refused.");
+    assert!(
+        session_logs(&home).contains("denied by the owner's policy (shutting_down)"),
+        "{}",
+        session_logs(&home)
+    );
     assert_denied_after_request(&home, None);
 }
