@@ -56,11 +56,7 @@ pub fn card(c: &ApprovalCard) -> String {
         line(&serde_json::to_string(&c.arguments).unwrap_or_default()),
     );
     if c.untrusted {
-        let by: Vec<String> = c
-            .untrusted_by
-            .iter()
-            .map(|r| format!("{} (call {})", line(&r.tool), r.call.0))
-            .collect();
+        let by: Vec<String> = c.untrusted_by.iter().map(source).collect();
         s.push_str(&format!(
             "  UNTRUSTED: the session has read content that may steer the model, from {}\n",
             by.join(", ")
@@ -152,8 +148,7 @@ pub fn session(config: &Config, session: &str, out: &mut dyn Write) -> Result<Ex
             )
             .map_err(err)?;
             for r in &i.untrusted_by {
-                writeln!(out, "  untrusted by {} (call {})", line(&r.tool), r.call.0)
-                    .map_err(err)?;
+                writeln!(out, "  untrusted by {}", source(r)).map_err(err)?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -169,5 +164,14 @@ pub fn grants(config: &Config, out: &mut dyn Write) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         other => Err(Error(format!("unexpected answer {}", other.kind()))),
+    }
+}
+
+/// An untrusted call as bxctl shows it: the tool, the call and what it read, each escaped
+/// to one line.
+fn source(r: &proto::approval::CallRef) -> String {
+    match &r.read {
+        Some(read) => format!("{} (call {}, read {})", line(&r.tool), r.call.0, line(read)),
+        None => format!("{} (call {})", line(&r.tool), r.call.0),
     }
 }

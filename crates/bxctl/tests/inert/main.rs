@@ -115,6 +115,7 @@ fn approvals_show_every_field_of_a_card_as_one_line() {
         untrusted_by: vec![CallRef {
             tool: HOSTILE.into(),
             call: CallId(3),
+            read: Some(HOSTILE.into()),
         }],
         expires: time(),
     };
@@ -136,7 +137,7 @@ fn approvals_show_every_field_of_a_card_as_one_line() {
              \x20 taint:     private\n\
              \x20 arguments: {ARGS}\n\
              \x20 UNTRUSTED: the session has read content that may steer the model, from \
-             {ESCAPED} (call 3)\n\
+             {ESCAPED} (call 3, read {ESCAPED})\n\
              \x20 expires:   2026-09-17T08:05:00.000Z\n\
              \x20 answer:    bxctl approve {ESCAPED}   or   bxctl deny {ESCAPED}\n\n"
         )
@@ -311,6 +312,7 @@ fn session_shows_each_tool_as_one_line() {
             untrusted_by: vec![CallRef {
                 tool: HOSTILE.into(),
                 call: CallId(3),
+                read: None,
             }],
         })],
     );
