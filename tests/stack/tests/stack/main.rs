@@ -9,3 +9,5 @@ mod docs;
 mod durability;
 mod gateway;
 mod gateway_approvals;
+mod policy_history;
+mod recovery;
