@@ -127,7 +127,11 @@ impl Broker {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let line = match current.line {
-            Some(since) => self.audit_snapshot(&snapshot, snapshot.changed_since(&current.snapshot), Some(since))?,
+            Some(since) => self.audit_snapshot(
+                &snapshot,
+                snapshot.changed_since(&current.snapshot),
+                Some(since),
+            )?,
             None => self.audit_snapshot(&snapshot, snapshot.texts().clone(), None)?,
         };
         *current = Installed {

@@ -198,9 +198,7 @@ fn describe(line: &AuditLine) -> String {
                 kept,
                 reason,
                 ..
-            } => format!(
-                "#{seq} {time} grants reload REFUSED, snapshot {kept} stays: {reason}"
-            ),
+            } => format!("#{seq} {time} grants reload REFUSED, snapshot {kept} stays: {reason}"),
             AuditEvent::Recovery {
                 seq,
                 time,
@@ -213,7 +211,8 @@ fn describe(line: &AuditLine) -> String {
                 "#{seq} {time} recovery: {file} line {line} was torn ({torn_bytes} bytes kept){}",
                 match interrupted.len() {
                     0 => String::new(),
-                    n => format!(", and so were the {n} recovery lines of starts cut short after it"),
+                    n =>
+                        format!(", and so were the {n} recovery lines of starts cut short after it"),
                 }
             ),
             AuditEvent::ApprovalRequested {

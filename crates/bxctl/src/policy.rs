@@ -35,7 +35,11 @@ impl Replay {
     pub fn feed(&mut self, line: &AuditLine) {
         // A line whose seq is not past the snapshot line's: that line was torn (a recovery
         // record took its seq), so its snapshot never took effect.
-        if self.current.as_ref().is_some_and(|p| line.seq() <= p.loaded) {
+        if self
+            .current
+            .as_ref()
+            .is_some_and(|p| line.seq() <= p.loaded)
+        {
             self.current = self.before.take();
         }
         let AuditLine::Event(AuditEvent::GrantsLoaded {

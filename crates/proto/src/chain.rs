@@ -252,10 +252,14 @@ fn recovers(line: &Held, run: &[Held]) -> bool {
         .iter()
         .map(|t| (&t.file, t.line, t.torn_bytes, &t.torn_sha256));
     run.len() == 1 + interrupted.len()
-        && first.into_iter().chain(rest).zip(run).all(|((f, l, n, h), held)| {
-            *f == held.file
-                && l == held.line
-                && usize::try_from(n).is_ok_and(|n| n == held.len)
-                && *h == held.hash
-        })
+        && first
+            .into_iter()
+            .chain(rest)
+            .zip(run)
+            .all(|((f, l, n, h), held)| {
+                *f == held.file
+                    && l == held.line
+                    && usize::try_from(n).is_ok_and(|n| n == held.len)
+                    && *h == held.hash
+            })
 }

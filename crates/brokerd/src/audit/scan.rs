@@ -72,7 +72,7 @@ pub(super) fn scan(dir: &Path) -> Result<Scan, AuditError> {
         }
     }
     let summary = verifier.finish(terminated).map_err(&chain_err)?;
-    let tail = (!summary.torn_tail.is_empty()).then(|| Tail {
+    let tail = (!summary.torn_tail.is_empty()).then_some(Tail {
         lines: summary.torn_tail,
         needs_newline: !terminated,
     });

@@ -196,7 +196,10 @@ fn only_a_recovery_line_cut_short_may_follow_a_torn_line() {
     lines.push(b"{\"kind\":\"grants_lo".to_vec());
     lines.push(b"{\"seq\":3,\"ti".to_vec());
     let err = verify(&lines, false).expect_err("two torn lines of other kinds");
-    assert!(err.starts_with("a.jsonl line 4: not an audit line"), "{err}");
+    assert!(
+        err.starts_with("a.jsonl line 4: not an audit line"),
+        "{err}"
+    );
 }
 
 #[test]

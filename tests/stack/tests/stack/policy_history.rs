@@ -12,7 +12,10 @@ fn policy_at(home: &Home, seq: u64) -> BTreeMap<String, String> {
     let out = home.bxctl(&["audit", "show", "--policy-at", &seq.to_string()]);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{text}");
-    assert!(text.starts_with(&format!("policy in force at #{seq}: ")), "{text}");
+    assert!(
+        text.starts_with(&format!("policy in force at #{seq}: ")),
+        "{text}"
+    );
     text.split("\n# grant ")
         .skip(1)
         .map(|block| {

@@ -29,10 +29,7 @@ fn cut_inside_last_recovery(home: &Home) {
         .rposition(|w| w == b"\n{\"kind\":\"recovery\",")
         .expect("a recovery line")
         + 1;
-    let line_len = bytes[at..]
-        .iter()
-        .position(|b| *b == b'\n')
-        .expect("whole");
+    let line_len = bytes[at..].iter().position(|b| *b == b'\n').expect("whole");
     std::fs::write(&path, &bytes[..at + line_len / 2]).expect("cut");
 }
 
@@ -93,5 +90,9 @@ fn starts_cut_short_while_recovering_a_torn_line_are_recovered_at_the_next() {
             _ => None,
         })
         .collect();
-    assert_eq!(named, [3], "one recovery line names the torn line and the 3 cut short");
+    assert_eq!(
+        named,
+        [3],
+        "one recovery line names the torn line and the 3 cut short"
+    );
 }
