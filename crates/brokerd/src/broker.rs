@@ -2,6 +2,7 @@
 //! maybe ask the owner, run, raise the session, answer. Every decision is on disk before
 //! its answer leaves.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, RwLock};
@@ -30,7 +31,7 @@ use daemon::grants::Snapshot;
 #[derive(Debug)]
 pub struct Broker {
     pub config: Config,
-    snapshot: RwLock<Arc<Snapshot>>,
+    snapshot: RwLock<Installed>,
     audit: Mutex<AuditLog>,
     sessions: Mutex<Sessions>,
     pub(crate) approvals: Mutex<Approvals>,
@@ -44,6 +45,14 @@ pub struct Broker {
     gateway_outbox: Mutex<Option<mpsc::Receiver<Outgoing>>>,
     /// Outcomes queued for gatewayd and not yet shown: stopping waits a little for these.
     unshown: AtomicUsize,
+}
+
+/// The snapshot in force, and the seq of the `grants_loaded` line that recorded it (none
+/// until the first is written at start).
+#[derive(Debug)]
+struct Installed {
+    snapshot: Arc<Snapshot>,
+    line: Option<u64>,
 }
 
 /// Why the broker must stop serving (its durable state can no longer be trusted).
@@ -68,7 +77,10 @@ impl Broker {
         };
         Self {
             config,
-            snapshot: RwLock::new(Arc::new(snapshot)),
+            snapshot: RwLock::new(Installed {
+                snapshot: Arc::new(snapshot),
+                line: None,
+            }),
             audit: Mutex::new(audit),
             sessions: Mutex::new(sessions),
             approvals: Mutex::new(Approvals::new(cap)),
@@ -127,6 +139,7 @@ impl Broker {
         self.snapshot
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .snapshot
             .clone()
     }
 
@@ -138,19 +151,62 @@ impl Broker {
             .snapshot
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.audit_snapshot(&snapshot)?;
-        *current = Arc::new(snapshot);
+        let line = match current.line {
+            Some(since) => self.audit_snapshot(
+                &snapshot,
+                snapshot.changed_since(&current.snapshot),
+                Some(since),
+            )?,
+            None => self.audit_snapshot(&snapshot, snapshot.texts().clone(), None)?,
+        };
+        *current = Installed {
+            snapshot: Arc::new(snapshot),
+            line: Some(line),
+        };
         Ok(())
     }
 
-    pub fn audit_snapshot(&self, snapshot: &Snapshot) -> Result<(), Fatal> {
-        self.append(|seq, time, prev| {
+    /// Audits the snapshot brokerd started with, with the text of every grant: a start
+    /// does not read the policy back from the audit, so each run's first line is whole.
+    pub fn audit_first_snapshot(&self) -> Result<(), Fatal> {
+        let mut current = self
+            .snapshot
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let texts = current.snapshot.texts().clone();
+        current.line = Some(self.audit_snapshot(&current.snapshot, texts, None)?);
+        Ok(())
+    }
+
+    fn audit_snapshot(
+        &self,
+        snapshot: &Snapshot,
+        texts: BTreeMap<String, String>,
+        since: Option<u64>,
+    ) -> Result<u64, Fatal> {
+        self.append_line(|seq, time, prev| {
             AuditLine::Event(AuditEvent::GrantsLoaded {
                 seq,
                 time,
                 prev,
                 snapshot: snapshot.hash(),
                 grants: snapshot.ids(),
+                texts,
+                since,
+            })
+        })
+    }
+
+    /// Audits a reload that did not load (`reason`): the snapshot in force stays.
+    pub fn refuse_reload(&self, reason: &str) -> Result<(), Fatal> {
+        let kept = self.snapshot().hash();
+        self.append(|seq, time, prev| {
+            AuditLine::Event(AuditEvent::GrantsRefused {
+                seq,
+                time,
+                prev,
+                kept,
+                reason: reason.to_owned(),
             })
         })
     }
@@ -159,9 +215,17 @@ impl Broker {
         &self,
         build: impl FnOnce(u64, Timestamp, proto::Hash32) -> AuditLine,
     ) -> Result<(), Fatal> {
+        self.append_line(build).map(|_| ())
+    }
+
+    /// As `append`, returning the seq the line got.
+    fn append_line(
+        &self,
+        build: impl FnOnce(u64, Timestamp, proto::Hash32) -> AuditLine,
+    ) -> Result<u64, Fatal> {
         lock(&self.audit)
             .append(build)
-            .map(|_| ())
+            .map(|a| a.seq)
             .map_err(|e| Fatal(format!("audit log: {e}")))
     }
 

@@ -63,9 +63,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     log::info(format_args!("audit log: {report}"));
     let sessions = Sessions::open(&config.broker_state_dir()).map_err(err)?;
     let broker = Arc::new(Broker::new(config, snapshot, audit, sessions, runner));
-    broker
-        .audit_snapshot(&broker.snapshot())
-        .map_err(|f| Error(f.0))?;
+    broker.audit_first_snapshot().map_err(|f| Error(f.0))?;
 
     let sockets = &broker.config.sockets;
     let loop_l = inherited
@@ -147,27 +145,29 @@ fn runner(config: &Config) -> Runner {
     }
 }
 
-/// SIGHUP: a new snapshot for later calls; a bad one is refused and the old one stays.
+/// SIGHUP: a new snapshot for later calls; a bad one is refused, audited with its reason,
+/// and the old one stays.
 fn reload(broker: &Broker) {
-    match Snapshot::load(&broker.config.grants) {
+    let audited = match Snapshot::load(&broker.config.grants) {
         Ok(snapshot) => {
             let (hash, n, status) = (snapshot.hash(), snapshot.ids().len(), serving(&snapshot));
-            match broker.install(snapshot) {
-                Ok(()) => {
-                    log::info(format_args!(
-                        "grants reloaded: snapshot {hash} ({n} grants)"
-                    ));
-                    notify::status(&status);
-                }
-                Err(f) => {
-                    log::error(format_args!("fatal: {}; stopping", f.0));
-                    std::process::exit(70);
-                }
-            }
+            broker.install(snapshot).map(|()| {
+                log::info(format_args!(
+                    "grants reloaded: snapshot {hash} ({n} grants)"
+                ));
+                notify::status(&status);
+            })
         }
-        Err(e) => log::error(format_args!(
-            "grants not reloaded, keeping the old ones: {e}"
-        )),
+        Err(e) => {
+            log::error(format_args!(
+                "grants not reloaded, keeping the old ones: {e}"
+            ));
+            broker.refuse_reload(&e.to_string())
+        }
+    };
+    if let Err(f) = audited {
+        log::error(format_args!("fatal: {}; stopping", f.0));
+        std::process::exit(70);
     }
 }
 
@@ -197,12 +197,21 @@ impl fmt::Display for crate::audit::OpenReport {
             "{} records in {} files, next seq {}",
             self.lines, self.files, self.head.next_seq
         )?;
-        if let Some(r) = &self.recovered {
+        if let Some(r) = &self.recovered
+            && let Some(first) = r.torn.first()
+        {
             write!(
                 f,
                 "; recovered a torn line ({} bytes) at {} line {}",
-                r.torn_bytes, r.file, r.line
+                first.torn_bytes, first.file, first.line
             )?;
+            if r.torn.len() > 1 {
+                write!(
+                    f,
+                    " and the {} torn recovery lines of starts cut short after it",
+                    r.torn.len() - 1
+                )?;
+            }
         }
         Ok(())
     }

@@ -27,7 +27,7 @@ fn files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
 
 /// Calls `each(file name, 1-based line, bytes)` for every line; returns whether the last
 /// byte of the last file was a newline.
-fn lines(
+pub(crate) fn lines(
     dir: &Path,
     mut each: impl FnMut(&str, u64, &[u8]) -> Result<(), Error>,
 ) -> Result<bool, Error> {
@@ -86,11 +86,17 @@ pub fn verify(dir: &Path, out: &mut dyn Write) -> Result<ExitCode, Error> {
                 s.lines, s.recovered, s.head.next_seq, s.head.prev
             )
             .map_err(err)?;
-            if let Some((file, line)) = s.torn_tail {
+            if let Some(first) = s.torn_tail.first() {
                 writeln!(
                     out,
-                    "note: {file} line {line} is torn (brokerd stopped while writing it); \
-                     brokerd records its recovery at its next start"
+                    "note: {} line {} is torn (brokerd stopped while writing it){}; brokerd \
+                     records its recovery at its next start",
+                    first.file,
+                    first.line,
+                    match s.torn_tail.len() - 1 {
+                        0 => String::new(),
+                        n => format!(", and so are the {n} recovery lines after it"),
+                    }
                 )
                 .map_err(err)?;
             }
@@ -171,20 +177,46 @@ fn describe(line: &AuditLine) -> String {
                 time,
                 snapshot,
                 grants,
+                texts,
+                since,
                 ..
-            } => format!(
-                "#{seq} {time} grants loaded: snapshot {snapshot} ({})",
-                grants.join(", ")
-            ),
+            } => {
+                let ids = |m: &std::collections::BTreeMap<String, String>| {
+                    m.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+                };
+                let texts = match since {
+                    Some(s) if texts.is_empty() => format!("; none new or changed since #{s}"),
+                    Some(s) => format!("; new or changed since #{s}: {}", ids(texts)),
+                    None if texts.is_empty() => String::new(),
+                    None => "; every grant's text recorded".to_owned(),
+                };
+                format!(
+                    "#{seq} {time} grants loaded: snapshot {snapshot} ({}){texts}",
+                    grants.join(", ")
+                )
+            }
+            AuditEvent::GrantsRefused {
+                seq,
+                time,
+                kept,
+                reason,
+                ..
+            } => format!("#{seq} {time} grants reload REFUSED, snapshot {kept} stays: {reason}"),
             AuditEvent::Recovery {
                 seq,
                 time,
                 file,
                 line,
                 torn_bytes,
+                interrupted,
                 ..
             } => format!(
-                "#{seq} {time} recovery: {file} line {line} was torn ({torn_bytes} bytes kept)"
+                "#{seq} {time} recovery: {file} line {line} was torn ({torn_bytes} bytes kept){}",
+                match interrupted.len() {
+                    0 => String::new(),
+                    n =>
+                        format!(", and so were the {n} recovery lines of starts cut short after it"),
+                }
             ),
             AuditEvent::ApprovalRequested {
                 seq,

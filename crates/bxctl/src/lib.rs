@@ -13,6 +13,7 @@ mod admin;
 mod audit;
 mod chat;
 mod dev;
+mod policy;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -86,8 +87,12 @@ pub enum AuditCmd {
         #[arg(long)]
         dir: Option<PathBuf>,
         /// Print the stored lines as they are.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "policy_at")]
         json: bool,
+        /// Print instead the grants in force when record SEQ was written, each as the
+        /// canonical text the audit recorded.
+        #[arg(long, value_name = "SEQ")]
+        policy_at: Option<u64>,
     },
 }
 
@@ -157,12 +162,19 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             let session = session.map(SessionId::new).transpose().map_err(err)?;
             chat::sessions(&config()?, session, out)
         }
-        Command::Audit(AuditCmd::Show { dir, json }) => {
+        Command::Audit(AuditCmd::Show {
+            dir,
+            json,
+            policy_at,
+        }) => {
             let dir = match dir {
                 Some(d) => d,
                 None => config()?.audit_dir(),
             };
-            audit::show(&dir, json, out)
+            match policy_at {
+                Some(seq) => policy::show_at(&dir, seq, out),
+                None => audit::show(&dir, json, out),
+            }
         }
     }
 }

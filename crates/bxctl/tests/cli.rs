@@ -56,6 +56,8 @@ fn audit_verify_names_the_first_bad_file_and_line() {
                 prev,
                 snapshot: proto::Hash32::ZERO,
                 grants: vec![],
+                texts: Default::default(),
+                since: None,
             }))
             .expect("line");
         prev = proto::chain::line_hash(line.as_bytes());

@@ -14,6 +14,8 @@ use crate::constraints;
 pub struct Snapshot {
     hash: Hash32,
     grants: BTreeMap<String, Grant>,
+    /// Each grant's canonical text (`Grant::canonical`), what the audit records.
+    texts: BTreeMap<String, String>,
 }
 
 /// Why the grants directory cannot be loaded: the file, the place and the reason.
@@ -124,7 +126,15 @@ impl Snapshot {
                 .iter()
                 .flat_map(|(id, (_, text))| [id.as_bytes(), text.as_bytes()]),
         );
-        Ok(Self { hash, grants })
+        let texts = grants
+            .iter()
+            .map(|(id, g)| (id.clone(), g.canonical()))
+            .collect();
+        Ok(Self {
+            hash,
+            grants,
+            texts,
+        })
     }
 
     pub fn hash(&self) -> Hash32 {
@@ -133,6 +143,20 @@ impl Snapshot {
 
     pub fn ids(&self) -> Vec<String> {
         self.grants.keys().cloned().collect()
+    }
+
+    /// The canonical text of every grant, by id.
+    pub fn texts(&self) -> &BTreeMap<String, String> {
+        &self.texts
+    }
+
+    /// The canonical text of each grant that is new or changed against `old`, by id.
+    pub fn changed_since(&self, old: &Snapshot) -> BTreeMap<String, String> {
+        self.texts
+            .iter()
+            .filter(|(id, text)| old.texts.get(*id) != Some(*text))
+            .map(|(id, text)| (id.clone(), text.clone()))
+            .collect()
     }
 
     pub fn get(&self, id: &str) -> Option<&Grant> {
@@ -209,6 +233,31 @@ mod tests {
         assert_ne!(a.hash(), c.hash());
         assert_eq!(a.hash(), snap(&[("notes", NOTES)]).expect("valid").hash());
     }
+
+    #[test]
+    fn canonical_texts_ignore_comments_and_spell_out_defaults() {
+        let a = snap(&[("notes", NOTES), ("web", WEB)]).expect("valid");
+        let text = &a.texts()["notes"];
+        assert!(text.contains("result_class = \"private\""), "{text}");
+        assert!(text.contains("untrusted = true"), "{text}");
+        assert_eq!(
+            Grant::from_toml(text).ok().as_ref(),
+            a.get("notes"),
+            "{text}"
+        );
+        // A comment changes the hash, not the grant; a changed mode and a new grant show.
+        let commented = snap(&[("notes", &format!("# mine\n{NOTES}")), ("web", WEB)]);
+        let commented = commented.expect("valid");
+        assert_ne!(commented.hash(), a.hash());
+        assert!(commented.changed_since(&a).is_empty());
+        let b = snap(&[("notes", &NOTES.replace("auto", "ask")), ("x", WEB)]).expect("valid");
+        let changed = b.changed_since(&a);
+        assert_eq!(changed.keys().collect::<Vec<_>>(), ["notes", "x"]);
+        assert!(changed["notes"].contains("mode = \"ask\""));
+    }
+
+    const WEB: &str = "tool = \"http_fetch\"\nmode = \"ask\"\nmax_taint = \"private\"\n\
+                       [constraints]\nhosts = [\"example.org\"]\n";
 
     #[test]
     fn a_bad_grant_names_its_file_line_and_reason() {

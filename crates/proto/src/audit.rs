@@ -1,3 +1,5 @@
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::approval::Refusal;
@@ -48,16 +50,39 @@ pub struct AuditRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum AuditEvent {
-    /// A grant snapshot took effect (at start and on every reload).
+    /// A grant snapshot took effect (at start and on every reload). `grants` are the ids
+    /// in force.
     GrantsLoaded {
         seq: u64,
         time: Timestamp,
         prev: Hash32,
         snapshot: Hash32,
         grants: Vec<String>,
+        /// The canonical text ([`crate::Grant::canonical`]) of each grant this line records,
+        /// by id: every grant when `since` is absent (the first snapshot of each start), else
+        /// the grants new or changed since the `grants_loaded` line `since`. Lines written
+        /// before texts were recorded have none.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        texts: BTreeMap<String, String>,
+        /// The seq of the `grants_loaded` line whose snapshot this one replaced; a grant in
+        /// `grants` without a text here is unchanged since then.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        since: Option<u64>,
     },
-    /// At start, the last line of `file` was torn (no newline): it is kept as it is, and
-    /// the chain continues from the last complete line. `line` is 1-based.
+    /// A reload (SIGHUP) was refused: the grant files did not load, and the snapshot `kept`
+    /// stays in force. `reason` names the file, the place and why.
+    GrantsRefused {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        kept: Hash32,
+        reason: String,
+    },
+    /// At start, the log ended in lines that are not links of the chain: a torn line (the
+    /// writer died inside it), maybe followed by the recovery lines of starts that were cut
+    /// short in turn. They are kept as they are, and the chain continues from the last
+    /// complete line. `file`, `line` (1-based), `torn_bytes` and `torn_sha256` name the
+    /// first of them; `interrupted` names the rest, in order.
     Recovery {
         seq: u64,
         time: Timestamp,
@@ -66,6 +91,8 @@ pub enum AuditEvent {
         line: u64,
         torn_bytes: u64,
         torn_sha256: Hash32,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        interrupted: Vec<TornLine>,
     },
     /// The owner was asked; the decision follows as an `approved` or `denied` record.
     ApprovalRequested {
@@ -93,6 +120,18 @@ pub enum AuditEvent {
     },
 }
 
+/// One stored line that is not a link of the chain, as a recovery record names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TornLine {
+    pub file: String,
+    /// 1-based within `file`.
+    pub line: u64,
+    pub torn_bytes: u64,
+    /// SHA-256 of the line's stored bytes (without a newline).
+    pub torn_sha256: Hash32,
+}
+
 /// Any line of the audit log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -118,6 +157,7 @@ impl AuditLine {
             Self::Decision(r) => r.seq,
             Self::Event(
                 AuditEvent::GrantsLoaded { seq, .. }
+                | AuditEvent::GrantsRefused { seq, .. }
                 | AuditEvent::Recovery { seq, .. }
                 | AuditEvent::ApprovalRequested { seq, .. }
                 | AuditEvent::ApprovalRefused { seq, .. },
@@ -130,6 +170,7 @@ impl AuditLine {
             Self::Decision(r) => r.prev,
             Self::Event(
                 AuditEvent::GrantsLoaded { prev, .. }
+                | AuditEvent::GrantsRefused { prev, .. }
                 | AuditEvent::Recovery { prev, .. }
                 | AuditEvent::ApprovalRequested { prev, .. }
                 | AuditEvent::ApprovalRefused { prev, .. },
@@ -142,6 +183,7 @@ impl AuditLine {
             Self::Decision(r) => r.time,
             Self::Event(
                 AuditEvent::GrantsLoaded { time, .. }
+                | AuditEvent::GrantsRefused { time, .. }
                 | AuditEvent::Recovery { time, .. }
                 | AuditEvent::ApprovalRequested { time, .. }
                 | AuditEvent::ApprovalRefused { time, .. },

@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use crate::{AuditEvent, AuditLine, Hash32};
+use crate::{AuditEvent, AuditLine, Hash32, TornLine};
 
 pub fn line_hash(line: &[u8]) -> Hash32 {
     Hash32::digest(line)
@@ -48,13 +48,23 @@ impl ChainHead {
 ///
 /// A line that is not followed by a newline is torn (the writer died inside it). brokerd,
 /// on its next start, keeps it, ends it with a newline and appends a `recovery` line that
-/// names its length and hash; the chain then continues from the last complete line. So the
-/// verifier holds each line back by one: if the next line is a recovery naming it, the
-/// held line is skipped; otherwise it must be a valid link.
+/// names its length and hash; the chain then continues from the last complete line. That
+/// start can be cut short too, leaving a torn recovery line, and so can the next: the
+/// recovery line that finally completes names every line since the last link, the torn
+/// one first and the interrupted recovery lines after it.
+///
+/// So the verifier holds lines back in a run: normally just the last line fed. A line that
+/// cannot be a link (it does not parse, or its `seq` or `prev` do not follow) stays in the
+/// run while the lines after it could be recovery lines cut short (they start like one and
+/// do not parse); a recovery line naming exactly the run accounts for it. Anything else
+/// after a line that cannot be a link is refused at that line, as before.
 #[derive(Debug)]
 pub struct ChainVerifier {
     head: ChainHead,
-    held: Option<Held>,
+    /// The lines after `head` not judged yet, in order.
+    run: Vec<Held>,
+    /// Whether the run's last line is a recovery record naming every line before it.
+    closed: bool,
     lines: u64,
     recovered: u64,
 }
@@ -77,8 +87,11 @@ pub struct ChainSummary {
     pub lines: u64,
     /// Torn lines that a recovery line accounts for.
     pub recovered: u64,
-    /// The very last line had no newline and no recovery yet (brokerd adds one at start).
-    pub torn_tail: Option<(String, u64)>,
+    /// The lines at the very end that are not links and that no recovery line names yet:
+    /// a torn line (no newline) and what follows it, or a last line that an interrupted
+    /// start already ended with a newline (it is then not an audit line at all). brokerd
+    /// names them all in one recovery line at its next start. Empty for a clean end.
+    pub torn_tail: Vec<TornLine>,
 }
 
 impl Default for ChainVerifier {
@@ -91,7 +104,8 @@ impl ChainVerifier {
     pub fn new(head: ChainHead) -> Self {
         Self {
             head,
-            held: None,
+            run: Vec::new(),
+            closed: false,
             lines: 0,
             recovered: 0,
         }
@@ -106,28 +120,35 @@ impl ChainVerifier {
             len: bytes.len(),
             hash: line_hash(bytes),
         };
-        if let Some(held) = self.held.take() {
-            if recovers(&current, &held) {
-                self.recovered += 1;
-            } else {
-                self.link(&held)?;
+        if !self.run.is_empty() {
+            if recovers(&current, &self.run) {
+                self.closed = true;
+            } else if let Err(e) = self.settle() {
+                // The run cannot be settled: only the recovery line of a start that was
+                // cut short may follow it.
+                if current.parsed.is_ok() || !may_be_torn_recovery(bytes) {
+                    return Err(e);
+                }
+                self.closed = false;
             }
         }
-        self.held = Some(current);
+        self.run.push(current);
         Ok(())
     }
 
     /// Ends verification. `last_had_newline` says whether the stored bytes ended with a
-    /// newline; if not, the last line is torn and is reported rather than refused.
+    /// newline; if not, the lines still held are torn and are reported rather than refused.
+    /// So are they when the last line ended with a newline but is not an audit line: a
+    /// torn line that an interrupted start ended before it died (whoever can rewrite the
+    /// last line can as well drop its newline, so this weakens nothing).
     pub fn finish(mut self, last_had_newline: bool) -> Result<ChainSummary, ChainError> {
-        let mut torn_tail = None;
-        if let Some(held) = self.held.take() {
-            if last_had_newline {
-                self.link(&held)?;
-            } else {
-                torn_tail = Some((held.file, held.line));
-            }
-        }
+        let open = !last_had_newline || self.run.last().is_some_and(|l| l.parsed.is_err());
+        let torn_tail = if open {
+            self.run.drain(..).map(Held::torn).collect()
+        } else {
+            self.settle()?;
+            Vec::new()
+        };
         Ok(ChainSummary {
             head: self.head,
             lines: self.lines,
@@ -136,53 +157,109 @@ impl ChainVerifier {
         })
     }
 
-    fn link(&mut self, held: &Held) -> Result<(), ChainError> {
-        let fail = |reason: String| ChainError {
-            file: held.file.clone(),
-            line: held.line,
-            reason,
-        };
-        let parsed = held
-            .parsed
-            .as_ref()
-            .map_err(|e| fail(format!("not an audit line: {e}")))?;
-        if parsed.seq() != self.head.next_seq {
-            return Err(fail(format!(
-                "seq is {}, expected {}",
-                parsed.seq(),
-                self.head.next_seq
-            )));
+    /// Judges the run: its last line must be a link, and the lines before it, if any, must
+    /// be what that line (a recovery record) names. Changes nothing when it fails.
+    fn settle(&mut self) -> Result<(), ChainError> {
+        if self.run.len() > 1 && !self.closed {
+            let first = &self.run[0];
+            return Err(ChainError {
+                file: first.file.clone(),
+                line: first.line,
+                reason: format!(
+                    "this line and the {} after it are not links of the chain (a torn line, \
+                     then recovery lines of starts that were cut short), and no recovery \
+                     line names them",
+                    self.run.len() - 1
+                ),
+            });
         }
-        if parsed.prev() != self.head.prev {
-            return Err(fail(format!(
-                "prev is {}, but the previous line hashes to {}",
-                parsed.prev(),
-                self.head.prev
-            )));
+        if let Some(last) = self.run.last() {
+            self.head = link(self.head, last)?;
+            self.lines += 1;
         }
-        self.head = ChainHead {
-            next_seq: self.head.next_seq + 1,
-            prev: held.hash,
-        };
-        self.lines += 1;
+        self.recovered += u64::try_from(self.run.len().saturating_sub(1)).unwrap_or(u64::MAX);
+        self.run.clear();
+        self.closed = false;
         Ok(())
     }
 }
 
-/// Whether `line` is a recovery record naming `torn` exactly.
-fn recovers(line: &Held, torn: &Held) -> bool {
+impl Held {
+    fn torn(self) -> TornLine {
+        TornLine {
+            file: self.file,
+            line: self.line,
+            torn_bytes: u64::try_from(self.len).unwrap_or(u64::MAX),
+            torn_sha256: self.hash,
+        }
+    }
+}
+
+/// The head after `held`, if it is a valid link after `head`.
+fn link(head: ChainHead, held: &Held) -> Result<ChainHead, ChainError> {
+    let fail = |reason: String| ChainError {
+        file: held.file.clone(),
+        line: held.line,
+        reason,
+    };
+    let parsed = held
+        .parsed
+        .as_ref()
+        .map_err(|e| fail(format!("not an audit line: {e}")))?;
+    if parsed.seq() != head.next_seq {
+        return Err(fail(format!(
+            "seq is {}, expected {}",
+            parsed.seq(),
+            head.next_seq
+        )));
+    }
+    if parsed.prev() != head.prev {
+        return Err(fail(format!(
+            "prev is {}, but the previous line hashes to {}",
+            parsed.prev(),
+            head.prev
+        )));
+    }
+    Ok(ChainHead {
+        next_seq: head.next_seq + 1,
+        prev: held.hash,
+    })
+}
+
+/// How brokerd's recovery lines start: a line cut short inside one is a prefix of this, or
+/// (cut later) starts with it.
+const RECOVERY_START: &[u8] = br#"{"kind":"recovery","#;
+
+fn may_be_torn_recovery(bytes: &[u8]) -> bool {
+    bytes.starts_with(RECOVERY_START) || (!bytes.is_empty() && RECOVERY_START.starts_with(bytes))
+}
+
+/// Whether `line` is a recovery record naming exactly the lines of `run`, in order.
+fn recovers(line: &Held, run: &[Held]) -> bool {
     let Ok(AuditLine::Event(AuditEvent::Recovery {
         file,
         line: torn_line,
         torn_bytes,
         torn_sha256,
+        interrupted,
         ..
     })) = &line.parsed
     else {
         return false;
     };
-    *file == torn.file
-        && *torn_line == torn.line
-        && usize::try_from(*torn_bytes).is_ok_and(|n| n == torn.len)
-        && *torn_sha256 == torn.hash
+    let first = [(file, *torn_line, *torn_bytes, torn_sha256)];
+    let rest = interrupted
+        .iter()
+        .map(|t| (&t.file, t.line, t.torn_bytes, &t.torn_sha256));
+    run.len() == 1 + interrupted.len()
+        && first
+            .into_iter()
+            .chain(rest)
+            .zip(run)
+            .all(|((f, l, n, h), held)| {
+                *f == held.file
+                    && l == held.line
+                    && usize::try_from(n).is_ok_and(|n| n == held.len)
+                    && *h == held.hash
+            })
 }

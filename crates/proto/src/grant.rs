@@ -97,6 +97,16 @@ impl Grant {
     pub fn from_toml(text: &str) -> Result<Self, TomlError> {
         from_toml(text)
     }
+
+    /// The grant as brokerd read it, as TOML: every field written (defaults included), in
+    /// the struct's order, no comments. The audit records this text, so that what a grant
+    /// meant does not depend on its file's comments or on a later change of a default; it
+    /// parses back to the same grant.
+    pub fn canonical(&self) -> String {
+        // Every field is a string, a bool, a fieldless enum, a timestamp string or a list
+        // of strings, which TOML always encodes.
+        toml::to_string(self).expect("a grant always encodes as TOML")
+    }
 }
 
 /// Parses a TOML file strictly into `T`; the error names the line and column.

@@ -27,7 +27,7 @@ mod tool;
 pub mod toolrun;
 pub mod tools;
 
-pub use audit::{AuditEvent, AuditLine, AuditRecord, DecisionRecord};
+pub use audit::{AuditEvent, AuditLine, AuditRecord, DecisionRecord, TornLine};
 pub use class::DataClass;
 pub use error::InvalidValue;
 pub use frame::{

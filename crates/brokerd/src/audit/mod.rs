@@ -32,10 +32,10 @@ use std::path::{Path, PathBuf};
 
 use nix::fcntl::Flock;
 use proto::chain::{ChainHead, line_hash};
-use proto::{AuditEvent, AuditLine, Hash32, Timestamp};
+use proto::{AuditEvent, AuditLine, Hash32, Timestamp, TornLine};
 
 pub use error::AuditError;
-use scan::{Line, Tail};
+use scan::Tail;
 
 /// Where record times come from. Injectable so tests can cross a day boundary.
 pub type Clock = Box<dyn Fn() -> Timestamp + Send>;
@@ -69,22 +69,20 @@ pub struct OpenReport {
     pub lines: u64,
     /// Torn lines that earlier starts had already recovered.
     pub earlier_recoveries: u64,
-    /// The torn line this open recovered, if the log ended with one.
+    /// The torn lines this open recovered, if the log ended with any.
     pub recovered: Option<Recovered>,
     /// Where the next line continues.
     pub head: ChainHead,
 }
 
-/// A torn final line that this open kept and accounted for with a `recovery` line.
+/// The lines at the end of the log that this open kept and accounted for with one
+/// `recovery` line: a torn line, then the torn recovery lines of starts cut short.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recovered {
-    pub file: String,
-    /// 1-based line number of the torn line in `file`.
-    pub line: u64,
-    pub torn_bytes: u64,
-    pub torn_sha256: Hash32,
-    /// Whether this open had to end the torn line with a newline (false when an earlier,
-    /// interrupted start already had).
+    /// In order; never empty.
+    pub torn: Vec<TornLine>,
+    /// Whether this open had to end the last of them with a newline (false when an
+    /// earlier, interrupted start already had).
     pub newline_added: bool,
     /// The recovery line.
     pub recovery: Appended,
@@ -170,11 +168,7 @@ impl AuditLog {
             poisoned: None,
             fault: Cell::new(None),
         };
-        let recovered = match scan.tail {
-            Tail::Clean => None,
-            Tail::Torn(line) => Some(log.recover(line, true)?),
-            Tail::Terminated(line) => Some(log.recover(line, false)?),
-        };
+        let recovered = scan.tail.map(|tail| log.recover(tail)).transpose()?;
         let report = OpenReport {
             files: scan.files.len(),
             lines: scan.lines,
@@ -316,20 +310,31 @@ impl AuditLog {
         })
     }
 
-    /// Keeps a torn final line and accounts for it with a recovery line.
-    fn recover(&mut self, torn: Line, add_newline: bool) -> Result<Recovered, AuditError> {
-        if add_newline {
-            // The torn line is always in the newest file (scan refuses it anywhere else).
-            let path = self.dir.join(&torn.file);
-            let Some(current) = self.current.as_ref().filter(|c| c.name == torn.file) else {
+    /// Keeps the torn lines at the end and accounts for them with one recovery line.
+    fn recover(&mut self, tail: Tail) -> Result<Recovered, AuditError> {
+        let Tail {
+            lines: torn,
+            needs_newline,
+        } = tail;
+        let Some((first, interrupted)) = torn.split_first() else {
+            return Err(AuditError::Unsafe {
+                path: self.dir.clone(),
+                reason: "recovery of no torn line".into(),
+            });
+        };
+        if needs_newline {
+            // The open line is always in the newest file (scan refuses it anywhere else).
+            let last = torn.last().unwrap_or(first);
+            let path = self.dir.join(&last.file);
+            let Some(current) = self.current.as_ref().filter(|c| c.name == last.file) else {
                 return Err(AuditError::Unsafe {
                     path,
                     reason: "a torn line outside the newest file".into(),
                 });
             };
             // Separately from the recovery line, which may go to a newer day's file. If
-            // brokerd dies in between, the next start finds a terminated non-line at the
-            // end and recovers that.
+            // brokerd dies in between, or inside the recovery line, the next start finds
+            // these lines again, and its recovery line names them all.
             (&current.file)
                 .write_all(b"\n")
                 .and_then(|()| current.file.sync_data())
@@ -339,25 +344,21 @@ impl AuditLog {
                     source,
                 })?;
         }
-        let torn_bytes = u64::try_from(torn.bytes.len()).unwrap_or(u64::MAX);
-        let torn_sha256 = line_hash(&torn.bytes);
         let recovery = self.append(|seq, time, prev| {
             AuditLine::Event(AuditEvent::Recovery {
                 seq,
                 time,
                 prev,
-                file: torn.file.clone(),
-                line: torn.line,
-                torn_bytes,
-                torn_sha256,
+                file: first.file.clone(),
+                line: first.line,
+                torn_bytes: first.torn_bytes,
+                torn_sha256: first.torn_sha256,
+                interrupted: interrupted.to_vec(),
             })
         })?;
         Ok(Recovered {
-            file: torn.file,
-            line: torn.line,
-            torn_bytes,
-            torn_sha256,
-            newline_added: add_newline,
+            torn,
+            newline_added: needs_newline,
             recovery,
         })
     }

@@ -4,7 +4,7 @@ use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
 
 use proto::chain::line_hash;
-use proto::{AuditEvent, AuditLine};
+use proto::{AuditEvent, AuditLine, TornLine};
 
 use super::AuditError;
 use super::tests::{
@@ -32,6 +32,18 @@ fn chain_error(result: Result<(AuditLog, super::OpenReport), AuditError>) -> (St
     }
 }
 
+/// After a recovery of `torn` lines behind 3 good ones: the verifier agrees, the chain goes
+/// on, and the next start finds nothing to recover.
+fn recovered_and_goes_on(mut log: AuditLog, dir: &std::path::Path, clock: &TestClock, torn: u64) {
+    let summary = verify(dir);
+    assert_eq!((summary.lines, summary.recovered), (4, torn));
+    append_n(&mut log, 1);
+    drop(log);
+    let (_, report) = open(dir, clock);
+    assert_eq!((report.earlier_recoveries, report.recovered), (torn, None));
+    assert_eq!(verify(dir).lines, 5);
+}
+
 #[test]
 fn a_torn_tail_is_kept_and_a_recovery_line_appended() {
     let scratch = Scratch::new("torn");
@@ -40,14 +52,9 @@ fn a_torn_tail_is_kept_and_a_recovery_line_appended() {
     append_raw(&dir.join(DAY), TORN);
     let before = fs::read(dir.join(DAY)).expect("read");
 
-    let (mut log, report) = open(&dir, &clock);
+    let (log, report) = open(&dir, &clock);
     let recovered = report.recovered.expect("recovered");
-    assert_eq!((recovered.file.as_str(), recovered.line), (DAY, 4));
-    assert_eq!(
-        recovered.torn_bytes,
-        u64::try_from(TORN.len()).expect("len")
-    );
-    assert_eq!(recovered.torn_sha256, line_hash(TORN));
+    assert_eq!(recovered.torn, [torn(DAY, 4, TORN)]);
     assert!(recovered.newline_added);
     assert_eq!((report.lines, recovered.recovery.seq), (3, 3));
 
@@ -64,13 +71,7 @@ fn a_torn_tail_is_kept_and_a_recovery_line_appended() {
     };
     assert_eq!((prev, file.as_str()), (line_hash(&stored[2]), DAY));
 
-    let summary = verify(&dir);
-    assert_eq!((summary.lines, summary.recovered), (4, 1));
-    append_n(&mut log, 1);
-    drop(log);
-    let (_, report) = open(&dir, &clock);
-    assert_eq!((report.earlier_recoveries, report.recovered), (1, None));
-    assert_eq!(verify(&dir).lines, 5);
+    recovered_and_goes_on(log, &dir, &clock, 1);
 }
 
 #[test]
@@ -82,8 +83,8 @@ fn a_torn_tail_found_the_next_day_is_recovered_into_the_new_file() {
     clock.set("2026-09-18T09:00:00.000Z");
     let (_, report) = open(&dir, &clock);
     assert_eq!(
-        report.recovered.map(|r| (r.file, r.line)),
-        Some((DAY.into(), 3))
+        report.recovered.map(|r| r.torn),
+        Some(vec![torn(DAY, 3, TORN)])
     );
     // The torn line got its newline in its own file; the recovery is dated, and filed, today.
     assert!(fs::read(dir.join(DAY)).expect("read").ends_with(b"\n"));
@@ -100,21 +101,109 @@ fn a_torn_line_already_ended_by_an_interrupted_start_is_recovered() {
     append_raw(&dir.join(DAY), &[TORN, b"\n"].concat());
     let (_, report) = open(&dir, &clock);
     let recovered = report.recovered.expect("recovered");
-    assert_eq!((recovered.line, recovered.newline_added), (4, false));
+    assert_eq!(
+        (recovered.torn, recovered.newline_added),
+        (vec![torn(DAY, 4, TORN)], false)
+    );
     let summary = verify(&dir);
     assert_eq!((summary.lines, summary.recovered), (4, 1));
 }
 
+fn torn(file: &str, line: u64, bytes: &[u8]) -> TornLine {
+    TornLine {
+        file: file.into(),
+        line,
+        torn_bytes: u64::try_from(bytes.len()).expect("len"),
+        torn_sha256: line_hash(bytes),
+    }
+}
+
+/// What power loss inside the last line leaves: the newest file loses that line's newline
+/// and its last `keep_out` bytes.
+fn cut_last_line(dir: &std::path::Path, keep_out: usize) {
+    let name = day_files(dir).pop().expect("a day file");
+    let bytes = fs::read(dir.join(&name)).expect("read");
+    let body = bytes.strip_suffix(b"\n").expect("a whole line at the end");
+    fs::write(dir.join(&name), &body[..body.len() - keep_out]).expect("cut");
+}
+
 #[test]
-fn a_torn_recovery_line_refuses_start_and_says_why() {
+fn recovery_lines_cut_short_in_turn_are_all_named_at_the_next_start() {
+    let scratch = Scratch::new("torn-recoveries");
+    let dir = scratch.audit();
+    let clock = log_of(&scratch, 3);
+    let acknowledged = fs::read(dir.join(DAY)).expect("read");
+    append_raw(&dir.join(DAY), TORN);
+    // Three starts, each cut short inside its recovery line; the third on the next day,
+    // so its recovery line is in a file of its own.
+    for start in 1..=3 {
+        if start == 3 {
+            clock.set("2026-09-18T07:00:00.000Z");
+        }
+        let (log, report) = open(&dir, &clock);
+        drop(log);
+        let recovered = report.recovered.expect("recovered");
+        assert_eq!(recovered.torn.len(), start, "start {start}");
+        assert_eq!(recovered.torn[0], torn(DAY, 4, TORN));
+        cut_last_line(&dir, 9 * start);
+    }
+    let (log, report) = open(&dir, &clock);
+    let recovered = report.recovered.expect("recovered");
+    let day1 = lines(&dir, DAY);
+    let day2 = lines(&dir, "2026-09-18.jsonl");
+    assert_eq!(
+        recovered.torn,
+        [
+            torn(DAY, 4, TORN),
+            torn(DAY, 5, &day1[4]),
+            torn(DAY, 6, &day1[5]),
+            torn("2026-09-18.jsonl", 1, &day2[0]),
+        ]
+    );
+    assert!(recovered.newline_added);
+    assert_eq!((report.lines, recovered.recovery.seq), (3, 3));
+    let Ok(AuditLine::Event(AuditEvent::Recovery {
+        prev, interrupted, ..
+    })) = AuditLine::from_slice(&day2[1])
+    else {
+        panic!("a recovery line");
+    };
+    assert_eq!((prev, interrupted.len()), (line_hash(&day1[2]), 3));
+    // Nothing acknowledged is lost, and bxctl's verifier agrees with the start.
+    assert!(
+        fs::read(dir.join(DAY))
+            .expect("read")
+            .starts_with(&acknowledged)
+    );
+    recovered_and_goes_on(log, &dir, &clock, 4);
+}
+
+#[test]
+fn a_torn_recovery_line_already_ended_by_an_interrupted_start_is_recovered() {
+    let scratch = Scratch::new("torn-recovery-ended");
+    let dir = scratch.audit();
+    let clock = log_of(&scratch, 3);
+    let cut = b"{\"kind\":\"recovery\",\"seq\":3,\"ti";
+    append_raw(&dir.join(DAY), &[TORN, b"\n", cut, b"\n"].concat());
+    let (_, report) = open(&dir, &clock);
+    let recovered = report.recovered.expect("recovered");
+    assert_eq!(
+        (recovered.torn, recovered.newline_added),
+        (vec![torn(DAY, 4, TORN), torn(DAY, 5, cut)], false)
+    );
+    assert_eq!(verify(&dir).recovered, 2);
+}
+
+#[test]
+fn a_torn_line_followed_by_anything_but_a_recovery_line_refuses_start() {
     let scratch = Scratch::new("double-tear");
     let dir = scratch.audit();
     let clock = log_of(&scratch, 3);
-    append_raw(&dir.join(DAY), &[TORN, b"\n{\"kind\":\"recov"].concat());
+    append_raw(&dir.join(DAY), &[TORN, b"\n{\"seq\":3,\"ti"].concat());
     let before = fs::read(dir.join(DAY)).expect("read");
     let (file, line, text) = chain_error(AuditLog::open_with_clock(&dir, clock.boxed()));
     assert_eq!((file.as_str(), line), (DAY, 4));
-    assert!(text.contains("two torn lines in a row"), "{text}");
+    assert!(text.contains("not an audit line"), "{text}");
     assert_eq!(fs::read(dir.join(DAY)).expect("read"), before);
 }
 

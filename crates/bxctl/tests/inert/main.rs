@@ -228,9 +228,10 @@ fn audit_show_keeps_every_record_on_its_own_line() {
 #[test]
 fn audit_verify_quotes_a_bad_line_as_one_line() {
     let home = Home::new("verify");
-    // serde's message for an unknown kind quotes it.
+    // serde's message for an unknown kind quotes it. A second line follows: a last line
+    // alone would be a torn tail, which brokerd recovers and verify only notes.
     let line = format!(
-        "{{\"kind\":{}}}\n",
+        "{{\"kind\":{}}}\n{{\"kind\":\"x\"}}\n",
         serde_json::to_string(HOSTILE).expect("json")
     );
     std::fs::write(home.root.join("home/audit/2026-09-17.jsonl"), line).expect("audit");

@@ -133,13 +133,34 @@ fn every_audit_fixture_round_trips_and_every_line_kind_has_one() {
             },
             AuditLine::Event(ev) => match ev {
                 AuditEvent::GrantsLoaded { .. } => "grants_loaded",
+                AuditEvent::GrantsRefused { .. } => "grants_refused",
                 AuditEvent::Recovery { .. } => "recovery",
                 AuditEvent::ApprovalRequested { .. } => "approval_requested",
                 AuditEvent::ApprovalRefused { .. } => "approval_refused",
             },
         });
     }
-    assert_eq!(kinds.len(), 7, "{kinds:?}");
+    assert_eq!(kinds.len(), 8, "{kinds:?}");
+}
+
+#[test]
+fn recorded_grant_texts_are_canonical_grants() {
+    for name in [
+        "audit_grants_loaded_texts.json",
+        "audit_grants_loaded_since.json",
+    ] {
+        let bytes = std::fs::read(crate::fixture_dir().join(name)).expect("fixture");
+        let Ok(AuditEvent::GrantsLoaded { texts, grants, .. }) = serde_json::from_slice(&bytes)
+        else {
+            panic!("{name} is a grants_loaded line");
+        };
+        assert!(!texts.is_empty(), "{name}");
+        for (id, text) in &texts {
+            assert!(grants.contains(id), "{name}: {id} is not in force");
+            let grant = proto::Grant::from_toml(text).unwrap_or_else(|e| panic!("{id}: {e}"));
+            assert_eq!(&grant.canonical(), text, "{name}: {id}");
+        }
+    }
 }
 
 #[test]

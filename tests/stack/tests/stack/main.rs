@@ -11,5 +11,7 @@ mod durability;
 mod gateway;
 mod gateway_approvals;
 mod labels;
+mod policy_history;
+mod recovery;
 mod resolve;
 mod shutdown;
