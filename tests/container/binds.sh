@@ -9,7 +9,9 @@
 # unit, the grants, loopd, the model and systemd's transient tool units are the real ones.
 # The tool reads the file the call names, then a sibling in the same granted directory, a
 # file under another grant's directory, and the directory's listing, and answers with what
-# each attempt got; the answer is read back from loopd's session log.
+# each attempt got; the answer is read back from loopd's session log. Then a read_file of a
+# link below the granted directory (the model's rule: tests/container/fake-rules.toml) is
+# refused by brokerd before any unit starts.
 
 scenario "(h) a tool unit binds only the covered path: a test tool that reads a sibling fails"
 echo "dear diary: only the owner reads this" >/srv/notes/diary.md
@@ -51,6 +53,21 @@ expect "the covered file's directory holds the covered file alone" \
     "grep -qF '/srv/notes lists (todo.md)' /tmp/sibling.answer"
 refuse "the sibling's text is nowhere in loopd's session log" \
     "grep -rqF 'dear diary' /var/lib/private/boxmaker/sessions"
+# A link below the granted directory, to a file no grant names: binding the one covered path
+# must not follow it (brokerd resolves it as boxmaker-tool does, and refuses).
+mkdir -p /srv/private
+echo "the owner's key: granted to nobody" >/srv/private/key.txt
+chmod 0644 /srv/private/key.txt
+ln -s /srv/private/key.txt /srv/notes/key.md
+expect "control: /srv/notes/key.md leads to the key" "grep -q \"owner's key\" /srv/notes/key.md"
+expect "a read_file of a link below the granted directory fails in brokerd: links are not followed" \
+    "owner bxctl chat -m 'read my linked note' | tee /tmp/link.out | grep -qF '[-> failed: /srv/notes/key.md goes through a symlink below the granted directory'"
+sed 's/^/    | /' /tmp/link.out
+expect "no tool unit ran for it: the test tool ran once in this scenario" \
+    "test \"\$(journal | grep -c -E 'Started boxmaker-tool-[a-z0-9-]+\\.service - /opt/boxmaker-test/sibling-tool\\.py')\" = 1"
+refuse "the link's target is nowhere in loopd's session log" \
+    "grep -rqF \"owner's key\" /var/lib/private/boxmaker/sessions"
+rm /srv/notes/key.md /srv/notes/diary.md
 # Back to the rendered unit: the next connection starts brokerd with its own config.
 rm -r "$dropin"
 systemctl stop boxmaker-brokerd.service

@@ -89,7 +89,8 @@ mkdir -p "$units" "$work/etc-boxmaker/grants" "$work/sockets.target.wants"
         allowedAddresses = [ "localhost" ]; }' \
     --arg fakeMattermost '{ listen = "127.0.0.1:8065"; }' \
     --arg grantPaths '[ "/srv/notes" "/srv/inbox" ]'
-# /etc/boxmaker: the rendered config, the test grants, and the VM tests' fake model script.
+# /etc/boxmaker: the rendered config, the test grants, and the VM tests' fake model script
+# with the container tier's own rules appended (tests/container/fake-rules.toml).
 cp "$units/config.toml" "$work/etc-boxmaker/config.toml"
 # Scenario (h)'s config: the same, with the test-only tests/container/sibling-tool.py as the
 # tool (a drop-in points brokerd at it for that scenario only; the units stay as rendered).
@@ -98,7 +99,7 @@ sed 's|^tool = "/opt/boxmaker/bin/boxmaker-tool"$|tool = "/opt/boxmaker-test/sib
 grep -q '^tool = "/opt/boxmaker-test/sibling-tool.py"$' "$work/etc-boxmaker/config-sibling-tool.toml" ||
     die "the rendered config.toml has no tool = \"/opt/boxmaker/bin/boxmaker-tool\" line to replace"
 cp "$here"/grants/*.toml "$work/etc-boxmaker/grants/"
-cp "$repo/nix/tests/lib/fake-script.toml" "$work/etc-boxmaker/fake-llama.toml"
+cat "$repo/nix/tests/lib/fake-script.toml" "$here/fake-rules.toml" >"$work/etc-boxmaker/fake-llama.toml"
 chmod -R a+rX "$work"
 # The fake's bot token, root-only as a deployed secret is; PID 1 reads it (LoadCredential=).
 mkdir -m 0700 "$work/etc-boxmaker/secrets"
