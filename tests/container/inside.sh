@@ -1,8 +1,10 @@
 #!/bin/bash
 # tests/container/inside.sh: the container tier's scenarios, run by
 # boxmaker-container-test.service inside the booted container (systemd 252 as PID 1,
-# dbus-broker, polkit). They mirror nix/tests/*.nix (a) to (e), and (g). The units are the ones
-# rendered from nix/units.nix; the binaries are bound at /opt/boxmaker/bin.
+# dbus-broker, polkit). They mirror nix/tests/*.nix (a) to (e), and (g); scenario (h), a
+# test-only tool that reads a sibling of the file its call covers and finds it unbound, is
+# the container tier's own (tests/container/binds.sh). The units are the ones rendered from
+# nix/units.nix; the binaries are bound at /opt/boxmaker/bin.
 # Ends the container with the number of failed checks as its exit code (0: all passed).
 set -uo pipefail
 
@@ -167,3 +169,7 @@ source /opt/boxmaker-test/isolation.sh
 # ---- (g) the Mattermost gateway ---------------------------------------------------------------
 # shellcheck source=tests/container/gateway.sh
 source /opt/boxmaker-test/gateway.sh
+
+# ---- (h) a tool unit binds only the covered path ------------------------------------------------
+# shellcheck source=tests/container/binds.sh
+source /opt/boxmaker-test/binds.sh

@@ -4,7 +4,9 @@
 # the NixOS module deploys) and the built binaries, and runs scenarios (a) to (e) and (g) of
 # nix/tests/ for real inside it: DynamicUser, socket activation, sd_notify readiness, and
 # tool units that brokerd starts through dbus-broker and polkit (tests/container/inside.sh),
-# and scenario (g): gatewayd against fake-mattermost (tests/container/gateway.sh).
+# scenario (g): gatewayd against fake-mattermost (tests/container/gateway.sh), and scenario
+# (h): a test-only tool (tests/container/sibling-tool.py) that reads past the path its call
+# covers, and finds nothing bound there (tests/container/binds.sh).
 #
 # Usage: tests/container/run.sh BIN_DIR
 #   BIN_DIR holds the workspace's binaries (target/debug or target/release): brokerd,
@@ -87,10 +89,17 @@ mkdir -p "$units" "$work/etc-boxmaker/grants" "$work/sockets.target.wants"
         allowedAddresses = [ "localhost" ]; }' \
     --arg fakeMattermost '{ listen = "127.0.0.1:8065"; }' \
     --arg grantPaths '[ "/srv/notes" "/srv/inbox" ]'
-# /etc/boxmaker: the rendered config, the test grants, and the VM tests' fake model script.
+# /etc/boxmaker: the rendered config, the test grants, and the VM tests' fake model script
+# with the container tier's own rules appended (tests/container/fake-rules.toml).
 cp "$units/config.toml" "$work/etc-boxmaker/config.toml"
+# Scenario (h)'s config: the same, with the test-only tests/container/sibling-tool.py as the
+# tool (a drop-in points brokerd at it for that scenario only; the units stay as rendered).
+sed 's|^tool = "/opt/boxmaker/bin/boxmaker-tool"$|tool = "/opt/boxmaker-test/sibling-tool.py"|' \
+    "$units/config.toml" >"$work/etc-boxmaker/config-sibling-tool.toml"
+grep -q '^tool = "/opt/boxmaker-test/sibling-tool.py"$' "$work/etc-boxmaker/config-sibling-tool.toml" ||
+    die "the rendered config.toml has no tool = \"/opt/boxmaker/bin/boxmaker-tool\" line to replace"
 cp "$here"/grants/*.toml "$work/etc-boxmaker/grants/"
-cp "$repo/nix/tests/lib/fake-script.toml" "$work/etc-boxmaker/fake-llama.toml"
+cat "$repo/nix/tests/lib/fake-script.toml" "$here/fake-rules.toml" >"$work/etc-boxmaker/fake-llama.toml"
 chmod -R a+rX "$work"
 # The fake's bot token, root-only as a deployed secret is; PID 1 reads it (LoadCredential=).
 mkdir -m 0700 "$work/etc-boxmaker/secrets"
