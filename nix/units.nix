@@ -270,19 +270,13 @@ let
 
   credentials = map (name: "${name}:${secrets.${name}}") (attrNames secrets);
 
-  # A path under /home, /root or /run/user, which ProtectHome=yes would hide.
+  # brokerd's view of the granted paths (see `grantPaths`); under /home, /root or /run/user
+  # (which ProtectHome=yes hides) an empty home holding only them.
   inHome = p: builtins.any (h: p == h || substring 0 (builtins.stringLength h + 1) p == "${h}/") [ "/home" "/root" "/run/user" ];
-  # brokerd's view of the granted paths; see `grantPaths`.
-  onGrantPaths =
-    if grantPaths == [ ] then
-      { }
-    else
-      {
-        # Loosening: the granted paths, read-only, for resolving a call's path (a missing
-        # one is absent, as for a tool). Under /home, an empty home holding only them.
-        BindReadOnlyPaths = map (p: "-${p}") grantPaths;
-      }
-      // (if builtins.any inHome grantPaths then { ProtectHome = "tmpfs"; } else { });
+  onGrantPaths = if grantPaths == [ ] then { } else {
+    # Loosening: the granted paths, read-only, to resolve a call's path (a missing one is absent).
+    BindReadOnlyPaths = map (p: "-${p}") grantPaths;
+  } // (if builtins.any inHome grantPaths then { ProtectHome = "tmpfs"; } else { });
 
   # What exists only when gatewayd is deployed.
   onGateway = attrs: if gateway == null then { } else attrs;
