@@ -14,7 +14,9 @@ fn call(config: &Config, msg: Message) -> Result<Message, Error> {
     let path = config.sockets.admin_broker_sock();
     let mut conn = Conn::connect(&path)
         .map_err(|e| Error(format!("cannot reach brokerd at {}: {e}", path.display())))?;
-    let reply = conn.call(1, msg, |_| {}).map_err(err)?;
+    let reply = conn
+        .call(1, msg, |_| {})
+        .map_err(crate::call_failed("brokerd", "admin"))?;
     match reply.msg {
         Message::Error(e) => Err(Error(format!(
             "brokerd refused: {:?}: {}",

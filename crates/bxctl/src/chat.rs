@@ -107,7 +107,7 @@ pub fn send(
                 }
             }
         })
-        .map_err(err)?;
+        .map_err(crate::call_failed("loopd", "chat"))?;
     if let Some(e) = write_err {
         return Err(err(e));
     }
@@ -211,7 +211,11 @@ pub fn sessions(
         }),
         None => Message::SessionList(Empty {}),
     };
-    match conn.call(1, msg, |_| {}).map_err(err)?.msg {
+    match conn
+        .call(1, msg, |_| {})
+        .map_err(crate::call_failed("loopd", "chat"))?
+        .msg
+    {
         Message::SessionListing(l) => {
             if l.sessions.is_empty() {
                 writeln!(out, "no sessions").map_err(err)?;

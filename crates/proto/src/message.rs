@@ -158,7 +158,25 @@ pub enum ErrorCode {
     /// This socket does not accept this message kind (for example an approval sent on the
     /// socket loopd uses). Decided by the socket, never by what the peer claims.
     ForbiddenKind,
-    /// The peer is not who this socket admits (SO_PEERCRED), or the server is at its
-    /// connection limit.
+    /// The peer is not who this socket admits (SO_PEERCRED); the detail names who it
+    /// admits. Sent with id 0 before the request is read, and the connection is closed.
     Refused,
+    /// The server is stopping or at its connection limit: the same peer may try again
+    /// later. Sent with id 0 before the request is read, and the connection is closed.
+    Unavailable,
+}
+
+impl ErrorCode {
+    /// The name on the wire, for people: `bad_frame`, `refused`, …
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::BadFrame => "bad_frame",
+            Self::BadVersion => "bad_version",
+            Self::BadMessage => "bad_message",
+            Self::Internal => "internal",
+            Self::ForbiddenKind => "forbidden_kind",
+            Self::Refused => "refused",
+            Self::Unavailable => "unavailable",
+        }
+    }
 }
