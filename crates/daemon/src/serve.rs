@@ -115,7 +115,10 @@ pub fn accept_loop<F>(
                 refuse(
                     stream,
                     ErrorCode::Refused,
-                    &format!("the {name} socket admits only {}; you are {who}", admitted(&policy.peers)),
+                    &format!(
+                        "the {name} socket admits only {}; you are {who}",
+                        admitted(&policy.peers)
+                    ),
                 );
                 continue;
             }

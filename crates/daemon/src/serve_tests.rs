@@ -69,7 +69,10 @@ fn a_peer_the_socket_does_not_admit_is_told_who_it_admits() {
     let other = nix::unistd::getuid().as_raw().wrapping_add(1);
     let (path, _) = serving(
         "not-admitted",
-        vec![Peer::Uid(other), Peer::Group("no-such-group-boxmaker".into())],
+        vec![
+            Peer::Uid(other),
+            Peer::Group("no-such-group-boxmaker".into()),
+        ],
         4,
     );
     let e = refusal(ask(&path));

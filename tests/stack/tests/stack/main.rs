@@ -9,3 +9,4 @@ mod docs;
 mod durability;
 mod gateway;
 mod gateway_approvals;
+mod refusal;
