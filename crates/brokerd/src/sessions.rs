@@ -224,3 +224,7 @@ fn store(dir: &Path, state: &SessionState) -> Result<(), StateError> {
         source: e.source,
     })
 }
+
+#[cfg(test)]
+#[path = "sessions_tests.rs"]
+mod tests;
