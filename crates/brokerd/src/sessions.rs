@@ -6,12 +6,9 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::fs::OpenOptions;
-use std::io::Read;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-use nix::fcntl::OFlag;
 use proto::approval::CallRef;
 use proto::{DataClass, SessionId};
 use serde::{Deserialize, Serialize};
@@ -167,33 +164,13 @@ fn corrupt(path: &Path, reason: impl Into<String>) -> StateError {
 }
 
 fn load(path: &Path) -> Result<SessionState, StateError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(OFlag::O_NOFOLLOW.bits())
-        .open(path)
-        .map_err(|e| corrupt(path, format!("cannot open without following links: {e}")))?;
-    let meta = file.metadata().map_err(|source| StateError::Io {
-        path: path.to_owned(),
-        source,
+    // Only 0600, as `store` writes it: the file decides a session's taint.
+    let bytes = daemon::durable::read_file(path, 0o077, MAX_STATE_FILE).map_err(|e| match e {
+        daemon::durable::ReadError::Missing => corrupt(path, "vanished while brokerd read it"),
+        daemon::durable::ReadError::Refused(why) => corrupt(path, why),
     })?;
-    if !meta.is_file() {
-        return Err(corrupt(path, "not a regular file"));
-    }
-    if meta.mode() & 0o077 != 0 {
-        return Err(corrupt(
-            path,
-            format!("mode {:o} is not 0600", meta.mode() & 0o777),
-        ));
-    }
-    let mut text = String::new();
-    file.take(MAX_STATE_FILE + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| corrupt(path, e.to_string()))?;
-    if u64::try_from(text.len()).unwrap_or(u64::MAX) > MAX_STATE_FILE {
-        return Err(corrupt(path, "too large"));
-    }
     let state: SessionState =
-        serde_json::from_str(&text).map_err(|e| corrupt(path, e.to_string()))?;
+        serde_json::from_slice(&bytes).map_err(|e| corrupt(path, e.to_string()))?;
     let expected = format!("{}.json", state.session);
     if path.file_name().and_then(|n| n.to_str()) != Some(expected.as_str()) {
         return Err(corrupt(path, format!("holds session {}", state.session)));
