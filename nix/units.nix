@@ -370,6 +370,8 @@ in
           StateDirectoryMode = "0700";
           # The bot's token, from a file outside the store (BRIEF decision 3).
           LoadCredential = [ "mattermost-token:${gateway.tokenFile}" ];
+          # Pinged while its state can be reached (a thread stuck saving it holds it).
+          WatchdogSec = "30s";
           TimeoutStopSec = "20s";
         }
       // (

@@ -11,9 +11,11 @@ use std::time::Duration;
 use daemon::conn::Conn;
 
 mod gateway;
+mod systemd;
 mod wait;
 pub use gateway::{BOT, Gateway, http, post_id, posts, replies, replies_with};
 use proto::{AuditEvent, AuditLine, Envelope, Message, SessionId, ToolRequest};
+pub use systemd::root;
 pub use wait::{Ready, poll_until, wait_until};
 
 /// A built binary of this workspace. `cargo test --workspace` builds them next to the test
@@ -52,22 +54,6 @@ pub fn have(tool: &str) -> bool {
         );
     }
     found
-}
-
-/// Whether this process runs as root, which a test of another uid's view needs. In the
-/// gate (BOXMAKER_GATE=1, whose `test` step runs as root) its absence is a failure, never a
-/// silent skip.
-pub fn root() -> bool {
-    let root = nix::unistd::geteuid().is_root();
-    if !root {
-        assert!(
-            std::env::var_os("BOXMAKER_GATE").is_none(),
-            "this test needs root, and the gate runs it: run the gate's test step as root"
-        );
-        let _ =
-            std::io::Write::write_all(&mut std::io::stderr(), b"skipping: this test needs root\n");
-    }
-    root
 }
 
 /// `{prefix}-{n}`, with an `n` no other call in this process gets: the names of homes, logs
@@ -279,7 +265,19 @@ pub struct Daemon {
 
 impl Daemon {
     /// Spawns `cmd` with a NOTIFY_SOCKET bound here and waits until it says READY=1.
-    pub fn spawn(mut cmd: Command, dir: &Path) -> Self {
+    pub fn spawn(cmd: Command, dir: &Path) -> Self {
+        let (daemon, sock) = Self::spawn_notified(cmd, dir);
+        if let Ok(addr) = sock.local_addr()
+            && let Some(path) = addr.as_pathname()
+        {
+            let _ = std::fs::remove_file(path);
+        }
+        daemon
+    }
+
+    /// [`Daemon::spawn`], keeping the notify socket (its read timeout 20 s) for what the
+    /// daemon says after READY=1.
+    pub fn spawn_notified(mut cmd: Command, dir: &Path) -> (Self, UnixDatagram) {
         let program = Path::new(cmd.get_program())
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -304,8 +302,7 @@ impl Daemon {
         if let Err(why) = ready {
             panic!("{why}: {}", daemon.log());
         }
-        let _ = std::fs::remove_file(&notify);
-        daemon
+        (daemon, sock)
     }
 
     pub fn log(&self) -> String {

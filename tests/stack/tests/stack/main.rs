@@ -10,3 +10,4 @@ mod durability;
 mod gateway;
 mod gateway_approvals;
 mod refusal;
+mod watchdog;
