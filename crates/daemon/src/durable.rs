@@ -1,7 +1,8 @@
 //! Replacing a state file so that a crash leaves the old contents or the new, never a mix:
 //! temp file, fsync, rename, directory fsync; and reading it back at start, refusing what
 //! `replace_file` never makes. brokerd's session files and gatewayd's state file are
-//! written and read this way.
+//! written and read this way; loopd's append-only session logs are opened with the same
+//! refusals.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -66,13 +67,37 @@ pub enum ReadError {
 /// would let someone else plant or read the state), at most `max` bytes. What is refused
 /// says why; a daemon refuses to start on it rather than trust or overwrite it.
 pub fn read_file(path: &Path, forbidden: u32, max: u64) -> Result<Vec<u8>, ReadError> {
-    let mut file = OpenOptions::new()
-        .read(true)
+    let mut file = open(path, None, forbidden)?;
+    let mut bytes = Vec::new();
+    (&mut file)
+        .take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| ReadError::Refused(format!("reading: {e}")))?;
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > max {
+        return Err(ReadError::Refused(format!("larger than {max} bytes")));
+    }
+    Ok(bytes)
+}
+
+/// Opens a log this daemon appends to, for reading (`create` = `None`) or for appending
+/// (created with that mode when missing), with the same refusals as [`read_file`]: a link,
+/// anything but a regular file, a `forbidden` mode bit.
+pub fn open(path: &Path, create: Option<u32>, forbidden: u32) -> Result<File, ReadError> {
+    let mut options = OpenOptions::new();
+    match create {
+        None => options.read(true),
+        Some(mode) => options.append(true).create(true).mode(mode),
+    };
+    let file = options
         .custom_flags(OFlag::O_NOFOLLOW.bits())
         .open(path)
         .map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => ReadError::Missing,
-            _ => ReadError::Refused(format!("cannot open without following links: {e}")),
+            // O_NOFOLLOW's answer for a link in the last component.
+            _ if e.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) => {
+                ReadError::Refused("it is a symbolic link".into())
+            }
+            _ => ReadError::Refused(format!("cannot open: {e}")),
         })?;
     let refused = |why: String| ReadError::Refused(why);
     let meta = file.metadata().map_err(|e| refused(format!("stat: {e}")))?;
@@ -86,15 +111,7 @@ pub fn read_file(path: &Path, forbidden: u32, max: u64) -> Result<Vec<u8>, ReadE
             mode & forbidden
         )));
     }
-    let mut bytes = Vec::new();
-    (&mut file)
-        .take(max.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| refused(format!("reading: {e}")))?;
-    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > max {
-        return Err(refused(format!("larger than {max} bytes")));
-    }
-    Ok(bytes)
+    Ok(file)
 }
 
 #[cfg(test)]
@@ -129,10 +146,7 @@ mod tests {
         let link = dir.join("link.json");
         std::os::unix::fs::symlink(&path, &link).expect("link");
         let why = refused(read_file(&link, 0, 100));
-        assert!(
-            why.starts_with("cannot open without following links"),
-            "{why}"
-        );
+        assert_eq!(why, "it is a symbolic link");
         let why = refused(read_file(&dir, 0, 100));
         assert_eq!(why, "not a regular file");
         assert!(matches!(

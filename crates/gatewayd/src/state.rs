@@ -265,7 +265,7 @@ mod tests {
         std::fs::write(&elsewhere, "{}").expect("write");
         std::os::unix::fs::symlink(&elsewhere, &path).expect("link");
         let why = refusal(&dir);
-        assert!(why.contains("cannot open without following links"), "{why}");
+        assert!(why.ends_with("it is a symbolic link"), "{why}");
 
         std::fs::remove_file(&path).expect("rm");
         std::fs::create_dir(&path).expect("a directory in its place");
