@@ -1,6 +1,7 @@
 //! The watchdog: each role given WATCHDOG_USEC and WATCHDOG_PID (as systemd does for
-//! `WatchdogSec=`) pings WATCHDOG=1 on the notify socket, and brokerd stops pinging while its
-//! audit writer is stuck (an fdatasync held up with strace), so systemd would restart it.
+//! `WatchdogSec=`) pings WATCHDOG=1 on the notify socket; brokerd stops pinging while its
+//! audit writer is stuck (an fdatasync held up with strace), gatewayd while saving its state
+//! is, so systemd would restart them.
 
 use std::os::unix::net::UnixDatagram;
 use std::process::{Command, Stdio};
@@ -42,6 +43,58 @@ fn longest_gap(sock: &UnixDatagram, span: Duration) -> Duration {
         .map(|w| w[1] - w[0])
         .max()
         .unwrap_or_default()
+}
+
+/// strace attached to a daemon, holding up each of its fdatasync and fsync calls for 3 s:
+/// whatever thread writes durable state stays stuck in it, holding what it holds.
+struct Stall {
+    strace: std::process::Child,
+    log: std::path::PathBuf,
+}
+
+impl Stall {
+    fn fsyncs(home: &Home, daemon: &stack::Daemon) -> Self {
+        let pid = daemon.child.id();
+        let log = home.root.join(format!("strace-{pid}.err"));
+        let strace = Command::new("strace")
+            .args([
+                "-f",
+                "-qq",
+                "-o",
+                "/dev/null",
+                "-e",
+                "trace=fdatasync,fsync",
+            ])
+            .args(["-e", "inject=fdatasync,fsync:delay_enter=3000000", "-p"])
+            .arg(pid.to_string())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log"))
+            .spawn()
+            .expect("strace");
+        // strace has attached once the tracer shows in the daemon's status.
+        let traced = stack::poll_until(Duration::from_secs(5), || {
+            std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+                s.lines()
+                    .any(|l| l.starts_with("TracerPid:") && !l.ends_with("\t0"))
+            })
+        });
+        assert!(traced.is_some(), "strace did not attach");
+        // Give strace a moment to attach to every thread.
+        std::thread::sleep(Duration::from_millis(300));
+        Self { strace, log }
+    }
+
+    /// Detaches, and asserts that the longest gap between pings meanwhile was `gap`, long
+    /// enough to say the pings stopped (they come every 100 ms otherwise).
+    fn end(mut self, gap: Duration) {
+        let _ = self.strace.kill();
+        let _ = self.strace.wait();
+        assert!(
+            gap >= Duration::from_millis(1500),
+            "pings went on while the work loop was stuck (longest gap {gap:?}): {}",
+            std::fs::read_to_string(&self.log).unwrap_or_default()
+        );
+    }
 }
 
 #[test]
@@ -86,46 +139,13 @@ fn brokerd_stops_pinging_while_its_audit_writer_is_stuck() {
         "no steady pings before: {}",
         brokerd.log()
     );
-    // Every fdatasync and fsync of brokerd now waits 3 s before it runs: the audit writer
-    // holds its lock through the write of the next decision and its fsync.
-    let log = home.root.join("strace.err");
-    let mut strace = Command::new("strace")
-        .args([
-            "-f",
-            "-qq",
-            "-o",
-            "/dev/null",
-            "-e",
-            "trace=fdatasync,fsync",
-        ])
-        .args(["-e", "inject=fdatasync,fsync:delay_enter=3000000", "-p"])
-        .arg(brokerd.child.id().to_string())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log"))
-        .spawn()
-        .expect("strace");
-    // strace has attached once the tracer shows in brokerd's status.
-    let traced = stack::poll_until(Duration::from_secs(5), || {
-        std::fs::read_to_string(format!("/proc/{}/status", brokerd.child.id())).is_ok_and(|s| {
-            s.lines()
-                .any(|l| l.starts_with("TracerPid:") && !l.ends_with("\t0"))
-        })
-    });
-    assert!(traced.is_some(), "strace did not attach");
-    // Give strace a moment to attach to every thread.
-    std::thread::sleep(Duration::from_millis(300));
+    let stall = Stall::fsyncs(&home, &brokerd);
     let loop_sock = home.loop_sock();
     let path = format!(r#"{{"path":"{}/n.md"}}"#, notes.display());
     let call = std::thread::spawn(move || stack::tool(&loop_sock, "s-1", 1, "read_file", &path));
     let gap = longest_gap(&sock, Duration::from_millis(2500));
     let frames = call.join().expect("the call");
-    let _ = strace.kill();
-    let _ = strace.wait();
-    assert!(
-        gap >= Duration::from_millis(1500),
-        "pings went on while the audit writer was stuck (longest gap {gap:?}): {}",
-        std::fs::read_to_string(&log).unwrap_or_default()
-    );
+    stall.end(gap);
     assert!(matches!(
         stack::response(&frames),
         proto::ToolResponse::Result { .. }
@@ -136,4 +156,35 @@ fn brokerd_stops_pinging_while_its_audit_writer_is_stuck() {
         "the pings did not resume: {}",
         brokerd.log()
     );
+}
+
+#[test]
+fn gatewayd_stops_pinging_while_saving_its_state_is_stuck() {
+    if !stack::have("strace") {
+        return;
+    }
+    let home = Home::new("watchdog-gateway", "");
+    let (_mm, addr) = home.fake_mattermost(&["owner"], "");
+    let (gatewayd, sock) = home.watched("gatewayd", USEC);
+    let gw = stack::Gateway {
+        addr,
+        daemons: Vec::new(),
+    };
+    gw.wait("the WebSocket connected", |s| s["live"].as_u64() >= Some(1));
+    assert!(
+        longest_gap(&sock, Duration::from_millis(500)) < Duration::from_millis(400),
+        "no steady pings before: {}",
+        gatewayd.log()
+    );
+    let stall = Stall::fsyncs(&home, &gatewayd);
+    // A stranger's post is counted as ignored and the state saved, under its lock.
+    gw.post("stranger", "hello?", None);
+    let gap = longest_gap(&sock, Duration::from_millis(2500));
+    stall.end(gap);
+    assert!(
+        longest_gap(&sock, Duration::from_millis(600)) < Duration::from_millis(400),
+        "the pings did not resume: {}",
+        gatewayd.log()
+    );
+    assert_eq!(home.gateway_state()["ignored"], 1);
 }
