@@ -268,9 +268,10 @@ fn cut_torn_tail(path: &Path) -> Result<(), StoreError> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_torn_last_line_is_cut_and_the_session_loads() {
-        let home = std::env::temp_dir().join(format!("bx-store-{}", std::process::id()));
+    /// A store in a fresh home with one record in session `s-1`: the home, the store, the
+    /// session, the record and its log file.
+    fn one_record(name: &str) -> (PathBuf, Store, SessionId, LogRecord, PathBuf) {
+        let home = std::env::temp_dir().join(format!("bx-store-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&home);
         let store = Store::open(&home).expect("store");
         let id = SessionId::new("s-1").expect("id");
@@ -280,6 +281,12 @@ mod tests {
         };
         store.append(&id, Epoch(0), &rec).expect("append");
         let path = home.join("sessions/s-1/0.jsonl");
+        (home, store, id, rec, path)
+    }
+
+    #[test]
+    fn a_torn_last_line_is_cut_and_the_session_loads() {
+        let (home, store, id, rec, path) = one_record("torn");
         let mut f = std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
@@ -306,16 +313,7 @@ mod tests {
     #[test]
     fn a_linked_open_or_corrupt_log_is_refused_and_never_written_through() {
         use std::os::unix::fs::PermissionsExt;
-        let home = std::env::temp_dir().join(format!("bx-store-refused-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&home);
-        let store = Store::open(&home).expect("store");
-        let id = SessionId::new("s-1").expect("id");
-        let rec = LogRecord::User {
-            time: Timestamp::from_millis(0).expect("time"),
-            content: "hello".into(),
-        };
-        store.append(&id, Epoch(0), &rec).expect("append");
-        let path = home.join("sessions/s-1/0.jsonl");
+        let (home, store, id, rec, path) = one_record("refused");
         let refused = |what: &str| match store.load(&id) {
             Err(e) => e.to_string(),
             Ok(s) => panic!("{what}: loaded {s:?}"),

@@ -167,16 +167,11 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    /// The name on the wire, for people: `bad_frame`, `refused`, …
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::BadFrame => "bad_frame",
-            Self::BadVersion => "bad_version",
-            Self::BadMessage => "bad_message",
-            Self::Internal => "internal",
-            Self::ForbiddenKind => "forbidden_kind",
-            Self::Refused => "refused",
-            Self::Unavailable => "unavailable",
-        }
+    /// The name on the wire (`bad_frame`, `refused`, …), for people.
+    pub fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
     }
 }
