@@ -47,6 +47,13 @@ let
       else
         null;
     fakeMattermost = if cfg.fakeMattermost.enable then { inherit (cfg.fakeMattermost) listen; } else null;
+    grantPaths = lib.unique (
+      lib.concatLists (
+        mapAttrsToList (
+          _: g: lib.optionals (lib.elem g.tool [ "read_file" "list_dir" ]) (g.constraints.paths or [ ])
+        ) cfg.grants
+      )
+    );
   };
 
   # The grants as files, checked by brokerd's own loader (`bxctl grants check`): a grant

@@ -30,6 +30,10 @@
   fakeMattermost ? null,
   # Freeform config.toml content, merged over the defaults below (see config.rs).
   settings ? { },
+  # The paths the file grants name (constraints.paths of read_file and list_dir grants).
+  # brokerd sees them read-only: it resolves a call's path there (metadata only: no link
+  # below the granted directory) before binding that one path into the tool's unit.
+  grantPaths ? [ ],
 }:
 let
   inherit (builtins)
@@ -266,6 +270,20 @@ let
 
   credentials = map (name: "${name}:${secrets.${name}}") (attrNames secrets);
 
+  # A path under /home, /root or /run/user, which ProtectHome=yes would hide.
+  inHome = p: builtins.any (h: p == h || substring 0 (builtins.stringLength h + 1) p == "${h}/") [ "/home" "/root" "/run/user" ];
+  # brokerd's view of the granted paths; see `grantPaths`.
+  onGrantPaths =
+    if grantPaths == [ ] then
+      { }
+    else
+      {
+        # Loosening: the granted paths, read-only, for resolving a call's path (a missing
+        # one is absent, as for a tool). Under /home, an empty home holding only them.
+        BindReadOnlyPaths = map (p: "-${p}") grantPaths;
+      }
+      // (if builtins.any inHome grantPaths then { ProtectHome = "tmpfs"; } else { });
+
   # What exists only when gatewayd is deployed.
   onGateway = attrs: if gateway == null then { } else attrs;
 in
@@ -299,6 +317,7 @@ in
         # Requests in flight finish their audit writes (brokerd drains for 20 s).
         TimeoutStopSec = "30s";
       }
+      // onGrantPaths
       // onGateway {
         # No loosening: gatewayd's pair directory, entered by group to ask the owner.
         SupplementaryGroups = [ brokerGatewayGroup ];

@@ -85,7 +85,8 @@ mkdir -p "$units" "$work/etc-boxmaker/grants" "$work/sockets.target.wants"
     --arg gateway '{ server = "http://127.0.0.1:8065"; owners = [ "owneruserid000000000000000" ];
         channel = "channelid00000000000000000"; tokenFile = "/etc/boxmaker/secrets/mattermost-token";
         allowedAddresses = [ "localhost" ]; }' \
-    --arg fakeMattermost '{ listen = "127.0.0.1:8065"; }'
+    --arg fakeMattermost '{ listen = "127.0.0.1:8065"; }' \
+    --arg grantPaths '[ "/srv/notes" "/srv/inbox" ]'
 # /etc/boxmaker: the rendered config, the test grants, and the VM tests' fake model script.
 cp "$units/config.toml" "$work/etc-boxmaker/config.toml"
 cp "$here"/grants/*.toml "$work/etc-boxmaker/grants/"

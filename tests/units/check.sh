@@ -43,8 +43,9 @@ expected=(
 status=0
 
 # render DIR PACKAGE: every file of the core for this package path, written into DIR.
-# The fake llama-server, a secret and the gateway (with its fake Mattermost, and without an
-# address allow list: the default, and the loosest) are passed so that their parts render too.
+# The fake llama-server, a secret, the gateway (with its fake Mattermost, and without an
+# address allow list: the default, and the loosest) and granted paths (one under /home, the
+# loosest) are passed so that their parts render too.
 render() {
     local dir=$1 package=$2
     tests/units/render.sh "$dir" \
@@ -54,6 +55,7 @@ render() {
         --arg gateway '{ server = "https://chat.example.com"; owners = [ "owneruserid000000000000000" ];
             channel = "channelid00000000000000000"; tokenFile = "/etc/boxmaker/secrets/mattermost-token"; }' \
         --arg fakeMattermost '{ }' \
+        --arg grantPaths '[ "/home/owner/notes" "/srv/notes" ]' \
         >/dev/null
     local name
     for name in "${expected[@]}"; do

@@ -7,7 +7,7 @@ use proto::approval::{
 };
 use proto::{AuditEvent, AuditLine, Message, Timestamp};
 
-use crate::approvals::{self, Answer};
+use crate::approvals::Answer;
 use crate::broker::{Broker, Fatal};
 
 /// What the admin side takes; every other kind is refused there like on any socket.
@@ -78,15 +78,14 @@ impl Broker {
             &answer.approval,
             answer.binding,
             |card| {
-                let now = self.session_state(&card.session).taint;
-                approvals::binding(
-                    &card.session,
-                    card.call,
-                    &card.tool,
-                    &card.arguments,
-                    &card.grant,
-                    now,
-                )
+                // The card as it would be shown now: a session that moved on no longer
+                // matches what the owner saw.
+                let now = self.session_state(&card.session);
+                let mut card = card.clone();
+                card.session_taint = now.taint;
+                card.untrusted = now.untrusted;
+                card.untrusted_by = now.untrusted_by;
+                card.bound()
             },
             Answer {
                 verdict: answer.verdict,

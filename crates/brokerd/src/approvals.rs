@@ -1,12 +1,13 @@
-//! Approvals waiting for the owner. Each is bound to the exact request (session, call,
-//! tool, canonical arguments, grant id, session taint at request time), single use,
-//! expiring, and capped in number. Answers arrive only on owner channels.
+//! Approvals waiting for the owner. Each is bound to the card as shown (session, call,
+//! tool, canonical arguments, grant id, session taint and untrusted sources at request
+//! time, expiry: [`ApprovalCard::bound`]), single use, expiring, and capped in number.
+//! Answers arrive only on owner channels. Stopping ends every one at once.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc::Sender;
 
 use proto::approval::{ApprovalCard, Refusal, Verdict};
-use proto::{CallId, DataClass, Hash32, SessionId, Timestamp};
+use proto::{Hash32, Timestamp};
 
 /// How many answered ids are remembered, to tell "already used" from "unknown".
 const REMEMBERED: usize = 4096;
@@ -19,10 +20,18 @@ pub struct Answer {
     pub post: Option<String>,
 }
 
+/// What the waiting request is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wake {
+    Answered(Answer),
+    /// brokerd is stopping: the call is denied now, not left to the drain.
+    Stopping,
+}
+
 #[derive(Debug)]
 struct Entry {
     card: ApprovalCard,
-    waiter: Sender<Answer>,
+    waiter: Sender<Wake>,
 }
 
 #[derive(Debug)]
@@ -31,27 +40,16 @@ pub struct Approvals {
     pending: HashMap<String, Entry>,
     /// Ids no longer pending, and why: a later answer is refused with that reason.
     ended: VecDeque<(String, Refusal)>,
+    /// Set once by [`Approvals::stop`]: nothing more is registered.
+    stopping: bool,
 }
 
-/// Binds an approval to the exact request: length-prefixed fields, so no two different
-/// requests hash alike.
-pub fn binding(
-    session: &SessionId,
-    call: CallId,
-    tool: &str,
-    canonical: &str,
-    grant: &str,
-    taint: DataClass,
-) -> Hash32 {
-    let call = call.0.to_be_bytes();
-    Hash32::of_parts([
-        session.as_str().as_bytes(),
-        &call[..],
-        tool.as_bytes(),
-        canonical.as_bytes(),
-        grant.as_bytes(),
-        taint.as_str().as_bytes(),
-    ])
+/// Why a card was not registered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotRegistered {
+    /// `cap` approvals already wait.
+    Full,
+    Stopping,
 }
 
 /// A fresh approval id: 128 bits from the OS RNG, as 32 lower-case hex characters.
@@ -73,14 +71,21 @@ impl Approvals {
             cap,
             pending: HashMap::new(),
             ended: VecDeque::new(),
+            stopping: false,
         }
     }
 
-    /// Registers a card; `Err(())` when `cap` approvals already wait.
-    #[allow(clippy::result_unit_err)]
-    pub fn register(&mut self, card: ApprovalCard, waiter: Sender<Answer>) -> Result<(), ()> {
+    /// Registers a card, unless `cap` approvals already wait or brokerd is stopping.
+    pub fn register(
+        &mut self,
+        card: ApprovalCard,
+        waiter: Sender<Wake>,
+    ) -> Result<(), NotRegistered> {
+        if self.stopping {
+            return Err(NotRegistered::Stopping);
+        }
         if self.pending.len() >= self.cap {
-            return Err(());
+            return Err(NotRegistered::Full);
         }
         self.pending
             .insert(card.approval.clone(), Entry { card, waiter });
@@ -91,8 +96,29 @@ impl Approvals {
         self.pending.contains_key(approval)
     }
 
-    pub fn is_full(&self) -> bool {
-        self.pending.len() >= self.cap
+    /// Whether a new card would be refused (see [`Approvals::register`]).
+    pub fn refuses(&self) -> Option<NotRegistered> {
+        if self.stopping {
+            Some(NotRegistered::Stopping)
+        } else if self.pending.len() >= self.cap {
+            Some(NotRegistered::Full)
+        } else {
+            None
+        }
+    }
+
+    /// brokerd is stopping: every waiting request is woken to deny its call, and no card
+    /// is registered from now on. Returns how many were waiting.
+    pub fn stop(&mut self) -> usize {
+        self.stopping = true;
+        let ended: Vec<(String, Entry)> = self.pending.drain().collect();
+        let n = ended.len();
+        for (_, entry) in ended {
+            // A waiter that just gave up (expiry) decides on its own. A later answer is
+            // refused as unknown, like one after a restart.
+            let _ = entry.waiter.send(Wake::Stopping);
+        }
+        n
     }
 
     /// Every pending card, oldest expiry first.
@@ -151,17 +177,17 @@ impl Approvals {
         if !still {
             // The session moved on (its taint rose): what the owner saw is no longer the
             // request. It can never be approved; end it with a denial.
-            let _ = entry.waiter.send(Answer {
+            let _ = entry.waiter.send(Wake::Answered(Answer {
                 verdict: Verdict::Deny,
                 by: answer.by,
                 post: answer.post,
-            });
+            }));
             return Err(Refused {
                 refusal: Refusal::Changed,
             });
         }
         // The waiter may have just given up (expiry); then the answer is simply unread.
-        let _ = entry.waiter.send(answer);
+        let _ = entry.waiter.send(Wake::Answered(answer));
         Ok(())
     }
 
@@ -170,5 +196,47 @@ impl Approvals {
             self.ended.pop_front();
         }
         self.ended.push_back((approval.to_owned(), why));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn card(approval: &str) -> ApprovalCard {
+        let expires = Timestamp::now().saturating_add(std::time::Duration::from_secs(60));
+        let mut card: ApprovalCard = serde_json::from_value(serde_json::json!({
+            "approval": approval, "binding": Hash32::ZERO, "session": "s-1", "call": 2,
+            "tool": "read_file", "arguments": "{}", "grant": "g", "session_taint": "private",
+            "untrusted": false, "untrusted_by": [], "expires": expires,
+        }))
+        .expect("card");
+        card.binding = card.bound();
+        card
+    }
+
+    #[test]
+    fn stopping_wakes_every_waiter_and_registers_nothing_more() {
+        let mut approvals = Approvals::new(4);
+        let (tx, rx) = std::sync::mpsc::channel();
+        approvals.register(card("a"), tx.clone()).expect("register");
+        approvals.register(card("b"), tx.clone()).expect("register");
+        assert_eq!(approvals.stop(), 2);
+        assert_eq!(rx.try_recv(), Ok(Wake::Stopping));
+        assert_eq!(rx.try_recv(), Ok(Wake::Stopping));
+        assert!(approvals.list().is_empty());
+        assert_eq!(approvals.refuses(), Some(NotRegistered::Stopping));
+        assert_eq!(
+            approvals.register(card("c"), tx),
+            Err(NotRegistered::Stopping)
+        );
+        let by = Answer {
+            verdict: Verdict::Approve,
+            by: "o".into(),
+            post: None,
+        };
+        let c = card("a");
+        let late = approvals.answer("a", c.binding, |c| c.bound(), by, Timestamp::now());
+        assert_eq!(late.map_err(|r| r.refusal), Err(Refusal::Unknown));
     }
 }

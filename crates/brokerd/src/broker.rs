@@ -2,6 +2,7 @@
 //! maybe ask the owner, run, raise the session, answer. Every decision is on disk before
 //! its answer leaves.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -17,10 +18,10 @@ use proto::{
     Timestamp, ToolRequest, ToolResponse,
 };
 
-use crate::approvals::{self, Answer, Approvals};
+use crate::approvals::{self, Answer, Approvals, NotRegistered, Wake};
 use crate::audit::AuditLog;
 use crate::gateway::Outgoing;
-use crate::policy::{self, Decision, Outcome};
+use crate::policy::{self, Decision, Labels, Outcome};
 use crate::runner::{RunOutcome, Runner};
 use crate::sessions::{SessionState, Sessions};
 use crate::tool_spec;
@@ -41,6 +42,8 @@ pub struct Broker {
     /// To gatewayd, when `[gateway]` is configured: cards to post, outcomes to show.
     gateway: Option<mpsc::Sender<Outgoing>>,
     gateway_outbox: Mutex<Option<mpsc::Receiver<Outgoing>>>,
+    /// Outcomes queued for gatewayd and not yet shown: stopping waits a little for these.
+    unshown: AtomicUsize,
 }
 
 /// Why the broker must stop serving (its durable state can no longer be trusted).
@@ -73,6 +76,7 @@ impl Broker {
             session_locks: KeyedLocks::default(),
             gateway,
             gateway_outbox: Mutex::new(outbox),
+            unshown: AtomicUsize::new(0),
         }
     }
 
@@ -84,8 +88,29 @@ impl Broker {
     /// Queues `item` for gatewayd; without a gateway there is nobody to tell.
     pub(crate) fn tell_gateway(&self, item: Outgoing) {
         if let Some(tx) = &self.gateway {
+            if matches!(item, Outgoing::Update(_)) {
+                self.unshown.fetch_add(1, Ordering::SeqCst);
+            }
             // The receiver lives as long as the process (the link thread never returns).
             let _ = tx.send(item);
+        }
+    }
+
+    /// gatewayd took one queued outcome.
+    pub(crate) fn shown(&self) {
+        self.unshown.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Waits up to `limit` until gatewayd has taken every queued outcome (stopping: the
+    /// cards of the calls just denied show it). Returns how many are left.
+    pub fn flush_gateway(&self, limit: Duration) -> usize {
+        let start = std::time::Instant::now();
+        loop {
+            let left = self.unshown.load(Ordering::SeqCst);
+            if left == 0 || start.elapsed() >= limit {
+                return left;
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -207,7 +232,7 @@ impl Broker {
             })
         })?;
         let response = match (decision.outcome(), effective) {
-            (Outcome::Allow { .. }, Some(args)) => self.run(req, args, decision)?,
+            (Outcome::Allow { .. }, Some(args)) => self.run(req, args, decision, &snapshot)?,
             (Outcome::Deny { reason, detail, .. }, _) => ToolResponse::Denied {
                 reason,
                 detail: Some(detail.to_owned()),
@@ -241,17 +266,9 @@ impl Broker {
         let now = Timestamp::now();
         let expires = now.saturating_add(self.config.broker.approval_ttl);
         let approval = approvals::new_id().map_err(|e| Fatal(format!("OS RNG: {e}")))?;
-        let binding = approvals::binding(
-            &req.session,
-            req.call,
-            &req.tool,
-            canonical,
-            &grant_id,
-            state.taint,
-        );
-        let card = ApprovalCard {
+        let mut card = ApprovalCard {
             approval: approval.clone(),
-            binding,
+            binding: proto::Hash32::ZERO,
             session: req.session.clone(),
             call: req.call,
             tool: req.tool.clone(),
@@ -262,10 +279,11 @@ impl Broker {
             untrusted_by: state.untrusted_by,
             expires,
         };
+        card.binding = card.bound();
+        let binding = card.binding;
         let (tx, rx) = mpsc::channel();
-        if lock(&self.approvals).is_full() {
-            let cap = self.config.broker.max_pending_approvals;
-            return Ok(policy::too_many_pending(decision, cap));
+        if let Some(why) = lock(&self.approvals).refuses() {
+            return Ok(self.not_asked(decision, why));
         }
         self.append(|seq, time, prev| {
             AuditLine::Event(AuditEvent::ApprovalRequested {
@@ -283,11 +301,10 @@ impl Broker {
         })?;
         // Only once the request is on disk can an answer to it be taken. Connections are
         // served one request at a time per session, so the count cannot have filled up
-        // for this session since the check above; another session may have, and then
-        // this request is refused rather than left waiting on no one.
-        if lock(&self.approvals).register(card.clone(), tx).is_err() {
-            let cap = self.config.broker.max_pending_approvals;
-            return Ok(policy::too_many_pending(decision, cap));
+        // for this session since the check above; another session may have (or brokerd
+        // began to stop), and then this request is refused rather than left waiting.
+        if let Err(why) = lock(&self.approvals).register(card.clone(), tx) {
+            return Ok(self.not_asked(decision, why));
         }
         self.tell_gateway(Outgoing::Post(card));
         send(Envelope::partial(
@@ -298,34 +315,40 @@ impl Broker {
             }),
         ));
         let wait = Duration::from_millis(expires.as_millis().saturating_sub(now.as_millis()));
-        let answer = match rx.recv_timeout(wait) {
-            Ok(a) => Some(a),
+        let wake = match rx.recv_timeout(wait) {
+            Ok(w) => Some(w),
             Err(_) => {
                 if lock(&self.approvals).withdraw(&approval) {
                     None
                 } else {
-                    // Answered in the instant before the withdrawal.
+                    // Answered (or stopped) in the instant before the withdrawal.
                     rx.try_recv().ok()
                 }
             }
         };
         self.tell_gateway(Outgoing::Update(ApprovalUpdate {
             approval,
-            update: match &answer {
-                Some(a) => Update::Decided {
+            update: match &wake {
+                Some(Wake::Answered(a)) => Update::Decided {
                     verdict: a.verdict,
                     by: a.by.clone(),
                 },
+                Some(Wake::Stopping) => Update::Stopped,
                 None => Update::Expired,
             },
         }));
-        Ok(match answer {
-            Some(Answer {
+        Ok(match wake {
+            Some(Wake::Answered(Answer {
                 verdict: Verdict::Approve,
                 by,
                 post,
-            }) => policy::approve(decision, policy::Approval { approver: by, post }),
-            Some(Answer { by, post, .. }) => policy::refuse(
+            })) => policy::approve(decision, policy::Approval { approver: by, post }),
+            Some(Wake::Stopping) => policy::refuse(
+                decision,
+                DenyReason::ShuttingDown,
+                "brokerd stopped before the owner answered",
+            ),
+            Some(Wake::Answered(Answer { by, post, .. })) => policy::refuse(
                 decision,
                 DenyReason::ApprovalRefused,
                 match post {
@@ -341,25 +364,60 @@ impl Broker {
         })
     }
 
+    /// An `ask` that cannot be put to the owner, decided at once.
+    fn not_asked(&self, asked: Decision, why: NotRegistered) -> Decision {
+        match why {
+            NotRegistered::Full => {
+                policy::too_many_pending(asked, self.config.broker.max_pending_approvals)
+            }
+            NotRegistered::Stopping => policy::refuse(
+                asked,
+                DenyReason::ShuttingDown,
+                "brokerd is stopping and asks the owner nothing more",
+            ),
+        }
+    }
+
+    /// brokerd is stopping: every call waiting for the owner is denied now (each waiting
+    /// request audits its decision and answers loopd, then the drain sees it finish), and
+    /// no call asks from now on.
+    pub fn stop_approvals(&self) -> usize {
+        lock(&self.approvals).stop()
+    }
+
     /// Runs an allowed call (`args` as the grant covered them) and raises the session by
-    /// the grant's labels before the result leaves. A failure's message reaches the model
-    /// too, so it raises alike.
+    /// the result's labels before the result leaves: those of every grant that covers the
+    /// call, joined with those of every grant that reaches what the tool unit had bound. A
+    /// failure's message reaches the model too, so it raises alike.
     fn run(
         &self,
         req: &ToolRequest,
         args: ToolArgs,
         decision: Decision,
+        snapshot: &Snapshot,
     ) -> Result<ToolResponse, Fatal> {
-        let Some((grant, _)) = decision.grant() else {
+        let Some(labels) = decision.labels() else {
             return Ok(ToolResponse::Failed {
                 message: "internal: no grant".into(),
             });
         };
-        let (class, untrusted) = (grant.result_class, grant.untrusted);
-        let outcome = match tool_spec::build(&self.config, req, args, &decision) {
-            Ok(spec) => self.runner.run(decision, &spec),
-            Err(message) => RunOutcome::Failed { message },
+        let subtree = matches!(args, ToolArgs::ListDir(_));
+        let read = args.reads();
+        let (labels, outcome) = match tool_spec::build(&self.config, req, args, &decision) {
+            Ok(spec) => {
+                let labels = match &spec.bind {
+                    Some(b) => labels.join(policy::bound_labels(
+                        snapshot,
+                        &[&b.source, &b.target],
+                        subtree,
+                    )),
+                    None => labels,
+                };
+                (labels, self.runner.run(decision, &spec))
+            }
+            Err(message) => (labels, RunOutcome::Failed { message }),
         };
+        let Labels { class, untrusted } = labels;
         lock(&self.sessions)
             .record(
                 &req.session,
@@ -368,6 +426,7 @@ impl Broker {
                 CallRef {
                     tool: req.tool.clone(),
                     call: req.call,
+                    read,
                 },
             )
             .map_err(|e| Fatal(format!("session state: {e}")))?;

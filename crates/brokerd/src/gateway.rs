@@ -115,7 +115,7 @@ fn serve(
                 }
                 Outgoing::Post(_) => {}
                 Outgoing::Update(u) => match call(conn, Message::ApprovalUpdate(u.clone())) {
-                    Ok(Message::ApprovalUpdated(_)) => {}
+                    Ok(Message::ApprovalUpdated(_)) => broker.shown(),
                     Ok(other) => {
                         return Err(link(format!(
                             "approval_update answered by {}",

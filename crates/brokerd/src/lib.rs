@@ -7,9 +7,11 @@
 pub mod admin;
 pub mod approvals;
 pub mod audit;
+pub mod bind;
 pub mod broker;
 pub mod gateway;
 pub mod policy;
+mod resolve;
 pub mod runner;
 pub mod server;
 pub mod sessions;

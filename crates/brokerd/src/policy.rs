@@ -23,18 +23,56 @@
 //! Rules (docs/grants.md has them for owners):
 //! - every grant for the tool is evaluated; deny dominates ask dominates allow; no grant
 //!   that applies means deny;
-//! - a grant applies when it has not expired and its constraints cover the arguments;
+//! - a grant covers a call when its constraints cover the arguments, and applies when it
+//!   covers it and has not expired;
 //! - an allowing grant (auto or ask) also needs the session's taint at or below its
 //!   `max_taint`; a deny grant denies at any taint;
 //! - in an untrusted session a grant's `if_untrusted` mode replaces its mode when stricter;
-//! - when nothing applies, the reason is the most specific one: taint too high, else grant
-//!   expired, else no grant (with the constraint mismatch as the detail).
+//! - the mode comes from the grants that apply, but the result's labels come from every
+//!   grant that covers the call, whether or not it applies now: the highest `result_class`
+//!   and the OR of `untrusted` ([`Labels`]). No grant can unlabel what another labels;
+//! - when nothing applies, the reason is the most specific one among the grants that cover
+//!   the call: taint too high, else grant expired, else no grant (with the constraint
+//!   mismatch as the detail).
 
 use proto::tools::{ArgsError, ToolArgs};
 use proto::{DataClass, DenyReason, Grant, Mode, Timestamp};
 
 use daemon::constraints::{self, Covered};
 use daemon::grants::Snapshot;
+
+/// What a result is labelled: the class it raises the session to, and whether it may carry
+/// injected text. Joined over grants: the highest class, the OR of the flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Labels {
+    pub class: DataClass,
+    pub untrusted: bool,
+}
+
+impl Labels {
+    /// The identity of [`Labels::join`]: public and trusted.
+    pub const NONE: Self = Self {
+        class: DataClass::Public,
+        untrusted: false,
+    };
+
+    /// The labels of a grant's results.
+    pub fn of(grant: &Grant) -> Self {
+        Self {
+            class: grant.result_class,
+            untrusted: grant.untrusted,
+        }
+    }
+
+    /// Both labels at least as strict as either side's.
+    #[must_use]
+    pub fn join(self, other: Self) -> Self {
+        Self {
+            class: self.class.max(other.class),
+            untrusted: self.untrusted || other.untrusted,
+        }
+    }
+}
 
 /// What brokerd knows of a session when it decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,12 +92,14 @@ enum Kind {
         grant_id: String,
         grant: Grant,
         covered: Covered,
+        labels: Labels,
         approval: Option<Approval>,
     },
     Ask {
         grant_id: String,
         grant: Grant,
         covered: Covered,
+        labels: Labels,
     },
     Deny {
         reason: DenyReason,
@@ -124,6 +164,15 @@ impl Decision {
         }
     }
 
+    /// The labels of this call's result: joined over every grant for the tool that covers
+    /// the call (the deciding one among them). The runner joins what else it binds.
+    pub fn labels(&self) -> Option<Labels> {
+        match &self.kind {
+            Kind::Allow { labels, .. } | Kind::Ask { labels, .. } => Some(*labels),
+            Kind::Deny { .. } => None,
+        }
+    }
+
     /// Whether the runner may act on this decision.
     pub(crate) fn permits_run(&self) -> bool {
         matches!(self.kind, Kind::Allow { .. })
@@ -169,11 +218,13 @@ pub(crate) fn approve(asked: Decision, approval: Approval) -> Decision {
             grant_id,
             grant,
             covered,
+            labels,
         } => Decision {
             kind: Kind::Allow {
                 grant_id,
                 grant,
                 covered,
+                labels,
                 approval: Some(approval),
             },
         },
@@ -209,6 +260,16 @@ fn effective_mode(grant: &Grant, session: SessionView) -> Mode {
     }
 }
 
+/// The labels of what a tool unit has bound: joined over every grant, of any tool, whose
+/// paths reach one of the `bound` paths (see [`constraints::reaches`]). A directory bound for
+/// `list_dir` brings all that is below it, which a grant for another tool may label higher.
+pub fn bound_labels(snapshot: &Snapshot, bound: &[&str], subtree: bool) -> Labels {
+    snapshot
+        .iter()
+        .filter(|(_, g)| bound.iter().any(|b| constraints::reaches(g, b, subtree)))
+        .fold(Labels::NONE, |l, (_, g)| l.join(Labels::of(g)))
+}
+
 /// Decides one call.
 pub fn decide(
     snapshot: &Snapshot,
@@ -217,18 +278,14 @@ pub fn decide(
     now: Timestamp,
 ) -> Decision {
     let tool = args.tool();
-    // The winner so far: (rank, result class, untrusted, id, grant, covered). Among grants of
-    // one mode the most conservative result labels win, then the smallest id, so the
-    // outcome never depends on directory order.
-    let mut best: Option<(u8, DataClass, bool, &str, &Grant, Covered)> = None;
+    // The deciding grant so far: the strictest mode, then the smallest id (grants come in id
+    // order, so the first of a mode stays), so the outcome never depends on directory order.
+    let mut best: Option<(u8, &str, &Grant, Covered)> = None;
+    let mut labels = Labels::NONE;
     let mut too_tainted: Option<&str> = None;
     let mut expired: Option<&str> = None;
     let mut mismatch: Option<String> = None;
     for (id, grant) in snapshot.for_tool(tool) {
-        if grant.expires.is_some_and(|e| e <= now) {
-            expired.get_or_insert(id);
-            continue;
-        }
         let covered = match constraints::check(grant, args) {
             Ok(c) => c,
             Err(why) => {
@@ -236,41 +293,48 @@ pub fn decide(
                 continue;
             }
         };
+        // Every covering grant labels the result, applying or not.
+        labels = labels.join(Labels::of(grant));
+        if grant.expires.is_some_and(|e| e <= now) {
+            expired.get_or_insert(id);
+            continue;
+        }
         let mode = effective_mode(grant, session);
         if mode != Mode::Deny && session.taint > grant.max_taint {
             too_tainted.get_or_insert(id);
             continue;
         }
-        let key = (rank(mode), grant.result_class, grant.untrusted);
-        let better = match &best {
-            None => true,
-            Some((r, c, u, ..)) => key > (*r, *c, *u),
-        };
-        if better {
-            best = Some((key.0, key.1, key.2, id, grant, covered));
+        if best.as_ref().is_none_or(|(r, ..)| rank(mode) > *r) {
+            best = Some((rank(mode), id, grant, covered));
         }
     }
     match best {
-        Some((2, _, _, id, _, _)) => deny(
+        Some((2, id, _, _)) => deny(
             DenyReason::DeniedByGrant,
             Some(id),
             format!("grant {id} denies this"),
         ),
-        Some((1, _, _, id, grant, covered)) => Decision {
-            kind: Kind::Ask {
-                grant_id: id.to_owned(),
-                grant: grant.clone(),
-                covered,
-            },
-        },
-        Some((_, _, _, id, grant, covered)) => Decision {
-            kind: Kind::Allow {
-                grant_id: id.to_owned(),
-                grant: grant.clone(),
-                covered,
-                approval: None,
-            },
-        },
+        Some((r, id, grant, covered)) => {
+            let (grant_id, grant) = (id.to_owned(), grant.clone());
+            Decision {
+                kind: if r == 1 {
+                    Kind::Ask {
+                        grant_id,
+                        grant,
+                        covered,
+                        labels,
+                    }
+                } else {
+                    Kind::Allow {
+                        grant_id,
+                        grant,
+                        covered,
+                        labels,
+                        approval: None,
+                    }
+                },
+            }
+        }
         None => match (too_tainted, expired) {
             (Some(id), _) => deny(
                 DenyReason::TaintTooHigh,

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::policy::{self, Approval, Outcome, SessionView};
+use crate::policy::{self, Approval, Labels, Outcome, SessionView};
 use daemon::grants::Snapshot;
 use proto::tools::ToolArgs;
 use proto::{DataClass, DenyReason, Timestamp};
@@ -251,9 +251,13 @@ fn among_allowing_grants_the_most_conservative_labels_win() {
              \"secret\"\n[constraints]\npaths = [\"/home/owner/notes\"]\n";
     let s = snapshot(&[("a-broad", a), ("b-secret", b)]);
     let d = policy::decide(&s, &read("/home/owner/notes/x"), PRIVATE, now());
-    let (grant, _) = d.grant().expect("allowed");
-    assert_eq!(grant.result_class, DataClass::Secret);
-    assert!(grant.untrusted);
+    assert_eq!(
+        d.labels(),
+        Some(Labels {
+            class: DataClass::Secret,
+            untrusted: true
+        })
+    );
 }
 
 #[test]
@@ -285,4 +289,209 @@ fn decisions_are_deterministic() {
             first
         );
     }
+}
+
+/// A read_file grant for `paths` with every field that matters here spelled out.
+fn file_grant(mode: &str, paths: &str, class: &str, untrusted: bool, extra: &str) -> String {
+    format!(
+        "tool = \"read_file\"\nmode = \"{mode}\"\nmax_taint = \"secret\"\nresult_class = \
+         \"{class}\"\nuntrusted = {untrusted}\n{extra}\n[constraints]\npaths = [{paths}]\n"
+    )
+}
+
+fn expired_line() -> String {
+    let ts = Timestamp::from_millis(NOW - 1).expect("ts");
+    format!("expires = \"{ts}\"")
+}
+
+const SECRET_FILE: &str = "/home/owner/secrets/key";
+
+/// The owner labelled the secrets directory secret and untrusted; a wider grant over the
+/// whole home, of any mode, must not unlabel it, whichever of the two decides the mode.
+#[test]
+fn every_pair_of_modes_labels_by_every_covering_grant() {
+    let modes = ["auto", "ask", "deny"];
+    for narrow in modes {
+        for wide in modes {
+            let s = snapshot(&[
+                (
+                    "home-wide",
+                    &file_grant(wide, "\"/home/owner\"", "private", false, ""),
+                ),
+                (
+                    "secrets-narrow",
+                    &file_grant(narrow, "\"/home/owner/secrets\"", "secret", true, ""),
+                ),
+            ]);
+            let d = policy::decide(&s, &read(SECRET_FILE), PRIVATE, now());
+            let strictest = if narrow == "deny" || wide == "deny" {
+                "deny"
+            } else if narrow == "ask" || wide == "ask" {
+                "ask"
+            } else {
+                "auto"
+            };
+            // The audit names the grant whose mode decided: the first in id order among
+            // those of the strictest mode.
+            let decider = if wide == strictest {
+                "home-wide"
+            } else {
+                "secrets-narrow"
+            };
+            let case = format!("narrow {narrow}, wide {wide}");
+            match (strictest, d.outcome()) {
+                (
+                    "deny",
+                    Outcome::Deny {
+                        reason, grant_id, ..
+                    },
+                ) => {
+                    assert_eq!(reason, DenyReason::DeniedByGrant, "{case}");
+                    assert_eq!(grant_id, Some(decider), "{case}");
+                }
+                ("ask", Outcome::Ask { grant_id }) | ("auto", Outcome::Allow { grant_id, .. }) => {
+                    assert_eq!(grant_id, decider, "{case}");
+                    assert_eq!(
+                        d.labels(),
+                        Some(Labels {
+                            class: DataClass::Secret,
+                            untrusted: true
+                        }),
+                        "{case}"
+                    );
+                }
+                (want, got) => panic!("{case}: wanted {want}, got {got:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn two_auto_grants_join_class_and_untrusted() {
+    let s = snapshot(&[
+        (
+            "a-secret",
+            &file_grant("auto", "\"/home/owner\"", "secret", false, ""),
+        ),
+        (
+            "b-public",
+            &file_grant("auto", "\"/home/owner\"", "public", true, ""),
+        ),
+    ]);
+    let d = policy::decide(&s, &read(SECRET_FILE), PRIVATE, now());
+    assert_eq!(
+        d.labels(),
+        Some(Labels {
+            class: DataClass::Secret,
+            untrusted: true
+        })
+    );
+}
+
+/// A covering grant that does not apply now (expired, or the session above its
+/// `max_taint`) still labels what another grant lets through.
+#[test]
+fn a_covering_grant_that_does_not_apply_still_labels() {
+    let expired = expired_line();
+    let cases = [
+        file_grant("auto", "\"/home/owner/secrets\"", "secret", true, &expired),
+        "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"public\"\nresult_class = \
+         \"secret\"\nuntrusted = true\n[constraints]\npaths = [\"/home/owner/secrets\"]\n"
+            .to_owned(),
+    ];
+    for narrow in &cases {
+        let s = snapshot(&[
+            (
+                "home-wide",
+                &file_grant("auto", "\"/home/owner\"", "private", false, ""),
+            ),
+            ("secrets-narrow", narrow),
+        ]);
+        let d = policy::decide(&s, &read(SECRET_FILE), PRIVATE, now());
+        assert_eq!(
+            d.outcome(),
+            Outcome::Allow {
+                grant_id: "home-wide",
+                approval: None
+            },
+            "{narrow}"
+        );
+        assert_eq!(
+            d.labels(),
+            Some(Labels {
+                class: DataClass::Secret,
+                untrusted: true
+            }),
+            "{narrow}"
+        );
+    }
+}
+
+#[test]
+fn grant_expired_only_when_an_expired_grant_covers_the_call() {
+    let expired = expired_line();
+    let s = snapshot(&[(
+        "old-notes",
+        &file_grant("auto", "\"/home/owner/notes\"", "private", false, &expired),
+    )]);
+    let covered = policy::decide(&s, &read("/home/owner/notes/a"), PRIVATE, now());
+    assert_eq!(
+        deny_reason(covered.outcome()),
+        Some(DenyReason::GrantExpired)
+    );
+    let elsewhere = policy::decide(&s, &read("/etc/passwd"), PRIVATE, now());
+    assert_eq!(deny_reason(elsewhere.outcome()), Some(DenyReason::NoGrant));
+}
+
+/// What a tool unit binds is labelled by every grant of any tool whose paths reach it: a
+/// directory bound for list_dir brings a subdirectory that a read_file grant labels secret.
+#[test]
+fn bound_labels_reach_across_tools_and_into_a_listed_directory() {
+    let s = snapshot(&[
+        (
+            "home-list",
+            "tool = \"list_dir\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+             [constraints]\npaths = [\"/home/owner\"]\n",
+        ),
+        (
+            "secrets-read",
+            &file_grant("deny", "\"/home/owner/secrets\"", "secret", false, ""),
+        ),
+        (
+            "keys-only",
+            &file_grant("auto", "\"/home/owner\"", "secret", true, "")
+                .replace("[constraints]\n", "[constraints]\npatterns = [\"*.key\"]\n"),
+        ),
+    ]);
+    let home = policy::bound_labels(&s, &["/home/owner"], true);
+    assert_eq!(
+        home,
+        Labels {
+            class: DataClass::Secret,
+            untrusted: true
+        }
+    );
+    // A single file is reached only where a grant's patterns match it.
+    let todo = policy::bound_labels(&s, &["/home/owner/todo.md"], false);
+    assert_eq!(todo.class, DataClass::Private);
+    assert!(todo.untrusted, "home-list's default untrusted flag");
+    let key = policy::bound_labels(&s, &["/home/owner/a.key"], false);
+    assert_eq!(key.class, DataClass::Secret);
+    // Below a directory, patterns are not narrowed: anything there may match them.
+    let notes = policy::bound_labels(&s, &["/home/owner/notes"], true);
+    assert_eq!(
+        notes.class,
+        DataClass::Secret,
+        "keys-only's patterns may match below"
+    );
+    // A sibling of the secrets reaches neither their grant nor anything below it.
+    let s = snapshot(&[
+        (
+            "secrets-read",
+            &file_grant("deny", "\"/home/owner/secrets\"", "secret", false, ""),
+        ),
+        ("web", &web("auto", "")),
+    ]);
+    let notes = policy::bound_labels(&s, &["/home/owner/notes"], true);
+    assert_eq!(notes, Labels::NONE);
 }

@@ -4,6 +4,7 @@
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use proto::CallId;
+use proto::tools::{ReadFileArgs, ToolArgs};
 
 use super::*;
 
@@ -54,6 +55,7 @@ fn good() -> String {
     state.untrusted_by.push(CallRef {
         tool: "http_fetch".into(),
         call: CallId(3),
+        read: None,
     });
     serde_json::to_string(&state).expect("json")
 }
@@ -65,6 +67,7 @@ fn what_brokerd_wrote_is_loaded_again() {
     let call = CallRef {
         tool: "http_fetch".into(),
         call: CallId(3),
+        read: None,
     };
     sessions
         .record(&session(), DataClass::Secret, true, call)
@@ -144,4 +147,34 @@ fn a_corrupt_session_file_is_refused_saying_why() {
         let reason = dir.refusal();
         assert!(reason.contains(expected), "{expected}: {reason}");
     }
+}
+
+/// What each untrusted call read is kept, and the most a session can keep (every
+/// source at the longest read, each character escaped in JSON) still loads at start.
+#[test]
+fn the_largest_untrusted_sources_are_kept_and_load_again() {
+    let dir = std::env::temp_dir().join(format!("bx-sessions-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let session = SessionId::new("s-1").expect("id");
+    let path = "\u{1}".repeat(10_000);
+    let read = ToolArgs::ReadFile(ReadFileArgs { path }).reads();
+    assert_eq!(
+        read.as_deref().map(|r| r.chars().count()),
+        Some(proto::approval::MAX_READ)
+    );
+    let mut sessions = Sessions::open(&dir).expect("open");
+    for call in 0..=u64::try_from(MAX_UNTRUSTED_BY).expect("n") {
+        let source = CallRef {
+            tool: "read_file".into(),
+            call: CallId(call),
+            read: read.clone(),
+        };
+        sessions
+            .record(&session, DataClass::Private, true, source)
+            .expect("record");
+    }
+    let kept = Sessions::open(&dir).expect("open again").get(&session);
+    assert_eq!(kept.untrusted_by.len(), MAX_UNTRUSTED_BY);
+    assert_eq!(kept.untrusted_by[0].read, read);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -33,6 +33,8 @@ pub use daemon::{Error, err};
 
 /// How long shutdown waits for requests in flight to finish their writes.
 const DRAIN: Duration = Duration::from_secs(20);
+/// How long shutdown then waits for gatewayd to show the outcomes queued for it.
+const FLUSH: Duration = Duration::from_secs(5);
 
 pub fn run(args: Args) -> Result<(), Error> {
     // First, before any thread exists: listenfd clears LISTEN_FDS as it reads them.
@@ -113,8 +115,19 @@ pub fn run(args: Args) -> Result<(), Error> {
         break;
     }
     notify::stopping();
-    log::info(format_args!("stopping: waiting for requests in flight"));
+    // No call is left waiting on an owner who can no longer answer (new connections are
+    // refused from now on): each is denied, audited and answered before the drain ends.
+    let denied = broker.stop_approvals();
+    log::info(format_args!(
+        "stopping: {denied} calls waiting for the owner denied; waiting for requests in flight"
+    ));
     activity.drain(DRAIN);
+    let left = broker.flush_gateway(FLUSH);
+    if left > 0 {
+        log::warn(format_args!(
+            "stopping: {left} outcomes not shown on Mattermost (gatewayd did not take them)"
+        ));
+    }
     Ok(())
 }
 

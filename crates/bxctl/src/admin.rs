@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use daemon::config::Config;
 use daemon::conn::Conn;
+use daemon::inert::line;
 use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Empty, SessionQuery, Verdict};
 use proto::{Message, SessionId};
 
@@ -20,7 +21,8 @@ fn call(config: &Config, msg: Message) -> Result<Message, Error> {
     match reply.msg {
         Message::Error(e) => Err(Error(format!(
             "brokerd refused: {:?}: {}",
-            e.code, e.detail
+            e.code,
+            line(&e.detail)
         ))),
         other => Ok(other),
     }
@@ -41,25 +43,22 @@ fn listing(config: &Config) -> Result<Vec<ApprovalCard>, Error> {
     }
 }
 
-/// A card as the owner reads it: the arguments as quoted data, never as prose.
+/// A card as the owner reads it: the arguments as quoted data, never as prose, and every
+/// field from brokerd one inert line.
 pub fn card(c: &ApprovalCard) -> String {
     let mut s = format!(
         "approval {}\n  tool:      {} (call {} of session {})\n  grant:     {}\n  \
          taint:     {}\n  arguments: {}\n",
-        c.approval,
-        c.tool,
+        line(&c.approval),
+        line(&c.tool),
         c.call.0,
         c.session,
-        c.grant,
+        line(&c.grant),
         c.session_taint,
-        serde_json::to_string(&c.arguments).unwrap_or_default(),
+        line(&serde_json::to_string(&c.arguments).unwrap_or_default()),
     );
     if c.untrusted {
-        let by: Vec<String> = c
-            .untrusted_by
-            .iter()
-            .map(|r| format!("{} (call {})", r.tool, r.call.0))
-            .collect();
+        let by: Vec<String> = c.untrusted_by.iter().map(source).collect();
         s.push_str(&format!(
             "  UNTRUSTED: the session has read content that may steer the model, from {}\n",
             by.join(", ")
@@ -79,7 +78,7 @@ pub fn approvals(config: &Config, out: &mut dyn Write) -> Result<ExitCode, Error
         writeln!(
             out,
             "  answer:    bxctl approve {0}   or   bxctl deny {0}\n",
-            c.approval
+            line(&c.approval)
         )
         .map_err(err)?;
     }
@@ -97,7 +96,8 @@ pub fn answer(
     let Some(c) = cards.iter().find(|c| c.approval == approval) else {
         writeln!(
             out,
-            "no approval {approval} is waiting (answered, expired, or never issued)"
+            "no approval {} is waiting (answered, expired, or never issued)",
+            line(approval)
         )
         .map_err(err)?;
         // Send it anyway so that brokerd audits the attempt and says which it was.
@@ -150,7 +150,7 @@ pub fn session(config: &Config, session: &str, out: &mut dyn Write) -> Result<Ex
             )
             .map_err(err)?;
             for r in &i.untrusted_by {
-                writeln!(out, "  untrusted by {} (call {})", r.tool, r.call.0).map_err(err)?;
+                writeln!(out, "  untrusted by {}", source(r)).map_err(err)?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -161,9 +161,19 @@ pub fn session(config: &Config, session: &str, out: &mut dyn Write) -> Result<Ex
 pub fn grants(config: &Config, out: &mut dyn Write) -> Result<ExitCode, Error> {
     match call(config, Message::GrantsQuery(Empty {}))? {
         Message::GrantsInfo(g) => {
-            writeln!(out, "snapshot {}: {}", g.snapshot, g.grants.join(", ")).map_err(err)?;
+            let names: Vec<String> = g.grants.iter().map(|g| line(g)).collect();
+            writeln!(out, "snapshot {}: {}", g.snapshot, names.join(", ")).map_err(err)?;
             Ok(ExitCode::SUCCESS)
         }
         other => Err(Error(format!("unexpected answer {}", other.kind()))),
+    }
+}
+
+/// An untrusted call as bxctl shows it: the tool, the call and what it read, each escaped
+/// to one line.
+fn source(r: &proto::approval::CallRef) -> String {
+    match &r.read {
+        Some(read) => format!("{} (call {}, read {})", line(&r.tool), r.call.0, line(read)),
+        None => format!("{} (call {})", line(&r.tool), r.call.0),
     }
 }

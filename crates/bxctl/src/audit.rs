@@ -1,11 +1,14 @@
 //! Reading the audit log: verification with `proto`'s chain verifier over the stored bytes
-//! (never re-serialised), and a listing for a person.
+//! (never re-serialised), and a listing for a person: one line per record, whatever the
+//! record holds (a detail quoting the model, a tool name with a newline) shown by
+//! `daemon::inert`'s single-line rule, so no record can draw a line that looks like another.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use daemon::inert;
 use proto::chain::ChainVerifier;
 use proto::{AuditEvent, AuditLine, DecisionRecord};
 
@@ -94,7 +97,7 @@ pub fn verify(dir: &Path, out: &mut dyn Write) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            writeln!(out, "audit chain BROKEN at {e}").map_err(err)?;
+            writeln!(out, "audit chain BROKEN at {}", inert::line(&e.to_string())).map_err(err)?;
             Ok(ExitCode::from(1))
         }
     }
@@ -113,7 +116,7 @@ pub fn show(dir: &Path, json: bool, out: &mut dyn Write) -> Result<ExitCode, Err
                 bytes.len()
             ),
         };
-        writeln!(out, "{text}").map_err(err)
+        writeln!(out, "{}", inert::line(&text)).map_err(err)
     })?;
     Ok(ExitCode::SUCCESS)
 }

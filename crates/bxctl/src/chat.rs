@@ -7,9 +7,10 @@ use std::process::ExitCode;
 
 use daemon::config::Config;
 use daemon::conn::Conn;
+use daemon::inert::{Block, block, line};
 use proto::approval::Empty;
 use proto::chat::{ChatEvent, ChatSend, SessionShow, TurnEnd};
-use proto::{LogRecord, Message, SessionId, ToolResponse};
+use proto::{CallId, LogRecord, Message, SessionId, ToolResponse};
 
 use crate::{Error, err};
 
@@ -19,46 +20,57 @@ fn connect(config: &Config) -> Result<Conn, Error> {
         .map_err(|e| Error(format!("cannot reach loopd at {}: {e}", path.display())))
 }
 
-/// Text from the model or a tool, made safe for a terminal: control characters other than
-/// newline and tab are shown escaped, so injected text cannot move the cursor, rewrite a
-/// line already shown (a tool call, say) or talk to the terminal.
-fn safe(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
+/// How a turn reads in a terminal: bxctl's own lines (tool calls, outcomes, approvals), and
+/// the model's text as a block whose every line starts with `| ` (`daemon::inert`), so the
+/// model can never draw a line that looks like one of bxctl's. Every field from a peer (a
+/// tool name, arguments, a denial's detail, a tool's failure) is one inert line.
+#[derive(Debug)]
+pub struct Screen<'a> {
+    /// How to call bxctl for this stack (with its `--config` when that is not the default).
+    bxctl: &'a str,
+    text: Block,
 }
 
-/// How one event reads in a terminal. `bxctl` is how to call bxctl for this stack (with its
-/// `--config` when that is not the default).
-pub fn render(event: &ChatEvent, bxctl: &str) -> String {
-    match event {
-        ChatEvent::Started { .. } | ChatEvent::Compacted { .. } => String::new(),
-        ChatEvent::Text { delta } => safe(delta),
-        ChatEvent::Reasoning { .. } => String::new(),
-        ChatEvent::ToolCall {
-            call,
-            tool,
-            arguments,
-        } => {
-            format!(
-                "\n  [tool {} (call {}): {}]\n",
-                safe(tool),
-                call.0,
-                safe(arguments)
-            )
+impl<'a> Screen<'a> {
+    pub fn new(bxctl: &'a str) -> Self {
+        Self {
+            bxctl,
+            text: Block::default(),
         }
-        ChatEvent::ToolResponse { call, response } => match response {
-            ToolResponse::PendingApproval { approval, expires } => format!(
-                "  [call {} waits for your approval until {expires}: run `{bxctl}approve {approval}` \
-                 or `{bxctl}deny {approval}`]\n",
-                call.0
+    }
+
+    /// What `event` adds to the screen.
+    pub fn event(&mut self, event: &ChatEvent) -> String {
+        let own = match event {
+            ChatEvent::Started { .. } | ChatEvent::Compacted { .. } => return String::new(),
+            ChatEvent::Reasoning { .. } => return String::new(),
+            ChatEvent::Text { delta } => return self.text.push(delta),
+            ChatEvent::ToolCall {
+                call,
+                tool,
+                arguments,
+            } => format!(
+                "  [tool {} (call {}): {}]\n",
+                line(tool),
+                call.0,
+                line(arguments)
             ),
+            ChatEvent::ToolResponse { call, response } => self.response(*call, response),
+        };
+        self.end() + &own
+    }
+
+    fn response(&self, call: CallId, response: &ToolResponse) -> String {
+        let bxctl = self.bxctl;
+        match response {
+            ToolResponse::PendingApproval { approval, expires } => {
+                let approval = line(approval);
+                format!(
+                    "  [call {} waits for your approval until {expires}: run `{bxctl}approve {approval}` \
+                     or `{bxctl}deny {approval}`]\n",
+                    call.0
+                )
+            }
             ToolResponse::Result {
                 content,
                 class,
@@ -75,11 +87,16 @@ pub fn render(event: &ChatEvent, bxctl: &str) -> String {
                 reason.as_str(),
                 detail
                     .as_deref()
-                    .map(|d| format!(": {d}"))
+                    .map(|d| format!(": {}", line(d)))
                     .unwrap_or_default()
             ),
-            ToolResponse::Failed { message } => format!("  [-> failed: {message}]\n"),
-        },
+            ToolResponse::Failed { message } => format!("  [-> failed: {}]\n", line(message)),
+        }
+    }
+
+    /// Ends the model's text, if any: what follows starts a line of bxctl's own.
+    pub fn end(&mut self) -> String {
+        self.text.end()
     }
 }
 
@@ -98,16 +115,18 @@ pub fn send(
         text: text.to_owned(),
     });
     let mut write_err = None;
-    let last = conn
-        .call(id, msg, |env| {
-            if let Message::ChatEvent(ev) = &env.msg {
-                let text = render(ev, bxctl);
-                if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-                    write_err = Some(e);
-                }
+    let mut screen = Screen::new(bxctl);
+    let last = conn.call(id, msg, |env| {
+        if let Message::ChatEvent(ev) = &env.msg {
+            let text = screen.event(ev);
+            if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                write_err = Some(e);
             }
-        })
-        .map_err(crate::call_failed("loopd", "chat"))?;
+        }
+    });
+    // Whatever comes next (bxctl's own line, or an error) starts a line of its own.
+    write!(out, "{}", screen.end()).map_err(err)?;
+    let last = last.map_err(crate::call_failed("loopd", "chat"))?;
     if let Some(e) = write_err {
         return Err(err(e));
     }
@@ -116,22 +135,26 @@ pub fn send(
             let ok = match &reply.end {
                 TurnEnd::Answered => true,
                 TurnEnd::ToolCap { calls } => {
-                    writeln!(out, "\n[the turn ended after {calls} tool calls]").map_err(err)?;
+                    writeln!(out, "[the turn ended after {calls} tool calls]").map_err(err)?;
                     false
                 }
                 TurnEnd::ModelError { detail } => {
                     writeln!(
                         out,
-                        "\n[the model could not answer: {detail}; your message is kept]"
+                        "[the model could not answer: {}; your message is kept]",
+                        line(detail)
                     )
                     .map_err(err)?;
                     false
                 }
             };
-            writeln!(out).map_err(err)?;
             Ok((reply.session, ok))
         }
-        Message::Error(e) => Err(Error(format!("loopd refused: {:?}: {}", e.code, e.detail))),
+        Message::Error(e) => Err(Error(format!(
+            "loopd refused: {:?}: {}",
+            e.code,
+            line(&e.detail)
+        ))),
         other => Err(Error(format!("unexpected answer {}", other.kind()))),
     }
 }
@@ -188,7 +211,6 @@ pub fn interactive(
             conn = connect(config)?;
         }
         last = std::time::Instant::now();
-        write!(out, "boxmaker> ").map_err(err)?;
         let (s, _) = send(&mut conn, bxctl, session.clone(), text, id, out)?;
         session = Some(s);
     }
@@ -243,21 +265,28 @@ pub fn sessions(
             )
             .map_err(err)?;
             for rec in &r.records {
-                writeln!(out, "{}", describe(rec)).map_err(err)?;
+                write!(out, "{}", describe(rec)).map_err(err)?;
             }
         }
-        Message::Error(e) => return Err(Error(format!("loopd: {:?}: {}", e.code, e.detail))),
+        Message::Error(e) => {
+            return Err(Error(format!(
+                "loopd refused: {:?}: {}",
+                e.code,
+                line(&e.detail)
+            )));
+        }
         other => return Err(Error(format!("unexpected answer {}", other.kind()))),
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// One record of a session log: a line of bxctl's own, and what was said as a block.
 fn describe(r: &LogRecord) -> String {
     match r {
         LogRecord::SessionStart { time, slot, .. } => {
-            format!("{time} -- session start (slot {slot})")
+            format!("{time} -- session start (slot {slot})\n")
         }
-        LogRecord::User { time, content } => format!("{time} you: {}", safe(content)),
+        LogRecord::User { time, content } => format!("{time} you:\n{}", block(content)),
         LogRecord::Assistant {
             time,
             content,
@@ -266,16 +295,16 @@ fn describe(r: &LogRecord) -> String {
         } => {
             let calls: Vec<String> = tool_calls
                 .iter()
-                .map(|c| format!("{} {}", c.name, c.arguments))
+                .map(|c| format!("{} {}", line(&c.name), line(&c.arguments)))
                 .collect();
             format!(
-                "{time} boxmaker: {}{}",
-                safe(content.as_deref().unwrap_or("")),
+                "{time} boxmaker:{}\n{}",
                 if calls.is_empty() {
                     String::new()
                 } else {
                     format!(" [calls: {}]", calls.join("; "))
-                }
+                },
+                block(content.as_deref().unwrap_or(""))
             )
         }
         LogRecord::ToolResult {
@@ -286,7 +315,7 @@ fn describe(r: &LogRecord) -> String {
             ..
         } => {
             format!(
-                "{time}   call {} -> {} bytes ({class})",
+                "{time}   call {} -> {} bytes ({class})\n",
                 call.0,
                 content.len()
             )
@@ -296,8 +325,10 @@ fn describe(r: &LogRecord) -> String {
             expected,
             got,
         } => {
-            format!("{time} -- prompt cache lost: {got} of {expected} tokens reused")
+            format!("{time} -- prompt cache lost: {got} of {expected} tokens reused\n")
         }
-        LogRecord::EpochEnd { time, next, .. } => format!("{time} -- epoch ends, next {}", next.0),
+        LogRecord::EpochEnd { time, next, .. } => {
+            format!("{time} -- epoch ends, next {}\n", next.0)
+        }
     }
 }

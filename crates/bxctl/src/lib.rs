@@ -2,6 +2,10 @@
 //! queries) and reads the audit log and grant files directly, with the same code brokerd
 //! uses (`proto`'s chain verifier, the grant loader).
 //!
+//! Text from the model, tools and peers never reaches the terminal raw: it is shown by
+//! `daemon::inert`'s rule (single-line fields escaped, multi-line text set apart as a
+//! block whose every line starts with `| `), the rule gatewayd shows Mattermost by.
+//!
 //! Exit codes: 0 success; 1 the thing checked is bad (a broken chain, a bad grant, a
 //! refused answer); 2 bxctl could not do what was asked (no config, no socket).
 
@@ -90,6 +94,12 @@ pub enum AuditCmd {
 pub use daemon::Error;
 pub(crate) use daemon::err;
 
+/// An error whose text comes in part from a peer (a decode error quoting a frame, a
+/// refusal's detail): shown as one inert line.
+pub(crate) fn peer_err(e: impl std::fmt::Display) -> Error {
+    Error(daemon::inert::line(&e.to_string()))
+}
+
 /// A failed call to `server` (brokerd, loopd), for the owner. A connection the server
 /// refused says so in the server's own words (who the socket admits), with a `help:` line
 /// naming the setting (`peers.{peers}`) that decides who may connect.
@@ -107,13 +117,14 @@ pub(crate) fn call_failed(
                 proto::ErrorCode::Unavailable => "try again in a moment".to_owned(),
                 _ => format!("{server}'s log says more"),
             };
+            // The detail is the server's, naming users and groups: one inert line.
+            let detail = daemon::inert::line(&r.detail);
             Error(format!(
-                "{server} refused the connection ({}): {}\nhelp: {help}",
+                "{server} refused the connection ({}): {detail}\nhelp: {help}",
                 r.code.name(),
-                r.detail
             ))
         }
-        other => Error(format!("{server}: {other}")),
+        other => peer_err(format!("{server}: {other}")),
     }
 }
 

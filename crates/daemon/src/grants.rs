@@ -139,12 +139,14 @@ impl Snapshot {
         self.grants.get(id)
     }
 
+    /// Every grant, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Grant)> {
+        self.grants.iter().map(|(id, g)| (id.as_str(), g))
+    }
+
     /// Every grant for `tool`, in id order.
     pub fn for_tool<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = (&'a str, &'a Grant)> {
-        self.grants
-            .iter()
-            .filter(move |(_, g)| g.tool == tool)
-            .map(|(id, g)| (id.as_str(), g))
+        self.iter().filter(move |(_, g)| g.tool == tool)
     }
 }
 

@@ -1,8 +1,8 @@
 //! What every boxmaker role needs alike, written once: the config file and the grant files
 //! (with the constraint rules brokerd decides by, so that `bxctl grants check` reports
 //! exactly what brokerd would), the systemd socket handoff and readiness, SO_PEERCRED peer
-//! checks, framed connections with deadlines, and log lines journald files at the right
-//! priority. Not a role: only brokerd decides anything with it.
+//! checks, framed connections with deadlines, log lines journald files at the right
+//! priority, and the one rule by which foreign text is shown inert (bxctl, gatewayd). Not a role: only brokerd decides anything with it.
 
 pub mod config;
 pub mod conn;
@@ -10,6 +10,7 @@ pub mod constraints;
 pub mod durable;
 pub mod grants;
 pub mod http;
+pub mod inert;
 pub mod keyed;
 pub mod listen;
 pub mod log;

@@ -3,10 +3,10 @@
 //! inside them (never prose), the grant, the session's taint and untrusted sources, the
 //! expiry, and how to answer. What became of it replaces the how-to line.
 
-use proto::approval::{ApprovalCard, Refusal, Verdict};
+use proto::approval::{ApprovalCard, CallRef, Refusal, Verdict};
 use proto::gateway::Update;
 
-use crate::render::{POST_LIMIT, code, longest_run, permalink, visible};
+use crate::render::{POST_LIMIT, code, longest_run, permalink};
 
 /// The line that starts the how-to; an outcome replaces it and what follows.
 const HOW_TO: &str = "React with :+1: to approve";
@@ -18,8 +18,10 @@ const ROOM: usize = 100;
 const HEAD: usize = 4000;
 /// The longest name (tool, grant, session) shown on a card.
 const NAME: usize = 100;
-/// Untrusted sources named on a card at most; the rest are counted.
+/// Untrusted sources named on a card at most, and the characters they take at most; the
+/// rest are counted.
 const MAX_SOURCES: usize = 20;
+const SOURCES: usize = 2400;
 
 /// A fenced block of `text`: the fence is longer than any backtick run inside.
 pub fn fenced(text: &str) -> String {
@@ -70,16 +72,7 @@ pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<St
         ),
     };
     let untrusted = if card.untrusted {
-        let mut from: Vec<String> = card
-            .untrusted_by
-            .iter()
-            .take(MAX_SOURCES)
-            .map(|c| format!("{} call {}", code(&short(&c.tool)), c.call.0))
-            .collect();
-        if card.untrusted_by.len() > MAX_SOURCES {
-            from.push(format!("{} more", card.untrusted_by.len() - MAX_SOURCES));
-        }
-        format!("**yes**, from {}", from.join(", "))
+        format!("**yes**, from {}", sources(&card.untrusted_by))
     } else {
         "no".into()
     };
@@ -100,7 +93,7 @@ pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<St
         id = code(&card.approval),
     );
     let parts = fenced_parts(
-        &visible(&card.arguments),
+        &daemon::inert::line(&card.arguments),
         POST_LIMIT - HEAD,
         POST_LIMIT - ROOM,
     );
@@ -122,6 +115,28 @@ pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<St
         ));
     }
     posts
+}
+
+/// The calls that made the session untrusted, each with what it read (a path or a URL,
+/// as inline code: escaped, never a link, never previewed), within [`SOURCES`] characters.
+fn sources(calls: &[CallRef]) -> String {
+    let mut shown: Vec<String> = Vec::new();
+    let mut used = 0;
+    for c in calls.iter().take(MAX_SOURCES) {
+        let mut one = format!("{} call {}", code(&short(&c.tool)), c.call.0);
+        if let Some(read) = &c.read {
+            one.push_str(&format!(" (read {})", code(read)));
+        }
+        if used + one.chars().count() > SOURCES {
+            break;
+        }
+        used += one.chars().count() + 2;
+        shown.push(one);
+    }
+    if calls.len() > shown.len() {
+        shown.push(format!("{} more", calls.len() - shown.len()));
+    }
+    shown.join(", ")
 }
 
 /// `name`, at most [`NAME`] characters.
@@ -150,6 +165,7 @@ pub fn settled(message: &str, approval: &str, update: &Update) -> Option<String>
             format!("{mark} **{word}** by {}.", code(by))
         }
         Update::Expired => ":hourglass: **Expired**: nobody answered in time.".into(),
+        Update::Stopped => ":no_entry: **Denied**: brokerd stopped before anyone answered.".into(),
         Update::Refused { .. } => return None,
     };
     // The id is 128 random bits, unknown to the model before the card existed: its last
@@ -205,18 +221,55 @@ mod tests {
         .expect("card");
         card.arguments = format!("{}{}\u{202e}", "`".repeat(20_000), "x".repeat(30_000));
         card.untrusted_by = (0..500)
-            .map(|i| proto::approval::CallRef {
+            .map(|i| CallRef {
                 tool: "http_fetch".into(),
                 call: proto::CallId(i),
+                read: Some(format!("https://e.org/{}", "p".repeat(200))),
             })
             .collect();
         let posts = render(&card, "https://m", Some("root"));
         assert!(posts.len() > 3);
         assert!(posts.iter().all(|p| p.chars().count() <= POST_LIMIT));
-        assert!(posts[0].contains("480 more"));
+        let named = posts[0].matches("(read `https://e.org/").count();
+        assert!(named >= 5, "{}", posts[0]);
+        assert!(posts[0].contains(&format!("{} more", 500 - named)));
         let xs: usize = posts.iter().map(|p| p.matches('x').count()).sum();
         assert!(xs >= 30_000, "every part of the arguments is shown");
         assert!(posts.concat().contains("\\u{202e}"));
+    }
+
+    #[test]
+    fn the_provenance_line_names_what_each_untrusted_call_read_as_inert_code() {
+        let mut card: ApprovalCard = serde_json::from_str(
+            r#"{"approval":"3f9c2a7d1b6e4f80a5c9d2e1f0b3a4c5","binding":"6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b","session":"s-1","call":9,"tool":"read_file","arguments":"{}","grant":"g","session_taint":"private","untrusted":true,"untrusted_by":[],"expires":"2026-09-17T08:15:00.000Z"}"#,
+        )
+        .expect("card");
+        let source = |tool: &str, call, read: Option<&str>| CallRef {
+            tool: tool.into(),
+            call: proto::CallId(call),
+            read: read.map(str::to_owned),
+        };
+        card.untrusted_by = vec![
+            source(
+                "http_fetch",
+                2,
+                Some("https://evil.example/a?b=`c`\u{202e}[x](y)\n"),
+            ),
+            source("read_file", 3, Some("/home/o/x.md")),
+            source("consult", 4, None),
+        ];
+        let post = &render(&card, "https://m", None)[0];
+        let line = post
+            .lines()
+            .find(|l| l.contains("has read untrusted content"))
+            .expect("provenance line");
+        assert!(
+            line.ends_with(
+                "**yes**, from `http_fetch` call 2 (read ``https://evil.example/a?b=`c`\\u{202e}[x](y)\\u{000a}``), \
+                 `read_file` call 3 (read `/home/o/x.md`), `consult` call 4"
+            ),
+            "{line}"
+        );
     }
 
     #[test]
@@ -240,6 +293,10 @@ mod tests {
             Some(after.as_str())
         );
         assert!(settled(&msg, "y", &approved).is_none());
+        let stopped = settled(&msg, "x", &Update::Stopped).expect("settled");
+        assert!(stopped.ends_with(
+            "Approval `x`\n:no_entry: **Denied**: brokerd stopped before anyone answered."
+        ));
         let refused = Update::Refused {
             by: "u".into(),
             refusal: Refusal::NotOwner,

@@ -2,6 +2,9 @@
 //! through markdown images (fetched by clients) and links (previewed by the server). Every
 //! token that could be a link is shown as inline code; backslashes, backticks and `[` are
 //! escaped elsewhere, so no image, link or code span can be formed from model text.
+//! Which characters are shown escaped is `daemon::inert`'s rule, the same as in bxctl.
+
+use daemon::inert;
 
 /// Mattermost refuses posts over 16383 characters; a little room is left.
 pub const POST_LIMIT: usize = 16_000;
@@ -16,39 +19,6 @@ fn link_like(token: &str) -> bool {
         || (1..b.len().saturating_sub(1)).any(|i| {
             b[i] == b'.' && b[i - 1].is_ascii_alphanumeric() && b[i + 1].is_ascii_alphabetic()
         })
-}
-
-/// Whether `c` would be invisible or move other text when shown: controls, format and bidi
-/// characters, zero-width and unusual spaces, tag characters.
-fn hidden(c: char) -> bool {
-    c.is_control()
-        || (c.is_whitespace() && c != ' ')
-        || matches!(c,
-            '\u{00ad}' | '\u{034f}' | '\u{061c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}'
-            | '\u{17b5}' | '\u{180b}'..='\u{180f}' | '\u{200b}'..='\u{200f}'
-            | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}'
-            | '\u{feff}' | '\u{ffa0}' | '\u{fff0}'..='\u{fffb}' | '\u{e0000}'..='\u{e0fff}'
-            // Format characters elsewhere, blanks, overlays, private use.
-            | '\u{0600}'..='\u{0605}' | '\u{06dd}' | '\u{070f}' | '\u{0890}'..='\u{0891}'
-            | '\u{08e2}' | '\u{110bd}' | '\u{110cd}' | '\u{13430}'..='\u{1343f}'
-            | '\u{1bca0}'..='\u{1bca3}' | '\u{1d173}'..='\u{1d17a}' | '\u{2800}'
-            | '\u{0334}'..='\u{0338}' | '\u{20d2}'..='\u{20d3}' | '\u{e000}'..='\u{f8ff}'
-            | '\u{f0000}'..='\u{10ffff}')
-}
-
-/// `text` with every hidden character shown as `\u{…}`, so what is shown is what is there
-/// (a backslash that starts `u{` is shown so too, so no escape can be faked).
-pub fn visible(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if hidden(c) || (c == '\\' && chars.peek() == Some(&'u')) {
-            out.push_str(&format!("\\u{{{:04x}}}", u32::from(c)));
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// The longest run of backticks in `text`: a fence must be longer.
@@ -69,7 +39,7 @@ pub fn permalink(server: &str, post: &str) -> String {
 /// `text` as inline code (hidden characters shown), fenced by more backticks than any run
 /// inside it.
 pub fn code(text: &str) -> String {
-    let mut text = visible(text);
+    let mut text = inert::line(text);
     if text.chars().count() > TOKEN_LIMIT {
         text = text.chars().take(TOKEN_LIMIT).collect::<String>() + "…";
     }
@@ -150,8 +120,6 @@ mod tests {
         assert_eq!(code("a`b``c"), "```a`b``c```");
         assert_eq!(code("`x"), "`` `x ``");
         assert_eq!(code("a\u{202e}b\nc"), "`a\\u{202e}b\\u{000a}c`");
-        assert_eq!(visible("a b\u{200b}"), "a b\\u{200b}");
-        assert_eq!(visible("\\u{202e} \\n"), "\\u{005c}u{202e} \\n");
     }
 
     #[test]

@@ -12,8 +12,8 @@ use crate::{CallId, DataClass, Hash32, SessionId, Timestamp};
 pub struct ApprovalCard {
     /// 128 bits from the OS RNG, as 32 lower-case hex characters.
     pub approval: String,
-    /// SHA-256 over session, call, tool, canonical arguments, grant id and session taint
-    /// at request time. An answer must carry it; a changed request no longer matches.
+    /// [`ApprovalCard::bound`]: SHA-256 over everything else the card shows (all but the
+    /// approval id). An answer must carry it; a changed request no longer matches.
     pub binding: Hash32,
     pub session: SessionId,
     pub call: CallId,
@@ -28,13 +28,62 @@ pub struct ApprovalCard {
     pub expires: Timestamp,
 }
 
+impl ApprovalCard {
+    /// The binding of this card: length-prefixed fields, so no two different cards hash
+    /// alike. Covers session, call, tool, arguments, grant, session taint, the untrusted
+    /// flag and its sources (what each read) and the expiry: what the owner is shown.
+    pub fn bound(&self) -> Hash32 {
+        let call = self.call.0.to_be_bytes();
+        let expires = self.expires.as_millis().to_be_bytes();
+        let untrusted = [u8::from(self.untrusted)];
+        let sources = u64::try_from(self.untrusted_by.len())
+            .unwrap_or(u64::MAX)
+            .to_be_bytes();
+        let calls: Vec<[u8; 8]> = self
+            .untrusted_by
+            .iter()
+            .map(|c| c.call.0.to_be_bytes())
+            .collect();
+        let mut parts: Vec<&[u8]> = vec![
+            self.session.as_str().as_bytes(),
+            &call,
+            self.tool.as_bytes(),
+            self.arguments.as_bytes(),
+            self.grant.as_bytes(),
+            self.session_taint.as_str().as_bytes(),
+            &untrusted,
+            &expires,
+            &sources,
+        ];
+        for (source, call) in self.untrusted_by.iter().zip(&calls) {
+            // An absent `read` and an empty one differ by the marker part.
+            let marker: &[u8] = if source.read.is_some() { b"r" } else { b"-" };
+            parts.extend([
+                source.tool.as_bytes(),
+                &call[..],
+                marker,
+                source.read.as_deref().unwrap_or_default().as_bytes(),
+            ]);
+        }
+        Hash32::of_parts(parts)
+    }
+}
+
 /// One tool call of a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CallRef {
     pub tool: String,
     pub call: CallId,
+    /// What the call read, as it ran: the file or directory path, or the URL (at most
+    /// [`MAX_READ`] characters; longer ones end in `…`). Absent for a call that reads
+    /// nothing named, and in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<String>,
 }
+
+/// The longest [`CallRef::read`] kept.
+pub const MAX_READ: usize = 256;
 
 /// A request with no fields.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,4 +171,69 @@ pub struct SessionInfo {
 pub struct GrantsInfo {
     pub snapshot: Hash32,
     pub grants: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn card() -> ApprovalCard {
+        ApprovalCard {
+            approval: "a".into(),
+            binding: Hash32::ZERO,
+            session: SessionId::new("s-1").expect("id"),
+            call: CallId(4),
+            tool: "read_file".into(),
+            arguments: r#"{"path":"/x"}"#.into(),
+            grant: "g".into(),
+            session_taint: DataClass::Private,
+            untrusted: true,
+            untrusted_by: vec![CallRef {
+                tool: "http_fetch".into(),
+                call: CallId(2),
+                read: Some("https://e.org/".into()),
+            }],
+            expires: Timestamp::from_millis(1_789_632_300_000).expect("time"),
+        }
+    }
+
+    /// Every field the card shows changes the binding, each on its own; the id does not.
+    #[test]
+    fn the_binding_covers_every_field_shown() {
+        let base = card().bound();
+        type Change = fn(&mut ApprovalCard);
+        let changes: [(&str, Change); 12] = [
+            ("session", |c| {
+                c.session = SessionId::new("s-2").expect("id")
+            }),
+            ("call", |c| c.call = CallId(5)),
+            ("tool", |c| c.tool = "list_dir".into()),
+            ("arguments", |c| c.arguments = r#"{"path":"/y"}"#.into()),
+            ("grant", |c| c.grant = "h".into()),
+            ("taint", |c| c.session_taint = DataClass::Secret),
+            ("untrusted", |c| c.untrusted = false),
+            ("expires", |c| {
+                c.expires = c
+                    .expires
+                    .saturating_add(std::time::Duration::from_millis(1));
+            }),
+            ("source tool", |c| {
+                c.untrusted_by[0].tool = "read_file".into()
+            }),
+            ("source call", |c| c.untrusted_by[0].call = CallId(3)),
+            ("source read", |c| {
+                c.untrusted_by[0].read = Some(String::new())
+            }),
+            ("sources", |c| c.untrusted_by.clear()),
+        ];
+        for (field, change) in changes {
+            let mut c = card();
+            change(&mut c);
+            assert_ne!(c.bound(), base, "{field} is not bound");
+        }
+        let mut c = card();
+        c.approval = "b".into();
+        c.binding = Hash32::from_bytes([1; 32]);
+        assert_eq!(c.bound(), base);
+    }
 }

@@ -66,4 +66,6 @@ pub enum Update {
     Decided { verdict: Verdict, by: String },
     /// Nobody answered in time.
     Expired,
+    /// brokerd stopped while the approval waited: the call was denied (`shutting_down`).
+    Stopped,
 }

@@ -77,6 +77,19 @@ pub struct Constraints {
     pub hosts: Vec<String>,
     #[serde(default)]
     pub patterns: Vec<String>,
+    /// Whether the host names this grant reaches may resolve into private networks (10/8,
+    /// 172.16/12, 192.168/16, 100.64/10, fc00::/7 and the IPv6 forms that embed them).
+    /// Without it such addresses are dropped from a name's answer; addresses of this host
+    /// and its link stay dropped either way. An IP literal the grant lists is reached
+    /// whatever this says.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub private_networks: bool,
+}
+
+/// Leaves `private_networks = false` out when a grant is written back, so a grant that
+/// does not use the key reads as it did before the key existed.
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Grant {

@@ -57,6 +57,8 @@ pub enum DenyReason {
     UnknownTool,
     /// Too many approvals are waiting for the owner already.
     TooManyPendingApprovals,
+    /// brokerd was stopping while the call waited for the owner (or was about to ask).
+    ShuttingDown,
 }
 
 impl DenyReason {
@@ -72,6 +74,7 @@ impl DenyReason {
             Self::InvalidArguments => "invalid_arguments",
             Self::UnknownTool => "unknown_tool",
             Self::TooManyPendingApprovals => "too_many_pending_approvals",
+            Self::ShuttingDown => "shutting_down",
         }
     }
 }
@@ -81,7 +84,7 @@ mod tests {
     use super::DenyReason;
 
     /// Every variant; the match makes a new variant fail to compile until it is listed.
-    fn all() -> [DenyReason; 9] {
+    fn all() -> [DenyReason; 10] {
         let all = [
             DenyReason::NoGrant,
             DenyReason::GrantExpired,
@@ -92,6 +95,7 @@ mod tests {
             DenyReason::InvalidArguments,
             DenyReason::UnknownTool,
             DenyReason::TooManyPendingApprovals,
+            DenyReason::ShuttingDown,
         ];
         for reason in all {
             match reason {
@@ -103,7 +107,8 @@ mod tests {
                 | DenyReason::ApprovalExpired
                 | DenyReason::InvalidArguments
                 | DenyReason::UnknownTool
-                | DenyReason::TooManyPendingApprovals => {}
+                | DenyReason::TooManyPendingApprovals
+                | DenyReason::ShuttingDown => {}
             }
         }
         all

@@ -111,6 +111,24 @@ impl ToolArgs {
         // Serialising plain structs of strings cannot fail.
         text.unwrap_or_default()
     }
+
+    /// What the call reads, for approval cards: the path or the URL, at most
+    /// [`MAX_READ`](crate::approval::MAX_READ) characters (a longer one ends in `…`).
+    /// `None` for `consult`, which reads nothing named.
+    pub fn reads(&self) -> Option<String> {
+        let what = match self {
+            Self::ReadFile(a) => &a.path,
+            Self::ListDir(a) => &a.path,
+            Self::HttpFetch(a) => &a.url,
+            Self::Consult(_) => return None,
+        };
+        let max = crate::approval::MAX_READ;
+        Some(if what.chars().count() <= max {
+            what.clone()
+        } else {
+            what.chars().take(max - 1).collect::<String>() + "…"
+        })
+    }
 }
 
 /// Why the model's arguments were refused.

@@ -29,7 +29,7 @@ impl DirectRunner {
         Self { tool: tool.into() }
     }
 
-    pub fn execute(&self, spec: &RunSpec) -> RunOutcome {
+    pub(super) fn execute(&self, spec: &RunSpec) -> RunOutcome {
         if let Err(e) = check_common(spec) {
             return RunOutcome::failed(format!("tool run refused: {e}"));
         }

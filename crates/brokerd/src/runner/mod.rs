@@ -7,6 +7,27 @@
 //! is written and stdin closed, stdout is read with a hard cap, stderr is kept as a short
 //! tail for messages, the time limit is enforced from brokerd's side, and the tool's answer
 //! is parsed strictly and cut to the limit again (a tool never vouches for its own output).
+//!
+//! A tool runs only through [`Runner::run`], which takes a [`Decision`] by value: no code
+//! outside this module can start one without a decision that allows it.
+//!
+//! ```compile_fail,E0624
+//! fn bypass(r: &brokerd::runner::Runner, s: &brokerd::runner::RunSpec) {
+//!     let _ = r.execute(s);
+//! }
+//! ```
+//!
+//! ```compile_fail,E0624
+//! fn bypass(r: &brokerd::runner::DirectRunner, s: &brokerd::runner::RunSpec) {
+//!     let _ = r.execute(s);
+//! }
+//! ```
+//!
+//! ```compile_fail,E0624
+//! fn bypass(r: &brokerd::runner::SystemdRunner, s: &brokerd::runner::RunSpec) {
+//!     let _ = r.execute(s);
+//! }
+//! ```
 
 mod child;
 mod direct;
@@ -24,6 +45,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::policy::Decision;
 pub use daemon::unitpath::{check_credential_name, check_granted_path, check_unit_path};
 pub use direct::DirectRunner;
 pub use systemd::SystemdRunner;
@@ -55,9 +77,12 @@ pub struct Secret {
 pub struct RunSpec {
     /// `boxmaker-tool-<session>-<call>`, see [`unit_name`].
     pub unit: String,
-    /// What the tool reads. Its `roots`, the granted path prefixes (absolute, normalised),
-    /// are also what the systemd runner binds read-only into the tool's root.
+    /// What the tool reads. Its `roots` are the deciding grant's path prefixes (absolute,
+    /// normalised), which the tool checks the path against again.
     pub invocation: proto::toolrun::ToolInvocation,
+    /// For a path call, the one path the systemd runner binds read-only into the tool's
+    /// root: what the call covers, resolved by brokerd ([`crate::bind`]).
+    pub bind: Option<crate::bind::Bind>,
     /// The resolved addresses of the granted hosts; empty means no network at all.
     pub addresses: Vec<IpAddr>,
     pub secret: Option<Secret>,
@@ -87,9 +112,19 @@ pub enum Runner {
 }
 
 impl Runner {
+    /// Runs a call. Takes the decision by value: only `policy` makes one, it cannot be
+    /// copied, and only an allow runs. This is the only way to a tool run from outside this
+    /// module.
+    pub fn run(&self, decision: Decision, spec: &RunSpec) -> RunOutcome {
+        if !decision.permits_run() {
+            return RunOutcome::failed("internal: refusing to run a call that was not allowed");
+        }
+        self.execute(spec)
+    }
+
     /// Runs one call to completion (or to its limits). Never panics on tool behaviour: every
     /// failure, including a spec this runner refuses, is a [`RunOutcome::Failed`].
-    pub fn execute(&self, spec: &RunSpec) -> RunOutcome {
+    fn execute(&self, spec: &RunSpec) -> RunOutcome {
         match self {
             Self::Direct(r) => r.execute(spec),
             Self::Systemd(r) => r.execute(spec),

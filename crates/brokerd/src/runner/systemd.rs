@@ -75,8 +75,9 @@ impl SystemdRunner {
         for bind in &self.binds {
             check_bind(bind)?;
         }
-        for path in &spec.invocation.roots {
-            check_granted_path(path)?;
+        if let Some(bind) = &spec.bind {
+            check_granted_path(&bind.source)?;
+            check_granted_path(&bind.target)?;
         }
         if let Some(secret) = &spec.secret {
             check_unit_path(path_str(&secret.source)?)?;
@@ -115,21 +116,30 @@ impl SystemdRunner {
         {
             p.set("BindReadOnlyPaths", &tool);
         }
-        for path in &spec.invocation.roots {
-            // `-`: a granted path that does not exist right now is absent for the tool
-            // (which then reports not found) instead of failing the unit's start.
-            p.set("BindReadOnlyPaths", format!("-{path}"));
+        // Only the path the call covers, never the grant's whole roots: a sibling the call
+        // does not name is not there to be read (brokerd labels the result by what is bound).
+        // `-`: a path that is gone by now is absent for the tool (which then reports not
+        // found) instead of failing the unit's start.
+        if let Some(bind) = &spec.bind {
+            if bind.source == bind.target {
+                p.set("BindReadOnlyPaths", format!("-{}", bind.target));
+            } else {
+                p.set(
+                    "BindReadOnlyPaths",
+                    format!("-{}:{}", bind.source, bind.target),
+                );
+            }
         }
         // Read-only everywhere (DynamicUser implies it; stated for the reader and scorer).
         p.set("ProtectSystem", "strict");
         // No home directory. But `yes` puts an inaccessible /home over granted paths under
         // it (measured), so a grant there gets `tmpfs`: an empty read-only /home, /root and
         // /run/user holding only the granted directories.
-        let in_home = spec
-            .invocation
-            .roots
-            .iter()
-            .any(|path| ["/home", "/root"].iter().any(|home| is_under(path, home)));
+        let in_home = spec.bind.as_ref().is_some_and(|b| {
+            ["/home", "/root"]
+                .iter()
+                .any(|home| is_under(&b.target, home))
+        });
         p.set("ProtectHome", if in_home { "tmpfs" } else { "yes" });
         // Own /tmp and /var/tmp (DynamicUser implies it), made read-only below.
         p.set("PrivateTmp", "yes");
@@ -292,7 +302,7 @@ impl SystemdRunner {
         out
     }
 
-    pub fn execute(&self, spec: &RunSpec) -> RunOutcome {
+    pub(super) fn execute(&self, spec: &RunSpec) -> RunOutcome {
         if let Err(e) = self.check(spec) {
             return RunOutcome::failed(format!("tool run refused: {e}"));
         }

@@ -22,6 +22,14 @@ fn session() -> proto::SessionId {
     proto::SessionId::new("chat-7").expect("valid session id")
 }
 
+/// A bind of `path` at itself, as brokerd makes it for a path with no link in its prefix.
+pub(super) fn bind_at(path: &str) -> crate::bind::Bind {
+    crate::bind::Bind {
+        source: path.into(),
+        target: path.into(),
+    }
+}
+
 /// `read_file` under /srv/notes, no network, no secret.
 pub(super) fn read_file_spec() -> RunSpec {
     RunSpec {
@@ -36,6 +44,7 @@ pub(super) fn read_file_spec() -> RunSpec {
             consult: None,
             timeout_ms: 30_000,
         },
+        bind: Some(bind_at("/srv/notes/todo.md")),
         addresses: vec![],
         secret: None,
         limits: limits(),
@@ -63,6 +72,7 @@ pub(super) fn http_fetch_spec() -> RunSpec {
             consult: None,
             timeout_ms: 30_000,
         },
+        bind: None,
         addresses,
         secret: None,
         limits: limits(),

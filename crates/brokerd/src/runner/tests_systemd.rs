@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::test_support::{http_fetch_spec, read_file_spec, secret_spec};
+use super::test_support::{bind_at, http_fetch_spec, read_file_spec, secret_spec};
 use super::{RunOutcome, RunSpec, SystemdRunner, check_granted_path, check_unit_path};
 
 const TOOL: &str = "/opt/boxmaker/bin/boxmaker-tool";
@@ -35,7 +35,7 @@ fn read_file_properties() -> Vec<(String, String)> {
         ("BindReadOnlyPaths", "-/lib"),
         ("BindReadOnlyPaths", "-/lib64"),
         ("BindReadOnlyPaths", TOOL),
-        ("BindReadOnlyPaths", "-/srv/notes"),
+        ("BindReadOnlyPaths", "-/srv/notes/todo.md"),
         ("ProtectSystem", "strict"),
         ("ProtectHome", "yes"),
         ("PrivateTmp", "yes"),
@@ -120,7 +120,7 @@ fn an_http_fetch_unit_reaches_only_the_resolved_addresses() {
     let mut expected = read_file_properties();
     // No granted path; the network block differs; nothing else does.
     expected.retain(|(k, v)| {
-        !(k == "BindReadOnlyPaths" && v == "-/srv/notes")
+        !(k == "BindReadOnlyPaths" && v == "-/srv/notes/todo.md")
             && k != "PrivateNetwork"
             && k != "RestrictAddressFamilies"
     });
@@ -194,23 +194,23 @@ fn a_tool_inside_a_bind_is_not_bound_again() {
         .filter(|(k, _)| k == "BindReadOnlyPaths")
         .map(|(_, v)| v.as_str())
         .collect();
-    assert_eq!(binds, ["/nix/store", "-/srv/notes"]);
+    assert_eq!(binds, ["/nix/store", "-/srv/notes/todo.md"]);
 }
 
 #[test]
 fn a_grant_under_home_gets_an_empty_home_instead_of_none() {
     let mut spec = read_file_spec();
-    spec.invocation.roots = vec!["/srv/notes".into(), "/home/owner/notes".into()];
+    spec.bind = Some(bind_at("/home/owner/notes/todo.md"));
     let props = runner().properties(&spec);
     assert!(props.contains(&("ProtectHome".into(), "tmpfs".into())));
-    spec.invocation.roots = vec!["/root/notes".into()];
+    spec.bind = Some(bind_at("/root/notes"));
     assert!(
         runner()
             .properties(&spec)
             .contains(&("ProtectHome".into(), "tmpfs".into()))
     );
     // A look-alike prefix is not under /home.
-    spec.invocation.roots = vec!["/homes/notes".into()];
+    spec.bind = Some(bind_at("/homes/notes"));
     assert!(
         runner()
             .properties(&spec)
@@ -269,10 +269,10 @@ fn execute_refuses_a_bad_spec_before_starting_anything() {
             s.addresses.push("ff02::1".parse().expect("ip"))
         }),
         ("granted path", |s, _| {
-            s.invocation.roots.push("/srv/My Notes".into())
+            s.bind = Some(bind_at("/srv/My Notes"))
         }),
         ("granted path", |s, _| {
-            s.invocation.roots.push("/run/systemd".into())
+            s.bind = Some(bind_at("/run/systemd"))
         }),
         ("unit name", |s, _| s.unit = "other-unit".into()),
         ("unit name", |s, _| s.unit = "boxmaker-tool-A".into()),

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::test_support::{Scratch, http_fetch_spec, read_file_spec, secret_spec};
+use super::test_support::{Scratch, bind_at, http_fetch_spec, read_file_spec, secret_spec};
 use super::tests_direct::{run_retrying, script};
 use super::tests_systemd::runner;
 use super::{RunOutcome, RunSpec, SystemdRunner};
@@ -52,7 +52,7 @@ fn exposure(runner: &SystemdRunner, spec: &RunSpec) -> Option<(f64, String)> {
 fn systemd_analyze_scores_a_no_network_tool_unit_at_most_1_0() {
     let runner = runner();
     let mut home = read_file_spec();
-    home.invocation.roots.push("/home/owner/notes".into());
+    home.bind = Some(bind_at("/home/owner/notes/todo.md"));
     // Measured: 0.1 (ProtectClock= implies DeviceAllow=char-rtc r); 0.2 with a grant under
     // /home (ProtectHome=tmpfs).
     for (spec, measured) in [

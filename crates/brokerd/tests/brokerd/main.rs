@@ -3,6 +3,8 @@
 
 use std::process::Command;
 
+mod bind;
+
 fn setup(name: &str, grant: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("bx-brokerd-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -1,5 +1,6 @@
-//! Grant constraints: what `paths`, `hosts` and `patterns` mean, for each tool. The rules
-//! are written for owners in `docs/grants.md`; this module is their only implementation.
+//! Grant constraints: what `paths`, `hosts`, `patterns` and `private_networks` mean, for
+//! each tool. The rules are written for owners in `docs/grants.md`; this module is their
+//! only implementation.
 //!
 //! Pure functions over strings: brokerd runs sandboxed and may not see the owner's files,
 //! and a decision must not depend on what the file system looks like at the moment.
@@ -7,6 +8,7 @@
 mod host;
 mod path;
 mod pattern;
+mod reach;
 
 use proto::Grant;
 use proto::Mode;
@@ -14,6 +16,7 @@ use proto::tools::{TOOL_NAMES, ToolArgs};
 
 pub use host::{Host, normalize_url};
 pub use path::{is_under, normalize_path};
+pub use reach::{Place, Reach, Unreachable, Zone, admit, place};
 
 use host::Entry;
 use pattern::Pattern;
@@ -91,7 +94,7 @@ pub fn validate(grant: &Grant) -> Result<(), String> {
     for (i, p) in c.patterns.iter().enumerate() {
         Pattern::parse(p).map_err(|e| format!("constraints.patterns[{i}]: {e}"))?;
     }
-    Ok(())
+    reach::validate(grant)
 }
 
 fn list_named<'a>(c: &'a proto::Constraints, name: &str) -> &'a [String] {
@@ -160,6 +163,23 @@ pub fn check(grant: &Grant, args: &ToolArgs) -> Result<Covered, String> {
         }
     };
     Ok(covered)
+}
+
+/// Whether a grant's `paths` reach what a tool unit has bound at `bound` (normalised): the
+/// bound path lies under one of them, or, when `subtree` (a directory is bound with all that
+/// is below it), one of them lies below it. For labelling, so it errs towards reaching:
+/// patterns narrow only a single bound file, an empty list (a deny grant's "every value")
+/// reaches everything, and a grant of a tool that reads no paths reaches nothing.
+pub fn reaches(grant: &Grant, bound: &str, subtree: bool) -> bool {
+    if subject_of(&grant.tool) != Ok(Subject::Path) {
+        return false;
+    }
+    let c = &grant.constraints;
+    let patterns_allow = || subtree || check_patterns(&c.patterns, bound, "").is_ok();
+    c.paths.is_empty() && patterns_allow()
+        || c.paths.iter().any(|root| {
+            is_under(bound, root) && patterns_allow() || subtree && is_under(root, bound)
+        })
 }
 
 fn any_host_matches(entries: &[String], host: &Host) -> bool {

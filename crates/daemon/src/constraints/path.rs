@@ -1,10 +1,10 @@
 //! `paths`: absolute, normalised, matched as a prefix at a path-component boundary.
 //!
-//! brokerd runs sandboxed and may not see the owner's files, so nothing here touches the file
-//! system. `..` is refused rather than resolved because `a/link/..` is not `a` when `link` is
-//! a symlink; symlinks that point out of a granted directory are caught by the tool, which
-//! re-checks the real path against the roots, and under systemd by the tool's empty root that
-//! holds only the granted paths.
+//! A decision must not depend on what the file system looks like at the moment, so nothing
+//! here touches it. `..` is refused rather than resolved because `a/link/..` is not `a` when
+//! `link` is a symlink; symlinks below a granted directory are refused by brokerd before it
+//! binds the one covered path into the tool's unit (`brokerd::bind`), and again by the tool,
+//! which re-checks the real path against the roots.
 
 /// Brings an absolute request path to its normal form: `//` and `.` components collapse, a
 /// trailing slash goes. Refuses relative paths, NUL bytes and any `..` component.

@@ -17,6 +17,7 @@ fn grant(tool: &str, mode: Mode, paths: &[&str], hosts: &[&str], patterns: &[&st
             paths: own(paths),
             hosts: own(hosts),
             patterns: own(patterns),
+            private_networks: false,
         },
         if_untrusted: None,
     }
@@ -398,6 +399,15 @@ mode = "auto"
 max_taint = "private"
 secret = "consult-key"
 if_untrusted = "ask"
+"#,
+        r#"# /etc/boxmaker/grants/nas-ask.toml
+tool = "http_fetch"
+mode = "ask"
+max_taint = "private"
+
+[constraints]
+hosts = ["nas.home.arpa"]
+private_networks = true
 "#,
         r#"# /etc/boxmaker/grants/no-consult.toml
 tool = "consult"

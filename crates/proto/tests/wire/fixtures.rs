@@ -181,6 +181,7 @@ fn every_deny_reason_has_its_wire_name() {
             DenyReason::TooManyPendingApprovals,
             "\"too_many_pending_approvals\"",
         ),
+        (DenyReason::ShuttingDown, "\"shutting_down\""),
     ];
     for (reason, text) in table {
         assert_eq!(serde_json::to_string(&reason).expect("encode"), text);

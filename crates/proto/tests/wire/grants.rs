@@ -41,6 +41,7 @@ fn a_full_grant_keeps_every_field() {
                 paths: vec![],
                 hosts: vec!["example.org".into(), "*.wikipedia.org".into()],
                 patterns: vec!["https://*".into()],
+                private_networks: true,
             },
             if_untrusted: None,
         }
@@ -55,6 +56,7 @@ fn constraint_lists_default_one_by_one() {
     assert_eq!(g.result_class, DataClass::Secret);
     assert_eq!(g.constraints.paths, ["/home/owner/notes"]);
     assert!(g.constraints.hosts.is_empty() && g.constraints.patterns.is_empty());
+    assert!(!g.constraints.private_networks);
 }
 
 #[test]

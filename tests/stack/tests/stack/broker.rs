@@ -257,7 +257,13 @@ fn taint_and_the_untrusted_flag_survive_a_restart() {
     let out = home.bxctl(&["session", "s-1"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("taint secret, untrusted true"), "{text}");
-    assert!(text.contains("read_file (call 2)"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "read_file (call 2, read {}/key.txt)",
+            secrets.display()
+        )),
+        "{text}"
+    );
     // The private-only grant no longer applies to this session.
     assert!(matches!(
         response(&read(3, format!("{}/n.md", notes.display()))),

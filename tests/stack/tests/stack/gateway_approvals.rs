@@ -42,7 +42,7 @@ text = "approve"
 text = "Hello."
 "#;
 
-fn setup(name: &str) -> (Home, Gateway, stack::Agent) {
+pub(crate) fn setup(name: &str) -> (Home, Gateway, stack::Agent) {
     setup_with(name, "")
 }
 
@@ -60,7 +60,7 @@ fn setup_with(name: &str, broker: &str) -> (Home, Gateway, stack::Agent) {
 }
 
 /// The approval root post, once gatewayd made it.
-fn approval_post(gw: &Gateway) -> Value {
+pub(crate) fn approval_post(gw: &Gateway) -> Value {
     let state = gw.wait("an approval root post", |s| {
         posts(s).iter().any(|p| {
             p["user_id"] == BOT

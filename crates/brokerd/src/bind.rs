@@ -1,0 +1,86 @@
+//! What a path call binds into its tool unit: the one path the call covers (the file, or the
+//! listed directory), never the grant's whole roots, so a tool cannot reach a sibling that
+//! another grant labels higher.
+//!
+//! Binding one path must not undo the tool's refusal of links: systemd follows symlinks in a
+//! bind's source, so a link below the granted directory would be bound as its target. brokerd
+//! therefore resolves the path the way the tool does (`boxmaker-tool`'s `really_granted`): no
+//! component below the granted root may be a symlink, links in the root's own prefix (the
+//! owner's layout) are followed, and what is bound is the real path, at the path the tool
+//! reads. Only metadata is read (lstat, realpath), never a file's content.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use daemon::constraints::is_under;
+
+/// One path bound read-only into a tool unit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bind {
+    /// What systemd binds: the real path, as brokerd resolved it.
+    pub source: String,
+    /// Where the tool finds it: the covered path, as the call named it.
+    pub target: String,
+}
+
+/// Resolves the covered `path` (normalised, under one of `roots`) to what may be bound.
+/// Err(why, for the model and the audit): a link below the root, a path that does not
+/// exist, or a root brokerd cannot see.
+pub fn resolve(path: &str, roots: &[String]) -> Result<Bind, String> {
+    let mut first_err = None;
+    for root in roots.iter().filter(|r| is_under(path, r)) {
+        match resolve_under(path, root) {
+            Ok(source) => {
+                return Ok(Bind {
+                    source,
+                    target: path.to_owned(),
+                });
+            }
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_err.unwrap_or_else(|| format!("{path} is outside the granted paths")))
+}
+
+fn resolve_under(path: &str, root: &str) -> Result<String, String> {
+    let rest = path.strip_prefix(root).unwrap_or_default();
+    let mut walked = PathBuf::from(root);
+    for part in rest.split('/').filter(|p| !p.is_empty()) {
+        walked.push(part);
+        match fs::symlink_metadata(&walked) {
+            Ok(m) if m.file_type().is_symlink() => {
+                // The target is not named: it may be outside what the owner granted.
+                return Err(format!(
+                    "{path} goes through a symlink below the granted directory; links are \
+                     not followed"
+                ));
+            }
+            Ok(_) => {}
+            Err(e) => return Err(io_message(path, &e)),
+        }
+    }
+    let real_root = fs::canonicalize(root)
+        .map_err(|e| format!("brokerd cannot see the granted directory {root}: {e}"))?;
+    let real = join(&real_root, rest);
+    real.into_os_string()
+        .into_string()
+        .map_err(|_| format!("the real path of {root} is not UTF-8"))
+}
+
+fn join(root: &Path, rest: &str) -> PathBuf {
+    match rest.trim_start_matches('/') {
+        "" => root.to_path_buf(),
+        rest => root.join(rest),
+    }
+}
+
+fn io_message(path: &str, e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => format!("{path} does not exist"),
+        io::ErrorKind::PermissionDenied => format!("{path}: permission denied"),
+        _ => format!("{path}: {e}"),
+    }
+}

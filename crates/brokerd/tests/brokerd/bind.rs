@@ -1,0 +1,161 @@
+//! `brokerd::bind`: what a path call binds into its tool unit, resolved the way the tool
+//! resolves it, so that binding one path never undoes the refusal of links.
+
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+
+use brokerd::bind::{Bind, resolve};
+
+/// A fresh directory tree for one test, removed on drop.
+struct Tree(PathBuf);
+
+impl Tree {
+    fn new(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("bx-bind-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("home/notes")).expect("dir");
+        std::fs::create_dir_all(dir.join("home/secrets")).expect("dir");
+        std::fs::write(dir.join("home/notes/todo.md"), "milk").expect("file");
+        std::fs::write(dir.join("home/secrets/key"), "hunter2").expect("file");
+        // Resolved once, so the expectations hold on a machine whose temp dir is a link.
+        Self(std::fs::canonicalize(&dir).expect("real temp dir"))
+    }
+
+    fn at(&self, rel: &str) -> String {
+        self.0.join(rel).display().to_string()
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn at_itself(path: &str) -> Bind {
+    Bind {
+        source: path.into(),
+        target: path.into(),
+    }
+}
+
+#[test]
+fn the_covered_path_alone_is_bound() {
+    let t = Tree::new("plain");
+    let roots = [t.at("home")];
+    let file = t.at("home/notes/todo.md");
+    assert_eq!(resolve(&file, &roots), Ok(at_itself(&file)));
+    let dir = t.at("home/notes");
+    assert_eq!(resolve(&dir, &roots), Ok(at_itself(&dir)));
+    // The root itself, when the call names it.
+    assert_eq!(resolve(&roots[0], &roots), Ok(at_itself(&roots[0])));
+}
+
+#[test]
+fn a_link_below_the_granted_directory_is_refused() {
+    let t = Tree::new("below");
+    let roots = [t.at("home/notes")];
+    symlink(t.0.join("home/secrets/key"), t.0.join("home/notes/key")).expect("link");
+    symlink(t.0.join("home/secrets"), t.0.join("home/notes/dir")).expect("link");
+    for path in [t.at("home/notes/key"), t.at("home/notes/dir/key")] {
+        let err = resolve(&path, &roots).expect_err("a link below the root");
+        assert!(err.contains("links are not followed"), "{err}");
+        assert!(!err.contains("secrets"), "the target is not named: {err}");
+    }
+}
+
+#[test]
+fn a_link_in_the_roots_own_prefix_is_the_owners_layout() {
+    let t = Tree::new("prefix");
+    // The owner's notes live elsewhere; the grant names the link.
+    symlink(t.0.join("home/notes"), t.0.join("notes-link")).expect("link");
+    let roots = [t.at("notes-link")];
+    let path = t.at("notes-link/todo.md");
+    assert_eq!(
+        resolve(&path, &roots),
+        Ok(Bind {
+            source: t.at("home/notes/todo.md"),
+            target: path,
+        })
+    );
+}
+
+#[test]
+fn a_missing_path_or_one_outside_the_roots_binds_nothing() {
+    let t = Tree::new("missing");
+    let roots = [t.at("home/notes")];
+    let err = resolve(&t.at("home/notes/gone.md"), &roots).expect_err("missing");
+    assert!(err.ends_with("gone.md does not exist"), "{err}");
+    let err = resolve(&t.at("home/secrets/key"), &roots).expect_err("outside");
+    assert!(err.contains("outside the granted paths"), "{err}");
+    let err = resolve(&t.at("home/notes/todo.md"), &[t.at("gone")]).expect_err("no root");
+    assert!(err.contains("outside the granted paths"), "{err}");
+    let unseen = [t.at("gone")];
+    let path = format!("{}/x", unseen[0]);
+    let err = resolve(&path, &unseen).expect_err("no root");
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(Path::new(&t.at("home")).is_dir());
+}
+
+/// From the decision to the unit: a read of one file under a granted home binds that file
+/// alone into the systemd unit, neither the grant's root nor the secrets beside it.
+#[test]
+fn the_systemd_unit_of_a_call_binds_only_the_covered_path() {
+    use brokerd::policy::{self, SessionView};
+    use brokerd::runner::SystemdRunner;
+    use proto::tools::ToolArgs;
+
+    let t = Tree::new("unit");
+    let home = t.at("home");
+    let config = daemon::config::Config::parse(
+        Path::new("c.toml"),
+        "[sockets]\nloop_broker = \"/run/b/l\"\nadmin_broker = \"/run/b/a\"\n\
+         [peers]\nloopd = { user = \"boxmaker-loopd\" }\nadmin = { group = \"boxmaker-admin\" }\n",
+    )
+    .expect("config");
+    let grant = format!(
+        "tool = \"{{tool}}\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+         [constraints]\npaths = [\"{home}\"]\n"
+    );
+    let snapshot = daemon::grants::Snapshot::from_texts(
+        [
+            ("home-read", grant.replace("{tool}", "read_file")),
+            ("home-list", grant.replace("{tool}", "list_dir")),
+        ]
+        .into_iter()
+        .map(|(id, text)| (id.to_owned(), (PathBuf::from(format!("{id}.toml")), text)))
+        .collect(),
+    )
+    .expect("grants");
+    let runner = SystemdRunner::new(
+        "/usr/bin/boxmaker-tool",
+        "/run/boxmaker/tool-root",
+        vec!["/usr".into()],
+    );
+    for (tool, path) in [
+        ("read_file", t.at("home/notes/todo.md")),
+        ("list_dir", t.at("home/notes")),
+    ] {
+        let arguments = format!(r#"{{"path":"{path}"}}"#);
+        let args = ToolArgs::parse(tool, &arguments).expect("args");
+        let session = SessionView {
+            taint: proto::DataClass::Private,
+            untrusted: false,
+        };
+        let decision = policy::decide(&snapshot, &args, session, proto::Timestamp::now());
+        let req = proto::ToolRequest {
+            session: proto::SessionId::new("s-1").expect("id"),
+            call: proto::CallId(1),
+            tool: tool.into(),
+            arguments,
+        };
+        let spec = brokerd::tool_spec::build(&config, &req, args, &decision).expect("spec");
+        let binds: Vec<String> = runner
+            .properties(&spec)
+            .into_iter()
+            .filter(|(k, _)| k == "BindReadOnlyPaths")
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(binds, ["/usr".to_owned(), format!("-{path}")], "{tool}");
+    }
+}
