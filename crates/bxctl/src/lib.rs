@@ -124,7 +124,7 @@ pub(crate) fn call_failed(
                 r.code.name(),
             ))
         }
-        other => peer_err(format!("{server}: {other}")),
+        other => peer_err(other),
     }
 }
 
