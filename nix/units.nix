@@ -237,6 +237,8 @@ let
           Sockets = map (n: "${n}.socket") sockets;
           Restart = "on-failure";
           RestartSec = "1s";
+          # Each role pings while its work can go on (docs/decisions.md F12).
+          WatchdogSec = "30s";
         }
         // extra;
     };
@@ -306,8 +308,6 @@ in
         LoadCredential = credentials;
         # SIGHUP loads the grants into a new snapshot; a bad one is refused, the old kept.
         ExecReload = "/bin/sh -c \"kill -HUP \${MAINPID}\"";
-        # Pinged while the audit writer answers.
-        WatchdogSec = "30s";
         # Requests in flight finish their audit writes (brokerd drains for 20 s).
         TimeoutStopSec = "30s";
       }
@@ -338,8 +338,6 @@ in
         # Its sessions and the owner's core memory.
         StateDirectory = [ "${stateDir}/sessions" "${stateDir}/memory" ];
         StateDirectoryMode = "0700";
-        # loopd pings while its session store can be read.
-        WatchdogSec = "30s";
         TimeoutStopSec = "20s";
       };
     };
@@ -355,7 +353,6 @@ in
         # Its only writable place; it keeps nothing.
         RuntimeDirectory = "${runName}/inferproxy";
         RuntimeDirectoryMode = "0700";
-        WatchdogSec = "30s";
       };
     };
   }

@@ -232,19 +232,7 @@ impl Broker {
     /// Whether the audit writer can be reached: free, or freed within a second (a write
     /// and its fsync). A writer stuck longer means the broker is wedged.
     pub fn audit_alive(&self) -> bool {
-        let start = std::time::Instant::now();
-        loop {
-            match self.audit.try_lock() {
-                Ok(_) => return true,
-                Err(std::sync::TryLockError::Poisoned(_)) => return false,
-                Err(std::sync::TryLockError::WouldBlock)
-                    if start.elapsed() < Duration::from_secs(1) =>
-                {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Err(std::sync::TryLockError::WouldBlock) => return false,
-            }
-        }
+        daemon::reachable(&self.audit, Duration::from_secs(1))
     }
 
     pub fn session_state(&self, session: &SessionId) -> SessionState {

@@ -6,12 +6,9 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::fs::OpenOptions;
-use std::io::Read;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-use nix::fcntl::OFlag;
 use proto::approval::CallRef;
 use proto::{DataClass, SessionId};
 use serde::{Deserialize, Serialize};
@@ -167,33 +164,13 @@ fn corrupt(path: &Path, reason: impl Into<String>) -> StateError {
 }
 
 fn load(path: &Path) -> Result<SessionState, StateError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(OFlag::O_NOFOLLOW.bits())
-        .open(path)
-        .map_err(|e| corrupt(path, format!("cannot open without following links: {e}")))?;
-    let meta = file.metadata().map_err(|source| StateError::Io {
-        path: path.to_owned(),
-        source,
+    // Only 0600, as `store` writes it: the file decides a session's taint.
+    let bytes = daemon::durable::read_file(path, 0o077, MAX_STATE_FILE).map_err(|e| match e {
+        daemon::durable::ReadError::Missing => corrupt(path, "vanished while brokerd read it"),
+        daemon::durable::ReadError::Refused(why) => corrupt(path, why),
     })?;
-    if !meta.is_file() {
-        return Err(corrupt(path, "not a regular file"));
-    }
-    if meta.mode() & 0o077 != 0 {
-        return Err(corrupt(
-            path,
-            format!("mode {:o} is not 0600", meta.mode() & 0o777),
-        ));
-    }
-    let mut text = String::new();
-    file.take(MAX_STATE_FILE + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| corrupt(path, e.to_string()))?;
-    if u64::try_from(text.len()).unwrap_or(u64::MAX) > MAX_STATE_FILE {
-        return Err(corrupt(path, "too large"));
-    }
     let state: SessionState =
-        serde_json::from_str(&text).map_err(|e| corrupt(path, e.to_string()))?;
+        serde_json::from_slice(&bytes).map_err(|e| corrupt(path, e.to_string()))?;
     let expected = format!("{}.json", state.session);
     if path.file_name().and_then(|n| n.to_str()) != Some(expected.as_str()) {
         return Err(corrupt(path, format!("holds session {}", state.session)));
@@ -226,38 +203,5 @@ fn store(dir: &Path, state: &SessionState) -> Result<(), StateError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proto::CallId;
-    use proto::tools::{ReadFileArgs, ToolArgs};
-
-    /// What each untrusted call read is kept, and the most a session can keep (every
-    /// source at the longest read, each character escaped in JSON) still loads at start.
-    #[test]
-    fn the_largest_untrusted_sources_are_kept_and_load_again() {
-        let dir = std::env::temp_dir().join(format!("bx-sessions-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let session = SessionId::new("s-1").expect("id");
-        let path = "\u{1}".repeat(10_000);
-        let read = ToolArgs::ReadFile(ReadFileArgs { path }).reads();
-        assert_eq!(
-            read.as_deref().map(|r| r.chars().count()),
-            Some(proto::approval::MAX_READ)
-        );
-        let mut sessions = Sessions::open(&dir).expect("open");
-        for call in 0..=u64::try_from(MAX_UNTRUSTED_BY).expect("n") {
-            let source = CallRef {
-                tool: "read_file".into(),
-                call: CallId(call),
-                read: read.clone(),
-            };
-            sessions
-                .record(&session, DataClass::Private, true, source)
-                .expect("record");
-        }
-        let kept = Sessions::open(&dir).expect("open again").get(&session);
-        assert_eq!(kept.untrusted_by.len(), MAX_UNTRUSTED_BY);
-        assert_eq!(kept.untrusted_by[0].read, read);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
+#[path = "sessions_tests.rs"]
+mod tests;

@@ -98,13 +98,9 @@ pub fn run(args: Args) -> Result<(), Error> {
             .spawn(move || crate::gateway::run(&b, &outbox))
             .map_err(err)?;
     }
-    if let Some(every) = notify::watchdog_interval() {
-        let b = broker.clone();
-        std::thread::Builder::new()
-            .name("watchdog".into())
-            .spawn(move || watchdog(&b, every))
-            .map_err(err)?;
-    }
+    // Pinged while the audit writer, the heart of the broker, can be reached.
+    let b = broker.clone();
+    notify::spawn_watchdog(move || b.audit_alive()).map_err(err)?;
     let serving = serving(&broker.snapshot());
     log::info(format_args!("{serving}"));
     notify::ready(&serving);
@@ -178,16 +174,6 @@ fn serving(snapshot: &Snapshot) -> String {
         snapshot.hash(),
         snapshot.ids().len()
     )
-}
-
-/// Pings the watchdog while the audit writer, the heart of the broker, can be reached.
-fn watchdog(broker: &Broker, every: Duration) {
-    loop {
-        if broker.audit_alive() {
-            notify::watchdog();
-        }
-        std::thread::sleep(every);
-    }
 }
 
 impl fmt::Display for crate::audit::OpenReport {

@@ -9,13 +9,15 @@ use daemon::inert::line;
 use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Empty, SessionQuery, Verdict};
 use proto::{Message, SessionId};
 
-use crate::{Error, err, peer_err};
+use crate::{Error, err};
 
 fn call(config: &Config, msg: Message) -> Result<Message, Error> {
     let path = config.sockets.admin_broker_sock();
     let mut conn = Conn::connect(&path)
         .map_err(|e| Error(format!("cannot reach brokerd at {}: {e}", path.display())))?;
-    let reply = conn.call(1, msg, |_| {}).map_err(peer_err)?;
+    let reply = conn
+        .call(1, msg, |_| {})
+        .map_err(crate::call_failed("brokerd", "admin"))?;
     match reply.msg {
         Message::Error(e) => Err(Error(format!(
             "brokerd refused: {:?}: {}",

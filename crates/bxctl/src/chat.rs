@@ -12,7 +12,7 @@ use proto::approval::Empty;
 use proto::chat::{ChatEvent, ChatSend, SessionShow, TurnEnd};
 use proto::{CallId, LogRecord, Message, SessionId, ToolResponse};
 
-use crate::{Error, err, peer_err};
+use crate::{Error, err};
 
 fn connect(config: &Config) -> Result<Conn, Error> {
     let path = config.sockets.chat_loop_sock();
@@ -126,7 +126,7 @@ pub fn send(
     });
     // Whatever comes next (bxctl's own line, or an error) starts a line of its own.
     write!(out, "{}", screen.end()).map_err(err)?;
-    let last = last.map_err(peer_err)?;
+    let last = last.map_err(crate::call_failed("loopd", "chat"))?;
     if let Some(e) = write_err {
         return Err(err(e));
     }
@@ -233,7 +233,11 @@ pub fn sessions(
         }),
         None => Message::SessionList(Empty {}),
     };
-    match conn.call(1, msg, |_| {}).map_err(peer_err)?.msg {
+    match conn
+        .call(1, msg, |_| {})
+        .map_err(crate::call_failed("loopd", "chat"))?
+        .msg
+    {
         Message::SessionListing(l) => {
             if l.sessions.is_empty() {
                 writeln!(out, "no sessions").map_err(err)?;

@@ -105,6 +105,34 @@ pub(crate) fn peer_err(e: impl std::fmt::Display) -> Error {
     Error(daemon::inert::line(&e.to_string()))
 }
 
+/// A failed call to `server` (brokerd, loopd), for the owner. A connection the server
+/// refused says so in the server's own words (who the socket admits), with a `help:` line
+/// naming the setting (`peers.{peers}`) that decides who may connect.
+pub(crate) fn call_failed(
+    server: &'static str,
+    peers: &'static str,
+) -> impl Fn(daemon::conn::CallError) -> Error {
+    move |e| match e {
+        daemon::conn::CallError::Refused(r) => {
+            let help = match r.code {
+                proto::ErrorCode::Refused => format!(
+                    "run bxctl as the user, or as a member of the group, that `peers.{peers}` \
+                     in the configuration names (after joining a group, log in again)"
+                ),
+                proto::ErrorCode::Unavailable => "try again in a moment".to_owned(),
+                _ => format!("{server}'s log says more"),
+            };
+            // The detail is the server's, naming users and groups: one inert line.
+            let detail = daemon::inert::line(&r.detail);
+            Error(format!(
+                "{server} refused the connection ({}): {detail}\nhelp: {help}",
+                r.code.name(),
+            ))
+        }
+        other => peer_err(other),
+    }
+}
+
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
     let config = || Config::load(&cli.config).map_err(err);
     // How to call bxctl again for this same stack, for the hints bxctl prints.

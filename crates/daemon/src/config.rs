@@ -132,6 +132,17 @@ pub enum Peer {
     Uid(u32),
 }
 
+/// As a refusal names it: `user boxmaker-loopd`, `group boxmaker-admin`, `uid 1000`.
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::User(name) => write!(f, "user {name}"),
+            Self::Group(name) => write!(f, "group {name}"),
+            Self::Uid(uid) => write!(f, "uid {uid}"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunnerKind {

@@ -7,7 +7,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use proto::{Envelope, FrameError, Message, ReadError};
+use proto::{Envelope, FrameError, Message, ReadError, WireError};
 
 #[derive(Debug)]
 pub struct Conn {
@@ -65,21 +65,38 @@ impl Conn {
     }
 
     /// Sends one request and returns the final answer, handing each earlier (partial)
-    /// frame to `partial`.
+    /// frame to `partial`. A server that refuses the connection itself (the peer check, a
+    /// server stopping or full) writes an error with id 0 and closes without reading the
+    /// request: that error is [`CallError::Refused`], even when sending the request then
+    /// failed because the server had already closed.
     pub fn call(
         &mut self,
         id: u64,
         msg: Message,
         mut partial: impl FnMut(&Envelope),
     ) -> Result<Envelope, CallError> {
-        self.write(&Envelope::last(id, msg))
-            .map_err(CallError::Send)?;
+        if let Err(e) = self.write(&Envelope::last(id, msg)) {
+            // The server is gone, so reading cannot wait: its refusal, if it sent one, is
+            // already here.
+            if matches!(&e, FrameError::Io(io) if closed(io))
+                && let Ok(Envelope {
+                    msg: Message::Error(refusal),
+                    ..
+                }) = self.read()
+            {
+                return Err(CallError::Refused(refusal));
+            }
+            return Err(CallError::Send(e));
+        }
         loop {
             let env = self.read().map_err(CallError::Receive)?;
             if env.id != id {
-                return Err(CallError::WrongId {
-                    sent: id,
-                    got: env.id,
+                return Err(match env.msg {
+                    Message::Error(refusal) => CallError::Refused(refusal),
+                    _ => CallError::WrongId {
+                        sent: id,
+                        got: env.id,
+                    },
                 });
             }
             if env.r#final {
@@ -94,7 +111,13 @@ impl Conn {
 pub enum CallError {
     Send(FrameError),
     Receive(ReadError),
-    WrongId { sent: u64, got: u64 },
+    WrongId {
+        sent: u64,
+        got: u64,
+    },
+    /// The server refused the connection before reading the request; its error says why
+    /// (`refused`: not a peer this socket admits; `unavailable`: try again later).
+    Refused(WireError),
 }
 
 impl std::fmt::Display for CallError {
@@ -103,6 +126,7 @@ impl std::fmt::Display for CallError {
             Self::Send(e) => write!(f, "sending: {e}"),
             Self::Receive(e) => write!(f, "receiving: {e}"),
             Self::WrongId { sent, got } => write!(f, "answer for request {got}, expected {sent}"),
+            Self::Refused(e) => write!(f, "refused ({}): {}", e.code.name(), e.detail),
         }
     }
 }
@@ -112,6 +136,14 @@ impl std::error::Error for CallError {}
 /// Whether a read error is only a deadline passing (the peer went quiet).
 pub fn is_timeout(e: &ReadError) -> bool {
     matches!(e, ReadError::Frame(FrameError::Io(io)) if is_timeout_io(io))
+}
+
+/// Whether writing failed because the peer has closed its end.
+fn closed(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+    )
 }
 
 /// Whether an I/O error is only a read or write timeout: `WouldBlock` (what a socket with a

@@ -1,10 +1,12 @@
 //! Replacing a state file so that a crash leaves the old contents or the new, never a mix:
-//! temp file, fsync, rename, directory fsync. brokerd's session files and gatewayd's state
-//! file are written this way.
+//! temp file, fsync, rename, directory fsync; and reading it back at start, refusing what
+//! `replace_file` never makes. brokerd's session files and gatewayd's state file are
+//! written and read this way; loopd's append-only session logs are opened with the same
+//! refusals.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::fcntl::OFlag;
@@ -51,14 +53,76 @@ pub fn replace_file(path: &Path, tmp: &Path, bytes: &[u8], mode: u32) -> Result<
     Ok(())
 }
 
+/// Why a state file was not read.
+#[derive(Debug)]
+pub enum ReadError {
+    /// There is none (yet).
+    Missing,
+    /// There is one, and it is not what this daemon writes: why, for a person.
+    Refused(String),
+}
+
+/// Reads a state file that [`replace_file`] wrote: never through a symbolic link, only a
+/// regular file, none of the mode bits in `forbidden` (what the writer never sets and
+/// would let someone else plant or read the state), at most `max` bytes. What is refused
+/// says why; a daemon refuses to start on it rather than trust or overwrite it.
+pub fn read_file(path: &Path, forbidden: u32, max: u64) -> Result<Vec<u8>, ReadError> {
+    let mut file = open(path, None, forbidden)?;
+    let mut bytes = Vec::new();
+    (&mut file)
+        .take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| ReadError::Refused(format!("reading: {e}")))?;
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > max {
+        return Err(ReadError::Refused(format!("larger than {max} bytes")));
+    }
+    Ok(bytes)
+}
+
+/// Opens a log this daemon appends to, for reading (`create` = `None`) or for appending
+/// (created with that mode when missing), with the same refusals as [`read_file`]: a link,
+/// anything but a regular file, a `forbidden` mode bit.
+pub fn open(path: &Path, create: Option<u32>, forbidden: u32) -> Result<File, ReadError> {
+    let mut options = OpenOptions::new();
+    match create {
+        None => options.read(true),
+        Some(mode) => options.append(true).create(true).mode(mode),
+    };
+    let file = options
+        .custom_flags(OFlag::O_NOFOLLOW.bits())
+        .open(path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => ReadError::Missing,
+            // O_NOFOLLOW's answer for a link in the last component.
+            _ if e.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) => {
+                ReadError::Refused("it is a symbolic link".into())
+            }
+            _ => ReadError::Refused(format!("cannot open: {e}")),
+        })?;
+    let refused = |why: String| ReadError::Refused(why);
+    let meta = file.metadata().map_err(|e| refused(format!("stat: {e}")))?;
+    if !meta.is_file() {
+        return Err(refused("not a regular file".into()));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & forbidden != 0 {
+        return Err(refused(format!(
+            "mode {mode:o} sets {:o}, which this daemon never does",
+            mode & forbidden
+        )));
+    }
+    Ok(file)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
-    fn replaces_whole_with_the_mode_asked_for_and_leaves_no_temp_file() {
+    fn replaces_whole_with_the_mode_asked_for_and_reads_back_only_that() {
         let dir = std::env::temp_dir().join(format!("daemon-durable-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("dir");
         let (path, tmp) = (dir.join("state.json"), dir.join(".state.json.tmp"));
         std::fs::write(&tmp, b"stale").expect("stale temp file");
@@ -68,6 +132,27 @@ mod tests {
         let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         assert!(!tmp.exists());
+        assert_eq!(read_file(&path, 0o077, 6).expect("read back"), b"second");
+        let refused = |r| match r {
+            Err(ReadError::Refused(why)) => why,
+            other => panic!("not refused: {other:?}"),
+        };
+        let why = refused(read_file(&path, 0o077, 5));
+        assert_eq!(why, "larger than 5 bytes");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+        let why = refused(read_file(&path, 0o077, 100));
+        assert_eq!(why, "mode 640 sets 40, which this daemon never does");
+        read_file(&path, 0o022, 100).expect("0640 has no bit of 022");
+        let link = dir.join("link.json");
+        std::os::unix::fs::symlink(&path, &link).expect("link");
+        let why = refused(read_file(&link, 0, 100));
+        assert_eq!(why, "it is a symbolic link");
+        let why = refused(read_file(&dir, 0, 100));
+        assert_eq!(why, "not a regular file");
+        assert!(matches!(
+            read_file(&dir.join("absent"), 0, 100),
+            Err(ReadError::Missing)
+        ));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

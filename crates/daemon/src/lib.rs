@@ -28,6 +28,22 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Whether `m` can be locked now or within `within`: false when a thread holds it that
+/// long (stuck in a write and its fsync, say), or panicked holding it. For the watchdog.
+pub fn reachable<T>(m: &Mutex<T>, within: std::time::Duration) -> bool {
+    let start = std::time::Instant::now();
+    loop {
+        match m.try_lock() {
+            Ok(_) => return true,
+            Err(std::sync::TryLockError::Poisoned(_)) => return false,
+            Err(std::sync::TryLockError::WouldBlock) if start.elapsed() < within => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return false,
+        }
+    }
+}
+
 /// The arguments every role binary takes.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CommonArgs {

@@ -83,7 +83,11 @@ pub fn accept_loop<F>(
             }
         };
         if activity.stopping.load(Ordering::SeqCst) {
-            refuse(stream, "stopping");
+            refuse(
+                stream,
+                ErrorCode::Unavailable,
+                &format!("the {name} socket is stopping: try again once it has restarted"),
+            );
             continue;
         }
         if connections.load(Ordering::SeqCst) >= policy.max_connections {
@@ -91,7 +95,14 @@ pub fn accept_loop<F>(
                 "{name} socket: at {} connections, refusing one",
                 policy.max_connections
             ));
-            refuse(stream, "too many connections");
+            refuse(
+                stream,
+                ErrorCode::Unavailable,
+                &format!(
+                    "the {name} socket is at its limit of {} connections: try again shortly",
+                    policy.max_connections
+                ),
+            );
             continue;
         }
         let who = match peer::identify(&stream) {
@@ -101,12 +112,23 @@ pub fn accept_loop<F>(
                     "{name} socket: refused {who} (pid {}), not one of {:?}",
                     who.pid, policy.peers
                 ));
-                refuse(stream, "this socket does not admit you");
+                refuse(
+                    stream,
+                    ErrorCode::Refused,
+                    &format!(
+                        "the {name} socket admits only {}; you are {who}",
+                        admitted(&policy.peers)
+                    ),
+                );
                 continue;
             }
             Err(e) => {
                 log::warn(format_args!("{name} socket: SO_PEERCRED: {e}"));
-                refuse(stream, "peer unknown");
+                refuse(
+                    stream,
+                    ErrorCode::Refused,
+                    &format!("the {name} socket could not learn who you are (SO_PEERCRED)"),
+                );
                 continue;
             }
         };
@@ -143,8 +165,16 @@ impl Drop for Slot {
     }
 }
 
-fn refuse(stream: UnixStream, detail: &str) {
-    Conn::new(stream, Duration::ZERO, Duration::ZERO).refuse(0, ErrorCode::Refused, detail);
+/// Refuses a connection before reading anything from it: the refusal has id 0 (no request
+/// was read), and the client reads it even when its own request could no longer be sent.
+fn refuse(stream: UnixStream, code: ErrorCode, detail: &str) {
+    Conn::new(stream, Duration::ZERO, Duration::ZERO).refuse(0, code, detail);
+}
+
+/// `user a or group b`: who a socket admits, for its refusals.
+fn admitted(peers: &[Peer]) -> String {
+    let names: Vec<String> = peers.iter().map(ToString::to_string).collect();
+    names.join(" or ")
 }
 
 /// Serves one connection's requests until it closes, errs or idles out: each request (a
@@ -197,3 +227,7 @@ pub fn forbid(conn: &mut Conn, id: u64, name: &str, who: &str, kind: &str) {
         &format!("{kind} is not accepted on the {name} socket"),
     );
 }
+
+#[cfg(test)]
+#[path = "serve_tests.rs"]
+mod tests;

@@ -110,6 +110,11 @@ pub fn run(args: Args) -> Result<(), Error> {
     spawn("gateway-accept", move || {
         serve::accept_loop(listener, policy, a, handle);
     })?;
+    // Alive while the state can be reached: every post, reaction and card goes through it,
+    // and a thread stuck saving it holds it.
+    let store = desk.store.clone();
+    notify::spawn_watchdog(move || daemon::reachable(&store, Duration::from_secs(1)))
+        .map_err(err)?;
     let (tx, rx) = mpsc::channel::<Post>();
     let d = desk.clone();
     spawn("follow", move || follow::run(&d, &token, &tx))?;

@@ -3,10 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use daemon::conn::Conn;
+use daemon::conn::{CallError, Conn};
 use daemon::log;
 use proto::chat::{ChatEvent, ChatSend, TurnEnd};
-use proto::{Message, SessionId, ToolResponse};
+use proto::{ErrorCode, Message, SessionId, ToolResponse};
 
 use crate::mm::Client;
 use crate::render::{POST_LIMIT, code, inert, permalink, split};
@@ -185,7 +185,20 @@ fn turn(t: &Turn<'_>, session: Option<SessionId>, text: &str, started: &mut dyn 
                     event(&mut stream, ev);
                 }
             })
-            .map_err(|e| format!("the connection to boxmaker's agent broke ({e})"))
+            .map_err(|e| match e {
+                // Who loop.sock admits is the host's business, not the chat's: logged here.
+                CallError::Refused(ref r) => {
+                    log::warn(format_args!("loopd refused the connection: {e}"));
+                    match r.code {
+                        ErrorCode::Unavailable => {
+                            "boxmaker's agent cannot take messages now; write again in a moment"
+                        }
+                        _ => "boxmaker's agent refused gatewayd's connection (see gatewayd's log)",
+                    }
+                    .to_owned()
+                }
+                _ => format!("the connection to boxmaker's agent broke ({e})"),
+            })
         });
     match outcome.map(|env| env.msg) {
         Ok(Message::ChatReply(reply)) => match reply.end {

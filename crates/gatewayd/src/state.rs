@@ -17,6 +17,8 @@ const HEARD: usize = 64;
 /// How much older than the newest handled post a new one may be (posts can arrive out of
 /// order between the WebSocket and a catch-up).
 const REORDER_MS: i64 = 5 * 60 * 1000;
+/// The largest state file read back (the lists above keep it far smaller).
+const MAX_STATE: u64 = 16 * 1024 * 1024;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Saved {
@@ -73,13 +75,16 @@ impl Store {
     pub fn open(dir: PathBuf, now: i64) -> std::io::Result<Self> {
         std::fs::create_dir_all(&dir)?;
         let path = dir.join("state.json");
-        let saved = match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(std::io::Error::other)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Saved {
+        // Written 0600; one writable by group or others could have been planted. (A 0644
+        // file from an older gatewayd is read, and saved 0600 from then on.)
+        let refused = |why: String| std::io::Error::other(format!("{}: {why}", path.display()));
+        let saved = match daemon::durable::read_file(&path, 0o022, MAX_STATE) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| refused(e.to_string()))?,
+            Err(daemon::durable::ReadError::Missing) => Saved {
                 cursor: now,
                 ..Saved::default()
             },
-            Err(e) => return Err(e),
+            Err(daemon::durable::ReadError::Refused(why)) => return Err(refused(why)),
         };
         Ok(Self { path, saved })
     }
@@ -172,8 +177,8 @@ impl Store {
     pub fn save(&self) -> std::io::Result<()> {
         let tmp = self.path.with_extension("tmp");
         let bytes = serde_json::to_vec(&self.saved).map_err(std::io::Error::other)?;
-        // 0666 before the umask, as `File::create` makes it.
-        daemon::durable::replace_file(&self.path, &tmp, &bytes, 0o666).map_err(|e| e.source)
+        // Only gatewayd reads it: which thread is which session, and the approval posts.
+        daemon::durable::replace_file(&self.path, &tmp, &bytes, 0o600).map_err(|e| e.source)
     }
 }
 
@@ -192,6 +197,82 @@ mod tests {
         assert!(
             !s.is_new("c", 1_000_000 - REORDER_MS - 1),
             "an old root brought back"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("gw-state-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        dir
+    }
+
+    /// Why `Store::open` refuses the state in `dir`.
+    fn refusal(dir: &std::path::Path) -> String {
+        match Store::open(dir.to_owned(), 0) {
+            Ok(_) => panic!("{} was accepted", dir.display()),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn the_state_file_is_private_and_read_back() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("mode");
+        let mut s = Store::open(dir.clone(), 7).expect("open");
+        s.mark("a", 9);
+        s.save().expect("save");
+        let mode = std::fs::metadata(dir.join("state.json"))
+            .expect("meta")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        let again = Store::open(dir.clone(), 0).expect("open again");
+        assert!(again.is_handled("a"));
+        assert_eq!(again.saved.cursor, 9);
+        // What an older gatewayd wrote (0644) is still read.
+        std::fs::set_permissions(
+            dir.join("state.json"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .expect("chmod");
+        Store::open(dir.clone(), 0).expect("0644 is read");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn corrupt_linked_or_writable_state_refuses_start() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("refused");
+        let path = dir.join("state.json");
+        std::fs::write(&path, "{\"threads\":{").expect("write");
+        assert!(
+            refusal(&dir).contains("EOF while parsing"),
+            "{}",
+            refusal(&dir)
+        );
+
+        std::fs::write(&path, "{}").expect("write");
+        for mode in [0o664, 0o646] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+            let why = refusal(&dir);
+            assert!(why.contains(&format!("mode {mode:o} sets")), "{why}");
+        }
+
+        std::fs::remove_file(&path).expect("rm");
+        let elsewhere = scratch("refused-target").join("state.json");
+        std::fs::write(&elsewhere, "{}").expect("write");
+        std::os::unix::fs::symlink(&elsewhere, &path).expect("link");
+        let why = refusal(&dir);
+        assert!(why.ends_with("it is a symbolic link"), "{why}");
+
+        std::fs::remove_file(&path).expect("rm");
+        std::fs::create_dir(&path).expect("a directory in its place");
+        assert!(
+            refusal(&dir).ends_with("not a regular file"),
+            "{}",
+            refusal(&dir)
         );
         let _ = std::fs::remove_dir_all(dir);
     }

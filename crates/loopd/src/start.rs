@@ -63,21 +63,9 @@ pub fn run(args: Args) -> Result<(), Error> {
         .name("chat-accept".into())
         .spawn(move || serve::accept_loop(listener, policy, a, handle))
         .map_err(err)?;
-    if let Some(every) = notify::watchdog_interval() {
-        let l = looper.clone();
-        std::thread::Builder::new()
-            .name("watchdog".into())
-            .spawn(move || {
-                loop {
-                    // Alive while the session store can be read: the one thing every turn needs.
-                    if l.store().ids().is_ok() {
-                        notify::watchdog();
-                    }
-                    std::thread::sleep(every);
-                }
-            })
-            .map_err(err)?;
-    }
+    // Alive while the session store can be read: the one thing every turn needs.
+    let l = looper.clone();
+    notify::spawn_watchdog(move || l.store().ids().is_ok()).map_err(err)?;
     log::info(format_args!("serving the chat socket"));
     notify::ready("serving");
     if let Some(signal) = signals.forever().next() {

@@ -1,9 +1,10 @@
 //! The session log: `sessions/<id>/<epoch>.jsonl`, one `LogRecord` per line, append only,
-//! each line fsynced before the turn goes on (what the owner said is never lost).
+//! each line fsynced before the turn goes on (what the owner said is never lost). Files are
+//! 0600 and never opened through a symbolic link: one in a log's place, or a log open to
+//! group or others, is refused (the model would read it, and a repair would cut it).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use proto::{Epoch, LogRecord, SessionId, Timestamp};
@@ -43,6 +44,18 @@ impl std::error::Error for StoreError {}
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     move |e| StoreError(format!("{}: {e}", path.display()))
+}
+
+/// Opens a log for reading (`create` = `None`) or appending, as `daemon::durable::open`
+/// allows: `Ok(None)` when it does not exist.
+fn open_log(path: &Path, create: Option<u32>) -> Result<Option<File>, StoreError> {
+    match daemon::durable::open(path, create, 0o077) {
+        Ok(f) => Ok(Some(f)),
+        Err(daemon::durable::ReadError::Missing) => Ok(None),
+        Err(daemon::durable::ReadError::Refused(why)) => {
+            Err(StoreError(format!("{}: {why}", path.display())))
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -95,7 +108,8 @@ impl Store {
 
     pub fn read_epoch(&self, id: &SessionId, epoch: Epoch) -> Result<Vec<LogRecord>, StoreError> {
         let path = self.epoch_file(id, epoch);
-        let file = File::open(&path).map_err(io(&path))?;
+        let file = open_log(&path, None)?
+            .ok_or_else(|| StoreError(format!("{}: vanished while read", path.display())))?;
         let mut records = Vec::new();
         let mut reader = BufReader::new(file);
         let mut n = 0;
@@ -180,12 +194,8 @@ impl Store {
         let mut line = serde_json::to_vec(record).map_err(|e| StoreError(e.to_string()))?;
         line.push(b'\n');
         let new_file = !path.exists();
-        let mut file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(io(&path))?;
+        let mut file = open_log(&path, Some(0o600))?
+            .ok_or_else(|| StoreError(format!("{}: vanished while written", path.display())))?;
         file.write_all(&line).map_err(io(&path))?;
         file.sync_data().map_err(io(&path))?;
         if new_file {
@@ -221,10 +231,8 @@ impl Store {
 /// the session loads and the next record starts on a line of its own.
 fn cut_torn_tail(path: &Path) -> Result<(), StoreError> {
     // The last byte tells: a whole file is read only when its tail is torn.
-    let mut file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io(path)(e)),
+    let Some(mut file) = open_log(path, None)? else {
+        return Ok(());
     };
     let len = file.metadata().map_err(io(path))?.len();
     if len == 0 {
@@ -237,12 +245,14 @@ fn cut_torn_tail(path: &Path) -> Result<(), StoreError> {
     if last[0] == b'\n' {
         return Ok(());
     }
-    let bytes = std::fs::read(path).map_err(io(path))?;
-    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let file = OpenOptions::new()
-        .write(true)
-        .open(path)
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| file.read_to_end(&mut bytes))
         .map_err(io(path))?;
+    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    // The same file, opened for writing the same way (an append handle may truncate).
+    let file = open_log(path, Some(0o600))?
+        .ok_or_else(|| StoreError(format!("{}: vanished while repaired", path.display())))?;
     file.set_len(u64::try_from(keep).unwrap_or(0))
         .map_err(io(path))?;
     file.sync_all().map_err(io(path))?;
@@ -258,9 +268,10 @@ fn cut_torn_tail(path: &Path) -> Result<(), StoreError> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_torn_last_line_is_cut_and_the_session_loads() {
-        let home = std::env::temp_dir().join(format!("bx-store-{}", std::process::id()));
+    /// A store in a fresh home with one record in session `s-1`: the home, the store, the
+    /// session, the record and its log file.
+    fn one_record(name: &str) -> (PathBuf, Store, SessionId, LogRecord, PathBuf) {
+        let home = std::env::temp_dir().join(format!("bx-store-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&home);
         let store = Store::open(&home).expect("store");
         let id = SessionId::new("s-1").expect("id");
@@ -270,7 +281,16 @@ mod tests {
         };
         store.append(&id, Epoch(0), &rec).expect("append");
         let path = home.join("sessions/s-1/0.jsonl");
-        let mut f = OpenOptions::new().append(true).open(&path).expect("open");
+        (home, store, id, rec, path)
+    }
+
+    #[test]
+    fn a_torn_last_line_is_cut_and_the_session_loads() {
+        let (home, store, id, rec, path) = one_record("torn");
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .expect("open");
         f.write_all(b"{\"type\":\"us").expect("torn");
         drop(f);
         // Reading never writes; the torn bytes are simply not a record yet.
@@ -287,6 +307,42 @@ mod tests {
                 .len(),
             2
         );
+        let _ = std::fs::remove_dir_all(&home);
+    }
+
+    #[test]
+    fn a_linked_open_or_corrupt_log_is_refused_and_never_written_through() {
+        use std::os::unix::fs::PermissionsExt;
+        let (home, store, id, rec, path) = one_record("refused");
+        let refused = |what: &str| match store.load(&id) {
+            Err(e) => e.to_string(),
+            Ok(s) => panic!("{what}: loaded {s:?}"),
+        };
+
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let why = refused("open to others");
+        assert!(
+            why.ends_with("mode 644 sets 44, which this daemon never does"),
+            "{why}"
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+
+        // A link in the log's place: not read, not repaired, not appended to.
+        let outside = home.join("outside.jsonl");
+        std::fs::write(&outside, "{\"torn").expect("write");
+        std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        std::fs::remove_file(&path).expect("rm");
+        std::os::unix::fs::symlink(&outside, &path).expect("link");
+        assert!(refused("a link").ends_with("it is a symbolic link"));
+        assert!(store.repair(&id).is_err());
+        assert!(store.append(&id, Epoch(0), &rec).is_err());
+        assert_eq!(std::fs::read(&outside).expect("read"), b"{\"torn");
+
+        std::fs::remove_file(&path).expect("rm");
+        std::fs::write(&path, "{\"not\":\"a record\"}\n").expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let why = refused("corrupt");
+        assert!(why.contains("0.jsonl line 1:"), "{why}");
         let _ = std::fs::remove_dir_all(&home);
     }
 }

@@ -158,7 +158,20 @@ pub enum ErrorCode {
     /// This socket does not accept this message kind (for example an approval sent on the
     /// socket loopd uses). Decided by the socket, never by what the peer claims.
     ForbiddenKind,
-    /// The peer is not who this socket admits (SO_PEERCRED), or the server is at its
-    /// connection limit.
+    /// The peer is not who this socket admits (SO_PEERCRED); the detail names who it
+    /// admits. Sent with id 0 before the request is read, and the connection is closed.
     Refused,
+    /// The server is stopping or at its connection limit: the same peer may try again
+    /// later. Sent with id 0 before the request is read, and the connection is closed.
+    Unavailable,
+}
+
+impl ErrorCode {
+    /// The name on the wire (`bad_frame`, `refused`, …), for people.
+    pub fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
 }

@@ -23,6 +23,18 @@ impl Home {
     /// Starts fake-mattermost, then gatewayd with `owners` and `extra` `[gateway]` lines.
     /// Start it before the agent: brokerd reads `[gateway]` at start.
     pub fn start_gateway(&self, owners: &[&str], extra: &str) -> Gateway {
+        let (fake, addr) = self.fake_mattermost(owners, extra);
+        let gw = Gateway {
+            addr,
+            daemons: vec![self.daemon("gatewayd"), fake],
+        };
+        gw.wait("the WebSocket connected", |s| s["live"].as_u64() >= Some(1));
+        gw
+    }
+
+    /// Starts fake-mattermost and configures gatewayd for it (the `[gateway]` table, with
+    /// `owners` and `extra` lines); returns it and its `host:port`.
+    pub fn fake_mattermost(&self, owners: &[&str], extra: &str) -> (Daemon, String) {
         let (fake, addr) = self.spawn_peer(Command::new(bin("fake-mattermost")), "fake-mm.log");
         std::fs::write(self.root.join("mm-token"), "bot-token\n").expect("token");
         self.append_config(&format!(
@@ -30,12 +42,7 @@ impl Home {
              owners = {owners:?}\nchannel = \"channelid00000000000000000\"\n{extra}\n",
             r = self.root.display()
         ));
-        let gw = Gateway {
-            addr,
-            daemons: vec![self.daemon("gatewayd"), fake],
-        };
-        gw.wait("the WebSocket connected", |s| s["live"].as_u64() >= Some(1));
-        gw
+        (fake, addr)
     }
 
     /// gatewayd's state file (threads, handled posts, approval posts).

@@ -11,9 +11,11 @@ use std::time::Duration;
 use daemon::conn::Conn;
 
 mod gateway;
+mod systemd;
 mod wait;
 pub use gateway::{BOT, Gateway, http, post_id, posts, replies, replies_with};
 use proto::{AuditEvent, AuditLine, Envelope, Message, SessionId, ToolRequest};
+pub use systemd::root;
 pub use wait::{Ready, poll_until, wait_until};
 
 /// A built binary of this workspace. `cargo test --workspace` builds them next to the test
@@ -263,7 +265,19 @@ pub struct Daemon {
 
 impl Daemon {
     /// Spawns `cmd` with a NOTIFY_SOCKET bound here and waits until it says READY=1.
-    pub fn spawn(mut cmd: Command, dir: &Path) -> Self {
+    pub fn spawn(cmd: Command, dir: &Path) -> Self {
+        let (daemon, sock) = Self::spawn_notified(cmd, dir);
+        if let Ok(addr) = sock.local_addr()
+            && let Some(path) = addr.as_pathname()
+        {
+            let _ = std::fs::remove_file(path);
+        }
+        daemon
+    }
+
+    /// [`Daemon::spawn`], keeping the notify socket (its read timeout 20 s) for what the
+    /// daemon says after READY=1.
+    pub fn spawn_notified(mut cmd: Command, dir: &Path) -> (Self, UnixDatagram) {
         let program = Path::new(cmd.get_program())
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -288,8 +302,7 @@ impl Daemon {
         if let Err(why) = ready {
             panic!("{why}: {}", daemon.log());
         }
-        let _ = std::fs::remove_file(&notify);
-        daemon
+        (daemon, sock)
     }
 
     pub fn log(&self) -> String {

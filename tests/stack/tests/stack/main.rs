@@ -13,5 +13,7 @@ mod gateway_approvals;
 mod labels;
 mod policy_history;
 mod recovery;
+mod refusal;
 mod resolve;
 mod shutdown;
+mod watchdog;
