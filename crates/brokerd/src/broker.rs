@@ -3,7 +3,6 @@
 //! its answer leaves.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -22,6 +21,7 @@ use proto::{
 use crate::approvals::{self, Answer, Approvals, NotRegistered, Wake};
 use crate::audit::AuditLog;
 use crate::gateway::Outgoing;
+use crate::outbox::Outbox;
 use crate::policy::{self, Decision, Labels, Outcome};
 use crate::runner::{RunOutcome, Runner};
 use crate::sessions::{SessionState, Sessions};
@@ -41,10 +41,7 @@ pub struct Broker {
     /// about to raise.
     session_locks: KeyedLocks<SessionId>,
     /// To gatewayd, when `[gateway]` is configured: cards to post, outcomes to show.
-    gateway: Option<mpsc::Sender<Outgoing>>,
-    gateway_outbox: Mutex<Option<mpsc::Receiver<Outgoing>>>,
-    /// Outcomes queued for gatewayd and not yet shown: stopping waits a little for these.
-    unshown: AtomicUsize,
+    pub(crate) outbox: Outbox,
 }
 
 /// The snapshot in force, and the seq of the `grants_loaded` line that recorded it (none
@@ -68,13 +65,7 @@ impl Broker {
         runner: Runner,
     ) -> Self {
         let cap = config.broker.max_pending_approvals;
-        let (gateway, outbox) = match config.gateway {
-            Some(_) => {
-                let (tx, rx) = mpsc::channel();
-                (Some(tx), Some(rx))
-            }
-            None => (None, None),
-        };
+        let outbox = Outbox::new(config.gateway.is_some());
         Self {
             config,
             snapshot: RwLock::new(Installed {
@@ -86,43 +77,7 @@ impl Broker {
             approvals: Mutex::new(Approvals::new(cap)),
             runner,
             session_locks: KeyedLocks::default(),
-            gateway,
-            gateway_outbox: Mutex::new(outbox),
-            unshown: AtomicUsize::new(0),
-        }
-    }
-
-    /// The receiving end of the link to gatewayd, once (`None` without `[gateway]`).
-    pub fn take_gateway_outbox(&self) -> Option<mpsc::Receiver<Outgoing>> {
-        lock(&self.gateway_outbox).take()
-    }
-
-    /// Queues `item` for gatewayd; without a gateway there is nobody to tell.
-    pub(crate) fn tell_gateway(&self, item: Outgoing) {
-        if let Some(tx) = &self.gateway {
-            if matches!(item, Outgoing::Update(_)) {
-                self.unshown.fetch_add(1, Ordering::SeqCst);
-            }
-            // The receiver lives as long as the process (the link thread never returns).
-            let _ = tx.send(item);
-        }
-    }
-
-    /// gatewayd took one queued outcome.
-    pub(crate) fn shown(&self) {
-        self.unshown.fetch_sub(1, Ordering::SeqCst);
-    }
-
-    /// Waits up to `limit` until gatewayd has taken every queued outcome (stopping: the
-    /// cards of the calls just denied show it). Returns how many are left.
-    pub fn flush_gateway(&self, limit: Duration) -> usize {
-        let start = std::time::Instant::now();
-        loop {
-            let left = self.unshown.load(Ordering::SeqCst);
-            if left == 0 || start.elapsed() >= limit {
-                return left;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+            outbox,
         }
     }
 
@@ -370,7 +325,7 @@ impl Broker {
         if let Err(why) = lock(&self.approvals).register(card.clone(), tx) {
             return Ok(self.not_asked(decision, why));
         }
-        self.tell_gateway(Outgoing::Post(card));
+        self.outbox.tell(Outgoing::Post(card));
         send(Envelope::partial(
             id,
             Message::ToolResponse(ToolResponse::PendingApproval {
@@ -390,7 +345,7 @@ impl Broker {
                 }
             }
         };
-        self.tell_gateway(Outgoing::Update(ApprovalUpdate {
+        self.outbox.tell(Outgoing::Update(ApprovalUpdate {
             approval,
             update: match &wake {
                 Some(Wake::Answered(a)) => Update::Decided {

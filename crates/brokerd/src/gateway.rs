@@ -115,7 +115,7 @@ fn serve(
                 }
                 Outgoing::Post(_) => {}
                 Outgoing::Update(u) => match call(conn, Message::ApprovalUpdate(u.clone())) {
-                    Ok(Message::ApprovalUpdated(_)) => broker.shown(),
+                    Ok(Message::ApprovalUpdated(_)) => broker.outbox.shown(),
                     Ok(other) => {
                         return Err(link(format!(
                             "approval_update answered by {}",
@@ -208,7 +208,7 @@ impl Broker {
                     "approval {}: an answer by {by} refused ({refusal:?})",
                     answer.approval
                 ));
-                self.tell_gateway(Outgoing::Update(ApprovalUpdate {
+                self.outbox.tell(Outgoing::Update(ApprovalUpdate {
                     approval: answer.approval.clone(),
                     update: Update::Refused { by, refusal },
                 }));

@@ -10,6 +10,7 @@ pub mod audit;
 pub mod bind;
 pub mod broker;
 pub mod gateway;
+mod outbox;
 pub mod policy;
 mod resolve;
 pub mod runner;

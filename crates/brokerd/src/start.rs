@@ -91,7 +91,7 @@ pub fn run(args: Args) -> Result<(), Error> {
             .spawn(move || server::accept_loop(b, side, listener, a))
             .map_err(err)?;
     }
-    if let Some(outbox) = broker.take_gateway_outbox() {
+    if let Some(outbox) = broker.outbox.take() {
         let b = broker.clone();
         std::thread::Builder::new()
             .name("gateway".into())
@@ -120,7 +120,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         "stopping: {denied} calls waiting for the owner denied; waiting for requests in flight"
     ));
     activity.drain(DRAIN);
-    let left = broker.flush_gateway(FLUSH);
+    let left = broker.outbox.flush(FLUSH);
     if left > 0 {
         log::warn(format_args!(
             "stopping: {left} outcomes not shown on Mattermost (gatewayd did not take them)"
