@@ -13,7 +13,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use daemon::constraints::is_under;
+use grants::constraints::is_under;
 
 /// One path bound read-only into a tool unit.
 #[derive(Debug, Clone, PartialEq, Eq)]

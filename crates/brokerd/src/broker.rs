@@ -26,7 +26,7 @@ use crate::policy::{self, Decision, Labels, Outcome};
 use crate::runner::{RunOutcome, Runner};
 use crate::sessions::{SessionState, Sessions};
 use crate::tool_spec;
-use daemon::grants::Snapshot;
+use grants::Snapshot;
 
 #[derive(Debug)]
 pub struct Broker {

@@ -38,8 +38,8 @@
 use proto::tools::{ArgsError, ToolArgs};
 use proto::{DataClass, DenyReason, Grant, Mode, Timestamp};
 
-use daemon::constraints::{self, Covered};
-use daemon::grants::Snapshot;
+use grants::Snapshot;
+use grants::constraints::{self, Covered};
 
 /// What a result is labelled: the class it raises the session to, and whether it may carry
 /// injected text. Joined over grants: the highest class, the OR of the flags.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::policy::{self, Approval, Labels, Outcome, SessionView};
-use daemon::grants::Snapshot;
+use grants::Snapshot;
 use proto::tools::ToolArgs;
 use proto::{DataClass, DenyReason, Timestamp};
 

@@ -1,6 +1,6 @@
 //! The addresses a call may reach: its host resolved once, here, through the system resolver
 //! (on NixOS, systemd-resolved over AF_UNIX), and the answer filtered by the grant's reach
-//! (`daemon::constraints::admit`). The tool connects only to these addresses and its unit
+//! (`grants::constraints::admit`). The tool connects only to these addresses and its unit
 //! admits only these, so a name's owner who answers differently later (DNS rebinding) still
 //! reaches only what was admitted here.
 //!
@@ -11,7 +11,7 @@ use std::io;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use daemon::constraints::{Host, Reach, Unreachable, admit};
+use grants::constraints::{Host, Reach, Unreachable, admit};
 
 /// Asks a name's addresses for a port. [`system`] in brokerd; a stand-in in tests.
 type Lookup = fn(&str, u16) -> io::Result<Vec<IpAddr>>;

@@ -16,8 +16,8 @@ use crate::broker::Broker;
 use crate::runner::{DirectRunner, Runner, SystemdRunner};
 use crate::server::{self, Side};
 use crate::sessions::Sessions;
-use daemon::grants::Snapshot;
 use daemon::serve::Activity;
+use grants::Snapshot;
 
 #[derive(Debug, clap::Parser)]
 #[command(name = "brokerd", version, about = "boxmaker's policy point")]

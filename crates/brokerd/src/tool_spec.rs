@@ -13,7 +13,7 @@ use proto::tools::{HttpFetchArgs, ListDirArgs, ReadFileArgs, ToolArgs};
 use crate::bind;
 use crate::policy::Decision;
 use crate::runner::{Limits, RunSpec, Runner, Secret, unit_name};
-use daemon::constraints::{Covered, Reach, normalize_url};
+use grants::constraints::{Covered, Reach, normalize_url};
 
 /// The arguments as the grant covered them: the normalised path or URL. This is what the
 /// approval binds to, the audit keeps as canonical, and the tool runs with, so that what
@@ -141,7 +141,7 @@ const EXAMPLE_ADDRESS: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 1)
 pub fn print_unit(
     config: &Config,
     runner: &Runner,
-    snapshot: &daemon::grants::Snapshot,
+    snapshot: &grants::Snapshot,
     grant_id: &str,
 ) -> Result<String, String> {
     let Runner::Systemd(systemd) = runner else {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use daemon::config::Config;
 use daemon::conn::Conn;
-use daemon::inert::line;
+use inert::line;
 use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Empty, SessionQuery, Verdict};
 use proto::{Message, SessionId};
 

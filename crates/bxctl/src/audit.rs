@@ -1,14 +1,13 @@
 //! Reading the audit log: verification with `proto`'s chain verifier over the stored bytes
 //! (never re-serialised), and a listing for a person: one line per record, whatever the
 //! record holds (a detail quoting the model, a tool name with a newline) shown by
-//! `daemon::inert`'s single-line rule, so no record can draw a line that looks like another.
+//! `inert`'s single-line rule, so no record can draw a line that looks like another.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use daemon::inert;
 use proto::chain::ChainVerifier;
 use proto::{AuditEvent, AuditLine, DecisionRecord};
 

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use daemon::config::Config;
 use daemon::conn::Conn;
-use daemon::inert::{Block, block, line};
+use inert::{Block, block, line};
 use proto::approval::Empty;
 use proto::chat::{ChatEvent, ChatSend, SessionShow, TurnEnd};
 use proto::{CallId, LogRecord, Message, SessionId, ToolResponse};
@@ -21,7 +21,7 @@ fn connect(config: &Config) -> Result<Conn, Error> {
 }
 
 /// How a turn reads in a terminal: bxctl's own lines (tool calls, outcomes, approvals), and
-/// the model's text as a block whose every line starts with `| ` (`daemon::inert`), so the
+/// the model's text as a block whose every line starts with `| ` (`inert`), so the
 /// model can never draw a line that looks like one of bxctl's. Every field from a peer (a
 /// tool name, arguments, a denial's detail, a tool's failure) is one inert line.
 #[derive(Debug)]

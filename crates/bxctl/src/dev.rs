@@ -183,7 +183,7 @@ fn start(
             // The log may quote what the model or a tool wrote: set apart, inert.
             return Err(Error(format!(
                 "{name} exited ({status}):\n{}",
-                daemon::inert::block(&text).trim_end()
+                inert::block(&text).trim_end()
             )));
         }
         if Instant::now() > deadline {

@@ -3,7 +3,7 @@
 //! uses (`proto`'s chain verifier, the grant loader).
 //!
 //! Text from the model, tools and peers never reaches the terminal raw: it is shown by
-//! `daemon::inert`'s rule (single-line fields escaped, multi-line text set apart as a
+//! `inert`'s rule (single-line fields escaped, multi-line text set apart as a
 //! block whose every line starts with `| `), the rule gatewayd shows Mattermost by.
 //!
 //! Exit codes: 0 success; 1 the thing checked is bad (a broken chain, a bad grant, a
@@ -102,7 +102,7 @@ pub(crate) use daemon::err;
 /// An error whose text comes in part from a peer (a decode error quoting a frame, a
 /// refusal's detail): shown as one inert line.
 pub(crate) fn peer_err(e: impl std::fmt::Display) -> Error {
-    Error(daemon::inert::line(&e.to_string()))
+    Error(inert::line(&e.to_string()))
 }
 
 /// A failed call to `server` (brokerd, loopd), for the owner. A connection the server
@@ -123,7 +123,7 @@ pub(crate) fn call_failed(
                 _ => format!("{server}'s log says more"),
             };
             // The detail is the server's, naming users and groups: one inert line.
-            let detail = daemon::inert::line(&r.detail);
+            let detail = inert::line(&r.detail);
             Error(format!(
                 "{server} refused the connection ({}): {detail}\nhelp: {help}",
                 r.code.name(),
@@ -147,7 +147,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
                 Some(d) => d,
                 None => config()?.grants,
             };
-            match daemon::grants::Snapshot::load(&dir) {
+            match grants::Snapshot::load(&dir) {
                 Ok(s) => {
                     writeln!(
                         out,

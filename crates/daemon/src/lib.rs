@@ -1,23 +1,20 @@
-//! What every boxmaker role needs alike, written once: the config file and the grant files
-//! (with the constraint rules brokerd decides by, so that `bxctl grants check` reports
-//! exactly what brokerd would), the systemd socket handoff and readiness, SO_PEERCRED peer
-//! checks, framed connections with deadlines, log lines journald files at the right
-//! priority, and the one rule by which foreign text is shown inert (bxctl, gatewayd). Not a role: only brokerd decides anything with it.
+//! daemon: the runtime every boxmaker role process shares. One purpose: running as a
+//! systemd service and talking framed JSON over Unix sockets, written once. The config
+//! file, the systemd socket handoff, readiness and the watchdog, SO_PEERCRED peer checks,
+//! the shared accept loop and framed connections with deadlines, log lines journald files
+//! at the right priority, per-key locks and durable state files. Not a role: it decides
+//! nothing (the grant files are the `grants` crate's, HTTP is `strict-http`'s, the display
+//! rule for foreign text is `inert`'s).
 
 pub mod config;
 pub mod conn;
-pub mod constraints;
 pub mod durable;
-pub mod grants;
-pub mod http;
-pub mod inert;
 pub mod keyed;
 pub mod listen;
 pub mod log;
 pub mod notify;
 pub mod peer;
 pub mod serve;
-pub mod unitpath;
 
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};

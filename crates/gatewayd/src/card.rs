@@ -93,7 +93,7 @@ pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<St
         id = code(&card.approval),
     );
     let parts = fenced_parts(
-        &daemon::inert::line(&card.arguments),
+        &inert::line(&card.arguments),
         POST_LIMIT - HEAD,
         POST_LIMIT - ROOM,
     );

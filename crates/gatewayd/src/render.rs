@@ -2,9 +2,7 @@
 //! through markdown images (fetched by clients) and links (previewed by the server). Every
 //! token that could be a link is shown as inline code; backslashes, backticks and `[` are
 //! escaped elsewhere, so no image, link or code span can be formed from model text.
-//! Which characters are shown escaped is `daemon::inert`'s rule, the same as in bxctl.
-
-use daemon::inert;
+//! Which characters are shown escaped is `inert`'s rule, the same as in bxctl.
 
 /// Mattermost refuses posts over 16383 characters; a little room is left.
 pub const POST_LIMIT: usize = 16_000;

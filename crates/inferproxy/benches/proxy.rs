@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use daemon::http::{self, Body};
+use strict_http::Body;
 
 trait Stream: Read + Write {}
 impl Stream for TcpStream {}
@@ -62,9 +62,10 @@ const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nServer: llama.cpp\r\nContent-Type: text
 fn serve(mut stream: TcpStream) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let mut reader = BufReader::new(stream.try_clone()?);
-    let head = http::read_request_head(&mut reader).map_err(io::Error::from)?;
+    let head = strict_http::read_request_head(&mut reader).map_err(io::Error::from)?;
     let body = Body::new(&mut reader, head.framing, Some(1024)).map_err(io::Error::from)?;
-    let request = String::from_utf8_lossy(&http::read_to_end_limited(body, 1024)?).into_owned();
+    let request =
+        String::from_utf8_lossy(&strict_http::read_to_end_limited(body, 1024)?).into_owned();
     let words: Vec<&str> = request.split(' ').collect();
     if let ["stream", size, total] = words[..] {
         let size: usize = size.parse().expect("event size");
@@ -103,7 +104,7 @@ fn chunk(data: &[u8]) -> Vec<u8> {
 fn throughput(route: &Route, size: usize, total: usize) -> f64 {
     let start = Instant::now();
     let request = format!("stream {size} {total}");
-    let resp = http::request(
+    let resp = strict_http::request(
         route.connect(),
         "POST",
         "/v1/chat/completions",
@@ -130,7 +131,7 @@ fn throughput(route: &Route, size: usize, total: usize) -> f64 {
 /// Time from connect to the first byte of the body.
 fn first_byte(route: &Route) -> Duration {
     let start = Instant::now();
-    let resp = http::request(
+    let resp = strict_http::request(
         route.connect(),
         "POST",
         "/v1/chat/completions",

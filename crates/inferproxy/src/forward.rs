@@ -13,11 +13,11 @@ use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::time::Instant;
 
-use daemon::http::{
+use daemon::log;
+use strict_http::{
     self, Body, ChunkedWriter, Framing, HttpError, RequestHead, Version, read_request_head,
     read_response_head, read_to_end_limited, write_request, write_response_head,
 };
-use daemon::log;
 
 use crate::reply;
 use crate::server::Shared;
@@ -215,7 +215,7 @@ fn connect(shared: &Shared, head: &RequestHead, body: &[u8]) -> Result<TcpStream
 }
 
 /// The fields a `Connection` header names: hop-by-hop too.
-fn listed_in_connection(headers: &http::Headers) -> Vec<String> {
+fn listed_in_connection(headers: &strict_http::Headers) -> Vec<String> {
     headers
         .get_all("connection")
         .flat_map(|v| v.split(','))

@@ -7,8 +7,6 @@ use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-use daemon::http;
-
 /// The `type` of an error body, after OpenAI's and llama-server's names where they have one.
 fn kind(status: u16) -> &'static str {
     match status {
@@ -34,7 +32,7 @@ pub(crate) fn error_bytes(status: u16, message: &'static str) -> Vec<u8> {
     let mut out = format!(
         "HTTP/1.1 {status} {}\r\nContent-Type: application/json; charset=utf-8\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n",
-        http::reason(status),
+        strict_http::reason(status),
         body.len()
     )
     .into_bytes();
@@ -77,7 +75,7 @@ mod tests {
     fn an_error_answer_parses_as_one() {
         let bytes = error_bytes(403, "forbidden path");
         let mut reader = &bytes[..];
-        let head = http::read_response_head(&mut reader).expect("head");
+        let head = strict_http::read_response_head(&mut reader).expect("head");
         assert_eq!((head.status, head.reason.as_str()), (403, "Forbidden"));
         assert_eq!(head.headers.get("connection"), Some("close"));
         assert_eq!(

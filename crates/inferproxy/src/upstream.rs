@@ -9,8 +9,8 @@ use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-use daemon::http::HttpError;
 use daemon::peer;
+use strict_http::HttpError;
 
 /// How often a wait for llama-server looks whether the client is still there.
 const LIVENESS_SLICE: Duration = Duration::from_millis(500);

@@ -6,10 +6,10 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-use daemon::http::{self, HttpError, SseReader};
 use proto::{LogRecord, ToolCall};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use strict_http::{HttpError, SseReader};
 
 /// Why the model could not answer. The session stays as it was.
 #[derive(Debug)]
@@ -102,7 +102,7 @@ fn connect(sock: &Path, timeout: Duration) -> Result<UnixStream, LlmError> {
     Ok(stream)
 }
 
-fn status_error<S: std::io::Read>(resp: http::Response<S>) -> LlmError {
+fn status_error<S: std::io::Read>(resp: strict_http::Response<S>) -> LlmError {
     let status = resp.status;
     let body = resp.read_body(64 * 1024).unwrap_or_default();
     let message = serde_json::from_slice::<ErrorBody>(&body)
@@ -112,7 +112,7 @@ fn status_error<S: std::io::Read>(resp: http::Response<S>) -> LlmError {
 }
 
 pub fn props(sock: &Path, timeout: Duration) -> Result<Props, LlmError> {
-    let resp = http::request(connect(sock, timeout)?, "GET", "/props", &[], b"")
+    let resp = strict_http::request(connect(sock, timeout)?, "GET", "/props", &[], b"")
         .map_err(|e| LlmError::Unreachable(e.to_string()))?;
     if resp.status != 200 {
         return Err(status_error(resp));
@@ -248,7 +248,7 @@ pub fn complete(
 ) -> Result<Completion, LlmError> {
     let bytes = serde_json::to_vec(body).map_err(|e| LlmError::Stream(e.to_string()))?;
     let headers = [("Content-Type", "application/json")];
-    let resp = http::request(
+    let resp = strict_http::request(
         connect(sock, timeout)?,
         "POST",
         "/v1/chat/completions",

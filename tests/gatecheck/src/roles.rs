@@ -10,11 +10,17 @@
 //! Rules, over normal, dev and build dependencies alike (a dependency counts when it is a
 //! path dependency on another workspace member):
 //! - a `role` crate never depends on another `role` crate;
-//! - a `role` crate depends on at most one `support` crate;
 //! - a product crate (`role`, `support`, `protocol`, `test-peer`) never depends on a
 //!   `tooling` or `tests` crate;
 //! - a `support` crate never depends on a `role` crate;
-//! - the `protocol` crate is data only: it depends on no `role`, `support` or `test-peer` crate.
+//! - the `protocol` crate is data only: it depends on no `role`, `support` or `test-peer` crate;
+//! - no members depend on each other in a circle (dev-dependencies included, which cargo
+//!   alone would allow);
+//! - a `support` crate states its one purpose: its library's root file opens with a `//!`
+//!   comment.
+//!
+//! A role may use as many support crates as it needs: what keeps the house clean is that
+//! each support crate is focused and none of them reaches up (`docs/decisions.md` H1).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -94,6 +100,15 @@ struct Package {
     dependencies: Vec<Dependency>,
     #[serde(default)]
     metadata: Option<PackageMetadata>,
+    #[serde(default)]
+    targets: Vec<Target>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Target {
+    #[serde(default)]
+    kind: Vec<String>,
+    src_path: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -191,7 +206,6 @@ pub fn check_metadata(json: &str) -> Result<Outcome, Error> {
         let Some(&kind) = kinds.get(package.name.as_str()) else {
             continue;
         };
-        let mut supports: BTreeSet<&str> = BTreeSet::new();
         for dep in &package.dependencies {
             if dep.path.is_none() {
                 continue;
@@ -218,20 +232,13 @@ pub fn check_metadata(json: &str) -> Result<Outcome, Error> {
                     dep.name
                 ));
             }
-            if kind == Kind::Role && dep_kind == Kind::Support {
-                supports.insert(&dep.name);
-            }
         }
-        if supports.len() > 1 {
-            let list: Vec<String> = supports.iter().map(|name| format!("`{name}`")).collect();
-            problems.push(format!(
-                "role crate `{}` depends on {} support crates ({}): a role depends on at most one",
-                package.name,
-                supports.len(),
-                list.join(", ")
-            ));
+        if kind == Kind::Support {
+            problems.extend(purpose_problem(package));
         }
     }
+
+    problems.extend(cycles(&packages, &kinds));
 
     Ok(Outcome {
         check: Check::Roles,
@@ -240,191 +247,75 @@ pub fn check_metadata(json: &str) -> Result<Outcome, Error> {
     })
 }
 
+/// A support crate whose library root does not open with a `//!` statement of purpose.
+fn purpose_problem(package: &Package) -> Option<String> {
+    let lib = package
+        .targets
+        .iter()
+        .find(|t| t.kind.iter().any(|k| k == "lib"))?;
+    let text = std::fs::read_to_string(&lib.src_path).unwrap_or_default();
+    if text.trim_start().starts_with("//!") {
+        None
+    } else {
+        Some(format!(
+            "support crate `{}` does not state its purpose: {} must open with a `//!` \
+             comment saying what the crate is for",
+            package.name, lib.src_path
+        ))
+    }
+}
+
+/// Every circle of path dependencies among the members (any dependency kind), once each,
+/// named from its smallest member.
+fn cycles(packages: &[&Package], kinds: &BTreeMap<&str, Kind>) -> Vec<String> {
+    let edges: BTreeMap<&str, BTreeSet<&str>> = packages
+        .iter()
+        .map(|p| {
+            let deps = p
+                .dependencies
+                .iter()
+                .filter(|d| d.path.is_some() && kinds.contains_key(d.name.as_str()))
+                .map(|d| d.name.as_str())
+                .collect();
+            (p.name.as_str(), deps)
+        })
+        .collect();
+    let mut found = BTreeSet::new();
+    for &start in edges.keys() {
+        // Depth-first from `start`, keeping to members that sort after it, so each circle
+        // is reported from its smallest member only.
+        let mut stack = vec![(start, vec![start])];
+        let mut seen = BTreeSet::new();
+        while let Some((at, path)) = stack.pop() {
+            for &next in edges.get(at).into_iter().flatten() {
+                if next == start {
+                    let mut circle = path.clone();
+                    circle.push(start);
+                    found.insert(circle);
+                } else if next > start && seen.insert(next) {
+                    let mut longer = path.clone();
+                    longer.push(next);
+                    stack.push((next, longer));
+                }
+            }
+        }
+    }
+    found
+        .into_iter()
+        .map(|circle| {
+            let names: Vec<String> = circle.iter().map(|n| format!("`{n}`")).collect();
+            format!(
+                "crates {} depend on each other in a circle: no cycles",
+                names.join(" -> ")
+            )
+        })
+        .collect()
+}
+
 fn known_kinds() -> String {
     let names: Vec<String> = Kind::ALL.iter().map(|kind| format!("\"{kind}\"")).collect();
     names.join(", ")
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::{Value, json};
-
-    /// A member as `cargo metadata` shows it; `deps` are (name, kind) path dependencies on
-    /// other members, plus a registry dependency on serde.
-    fn member(name: &str, kind: Option<&str>, deps: &[(&str, Option<&str>)]) -> Value {
-        let mut dependencies = vec![json!({
-            "name": "serde", "source": "registry+https://github.com/rust-lang/crates.io-index",
-            "req": "^1", "kind": null, "rename": null, "optional": false,
-            "uses_default_features": true, "features": ["derive"], "target": null,
-            "registry": null
-        })];
-        for (dep, dep_kind) in deps {
-            dependencies.push(json!({
-                "name": dep, "source": null, "req": "*", "kind": dep_kind, "rename": null,
-                "optional": false, "uses_default_features": true, "features": [],
-                "target": null, "registry": null, "path": format!("/w/crates/{dep}")
-            }));
-        }
-        let metadata = match kind {
-            Some(kind) => json!({ "boxmaker": { "kind": kind } }),
-            None => Value::Null,
-        };
-        json!({
-            "name": name, "version": "0.1.0",
-            "id": format!("path+file:///w/crates/{name}#0.1.0"),
-            "license": "MIT OR Apache-2.0", "source": null, "dependencies": dependencies,
-            "targets": [], "features": {}, "manifest_path": format!("/w/crates/{name}/Cargo.toml"),
-            "metadata": metadata, "publish": [], "edition": "2024"
-        })
-    }
-
-    fn workspace(members: Vec<Value>) -> String {
-        let ids: Vec<Value> = members.iter().map(|m| m["id"].clone()).collect();
-        json!({
-            "packages": members, "workspace_members": ids,
-            "workspace_default_members": ids, "resolve": null,
-            "target_directory": "/w/target", "version": 1, "workspace_root": "/w",
-            "metadata": null
-        })
-        .to_string()
-    }
-
-    fn good_members() -> Vec<Value> {
-        vec![
-            member("proto", Some("protocol"), &[]),
-            member("daemon", Some("support"), &[("proto", None)]),
-            member("loopd", Some("role"), &[("proto", None), ("daemon", None)]),
-            member(
-                "brokerd",
-                Some("role"),
-                &[("proto", None), ("daemon", None)],
-            ),
-            member("fake-llama-server", Some("test-peer"), &[("proto", None)]),
-            member("gatecheck", Some("tooling"), &[]),
-            member(
-                "stack",
-                Some("tests"),
-                &[
-                    ("loopd", None),
-                    ("brokerd", Some("dev")),
-                    ("gatecheck", None),
-                ],
-            ),
-        ]
-    }
-
-    fn problems_with(extra: Value) -> Vec<String> {
-        let mut members = good_members();
-        members.push(extra);
-        let outcome = check_metadata(&workspace(members)).expect("metadata parses");
-        outcome.problems
-    }
-
-    #[test]
-    fn a_well_formed_workspace_passes() {
-        let outcome = check_metadata(&workspace(good_members())).expect("metadata parses");
-        assert!(outcome.passed(), "{outcome}");
-        assert_eq!(outcome.checked, 7);
-    }
-
-    #[test]
-    fn a_role_depending_on_a_role_fails_for_every_dependency_kind() {
-        for dep_kind in [None, Some("dev"), Some("build")] {
-            let problems = problems_with(member("bxctl", Some("role"), &[("loopd", dep_kind)]));
-            assert_eq!(problems.len(), 1, "{problems:?}");
-            assert!(
-                problems[0].starts_with("role crate `bxctl` has a ")
-                    && problems[0].contains("on role crate `loopd`"),
-                "{problems:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_missing_or_unknown_kind_fails() {
-        let problems = problems_with(member("gatewayd", None, &[("proto", None)]));
-        assert_eq!(problems.len(), 1);
-        assert!(problems[0].contains("crate `gatewayd` declares no kind"));
-
-        let problems = problems_with(member("gatewayd", Some("daemon"), &[]));
-        assert_eq!(problems.len(), 1);
-        assert!(problems[0].contains("unknown kind \"daemon\""));
-
-        let mut odd = member("odd", None, &[]);
-        odd["metadata"] = json!({ "other-tool": { "x": 1 } });
-        assert!(problems_with(odd)[0].contains("crate `odd` declares no kind"));
-    }
-
-    #[test]
-    fn product_crates_may_not_depend_on_tooling_or_tests() {
-        for kind in ["role", "support", "protocol", "test-peer"] {
-            let problems = problems_with(member("x", Some(kind), &[("gatecheck", Some("dev"))]));
-            assert_eq!(problems.len(), 1, "{kind}: {problems:?}");
-            assert!(problems[0].contains("dev-dependency on tooling crate `gatecheck`"));
-            let problems = problems_with(member("x", Some(kind), &[("stack", None)]));
-            assert!(problems[0].contains("dependency on tests crate `stack`"));
-        }
-    }
-
-    #[test]
-    fn support_and_protocol_crates_may_not_depend_on_roles() {
-        let problems = problems_with(member("util", Some("support"), &[("brokerd", None)]));
-        assert_eq!(problems.len(), 1);
-        assert!(problems[0].contains("support crates never depend on role crates"));
-
-        let problems = problems_with(member("proto2", Some("protocol"), &[("daemon", None)]));
-        assert_eq!(problems.len(), 1);
-        assert!(problems[0].contains("the protocol crate is data only"));
-    }
-
-    #[test]
-    fn a_role_may_use_at_most_one_support_crate() {
-        let problems = problems_with(member(
-            "toolkit",
-            Some("role"),
-            &[("daemon", None), ("helpers", None)],
-        ));
-        // `helpers` is not a member yet: only one support crate is known, so it passes.
-        assert!(problems.is_empty(), "{problems:?}");
-
-        let mut members = good_members();
-        members.push(member("helpers", Some("support"), &[]));
-        members.push(member(
-            "toolkit",
-            Some("role"),
-            &[("daemon", None), ("helpers", Some("dev"))],
-        ));
-        let outcome = check_metadata(&workspace(members)).expect("metadata parses");
-        assert_eq!(outcome.problems.len(), 1);
-        assert!(outcome.problems[0].contains("depends on 2 support crates (`daemon`, `helpers`)"));
-    }
-
-    #[test]
-    fn registry_dependencies_and_non_members_are_not_judged() {
-        let mut members = good_members();
-        // A registry crate that happens to share a role's name is not that role.
-        let mut role = member("inferproxy", Some("role"), &[]);
-        role["dependencies"][0]["name"] = json!("loopd");
-        members.push(role);
-        let mut text: Value =
-            serde_json::from_str(&workspace(members)).expect("test json is valid");
-        // A package listed but not a workspace member is ignored.
-        let outsider = member("outsider", None, &[("loopd", None)]);
-        text["packages"]
-            .as_array_mut()
-            .expect("packages is an array")
-            .push(outsider);
-        let outcome = check_metadata(&text.to_string()).expect("metadata parses");
-        assert!(outcome.passed(), "{outcome}");
-    }
-
-    #[test]
-    fn malformed_metadata_is_an_error() {
-        assert!(matches!(check_metadata("{}"), Err(Error::Metadata(_))));
-        assert!(matches!(
-            check_metadata("not json"),
-            Err(Error::Metadata(_))
-        ));
-    }
-}
+mod tests;

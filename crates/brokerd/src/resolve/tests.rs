@@ -1,6 +1,6 @@
 use super::*;
 
-use daemon::constraints::Zone;
+use grants::constraints::Zone;
 use proto::Grant;
 
 fn ip(text: &str) -> IpAddr {
@@ -37,7 +37,7 @@ fn reach(constraints: &str) -> Reach {
          {constraints}\n"
     );
     let grant = Grant::from_toml(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
-    daemon::constraints::validate(&grant).unwrap_or_else(|e| panic!("{text}: {e}"));
+    grants::constraints::validate(&grant).unwrap_or_else(|e| panic!("{text}: {e}"));
     Reach::of(&grant)
 }
 

@@ -46,8 +46,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::policy::Decision;
-pub use daemon::unitpath::{check_credential_name, check_granted_path, check_unit_path};
 pub use direct::DirectRunner;
+pub use grants::unitpath::{check_credential_name, check_granted_path, check_unit_path};
 pub use systemd::SystemdRunner;
 
 /// The resource limits of one run, from the grant and brokerd's configuration.

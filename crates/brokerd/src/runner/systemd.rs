@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use daemon::constraints::is_under;
+use grants::constraints::is_under;
 
 use super::child::{self, Job};
 use super::{

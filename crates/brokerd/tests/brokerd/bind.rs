@@ -117,7 +117,7 @@ fn the_systemd_unit_of_a_call_binds_only_the_covered_path() {
         "tool = \"{{tool}}\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
          [constraints]\npaths = [\"{home}\"]\n"
     );
-    let snapshot = daemon::grants::Snapshot::from_texts(
+    let snapshot = grants::Snapshot::from_texts(
         [
             ("home-read", grant.replace("{tool}", "read_file")),
             ("home-list", grant.replace("{tool}", "list_dir")),

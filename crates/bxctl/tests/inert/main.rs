@@ -1,6 +1,6 @@
 //! Text from the model, tools and peers never reaches the terminal raw: every bxctl command
 //! that shows foreign text, fed every class of character that could hide, move or forge
-//! text, shows the exact escaped form (`daemon::inert`'s rule).
+//! text, shows the exact escaped form (`inert`'s rule).
 
 mod peer;
 

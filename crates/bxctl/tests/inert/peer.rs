@@ -39,7 +39,7 @@ pub fn time() -> Timestamp {
 
 /// Whether `text` holds a character that is not printable text (a newline is allowed).
 pub fn raw(text: &str) -> bool {
-    text.chars().any(|c| c != '\n' && daemon::inert::hidden(c))
+    text.chars().any(|c| c != '\n' && inert::hidden(c))
 }
 
 #[derive(Debug)]

@@ -5,7 +5,7 @@ use std::net::TcpListener;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use daemon::http::{self, HttpError};
+use strict_http::HttpError;
 
 use crate::support::{PATIENCE, Proxy, STREAM_HEAD, Upstream, chunk};
 
@@ -114,8 +114,8 @@ fn cut_stream(
         upstream_then(stream);
     });
     let proxy = Proxy::start(up.port, infer);
-    let resp =
-        http::request(proxy.connect(), "POST", "/v1/chat/completions", &[], b"{}").expect("head");
+    let resp = strict_http::request(proxy.connect(), "POST", "/v1/chat/completions", &[], b"{}")
+        .expect("head");
     assert_eq!(resp.status, 200);
     let mut body = resp.body;
     let mut got = vec![0u8; 15];
@@ -169,8 +169,8 @@ fn a_client_that_leaves_mid_stream_stops_the_upstream() {
         }
     });
     let proxy = Proxy::start(up.port, "");
-    let resp =
-        http::request(proxy.connect(), "POST", "/v1/chat/completions", &[], b"{}").expect("head");
+    let resp = strict_http::request(proxy.connect(), "POST", "/v1/chat/completions", &[], b"{}")
+        .expect("head");
     let mut body = resp.body;
     let mut some = [0u8; 21];
     body.read_exact(&mut some).expect("a token");

@@ -2,7 +2,7 @@
 
 use std::io::{Read, Write};
 
-use daemon::http::{self, SseReader};
+use strict_http::SseReader;
 
 use crate::support::{Gate, Proxy, STREAM_HEAD, Upstream, answer, chunk};
 
@@ -89,7 +89,7 @@ fn the_request_reaches_upstream_exactly_without_hop_by_hop_fields() {
     request.extend_from_slice(body);
     let answer = proxy.raw(&request);
     let mut reader = &answer[..];
-    let head = http::read_response_head(&mut reader).expect("answer head");
+    let head = strict_http::read_response_head(&mut reader).expect("answer head");
     assert_eq!(head.status, 200);
     assert_eq!(reader, CHAT.as_bytes());
 
@@ -180,7 +180,7 @@ fn a_stream_is_forwarded_as_it_arrives() {
     let gate = Gate::new();
     let up = streaming(gate.clone());
     let proxy = Proxy::start(up.port, "");
-    let resp = http::request(
+    let resp = strict_http::request(
         proxy.connect(),
         "POST",
         "/v1/chat/completions",
@@ -212,7 +212,7 @@ fn the_stream_reads_as_events_through_the_client() {
     gate.open();
     let up = streaming(gate);
     let proxy = Proxy::start(up.port, "");
-    let resp = http::request(proxy.connect(), "POST", "/v1/chat/completions", &[], b"{}")
+    let resp = strict_http::request(proxy.connect(), "POST", "/v1/chat/completions", &[], b"{}")
         .expect("request");
     let mut sse = SseReader::new(resp.body);
     let mut got = Vec::new();
@@ -229,7 +229,7 @@ fn a_second_connection_is_served_while_a_first_streams() {
     let gate = Gate::new();
     let up = streaming(gate.clone());
     let proxy = Proxy::start(up.port, "");
-    let resp = http::request(proxy.connect(), "POST", "/v1/chat/completions", &[], b"{}")
+    let resp = strict_http::request(proxy.connect(), "POST", "/v1/chat/completions", &[], b"{}")
         .expect("first request");
     let mut first = resp.body;
     let mut buf = [0u8; 16];
@@ -253,12 +253,12 @@ fn an_http_1_0_client_gets_the_stream_up_to_the_close() {
     let proxy = Proxy::start(up.port, "");
     let answer = proxy.raw(b"POST /v1/chat/completions HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}");
     let mut reader = &answer[..];
-    let head = http::read_response_head(&mut reader).expect("head");
+    let head = strict_http::read_response_head(&mut reader).expect("head");
     assert_eq!(head.status, 200);
     assert!(
         !head.headers.contains("transfer-encoding"),
         "1.0 has no chunked"
     );
-    assert_eq!(head.framing, http::Framing::UntilClose);
+    assert_eq!(head.framing, strict_http::Framing::UntilClose);
     assert_eq!(reader, events().concat().as_bytes());
 }

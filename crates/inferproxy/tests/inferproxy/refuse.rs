@@ -2,8 +2,6 @@
 
 use std::io::{Read, Write};
 
-use daemon::http;
-
 use crate::support::{Gate, Proxy, STREAM_HEAD, TempDir, Upstream, answer, chunk};
 
 fn any_upstream() -> Upstream {
@@ -15,7 +13,7 @@ fn any_upstream() -> Upstream {
 /// Parses an answer of the proxy's own: status and the JSON error's `type`.
 fn refusal(bytes: &[u8]) -> (u16, String) {
     let mut reader = bytes;
-    let head = http::read_response_head(&mut reader).expect("answer head");
+    let head = strict_http::read_response_head(&mut reader).expect("answer head");
     assert_eq!(
         head.headers.get("content-type"),
         Some("application/json; charset=utf-8")
@@ -191,8 +189,8 @@ fn past_max_connections_the_answer_is_503() {
         let _ = stream.write_all(b"0\r\n\r\n");
     });
     let proxy = Proxy::start(up.port, "max_connections = 1");
-    let resp =
-        http::request(proxy.connect(), "POST", "/v1/chat/completions", &[], b"{}").expect("first");
+    let resp = strict_http::request(proxy.connect(), "POST", "/v1/chat/completions", &[], b"{}")
+        .expect("first");
     let mut first = resp.body;
     let mut buf = [0u8; 10];
     first.read_exact(&mut buf).expect("streaming");

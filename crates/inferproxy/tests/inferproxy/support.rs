@@ -13,7 +13,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use daemon::http::{self, Body, RequestHead};
+use strict_http::{Body, RequestHead};
 
 /// How long any single step of a test may wait before it counts as a hang.
 pub const PATIENCE: Duration = Duration::from_secs(10);
@@ -142,8 +142,13 @@ impl Proxy {
     }
 
     /// One request through the client loopd uses; the answer's status, head and body.
-    pub fn call(&self, method: &str, path: &str, body: &[u8]) -> (u16, http::Headers, Vec<u8>) {
-        let resp = http::request(self.connect(), method, path, &[], body).expect("request");
+    pub fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: &[u8],
+    ) -> (u16, strict_http::Headers, Vec<u8>) {
+        let resp = strict_http::request(self.connect(), method, path, &[], body).expect("request");
         let (status, headers) = (resp.status, resp.headers.clone());
         (status, headers, resp.read_body(1 << 30).expect("body"))
     }
@@ -207,7 +212,7 @@ impl Upstream {
 fn serve_one(mut stream: TcpStream, tx: &Sender<Seen>, handler: &Handler) {
     stream.set_read_timeout(Some(PATIENCE)).expect("timeout");
     let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-    let Ok(head) = http::read_request_head(&mut reader) else {
+    let Ok(head) = strict_http::read_request_head(&mut reader) else {
         return;
     };
     let mut body = Vec::new();

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::Expect;
 
-use crate::http::{
+use crate::{
     Body, ChunkedWriter, Framing, HttpError, SseReader, read_request_head, request, write_request,
     write_response_head,
 };
@@ -14,7 +14,7 @@ fn serve(
     answer: &'static [u8],
 ) -> (
     UnixStream,
-    std::thread::JoinHandle<(crate::http::RequestHead, Vec<u8>)>,
+    std::thread::JoinHandle<(crate::RequestHead, Vec<u8>)>,
 ) {
     let (client, server) = UnixStream::pair().expect("pair");
     client

@@ -234,7 +234,7 @@ impl HttpError {
 
     /// Whether this is only a read or write timeout on the underlying stream.
     pub fn is_timeout(&self) -> bool {
-        matches!(self, Self::Io(e) if crate::conn::is_timeout_io(e))
+        matches!(self, Self::Io(e) if daemon::conn::is_timeout_io(e))
     }
 
     /// The status a server answers a request that failed this way with.

@@ -9,7 +9,7 @@ mod sse;
 use std::io::{self, BufReader, Read};
 
 /// What a refusal case expects of the error.
-type Expect = fn(&crate::http::HttpError) -> bool;
+type Expect = fn(&crate::HttpError) -> bool;
 
 /// Hands out one byte per `read`.
 struct OneByte<'a>(&'a [u8]);
