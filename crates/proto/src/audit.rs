@@ -105,11 +105,17 @@ impl AuditLine {
     /// Parses one stored line. brokerd writes every event with `kind` first and every
     /// decision with `seq` first, so the line's first key says which type to parse: one
     /// strict typed parse instead of serde's untagged trial, which buffers the whole line.
+    ///
+    /// A line that is UTF-8 as a whole (every line brokerd writes) is parsed as text, so
+    /// that serde_json does not check the UTF-8 of each string again; any other line goes
+    /// to the byte parser, which refuses it with the same error as ever.
     pub fn from_slice(line: &[u8]) -> Result<Self, serde_json::Error> {
-        if line.starts_with(br#"{"kind":"#) {
-            serde_json::from_slice(line).map(Self::Event)
-        } else {
-            serde_json::from_slice(line).map(Self::Decision)
+        let event = line.starts_with(br#"{"kind":"#);
+        match (std::str::from_utf8(line), event) {
+            (Ok(text), true) => serde_json::from_str(text).map(Self::Event),
+            (Ok(text), false) => serde_json::from_str(text).map(Self::Decision),
+            (Err(_), true) => serde_json::from_slice(line).map(Self::Event),
+            (Err(_), false) => serde_json::from_slice(line).map(Self::Decision),
         }
     }
 

@@ -52,8 +52,7 @@ impl Serialize for SessionId {
 
 impl<'de> Deserialize<'de> for SessionId {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = String::deserialize(d)?;
-        Self::new(raw).map_err(serde::de::Error::custom)
+        crate::error::deserialize_str(d, |text| Self::new(text))
     }
 }
 
@@ -111,9 +110,28 @@ impl Hash32 {
                 format!("must be 64 hex characters, got {}", bytes.len()),
             ));
         }
+        // Branch-free over the 64 characters (the audit verifier decodes one or two hashes
+        // a line); only a bad hash goes back to find the character to name.
         let mut out = [0u8; 32];
+        let mut bad = 0u8;
         for (slot, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
-            *slot = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+            let (hi, lo) = (NIBBLE[usize::from(pair[0])], NIBBLE[usize::from(pair[1])]);
+            bad |= hi | lo;
+            *slot = (hi << 4) | (lo & 0x0f);
+        }
+        if bad & NOT_HEX != 0 {
+            let c = bytes
+                .iter()
+                .copied()
+                .find(|&c| NIBBLE[usize::from(c)] == NOT_HEX)
+                .unwrap_or_default();
+            return Err(InvalidValue::new(
+                "hash",
+                format!(
+                    "character {:?} is not lower-case hex",
+                    char::from(c).escape_default().to_string()
+                ),
+            ));
         }
         Ok(Self(out))
     }
@@ -130,19 +148,22 @@ pub fn hex(bytes: &[u8]) -> String {
     out
 }
 
-fn nibble(c: u8) -> Result<u8, InvalidValue> {
-    match c {
-        b'0'..=b'9' => Ok(c - b'0'),
-        b'a'..=b'f' => Ok(c - b'a' + 10),
-        _ => Err(InvalidValue::new(
-            "hash",
-            format!(
-                "character {:?} is not lower-case hex",
-                char::from(c).escape_default().to_string()
-            ),
-        )),
+/// Each byte's value as a lower-case hex digit, or `NOT_HEX`.
+const NIBBLE: [u8; 256] = {
+    let mut table = [NOT_HEX; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
     }
-}
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
+const NOT_HEX: u8 = 0x10;
 
 impl fmt::Debug for Hash32 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -164,8 +185,7 @@ impl Serialize for Hash32 {
 
 impl<'de> Deserialize<'de> for Hash32 {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = String::deserialize(d)?;
-        Self::from_hex(&raw).map_err(serde::de::Error::custom)
+        crate::error::deserialize_str(d, Self::from_hex)
     }
 }
 
