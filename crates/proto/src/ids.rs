@@ -211,5 +211,18 @@ mod tests {
         assert!(Hash32::from_hex(&"AB".repeat(32)).is_err());
         assert!(Hash32::from_hex(&"ab".repeat(31)).is_err());
         assert!(Hash32::from_hex(&"é".repeat(32)).is_err());
+        // The first character that is not lower-case hex is named, wherever it is.
+        for (at, bad) in [(0, 'g'), (33, 'A'), (63, ' ')] {
+            let mut text = "0".repeat(64);
+            text.replace_range(at..=at, &bad.to_string());
+            let err = Hash32::from_hex(&text).expect_err(&text).to_string();
+            assert_eq!(
+                err,
+                format!("invalid hash: character \"{bad}\" is not lower-case hex")
+            );
+        }
+        let mut both = "0".repeat(62);
+        both.push_str("xy");
+        assert!(Hash32::from_hex(&both).is_err_and(|e| e.to_string().contains("\"x\"")));
     }
 }

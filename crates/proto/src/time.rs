@@ -47,14 +47,12 @@ impl Timestamp {
     }
 
     pub fn parse(text: &str) -> Result<Self, InvalidValue> {
+        // `0` in the shape stands for any digit.
+        const SHAPE: &[u8; CANONICAL_LEN] = b"0000-00-00T00:00:00.000Z";
         let shape_ok = text.len() == CANONICAL_LEN
-            && text.bytes().enumerate().all(|(i, b)| match i {
-                4 | 7 => b == b'-',
-                10 => b == b'T',
-                13 | 16 => b == b':',
-                19 => b == b'.',
-                23 => b == b'Z',
-                _ => b.is_ascii_digit(),
+            && text.bytes().zip(SHAPE).all(|(b, &s)| match s {
+                b'0' => b.is_ascii_digit(),
+                _ => b == s,
             });
         if !shape_ok {
             return Err(InvalidValue::new(
