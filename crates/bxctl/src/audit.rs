@@ -38,7 +38,7 @@ fn lines(
             .unwrap_or_default()
             .to_owned();
         let io = |e: std::io::Error| Error(format!("{}: {e}", path.display()));
-        let mut reader = BufReader::with_capacity(1 << 20, File::open(&path).map_err(io)?);
+        let mut reader = BufReader::with_capacity(1 << 16, File::open(&path).map_err(io)?);
         let mut n = 0u64;
         loop {
             let buf = reader.fill_buf().map_err(io)?;
@@ -242,5 +242,66 @@ fn describe(line: &AuditLine) -> String {
                 ..
             } => format!("#{seq} {time} answer to {approval} by {by} REFUSED: {refusal:?}"),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newline_is_found_at_every_offset() {
+        for len in 0..40 {
+            let mut bytes = vec![b'x'; len];
+            assert_eq!(newline(&bytes), None);
+            for at in 0..len {
+                bytes.fill(b'x');
+                bytes[at] = b'\n';
+                if at + 1 < len {
+                    bytes[len - 1] = b'\n';
+                }
+                assert_eq!(newline(&bytes), Some(at), "len {len} at {at}");
+                // Bytes one off a newline in every lane are not one.
+                bytes.fill(b'\n' ^ 1);
+                bytes[at] = b'\n';
+                assert_eq!(newline(&bytes), Some(at), "len {len} at {at}");
+            }
+        }
+    }
+
+    /// Every line comes out whole and numbered, including those that straddle two reads
+    /// of the buffer, across files and up to a torn last line.
+    #[test]
+    fn lines_straddling_reads_come_out_whole() {
+        let dir = std::env::temp_dir().join(format!("bxctl-lines-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        // Lengths that do not divide the 64 KiB buffer, so lines land across its ends.
+        let first: Vec<Vec<u8>> = (0..900u32)
+            .map(|i| vec![b'a' + u8::try_from(i % 26).unwrap_or(0); 150 + (i as usize * 37) % 700])
+            .collect();
+        let mut text = first.join(&b'\n');
+        text.push(b'\n');
+        std::fs::write(dir.join("2026-09-17.jsonl"), &text).expect("write");
+        std::fs::write(dir.join("2026-09-18.jsonl"), b"").expect("write");
+        std::fs::write(dir.join("2026-09-19.jsonl"), b"one\n\ntorn").expect("write");
+        let mut got = Vec::new();
+        let ended = lines(&dir, |file, n, bytes| {
+            got.push((file.to_owned(), n, bytes.to_vec()));
+            Ok(())
+        })
+        .expect("lines");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(!ended, "the last line is torn");
+        let mut want: Vec<(String, u64, Vec<u8>)> = first
+            .into_iter()
+            .zip(1..)
+            .map(|(l, n)| ("2026-09-17.jsonl".to_owned(), n, l))
+            .collect();
+        for (n, l) in [(1, &b"one"[..]), (2, b""), (3, b"torn")] {
+            want.push(("2026-09-19.jsonl".to_owned(), n, l.to_vec()));
+        }
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "lines differ");
     }
 }

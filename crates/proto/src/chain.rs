@@ -4,7 +4,6 @@
 //! line without its newline.
 
 use std::fmt;
-use std::sync::Arc;
 
 use crate::{AuditEvent, AuditLine, Hash32};
 
@@ -58,14 +57,12 @@ pub struct ChainVerifier {
     held: Option<Held>,
     lines: u64,
     recovered: u64,
-    /// The name of the file being fed, shared by its held lines rather than copied a line.
-    file: Arc<str>,
 }
 
 /// A line fed but not yet judged: parsed once, with what the checks need of its bytes.
 #[derive(Debug)]
 struct Held {
-    file: Arc<str>,
+    file: String,
     line: u64,
     parsed: Result<AuditLine, serde_json::Error>,
     len: usize,
@@ -97,17 +94,13 @@ impl ChainVerifier {
             held: None,
             lines: 0,
             recovered: 0,
-            file: Arc::from(""),
         }
     }
 
     /// Feeds one line (without its newline).
     pub fn push(&mut self, file: &str, line: u64, bytes: &[u8]) -> Result<(), ChainError> {
-        if *self.file != *file {
-            self.file = Arc::from(file);
-        }
         let current = Held {
-            file: self.file.clone(),
+            file: file.to_owned(),
             line,
             parsed: AuditLine::from_slice(bytes),
             len: bytes.len(),
@@ -132,7 +125,7 @@ impl ChainVerifier {
             if last_had_newline {
                 self.link(&held)?;
             } else {
-                torn_tail = Some((held.file.to_string(), held.line));
+                torn_tail = Some((held.file, held.line));
             }
         }
         Ok(ChainSummary {
@@ -145,7 +138,7 @@ impl ChainVerifier {
 
     fn link(&mut self, held: &Held) -> Result<(), ChainError> {
         let fail = |reason: String| ChainError {
-            file: held.file.to_string(),
+            file: held.file.clone(),
             line: held.line,
             reason,
         };
@@ -188,7 +181,7 @@ fn recovers(line: &Held, torn: &Held) -> bool {
     else {
         return false;
     };
-    **file == *torn.file
+    *file == torn.file
         && *torn_line == torn.line
         && usize::try_from(*torn_bytes).is_ok_and(|n| n == torn.len)
         && *torn_sha256 == torn.hash

@@ -225,4 +225,26 @@ mod tests {
         both.push_str("xy");
         assert!(Hash32::from_hex(&both).is_err_and(|e| e.to_string().contains("\"x\"")));
     }
+
+    /// Validated strings read as `String` did: escapes decoded, and the same error for a
+    /// value that is not a string.
+    #[test]
+    fn validated_strings_deserialise_as_strings_did() {
+        let escaped = format!("\"\\u0061{}\"", "a".repeat(63));
+        let h: Hash32 = serde_json::from_str(&escaped).expect("escaped hex");
+        assert_eq!(h, Hash32::from_bytes([0xaa; 32]));
+        let s: SessionId = serde_json::from_str(r#""s-\u0031""#).expect("escaped id");
+        assert_eq!(s.as_str(), "s-1");
+        for not_a_string in ["5", "null", "[]", "{}"] {
+            let want = serde_json::from_str::<String>(not_a_string)
+                .expect_err(not_a_string)
+                .to_string();
+            let hash = serde_json::from_str::<Hash32>(not_a_string).expect_err(not_a_string);
+            let id = serde_json::from_str::<SessionId>(not_a_string).expect_err(not_a_string);
+            let time = serde_json::from_str::<crate::Timestamp>(not_a_string);
+            assert_eq!(hash.to_string(), want);
+            assert_eq!(id.to_string(), want);
+            assert_eq!(time.expect_err(not_a_string).to_string(), want);
+        }
+    }
 }
