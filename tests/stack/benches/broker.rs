@@ -6,16 +6,16 @@
 //!   answer, so that loop is the floor;
 //! - `bxctl audit verify` throughput beside `sha256sum` over the same 64 MiB log.
 //!
-//! Floor and measure run in alternating rounds, so that whatever else the shared machine
-//! does weighs on both alike; each ratio is the median of the per-round ratios, with the
-//! lowest and highest beside it.
+//! Floor and measure alternate (one append, one request; one sha256sum, one verify), so
+//! that whatever else the shared machine does weighs on both alike; each ratio is the
+//! median over rounds, with the lowest and highest beside it.
 //!
 //! Run: `cargo build --release --workspace --bins && cargo bench -p stack --bench broker`.
 //! Environment: `BENCH_ROUNDS` (round-trip rounds, default 15), `BENCH_OPS` (requests per
-//! round, default 300), `BENCH_VERIFY_RUNS` (default 11), `BENCH_MIB` (log size, default
+//! round, default 200), `BENCH_VERIFY_RUNS` (default 11), `BENCH_MIB` (log size, default
 //! 64), `BENCH_ONLY` (`rtt` or `verify`), `BENCH_VERBOSE` (print every round).
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;
@@ -24,29 +24,22 @@ use std::time::{Duration, Instant};
 use daemon::conn::Conn;
 use stack::{Home, read_grant, request};
 
-/// One measure's rounds: the time per operation of the floor and of the measure.
+/// One round of a measure beside its floor: the time of each operation of both.
 #[derive(Default)]
-struct Rounds {
+struct Round {
     floor: Vec<f64>,
     measure: Vec<f64>,
 }
 
-impl Rounds {
+impl Round {
     fn push(&mut self, floor: Duration, measure: Duration) {
         self.floor.push(floor.as_secs_f64());
         self.measure.push(measure.as_secs_f64());
     }
 
-    /// The per-round ratios measure / floor, sorted.
-    fn ratios(&self) -> Vec<f64> {
-        let mut r: Vec<f64> = self
-            .measure
-            .iter()
-            .zip(&self.floor)
-            .map(|(m, f)| m / f)
-            .collect();
-        r.sort_by(f64::total_cmp);
-        r
+    /// Median measure over median floor.
+    fn ratio(&self) -> f64 {
+        median(&self.measure) / median(&self.floor)
     }
 }
 
@@ -56,6 +49,18 @@ fn median(v: &[f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// The median and the range of `v`, as `m (lo to hi)`.
+fn spread(v: &[f64]) -> String {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    format!(
+        "{:.2} ({:.2} to {:.2})",
+        v[v.len() / 2],
+        v[0],
+        v[v.len() - 1]
+    )
+}
+
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -63,29 +68,29 @@ fn env_or(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// `ops` appends of `line` with an fdatasync each, the way the audit writer appends.
-fn floor(path: &Path, line: &[u8], ops: usize) -> Duration {
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("floor file");
-    let start = Instant::now();
+/// `ops` pairs of one append of `line` with its fdatasync (the way the audit writer
+/// appends) and one request on `conn` (numbered from `*call`), each timed. Alternating
+/// one by one, both see the same disk: on these VMs an fdatasync swings from 0.1 to 2 ms
+/// with what the other tenants write.
+fn pairs(
+    floor: &mut File,
+    line: &[u8],
+    conn: &mut Conn,
+    call: &mut u64,
+    args: &str,
+    ops: usize,
+) -> Round {
+    let mut round = Round::default();
     for _ in 0..ops {
-        f.write_all(line).expect("write");
-        f.sync_data().expect("fdatasync");
-    }
-    start.elapsed() / u32::try_from(ops).unwrap_or(u32::MAX)
-}
-
-/// `ops` requests on `conn`, numbered from `*call`; the time per request.
-fn requests(conn: &mut Conn, call: &mut u64, args: &str, ops: usize) -> Duration {
-    let start = Instant::now();
-    for _ in 0..ops {
+        let start = Instant::now();
+        floor.write_all(line).expect("write");
+        floor.sync_data().expect("fdatasync");
+        let appended = Instant::now();
         request(conn, "bench", *call, "read_file", args);
+        round.push(appended - start, appended.elapsed());
         *call += 1;
     }
-    start.elapsed() / u32::try_from(ops).unwrap_or(u32::MAX)
+    round
 }
 
 /// The home brokerd runs in: a notes grant whose calls run a no-op tool.
@@ -132,66 +137,90 @@ fn last_audit_line(dir: &Path) -> Vec<u8> {
 
 const DENIED: &str = r#"{"path":"/etc/passwd"}"#;
 
-/// Denied and no-op round trips, each in rounds alternating with its floor.
+/// Denied and no-op round trips, each op by op beside the floor, in rounds.
 fn round_trips(out: &mut dyn Write, verbose: bool) {
     let rounds = env_or("BENCH_ROUNDS", 15);
-    let ops = env_or("BENCH_OPS", 300);
+    let ops = env_or("BENCH_OPS", 200);
     let (home, args) = home();
     let _d = home.start();
     let mut conn = Conn::connect(&home.loop_sock()).expect("connect");
     let mut call = 0;
-    // Warm up, and learn the length of a denied record: the floor writes lines as long.
-    requests(&mut conn, &mut call, DENIED, ops);
+    // Warm up, and learn the length of a denied record: the floor writes lines as long,
+    // into the audit directory itself (brokerd ignores files not named like a day).
+    for _ in 0..ops {
+        request(&mut conn, "bench", call, "read_file", DENIED);
+        call += 1;
+    }
     let audit = home.root.join("home/audit");
     let mut line = last_audit_line(&audit);
     line.fill(b'x');
     *line.last_mut().expect("a line") = b'\n';
-    let floor_file = audit.join("floor.bench");
-    let (mut denied, mut noop) = (Rounds::default(), Rounds::default());
+    let mut floor = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(audit.join("floor.bench"))
+        .expect("floor file");
+    let (mut denied, mut noop) = (Vec::new(), Vec::new());
     for round in 0..rounds {
-        let f = floor(&floor_file, &line, ops);
-        let d = requests(&mut conn, &mut call, DENIED, ops);
-        denied.push(f, d);
-        let f = floor(&floor_file, &line, ops / 4);
-        let n = requests(&mut conn, &mut call, &args, ops / 4);
-        noop.push(f, n);
+        let d = pairs(&mut floor, &line, &mut conn, &mut call, DENIED, ops);
+        let n = pairs(&mut floor, &line, &mut conn, &mut call, &args, ops / 4);
         if verbose {
-            let _ = writeln!(out, "round {round}: floor {f:?}, denied {d:?}, no-op {n:?}");
+            let _ = writeln!(
+                out,
+                "round {round}: floor {:.0} µs, denied {:.0} µs ({:.2}), no-op {:.0} µs ({:.2})",
+                median(&d.floor) * 1e6,
+                median(&d.measure) * 1e6,
+                d.ratio(),
+                median(&n.measure) * 1e6,
+                n.ratio()
+            );
         }
+        denied.push(d);
+        noop.push(n);
     }
+    let all = |rounds: &[Round], f: fn(&Round) -> &Vec<f64>| {
+        median(
+            &rounds
+                .iter()
+                .flat_map(|r| f(r).iter().copied())
+                .collect::<Vec<_>>(),
+        ) * 1e6
+    };
+    let ratios = |rounds: &[Round]| spread(&rounds.iter().map(Round::ratio).collect::<Vec<_>>());
     let _ = writeln!(
         out,
-        "| measure ({rounds} rounds of {ops} requests, {} fsynced bytes a line) | per operation (median) | ratio to the floor: median (lowest to highest) |\n|---|---|---|",
-        line.len()
-    );
-    let row = |out: &mut dyn Write, name: &str, times: &[f64], ratios: Option<&[f64]>| {
-        let ratio = ratios.map_or("1.00".into(), |r| {
-            format!(
-                "{:.2} ({:.2} to {:.2})",
-                r[r.len() / 2],
-                r[0],
-                r[r.len() - 1]
-            )
-        });
-        let us = median(times) * 1e6;
-        let _ = writeln!(out, "| {name} | {us:.0} µs | {ratio} |");
-    };
-    row(out, "write + fdatasync of the line (the floor)", &denied.floor, None);
-    row(
-        out,
-        "denied request, round trip",
-        &denied.measure,
-        Some(&denied.ratios()),
-    );
-    row(
-        out,
-        "`auto` call to a no-op tool (direct runner), round trip",
-        &noop.measure,
-        Some(&noop.ratios()),
+        "| measure ({rounds} rounds of {ops} pairs, {} fsynced bytes a line) | per operation (median) | ratio to the floor: median of the rounds (lowest to highest) |\n|---|---|---|\n\
+         | write + fdatasync of the line (the floor) | {:.0} µs | 1.00 |\n\
+         | denied request, round trip | {:.0} µs | {} |\n\
+         | `auto` call to a no-op tool (direct runner), round trip | {:.0} µs | {} |",
+        line.len(),
+        all(&denied, |r| &r.floor),
+        all(&denied, |r| &r.measure),
+        ratios(&denied),
+        all(&noop, |r| &r.measure),
+        ratios(&noop),
     );
 }
 
-/// `bxctl audit verify` and `sha256sum` over one synthetic log, in alternating runs.
+/// The CPU time (user and system, in clock ticks) of this process's children that have
+/// been waited for: `cutime` and `cstime` of /proc/self/stat.
+fn children_cpu() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    // The fields after the command name, which is in parentheses; `cutime` is the 16th
+    // field of the line, the 14th after the name.
+    let after = stat.rsplit_once(") ").expect("stat").1;
+    let fields: Vec<u64> = after
+        .split(' ')
+        .skip(13)
+        .take(2)
+        .map(|f| f.parse().expect("a tick count"))
+        .collect();
+    fields.iter().sum()
+}
+
+/// `bxctl audit verify` and `sha256sum` over one synthetic log, in alternating runs:
+/// wall-clock time per run (the throughput a person sees), and the CPU time of all runs
+/// together (what the machine's other tenants do not change).
 fn verify(out: &mut dyn Write, verbose: bool) {
     let runs = env_or("BENCH_VERIFY_RUNS", 11);
     let mib = env_or("BENCH_MIB", 64);
@@ -199,10 +228,11 @@ fn verify(out: &mut dyn Write, verbose: bool) {
     let _ = std::fs::remove_dir_all(&dir);
     let file = synthesize(&dir, u64::try_from(mib).unwrap_or(64) << 20);
     let bytes = std::fs::metadata(&file).expect("log").len();
+    // Wall-clock time and CPU ticks of one run.
     let time = |cmd: &mut Command| {
-        let start = Instant::now();
+        let (start, ticks) = (Instant::now(), children_cpu());
         let got = cmd.output().expect("run");
-        let took = start.elapsed();
+        let took = (start.elapsed(), children_cpu() - ticks);
         assert!(
             got.status.success(),
             "{}",
@@ -210,7 +240,7 @@ fn verify(out: &mut dyn Write, verbose: bool) {
         );
         took
     };
-    let mut rounds = Rounds::default();
+    let (mut wall, mut ratios, mut cpu) = (Round::default(), Vec::new(), (0, 0));
     for run in 0..=runs {
         let sha = time(Command::new("sha256sum").arg(&file));
         let verify = time(
@@ -222,25 +252,24 @@ fn verify(out: &mut dyn Write, verbose: bool) {
             let _ = writeln!(out, "run {run}: sha256sum {sha:?}, verify {verify:?}");
         }
         if run > 0 {
-            rounds.push(sha, verify); // run 0 warms the page cache
+            // Run 0 warms the page cache.
+            wall.push(sha.0, verify.0);
+            ratios.push(sha.0.as_secs_f64() / verify.0.as_secs_f64());
+            cpu = (cpu.0 + sha.1, cpu.1 + verify.1);
         }
     }
     let mibs = |secs: f64| bytes as f64 / f64::from(1 << 20) / secs;
-    // Throughput ratio: sha256sum's time over verify's.
-    let mut ratios: Vec<f64> = rounds.ratios().iter().map(|r| 1.0 / r).collect();
-    ratios.sort_by(f64::total_cmp);
     let _ = writeln!(
         out,
-        "| audit log of {bytes} bytes, {runs} runs | time (median) | MiB/s | throughput, × sha256sum: median (lowest to highest) |\n|---|---|---|---|\n\
-         | `sha256sum` (the floor) | {:.0} ms | {:.0} | 1.00 |\n\
-         | `bxctl audit verify` | {:.0} ms | {:.0} | {:.2} ({:.2} to {:.2}) |",
-        median(&rounds.floor) * 1e3,
-        mibs(median(&rounds.floor)),
-        median(&rounds.measure) * 1e3,
-        mibs(median(&rounds.measure)),
-        ratios[ratios.len() / 2],
-        ratios[0],
-        ratios[ratios.len() - 1],
+        "| audit log of {bytes} bytes, {runs} runs | time (median) | MiB/s | throughput, × sha256sum: median of the runs (lowest to highest) | CPU time of all runs, sha256sum's ÷ verify's |\n|---|---|---|---|---|\n\
+         | `sha256sum` (the floor) | {:.0} ms | {:.0} | 1.00 | 1.00 |\n\
+         | `bxctl audit verify` | {:.0} ms | {:.0} | {} | {:.2} |",
+        median(&wall.floor) * 1e3,
+        mibs(median(&wall.floor)),
+        median(&wall.measure) * 1e3,
+        mibs(median(&wall.measure)),
+        spread(&ratios),
+        cpu.0 as f64 / cpu.1.max(1) as f64,
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -287,7 +316,7 @@ fn synthesize(dir: &Path, size: u64) -> std::path::PathBuf {
     use proto::{AuditLine, AuditRecord, CallId, DataClass, DecisionRecord, Hash32, SessionId};
     std::fs::create_dir_all(dir).expect("dir");
     let path = dir.join("2026-09-17.jsonl");
-    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).expect("file"));
+    let mut out = std::io::BufWriter::new(File::create(&path).expect("file"));
     let (mut prev, mut written, mut seq) = (Hash32::ZERO, 0u64, 0u64);
     let time = proto::Timestamp::from_millis(1_789_632_300_000).expect("time");
     let session = SessionId::new("s-bench").expect("id");
