@@ -89,10 +89,7 @@ fn newline(bytes: &[u8]) -> Option<usize> {
         }
         at += 8;
     }
-    bytes[at..]
-        .iter()
-        .position(|&b| b == b'\n')
-        .map(|i| at + i)
+    bytes[at..].iter().position(|&b| b == b'\n').map(|i| at + i)
 }
 
 pub fn verify(dir: &Path, out: &mut dyn Write) -> Result<ExitCode, Error> {

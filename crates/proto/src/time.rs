@@ -86,8 +86,7 @@ impl Timestamp {
             1..=12 => 31,
             _ => return None,
         };
-        if year < 1970 || day == 0 || day > month_days || hour > 23 || minute > 59 || second > 59
-        {
+        if year < 1970 || day == 0 || day > month_days || hour > 23 || minute > 59 || second > 59 {
             return None;
         }
         // Days since 1970-01-01, counting years from March (Hinnant's days_from_civil).
@@ -206,7 +205,13 @@ mod tests {
         let mut texts: Vec<String> = (0..20_000u64)
             .map(|i| Timestamp(i * 12_670_002_737 % (MAX_MILLIS + 1)).to_string())
             .collect();
-        for day in ["1970-01-01", "2000-02-29", "2024-02-29", "9999-12-31", "2026-12-31"] {
+        for day in [
+            "1970-01-01",
+            "2000-02-29",
+            "2024-02-29",
+            "9999-12-31",
+            "2026-12-31",
+        ] {
             texts.push(format!("{day}T23:59:59.999Z"));
         }
         for bad in [
