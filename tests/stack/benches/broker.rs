@@ -11,7 +11,7 @@
 //! median over rounds, with the lowest and highest beside it.
 //!
 //! Run: `cargo build --release --workspace --bins && cargo bench -p stack --bench broker`.
-//! Environment: `BENCH_ROUNDS` (round-trip rounds, default 15), `BENCH_OPS` (requests per
+//! Environment: `BENCH_ROUNDS` (round-trip rounds, default 15), `BENCH_OPS` (pairs per
 //! round, default 200), `BENCH_VERIFY_RUNS` (default 11), `BENCH_MIB` (log size, default
 //! 64), `BENCH_ONLY` (`rtt` or `verify`), `BENCH_VERBOSE` (print every round).
 
