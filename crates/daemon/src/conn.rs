@@ -2,18 +2,19 @@
 //! `idle`, but once a frame has started it must arrive whole within `frame`. A silent or
 //! slow peer is dropped; a peer waiting for an answer is not (nothing is read then).
 
-use std::io::{self, Read};
+use std::io::{self, BufReader, Read};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use proto::{Envelope, FrameError, Message, ReadError, WireError};
 
+/// Reads go through a buffer, so that a frame that has arrived whole costs one `recv`
+/// (not one for the length and one for the body), and the read timeout is set only when
+/// it changes: a request then costs its peer one `recv` and one `send`.
 #[derive(Debug)]
 pub struct Conn {
-    stream: UnixStream,
-    idle: Duration,
-    frame: Duration,
+    reader: BufReader<DeadlineReader>,
 }
 
 impl Conn {
@@ -25,9 +26,13 @@ impl Conn {
             let _ = stream.set_write_timeout(Some(frame));
         }
         Self {
-            stream,
-            idle,
-            frame,
+            reader: BufReader::new(DeadlineReader {
+                stream,
+                idle,
+                frame,
+                started: None,
+                timeout: None,
+            }),
         }
     }
 
@@ -45,17 +50,15 @@ impl Conn {
     /// Reads one envelope, or a typed error. A timeout is `ReadError::Frame(Io)` with kind
     /// `WouldBlock` or `TimedOut`.
     pub fn read(&mut self) -> Result<Envelope, ReadError> {
-        let mut reader = DeadlineReader {
-            stream: &self.stream,
-            idle: self.idle,
-            frame: self.frame,
-            started: None,
-        };
-        proto::read_envelope(&mut reader)
+        // A frame whose first bytes came in with the previous one has started already:
+        // its deadline runs from now, not from its next byte.
+        let started = (!self.reader.buffer().is_empty()).then(Instant::now);
+        self.reader.get_mut().started = started;
+        proto::read_envelope(&mut self.reader)
     }
 
     pub fn write(&mut self, envelope: &Envelope) -> Result<(), FrameError> {
-        proto::write_envelope(&mut self.stream, envelope)
+        proto::write_envelope(&mut &self.reader.get_ref().stream, envelope)
     }
 
     /// Sends a typed refusal as the final frame for `id`.
@@ -155,14 +158,18 @@ pub fn is_timeout_io(e: &io::Error) -> bool {
     )
 }
 
-struct DeadlineReader<'a> {
-    stream: &'a UnixStream,
+#[derive(Debug)]
+struct DeadlineReader {
+    stream: UnixStream,
     idle: Duration,
     frame: Duration,
+    /// When the frame being read started (its first byte arrived).
     started: Option<Instant>,
+    /// The read timeout the socket has now, once set.
+    timeout: Option<Duration>,
 }
 
-impl Read for DeadlineReader<'_> {
+impl Read for DeadlineReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let timeout = match self.started {
             None => self.idle,
@@ -172,8 +179,11 @@ impl Read for DeadlineReader<'_> {
                 .filter(|d| !d.is_zero())
                 .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "frame deadline"))?,
         };
-        self.stream.set_read_timeout(Some(timeout))?;
-        let n = (&*self.stream).read(buf)?;
+        if self.timeout != Some(timeout) {
+            self.stream.set_read_timeout(Some(timeout))?;
+            self.timeout = Some(timeout);
+        }
+        let n = (&self.stream).read(buf)?;
         if n > 0 && self.started.is_none() {
             self.started = Some(Instant::now());
         }
@@ -201,6 +211,52 @@ mod tests {
             b
         });
         assert_eq!(conn.read().expect("frame").id, 1);
+        let err = conn.read().expect_err("deadline");
+        assert!(is_timeout(&err), "{err:?}");
+        drop(writer.join());
+    }
+
+    fn frame(id: u64) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        let env = Envelope::last(id, Message::error(proto::ErrorCode::Internal, ""));
+        proto::write_envelope(&mut bytes, &env).expect("encode");
+        bytes
+    }
+
+    #[test]
+    fn frames_that_arrive_together_are_read_one_by_one() {
+        let (a, mut b) = UnixStream::pair().expect("pair");
+        let mut conn = Conn::new(a, Duration::from_secs(5), Duration::from_secs(5));
+        let mut both = frame(1);
+        both.extend(frame(2));
+        b.write_all(&both).expect("write");
+        assert_eq!(conn.read().expect("first").id, 1);
+        assert_eq!(conn.read().expect("second").id, 2);
+        drop(b);
+        assert!(matches!(
+            conn.read(),
+            Err(ReadError::Frame(FrameError::Closed))
+        ));
+    }
+
+    /// The buffer must not stretch the frame deadline: a frame whose first byte came in
+    /// with the previous frame is cut off `frame` after it is begun, even though the rest
+    /// comes well within `idle`.
+    #[test]
+    fn a_frame_begun_in_the_buffer_keeps_its_deadline() {
+        let (a, mut b) = UnixStream::pair().expect("pair");
+        let mut conn = Conn::new(a, Duration::from_secs(5), Duration::from_millis(100));
+        let (first, second) = (frame(1), frame(2));
+        let writer = std::thread::spawn(move || {
+            let mut start = first;
+            start.push(second[0]);
+            b.write_all(&start).expect("write");
+            std::thread::sleep(Duration::from_millis(600));
+            // Too late for the frame deadline, in time for the idle one.
+            let _ = b.write_all(&second[1..]);
+            b
+        });
+        assert_eq!(conn.read().expect("first").id, 1);
         let err = conn.read().expect_err("deadline");
         assert!(is_timeout(&err), "{err:?}");
         drop(writer.join());

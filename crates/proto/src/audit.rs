@@ -144,11 +144,17 @@ impl AuditLine {
     /// Parses one stored line. brokerd writes every event with `kind` first and every
     /// decision with `seq` first, so the line's first key says which type to parse: one
     /// strict typed parse instead of serde's untagged trial, which buffers the whole line.
+    ///
+    /// A line that is UTF-8 as a whole (every line brokerd writes) is parsed as text, so
+    /// that serde_json does not check the UTF-8 of each string again; any other line goes
+    /// to the byte parser, which refuses it with the same error as ever.
     pub fn from_slice(line: &[u8]) -> Result<Self, serde_json::Error> {
-        if line.starts_with(br#"{"kind":"#) {
-            serde_json::from_slice(line).map(Self::Event)
-        } else {
-            serde_json::from_slice(line).map(Self::Decision)
+        let event = line.starts_with(br#"{"kind":"#);
+        match (std::str::from_utf8(line), event) {
+            (Ok(text), true) => serde_json::from_str(text).map(Self::Event),
+            (Ok(text), false) => serde_json::from_str(text).map(Self::Decision),
+            (Err(_), true) => serde_json::from_slice(line).map(Self::Event),
+            (Err(_), false) => serde_json::from_slice(line).map(Self::Decision),
         }
     }
 
@@ -189,5 +195,61 @@ impl AuditLine {
                 | AuditEvent::ApprovalRefused { time, .. },
             ) => *time,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text path and the byte path agree: the same value for a good line, the same
+    /// error for a line that is not UTF-8 (which only the byte path sees).
+    #[test]
+    fn a_line_reads_the_same_as_text_or_as_bytes() {
+        let line = serde_json::to_vec(&AuditLine::Decision(AuditRecord {
+            seq: 3,
+            time: Timestamp::from_millis(1_789_632_300_000).expect("time"),
+            prev: Hash32::from_bytes([9; 32]),
+            session: SessionId::new("s-1").expect("id"),
+            call: CallId(3),
+            tool: "read_file".into(),
+            arguments: r#"{"path":"/home/é\n"}"#.into(),
+            session_taint: DataClass::Private,
+            decision: DecisionRecord::Denied {
+                reason: DenyReason::NoGrant,
+                grant: None,
+                detail: Some("no grant covers \"x\"".into()),
+            },
+            canonical: None,
+        }))
+        .expect("encode");
+        let parsed = AuditLine::from_slice(&line).expect("good line");
+        assert_eq!(
+            parsed,
+            AuditLine::Decision(serde_json::from_slice(&line).expect("bytes"))
+        );
+        let at = line.windows(4).position(|w| w == b"home").expect("home");
+        for bad in [&[0xff][..], &[0xc3], &[0xed, 0xa0, 0x80]] {
+            let mut torn = line.clone();
+            torn.splice(at..at, bad.iter().copied());
+            let by_bytes = serde_json::from_slice::<AuditRecord>(&torn).expect_err("not UTF-8");
+            let got = AuditLine::from_slice(&torn).expect_err("not UTF-8");
+            assert_eq!(got.to_string(), by_bytes.to_string());
+        }
+        let zeros = "0".repeat(64);
+        let mut event = format!(
+            r#"{{"kind":"grants_loaded","seq":0,"time":"2026-09-17T08:05:00.000Z","prev":"{zeros}","snapshot":"{zeros}","grants":["g"]}}"#
+        )
+        .into_bytes();
+        assert!(AuditLine::from_slice(&event).is_ok());
+        let g = event.len() - 4;
+        event[g] = 0xff;
+        let event = &event[..];
+        assert_eq!(
+            AuditLine::from_slice(event).map_err(|e| e.to_string()),
+            serde_json::from_slice::<AuditEvent>(event)
+                .map(AuditLine::Event)
+                .map_err(|e| e.to_string())
+        );
     }
 }

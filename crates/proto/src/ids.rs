@@ -52,8 +52,7 @@ impl Serialize for SessionId {
 
 impl<'de> Deserialize<'de> for SessionId {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = String::deserialize(d)?;
-        Self::new(raw).map_err(serde::de::Error::custom)
+        crate::error::deserialize_str(d, |text| Self::new(text))
     }
 }
 
@@ -111,9 +110,28 @@ impl Hash32 {
                 format!("must be 64 hex characters, got {}", bytes.len()),
             ));
         }
+        // Branch-free over the 64 characters (the audit verifier decodes one or two hashes
+        // a line); only a bad hash goes back to find the character to name.
         let mut out = [0u8; 32];
+        let mut bad = 0u8;
         for (slot, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
-            *slot = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+            let (hi, lo) = (NIBBLE[usize::from(pair[0])], NIBBLE[usize::from(pair[1])]);
+            bad |= hi | lo;
+            *slot = (hi << 4) | (lo & 0x0f);
+        }
+        if bad & NOT_HEX != 0 {
+            let c = bytes
+                .iter()
+                .copied()
+                .find(|&c| NIBBLE[usize::from(c)] == NOT_HEX)
+                .unwrap_or_default();
+            return Err(InvalidValue::new(
+                "hash",
+                format!(
+                    "character {:?} is not lower-case hex",
+                    char::from(c).escape_default().to_string()
+                ),
+            ));
         }
         Ok(Self(out))
     }
@@ -130,19 +148,22 @@ pub fn hex(bytes: &[u8]) -> String {
     out
 }
 
-fn nibble(c: u8) -> Result<u8, InvalidValue> {
-    match c {
-        b'0'..=b'9' => Ok(c - b'0'),
-        b'a'..=b'f' => Ok(c - b'a' + 10),
-        _ => Err(InvalidValue::new(
-            "hash",
-            format!(
-                "character {:?} is not lower-case hex",
-                char::from(c).escape_default().to_string()
-            ),
-        )),
+/// Each byte's value as a lower-case hex digit, or `NOT_HEX`.
+const NIBBLE: [u8; 256] = {
+    let mut table = [NOT_HEX; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
     }
-}
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
+const NOT_HEX: u8 = 0x10;
 
 impl fmt::Debug for Hash32 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -164,8 +185,7 @@ impl Serialize for Hash32 {
 
 impl<'de> Deserialize<'de> for Hash32 {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = String::deserialize(d)?;
-        Self::from_hex(&raw).map_err(serde::de::Error::custom)
+        crate::error::deserialize_str(d, Self::from_hex)
     }
 }
 
@@ -191,5 +211,40 @@ mod tests {
         assert!(Hash32::from_hex(&"AB".repeat(32)).is_err());
         assert!(Hash32::from_hex(&"ab".repeat(31)).is_err());
         assert!(Hash32::from_hex(&"é".repeat(32)).is_err());
+        // The first character that is not lower-case hex is named, wherever it is.
+        for (at, bad) in [(0, 'g'), (33, 'A'), (63, ' ')] {
+            let mut text = "0".repeat(64);
+            text.replace_range(at..=at, &bad.to_string());
+            let err = Hash32::from_hex(&text).expect_err(&text).to_string();
+            assert_eq!(
+                err,
+                format!("invalid hash: character \"{bad}\" is not lower-case hex")
+            );
+        }
+        let mut both = "0".repeat(62);
+        both.push_str("xy");
+        assert!(Hash32::from_hex(&both).is_err_and(|e| e.to_string().contains("\"x\"")));
+    }
+
+    /// Validated strings read as `String` did: escapes decoded, and the same error for a
+    /// value that is not a string.
+    #[test]
+    fn validated_strings_deserialise_as_strings_did() {
+        let escaped = format!("\"\\u0061{}\"", "a".repeat(63));
+        let h: Hash32 = serde_json::from_str(&escaped).expect("escaped hex");
+        assert_eq!(h, Hash32::from_bytes([0xaa; 32]));
+        let s: SessionId = serde_json::from_str(r#""s-\u0031""#).expect("escaped id");
+        assert_eq!(s.as_str(), "s-1");
+        for not_a_string in ["5", "null", "[]", "{}"] {
+            let want = serde_json::from_str::<String>(not_a_string)
+                .expect_err(not_a_string)
+                .to_string();
+            let hash = serde_json::from_str::<Hash32>(not_a_string).expect_err(not_a_string);
+            let id = serde_json::from_str::<SessionId>(not_a_string).expect_err(not_a_string);
+            let time = serde_json::from_str::<crate::Timestamp>(not_a_string);
+            assert_eq!(hash.to_string(), want);
+            assert_eq!(id.to_string(), want);
+            assert_eq!(time.expect_err(not_a_string).to_string(), want);
+        }
     }
 }
