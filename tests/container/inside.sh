@@ -173,3 +173,7 @@ source /opt/boxmaker-test/gateway.sh
 # ---- (h) a tool unit binds only the covered path ------------------------------------------------
 # shellcheck source=tests/container/binds.sh
 source /opt/boxmaker-test/binds.sh
+
+# ---- (i) granted paths under /home, and through a linked prefix ---------------------------------
+# shellcheck source=tests/container/grant-paths.sh
+source /opt/boxmaker-test/grant-paths.sh
