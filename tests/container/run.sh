@@ -6,7 +6,8 @@
 # tool units that brokerd starts through dbus-broker and polkit (tests/container/inside.sh),
 # scenario (g): gatewayd against fake-mattermost (tests/container/gateway.sh), and scenario
 # (h): a test-only tool (tests/container/sibling-tool.py) that reads past the path its call
-# covers, and finds nothing bound there (tests/container/binds.sh).
+# covers, and finds nothing bound there (tests/container/binds.sh), and scenario (i): grants
+# under a 0700 home and through a linked prefix (tests/container/grant-paths.sh).
 #
 # Usage: tests/container/run.sh BIN_DIR
 #   BIN_DIR holds the workspace's binaries (target/debug or target/release): brokerd,
