@@ -37,9 +37,9 @@ note "brokerd's BindReadOnlyPaths=$(systemctl show -p BindReadOnlyPaths --value 
 # "UNIT PROPERTY VALUE" lines (a bind as [-]SRC:DST, `-` when a missing source is skipped).
 busctl monitor --json=short \
     --match "type='method_call',interface='org.freedesktop.systemd1.Manager',member='StartTransientUnit'" \
-    >/tmp/grant-paths.bus 2>/dev/null &
+    >/tmp/grant-paths.bus 2>/tmp/grant-paths.bus.err &
 monitor=$!
-sleep 0.5
+wait_for 10 "control: busctl monitors the system bus" "grep -q 'Monitoring bus message stream' /tmp/grant-paths.bus.err"
 unit_properties() {
     python3 - /tmp/grant-paths.bus <<'PY'
 import json, sys
