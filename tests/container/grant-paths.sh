@@ -31,7 +31,7 @@ systemctl stop boxmaker-brokerd.service
 expect "control: /home/owner is 0700 owner, /srv/linked-notes a link to /srv/real-notes" \
     "test \"\$(stat -c '%a %U' /home/owner)\" = '700 owner' && test \"\$(readlink -f /srv/linked-notes)\" = /srv/real-notes"
 expect "brokerd's unit: ProtectHome=tmpfs, the home grant's directory read-only (grantPaths)" \
-    "test \"\$(systemctl show -p ProtectHome --value boxmaker-brokerd)\" = tmpfs && systemctl show -p BindReadOnlyPaths --value boxmaker-brokerd | tr ' ' '\\n' | grep -qxE -- '-/home/owner/notes(:/home/owner/notes)?(:rbind)?'"
+    "test \"\$(systemctl show -p ProtectHome --value boxmaker-brokerd)\" = tmpfs && systemctl show -p BindReadOnlyPaths --value boxmaker-brokerd | tr ' ' '\\n' | grep -qxF -- -/home/owner/notes:/home/owner/notes:rbind"
 note "brokerd's BindReadOnlyPaths=$(systemctl show -p BindReadOnlyPaths --value boxmaker-brokerd)"
 # What each tool unit is given: brokerd's StartTransientUnit calls on the system bus, as
 # "UNIT PROPERTY VALUE" lines (a bind as [-]SRC:DST, `-` when a missing source is skipped).
