@@ -3,8 +3,9 @@
 # boxmaker-container-test.service inside the booted container (systemd 252 as PID 1,
 # dbus-broker, polkit). They mirror nix/tests/*.nix (a) to (e), and (g); scenario (h), a
 # test-only tool that reads a sibling of the file its call covers and finds it unbound, is
-# the container tier's own (tests/container/binds.sh). The units are the ones rendered from
-# nix/units.nix; the binaries are bound at /opt/boxmaker/bin.
+# the container tier's own (tests/container/binds.sh), and so is scenario (i), granted
+# paths under a 0700 home and through a linked prefix (tests/container/grant-paths.sh). The
+# units are the ones rendered from nix/units.nix; the binaries are bound at /opt/boxmaker/bin.
 # Ends the container with the number of failed checks as its exit code (0: all passed).
 set -uo pipefail
 
@@ -173,3 +174,7 @@ source /opt/boxmaker-test/gateway.sh
 # ---- (h) a tool unit binds only the covered path ------------------------------------------------
 # shellcheck source=tests/container/binds.sh
 source /opt/boxmaker-test/binds.sh
+
+# ---- (i) granted paths under /home, and through a linked prefix ---------------------------------
+# shellcheck source=tests/container/grant-paths.sh
+source /opt/boxmaker-test/grant-paths.sh

@@ -6,7 +6,8 @@
 # tool units that brokerd starts through dbus-broker and polkit (tests/container/inside.sh),
 # scenario (g): gatewayd against fake-mattermost (tests/container/gateway.sh), and scenario
 # (h): a test-only tool (tests/container/sibling-tool.py) that reads past the path its call
-# covers, and finds nothing bound there (tests/container/binds.sh).
+# covers, and finds nothing bound there (tests/container/binds.sh), and scenario (i): grants
+# under a 0700 home and through a linked prefix (tests/container/grant-paths.sh).
 #
 # Usage: tests/container/run.sh BIN_DIR
 #   BIN_DIR holds the workspace's binaries (target/debug or target/release): brokerd,
@@ -81,6 +82,23 @@ cleanup() {
 trap cleanup EXIT
 units=$work/units
 mkdir -p "$units" "$work/etc-boxmaker/grants" "$work/sockets.target.wants"
+# brokerd's read-only view of the granted paths (`grantPaths`), derived from the test grants
+# as nix/module.nix derives it from services.boxmaker.grants: the paths of every read_file
+# and list_dir grant. Scenario (i) needs the one under /home (ProtectHome=tmpfs).
+grant_paths=$(python3 - "$here"/grants/*.toml <<'PY'
+import json, sys, tomllib
+paths = []
+for name in sys.argv[1:]:
+    with open(name, "rb") as f:
+        grant = tomllib.load(f)
+    if grant.get("tool") in ("read_file", "list_dir"):
+        for path in grant.get("constraints", {}).get("paths", []):
+            if path not in paths:
+                paths.append(path)
+print("[ " + " ".join(json.dumps(p) for p in paths) + " ]")
+PY
+) || die "cannot read the grant paths of $here/grants (python3 >= 3.11, for tomllib)"
+echo "grantPaths = $grant_paths"
 "$repo/tests/units/render.sh" "$units" \
     --arg package '"/opt/boxmaker"' \
     --arg fakeLlama '{ script = "/etc/boxmaker/fake-llama.toml"; listen = "127.0.0.1:8080"; }' \
@@ -88,7 +106,7 @@ mkdir -p "$units" "$work/etc-boxmaker/grants" "$work/sockets.target.wants"
         channel = "channelid00000000000000000"; tokenFile = "/etc/boxmaker/secrets/mattermost-token";
         allowedAddresses = [ "localhost" ]; }' \
     --arg fakeMattermost '{ listen = "127.0.0.1:8065"; }' \
-    --arg grantPaths '[ "/srv/notes" "/srv/inbox" ]'
+    --arg grantPaths "$grant_paths"
 # /etc/boxmaker: the rendered config, the test grants, and the VM tests' fake model script
 # with the container tier's own rules appended (tests/container/fake-rules.toml).
 cp "$units/config.toml" "$work/etc-boxmaker/config.toml"
