@@ -11,6 +11,7 @@
 
 use std::fs;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use grants::constraints::is_under;
@@ -43,6 +44,38 @@ pub fn resolve(path: &str, roots: &[String]) -> Result<Bind, String> {
         }
     }
     Err(first_err.unwrap_or_else(|| format!("{path} is outside the granted paths")))
+}
+
+/// Every name by which what `bind` binds is reached through a granted path, for labelling:
+/// its source and target, and, for each granted path that is the same file or directory
+/// (by device and inode, as a symlink's target or a bind mount is) as the source or one of
+/// its ancestors, that granted path joined with the rest. brokerd sees a granted path whose
+/// prefix is a link only as systemd mounted it into its view, a plain directory at the
+/// link's name; the inode is the one thing that still says where it really is.
+pub fn names<'a>(bind: &Bind, granted: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut names = vec![bind.source.clone(), bind.target.clone()];
+    let ancestors: Vec<(u64, u64, &Path)> = Path::new(&bind.source)
+        .ancestors()
+        .filter_map(|a| fs::metadata(a).ok().map(|m| (m.dev(), m.ino(), a)))
+        .collect();
+    for root in granted {
+        let Ok(m) = fs::metadata(root) else { continue };
+        for (dev, ino, a) in &ancestors {
+            if (m.dev(), m.ino()) != (*dev, *ino) {
+                continue;
+            }
+            let rest = Path::new(&bind.source)
+                .strip_prefix(a)
+                .map(Path::to_path_buf)
+                .unwrap_or_default();
+            let name = join(Path::new(root), &rest.to_string_lossy());
+            let name = name.to_string_lossy().into_owned();
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
 }
 
 fn resolve_under(path: &str, root: &str) -> Result<String, String> {

@@ -20,6 +20,7 @@ use proto::{
 
 use crate::approvals::{self, Answer, Approvals, NotRegistered, Wake};
 use crate::audit::AuditLog;
+use crate::bind;
 use crate::gateway::Outgoing;
 use crate::outbox::Outbox;
 use crate::policy::{self, Decision, Labels, Outcome};
@@ -425,11 +426,14 @@ impl Broker {
         let (labels, outcome) = match tool_spec::build(&self.config, req, args, &decision) {
             Ok(spec) => {
                 let labels = match &spec.bind {
-                    Some(b) => labels.join(policy::bound_labels(
-                        snapshot,
-                        &[&b.source, &b.target],
-                        subtree,
-                    )),
+                    Some(b) => {
+                        let granted = snapshot
+                            .iter()
+                            .flat_map(|(_, g)| g.constraints.paths.iter().map(String::as_str));
+                        let names = bind::names(b, granted);
+                        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                        labels.join(policy::bound_labels(snapshot, &names, subtree))
+                    }
                     None => labels,
                 };
                 (labels, self.runner.run(decision, &spec))

@@ -159,3 +159,30 @@ fn the_systemd_unit_of_a_call_binds_only_the_covered_path() {
         assert_eq!(binds, ["/usr".to_owned(), format!("-{path}")], "{tool}");
     }
 }
+
+/// brokerd sees a granted path whose prefix is a link as systemd mounted it: a plain
+/// directory at the link's name. By inode, the bound file is still found under every granted
+/// path it really lies under, so their grants label it.
+#[test]
+fn a_bound_path_is_named_under_every_granted_path_that_is_the_same_directory() {
+    use brokerd::bind::names;
+
+    let t = Tree::new("names");
+    // Another name for home/secrets, as a bind mount or a link would give it.
+    symlink(t.0.join("home/secrets"), t.0.join("vault")).expect("link");
+    let bind = at_itself(&t.at("home/secrets/key"));
+    let vault = t.at("vault");
+    let notes = t.at("home/notes");
+    assert_eq!(
+        names(&bind, [vault.as_str(), notes.as_str()]),
+        [bind.source.clone(), bind.target.clone(), t.at("vault/key")]
+    );
+    // An ancestor that is the same directory counts too, not only the bound path itself.
+    let deeper = at_itself(&t.at("home/secrets"));
+    let home_alias = t.at("home-alias");
+    symlink(t.0.join("home"), &home_alias).expect("link");
+    let found = names(&deeper, [home_alias.as_str()]);
+    assert!(found.contains(&t.at("home-alias/secrets")), "{found:?}");
+    // A granted path that is some other directory names nothing.
+    assert_eq!(names(&deeper, [notes.as_str()]).len(), 2);
+}
