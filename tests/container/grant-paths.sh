@@ -13,6 +13,10 @@
 #   the real file at the path the call names (-/srv/real-notes/soup.md:/srv/linked-notes/soup.md,
 #   seen on the system bus), and labels the result by every grant covering either path:
 #   real-notes-list.toml labels /srv/real-notes secret, so the read comes back secret.
+# - the same under /home (home-linked-read.toml: /home/owner/linked-notes -> /srv/real-notes):
+#   in brokerd's view the link is a plain directory (systemd mounted its target there), so
+#   brokerd names the bound file by inode under every granted path that is the same
+#   directory; the read still comes back secret.
 # A link below the granted directory is refused: scenario (h) shows it (binds.sh).
 
 scenario "(i) granted paths beyond /srv: under a 0700 home (ProtectHome=tmpfs), and through a linked prefix"
@@ -25,6 +29,7 @@ install -d -m 0755 /srv/real-notes
 echo "soup: leeks, potatoes, salt" >/srv/real-notes/soup.md
 chmod 0644 /srv/real-notes/soup.md
 ln -s real-notes /srv/linked-notes
+ln -s /srv/real-notes /home/owner/linked-notes
 # brokerd's view of the granted paths is made when its unit starts (a missing path is left
 # out), and these did not exist at its first start: the next connection starts it afresh.
 systemctl stop boxmaker-brokerd.service
@@ -61,8 +66,8 @@ expect "loopd's session log holds what the tool read under /home" \
     "grep -rqF 'water the ferns on friday' /var/lib/private/boxmaker/sessions"
 expect "the decision is audited (ALLOWED by grant home-notes-read)" \
     "bxctl audit show | grep -q 'ALLOWED by grant home-notes-read'"
-expect "in brokerd's namespace, /home holds the granted directory alone" \
-    "test \"\$(\$(in_role brokerd) ls -A /home/owner)\" = notes"
+expect "in brokerd's namespace, /home holds the granted directories alone" \
+    "test \"\$(\$(in_role brokerd) ls -A /home/owner | tr '\\n' ' ')\" = 'linked-notes notes '"
 refuse "control: brokerd's user cannot read the note in the host's view (the 0700 home)" \
     "\$(as_role brokerd) cat /home/owner/notes/ferns.md"
 
@@ -73,6 +78,9 @@ expect "loopd's session log holds what the tool read through the linked prefix" 
     "grep -rqF 'soup: leeks, potatoes, salt' /var/lib/private/boxmaker/sessions"
 expect "the decision is audited (ALLOWED by grant linked-notes-read)" \
     "bxctl audit show | grep -q 'ALLOWED by grant linked-notes-read'"
+expect "a read_file through a linked prefix under /home is labelled secret too (found by inode)" \
+    "owner bxctl chat -m 'what is my stew recipe?' | tee /tmp/stew.out | grep -qE '\\[-> [0-9]+ bytes, secret'"
+sed 's/^/    | /' /tmp/stew.out
 kill "$monitor"
 wait "$monitor" 2>/dev/null
 unit_properties >/tmp/grant-paths.props
@@ -86,4 +94,4 @@ expect "the tool unit under /home: ProtectHome=tmpfs, and the one file bound" \
     "grep -qxF '$ferns_unit ProtectHome \"tmpfs\"' /tmp/grant-paths.props && grep -qxF '$ferns_unit BindReadOnlyPaths -/home/owner/notes/ferns.md:/home/owner/notes/ferns.md' /tmp/grant-paths.props"
 expect "the tool unit through the linked prefix: the real file bound at the path the call names" \
     "grep -qxF '$soup_unit BindReadOnlyPaths -/srv/real-notes/soup.md:/srv/linked-notes/soup.md' /tmp/grant-paths.props && grep -qxF '$soup_unit ProtectHome \"yes\"' /tmp/grant-paths.props"
-rm -r /home/owner/notes /srv/real-notes /srv/linked-notes
+rm -r /home/owner/notes /home/owner/linked-notes /srv/real-notes /srv/linked-notes
