@@ -1,6 +1,9 @@
 //! The fixed ChatML-like template and the fake tokens (`render`).
 
-use fake_llama_server::render::*;
+use fake_llama_server::render::{
+    Call, Msg, TOKEN_BYTES, common_prefix_tokens, render_body, render_prompt, split_chars,
+    token_count, truncate_to_tokens,
+};
 use serde_json::json;
 
 /// A message with only a role and a content (shared by the crate's tests).

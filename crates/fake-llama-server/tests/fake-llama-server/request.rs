@@ -1,6 +1,6 @@
 //! Chat request bodies (`request`): what the fake reads, what it refuses.
 
-use fake_llama_server::request::*;
+use fake_llama_server::request::ChatRequest;
 
 #[test]
 fn reads_what_the_fake_needs_and_ignores_the_rest() {

@@ -1,8 +1,9 @@
 //! Scripts (`script`): parsing, checking, the documented example, rule matching.
 
-use crate::render::msg;
 use fake_llama_server::render::{Call, Msg};
-use fake_llama_server::script::*;
+use fake_llama_server::script::{Match, Script};
+
+use crate::render::msg;
 
 #[test]
 fn parses_every_field_and_refuses_unknown_ones() {

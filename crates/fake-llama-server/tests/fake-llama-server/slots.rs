@@ -1,8 +1,9 @@
 //! Slots (`slots`): pinning, the best prefix, waiting for a busy slot.
 
-use fake_llama_server::slots::*;
 use std::sync::Arc;
 use std::time::Duration;
+
+use fake_llama_server::slots::{SlotView, Slots};
 
 #[test]
 fn pinned_requests_get_their_slot_and_others_the_best_prefix() {
