@@ -11,9 +11,10 @@ use crate::completion::{self, Counts, Meta, Reply};
 use crate::http;
 use crate::render::{common_prefix_tokens, render_body, render_prompt, token_count};
 use crate::request::ChatRequest;
+use crate::respond::{send_error, send_json};
 use crate::script::Answer;
-use crate::server::{State, send_error, send_json, unix_now};
 use crate::slots::{SlotGuard, SlotView};
+use crate::state::{State, unix_now};
 
 /// The line a `malformed_after` fault sends in place of one event.
 pub const MALFORMED_LINE: &[u8] =

@@ -1,7 +1,8 @@
 //! fake-llama-server: a scripted stand-in for llama.cpp's `llama-server`, for boxmaker's stack
 //! tests and NixOS VM tests. It answers on loopback TCP in the real server's shapes (checked
-//! against llama.cpp's own server by the real-peer tests in `tests/realpeer.rs`) and simulates
-//! the prompt cache, so a client that rewrites history sees `timings.cache_n` drop.
+//! against llama.cpp's own server by the real-peer tests in
+//! `tests/fake-llama-server/realpeer.rs`) and simulates the prompt cache, so a client that
+//! rewrites history sees `timings.cache_n` drop.
 //!
 //! # Endpoints
 //!
@@ -80,9 +81,11 @@ pub mod completion;
 pub mod http;
 pub mod render;
 pub mod request;
+pub mod respond;
 pub mod script;
 pub mod server;
 pub mod slots;
+pub mod state;
 
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener};

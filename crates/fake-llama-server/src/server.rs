@@ -2,128 +2,20 @@
 
 use std::io::{self, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::api::{self, ApiError};
+use crate::chat;
 use crate::http::{self, ReadError};
-use crate::script::{Answer, Script};
-use crate::slots::Slots;
+use crate::respond::{send_error, send_json};
+use crate::script::Script;
+use crate::state::{State, unix_now};
 
 /// How long a kept-alive connection may sit idle (the real server's `timeout=5`).
 const IDLE: Duration = Duration::from_secs(5);
-
-/// How many requests `GET /fake/requests` remembers.
-pub const LOG_ENTRIES: usize = 1000;
-
-/// Everything the connections share.
-#[derive(Debug)]
-pub struct State {
-    /// The script in force.
-    pub script: Script,
-    /// The slots and their cached texts.
-    pub slots: Slots,
-    started: Instant,
-    loading: Mutex<Option<bool>>,
-    uses: Mutex<Vec<u64>>,
-    log: Mutex<Vec<Value>>,
-    rng: Mutex<u64>,
-    tasks: AtomicU64,
-    default_answer: Answer,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Unix seconds now.
-pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-impl State {
-    /// Fresh state for a script.
-    pub fn new(script: Script) -> Self {
-        let seed = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| {
-            u64::try_from(d.as_nanos() & u128::from(u64::MAX)).unwrap_or(0)
-        }) ^ (u64::from(std::process::id()) << 32)
-            | 1;
-        Self {
-            slots: Slots::new(script.server.total_slots),
-            uses: Mutex::new(vec![0; script.rules.len()]),
-            default_answer: script
-                .default
-                .clone()
-                .unwrap_or_else(Answer::builtin_default),
-            script,
-            started: Instant::now(),
-            loading: Mutex::new(None),
-            log: Mutex::new(Vec::new()),
-            rng: Mutex::new(seed),
-            tasks: AtomicU64::new(0),
-        }
-    }
-
-    /// Whether the server pretends to load its model.
-    pub fn is_loading(&self) -> bool {
-        lock(&self.loading).unwrap_or_else(|| {
-            self.started.elapsed() < Duration::from_millis(self.script.server.loading_ms)
-        })
-    }
-
-    /// Picks the answer for a conversation and counts the rule's use: (label, answer).
-    pub fn pick(&self, messages: &[crate::render::Msg]) -> (String, &Answer) {
-        let mut uses = lock(&self.uses);
-        match self.script.pick(messages, &uses) {
-            Some(i) => {
-                uses[i] += 1;
-                let rule = &self.script.rules[i];
-                let label = rule
-                    .name
-                    .clone()
-                    .unwrap_or_else(|| format!("rule {}", i + 1));
-                (label, &rule.answer)
-            }
-            None => ("default".to_owned(), &self.default_answer),
-        }
-    }
-
-    /// A random 32-character alphanumeric id (xorshift64*; not for secrets).
-    pub fn random_id(&self) -> String {
-        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-        let mut state = lock(&self.rng);
-        (0..32)
-            .map(|_| {
-                *state ^= *state >> 12;
-                *state ^= *state << 25;
-                *state ^= *state >> 27;
-                let r = state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32;
-                let i = usize::try_from(r % ALPHABET.len() as u64).unwrap_or(0);
-                char::from(ALPHABET[i])
-            })
-            .collect()
-    }
-
-    /// The next task number (as `/slots` reports `id_task`).
-    pub fn next_task(&self) -> u64 {
-        self.tasks.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Appends to the request log (`GET /fake/requests`), which keeps the last
-    /// [`LOG_ENTRIES`] requests.
-    pub fn record(&self, entry: Value) {
-        let mut log = lock(&self.log);
-        if log.len() >= LOG_ENTRIES {
-            log.remove(0);
-        }
-        log.push(entry);
-    }
-}
 
 /// Serves `listener` until the process ends, one thread per connection.
 pub fn serve(listener: &TcpListener, script: Script) -> io::Result<()> {
@@ -171,19 +63,6 @@ fn connection(stream: TcpStream, state: &State) {
     }
 }
 
-/// Sends a JSON body; error statuses close the connection. Returns whether it stays open.
-pub fn send_json(w: &mut TcpStream, status: u16, body: &Value, keep: bool) -> io::Result<bool> {
-    let keep = keep && status < 400;
-    let bytes = body.to_string().into_bytes();
-    http::write_response(w, status, "application/json; charset=utf-8", &bytes, keep)?;
-    Ok(keep)
-}
-
-/// Sends an error in llama-server's shape and closes the connection.
-pub fn send_error(w: &mut TcpStream, e: &ApiError) -> io::Result<bool> {
-    send_json(w, e.status, &e.to_json(), false)
-}
-
 fn route(state: &State, req: &http::Request, w: &mut TcpStream, keep: bool) -> io::Result<bool> {
     let settings = &state.script.server;
     let method = req.method.as_str();
@@ -202,7 +81,7 @@ fn route(state: &State, req: &http::Request, w: &mut TcpStream, keep: bool) -> i
             send_json(w, 200, &api::models(settings, unix_now()), keep)
         }
         ("POST", "/v1/chat/completions" | "/chat/completions") => {
-            crate::chat::handle(state, &req.body, w, keep)
+            chat::handle(state, &req.body, w, keep)
         }
         ("POST", _) if path.starts_with("/slots/") => {
             let id = path["/slots/".len()..].parse::<usize>().ok();
@@ -234,7 +113,7 @@ fn fake_control(
     keep: bool,
 ) -> io::Result<bool> {
     match (method, what) {
-        ("GET", "requests") => send_json(w, 200, &Value::Array(lock(&state.log).clone()), keep),
+        ("GET", "requests") => send_json(w, 200, &state.requests(), keep),
         ("POST", "loading") => {
             let wanted = match serde_json::from_slice::<Value>(body) {
                 Ok(v) => match v.get("loading") {
@@ -246,7 +125,7 @@ fn fake_control(
             };
             match wanted {
                 Some(value) => {
-                    *lock(&state.loading) = value;
+                    state.set_loading(value);
                     send_json(w, 200, &json!({ "loading": state.is_loading() }), keep)
                 }
                 None => send_error(

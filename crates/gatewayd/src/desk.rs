@@ -11,8 +11,9 @@ use proto::approval::{ApprovalAnswer, ApprovalCard};
 use proto::gateway::{ApprovalUpdate, MAX_HEARD, Update};
 
 use crate::card;
-use crate::mm::{Client, Post, Reaction};
-use crate::state::{Asked, Store};
+use crate::context::Context;
+use crate::mm::{Post, Reaction};
+use crate::state::Asked;
 use crate::verdict::{emoji_verdict, reply_verdict};
 
 /// Answers queued for brokerd at most; beyond it the oldest are dropped (and logged).
@@ -20,10 +21,8 @@ const MAX_QUEUED: usize = 1024;
 
 #[derive(Debug)]
 pub struct Desk {
-    pub client: Client,
-    pub server: String,
-    pub channel: String,
-    pub store: Arc<Mutex<Store>>,
+    /// The channel the cards are posted in, and the state that remembers them.
+    ctx: Arc<Context>,
     queue: Mutex<Queue>,
     ring: Condvar,
     /// Approvals being posted now.
@@ -47,12 +46,9 @@ struct Heard {
 }
 
 impl Desk {
-    pub fn new(client: Client, server: String, channel: String, store: Arc<Mutex<Store>>) -> Self {
+    pub fn new(ctx: Arc<Context>) -> Self {
         Self {
-            client,
-            server,
-            channel,
-            store,
+            ctx,
             queue: Mutex::new(Queue {
                 next: 1,
                 items: VecDeque::new(),
@@ -77,24 +73,16 @@ impl Desk {
 
     fn post_parts(&self, card: &ApprovalCard, now: i64) -> Result<String, String> {
         let (known, thread) = {
-            let s = lock(&self.store);
-            let known = s.saved.approvals.get(&card.approval).cloned();
-            let thread = s
-                .saved
-                .threads
-                .iter()
-                .find(|(_, session)| *session == card.session.as_str())
-                .map(|(root, _)| root.clone());
+            let s = self.ctx.store();
+            let known = s.approval(&card.approval).cloned();
+            let thread = s.thread_of(card.session.as_str()).cloned();
             (known, thread)
         };
-        let posts = card::render(card, &self.server, thread.as_deref());
+        let posts = card::render(card, self.ctx.server(), thread.as_deref());
         let (root, done) = match known {
             Some(asked) => (asked.post, asked.parts),
             None => {
-                let root = self
-                    .client
-                    .create(&self.channel, "", &posts[0])
-                    .map_err(|e| e.to_string())?;
+                let root = self.ctx.post("", &posts[0]).map_err(|e| e.to_string())?;
                 // Known at once: an answer on it from now on is an answer, never chat.
                 let asked = Asked {
                     post: root.clone(),
@@ -107,7 +95,7 @@ impl Desk {
                     heard: VecDeque::new(),
                     told: VecDeque::new(),
                 };
-                let mut s = lock(&self.store);
+                let mut s = self.ctx.store();
                 s.remember_approval(&card.approval, asked);
                 s.save_or_log();
                 (root, 1)
@@ -116,13 +104,9 @@ impl Desk {
         // The parts split the same way on every try (card::render), so a retry goes on
         // where a failure stopped.
         for (i, more) in posts.iter().enumerate().skip(done.max(1)) {
-            self.client
-                .create(&self.channel, &root, more)
-                .map_err(|e| e.to_string())?;
-            let mut s = lock(&self.store);
-            if let Some(a) = s.saved.approvals.get_mut(&card.approval) {
-                a.parts = i + 1;
-            }
+            self.ctx.post(&root, more).map_err(|e| e.to_string())?;
+            let mut s = self.ctx.store();
+            s.posted_parts(&card.approval, i + 1);
             s.save_or_log();
         }
         Ok(root)
@@ -131,18 +115,18 @@ impl Desk {
     /// Shows what became of an answer (a reply in the thread, once per user) or of the
     /// approval (the root post edited, once brokerd's outcome is in).
     pub fn update(&self, u: &ApprovalUpdate) -> Result<(), String> {
-        let Some(asked) = lock(&self.store).saved.approvals.get(&u.approval).cloned() else {
+        let Some(asked) = self.ctx.store().approval(&u.approval).cloned() else {
             return Ok(());
         };
         if let Update::Refused { by, refusal } = &u.update {
-            if lock(&self.store).told(&u.approval, by) {
+            if self.ctx.store().told(&u.approval, by) {
                 // Said once per user and post: a flood of refusals is not echoed.
                 return Ok(());
             }
-            self.client
-                .create(&self.channel, &asked.post, &card::refused(by, *refusal))
+            self.ctx
+                .post(&asked.post, &card::refused(by, *refusal))
                 .map_err(|e| e.to_string())?;
-            let mut s = lock(&self.store);
+            let mut s = self.ctx.store();
             s.tell(&u.approval, by);
             s.save_or_log();
             return Ok(());
@@ -151,21 +135,18 @@ impl Desk {
             return Ok(());
         }
         self.settle(&u.approval, &asked.post, &u.update)?;
-        let mut s = lock(&self.store);
-        if let Some(a) = s.saved.approvals.get_mut(&u.approval) {
-            a.done = true;
-        }
+        let mut s = self.ctx.store();
+        s.decided(&u.approval);
         s.save_or_log();
         Ok(())
     }
 
     /// Edits the root post to show `update`.
     fn settle(&self, approval: &str, post: &str, update: &Update) -> Result<(), String> {
-        let message = self.client.message(post).map_err(|e| e.to_string())?;
+        let client = self.ctx.client();
+        let message = client.message(post).map_err(|e| e.to_string())?;
         match card::settled(&message, approval, update) {
-            Some(text) if text != message => {
-                self.client.edit(post, &text).map_err(|e| e.to_string())
-            }
+            Some(text) if text != message => client.edit(post, &text).map_err(|e| e.to_string()),
             _ => Ok(()),
         }
     }
@@ -177,7 +158,7 @@ impl Desk {
     pub fn wait(&self, ack: u64, wait: Duration) -> (u64, Vec<ApprovalAnswer>) {
         let mut q = lock(&self.queue);
         if q.items.front().is_some_and(|h| h.seq < ack) {
-            let mut s = lock(&self.store);
+            let mut s = self.ctx.store();
             while let Some(h) = q.items.pop_front_if(|h| h.seq < ack) {
                 if let Some(key) = h.reaction {
                     s.hear(&h.answer.approval, key);
@@ -232,7 +213,7 @@ impl Desk {
             return;
         };
         let key = format!("{} {}", r.user_id, r.emoji_name);
-        let s = lock(&self.store);
+        let s = self.ctx.store();
         let Some((approval, asked)) = s.approval_of(&r.post_id) else {
             return;
         };
@@ -254,7 +235,9 @@ impl Desk {
     /// A post in an approval post's thread: an answer when it says `approve` or `deny`.
     /// Returns whether the post belongs to an approval (then it is never chat).
     pub fn reply(&self, post: &Post) -> bool {
-        let found = lock(&self.store)
+        let found = self
+            .ctx
+            .store()
             .approval_of(&post.root_id)
             .map(|(id, a)| (id.clone(), a.binding));
         let Some((approval, binding)) = found else {
@@ -278,28 +261,20 @@ impl Desk {
     /// post past its expiry without brokerd's word is shown as expired (brokerd's outcome,
     /// when it comes, replaces that). One post that cannot be read is skipped, and said.
     pub fn catch_up(&self, now: i64) {
-        let open: Vec<(String, Asked)> = lock(&self.store)
-            .saved
-            .approvals
-            .iter()
-            .filter(|(_, a)| !a.done && !a.lapsed)
-            .map(|(id, a)| (id.clone(), a.clone()))
-            .collect();
+        let open: Vec<(String, Asked)> = self.ctx.store().open_approvals();
         for (approval, asked) in open {
             if asked.expires <= now {
                 match self.settle(&approval, &asked.post, &Update::Expired) {
                     Ok(()) => {
-                        let mut s = lock(&self.store);
-                        if let Some(a) = s.saved.approvals.get_mut(&approval) {
-                            a.lapsed = true;
-                        }
+                        let mut s = self.ctx.store();
+                        s.lapsed(&approval);
                         s.save_or_log();
                     }
                     Err(e) => log::warn(format_args!("showing {approval} expired: {e}")),
                 }
                 continue;
             }
-            match self.client.reactions(&asked.post) {
+            match self.ctx.client().reactions(&asked.post) {
                 Ok(reactions) => reactions.iter().for_each(|r| self.reaction(r)),
                 Err(e) => log::warn(format_args!("the reactions on {}: {e}", asked.post)),
             }

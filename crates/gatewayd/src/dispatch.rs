@@ -11,6 +11,7 @@ use daemon::config::Gateway;
 use daemon::{lock, log};
 use proto::SessionId;
 
+use crate::context::Context;
 use crate::desk::Desk;
 use crate::mm::Post;
 use crate::reply;
@@ -19,10 +20,13 @@ use crate::reply;
 const MAX_TURNS: usize = 8;
 
 pub struct Dispatch {
-    pub desk: Arc<Desk>,
-    pub bot: String,
-    pub gateway: Gateway,
-    pub loop_sock: PathBuf,
+    ctx: Arc<Context>,
+    /// Where replies on approval posts go.
+    desk: Arc<Desk>,
+    /// The bot's own user id: its posts are never answered.
+    bot: String,
+    gateway: Gateway,
+    loop_sock: PathBuf,
     busy: Mutex<Busy>,
 }
 
@@ -43,8 +47,15 @@ fn root_of(post: &Post) -> String {
 }
 
 impl Dispatch {
-    pub fn new(desk: Arc<Desk>, bot: String, gateway: Gateway, loop_sock: PathBuf) -> Self {
+    pub fn new(
+        ctx: Arc<Context>,
+        desk: Arc<Desk>,
+        bot: String,
+        gateway: Gateway,
+        loop_sock: PathBuf,
+    ) -> Self {
         Self {
+            ctx,
             desk,
             bot,
             gateway,
@@ -60,7 +71,7 @@ impl Dispatch {
         }
         let stranger = !self.gateway.owners.contains(&post.user_id);
         {
-            let mut s = lock(&self.desk.store);
+            let mut s = self.ctx.store();
             if !s.is_new(&post.id, post.create_at) {
                 return;
             }
@@ -71,10 +82,10 @@ impl Dispatch {
             let answer = s.approval_of(&post.root_id).is_some();
             let skip = !post.kind.is_empty() || from_bot;
             if !skip && !answer && stranger {
-                s.saved.ignored += 1;
+                let ignored = s.ignore();
                 log::info(format_args!(
-                    "ignored a post from {} (not an owner; {} ignored so far)",
-                    post.user_id, s.saved.ignored
+                    "ignored a post from {} (not an owner; {ignored} ignored so far)",
+                    post.user_id
                 ));
             }
             // One write: the post handled (and counted) before anything is done about it.
@@ -138,37 +149,30 @@ impl Dispatch {
     /// Says so in each thread whose answer a restart cut off (loopd finished the turn and
     /// logged it; only its showing was lost).
     pub fn cut_off(&self) {
-        let cut: Vec<(String, String)> =
-            std::mem::take(&mut lock(&self.desk.store).saved.answering)
-                .into_iter()
-                .collect();
+        let cut: Vec<(String, String)> = self.ctx.store().take_cut_off().into_iter().collect();
         for (post, root) in cut {
             log::warn(format_args!(
                 "the answer to post {post} was cut off by a restart"
             ));
             let note = "_The answer to this was cut off: gatewayd restarted. \
                         The conversation is kept; write again to go on._";
-            let channel = self.desk.channel.clone();
-            if let Err(e) = self.desk.client.create(&channel, &root, note) {
+            if let Err(e) = self.ctx.post(&root, note) {
                 log::warn(format_args!("saying an answer was cut off: {e}"));
             }
         }
-        lock(&self.desk.store).save_or_log();
+        self.ctx.store().save_or_log();
     }
 
     fn answer(&self, post: &Post) {
         let root = root_of(post);
         let session = {
-            let mut s = lock(&self.desk.store);
-            s.saved.answering.insert(post.id.clone(), root.clone());
+            let mut s = self.ctx.store();
+            s.answering(&post.id, &root);
             s.save_or_log();
-            s.saved
-                .threads
-                .get(&root)
-                .and_then(|id| SessionId::new(id).ok())
+            s.session_of(&root).and_then(|id| SessionId::new(id).ok())
         };
         let turn = reply::Turn {
-            client: &self.desk.client,
+            client: self.ctx.client(),
             bot: &self.bot,
             channel: &post.channel_id,
             root: &root,
@@ -176,23 +180,16 @@ impl Dispatch {
             typing: self.gateway.typing_interval,
             loop_sock: &self.loop_sock,
             server: &self.gateway.server,
-            approval_post: &|approval| {
-                lock(&self.desk.store)
-                    .saved
-                    .approvals
-                    .get(approval)
-                    .map(|a| a.post.clone())
-            },
+            approval_post: &|approval| self.ctx.store().approval(approval).map(|a| a.post.clone()),
         };
         reply::answer(&turn, session, &post.message, &mut |session| {
-            let mut s = lock(&self.desk.store);
-            if s.saved.threads.get(&root) != Some(&session.to_string()) {
-                s.saved.threads.insert(root.clone(), session.to_string());
+            let mut s = self.ctx.store();
+            if s.continue_thread(&root, session.as_str()) {
                 s.save_or_log();
             }
         });
-        let mut s = lock(&self.desk.store);
-        s.saved.answering.remove(&post.id);
+        let mut s = self.ctx.store();
+        s.answered(&post.id);
         s.save_or_log();
     }
 }

@@ -12,8 +12,9 @@ use serde_json::{Value, json};
 use tungstenite::stream::MaybeTlsStream;
 use tungstenite::{Message, WebSocket};
 
+use crate::context::Context;
 use crate::desk::Desk;
-use crate::mm::{Client, Post, Reaction};
+use crate::mm::{self, Client, Post, Reaction};
 
 type Socket = WebSocket<MaybeTlsStream<TcpStream>>;
 
@@ -22,16 +23,16 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// A quiet connection is pinged after this; one quiet twice in a row is dropped.
 const QUIET: Duration = Duration::from_secs(30);
 
-/// Runs forever: every post of the desk's channel goes to `posts`.
-pub fn run(desk: &Desk, token: &str, posts: &Sender<Post>) {
-    let client = &desk.client;
+/// Runs forever: every post of the channel goes to `posts`, every reaction to `desk`.
+pub fn run(ctx: &Context, desk: &Desk, token: &str, posts: &Sender<Post>) {
+    let client = ctx.client();
     let mut backoff = FIRST_BACKOFF;
     loop {
         match connect(client, token) {
             Ok(mut ws) => {
                 backoff = FIRST_BACKOFF;
                 log::info(format_args!("following Mattermost events"));
-                if let Err(e) = follow(&mut ws, desk, posts) {
+                if let Err(e) = follow(&mut ws, ctx, desk, posts) {
                     log::warn(format_args!("Mattermost events: {e}; reconnecting"));
                 }
             }
@@ -84,21 +85,21 @@ fn next(ws: &mut Socket) -> Result<Option<Value>, String> {
     }
 }
 
-fn catch_up(desk: &Desk, posts: &Sender<Post>) -> Result<(), String> {
-    let cursor = daemon::lock(&desk.store).saved.cursor;
-    for post in desk
-        .client
-        .since(&desk.channel, cursor.saturating_sub(1))
+fn catch_up(ctx: &Context, desk: &Desk, posts: &Sender<Post>) -> Result<(), String> {
+    let cursor = ctx.store().cursor();
+    for post in ctx
+        .client()
+        .since(ctx.channel(), cursor.saturating_sub(1))
         .map_err(|e| e.to_string())?
     {
         posts.send(post).map_err(|_| "the worker stopped")?;
     }
-    desk.catch_up(crate::now_ms());
+    desk.catch_up(mm::now_ms());
     Ok(())
 }
 
-fn follow(ws: &mut Socket, desk: &Desk, posts: &Sender<Post>) -> Result<(), String> {
-    catch_up(desk, posts)?;
+fn follow(ws: &mut Socket, ctx: &Context, desk: &Desk, posts: &Sender<Post>) -> Result<(), String> {
+    catch_up(ctx, desk, posts)?;
     let mut quiet = false;
     let mut expected: Option<u64> = None;
     loop {
@@ -116,7 +117,7 @@ fn follow(ws: &mut Socket, desk: &Desk, posts: &Sender<Post>) -> Result<(), Stri
             if expected.is_some_and(|e| e != seq) {
                 // Events were lost on the way: fetch what they carried.
                 log::warn(format_args!("event sequence jumped to {seq}; catching up"));
-                catch_up(desk, posts)?;
+                catch_up(ctx, desk, posts)?;
             }
             expected = Some(seq + 1);
         }
@@ -138,7 +139,7 @@ fn follow(ws: &mut Socket, desk: &Desk, posts: &Sender<Post>) -> Result<(), Stri
             continue;
         };
         match serde_json::from_str::<Post>(text) {
-            Ok(post) if post.channel_id == desk.channel => {
+            Ok(post) if post.channel_id == ctx.channel() => {
                 posts.send(post).map_err(|_| "the worker stopped")?;
             }
             Ok(_) => {}

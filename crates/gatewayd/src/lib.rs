@@ -6,18 +6,20 @@
 //! brokerd: approval cards become root posts, and every answer on them goes to brokerd,
 //! never to loopd.
 
-mod card;
+// Public for the crate's test binary (tests/gatewayd): the parts tested on their own.
+pub mod card;
+mod context;
 mod desk;
 mod dispatch;
 mod follow;
 mod mm;
-mod render;
+pub mod render;
 mod reply;
 mod server;
-mod state;
-mod verdict;
+pub mod state;
+pub mod verdict;
 
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use daemon::config::{Config, Gateway};
@@ -27,6 +29,7 @@ use daemon::{CommonArgs, log, notify};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
+use crate::context::Context;
 use crate::desk::Desk;
 use crate::dispatch::Dispatch;
 use crate::mm::{Client, Post};
@@ -40,11 +43,6 @@ pub struct Args {
 }
 
 pub use daemon::{Error, err};
-
-/// Now, in Mattermost's unit (milliseconds since the epoch).
-pub(crate) fn now_ms() -> i64 {
-    i64::try_from(proto::Timestamp::now().as_millis()).unwrap_or(i64::MAX)
-}
 
 /// The bot token: `token_file` when set (development), else the systemd credential.
 fn token(g: &Gateway) -> Result<String, Error> {
@@ -88,14 +86,15 @@ pub fn run(args: Args) -> Result<(), Error> {
         .take_or_bind("gateway", &config.sockets.broker_gateway_sock())
         .map_err(err)?;
     let mut signals = Signals::new([SIGTERM, SIGINT]).map_err(err)?;
-    let store = Store::open(g.state_dir(&config.home), now_ms()).map_err(err)?;
+    let store = Store::open(g.state_dir(&config.home), mm::now_ms()).map_err(err)?;
     let client = Client::new(&g.server, &token);
-    let desk = Arc::new(Desk::new(
-        client.clone(),
+    let ctx = Arc::new(Context::new(
+        client,
         g.server.clone(),
         g.channel.clone(),
-        Arc::new(Mutex::new(store)),
+        store,
     ));
+    let desk = Arc::new(Desk::new(ctx.clone()));
     let activity = Arc::new(Activity::default());
     let policy = Policy {
         name: "gateway",
@@ -112,17 +111,16 @@ pub fn run(args: Args) -> Result<(), Error> {
     })?;
     // Alive while the state can be reached: every post, reaction and card goes through it,
     // and a thread stuck saving it holds it.
-    let store = desk.store.clone();
-    notify::spawn_watchdog(move || daemon::reachable(&store, Duration::from_secs(1)))
-        .map_err(err)?;
+    let c = ctx.clone();
+    notify::spawn_watchdog(move || c.reachable(Duration::from_secs(1))).map_err(err)?;
     let (tx, rx) = mpsc::channel::<Post>();
-    let d = desk.clone();
-    spawn("follow", move || follow::run(&d, &token, &tx))?;
+    let (c, d) = (ctx.clone(), desk.clone());
+    spawn("follow", move || follow::run(&c, &d, &token, &tx))?;
     let loop_sock = config.sockets.chat_loop_sock();
     log::info(format_args!("gateway to {} started", g.server));
     spawn("dispatch", move || {
-        let bot = bot_id(&client);
-        let dispatch = Arc::new(Dispatch::new(desk, bot, g, loop_sock));
+        let bot = bot_id(ctx.client());
+        let dispatch = Arc::new(Dispatch::new(ctx, desk, bot, g, loop_sock));
         dispatch.cut_off();
         for post in rx {
             dispatch.post(post);

@@ -31,6 +31,11 @@ pub struct Reaction {
     pub emoji_name: String,
 }
 
+/// Now, in Mattermost's unit (milliseconds since the epoch).
+pub fn now_ms() -> i64 {
+    i64::try_from(proto::Timestamp::now().as_millis()).unwrap_or(i64::MAX)
+}
+
 #[derive(Debug)]
 pub enum Error {
     Http(String),

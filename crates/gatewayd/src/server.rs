@@ -12,6 +12,7 @@ use proto::gateway::{ApprovalHeard, ApprovalPosted, MAX_WAIT_MS};
 use proto::{Envelope, ErrorCode, Message};
 
 use crate::desk::Desk;
+use crate::mm;
 
 /// Serves one brokerd connection until it closes.
 pub fn serve(desk: &Desk, mut conn: Conn, who: &str, activity: &Arc<Activity>) {
@@ -24,7 +25,7 @@ pub fn serve(desk: &Desk, mut conn: Conn, who: &str, activity: &Arc<Activity>) {
 fn request(desk: &Desk, conn: &mut Conn, env: Envelope, who: &str) -> bool {
     let id = env.id;
     let reply = match env.msg {
-        Message::ApprovalPost(card) => match desk.post(&card, crate::now_ms()) {
+        Message::ApprovalPost(card) => match desk.post(&card, mm::now_ms()) {
             Ok(post) => Message::ApprovalPosted(ApprovalPosted {
                 approval: card.approval,
                 post,

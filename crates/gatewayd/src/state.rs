@@ -16,12 +16,12 @@ const APPROVALS: usize = 500;
 const HEARD: usize = 64;
 /// How much older than the newest handled post a new one may be (posts can arrive out of
 /// order between the WebSocket and a catch-up).
-const REORDER_MS: i64 = 5 * 60 * 1000;
+pub const REORDER_MS: i64 = 5 * 60 * 1000;
 /// The largest state file read back (the lists above keep it far smaller).
 const MAX_STATE: u64 = 16 * 1024 * 1024;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
-pub struct Saved {
+struct Saved {
     /// Thread root post id → loopd session id.
     pub threads: BTreeMap<String, String>,
     /// The newest `create_at` handled: catch-up asks for posts since then.
@@ -67,7 +67,7 @@ pub struct Asked {
 #[derive(Debug)]
 pub struct Store {
     path: PathBuf,
-    pub saved: Saved,
+    saved: Saved,
 }
 
 impl Store {
@@ -89,6 +89,11 @@ impl Store {
         Ok(Self { path, saved })
     }
 
+    /// The newest `create_at` handled: a catch-up asks for the posts since then.
+    pub fn cursor(&self) -> i64 {
+        self.saved.cursor
+    }
+
     pub fn is_handled(&self, id: &str) -> bool {
         self.saved.handled.iter().any(|h| h == id)
     }
@@ -104,6 +109,42 @@ impl Store {
     /// The approval whose root post is `post`.
     pub fn approval_of(&self, post: &str) -> Option<(&String, &Asked)> {
         self.saved.approvals.iter().find(|(_, a)| a.post == post)
+    }
+
+    /// The approval `approval`'s root post, when one was made.
+    pub fn approval(&self, approval: &str) -> Option<&Asked> {
+        self.saved.approvals.get(approval)
+    }
+
+    /// The approvals neither decided nor shown as expired.
+    pub fn open_approvals(&self) -> Vec<(String, Asked)> {
+        self.saved
+            .approvals
+            .iter()
+            .filter(|(_, a)| !a.done && !a.lapsed)
+            .map(|(id, a)| (id.clone(), a.clone()))
+            .collect()
+    }
+
+    /// Records that the first `parts` posts of `approval`'s card are made.
+    pub fn posted_parts(&mut self, approval: &str, parts: usize) {
+        if let Some(a) = self.saved.approvals.get_mut(approval) {
+            a.parts = parts;
+        }
+    }
+
+    /// Records that brokerd's outcome of `approval` is shown.
+    pub fn decided(&mut self, approval: &str) {
+        if let Some(a) = self.saved.approvals.get_mut(approval) {
+            a.done = true;
+        }
+    }
+
+    /// Records that `approval` is shown as expired by gatewayd itself.
+    pub fn lapsed(&mut self, approval: &str) {
+        if let Some(a) = self.saved.approvals.get_mut(approval) {
+            a.lapsed = true;
+        }
     }
 
     pub fn remember_approval(&mut self, approval: &str, asked: Asked) {
@@ -159,6 +200,54 @@ impl Store {
         }
     }
 
+    /// The loopd session the thread at `root` continues.
+    pub fn session_of(&self, root: &str) -> Option<&String> {
+        self.saved.threads.get(root)
+    }
+
+    /// The root of the thread that continues `session`, when it came from Mattermost.
+    pub fn thread_of(&self, session: &str) -> Option<&String> {
+        self.saved
+            .threads
+            .iter()
+            .find(|(_, s)| *s == session)
+            .map(|(root, _)| root)
+    }
+
+    /// Records that the thread at `root` continues `session`; whether that is news.
+    pub fn continue_thread(&mut self, root: &str, session: &str) -> bool {
+        if self.saved.threads.get(root).map(String::as_str) == Some(session) {
+            return false;
+        }
+        self.saved
+            .threads
+            .insert(root.to_owned(), session.to_owned());
+        true
+    }
+
+    /// Counts a post from someone not on the owner list; the count so far.
+    pub fn ignore(&mut self) -> u64 {
+        self.saved.ignored += 1;
+        self.saved.ignored
+    }
+
+    /// Records that the answer to `post` (in the thread at `root`) is being given.
+    pub fn answering(&mut self, post: &str, root: &str) {
+        self.saved
+            .answering
+            .insert(post.to_owned(), root.to_owned());
+    }
+
+    /// Records that the answer to `post` was given.
+    pub fn answered(&mut self, post: &str) {
+        self.saved.answering.remove(post);
+    }
+
+    /// The answers being given when gatewayd last stopped (post → thread root), forgotten.
+    pub fn take_cut_off(&mut self) -> BTreeMap<String, String> {
+        std::mem::take(&mut self.saved.answering)
+    }
+
     /// Whether a post is new: not handled, and not much older than the newest handled one.
     /// Mattermost's `since` also returns old posts that were edited or reacted to, and the
     /// roots of threads with new replies; those are not new.
@@ -179,101 +268,5 @@ impl Store {
         let bytes = serde_json::to_vec(&self.saved).map_err(std::io::Error::other)?;
         // Only gatewayd reads it: which thread is which session, and the approval posts.
         daemon::durable::replace_file(&self.path, &tmp, &bytes, 0o600).map_err(|e| e.source)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_old_post_seen_again_is_not_new() {
-        let dir = std::env::temp_dir().join(format!("gw-state-{}", std::process::id()));
-        let mut s = Store::open(dir.clone(), 1_000_000).expect("open");
-        assert!(s.is_new("a", 1_000_000));
-        s.mark("a", 1_000_000);
-        assert!(!s.is_new("a", 1_000_000), "handled");
-        assert!(s.is_new("b", 1_000_000 - 1000), "a little out of order");
-        assert!(
-            !s.is_new("c", 1_000_000 - REORDER_MS - 1),
-            "an old root brought back"
-        );
-        let _ = std::fs::remove_dir_all(dir);
-    }
-
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("gw-state-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
-        dir
-    }
-
-    /// Why `Store::open` refuses the state in `dir`.
-    fn refusal(dir: &std::path::Path) -> String {
-        match Store::open(dir.to_owned(), 0) {
-            Ok(_) => panic!("{} was accepted", dir.display()),
-            Err(e) => e.to_string(),
-        }
-    }
-
-    #[test]
-    fn the_state_file_is_private_and_read_back() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = scratch("mode");
-        let mut s = Store::open(dir.clone(), 7).expect("open");
-        s.mark("a", 9);
-        s.save().expect("save");
-        let mode = std::fs::metadata(dir.join("state.json"))
-            .expect("meta")
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
-        let again = Store::open(dir.clone(), 0).expect("open again");
-        assert!(again.is_handled("a"));
-        assert_eq!(again.saved.cursor, 9);
-        // What an older gatewayd wrote (0644) is still read.
-        std::fs::set_permissions(
-            dir.join("state.json"),
-            std::fs::Permissions::from_mode(0o644),
-        )
-        .expect("chmod");
-        Store::open(dir.clone(), 0).expect("0644 is read");
-        let _ = std::fs::remove_dir_all(dir);
-    }
-
-    #[test]
-    fn corrupt_linked_or_writable_state_refuses_start() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = scratch("refused");
-        let path = dir.join("state.json");
-        std::fs::write(&path, "{\"threads\":{").expect("write");
-        assert!(
-            refusal(&dir).contains("EOF while parsing"),
-            "{}",
-            refusal(&dir)
-        );
-
-        std::fs::write(&path, "{}").expect("write");
-        for mode in [0o664, 0o646] {
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
-            let why = refusal(&dir);
-            assert!(why.contains(&format!("mode {mode:o} sets")), "{why}");
-        }
-
-        std::fs::remove_file(&path).expect("rm");
-        let elsewhere = scratch("refused-target").join("state.json");
-        std::fs::write(&elsewhere, "{}").expect("write");
-        std::os::unix::fs::symlink(&elsewhere, &path).expect("link");
-        let why = refusal(&dir);
-        assert!(why.ends_with("it is a symbolic link"), "{why}");
-
-        std::fs::remove_file(&path).expect("rm");
-        std::fs::create_dir(&path).expect("a directory in its place");
-        assert!(
-            refusal(&dir).ends_with("not a regular file"),
-            "{}",
-            refusal(&dir)
-        );
-        let _ = std::fs::remove_dir_all(dir);
     }
 }

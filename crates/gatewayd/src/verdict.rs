@@ -41,32 +41,3 @@ pub fn reply_verdict(text: &str) -> Option<Verdict> {
         _ => None,
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn thumbs_and_words_are_verdicts() {
-        for (emoji, verdict) in [
-            ("+1", Some(Verdict::Approve)),
-            ("thumbsup", Some(Verdict::Approve)),
-            ("+1_medium_dark_skin_tone", Some(Verdict::Approve)),
-            ("+1_medium_light_skin_tone", Some(Verdict::Approve)),
-            ("thumbsdown_light_skin_tone", Some(Verdict::Deny)),
-            ("thumbsup_skin_tone_3", None),
-            ("thumbsup_light", None),
-            ("x_dark", None),
-            ("-1", Some(Verdict::Deny)),
-            ("x", Some(Verdict::Deny)),
-            ("smile", None),
-            ("+10", None),
-        ] {
-            assert_eq!(emoji_verdict(emoji), verdict, "{emoji}");
-        }
-        assert_eq!(reply_verdict(" Approve! "), Some(Verdict::Approve));
-        assert_eq!(reply_verdict("deny."), Some(Verdict::Deny));
-        assert_eq!(reply_verdict("approve, but later"), None);
-        assert_eq!(reply_verdict("approved"), None);
-    }
-}

@@ -8,13 +8,11 @@
 //! `tests/realpeer/setup.sh`, with `BOXMAKER_REALPEER_PYTHON` and `BOXMAKER_REALPEER_MODEL`
 //! set from what that script prints.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Server, TempDir, assert_same_shape, assert_streams_alike, transcript};
+use crate::common::{self, Server, TempDir, assert_same_shape, assert_streams_alike, transcript};
 use serde_json::{Value, json};
 
 const FAKE_SCRIPT: &str = r#"

@@ -1,6 +1,5 @@
-//! Shared by the integration tests: starting servers, a small HTTP/1.1 client, SSE parsing and
+//! Shared by the test modules: starting servers, a small HTTP/1.1 client, SSE parsing and
 //! the JSON structure comparison.
-#![allow(dead_code, reason = "each test file uses a different part")]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -42,7 +41,8 @@ impl Drop for TempDir {
 pub struct Server {
     child: Child,
     pub addr: SocketAddr,
-    pub dir: TempDir,
+    /// The server's files, removed after it is killed.
+    _dir: TempDir,
 }
 
 impl Server {
@@ -75,7 +75,11 @@ impl Server {
                 let _ = child.kill();
                 panic!("{cmd:?}: first line {line:?} is not `listening on ADDR`")
             });
-        Self { child, addr, dir }
+        Self {
+            child,
+            addr,
+            _dir: dir,
+        }
     }
 
     /// The fake with `script` (TOML text).

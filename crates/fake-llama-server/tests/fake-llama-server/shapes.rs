@@ -2,10 +2,8 @@
 //! (`tests/transcripts/`, copied from llama.cpp runs with SmolLM2): the same requests, the same
 //! JSON structure back, for every endpoint and every kind of stream event.
 
-mod common;
-
-use common::{
-    Event, Server, assert_same_shape, assert_streams_alike, transcript, transcript_events,
+use crate::common::{
+    self, Event, Server, assert_same_shape, assert_streams_alike, transcript, transcript_events,
 };
 use serde_json::{Value, json};
 

@@ -1,12 +1,10 @@
 //! Scripted behaviour: loading, rules, errors, delays, malformed and truncated streams, the
 //! connection handling and the command line.
 
-mod common;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Conn, Event, Server};
+use crate::common::{self, Conn, Event, Server};
 use serde_json::{Value, json};
 
 fn user(text: &str) -> Value {

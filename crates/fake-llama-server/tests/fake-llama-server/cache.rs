@@ -1,8 +1,6 @@
 //! The prompt-cache simulation and slot pinning, seen from a client.
 
-mod common;
-
-use common::{Conn, Server};
+use crate::common::{Conn, Server};
 use serde_json::{Value, json};
 
 const SCRIPT: &str = r#"
