@@ -6,7 +6,12 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use proto::CallId;
 use proto::tools::{ReadFileArgs, ToolArgs};
 
-use super::*;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::PathBuf;
+
+use brokerd::sessions::{MAX_UNTRUSTED_BY, SessionState, Sessions, StateError};
+use proto::approval::CallRef;
+use proto::{DataClass, SessionId};
 
 struct Dir(PathBuf);
 
