@@ -1,6 +1,8 @@
-//! The broker's shared state and the life of one tool request: validate, decide, audit,
-//! maybe ask the owner, run, raise the session, answer. Every decision is on disk before
-//! its answer leaves.
+//! The broker: the parts it owns (the grants in force, the audit writer, each session's
+//! state, the approval desk, the runner, the outbox to gatewayd), and the life of one tool
+//! request through them: validate, decide, audit, maybe ask the owner, run, raise the
+//! session, answer. Every decision is on disk before its answer leaves. The sockets
+//! (`server`, `admin`) and the link to gatewayd (`gateway`) reach it from outside.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -78,13 +80,12 @@ impl Broker {
         self.grants.current()
     }
 
-    /// Makes `snapshot` the policy for later calls, after auditing it
-    /// ([`GrantsInForce::install`]).
+    /// Makes `snapshot` the policy for later calls, after auditing it (`GrantsInForce::install`).
     pub fn install(&self, snapshot: Snapshot) -> Result<(), Fatal> {
         self.grants.install(snapshot, &self.audit)
     }
 
-    /// Audits the snapshot brokerd started with ([`GrantsInForce::audit_first`]).
+    /// Audits the snapshot brokerd started with, the text of every grant in full.
     pub fn audit_first_snapshot(&self) -> Result<(), Fatal> {
         self.grants.audit_first(&self.audit)
     }
@@ -264,8 +265,8 @@ impl Broker {
         self.desk.stop()
     }
 
-    /// Applies an owner's answer ([`Desk::answer`]), bound to the card as it would be shown
-    /// now: a session that moved on no longer matches what the owner saw.
+    /// Applies an owner's answer at the desk, bound to the card as it would be shown now: a
+    /// session that moved on no longer matches what the owner saw.
     pub fn answer(
         &self,
         answer: &ApprovalAnswer,

@@ -357,4 +357,3 @@ pub fn decide(
         },
     }
 }
-

@@ -201,4 +201,3 @@ fn store(dir: &Path, state: &SessionState) -> Result<(), StateError> {
         source: e.source,
     })
 }
-

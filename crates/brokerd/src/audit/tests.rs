@@ -16,7 +16,8 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(name: &str) -> Self {
-        let path = std::env::temp_dir().join(format!("brokerd-audit-unit-{}-{name}", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("brokerd-audit-unit-{}-{name}", std::process::id()));
         let _ = fs::remove_dir_all(&path);
         fs::create_dir_all(&path).expect("scratch dir");
         Self(path)
@@ -116,4 +117,3 @@ fn a_failed_write_or_fsync_poisons_the_log() {
         assert_eq!(verify(&dir).lines, on_disk);
     }
 }
-

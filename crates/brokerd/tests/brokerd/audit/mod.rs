@@ -8,8 +8,8 @@ mod open;
 use std::fs;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use proto::chain::{ChainSummary, ChainVerifier};
 use proto::{AuditEvent, AuditLine, Hash32, Timestamp};
@@ -143,4 +143,3 @@ pub fn append_raw(path: &Path, bytes: &[u8]) {
         .expect("open by hand");
     file.write_all(bytes).expect("write by hand");
 }
-
