@@ -10,14 +10,13 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use proto::toolrun::ToolInvocation;
-use proto::tools::{HttpFetchArgs, ReadFileArgs, ToolArgs};
-
 use brokerd::bind::Bind;
 use brokerd::policy::{self, Decision, SessionView};
 use brokerd::runner::{
     DirectRunner, Limits, RunOutcome, RunSpec, Runner, Secret, SystemdRunner, unit_name,
 };
+use proto::toolrun::ToolInvocation;
+use proto::tools::{HttpFetchArgs, ReadFileArgs, ToolArgs};
 
 pub(super) fn limits() -> Limits {
     Limits {
