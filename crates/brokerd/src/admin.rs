@@ -1,14 +1,11 @@
 //! The owner's side: approvals, answers and read-only queries. Reached only through the
 //! admin socket (and, with the gateway, gateway.sock); the socket decides, never the peer.
 
-use daemon::lock;
-use proto::approval::{
-    AnswerOutcome, ApprovalAnswer, ApprovalListing, GrantsInfo, Refusal, SessionInfo, SessionQuery,
-};
-use proto::{AuditEvent, AuditLine, Message, Timestamp};
+use proto::Message;
+use proto::approval::{ApprovalAnswer, ApprovalListing, GrantsInfo, SessionInfo, SessionQuery};
 
-use crate::approvals::Answer;
-use crate::broker::{Broker, Fatal};
+use crate::Fatal;
+use crate::broker::Broker;
 
 /// What the admin side takes; every other kind is refused there like on any socket.
 #[derive(Debug)]
@@ -34,93 +31,32 @@ impl TryFrom<Message> for AdminRequest {
     }
 }
 
-impl Broker {
-    /// Answers one admin request; `who` is the peer as the kernel names it.
-    pub fn admin(&self, req: AdminRequest, who: &str) -> Result<Message, Fatal> {
-        Ok(match req {
-            AdminRequest::ApprovalList => {
-                let cards = lock(&self.approvals).list();
-                Message::ApprovalListing(fit(cards))
-            }
-            AdminRequest::ApprovalAnswer(answer) => {
-                // On the admin socket the approver is the peer's uid and user name; what the
-                // message claims (`by`, `post`) is not taken.
-                Message::ApprovalAnswered(self.answer(&answer, who.to_owned(), None)?)
-            }
-            AdminRequest::SessionQuery(q) => {
-                let state = self.session_state(&q.session);
-                Message::SessionInfo(SessionInfo {
-                    session: state.session,
-                    taint: state.taint,
-                    untrusted: state.untrusted,
-                    untrusted_by: state.untrusted_by,
-                })
-            }
-            AdminRequest::GrantsQuery => {
-                let snapshot = self.snapshot();
-                Message::GrantsInfo(GrantsInfo {
-                    snapshot: snapshot.hash(),
-                    grants: snapshot.ids(),
-                })
-            }
-        })
-    }
-
-    /// Applies an owner's answer; a refused one is audited here (an accepted one is audited
-    /// by the waiting request as its decision).
-    pub fn answer(
-        &self,
-        answer: &ApprovalAnswer,
-        by: String,
-        post: Option<String>,
-    ) -> Result<AnswerOutcome, Fatal> {
-        let result = lock(&self.approvals).answer(
-            &answer.approval,
-            answer.binding,
-            |card| {
-                // The card as it would be shown now: a session that moved on no longer
-                // matches what the owner saw.
-                let now = self.session_state(&card.session);
-                let mut card = card.clone();
-                card.session_taint = now.taint;
-                card.untrusted = now.untrusted;
-                card.untrusted_by = now.untrusted_by;
-                card.bound()
-            },
-            Answer {
-                verdict: answer.verdict,
-                by: by.clone(),
-                post: post.clone(),
-            },
-            Timestamp::now(),
-        );
-        match result {
-            Ok(()) => Ok(AnswerOutcome::Accepted),
-            Err(refused) => self.refuse_answer(&answer.approval, by, post, refused.refusal),
+/// Answers one admin request; `who` is the peer as the kernel names it.
+pub fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, Fatal> {
+    Ok(match req {
+        AdminRequest::ApprovalList => Message::ApprovalListing(fit(broker.pending_cards())),
+        AdminRequest::ApprovalAnswer(answer) => {
+            // On the admin socket the approver is the peer's uid and user name; what the
+            // message claims (`by`, `post`) is not taken.
+            Message::ApprovalAnswered(broker.answer(&answer, who.to_owned(), None)?)
         }
-    }
-
-    /// Audits a refused answer and says so.
-    pub(crate) fn refuse_answer(
-        &self,
-        approval: &str,
-        by: String,
-        post: Option<String>,
-        refusal: Refusal,
-    ) -> Result<AnswerOutcome, Fatal> {
-        self.append(|seq, time, prev| {
-            AuditLine::Event(AuditEvent::ApprovalRefused {
-                seq,
-                time,
-                prev,
-                approval: approval.to_owned(),
-                by,
-                post,
-                refusal,
+        AdminRequest::SessionQuery(q) => {
+            let state = broker.session_state(&q.session);
+            Message::SessionInfo(SessionInfo {
+                session: state.session,
+                taint: state.taint,
+                untrusted: state.untrusted,
+                untrusted_by: state.untrusted_by,
             })
-        })?;
-        Ok(AnswerOutcome::Refused { refusal })
-    }
+        }
+        AdminRequest::GrantsQuery => {
+            let snapshot = broker.snapshot();
+            Message::GrantsInfo(GrantsInfo {
+                snapshot: snapshot.hash(),
+                grants: snapshot.ids(),
+            })
+        }
+    })
 }
 
 /// The listing must fit in one frame: cards are taken soonest-expiring first while they fit

@@ -1,27 +1,28 @@
-//! The broker's shared state and the life of one tool request: validate, decide, audit,
-//! maybe ask the owner, run, raise the session, answer. Every decision is on disk before
-//! its answer leaves.
+//! The broker: the parts it owns (the grants in force, the audit writer, each session's
+//! state, the approval desk, the runner, the outbox to gatewayd), and the life of one tool
+//! request through them: validate, decide, audit, maybe ask the owner, run, raise the
+//! session, answer. Every decision is on disk before its answer leaves. The sockets
+//! (`server`, `admin`) and the link to gatewayd (`gateway`) reach it from outside.
 
-use std::collections::BTreeMap;
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use daemon::config::Config;
 use daemon::keyed::KeyedLocks;
 use daemon::lock;
-use proto::approval::{ApprovalCard, CallRef, Verdict};
-use proto::gateway::{ApprovalUpdate, Update};
+use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, CallRef, Refusal, Verdict};
 use proto::tools::ToolArgs;
 use proto::{
-    AuditEvent, AuditLine, AuditRecord, DecisionRecord, DenyReason, Envelope, Message, SessionId,
-    Timestamp, ToolRequest, ToolResponse,
+    AuditLine, AuditRecord, DecisionRecord, DenyReason, Envelope, Message, SessionId, Timestamp,
+    ToolRequest, ToolResponse,
 };
 
-use crate::approvals::{self, Answer, Approvals, NotRegistered, Wake};
+use crate::Fatal;
+use crate::approvals::{self, Answer, NotRegistered, Wake};
 use crate::audit::AuditLog;
 use crate::bind;
-use crate::gateway::Outgoing;
+use crate::desk::{self, Desk, Heard};
+use crate::grants_in_force::GrantsInForce;
 use crate::outbox::Outbox;
 use crate::policy::{self, Decision, Labels, Outcome};
 use crate::runner::{RunOutcome, Runner};
@@ -32,10 +33,10 @@ use grants::Snapshot;
 #[derive(Debug)]
 pub struct Broker {
     pub config: Config,
-    snapshot: RwLock<Installed>,
+    grants: GrantsInForce,
     audit: Mutex<AuditLog>,
     sessions: Mutex<Sessions>,
-    pub(crate) approvals: Mutex<Approvals>,
+    desk: Desk,
     runner: Runner,
     /// One lock per session: a session's calls are decided and run one at a time, so a
     /// call is never decided on a taint that a concurrent call of the same session is
@@ -45,18 +46,6 @@ pub struct Broker {
     pub(crate) outbox: Outbox,
 }
 
-/// The snapshot in force, and the seq of the `grants_loaded` line that recorded it (none
-/// until the first is written at start).
-#[derive(Debug)]
-struct Installed {
-    snapshot: Arc<Snapshot>,
-    line: Option<u64>,
-}
-
-/// Why the broker must stop serving (its durable state can no longer be trusted).
-#[derive(Debug)]
-pub struct Fatal(pub String);
-
 impl Broker {
     pub fn new(
         config: Config,
@@ -65,17 +54,14 @@ impl Broker {
         sessions: Sessions,
         runner: Runner,
     ) -> Self {
-        let cap = config.broker.max_pending_approvals;
+        let desk = Desk::new(config.broker.max_pending_approvals);
         let outbox = Outbox::new(config.gateway.is_some());
         Self {
             config,
-            snapshot: RwLock::new(Installed {
-                snapshot: Arc::new(snapshot),
-                line: None,
-            }),
+            grants: GrantsInForce::new(snapshot),
             audit: Mutex::new(audit),
             sessions: Mutex::new(sessions),
-            approvals: Mutex::new(Approvals::new(cap)),
+            desk,
             runner,
             session_locks: KeyedLocks::default(),
             outbox,
@@ -84,105 +70,30 @@ impl Broker {
 
     /// Every approval waiting for the owner.
     pub(crate) fn pending_cards(&self) -> Vec<ApprovalCard> {
-        lock(&self.approvals).list()
+        self.desk.list()
     }
 
     pub(crate) fn is_pending(&self, approval: &str) -> bool {
-        lock(&self.approvals).is_pending(approval)
+        self.desk.is_pending(approval)
     }
 
     pub fn snapshot(&self) -> Arc<Snapshot> {
-        self.snapshot
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .snapshot
-            .clone()
+        self.grants.current()
     }
 
-    /// Makes `snapshot` the policy for later calls, after auditing it. The swap happens
-    /// under the same write lock as the audit line: no call decides on the old snapshot
-    /// once the line is on disk, and none on the new one before.
+    /// Makes `snapshot` the policy for later calls, after auditing it (`GrantsInForce::install`).
     pub fn install(&self, snapshot: Snapshot) -> Result<(), Fatal> {
-        let mut current = self
-            .snapshot
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let line = match current.line {
-            Some(since) => self.audit_snapshot(
-                &snapshot,
-                snapshot.changed_since(&current.snapshot),
-                Some(since),
-            )?,
-            None => self.audit_snapshot(&snapshot, snapshot.texts().clone(), None)?,
-        };
-        *current = Installed {
-            snapshot: Arc::new(snapshot),
-            line: Some(line),
-        };
-        Ok(())
+        self.grants.install(snapshot, &self.audit)
     }
 
-    /// Audits the snapshot brokerd started with, with the text of every grant: a start
-    /// does not read the policy back from the audit, so each run's first line is whole.
+    /// Audits the snapshot brokerd started with, the text of every grant in full.
     pub fn audit_first_snapshot(&self) -> Result<(), Fatal> {
-        let mut current = self
-            .snapshot
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let texts = current.snapshot.texts().clone();
-        current.line = Some(self.audit_snapshot(&current.snapshot, texts, None)?);
-        Ok(())
-    }
-
-    fn audit_snapshot(
-        &self,
-        snapshot: &Snapshot,
-        texts: BTreeMap<String, String>,
-        since: Option<u64>,
-    ) -> Result<u64, Fatal> {
-        self.append_line(|seq, time, prev| {
-            AuditLine::Event(AuditEvent::GrantsLoaded {
-                seq,
-                time,
-                prev,
-                snapshot: snapshot.hash(),
-                grants: snapshot.ids(),
-                texts,
-                since,
-            })
-        })
+        self.grants.audit_first(&self.audit)
     }
 
     /// Audits a reload that did not load (`reason`): the snapshot in force stays.
     pub fn refuse_reload(&self, reason: &str) -> Result<(), Fatal> {
-        let kept = self.snapshot().hash();
-        self.append(|seq, time, prev| {
-            AuditLine::Event(AuditEvent::GrantsRefused {
-                seq,
-                time,
-                prev,
-                kept,
-                reason: reason.to_owned(),
-            })
-        })
-    }
-
-    pub fn append(
-        &self,
-        build: impl FnOnce(u64, Timestamp, proto::Hash32) -> AuditLine,
-    ) -> Result<(), Fatal> {
-        self.append_line(build).map(|_| ())
-    }
-
-    /// As `append`, returning the seq the line got.
-    fn append_line(
-        &self,
-        build: impl FnOnce(u64, Timestamp, proto::Hash32) -> AuditLine,
-    ) -> Result<u64, Fatal> {
-        lock(&self.audit)
-            .append(build)
-            .map(|a| a.seq)
-            .map_err(|e| Fatal(format!("audit log: {e}")))
+        self.grants.refuse(reason, &self.audit)
     }
 
     /// Whether the audit writer can be reached: free, or freed within a second (a write
@@ -237,7 +148,7 @@ impl Broker {
             let canonical = canonical.as_deref().unwrap_or_default();
             decision = self.ask(id, req, decision, canonical, state, send)?;
         }
-        self.append(|seq, time, prev| {
+        lock(&self.audit).append(|seq, time, prev| {
             AuditLine::Decision(AuditRecord {
                 seq,
                 time,
@@ -300,75 +211,25 @@ impl Broker {
             expires,
         };
         card.binding = card.bound();
-        let binding = card.binding;
-        let (tx, rx) = mpsc::channel();
-        if let Some(why) = lock(&self.approvals).refuses() {
-            return Ok(self.not_asked(decision, why));
-        }
-        self.append(|seq, time, prev| {
-            AuditLine::Event(AuditEvent::ApprovalRequested {
-                seq,
-                time,
-                prev,
-                approval: approval.clone(),
-                binding,
-                session: req.session.clone(),
-                call: req.call,
-                tool: req.tool.clone(),
-                grant: grant_id,
-                expires,
-            })
+        let heard = self.desk.put(card, now, &self.audit, &self.outbox, || {
+            send(Envelope::partial(
+                id,
+                Message::ToolResponse(ToolResponse::PendingApproval { approval, expires }),
+            ));
         })?;
-        // Only once the request is on disk can an answer to it be taken. Connections are
-        // served one request at a time per session, so the count cannot have filled up
-        // for this session since the check above; another session may have (or brokerd
-        // began to stop), and then this request is refused rather than left waiting.
-        if let Err(why) = lock(&self.approvals).register(card.clone(), tx) {
-            return Ok(self.not_asked(decision, why));
-        }
-        self.outbox.tell(Outgoing::Post(card));
-        send(Envelope::partial(
-            id,
-            Message::ToolResponse(ToolResponse::PendingApproval {
-                approval: approval.clone(),
-                expires,
-            }),
-        ));
-        let wait = Duration::from_millis(expires.as_millis().saturating_sub(now.as_millis()));
-        let wake = match rx.recv_timeout(wait) {
-            Ok(w) => Some(w),
-            Err(_) => {
-                if lock(&self.approvals).withdraw(&approval) {
-                    None
-                } else {
-                    // Answered (or stopped) in the instant before the withdrawal.
-                    rx.try_recv().ok()
-                }
-            }
-        };
-        self.outbox.tell(Outgoing::Update(ApprovalUpdate {
-            approval,
-            update: match &wake {
-                Some(Wake::Answered(a)) => Update::Decided {
-                    verdict: a.verdict,
-                    by: a.by.clone(),
-                },
-                Some(Wake::Stopping) => Update::Stopped,
-                None => Update::Expired,
-            },
-        }));
-        Ok(match wake {
-            Some(Wake::Answered(Answer {
+        Ok(match heard {
+            Heard::NotAsked(why) => self.not_asked(decision, why),
+            Heard::Woke(Wake::Answered(Answer {
                 verdict: Verdict::Approve,
                 by,
                 post,
             })) => policy::approve(decision, policy::Approval { approver: by, post }),
-            Some(Wake::Stopping) => policy::refuse(
+            Heard::Woke(Wake::Stopping) => policy::refuse(
                 decision,
                 DenyReason::ShuttingDown,
                 "brokerd stopped before the owner answered",
             ),
-            Some(Wake::Answered(Answer { by, post, .. })) => policy::refuse(
+            Heard::Woke(Wake::Answered(Answer { by, post, .. })) => policy::refuse(
                 decision,
                 DenyReason::ApprovalRefused,
                 match post {
@@ -376,7 +237,7 @@ impl Broker {
                     None => format!("{by} refused"),
                 },
             ),
-            None => policy::refuse(
+            Heard::Expired => policy::refuse(
                 decision,
                 DenyReason::ApprovalExpired,
                 "the owner did not answer in time",
@@ -402,7 +263,37 @@ impl Broker {
     /// request audits its decision and answers loopd, then the drain sees it finish), and
     /// no call asks from now on.
     pub fn stop_approvals(&self) -> usize {
-        lock(&self.approvals).stop()
+        self.desk.stop()
+    }
+
+    /// Applies an owner's answer at the desk, bound to the card as it would be shown now: a
+    /// session that moved on no longer matches what the owner saw.
+    pub fn answer(
+        &self,
+        answer: &ApprovalAnswer,
+        by: String,
+        post: Option<String>,
+    ) -> Result<AnswerOutcome, Fatal> {
+        let current = |card: &ApprovalCard| {
+            let now = self.session_state(&card.session);
+            let mut card = card.clone();
+            card.session_taint = now.taint;
+            card.untrusted = now.untrusted;
+            card.untrusted_by = now.untrusted_by;
+            card.bound()
+        };
+        self.desk.answer(answer, by, post, current, &self.audit)
+    }
+
+    /// Audits an answer refused before it reached the desk (not an owner's) and says so.
+    pub(crate) fn refuse_answer(
+        &self,
+        approval: &str,
+        by: String,
+        post: Option<String>,
+        refusal: Refusal,
+    ) -> Result<AnswerOutcome, Fatal> {
+        desk::refuse_answer(approval, by, post, refusal, &self.audit)
     }
 
     /// Runs an allowed call (`args` as the grant covered them) and raises the session by

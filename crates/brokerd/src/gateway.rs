@@ -18,14 +18,9 @@ use proto::Message;
 use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Refusal};
 use proto::gateway::{ApprovalUpdate, ApprovalWait, Update};
 
-use crate::broker::{Broker, Fatal};
-
-/// What the link sends to gatewayd.
-#[derive(Debug, Clone)]
-pub enum Outgoing {
-    Post(ApprovalCard),
-    Update(ApprovalUpdate),
-}
+use crate::Fatal;
+use crate::broker::Broker;
+use crate::outbox::Outgoing;
 
 /// How long one `approval_wait` may be held: also how soon a new card goes out.
 const WAIT_MS: u32 = 300;
@@ -147,7 +142,7 @@ fn serve(
             Message::ApprovalHeard(heard) => {
                 let n = u64::try_from(heard.answers.len()).unwrap_or(u64::MAX);
                 for answer in heard.answers {
-                    broker.gateway_answer(&answer).map_err(Error::Fatal)?;
+                    answer_heard(broker, &answer).map_err(Error::Fatal)?;
                 }
                 ack = heard.first.saturating_add(n);
             }
@@ -182,38 +177,36 @@ fn post(
     }
 }
 
-impl Broker {
-    /// One answer heard on Mattermost: an owner's goes through [`Broker::answer`]; anyone
-    /// else's is refused. Refusals are audited and shown on the post.
-    pub fn gateway_answer(&self, answer: &ApprovalAnswer) -> Result<(), Fatal> {
-        let by = answer.by.clone().unwrap_or_default();
-        let owners = self.config.gateway.as_ref().map(|g| g.owners.as_slice());
-        let outcome = if owners.is_some_and(|o| o.contains(&by)) {
-            self.answer(answer, by.clone(), answer.post.clone())?
-        } else {
-            self.refuse_answer(
-                &answer.approval,
-                by.clone(),
-                answer.post.clone(),
-                Refusal::NotOwner,
-            )?
-        };
-        match outcome {
-            AnswerOutcome::Accepted => log::info(format_args!(
-                "approval {}: {:?} by {by} on Mattermost",
-                answer.approval, answer.verdict
-            )),
-            AnswerOutcome::Refused { refusal } => {
-                log::warn(format_args!(
-                    "approval {}: an answer by {by} refused ({refusal:?})",
-                    answer.approval
-                ));
-                self.outbox.tell(Outgoing::Update(ApprovalUpdate {
-                    approval: answer.approval.clone(),
-                    update: Update::Refused { by, refusal },
-                }));
-            }
+/// One answer heard on Mattermost: an owner's goes through [`Broker::answer`]; anyone
+/// else's is refused. Refusals are audited and shown on the post.
+fn answer_heard(broker: &Broker, answer: &ApprovalAnswer) -> Result<(), Fatal> {
+    let by = answer.by.clone().unwrap_or_default();
+    let owners = broker.config.gateway.as_ref().map(|g| g.owners.as_slice());
+    let outcome = if owners.is_some_and(|o| o.contains(&by)) {
+        broker.answer(answer, by.clone(), answer.post.clone())?
+    } else {
+        broker.refuse_answer(
+            &answer.approval,
+            by.clone(),
+            answer.post.clone(),
+            Refusal::NotOwner,
+        )?
+    };
+    match outcome {
+        AnswerOutcome::Accepted => log::info(format_args!(
+            "approval {}: {:?} by {by} on Mattermost",
+            answer.approval, answer.verdict
+        )),
+        AnswerOutcome::Refused { refusal } => {
+            log::warn(format_args!(
+                "approval {}: an answer by {by} refused ({refusal:?})",
+                answer.approval
+            ));
+            broker.outbox.tell(Outgoing::Update(ApprovalUpdate {
+                approval: answer.approval.clone(),
+                update: Update::Refused { by, refusal },
+            }));
         }
-        Ok(())
     }
+    Ok(())
 }

@@ -9,7 +9,10 @@ pub mod approvals;
 pub mod audit;
 pub mod bind;
 pub mod broker;
+mod desk;
+mod fatal;
 pub mod gateway;
+mod grants_in_force;
 mod outbox;
 pub mod policy;
 mod resolve;
@@ -19,4 +22,5 @@ pub mod sessions;
 mod start;
 pub mod tool_spec;
 
+pub use fatal::Fatal;
 pub use start::{Args, Error, run};

@@ -8,8 +8,15 @@ use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use daemon::lock;
+use proto::approval::ApprovalCard;
+use proto::gateway::ApprovalUpdate;
 
-use crate::gateway::Outgoing;
+/// What the link sends to gatewayd.
+#[derive(Debug, Clone)]
+pub enum Outgoing {
+    Post(ApprovalCard),
+    Update(ApprovalUpdate),
+}
 
 #[derive(Debug)]
 pub struct Outbox {

@@ -198,7 +198,7 @@ pub fn invalid(err: &ArgsError) -> Decision {
 }
 
 /// An `ask` that cannot be put to the owner because too many approvals wait already.
-pub(crate) fn too_many_pending(asked: Decision, cap: usize) -> Decision {
+pub fn too_many_pending(asked: Decision, cap: usize) -> Decision {
     let grant_id = match &asked.kind {
         Kind::Ask { grant_id, .. } => Some(grant_id.as_str()),
         _ => None,
@@ -212,7 +212,7 @@ pub(crate) fn too_many_pending(asked: Decision, cap: usize) -> Decision {
 
 /// The owner approved an `ask`: it becomes an allow that records who approved. Anything
 /// else is returned unchanged.
-pub(crate) fn approve(asked: Decision, approval: Approval) -> Decision {
+pub fn approve(asked: Decision, approval: Approval) -> Decision {
     match asked.kind {
         Kind::Ask {
             grant_id,
@@ -233,7 +233,7 @@ pub(crate) fn approve(asked: Decision, approval: Approval) -> Decision {
 }
 
 /// The owner refused, or the approval expired.
-pub(crate) fn refuse(asked: Decision, reason: DenyReason, detail: impl Into<String>) -> Decision {
+pub fn refuse(asked: Decision, reason: DenyReason, detail: impl Into<String>) -> Decision {
     let grant_id = match &asked.kind {
         Kind::Ask { grant_id, .. } | Kind::Allow { grant_id, .. } => Some(grant_id.as_str()),
         Kind::Deny { grant_id, .. } => grant_id.as_deref(),
@@ -357,7 +357,3 @@ pub fn decide(
         },
     }
 }
-
-#[cfg(test)]
-#[path = "policy_tests.rs"]
-mod tests;

@@ -10,8 +10,9 @@ use daemon::log;
 use daemon::serve::{self, Activity, Policy};
 use proto::{Envelope, Message};
 
-use crate::admin::AdminRequest;
-use crate::broker::{Broker, Fatal};
+use crate::Fatal;
+use crate::admin::{self, AdminRequest};
+use crate::broker::Broker;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -95,7 +96,7 @@ fn handle(
         }
         (Side::Admin, msg) => match AdminRequest::try_from(msg) {
             Ok(req) => {
-                let reply = broker.admin(req, who)?;
+                let reply = admin::reply(broker, req, who)?;
                 return Ok(conn.write(&Envelope::last(id, reply)).is_ok());
             }
             Err(msg) => msg,

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::policy::SessionView;
 
 /// The most calls remembered as the reason a session is untrusted (for approval cards).
-const MAX_UNTRUSTED_BY: usize = 32;
+pub const MAX_UNTRUSTED_BY: usize = 32;
 const MAX_STATE_FILE: u64 = 64 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -201,7 +201,3 @@ fn store(dir: &Path, state: &SessionState) -> Result<(), StateError> {
         source: e.source,
     })
 }
-
-#[cfg(test)]
-#[path = "sessions_tests.rs"]
-mod tests;

@@ -1,14 +1,15 @@
 //! Compaction: when the context is nearly full, the epoch ends with a summary the local
-//! model writes, and the next epoch starts from it.
+//! model writes, and the next epoch starts from it. This is how the summary is had; the
+//! turn ends the epoch with it.
 
-use proto::chat::ChatEvent;
-use proto::{Epoch, LogRecord, Timestamp};
+use std::path::Path;
+use std::time::Duration;
+
+use proto::LogRecord;
 use serde_json::json;
 
 use crate::llm;
 use crate::store::Session;
-use crate::turn::{Looper, TurnError};
-use daemon::lock;
 
 /// The request for a summary when the context is nearly full. The local model writes it:
 /// it is the only one that has read the conversation, and nothing leaves the host.
@@ -54,43 +55,25 @@ fn trim_result(r: LogRecord) -> LogRecord {
     }
 }
 
-impl Looper {
-    /// Ends the epoch with a summary the model writes, and starts the next from it. The
-    /// session id stays, so brokerd's taint and untrusted flag carry over unchanged.
-    pub(crate) fn compact(
-        &self,
-        mut session: Session,
-        emit: &mut dyn FnMut(ChatEvent),
-    ) -> Result<Session, TurnError> {
-        // Tool results are cut short for the summary: they are what fills a context, and a
-        // summary request that overflows too would leave the session stuck.
-        let trimmed: Vec<LogRecord> = session.records.iter().cloned().map(trim_result).collect();
-        let mut messages = llm::messages(&self.system(session.summary.as_deref()), &trimmed);
-        messages.push(json!({"role": "user", "content": SUMMARY_PROMPT}));
-        let body = json!({
-            "messages": messages,
-            "stream": true,
-            "id_slot": session.slot().unwrap_or(0),
-            "cache_prompt": true,
-        });
-        // A summary that cannot be had (an error, or nothing written) still ends the epoch:
-        // otherwise a full context would refuse every later turn.
-        let summary = match llm::complete(&self.infer_sock(), self.timeout(), &body, |_| {}) {
-            Ok(c) => c.content.filter(|t| !t.trim().is_empty()),
-            Err(_) => None,
-        }
-        .unwrap_or_else(|| NO_SUMMARY.to_owned());
-        let next = Epoch(session.epoch.0 + 1);
-        self.append(
-            &mut session,
-            LogRecord::EpochEnd {
-                time: Timestamp::now(),
-                next,
-                summary: summary.clone(),
-            },
-        )?;
-        lock(&self.used).remove(&session.id);
-        emit(ChatEvent::Compacted { next });
-        self.start_epoch(&session.id, next, Some(summary), session.last_call)
+/// The summary the model writes of `session` (its system prompt `system`), for the next
+/// epoch to start from.
+pub fn summary(sock: &Path, timeout: Duration, system: &str, session: &Session) -> String {
+    // Tool results are cut short for the summary: they are what fills a context, and a
+    // summary request that overflows too would leave the session stuck.
+    let trimmed: Vec<LogRecord> = session.records.iter().cloned().map(trim_result).collect();
+    let mut messages = llm::messages(system, &trimmed);
+    messages.push(json!({"role": "user", "content": SUMMARY_PROMPT}));
+    let body = json!({
+        "messages": messages,
+        "stream": true,
+        "id_slot": session.slot().unwrap_or(0),
+        "cache_prompt": true,
+    });
+    // A summary that cannot be had (an error, or nothing written) still ends the epoch:
+    // otherwise a full context would refuse every later turn.
+    match llm::complete(sock, timeout, &body, |_| {}) {
+        Ok(c) => c.content.filter(|t| !t.trim().is_empty()),
+        Err(_) => None,
     }
+    .unwrap_or_else(|| NO_SUMMARY.to_owned())
 }

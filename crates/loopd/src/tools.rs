@@ -1,6 +1,8 @@
 //! The tools as the model sees them: OpenAI-style function definitions whose parameters are
-//! exactly the argument types in `proto::tools` (brokerd refuses anything else anyway).
+//! exactly the argument types in `proto::tools` (brokerd refuses anything else anyway), and
+//! what the model reads of each answer.
 
+use proto::{DataClass, ToolResponse};
 use serde_json::{Value, json};
 
 fn function(name: &str, description: &str, field: &str, about: &str) -> Value {
@@ -47,6 +49,40 @@ pub fn definitions() -> Value {
             "The question, with all the context it needs",
         ),
     ])
+}
+
+/// What the model reads of a tool's answer, and the labels brokerd gave it (loopd keeps
+/// them for the owner's eyes only; brokerd holds the session's real taint).
+pub fn for_model(r: &ToolResponse) -> (String, DataClass, bool, bool) {
+    match r {
+        ToolResponse::Result {
+            content,
+            class,
+            untrusted,
+            truncated,
+        } => (content.clone(), *class, *untrusted, *truncated),
+        ToolResponse::Denied { reason, detail } => {
+            let detail = detail
+                .as_deref()
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default();
+            (
+                format!("denied by the owner's policy ({}){detail}", reason.as_str()),
+                DataClass::Private,
+                false,
+                false,
+            )
+        }
+        ToolResponse::Failed { message } => (
+            format!("the tool failed: {message}"),
+            DataClass::Private,
+            true,
+            false,
+        ),
+        ToolResponse::PendingApproval { .. } => {
+            ("no answer".into(), DataClass::Private, false, false)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,8 @@ use serde_json::json;
 
 use crate::llm::{self, Delta, LlmError, Props};
 use crate::store::{Session, Store, StoreError};
-use crate::{broker, tools};
+use crate::tools::{self, for_model};
+use crate::{broker, compact};
 
 /// What the model is told when no `memory/core.md` exists.
 const DEFAULT_CORE: &str = "You are boxmaker, the owner's personal assistant. Use the tools \
@@ -28,12 +29,12 @@ pub struct Looper {
     props: Mutex<Option<Props>>,
     /// Per session, from its last answer: the tokens the context held (for compaction) and
     /// the prompt tokens the server could keep cached for the next request (for CacheLoss).
-    pub(crate) used: Mutex<HashMap<SessionId, Usage>>,
+    used: Mutex<HashMap<SessionId, Usage>>,
     locks: KeyedLocks<SessionId>,
 }
 
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Usage {
+struct Usage {
     filled: u64,
     cacheable: u64,
 }
@@ -64,7 +65,7 @@ impl Looper {
         &self.store
     }
 
-    pub(crate) fn infer_sock(&self) -> PathBuf {
+    fn infer_sock(&self) -> PathBuf {
         self.config.sockets.loop_infer_sock()
     }
 
@@ -72,7 +73,7 @@ impl Looper {
         self.config.sockets.loop_broker_sock()
     }
 
-    pub(crate) fn timeout(&self) -> Duration {
+    fn timeout(&self) -> Duration {
         self.config.r#loop.request_timeout
     }
 
@@ -91,7 +92,7 @@ impl Looper {
             .unwrap_or_else(|_| DEFAULT_CORE.to_owned())
     }
 
-    pub(crate) fn system(&self, summary: Option<&str>) -> String {
+    fn system(&self, summary: Option<&str>) -> String {
         let mut s = self.core();
         if let Some(summary) = summary {
             s.push_str("\n\nSummary of the conversation so far:\n");
@@ -190,14 +191,14 @@ impl Looper {
         Ok(session)
     }
 
-    pub(crate) fn append(&self, session: &mut Session, record: LogRecord) -> Result<(), TurnError> {
+    fn append(&self, session: &mut Session, record: LogRecord) -> Result<(), TurnError> {
         self.store.append(&session.id, session.epoch, &record)?;
         session.records.push(record);
         Ok(())
     }
 
     /// Writes the first record of an epoch: its slot and the hash of what it starts from.
-    pub(crate) fn start_epoch(
+    fn start_epoch(
         &self,
         id: &SessionId,
         epoch: Epoch,
@@ -225,6 +226,29 @@ impl Looper {
             },
         )?;
         Ok(session)
+    }
+
+    /// Ends the epoch with a summary the model writes, and starts the next from it. The
+    /// session id stays, so brokerd's taint and untrusted flag carry over unchanged.
+    fn compact(
+        &self,
+        mut session: Session,
+        emit: &mut dyn FnMut(ChatEvent),
+    ) -> Result<Session, TurnError> {
+        let system = self.system(session.summary.as_deref());
+        let summary = compact::summary(&self.infer_sock(), self.timeout(), &system, &session);
+        let next = Epoch(session.epoch.0 + 1);
+        self.append(
+            &mut session,
+            LogRecord::EpochEnd {
+                time: Timestamp::now(),
+                next,
+                summary: summary.clone(),
+            },
+        )?;
+        lock(&self.used).remove(&session.id);
+        emit(ChatEvent::Compacted { next });
+        self.start_epoch(&session.id, next, Some(summary), session.last_call)
     }
 
     fn near_full(&self, id: &SessionId) -> bool {
@@ -375,40 +399,6 @@ impl Looper {
                     end: TurnEnd::ToolCap { calls: cap },
                 });
             }
-        }
-    }
-}
-
-/// What the model reads of a tool's answer, and the labels brokerd gave it (loopd keeps
-/// them for the owner's eyes only; brokerd holds the session's real taint).
-fn for_model(r: &ToolResponse) -> (String, DataClass, bool, bool) {
-    match r {
-        ToolResponse::Result {
-            content,
-            class,
-            untrusted,
-            truncated,
-        } => (content.clone(), *class, *untrusted, *truncated),
-        ToolResponse::Denied { reason, detail } => {
-            let detail = detail
-                .as_deref()
-                .map(|d| format!(": {d}"))
-                .unwrap_or_default();
-            (
-                format!("denied by the owner's policy ({}){detail}", reason.as_str()),
-                DataClass::Private,
-                false,
-                false,
-            )
-        }
-        ToolResponse::Failed { message } => (
-            format!("the tool failed: {message}"),
-            DataClass::Private,
-            true,
-            false,
-        ),
-        ToolResponse::PendingApproval { .. } => {
-            ("no answer".into(), DataClass::Private, false, false)
         }
     }
 }

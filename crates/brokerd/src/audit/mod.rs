@@ -21,8 +21,6 @@ mod files;
 mod scan;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_open;
 
 use std::cell::Cell;
 use std::fmt;

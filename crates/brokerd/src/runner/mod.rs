@@ -32,14 +32,6 @@
 mod child;
 mod direct;
 mod systemd;
-#[cfg(test)]
-mod test_support;
-#[cfg(test)]
-mod tests_direct;
-#[cfg(test)]
-mod tests_systemd;
-#[cfg(test)]
-mod tests_systemd_run;
 
 use std::net::IpAddr;
 use std::path::PathBuf;

@@ -3,8 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::test_support::{bind_at, http_fetch_spec, read_file_spec, secret_spec};
-use super::{RunOutcome, RunSpec, SystemdRunner, check_granted_path, check_unit_path};
+use brokerd::runner::{RunOutcome, RunSpec, SystemdRunner, check_granted_path, check_unit_path};
+
+use super::{Execute, bind_at, http_fetch_spec, read_file_spec, secret_spec};
 
 const TOOL: &str = "/opt/boxmaker/bin/boxmaker-tool";
 

@@ -1,12 +1,13 @@
 //! Session state brokerd cannot trust refuses start: each check on a session file, and the
 //! files brokerd writes itself pass them.
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::PathBuf;
 
-use proto::CallId;
+use brokerd::sessions::{MAX_UNTRUSTED_BY, SessionState, Sessions, StateError};
+use proto::approval::CallRef;
 use proto::tools::{ReadFileArgs, ToolArgs};
-
-use super::*;
+use proto::{CallId, DataClass, SessionId};
 
 struct Dir(PathBuf);
 

@@ -6,11 +6,9 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 use proto::chain::line_hash;
 use proto::{AuditEvent, AuditLine, TornLine};
 
-use super::AuditError;
-use super::tests::{
-    Scratch, TestClock, append_n, append_raw, day_files, grants, lines, open, verify,
-};
-use crate::audit::AuditLog;
+use brokerd::audit::{AuditError, AuditLog, OpenReport};
+
+use super::{Scratch, TestClock, append_n, append_raw, day_files, grants, lines, open, verify};
 
 const DAY: &str = "2026-09-17.jsonl";
 const TORN: &[u8] = b"{\"kind\":\"grants_loaded\",\"seq\":3,\"ti";
@@ -23,7 +21,7 @@ fn log_of(scratch: &Scratch, n: usize) -> TestClock {
     clock
 }
 
-fn chain_error(result: Result<(AuditLog, super::OpenReport), AuditError>) -> (String, u64, String) {
+fn chain_error(result: Result<(AuditLog, OpenReport), AuditError>) -> (String, u64, String) {
     let err = result.expect_err("a broken chain refuses start");
     let text = err.to_string();
     match err {
@@ -312,7 +310,7 @@ fn symbolic_links_are_refused() {
     let outside = scratch.root().join("outside.jsonl");
     fs::rename(dir.join(DAY), &outside).expect("move");
     symlink(&outside, dir.join(DAY)).expect("link");
-    let unsafe_reason = |r: Result<(AuditLog, super::OpenReport), AuditError>| match r {
+    let unsafe_reason = |r: Result<(AuditLog, OpenReport), AuditError>| match r {
         Err(AuditError::Unsafe { path, reason }) => (path, reason),
         other => panic!("expected a refusal, got {other:?}"),
     };

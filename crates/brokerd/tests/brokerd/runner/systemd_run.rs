@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::test_support::{Scratch, bind_at, http_fetch_spec, read_file_spec, secret_spec};
-use super::tests_direct::{run_retrying, script};
-use super::tests_systemd::runner;
-use super::{RunOutcome, RunSpec, SystemdRunner};
+use brokerd::runner::{RunOutcome, RunSpec, SystemdRunner};
+
+use super::direct::{run_retrying, script};
+use super::systemd::runner;
+use super::{Execute, Scratch, bind_at, http_fetch_spec, read_file_spec, secret_spec};
 
 /// `systemd-analyze security --offline` on the unit file: (exposure, stderr). None when
 /// the tool is not installed (the Nix build sandbox), after saying so.

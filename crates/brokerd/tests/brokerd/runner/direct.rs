@@ -5,8 +5,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::test_support::{Scratch, read_file_spec, secret_spec};
-use super::{DirectRunner, RunOutcome, RunSpec};
+use brokerd::runner::{DirectRunner, RunOutcome, RunSpec};
+
+use super::{Execute, Scratch, read_file_spec, secret_spec};
 
 /// Writes an executable `#!/bin/sh` script.
 pub(super) fn script(dir: &Path, name: &str, body: &str) -> PathBuf {

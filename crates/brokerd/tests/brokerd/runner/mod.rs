@@ -1,13 +1,22 @@
-//! Shared by the runner tests: sample specs and a scratch directory removed on drop.
+//! The runners, from outside: the direct runner against small shell-script tools, the
+//! systemd runner's unit, and runs through a fake and the real `systemd-run`. Shared here:
+//! sample specs, a scratch directory removed on drop, and the one door to a run.
+
+mod direct;
+mod systemd;
+mod systemd_run;
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use brokerd::bind::Bind;
+use brokerd::policy::{self, Decision, SessionView};
+use brokerd::runner::{
+    DirectRunner, Limits, RunOutcome, RunSpec, Runner, Secret, SystemdRunner, unit_name,
+};
 use proto::toolrun::ToolInvocation;
 use proto::tools::{HttpFetchArgs, ReadFileArgs, ToolArgs};
-
-use super::{Limits, RunSpec, Secret, unit_name};
 
 pub(super) fn limits() -> Limits {
     Limits {
@@ -23,8 +32,8 @@ fn session() -> proto::SessionId {
 }
 
 /// A bind of `path` at itself, as brokerd makes it for a path with no link in its prefix.
-pub(super) fn bind_at(path: &str) -> crate::bind::Bind {
-    crate::bind::Bind {
+pub(super) fn bind_at(path: &str) -> Bind {
+    Bind {
         source: path.into(),
         target: path.into(),
     }
@@ -112,5 +121,47 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A decision that allows a run: a tool runs only through [`Runner::run`], on a decision.
+fn allowed() -> Decision {
+    let grant = "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+                 [constraints]\npaths = [\"/srv/notes\"]\n";
+    let snapshot = grants::Snapshot::from_texts(
+        [(
+            "notes".to_owned(),
+            (PathBuf::from("notes.toml"), grant.to_owned()),
+        )]
+        .into_iter()
+        .collect(),
+    )
+    .expect("grants");
+    let args = ToolArgs::ReadFile(ReadFileArgs {
+        path: "/srv/notes/todo.md".into(),
+    });
+    let session = SessionView {
+        taint: proto::DataClass::Private,
+        untrusted: false,
+    };
+    let decision = policy::decide(&snapshot, &args, session, proto::Timestamp::now());
+    assert!(matches!(decision.outcome(), policy::Outcome::Allow { .. }));
+    decision
+}
+
+/// Runs a spec on a runner through its one door, with a decision that allows the run.
+pub(super) trait Execute {
+    fn execute(&self, spec: &RunSpec) -> RunOutcome;
+}
+
+impl Execute for DirectRunner {
+    fn execute(&self, spec: &RunSpec) -> RunOutcome {
+        Runner::Direct(self.clone()).run(allowed(), spec)
+    }
+}
+
+impl Execute for SystemdRunner {
+    fn execute(&self, spec: &RunSpec) -> RunOutcome {
+        Runner::Systemd(self.clone()).run(allowed(), spec)
     }
 }

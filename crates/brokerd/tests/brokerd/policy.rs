@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::policy::{self, Approval, Labels, Outcome, SessionView};
+use brokerd::policy::{self, Approval, Labels, Outcome, SessionView};
 use grants::Snapshot;
 use proto::tools::ToolArgs;
 use proto::{DataClass, DenyReason, Timestamp};

@@ -1,0 +1,170 @@
+//! The approval desk: puts an `ask` to the owner and waits for the answer, and takes the
+//! owner's answers. Every request and every refused answer is audited; what waits is shown
+//! to gatewayd through the outbox. Which decision an answer makes is the broker's.
+
+use std::sync::{Mutex, mpsc};
+use std::time::Duration;
+
+use daemon::lock;
+use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Refusal};
+use proto::gateway::{ApprovalUpdate, Update};
+use proto::{AuditEvent, AuditLine, Hash32, Timestamp};
+
+use crate::Fatal;
+use crate::approvals::{Answer, Approvals, NotRegistered, Wake};
+use crate::audit::AuditLog;
+use crate::outbox::{Outbox, Outgoing};
+
+#[derive(Debug)]
+pub struct Desk {
+    approvals: Mutex<Approvals>,
+}
+
+/// What became of a card put to the owner.
+#[derive(Debug)]
+pub enum Heard {
+    /// It was not put: too many wait, or brokerd is stopping.
+    NotAsked(NotRegistered),
+    Woke(Wake),
+    /// The owner did not answer before the card expired.
+    Expired,
+}
+
+impl Desk {
+    /// A desk that holds at most `cap` approvals at a time.
+    pub fn new(cap: usize) -> Self {
+        Self {
+            approvals: Mutex::new(Approvals::new(cap)),
+        }
+    }
+
+    /// Every approval waiting for the owner.
+    pub fn list(&self) -> Vec<ApprovalCard> {
+        lock(&self.approvals).list()
+    }
+
+    pub fn is_pending(&self, approval: &str) -> bool {
+        lock(&self.approvals).is_pending(approval)
+    }
+
+    /// brokerd is stopping: every call waiting for the owner is woken to be denied, and
+    /// nothing is asked from now on. Returns how many were waiting.
+    pub fn stop(&self) -> usize {
+        lock(&self.approvals).stop()
+    }
+
+    /// Puts `card` (its expiry counted from `asked`) to the owner and waits for the answer
+    /// or the expiry. `pending` is called once the card waits, to tell the caller so.
+    pub fn put(
+        &self,
+        card: ApprovalCard,
+        asked: Timestamp,
+        audit: &Mutex<AuditLog>,
+        outbox: &Outbox,
+        pending: impl FnOnce(),
+    ) -> Result<Heard, Fatal> {
+        let approval = card.approval.clone();
+        let (tx, rx) = mpsc::channel();
+        if let Some(why) = lock(&self.approvals).refuses() {
+            return Ok(Heard::NotAsked(why));
+        }
+        lock(audit).append(|seq, time, prev| {
+            AuditLine::Event(AuditEvent::ApprovalRequested {
+                seq,
+                time,
+                prev,
+                approval: approval.clone(),
+                binding: card.binding,
+                session: card.session.clone(),
+                call: card.call,
+                tool: card.tool.clone(),
+                grant: card.grant.clone(),
+                expires: card.expires,
+            })
+        })?;
+        let expires = card.expires;
+        // Only once the request is on disk can an answer to it be taken. Connections are
+        // served one request at a time per session, so the count cannot have filled up
+        // for this session since the check above; another session may have (or brokerd
+        // began to stop), and then this request is refused rather than left waiting.
+        if let Err(why) = lock(&self.approvals).register(card.clone(), tx) {
+            return Ok(Heard::NotAsked(why));
+        }
+        outbox.tell(Outgoing::Post(card));
+        pending();
+        let wait = Duration::from_millis(expires.as_millis().saturating_sub(asked.as_millis()));
+        let wake = match rx.recv_timeout(wait) {
+            Ok(w) => Some(w),
+            Err(_) => {
+                if lock(&self.approvals).withdraw(&approval) {
+                    None
+                } else {
+                    // Answered (or stopped) in the instant before the withdrawal.
+                    rx.try_recv().ok()
+                }
+            }
+        };
+        outbox.tell(Outgoing::Update(ApprovalUpdate {
+            approval,
+            update: match &wake {
+                Some(Wake::Answered(a)) => Update::Decided {
+                    verdict: a.verdict,
+                    by: a.by.clone(),
+                },
+                Some(Wake::Stopping) => Update::Stopped,
+                None => Update::Expired,
+            },
+        }));
+        Ok(wake.map_or(Heard::Expired, Heard::Woke))
+    }
+
+    /// Applies an owner's answer; a refused one is audited here (an accepted one is audited
+    /// by the waiting request as its decision). `current` is the card's binding as the card
+    /// would be shown now.
+    pub fn answer(
+        &self,
+        answer: &ApprovalAnswer,
+        by: String,
+        post: Option<String>,
+        current: impl FnOnce(&ApprovalCard) -> Hash32,
+        audit: &Mutex<AuditLog>,
+    ) -> Result<AnswerOutcome, Fatal> {
+        let result = lock(&self.approvals).answer(
+            &answer.approval,
+            answer.binding,
+            current,
+            Answer {
+                verdict: answer.verdict,
+                by: by.clone(),
+                post: post.clone(),
+            },
+            Timestamp::now(),
+        );
+        match result {
+            Ok(()) => Ok(AnswerOutcome::Accepted),
+            Err(refused) => refuse_answer(&answer.approval, by, post, refused.refusal, audit),
+        }
+    }
+}
+
+/// Audits a refused answer and says so.
+pub fn refuse_answer(
+    approval: &str,
+    by: String,
+    post: Option<String>,
+    refusal: Refusal,
+    audit: &Mutex<AuditLog>,
+) -> Result<AnswerOutcome, Fatal> {
+    lock(audit).append(|seq, time, prev| {
+        AuditLine::Event(AuditEvent::ApprovalRefused {
+            seq,
+            time,
+            prev,
+            approval: approval.to_owned(),
+            by,
+            post,
+            refusal,
+        })
+    })?;
+    Ok(AnswerOutcome::Refused { refusal })
+}

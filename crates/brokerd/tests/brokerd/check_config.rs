@@ -1,0 +1,56 @@
+//! brokerd's binary on its own: `--check-config` checks the config and the grants without
+//! starting anything, and says what is wrong with the file, line and reason.
+
+use std::process::Command;
+
+fn setup(name: &str, grant: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("bx-brokerd-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("grants")).expect("dir");
+    std::fs::write(dir.join("grants/notes.toml"), grant).expect("grant");
+    std::fs::write(
+        dir.join("config.toml"),
+        format!(
+            "home = \"{0}/home\"\ngrants = \"{0}/grants\"\n[sockets]\nloop_broker = \"{0}/l\"\n\
+             admin_broker = \"{0}/a\"\n[peers]\nloopd = {{ uid = 1 }}\nadmin = {{ uid = 2 }}\n",
+            dir.display()
+        ),
+    )
+    .expect("config");
+    dir
+}
+
+#[test]
+fn check_config_reports_good_grants_and_refuses_bad_ones() {
+    let good = "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+                [constraints]\npaths = [\"/srv/notes\"]\n";
+    let dir = setup("good", good);
+    let out = Command::new(env!("CARGO_BIN_EXE_brokerd"))
+        .arg("--config")
+        .arg(dir.join("config.toml"))
+        .arg("--check-config")
+        .output()
+        .expect("brokerd");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 grants (notes)"));
+    assert!(
+        !dir.join("home").exists(),
+        "--check-config started something"
+    );
+
+    let dir = setup("bad", &good.replace("/srv/notes", "/srv/../etc"));
+    let out = Command::new(env!("CARGO_BIN_EXE_brokerd"))
+        .arg("--config")
+        .arg(dir.join("config.toml"))
+        .arg("--check-config")
+        .output()
+        .expect("brokerd");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("notes.toml") && err.contains(".."), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
