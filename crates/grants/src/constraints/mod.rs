@@ -208,5 +208,3 @@ fn check_patterns(patterns: &[String], subject: &str, what: &str) -> Result<(), 
     ))
 }
 
-#[cfg(test)]
-mod tests;
