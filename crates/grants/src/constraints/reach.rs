@@ -297,4 +297,3 @@ pub(super) fn validate(grant: &Grant) -> Result<(), String> {
     }
     Ok(())
 }
-

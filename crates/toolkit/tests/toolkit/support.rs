@@ -126,7 +126,6 @@ pub fn failed(out: ToolOutput, words: &str) -> String {
     }
 }
 
-
 /// Reads one HTTP/1.1 request (head and Content-Length body) from `stream`.
 pub fn read_request(stream: &TcpStream) -> String {
     let mut reader = BufReader::new(stream);
@@ -160,7 +159,9 @@ pub fn response(status: &str, extra: &str, body: &str) -> Vec<u8> {
 
 /// A server on 127.0.0.1 that answers one request with `answer(request)`; the handle
 /// returns the request it saw.
-pub fn serve_once(answer: impl FnOnce(&str) -> Vec<u8> + Send + 'static) -> (u16, JoinHandle<String>) {
+pub fn serve_once(
+    answer: impl FnOnce(&str) -> Vec<u8> + Send + 'static,
+) -> (u16, JoinHandle<String>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let handle = thread::spawn(move || {
