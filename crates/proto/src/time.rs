@@ -158,45 +158,10 @@ impl<'de> Deserialize<'de> for Timestamp {
     }
 }
 
+/// Needs the private direct reading and humantime's, side by side.
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn canonical_round_trip() {
-        let ts = Timestamp::parse("2026-09-17T08:05:00.000Z").expect("canonical");
-        assert_eq!(ts.as_millis(), 1_789_632_300_000);
-        assert_eq!(ts.to_string(), "2026-09-17T08:05:00.000Z");
-        assert_eq!(
-            Timestamp::parse("1970-01-01T00:00:00.000Z").map(|t| t.0),
-            Ok(0)
-        );
-        let last = Timestamp::from_millis(MAX_MILLIS).expect("max");
-        assert_eq!(last.to_string(), "9999-12-31T23:59:59.999Z");
-        assert_eq!(Timestamp::parse(&last.to_string()), Ok(last));
-    }
-
-    #[test]
-    fn non_canonical_forms_are_refused() {
-        for bad in [
-            "2026-09-17T08:05:00Z",
-            "2026-09-17T08:05:00.0Z",
-            "2026-09-17T08:05:00.000000Z",
-            "2026-09-17T08:05:00.000+00:00",
-            "2026-09-17t08:05:00.000z",
-            "2026-09-17 08:05:00.000Z",
-            "2026-02-30T08:05:00.000Z",
-            "2026-09-17T24:00:00.000Z",
-            "2016-12-31T23:59:60.000Z",
-            "1969-12-31T23:59:59.999Z",
-            "+2026-09-17T08:05:00.000Z",
-            "２026-09-17T08:05:00.000Z",
-            "",
-        ] {
-            assert!(Timestamp::parse(bad).is_err(), "{bad} accepted");
-        }
-        assert!(Timestamp::from_millis(MAX_MILLIS + 1).is_err());
-    }
 
     /// The direct reading accepts exactly what humantime accepts and writes back as
     /// itself, with the same time.

@@ -15,8 +15,6 @@ mod client;
 mod head;
 mod line;
 mod sse;
-#[cfg(test)]
-mod tests;
 
 use std::fmt;
 use std::io;

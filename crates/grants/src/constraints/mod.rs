@@ -207,6 +207,3 @@ fn check_patterns(patterns: &[String], subject: &str, what: &str) -> Result<(), 
         list.join(", ")
     ))
 }
-
-#[cfg(test)]
-mod tests;

@@ -297,6 +297,3 @@ pub(super) fn validate(grant: &Grant) -> Result<(), String> {
     }
     Ok(())
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,4 +1,10 @@
-use super::*;
+//! Where a host name may lead: which addresses an answer keeps, and what `private_networks`
+//! widens.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use grants::constraints::{Reach, Unreachable, Zone, admit, place};
+use proto::Grant;
 
 fn ip(text: &str) -> IpAddr {
     text.parse().unwrap_or_else(|e| panic!("{text}: {e}"))
@@ -238,7 +244,7 @@ fn private_networks_lets_names_reach_every_private_range() {
 
 #[test]
 fn private_networks_is_validated_at_load() {
-    use crate::constraints::validate;
+    use grants::constraints::validate;
     let text = |tool: &str, mode: &str, constraints: &str| {
         let t = format!(
             "tool = \"{tool}\"\nmode = \"{mode}\"\nmax_taint = \"private\"\n\n[constraints]\n\

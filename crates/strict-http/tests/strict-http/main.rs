@@ -1,5 +1,6 @@
-//! Tests of the HTTP module: every refusal and edge, each input also fed one byte per read
-//! (so no parser depends on how the bytes were split).
+//! strict-http's tests, one module per concern (heads, bodies, the client, SSE): every
+//! refusal and edge, each input also fed one byte per read (so no parser depends on how the
+//! bytes were split).
 
 mod body;
 mod client;
@@ -9,7 +10,7 @@ mod sse;
 use std::io::{self, BufReader, Read};
 
 /// What a refusal case expects of the error.
-type Expect = fn(&crate::HttpError) -> bool;
+type Expect = fn(&strict_http::HttpError) -> bool;
 
 /// Hands out one byte per `read`.
 struct OneByte<'a>(&'a [u8]);

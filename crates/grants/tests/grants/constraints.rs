@@ -1,7 +1,9 @@
-use proto::tools::{ConsultArgs, HttpFetchArgs, ListDirArgs, ReadFileArgs};
-use proto::{Constraints, DataClass};
+//! What a grant covers: the load-time check of its constraints, and which calls each tool's
+//! paths, hosts and patterns let through.
 
-use super::*;
+use grants::constraints::{Covered, Host, check, validate};
+use proto::tools::{ConsultArgs, HttpFetchArgs, ListDirArgs, ReadFileArgs, ToolArgs};
+use proto::{Constraints, DataClass, Grant, Mode};
 
 fn grant(tool: &str, mode: Mode, paths: &[&str], hosts: &[&str], patterns: &[&str]) -> Grant {
     let own = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect();

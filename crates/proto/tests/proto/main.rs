@@ -1,11 +1,17 @@
-//! The wire specification's tests: fixtures round-trip byte for byte, malformed input is
-//! refused with its typed error, and the frame decoder holds its limits on any input.
+//! proto's tests, one module per concern: the wire specification (fixtures round-trip byte
+//! for byte, malformed input is refused with its typed error, the frame decoder holds its
+//! limits on any input) and the validating constructors of the types it is made of.
 
+mod approval;
 mod chain;
+mod deny;
 mod fixtures;
 mod frames;
 mod grants;
+mod ids;
 mod malformed;
+mod time;
+mod tools;
 
 use std::path::PathBuf;
 

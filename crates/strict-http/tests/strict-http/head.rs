@@ -1,11 +1,11 @@
 use std::io::{self, BufReader, Read};
 
-use super::{Expect, OneByte, both_ways};
-use crate::{
+use crate::{Expect, OneByte, both_ways};
+use strict_http::{
     Body, Framing, HttpError, MAX_HEAD, MAX_HEADERS, Version, read_request_head, read_response_head,
 };
 
-fn request(input: &[u8]) -> Result<crate::RequestHead, HttpError> {
+fn request(input: &[u8]) -> Result<strict_http::RequestHead, HttpError> {
     let [mut whole, mut split] = both_ways(input);
     let a = read_request_head(&mut whole);
     let b = read_request_head(&mut split);
@@ -283,7 +283,7 @@ fn pipelined_requests_are_read_one_after_another() {
     }
 }
 
-fn response(input: &str) -> Result<crate::ResponseHead, HttpError> {
+fn response(input: &str) -> Result<strict_http::ResponseHead, HttpError> {
     let mut split = BufReader::with_capacity(1, OneByte(input.as_bytes()));
     let a = read_response_head(&mut input.as_bytes());
     let b = read_response_head(&mut split);

@@ -1,7 +1,7 @@
 use std::io::{self, BufReader, Read, Write};
 
-use super::{Expect, OneByte, ThenWait, both_ways};
-use crate::{
+use crate::{Expect, OneByte, ThenWait, both_ways};
+use strict_http::{
     Body, Chunked, ChunkedWriter, ContentLength, Framing, HttpError, MAX_HEADERS,
     read_to_end_limited,
 };

@@ -1,7 +1,7 @@
 use std::io::{self, BufReader};
 
-use super::OneByte;
-use crate::{Body, Event, Framing, HttpError, SseReader};
+use crate::OneByte;
+use strict_http::{Body, Event, Framing, HttpError, SseReader};
 
 fn events(input: &[u8]) -> Result<Vec<Event>, HttpError> {
     let collect = |mut r: SseReader<Box<dyn io::Read + '_>>| {

@@ -2,8 +2,6 @@
 //! that shows foreign text, fed every class of character that could hide, move or forge
 //! text, shows the exact escaped form (`inert`'s rule).
 
-mod peer;
-
 use proto::approval::{ApprovalCard, ApprovalListing, CallRef, GrantsInfo, SessionInfo};
 use proto::chat::{ChatEvent, ChatReply, SessionRecords, TurnEnd};
 use proto::{
@@ -11,7 +9,7 @@ use proto::{
     ErrorCode, Hash32, LogRecord, Message, SessionId, ToolCall, ToolResponse,
 };
 
-use peer::{BLOCK, ESCAPED, FORGED, HOSTILE, Home, raw, stdout, time};
+use crate::peer::{BLOCK, ESCAPED, FORGED, HOSTILE, Home, raw, stdout, time};
 
 /// [`HOSTILE`] as JSON text (as the card and the audit show arguments), inert.
 const ARGS: &str = "\"a\\u001b[2J\\u001b]0;owned\\u0007\\rb\\u0000\\b\\u{007f}\\u{009b}\

@@ -2,9 +2,9 @@ use std::io::{self, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use super::Expect;
+use crate::Expect;
 
-use crate::{
+use strict_http::{
     Body, ChunkedWriter, Framing, HttpError, SseReader, read_request_head, request, write_request,
     write_response_head,
 };
@@ -14,7 +14,7 @@ fn serve(
     answer: &'static [u8],
 ) -> (
     UnixStream,
-    std::thread::JoinHandle<(crate::RequestHead, Vec<u8>)>,
+    std::thread::JoinHandle<(strict_http::RequestHead, Vec<u8>)>,
 ) {
     let (client, server) = UnixStream::pair().expect("pair");
     client

@@ -1,0 +1,64 @@
+//! Approval cards: what the binding covers.
+
+use proto::approval::{ApprovalCard, CallRef};
+use proto::{CallId, DataClass, Hash32, SessionId, Timestamp};
+
+fn card() -> ApprovalCard {
+    ApprovalCard {
+        approval: "a".into(),
+        binding: Hash32::ZERO,
+        session: SessionId::new("s-1").expect("id"),
+        call: CallId(4),
+        tool: "read_file".into(),
+        arguments: r#"{"path":"/x"}"#.into(),
+        grant: "g".into(),
+        session_taint: DataClass::Private,
+        untrusted: true,
+        untrusted_by: vec![CallRef {
+            tool: "http_fetch".into(),
+            call: CallId(2),
+            read: Some("https://e.org/".into()),
+        }],
+        expires: Timestamp::from_millis(1_789_632_300_000).expect("time"),
+    }
+}
+
+/// Every field the card shows changes the binding, each on its own; the id does not.
+#[test]
+fn the_binding_covers_every_field_shown() {
+    let base = card().bound();
+    type Change = fn(&mut ApprovalCard);
+    let changes: [(&str, Change); 12] = [
+        ("session", |c| {
+            c.session = SessionId::new("s-2").expect("id")
+        }),
+        ("call", |c| c.call = CallId(5)),
+        ("tool", |c| c.tool = "list_dir".into()),
+        ("arguments", |c| c.arguments = r#"{"path":"/y"}"#.into()),
+        ("grant", |c| c.grant = "h".into()),
+        ("taint", |c| c.session_taint = DataClass::Secret),
+        ("untrusted", |c| c.untrusted = false),
+        ("expires", |c| {
+            c.expires = c
+                .expires
+                .saturating_add(std::time::Duration::from_millis(1));
+        }),
+        ("source tool", |c| {
+            c.untrusted_by[0].tool = "read_file".into()
+        }),
+        ("source call", |c| c.untrusted_by[0].call = CallId(3)),
+        ("source read", |c| {
+            c.untrusted_by[0].read = Some(String::new())
+        }),
+        ("sources", |c| c.untrusted_by.clear()),
+    ];
+    for (field, change) in changes {
+        let mut c = card();
+        change(&mut c);
+        assert_ne!(c.bound(), base, "{field} is not bound");
+    }
+    let mut c = card();
+    c.approval = "b".into();
+    c.binding = Hash32::from_bytes([1; 32]);
+    assert_eq!(c.bound(), base);
+}

@@ -1,0 +1,42 @@
+//! Deny reasons: the name a reason is shown by is the name it has on the wire.
+
+use proto::DenyReason;
+
+/// Every variant; the match makes a new variant fail to compile until it is listed.
+fn all() -> [DenyReason; 10] {
+    let all = [
+        DenyReason::NoGrant,
+        DenyReason::GrantExpired,
+        DenyReason::TaintTooHigh,
+        DenyReason::DeniedByGrant,
+        DenyReason::ApprovalRefused,
+        DenyReason::ApprovalExpired,
+        DenyReason::InvalidArguments,
+        DenyReason::UnknownTool,
+        DenyReason::TooManyPendingApprovals,
+        DenyReason::ShuttingDown,
+    ];
+    for reason in all {
+        match reason {
+            DenyReason::NoGrant
+            | DenyReason::GrantExpired
+            | DenyReason::TaintTooHigh
+            | DenyReason::DeniedByGrant
+            | DenyReason::ApprovalRefused
+            | DenyReason::ApprovalExpired
+            | DenyReason::InvalidArguments
+            | DenyReason::UnknownTool
+            | DenyReason::TooManyPendingApprovals
+            | DenyReason::ShuttingDown => {}
+        }
+    }
+    all
+}
+
+#[test]
+fn as_str_is_the_serde_name() {
+    for reason in all() {
+        let wire = serde_json::to_string(&reason).expect("encode");
+        assert_eq!(wire, format!("\"{}\"", reason.as_str()));
+    }
+}

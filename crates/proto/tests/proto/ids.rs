@@ -1,0 +1,58 @@
+//! Session ids and hashes: the bounds of an id, the hex form of a hash.
+
+use proto::{Hash32, SessionId};
+
+#[test]
+fn session_id_bounds() {
+    assert!(SessionId::new("a").is_ok());
+    assert!(SessionId::new("a".repeat(64)).is_ok());
+    assert!(SessionId::new("a".repeat(65)).is_err());
+    assert!(SessionId::new("").is_err());
+    for bad in ["A", "a_b", "a.b", "../x", "a/b", "é", "a b"] {
+        assert!(SessionId::new(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn hash_hex_round_trip() {
+    let h = Hash32::from_bytes([0xab; 32]);
+    assert_eq!(Hash32::from_hex(&h.to_hex()), Ok(h));
+    assert!(Hash32::from_hex(&"AB".repeat(32)).is_err());
+    assert!(Hash32::from_hex(&"ab".repeat(31)).is_err());
+    assert!(Hash32::from_hex(&"é".repeat(32)).is_err());
+    // The first character that is not lower-case hex is named, wherever it is.
+    for (at, bad) in [(0, 'g'), (33, 'A'), (63, ' ')] {
+        let mut text = "0".repeat(64);
+        text.replace_range(at..=at, &bad.to_string());
+        let err = Hash32::from_hex(&text).expect_err(&text).to_string();
+        assert_eq!(
+            err,
+            format!("invalid hash: character \"{bad}\" is not lower-case hex")
+        );
+    }
+    let mut both = "0".repeat(62);
+    both.push_str("xy");
+    assert!(Hash32::from_hex(&both).is_err_and(|e| e.to_string().contains("\"x\"")));
+}
+
+/// Validated strings read as `String` did: escapes decoded, and the same error for a
+/// value that is not a string.
+#[test]
+fn validated_strings_deserialise_as_strings_did() {
+    let escaped = format!("\"\\u0061{}\"", "a".repeat(63));
+    let h: Hash32 = serde_json::from_str(&escaped).expect("escaped hex");
+    assert_eq!(h, Hash32::from_bytes([0xaa; 32]));
+    let s: SessionId = serde_json::from_str(r#""s-\u0031""#).expect("escaped id");
+    assert_eq!(s.as_str(), "s-1");
+    for not_a_string in ["5", "null", "[]", "{}"] {
+        let want = serde_json::from_str::<String>(not_a_string)
+            .expect_err(not_a_string)
+            .to_string();
+        let hash = serde_json::from_str::<Hash32>(not_a_string).expect_err(not_a_string);
+        let id = serde_json::from_str::<SessionId>(not_a_string).expect_err(not_a_string);
+        let time = serde_json::from_str::<proto::Timestamp>(not_a_string);
+        assert_eq!(hash.to_string(), want);
+        assert_eq!(id.to_string(), want);
+        assert_eq!(time.expect_err(not_a_string).to_string(), want);
+    }
+}
