@@ -18,7 +18,8 @@ pub const DEFAULT_PATH: &str = "/etc/boxmaker/config.toml";
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// BOXMAKER_HOME: `sessions/`, `memory/`, `audit/`, `index/`.
+    /// The state directory: `sessions/` and `memory/` (loopd), `audit/` and `broker/`
+    /// (brokerd), `gateway/` (gatewayd, unless `[gateway] state` names another).
     #[serde(default = "default_home")]
     pub home: PathBuf,
     /// The grants directory: one `<id>.toml` per grant.
