@@ -6,6 +6,7 @@
 //! nothing (the grant files are the `grants` crate's, HTTP is `strict-http`'s, the display
 //! rule for foreign text is `inert`'s).
 
+pub mod accept;
 pub mod config;
 pub mod conn;
 pub mod durable;
