@@ -16,6 +16,7 @@ pub mod log;
 pub mod notify;
 pub mod peer;
 pub mod serve;
+pub mod service;
 
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};

@@ -22,10 +22,9 @@ use std::time::Duration;
 
 use daemon::config::{Config, Gateway};
 use daemon::listen::Inherited;
-use daemon::serve::{self, Activity, Policy};
-use daemon::{CommonArgs, log, notify};
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
+use daemon::serve::Policy;
+use daemon::service::Service;
+use daemon::{CommonArgs, log};
 
 use crate::desk::Desk;
 use crate::dispatch::Dispatch;
@@ -65,7 +64,7 @@ fn token(g: &Gateway) -> Result<String, Error> {
 
 pub fn run(args: Args) -> Result<(), Error> {
     // First, before any thread exists: the inherited socket is read from the environment.
-    let mut inherited = Inherited::from_env().map_err(err)?;
+    let inherited = Inherited::from_env().map_err(err)?;
     let config = Config::load(&args.common.config).map_err(err)?;
     let name = args.common.config.display();
     let g = config.gateway.clone().ok_or_else(|| {
@@ -84,10 +83,6 @@ pub fn run(args: Args) -> Result<(), Error> {
             .map_err(err);
     }
     let token = token(&g)?;
-    let listener = inherited
-        .take_or_bind("gateway", &config.sockets.broker_gateway_sock())
-        .map_err(err)?;
-    let mut signals = Signals::new([SIGTERM, SIGINT]).map_err(err)?;
     let store = Store::open(g.state_dir(&config.home), now_ms()).map_err(err)?;
     let client = Client::new(&g.server, &token);
     let desk = Arc::new(Desk::new(
@@ -96,7 +91,6 @@ pub fn run(args: Args) -> Result<(), Error> {
         g.channel.clone(),
         Arc::new(Mutex::new(store)),
     ));
-    let activity = Arc::new(Activity::default());
     let policy = Policy {
         name: "gateway",
         peers: vec![broker],
@@ -104,44 +98,33 @@ pub fn run(args: Args) -> Result<(), Error> {
         idle: Duration::from_secs(3600),
         frame: config.broker.frame_deadline,
     };
-    let (d, a) = (desk.clone(), activity.clone());
-    let handle = Arc::new(move |conn, who: &str| server::serve(&d, conn, who, &a));
-    let a = activity.clone();
-    spawn("gateway-accept", move || {
-        serve::accept_loop(listener, policy, a, handle);
-    })?;
+    let mut service = Service::new("gatewayd", inherited);
+    let (d, a) = (desk.clone(), service.activity());
+    service
+        .framed(&config.sockets.broker_gateway_sock(), &policy, move |conn, who: &str| {
+            server::serve(&d, conn, who, &a);
+        })
+        .map_err(err)?;
     // Alive while the state can be reached: every post, reaction and card goes through it,
     // and a thread stuck saving it holds it.
     let store = desk.store.clone();
-    notify::spawn_watchdog(move || daemon::reachable(&store, Duration::from_secs(1)))
-        .map_err(err)?;
+    service.watchdog(move || daemon::reachable(&store, Duration::from_secs(1)));
     let (tx, rx) = mpsc::channel::<Post>();
     let d = desk.clone();
-    spawn("follow", move || follow::run(&d, &token, &tx))?;
+    service.thread("follow", move || follow::run(&d, &token, &tx));
     let loop_sock = config.sockets.chat_loop_sock();
     log::info(format_args!("gateway to {} started", g.server));
-    spawn("dispatch", move || {
+    service.thread("dispatch", move || {
         let bot = bot_id(&client);
         let dispatch = Arc::new(Dispatch::new(desk, bot, g, loop_sock));
         dispatch.cut_off();
         for post in rx {
             dispatch.post(post);
         }
-    })?;
-    notify::ready("serving");
-    if let Some(signal) = signals.forever().next() {
-        log::info(format_args!("signal {signal}: stopping"));
-    }
-    notify::stopping();
-    Ok(())
-}
-
-fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), Error> {
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(f)
-        .map(drop)
-        .map_err(err)
+    });
+    // The drain stays zero: gatewayd has always stopped at SIGTERM without waiting
+    // (docs/decisions.md F14).
+    service.run("serving").map_err(err)
 }
 
 /// The bot's user id, asked until Mattermost answers.
