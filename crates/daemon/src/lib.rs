@@ -17,6 +17,7 @@ pub mod notify;
 pub mod peer;
 pub mod serve;
 pub mod service;
+pub mod supervise;
 
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
