@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::config::Peer;
-use crate::peer::{self, PeerIdentity};
 use crate::log;
+use crate::peer::{self, PeerIdentity};
 use crate::serve::Activity;
 
 /// Who may connect to a socket and how many at once.

@@ -18,7 +18,9 @@ impl Accept for Exhausted {
     fn accept(&self) -> io::Result<UnixStream> {
         if self.exhausted.load(Ordering::SeqCst) {
             self.attempts.fetch_add(1, Ordering::SeqCst);
-            return Err(io::Error::from_raw_os_error(nix::errno::Errno::EMFILE as i32));
+            return Err(io::Error::from_raw_os_error(
+                nix::errno::Errno::EMFILE as i32,
+            ));
         }
         UnixListener::accept(&self.real).map(|(s, _)| s)
     }

@@ -104,7 +104,9 @@ impl Refuse for Framed {
             ),
             Refusal::Full { max } => (
                 ErrorCode::Unavailable,
-                format!("the {name} socket is at its limit of {max} connections: try again shortly"),
+                format!(
+                    "the {name} socket is at its limit of {max} connections: try again shortly"
+                ),
             ),
             Refusal::NotAdmitted { who, admits } => (
                 ErrorCode::Refused,

@@ -9,7 +9,7 @@
 
 use std::fmt;
 use std::io;
-use std::os::unix::net::UnixStream;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,7 +21,7 @@ use signal_hook::iterator::Signals;
 use crate::accept::{self, Admission, Refuse};
 use crate::conn::Conn;
 use crate::listen::{Inherited, ListenError};
-use crate::serve::{Activity, Framed, Policy};
+use crate::serve::{self, Activity, Policy};
 use crate::{log, notify};
 
 type Task = Box<dyn FnOnce() + Send>;
@@ -111,13 +111,14 @@ impl Service {
         policy: &Policy,
         handle: impl Fn(Conn, &str) + Send + Sync + 'static,
     ) -> Result<(), ListenError> {
-        let (idle, frame) = (policy.idle, policy.frame);
-        let handle = move |stream, who: &str| handle(Conn::new(stream, idle, frame), who);
-        self.socket(path, policy.admission(), Framed, handle)
+        let (policy, handle) = (policy.clone(), Arc::new(handle));
+        self.listen(policy.name, path, move |listener, activity| {
+            serve::accept_loop(listener, policy, activity, handle);
+        })
     }
 
     /// A socket named `admission.name` whose refusals `refuse` writes, and whose admitted
-    /// connections go to `handle`. Binds it (or takes it from systemd) now.
+    /// connections go to `handle`.
     pub fn socket(
         &mut self,
         path: &Path,
@@ -125,12 +126,24 @@ impl Service {
         refuse: impl Refuse,
         handle: impl Fn(UnixStream, &str) + Send + Sync + 'static,
     ) -> Result<(), ListenError> {
-        let listener = self.inherited.take_or_bind(admission.name, path)?;
-        let activity = self.activity.clone();
         let handle = Arc::new(handle);
-        let name = admission.name;
-        let task = move || accept::accept_loop(&listener, &admission, &activity, &refuse, &handle);
-        self.sockets.push((name, Box::new(task)));
+        self.listen(admission.name, path, move |listener, activity| {
+            accept::accept_loop(&listener, &admission, &activity, &refuse, &handle);
+        })
+    }
+
+    /// Binds the socket `name` (or takes it from systemd) now; `serve` runs on its accept
+    /// thread once [`Service::run`] starts.
+    fn listen(
+        &mut self,
+        name: &'static str,
+        path: &Path,
+        serve: impl FnOnce(UnixListener, Arc<Activity>) + Send + 'static,
+    ) -> Result<(), ListenError> {
+        let listener = self.inherited.take_or_bind(name, path)?;
+        let activity = self.activity.clone();
+        self.sockets
+            .push((name, Box::new(move || serve(listener, activity))));
         Ok(())
     }
 
@@ -157,7 +170,11 @@ impl Service {
     }
 
     /// What runs on SIGTERM before the drain, and after it.
-    pub fn around_drain(&mut self, before: impl FnOnce() + 'static, after: impl FnOnce() + 'static) {
+    pub fn around_drain(
+        &mut self,
+        before: impl FnOnce() + 'static,
+        after: impl FnOnce() + 'static,
+    ) {
         self.before_drain = Some(Box::new(before));
         self.after_drain = Some(Box::new(after));
     }
@@ -171,9 +188,14 @@ impl Service {
             many => format!("sockets {}", many.join(" and ")),
         };
         if self.inherited.activated() {
-            log::info(format_args!("{what} taken from systemd (socket activation)"));
+            log::info(format_args!(
+                "{what} taken from systemd (socket activation)"
+            ));
         } else {
-            log::info(format_args!("{what} bound by {} (no socket activation)", self.role));
+            log::info(format_args!(
+                "{what} bound by {} (no socket activation)",
+                self.role
+            ));
         }
         let mut watched = vec![SIGTERM, SIGINT];
         if self.reload.is_some() {
@@ -192,7 +214,9 @@ impl Service {
         notify::spawn_watchdog(move || {
             if accepting.iter().any(std::thread::JoinHandle::is_finished) {
                 if !ended.swap(true, Ordering::SeqCst) {
-                    log::error(format_args!("an accept thread ended; no more watchdog pings"));
+                    log::error(format_args!(
+                        "an accept thread ended; no more watchdog pings"
+                    ));
                 }
                 return false;
             }
@@ -213,7 +237,9 @@ impl Service {
                 continue;
             }
             if self.drain.is_zero() {
-                log::info(format_args!("signal {signal}: stopping; requests in flight are cut"));
+                log::info(format_args!(
+                    "signal {signal}: stopping; requests in flight are cut"
+                ));
             } else {
                 log::info(format_args!(
                     "signal {signal}: stopping; waiting up to {:?} for requests in flight",

@@ -16,7 +16,10 @@ const POLL: Duration = Duration::from_millis(100);
 #[derive(Debug)]
 pub enum NotReady {
     /// The notify socket could not be bound at this path.
-    Bind { path: PathBuf, source: io::Error },
+    Bind {
+        path: PathBuf,
+        source: io::Error,
+    },
     Spawn(io::Error),
     /// The child exited before READY=1.
     Exited(ExitStatus),
@@ -134,17 +137,32 @@ mod tests {
     fn a_child_that_exits_first_is_reported_without_waiting_out_the_timeout() {
         let d = dir("exits");
         let start = Instant::now();
-        let e = spawn_ready(&mut sh("exit 3"), &d.join("n.sock"), Duration::from_secs(20))
-            .expect_err("not ready");
-        assert!(matches!(e, NotReady::Exited(s) if s.code() == Some(3)), "{e}");
-        assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+        let e = spawn_ready(
+            &mut sh("exit 3"),
+            &d.join("n.sock"),
+            Duration::from_secs(20),
+        )
+        .expect_err("not ready");
+        assert!(
+            matches!(e, NotReady::Exited(s) if s.code() == Some(3)),
+            "{e}"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[test]
     fn a_silent_child_times_out_and_is_killed() {
         let d = dir("silent");
-        let e = spawn_ready(&mut sh("sleep 30"), &d.join("n.sock"), Duration::from_millis(300))
-            .expect_err("not ready");
+        let e = spawn_ready(
+            &mut sh("sleep 30"),
+            &d.join("n.sock"),
+            Duration::from_millis(300),
+        )
+        .expect_err("not ready");
         assert!(matches!(e, NotReady::Timeout(_)), "{e}");
     }
 
@@ -155,7 +173,9 @@ mod tests {
         let sock = UnixDatagram::bind(&notify).expect("bind");
         let sender = UnixDatagram::unbound().expect("sender");
         sender.send_to(b"STATUS=starting", &notify).expect("send");
-        sender.send_to(b"STATUS=up\nREADY=1", &notify).expect("send");
+        sender
+            .send_to(b"STATUS=up\nREADY=1", &notify)
+            .expect("send");
         await_ready(&sock, Duration::from_secs(5), None).expect("ready");
     }
 }

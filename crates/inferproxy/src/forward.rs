@@ -19,8 +19,8 @@ use strict_http::{
     read_response_head, read_to_end_limited, write_request, write_response_head,
 };
 
-use crate::reply;
 use crate::proxy::Proxy;
+use crate::reply;
 use crate::upstream::{Deadline, Failure, UpstreamReader};
 
 /// The requests forwarded: what loopd needs and nothing else. The target must match

@@ -18,11 +18,11 @@ use std::fmt;
 use std::io::{self, Write};
 use std::sync::Arc;
 
+use daemon::CommonArgs;
 use daemon::accept::Admission;
 use daemon::config::{Config, ConfigError};
 use daemon::listen::{Inherited, ListenError};
 use daemon::service::{Service, StartError};
-use daemon::CommonArgs;
 
 use crate::proxy::Proxy;
 use crate::reply::Refusals;

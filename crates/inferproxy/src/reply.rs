@@ -8,7 +8,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
 
-use daemon::accept::{Refuse, Refusal};
+use daemon::accept::{Refusal, Refuse};
 use daemon::log;
 
 /// The `type` of an error body, after OpenAI's and llama-server's names where they have one.

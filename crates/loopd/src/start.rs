@@ -4,11 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use daemon::CommonArgs;
 use daemon::config::Config;
 use daemon::listen::Inherited;
 use daemon::serve::Policy;
 use daemon::service::Service;
-use daemon::CommonArgs;
 
 use crate::server;
 use crate::turn::Looper;
