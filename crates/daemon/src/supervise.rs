@@ -157,13 +157,18 @@ mod tests {
     #[test]
     fn a_silent_child_times_out_and_is_killed() {
         let d = dir("silent");
-        let e = spawn_ready(
-            &mut sh("sleep 30"),
-            &d.join("n.sock"),
-            Duration::from_millis(300),
-        )
-        .expect_err("not ready");
+        let pid_file = d.join("pid");
+        let script = format!("echo $$ > {}; exec sleep 30", pid_file.display());
+        let e = spawn_ready(&mut sh(&script), &d.join("n.sock"), Duration::from_secs(1))
+            .expect_err("not ready");
         assert!(matches!(e, NotReady::Timeout(_)), "{e}");
+        let pid = std::fs::read_to_string(&pid_file).expect("pid");
+        // Killed and reaped: no such process any more.
+        assert!(
+            !Path::new(&format!("/proc/{}", pid.trim())).exists(),
+            "the child {} still runs",
+            pid.trim()
+        );
     }
 
     #[test]
