@@ -31,15 +31,10 @@ impl Side {
     }
 }
 
-/// Accepts connections on one side until the process ends.
-pub fn accept_loop(
-    broker: Arc<Broker>,
-    side: Side,
-    listener: std::os::unix::net::UnixListener,
-    activity: Arc<Activity>,
-) {
+/// How one side serves: its peer, and the broker's cap and deadlines.
+pub fn policy(broker: &Broker, side: Side) -> Policy {
     let b = &broker.config.broker;
-    let policy = Policy {
+    Policy {
         name: side.name(),
         peers: vec![match side {
             Side::Loop => broker.config.peers.loopd.clone(),
@@ -48,17 +43,23 @@ pub fn accept_loop(
         max_connections: b.max_connections,
         idle: b.idle_timeout,
         frame: b.frame_deadline,
-    };
-    let a = activity.clone();
-    let handle = Arc::new(move |conn: Conn, who: &str| {
-        if let Err(Fatal(why)) = serve(&broker, side, conn, who, &a) {
+    }
+}
+
+/// What serves each admitted connection on one side.
+pub fn handler(
+    broker: Arc<Broker>,
+    side: Side,
+    activity: Arc<Activity>,
+) -> impl Fn(Conn, &str) + Send + Sync + 'static {
+    move |conn: Conn, who: &str| {
+        if let Err(Fatal(why)) = serve(&broker, side, conn, who, &activity) {
             // Durable state can no longer be written: answering anything now could
             // acknowledge what is not on disk. Stop; systemd restarts us and recovery runs.
             log::error(format_args!("fatal: {why}; stopping"));
             std::process::exit(70);
         }
-    });
-    serve::accept_loop(listener, policy, activity, handle);
+    }
 }
 
 /// Serves one connection until it closes, errs or idles out.

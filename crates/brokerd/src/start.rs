@@ -1,5 +1,5 @@
-//! Start-up, reload and shutdown. Order matters: the inherited sockets are taken before any
-//! thread starts; READY is sent only once both sockets serve.
+//! Start-up, reload and shutdown, through `daemon::service`: the inherited sockets are taken
+//! before any thread starts; READY is sent only once both sockets serve.
 
 use std::fmt;
 use std::sync::Arc;
@@ -7,16 +7,14 @@ use std::time::Duration;
 
 use daemon::config::{Config, RunnerKind};
 use daemon::listen::Inherited;
+use daemon::service::Service;
 use daemon::{CommonArgs, log, notify};
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
 
 use crate::audit::AuditLog;
 use crate::broker::Broker;
 use crate::runner::{DirectRunner, Runner, SystemdRunner};
 use crate::server::{self, Side};
 use crate::sessions::Sessions;
-use daemon::serve::Activity;
 use grants::Snapshot;
 
 #[derive(Debug, clap::Parser)]
@@ -38,7 +36,7 @@ const FLUSH: Duration = Duration::from_secs(5);
 
 pub fn run(args: Args) -> Result<(), Error> {
     // First, before any thread exists: listenfd clears LISTEN_FDS as it reads them.
-    let mut inherited = Inherited::from_env().map_err(err)?;
+    let inherited = Inherited::from_env().map_err(err)?;
     let config = Config::load(&args.common.config).map_err(err)?;
     let snapshot = Snapshot::load(&config.grants).map_err(err)?;
     if args.common.check_config {
@@ -65,68 +63,49 @@ pub fn run(args: Args) -> Result<(), Error> {
     let broker = Arc::new(Broker::new(config, snapshot, audit, sessions, runner));
     broker.audit_first_snapshot().map_err(|f| Error(f.0))?;
 
-    let sockets = &broker.config.sockets;
-    let loop_l = inherited
-        .take_or_bind("loop", &sockets.loop_broker_sock())
-        .map_err(err)?;
-    let admin_l = inherited
-        .take_or_bind("admin", &sockets.admin_broker_sock())
-        .map_err(err)?;
-    if inherited.activated() {
-        log::info(format_args!(
-            "sockets loop and admin taken from systemd (socket activation)"
-        ));
-    } else {
-        log::info(format_args!(
-            "sockets loop and admin bound by brokerd (no socket activation)"
-        ));
-    }
-    let mut signals = Signals::new([SIGHUP, SIGTERM, SIGINT]).map_err(err)?;
-
-    let activity = Arc::new(Activity::default());
-    for (side, listener) in [(Side::Loop, loop_l), (Side::Admin, admin_l)] {
-        let (b, a) = (broker.clone(), activity.clone());
-        std::thread::Builder::new()
-            .name(format!("{}-accept", side.name()))
-            .spawn(move || server::accept_loop(b, side, listener, a))
+    let mut service = Service::new("brokerd", inherited);
+    for side in [Side::Loop, Side::Admin] {
+        let sockets = &broker.config.sockets;
+        let path = match side {
+            Side::Loop => sockets.loop_broker_sock(),
+            Side::Admin => sockets.admin_broker_sock(),
+        };
+        let handle = server::handler(broker.clone(), side, service.activity());
+        service
+            .framed(&path, &server::policy(&broker, side), handle)
             .map_err(err)?;
     }
     if let Some(outbox) = broker.outbox.take() {
         let b = broker.clone();
-        std::thread::Builder::new()
-            .name("gateway".into())
-            .spawn(move || crate::gateway::run(&b, &outbox))
-            .map_err(err)?;
+        service.thread("gateway", move || crate::gateway::run(&b, &outbox));
     }
     // Pinged while the audit writer, the heart of the broker, can be reached.
     let b = broker.clone();
-    notify::spawn_watchdog(move || b.audit_alive()).map_err(err)?;
-    let serving = serving(&broker.snapshot());
-    log::info(format_args!("{serving}"));
-    notify::ready(&serving);
-
-    for signal in signals.forever() {
-        if signal == SIGHUP {
-            reload(&broker);
-            continue;
-        }
-        break;
-    }
-    notify::stopping();
-    // No call is left waiting on an owner who can no longer answer (new connections are
-    // refused from now on): each is denied, audited and answered before the drain ends.
-    let denied = broker.stop_approvals();
-    log::info(format_args!(
-        "stopping: {denied} calls waiting for the owner denied; waiting for requests in flight"
-    ));
-    activity.drain(DRAIN);
-    let left = broker.outbox.flush(FLUSH);
-    if left > 0 {
-        log::warn(format_args!(
-            "stopping: {left} outcomes not shown on Mattermost (gatewayd did not take them)"
-        ));
-    }
-    Ok(())
+    service.watchdog(move || b.audit_alive());
+    let b = broker.clone();
+    service.reload(move || reload(&b));
+    service.drain(DRAIN);
+    let (b, after) = (broker.clone(), broker.clone());
+    service.around_drain(
+        move || {
+            // No call is left waiting on an owner who can no longer answer (new
+            // connections are refused from now on): each is denied, audited and answered
+            // before the drain ends.
+            let denied = b.stop_approvals();
+            log::info(format_args!(
+                "stopping: {denied} calls waiting for the owner denied; waiting for requests in flight"
+            ));
+        },
+        move || {
+            let left = after.outbox.flush(FLUSH);
+            if left > 0 {
+                log::warn(format_args!(
+                    "stopping: {left} outcomes not shown on Mattermost (gatewayd did not take them)"
+                ));
+            }
+        },
+    );
+    service.run(&serving(&broker.snapshot())).map_err(err)
 }
 
 fn runner(config: &Config) -> Runner {

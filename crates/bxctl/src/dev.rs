@@ -5,12 +5,12 @@
 //! exit.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use daemon::config::Config;
+use daemon::supervise::{self, NotReady};
 
 use crate::{Error, chat, err};
 
@@ -153,45 +153,29 @@ fn start(
     state: &Path,
 ) -> Result<(), Error> {
     let notify = state.join(format!("run/{name}.notify"));
-    let _ = std::fs::remove_file(&notify);
-    let sock = UnixDatagram::bind(&notify).map_err(err)?;
-    sock.set_read_timeout(Some(Duration::from_millis(200)))
-        .map_err(err)?;
     let log = state.join(format!("logs/{name}.log"));
-    let child = cmd
-        .env("NOTIFY_SOCKET", &notify)
-        .stdin(Stdio::null())
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).map_err(err)?)
-        .spawn()
-        .map_err(|e| Error(format!("{name}: {e}")))?;
-    stack.children.push((name, child));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut buf = [0u8; 4096];
-    loop {
-        if let Ok(n) = sock.recv(&mut buf)
-            && String::from_utf8_lossy(&buf[..n])
-                .lines()
-                .any(|l| l == "READY=1")
-        {
-            return Ok(());
+        .stderr(std::fs::File::create(&log).map_err(err)?);
+    match supervise::spawn_ready(&mut cmd, &notify, Duration::from_secs(30)) {
+        Ok((child, _)) => {
+            stack.children.push((name, child));
+            Ok(())
         }
-        if let Some((_, child)) = stack.children.last_mut()
-            && let Ok(Some(status)) = child.try_wait()
-        {
+        Err(NotReady::Exited(status)) => {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             // The log may quote what the model or a tool wrote: set apart, inert.
-            return Err(Error(format!(
+            Err(Error(format!(
                 "{name} exited ({status}):\n{}",
                 inert::block(&text).trim_end()
-            )));
+            )))
         }
-        if Instant::now() > deadline {
-            return Err(Error(format!(
-                "{name} did not become ready; see {}",
-                log.display()
-            )));
-        }
+        Err(NotReady::Timeout(_)) => Err(Error(format!(
+            "{name} did not become ready; see {}",
+            log.display()
+        ))),
+        Err(NotReady::Spawn(e)) => Err(Error(format!("{name}: {e}"))),
+        Err(e) => Err(Error(format!("{name}: {e}; see {}", log.display()))),
     }
 }
 

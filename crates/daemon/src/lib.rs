@@ -1,11 +1,13 @@
 //! daemon: the runtime every boxmaker role process shares. One purpose: running as a
 //! systemd service and talking framed JSON over Unix sockets, written once. The config
-//! file, the systemd socket handoff, readiness and the watchdog, SO_PEERCRED peer checks,
-//! the shared accept loop and framed connections with deadlines, log lines journald files
-//! at the right priority, per-key locks and durable state files. Not a role: it decides
+//! file, the one start-up (`service`: the systemd socket handoff, readiness, the watchdog,
+//! reload and drain), SO_PEERCRED peer checks, the one accept loop (`accept`) and framed
+//! connections with deadlines, log lines journald files at the right priority, per-key
+//! locks, durable state files, and starting a role as systemd does (`supervise`). Not a role: it decides
 //! nothing (the grant files are the `grants` crate's, HTTP is `strict-http`'s, the display
 //! rule for foreign text is `inert`'s).
 
+pub mod accept;
 pub mod config;
 pub mod conn;
 pub mod durable;
@@ -15,6 +17,8 @@ pub mod log;
 pub mod notify;
 pub mod peer;
 pub mod serve;
+pub mod service;
+pub mod supervise;
 
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};

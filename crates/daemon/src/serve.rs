@@ -1,6 +1,7 @@
-//! Accepting connections the same way in every role: a thread per connection up to a cap,
-//! every peer checked with SO_PEERCRED against the socket's rule, typed refusals for the
-//! rest. What a connection may ask is the handler's business, decided by the socket.
+//! Serving framed JSON: the shared accept loop with framed refusals and the socket's
+//! deadlines, the requests of one connection, and the count of requests in flight that
+//! shutdown drains. What a connection may ask is the handler's business, decided by the
+//! socket.
 
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Arc;
@@ -9,9 +10,10 @@ use std::time::Duration;
 
 use proto::ErrorCode;
 
+use crate::accept::{self, Admission, Refusal, Refuse};
 use crate::config::Peer;
 use crate::conn::Conn;
-use crate::{log, peer};
+use crate::log;
 
 /// How one socket serves.
 #[derive(Debug, Clone)]
@@ -60,8 +62,9 @@ impl Drop for BusyGuard<'_> {
     }
 }
 
-/// Accepts on `listener` until the process ends, calling `handle(conn, who)` on a thread
-/// of its own for each admitted peer; `who` is the peer as the kernel names it.
+/// Accepts on `listener` until the process ends (the shared [`accept::accept_loop`]),
+/// calling `handle(conn, who)` on a thread of its own for each admitted peer, with the
+/// policy's deadlines; refusals are framed errors ([`Framed`]).
 pub fn accept_loop<F>(
     listener: UnixListener,
     policy: Policy,
@@ -70,98 +73,54 @@ pub fn accept_loop<F>(
 ) where
     F: Fn(Conn, &str) + Send + Sync + 'static,
 {
-    let name = policy.name;
-    // Each socket has its own cap: one side filling its connections (a compromised loopd,
-    // say) never locks the owner out of the other.
-    let connections = Arc::new(AtomicUsize::new(0));
-    for stream in listener.incoming() {
-        let stream = match stream {
-            Ok(s) => s,
-            Err(e) => {
-                log::warn(format_args!("{name} socket: accept: {e}"));
-                continue;
-            }
-        };
-        if activity.stopping.load(Ordering::SeqCst) {
-            refuse(
-                stream,
-                ErrorCode::Unavailable,
-                &format!("the {name} socket is stopping: try again once it has restarted"),
-            );
-            continue;
+    let (idle, frame) = (policy.idle, policy.frame);
+    let framed = Arc::new(move |stream, who: &str| handle(Conn::new(stream, idle, frame), who));
+    accept::accept_loop(&listener, &policy.admission(), &activity, &Framed, &framed);
+}
+
+impl Policy {
+    /// Who may connect and how many at once: what the accept loop enforces.
+    pub fn admission(&self) -> Admission {
+        Admission {
+            name: self.name,
+            peers: self.peers.clone(),
+            max_connections: self.max_connections,
         }
-        if connections.load(Ordering::SeqCst) >= policy.max_connections {
-            log::warn(format_args!(
-                "{name} socket: at {} connections, refusing one",
-                policy.max_connections
-            ));
-            refuse(
-                stream,
+    }
+}
+
+/// The framed roles' refusal (docs/decisions.md F10): one error frame of id 0, since no
+/// request was read, written before closing; the client reads it even when its own request
+/// could no longer be sent. Small enough for an empty socket buffer, so it never waits.
+#[derive(Debug, Clone, Copy)]
+pub struct Framed;
+
+impl Refuse for Framed {
+    fn refuse(&self, name: &str, stream: UnixStream, why: &Refusal<'_>) {
+        let (code, detail) = match why {
+            Refusal::Stopping => (
                 ErrorCode::Unavailable,
-                &format!(
-                    "the {name} socket is at its limit of {} connections: try again shortly",
-                    policy.max_connections
+                format!("the {name} socket is stopping: try again once it has restarted"),
+            ),
+            Refusal::Full { max } => (
+                ErrorCode::Unavailable,
+                format!(
+                    "the {name} socket is at its limit of {max} connections: try again shortly"
                 ),
-            );
-            continue;
-        }
-        let who = match peer::identify(&stream) {
-            Ok(who) if policy.peers.iter().any(|p| peer::admits(p, &who)) => who.to_string(),
-            Ok(who) => {
-                log::warn(format_args!(
-                    "{name} socket: refused {who} (pid {}), not one of {:?}",
-                    who.pid, policy.peers
-                ));
-                refuse(
-                    stream,
-                    ErrorCode::Refused,
-                    &format!(
-                        "the {name} socket admits only {}; you are {who}",
-                        admitted(&policy.peers)
-                    ),
-                );
-                continue;
-            }
-            Err(e) => {
-                log::warn(format_args!("{name} socket: SO_PEERCRED: {e}"));
-                refuse(
-                    stream,
-                    ErrorCode::Refused,
-                    &format!("the {name} socket could not learn who you are (SO_PEERCRED)"),
-                );
-                continue;
-            }
+            ),
+            Refusal::NotAdmitted { who, admits } => (
+                ErrorCode::Refused,
+                format!(
+                    "the {name} socket admits only {}; you are {who}",
+                    admitted(admits)
+                ),
+            ),
+            Refusal::Unidentified => (
+                ErrorCode::Refused,
+                format!("the {name} socket could not learn who you are (SO_PEERCRED)"),
+            ),
         };
-        let conn = Conn::new(stream, policy.idle, policy.frame);
-        let slot = Slot::take(&connections);
-        let handle = handle.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("{name}-conn"))
-            .spawn(move || {
-                // Released when the thread ends, even by a panic.
-                let _slot = slot;
-                handle(conn, &who);
-            });
-        if let Err(e) = spawned {
-            // The closure, and the slot in it, were dropped with the error.
-            log::error(format_args!("{name} socket: cannot start a thread: {e}"));
-        }
-    }
-}
-
-/// One connection's place under the cap, given back on drop.
-struct Slot(Arc<AtomicUsize>);
-
-impl Slot {
-    fn take(count: &Arc<AtomicUsize>) -> Self {
-        count.fetch_add(1, Ordering::SeqCst);
-        Self(count.clone())
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        refuse(stream, code, &detail);
     }
 }
 

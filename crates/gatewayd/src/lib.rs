@@ -24,10 +24,9 @@ use std::time::Duration;
 
 use daemon::config::{Config, Gateway};
 use daemon::listen::Inherited;
-use daemon::serve::{self, Activity, Policy};
-use daemon::{CommonArgs, log, notify};
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
+use daemon::serve::Policy;
+use daemon::service::Service;
+use daemon::{CommonArgs, log};
 
 use crate::context::Context;
 use crate::desk::Desk;
@@ -63,7 +62,7 @@ fn token(g: &Gateway) -> Result<String, Error> {
 
 pub fn run(args: Args) -> Result<(), Error> {
     // First, before any thread exists: the inherited socket is read from the environment.
-    let mut inherited = Inherited::from_env().map_err(err)?;
+    let inherited = Inherited::from_env().map_err(err)?;
     let config = Config::load(&args.common.config).map_err(err)?;
     let name = args.common.config.display();
     let g = config.gateway.clone().ok_or_else(|| {
@@ -82,10 +81,6 @@ pub fn run(args: Args) -> Result<(), Error> {
             .map_err(err);
     }
     let token = token(&g)?;
-    let listener = inherited
-        .take_or_bind("gateway", &config.sockets.broker_gateway_sock())
-        .map_err(err)?;
-    let mut signals = Signals::new([SIGTERM, SIGINT]).map_err(err)?;
     let store = Store::open(g.state_dir(&config.home), mm::now_ms()).map_err(err)?;
     let client = Client::new(&g.server, &token);
     let ctx = Arc::new(Context::new(
@@ -95,7 +90,6 @@ pub fn run(args: Args) -> Result<(), Error> {
         store,
     ));
     let desk = Arc::new(Desk::new(ctx.clone()));
-    let activity = Arc::new(Activity::default());
     let policy = Policy {
         name: "gateway",
         peers: vec![broker],
@@ -103,43 +97,37 @@ pub fn run(args: Args) -> Result<(), Error> {
         idle: Duration::from_secs(3600),
         frame: config.broker.frame_deadline,
     };
-    let (d, a) = (desk.clone(), activity.clone());
-    let handle = Arc::new(move |conn, who: &str| server::serve(&d, conn, who, &a));
-    let a = activity.clone();
-    spawn("gateway-accept", move || {
-        serve::accept_loop(listener, policy, a, handle);
-    })?;
+    let mut service = Service::new("gatewayd", inherited);
+    let (d, a) = (desk.clone(), service.activity());
+    service
+        .framed(
+            &config.sockets.broker_gateway_sock(),
+            &policy,
+            move |conn, who: &str| {
+                server::serve(&d, conn, who, &a);
+            },
+        )
+        .map_err(err)?;
     // Alive while the state can be reached: every post, reaction and card goes through it,
     // and a thread stuck saving it holds it.
     let c = ctx.clone();
-    notify::spawn_watchdog(move || c.reachable(Duration::from_secs(1))).map_err(err)?;
+    service.watchdog(move || c.reachable(Duration::from_secs(1)));
     let (tx, rx) = mpsc::channel::<Post>();
     let (c, d) = (ctx.clone(), desk.clone());
-    spawn("follow", move || follow::run(&c, &d, &token, &tx))?;
+    service.thread("follow", move || follow::run(&c, &d, &token, &tx));
     let loop_sock = config.sockets.chat_loop_sock();
     log::info(format_args!("gateway to {} started", g.server));
-    spawn("dispatch", move || {
+    service.thread("dispatch", move || {
         let bot = bot_id(ctx.client());
         let dispatch = Arc::new(Dispatch::new(ctx, desk, bot, g, loop_sock));
         dispatch.cut_off();
         for post in rx {
             dispatch.post(post);
         }
-    })?;
-    notify::ready("serving");
-    if let Some(signal) = signals.forever().next() {
-        log::info(format_args!("signal {signal}: stopping"));
-    }
-    notify::stopping();
-    Ok(())
-}
-
-fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), Error> {
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(f)
-        .map(drop)
-        .map_err(err)
+    });
+    // The drain stays zero: gatewayd has always stopped at SIGTERM without waiting
+    // (docs/decisions.md F14).
+    service.run("serving").map_err(err)
 }
 
 /// The bot's user id, asked until Mattermost answers.

@@ -10,7 +10,7 @@
 
 use std::io::{self, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::unix::net::{UnixDatagram, UnixStream};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -178,29 +178,15 @@ fn start_proxy(dir: &Path, port: u16) -> (Running, PathBuf) {
          [infer]\nupstream = \"http://127.0.0.1:{port}\"\n"
     );
     std::fs::write(dir.join("config.toml"), config).expect("config");
-    let notify = dir.join("notify.sock");
-    let sock = UnixDatagram::bind(&notify).expect("notify socket");
-    sock.set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
-    let child = Command::new(env!("CARGO_BIN_EXE_inferproxy"))
-        .arg("--config")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_inferproxy"));
+    cmd.arg("--config")
         .arg(dir.join("config.toml"))
-        .env("NOTIFY_SOCKET", &notify)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn inferproxy");
+        .stderr(Stdio::null());
+    let (child, _) =
+        daemon::supervise::spawn_ready(&mut cmd, &dir.join("notify.sock"), Duration::from_secs(20))
+            .expect("READY=1 from inferproxy");
     let running = Running(child);
-    let mut buf = [0u8; 1024];
-    loop {
-        let n = sock.recv(&mut buf).expect("READY=1 from inferproxy");
-        if String::from_utf8_lossy(&buf[..n])
-            .lines()
-            .any(|l| l == "READY=1")
-        {
-            break;
-        }
-    }
     (running, dir.join("loop-infer/infer.sock"))
 }
 

@@ -19,8 +19,8 @@ use strict_http::{
     read_response_head, read_to_end_limited, write_request, write_response_head,
 };
 
+use crate::proxy::Proxy;
 use crate::reply;
-use crate::server::Shared;
 use crate::upstream::{Deadline, Failure, UpstreamReader};
 
 /// The requests forwarded: what loopd needs and nothing else. The target must match
@@ -58,9 +58,9 @@ const MAX_INTERIM: usize = 8;
 const RELAY_BUFFER: usize = 64 * 1024;
 
 /// Serves one request on `client` from the admitted peer `who`.
-pub(crate) fn exchange(shared: &Shared, client: &UnixStream, who: &str) {
+pub(crate) fn exchange(proxy: &Proxy, client: &UnixStream, who: &str) {
     let started = Instant::now();
-    let infer = &shared.infer;
+    let infer = &proxy.infer;
     let deadline = Deadline {
         stream: client,
         until: started + infer.request_timeout,
@@ -76,7 +76,7 @@ pub(crate) fn exchange(shared: &Shared, client: &UnixStream, who: &str) {
         }
     };
     let what = format!("{} {}", head.method, head.target);
-    let upstream = match connect(shared, &head, &body) {
+    let upstream = match connect(proxy, &head, &body) {
         Ok(tcp) => tcp,
         Err((status, message, detail)) => {
             log::warn(format_args!("{who}: {what}: {status}: {detail}"));
@@ -97,14 +97,14 @@ pub(crate) fn exchange(shared: &Shared, client: &UnixStream, who: &str) {
     );
     match outcome {
         Ok((status, bytes)) => {
-            shared.upstream_reached(true);
+            proxy.upstream_reached(true);
             log::info(format_args!(
                 "{who}: {what}: {status}, {bytes} body bytes, {waited}, done after {:?}",
                 started.elapsed()
             ));
         }
         Err(Abort::BeforeHead(status, message, detail)) => {
-            shared.upstream_reached(false);
+            proxy.upstream_reached(false);
             log::warn(format_args!("{who}: {what}: {status}: {detail}"));
             reply::error(client, status, message);
         }
@@ -173,12 +173,12 @@ fn request_message(e: &HttpError) -> &'static str {
 
 /// Connects to llama-server and sends the request on: the client's end-to-end fields, our
 /// Host, `Connection: close`, the body with its length.
-fn connect(shared: &Shared, head: &RequestHead, body: &[u8]) -> Result<TcpStream, Refusal> {
-    let infer = &shared.infer;
+fn connect(proxy: &Proxy, head: &RequestHead, body: &[u8]) -> Result<TcpStream, Refusal> {
+    let infer = &proxy.infer;
     let addr = infer.upstream.addr;
     let tcp = TcpStream::connect_timeout(&addr, infer.connect_timeout).map_err(|e| {
         let timed_out = daemon::conn::is_timeout_io(&e);
-        shared.upstream_reached(false);
+        proxy.upstream_reached(false);
         if timed_out {
             (
                 504,
@@ -204,7 +204,7 @@ fn connect(shared: &Shared, head: &RequestHead, body: &[u8]) -> Result<TcpStream
     fields.push(("Host", &infer.upstream.host));
     fields.push(("Connection", "close"));
     write_request(&mut &tcp, &head.method, &head.target, &fields, body).map_err(|e| {
-        shared.upstream_reached(false);
+        proxy.upstream_reached(false);
         (
             502,
             "llama-server is not reachable",

@@ -5,25 +5,27 @@
 //! arrives. Everything else is refused with 403, in particular `/slots*` and `POST /props`:
 //! the server's KV cache holds every session's data.
 //!
-//! Threads: the main thread waits for signals; one thread accepts; one thread per
-//! connection (at most `infer.max_connections`, 503 past that); a watchdog thread when
-//! systemd asks for one.
+//! Threads (the start-up is `daemon::service`'s): the main thread waits for signals; one
+//! thread accepts; one thread per connection (at most `infer.max_connections`, 503 past
+//! that); one thread answers the refused; a watchdog thread when systemd asks for one.
 
 mod forward;
+mod proxy;
 mod reply;
-mod server;
 mod upstream;
 
 use std::fmt;
 use std::io::{self, Write};
 use std::sync::Arc;
-use std::time::Duration;
 
+use daemon::CommonArgs;
+use daemon::accept::Admission;
 use daemon::config::{Config, ConfigError};
 use daemon::listen::{Inherited, ListenError};
-use daemon::{CommonArgs, log, notify};
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
+use daemon::service::{Service, StartError};
+
+use crate::proxy::Proxy;
+use crate::reply::Refusals;
 
 pub use forward::ALLOWED;
 
@@ -43,8 +45,7 @@ pub struct Args {
 pub enum Error {
     Config(ConfigError),
     Listen(ListenError),
-    Signals(io::Error),
-    Thread(io::Error),
+    Start(StartError),
     Output(io::Error),
 }
 
@@ -53,8 +54,7 @@ impl fmt::Display for Error {
         match self {
             Self::Config(e) => write!(f, "configuration: {e}"),
             Self::Listen(e) => write!(f, "infer.sock: {e}"),
-            Self::Signals(e) => write!(f, "cannot watch signals: {e}"),
-            Self::Thread(e) => write!(f, "cannot start a thread: {e}"),
+            Self::Start(e) => e.fmt(f),
             Self::Output(e) => write!(f, "cannot write to stdout: {e}"),
         }
     }
@@ -65,7 +65,8 @@ impl std::error::Error for Error {
         match self {
             Self::Config(e) => Some(e),
             Self::Listen(e) => Some(e),
-            Self::Signals(e) | Self::Thread(e) | Self::Output(e) => Some(e),
+            Self::Start(e) => Some(e),
+            Self::Output(e) => Some(e),
         }
     }
 }
@@ -77,7 +78,7 @@ pub const SOCKET_FILE: &str = daemon::config::INFER_SOCK;
 
 pub fn run(args: Args) -> Result<(), Error> {
     // First, before any thread exists: listenfd clears LISTEN_FDS as it reads them.
-    let mut inherited = Inherited::from_env().map_err(Error::Listen)?;
+    let inherited = Inherited::from_env().map_err(Error::Listen)?;
     let config = Config::load(&args.common.config).map_err(Error::Config)?;
     let path = config.sockets.loop_infer_sock();
     if args.common.check_config {
@@ -93,50 +94,23 @@ pub fn run(args: Args) -> Result<(), Error> {
             .write_all(line.as_bytes())
             .map_err(Error::Output);
     }
-    let listener = inherited
-        .take_or_bind(SOCKET_NAME, &path)
-        .map_err(Error::Listen)?;
-    if inherited.activated() {
-        log::info(format_args!("{SOCKET_FILE} taken from systemd"));
-    } else {
-        log::info(format_args!("{SOCKET_FILE} bound at {}", path.display()));
-    }
-    let mut signals = Signals::new([SIGTERM, SIGINT]).map_err(Error::Signals)?;
-
-    let shared = Arc::new(server::Shared::new(config));
-    let accept = {
-        let shared = shared.clone();
-        std::thread::Builder::new()
-            .name("accept".into())
-            .spawn(move || server::accept_loop(&shared, &listener))
-            .map_err(Error::Thread)?
+    let admission = Admission {
+        name: SOCKET_NAME,
+        peers: vec![config.peers.loopd],
+        max_connections: config.infer.max_connections,
     };
-    if let Some(every) = notify::watchdog_interval() {
-        std::thread::Builder::new()
-            .name("watchdog".into())
-            .spawn(move || watchdog(&accept, every))
-            .map_err(Error::Thread)?;
-    }
-    let serving = shared.serving_status();
-    log::info(format_args!("{serving}"));
-    notify::ready(&serving);
-
-    if let Some(signal) = signals.forever().next() {
-        log::info(format_args!(
-            "signal {signal}: stopping; streams in flight are cut"
-        ));
-    }
-    notify::stopping();
-    Ok(())
-}
-
-/// Pings the watchdog while the accept thread lives.
-fn watchdog(accept: &std::thread::JoinHandle<()>, every: Duration) {
-    while !accept.is_finished() {
-        notify::watchdog();
-        std::thread::sleep(every);
-    }
-    log::error(format_args!(
-        "the accept thread ended; no more watchdog pings"
-    ));
+    let proxy = Arc::new(Proxy::new(config.infer));
+    let mut service = Service::new("inferproxy", inherited);
+    let (p, activity) = (proxy.clone(), service.activity());
+    let exchange = move |stream: std::os::unix::net::UnixStream, who: &str| {
+        let _busy = activity.busy();
+        let _ = stream.set_write_timeout(Some(p.infer.idle_timeout));
+        forward::exchange(&p, &stream, who);
+    };
+    service
+        .socket(&path, admission, Refusals::start(), exchange)
+        .map_err(Error::Listen)?;
+    // The drain stays zero, as before: SIGTERM cuts the streams in flight
+    // (docs/decisions.md F14).
+    service.run(&proxy.serving_status()).map_err(Error::Start)
 }

@@ -5,7 +5,11 @@
 use std::io::{Read, Write};
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
+use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
+
+use daemon::accept::{Refusal, Refuse};
+use daemon::log;
 
 /// The `type` of an error body, after OpenAI's and llama-server's names where they have one.
 fn kind(status: u16) -> &'static str {
@@ -63,6 +67,58 @@ pub(crate) fn error(stream: &UnixStream, status: u16, message: &'static str) {
         match (&*stream).read(&mut buf) {
             Ok(0) | Err(_) => return,
             Ok(n) => drained += n,
+        }
+    }
+}
+
+/// How many refused connections may wait for their answer.
+const REFUSED_QUEUE: usize = 64;
+
+/// inferproxy's refusals before a request is read (the shared accept loop's): 503 while
+/// stopping or past `infer.max_connections`, 403 for a peer other than loopd. Each is
+/// answered by [`error`], which can take up to [`DRAIN_TIME`]; so they are answered one at a
+/// time on a thread of their own, and neither the accept loop waits nor a flood of them
+/// starts threads. Past the queue a connection is closed unanswered.
+#[derive(Debug)]
+pub(crate) struct Refusals(Option<SyncSender<(UnixStream, u16, &'static str)>>);
+
+impl Refusals {
+    /// Starts the thread that answers them; without it they are closed unanswered.
+    pub fn start() -> Self {
+        let (tx, rx) = mpsc::sync_channel::<(UnixStream, u16, &'static str)>(REFUSED_QUEUE);
+        let spawned = std::thread::Builder::new()
+            .name("refused".into())
+            .spawn(move || {
+                for (stream, status, message) in rx {
+                    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+                    error(&stream, status, message);
+                }
+            });
+        match spawned {
+            Ok(_) => Self(Some(tx)),
+            Err(e) => {
+                log::error(format_args!("cannot start the refusal thread: {e}"));
+                Self(None)
+            }
+        }
+    }
+}
+
+impl Refuse for Refusals {
+    fn refuse(&self, _: &str, stream: UnixStream, why: &Refusal<'_>) {
+        let (status, message) = match why {
+            Refusal::Stopping => (503, "inferproxy is stopping"),
+            Refusal::Full { .. } => (503, "too many connections"),
+            Refusal::NotAdmitted { .. } | Refusal::Unidentified => {
+                (403, "this socket does not admit you")
+            }
+        };
+        if let Some(tx) = &self.0
+            && let Err(TrySendError::Full(_)) = tx.try_send((stream, status, message))
+        {
+            log::warn(format_args!(
+                "too many refused connections; closing one unanswered"
+            ));
         }
     }
 }

@@ -275,34 +275,23 @@ impl Daemon {
         daemon
     }
 
-    /// [`Daemon::spawn`], keeping the notify socket (its read timeout 20 s) for what the
-    /// daemon says after READY=1.
+    /// [`Daemon::spawn`], keeping the notify socket for what the daemon says after READY=1.
     pub fn spawn_notified(mut cmd: Command, dir: &Path) -> (Self, UnixDatagram) {
         let program = Path::new(cmd.get_program())
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let notify = dir.join(format!("{}.sock", unique(&format!("notify-{program}"))));
-        let _ = std::fs::remove_file(&notify);
-        let sock = UnixDatagram::bind(&notify).expect("notify socket");
-        sock.set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
         let stderr = dir.join(format!("{}.log", unique(&format!("stderr-{program}"))));
-        let child = cmd
-            .env("NOTIFY_SOCKET", &notify)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr).expect("stderr file"))
-            .spawn()
-            .expect("spawn daemon");
-        let mut daemon = Self { child, stderr };
-        let ready = await_ready(&sock, || {
-            let status = daemon.child.try_wait().ok().flatten()?;
-            Some(format!("daemon exited with {status}"))
-        });
-        if let Err(why) = ready {
-            panic!("{why}: {}", daemon.log());
+        cmd.stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).expect("stderr file"));
+        match daemon::supervise::spawn_ready(&mut cmd, &notify, Duration::from_secs(20)) {
+            Ok((child, sock)) => (Self { child, stderr }, sock),
+            Err(why) => panic!(
+                "{why}: {}",
+                std::fs::read_to_string(&stderr).unwrap_or_default()
+            ),
         }
-        (daemon, sock)
     }
 
     pub fn log(&self) -> String {
@@ -324,29 +313,6 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         self.kill();
-    }
-}
-
-/// Reads sd_notify datagrams from `sock` until one says READY=1. Fails when a read does (the
-/// socket's read timeout), or when `gone`, asked after every other datagram, says why.
-pub fn await_ready(
-    sock: &UnixDatagram,
-    mut gone: impl FnMut() -> Option<String>,
-) -> Result<(), String> {
-    let mut buf = [0u8; 4096];
-    loop {
-        let n = sock
-            .recv(&mut buf)
-            .map_err(|e| format!("no READY=1 ({e}); stderr"))?;
-        if String::from_utf8_lossy(&buf[..n])
-            .lines()
-            .any(|l| l == "READY=1")
-        {
-            return Ok(());
-        }
-        if let Some(why) = gone() {
-            return Err(why);
-        }
     }
 }
 

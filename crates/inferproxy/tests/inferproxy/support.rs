@@ -5,7 +5,7 @@
 use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::net::{UnixDatagram, UnixStream};
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -84,42 +84,26 @@ impl Proxy {
     pub fn start_in(dir: TempDir, loopd_uid: u32, upstream: &str, infer: &str) -> Self {
         let config = config(&dir, loopd_uid, upstream, infer);
         let notify = dir.0.join("notify.sock");
-        let sock = UnixDatagram::bind(&notify).expect("notify socket");
-        sock.set_read_timeout(Some(PATIENCE)).expect("timeout");
         let stderr = dir.0.join("stderr.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_inferproxy"))
-            .arg("--config")
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_inferproxy"));
+        cmd.arg("--config")
             .arg(&config)
-            .env("NOTIFY_SOCKET", &notify)
             .env_remove("LISTEN_FDS")
             .env_remove("LISTEN_PID")
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr).expect("stderr file"))
-            .spawn()
-            .expect("spawn inferproxy");
-        let mut proxy = Self {
-            child,
-            sock: dir.0.join("loop-infer/infer.sock"),
-            stderr,
-            _dir: dir,
-        };
-        let mut buf = [0u8; 4096];
-        loop {
-            let n = match sock.recv(&mut buf) {
-                Ok(n) => n,
-                Err(e) => panic!("no READY=1 ({e}); stderr: {}", proxy.log()),
-            };
-            if String::from_utf8_lossy(&buf[..n])
-                .lines()
-                .any(|l| l == "READY=1")
-            {
-                break;
-            }
-            if let Ok(Some(status)) = proxy.child.try_wait() {
-                panic!("inferproxy exited with {status}: {}", proxy.log());
-            }
+            .stderr(std::fs::File::create(&stderr).expect("stderr file"));
+        match daemon::supervise::spawn_ready(&mut cmd, &notify, PATIENCE) {
+            Ok((child, _)) => Self {
+                child,
+                sock: dir.0.join("loop-infer/infer.sock"),
+                stderr,
+                _dir: dir,
+            },
+            Err(why) => panic!(
+                "inferproxy: {why}: {}",
+                std::fs::read_to_string(&stderr).unwrap_or_default()
+            ),
         }
-        proxy
     }
 
     pub fn log(&self) -> String {

@@ -1,0 +1,271 @@
+//! The one start-up every role runs, in the order systemd needs: the inherited sockets
+//! taken before any thread exists (by name, or bound here outside socket activation), every
+//! listener bound before anything is served, the accept and work threads started, the
+//! watchdog fed while the role's work can go on, READY=1 only then; SIGHUP reloads where the
+//! role has something to reload, SIGTERM stops accepting and drains the requests in flight.
+//! What differs between roles is what they hand the builder: their sockets with handler and
+//! refusal, their own threads, the liveness check, the reload, the drain time and what runs
+//! around the drain.
+
+use std::fmt;
+use std::io;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use crate::accept::{self, Admission, Refuse};
+use crate::conn::Conn;
+use crate::listen::{Inherited, ListenError};
+use crate::serve::{self, Activity, Policy};
+use crate::{log, notify};
+
+type Task = Box<dyn FnOnce() + Send>;
+
+/// A role being started: see the module's comment for the order [`Service::run`] keeps.
+pub struct Service {
+    role: &'static str,
+    inherited: Inherited,
+    activity: Arc<Activity>,
+    /// Each socket's name and its accept loop, ready to run.
+    sockets: Vec<(&'static str, Task)>,
+    threads: Vec<(&'static str, Task)>,
+    alive: Option<Box<dyn Fn() -> bool + Send>>,
+    reload: Option<Box<dyn FnMut()>>,
+    drain: Duration,
+    before_drain: Option<Box<dyn FnOnce()>>,
+    after_drain: Option<Box<dyn FnOnce()>>,
+}
+
+/// Why a role could not start serving.
+#[derive(Debug)]
+pub enum StartError {
+    Signals(io::Error),
+    Thread { name: String, source: io::Error },
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Signals(e) => write!(f, "cannot watch signals: {e}"),
+            Self::Thread { name, source } => {
+                write!(f, "cannot start a thread ({name}): {source}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Signals(e) | Self::Thread { source: e, .. } => Some(e),
+        }
+    }
+}
+
+impl fmt::Debug for Service {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sockets: Vec<&str> = self.sockets.iter().map(|(n, _)| *n).collect();
+        f.debug_struct("Service")
+            .field("role", &self.role)
+            .field("sockets", &sockets)
+            .field("drain", &self.drain)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Service {
+    /// `inherited` is what systemd passed, taken (`Inherited::from_env`) before any thread
+    /// started. The drain time is zero until [`Service::drain`] sets it.
+    pub fn new(role: &'static str, inherited: Inherited) -> Self {
+        Self {
+            role,
+            inherited,
+            activity: Arc::new(Activity::default()),
+            sockets: Vec::new(),
+            threads: Vec::new(),
+            alive: None,
+            reload: None,
+            drain: Duration::ZERO,
+            before_drain: None,
+            after_drain: None,
+        }
+    }
+
+    /// The requests in flight and the stopping flag, for handlers that count their requests
+    /// (`serve::requests`) so the drain waits for them.
+    pub fn activity(&self) -> Arc<Activity> {
+        self.activity.clone()
+    }
+
+    /// A framed socket named `policy.name` (its FileDescriptorName=), at `path` outside
+    /// socket activation: peers and the cap as the policy says, framed refusals, and
+    /// `handle` for each admitted connection with the policy's deadlines.
+    pub fn framed(
+        &mut self,
+        path: &Path,
+        policy: &Policy,
+        handle: impl Fn(Conn, &str) + Send + Sync + 'static,
+    ) -> Result<(), ListenError> {
+        let (policy, handle) = (policy.clone(), Arc::new(handle));
+        self.listen(policy.name, path, move |listener, activity| {
+            serve::accept_loop(listener, policy, activity, handle);
+        })
+    }
+
+    /// A socket named `admission.name` whose refusals `refuse` writes, and whose admitted
+    /// connections go to `handle`.
+    pub fn socket(
+        &mut self,
+        path: &Path,
+        admission: Admission,
+        refuse: impl Refuse,
+        handle: impl Fn(UnixStream, &str) + Send + Sync + 'static,
+    ) -> Result<(), ListenError> {
+        let handle = Arc::new(handle);
+        self.listen(admission.name, path, move |listener, activity| {
+            accept::accept_loop(&listener, &admission, &activity, &refuse, &handle);
+        })
+    }
+
+    /// Binds the socket `name` (or takes it from systemd) now; `serve` runs on its accept
+    /// thread once [`Service::run`] starts.
+    fn listen(
+        &mut self,
+        name: &'static str,
+        path: &Path,
+        serve: impl FnOnce(UnixListener, Arc<Activity>) + Send + 'static,
+    ) -> Result<(), ListenError> {
+        let listener = self.inherited.take_or_bind(name, path)?;
+        let activity = self.activity.clone();
+        self.sockets
+            .push((name, Box::new(move || serve(listener, activity))));
+        Ok(())
+    }
+
+    /// A thread of the role's own (brokerd's gateway link, gatewayd's follower), started
+    /// after the sockets' and before READY=1.
+    pub fn thread(&mut self, name: &'static str, f: impl FnOnce() + Send + 'static) {
+        self.threads.push((name, Box::new(f)));
+    }
+
+    /// What the watchdog asks before each ping, besides that every accept thread lives:
+    /// whether the role's work can go on (docs/decisions.md F12). At most a second or so.
+    pub fn watchdog(&mut self, alive: impl Fn() -> bool + Send + 'static) {
+        self.alive = Some(Box::new(alive));
+    }
+
+    /// What SIGHUP does; a role without it does not catch SIGHUP.
+    pub fn reload(&mut self, reload: impl FnMut() + 'static) {
+        self.reload = Some(Box::new(reload));
+    }
+
+    /// How long SIGTERM waits for requests in flight, once new connections are refused.
+    pub fn drain(&mut self, drain: Duration) {
+        self.drain = drain;
+    }
+
+    /// What runs on SIGTERM before the drain, and after it.
+    pub fn around_drain(
+        &mut self,
+        before: impl FnOnce() + 'static,
+        after: impl FnOnce() + 'static,
+    ) {
+        self.before_drain = Some(Box::new(before));
+        self.after_drain = Some(Box::new(after));
+    }
+
+    /// Serves until SIGTERM or SIGINT, then drains and returns. `status` is the STATUS= sent
+    /// with READY=1.
+    pub fn run(mut self, status: &str) -> Result<(), StartError> {
+        let names: Vec<&str> = self.sockets.iter().map(|(n, _)| *n).collect();
+        let what = match names.as_slice() {
+            [one] => format!("socket {one}"),
+            many => format!("sockets {}", many.join(" and ")),
+        };
+        if self.inherited.activated() {
+            log::info(format_args!(
+                "{what} taken from systemd (socket activation)"
+            ));
+        } else {
+            log::info(format_args!(
+                "{what} bound by {} (no socket activation)",
+                self.role
+            ));
+        }
+        let mut watched = vec![SIGTERM, SIGINT];
+        if self.reload.is_some() {
+            watched.push(SIGHUP);
+        }
+        let mut signals = Signals::new(watched).map_err(StartError::Signals)?;
+        let mut accepting = Vec::new();
+        for (name, task) in self.sockets {
+            accepting.push(spawn(&format!("{name}-accept"), task)?);
+        }
+        for (name, task) in self.threads {
+            spawn(name, task)?;
+        }
+        let alive = self.alive.take();
+        let ended = AtomicBool::new(false);
+        notify::spawn_watchdog(move || {
+            if accepting.iter().any(std::thread::JoinHandle::is_finished) {
+                if !ended.swap(true, Ordering::SeqCst) {
+                    log::error(format_args!(
+                        "an accept thread ended; no more watchdog pings"
+                    ));
+                }
+                return false;
+            }
+            alive.as_ref().is_none_or(|alive| alive())
+        })
+        .map_err(|source| StartError::Thread {
+            name: "watchdog".into(),
+            source,
+        })?;
+        log::info(format_args!("{status}"));
+        notify::ready(status);
+
+        for signal in signals.forever() {
+            if signal == SIGHUP
+                && let Some(reload) = self.reload.as_mut()
+            {
+                reload();
+                continue;
+            }
+            if self.drain.is_zero() {
+                log::info(format_args!(
+                    "signal {signal}: stopping; requests in flight are cut"
+                ));
+            } else {
+                log::info(format_args!(
+                    "signal {signal}: stopping; waiting up to {:?} for requests in flight",
+                    self.drain
+                ));
+            }
+            break;
+        }
+        notify::stopping();
+        if let Some(before) = self.before_drain {
+            before();
+        }
+        self.activity.drain(self.drain);
+        if let Some(after) = self.after_drain {
+            after();
+        }
+        Ok(())
+    }
+}
+
+fn spawn(name: &str, task: Task) -> Result<std::thread::JoinHandle<()>, StartError> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(task)
+        .map_err(|source| StartError::Thread {
+            name: name.into(),
+            source,
+        })
+}

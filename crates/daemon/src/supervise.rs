@@ -1,0 +1,186 @@
+//! Starting a role as systemd starts a `Type=notify` service: with a NOTIFY_SOCKET of its
+//! own, waiting until it says READY=1. For `bxctl dev`, the stack tests, inferproxy's tests
+//! and its bench: one way to do it.
+
+use std::fmt;
+use std::io;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+/// How often the wait looks whether the child has exited meanwhile.
+const POLL: Duration = Duration::from_millis(100);
+
+/// Why a child did not become ready.
+#[derive(Debug)]
+pub enum NotReady {
+    /// The notify socket could not be bound at this path.
+    Bind {
+        path: PathBuf,
+        source: io::Error,
+    },
+    Spawn(io::Error),
+    /// The child exited before READY=1.
+    Exited(ExitStatus),
+    /// No READY=1 within the time allowed; the child (if any) was killed.
+    Timeout(Duration),
+    /// The notify socket failed.
+    Receive(io::Error),
+}
+
+impl fmt::Display for NotReady {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Bind { path, source } => {
+                write!(f, "notify socket {}: {source}", path.display())
+            }
+            Self::Spawn(e) => write!(f, "cannot start it: {e}"),
+            Self::Exited(status) => write!(f, "exited ({status}) before READY=1"),
+            Self::Timeout(t) => write!(f, "no READY=1 within {t:?}"),
+            Self::Receive(e) => write!(f, "no READY=1 ({e})"),
+        }
+    }
+}
+
+impl std::error::Error for NotReady {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Bind { source: e, .. } | Self::Spawn(e) | Self::Receive(e) => Some(e),
+            Self::Exited(_) | Self::Timeout(_) => None,
+        }
+    }
+}
+
+/// Binds a notify socket at `notify` (replacing a stale one), starts `cmd` with
+/// NOTIFY_SOCKET naming it, and waits up to `timeout` for READY=1. Returns the child and
+/// the socket, on which what the child says after READY=1 (watchdog pings, STATUS=) arrives.
+/// A child that does not become ready in time is killed; one that exited is reaped.
+pub fn spawn_ready(
+    cmd: &mut Command,
+    notify: &Path,
+    timeout: Duration,
+) -> Result<(Child, UnixDatagram), NotReady> {
+    let _ = std::fs::remove_file(notify);
+    let sock = UnixDatagram::bind(notify).map_err(|source| NotReady::Bind {
+        path: notify.to_owned(),
+        source,
+    })?;
+    let mut child = cmd
+        .env("NOTIFY_SOCKET", notify)
+        .spawn()
+        .map_err(NotReady::Spawn)?;
+    match await_ready(&sock, timeout, Some(&mut child)) {
+        Ok(()) => Ok((child, sock)),
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(e)
+        }
+    }
+}
+
+/// Reads sd_notify datagrams from `sock` until one says READY=1, for at most `timeout`;
+/// fails early when `child` exits first. Leaves the socket's read timeout short.
+pub fn await_ready(
+    sock: &UnixDatagram,
+    timeout: Duration,
+    mut child: Option<&mut Child>,
+) -> Result<(), NotReady> {
+    let deadline = Instant::now() + timeout;
+    sock.set_read_timeout(Some(POLL))
+        .map_err(NotReady::Receive)?;
+    let mut buf = [0u8; 4096];
+    loop {
+        match sock.recv(&mut buf) {
+            Ok(n)
+                if String::from_utf8_lossy(&buf[..n])
+                    .lines()
+                    .any(|l| l == "READY=1") =>
+            {
+                return Ok(());
+            }
+            Ok(_) => {}
+            Err(e) if crate::conn::is_timeout_io(&e) => {}
+            Err(e) => return Err(NotReady::Receive(e)),
+        }
+        if let Some(child) = child.as_deref_mut()
+            && let Ok(Some(status)) = child.try_wait()
+        {
+            return Err(NotReady::Exited(status));
+        }
+        if Instant::now() >= deadline {
+            return Err(NotReady::Timeout(timeout));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("daemon-ready-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("dir");
+        d
+    }
+
+    /// `sh -c script`.
+    fn sh(script: &str) -> Command {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", script]);
+        cmd
+    }
+
+    #[test]
+    fn a_child_that_exits_first_is_reported_without_waiting_out_the_timeout() {
+        let d = dir("exits");
+        let start = Instant::now();
+        let e = spawn_ready(
+            &mut sh("exit 3"),
+            &d.join("n.sock"),
+            Duration::from_secs(20),
+        )
+        .expect_err("not ready");
+        assert!(
+            matches!(e, NotReady::Exited(s) if s.code() == Some(3)),
+            "{e}"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_silent_child_times_out_and_is_killed() {
+        let d = dir("silent");
+        let pid_file = d.join("pid");
+        let script = format!("echo $$ > {}; exec sleep 30", pid_file.display());
+        let e = spawn_ready(&mut sh(&script), &d.join("n.sock"), Duration::from_secs(1))
+            .expect_err("not ready");
+        assert!(matches!(e, NotReady::Timeout(_)), "{e}");
+        let pid = std::fs::read_to_string(&pid_file).expect("pid");
+        // Killed and reaped: no such process any more.
+        assert!(
+            !Path::new(&format!("/proc/{}", pid.trim())).exists(),
+            "the child {} still runs",
+            pid.trim()
+        );
+    }
+
+    #[test]
+    fn ready_is_seen_among_other_datagrams() {
+        let d = dir("ready");
+        let notify = d.join("n.sock");
+        let sock = UnixDatagram::bind(&notify).expect("bind");
+        let sender = UnixDatagram::unbound().expect("sender");
+        sender.send_to(b"STATUS=starting", &notify).expect("send");
+        sender
+            .send_to(b"STATUS=up\nREADY=1", &notify)
+            .expect("send");
+        await_ready(&sock, Duration::from_secs(5), None).expect("ready");
+    }
+}
