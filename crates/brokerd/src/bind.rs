@@ -9,6 +9,7 @@
 //! owner's layout) are followed, and what is bound is the real path, at the path the tool
 //! reads. Only metadata is read (lstat, realpath), never a file's content.
 
+use std::fmt;
 use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
@@ -25,10 +26,56 @@ pub struct Bind {
     pub target: String,
 }
 
+/// Why a covered path binds nothing; the text is for the model and the audit, and never
+/// names where a link points.
+#[derive(Debug)]
+pub enum BindError {
+    /// A component below the granted root is a symbolic link.
+    Link { path: String },
+    /// lstat of a component below the root failed (it does not exist, say).
+    Io { path: String, source: io::Error },
+    /// The granted root itself cannot be resolved.
+    Root { root: String, source: io::Error },
+    /// The granted root's real path is not UTF-8.
+    RootNotUtf8 { root: String },
+    /// No granted root holds the path.
+    Outside { path: String },
+}
+
+impl fmt::Display for BindError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Link { path } => write!(
+                f,
+                "{path} goes through a symlink below the granted directory; links are not \
+                 followed"
+            ),
+            Self::Io { path, source } => match source.kind() {
+                io::ErrorKind::NotFound => write!(f, "{path} does not exist"),
+                io::ErrorKind::PermissionDenied => write!(f, "{path}: permission denied"),
+                _ => write!(f, "{path}: {source}"),
+            },
+            Self::Root { root, source } => {
+                write!(f, "brokerd cannot see the granted directory {root}: {source}")
+            }
+            Self::RootNotUtf8 { root } => write!(f, "the real path of {root} is not UTF-8"),
+            Self::Outside { path } => write!(f, "{path} is outside the granted paths"),
+        }
+    }
+}
+
+impl std::error::Error for BindError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { source, .. } | Self::Root { source, .. } => Some(source),
+            Self::Link { .. } | Self::RootNotUtf8 { .. } | Self::Outside { .. } => None,
+        }
+    }
+}
+
 /// Resolves the covered `path` (normalised, under one of `roots`) to what may be bound.
-/// Err(why, for the model and the audit): a link below the root, a path that does not
-/// exist, or a root brokerd cannot see.
-pub fn resolve(path: &str, roots: &[String]) -> Result<Bind, String> {
+/// Err: a link below the root, a path that does not exist, or a root brokerd cannot see.
+pub fn resolve(path: &str, roots: &[String]) -> Result<Bind, BindError> {
     let mut first_err = None;
     for root in roots.iter().filter(|r| is_under(path, r)) {
         match resolve_under(path, root) {
@@ -43,7 +90,9 @@ pub fn resolve(path: &str, roots: &[String]) -> Result<Bind, String> {
             }
         }
     }
-    Err(first_err.unwrap_or_else(|| format!("{path} is outside the granted paths")))
+    Err(first_err.unwrap_or_else(|| BindError::Outside {
+        path: path.to_owned(),
+    }))
 }
 
 /// Every name by which what `bind` binds is reached through a granted path, for labelling:
@@ -78,7 +127,7 @@ pub fn names<'a>(bind: &Bind, granted: impl IntoIterator<Item = &'a str>) -> Vec
     names
 }
 
-fn resolve_under(path: &str, root: &str) -> Result<String, String> {
+fn resolve_under(path: &str, root: &str) -> Result<String, BindError> {
     let rest = path.strip_prefix(root).unwrap_or_default();
     let mut walked = PathBuf::from(root);
     for part in rest.split('/').filter(|p| !p.is_empty()) {
@@ -86,34 +135,34 @@ fn resolve_under(path: &str, root: &str) -> Result<String, String> {
         match fs::symlink_metadata(&walked) {
             Ok(m) if m.file_type().is_symlink() => {
                 // The target is not named: it may be outside what the owner granted.
-                return Err(format!(
-                    "{path} goes through a symlink below the granted directory; links are \
-                     not followed"
-                ));
+                return Err(BindError::Link {
+                    path: path.to_owned(),
+                });
             }
             Ok(_) => {}
-            Err(e) => return Err(io_message(path, &e)),
+            Err(source) => {
+                return Err(BindError::Io {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
         }
     }
-    let real_root = fs::canonicalize(root)
-        .map_err(|e| format!("brokerd cannot see the granted directory {root}: {e}"))?;
+    let real_root = fs::canonicalize(root).map_err(|source| BindError::Root {
+        root: root.to_owned(),
+        source,
+    })?;
     let real = join(&real_root, rest);
     real.into_os_string()
         .into_string()
-        .map_err(|_| format!("the real path of {root} is not UTF-8"))
+        .map_err(|_| BindError::RootNotUtf8 {
+            root: root.to_owned(),
+        })
 }
 
 fn join(root: &Path, rest: &str) -> PathBuf {
     match rest.trim_start_matches('/') {
         "" => root.to_path_buf(),
         rest => root.join(rest),
-    }
-}
-
-fn io_message(path: &str, e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::NotFound => format!("{path} does not exist"),
-        io::ErrorKind::PermissionDenied => format!("{path}: permission denied"),
-        _ => format!("{path}: {e}"),
     }
 }

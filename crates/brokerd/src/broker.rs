@@ -196,7 +196,7 @@ impl Broker {
         };
         let now = Timestamp::now();
         let expires = now.saturating_add(self.config.broker.approval_ttl);
-        let approval = approvals::new_id().map_err(|e| Fatal(format!("OS RNG: {e}")))?;
+        let approval = approvals::new_id().map_err(Fatal::Rng)?;
         let mut card = ApprovalCard {
             approval: approval.clone(),
             binding: proto::Hash32::ZERO,
@@ -329,7 +329,7 @@ impl Broker {
                 };
                 (labels, self.runner.run(decision, &spec))
             }
-            Err(message) => (labels, RunOutcome::Failed { message }),
+            Err(e) => (labels, RunOutcome::failed(e.to_string())),
         };
         let Labels { class, untrusted } = labels;
         lock(&self.sessions)
@@ -343,7 +343,7 @@ impl Broker {
                     read,
                 },
             )
-            .map_err(|e| Fatal(format!("session state: {e}")))?;
+            .map_err(Fatal::Sessions)?;
         Ok(match outcome {
             RunOutcome::Ok { content, truncated } => ToolResponse::Result {
                 content,

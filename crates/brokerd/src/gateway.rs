@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use daemon::conn::Conn;
 use daemon::log;
+use daemon::service::Halt;
 use proto::Message;
 use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Refusal};
 use proto::gateway::{ApprovalUpdate, ApprovalWait, Update};
@@ -30,8 +31,8 @@ const RETRY: Duration = Duration::from_secs(10);
 const ANSWER_DEADLINE: Duration = Duration::from_secs(300);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-/// Runs the link until the process ends; a failure to audit stops brokerd.
-pub fn run(broker: &Broker, outbox: &Receiver<Outgoing>) {
+/// Runs the link until the process ends; a failure to audit stops brokerd through `halt`.
+pub fn run(broker: &Broker, outbox: &Receiver<Outgoing>, halt: &Halt) {
     let sock = broker.config.sockets.broker_gateway_sock();
     let mut backoff = Duration::from_millis(100);
     let mut carry = None;
@@ -44,9 +45,9 @@ pub fn run(broker: &Broker, outbox: &Receiver<Outgoing>) {
             serve(broker, &mut conn, outbox, &mut carry)
         });
         match linked {
-            Err(Error::Fatal(Fatal(why))) => {
-                log::error(format_args!("fatal: {why}; stopping"));
-                std::process::exit(70);
+            Err(Error::Fatal(fatal)) => {
+                halt.stop("the gateway link", fatal);
+                return;
             }
             Err(Error::Link(why)) if !reported => {
                 // Said once per outage: approvals still wait for a local answer meanwhile.

@@ -10,6 +10,7 @@ pub mod audit;
 pub mod bind;
 pub mod broker;
 mod desk;
+mod error;
 mod fatal;
 pub mod gateway;
 mod grants_in_force;
@@ -23,4 +24,5 @@ mod start;
 pub mod tool_spec;
 
 pub use fatal::Fatal;
-pub use start::{Args, Error, run};
+pub use error::{EXIT_FAILURE, EXIT_FATAL, Error};
+pub use start::{Args, run};

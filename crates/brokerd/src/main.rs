@@ -1,3 +1,13 @@
+//! brokerd's entry point: parses the arguments, runs, prints an error once and exits with
+//! its status (`brokerd::Error::exit_code`):
+//!
+//! | status | when |
+//! |---|---|
+//! | 0  | stopped on SIGTERM or SIGINT after the drain; `--check-config` found it good; `--print-tool-unit` printed the unit |
+//! | 1  | could not start: the configuration, a grant file, the audit log (a broken chain, a lock held by another brokerd), the session state, a socket, or the first snapshot's audit line; `--check-config` found it bad; `--print-tool-unit` had no unit to print |
+//! | 2  | the arguments are not brokerd's (clap's usage error) |
+//! | 70 | the audit log or the session state failed while serving (docs/decisions.md B10): nothing more is answered, systemd restarts brokerd and the start recovers the log |
+
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
@@ -5,7 +15,7 @@ fn main() -> std::process::ExitCode {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             daemon::log::error(format_args!("brokerd: {e}"));
-            std::process::ExitCode::FAILURE
+            std::process::ExitCode::from(e.exit_code())
         }
     }
 }

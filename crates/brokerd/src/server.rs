@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use daemon::conn::Conn;
-use daemon::log;
 use daemon::serve::{self, Activity, Policy};
+use daemon::service::Halt;
 use proto::{Envelope, Message};
 
 use crate::Fatal;
@@ -51,13 +51,14 @@ pub fn handler(
     broker: Arc<Broker>,
     side: Side,
     activity: Arc<Activity>,
+    halt: Halt,
 ) -> impl Fn(Conn, &str) + Send + Sync + 'static {
     move |conn: Conn, who: &str| {
-        if let Err(Fatal(why)) = serve(&broker, side, conn, who, &activity) {
+        if let Err(fatal) = serve(&broker, side, conn, who, &activity) {
             // Durable state can no longer be written: answering anything now could
-            // acknowledge what is not on disk. Stop; systemd restarts us and recovery runs.
-            log::error(format_args!("fatal: {why}; stopping"));
-            std::process::exit(70);
+            // acknowledge what is not on disk. Stop (main exits 70); systemd restarts us
+            // and recovery runs.
+            halt.stop(&format!("a request on the {} socket", side.name()), fatal);
         }
     }
 }

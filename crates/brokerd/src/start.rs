@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use daemon::config::{Config, RunnerKind};
 use daemon::listen::Inherited;
-use daemon::service::Service;
+use daemon::service::{Halt, Service};
 use daemon::{CommonArgs, log, notify};
 
+use crate::Error;
 use crate::audit::AuditLog;
 use crate::broker::Broker;
 use crate::runner::{DirectRunner, Runner, SystemdRunner};
@@ -27,8 +28,6 @@ pub struct Args {
     pub print_tool_unit: Option<String>,
 }
 
-pub use daemon::{Error, err};
-
 /// How long shutdown waits for requests in flight to finish their writes.
 const DRAIN: Duration = Duration::from_secs(20);
 /// How long shutdown then waits for gatewayd to show the outcomes queued for it.
@@ -36,9 +35,9 @@ const FLUSH: Duration = Duration::from_secs(5);
 
 pub fn run(args: Args) -> Result<(), Error> {
     // First, before any thread exists: listenfd clears LISTEN_FDS as it reads them.
-    let inherited = Inherited::from_env().map_err(err)?;
-    let config = Config::load(&args.common.config).map_err(err)?;
-    let snapshot = Snapshot::load(&config.grants).map_err(err)?;
+    let inherited = Inherited::from_env().map_err(Error::Inherit)?;
+    let config = Config::load(&args.common.config).map_err(Error::Config)?;
+    let snapshot = Snapshot::load(&config.grants).map_err(Error::Grants)?;
     if args.common.check_config {
         let mut out = std::io::stdout().lock();
         let line = format!(
@@ -48,42 +47,47 @@ pub fn run(args: Args) -> Result<(), Error> {
             snapshot.ids().join(", "),
             snapshot.hash()
         );
-        return std::io::Write::write_all(&mut out, line.as_bytes()).map_err(err);
+        return std::io::Write::write_all(&mut out, line.as_bytes()).map_err(Error::Stdout);
     }
     let runner = runner(&config);
     if let Some(id) = &args.print_tool_unit {
-        let unit = crate::tool_spec::print_unit(&config, &runner, &snapshot, id).map_err(Error)?;
+        let unit = crate::tool_spec::print_unit(&config, &runner, &snapshot, id)
+            .map_err(Error::ToolUnit)?;
         return std::io::Write::write_all(&mut std::io::stdout().lock(), unit.as_bytes())
-            .map_err(err);
+            .map_err(Error::Stdout);
     }
 
-    let (audit, report) = AuditLog::open(&config.audit_dir()).map_err(err)?;
+    let (audit, report) = AuditLog::open(&config.audit_dir()).map_err(Error::AuditOpen)?;
     log::info(format_args!("audit log: {report}"));
-    let sessions = Sessions::open(&config.broker_state_dir()).map_err(err)?;
+    let sessions = Sessions::open(&config.broker_state_dir()).map_err(Error::Sessions)?;
     let broker = Arc::new(Broker::new(config, snapshot, audit, sessions, runner));
-    broker.audit_first_snapshot().map_err(|f| Error(f.0))?;
+    broker
+        .audit_first_snapshot()
+        .map_err(Error::FirstSnapshot)?;
 
     let mut service = Service::new("brokerd", inherited);
+    // A thread whose durable state fails stops brokerd through this; `main` exits 70.
+    let halt = service.halt();
     for side in [Side::Loop, Side::Admin] {
         let sockets = &broker.config.sockets;
         let path = match side {
             Side::Loop => sockets.loop_broker_sock(),
             Side::Admin => sockets.admin_broker_sock(),
         };
-        let handle = server::handler(broker.clone(), side, service.activity());
+        let handle = server::handler(broker.clone(), side, service.activity(), halt.clone());
         service
             .framed(&path, &server::policy(&broker, side), handle)
-            .map_err(err)?;
+            .map_err(|source| Error::Socket { side, source })?;
     }
     if let Some(outbox) = broker.outbox.take() {
-        let b = broker.clone();
-        service.thread("gateway", move || crate::gateway::run(&b, &outbox));
+        let (b, halt) = (broker.clone(), halt.clone());
+        service.thread("gateway", move || crate::gateway::run(&b, &outbox, &halt));
     }
     // Pinged while the audit writer, the heart of the broker, can be reached.
     let b = broker.clone();
     service.watchdog(move || b.audit_alive());
     let b = broker.clone();
-    service.reload(move || reload(&b));
+    service.reload(move || reload(&b, &halt));
     service.drain(DRAIN);
     let (b, after) = (broker.clone(), broker.clone());
     service.around_drain(
@@ -105,7 +109,7 @@ pub fn run(args: Args) -> Result<(), Error> {
             }
         },
     );
-    service.run(&serving(&broker.snapshot())).map_err(err)
+    Ok(service.run(&serving(&broker.snapshot()))?)
 }
 
 fn runner(config: &Config) -> Runner {
@@ -121,8 +125,8 @@ fn runner(config: &Config) -> Runner {
 }
 
 /// SIGHUP: a new snapshot for later calls; a bad one is refused, audited with its reason,
-/// and the old one stays.
-fn reload(broker: &Broker) {
+/// and the old one stays. A reload that cannot be audited stops brokerd (B10).
+fn reload(broker: &Broker, halt: &Halt) {
     let audited = match Snapshot::load(&broker.config.grants) {
         Ok(snapshot) => {
             let (hash, n, status) = (snapshot.hash(), snapshot.ids().len(), serving(&snapshot));
@@ -140,9 +144,8 @@ fn reload(broker: &Broker) {
             broker.refuse_reload(&e.to_string())
         }
     };
-    if let Err(f) = audited {
-        log::error(format_args!("fatal: {}; stopping", f.0));
-        std::process::exit(70);
+    if let Err(fatal) = audited {
+        halt.stop("the grants reload", fatal);
     }
 }
 

@@ -2,6 +2,7 @@
 //! one path to bind (resolved by [`crate::bind`]), the addresses it may reach (resolved by
 //! [`crate::resolve`]), the secret to hand over, and the limits.
 
+use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
 
@@ -10,10 +11,98 @@ use proto::ToolRequest;
 use proto::toolrun::{ConsultTarget, ToolInvocation};
 use proto::tools::{HttpFetchArgs, ListDirArgs, ReadFileArgs, ToolArgs};
 
-use crate::bind;
+use crate::bind::{self, BindError};
 use crate::policy::Decision;
-use crate::runner::{Limits, RunSpec, Runner, Secret, unit_name};
+use crate::runner::{CheckError, Limits, RunSpec, Runner, Secret, unit_name};
 use grants::constraints::{Covered, Reach, normalize_url};
+
+/// Why an allowed call has no run: its text is the failed result the model and the audit
+/// see.
+#[derive(Debug)]
+pub enum SpecError {
+    /// The decision carries no grant (a bug: only an allow is built).
+    NoGrant,
+    /// A consult call, but `[broker.consult]` is missing.
+    ConsultNotConfigured,
+    /// The consult grant names no secret for the API key.
+    ConsultNoSecret,
+    /// `broker.consult.url` is not a URL brokerd accepts.
+    ConsultUrl(String),
+    /// The URL has neither a port nor a scheme with a known one.
+    NoPort,
+    /// The host gives nothing to connect to.
+    Resolve(crate::resolve::Error),
+    /// The covered path cannot be bound.
+    Bind(BindError),
+    /// The grant names a secret, but brokerd was given no credentials.
+    NoCredentials,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoGrant => f.write_str("internal: no grant"),
+            Self::ConsultNotConfigured => f.write_str("consult is not configured (broker.consult)"),
+            Self::ConsultNoSecret => {
+                f.write_str("the consult grant names no secret for the API key")
+            }
+            Self::ConsultUrl(e) => write!(f, "broker.consult.url: {e}"),
+            Self::NoPort => f.write_str("the URL has no port and no known default"),
+            Self::Resolve(e) => e.fmt(f),
+            Self::Bind(e) => e.fmt(f),
+            Self::NoCredentials => f.write_str(
+                "the grant names a secret, but brokerd has no $CREDENTIALS_DIRECTORY \
+                 (services.boxmaker.secrets)",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SpecError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Resolve(e) => Some(e),
+            Self::Bind(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why `--print-tool-unit` has no unit to print.
+#[derive(Debug)]
+pub enum UnitError {
+    /// The direct runner starts no units.
+    NotSystemd,
+    /// No grant has this id.
+    NoGrant { grant: String, dir: PathBuf },
+    /// The grant id makes no valid session id for the example unit name.
+    Session(proto::InvalidValue),
+    /// The systemd runner refuses the example run.
+    Refused(CheckError),
+}
+
+impl fmt::Display for UnitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotSystemd => {
+                f.write_str("broker.runner is not \"systemd\": the direct runner has no unit")
+            }
+            Self::NoGrant { grant, dir } => write!(f, "no grant {grant:?} in {}", dir.display()),
+            Self::Session(e) => e.fmt(f),
+            Self::Refused(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for UnitError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Session(e) => Some(e),
+            Self::Refused(e) => Some(e),
+            Self::NotSystemd | Self::NoGrant { .. } => None,
+        }
+    }
+}
 
 /// The arguments as the grant covered them: the normalised path or URL. This is what the
 /// approval binds to, the audit keeps as canonical, and the tool runs with, so that what
@@ -39,10 +128,8 @@ pub fn build(
     req: &ToolRequest,
     args: ToolArgs,
     decision: &Decision,
-) -> Result<RunSpec, String> {
-    let (grant, covered) = decision
-        .grant()
-        .ok_or_else(|| "internal: no grant".to_owned())?;
+) -> Result<RunSpec, SpecError> {
+    let (grant, covered) = decision.grant().ok_or(SpecError::NoGrant)?;
     let b = &config.broker;
     let consult = match &args {
         ToolArgs::Consult(_) => Some(consult_target(config, grant.secret.as_deref())?),
@@ -52,7 +139,7 @@ pub fn build(
         (Some(host), Some(url), _) => Some((host.clone(), url.port_or_known_default())),
         (_, _, Some(c)) => {
             let (url, host) =
-                normalize_url(&c.url).map_err(|e| format!("broker.consult.url: {e}"))?;
+                normalize_url(&c.url).map_err(|e| SpecError::ConsultUrl(e.to_string()))?;
             Some((host, url.port_or_known_default()))
         }
         _ => None,
@@ -60,9 +147,9 @@ pub fn build(
     let mut addresses = Vec::new();
     let mut sockets = Vec::new();
     if let Some((host, port)) = target_host {
-        let port = port.ok_or_else(|| "the URL has no port and no known default".to_owned())?;
-        addresses =
-            crate::resolve::addresses(&host, port, &Reach::of(grant)).map_err(|e| e.to_string())?;
+        let port = port.ok_or(SpecError::NoPort)?;
+        addresses = crate::resolve::addresses(&host, port, &Reach::of(grant))
+            .map_err(SpecError::Resolve)?;
         sockets = addresses
             .iter()
             .map(|ip| std::net::SocketAddr::new(*ip, port).to_string())
@@ -70,7 +157,7 @@ pub fn build(
     }
     // The covered path alone is bound, resolved as the tool resolves it.
     let bind = match &covered.path {
-        Some(path) => Some(bind::resolve(path, &grant.constraints.paths)?),
+        Some(path) => Some(bind::resolve(path, &grant.constraints.paths).map_err(SpecError::Bind)?),
         None => None,
     };
     let secret = match &grant.secret {
@@ -97,14 +184,13 @@ pub fn build(
     })
 }
 
-fn consult_target(config: &Config, secret: Option<&str>) -> Result<ConsultTarget, String> {
+fn consult_target(config: &Config, secret: Option<&str>) -> Result<ConsultTarget, SpecError> {
     let c = config
         .broker
         .consult
         .as_ref()
-        .ok_or_else(|| "consult is not configured (broker.consult)".to_owned())?;
-    let credential =
-        secret.ok_or_else(|| "the consult grant names no secret for the API key".to_owned())?;
+        .ok_or(SpecError::ConsultNotConfigured)?;
+    let credential = secret.ok_or(SpecError::ConsultNoSecret)?;
     Ok(ConsultTarget {
         url: c.url.clone(),
         model: c.model.clone(),
@@ -123,14 +209,10 @@ fn limits(b: &daemon::config::Broker) -> Limits {
 }
 
 /// brokerd's own credentials, from systemd's LoadCredential=.
-fn credentials_dir() -> Result<PathBuf, String> {
+fn credentials_dir() -> Result<PathBuf, SpecError> {
     std::env::var_os("CREDENTIALS_DIRECTORY")
         .map(PathBuf::from)
-        .ok_or_else(|| {
-            "the grant names a secret, but brokerd has no $CREDENTIALS_DIRECTORY \
-             (services.boxmaker.secrets)"
-                .to_owned()
-        })
+        .ok_or(SpecError::NoCredentials)
 }
 
 /// An example address for `--print-tool-unit` of a grant with network: the real addresses
@@ -143,17 +225,18 @@ pub fn print_unit(
     runner: &Runner,
     snapshot: &grants::Snapshot,
     grant_id: &str,
-) -> Result<String, String> {
+) -> Result<String, UnitError> {
     let Runner::Systemd(systemd) = runner else {
-        return Err("broker.runner is not \"systemd\": the direct runner has no unit".into());
+        return Err(UnitError::NotSystemd);
     };
-    let grant = snapshot
-        .get(grant_id)
-        .ok_or_else(|| format!("no grant {grant_id:?} in {}", config.grants.display()))?;
+    let grant = snapshot.get(grant_id).ok_or_else(|| UnitError::NoGrant {
+        grant: grant_id.to_owned(),
+        dir: config.grants.clone(),
+    })?;
     let networked = !grant.constraints.hosts.is_empty() || grant.tool == "consult";
     let b = &config.broker;
     let session = proto::SessionId::new(format!("print-{grant_id}").replace('_', "-"))
-        .map_err(|e| e.to_string())?;
+        .map_err(UnitError::Session)?;
     let secret = grant.secret.as_ref().map(|name| Secret {
         name: name.clone(),
         source: credentials_dir()
@@ -184,7 +267,7 @@ pub fn print_unit(
         secret,
         limits: limits(b),
     };
-    systemd.check(&spec)?;
+    systemd.check(&spec).map_err(UnitError::Refused)?;
     let mut out = format!(
         "# grant {grant_id} ({}, mode {:?})\n",
         grant.tool, grant.mode

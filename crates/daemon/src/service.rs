@@ -11,18 +11,18 @@ use std::fmt;
 use std::io;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
+use signal_hook::iterator::{Handle, Signals};
 
 use crate::accept::{self, Admission, Refuse};
 use crate::conn::Conn;
 use crate::listen::{Inherited, ListenError};
 use crate::serve::{self, Activity, Policy};
-use crate::{log, notify};
+use crate::{lock, log, notify};
 
 type Task = Box<dyn FnOnce() + Send>;
 
@@ -39,6 +39,7 @@ pub struct Service {
     drain: Duration,
     before_drain: Option<Box<dyn FnOnce()>>,
     after_drain: Option<Box<dyn FnOnce()>>,
+    halt: Halt,
 }
 
 /// Why a role could not start serving.
@@ -46,6 +47,12 @@ pub struct Service {
 pub enum StartError {
     Signals(io::Error),
     Thread { name: String, source: io::Error },
+    /// A thread of the role stopped it through its [`Halt`]: `by` says which (a socket's
+    /// connection, a thread's name, the reload), `source` is the role's own error.
+    Halted {
+        by: String,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 impl fmt::Display for StartError {
@@ -55,6 +62,7 @@ impl fmt::Display for StartError {
             Self::Thread { name, source } => {
                 write!(f, "cannot start a thread ({name}): {source}")
             }
+            Self::Halted { by, source } => write!(f, "stopped by {by}: {source}"),
         }
     }
 }
@@ -63,6 +71,7 @@ impl std::error::Error for StartError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Signals(e) | Self::Thread { source: e, .. } => Some(e),
+            Self::Halted { source, .. } => Some(source.as_ref()),
         }
     }
 }
@@ -82,10 +91,16 @@ impl Service {
     /// `inherited` is what systemd passed, taken (`Inherited::from_env`) before any thread
     /// started. The drain time is zero until [`Service::drain`] sets it.
     pub fn new(role: &'static str, inherited: Inherited) -> Self {
+        let activity = Arc::new(Activity::default());
         Self {
             role,
             inherited,
-            activity: Arc::new(Activity::default()),
+            halt: Halt(Arc::new(HaltState {
+                why: Mutex::new(None),
+                wake: OnceLock::new(),
+                activity: activity.clone(),
+            })),
+            activity,
             sockets: Vec::new(),
             threads: Vec::new(),
             alive: None,
@@ -94,6 +109,12 @@ impl Service {
             before_drain: None,
             after_drain: None,
         }
+    }
+
+    /// The handle by which the role's threads (and its reload) stop the process with an
+    /// error: see [`Halt`].
+    pub fn halt(&self) -> Halt {
+        self.halt.clone()
     }
 
     /// The requests in flight and the stopping flag, for handlers that count their requests
@@ -202,6 +223,8 @@ impl Service {
             watched.push(SIGHUP);
         }
         let mut signals = Signals::new(watched).map_err(StartError::Signals)?;
+        // Set before any thread starts, so every halt wakes the loop below.
+        let _ = self.halt.0.wake.set(signals.handle());
         let mut accepting = Vec::new();
         for (name, task) in self.sockets {
             accepting.push(spawn(&format!("{name}-accept"), task)?);
@@ -230,6 +253,9 @@ impl Service {
         notify::ready(status);
 
         for signal in signals.forever() {
+            if self.halt.0.activity.stopping.load(Ordering::SeqCst) {
+                break;
+            }
             if signal == SIGHUP
                 && let Some(reload) = self.reload.as_mut()
             {
@@ -248,6 +274,10 @@ impl Service {
             }
             break;
         }
+        if let Some((by, source)) = lock(&self.halt.0.why).take() {
+            // Nothing more may be answered: no drain, the role's `main` exits at once.
+            return Err(StartError::Halted { by, source });
+        }
         notify::stopping();
         if let Some(before) = self.before_drain {
             before();
@@ -257,6 +287,41 @@ impl Service {
             after();
         }
         Ok(())
+    }
+}
+
+/// How a role's thread stops the whole process with an error, rather than exiting it
+/// itself: brokerd's request threads when the audit log or the session state can no longer
+/// be written (docs/decisions.md B10). The first halt wins; new connections are refused
+/// from then on (the stopping flag the accept loops read), and [`Service::run`] wakes and
+/// returns [`StartError::Halted`] without a drain, for `main` to map to the role's exit code.
+#[derive(Clone)]
+pub struct Halt(Arc<HaltState>);
+
+struct HaltState {
+    why: Mutex<Option<(String, Box<dyn std::error::Error + Send + Sync>)>>,
+    wake: OnceLock<Handle>,
+    activity: Arc<Activity>,
+}
+
+impl fmt::Debug for Halt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Halt").finish_non_exhaustive()
+    }
+}
+
+impl Halt {
+    /// Stops the process: `by` names who (`loop socket`, `gateway`, `reload`).
+    pub fn stop(&self, by: &str, error: impl Into<Box<dyn std::error::Error + Send + Sync>>) {
+        let mut why = lock(&self.0.why);
+        if why.is_none() {
+            *why = Some((by.to_owned(), error.into()));
+        }
+        drop(why);
+        self.0.activity.stopping.store(true, Ordering::SeqCst);
+        if let Some(wake) = self.0.wake.get() {
+            wake.close();
+        }
     }
 }
 

@@ -48,7 +48,7 @@ pub(super) fn stdout_cap(max_result_bytes: u64) -> usize {
 }
 
 enum Msg {
-    Stdout(Result<Vec<u8>, String>),
+    Stdout(Result<Vec<u8>, std::io::Error>),
     StdoutOverCap,
     Stderr(Vec<u8>),
 }
@@ -153,7 +153,7 @@ fn spawn_io(child: &mut Child, input: Vec<u8>, cap: usize, tx: &Sender<Msg>) {
                         }
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => break Msg::Stdout(Err(e.to_string())),
+                    Err(e) => break Msg::Stdout(Err(e)),
                 }
             };
             let _ = tx.send(msg);

@@ -33,6 +33,7 @@ mod child;
 mod direct;
 mod systemd;
 
+use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -134,19 +135,57 @@ pub fn unit_name(session: &proto::SessionId, call: proto::CallId) -> String {
 
 const UNIT_PREFIX: &str = "boxmaker-tool-";
 
+/// Why a runner refuses a run before starting anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckError {
+    /// A result, time or memory limit of zero.
+    ZeroLimit,
+    /// A `tasks_max` of zero.
+    ZeroTasks,
+    /// The secret's name is no credential name (`grants::unitpath`'s reason).
+    Credential(String),
+    /// The unit name is not `boxmaker-tool-[a-z0-9-]+`.
+    UnitName(String),
+    /// A path systemd would not read literally, or a granted path it must not bind
+    /// (`grants::unitpath`'s reason).
+    Path(String),
+    /// A path that is not UTF-8.
+    NotUtf8(PathBuf),
+    /// A bind entry of the runner's with a bad part.
+    Bind { bind: String, reason: String },
+    /// An address no granted host may have.
+    Address(IpAddr),
+}
+
+impl fmt::Display for CheckError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ZeroLimit => f.write_str("every limit must be above zero"),
+            Self::ZeroTasks => f.write_str("tasks_max must be above zero"),
+            Self::Credential(reason) | Self::Path(reason) => f.write_str(reason),
+            Self::UnitName(unit) => write!(f, "unit name {unit:?} is not {UNIT_PREFIX}[a-z0-9-]+"),
+            Self::NotUtf8(path) => write!(f, "path {} is not UTF-8", path.display()),
+            Self::Bind { bind, reason } => write!(f, "bind {bind:?}: {reason}"),
+            Self::Address(a) => write!(f, "address {a} cannot be a granted host's address"),
+        }
+    }
+}
+
+impl std::error::Error for CheckError {}
+
 /// What both runners check before starting anything.
-fn check_common(spec: &RunSpec) -> Result<(), String> {
+fn check_common(spec: &RunSpec) -> Result<(), CheckError> {
     let l = &spec.limits;
     if l.max_result_bytes == 0 || l.time_limit.is_zero() || l.memory_max_bytes == 0 {
         // A zero RuntimeMaxSec= or MemoryMax= means "no limit" or "no memory" to systemd;
         // neither is what a grant with a limit of zero could have meant.
-        return Err("every limit must be above zero".into());
+        return Err(CheckError::ZeroLimit);
     }
     if l.tasks_max == 0 {
-        return Err("tasks_max must be above zero".into());
+        return Err(CheckError::ZeroTasks);
     }
     if let Some(secret) = &spec.secret {
-        check_credential_name(&secret.name)?;
+        check_credential_name(&secret.name).map_err(|e| CheckError::Credential(e.to_string()))?;
     }
     Ok(())
 }

@@ -15,8 +15,8 @@ use grants::constraints::is_under;
 
 use super::child::{self, Job};
 use super::{
-    RunOutcome, RunSpec, UNIT_PREFIX, check_common, check_granted_path, check_unit_path,
-    systemd_span,
+    CheckError, RunOutcome, RunSpec, UNIT_PREFIX, check_common, check_granted_path,
+    check_unit_path, systemd_span,
 };
 
 /// How much longer than the time limit brokerd waits for `systemd-run` itself: the unit's
@@ -56,7 +56,7 @@ impl SystemdRunner {
     /// Everything [`Self::execute`] refuses before starting a unit, as a message: a unit
     /// name outside `boxmaker-tool-[a-z0-9-]+`, a path systemd would not read literally, a
     /// granted path in an API file system, a limit of zero, a bad credential name.
-    pub fn check(&self, spec: &RunSpec) -> Result<(), String> {
+    pub fn check(&self, spec: &RunSpec) -> Result<(), CheckError> {
         check_common(spec)?;
         let suffix = spec.unit.strip_prefix(UNIT_PREFIX).unwrap_or_default();
         if suffix.is_empty()
@@ -65,22 +65,20 @@ impl SystemdRunner {
                 .bytes()
                 .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'))
         {
-            return Err(format!(
-                "unit name {:?} is not {UNIT_PREFIX}[a-z0-9-]+",
-                spec.unit
-            ));
+            return Err(CheckError::UnitName(spec.unit.clone()));
         }
-        check_unit_path(path_str(&self.tool)?)?;
-        check_unit_path(path_str(&self.root)?)?;
+        unit_path(path_str(&self.tool)?)?;
+        unit_path(path_str(&self.root)?)?;
         for bind in &self.binds {
             check_bind(bind)?;
         }
         if let Some(bind) = &spec.bind {
-            check_granted_path(&bind.source)?;
-            check_granted_path(&bind.target)?;
+            for path in [&bind.source, &bind.target] {
+                check_granted_path(path).map_err(|e| CheckError::Path(e.to_string()))?;
+            }
         }
         if let Some(secret) = &spec.secret {
-            check_unit_path(path_str(&secret.source)?)?;
+            unit_path(path_str(&secret.source)?)?;
         }
         if let Some(bad) = spec
             .addresses
@@ -88,7 +86,7 @@ impl SystemdRunner {
             .find(|a| a.is_unspecified() || a.is_multicast())
         {
             // 0.0.0.0 is what DNS sinkholes answer and means this host to connect().
-            return Err(format!("address {bad} cannot be a granted host's address"));
+            return Err(CheckError::Address(*bad));
         }
         Ok(())
     }
@@ -351,13 +349,21 @@ impl Props {
 }
 
 /// A bind entry: `[-]SRC[:DST]`, both parts unit paths.
-fn check_bind(bind: &str) -> Result<(), String> {
+fn check_bind(bind: &str) -> Result<(), CheckError> {
     let entry = bind.strip_prefix('-').unwrap_or(bind);
     match entry.split_once(':') {
         Some((src, dst)) => check_unit_path(src).and_then(|()| check_unit_path(dst)),
         None => check_unit_path(entry),
     }
-    .map_err(|e| format!("bind {bind:?}: {e}"))
+    .map_err(|e| CheckError::Bind {
+        bind: bind.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// A path systemd reads literally in a unit file.
+fn unit_path(path: &str) -> Result<(), CheckError> {
+    check_unit_path(path).map_err(|e| CheckError::Path(e.to_string()))
 }
 
 /// Where a bind entry appears inside the root.
@@ -366,9 +372,9 @@ fn bind_destination(bind: &str) -> &str {
     entry.split_once(':').map_or(entry, |(_, dst)| dst)
 }
 
-fn path_str(path: &Path) -> Result<&str, String> {
+fn path_str(path: &Path) -> Result<&str, CheckError> {
     path.to_str()
-        .ok_or_else(|| format!("path {} is not UTF-8", path.display()))
+        .ok_or_else(|| CheckError::NotUtf8(path.to_path_buf()))
 }
 
 /// systemd-run's exit status: the tool's own for an exit code; 255 (EXIT_EXCEPTION) when the

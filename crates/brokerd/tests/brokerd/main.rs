@@ -5,6 +5,7 @@ mod approvals;
 mod audit;
 mod bind;
 mod check_config;
+mod exit_code;
 mod policy;
 mod runner;
 mod sessions;

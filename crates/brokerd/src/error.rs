@@ -1,0 +1,121 @@
+//! Why brokerd could not start, or stopped serving, and the exit status each gives: `main`
+//! prints the error once and exits with [`Error::exit_code`] (the table is in `main.rs`).
+
+use std::fmt;
+use std::io;
+
+use daemon::config::ConfigError;
+use daemon::listen::ListenError;
+use daemon::service::StartError;
+use grants::GrantsError;
+
+use crate::Fatal;
+use crate::audit::AuditError;
+use crate::server::Side;
+use crate::sessions::StateError;
+use crate::tool_spec::UnitError;
+
+/// The exit status when brokerd could not start (or a one-shot mode failed).
+pub const EXIT_FAILURE: u8 = 1;
+/// The exit status when durable state failed while serving (docs/decisions.md B10): systemd
+/// restarts brokerd on it, and the start recovers the audit log.
+pub const EXIT_FATAL: u8 = 70;
+
+/// Each variant's source names the file, socket or grant a person needs to act on.
+#[derive(Debug)]
+pub enum Error {
+    /// The sockets systemd passed could not be taken.
+    Inherit(ListenError),
+    /// The configuration file could not be read or is not valid.
+    Config(ConfigError),
+    /// A grant file could not be read or is not valid.
+    Grants(GrantsError),
+    /// `--print-tool-unit` has no unit to print for the grant.
+    ToolUnit(UnitError),
+    /// What `--check-config` or `--print-tool-unit` prints could not be written.
+    Stdout(io::Error),
+    /// The audit log could not be opened, or its chain does not verify.
+    AuditOpen(AuditError),
+    /// The session state could not be read.
+    Sessions(StateError),
+    /// The grants brokerd starts with could not be audited.
+    FirstSnapshot(Fatal),
+    /// One of the two broker sockets could not be taken or bound.
+    Socket { side: Side, source: ListenError },
+    /// The start-up could not watch signals or start a thread.
+    Service(StartError),
+    /// Serving stopped: durable state failed under `by` (a socket's request, the gateway
+    /// link, the grants reload), so nothing more may be answered.
+    Stopped { by: String, source: Fatal },
+}
+
+impl Error {
+    /// What `main` exits with: [`EXIT_FATAL`] once serving stopped on durable state,
+    /// [`EXIT_FAILURE`] for everything that kept brokerd from starting.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Stopped { .. } => EXIT_FATAL,
+            Self::Inherit(_)
+            | Self::Config(_)
+            | Self::Grants(_)
+            | Self::ToolUnit(_)
+            | Self::Stdout(_)
+            | Self::AuditOpen(_)
+            | Self::Sessions(_)
+            | Self::FirstSnapshot(_)
+            | Self::Socket { .. }
+            | Self::Service(_) => EXIT_FAILURE,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Inherit(e) | Self::Socket { source: e, .. } => e.fmt(f),
+            Self::Config(e) => e.fmt(f),
+            Self::Grants(e) => e.fmt(f),
+            Self::ToolUnit(e) => e.fmt(f),
+            Self::Stdout(e) => write!(f, "cannot write to stdout: {e}"),
+            Self::AuditOpen(e) => e.fmt(f),
+            Self::Sessions(e) => e.fmt(f),
+            Self::FirstSnapshot(e) => e.fmt(f),
+            Self::Service(e) => e.fmt(f),
+            Self::Stopped { by, source } => {
+                write!(f, "fatal: {source} (under {by}); stopping")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Inherit(e) | Self::Socket { source: e, .. } => Some(e),
+            Self::Config(e) => Some(e),
+            Self::Grants(e) => Some(e),
+            Self::ToolUnit(e) => Some(e),
+            Self::Stdout(e) => Some(e),
+            Self::AuditOpen(e) => Some(e),
+            Self::Sessions(e) => Some(e),
+            Self::FirstSnapshot(e) | Self::Stopped { source: e, .. } => Some(e),
+            Self::Service(e) => Some(e),
+        }
+    }
+}
+
+impl From<StartError> for Error {
+    /// A halt carries the [`Fatal`] a brokerd thread stopped on; it is taken back out.
+    fn from(e: StartError) -> Self {
+        match e {
+            StartError::Halted { by, source } => match source.downcast::<Fatal>() {
+                Ok(fatal) => Self::Stopped {
+                    by,
+                    source: *fatal,
+                },
+                Err(source) => Self::Service(StartError::Halted { by, source }),
+            },
+            other => Self::Service(other),
+        }
+    }
+}

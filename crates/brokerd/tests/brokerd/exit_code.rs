@@ -1,0 +1,68 @@
+//! What `main` exits with for each error (the table in `main.rs` and docs/broker.md): 70
+//! once durable state failed while serving, and only then; 1 for every failure to start.
+
+use std::error::Error as _;
+use std::path::PathBuf;
+
+use brokerd::audit::AuditError;
+use brokerd::{EXIT_FAILURE, EXIT_FATAL, Error, Fatal};
+use daemon::config::ConfigError;
+use daemon::service::StartError;
+
+fn poisoned() -> Fatal {
+    Fatal::Audit(AuditError::Poisoned {
+        dir: PathBuf::from("/var/lib/boxmaker/audit"),
+        cause: "fsync failed".into(),
+    })
+}
+
+#[test]
+fn a_durable_state_failure_while_serving_exits_70() {
+    let e = Error::from(StartError::Halted {
+        by: "a request on the loop socket".into(),
+        source: Box::new(poisoned()),
+    });
+    assert_eq!(e.exit_code(), EXIT_FATAL);
+    assert_eq!(EXIT_FATAL, 70);
+    let text = e.to_string();
+    assert!(
+        text.contains("/var/lib/boxmaker/audit") && text.contains("a request on the loop socket"),
+        "{text}"
+    );
+    // The chain is kept: the halt's Fatal, then the audit log's own error.
+    let fatal = e.source().expect("the fatal error");
+    assert!(fatal.downcast_ref::<Fatal>().is_some());
+    assert!(
+        fatal
+            .source()
+            .and_then(|a| a.downcast_ref::<AuditError>())
+            .is_some()
+    );
+}
+
+#[test]
+fn every_failure_to_start_exits_1() {
+    let config = Error::Config(ConfigError::Invalid {
+        path: PathBuf::from("/etc/boxmaker/config.toml"),
+        reason: "broker.max_connections must be above zero".into(),
+    });
+    assert_eq!(config.exit_code(), EXIT_FAILURE);
+    assert_eq!(EXIT_FAILURE, 1);
+    // Auditing the grants brokerd starts with is still starting: 1, as before.
+    assert_eq!(Error::FirstSnapshot(poisoned()).exit_code(), EXIT_FAILURE);
+    let threads = Error::from(StartError::Thread {
+        name: "watchdog".into(),
+        source: std::io::Error::other("no threads left"),
+    });
+    assert_eq!(threads.exit_code(), EXIT_FAILURE);
+}
+
+#[test]
+fn a_halt_with_another_error_than_fatal_is_a_service_failure() {
+    let e = Error::from(StartError::Halted {
+        by: "a thread".into(),
+        source: "not brokerd's".into(),
+    });
+    assert!(matches!(e, Error::Service(StartError::Halted { .. })), "{e:?}");
+    assert_eq!(e.exit_code(), EXIT_FAILURE);
+}
