@@ -82,7 +82,7 @@ impl fmt::Display for Error {
             Self::FirstSnapshot(e) => e.fmt(f),
             Self::Service(e) => e.fmt(f),
             Self::Stopped { by, source } => {
-                write!(f, "fatal: {source} (under {by}); stopping")
+                write!(f, "fatal ({by}): {source}; stopping")
             }
         }
     }

@@ -8,6 +8,7 @@ mod binding;
 mod broker;
 mod docs;
 mod durability;
+mod fatal;
 mod gateway;
 mod gateway_approvals;
 mod labels;

@@ -46,14 +46,21 @@ fn longest_gap(sock: &UnixDatagram, span: Duration) -> Duration {
 }
 
 /// strace attached to a daemon, holding up each of its fdatasync and fsync calls for 3 s:
-/// whatever thread writes durable state stays stuck in it, holding what it holds.
-struct Stall {
+/// whatever thread writes durable state stays stuck in it, holding what it holds. (Or, with
+/// [`Stall::inject`], another fault injected into them.)
+pub(crate) struct Stall {
     strace: std::process::Child,
     log: std::path::PathBuf,
 }
 
 impl Stall {
     fn fsyncs(home: &Home, daemon: &stack::Daemon) -> Self {
+        Self::inject(home, daemon, "fdatasync,fsync:delay_enter=3000000")
+    }
+
+    /// strace attached to every thread of `daemon`, injecting `inject` (strace's
+    /// `-e inject=` syntax) into its fdatasync and fsync calls.
+    pub(crate) fn inject(home: &Home, daemon: &stack::Daemon, inject: &str) -> Self {
         let pid = daemon.child.id();
         let log = home.root.join(format!("strace-{pid}.err"));
         let strace = Command::new("strace")
@@ -65,7 +72,7 @@ impl Stall {
                 "-e",
                 "trace=fdatasync,fsync",
             ])
-            .args(["-e", "inject=fdatasync,fsync:delay_enter=3000000", "-p"])
+            .args(["-e", &format!("inject={inject}"), "-p"])
             .arg(pid.to_string())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log"))
@@ -84,11 +91,15 @@ impl Stall {
         Self { strace, log }
     }
 
+    pub(crate) fn detach(&mut self) {
+        let _ = self.strace.kill();
+        let _ = self.strace.wait();
+    }
+
     /// Detaches, and asserts that the longest gap between pings meanwhile was `gap`, long
     /// enough to say the pings stopped (they come every 100 ms otherwise).
     fn end(mut self, gap: Duration) {
-        let _ = self.strace.kill();
-        let _ = self.strace.wait();
+        self.detach();
         assert!(
             gap >= Duration::from_millis(1500),
             "pings went on while the work loop was stuck (longest gap {gap:?}): {}",

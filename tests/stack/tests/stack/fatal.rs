@@ -1,0 +1,59 @@
+//! A durable-state failure while serving stops brokerd through `main` (docs/decisions.md
+//! B10): the request thread whose audit line could not be synced reports it to the start-up,
+//! which returns it; `main` prints it once, with its context, and exits 70.
+
+use std::time::Duration;
+
+use stack::{Home, read_grant};
+
+use crate::watchdog::Stall;
+
+#[test]
+fn an_audit_fsync_failing_under_a_request_exits_70_through_main() {
+    if !stack::have("strace") {
+        return;
+    }
+    let home = Home::new("fatal-audit", "");
+    let notes = home.files("notes", &[("n.md", "note")]);
+    home.write_grant("notes", &read_grant("auto", &notes, ""));
+    let mut brokerd = home.start();
+    let mut strace = Stall::inject(&home, &brokerd, "fdatasync:error=EIO");
+    let loop_sock = home.loop_sock();
+    let path = format!(r#"{{"path":"{}/n.md"}}"#, notes.display());
+    // The call is never answered (what it decided is not on disk): brokerd stops instead.
+    let call = std::thread::spawn(move || {
+        let mut conn = daemon::conn::Conn::connect(&loop_sock).expect("connect loop side");
+        let msg = proto::Message::ToolRequest(proto::ToolRequest {
+            session: proto::SessionId::new("s-1").expect("session id"),
+            call: proto::CallId(1),
+            tool: "read_file".into(),
+            arguments: path,
+        });
+        conn.call(1, msg, |_| {}).map(|env| env.msg)
+    });
+    let status = stack::poll_until(Duration::from_secs(10), || {
+        brokerd.child.try_wait().ok().flatten()
+    });
+    strace.detach();
+    let log = brokerd.log();
+    let status = status.unwrap_or_else(|| panic!("brokerd did not stop: {log}"));
+    assert_eq!(status.code(), Some(70), "{log}");
+    assert!(
+        call.join().expect("the call").is_err(),
+        "the call was answered: {log}"
+    );
+    // Said once, by main, naming the file, what failed and under what.
+    let line = log
+        .lines()
+        .find(|l| l.starts_with("<3>brokerd: fatal"))
+        .unwrap_or_else(|| panic!("main did not report it: {log}"));
+    assert!(
+        line.contains("audit log: cannot fsync")
+            && line.contains(".jsonl")
+            && line.contains("a request on the loop socket")
+            && line.contains("Input/output error"),
+        "{line}"
+    );
+    assert_eq!(log.lines().filter(|l| l.starts_with("<3>")).count(), 1, "{log}");
+    brokerd.kill();
+}
