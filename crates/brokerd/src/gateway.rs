@@ -8,11 +8,14 @@
 //! unused, unchanged). Every refusal is audited and shown on the post.
 
 use std::collections::HashSet;
+use std::fmt;
+use std::io;
 use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use daemon::conn::Conn;
+use daemon::conn::{CallError, Conn};
 use daemon::log;
 use daemon::service::Halt;
 use proto::Message;
@@ -49,32 +52,59 @@ pub fn run(broker: &Broker, outbox: &Receiver<Outgoing>, halt: &Halt) {
                 halt.stop("the gateway link", fatal);
                 return;
             }
-            Err(Error::Link(why)) if !reported => {
+            Err(why) if !reported => {
                 // Said once per outage: approvals still wait for a local answer meanwhile.
                 log::warn(format_args!("gatewayd: {why}; retrying"));
                 reported = true;
             }
-            Err(Error::Link(_)) | Ok(()) => {}
+            Err(_) | Ok(()) => {}
         }
         std::thread::sleep(backoff);
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }
 
+/// Why the link ended: it broke (said once per outage, then tried again), or brokerd must
+/// stop ([`Fatal`]).
 enum Error {
-    Link(String),
+    /// gateway.sock cannot be reached.
+    Connect { sock: PathBuf, source: io::Error },
+    /// A request to gatewayd failed on the wire.
+    Call(CallError),
+    /// gatewayd answered a request with something else than its answer.
+    Answered {
+        asked: &'static str,
+        answered: &'static str,
+    },
     Fatal(Fatal),
 }
 
-fn link(e: impl std::fmt::Display) -> Error {
-    Error::Link(e.to_string())
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Connect { sock, source } => write!(f, "{}: {source}", sock.display()),
+            Self::Call(e) => e.fmt(f),
+            Self::Answered { asked, answered } => write!(f, "{asked} answered by {answered}"),
+            Self::Fatal(e) => e.fmt(f),
+        }
+    }
 }
 
-fn connect(sock: &std::path::Path) -> Result<Conn, Error> {
+fn answered(asked: &'static str, answer: &Message) -> Error {
+    Error::Answered {
+        asked,
+        answered: answer.kind(),
+    }
+}
+
+fn connect(sock: &Path) -> Result<Conn, Error> {
     // Only gatewayd and brokerd may enter the socket's directory. The listener's SO_PEERCRED
     // would name whoever called listen(): systemd itself under socket activation, so it
     // proves nothing here.
-    let stream = UnixStream::connect(sock).map_err(|e| link(format!("{}: {e}", sock.display())))?;
+    let stream = UnixStream::connect(sock).map_err(|source| Error::Connect {
+        sock: sock.to_path_buf(),
+        source,
+    })?;
     // Posting a long card is several Mattermost calls of up to 30 s each: a connection
     // that says nothing for this long is dropped, never one that is merely slow.
     Ok(Conn::new(stream, ANSWER_DEADLINE, Duration::from_secs(10)))
@@ -93,7 +123,9 @@ fn serve(
     let mut ack = 0u64;
     let mut call = |conn: &mut Conn, msg: Message| {
         id += 1;
-        conn.call(id, msg, |_| {}).map(|env| env.msg).map_err(link)
+        conn.call(id, msg, |_| {})
+            .map(|env| env.msg)
+            .map_err(Error::Call)
     };
     // Cards gatewayd has posted on this connection; the others are tried (again) now and
     // every `RETRY`.
@@ -112,12 +144,7 @@ fn serve(
                 Outgoing::Post(_) => {}
                 Outgoing::Update(u) => match call(conn, Message::ApprovalUpdate(u.clone())) {
                     Ok(Message::ApprovalUpdated(_)) => broker.outbox.shown(),
-                    Ok(other) => {
-                        return Err(link(format!(
-                            "approval_update answered by {}",
-                            other.kind()
-                        )));
-                    }
+                    Ok(other) => return Err(answered("approval_update", &other)),
                     Err(e) => {
                         *carry = Some(Outgoing::Update(u));
                         return Err(e);
@@ -147,7 +174,7 @@ fn serve(
                 }
                 ack = heard.first.saturating_add(n);
             }
-            other => return Err(link(format!("approval_wait answered by {}", other.kind()))),
+            other => return Err(answered("approval_wait", &other)),
         }
     }
 }
@@ -174,7 +201,7 @@ fn post(
             ));
             Ok(())
         }
-        other => Err(link(format!("approval_post answered by {}", other.kind()))),
+        other => Err(answered("approval_post", &other)),
     }
 }
 
