@@ -274,10 +274,7 @@ impl Service {
             }
             break;
         }
-        if let Some((by, source)) = lock(&self.halt.0.why).take() {
-            // Nothing more may be answered: no drain, the role's `main` exits at once.
-            return Err(StartError::Halted { by, source });
-        }
+        self.halt.halted()?;
         notify::stopping();
         if let Some(before) = self.before_drain {
             before();
@@ -286,7 +283,8 @@ impl Service {
         if let Some(after) = self.after_drain {
             after();
         }
-        Ok(())
+        // A halt during the drain still ends the role with its error.
+        self.halt.halted()
     }
 }
 
@@ -321,6 +319,15 @@ impl Halt {
         self.0.activity.stopping.store(true, Ordering::SeqCst);
         if let Some(wake) = self.0.wake.get() {
             wake.close();
+        }
+    }
+
+    /// The error of the first halt, if there was one.
+    fn halted(&self) -> Result<(), StartError> {
+        match lock(&self.0.why).take() {
+            // Nothing more may be answered: the role's `main` exits with it.
+            Some((by, source)) => Err(StartError::Halted { by, source }),
+            None => Ok(()),
         }
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use stack::{Home, read_grant};
 
+use crate::gateway_approvals::{approval_post, setup};
 use crate::watchdog::Stall;
 
 #[test]
@@ -31,6 +32,46 @@ fn an_audit_fsync_failing_under_a_request_exits_70_through_main() {
         });
         conn.call(1, msg, |_| {}).map(|env| env.msg)
     });
+    let log = exits_70(&mut brokerd, &mut strace, "a request on the loop socket");
+    assert!(
+        call.join().expect("the call").is_err(),
+        "the call was answered: {log}"
+    );
+}
+
+#[test]
+fn a_reload_that_cannot_be_audited_exits_70_through_main() {
+    if !stack::have("strace") {
+        return;
+    }
+    let home = Home::new("fatal-reload", "");
+    let notes = home.files("notes", &[("n.md", "note")]);
+    home.write_grant("notes", &read_grant("auto", &notes, ""));
+    let mut brokerd = home.start();
+    let mut strace = Stall::inject(&home, &brokerd, "fdatasync:error=EIO");
+    home.write_grant("more", &read_grant("ask", &notes, ""));
+    brokerd.hup();
+    exits_70(&mut brokerd, &mut strace, "the grants reload");
+}
+
+#[test]
+fn an_answer_heard_on_mattermost_that_cannot_be_audited_exits_70_through_main() {
+    if !stack::have("strace") {
+        return;
+    }
+    let (home, gw, mut agent) = setup("fatal-gateway");
+    gw.post("owner", "read my mail please", None);
+    let card = approval_post(&gw);
+    let brokerd = &mut agent.daemons[1];
+    let mut strace = Stall::inject(&home, brokerd, "fdatasync:error=EIO");
+    // A stranger's answer is refused, and the refusal audited by the gateway link.
+    gw.react("stranger", &stack::post_id(&card), "+1");
+    exits_70(brokerd, &mut strace, "the gateway link");
+}
+
+/// Waits for brokerd to exit, and asserts it exited 70 and said why once, through main,
+/// naming the audit file, what failed and under what (`by`). Returns its log.
+fn exits_70(brokerd: &mut stack::Daemon, strace: &mut Stall, by: &str) -> String {
     let status = stack::poll_until(Duration::from_secs(10), || {
         brokerd.child.try_wait().ok().flatten()
     });
@@ -38,11 +79,6 @@ fn an_audit_fsync_failing_under_a_request_exits_70_through_main() {
     let log = brokerd.log();
     let status = status.unwrap_or_else(|| panic!("brokerd did not stop: {log}"));
     assert_eq!(status.code(), Some(70), "{log}");
-    assert!(
-        call.join().expect("the call").is_err(),
-        "the call was answered: {log}"
-    );
-    // Said once, by main, naming the file, what failed and under what.
     let line = log
         .lines()
         .find(|l| l.starts_with("<3>brokerd: fatal"))
@@ -50,10 +86,10 @@ fn an_audit_fsync_failing_under_a_request_exits_70_through_main() {
     assert!(
         line.contains("audit log: cannot fsync")
             && line.contains(".jsonl")
-            && line.contains("a request on the loop socket")
+            && line.contains(by)
             && line.contains("Input/output error"),
         "{line}"
     );
     assert_eq!(log.lines().filter(|l| l.starts_with("<3>")).count(), 1, "{log}");
-    brokerd.kill();
+    log
 }
