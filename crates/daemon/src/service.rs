@@ -5,7 +5,8 @@
 //! role has something to reload, SIGTERM stops accepting and drains the requests in flight.
 //! What differs between roles is what they hand the builder: their sockets with handler and
 //! refusal, their own threads, the liveness check, the reload, the drain time and what runs
-//! around the drain.
+//! around the drain. No thread of a role exits the process: it stops the role through
+//! [`Halt`], and `run` returns the error for `main`.
 
 use std::fmt;
 use std::io;
@@ -91,16 +92,14 @@ impl Service {
     /// `inherited` is what systemd passed, taken (`Inherited::from_env`) before any thread
     /// started. The drain time is zero until [`Service::drain`] sets it.
     pub fn new(role: &'static str, inherited: Inherited) -> Self {
-        let activity = Arc::new(Activity::default());
         Self {
             role,
             inherited,
             halt: Halt(Arc::new(HaltState {
                 why: Mutex::new(None),
                 wake: OnceLock::new(),
-                activity: activity.clone(),
             })),
-            activity,
+            activity: Arc::new(Activity::default()),
             sockets: Vec::new(),
             threads: Vec::new(),
             alive: None,
@@ -253,9 +252,6 @@ impl Service {
         notify::ready(status);
 
         for signal in signals.forever() {
-            if self.halt.0.activity.stopping.load(Ordering::SeqCst) {
-                break;
-            }
             if signal == SIGHUP
                 && let Some(reload) = self.reload.as_mut()
             {
@@ -290,16 +286,15 @@ impl Service {
 
 /// How a role's thread stops the whole process with an error, rather than exiting it
 /// itself: brokerd's request threads when the audit log or the session state can no longer
-/// be written (docs/decisions.md B10). The first halt wins; new connections are refused
-/// from then on (the stopping flag the accept loops read), and [`Service::run`] wakes and
-/// returns [`StartError::Halted`] without a drain, for `main` to map to the role's exit code.
+/// be written (docs/decisions.md B10). The first halt wins: [`Service::run`] wakes and
+/// returns [`StartError::Halted`] without a drain (or after it, when the halt came during
+/// one), for `main` to map to the role's exit code.
 #[derive(Clone)]
 pub struct Halt(Arc<HaltState>);
 
 struct HaltState {
     why: Mutex<Option<(String, Box<dyn std::error::Error + Send + Sync>)>>,
     wake: OnceLock<Handle>,
-    activity: Arc<Activity>,
 }
 
 impl fmt::Debug for Halt {
@@ -309,14 +304,14 @@ impl fmt::Debug for Halt {
 }
 
 impl Halt {
-    /// Stops the process: `by` names who (`loop socket`, `gateway`, `reload`).
+    /// Stops the process with `error`; `by` names who, for the message (brokerd: `a request
+    /// on the loop socket`, `the gateway link`, `the grants reload`).
     pub fn stop(&self, by: &str, error: impl Into<Box<dyn std::error::Error + Send + Sync>>) {
         let mut why = lock(&self.0.why);
         if why.is_none() {
             *why = Some((by.to_owned(), error.into()));
         }
         drop(why);
-        self.0.activity.stopping.store(true, Ordering::SeqCst);
         if let Some(wake) = self.0.wake.get() {
             wake.close();
         }
@@ -340,4 +335,24 @@ fn spawn(name: &str, task: Task) -> Result<std::thread::JoinHandle<()>, StartErr
             name: name.into(),
             source,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_halt_is_the_one_returned() {
+        let service = Service::new("test", Inherited::default());
+        let halt = service.halt();
+        halt.stop("the first", io::Error::other("first"));
+        halt.stop("the second", io::Error::other("second"));
+        match service.halt.halted() {
+            Err(StartError::Halted { by, source }) => {
+                assert_eq!((by.as_str(), source.to_string().as_str()), ("the first", "first"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(service.halt.halted().is_ok(), "taken once");
+    }
 }

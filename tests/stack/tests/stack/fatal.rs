@@ -24,13 +24,7 @@ fn an_audit_fsync_failing_under_a_request_exits_70_through_main() {
     // The call is never answered (what it decided is not on disk): brokerd stops instead.
     let call = std::thread::spawn(move || {
         let mut conn = daemon::conn::Conn::connect(&loop_sock).expect("connect loop side");
-        let msg = proto::Message::ToolRequest(proto::ToolRequest {
-            session: proto::SessionId::new("s-1").expect("session id"),
-            call: proto::CallId(1),
-            tool: "read_file".into(),
-            arguments: path,
-        });
-        conn.call(1, msg, |_| {}).map(|env| env.msg)
+        conn.call(1, read(&path), |_| {}).map(|env| env.msg)
     });
     let log = exits_70(&mut brokerd, &mut strace, "a request on the loop socket");
     assert!(
@@ -69,6 +63,29 @@ fn an_answer_heard_on_mattermost_that_cannot_be_audited_exits_70_through_main() 
     exits_70(brokerd, &mut strace, "the gateway link");
 }
 
+#[test]
+fn a_denial_on_sigterm_that_cannot_be_audited_still_exits_70() {
+    if !stack::have("strace") {
+        return;
+    }
+    let home = Home::new("fatal-drain", "");
+    let notes = home.files("notes", &[("n.md", "note")]);
+    home.write_grant("notes", &read_grant("ask", &notes, ""));
+    let mut brokerd = home.start();
+    let loop_sock = home.loop_sock();
+    let path = format!(r#"{{"path":"{}/n.md"}}"#, notes.display());
+    let _call = std::thread::spawn(move || {
+        let mut conn = daemon::conn::Conn::connect(&loop_sock).expect("connect loop side");
+        let _ = conn.call(1, read(&path), |_| {});
+    });
+    stack::wait_for_approval(&home.config());
+    let mut strace = Stall::inject(&home, &brokerd, "fdatasync:error=EIO");
+    // SIGTERM denies the waiting call; that denial is audited during the drain, and fails.
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(brokerd.child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    exits_70(&mut brokerd, &mut strace, "a request on the loop socket");
+}
+
 /// Waits for brokerd to exit, and asserts it exited 70 and said why once, through main,
 /// naming the audit file, what failed and under what (`by`). Returns its log.
 fn exits_70(brokerd: &mut stack::Daemon, strace: &mut Stall, by: &str) -> String {
@@ -92,4 +109,14 @@ fn exits_70(brokerd: &mut stack::Daemon, strace: &mut Stall, by: &str) -> String
     );
     assert_eq!(log.lines().filter(|l| l.starts_with("<3>")).count(), 1, "{log}");
     log
+}
+
+/// Call 1 of session s-1: read_file with `arguments`.
+fn read(arguments: &str) -> proto::Message {
+    proto::Message::ToolRequest(proto::ToolRequest {
+        session: proto::SessionId::new("s-1").expect("session id"),
+        call: proto::CallId(1),
+        tool: "read_file".into(),
+        arguments: arguments.to_owned(),
+    })
 }
