@@ -56,7 +56,10 @@ impl fmt::Display for BindError {
                 _ => write!(f, "{path}: {source}"),
             },
             Self::Root { root, source } => {
-                write!(f, "brokerd cannot see the granted directory {root}: {source}")
+                write!(
+                    f,
+                    "brokerd cannot see the granted directory {root}: {source}"
+                )
             }
             Self::RootNotUtf8 { root } => write!(f, "the real path of {root} is not UTF-8"),
             Self::Outside { path } => write!(f, "{path} is outside the granted paths"),

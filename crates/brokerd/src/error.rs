@@ -109,10 +109,7 @@ impl From<StartError> for Error {
     fn from(e: StartError) -> Self {
         match e {
             StartError::Halted { by, source } => match source.downcast::<Fatal>() {
-                Ok(fatal) => Self::Stopped {
-                    by,
-                    source: *fatal,
-                },
+                Ok(fatal) => Self::Stopped { by, source: *fatal },
                 Err(source) => Self::Service(StartError::Halted { by, source }),
             },
             other => Self::Service(other),

@@ -68,7 +68,10 @@ pub fn run(broker: &Broker, outbox: &Receiver<Outgoing>, halt: &Halt) {
 /// stop ([`Fatal`]).
 enum Error {
     /// gateway.sock cannot be reached.
-    Connect { sock: PathBuf, source: io::Error },
+    Connect {
+        sock: PathBuf,
+        source: io::Error,
+    },
     /// A request to gatewayd failed on the wire.
     Call(CallError),
     /// gatewayd answered a request with something else than its answer.

@@ -23,6 +23,6 @@ pub mod sessions;
 mod start;
 pub mod tool_spec;
 
-pub use fatal::Fatal;
 pub use error::{EXIT_FAILURE, EXIT_FATAL, Error};
+pub use fatal::Fatal;
 pub use start::{Args, run};

@@ -47,7 +47,10 @@ pub struct Service {
 #[derive(Debug)]
 pub enum StartError {
     Signals(io::Error),
-    Thread { name: String, source: io::Error },
+    Thread {
+        name: String,
+        source: io::Error,
+    },
     /// A thread of the role stopped it through its [`Halt`]: `by` says which (a socket's
     /// connection, a thread's name, the reload), `source` is the role's own error.
     Halted {
@@ -349,7 +352,10 @@ mod tests {
         halt.stop("the second", io::Error::other("second"));
         match service.halt.halted() {
             Err(StartError::Halted { by, source }) => {
-                assert_eq!((by.as_str(), source.to_string().as_str()), ("the first", "first"));
+                assert_eq!(
+                    (by.as_str(), source.to_string().as_str()),
+                    ("the first", "first")
+                );
             }
             other => panic!("{other:?}"),
         }

@@ -48,7 +48,10 @@ fn the_covered_path_alone_is_bound() {
     let dir = t.at("home/notes");
     assert_eq!(resolve(&dir, &roots).expect("bound"), at_itself(&dir));
     // The root itself, when the call names it.
-    assert_eq!(resolve(&roots[0], &roots).expect("bound"), at_itself(&roots[0]));
+    assert_eq!(
+        resolve(&roots[0], &roots).expect("bound"),
+        at_itself(&roots[0])
+    );
 }
 
 #[test]
@@ -86,19 +89,21 @@ fn a_link_in_the_roots_own_prefix_is_the_owners_layout() {
 fn a_missing_path_or_one_outside_the_roots_binds_nothing() {
     let t = Tree::new("missing");
     let roots = [t.at("home/notes")];
-    let err = resolve(&t.at("home/notes/gone.md"), &roots).expect_err("missing")
+    let err = resolve(&t.at("home/notes/gone.md"), &roots)
+        .expect_err("missing")
         .to_string();
     assert!(err.ends_with("gone.md does not exist"), "{err}");
-    let err = resolve(&t.at("home/secrets/key"), &roots).expect_err("outside")
+    let err = resolve(&t.at("home/secrets/key"), &roots)
+        .expect_err("outside")
         .to_string();
     assert!(err.contains("outside the granted paths"), "{err}");
-    let err = resolve(&t.at("home/notes/todo.md"), &[t.at("gone")]).expect_err("no root")
+    let err = resolve(&t.at("home/notes/todo.md"), &[t.at("gone")])
+        .expect_err("no root")
         .to_string();
     assert!(err.contains("outside the granted paths"), "{err}");
     let unseen = [t.at("gone")];
     let path = format!("{}/x", unseen[0]);
-    let err = resolve(&path, &unseen).expect_err("no root")
-        .to_string();
+    let err = resolve(&path, &unseen).expect_err("no root").to_string();
     assert!(err.contains("does not exist"), "{err}");
     assert!(Path::new(&t.at("home")).is_dir());
 }

@@ -63,6 +63,9 @@ fn a_halt_with_another_error_than_fatal_is_a_service_failure() {
         by: "a thread".into(),
         source: "not brokerd's".into(),
     });
-    assert!(matches!(e, Error::Service(StartError::Halted { .. })), "{e:?}");
+    assert!(
+        matches!(e, Error::Service(StartError::Halted { .. })),
+        "{e:?}"
+    );
     assert_eq!(e.exit_code(), EXIT_FAILURE);
 }

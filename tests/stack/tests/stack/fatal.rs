@@ -107,7 +107,11 @@ fn exits_70(brokerd: &mut stack::Daemon, strace: &mut Stall, by: &str) -> String
             && line.contains("Input/output error"),
         "{line}"
     );
-    assert_eq!(log.lines().filter(|l| l.starts_with("<3>")).count(), 1, "{log}");
+    assert_eq!(
+        log.lines().filter(|l| l.starts_with("<3>")).count(),
+        1,
+        "{log}"
+    );
     log
 }
 
