@@ -2,7 +2,11 @@
 //! B10): the request thread whose audit line could not be synced reports it to the start-up,
 //! which returns it; `main` prints it once, with its context, and exits 70.
 
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
 use std::time::Duration;
+
+use daemon::conn::{CallError, Conn};
 
 use stack::{Home, read_grant};
 
@@ -14,18 +18,10 @@ fn an_audit_fsync_failing_under_a_request_exits_70_through_main() {
     if !stack::have("strace") {
         return;
     }
-    let home = Home::new("fatal-audit", "");
-    let notes = home.files("notes", &[("n.md", "note")]);
-    home.write_grant("notes", &read_grant("auto", &notes, ""));
-    let mut brokerd = home.start();
+    let (home, notes, mut brokerd) = started("fatal-audit", "auto");
     let mut strace = Stall::inject(&home, &brokerd, "fdatasync:error=EIO");
-    let loop_sock = home.loop_sock();
-    let path = format!(r#"{{"path":"{}/n.md"}}"#, notes.display());
     // The call is never answered (what it decided is not on disk): brokerd stops instead.
-    let call = std::thread::spawn(move || {
-        let mut conn = daemon::conn::Conn::connect(&loop_sock).expect("connect loop side");
-        conn.call(1, read(&path), |_| {}).map(|env| env.msg)
-    });
+    let call = read_note(&home, &notes);
     let log = exits_70(&mut brokerd, &mut strace, "a request on the loop socket");
     assert!(
         call.join().expect("the call").is_err(),
@@ -38,10 +34,7 @@ fn a_reload_that_cannot_be_audited_exits_70_through_main() {
     if !stack::have("strace") {
         return;
     }
-    let home = Home::new("fatal-reload", "");
-    let notes = home.files("notes", &[("n.md", "note")]);
-    home.write_grant("notes", &read_grant("auto", &notes, ""));
-    let mut brokerd = home.start();
+    let (home, notes, mut brokerd) = started("fatal-reload", "auto");
     let mut strace = Stall::inject(&home, &brokerd, "fdatasync:error=EIO");
     home.write_grant("more", &read_grant("ask", &notes, ""));
     brokerd.hup();
@@ -68,16 +61,8 @@ fn a_denial_on_sigterm_that_cannot_be_audited_still_exits_70() {
     if !stack::have("strace") {
         return;
     }
-    let home = Home::new("fatal-drain", "");
-    let notes = home.files("notes", &[("n.md", "note")]);
-    home.write_grant("notes", &read_grant("ask", &notes, ""));
-    let mut brokerd = home.start();
-    let loop_sock = home.loop_sock();
-    let path = format!(r#"{{"path":"{}/n.md"}}"#, notes.display());
-    let _call = std::thread::spawn(move || {
-        let mut conn = daemon::conn::Conn::connect(&loop_sock).expect("connect loop side");
-        let _ = conn.call(1, read(&path), |_| {});
-    });
+    let (home, notes, mut brokerd) = started("fatal-drain", "ask");
+    let _call = read_note(&home, &notes);
     stack::wait_for_approval(&home.config());
     let mut strace = Stall::inject(&home, &brokerd, "fdatasync:error=EIO");
     // SIGTERM denies the waiting call; that denial is audited during the drain, and fails.
@@ -115,12 +100,27 @@ fn exits_70(brokerd: &mut stack::Daemon, strace: &mut Stall, by: &str) -> String
     log
 }
 
-/// Call 1 of session s-1: read_file with `arguments`.
-fn read(arguments: &str) -> proto::Message {
-    proto::Message::ToolRequest(proto::ToolRequest {
-        session: proto::SessionId::new("s-1").expect("session id"),
-        call: proto::CallId(1),
-        tool: "read_file".into(),
-        arguments: arguments.to_owned(),
+/// brokerd serving a grant `notes` with `mode` on the directory it returns.
+fn started(name: &str, mode: &str) -> (Home, PathBuf, stack::Daemon) {
+    let home = Home::new(name, "");
+    let notes = home.files("notes", &[("n.md", "note")]);
+    home.write_grant("notes", &read_grant(mode, &notes, ""));
+    let brokerd = home.start();
+    (home, notes, brokerd)
+}
+
+/// Call 1 of session s-1, reading the note, on its own thread: the answer or why none came.
+fn read_note(home: &Home, notes: &Path) -> JoinHandle<Result<proto::Message, CallError>> {
+    let loop_sock = home.loop_sock();
+    let path = format!(r#"{{"path":"{}/n.md"}}"#, notes.display());
+    std::thread::spawn(move || {
+        let msg = proto::Message::ToolRequest(proto::ToolRequest {
+            session: proto::SessionId::new("s-1").expect("session id"),
+            call: proto::CallId(1),
+            tool: "read_file".into(),
+            arguments: path,
+        });
+        let mut conn = Conn::connect(&loop_sock).expect("connect loop side");
+        conn.call(1, msg, |_| {}).map(|env| env.msg)
     })
 }
