@@ -71,14 +71,15 @@ pub(crate) fn exchange(proxy: &Proxy, client: &UnixStream, who: &str) {
         }
     };
     let what = format!("{} {}", head.method, head.target);
+    // llama-server gave nothing to forward: the client gets our answer.
+    let refuse = |why: Refused| {
+        proxy.upstream_reached(false);
+        log::warn(format_args!("{who}: {what}: {}: {why}", why.status()));
+        reply::error(client, why.status(), why.message());
+    };
     let upstream = match connect(proxy, &head, &body) {
         Ok(tcp) => tcp,
-        Err(why) => {
-            proxy.upstream_reached(false);
-            log::warn(format_args!("{who}: {what}: {}: {why}", why.status()));
-            reply::error(client, why.status(), why.message());
-            return;
-        }
+        Err(why) => return refuse(why),
     };
     let mut up = UpstreamReader::new(
         &upstream,
@@ -99,11 +100,7 @@ pub(crate) fn exchange(proxy: &Proxy, client: &UnixStream, who: &str) {
                 started.elapsed()
             ));
         }
-        Err(Abort::Refused(why)) => {
-            proxy.upstream_reached(false);
-            log::warn(format_args!("{who}: {what}: {}: {why}", why.status()));
-            reply::error(client, why.status(), why.message());
-        }
+        Err(Abort::Refused(why)) => refuse(why),
         Err(Abort::Cut(why)) => {
             log::warn(format_args!(
                 "{who}: {what}: stream cut after {:?} ({waited}): {why}",
