@@ -100,9 +100,14 @@ pub enum Refusal {
     Link,
     NotRegular,
     /// `mode` sets the bits `sets`, which the writer never sets.
-    Mode { mode: u32, sets: u32 },
+    Mode {
+        mode: u32,
+        sets: u32,
+    },
     /// More than `max` bytes.
-    TooLarge { max: u64 },
+    TooLarge {
+        max: u64,
+    },
     Open(io::Error),
     Stat(io::Error),
     Read(io::Error),
@@ -114,7 +119,10 @@ impl fmt::Display for Refusal {
             Self::Link => f.write_str("it is a symbolic link"),
             Self::NotRegular => f.write_str("not a regular file"),
             Self::Mode { mode, sets } => {
-                write!(f, "mode {mode:o} sets {sets:o}, which this daemon never does")
+                write!(
+                    f,
+                    "mode {mode:o} sets {sets:o}, which this daemon never does"
+                )
             }
             Self::TooLarge { max } => write!(f, "larger than {max} bytes"),
             Self::Open(e) => write!(f, "cannot open: {e}"),
@@ -215,7 +223,13 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).expect("chmod");
         let why = refused(read_file(&path, 0o077, 100));
         assert!(
-            matches!(why, Refusal::Mode { mode: 0o640, sets: 0o40 }),
+            matches!(
+                why,
+                Refusal::Mode {
+                    mode: 0o640,
+                    sets: 0o40
+                }
+            ),
             "{why:?}"
         );
         assert_eq!(

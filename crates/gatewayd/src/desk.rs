@@ -156,9 +156,7 @@ impl Desk {
                 // Said once per user and post: a flood of refusals is not echoed.
                 return Ok(());
             }
-            self.ctx
-                .post(&asked.post, &card::refused(by, *refusal))
-                ?;
+            self.ctx.post(&asked.post, &card::refused(by, *refusal))?;
             let mut s = self.ctx.store();
             s.tell(&u.approval, by);
             s.save_or_log();

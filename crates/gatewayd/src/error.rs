@@ -17,13 +17,22 @@ pub enum Error {
     Listen(ListenError),
     Config(ConfigError),
     /// The configuration has no `[gateway]` table.
-    NoGateway { config: PathBuf },
+    NoGateway {
+        config: PathBuf,
+    },
     /// `peers.broker` is not set: nobody would be admitted on gateway.sock.
-    NoBrokerPeer { config: PathBuf },
+    NoBrokerPeer {
+        config: PathBuf,
+    },
     /// Neither `$CREDENTIALS_DIRECTORY` nor `gateway.token_file` says where the token is.
     NoCredentials,
-    Token { path: PathBuf, source: io::Error },
-    EmptyToken { path: PathBuf },
+    Token {
+        path: PathBuf,
+        source: io::Error,
+    },
+    EmptyToken {
+        path: PathBuf,
+    },
     /// The durable state refuses the start.
     State(StateError),
     Start(StartError),
@@ -54,7 +63,9 @@ impl fmt::Display for Error {
                 "{}: peers.broker is not set: name who may connect to gateway.sock",
                 config.display()
             ),
-            Self::NoCredentials => f.write_str("no $CREDENTIALS_DIRECTORY and no gateway.token_file"),
+            Self::NoCredentials => {
+                f.write_str("no $CREDENTIALS_DIRECTORY and no gateway.token_file")
+            }
             Self::Token { path, source } => {
                 write!(f, "the bot token {}: {source}", path.display())
             }

@@ -102,14 +102,13 @@ pub fn run(args: Args) -> Result<(), Error> {
     };
     let mut service = Service::new("gatewayd", inherited);
     let (d, a) = (desk.clone(), service.activity());
-    service
-        .framed(
-            &config.sockets.broker_gateway_sock(),
-            &policy,
-            move |conn, who: &str| {
-                server::serve(&d, conn, who, &a);
-            },
-        )?;
+    service.framed(
+        &config.sockets.broker_gateway_sock(),
+        &policy,
+        move |conn, who: &str| {
+            server::serve(&d, conn, who, &a);
+        },
+    )?;
     // Alive while the state can be reached: every post, reaction and card goes through it,
     // and a thread stuck saving it holds it.
     let c = ctx.clone();

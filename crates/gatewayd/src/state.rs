@@ -71,7 +71,10 @@ pub struct Asked {
 #[derive(Debug)]
 pub enum StateError {
     /// The state directory could not be made.
-    Dir { dir: PathBuf, source: std::io::Error },
+    Dir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
     /// The file is there and is not what gatewayd writes.
     Refused { path: PathBuf, why: Refusal },
     /// The file is not gatewayd's JSON.

@@ -57,7 +57,9 @@ enum Refused {
     Hidden,
     NotGrantFile,
     /// The file name is not a grant id.
-    Id { id: String },
+    Id {
+        id: String,
+    },
     NotRegular,
     TooLarge,
     Secret(CredentialNameError),

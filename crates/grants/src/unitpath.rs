@@ -7,15 +7,25 @@ use std::fmt;
 /// Why a path cannot go into a unit property, or be granted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UnitPathError {
-    NotAbsolute { path: String },
+    NotAbsolute {
+        path: String,
+    },
     /// `bad` is a character systemd's value syntax would interpret.
-    Unquotable { path: String, bad: char },
+    Unquotable {
+        path: String,
+        bad: char,
+    },
     /// `.`, `..`, `//` or a trailing `/`.
-    NotNormalised { path: String },
+    NotNormalised {
+        path: String,
+    },
     /// `/` itself, granted.
     WholeHost,
     /// Granted inside `api`, an API file system systemd mounts itself.
-    ApiFileSystem { path: String, api: &'static str },
+    ApiFileSystem {
+        path: String,
+        api: &'static str,
+    },
 }
 
 impl fmt::Display for UnitPathError {

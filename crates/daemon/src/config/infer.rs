@@ -242,7 +242,10 @@ mod tests {
             assert_eq!(err.url, url);
             let text = err.to_string();
             assert!(text.contains(word), "{url}: {text}");
-            assert!(text.starts_with(&format!("infer.upstream {url:?}: ")), "{text}");
+            assert!(
+                text.starts_with(&format!("infer.upstream {url:?}: ")),
+                "{text}"
+            );
         }
     }
 }

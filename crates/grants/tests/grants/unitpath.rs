@@ -2,8 +2,7 @@
 //! what was refused, and reads as it always has.
 
 use grants::unitpath::{
-    CredentialNameError, UnitPathError, check_credential_name, check_granted_path,
-    check_unit_path,
+    CredentialNameError, UnitPathError, check_credential_name, check_granted_path, check_unit_path,
 };
 
 #[test]
@@ -12,7 +11,9 @@ fn each_refused_unit_path_says_which_rule_and_what() {
     for (path, want, text) in [
         (
             "tmp/x",
-            UnitPathError::NotAbsolute { path: owned("tmp/x") },
+            UnitPathError::NotAbsolute {
+                path: owned("tmp/x"),
+            },
             "path \"tmp/x\" is not absolute",
         ),
         (
