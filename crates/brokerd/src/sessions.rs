@@ -167,7 +167,7 @@ fn load(path: &Path) -> Result<SessionState, StateError> {
     // Only 0600, as `store` writes it: the file decides a session's taint.
     let bytes = daemon::durable::read_file(path, 0o077, MAX_STATE_FILE).map_err(|e| match e {
         daemon::durable::ReadError::Missing => corrupt(path, "vanished while brokerd read it"),
-        daemon::durable::ReadError::Refused(why) => corrupt(path, why),
+        daemon::durable::ReadError::Refused(why) => corrupt(path, why.to_string()),
     })?;
     let state: SessionState =
         serde_json::from_slice(&bytes).map_err(|e| corrupt(path, e.to_string()))?;

@@ -9,37 +9,36 @@ use inert::line;
 use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Empty, SessionQuery, Verdict};
 use proto::{Message, SessionId};
 
-use crate::{Error, err};
+use crate::Error;
+use crate::error::{answered, call_failed, unexpected};
 
 fn call(config: &Config, msg: Message) -> Result<Message, Error> {
     let path = config.sockets.admin_broker_sock();
-    let mut conn = Conn::connect(&path)
-        .map_err(|e| Error(format!("cannot reach brokerd at {}: {e}", path.display())))?;
+    let mut conn = match Conn::connect(&path) {
+        Ok(conn) => conn,
+        Err(source) => {
+            return Err(Error::Reach {
+                server: "brokerd",
+                path,
+                source,
+            });
+        }
+    };
     let reply = conn
         .call(1, msg, |_| {})
-        .map_err(crate::call_failed("brokerd", "admin"))?;
-    match reply.msg {
-        Message::Error(e) => Err(Error(format!(
-            "brokerd refused: {:?}: {}",
-            e.code,
-            line(&e.detail)
-        ))),
-        other => Ok(other),
-    }
+        .map_err(call_failed("brokerd", "admin"))?;
+    answered("brokerd", reply.msg)
 }
 
 fn listing(config: &Config) -> Result<Vec<ApprovalCard>, Error> {
     match call(config, Message::ApprovalList(Empty {}))? {
         Message::ApprovalListing(l) => {
             if l.omitted > 0 {
-                return Err(Error(format!(
-                    "{} more approvals wait than fit in one answer; answer some and list again",
-                    l.omitted
-                )));
+                return Err(Error::Omitted { omitted: l.omitted });
             }
             Ok(l.pending)
         }
-        other => Err(Error(format!("unexpected answer {}", other.kind()))),
+        other => Err(unexpected(&other)),
     }
 }
 
@@ -71,16 +70,16 @@ pub fn card(c: &ApprovalCard) -> String {
 pub fn approvals(config: &Config, out: &mut dyn Write) -> Result<ExitCode, Error> {
     let cards = listing(config)?;
     if cards.is_empty() {
-        writeln!(out, "no approvals waiting").map_err(err)?;
+        writeln!(out, "no approvals waiting").map_err(Error::Output)?;
     }
     for c in &cards {
-        write!(out, "{}", card(c)).map_err(err)?;
+        write!(out, "{}", card(c)).map_err(Error::Output)?;
         writeln!(
             out,
             "  answer:    bxctl approve {0}   or   bxctl deny {0}\n",
             line(&c.approval)
         )
-        .map_err(err)?;
+        .map_err(Error::Output)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -99,11 +98,11 @@ pub fn answer(
             "no approval {} is waiting (answered, expired, or never issued)",
             line(approval)
         )
-        .map_err(err)?;
+        .map_err(Error::Output)?;
         // Send it anyway so that brokerd audits the attempt and says which it was.
         return send_answer(config, approval, proto::Hash32::ZERO, approve, out);
     };
-    write!(out, "{}", card(c)).map_err(err)?;
+    write!(out, "{}", card(c)).map_err(Error::Output)?;
     send_answer(config, approval, c.binding, approve, out)
 }
 
@@ -128,19 +127,19 @@ fn send_answer(
     match call(config, msg)? {
         Message::ApprovalAnswered(AnswerOutcome::Accepted) => {
             let word = if approve { "approved" } else { "denied" };
-            writeln!(out, "{word}").map_err(err)?;
+            writeln!(out, "{word}").map_err(Error::Output)?;
             Ok(ExitCode::SUCCESS)
         }
         Message::ApprovalAnswered(AnswerOutcome::Refused { refusal }) => {
-            writeln!(out, "refused: {refusal:?}").map_err(err)?;
+            writeln!(out, "refused: {refusal:?}").map_err(Error::Output)?;
             Ok(ExitCode::from(1))
         }
-        other => Err(Error(format!("unexpected answer {}", other.kind()))),
+        other => Err(unexpected(&other)),
     }
 }
 
 pub fn session(config: &Config, session: &str, out: &mut dyn Write) -> Result<ExitCode, Error> {
-    let session = SessionId::new(session).map_err(err)?;
+    let session = SessionId::new(session).map_err(Error::SessionId)?;
     match call(config, Message::SessionQuery(SessionQuery { session }))? {
         Message::SessionInfo(i) => {
             writeln!(
@@ -148,13 +147,13 @@ pub fn session(config: &Config, session: &str, out: &mut dyn Write) -> Result<Ex
                 "session {}: taint {}, untrusted {}",
                 i.session, i.taint, i.untrusted
             )
-            .map_err(err)?;
+            .map_err(Error::Output)?;
             for r in &i.untrusted_by {
-                writeln!(out, "  untrusted by {}", source(r)).map_err(err)?;
+                writeln!(out, "  untrusted by {}", source(r)).map_err(Error::Output)?;
             }
             Ok(ExitCode::SUCCESS)
         }
-        other => Err(Error(format!("unexpected answer {}", other.kind()))),
+        other => Err(unexpected(&other)),
     }
 }
 
@@ -162,10 +161,11 @@ pub fn grants(config: &Config, out: &mut dyn Write) -> Result<ExitCode, Error> {
     match call(config, Message::GrantsQuery(Empty {}))? {
         Message::GrantsInfo(g) => {
             let names: Vec<String> = g.grants.iter().map(|g| line(g)).collect();
-            writeln!(out, "snapshot {}: {}", g.snapshot, names.join(", ")).map_err(err)?;
+            writeln!(out, "snapshot {}: {}", g.snapshot, names.join(", "))
+                .map_err(Error::Output)?;
             Ok(ExitCode::SUCCESS)
         }
-        other => Err(Error(format!("unexpected answer {}", other.kind()))),
+        other => Err(unexpected(&other)),
     }
 }
 

@@ -11,12 +11,15 @@ use std::process::ExitCode;
 use proto::chain::ChainVerifier;
 use proto::{AuditEvent, AuditLine, DecisionRecord};
 
-use crate::{Error, err};
+use crate::Error;
 
 /// The day files, in name (and so date) order.
 fn files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| Error(format!("{}: {e}", dir.display())))?
+        .map_err(|source| Error::File {
+            path: dir.to_owned(),
+            source,
+        })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
         .collect();
@@ -39,7 +42,10 @@ pub(crate) fn lines(
             .and_then(|n| n.to_str())
             .unwrap_or_default()
             .to_owned();
-        let io = |e: std::io::Error| Error(format!("{}: {e}", path.display()));
+        let io = |source| Error::File {
+            path: path.clone(),
+            source,
+        };
         let mut reader = BufReader::with_capacity(1 << 16, File::open(&path).map_err(io)?);
         let mut n = 0u64;
         loop {
@@ -116,7 +122,7 @@ pub fn verify(dir: &Path, out: &mut dyn Write) -> Result<ExitCode, Error> {
                 "audit chain good: {} records, {} torn lines recovered, next seq {}, head {}",
                 s.lines, s.recovered, s.head.next_seq, s.head.prev
             )
-            .map_err(err)?;
+            .map_err(Error::Output)?;
             if let Some(first) = s.torn_tail.first() {
                 writeln!(
                     out,
@@ -129,12 +135,13 @@ pub fn verify(dir: &Path, out: &mut dyn Write) -> Result<ExitCode, Error> {
                         n => format!(", and so are the {n} recovery lines after it"),
                     }
                 )
-                .map_err(err)?;
+                .map_err(Error::Output)?;
             }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            writeln!(out, "audit chain BROKEN at {}", inert::line(&e.to_string())).map_err(err)?;
+            writeln!(out, "audit chain BROKEN at {}", inert::line(&e.to_string()))
+                .map_err(Error::Output)?;
             Ok(ExitCode::from(1))
         }
     }
@@ -143,8 +150,8 @@ pub fn verify(dir: &Path, out: &mut dyn Write) -> Result<ExitCode, Error> {
 pub fn show(dir: &Path, json: bool, out: &mut dyn Write) -> Result<ExitCode, Error> {
     lines(dir, |file, line, bytes| {
         if json {
-            out.write_all(bytes).map_err(err)?;
-            return out.write_all(b"\n").map_err(err);
+            out.write_all(bytes).map_err(Error::Output)?;
+            return out.write_all(b"\n").map_err(Error::Output);
         }
         let text = match AuditLine::from_slice(bytes) {
             Ok(l) => describe(&l),
@@ -153,7 +160,7 @@ pub fn show(dir: &Path, json: bool, out: &mut dyn Write) -> Result<ExitCode, Err
                 bytes.len()
             ),
         };
-        writeln!(out, "{}", inert::line(&text)).map_err(err)
+        writeln!(out, "{}", inert::line(&text)).map_err(Error::Output)
     })?;
     Ok(ExitCode::SUCCESS)
 }

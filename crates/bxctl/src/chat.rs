@@ -12,12 +12,16 @@ use proto::approval::Empty;
 use proto::chat::{ChatEvent, ChatSend, SessionShow, TurnEnd};
 use proto::{CallId, LogRecord, Message, SessionId, ToolResponse};
 
-use crate::{Error, err};
+use crate::Error;
+use crate::error::{answered, call_failed, unexpected};
 
 fn connect(config: &Config) -> Result<Conn, Error> {
     let path = config.sockets.chat_loop_sock();
-    Conn::connect(&path)
-        .map_err(|e| Error(format!("cannot reach loopd at {}: {e}", path.display())))
+    Conn::connect(&path).map_err(|source| Error::Reach {
+        server: "loopd",
+        path,
+        source,
+    })
 }
 
 /// How a turn reads in a terminal: bxctl's own lines (tool calls, outcomes, approvals), and
@@ -125,17 +129,18 @@ pub fn send(
         }
     });
     // Whatever comes next (bxctl's own line, or an error) starts a line of its own.
-    write!(out, "{}", screen.end()).map_err(err)?;
-    let last = last.map_err(crate::call_failed("loopd", "chat"))?;
+    write!(out, "{}", screen.end()).map_err(Error::Output)?;
+    let last = last.map_err(call_failed("loopd", "chat"))?;
     if let Some(e) = write_err {
-        return Err(err(e));
+        return Err(Error::Output(e));
     }
-    match last.msg {
+    match answered("loopd", last.msg)? {
         Message::ChatReply(reply) => {
             let ok = match &reply.end {
                 TurnEnd::Answered => true,
                 TurnEnd::ToolCap { calls } => {
-                    writeln!(out, "[the turn ended after {calls} tool calls]").map_err(err)?;
+                    writeln!(out, "[the turn ended after {calls} tool calls]")
+                        .map_err(Error::Output)?;
                     false
                 }
                 TurnEnd::ModelError { detail } => {
@@ -144,18 +149,13 @@ pub fn send(
                         "[the model could not answer: {}; your message is kept]",
                         line(detail)
                     )
-                    .map_err(err)?;
+                    .map_err(Error::Output)?;
                     false
                 }
             };
             Ok((reply.session, ok))
         }
-        Message::Error(e) => Err(Error(format!(
-            "loopd refused: {:?}: {}",
-            e.code,
-            line(&e.detail)
-        ))),
-        other => Err(Error(format!("unexpected answer {}", other.kind()))),
+        other => Err(unexpected(&other)),
     }
 }
 
@@ -169,7 +169,7 @@ pub fn once(
 ) -> Result<ExitCode, Error> {
     let mut conn = connect(config)?;
     let (session, ok) = send(&mut conn, bxctl, session, text, 1, out)?;
-    writeln!(out, "[session {session}]").map_err(err)?;
+    writeln!(out, "[session {session}]").map_err(Error::Output)?;
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
@@ -186,8 +186,8 @@ pub fn interactive(
 ) -> Result<ExitCode, Error> {
     let mut conn = connect(config)?;
     let mut last = std::time::Instant::now();
-    let mut editor = rustyline::DefaultEditor::new().map_err(err)?;
-    writeln!(out, "boxmaker chat: type a message, /quit to leave").map_err(err)?;
+    let mut editor = rustyline::DefaultEditor::new().map_err(Error::Prompt)?;
+    writeln!(out, "boxmaker chat: type a message, /quit to leave").map_err(Error::Output)?;
     let mut id = 0u64;
     loop {
         let line = match editor.readline("you> ") {
@@ -195,7 +195,7 @@ pub fn interactive(
             Err(
                 rustyline::error::ReadlineError::Eof | rustyline::error::ReadlineError::Interrupted,
             ) => break,
-            Err(e) => return Err(err(e)),
+            Err(e) => return Err(Error::Prompt(e)),
         };
         let text = line.trim();
         if text.is_empty() {
@@ -215,7 +215,7 @@ pub fn interactive(
         session = Some(s);
     }
     if let Some(s) = session {
-        writeln!(out, "[session {s}]").map_err(err)?;
+        writeln!(out, "[session {s}]").map_err(Error::Output)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -233,14 +233,13 @@ pub fn sessions(
         }),
         None => Message::SessionList(Empty {}),
     };
-    match conn
+    let reply = conn
         .call(1, msg, |_| {})
-        .map_err(crate::call_failed("loopd", "chat"))?
-        .msg
-    {
+        .map_err(call_failed("loopd", "chat"))?;
+    match answered("loopd", reply.msg)? {
         Message::SessionListing(l) => {
             if l.sessions.is_empty() {
-                writeln!(out, "no sessions").map_err(err)?;
+                writeln!(out, "no sessions").map_err(Error::Output)?;
             }
             for s in l.sessions {
                 writeln!(
@@ -248,7 +247,7 @@ pub fn sessions(
                     "{}  epoch {}  {} turns  started {}  last {}",
                     s.session, s.epoch.0, s.turns, s.started, s.last
                 )
-                .map_err(err)?;
+                .map_err(Error::Output)?;
             }
         }
         Message::SessionRecords(r) => {
@@ -263,19 +262,12 @@ pub fn sessions(
                     ""
                 }
             )
-            .map_err(err)?;
+            .map_err(Error::Output)?;
             for rec in &r.records {
-                write!(out, "{}", describe(rec)).map_err(err)?;
+                write!(out, "{}", describe(rec)).map_err(Error::Output)?;
             }
         }
-        Message::Error(e) => {
-            return Err(Error(format!(
-                "loopd refused: {:?}: {}",
-                e.code,
-                line(&e.detail)
-            )));
-        }
-        other => return Err(Error(format!("unexpected answer {}", other.kind()))),
+        other => return Err(unexpected(&other)),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -4,15 +4,16 @@
 //! grants, loopd; it waits until each says READY=1, opens the chat, and stops them all on
 //! exit.
 
-use std::io::{BufRead, BufReader, Write};
+use std::fmt;
+use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use daemon::config::Config;
 use daemon::supervise::{self, NotReady};
 
-use crate::{Error, chat, err};
+use crate::{Error, chat};
 
 /// The demo conversation the fake server plays (see docs/fake-llama-server.md).
 const DEMO_SCRIPT: &str = include_str!("demo-script.toml");
@@ -28,6 +29,113 @@ pub struct DevArgs {
     /// Send this one message instead of opening the prompt.
     #[arg(short, long)]
     pub message: Option<String>,
+}
+
+/// Why `bxctl dev` could not start the stack.
+#[derive(Debug)]
+pub enum DevError {
+    /// Where bxctl itself is (to find the roles next to it).
+    CurrentExe(io::Error),
+    /// A role's binary is not next to bxctl.
+    NotBuilt {
+        path: PathBuf,
+    },
+    /// The state directory (or a log in it) could not be made absolute or created.
+    StateDir {
+        path: PathBuf,
+        source: io::Error,
+    },
+    /// The state directory's path could not go into the configuration safely.
+    UnsafeStatePath {
+        path: PathBuf,
+    },
+    /// A file or directory under the state directory (the config, the grants, a log).
+    Write {
+        path: PathBuf,
+        source: io::Error,
+    },
+    /// `name` could not be started.
+    Spawn {
+        name: &'static str,
+        source: io::Error,
+    },
+    /// `name` exited before READY=1; `log` is what it wrote.
+    Exited {
+        name: &'static str,
+        status: ExitStatus,
+        log: String,
+    },
+    /// `name` said nothing within the time allowed.
+    Silent {
+        name: &'static str,
+        log: PathBuf,
+    },
+    /// `name`'s notify socket failed.
+    NotReady {
+        name: &'static str,
+        source: NotReady,
+        log: PathBuf,
+    },
+    /// The fake llama-server's first line, when it is not where it listens.
+    FakeSaid {
+        first: String,
+    },
+    FakeRead(io::Error),
+}
+
+impl fmt::Display for DevError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            // The system's words alone, as bxctl has always shown them.
+            Self::CurrentExe(e) | Self::FakeRead(e) => e.fmt(f),
+            Self::StateDir { source, .. } => source.fmt(f),
+            Self::NotBuilt { path } => write!(
+                f,
+                "{} is not built next to bxctl: run `cargo build --release` (or without \
+                 --release) first",
+                path.display()
+            ),
+            Self::UnsafeStatePath { path } => write!(
+                f,
+                "{}: choose a state directory whose path has no spaces, quotes, backslashes or \
+                 control characters (--state)",
+                path.display()
+            ),
+            Self::Write { path, source } => write!(f, "{}: {source}", path.display()),
+            Self::Spawn { name, source } => write!(f, "{name}: {source}"),
+            // The log may quote what the model or a tool wrote: set apart, inert.
+            Self::Exited { name, status, log } => write!(
+                f,
+                "{name} exited ({status}):\n{}",
+                inert::block(log).trim_end()
+            ),
+            Self::Silent { name, log } => {
+                write!(f, "{name} did not become ready; see {}", log.display())
+            }
+            Self::NotReady { name, source, log } => {
+                write!(f, "{name}: {source}; see {}", log.display())
+            }
+            Self::FakeSaid { first } => write!(f, "fake-llama-server said {first:?}"),
+        }
+    }
+}
+
+impl std::error::Error for DevError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::CurrentExe(e)
+            | Self::FakeRead(e)
+            | Self::StateDir { source: e, .. }
+            | Self::Write { source: e, .. }
+            | Self::Spawn { source: e, .. } => Some(e),
+            Self::NotReady { source, .. } => Some(source),
+            Self::NotBuilt { .. }
+            | Self::UnsafeStatePath { .. }
+            | Self::Exited { .. }
+            | Self::Silent { .. }
+            | Self::FakeSaid { .. } => None,
+        }
+    }
 }
 
 /// The children, stopped (SIGTERM, then SIGKILL) when dropped.
@@ -59,24 +167,24 @@ impl Drop for Stack {
     }
 }
 
-fn bin(name: &str) -> Result<PathBuf, Error> {
-    let exe = std::env::current_exe().map_err(err)?;
+fn bin(name: &str) -> Result<PathBuf, DevError> {
+    let exe = std::env::current_exe().map_err(DevError::CurrentExe)?;
     let path = exe.parent().map(|d| d.join(name)).unwrap_or_default();
     if path.exists() {
         Ok(path)
     } else {
-        Err(Error(format!(
-            "{} is not built next to bxctl: run `cargo build --release` (or without --release) first",
-            path.display()
-        )))
+        Err(DevError::NotBuilt { path })
     }
 }
 
-fn write(path: &Path, text: &str) -> Result<(), Error> {
-    std::fs::write(path, text).map_err(|e| Error(format!("{}: {e}", path.display())))
+fn write(path: &Path, text: &str) -> Result<(), DevError> {
+    std::fs::write(path, text).map_err(|source| DevError::Write {
+        path: path.to_owned(),
+        source,
+    })
 }
 
-fn lay_out(state: &Path, upstream: &str) -> Result<PathBuf, Error> {
+fn lay_out(state: &Path, upstream: &str) -> Result<PathBuf, DevError> {
     for d in [
         "home/memory",
         "grants",
@@ -87,8 +195,10 @@ fn lay_out(state: &Path, upstream: &str) -> Result<PathBuf, Error> {
         "run/loop-infer",
         "run/chat-loop",
     ] {
-        std::fs::create_dir_all(state.join(d))
-            .map_err(|e| Error(format!("{}: {e}", state.join(d).display())))?;
+        std::fs::create_dir_all(state.join(d)).map_err(|source| DevError::Write {
+            path: state.join(d),
+            source,
+        })?;
     }
     let notes = state.join("notes");
     if !notes.join("todo.md").exists() {
@@ -151,36 +261,39 @@ fn start(
     name: &'static str,
     mut cmd: Command,
     state: &Path,
-) -> Result<(), Error> {
+) -> Result<(), DevError> {
     let notify = state.join(format!("run/{name}.notify"));
     let log = state.join(format!("logs/{name}.log"));
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).map_err(err)?);
+        .stderr(create_log(&log)?);
     match supervise::spawn_ready(&mut cmd, &notify, Duration::from_secs(30)) {
         Ok((child, _)) => {
             stack.children.push((name, child));
             Ok(())
         }
-        Err(NotReady::Exited(status)) => {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            // The log may quote what the model or a tool wrote: set apart, inert.
-            Err(Error(format!(
-                "{name} exited ({status}):\n{}",
-                inert::block(&text).trim_end()
-            )))
-        }
-        Err(NotReady::Timeout(_)) => Err(Error(format!(
-            "{name} did not become ready; see {}",
-            log.display()
-        ))),
-        Err(NotReady::Spawn(e)) => Err(Error(format!("{name}: {e}"))),
-        Err(e) => Err(Error(format!("{name}: {e}; see {}", log.display()))),
+        Err(NotReady::Exited(status)) => Err(DevError::Exited {
+            name,
+            status,
+            log: std::fs::read_to_string(&log).unwrap_or_default(),
+        }),
+        Err(NotReady::Timeout(_)) => Err(DevError::Silent { name, log }),
+        Err(NotReady::Spawn(source)) => Err(DevError::Spawn { name, source }),
+        Err(source) => Err(DevError::NotReady { name, source, log }),
     }
 }
 
+/// A log file for a child's stderr. (Its failure reads as the system's words alone, as
+/// bxctl has always shown it.)
+fn create_log(path: &Path) -> Result<std::fs::File, DevError> {
+    std::fs::File::create(path).map_err(|source| DevError::StateDir {
+        path: path.to_owned(),
+        source,
+    })
+}
+
 /// Starts the fake llama-server on a free loopback port; returns its URL.
-fn start_fake(stack: &mut Stack, state: &Path) -> Result<String, Error> {
+fn start_fake(stack: &mut Stack, state: &Path) -> Result<String, DevError> {
     let script = state.join("demo-script.toml");
     let notes = state.join("notes");
     write(
@@ -192,37 +305,47 @@ fn start_fake(stack: &mut Stack, state: &Path) -> Result<String, Error> {
         .arg(&script)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(state.join("logs/fake-llama-server.log")).map_err(err)?)
+        .stderr(create_log(&state.join("logs/fake-llama-server.log"))?)
         .spawn()
-        .map_err(|e| Error(format!("fake-llama-server: {e}")))?;
+        .map_err(|source| DevError::Spawn {
+            name: "fake-llama-server",
+            source,
+        })?;
     let mut first = String::new();
     if let Some(out) = child.stdout.take() {
-        BufReader::new(out).read_line(&mut first).map_err(err)?;
+        BufReader::new(out)
+            .read_line(&mut first)
+            .map_err(DevError::FakeRead)?;
     }
     stack.children.push(("fake-llama-server", child));
     let addr = first
         .trim()
         .strip_prefix("listening on ")
-        .ok_or_else(|| Error(format!("fake-llama-server said {first:?}")))?;
+        .ok_or_else(|| DevError::FakeSaid {
+            first: first.clone(),
+        })?;
     Ok(format!("http://{addr}"))
 }
 
 pub fn run(args: &DevArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
-    let state = std::path::absolute(&args.state).map_err(err)?;
+    let state = std::path::absolute(&args.state).map_err(|source| DevError::StateDir {
+        path: args.state.clone(),
+        source,
+    })?;
     // The demo script carries paths inside JSON inside TOML; keep them plain.
     if state
         .to_string_lossy()
         .chars()
         .any(|c| matches!(c, '"' | '\'' | '\\') || c.is_control() || c.is_whitespace())
     {
-        return Err(Error(format!(
-            "{}: choose a state directory whose path has no spaces, quotes, backslashes or control \
-             characters (--state)",
-            state.display()
-        )));
+        return Err(DevError::UnsafeStatePath { path: state }.into());
     }
-    std::fs::create_dir_all(state.join("logs")).map_err(err)?;
-    std::fs::create_dir_all(state.join("run")).map_err(err)?;
+    for dir in ["logs", "run"] {
+        std::fs::create_dir_all(state.join(dir)).map_err(|source| DevError::StateDir {
+            path: state.join(dir),
+            source,
+        })?;
+    }
     let mut stack = Stack {
         children: Vec::new(),
     };
@@ -231,7 +354,7 @@ pub fn run(args: &DevArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
         None => start_fake(&mut stack, &state)?,
     };
     let config_path = lay_out(&state, &upstream)?;
-    let role = |name: &str| -> Result<Command, Error> {
+    let role = |name: &str| -> Result<Command, DevError> {
         let mut c = Command::new(bin(name)?);
         c.arg("--config").arg(&config_path);
         Ok(c)
@@ -239,7 +362,7 @@ pub fn run(args: &DevArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
     start(&mut stack, "inferproxy", role("inferproxy")?, &state)?;
     start(&mut stack, "brokerd", role("brokerd")?, &state)?;
     start(&mut stack, "loopd", role("loopd")?, &state)?;
-    let config = Config::load(&config_path).map_err(err)?;
+    let config = Config::load(&config_path)?;
     let bxctl = format!("bxctl --config {} ", config_path.display());
     writeln!(
         out,
@@ -249,7 +372,7 @@ pub fn run(args: &DevArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
         state.display(),
         config_path.display()
     )
-    .map_err(err)?;
+    .map_err(Error::Output)?;
     let code = match &args.message {
         Some(text) => chat::once(&config, &bxctl, None, text, out)?,
         None => chat::interactive(&config, &bxctl, None, out)?,
@@ -276,8 +399,12 @@ mod tests {
             "printf 'bad config \\033[2J\\r\\n#0 forged ALLOWED by grant x\\n' >&2; exit 3",
         ]);
         let e = start(&mut stack, "brokerd", cmd, &state).expect_err("exits");
+        assert!(
+            matches!(&e, DevError::Exited { name: "brokerd", status, .. } if status.code() == Some(3)),
+            "{e:?}"
+        );
         assert_eq!(
-            e.0,
+            e.to_string(),
             "brokerd exited (exit status: 3):\n| bad config \\u{001b}[2J\\u{000d}\n\
              | #0 forged ALLOWED by grant x"
         );

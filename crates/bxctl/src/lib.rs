@@ -13,6 +13,7 @@ mod admin;
 mod audit;
 mod chat;
 mod dev;
+mod error;
 mod policy;
 
 use std::io::Write;
@@ -96,45 +97,11 @@ pub enum AuditCmd {
     },
 }
 
-pub use daemon::Error;
-pub(crate) use daemon::err;
-
-/// An error whose text comes in part from a peer (a decode error quoting a frame, a
-/// refusal's detail): shown as one inert line.
-pub(crate) fn peer_err(e: impl std::fmt::Display) -> Error {
-    Error(inert::line(&e.to_string()))
-}
-
-/// A failed call to `server` (brokerd, loopd), for the owner. A connection the server
-/// refused says so in the server's own words (who the socket admits), with a `help:` line
-/// naming the setting (`peers.{peers}`) that decides who may connect.
-pub(crate) fn call_failed(
-    server: &'static str,
-    peers: &'static str,
-) -> impl Fn(daemon::conn::CallError) -> Error {
-    move |e| match e {
-        daemon::conn::CallError::Refused(r) => {
-            let help = match r.code {
-                proto::ErrorCode::Refused => format!(
-                    "run bxctl as the user, or as a member of the group, that `peers.{peers}` \
-                     in the configuration names (after joining a group, log in again)"
-                ),
-                proto::ErrorCode::Unavailable => "try again in a moment".to_owned(),
-                _ => format!("{server}'s log says more"),
-            };
-            // The detail is the server's, naming users and groups: one inert line.
-            let detail = inert::line(&r.detail);
-            Error(format!(
-                "{server} refused the connection ({}): {detail}\nhelp: {help}",
-                r.code.name(),
-            ))
-        }
-        other => peer_err(other),
-    }
-}
+pub use crate::dev::DevError;
+pub use crate::error::Error;
 
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
-    let config = || Config::load(&cli.config).map_err(err);
+    let config = || Config::load(&cli.config).map_err(Error::Config);
     // How to call bxctl again for this same stack, for the hints bxctl prints.
     let bxctl = if cli.config == std::path::Path::new(DEFAULT_PATH) {
         "bxctl ".to_owned()
@@ -157,11 +124,11 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
                         s.ids().join(", "),
                         s.hash()
                     )
-                    .map_err(err)?;
+                    .map_err(Error::Output)?;
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(e) => {
-                    writeln!(out, "{e}").map_err(err)?;
+                    writeln!(out, "{e}").map_err(Error::Output)?;
                     Ok(ExitCode::from(1))
                 }
             }
@@ -179,7 +146,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             audit::verify(&dir, out)
         }
         Command::Chat { message, session } => {
-            let session = session.map(SessionId::new).transpose().map_err(err)?;
+            let session = session
+                .map(SessionId::new)
+                .transpose()
+                .map_err(Error::SessionId)?;
             match message {
                 Some(text) => chat::once(&config()?, &bxctl, session, &text, out),
                 None => chat::interactive(&config()?, &bxctl, session, out),
@@ -187,7 +157,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
         }
         Command::Dev(args) => dev::run(&args, out),
         Command::Sessions { session } => {
-            let session = session.map(SessionId::new).transpose().map_err(err)?;
+            let session = session
+                .map(SessionId::new)
+                .transpose()
+                .map_err(Error::SessionId)?;
             chat::sessions(&config()?, session, out)
         }
         Command::Audit(AuditCmd::Show {

@@ -9,7 +9,7 @@ fn main() -> std::process::ExitCode {
                 &mut std::io::stderr(),
                 format!("bxctl: {e}\n").as_bytes(),
             );
-            std::process::ExitCode::from(2)
+            std::process::ExitCode::from(e.exit_code())
         }
     }
 }

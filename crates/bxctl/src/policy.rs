@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use proto::{AuditEvent, AuditLine, Hash32, Timestamp};
 
-use crate::{Error, err};
+use crate::Error;
 
 /// One snapshot as the audit recorded it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,11 +100,11 @@ pub fn show_at(dir: &Path, at: u64, out: &mut dyn Write) -> Result<ExitCode, Err
     })?;
     let policy = match (found, replay.current()) {
         (false, _) => {
-            writeln!(out, "no record #{at} in {}", dir.display()).map_err(err)?;
+            writeln!(out, "no record #{at} in {}", dir.display()).map_err(Error::Output)?;
             return Ok(ExitCode::from(1));
         }
         (true, None) => {
-            writeln!(out, "no grants were loaded at or before #{at}").map_err(err)?;
+            writeln!(out, "no grants were loaded at or before #{at}").map_err(Error::Output)?;
             return Ok(ExitCode::from(1));
         }
         (true, Some(p)) => p,
@@ -117,18 +117,19 @@ pub fn show_at(dir: &Path, at: u64, out: &mut dyn Write) -> Result<ExitCode, Err
         policy.time,
         policy.grants.len()
     )
-    .map_err(err)?;
+    .map_err(Error::Output)?;
     for (id, recorded) in &policy.grants {
         match recorded {
             Some((text, seq)) => {
-                write!(out, "\n# grant {id} (text recorded by #{seq})\n{text}").map_err(err)?;
+                write!(out, "\n# grant {id} (text recorded by #{seq})\n{text}")
+                    .map_err(Error::Output)?;
             }
             None => writeln!(
                 out,
                 "\n# grant {id}: its text is not in the audit (loaded by a brokerd that \
                  recorded only grant ids)"
             )
-            .map_err(err)?,
+            .map_err(Error::Output)?,
         }
     }
     Ok(ExitCode::SUCCESS)

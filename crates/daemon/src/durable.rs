@@ -4,6 +4,7 @@
 //! written and read this way; loopd's append-only session logs are opened with the same
 //! refusals.
 
+use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -17,6 +18,18 @@ pub struct ReplaceError {
     /// The temp file, the target (for the rename) or its directory (for the fsync).
     pub path: PathBuf,
     pub source: io::Error,
+}
+
+impl fmt::Display for ReplaceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.source)
+    }
+}
+
+impl std::error::Error for ReplaceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
 }
 
 /// Makes `bytes` the contents of `path`, through `tmp` (in the same directory).
@@ -58,8 +71,74 @@ pub fn replace_file(path: &Path, tmp: &Path, bytes: &[u8], mode: u32) -> Result<
 pub enum ReadError {
     /// There is none (yet).
     Missing,
-    /// There is one, and it is not what this daemon writes: why, for a person.
-    Refused(String),
+    /// There is one, and it is not what this daemon writes.
+    Refused(Refusal),
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Missing => f.write_str("there is none"),
+            Self::Refused(why) => why.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Missing => None,
+            Self::Refused(why) => why.source(),
+        }
+    }
+}
+
+/// Why a file that is there is refused, worded for a person (after the file's name).
+#[derive(Debug)]
+pub enum Refusal {
+    /// A symbolic link in the last component (O_NOFOLLOW's ELOOP).
+    Link,
+    NotRegular,
+    /// `mode` sets the bits `sets`, which the writer never sets.
+    Mode {
+        mode: u32,
+        sets: u32,
+    },
+    /// More than `max` bytes.
+    TooLarge {
+        max: u64,
+    },
+    Open(io::Error),
+    Stat(io::Error),
+    Read(io::Error),
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Link => f.write_str("it is a symbolic link"),
+            Self::NotRegular => f.write_str("not a regular file"),
+            Self::Mode { mode, sets } => {
+                write!(
+                    f,
+                    "mode {mode:o} sets {sets:o}, which this daemon never does"
+                )
+            }
+            Self::TooLarge { max } => write!(f, "larger than {max} bytes"),
+            Self::Open(e) => write!(f, "cannot open: {e}"),
+            Self::Stat(e) => write!(f, "stat: {e}"),
+            Self::Read(e) => write!(f, "reading: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Refusal {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Open(e) | Self::Stat(e) | Self::Read(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 /// Reads a state file that [`replace_file`] wrote: never through a symbolic link, only a
@@ -72,9 +151,9 @@ pub fn read_file(path: &Path, forbidden: u32, max: u64) -> Result<Vec<u8>, ReadE
     (&mut file)
         .take(max.saturating_add(1))
         .read_to_end(&mut bytes)
-        .map_err(|e| ReadError::Refused(format!("reading: {e}")))?;
+        .map_err(|e| ReadError::Refused(Refusal::Read(e)))?;
     if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > max {
-        return Err(ReadError::Refused(format!("larger than {max} bytes")));
+        return Err(ReadError::Refused(Refusal::TooLarge { max }));
     }
     Ok(bytes)
 }
@@ -95,21 +174,22 @@ pub fn open(path: &Path, create: Option<u32>, forbidden: u32) -> Result<File, Re
             io::ErrorKind::NotFound => ReadError::Missing,
             // O_NOFOLLOW's answer for a link in the last component.
             _ if e.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) => {
-                ReadError::Refused("it is a symbolic link".into())
+                ReadError::Refused(Refusal::Link)
             }
-            _ => ReadError::Refused(format!("cannot open: {e}")),
+            _ => ReadError::Refused(Refusal::Open(e)),
         })?;
-    let refused = |why: String| ReadError::Refused(why);
-    let meta = file.metadata().map_err(|e| refused(format!("stat: {e}")))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| ReadError::Refused(Refusal::Stat(e)))?;
     if !meta.is_file() {
-        return Err(refused("not a regular file".into()));
+        return Err(ReadError::Refused(Refusal::NotRegular));
     }
     let mode = meta.mode() & 0o7777;
     if mode & forbidden != 0 {
-        return Err(refused(format!(
-            "mode {mode:o} sets {:o}, which this daemon never does",
-            mode & forbidden
-        )));
+        return Err(ReadError::Refused(Refusal::Mode {
+            mode,
+            sets: mode & forbidden,
+        }));
     }
     Ok(file)
 }
@@ -138,17 +218,33 @@ mod tests {
             other => panic!("not refused: {other:?}"),
         };
         let why = refused(read_file(&path, 0o077, 5));
-        assert_eq!(why, "larger than 5 bytes");
+        assert!(matches!(why, Refusal::TooLarge { max: 5 }), "{why:?}");
+        assert_eq!(why.to_string(), "larger than 5 bytes");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).expect("chmod");
         let why = refused(read_file(&path, 0o077, 100));
-        assert_eq!(why, "mode 640 sets 40, which this daemon never does");
+        assert!(
+            matches!(
+                why,
+                Refusal::Mode {
+                    mode: 0o640,
+                    sets: 0o40
+                }
+            ),
+            "{why:?}"
+        );
+        assert_eq!(
+            why.to_string(),
+            "mode 640 sets 40, which this daemon never does"
+        );
         read_file(&path, 0o022, 100).expect("0640 has no bit of 022");
         let link = dir.join("link.json");
         std::os::unix::fs::symlink(&path, &link).expect("link");
         let why = refused(read_file(&link, 0, 100));
-        assert_eq!(why, "it is a symbolic link");
+        assert!(matches!(why, Refusal::Link), "{why:?}");
+        assert_eq!(why.to_string(), "it is a symbolic link");
         let why = refused(read_file(&dir, 0, 100));
-        assert_eq!(why, "not a regular file");
+        assert!(matches!(why, Refusal::NotRegular), "{why:?}");
+        assert_eq!(why.to_string(), "not a regular file");
         assert!(matches!(
             read_file(&dir.join("absent"), 0, 100),
             Err(ReadError::Missing)

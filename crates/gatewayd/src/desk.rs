@@ -3,6 +3,7 @@
 //! as answers for brokerd, which alone decides whether they count. They never reach loopd.
 
 use std::collections::{HashSet, VecDeque};
+use std::fmt;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -12,12 +13,44 @@ use proto::gateway::{ApprovalUpdate, MAX_HEARD, Update};
 
 use crate::card;
 use crate::context::Context;
-use crate::mm::{Post, Reaction};
+use crate::mm::{self, Post, Reaction};
 use crate::state::Asked;
 use crate::verdict::{emoji_verdict, reply_verdict};
 
 /// Answers queued for brokerd at most; beyond it the oldest are dropped (and logged).
 const MAX_QUEUED: usize = 1024;
+
+/// Why a card or an update was not shown: brokerd asks again, or the outcome stands unshown.
+#[derive(Debug)]
+pub enum DeskError {
+    /// brokerd asked again while the first try still runs.
+    BeingPosted,
+    Mattermost(mm::Error),
+}
+
+impl fmt::Display for DeskError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BeingPosted => f.write_str("being posted"),
+            Self::Mattermost(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for DeskError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::BeingPosted => None,
+            Self::Mattermost(e) => Some(e),
+        }
+    }
+}
+
+impl From<mm::Error> for DeskError {
+    fn from(e: mm::Error) -> Self {
+        Self::Mattermost(e)
+    }
+}
 
 #[derive(Debug)]
 pub struct Desk {
@@ -61,17 +94,17 @@ impl Desk {
     /// Posts `card` as a root post with its long arguments continued in its thread, or
     /// finds the post made for it before (and posts the parts a failure left out). Returns
     /// the root post's id.
-    pub fn post(&self, card: &ApprovalCard, now: i64) -> Result<String, String> {
+    pub fn post(&self, card: &ApprovalCard, now: i64) -> Result<String, DeskError> {
         if !lock(&self.posting).insert(card.approval.clone()) {
             // A slow Mattermost: brokerd asked again while the first try still runs.
-            return Err("being posted".into());
+            return Err(DeskError::BeingPosted);
         }
         let result = self.post_parts(card, now);
         lock(&self.posting).remove(&card.approval);
         result
     }
 
-    fn post_parts(&self, card: &ApprovalCard, now: i64) -> Result<String, String> {
+    fn post_parts(&self, card: &ApprovalCard, now: i64) -> Result<String, DeskError> {
         let (known, thread) = {
             let s = self.ctx.store();
             let known = s.approval(&card.approval).cloned();
@@ -82,7 +115,7 @@ impl Desk {
         let (root, done) = match known {
             Some(asked) => (asked.post, asked.parts),
             None => {
-                let root = self.ctx.post("", &posts[0]).map_err(|e| e.to_string())?;
+                let root = self.ctx.post("", &posts[0])?;
                 // Known at once: an answer on it from now on is an answer, never chat.
                 let asked = Asked {
                     post: root.clone(),
@@ -104,7 +137,7 @@ impl Desk {
         // The parts split the same way on every try (card::render), so a retry goes on
         // where a failure stopped.
         for (i, more) in posts.iter().enumerate().skip(done.max(1)) {
-            self.ctx.post(&root, more).map_err(|e| e.to_string())?;
+            self.ctx.post(&root, more)?;
             let mut s = self.ctx.store();
             s.posted_parts(&card.approval, i + 1);
             s.save_or_log();
@@ -114,7 +147,7 @@ impl Desk {
 
     /// Shows what became of an answer (a reply in the thread, once per user) or of the
     /// approval (the root post edited, once brokerd's outcome is in).
-    pub fn update(&self, u: &ApprovalUpdate) -> Result<(), String> {
+    pub fn update(&self, u: &ApprovalUpdate) -> Result<(), DeskError> {
         let Some(asked) = self.ctx.store().approval(&u.approval).cloned() else {
             return Ok(());
         };
@@ -123,9 +156,7 @@ impl Desk {
                 // Said once per user and post: a flood of refusals is not echoed.
                 return Ok(());
             }
-            self.ctx
-                .post(&asked.post, &card::refused(by, *refusal))
-                .map_err(|e| e.to_string())?;
+            self.ctx.post(&asked.post, &card::refused(by, *refusal))?;
             let mut s = self.ctx.store();
             s.tell(&u.approval, by);
             s.save_or_log();
@@ -142,11 +173,11 @@ impl Desk {
     }
 
     /// Edits the root post to show `update`.
-    fn settle(&self, approval: &str, post: &str, update: &Update) -> Result<(), String> {
+    fn settle(&self, approval: &str, post: &str, update: &Update) -> Result<(), DeskError> {
         let client = self.ctx.client();
-        let message = client.message(post).map_err(|e| e.to_string())?;
+        let message = client.message(post)?;
         match card::settled(&message, approval, update) {
-            Some(text) if text != message => client.edit(post, &text).map_err(|e| e.to_string()),
+            Some(text) if text != message => Ok(client.edit(post, &text)?),
             _ => Ok(()),
         }
     }

@@ -3,6 +3,7 @@
 //! each `posted` event on and each `reaction_added` to the desk. Any break reconnects with
 //! backoff; the catch-up after it finds what was missed (duplicates are dropped).
 
+use std::fmt;
 use std::net::TcpStream;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
@@ -17,6 +18,45 @@ use crate::desk::Desk;
 use crate::mm::{self, Client, Post, Reaction};
 
 type Socket = WebSocket<MaybeTlsStream<TcpStream>>;
+
+/// Why the event stream was lost (or never found): logged, then a reconnect.
+#[derive(Debug)]
+enum Lost {
+    /// The WebSocket could not be opened.
+    Connect(tungstenite::Error),
+    /// A TLS stream of a kind tungstenite added since.
+    StreamKind,
+    /// The quiet deadline could not be set on the socket.
+    Deadline(std::io::Error),
+    Send(tungstenite::Error),
+    Read(tungstenite::Error),
+    NoHello,
+    /// Mattermost refused the token, with its `error.message`.
+    AuthRefused(Value),
+    Closed,
+    /// No event and no answer to a ping, twice in a row.
+    Quiet,
+    /// The REST catch-up failed.
+    CatchUp(mm::Error),
+    /// The dispatch thread is gone.
+    WorkerStopped,
+}
+
+impl fmt::Display for Lost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Connect(e) | Self::Send(e) | Self::Read(e) => e.fmt(f),
+            Self::StreamKind => f.write_str("unexpected stream kind"),
+            Self::Deadline(e) => e.fmt(f),
+            Self::NoHello => f.write_str("no hello before the quiet deadline"),
+            Self::AuthRefused(message) => write!(f, "authentication refused: {message}"),
+            Self::Closed => f.write_str("closed by the server"),
+            Self::Quiet => f.write_str("the server went quiet"),
+            Self::CatchUp(e) => e.fmt(f),
+            Self::WorkerStopped => f.write_str("the worker stopped"),
+        }
+    }
+}
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -45,26 +85,23 @@ pub fn run(ctx: &Context, desk: &Desk, token: &str, posts: &Sender<Post>) {
     }
 }
 
-fn connect(client: &Client, token: &str) -> Result<Socket, String> {
-    let (mut ws, _) = tungstenite::connect(client.websocket_url()).map_err(|e| e.to_string())?;
+fn connect(client: &Client, token: &str) -> Result<Socket, Lost> {
+    let (mut ws, _) = tungstenite::connect(client.websocket_url()).map_err(Lost::Connect)?;
     let stream = match ws.get_ref() {
         MaybeTlsStream::Plain(s) => s,
         MaybeTlsStream::Rustls(s) => s.get_ref(),
-        _ => return Err("unexpected stream kind".into()),
+        _ => return Err(Lost::StreamKind),
     };
     stream
         .set_read_timeout(Some(QUIET))
-        .map_err(|e| e.to_string())?;
+        .map_err(Lost::Deadline)?;
     let auth = json!({"seq": 1, "action": "authentication_challenge", "data": {"token": token}});
     ws.send(Message::text(auth.to_string()))
-        .map_err(|e| e.to_string())?;
+        .map_err(Lost::Send)?;
     loop {
-        let event = next(&mut ws)?.ok_or("no hello before the quiet deadline")?;
+        let event = next(&mut ws)?.ok_or(Lost::NoHello)?;
         if event["status"] == "FAIL" {
-            return Err(format!(
-                "authentication refused: {}",
-                event["error"]["message"]
-            ));
+            return Err(Lost::AuthRefused(event["error"]["message"].clone()));
         }
         if event["event"] == "hello" {
             return Ok(ws);
@@ -73,43 +110,43 @@ fn connect(client: &Client, token: &str) -> Result<Socket, String> {
 }
 
 /// The next JSON message, `None` when the deadline passed quietly.
-fn next(ws: &mut Socket) -> Result<Option<Value>, String> {
+fn next(ws: &mut Socket) -> Result<Option<Value>, Lost> {
     match ws.read() {
         Ok(Message::Text(text)) => Ok(Some(
             serde_json::from_str(text.as_str()).unwrap_or(Value::Null),
         )),
-        Ok(Message::Close(_)) => Err("closed by the server".into()),
+        Ok(Message::Close(_)) => Err(Lost::Closed),
         Ok(_) => Ok(Some(Value::Null)),
         Err(tungstenite::Error::Io(e)) if daemon::conn::is_timeout_io(&e) => Ok(None),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(Lost::Read(e)),
     }
 }
 
-fn catch_up(ctx: &Context, desk: &Desk, posts: &Sender<Post>) -> Result<(), String> {
+fn catch_up(ctx: &Context, desk: &Desk, posts: &Sender<Post>) -> Result<(), Lost> {
     let cursor = ctx.store().cursor();
     for post in ctx
         .client()
         .since(ctx.channel(), cursor.saturating_sub(1))
-        .map_err(|e| e.to_string())?
+        .map_err(Lost::CatchUp)?
     {
-        posts.send(post).map_err(|_| "the worker stopped")?;
+        posts.send(post).map_err(|_| Lost::WorkerStopped)?;
     }
     desk.catch_up(mm::now_ms());
     Ok(())
 }
 
-fn follow(ws: &mut Socket, ctx: &Context, desk: &Desk, posts: &Sender<Post>) -> Result<(), String> {
+fn follow(ws: &mut Socket, ctx: &Context, desk: &Desk, posts: &Sender<Post>) -> Result<(), Lost> {
     catch_up(ctx, desk, posts)?;
     let mut quiet = false;
     let mut expected: Option<u64> = None;
     loop {
         let Some(event) = next(ws)? else {
             if quiet {
-                return Err("the server went quiet".into());
+                return Err(Lost::Quiet);
             }
             quiet = true;
             ws.send(Message::Ping(Vec::new().into()))
-                .map_err(|e| e.to_string())?;
+                .map_err(Lost::Send)?;
             continue;
         };
         quiet = false;
@@ -140,7 +177,7 @@ fn follow(ws: &mut Socket, ctx: &Context, desk: &Desk, posts: &Sender<Post>) -> 
         };
         match serde_json::from_str::<Post>(text) {
             Ok(post) if post.channel_id == ctx.channel() => {
-                posts.send(post).map_err(|_| "the worker stopped")?;
+                posts.send(post).map_err(|_| Lost::WorkerStopped)?;
             }
             Ok(_) => {}
             Err(e) => log::warn(format_args!("a posted event not understood: {e}")),

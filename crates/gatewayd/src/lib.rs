@@ -11,6 +11,7 @@ pub mod card;
 mod context;
 mod desk;
 mod dispatch;
+mod error;
 mod follow;
 mod mm;
 pub mod render;
@@ -41,7 +42,7 @@ pub struct Args {
     pub common: CommonArgs,
 }
 
-pub use daemon::{Error, err};
+pub use crate::error::Error;
 
 /// The bot token: `token_file` when set (development), else the systemd credential.
 fn token(g: &Gateway) -> Result<String, Error> {
@@ -49,39 +50,41 @@ fn token(g: &Gateway) -> Result<String, Error> {
         Some(p) => p.clone(),
         None => std::env::var_os("CREDENTIALS_DIRECTORY")
             .map(|d| std::path::PathBuf::from(d).join(&g.token_credential))
-            .ok_or_else(|| Error("no $CREDENTIALS_DIRECTORY and no gateway.token_file".into()))?,
+            .ok_or(Error::NoCredentials)?,
     };
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| Error(format!("the bot token {}: {e}", path.display())))?;
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(source) => return Err(Error::Token { path, source }),
+    };
     let token = text.trim().to_owned();
     if token.is_empty() {
-        return Err(Error(format!("the bot token {} is empty", path.display())));
+        return Err(Error::EmptyToken { path });
     }
     Ok(token)
 }
 
 pub fn run(args: Args) -> Result<(), Error> {
     // First, before any thread exists: the inherited socket is read from the environment.
-    let inherited = Inherited::from_env().map_err(err)?;
-    let config = Config::load(&args.common.config).map_err(err)?;
-    let name = args.common.config.display();
-    let g = config.gateway.clone().ok_or_else(|| {
-        Error(format!(
-            "{name}: no [gateway] table: name the Mattermost server, owners and channel"
-        ))
+    let inherited = Inherited::from_env()?;
+    let config = Config::load(&args.common.config)?;
+    let name = &args.common.config;
+    let g = config.gateway.clone().ok_or_else(|| Error::NoGateway {
+        config: name.clone(),
     })?;
-    let broker = config.peers.broker.clone().ok_or_else(|| {
-        Error(format!(
-            "{name}: peers.broker is not set: name who may connect to gateway.sock"
-        ))
-    })?;
+    let broker = config
+        .peers
+        .broker
+        .clone()
+        .ok_or_else(|| Error::NoBrokerPeer {
+            config: name.clone(),
+        })?;
     if args.common.check_config {
-        let line = format!("{name}: good\n");
+        let line = format!("{}: good\n", name.display());
         return std::io::Write::write_all(&mut std::io::stdout().lock(), line.as_bytes())
-            .map_err(err);
+            .map_err(Error::Stdout);
     }
     let token = token(&g)?;
-    let store = Store::open(g.state_dir(&config.home), mm::now_ms()).map_err(err)?;
+    let store = Store::open(g.state_dir(&config.home), mm::now_ms())?;
     let client = Client::new(&g.server, &token);
     let ctx = Arc::new(Context::new(
         client,
@@ -99,15 +102,13 @@ pub fn run(args: Args) -> Result<(), Error> {
     };
     let mut service = Service::new("gatewayd", inherited);
     let (d, a) = (desk.clone(), service.activity());
-    service
-        .framed(
-            &config.sockets.broker_gateway_sock(),
-            &policy,
-            move |conn, who: &str| {
-                server::serve(&d, conn, who, &a);
-            },
-        )
-        .map_err(err)?;
+    service.framed(
+        &config.sockets.broker_gateway_sock(),
+        &policy,
+        move |conn, who: &str| {
+            server::serve(&d, conn, who, &a);
+        },
+    )?;
     // Alive while the state can be reached: every post, reaction and card goes through it,
     // and a thread stuck saving it holds it.
     let c = ctx.clone();
@@ -127,7 +128,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     });
     // The drain stays zero: gatewayd has always stopped at SIGTERM without waiting
     // (docs/decisions.md F14).
-    service.run("serving").map_err(err)
+    Ok(service.run("serving")?)
 }
 
 /// The bot's user id, asked until Mattermost answers.

@@ -36,11 +36,17 @@ pub fn now_ms() -> i64 {
     i64::try_from(proto::Timestamp::now().as_millis()).unwrap_or(i64::MAX)
 }
 
+/// Why a call to Mattermost's REST API failed.
 #[derive(Debug)]
 pub enum Error {
-    Http(String),
+    /// No answer, or the answer's body could not be read.
+    Http(ureq::Error),
+    /// An answer of 300 or more, with Mattermost's `message`.
     Status { status: u16, detail: String },
-    Body(String),
+    /// The body is not the JSON asked for.
+    Body(serde_json::Error),
+    /// The body lacks what the call is for (`what`: "no post id", say).
+    Lacks(&'static str),
 }
 
 impl fmt::Display for Error {
@@ -49,11 +55,20 @@ impl fmt::Display for Error {
             Self::Http(e) => write!(f, "Mattermost unreachable: {e}"),
             Self::Status { status, detail } => write!(f, "Mattermost answered {status}: {detail}"),
             Self::Body(e) => write!(f, "Mattermost sent a body not understood: {e}"),
+            Self::Lacks(what) => write!(f, "Mattermost sent a body not understood: {what}"),
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Http(e) => Some(e),
+            Self::Body(e) => Some(e),
+            Self::Status { .. } | Self::Lacks(_) => None,
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -106,15 +121,15 @@ impl Client {
                     .send(text.as_str())
             }
         };
-        let mut resp = result.map_err(|e| Error::Http(e.to_string()))?;
+        let mut resp = result.map_err(Error::Http)?;
         let status = resp.status().as_u16();
         let text = resp
             .body_mut()
             .with_config()
             .limit(32 * 1024 * 1024)
             .read_to_string()
-            .map_err(|e| Error::Http(e.to_string()))?;
-        let value: Value = serde_json::from_str(&text).map_err(|e| Error::Body(e.to_string()))?;
+            .map_err(Error::Http)?;
+        let value: Value = serde_json::from_str(&text).map_err(Error::Body)?;
         if status >= 300 {
             let detail = value["message"].as_str().unwrap_or("no message").to_owned();
             return Err(Error::Status { status, detail });
@@ -128,7 +143,7 @@ impl Client {
         me["id"]
             .as_str()
             .map(str::to_owned)
-            .ok_or_else(|| Error::Body("no user id".into()))
+            .ok_or(Error::Lacks("no user id"))
     }
 
     pub fn create(&self, channel: &str, root: &str, message: &str) -> Result<String, Error> {
@@ -137,7 +152,7 @@ impl Client {
         post["id"]
             .as_str()
             .map(str::to_owned)
-            .ok_or_else(|| Error::Body("no post id".into()))
+            .ok_or(Error::Lacks("no post id"))
     }
 
     pub fn edit(&self, id: &str, message: &str) -> Result<(), Error> {
@@ -152,7 +167,7 @@ impl Client {
         post["message"]
             .as_str()
             .map(str::to_owned)
-            .ok_or_else(|| Error::Body("no message".into()))
+            .ok_or(Error::Lacks("no message"))
     }
 
     /// The reactions on one post.
@@ -162,7 +177,7 @@ impl Client {
         if list.is_null() {
             return Ok(Vec::new());
         }
-        serde_json::from_value(list).map_err(|e| Error::Body(e.to_string()))
+        serde_json::from_value(list).map_err(Error::Body)
     }
 
     pub fn typing(&self, user: &str, channel: &str, root: &str) -> Result<(), Error> {

@@ -4,8 +4,10 @@
 //! temporary file, fsynced and renamed over the old one.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
 use std::path::PathBuf;
 
+use daemon::durable::{ReadError, Refusal};
 use serde::{Deserialize, Serialize};
 
 /// Handled post ids remembered (older ones are below the cursor anyway).
@@ -64,6 +66,56 @@ pub struct Asked {
     pub told: VecDeque<String>,
 }
 
+/// Why the state refuses gatewayd's start: it would rather not start than trust a state
+/// file it did not write, or answer old posts again.
+#[derive(Debug)]
+pub enum StateError {
+    /// The state directory could not be made.
+    Dir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    /// The file is there and is not what gatewayd writes.
+    Refused { path: PathBuf, why: Refusal },
+    /// The file is not gatewayd's JSON.
+    Parse {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    /// Saving: the state could not be encoded.
+    Encode {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    /// Saving: a step of the replacement failed (at the temp file, the rename or the
+    /// directory's fsync).
+    Write(daemon::durable::ReplaceError),
+}
+
+impl fmt::Display for StateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Dir { dir, source } => write!(f, "{}: {source}", dir.display()),
+            Self::Refused { path, why } => write!(f, "{}: {why}", path.display()),
+            Self::Parse { path, source } | Self::Encode { path, source } => {
+                write!(f, "{}: {source}", path.display())
+            }
+            Self::Write(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for StateError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Dir { source, .. } => Some(source),
+            Self::Refused { why, .. } => Some(why),
+            Self::Parse { source, .. } | Self::Encode { source, .. } => Some(source),
+            Self::Write(e) => Some(e),
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Store {
     path: PathBuf,
@@ -72,19 +124,23 @@ pub struct Store {
 
 impl Store {
     /// Loads the state, or starts one whose cursor is `now` (history is never answered).
-    pub fn open(dir: PathBuf, now: i64) -> std::io::Result<Self> {
-        std::fs::create_dir_all(&dir)?;
+    pub fn open(dir: PathBuf, now: i64) -> Result<Self, StateError> {
+        if let Err(source) = std::fs::create_dir_all(&dir) {
+            return Err(StateError::Dir { dir, source });
+        }
         let path = dir.join("state.json");
         // Written 0600; one writable by group or others could have been planted. (A 0644
         // file from an older gatewayd is read, and saved 0600 from then on.)
-        let refused = |why: String| std::io::Error::other(format!("{}: {why}", path.display()));
         let saved = match daemon::durable::read_file(&path, 0o022, MAX_STATE) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| refused(e.to_string()))?,
-            Err(daemon::durable::ReadError::Missing) => Saved {
+            Ok(bytes) => match serde_json::from_slice(&bytes) {
+                Ok(saved) => saved,
+                Err(source) => return Err(StateError::Parse { path, source }),
+            },
+            Err(ReadError::Missing) => Saved {
                 cursor: now,
                 ..Saved::default()
             },
-            Err(daemon::durable::ReadError::Refused(why)) => return Err(refused(why)),
+            Err(ReadError::Refused(why)) => return Err(StateError::Refused { path, why }),
         };
         Ok(Self { path, saved })
     }
@@ -263,10 +319,13 @@ impl Store {
         }
     }
 
-    pub fn save(&self) -> std::io::Result<()> {
+    pub fn save(&self) -> Result<(), StateError> {
         let tmp = self.path.with_extension("tmp");
-        let bytes = serde_json::to_vec(&self.saved).map_err(std::io::Error::other)?;
+        let bytes = serde_json::to_vec(&self.saved).map_err(|source| StateError::Encode {
+            path: self.path.clone(),
+            source,
+        })?;
         // Only gatewayd reads it: which thread is which session, and the approval posts.
-        daemon::durable::replace_file(&self.path, &tmp, &bytes, 0o600).map_err(|e| e.source)
+        daemon::durable::replace_file(&self.path, &tmp, &bytes, 0o600).map_err(StateError::Write)
     }
 }

@@ -4,11 +4,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use proto::{Grant, Hash32};
 
 use crate::constraints;
+use crate::unitpath::{CredentialNameError, UnitPathError};
 
 #[derive(Debug)]
 pub struct Snapshot {
@@ -47,6 +49,56 @@ impl fmt::Display for GrantsError {
 
 impl std::error::Error for GrantsError {}
 
+/// Why one file of the grants directory is refused, before the file and place are added.
+#[derive(Debug)]
+enum Refused {
+    /// Reading the directory or the file.
+    Io(io::Error),
+    Hidden,
+    NotGrantFile,
+    /// The file name is not a grant id.
+    Id {
+        id: String,
+    },
+    NotRegular,
+    TooLarge,
+    Secret(CredentialNameError),
+    Path(UnitPathError),
+    /// What `constraints::validate` says of the grant's constraints.
+    Constraints(String),
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io(e) => e.fmt(f),
+            Self::Hidden => f.write_str("a hidden grant file: grants are named <id>.toml"),
+            Self::NotGrantFile => f.write_str("not a grant file: grants are named <id>.toml"),
+            Self::Id { id } => write!(
+                f,
+                "grant id {id:?} must be 1 to 64 characters of [a-z0-9_-] (it is the file name)"
+            ),
+            Self::NotRegular => f.write_str("not a regular file"),
+            Self::TooLarge => write!(f, "larger than {MAX_GRANT_FILE} bytes"),
+            Self::Secret(e) => e.fmt(f),
+            Self::Path(e) => e.fmt(f),
+            Self::Constraints(why) => f.write_str(why),
+        }
+    }
+}
+
+impl From<CredentialNameError> for Refused {
+    fn from(e: CredentialNameError) -> Self {
+        Self::Secret(e)
+    }
+}
+
+impl From<UnitPathError> for Refused {
+    fn from(e: UnitPathError) -> Self {
+        Self::Path(e)
+    }
+}
+
 /// The largest grant file read; a grant is a few lines.
 const MAX_GRANT_FILE: u64 = 64 * 1024;
 
@@ -54,16 +106,16 @@ impl Snapshot {
     /// Loads every grant in `dir`. Any bad file refuses the whole snapshot: a policy is
     /// never half loaded.
     pub fn load(dir: &Path) -> Result<Self, GrantsError> {
-        let whole = |file: &Path, reason: String| GrantsError {
+        let whole = |file: &Path, reason: Refused| GrantsError {
             file: file.to_owned(),
             line: 0,
             column: 0,
-            reason,
+            reason: reason.to_string(),
         };
-        let entries = std::fs::read_dir(dir).map_err(|e| whole(dir, e.to_string()))?;
+        let entries = std::fs::read_dir(dir).map_err(|e| whole(dir, Refused::Io(e)))?;
         let mut files = BTreeMap::new();
         for entry in entries {
-            let path = entry.map_err(|e| whole(dir, e.to_string()))?.path();
+            let path = entry.map_err(|e| whole(dir, Refused::Io(e)))?.path();
             let name = path
                 .file_name()
                 .and_then(|n| n.to_str())
@@ -73,30 +125,24 @@ impl Snapshot {
                 // silently dropped (a deny, say), so it is refused; other dot files are not
                 // grants.
                 if name.ends_with(".toml") {
-                    return Err(whole(
-                        &path,
-                        "a hidden grant file: grants are named <id>.toml".into(),
-                    ));
+                    return Err(whole(&path, Refused::Hidden));
                 }
                 continue;
             }
             let Some(id) = name.strip_suffix(".toml") else {
-                return Err(whole(
-                    &path,
-                    "not a grant file: grants are named <id>.toml".into(),
-                ));
+                return Err(whole(&path, Refused::NotGrantFile));
             };
             check_id(id).map_err(|reason| whole(&path, reason))?;
             // NixOS links /etc files into the store, so links are followed here; the
             // grants directory is the owner's, written by the module, never by a role.
-            let meta = std::fs::metadata(&path).map_err(|e| whole(&path, e.to_string()))?;
+            let meta = std::fs::metadata(&path).map_err(|e| whole(&path, Refused::Io(e)))?;
             if !meta.is_file() {
-                return Err(whole(&path, "not a regular file".into()));
+                return Err(whole(&path, Refused::NotRegular));
             }
             if meta.len() > MAX_GRANT_FILE {
-                return Err(whole(&path, format!("larger than {MAX_GRANT_FILE} bytes")));
+                return Err(whole(&path, Refused::TooLarge));
             }
-            let text = std::fs::read_to_string(&path).map_err(|e| whole(&path, e.to_string()))?;
+            let text = std::fs::read_to_string(&path).map_err(|e| whole(&path, Refused::Io(e)))?;
             files.insert(id.to_owned(), (path, text));
         }
         Self::from_texts(files)
@@ -116,7 +162,7 @@ impl Snapshot {
                 file: path.clone(),
                 line: 0,
                 column: 0,
-                reason,
+                reason: reason.to_string(),
             })?;
             grants.insert(id.clone(), grant);
         }
@@ -175,7 +221,7 @@ impl Snapshot {
 }
 
 /// Grant ids name files and appear in audit records and approval cards.
-fn check_id(id: &str) -> Result<(), String> {
+fn check_id(id: &str) -> Result<(), Refused> {
     let ok = !id.is_empty()
         && id.len() <= 64
         && id
@@ -184,13 +230,11 @@ fn check_id(id: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "grant id {id:?} must be 1 to 64 characters of [a-z0-9_-] (it is the file name)"
-        ))
+        Err(Refused::Id { id: id.to_owned() })
     }
 }
 
-fn check_grant(grant: &Grant) -> Result<(), String> {
+fn check_grant(grant: &Grant) -> Result<(), Refused> {
     if let Some(secret) = &grant.secret {
         crate::unitpath::check_credential_name(secret)?;
     }
@@ -199,5 +243,5 @@ fn check_grant(grant: &Grant) -> Result<(), String> {
             crate::unitpath::check_granted_path(path)?;
         }
     }
-    constraints::validate(grant)
+    constraints::validate(grant).map_err(Refused::Constraints)
 }

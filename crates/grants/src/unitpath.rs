@@ -2,6 +2,87 @@
 //! load (so `bxctl grants check` says so) and the systemd runner refuses them again before
 //! starting a unit. One definition for both.
 
+use std::fmt;
+
+/// Why a path cannot go into a unit property, or be granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnitPathError {
+    NotAbsolute {
+        path: String,
+    },
+    /// `bad` is a character systemd's value syntax would interpret.
+    Unquotable {
+        path: String,
+        bad: char,
+    },
+    /// `.`, `..`, `//` or a trailing `/`.
+    NotNormalised {
+        path: String,
+    },
+    /// `/` itself, granted.
+    WholeHost,
+    /// Granted inside `api`, an API file system systemd mounts itself.
+    ApiFileSystem {
+        path: String,
+        api: &'static str,
+    },
+}
+
+impl fmt::Display for UnitPathError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotAbsolute { path } => write!(f, "path {path:?} is not absolute"),
+            Self::Unquotable { path, bad } => write!(
+                f,
+                "path {path:?} contains {bad:?}, which systemd unit settings would not take \
+                 literally"
+            ),
+            Self::NotNormalised { path } => write!(f, "path {path:?} is not normalised"),
+            Self::WholeHost => {
+                f.write_str("granting \"/\" would expose the whole host file system")
+            }
+            Self::ApiFileSystem { path, api } => write!(
+                f,
+                "granted path {path:?} lies in {api}, which is never bound into a tool's root"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for UnitPathError {}
+
+/// Why a name cannot be a credential's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialNameError {
+    pub name: String,
+}
+
+impl fmt::Display for CredentialNameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "credential name {:?} must be 1 to 255 characters of [A-Za-z0-9_.@-]",
+            self.name
+        )
+    }
+}
+
+impl std::error::Error for CredentialNameError {}
+
+// For callers whose own errors are still text (brokerd's runner checks, until its typed
+// errors land): the message, as Display words it.
+impl From<UnitPathError> for String {
+    fn from(e: UnitPathError) -> Self {
+        e.to_string()
+    }
+}
+
+impl From<CredentialNameError> for String {
+    fn from(e: CredentialNameError) -> Self {
+        e.to_string()
+    }
+}
+
 /// Checks a path that goes into a unit property (a bind, a granted path, the tool, the root).
 ///
 /// Refused: relative or non-normalised paths (`.`, `..`, `//`, a trailing `/`), and any
@@ -10,21 +91,26 @@
 /// specifier and `$` an ExecStart variable, control characters are never sane in a path.
 /// Quoting them correctly differs between `systemd-run -p` and unit files (`%` is expanded
 /// only in files), so refusing them keeps the command and the printed unit identical.
-pub fn check_unit_path(path: &str) -> Result<(), String> {
+pub fn check_unit_path(path: &str) -> Result<(), UnitPathError> {
     if !path.starts_with('/') {
-        return Err(format!("path {path:?} is not absolute"));
+        return Err(UnitPathError::NotAbsolute {
+            path: path.to_owned(),
+        });
     }
     if let Some(bad) = path.chars().find(|&c| {
         c.is_whitespace() || c.is_control() || matches!(c, ':' | '"' | '\'' | '\\' | '%' | '$')
     }) {
-        return Err(format!(
-            "path {path:?} contains {bad:?}, which systemd unit settings would not take literally"
-        ));
+        return Err(UnitPathError::Unquotable {
+            path: path.to_owned(),
+            bad,
+        });
     }
     if path != "/"
         && (path.ends_with('/') || path[1..].split('/').any(|c| matches!(c, "" | "." | "..")))
     {
-        return Err(format!("path {path:?} is not normalised"));
+        return Err(UnitPathError::NotNormalised {
+            path: path.to_owned(),
+        });
     }
     Ok(())
 }
@@ -33,16 +119,17 @@ pub fn check_unit_path(path: &str) -> Result<(), String> {
 /// itself and not inside an API file system. Binding `/` would undo the empty root; `/run`
 /// holds the D-Bus and systemd sockets, and `/proc`, `/sys` and `/dev` are systemd's to
 /// mount (with ProtectProc, ProtectKernelTunables and PrivateDevices applied).
-pub fn check_granted_path(path: &str) -> Result<(), String> {
+pub fn check_granted_path(path: &str) -> Result<(), UnitPathError> {
     check_unit_path(path)?;
     if path == "/" {
-        return Err("granting \"/\" would expose the whole host file system".into());
+        return Err(UnitPathError::WholeHost);
     }
     for api in ["/run", "/proc", "/sys", "/dev", "/var/run"] {
         if path == api || path.starts_with(&format!("{api}/")) {
-            return Err(format!(
-                "granted path {path:?} lies in {api}, which is never bound into a tool's root"
-            ));
+            return Err(UnitPathError::ApiFileSystem {
+                path: path.to_owned(),
+                api,
+            });
         }
     }
     Ok(())
@@ -50,7 +137,7 @@ pub fn check_granted_path(path: &str) -> Result<(), String> {
 
 /// A credential name as systemd accepts it and as a plain file name: no `/`, no `:` (the
 /// `LoadCredential=` separator), not `.` or `..`, at most 255 bytes.
-pub fn check_credential_name(name: &str) -> Result<(), String> {
+pub fn check_credential_name(name: &str) -> Result<(), CredentialNameError> {
     let fine = !name.is_empty()
         && name.len() <= 255
         && name != "."
@@ -61,8 +148,8 @@ pub fn check_credential_name(name: &str) -> Result<(), String> {
     if fine {
         Ok(())
     } else {
-        Err(format!(
-            "credential name {name:?} must be 1 to 255 characters of [A-Za-z0-9_.@-]"
-        ))
+        Err(CredentialNameError {
+            name: name.to_owned(),
+        })
     }
 }

@@ -9,6 +9,7 @@
 //! thread accepts; one thread per connection (at most `infer.max_connections`, 503 past
 //! that); one thread answers the refused; a watchdog thread when systemd asks for one.
 
+mod abort;
 mod forward;
 mod proxy;
 mod reply;

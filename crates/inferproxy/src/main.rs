@@ -1,13 +1,34 @@
-use clap::Parser;
+//! inferproxy's binary: parses the arguments, runs [`inferproxy::run`], prints its error
+//! once and maps it to an exit status (docs/architecture.md, "Exit statuses"):
+//!
+//! | status | when |
+//! |---|---|
+//! | 0 | stopped by SIGTERM or SIGINT, or `--check-config` found the configuration good |
+//! | 1 | did not start: the configuration, infer.sock (inherited or bound), or the start of serving; or `--check-config` could not write |
+//! | 2 | the command line is not understood (clap) |
+//!
+//! A request that fails never ends the process: it is answered (or cut) on its connection.
 
-/// Exit status: 0 after SIGTERM or SIGINT (or a good `--check-config`), 1 when the
-/// configuration, the socket or the start failed (the reason is on stderr).
-fn main() -> std::process::ExitCode {
+use std::process::ExitCode;
+
+use clap::Parser;
+use inferproxy::Error;
+
+fn main() -> ExitCode {
     match inferproxy::run(inferproxy::Args::parse()) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             daemon::log::error(format_args!("inferproxy: {e}"));
-            std::process::ExitCode::FAILURE
+            status(&e)
+        }
+    }
+}
+
+/// Every variant is listed, so a new one is given its status on purpose.
+fn status(e: &Error) -> ExitCode {
+    match e {
+        Error::Config(_) | Error::Listen(_) | Error::Start(_) | Error::Output(_) => {
+            ExitCode::FAILURE
         }
     }
 }

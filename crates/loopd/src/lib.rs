@@ -5,6 +5,7 @@
 
 mod broker;
 mod compact;
+mod error;
 mod llm;
 mod server;
 mod start;
@@ -12,4 +13,5 @@ pub mod store;
 mod tools;
 mod turn;
 
-pub use start::{Args, Error, run};
+pub use error::Error;
+pub use start::{Args, run};

@@ -2,8 +2,9 @@
 //! the session log, and the streamed answer parsed chunk by chunk.
 
 use std::fmt;
+use std::io;
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use proto::{LogRecord, ToolCall};
@@ -11,21 +12,48 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use strict_http::{HttpError, SseReader};
 
-/// Why the model could not answer. The session stays as it was.
+/// Why the model could not answer. The session stays as it was. The `Display` text is
+/// what the owner reads in the turn's `model_error`.
 #[derive(Debug)]
 pub enum LlmError {
-    /// infer.sock or the server behind it cannot be reached.
-    Unreachable(String),
+    /// infer.sock cannot be connected to.
+    Connect { sock: PathBuf, source: io::Error },
+    /// The connection's read deadline cannot be set.
+    Deadline(io::Error),
+    /// The request could not be sent, or no answer head came back.
+    Request(HttpError),
     /// The server answered with an error status (503 while loading, 5xx, 4xx).
     Status { status: u16, message: String },
-    /// The stream broke off or carried something that is not a chunk.
-    Stream(String),
+    /// The answer's body broke off or is not well-formed HTTP.
+    Body(HttpError),
+    /// The request body could not be encoded (it was not sent).
+    Encode(serde_json::Error),
+    /// `/props` is not the JSON llama-server sends.
+    Props(serde_json::Error),
+    /// `/props` has no `n_ctx`.
+    NoContextSize,
+    /// The answer went past [`MAX_ANSWER_BYTES`].
+    TooLong,
+    /// A stream event that is not a chunk.
+    NotAChunk(serde_json::Error),
+    /// A chunk that carries the server's `error`.
+    Reported(Value),
+    /// A tool-call delta whose index skips ahead (or past 64 calls).
+    CallOutOfOrder { index: usize },
+    /// The stream ended without `[DONE]`.
+    NoDone,
 }
 
 impl fmt::Display for LlmError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNREACHABLE: &str = "the model server cannot be reached";
+        const BROKE_OFF: &str = "the model's answer broke off";
         match self {
-            Self::Unreachable(why) => write!(f, "the model server cannot be reached: {why}"),
+            Self::Connect { sock, source } => {
+                write!(f, "{UNREACHABLE}: {}: {source}", sock.display())
+            }
+            Self::Deadline(e) => write!(f, "{UNREACHABLE}: {e}"),
+            Self::Request(e) => write!(f, "{UNREACHABLE}: {e}"),
             Self::Status {
                 status: 503,
                 message,
@@ -35,7 +63,36 @@ impl fmt::Display for LlmError {
             Self::Status { status, message } => {
                 write!(f, "the model server answered {status}: {message}")
             }
-            Self::Stream(why) => write!(f, "the model's answer broke off: {why}"),
+            Self::Body(e) => write!(f, "{BROKE_OFF}: {e}"),
+            Self::Encode(e) => write!(f, "{BROKE_OFF}: {e}"),
+            Self::Props(e) => write!(f, "{BROKE_OFF}: /props: {e}"),
+            Self::NoContextSize => write!(f, "{BROKE_OFF}: /props has no n_ctx"),
+            Self::TooLong => write!(
+                f,
+                "{BROKE_OFF}: the answer went past {MAX_ANSWER_BYTES} bytes"
+            ),
+            Self::NotAChunk(e) => write!(f, "{BROKE_OFF}: not a chunk ({e})"),
+            Self::Reported(err) => write!(f, "{BROKE_OFF}: the server reported {err}"),
+            Self::CallOutOfOrder { index } => {
+                write!(f, "{BROKE_OFF}: tool call index {index} out of order")
+            }
+            Self::NoDone => write!(f, "{BROKE_OFF}: the stream ended before [DONE]"),
+        }
+    }
+}
+
+impl std::error::Error for LlmError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Connect { source: e, .. } | Self::Deadline(e) => Some(e),
+            Self::Request(e) | Self::Body(e) => Some(e),
+            Self::Encode(e) | Self::Props(e) | Self::NotAChunk(e) => Some(e),
+            Self::Status { .. }
+            | Self::NoContextSize
+            | Self::TooLong
+            | Self::Reported(_)
+            | Self::CallOutOfOrder { .. }
+            | Self::NoDone => None,
         }
     }
 }
@@ -61,7 +118,7 @@ const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 
 impl From<HttpError> for LlmError {
     fn from(e: HttpError) -> Self {
-        Self::Stream(e.to_string())
+        Self::Body(e)
     }
 }
 
@@ -94,15 +151,17 @@ struct ErrorDetail {
 }
 
 fn connect(sock: &Path, timeout: Duration) -> Result<UnixStream, LlmError> {
-    let stream = UnixStream::connect(sock)
-        .map_err(|e| LlmError::Unreachable(format!("{}: {e}", sock.display())))?;
+    let stream = UnixStream::connect(sock).map_err(|source| LlmError::Connect {
+        sock: sock.to_owned(),
+        source,
+    })?;
     stream
         .set_read_timeout(Some(timeout))
-        .map_err(|e| LlmError::Unreachable(e.to_string()))?;
+        .map_err(LlmError::Deadline)?;
     Ok(stream)
 }
 
-fn status_error<S: std::io::Read>(resp: strict_http::Response<S>) -> LlmError {
+fn status_error<S: io::Read>(resp: strict_http::Response<S>) -> LlmError {
     let status = resp.status;
     let body = resp.read_body(64 * 1024).unwrap_or_default();
     let message = serde_json::from_slice::<ErrorBody>(&body)
@@ -113,18 +172,17 @@ fn status_error<S: std::io::Read>(resp: strict_http::Response<S>) -> LlmError {
 
 pub fn props(sock: &Path, timeout: Duration) -> Result<Props, LlmError> {
     let resp = strict_http::request(connect(sock, timeout)?, "GET", "/props", &[], b"")
-        .map_err(|e| LlmError::Unreachable(e.to_string()))?;
+        .map_err(LlmError::Request)?;
     if resp.status != 200 {
         return Err(status_error(resp));
     }
     let body = resp.read_body(4 * 1024 * 1024)?;
-    let p: PropsBody =
-        serde_json::from_slice(&body).map_err(|e| LlmError::Stream(format!("/props: {e}")))?;
+    let p: PropsBody = serde_json::from_slice(&body).map_err(LlmError::Props)?;
     Ok(Props {
         n_ctx: p
             .default_generation_settings
             .and_then(|g| g.n_ctx)
-            .ok_or_else(|| LlmError::Stream("/props has no n_ctx".into()))?,
+            .ok_or(LlmError::NoContextSize)?,
         total_slots: p.total_slots.unwrap_or(1).max(1),
     })
 }
@@ -246,7 +304,7 @@ pub fn complete(
     body: &Value,
     mut on_delta: impl FnMut(Delta<'_>),
 ) -> Result<Completion, LlmError> {
-    let bytes = serde_json::to_vec(body).map_err(|e| LlmError::Stream(e.to_string()))?;
+    let bytes = serde_json::to_vec(body).map_err(LlmError::Encode)?;
     let headers = [("Content-Type", "application/json")];
     let resp = strict_http::request(
         connect(sock, timeout)?,
@@ -255,7 +313,7 @@ pub fn complete(
         &headers,
         &bytes,
     )
-    .map_err(|e| LlmError::Unreachable(e.to_string()))?;
+    .map_err(LlmError::Request)?;
     if resp.status != 200 {
         return Err(status_error(resp));
     }
@@ -266,18 +324,15 @@ pub fn complete(
     while let Some(event) = sse.next_event()? {
         size += event.data.len();
         if size > MAX_ANSWER_BYTES {
-            return Err(LlmError::Stream(format!(
-                "the answer went past {MAX_ANSWER_BYTES} bytes"
-            )));
+            return Err(LlmError::TooLong);
         }
         if event.data == "[DONE]" {
             done = true;
             break;
         }
-        let chunk: Chunk = serde_json::from_str(&event.data)
-            .map_err(|e| LlmError::Stream(format!("not a chunk ({e})")))?;
+        let chunk: Chunk = serde_json::from_str(&event.data).map_err(LlmError::NotAChunk)?;
         if let Some(err) = chunk.error {
-            return Err(LlmError::Stream(format!("the server reported {err}")));
+            return Err(LlmError::Reported(err));
         }
         if chunk.timings.is_some() {
             out.timings = chunk.timings;
@@ -303,7 +358,7 @@ pub fn complete(
         }
     }
     if !done {
-        return Err(LlmError::Stream("the stream ended before [DONE]".into()));
+        return Err(LlmError::NoDone);
     }
     Ok(out)
 }
@@ -312,10 +367,7 @@ pub fn complete(
 /// argument bytes, which are concatenated.
 fn merge_call(calls: &mut Vec<ToolCall>, d: CallDelta) -> Result<(), LlmError> {
     if d.index > calls.len() || d.index > 64 {
-        return Err(LlmError::Stream(format!(
-            "tool call index {} out of order",
-            d.index
-        )));
+        return Err(LlmError::CallOutOfOrder { index: d.index });
     }
     if d.index == calls.len() {
         calls.push(ToolCall {
@@ -418,6 +470,14 @@ mod tests {
         }
         assert_eq!(calls[0].arguments, "{\"path\":\"/x\"}");
         assert_eq!(calls[1].name, "list_dir");
-        assert!(merge_call(&mut calls, d(5, None, None, "")).is_err());
+        let skipped = merge_call(&mut calls, d(5, None, None, ""));
+        assert!(
+            matches!(skipped, Err(LlmError::CallOutOfOrder { index: 5 })),
+            "{skipped:?}"
+        );
+        assert_eq!(
+            skipped.map_err(|e| e.to_string()),
+            Err("the model's answer broke off: tool call index 5 out of order".into())
+        );
     }
 }

@@ -10,6 +10,7 @@ use daemon::serve::{self, Activity};
 use proto::chat::{SessionListing, SessionRecords, SessionShow, SessionSummary};
 use proto::{Envelope, ErrorCode, LogRecord, Message};
 
+use crate::store::StoreError;
 use crate::turn::Looper;
 
 /// Records sent for `session_show` at most; the newest are kept.
@@ -40,7 +41,7 @@ fn request(looper: &Looper, conn: &mut Conn, env: Envelope, who: &str) -> bool {
             match result {
                 Ok(reply) => Message::ChatReply(reply),
                 Err(e) => {
-                    log::error(format_args!("chat: {}", e.0));
+                    log::error(format_args!("chat: {e}"));
                     Message::error(
                         ErrorCode::Internal,
                         "the turn could not run; see loopd's log",
@@ -56,8 +57,12 @@ fn request(looper: &Looper, conn: &mut Conn, env: Envelope, who: &str) -> bool {
             }
         },
         Message::SessionShow(show) => match records(looper, &show) {
-            Ok(r) => Message::SessionRecords(r),
-            Err(e) => Message::error(ErrorCode::BadMessage, e),
+            Ok(Some(r)) => Message::SessionRecords(r),
+            Ok(None) => Message::error(
+                ErrorCode::BadMessage,
+                format!("no session {}", show.session),
+            ),
+            Err(e) => Message::error(ErrorCode::BadMessage, e.to_string()),
         },
         other => {
             serve::forbid(conn, id, "chat", who, other.kind());
@@ -67,7 +72,7 @@ fn request(looper: &Looper, conn: &mut Conn, env: Envelope, who: &str) -> bool {
     conn.write(&Envelope::last(id, reply)).is_ok()
 }
 
-fn list(looper: &Looper) -> Result<SessionListing, crate::store::StoreError> {
+fn list(looper: &Looper) -> Result<SessionListing, StoreError> {
     let mut sessions = Vec::new();
     let store = looper.store();
     for id in store.ids()? {
@@ -95,27 +100,23 @@ fn list(looper: &Looper) -> Result<SessionListing, crate::store::StoreError> {
     Ok(SessionListing { sessions })
 }
 
-fn records(looper: &Looper, show: &SessionShow) -> Result<SessionRecords, String> {
-    let current = looper
-        .store()
-        .current_epoch(&show.session)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("no session {}", show.session))?;
+/// The records `show` asks for; `None` when the session does not exist.
+fn records(looper: &Looper, show: &SessionShow) -> Result<Option<SessionRecords>, StoreError> {
+    let Some(current) = looper.store().current_epoch(&show.session)? else {
+        return Ok(None);
+    };
     let epoch = show.epoch.unwrap_or(current);
-    let mut records = looper
-        .store()
-        .read_epoch(&show.session, epoch)
-        .map_err(|e| e.to_string())?;
+    let mut records = looper.store().read_epoch(&show.session, epoch)?;
     let truncated = records.len() > MAX_SHOWN;
     if truncated {
         records.drain(..records.len() - MAX_SHOWN);
     }
-    Ok(SessionRecords {
+    Ok(Some(SessionRecords {
         session: show.session.clone(),
         epoch,
         records,
         truncated,
-    })
+    }))
 }
 
 fn record_time(r: &LogRecord) -> proto::Timestamp {

@@ -20,25 +20,22 @@ pub struct Args {
     pub common: CommonArgs,
 }
 
-pub use daemon::{Error, err};
+use crate::Error;
 
 /// How long shutdown waits for turns in flight (their log lines are already fsynced; this
 /// only spares the owner a cut-off reply).
 const DRAIN: Duration = Duration::from_secs(10);
 
 pub fn run(args: Args) -> Result<(), Error> {
-    let inherited = Inherited::from_env().map_err(err)?;
-    let config = Config::load(&args.common.config).map_err(err)?;
-    let chat = config.peers.chat.clone().ok_or_else(|| {
-        Error(format!(
-            "{}: peers.chat is not set: name who may chat with loopd",
-            args.common.config.display()
-        ))
+    let inherited = Inherited::from_env().map_err(Error::Inherit)?;
+    let config = Config::load(&args.common.config).map_err(Error::Config)?;
+    let chat = config.peers.chat.clone().ok_or_else(|| Error::NoChatPeer {
+        config: args.common.config.clone(),
     })?;
     if args.common.check_config {
         let line = format!("{}: good\n", args.common.config.display());
         return std::io::Write::write_all(&mut std::io::stdout().lock(), line.as_bytes())
-            .map_err(err);
+            .map_err(Error::Output);
     }
     let policy = Policy {
         name: "chat",
@@ -51,16 +48,16 @@ pub fn run(args: Args) -> Result<(), Error> {
         frame: config.broker.frame_deadline,
     };
     let path = config.sockets.chat_loop_sock();
-    let looper = Arc::new(Looper::new(config).map_err(err)?);
+    let looper = Arc::new(Looper::new(config).map_err(Error::Store)?);
     let mut service = Service::new("loopd", inherited);
     let (l, a) = (looper.clone(), service.activity());
     service
         .framed(&path, &policy, move |conn, who: &str| {
             server::serve(&l, conn, who, &a);
         })
-        .map_err(err)?;
+        .map_err(Error::Listen)?;
     // Alive while the session store can be read: the one thing every turn needs.
     service.watchdog(move || looper.store().ids().is_ok());
     service.drain(DRAIN);
-    service.run("serving the chat socket").map_err(err)
+    service.run("serving the chat socket").map_err(Error::Start)
 }

@@ -31,19 +31,86 @@ impl Session {
     }
 }
 
+/// Why the session log could not be read or written. Each variant names the file or
+/// directory involved (the session and epoch are in its path); the `Display` text is what
+/// `session_show` answers and the log shows.
 #[derive(Debug)]
-pub struct StoreError(pub String);
+pub enum StoreError {
+    /// A file or directory of the store could not be read, written or synced.
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A log that is not what loopd writes: a symbolic link, not a regular file, or open
+    /// to group or others (`daemon::durable::open` says which).
+    Refused { path: PathBuf, why: String },
+    /// The log went away between two steps of the same operation.
+    Vanished { path: PathBuf, during: &'static str },
+    /// A whole line (1-based) that is not a record.
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        source: serde_json::Error,
+    },
+    /// A record that cannot be written as JSON (it was not written).
+    Encode {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    /// The OS gave no random bytes for a new session id.
+    Random(getrandom::Error),
+    /// The new session id was not a valid one.
+    Id(proto::InvalidValue),
+}
 
 impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            Self::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            Self::Refused { path, why } => write!(f, "{}: {why}", path.display()),
+            Self::Vanished { path, during } => {
+                write!(f, "{}: vanished while {during}", path.display())
+            }
+            Self::Corrupt { path, line, source } => {
+                write!(f, "{} line {line}: {source}", path.display())
+            }
+            Self::Encode { path, source } => {
+                write!(
+                    f,
+                    "{}: a record cannot be encoded: {source}",
+                    path.display()
+                )
+            }
+            Self::Random(e) => write!(f, "OS RNG: {e}"),
+            Self::Id(e) => e.fmt(f),
+        }
     }
 }
 
-impl std::error::Error for StoreError {}
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { source, .. } => Some(source),
+            Self::Corrupt { source, .. } | Self::Encode { source, .. } => Some(source),
+            Self::Id(e) => Some(e),
+            // getrandom's error is a std error only with its `std` feature, not enabled.
+            Self::Random(_) | Self::Refused { .. } | Self::Vanished { .. } => None,
+        }
+    }
+}
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |e| StoreError(format!("{}: {e}", path.display()))
+    move |source| StoreError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+fn vanished<'a>(path: &'a Path, during: &'static str) -> impl FnOnce() -> StoreError + 'a {
+    move || StoreError::Vanished {
+        path: path.to_owned(),
+        during,
+    }
 }
 
 /// Opens a log for reading (`create` = `None`) or appending, as `daemon::durable::open`
@@ -52,9 +119,10 @@ fn open_log(path: &Path, create: Option<u32>) -> Result<Option<File>, StoreError
     match daemon::durable::open(path, create, 0o077) {
         Ok(f) => Ok(Some(f)),
         Err(daemon::durable::ReadError::Missing) => Ok(None),
-        Err(daemon::durable::ReadError::Refused(why)) => {
-            Err(StoreError(format!("{}: {why}", path.display())))
-        }
+        Err(daemon::durable::ReadError::Refused(why)) => Err(StoreError::Refused {
+            path: path.to_owned(),
+            why: why.to_string(),
+        }),
     }
 }
 
@@ -108,8 +176,7 @@ impl Store {
 
     pub fn read_epoch(&self, id: &SessionId, epoch: Epoch) -> Result<Vec<LogRecord>, StoreError> {
         let path = self.epoch_file(id, epoch);
-        let file = open_log(&path, None)?
-            .ok_or_else(|| StoreError(format!("{}: vanished while read", path.display())))?;
+        let file = open_log(&path, None)?.ok_or_else(vanished(&path, "read"))?;
         let mut records = Vec::new();
         let mut reader = BufReader::new(file);
         let mut n = 0;
@@ -123,8 +190,11 @@ impl Store {
             }
             n += 1;
             let line = line.trim_end_matches('\n');
-            let record = serde_json::from_str(line)
-                .map_err(|e| StoreError(format!("{} line {n}: {e}", path.display())))?;
+            let record = serde_json::from_str(line).map_err(|source| StoreError::Corrupt {
+                path: path.clone(),
+                line: n,
+                source,
+            })?;
             records.push(record);
         }
         Ok(records)
@@ -191,11 +261,13 @@ impl Store {
         let fresh = !dir.exists();
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
         let path = self.epoch_file(id, epoch);
-        let mut line = serde_json::to_vec(record).map_err(|e| StoreError(e.to_string()))?;
+        let mut line = serde_json::to_vec(record).map_err(|source| StoreError::Encode {
+            path: path.clone(),
+            source,
+        })?;
         line.push(b'\n');
         let new_file = !path.exists();
-        let mut file = open_log(&path, Some(0o600))?
-            .ok_or_else(|| StoreError(format!("{}: vanished while written", path.display())))?;
+        let mut file = open_log(&path, Some(0o600))?.ok_or_else(vanished(&path, "written"))?;
         file.write_all(&line).map_err(io(&path))?;
         file.sync_data().map_err(io(&path))?;
         if new_file {
@@ -214,7 +286,7 @@ impl Store {
     /// A new session id: the date and 64 random bits.
     pub fn new_id(now: Timestamp) -> Result<SessionId, StoreError> {
         let mut bytes = [0u8; 8];
-        getrandom::fill(&mut bytes).map_err(|e| StoreError(format!("OS RNG: {e}")))?;
+        getrandom::fill(&mut bytes).map_err(StoreError::Random)?;
         let date: String = now
             .to_string()
             .chars()
@@ -222,7 +294,7 @@ impl Store {
             .filter(|c| *c != '-')
             .collect();
         let hex = proto::hex(&bytes);
-        SessionId::new(format!("s-{date}-{hex}")).map_err(|e| StoreError(e.to_string()))
+        SessionId::new(format!("s-{date}-{hex}")).map_err(StoreError::Id)
     }
 }
 
@@ -251,8 +323,7 @@ fn cut_torn_tail(path: &Path) -> Result<(), StoreError> {
         .map_err(io(path))?;
     let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     // The same file, opened for writing the same way (an append handle may truncate).
-    let file = open_log(path, Some(0o600))?
-        .ok_or_else(|| StoreError(format!("{}: vanished while repaired", path.display())))?;
+    let file = open_log(path, Some(0o600))?.ok_or_else(vanished(path, "repaired"))?;
     file.set_len(u64::try_from(keep).unwrap_or(0))
         .map_err(io(path))?;
     file.sync_all().map_err(io(path))?;

@@ -40,12 +40,36 @@ struct Usage {
 }
 
 /// Why a turn could not run at all (not a model error: those end the turn in its reply).
+/// The owner's client gets only "see loopd's log"; the log gets this text.
 #[derive(Debug)]
-pub struct TurnError(pub String);
+pub enum TurnError {
+    /// `chat_send` named a session that is not on disk.
+    NoSession(SessionId),
+    /// The session log could not be read or written.
+    Store(StoreError),
+}
+
+impl std::fmt::Display for TurnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoSession(id) => write!(f, "no session {id}"),
+            Self::Store(e) => write!(f, "session log: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for TurnError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::NoSession(_) => None,
+            Self::Store(e) => Some(e),
+        }
+    }
+}
 
 impl From<StoreError> for TurnError {
     fn from(e: StoreError) -> Self {
-        Self(format!("session log: {e}"))
+        Self::Store(e)
     }
 }
 
@@ -127,7 +151,7 @@ impl Looper {
         let mut session = match self.store.load(&id)? {
             Some(s) => self.finish_interrupted(s)?,
             None if send.session.is_some() => {
-                return Err(TurnError(format!("no session {id}")));
+                return Err(TurnError::NoSession(id));
             }
             None => self.start_epoch(&id, Epoch(0), None, 0)?,
         };
@@ -409,4 +433,37 @@ fn slot_of(id: &SessionId, slots: u32) -> u32 {
     let h = h.as_bytes();
     let n = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
     n % slots.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_turn_in_a_session_not_on_disk_is_no_session_naming_it() {
+        let home = std::env::temp_dir().join(format!("bx-turn-none-{}", std::process::id()));
+        let text = format!(
+            "home = {home:?}\n[sockets]\nloop_broker = \"/run/x/l\"\nadmin_broker = \"/run/x/a\"\n\
+             [peers]\nloopd = {{ uid = 1 }}\nadmin = {{ uid = 2 }}\n"
+        );
+        let config = Config::parse(&home.join("config.toml"), &text).expect("config");
+        let looper = Looper::new(config).expect("looper");
+        let id = SessionId::new("s-gone").expect("id");
+        let send = ChatSend {
+            session: Some(id.clone()),
+            text: "hello".into(),
+        };
+        match looper.turn(&send, &mut |_| {}) {
+            Err(e @ TurnError::NoSession(_)) => {
+                assert!(matches!(&e, TurnError::NoSession(s) if *s == id));
+                assert_eq!(e.to_string(), "no session s-gone");
+            }
+            other => panic!("not NoSession: {other:?}"),
+        }
+        assert!(
+            looper.store().ids().expect("ids").is_empty(),
+            "nothing written"
+        );
+        let _ = std::fs::remove_dir_all(&home);
+    }
 }

@@ -1,4 +1,5 @@
-//! bxctl without a daemon: grant checks and audit verification on files.
+//! bxctl without a daemon: grant checks and audit verification on files, and what it says
+//! and exits with when it cannot do what was asked.
 
 use std::process::Command;
 
@@ -83,5 +84,62 @@ fn audit_verify_names_the_first_bad_file_and_line() {
     assert!(out.contains("2026-09-17.jsonl line 3"), "{out}");
     let shown = bxctl(&["audit", "show", "--dir", d]);
     assert!(String::from_utf8_lossy(&shown.stdout).contains("#0 "));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn run(args: &[&str]) -> Result<std::process::ExitCode, bxctl::Error> {
+    use clap::Parser;
+    let cli = bxctl::Cli::try_parse_from(std::iter::once("bxctl").chain(args.iter().copied()))
+        .expect("arguments");
+    bxctl::run(cli, &mut Vec::new())
+}
+
+#[test]
+fn what_bxctl_cannot_do_is_its_own_variant_and_exits_2() {
+    let dir = temp("errors");
+    let missing = dir.join("absent.toml");
+    let config = missing.to_str().expect("utf8");
+    assert!(matches!(
+        run(&["--config", config, "approvals"]),
+        Err(bxctl::Error::Config(daemon::config::ConfigError::Read { path, .. })) if path == missing
+    ));
+    let out = bxctl(&["--config", config, "approvals"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!("bxctl: {config}: ")) && stderr.ends_with('\n'),
+        "{stderr}"
+    );
+
+    // A configuration whose admin socket nobody listens on.
+    let run_dir = dir.join("run");
+    let text = format!(
+        "[sockets]\nloop_broker = \"{0}/lb\"\nadmin_broker = \"{0}/ab\"\nchat_loop = \"{0}/cl\"\n\
+         [peers]\nloopd = {{ uid = 1 }}\nadmin = {{ uid = 1 }}\n",
+        run_dir.display()
+    );
+    let path = dir.join("config.toml");
+    std::fs::write(&path, text).expect("config");
+    let config = path.to_str().expect("utf8");
+    match run(&["--config", config, "approvals"]) {
+        Err(bxctl::Error::Reach {
+            server: "brokerd",
+            path,
+            ..
+        }) => assert_eq!(path, run_dir.join("ab/broker.sock")),
+        other => panic!("not unreachable: {other:?}"),
+    }
+    let out = bxctl(&["--config", config, "sessions"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let want = format!(
+        "bxctl: cannot reach loopd at {}: ",
+        run_dir.join("cl/loop.sock").display()
+    );
+    assert!(stderr.starts_with(&want), "{stderr}");
+    assert!(matches!(
+        run(&["--config", config, "session", "not a session id!"]),
+        Err(bxctl::Error::SessionId(_))
+    ));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -87,27 +87,78 @@ impl fmt::Display for Upstream {
     }
 }
 
-impl TryFrom<String> for Upstream {
-    type Error = String;
+/// Why `infer.upstream` is not an upstream inferproxy may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamError {
+    /// As configured.
+    pub url: String,
+    pub why: BadUpstream,
+}
 
-    fn try_from(url: String) -> Result<Self, String> {
-        let bad = |why: &str| format!("infer.upstream {url:?}: {why}");
+/// What is wrong with an upstream URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadUpstream {
+    NotHttp,
+    /// A user, path or query, or no host at all.
+    NotHostPort,
+    UnclosedBracket,
+    JunkAfterBracket,
+    NotIpv6,
+    /// A name other than `localhost`, or an IPv4 address not written in full.
+    NotIp,
+    NotLoopback,
+    PortOutOfRange,
+    PortNotNumber,
+}
+
+impl fmt::Display for UpstreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let why = match self.why {
+            BadUpstream::NotHttp => "must start with http:// (llama-server on loopback)",
+            BadUpstream::NotHostPort => "must be http://HOST[:PORT] without user, path or query",
+            BadUpstream::UnclosedBracket => "unclosed [",
+            BadUpstream::JunkAfterBracket => "junk after ]",
+            BadUpstream::NotIpv6 => "not an IPv6 address",
+            BadUpstream::NotIp => "host must be a loopback IP address or localhost",
+            BadUpstream::NotLoopback => {
+                "only a loopback address (127.0.0.0/8, [::1], localhost) is allowed"
+            }
+            BadUpstream::PortOutOfRange => "port out of range",
+            BadUpstream::PortNotNumber => "port is not a number",
+        };
+        write!(f, "infer.upstream {:?}: {why}", self.url)
+    }
+}
+
+impl std::error::Error for UpstreamError {}
+
+impl TryFrom<String> for Upstream {
+    type Error = UpstreamError;
+
+    fn try_from(url: String) -> Result<Self, UpstreamError> {
+        let bad = |why| UpstreamError {
+            url: url.clone(),
+            why,
+        };
         let rest = url
             .strip_prefix("http://")
-            .ok_or_else(|| bad("must start with http:// (llama-server on loopback)"))?;
+            .ok_or_else(|| bad(BadUpstream::NotHttp))?;
         let authority = rest.strip_suffix('/').unwrap_or(rest);
         if authority.is_empty() || authority.contains(['/', '?', '#', '@']) {
-            return Err(bad(
-                "must be http://HOST[:PORT] without user, path or query",
-            ));
+            return Err(bad(BadUpstream::NotHostPort));
         }
         let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-            let (host, after) = v6.split_once(']').ok_or_else(|| bad("unclosed ["))?;
+            let (host, after) = v6
+                .split_once(']')
+                .ok_or_else(|| bad(BadUpstream::UnclosedBracket))?;
             let port = match after {
                 "" => None,
-                p => Some(p.strip_prefix(':').ok_or_else(|| bad("junk after ]"))?),
+                p => Some(
+                    p.strip_prefix(':')
+                        .ok_or_else(|| bad(BadUpstream::JunkAfterBracket))?,
+                ),
             };
-            let ip: IpAddr = host.parse().map_err(|_| bad("not an IPv6 address"))?;
+            let ip: IpAddr = host.parse().map_err(|_| bad(BadUpstream::NotIpv6))?;
             (ip, port)
         } else {
             let (host, port) = match authority.split_once(':') {
@@ -117,9 +168,7 @@ impl TryFrom<String> for Upstream {
             let ip = if host.eq_ignore_ascii_case("localhost") {
                 IpAddr::V4(Ipv4Addr::LOCALHOST)
             } else {
-                let ip: Ipv4Addr = host
-                    .parse()
-                    .map_err(|_| bad("host must be a loopback IP address or localhost"))?;
+                let ip: Ipv4Addr = host.parse().map_err(|_| bad(BadUpstream::NotIp))?;
                 IpAddr::V4(ip)
             };
             (ip, port)
@@ -127,9 +176,7 @@ impl TryFrom<String> for Upstream {
         // std's is_loopback: 127.0.0.0/8, or ::1 itself (an IPv4-mapped 127.x is not a
         // loopback address to the kernel).
         if !host.is_loopback() {
-            return Err(bad(
-                "only a loopback address (127.0.0.0/8, [::1], localhost) is allowed",
-            ));
+            return Err(bad(BadUpstream::NotLoopback));
         }
         let port = match port {
             None => 80,
@@ -137,8 +184,8 @@ impl TryFrom<String> for Upstream {
                 .parse::<u16>()
                 .ok()
                 .filter(|&p| p != 0)
-                .ok_or_else(|| bad("port out of range"))?,
-            Some(_) => return Err(bad("port is not a number")),
+                .ok_or_else(|| bad(BadUpstream::PortOutOfRange))?,
+            Some(_) => return Err(bad(BadUpstream::PortNotNumber)),
         };
         Ok(Self {
             host: authority.to_owned(),
@@ -166,29 +213,39 @@ mod tests {
             assert_eq!(up.addr.to_string(), addr, "{url}");
             assert_eq!(up.host, host, "{url}");
         }
-        for (url, word) in [
-            ("https://127.0.0.1:8080", "http://"),
-            ("127.0.0.1:8080", "http://"),
-            ("http://10.0.0.1:8080", "loopback"),
-            ("http://0.0.0.0:8080", "loopback"),
-            ("http://[::ffff:127.0.0.1]:8080", "loopback"),
-            ("http://[fe80::1]:8080", "loopback"),
-            ("http://example.com:8080", "loopback IP"),
-            ("http://127.1:8080", "loopback IP"),
-            ("http://0x7f.0.0.1:8080", "loopback IP"),
-            ("http://127.0.0.1:8080/v1", "without user"),
-            ("http://user@127.0.0.1:8080", "without user"),
-            ("http://127.0.0.1:8080?x", "without user"),
-            ("http://", "without user"),
-            ("http://127.0.0.1:", "port"),
-            ("http://127.0.0.1:0", "port"),
-            ("http://127.0.0.1:65536", "port"),
-            ("http://127.0.0.1:+80", "port"),
-            ("http://127.0.0.1:80:80", "port"),
-            ("http://[::1]x", "junk"),
+        use BadUpstream::*;
+        for (url, word, why) in [
+            ("https://127.0.0.1:8080", "http://", NotHttp),
+            ("127.0.0.1:8080", "http://", NotHttp),
+            ("http://10.0.0.1:8080", "loopback", NotLoopback),
+            ("http://0.0.0.0:8080", "loopback", NotLoopback),
+            ("http://[::ffff:127.0.0.1]:8080", "loopback", NotLoopback),
+            ("http://[fe80::1]:8080", "loopback", NotLoopback),
+            ("http://example.com:8080", "loopback IP", NotIp),
+            ("http://127.1:8080", "loopback IP", NotIp),
+            ("http://0x7f.0.0.1:8080", "loopback IP", NotIp),
+            ("http://127.0.0.1:8080/v1", "without user", NotHostPort),
+            ("http://user@127.0.0.1:8080", "without user", NotHostPort),
+            ("http://127.0.0.1:8080?x", "without user", NotHostPort),
+            ("http://", "without user", NotHostPort),
+            ("http://127.0.0.1:", "port", PortNotNumber),
+            ("http://127.0.0.1:0", "port", PortOutOfRange),
+            ("http://127.0.0.1:65536", "port", PortOutOfRange),
+            ("http://127.0.0.1:+80", "port", PortNotNumber),
+            ("http://127.0.0.1:80:80", "port", PortNotNumber),
+            ("http://[::1]x", "junk", JunkAfterBracket),
+            ("http://[::1", "unclosed", UnclosedBracket),
+            ("http://[::g]:80", "IPv6", NotIpv6),
         ] {
             let err = Upstream::try_from(url.to_owned()).expect_err(url);
-            assert!(err.contains(word), "{url}: {err}");
+            assert_eq!(err.why, why, "{url}");
+            assert_eq!(err.url, url);
+            let text = err.to_string();
+            assert!(text.contains(word), "{url}: {text}");
+            assert!(
+                text.starts_with(&format!("infer.upstream {url:?}: ")),
+                "{text}"
+            );
         }
     }
 }

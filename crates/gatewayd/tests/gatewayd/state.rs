@@ -94,3 +94,25 @@ fn corrupt_linked_or_writable_state_refuses_start() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_refused_state_names_its_file_and_the_refusal() {
+    use daemon::durable::Refusal;
+    use gatewayd::state::StateError;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("typed");
+    let path = dir.join("state.json");
+    std::fs::write(&path, "{}").expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    match Store::open(dir.clone(), 0) {
+        Err(StateError::Refused {
+            path: p,
+            why: Refusal::Mode { mode: 0o666, sets },
+        }) => {
+            assert_eq!(p, path);
+            assert_eq!(sets, 0o022);
+        }
+        other => panic!("not refused for its mode: {other:?}"),
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

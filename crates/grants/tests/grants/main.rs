@@ -1,7 +1,8 @@
 //! grants' tests, one module per concern: the snapshot of the grant directory, what each
-//! grant covers, paths, and where a host name may lead.
+//! grant covers, paths, where a host name may lead, and the paths a tool unit may be given.
 
 mod constraints;
 mod path;
 mod reach;
 mod snapshot;
+mod unitpath;

@@ -1,5 +1,6 @@
 //! loopd's integration tests, one binary with a module per concern: the binary on its own,
-//! and the session log through its public API.
+//! its exit statuses, and the session log through its public API.
 
 mod check_config;
+mod exit_status;
 mod store;

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use loopd::store::Store;
+use loopd::store::{Store, StoreError};
 use proto::{Epoch, LogRecord, SessionId, Timestamp};
 
 /// A store in a fresh home with one record in session `s-1`: the home, the store, the
@@ -64,6 +64,10 @@ fn a_linked_open_or_corrupt_log_is_refused_and_never_written_through() {
         why.ends_with("mode 644 sets 44, which this daemon never does"),
         "{why}"
     );
+    assert!(
+        matches!(store.load(&id), Err(StoreError::Refused { path: p, .. }) if p == path),
+        "the refusal names the log"
+    );
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
 
     // A link in the log's place: not read, not repaired, not appended to.
@@ -82,5 +86,24 @@ fn a_linked_open_or_corrupt_log_is_refused_and_never_written_through() {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let why = refused("corrupt");
     assert!(why.contains("0.jsonl line 1:"), "{why}");
+    match store.load(&id) {
+        Err(StoreError::Corrupt { path: p, line, .. }) => assert_eq!((p, line), (path, 1)),
+        other => panic!("not a corrupt line: {other:?}"),
+    }
     let _ = std::fs::remove_dir_all(&home);
+}
+
+#[test]
+fn a_store_that_cannot_be_made_names_its_directory_and_keeps_the_cause() {
+    let home = std::env::temp_dir().join(format!("bx-store-file-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::write(&home, "not a directory").expect("home");
+    match Store::open(&home) {
+        Err(StoreError::Io { path, source }) => {
+            assert_eq!(path, home.join("sessions"));
+            assert_eq!(source.kind(), std::io::ErrorKind::NotADirectory);
+        }
+        other => panic!("not an I/O error on sessions/: {other:?}"),
+    }
+    let _ = std::fs::remove_file(&home);
 }

@@ -1,0 +1,214 @@
+//! Why an exchange did not forward a whole answer, typed: [`Refused`] when the client gets
+//! an error answer of ours (its status and one of our fixed messages), [`Cut`] when
+//! llama-server's answer had started and the connection is closed short. `Display` is the
+//! detail only the log gets: internal error text never goes to the client.
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+
+use strict_http::HttpError;
+
+use crate::upstream::Failure;
+
+/// How many interim (1xx) answers llama-server may send before its real one.
+pub(crate) const MAX_INTERIM: usize = 8;
+
+const FORBIDDEN: &str = "inferproxy forwards only POST /v1/chat/completions, \
+                         GET /health, GET /props and GET /v1/models";
+
+/// Nothing of llama-server's answer reached the client: it gets one of our answers.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// The request is malformed, too large, too slow or of a version not understood.
+    Request(HttpError),
+    /// The method and target are not on the allowlist.
+    NotAllowed { method: String, target: String },
+    /// An `Expect` other than `100-continue`.
+    Expect { value: String },
+    /// llama-server did not accept the connection (in time).
+    Connect { addr: SocketAddr, source: io::Error },
+    /// The request could not be sent on to llama-server.
+    Send(HttpError),
+    /// llama-server answered 101 Switching Protocols.
+    Switching,
+    /// llama-server sent more than [`MAX_INTERIM`] interim answers.
+    Interim,
+    /// llama-server's answer head did not come (in time) or was malformed.
+    Head(HttpError),
+}
+
+impl Refused {
+    /// The status the client gets.
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::Request(e) => e.status(),
+            Self::NotAllowed { .. } => 403,
+            Self::Expect { .. } => 417,
+            Self::Connect { source, .. } if daemon::conn::is_timeout_io(source) => 504,
+            Self::Head(e) if Failure::of(e) == Failure::Silent => 504,
+            Self::Connect { .. } | Self::Send(_) | Self::Switching | Self::Interim => 502,
+            Self::Head(_) => 502,
+        }
+    }
+
+    /// The message the client gets: always one of ours.
+    pub fn message(&self) -> &'static str {
+        match self {
+            Self::Request(e) => match e.status() {
+                408 => "the request did not arrive in time",
+                413 => "the request body is too large",
+                431 => "the request head is too large",
+                501 => "only chunked transfer coding is understood",
+                505 => "only HTTP/1.1 and HTTP/1.0 are understood",
+                _ => "malformed request",
+            },
+            Self::NotAllowed { .. } => FORBIDDEN,
+            Self::Expect { .. } => "only Expect: 100-continue is understood",
+            Self::Connect { .. } if self.status() == 504 => {
+                "llama-server did not accept the connection in time"
+            }
+            Self::Connect { .. } | Self::Send(_) => "llama-server is not reachable",
+            Self::Head(_) if self.status() == 504 => "llama-server did not answer in time",
+            Self::Switching | Self::Interim | Self::Head(_) => "llama-server answered badly",
+        }
+    }
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Request(e) | Self::Head(e) => e.fmt(f),
+            Self::NotAllowed { method, target } => {
+                write!(f, "{method:?} {target:?} is not on the allowlist")
+            }
+            Self::Expect { value } => write!(f, "an Expect other than 100-continue: {value:?}"),
+            Self::Connect { addr, source } => write!(f, "connect {addr}: {source}"),
+            Self::Send(e) => write!(f, "sending the request: {e}"),
+            Self::Switching => f.write_str("llama-server answered 101 Switching Protocols"),
+            Self::Interim => write!(f, "more than {MAX_INTERIM} interim answers"),
+        }
+    }
+}
+
+impl std::error::Error for Refused {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Request(e) | Self::Send(e) | Self::Head(e) => Some(e),
+            Self::Connect { source, .. } => Some(source),
+            Self::NotAllowed { .. } | Self::Expect { .. } | Self::Switching | Self::Interim => None,
+        }
+    }
+}
+
+/// llama-server's answer had started (or the client left before it could): the client
+/// connection is closed short, which the client sees as a cut body.
+#[derive(Debug)]
+pub(crate) enum Cut {
+    /// The client went away while the answer's head was awaited.
+    Left(HttpError),
+    /// The answer's head could not be written to the client.
+    WriteHead(HttpError),
+    /// The answer's framing cannot be read.
+    Framing(HttpError),
+    /// Reading the answer's body failed (llama-server, or a client that left meanwhile).
+    Upstream(HttpError),
+    /// Writing the body to the client failed.
+    Client(io::Error),
+}
+
+impl fmt::Display for Cut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Left(e) | Self::Framing(e) => e.fmt(f),
+            Self::WriteHead(e) => write!(f, "writing the head to the client: {e}"),
+            Self::Upstream(e) if Failure::of(e) == Failure::ClientGone => {
+                write!(f, "while waiting for llama-server: {e}")
+            }
+            Self::Upstream(e) => write!(f, "llama-server: {e}"),
+            Self::Client(e) => write!(f, "the client went away: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Cut {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Left(e) | Self::WriteHead(e) | Self::Framing(e) | Self::Upstream(e) => Some(e),
+            Self::Client(e) => Some(e),
+        }
+    }
+}
+
+/// What an error before llama-server's answer head means.
+pub(crate) fn before_head(e: HttpError) -> Abort {
+    match Failure::of(&e) {
+        Failure::ClientGone => Abort::Cut(Cut::Left(e)),
+        Failure::Silent | Failure::Broken => Abort::Refused(Refused::Head(e)),
+    }
+}
+
+/// How a relay ended short.
+#[derive(Debug)]
+pub(crate) enum Abort {
+    /// Nothing was sent to the client yet: it gets our answer.
+    Refused(Refused),
+    /// The answer had started.
+    Cut(Cut),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::upstream::Silent;
+
+    #[test]
+    fn each_refusal_has_its_status_our_message_and_the_detail_for_the_log() {
+        let addr: SocketAddr = "127.0.0.1:9".parse().expect("addr");
+        let connect = |kind| Refused::Connect {
+            addr,
+            source: io::Error::from(kind),
+        };
+        let silent = HttpError::Io(io::Error::new(
+            io::ErrorKind::TimedOut,
+            Silent {
+                before_first_byte: true,
+            },
+        ));
+        let broken = HttpError::Io(io::ErrorKind::ConnectionReset.into());
+        let not_allowed = Refused::NotAllowed {
+            method: "GET".into(),
+            target: "/slots".into(),
+        };
+        for (why, status, message) in [
+            (not_allowed, 403, FORBIDDEN),
+            (
+                connect(io::ErrorKind::TimedOut),
+                504,
+                "llama-server did not accept the connection in time",
+            ),
+            (
+                connect(io::ErrorKind::ConnectionRefused),
+                502,
+                "llama-server is not reachable",
+            ),
+            (
+                Refused::Head(silent),
+                504,
+                "llama-server did not answer in time",
+            ),
+            (Refused::Head(broken), 502, "llama-server answered badly"),
+            (Refused::Interim, 502, "llama-server answered badly"),
+        ] {
+            assert_eq!((why.status(), why.message()), (status, message), "{why}");
+        }
+        let detail = connect(io::ErrorKind::ConnectionRefused).to_string();
+        assert!(detail.starts_with("connect 127.0.0.1:9: "), "{detail}");
+        let detail = Refused::NotAllowed {
+            method: "GET".into(),
+            target: "/slots".into(),
+        }
+        .to_string();
+        assert_eq!(detail, "\"GET\" \"/slots\" is not on the allowlist");
+    }
+}
