@@ -55,21 +55,3 @@ pub struct CommonArgs {
     #[arg(long)]
     pub check_config: bool,
 }
-
-/// Why a role (or bxctl) could not do what was asked, worded for a person: `main` prints it
-/// once and exits non-zero.
-#[derive(Debug)]
-pub struct Error(pub String);
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Error {}
-
-/// Any error, as an [`Error`] for a person.
-pub fn err(e: impl std::fmt::Display) -> Error {
-    Error(e.to_string())
-}

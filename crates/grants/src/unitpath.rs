@@ -69,20 +69,6 @@ impl fmt::Display for CredentialNameError {
 
 impl std::error::Error for CredentialNameError {}
 
-// For callers whose own errors are still text (brokerd's runner checks, until its typed
-// errors land): the message, as Display words it.
-impl From<UnitPathError> for String {
-    fn from(e: UnitPathError) -> Self {
-        e.to_string()
-    }
-}
-
-impl From<CredentialNameError> for String {
-    fn from(e: CredentialNameError) -> Self {
-        e.to_string()
-    }
-}
-
 /// Checks a path that goes into a unit property (a bind, a granted path, the tool, the root).
 ///
 /// Refused: relative or non-normalised paths (`.`, `..`, `//`, a trailing `/`), and any
