@@ -196,7 +196,3 @@ impl Drop for Slot {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
-
-#[cfg(test)]
-#[path = "accept_tests.rs"]
-mod tests;

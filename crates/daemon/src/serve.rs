@@ -187,6 +187,27 @@ pub fn forbid(conn: &mut Conn, id: u64, name: &str, who: &str, kind: &str) {
     );
 }
 
+/// The one test of this module that needs a private item (`refuse`, which writes the
+/// framed refusal); the public behaviour is in `tests/daemon/serve.rs`.
 #[cfg(test)]
-#[path = "serve_tests.rs"]
-mod tests;
+mod tests {
+    use proto::Message;
+    use proto::approval::Empty;
+
+    use super::*;
+    use crate::conn::CallError;
+
+    #[test]
+    fn a_refusal_is_read_even_when_the_request_cannot_be_sent() {
+        // The server wrote its refusal and closed before the client wrote: the client's write
+        // fails (EPIPE), and the refusal is still what it reports.
+        let (client, server) = UnixStream::pair().expect("pair");
+        refuse(server, ErrorCode::Refused, "not you");
+        let mut conn = Conn::new(client, Duration::from_secs(5), Duration::from_secs(5));
+        let e = match conn.call(1, Message::GrantsQuery(Empty {}), |_| {}) {
+            Err(CallError::Refused(e)) => e,
+            other => panic!("not a refusal: {other:?}"),
+        };
+        assert_eq!((e.code, e.detail.as_str()), (ErrorCode::Refused, "not you"));
+    }
+}

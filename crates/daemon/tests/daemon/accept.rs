@@ -1,10 +1,15 @@
 //! The accept loop when accept itself fails: it pauses instead of spinning, and serves
 //! again once accepting works.
 
-use std::sync::atomic::AtomicBool;
-use std::time::Instant;
+use std::io;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
-use super::*;
+use daemon::accept::{Accept, Admission, MAX_BACKOFF, Refusal, Refuse, accept_loop};
+use daemon::config::Peer;
+use daemon::serve::Activity;
 
 /// A listener that fails with EMFILE (out of descriptors) while `exhausted` is set,
 /// counting every attempt, and otherwise accepts from the real one.
