@@ -5,6 +5,7 @@
 //! what every case shares.
 
 mod consult;
+mod errors;
 mod fetch;
 mod files;
 mod input;
