@@ -6,6 +6,7 @@
 
 mod consult;
 mod errors;
+mod exit_status;
 mod fetch;
 mod files;
 mod input;
