@@ -89,7 +89,7 @@ pub fn consult(
         .map_err(|source| NetError::Request {
             url: url.clone(),
             timeout_ms: inv.timeout_ms,
-            source,
+            source: Box::new(source),
         })?;
     let status = response.status();
     let reader = response.into_body().into_reader();

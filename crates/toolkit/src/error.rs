@@ -24,8 +24,12 @@ pub enum ToolError {
     TooLarge { limit: u64 },
     /// stdin is not a `ToolInvocation`.
     Invocation(serde_json::Error),
-    /// The tool ran and failed; the text is prefixed with the tool's name.
-    Tool { tool: &'static str, source: Failure },
+    /// The tool ran and failed; the text is prefixed with the tool's name. (Boxed: a
+    /// failure holds a URL and its cause, and this is the `Err` of every call.)
+    Tool {
+        tool: &'static str,
+        source: Box<Failure>,
+    },
 }
 
 /// What a tool failed on: one kind per module.
@@ -115,11 +119,12 @@ pub enum NetError {
         host: String,
         port: u16,
     },
-    /// The request failed (connection, TLS, timeout) before a status came back.
+    /// The request failed (connection, TLS, timeout) before a status came back. (Boxed:
+    /// ureq's error is large, and every tool's `Result` carries this type.)
     Request {
         url: Url,
         timeout_ms: u64,
-        source: ureq::Error,
+        source: Box<ureq::Error>,
     },
     /// Reading the response body failed.
     Body {
@@ -269,7 +274,7 @@ impl fmt::Display for NetError {
                 url,
                 timeout_ms,
                 source,
-            } => match source {
+            } => match &**source {
                 ureq::Error::Timeout(_) => write!(f, "{url}: timed out after {timeout_ms} ms"),
                 ureq::Error::Io(io) => write!(f, "{url}: {}", IoWords(io, *timeout_ms)),
                 other => write!(f, "{url}: {other}"),
@@ -362,7 +367,7 @@ impl std::error::Error for ToolError {
         match self {
             Self::TooLarge { .. } => None,
             Self::Invocation(e) => Some(e),
-            Self::Tool { source, .. } => Some(source),
+            Self::Tool { source, .. } => Some(&**source),
         }
     }
 }
@@ -399,7 +404,7 @@ impl std::error::Error for NetError {
         match self {
             Self::InvalidUrl { source, .. } => Some(source),
             Self::BadAddress { source, .. } => Some(source),
-            Self::Request { source, .. } => Some(source),
+            Self::Request { source, .. } => Some(&**source),
             Self::Body { source, .. } => Some(source),
             Self::Scheme { .. }
             | Self::NoHost { .. }

@@ -21,7 +21,7 @@ pub fn http_fetch(url: &str, inv: &ToolInvocation) -> Result<Content, Failure> {
         .map_err(|source| NetError::Request {
             url: url.clone(),
             timeout_ms: inv.timeout_ms,
-            source,
+            source: Box::new(source),
         })?;
     let status = response.status();
     let max = max_bytes(inv);

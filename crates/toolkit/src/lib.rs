@@ -114,7 +114,7 @@ pub fn execute(invocation: &ToolInvocation, credentials: Option<&Path>) -> ToolR
     };
     result.map_err(|source| ToolError::Tool {
         tool: invocation.call.tool(),
-        source,
+        source: Box::new(source),
     })
 }
 

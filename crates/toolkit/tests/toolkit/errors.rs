@@ -1,51 +1,50 @@
 //! Every kind of failure, called in-process: its exact text (what the model reads, what
 //! brokerd, the stack and the container tier's checks look for) and its variant with context.
+//! (consult's own failures are in `consult`, with these helpers.)
 
 use std::io::{self, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::thread;
 
-use proto::toolrun::{ConsultTarget, ToolInvocation};
-use proto::tools::{ConsultArgs, ToolArgs};
+use proto::toolrun::ToolInvocation;
 use toolkit::{ConsultError, Failure, FileError, NetError, ToolError};
 
-use crate::support::{
-    TempDir, fetch, invocation, list_dir, local, read_file, response, serve_once,
-};
+use crate::support::{TempDir, fetch, list_dir, local, read_file, response, serve_once};
 
-/// The error of an in-process call.
-fn fail(inv: &ToolInvocation, credentials: Option<&Path>) -> ToolError {
-    toolkit::execute(inv, credentials).expect_err("a failure")
+/// Whether an error is the expected variant with the expected context.
+pub type Is = Box<dyn Fn(&ToolError) -> bool>;
+
+/// Runs `inv` in-process and checks that it fails with exactly `text`, as `is` expects.
+pub fn check(inv: &ToolInvocation, credentials: Option<&Path>, text: &str, is: &Is) {
+    let err = toolkit::execute(inv, credentials).expect_err("a failure");
+    assert_eq!(err.to_string(), text);
+    assert!(is(&err), "{text}: wrong variant or context: {err:?}");
+    // No credential's value is in any failure, not even in its Debug form.
+    assert!(!format!("{err:?}").contains("secret"), "{err:?}");
 }
 
 /// What `tool` failed on.
-fn failure<'a>(err: &'a ToolError, tool: &str) -> &'a Failure {
+fn failure<'a>(err: &'a ToolError, tool: &str) -> Option<&'a Failure> {
     match err {
-        ToolError::Tool { tool: t, source } if *t == tool => source,
-        other => panic!("expected a failure of {tool}, got {other:?}"),
+        ToolError::Tool { tool: t, source } if *t == tool => Some(source),
+        _ => None,
     }
 }
 
-fn file_error<'a>(err: &'a ToolError, tool: &str) -> &'a FileError {
-    match failure(err, tool) {
-        Failure::File(e) => e,
-        other => panic!("expected a file error, got {other:?}"),
-    }
+/// A file error of `tool` that `f` accepts.
+fn file(tool: &'static str, f: impl Fn(&FileError) -> bool + 'static) -> Is {
+    Box::new(move |e| matches!(failure(e, tool), Some(Failure::File(x)) if f(x)))
 }
 
-fn net_error<'a>(err: &'a ToolError, tool: &str) -> &'a NetError {
-    match failure(err, tool) {
-        Failure::Net(e) => e,
-        other => panic!("expected a network error, got {other:?}"),
-    }
+/// A network error of `tool` that `f` accepts.
+pub fn net(tool: &'static str, f: impl Fn(&NetError) -> bool + 'static) -> Is {
+    Box::new(move |e| matches!(failure(e, tool), Some(Failure::Net(x)) if f(x)))
 }
 
-fn consult_error(err: &ToolError) -> &ConsultError {
-    match failure(err, "consult") {
-        Failure::Consult(e) => e,
-        other => panic!("expected a consult error, got {other:?}"),
-    }
+/// A consult error that `f` accepts.
+pub fn consult_error(f: impl Fn(&ConsultError) -> bool + 'static) -> Is {
+    Box::new(move |e| matches!(failure(e, "consult"), Some(Failure::Consult(x)) if f(x)))
 }
 
 #[test]
@@ -73,124 +72,123 @@ fn path_failures_name_the_path() {
     let t = TempDir::new();
     std::fs::create_dir(t.path("notes")).expect("mkdir");
     std::fs::write(t.path("notes/a.txt"), "a").expect("write");
-    std::fs::write(t.path("secret"), "s").expect("write");
-    std::os::unix::fs::symlink(t.path("secret"), t.path("notes/escape")).expect("symlink");
-    let roots = vec![t.s("notes")];
-    let read = |path: String| fail(&read_file(path, roots.clone()), None);
-
-    let err = read("notes/a.txt".into());
-    assert_eq!(
-        err.to_string(),
-        "read_file: notes/a.txt is not an absolute path"
-    );
-    assert!(
-        matches!(file_error(&err, "read_file"), FileError::NotAbsolute { path } if path == "notes/a.txt")
-    );
-
-    let dotted = t.s("notes/../secret");
-    let err = read(dotted.clone());
-    assert_eq!(
-        err.to_string(),
-        format!("read_file: {dotted} has a .. component")
-    );
-    assert!(
-        matches!(file_error(&err, "read_file"), FileError::ParentDir { path } if *path == dotted)
-    );
-
-    let err = read(t.s("secret"));
-    assert_eq!(
-        err.to_string(),
-        format!("read_file: {} is outside the granted paths", t.s("secret"))
-    );
-    assert!(
-        matches!(file_error(&err, "read_file"), FileError::Outside { path } if *path == t.s("secret"))
-    );
-
-    let err = read(t.s("notes/none"));
-    assert_eq!(
-        err.to_string(),
-        format!("read_file: {} does not exist", t.s("notes/none"))
-    );
-    assert!(
-        matches!(file_error(&err, "read_file"), FileError::Io { path, source }
-        if *path == t.path("notes/none") && source.kind() == io::ErrorKind::NotFound)
-    );
-
-    let err = read(t.s("notes/a.txt/x"));
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "read_file: {}: Not a directory (os error 20)",
-            t.s("notes/a.txt/x")
-        )
-    );
-    assert!(
-        matches!(file_error(&err, "read_file"), FileError::Io { path, source }
-        if *path == t.path("notes/a.txt/x") && source.raw_os_error() == Some(20))
-    );
-
-    let err = read(t.s("notes/escape"));
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "read_file: {} goes through a symlink below the granted directory; links are not \
-             followed",
-            t.s("notes/escape")
-        )
-    );
-    assert!(
-        matches!(file_error(&err, "read_file"), FileError::Symlink { path } if *path == t.path("notes/escape"))
-    );
-
-    let err = read(t.s("notes"));
-    assert_eq!(
-        err.to_string(),
-        format!("read_file: {} is a directory, use list_dir", t.s("notes"))
-    );
-    assert!(
-        matches!(file_error(&err, "read_file"), FileError::IsDirectory { path } if *path == t.path("notes"))
-    );
-
-    let err = fail(&read_file("/dev/null".into(), vec!["/dev".into()]), None);
-    assert_eq!(
-        err.to_string(),
-        "read_file: /dev/null is not a regular file"
-    );
-    assert!(
-        matches!(file_error(&err, "read_file"), FileError::NotRegular { path } if path == Path::new("/dev/null"))
-    );
-
-    let err = fail(&list_dir(t.s("notes/a.txt"), roots.clone()), None);
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "list_dir: {} is not a directory, use read_file",
-            t.s("notes/a.txt")
-        )
-    );
-    assert!(
-        matches!(file_error(&err, "list_dir"), FileError::NotDirectory { path } if *path == t.path("notes/a.txt"))
-    );
-
-    let err = fail(&list_dir(t.s("notes/none"), roots.clone()), None);
-    assert_eq!(
-        err.to_string(),
-        format!("list_dir: {} does not exist", t.s("notes/none"))
-    );
-    assert!(
-        matches!(file_error(&err, "list_dir"), FileError::Io { path, .. } if *path == t.path("notes/none"))
-    );
-
     std::fs::write(t.path("notes/bin"), b"\0").expect("write");
-    let err = read(t.s("notes/bin"));
-    assert_eq!(
-        err.to_string(),
-        "read_file: not UTF-8 text (a NUL byte in the first 8 KiB: binary content)"
-    );
-    assert!(
-        matches!(failure(&err, "read_file"), Failure::Binary),
-        "{err:?}"
-    );
+    std::fs::write(t.path("private"), "s").expect("write");
+    std::os::unix::fs::symlink(t.path("private"), t.path("notes/escape")).expect("symlink");
+    let roots = vec![t.s("notes")];
+    let read = |rel: &str| read_file(t.s(rel), roots.clone());
+    let at = |rel: &str| t.path(rel);
+    let (dotted, outside) = (t.s("notes/../private"), t.s("private"));
+    let cases: Vec<(ToolInvocation, String, Is)> = vec![
+        (
+            read_file("notes/a.txt".into(), roots.clone()),
+            "read_file: notes/a.txt is not an absolute path".into(),
+            file(
+                "read_file",
+                |e| matches!(e, FileError::NotAbsolute { path } if path == "notes/a.txt"),
+            ),
+        ),
+        (
+            read("notes/../private"),
+            format!("read_file: {dotted} has a .. component"),
+            file(
+                "read_file",
+                move |e| matches!(e, FileError::ParentDir { path } if *path == dotted),
+            ),
+        ),
+        (
+            read("private"),
+            format!("read_file: {outside} is outside the granted paths"),
+            file(
+                "read_file",
+                move |e| matches!(e, FileError::Outside { path } if *path == outside),
+            ),
+        ),
+        (
+            read("notes/none"),
+            format!("read_file: {} does not exist", t.s("notes/none")),
+            io_error("read_file", at("notes/none"), |s| {
+                s.kind() == io::ErrorKind::NotFound
+            }),
+        ),
+        (
+            read("notes/a.txt/x"),
+            format!(
+                "read_file: {}: Not a directory (os error 20)",
+                t.s("notes/a.txt/x")
+            ),
+            io_error("read_file", at("notes/a.txt/x"), |s| {
+                s.raw_os_error() == Some(20)
+            }),
+        ),
+        (
+            read("notes/escape"),
+            format!(
+                "read_file: {} goes through a symlink below the granted directory; links are \
+                 not followed",
+                t.s("notes/escape")
+            ),
+            path_is("read_file", at("notes/escape"), |e| match e {
+                FileError::Symlink { path } => Some(path),
+                _ => None,
+            }),
+        ),
+        (
+            read("notes"),
+            format!("read_file: {} is a directory, use list_dir", t.s("notes")),
+            path_is("read_file", at("notes"), |e| match e {
+                FileError::IsDirectory { path } => Some(path),
+                _ => None,
+            }),
+        ),
+        (
+            read_file("/dev/null".into(), vec!["/dev".into()]),
+            "read_file: /dev/null is not a regular file".into(),
+            path_is("read_file", "/dev/null".into(), |e| match e {
+                FileError::NotRegular { path } => Some(path),
+                _ => None,
+            }),
+        ),
+        (
+            list_dir(t.s("notes/a.txt"), roots.clone()),
+            format!(
+                "list_dir: {} is not a directory, use read_file",
+                t.s("notes/a.txt")
+            ),
+            path_is("list_dir", at("notes/a.txt"), |e| match e {
+                FileError::NotDirectory { path } => Some(path),
+                _ => None,
+            }),
+        ),
+        (
+            list_dir(t.s("notes/none"), roots.clone()),
+            format!("list_dir: {} does not exist", t.s("notes/none")),
+            io_error("list_dir", at("notes/none"), |s| {
+                s.kind() == io::ErrorKind::NotFound
+            }),
+        ),
+        (
+            read("notes/bin"),
+            "read_file: not UTF-8 text (a NUL byte in the first 8 KiB: binary content)".into(),
+            Box::new(|e| matches!(failure(e, "read_file"), Some(Failure::Binary))),
+        ),
+    ];
+    for (inv, text, is) in &cases {
+        check(inv, None, text, is);
+    }
+}
+
+/// A `FileError::Io` of `tool` on `expected` whose source `source` accepts.
+fn io_error(tool: &'static str, expected: PathBuf, source: fn(&io::Error) -> bool) -> Is {
+    file(
+        tool,
+        move |e| matches!(e, FileError::Io { path, source: s } if *path == expected && source(s)),
+    )
+}
+
+/// A file error of `tool` that `pick` recognises, about `expected`.
+fn path_is(tool: &'static str, expected: PathBuf, pick: fn(&FileError) -> Option<&PathBuf>) -> Is {
+    file(tool, move |e| pick(e) == Some(&expected))
 }
 
 #[test]
@@ -211,53 +209,68 @@ fn io_failures_the_tests_cannot_cause_read_the_same() {
 
 #[test]
 fn url_and_address_failures_name_the_url_or_host() {
-    let err = fail(&fetch("not a url".into(), vec![]), None);
-    assert_eq!(
-        err.to_string(),
-        "http_fetch: invalid URL \"not a url\": relative URL without a base"
-    );
-    assert!(
-        matches!(net_error(&err, "http_fetch"), NetError::InvalidUrl { text, .. } if text == "not a url")
-    );
+    let cases: [(&str, Vec<String>, &str, Is); 5] = [
+        (
+            "not a url",
+            vec![],
+            "invalid URL \"not a url\": relative URL without a base",
+            net(
+                "http_fetch",
+                |e| matches!(e, NetError::InvalidUrl { text, .. } if text == "not a url"),
+            ),
+        ),
+        (
+            "file:///etc/passwd",
+            vec![],
+            "file:///etc/passwd: only http and https URLs are fetched",
+            net(
+                "http_fetch",
+                |e| matches!(e, NetError::Scheme { text } if text == "file:///etc/passwd"),
+            ),
+        ),
+        (
+            "http://example.test/",
+            vec!["example.com:80".into()],
+            "the granted address \"example.com:80\" is not a socket address",
+            net(
+                "http_fetch",
+                |e| matches!(e, NetError::BadAddress { text, .. } if text == "example.com:80"),
+            ),
+        ),
+        (
+            "http://example.test/",
+            vec![],
+            "no addresses were granted for example.test",
+            net(
+                "http_fetch",
+                |e| matches!(e, NetError::NoAddresses { host } if host == "example.test"),
+            ),
+        ),
+        (
+            "http://example.test/",
+            local(443),
+            "none of the granted addresses for example.test is on port 80",
+            net(
+                "http_fetch",
+                |e| matches!(e, NetError::WrongPort { host, port: 80 } if host == "example.test"),
+            ),
+        ),
+    ];
+    for (url, addresses, text, is) in &cases {
+        check(
+            &fetch((*url).into(), addresses.clone()),
+            None,
+            &format!("http_fetch: {text}"),
+            is,
+        );
+    }
+}
 
-    let err = fail(&fetch("file:///etc/passwd".into(), vec![]), None);
-    assert_eq!(
-        err.to_string(),
-        "http_fetch: file:///etc/passwd: only http and https URLs are fetched"
-    );
-    assert!(
-        matches!(net_error(&err, "http_fetch"), NetError::Scheme { text } if text == "file:///etc/passwd")
-    );
-
-    let err = fail(
-        &fetch("http://example.test/".into(), vec!["example.com:80".into()]),
-        None,
-    );
-    assert_eq!(
-        err.to_string(),
-        "http_fetch: the granted address \"example.com:80\" is not a socket address"
-    );
-    assert!(
-        matches!(net_error(&err, "http_fetch"), NetError::BadAddress { text, .. } if text == "example.com:80")
-    );
-
-    let err = fail(&fetch("http://example.test/".into(), vec![]), None);
-    assert_eq!(
-        err.to_string(),
-        "http_fetch: no addresses were granted for example.test"
-    );
-    assert!(
-        matches!(net_error(&err, "http_fetch"), NetError::NoAddresses { host } if host == "example.test")
-    );
-
-    let err = fail(&fetch("http://example.test/".into(), local(443)), None);
-    assert_eq!(
-        err.to_string(),
-        "http_fetch: none of the granted addresses for example.test is on port 80"
-    );
-    assert!(
-        matches!(net_error(&err, "http_fetch"), NetError::WrongPort { host, port: 80 } if host == "example.test")
-    );
+/// A `NetError` of `http_fetch` about `expected` that `f` accepts.
+fn fetch_error(expected: String, f: fn(&NetError) -> Option<&url::Url>) -> Is {
+    net("http_fetch", move |e| {
+        f(e).is_some_and(|u| u.as_str() == expected)
+    })
 }
 
 #[test]
@@ -266,25 +279,36 @@ fn transport_and_status_failures_name_the_url() {
     let port = closed.local_addr().expect("addr").port();
     drop(closed);
     let url = format!("http://example.test:{port}/");
-    let err = fail(&fetch(url.clone(), local(port)), None);
-    assert_eq!(
-        err.to_string(),
-        format!("http_fetch: {url}: connection refused")
-    );
-    assert!(
-        matches!(net_error(&err, "http_fetch"), NetError::Request { url: u, timeout_ms: 5000, .. } if u.as_str() == url)
+    let is = fetch_error(url.clone(), |e| match e {
+        NetError::Request {
+            url,
+            timeout_ms: 5000,
+            ..
+        } => Some(url),
+        _ => None,
+    });
+    check(
+        &fetch(url.clone(), local(port)),
+        None,
+        &format!("http_fetch: {url}: connection refused"),
+        &is,
     );
 
     let (port, server) = serve_once(|_| response("404 Not Found", "", "gone"));
     let url = format!("http://example.test:{port}/x");
-    let err = fail(&fetch(url.clone(), local(port)), None);
-    assert_eq!(
-        err.to_string(),
-        format!("http_fetch: {url}: HTTP 404 Not Found")
-    );
-    assert!(
-        matches!(net_error(&err, "http_fetch"), NetError::Status { url: u, status, detail: None }
-        if u.as_str() == url && status.as_u16() == 404)
+    let is = fetch_error(url.clone(), |e| match e {
+        NetError::Status {
+            url,
+            status,
+            detail: None,
+        } if status.as_u16() == 404 => Some(url),
+        _ => None,
+    });
+    check(
+        &fetch(url.clone(), local(port)),
+        None,
+        &format!("http_fetch: {url}: HTTP 404 Not Found"),
+        &is,
     );
     server.join().expect("server");
 
@@ -303,158 +327,19 @@ fn transport_and_status_failures_name_the_url() {
     let url = format!("http://example.test:{port}/slow");
     let mut inv = fetch(url.clone(), local(port));
     inv.timeout_ms = 300;
-    let err = fail(&inv, None);
-    assert_eq!(
-        err.to_string(),
-        format!("http_fetch: {url}: timeout: global")
-    );
-    assert!(
-        matches!(net_error(&err, "http_fetch"), NetError::Body { url: u, timeout_ms: 300, .. } if u.as_str() == url)
+    let is = fetch_error(url.clone(), |e| match e {
+        NetError::Body {
+            url,
+            timeout_ms: 300,
+            ..
+        } => Some(url),
+        _ => None,
+    });
+    check(
+        &inv,
+        None,
+        &format!("http_fetch: {url}: timeout: global"),
+        &is,
     );
     server.join().expect("server");
-}
-
-fn consult(port: u16, credential: &str) -> ToolInvocation {
-    let mut inv = invocation(ToolArgs::Consult(ConsultArgs {
-        prompt: "hi".into(),
-    }));
-    inv.addresses = local(port);
-    inv.consult = Some(ConsultTarget {
-        url: format!("http://api.example.test:{port}/v1"),
-        model: "m".into(),
-        credential: credential.into(),
-    });
-    inv
-}
-
-#[test]
-fn credential_failures_name_the_credential_never_its_value() {
-    let creds = TempDir::new();
-    let mut no_target = consult(9, "k");
-    no_target.consult = None;
-    let err = fail(&no_target, Some(&creds.0));
-    assert_eq!(
-        err.to_string(),
-        "consult: the invocation names no remote model (consult target missing)"
-    );
-    assert!(matches!(consult_error(&err), ConsultError::NoTarget));
-
-    std::fs::create_dir(creds.path("dir")).expect("mkdir");
-    std::fs::write(creds.path("big"), "k".repeat(16 * 1024 + 1)).expect("write");
-    std::fs::write(creds.path("latin1"), b"sk-\xe9").expect("write");
-    std::fs::write(creds.path("empty"), "\r\n").expect("write");
-    std::fs::write(creds.path("ctl"), "sk-\u{7}secret").expect("write");
-    let cases: [(&str, &str, fn(&ConsultError) -> bool); 7] = [
-        (
-            "../k",
-            "the credential name \"../k\" is not a plain file name",
-            |e| matches!(e, ConsultError::CredentialName { name } if name == "../k"),
-        ),
-        (
-            "none",
-            "cannot read the credential \"none\" from $CREDENTIALS_DIRECTORY: No such file or \
-             directory (os error 2)",
-            |e| {
-                matches!(e, ConsultError::CredentialOpen { name, source }
-                if name == "none" && source.kind() == io::ErrorKind::NotFound)
-            },
-        ),
-        (
-            "dir",
-            "cannot read the credential \"dir\": Is a directory (os error 21)",
-            |e| {
-                matches!(e, ConsultError::CredentialRead { name, source }
-                if name == "dir" && source.raw_os_error() == Some(21))
-            },
-        ),
-        (
-            "big",
-            "the credential \"big\" is larger than 16384 bytes",
-            |e| matches!(e, ConsultError::CredentialTooLarge { name, limit: 16384 } if name == "big"),
-        ),
-        (
-            "latin1",
-            "the credential \"latin1\" is not UTF-8 text",
-            |e| {
-                matches!(e, ConsultError::CredentialNotUtf8 { name, source }
-                if name == "latin1" && source.valid_up_to() == 3)
-            },
-        ),
-        (
-            "empty",
-            "the credential \"empty\" is empty",
-            |e| matches!(e, ConsultError::CredentialEmpty { name } if name == "empty"),
-        ),
-        (
-            "ctl",
-            "the credential \"ctl\" holds characters an HTTP header cannot carry",
-            |e| matches!(e, ConsultError::CredentialNotHeader { name } if name == "ctl"),
-        ),
-    ];
-    for (name, text, variant) in cases {
-        let err = fail(&consult(9, name), Some(&creds.0));
-        assert_eq!(err.to_string(), format!("consult: {text}"));
-        assert!(variant(consult_error(&err)), "{name}: {err:?}");
-        assert!(!format!("{err:?}").contains("secret"), "{err:?}");
-    }
-    let err = fail(&consult(9, "k"), None);
-    assert_eq!(
-        err.to_string(),
-        "consult: $CREDENTIALS_DIRECTORY is not set: the unit was started without the \
-         credential \"k\" (LoadCredential)"
-    );
-    assert!(matches!(consult_error(&err), ConsultError::NoCredentials { name } if name == "k"));
-}
-
-#[test]
-fn completion_failures_name_the_endpoint() {
-    let creds = TempDir::new();
-    std::fs::write(creds.path("k"), "sk-1").expect("write");
-    let status = |e: &ToolError, code: u16, text: Option<&str>| match net_error(e, "consult") {
-        NetError::Status { status, detail, .. } => {
-            status.as_u16() == code && detail.as_deref() == text
-        }
-        _ => false,
-    };
-    let consult_is = |e: &ToolError, f: fn(&ConsultError) -> bool| f(consult_error(e));
-    let cases: [(&str, &str, &str, Box<dyn Fn(&ToolError) -> bool>); 5] = [
-        (
-            "401 Unauthorized",
-            r#"{"error":{"message":"bad key sk-1"}}"#,
-            "HTTP 401 Unauthorized: bad key [credential]",
-            Box::new(move |e| status(e, 401, Some("bad key [credential]"))),
-        ),
-        (
-            "500 Internal Server Error",
-            "<html>",
-            "HTTP 500 Internal Server Error",
-            Box::new(move |e| status(e, 500, None)),
-        ),
-        (
-            "200 OK",
-            "<html>",
-            "not a chat completion: expected value at line 1 column 1",
-            Box::new(move |e| consult_is(e, |c| matches!(c, ConsultError::NotCompletion { .. }))),
-        ),
-        (
-            "200 OK",
-            r#"{"choices":[]}"#,
-            "the completion has no choices",
-            Box::new(move |e| consult_is(e, |c| matches!(c, ConsultError::NoChoices { .. }))),
-        ),
-        (
-            "200 OK",
-            r#"{"choices":[{"message":{"content":null}}]}"#,
-            "the completion's message has no content",
-            Box::new(move |e| consult_is(e, |c| matches!(c, ConsultError::NoContent { .. }))),
-        ),
-    ];
-    for (code, body, text, variant) in cases {
-        let (port, server) = serve_once(move |_| response(code, "", body));
-        let endpoint = format!("http://api.example.test:{port}/v1/chat/completions");
-        let err = fail(&consult(port, "k"), Some(&creds.0));
-        assert_eq!(err.to_string(), format!("consult: {endpoint}: {text}"));
-        assert!(variant(&err), "{err:?}");
-        server.join().expect("server");
-    }
 }
