@@ -41,8 +41,8 @@ pub enum Failure {
     Net(NetError),
     /// `consult`'s target, credential or completion.
     Consult(ConsultError),
-    /// Content with a NUL byte in its first [`BINARY_PROBE`](crate::text::BINARY_PROBE)
-    /// bytes: taken to be binary and refused.
+    /// Content with a NUL byte in its first 8 KiB (`text::BINARY_PROBE`): taken to be
+    /// binary and refused.
     Binary,
 }
 
