@@ -11,9 +11,9 @@ use std::path::Path;
 use proto::toolrun::{ConsultTarget, ToolInvocation, cap_str};
 use serde::{Deserialize, Serialize};
 
-use crate::net::{agent_for, describe, describe_io, parse_url, status_words};
+use crate::net::{agent_for, parse_url};
 use crate::text::read_capped;
-use crate::{Content, ToolResult, max_bytes};
+use crate::{ConsultError, Content, Failure, NetError, max_bytes};
 
 /// A credential is a key, not a document.
 const MAX_KEY: usize = 16 * 1024;
@@ -62,11 +62,12 @@ struct ErrorDetail {
     message: String,
 }
 
-pub fn consult(prompt: &str, inv: &ToolInvocation, credentials: Option<&Path>) -> ToolResult {
-    let target = inv
-        .consult
-        .as_ref()
-        .ok_or("the invocation names no remote model (consult target missing)")?;
+pub fn consult(
+    prompt: &str,
+    inv: &ToolInvocation,
+    credentials: Option<&Path>,
+) -> Result<Content, Failure> {
+    let target = inv.consult.as_ref().ok_or(ConsultError::NoTarget)?;
     let key = read_key(target, credentials)?;
     let endpoint = format!("{}/chat/completions", target.url.trim_end_matches('/'));
     let url = parse_url(&endpoint)?;
@@ -78,84 +79,94 @@ pub fn consult(prompt: &str, inv: &ToolInvocation, credentials: Option<&Path>) -
             content: prompt,
         }],
     })
-    .map_err(|e| format!("cannot encode the request: {e}"))?;
+    .map_err(ConsultError::Encode)?;
     let response = agent
         .post(url.as_str())
         .header("Authorization", format!("Bearer {key}"))
         .header("Content-Type", "application/json")
         .header("Accept", "application/json")
         .send(&body[..])
-        .map_err(|e| format!("{url}: {}", describe(&e, inv.timeout_ms)))?;
+        .map_err(|source| NetError::Request {
+            url: url.clone(),
+            timeout_ms: inv.timeout_ms,
+            source: Box::new(source),
+        })?;
     let status = response.status();
     let reader = response.into_body().into_reader();
-    let (bytes, more) = read_capped(reader, MAX_RESPONSE)
-        .map_err(|e| format!("{url}: {}", describe_io(&e, inv.timeout_ms)))?;
+    let (bytes, more) = read_capped(reader, MAX_RESPONSE).map_err(|source| NetError::Body {
+        url: url.clone(),
+        timeout_ms: inv.timeout_ms,
+        source,
+    })?;
     if !status.is_success() {
-        let mut message = format!("{url}: HTTP {}", status_words(status));
-        if let Some(detail) = error_detail(&bytes, &key) {
-            message.push_str(&format!(": {detail}"));
+        let detail = error_detail(&bytes, &key);
+        return Err(NetError::Status {
+            url,
+            status,
+            detail,
         }
-        return Err(message);
+        .into());
     }
     if more {
-        return Err(format!(
-            "{url}: the response is larger than {MAX_RESPONSE} bytes"
-        ));
+        return Err(ConsultError::ResponseTooLarge {
+            url,
+            limit: MAX_RESPONSE,
+        }
+        .into());
     }
-    let parsed: ChatResponse =
-        serde_json::from_slice(&bytes).map_err(|e| format!("{url}: not a chat completion: {e}"))?;
-    let text = parsed
-        .choices
-        .into_iter()
-        .next()
-        .ok_or_else(|| format!("{url}: the completion has no choices"))?
-        .message
-        .content
-        .ok_or_else(|| format!("{url}: the completion's message has no content"))?;
+    let parsed: ChatResponse = match serde_json::from_slice(&bytes) {
+        Ok(parsed) => parsed,
+        Err(source) => return Err(ConsultError::NotCompletion { url, source }.into()),
+    };
+    let Some(choice) = parsed.choices.into_iter().next() else {
+        return Err(ConsultError::NoChoices { url }.into());
+    };
+    let Some(text) = choice.message.content else {
+        return Err(ConsultError::NoContent { url }.into());
+    };
     let (content, truncated) = cap_str(text, max_bytes(inv));
     Ok(Content { content, truncated })
 }
 
 /// Reads the API key from the credentials directory. Errors name the credential, never
 /// its value.
-fn read_key(target: &ConsultTarget, credentials: Option<&Path>) -> Result<String, String> {
-    let name = &target.credential;
+fn read_key(target: &ConsultTarget, credentials: Option<&Path>) -> Result<String, ConsultError> {
+    let name = target.credential.clone();
     // A credential name is one file name in the directory systemd made, nothing more.
     if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
-        return Err(format!(
-            "the credential name {name:?} is not a plain file name"
-        ));
+        return Err(ConsultError::CredentialName { name });
     }
-    let dir = credentials.ok_or_else(|| {
-        format!(
-            "$CREDENTIALS_DIRECTORY is not set: the unit was started without the credential \
-             {name:?} (LoadCredential)"
-        )
-    })?;
-    let path = dir.join(name);
-    let file = File::open(&path).map_err(|e| {
-        format!("cannot read the credential {name:?} from $CREDENTIALS_DIRECTORY: {e}")
-    })?;
-    let (bytes, more) = read_capped(file, MAX_KEY)
-        .map_err(|e| format!("cannot read the credential {name:?}: {e}"))?;
+    let Some(dir) = credentials else {
+        return Err(ConsultError::NoCredentials { name });
+    };
+    let file = match File::open(dir.join(&name)) {
+        Ok(file) => file,
+        Err(source) => return Err(ConsultError::CredentialOpen { name, source }),
+    };
+    let (bytes, more) = match read_capped(file, MAX_KEY) {
+        Ok(read) => read,
+        Err(source) => return Err(ConsultError::CredentialRead { name, source }),
+    };
     if more {
-        return Err(format!(
-            "the credential {name:?} is larger than {MAX_KEY} bytes"
-        ));
+        return Err(ConsultError::CredentialTooLarge {
+            name,
+            limit: MAX_KEY,
+        });
     }
-    let text = String::from_utf8(bytes)
-        .map_err(|_| format!("the credential {name:?} is not UTF-8 text"))?;
+    // Only the position of the bad byte is kept, never the bytes (a FromUtf8Error holds them).
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(text) => text,
+        Err(source) => return Err(ConsultError::CredentialNotUtf8 { name, source }),
+    };
     // Files written with `echo` or an editor end in a newline that is not part of the key.
     let key = text.trim_end_matches(['\n', '\r']);
     if key.is_empty() {
-        return Err(format!("the credential {name:?} is empty"));
+        return Err(ConsultError::CredentialEmpty { name });
     }
     // It goes into a header: refuse anything a header cannot carry rather than let the
     // HTTP library reject it with a message that might quote it.
     if !key.bytes().all(|b| b.is_ascii_graphic() || b == b' ') {
-        return Err(format!(
-            "the credential {name:?} holds characters an HTTP header cannot carry"
-        ));
+        return Err(ConsultError::CredentialNotHeader { name });
     }
     Ok(key.to_owned())
 }
@@ -199,15 +210,43 @@ mod tests {
         );
         std::fs::write(dir.join("bad"), "sk-\u{1}secret").expect("write");
         let err = read_key(&target("bad"), Some(&dir)).expect_err("control char");
-        assert!(!err.contains("secret"), "{err}");
+        assert!(!err.to_string().contains("secret"), "{err}");
+        assert!(!format!("{err:?}").contains("secret"), "{err:?}");
+        assert!(
+            matches!(&err, ConsultError::CredentialNotHeader { name } if name == "bad"),
+            "{err:?}"
+        );
+        std::fs::write(dir.join("latin1"), b"sk-secret\xe9").expect("write");
+        let err = read_key(&target("latin1"), Some(&dir)).expect_err("not UTF-8");
+        assert!(!format!("{err:?}").contains("secret"), "{err:?}");
+        assert!(
+            matches!(&err, ConsultError::CredentialNotUtf8 { name, .. } if name == "latin1"),
+            "{err:?}"
+        );
         std::fs::write(dir.join("empty"), "\n").expect("write");
-        assert!(read_key(&target("empty"), Some(&dir)).is_err());
+        assert!(matches!(
+            read_key(&target("empty"), Some(&dir)),
+            Err(ConsultError::CredentialEmpty { .. })
+        ));
         let err = read_key(&target("missing"), Some(&dir)).expect_err("missing");
-        assert!(err.contains("\"missing\""), "{err}");
+        assert!(err.to_string().contains("\"missing\""), "{err}");
+        assert!(
+            matches!(&err, ConsultError::CredentialOpen { name, source }
+                if name == "missing" && source.kind() == std::io::ErrorKind::NotFound),
+            "{err:?}"
+        );
         let err = read_key(&target("api"), None).expect_err("no dir");
-        assert!(err.contains("CREDENTIALS_DIRECTORY"), "{err}");
+        assert!(err.to_string().contains("CREDENTIALS_DIRECTORY"), "{err}");
+        assert!(
+            matches!(&err, ConsultError::NoCredentials { name } if name == "api"),
+            "{err:?}"
+        );
         for bad in ["", ".", "..", "../api", "a/b"] {
-            assert!(read_key(&target(bad), Some(&dir)).is_err(), "{bad}");
+            assert!(
+                matches!(read_key(&target(bad), Some(&dir)),
+                    Err(ConsultError::CredentialName { name }) if name == bad),
+                "{bad}"
+            );
         }
         std::fs::remove_dir_all(&dir).expect("cleanup");
     }

@@ -8,17 +8,21 @@
 use proto::toolrun::{ToolInvocation, cap_str};
 use ureq::http::{StatusCode, header};
 
-use crate::net::{agent_for, describe, describe_io, parse_url, status_words};
+use crate::net::{agent_for, parse_url, status_words};
 use crate::text::{read_capped, to_content};
-use crate::{Content, ToolResult, max_bytes};
+use crate::{Content, Failure, NetError, max_bytes};
 
-pub fn http_fetch(url: &str, inv: &ToolInvocation) -> ToolResult {
+pub fn http_fetch(url: &str, inv: &ToolInvocation) -> Result<Content, Failure> {
     let url = parse_url(url)?;
     let agent = agent_for(&url, inv)?;
     let response = agent
         .get(url.as_str())
         .call()
-        .map_err(|e| format!("{url}: {}", describe(&e, inv.timeout_ms)))?;
+        .map_err(|source| NetError::Request {
+            url: url.clone(),
+            timeout_ms: inv.timeout_ms,
+            source: Box::new(source),
+        })?;
     let status = response.status();
     let max = max_bytes(inv);
     if status.is_redirection() {
@@ -31,11 +35,19 @@ pub fn http_fetch(url: &str, inv: &ToolInvocation) -> ToolResult {
         return Ok(Content { content, truncated });
     }
     if !status.is_success() {
-        return Err(format!("{url}: HTTP {}", status_words(status)));
+        return Err(NetError::Status {
+            url,
+            status,
+            detail: None,
+        }
+        .into());
     }
     let body = response.into_body().into_reader();
-    let (bytes, more) = read_capped(body, max)
-        .map_err(|e| format!("{url}: {}", describe_io(&e, inv.timeout_ms)))?;
+    let (bytes, more) = read_capped(body, max).map_err(|source| NetError::Body {
+        url: url.clone(),
+        timeout_ms: inv.timeout_ms,
+        source,
+    })?;
     to_content(bytes, more, max)
 }
 

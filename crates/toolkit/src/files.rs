@@ -15,46 +15,43 @@ use std::path::{Component, Path, PathBuf};
 use proto::toolrun::ToolInvocation;
 
 use crate::text::{read_capped, to_content};
-use crate::{Content, ToolResult, max_bytes};
+use crate::{Content, Failure, FileError, max_bytes};
 
-pub fn read_file(path: &str, inv: &ToolInvocation) -> ToolResult {
+pub fn read_file(path: &str, inv: &ToolInvocation) -> Result<Content, Failure> {
     let path = lexically_granted(path, &inv.roots)?;
     let real = really_granted(path, &inv.roots)?;
-    let checked = fs::metadata(&real).map_err(|e| io_message(path, &e))?;
+    let checked = fs::metadata(&real).map_err(|e| io_error(path, e))?;
     if checked.is_dir() {
-        return Err(format!("{} is a directory, use list_dir", path.display()));
+        return Err(FileError::IsDirectory { path: path.into() }.into());
     }
     // A FIFO or device would block or never end; only regular files are read.
     if !checked.is_file() {
-        return Err(format!("{} is not a regular file", path.display()));
+        return Err(FileError::NotRegular { path: path.into() }.into());
     }
     // The open file must be the one checked (same device and inode): a symlink swapped
     // into the path after the check cannot redirect the read.
-    let file = File::open(&real).map_err(|e| io_message(path, &e))?;
-    let opened = file.metadata().map_err(|e| io_message(path, &e))?;
+    let file = File::open(&real).map_err(|e| io_error(path, e))?;
+    let opened = file.metadata().map_err(|e| io_error(path, e))?;
     if (opened.dev(), opened.ino()) != (checked.dev(), checked.ino()) {
-        return Err(format!("{} changed while it was opened", path.display()));
+        return Err(FileError::Changed { path: path.into() }.into());
     }
     let max = max_bytes(inv);
-    let (bytes, more) = read_capped(file, max).map_err(|e| io_message(path, &e))?;
+    let (bytes, more) = read_capped(file, max).map_err(|e| io_error(path, e))?;
     to_content(bytes, more, max)
 }
 
-pub fn list_dir(path: &str, inv: &ToolInvocation) -> ToolResult {
+pub fn list_dir(path: &str, inv: &ToolInvocation) -> Result<Content, Failure> {
     let path = lexically_granted(path, &inv.roots)?;
     let real = really_granted(path, &inv.roots)?;
-    let meta = fs::metadata(&real).map_err(|e| io_message(path, &e))?;
+    let meta = fs::metadata(&real).map_err(|e| io_error(path, e))?;
     if !meta.is_dir() {
-        return Err(format!(
-            "{} is not a directory, use read_file",
-            path.display()
-        ));
+        return Err(FileError::NotDirectory { path: path.into() }.into());
     }
     let mut lines = Vec::new();
-    for entry in fs::read_dir(&real).map_err(|e| io_message(path, &e))? {
-        let entry = entry.map_err(|e| io_message(path, &e))?;
+    for entry in fs::read_dir(&real).map_err(|e| io_error(path, e))? {
+        let entry = entry.map_err(|e| io_error(path, e))?;
         // file_type() does not follow symlinks: a link is shown as a link, never entered.
-        let kind = entry.file_type().map_err(|e| io_message(path, &e))?;
+        let kind = entry.file_type().map_err(|e| io_error(path, e))?;
         let name = printable(&entry.file_name().to_string_lossy());
         let line = if kind.is_symlink() {
             let target = fs::read_link(entry.path())
@@ -112,16 +109,17 @@ fn printable(name: &str) -> String {
 /// The lexical check again (brokerd made it already): absolute, no `..` components,
 /// under a root as written. Refusing here keeps a bad invocation from even probing the
 /// file system.
-fn lexically_granted<'a>(path: &'a str, roots: &[String]) -> Result<&'a Path, String> {
+fn lexically_granted<'a>(path: &'a str, roots: &[String]) -> Result<&'a Path, FileError> {
     let p = Path::new(path);
+    let path = path.to_owned();
     if !p.is_absolute() {
-        return Err(format!("{path} is not an absolute path"));
+        return Err(FileError::NotAbsolute { path });
     }
     if p.components().any(|c| c == Component::ParentDir) {
-        return Err(format!("{path} has a .. component"));
+        return Err(FileError::ParentDir { path });
     }
     if !roots.iter().any(|r| within(p, Path::new(r))) {
-        return Err(format!("{path} is outside the granted paths"));
+        return Err(FileError::Outside { path });
     }
     Ok(p)
 }
@@ -131,8 +129,8 @@ fn lexically_granted<'a>(path: &'a str, roots: &[String]) -> Result<&'a Path, St
 /// and patterns were matched by brokerd on the path as written, so following a link inside
 /// a granted directory (to `.ssh`, say) would read what they refuse. Links in the root's
 /// own prefix (the owner's layout) are fine.
-fn really_granted(path: &Path, roots: &[String]) -> Result<PathBuf, String> {
-    let real = fs::canonicalize(path).map_err(|e| io_message(path, &e))?;
+fn really_granted(path: &Path, roots: &[String]) -> Result<PathBuf, FileError> {
+    let real = fs::canonicalize(path).map_err(|e| io_error(path, e))?;
     let exact = roots.iter().any(|r| {
         let root = Path::new(r);
         let Ok(rest) = path.strip_prefix(root) else {
@@ -144,11 +142,7 @@ fn really_granted(path: &Path, roots: &[String]) -> Result<PathBuf, String> {
     if exact {
         Ok(real)
     } else {
-        // The target itself is not named: it may be outside what the owner granted.
-        Err(format!(
-            "{} goes through a symlink below the granted directory; links are not followed",
-            path.display()
-        ))
+        Err(FileError::Symlink { path: path.into() })
     }
 }
 
@@ -158,11 +152,10 @@ fn within(path: &Path, root: &Path) -> bool {
     root.is_absolute() && path.starts_with(root)
 }
 
-fn io_message(path: &Path, e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::NotFound => format!("{} does not exist", path.display()),
-        io::ErrorKind::PermissionDenied => format!("{}: permission denied", path.display()),
-        _ => format!("{}: {e}", path.display()),
+fn io_error(path: &Path, source: io::Error) -> FileError {
+    FileError::Io {
+        path: path.into(),
+        source,
     }
 }
 
@@ -191,9 +184,20 @@ mod tests {
             ("/a/notes2/x", "outside"),
         ] {
             let err = lexically_granted(bad, &roots).expect_err(bad);
-            assert!(err.contains(word), "{bad}: {err}");
+            assert!(err.to_string().contains(word), "{bad}: {err}");
         }
-        assert!(lexically_granted("/a/notes/x", &[]).is_err());
+        assert!(matches!(
+            lexically_granted("a/notes/x", &roots),
+            Err(FileError::NotAbsolute { path }) if path == "a/notes/x"
+        ));
+        assert!(matches!(
+            lexically_granted("/a/notes/../x", &roots),
+            Err(FileError::ParentDir { path }) if path == "/a/notes/../x"
+        ));
+        assert!(matches!(
+            lexically_granted("/a/notes/x", &[]),
+            Err(FileError::Outside { path }) if path == "/a/notes/x"
+        ));
     }
 
     #[test]

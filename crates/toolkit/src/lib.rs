@@ -10,8 +10,9 @@
 //! roots, connections only to the resolved addresses), so that a mistake in the unit's
 //! properties, or the development runner, which has no sandbox, does not widen a grant.
 //!
-//! Every failure of the tool itself is a [`ToolOutput::Failed`] with a message for the
-//! model; only an unreadable stdin or unwritable stdout ends the process non-zero.
+//! Every failure of the tool itself is a [`ToolError`], answered as a [`ToolOutput::Failed`]
+//! whose message is the error's `Display` (the texts are in `error.rs`); only an unreadable
+//! stdin or unwritable stdout ([`RunError`]) ends the process non-zero.
 //!
 //! Text rules, for every tool: content is at most `max_bytes` bytes of UTF-8, cut at a
 //! character boundary (`truncated: true` when anything was cut). Bytes that are not UTF-8
@@ -19,68 +20,114 @@
 //! taken to be binary and refused.
 
 mod consult;
+mod error;
 mod fetch;
 mod files;
 mod net;
 mod text;
 
-use std::io::Read;
+use std::fmt;
+use std::io::{self, Read, Write};
 use std::path::Path;
 
 use proto::toolrun::{ToolInvocation, ToolOutput};
 use proto::tools::ToolArgs;
 
+pub use error::{ConsultError, Failure, FileError, NetError, ToolError};
+
 /// The largest invocation read from stdin. A ToolInvocation holds arguments that came
 /// through a 1 MiB frame, so anything larger is not from brokerd.
 pub const MAX_INPUT: u64 = 1 << 20;
 
-/// What a tool returns when it succeeds; a failure is the message for the model.
+/// What a tool returns when it succeeds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Content {
+pub struct Content {
     pub content: String,
     pub truncated: bool,
 }
 
-pub(crate) type ToolResult = Result<Content, String>;
+/// What one call came to: its content, or why its answer is `failed`.
+pub type ToolResult = Result<Content, ToolError>;
+
+/// Why no answer could be given; `main` exits non-zero with the status its table gives.
+#[derive(Debug)]
+pub enum RunError {
+    /// stdin could not be read, so there is no invocation to answer.
+    Stdin(io::Error),
+    /// The answer could not be written to stdout.
+    Stdout(io::Error),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stdin(e) => write!(f, "cannot read stdin: {e}"),
+            Self::Stdout(e) => write!(f, "cannot write the answer to stdout: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Stdin(e) | Self::Stdout(e) => Some(e),
+        }
+    }
+}
+
+/// The whole process: reads one invocation from `input`, executes it and writes the one
+/// answer line to `output`. `Err` only when there can be no answer.
+pub fn serve(input: impl Read, mut output: impl Write) -> Result<(), RunError> {
+    let answer = answer(run(input).map_err(RunError::Stdin)?);
+    writeln!(output, "{}", render(&answer))
+        .and_then(|()| output.flush())
+        .map_err(RunError::Stdout)
+}
 
 /// Reads one invocation (at most [`MAX_INPUT`] bytes) from `input` and executes it.
 /// `Err` only when `input` cannot be read; everything else is an answer.
-pub fn run(input: impl Read) -> std::io::Result<ToolOutput> {
+pub fn run(input: impl Read) -> io::Result<ToolResult> {
     let mut bytes = Vec::new();
     input.take(MAX_INPUT + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_INPUT {
-        return Ok(failed(format!(
-            "the invocation is larger than {MAX_INPUT} bytes"
-        )));
+        return Ok(Err(ToolError::TooLarge { limit: MAX_INPUT }));
     }
     Ok(run_bytes(&bytes))
 }
 
 /// Parses and executes one invocation. The credentials directory comes from
 /// `$CREDENTIALS_DIRECTORY`, where systemd's LoadCredential puts the grant's secret.
-pub fn run_bytes(input: &[u8]) -> ToolOutput {
-    let invocation: ToolInvocation = match serde_json::from_slice(input) {
-        Ok(inv) => inv,
-        Err(e) => return failed(format!("invalid invocation: {e}")),
-    };
+pub fn run_bytes(input: &[u8]) -> ToolResult {
+    let invocation: ToolInvocation =
+        serde_json::from_slice(input).map_err(ToolError::Invocation)?;
     let credentials = std::env::var_os("CREDENTIALS_DIRECTORY");
     execute(&invocation, credentials.as_deref().map(Path::new))
 }
 
 /// Executes a parsed invocation; `credentials` is the credentials directory, if any.
-pub fn execute(invocation: &ToolInvocation, credentials: Option<&Path>) -> ToolOutput {
+pub fn execute(invocation: &ToolInvocation, credentials: Option<&Path>) -> ToolResult {
     let result = match &invocation.call {
         ToolArgs::ReadFile(a) => files::read_file(&a.path, invocation),
         ToolArgs::ListDir(a) => files::list_dir(&a.path, invocation),
         ToolArgs::HttpFetch(a) => fetch::http_fetch(&a.url, invocation),
         ToolArgs::Consult(a) => consult::consult(&a.prompt, invocation, credentials),
     };
+    result.map_err(|source| ToolError::Tool {
+        tool: invocation.call.tool(),
+        source: Box::new(source),
+    })
+}
+
+/// The answer for a call's result: a failure's message is its error's `Display`.
+pub fn answer(result: ToolResult) -> ToolOutput {
     match result {
         Ok(c) => ToolOutput::Ok {
             content: c.content,
             truncated: c.truncated,
         },
-        Err(message) => failed(format!("{}: {message}", invocation.call.tool())),
+        Err(e) => ToolOutput::Failed {
+            message: e.to_string(),
+        },
     }
 }
 
@@ -90,10 +137,6 @@ pub fn render(output: &ToolOutput) -> String {
     // is still one well-formed failed output rather than nothing.
     serde_json::to_string(output)
         .unwrap_or_else(|_| r#"{"status":"failed","message":"cannot serialise the output"}"#.into())
-}
-
-fn failed(message: String) -> ToolOutput {
-    ToolOutput::Failed { message }
 }
 
 /// `max_bytes` as a usize (it is a u64 on the wire); saturates on 32-bit targets.

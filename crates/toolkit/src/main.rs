@@ -1,21 +1,35 @@
 //! `boxmaker-tool`: one invocation on stdin, one answer on stdout (see the `toolkit` crate).
+//! It takes no arguments. The exit status (docs/decisions.md T6, docs/architecture.md "Exit
+//! statuses"):
+//!
+//! | status | when |
+//! |---|---|
+//! | 0 | an answer was written: the tool's content, or `failed` with the message for the model, for every failure of the tool and every invocation that is too large or not understood |
+//! | 2 | stdin could not be read: there is no invocation to answer |
+//! | 3 | the answer could not be written to stdout |
+//!
+//! A tool failure is an answer, never an exit status. brokerd turns a non-zero status (with
+//! the tail of stderr, where `main` prints the error) into a failed result.
 
 use std::io::Write;
 use std::process::ExitCode;
 
+use toolkit::RunError;
+
 fn main() -> ExitCode {
-    match toolkit::run(std::io::stdin().lock()) {
-        Ok(output) => {
-            let mut out = std::io::stdout().lock();
-            match writeln!(out, "{}", toolkit::render(&output)).and_then(|()| out.flush()) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(_) => ExitCode::from(3),
-            }
-        }
+    match toolkit::serve(std::io::stdin().lock(), std::io::stdout().lock()) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // No answer is possible; brokerd turns the exit status into a failed result.
-            let _ = writeln!(std::io::stderr(), "boxmaker-tool: cannot read stdin: {e}");
-            ExitCode::from(2)
+            let _ = writeln!(std::io::stderr(), "boxmaker-tool: {e}");
+            status(&e)
         }
+    }
+}
+
+/// Every variant is listed, so a new one is given its status on purpose.
+fn status(e: &RunError) -> ExitCode {
+    match e {
+        RunError::Stdin(_) => ExitCode::from(2),
+        RunError::Stdout(_) => ExitCode::from(3),
     }
 }

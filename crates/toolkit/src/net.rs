@@ -7,7 +7,6 @@
 //! and inside the unit there is no resolver to ask anyway. TLS is unaffected: rustls still
 //! verifies the certificate against the URL's host name, with the webpki roots.
 
-use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -19,14 +18,19 @@ use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 use url::Url;
 
+use crate::NetError;
+
 /// Parses `text` as an http or https URL, the only schemes the network tools speak.
-pub fn parse_url(text: &str) -> Result<Url, String> {
-    let mut url = Url::parse(text).map_err(|e| format!("invalid URL {text:?}: {e}"))?;
+pub fn parse_url(text: &str) -> Result<Url, NetError> {
+    let mut url = Url::parse(text).map_err(|source| NetError::InvalidUrl {
+        text: text.to_owned(),
+        source,
+    })?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!("{text}: only http and https URLs are fetched"));
+        return Err(NetError::Scheme { text: text.into() });
     }
     if url.host_str().is_none_or(str::is_empty) {
-        return Err(format!("{text}: the URL has no host"));
+        return Err(NetError::NoHost { text: text.into() });
     }
     // The fragment is for the client, never sent.
     url.set_fragment(None);
@@ -35,25 +39,26 @@ pub fn parse_url(text: &str) -> Result<Url, String> {
 
 /// An agent that reaches `url`'s host only at the invocation's addresses for `url`'s port,
 /// follows no redirects, ignores proxy variables, and gives up after `timeout_ms` in all.
-pub fn agent_for(url: &Url, inv: &ToolInvocation) -> Result<Agent, String> {
+pub fn agent_for(url: &Url, inv: &ToolInvocation) -> Result<Agent, NetError> {
     let host = url.host_str().unwrap_or_default().to_owned();
     let port = url
         .port_or_known_default()
-        .ok_or_else(|| format!("{url}: no port"))?;
+        .ok_or_else(|| NetError::NoPort { url: url.clone() })?;
     let mut addrs = Vec::new();
     for text in &inv.addresses {
-        let addr: SocketAddr = text
-            .parse()
-            .map_err(|_| format!("the granted address {text:?} is not a socket address"))?;
+        let addr: SocketAddr = text.parse().map_err(|source| NetError::BadAddress {
+            text: text.clone(),
+            source,
+        })?;
         if addr.port() == port {
             addrs.push(addr);
         }
     }
     if addrs.is_empty() {
         return Err(if inv.addresses.is_empty() {
-            format!("no addresses were granted for {host}")
+            NetError::NoAddresses { host }
         } else {
-            format!("none of the granted addresses for {host} is on port {port}")
+            NetError::WrongPort { host, port }
         });
     }
     let config = Config::builder()
@@ -117,26 +122,6 @@ pub fn status_words(status: StatusCode) -> String {
     }
 }
 
-/// A transport error in words for the model.
-pub fn describe(e: &ureq::Error, timeout_ms: u64) -> String {
-    match e {
-        ureq::Error::Timeout(_) => format!("timed out after {timeout_ms} ms"),
-        ureq::Error::Io(io) => describe_io(io, timeout_ms),
-        other => other.to_string(),
-    }
-}
-
-/// An error while reading a response body in words for the model.
-pub fn describe_io(e: &io::Error, timeout_ms: u64) -> String {
-    match e.kind() {
-        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
-            format!("timed out after {timeout_ms} ms")
-        }
-        io::ErrorKind::ConnectionRefused => "connection refused".into(),
-        _ => e.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,11 +164,23 @@ mod tests {
         assert!(agent_for(&url, &invocation(&["93.184.216.34:443"])).is_ok());
         assert!(agent_for(&url, &invocation(&["[2001:db8::1]:443"])).is_ok());
         let err = agent_for(&url, &invocation(&["93.184.216.34:80"])).expect_err("port");
-        assert!(err.contains("port 443"), "{err}");
+        assert!(err.to_string().contains("port 443"), "{err}");
+        assert!(
+            matches!(&err, NetError::WrongPort { host, port: 443 } if host == "example.com"),
+            "{err:?}"
+        );
         let err = agent_for(&url, &invocation(&[])).expect_err("none");
-        assert!(err.contains("no addresses"), "{err}");
+        assert!(err.to_string().contains("no addresses"), "{err}");
+        assert!(
+            matches!(&err, NetError::NoAddresses { host } if host == "example.com"),
+            "{err:?}"
+        );
         let err = agent_for(&url, &invocation(&["example.com:443"])).expect_err("name");
-        assert!(err.contains("not a socket address"), "{err}");
+        assert!(err.to_string().contains("not a socket address"), "{err}");
+        assert!(
+            matches!(&err, NetError::BadAddress { text, .. } if text == "example.com:443"),
+            "{err:?}"
+        );
     }
 
     #[test]

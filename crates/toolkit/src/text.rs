@@ -4,7 +4,7 @@ use std::io::Read;
 
 use proto::toolrun::cap_str;
 
-use crate::{Content, ToolResult};
+use crate::{Content, Failure};
 
 /// How far to look for a NUL byte when deciding that content is binary (what `git` and
 /// `grep` look at, roughly).
@@ -26,10 +26,10 @@ pub fn read_capped(source: impl Read, max: usize) -> std::io::Result<(Vec<u8>, b
 ///
 /// A NUL in the first [`BINARY_PROBE`] bytes refuses the content as binary: lossy text of a
 /// binary file only wastes the model's context. Otherwise invalid sequences become U+FFFD.
-pub fn to_content(mut bytes: Vec<u8>, more: bool, max: usize) -> ToolResult {
+pub fn to_content(mut bytes: Vec<u8>, more: bool, max: usize) -> Result<Content, Failure> {
     let probe = bytes.len().min(BINARY_PROBE);
     if bytes[..probe].contains(&0) {
-        return Err("not UTF-8 text (a NUL byte in the first 8 KiB: binary content)".into());
+        return Err(Failure::Binary);
     }
     if more {
         // The cap may have split the last character; drop its start rather than show the
@@ -116,7 +116,8 @@ mod tests {
     #[test]
     fn nul_in_the_probe_is_binary_past_it_is_not() {
         let err = to_content(b"ab\0cd".to_vec(), false, 10).expect_err("binary");
-        assert!(err.contains("not UTF-8 text"));
+        assert!(matches!(err, Failure::Binary), "{err:?}");
+        assert!(err.to_string().contains("not UTF-8 text"));
         let mut late = vec![b'a'; BINARY_PROBE];
         late.push(0);
         let c = to_content(late, false, BINARY_PROBE + 1).expect("text");

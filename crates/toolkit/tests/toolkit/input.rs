@@ -1,7 +1,7 @@
 //! What the tool makes of its stdin: garbage, oversized input, and the one JSON answer.
 
 use proto::toolrun::ToolOutput;
-use toolkit::{MAX_INPUT, render, run, run_bytes};
+use toolkit::{MAX_INPUT, answer, render, run, run_bytes};
 
 use crate::support::{failed, run_raw};
 
@@ -17,7 +17,7 @@ fn bad_input_is_a_failed_answer() {
         (br#"{"call":{"tool":"shell","arguments":{}},"max_bytes":1,"roots":[],"addresses":[],"timeout_ms":1}"#, "unknown variant"),
         (br#"{"call":{"tool":"read_file","arguments":{"path":"/a"}},"max_bytes":1,"roots":[],"addresses":[],"timeout_ms":1,"extra":1}"#, "unknown field"),
     ] {
-        match run_bytes(input) {
+        match answer(run_bytes(input)) {
             ToolOutput::Failed { message } => assert!(message.contains(word), "{message}"),
             other => panic!("expected failed, got {other:?}"),
         }
@@ -27,7 +27,7 @@ fn bad_input_is_a_failed_answer() {
 #[test]
 fn oversized_input_is_refused_without_parsing() {
     let big = vec![b' '; (MAX_INPUT + 10) as usize];
-    match run(&big[..]).expect("readable") {
+    match answer(run(&big[..]).expect("readable")) {
         ToolOutput::Failed { message } => assert!(message.contains("larger than")),
         other => panic!("expected failed, got {other:?}"),
     }

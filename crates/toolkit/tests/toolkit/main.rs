@@ -5,6 +5,8 @@
 //! what every case shares.
 
 mod consult;
+mod errors;
+mod exit_status;
 mod fetch;
 mod files;
 mod input;
