@@ -197,3 +197,58 @@ fn a_bound_path_is_named_under_every_granted_path_that_is_the_same_directory() {
     // A granted path that is some other directory names nothing.
     assert_eq!(names(&deeper, [notes.as_str()]).len(), 2);
 }
+
+/// From the decision to the run, for consult: a `broker.consult.url` that no grant could
+/// cover is refused with the URL's own refusal, kept as the cause.
+#[test]
+fn a_consult_url_brokerd_does_not_accept_gives_no_run() {
+    use brokerd::policy::{self, SessionView};
+    use brokerd::tool_spec::SpecError;
+    use grants::constraints::UrlError;
+    use proto::tools::ToolArgs;
+
+    let config = daemon::config::Config::parse(
+        Path::new("c.toml"),
+        "[sockets]\nloop_broker = \"/run/b/l\"\nadmin_broker = \"/run/b/a\"\n\
+         [peers]\nloopd = { user = \"boxmaker-loopd\" }\nadmin = { group = \"boxmaker-admin\" }\n\
+         [broker.consult]\nurl = \"ftp://api.example/v1\"\nmodel = \"m\"\n",
+    )
+    .expect("config");
+    let grant = "tool = \"consult\"\nmode = \"auto\"\nmax_taint = \"secret\"\nsecret = \"key\"\n";
+    let snapshot = grants::Snapshot::from_texts(
+        [(
+            "consult".to_owned(),
+            (PathBuf::from("consult.toml"), grant.to_owned()),
+        )]
+        .into(),
+    )
+    .expect("grants");
+    let arguments = r#"{"prompt":"hi"}"#;
+    let args = ToolArgs::parse("consult", arguments).expect("args");
+    let session = SessionView {
+        taint: proto::DataClass::Private,
+        untrusted: false,
+    };
+    let decision = policy::decide(&snapshot, &args, session, proto::Timestamp::now());
+    let req = proto::ToolRequest {
+        session: proto::SessionId::new("s-1").expect("id"),
+        call: proto::CallId(1),
+        tool: "consult".into(),
+        arguments: arguments.into(),
+    };
+    let err = brokerd::tool_spec::build(&config, &req, args, &decision).expect_err("ftp");
+    assert_eq!(
+        err.to_string(),
+        "broker.consult.url: \"ftp://api.example/v1\": only http and https URLs can be \
+         fetched, not ftp:"
+    );
+    let source = std::error::Error::source(&err).and_then(|e| e.downcast_ref::<UrlError>());
+    assert_eq!(
+        source,
+        Some(&UrlError::Scheme {
+            url: "ftp://api.example/v1".into(),
+            scheme: "ftp".into(),
+        })
+    );
+    assert!(matches!(err, SpecError::ConsultUrl(_)), "{err:?}");
+}
