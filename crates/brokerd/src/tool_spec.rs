@@ -14,7 +14,7 @@ use proto::tools::{HttpFetchArgs, ListDirArgs, ReadFileArgs, ToolArgs};
 use crate::bind::{self, BindError};
 use crate::policy::Decision;
 use crate::runner::{CheckError, Limits, RunSpec, Runner, Secret, unit_name};
-use grants::constraints::{Covered, Reach, normalize_url};
+use grants::constraints::{Covered, Reach, UrlError, normalize_url};
 
 /// Why an allowed call has no run: its text is the failed result the model and the audit
 /// see.
@@ -27,7 +27,7 @@ pub enum SpecError {
     /// The consult grant names no secret for the API key.
     ConsultNoSecret,
     /// `broker.consult.url` is not a URL brokerd accepts.
-    ConsultUrl(String),
+    ConsultUrl(UrlError),
     /// The URL has neither a port nor a scheme with a known one.
     NoPort,
     /// The host gives nothing to connect to.
@@ -61,6 +61,7 @@ impl fmt::Display for SpecError {
 impl std::error::Error for SpecError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
+            Self::ConsultUrl(e) => Some(e),
             Self::Resolve(e) => Some(e),
             Self::Bind(e) => Some(e),
             _ => None,
@@ -138,8 +139,7 @@ pub fn build(
     let target_host = match (&covered.host, &covered.url, &consult) {
         (Some(host), Some(url), _) => Some((host.clone(), url.port_or_known_default())),
         (_, _, Some(c)) => {
-            let (url, host) =
-                normalize_url(&c.url).map_err(|e| SpecError::ConsultUrl(e.to_string()))?;
+            let (url, host) = normalize_url(&c.url).map_err(SpecError::ConsultUrl)?;
             Some((host, url.port_or_known_default()))
         }
         _ => None,

@@ -10,8 +10,10 @@ use serde::{Deserialize, Deserializer};
 
 mod gateway;
 mod infer;
+mod invalid;
 pub use gateway::Gateway;
 pub use infer::{Infer, Upstream};
+pub use invalid::Invalid;
 
 pub const DEFAULT_PATH: &str = "/etc/boxmaker/config.toml";
 
@@ -265,7 +267,7 @@ pub enum ConfigError {
     },
     Invalid {
         path: PathBuf,
-        reason: String,
+        reason: Invalid,
     },
 }
 
@@ -284,7 +286,7 @@ impl std::error::Error for ConfigError {
         match self {
             Self::Read { source, .. } => Some(source),
             Self::Parse { source, .. } => Some(source),
-            Self::Invalid { .. } => None,
+            Self::Invalid { reason, .. } => Some(reason),
         }
     }
 }
@@ -313,7 +315,7 @@ impl Config {
         Ok(config)
     }
 
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), Invalid> {
         for (name, p) in [
             ("home", &self.home),
             ("grants", &self.grants),
@@ -326,18 +328,16 @@ impl Config {
             ("broker.sandbox_root", &self.broker.sandbox_root),
         ] {
             if !p.is_absolute() {
-                return Err(format!(
-                    "{name} must be an absolute path, not {}",
-                    p.display()
-                ));
+                return Err(Invalid::NotAbsolute {
+                    name,
+                    path: p.clone(),
+                });
             }
         }
         if self.sockets.loop_broker == self.sockets.admin_broker {
-            return Err(
-                "sockets.loop_broker and sockets.admin_broker must be different \
-                        directories: the socket a connection arrives on decides what it may ask"
-                    .into(),
-            );
+            return Err(Invalid::SameBrokerDirectory {
+                dir: self.sockets.loop_broker.clone(),
+            });
         }
         let dirs = [
             &self.sockets.loop_broker,
@@ -346,12 +346,10 @@ impl Config {
             &self.sockets.chat_loop,
             &self.sockets.broker_gateway,
         ];
-        if (1..dirs.len()).any(|i| dirs[..i].contains(&dirs[i])) {
-            return Err(
-                "each [sockets] entry must be a directory of its own: each pair of \
-                        roles has its own socket directory"
-                    .into(),
-            );
+        if let Some(i) = (1..dirs.len()).find(|&i| dirs[..i].contains(&dirs[i])) {
+            return Err(Invalid::SharedSocketDirectory {
+                dir: dirs[i].clone(),
+            });
         }
         self.infer.validate()?;
         if let Some(g) = &self.gateway {
@@ -359,7 +357,9 @@ impl Config {
         }
         let b = &self.broker;
         if b.approval_ttl.is_zero() || b.approval_ttl > MAX_APPROVAL_TTL {
-            return Err("broker.approval_ttl must be more than 0 and at most 1h".into());
+            return Err(Invalid::ApprovalTtl {
+                ttl: b.approval_ttl,
+            });
         }
         for (name, zero) in [
             ("broker.max_pending_approvals", b.max_pending_approvals == 0),
@@ -372,25 +372,25 @@ impl Config {
             ("broker.tool_tasks_max", b.tool_tasks_max == 0),
         ] {
             if zero {
-                return Err(format!("{name} must be more than 0"));
+                return Err(Invalid::Zero { name });
             }
         }
         // A result travels in one frame; JSON escaping can grow text six-fold.
         let most = u64::try_from((proto::MAX_FRAME - 4096) / 6).unwrap_or(u64::MAX);
         if b.max_result_bytes > most {
-            return Err(format!(
-                "broker.max_result_bytes must be at most {most} (one frame)"
-            ));
+            return Err(Invalid::ResultTooLarge {
+                max_result_bytes: b.max_result_bytes,
+                most,
+            });
         }
         let l = &self.r#loop;
         if l.max_tool_calls == 0 || l.request_timeout.is_zero() || l.max_tokens == 0 {
-            return Err(
-                "loop.max_tool_calls, loop.request_timeout and loop.max_tokens must be more than 0"
-                    .into(),
-            );
+            return Err(Invalid::LoopZero);
         }
         if !(10..=95).contains(&l.compact_percent) {
-            return Err("loop.compact_percent must be between 10 and 95".into());
+            return Err(Invalid::CompactPercent {
+                percent: l.compact_percent,
+            });
         }
         Ok(())
     }
@@ -406,90 +406,4 @@ impl Config {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const MINIMAL: &str = r#"
-[sockets]
-loop_broker = "/run/boxmaker/loop-broker"
-admin_broker = "/run/boxmaker/admin-broker"
-[peers]
-loopd = { user = "boxmaker-loopd" }
-admin = { group = "boxmaker-admin" }
-"#;
-
-    #[test]
-    fn a_minimal_config_takes_the_defaults() {
-        let c = Config::parse(Path::new("c.toml"), MINIMAL).expect("valid");
-        assert_eq!(c.home, Path::new("/var/lib/boxmaker"));
-        assert_eq!(c.broker.runner, RunnerKind::Systemd);
-        assert_eq!(c.broker.approval_ttl, Duration::from_secs(600));
-        assert_eq!(c.peers.admin, Peer::Group("boxmaker-admin".into()));
-        assert_eq!(c.sockets.loop_infer, Path::new("/run/boxmaker/loop-infer"));
-        assert_eq!(c.infer.upstream.addr.to_string(), "127.0.0.1:8080");
-        assert_eq!(c.infer.first_byte_timeout, Duration::from_secs(300));
-        assert_eq!(c.infer.max_request_bytes, 4 * 1024 * 1024);
-    }
-
-    #[test]
-    fn bad_configs_say_where_and_why() {
-        let cases = [
-            (
-                format!("{MINIMAL}[broker]\nrunnr = \"direct\"\n"),
-                "unknown field",
-            ),
-            (
-                format!("{MINIMAL}[broker]\napproval_ttl = \"2h\"\n"),
-                "at most 1h",
-            ),
-            (
-                format!("{MINIMAL}[broker]\napproval_ttl = \"soon\"\n"),
-                "not a duration",
-            ),
-            (
-                format!("{MINIMAL}[broker]\ntool = \"boxmaker-tool\"\n"),
-                "absolute",
-            ),
-            (
-                format!("{MINIMAL}[broker]\nmax_pending_approvals = 0\n"),
-                "more than 0",
-            ),
-            (MINIMAL.replace("admin-broker", "loop-broker"), "different"),
-            (MINIMAL.replace("{ user", "{ name"), "unknown variant"),
-            (
-                format!("{MINIMAL}[infer]\nupstream = \"http://192.168.1.2:8080\"\n"),
-                "loopback",
-            ),
-            (
-                format!("{MINIMAL}[infer]\nupstrem = \"x\"\n"),
-                "unknown field",
-            ),
-            (
-                format!("{MINIMAL}[infer]\nidle_timeout = \"0s\"\n"),
-                "more than 0",
-            ),
-            (
-                format!("{MINIMAL}[gateway]\nserver = \"mm\"\nowners = [\"a\"]\nchannel = \"c\"\n"),
-                "http",
-            ),
-            (
-                format!(
-                    "{MINIMAL}[gateway]\nserver = \"http://m\"\nowners = []\nchannel = \"c\"\n"
-                ),
-                "owners",
-            ),
-            (
-                MINIMAL.replace(
-                    "[peers]",
-                    "loop_infer = \"/run/boxmaker/loop-broker\"\n[peers]",
-                ),
-                "directory of its own",
-            ),
-        ];
-        for (text, word) in cases {
-            let err = Config::parse(Path::new("c.toml"), &text).expect_err(word);
-            assert!(err.to_string().contains(word), "{err}");
-            assert!(err.to_string().starts_with("c.toml: "), "{err}");
-        }
-    }
-}
+mod tests;

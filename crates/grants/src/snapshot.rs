@@ -65,7 +65,7 @@ enum Refused {
     Secret(CredentialNameError),
     Path(UnitPathError),
     /// What `constraints::validate` says of the grant's constraints.
-    Constraints(String),
+    Constraints(constraints::InvalidGrant),
 }
 
 impl fmt::Display for Refused {
@@ -82,7 +82,7 @@ impl fmt::Display for Refused {
             Self::TooLarge => write!(f, "larger than {MAX_GRANT_FILE} bytes"),
             Self::Secret(e) => e.fmt(f),
             Self::Path(e) => e.fmt(f),
-            Self::Constraints(why) => f.write_str(why),
+            Self::Constraints(e) => e.fmt(f),
         }
     }
 }

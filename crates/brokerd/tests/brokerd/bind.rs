@@ -108,36 +108,67 @@ fn a_missing_path_or_one_outside_the_roots_binds_nothing() {
     assert!(Path::new(&t.at("home")).is_dir());
 }
 
+/// The run brokerd builds for one call under these grants (`(id, text)`), from its decision
+/// and a config with `extra` settings: policy, then `tool_spec::build`, as brokerd does.
+fn run_of(
+    grants: &[(&str, String)],
+    extra: &str,
+    tool: &str,
+    arguments: &str,
+) -> Result<brokerd::runner::RunSpec, brokerd::tool_spec::SpecError> {
+    use brokerd::policy::{self, SessionView};
+    use proto::tools::ToolArgs;
+
+    let config = daemon::config::Config::parse(
+        Path::new("c.toml"),
+        &format!(
+            "[sockets]\nloop_broker = \"/run/b/l\"\nadmin_broker = \"/run/b/a\"\n\
+             [peers]\nloopd = {{ user = \"boxmaker-loopd\" }}\n\
+             admin = {{ group = \"boxmaker-admin\" }}\n{extra}"
+        ),
+    )
+    .expect("config");
+    let snapshot = grants::Snapshot::from_texts(
+        grants
+            .iter()
+            .map(|(id, text)| {
+                let file = PathBuf::from(format!("{id}.toml"));
+                ((*id).to_owned(), (file, text.clone()))
+            })
+            .collect(),
+    )
+    .expect("grants");
+    let args = ToolArgs::parse(tool, arguments).expect("args");
+    let session = SessionView {
+        taint: proto::DataClass::Private,
+        untrusted: false,
+    };
+    let decision = policy::decide(&snapshot, &args, session, proto::Timestamp::now());
+    let req = proto::ToolRequest {
+        session: proto::SessionId::new("s-1").expect("id"),
+        call: proto::CallId(1),
+        tool: tool.into(),
+        arguments: arguments.into(),
+    };
+    brokerd::tool_spec::build(&config, &req, args, &decision)
+}
+
 /// From the decision to the unit: a read of one file under a granted home binds that file
 /// alone into the systemd unit, neither the grant's root nor the secrets beside it.
 #[test]
 fn the_systemd_unit_of_a_call_binds_only_the_covered_path() {
-    use brokerd::policy::{self, SessionView};
     use brokerd::runner::SystemdRunner;
-    use proto::tools::ToolArgs;
 
     let t = Tree::new("unit");
     let home = t.at("home");
-    let config = daemon::config::Config::parse(
-        Path::new("c.toml"),
-        "[sockets]\nloop_broker = \"/run/b/l\"\nadmin_broker = \"/run/b/a\"\n\
-         [peers]\nloopd = { user = \"boxmaker-loopd\" }\nadmin = { group = \"boxmaker-admin\" }\n",
-    )
-    .expect("config");
     let grant = format!(
         "tool = \"{{tool}}\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
          [constraints]\npaths = [\"{home}\"]\n"
     );
-    let snapshot = grants::Snapshot::from_texts(
-        [
-            ("home-read", grant.replace("{tool}", "read_file")),
-            ("home-list", grant.replace("{tool}", "list_dir")),
-        ]
-        .into_iter()
-        .map(|(id, text)| (id.to_owned(), (PathBuf::from(format!("{id}.toml")), text)))
-        .collect(),
-    )
-    .expect("grants");
+    let grants = [
+        ("home-read", grant.replace("{tool}", "read_file")),
+        ("home-list", grant.replace("{tool}", "list_dir")),
+    ];
     let runner = SystemdRunner::new(
         "/usr/bin/boxmaker-tool",
         "/run/boxmaker/tool-root",
@@ -148,19 +179,7 @@ fn the_systemd_unit_of_a_call_binds_only_the_covered_path() {
         ("list_dir", t.at("home/notes")),
     ] {
         let arguments = format!(r#"{{"path":"{path}"}}"#);
-        let args = ToolArgs::parse(tool, &arguments).expect("args");
-        let session = SessionView {
-            taint: proto::DataClass::Private,
-            untrusted: false,
-        };
-        let decision = policy::decide(&snapshot, &args, session, proto::Timestamp::now());
-        let req = proto::ToolRequest {
-            session: proto::SessionId::new("s-1").expect("id"),
-            call: proto::CallId(1),
-            tool: tool.into(),
-            arguments,
-        };
-        let spec = brokerd::tool_spec::build(&config, &req, args, &decision).expect("spec");
+        let spec = run_of(&grants, "", tool, &arguments).expect("spec");
         let binds: Vec<String> = runner
             .properties(&spec)
             .into_iter()
@@ -196,4 +215,35 @@ fn a_bound_path_is_named_under_every_granted_path_that_is_the_same_directory() {
     assert!(found.contains(&t.at("home-alias/secrets")), "{found:?}");
     // A granted path that is some other directory names nothing.
     assert_eq!(names(&deeper, [notes.as_str()]).len(), 2);
+}
+
+/// From the decision to the run, for consult: a `broker.consult.url` that no grant could
+/// cover is refused with the URL's own refusal, kept as the cause.
+#[test]
+fn a_consult_url_brokerd_does_not_accept_gives_no_run() {
+    use brokerd::tool_spec::SpecError;
+    use grants::constraints::UrlError;
+
+    let grant = "tool = \"consult\"\nmode = \"auto\"\nmax_taint = \"secret\"\nsecret = \"key\"\n";
+    let err = run_of(
+        &[("consult", grant.to_owned())],
+        "[broker.consult]\nurl = \"ftp://api.example/v1\"\nmodel = \"m\"\n",
+        "consult",
+        r#"{"prompt":"hi"}"#,
+    )
+    .expect_err("ftp");
+    assert_eq!(
+        err.to_string(),
+        "broker.consult.url: \"ftp://api.example/v1\": only http and https URLs can be \
+         fetched, not ftp:"
+    );
+    let source = std::error::Error::source(&err).and_then(|e| e.downcast_ref::<UrlError>());
+    assert_eq!(
+        source,
+        Some(&UrlError::Scheme {
+            url: "ftp://api.example/v1".into(),
+            scheme: "ftp".into(),
+        })
+    );
+    assert!(matches!(err, SpecError::ConsultUrl(_)), "{err:?}");
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use brokerd::audit::AuditError;
 use brokerd::{EXIT_FAILURE, EXIT_FATAL, Error, Fatal};
-use daemon::config::ConfigError;
+use daemon::config::{ConfigError, Invalid};
 use daemon::service::StartError;
 
 fn poisoned() -> Fatal {
@@ -44,7 +44,9 @@ fn a_durable_state_failure_while_serving_exits_70() {
 fn every_failure_to_start_exits_1() {
     let config = Error::Config(ConfigError::Invalid {
         path: PathBuf::from("/etc/boxmaker/config.toml"),
-        reason: "broker.max_connections must be above zero".into(),
+        reason: Invalid::Zero {
+            name: "broker.max_connections",
+        },
     });
     assert_eq!(config.exit_code(), EXIT_FAILURE);
     assert_eq!(EXIT_FAILURE, 1);

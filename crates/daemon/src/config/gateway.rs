@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::duration;
+use super::{Invalid, duration};
 
 /// gatewayd chats with loopd on `sockets.chat_loop/loop.sock` and serves brokerd on
 /// `sockets.broker_gateway/gateway.sock`.
@@ -52,23 +52,23 @@ fn default_edit_interval() -> Duration {
 }
 
 impl Gateway {
-    pub(super) fn validate(&self) -> Result<(), String> {
+    pub(super) fn validate(&self) -> Result<(), Invalid> {
         if !(self.server.starts_with("https://") || self.server.starts_with("http://")) {
-            return Err("gateway.server must be an http:// or https:// URL".into());
+            return Err(Invalid::GatewayServer {
+                server: self.server.clone(),
+            });
         }
         if self.owners.is_empty() || self.owners.iter().any(String::is_empty) {
-            return Err("gateway.owners must name at least one Mattermost user id".into());
+            return Err(Invalid::GatewayOwners);
         }
         if self.channel.is_empty() || self.edit_interval.is_zero() || self.typing_interval.is_zero()
         {
-            return Err(
-                "gateway.channel, gateway.edit_interval and gateway.typing_interval must not \
-                 be empty"
-                    .into(),
-            );
+            return Err(Invalid::GatewayEmpty);
         }
         if self.token_credential.is_empty() || self.token_credential.contains('/') {
-            return Err("gateway.token_credential must be a plain credential name".into());
+            return Err(Invalid::GatewayTokenCredential {
+                name: self.token_credential.clone(),
+            });
         }
         Ok(())
     }

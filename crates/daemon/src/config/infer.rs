@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::duration;
+use super::{Invalid, duration};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -50,7 +50,7 @@ impl Default for Infer {
 }
 
 impl Infer {
-    pub(super) fn validate(&self) -> Result<(), String> {
+    pub(super) fn validate(&self) -> Result<(), Invalid> {
         for (name, zero) in [
             ("infer.max_request_bytes", self.max_request_bytes == 0),
             ("infer.connect_timeout", self.connect_timeout.is_zero()),
@@ -63,7 +63,7 @@ impl Infer {
             ("infer.max_connections", self.max_connections == 0),
         ] {
             if zero {
-                return Err(format!("{name} must be more than 0"));
+                return Err(Invalid::Zero { name });
             }
         }
         Ok(())

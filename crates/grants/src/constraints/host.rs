@@ -10,6 +10,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use url::Url;
 
+use super::{HostError, LabelError, UrlError};
+
 /// The host of a covered request.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Host {
@@ -37,15 +39,13 @@ pub(super) enum Entry {
 }
 
 impl Entry {
-    pub(super) fn parse(raw: &str) -> Result<Self, String> {
+    pub(super) fn parse(raw: &str) -> Result<Self, HostError> {
+        let entry = || raw.to_owned();
         if raw.is_empty() {
-            return Err("an empty host entry names no host".into());
+            return Err(HostError::Empty);
         }
         if !raw.is_ascii() {
-            return Err(format!(
-                "{raw:?} is not ASCII: write an internationalised name in punycode \
-                 (for example xn--bcher-kva.de for bücher.de)"
-            ));
+            return Err(HostError::NotAscii { entry: entry() });
         }
         if let Ok(ip) = raw.parse::<Ipv6Addr>() {
             return Ok(Self::Ip(IpAddr::V6(ip)));
@@ -54,24 +54,24 @@ impl Entry {
             return Ok(Self::Ip(IpAddr::V4(ip)));
         }
         let refusal = if raw.starts_with('[') {
-            Some("write an IPv6 address without brackets, for example ::1")
+            Some(HostError::Bracketed { entry: entry() })
         } else if raw.contains("://") {
-            Some("write the host alone, without a scheme")
+            Some(HostError::Scheme { entry: entry() })
         } else if raw.contains('/') {
-            Some("write the host alone, without a path")
+            Some(HostError::Path { entry: entry() })
         } else if raw.contains('@') {
-            Some("write the host alone, without a user name")
+            Some(HostError::UserName { entry: entry() })
         } else if raw.contains(':') && raw.contains('%') {
-            Some("an IPv6 address with a zone (%eth0) cannot be granted")
+            Some(HostError::Zone { entry: entry() })
         } else if raw.contains(':') {
-            Some("write the host without a port (any port of a listed host is allowed)")
+            Some(HostError::Port { entry: entry() })
         } else if raw == "*" || raw == "*." {
-            Some("`*` alone would grant every host; list the hosts")
+            Some(HostError::EveryHost { entry: entry() })
         } else {
             None
         };
-        if let Some(why) = refusal {
-            return Err(format!("{raw:?}: {why}"));
+        if let Some(refusal) = refusal {
+            return Err(refusal);
         }
         let lower = raw.to_ascii_lowercase();
         let (below, name) = match lower.strip_prefix("*.") {
@@ -79,27 +79,32 @@ impl Entry {
             None => (false, lower.as_str()),
         };
         if name.contains('*') {
-            return Err(format!(
-                "{raw:?}: a wildcard is allowed only as a leading `*.`"
-            ));
+            return Err(HostError::Wildcard { entry: entry() });
         }
         let name = name.strip_suffix('.').unwrap_or(name);
-        check_labels(name).map_err(|why| format!("{raw:?}: {why}"))?;
+        check_labels(name).map_err(|source| HostError::Label {
+            entry: entry(),
+            source,
+        })?;
         // The url crate is the parser requests go through: an entry must be a name it keeps
         // as that same name, or it could never match (or would match something else).
         match Url::parse(&format!("http://{name}/")).map(|u| u.host().map(|h| h.to_owned())) {
             Ok(Some(url::Host::Domain(d))) if d == name => {}
             Ok(Some(url::Host::Ipv4(ip))) if !below => {
-                return Err(format!(
-                    "{raw:?} is read as the IPv4 address {ip}: write IPv4 addresses as a \
-                     dotted quad"
-                ));
+                return Err(HostError::Ipv4Spelling { entry: entry(), ip });
             }
-            Ok(other) => {
-                let seen = other.map_or_else(|| "nothing".to_owned(), |h| h.to_string());
-                return Err(format!("{raw:?} is not a host name (it reads as {seen})"));
+            Ok(seen) => {
+                return Err(HostError::ReadsAs {
+                    entry: entry(),
+                    seen,
+                });
             }
-            Err(e) => return Err(format!("{raw:?} is not a host name: {e}")),
+            Err(source) => {
+                return Err(HostError::NotName {
+                    entry: entry(),
+                    source,
+                });
+            }
         }
         Ok(if below {
             Self::Below(name.to_owned())
@@ -125,20 +130,16 @@ impl Entry {
 
 /// Only plain DNS labels: the WHATWG parser lets through `*`, `!`, `$` and others that no
 /// resolver should be asked about and that a wildcard entry would otherwise cover.
-fn check_labels(name: &str) -> Result<(), String> {
+fn check_labels(name: &str) -> Result<(), LabelError> {
     for label in name.split('.') {
         if label.is_empty() {
-            return Err(
-                "the name has an empty label (`..`, or a leading or second trailing dot)".into(),
-            );
+            return Err(LabelError::EmptyLabel);
         }
-        if let Some(c) = label
+        if let Some(found) = label
             .chars()
             .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-' || *c == '_'))
         {
-            return Err(format!(
-                "the name has {c:?}; host names are letters, digits, `-` and `_`"
-            ));
+            return Err(LabelError::Char { found });
         }
     }
     Ok(())
@@ -148,32 +149,40 @@ fn check_labels(name: &str) -> Result<(), String> {
 /// the fragment dropped (it is never sent), one trailing dot of the host dropped,
 /// percent-escapes of unreserved characters decoded and the rest written in upper case, and
 /// paths that hide a `.` or `..` segment behind an escaped slash refused.
-pub fn normalize_url(raw: &str) -> Result<(Url, Host), String> {
-    let mut url = Url::parse(raw).map_err(|e| format!("{raw:?} is not a URL: {e}"))?;
+pub fn normalize_url(raw: &str) -> Result<(Url, Host), UrlError> {
+    let raw_url = || raw.to_owned();
+    let mut url = Url::parse(raw).map_err(|source| UrlError::NotUrl {
+        url: raw_url(),
+        source,
+    })?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!(
-            "{raw:?}: only http and https URLs can be fetched, not {}:",
-            url.scheme()
-        ));
+        return Err(UrlError::Scheme {
+            url: raw_url(),
+            scheme: url.scheme().to_owned(),
+        });
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(format!(
-            "{raw:?} carries a user name or password (user:pass@); such URLs are refused"
-        ));
+        return Err(UrlError::UserInfo { url: raw_url() });
     }
     let host = match url.host() {
         Some(url::Host::Domain(d)) => {
             let name = d.strip_suffix('.').unwrap_or(d).to_owned();
-            check_labels(&name).map_err(|why| format!("{raw:?}: {why}"))?;
+            check_labels(&name).map_err(|source| UrlError::Label {
+                url: raw_url(),
+                source,
+            })?;
             Host::Name(name)
         }
         Some(url::Host::Ipv4(ip)) => Host::Ip(IpAddr::V4(ip)),
         Some(url::Host::Ipv6(ip)) => Host::Ip(IpAddr::V6(ip)),
-        None => return Err(format!("{raw:?} has no host")),
+        None => return Err(UrlError::NoHost { url: raw_url() }),
     };
     if let Host::Name(name) = &host {
         url.set_host(Some(name))
-            .map_err(|e| format!("{raw:?}: cannot rewrite the host: {e}"))?;
+            .map_err(|source| UrlError::RewriteHost {
+                url: raw_url(),
+                source,
+            })?;
     }
     url.set_fragment(None);
     let path = normalize_escapes(url.path());
@@ -182,10 +191,7 @@ pub fn normalize_url(raw: &str) -> Result<(Url, Host), String> {
         url.set_query(Some(&query));
     }
     if hides_dot_segment(url.path()) {
-        return Err(format!(
-            "{raw:?}: the path hides a `.` or `..` segment behind an escaped slash \
-             (%2F, %5C) or a `;`, which a server may resolve out of the granted place"
-        ));
+        return Err(UrlError::HiddenDotSegment { url: raw_url() });
     }
     Ok((url, host))
 }

@@ -5,6 +5,7 @@
 //! Pure functions over strings: brokerd runs sandboxed and may not see the owner's files,
 //! and a decision must not depend on what the file system looks like at the moment.
 
+mod error;
 mod host;
 mod path;
 mod pattern;
@@ -12,8 +13,9 @@ mod reach;
 
 use proto::Grant;
 use proto::Mode;
-use proto::tools::{TOOL_NAMES, ToolArgs};
+use proto::tools::ToolArgs;
 
+pub use error::{HostError, InvalidGrant, LabelError, Mismatch, PathError, PatternError, UrlError};
 pub use host::{Host, normalize_url};
 pub use path::{is_under, normalize_path};
 pub use reach::{Place, Reach, Unreachable, Zone, admit, place};
@@ -35,64 +37,63 @@ pub struct Covered {
 
 /// What a tool's arguments are matched as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Subject {
+pub enum Subject {
+    /// `read_file`, `list_dir`: an absolute path.
     Path,
+    /// `http_fetch`: a URL.
     Url,
+    /// `consult`: the prompt.
     Prompt,
 }
 
-fn subject_of(tool: &str) -> Result<Subject, String> {
+fn subject_of(tool: &str) -> Result<Subject, InvalidGrant> {
     match tool {
         "read_file" | "list_dir" => Ok(Subject::Path),
         "http_fetch" => Ok(Subject::Url),
         "consult" => Ok(Subject::Prompt),
-        other => Err(format!(
-            "no tool is named {other:?} (the tools are {})",
-            TOOL_NAMES.join(", ")
-        )),
+        other => Err(InvalidGrant::UnknownTool {
+            tool: other.to_owned(),
+        }),
     }
 }
 
-/// Load-time check of one grant's constraints for its tool. Err(reason for a person).
-pub fn validate(grant: &Grant) -> Result<(), String> {
+/// Load-time check of one grant's constraints for its tool.
+pub fn validate(grant: &Grant) -> Result<(), InvalidGrant> {
     let subject = subject_of(&grant.tool)?;
     let tool = grant.tool.as_str();
     let c = &grant.constraints;
     let allowing = grant.mode != Mode::Deny;
-    let (required, forbidden): (Option<&str>, &[&str]) = match subject {
+    let (required, forbidden): (Option<&'static str>, &[&'static str]) = match subject {
         Subject::Path => (Some("paths"), &["hosts"]),
         Subject::Url => (Some("hosts"), &["paths"]),
         Subject::Prompt => (None, &["paths", "hosts"]),
     };
-    for list in forbidden {
+    for &list in forbidden {
         if !list_named(c, list).is_empty() {
-            let why = match subject {
-                Subject::Path => "it reads local files; patterns can narrow it further",
-                Subject::Url => "it fetches URLs; hosts and patterns limit it",
-                Subject::Prompt => "its destination is the endpoint brokerd is configured with",
-            };
-            return Err(format!(
-                "constraints.{list} does not apply to {tool} ({why}): remove it"
-            ));
+            return Err(InvalidGrant::NotApplicable {
+                list,
+                tool: tool.to_owned(),
+                subject,
+            });
         }
     }
     if let Some(list) = required
         && allowing
         && list_named(c, list).is_empty()
     {
-        return Err(format!(
-            "an allowing grant for {tool} must list constraints.{list} (only a deny grant \
-             may leave it empty, meaning every value)"
-        ));
+        return Err(InvalidGrant::Required {
+            list,
+            tool: tool.to_owned(),
+        });
     }
-    for (i, p) in c.paths.iter().enumerate() {
-        path::validate_entry(p).map_err(|e| format!("constraints.paths[{i}]: {e}"))?;
+    for (index, p) in c.paths.iter().enumerate() {
+        path::validate_entry(p).map_err(|source| InvalidGrant::Path { index, source })?;
     }
-    for (i, h) in c.hosts.iter().enumerate() {
-        Entry::parse(h).map_err(|e| format!("constraints.hosts[{i}]: {e}"))?;
+    for (index, h) in c.hosts.iter().enumerate() {
+        Entry::parse(h).map_err(|source| InvalidGrant::Host { index, source })?;
     }
-    for (i, p) in c.patterns.iter().enumerate() {
-        Pattern::parse(p).map_err(|e| format!("constraints.patterns[{i}]: {e}"))?;
+    for (index, p) in c.patterns.iter().enumerate() {
+        Pattern::parse(p).map_err(|source| InvalidGrant::Pattern { index, source })?;
     }
     reach::validate(grant)
 }
@@ -107,7 +108,7 @@ fn list_named<'a>(c: &'a proto::Constraints, name: &str) -> &'a [String] {
 }
 
 /// Whether the grant's constraints cover these (already strictly parsed) arguments.
-/// Err(why not, for a person). Every non-empty list must match; an empty list matches every
+/// Err(why not). Every non-empty list must match; an empty list matches every
 /// value, which `validate` allows only where it is meant (deny grants, consult).
 ///
 /// A grant that fails [`validate`] covers nothing. For a deny grant that would mean denying
@@ -115,42 +116,41 @@ fn list_named<'a>(c: &'a proto::Constraints, name: &str) -> &'a [String] {
 /// Arguments that cannot be normalised (a relative path, `..`, a non-http URL) are covered by
 /// no grant at all, deny grants included: the caller denies them for want of a grant, or
 /// earlier, by calling [`normalize_path`] / [`normalize_url`] itself.
-pub fn check(grant: &Grant, args: &ToolArgs) -> Result<Covered, String> {
-    validate(grant).map_err(|e| format!("the grant is invalid: {e}"))?;
+pub fn check(grant: &Grant, args: &ToolArgs) -> Result<Covered, Mismatch> {
+    validate(grant).map_err(Mismatch::Invalid)?;
     if grant.tool != args.tool() {
-        return Err(format!(
-            "the grant is for {}, the call is to {}",
-            grant.tool,
-            args.tool()
-        ));
+        return Err(Mismatch::OtherTool {
+            grant: grant.tool.clone(),
+            call: args.tool().to_owned(),
+        });
     }
     let c = &grant.constraints;
     let covered = match args {
         ToolArgs::ReadFile(proto::tools::ReadFileArgs { path })
         | ToolArgs::ListDir(proto::tools::ListDirArgs { path }) => {
-            let path = normalize_path(path)?;
+            let path = normalize_path(path).map_err(Mismatch::Path)?;
             if !c.paths.is_empty() && !c.paths.iter().any(|root| is_under(&path, root)) {
-                return Err(format!(
-                    "{path:?} is not under any of {}",
-                    c.paths.join(", ")
-                ));
+                return Err(Mismatch::NotUnder {
+                    path,
+                    roots: c.paths.clone(),
+                });
             }
-            check_patterns(&c.patterns, &path, &format!("{path:?}"))?;
+            check_patterns(&c.patterns, Subject::Path, &path)?;
             Covered {
                 path: Some(path),
                 ..Covered::default()
             }
         }
         ToolArgs::HttpFetch(a) => {
-            let (url, host) = normalize_url(&a.url)?;
+            let (url, host) = normalize_url(&a.url).map_err(Mismatch::Url)?;
             if !c.hosts.is_empty() && !any_host_matches(&c.hosts, &host) {
-                return Err(format!(
-                    "the host {host} of {:?} is not any of {}",
-                    url.as_str(),
-                    c.hosts.join(", ")
-                ));
+                return Err(Mismatch::HostNotListed {
+                    host,
+                    url: url.as_str().to_owned(),
+                    hosts: c.hosts.clone(),
+                });
             }
-            check_patterns(&c.patterns, url.as_str(), &format!("{:?}", url.as_str()))?;
+            check_patterns(&c.patterns, Subject::Url, url.as_str())?;
             Covered {
                 path: None,
                 host: Some(host),
@@ -158,7 +158,7 @@ pub fn check(grant: &Grant, args: &ToolArgs) -> Result<Covered, String> {
             }
         }
         ToolArgs::Consult(a) => {
-            check_patterns(&c.patterns, &a.prompt, "the prompt")?;
+            check_patterns(&c.patterns, Subject::Prompt, &a.prompt)?;
             Covered::default()
         }
     };
@@ -171,11 +171,11 @@ pub fn check(grant: &Grant, args: &ToolArgs) -> Result<Covered, String> {
 /// patterns narrow only a single bound file, an empty list (a deny grant's "every value")
 /// reaches everything, and a grant of a tool that reads no paths reaches nothing.
 pub fn reaches(grant: &Grant, bound: &str, subtree: bool) -> bool {
-    if subject_of(&grant.tool) != Ok(Subject::Path) {
+    if !matches!(subject_of(&grant.tool), Ok(Subject::Path)) {
         return false;
     }
     let c = &grant.constraints;
-    let patterns_allow = || subtree || check_patterns(&c.patterns, bound, "").is_ok();
+    let patterns_allow = || subtree || any_pattern_matches(&c.patterns, bound);
     c.paths.is_empty() && patterns_allow()
         || c.paths.iter().any(|root| {
             is_under(bound, root) && patterns_allow() || subtree && is_under(root, bound)
@@ -190,20 +190,23 @@ fn any_host_matches(entries: &[String], host: &Host) -> bool {
         .any(|e| e.matches(host))
 }
 
-/// Within one list any pattern may match; `what` names the subject in the refusal without
-/// repeating a whole prompt.
-fn check_patterns(patterns: &[String], subject: &str, what: &str) -> Result<(), String> {
-    if patterns.is_empty()
+/// Within one list any pattern may match; an empty list matches every value.
+fn any_pattern_matches(patterns: &[String], value: &str) -> bool {
+    // Patterns were validated just before; one that does not parse matches nothing.
+    patterns.is_empty()
         || patterns
             .iter()
             .filter_map(|p| Pattern::parse(p).ok())
-            .any(|p| p.matches(subject))
-    {
+            .any(|p| p.matches(value))
+}
+
+fn check_patterns(patterns: &[String], subject: Subject, value: &str) -> Result<(), Mismatch> {
+    if any_pattern_matches(patterns, value) {
         return Ok(());
     }
-    let list: Vec<String> = patterns.iter().map(|p| format!("{p:?}")).collect();
-    Err(format!(
-        "{what} matches none of the patterns {}",
-        list.join(", ")
-    ))
+    Err(Mismatch::NoPattern {
+        subject,
+        value: value.to_owned(),
+        patterns: patterns.to_vec(),
+    })
 }

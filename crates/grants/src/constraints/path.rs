@@ -6,27 +6,23 @@
 //! binds the one covered path into the tool's unit (`brokerd::bind`), and again by the tool,
 //! which re-checks the real path against the roots.
 
+use super::PathError;
+
 /// Brings an absolute request path to its normal form: `//` and `.` components collapse, a
 /// trailing slash goes. Refuses relative paths, NUL bytes and any `..` component.
-pub fn normalize_path(raw: &str) -> Result<String, String> {
+pub fn normalize_path(raw: &str) -> Result<String, PathError> {
+    let path = || raw.to_owned();
     if raw.contains('\0') {
-        return Err(format!("{raw:?} contains a NUL byte"));
+        return Err(PathError::Nul { path: path() });
     }
     if !raw.starts_with('/') {
-        return Err(format!(
-            "{raw:?} is not an absolute path (it must start with /)"
-        ));
+        return Err(PathError::NotAbsolute { path: path() });
     }
     let mut out = String::with_capacity(raw.len());
     for part in raw.split('/') {
         match part {
             "" | "." => {}
-            ".." => {
-                return Err(format!(
-                    "{raw:?} has a `..` component, which is never resolved (it could cross a \
-                     symlink): name the path without it"
-                ));
-            }
+            ".." => return Err(PathError::DotDot { path: path() }),
             name => {
                 out.push('/');
                 out.push_str(name);
@@ -41,12 +37,15 @@ pub fn normalize_path(raw: &str) -> Result<String, String> {
 
 /// A grant's path must already be in normal form, so that what the owner reads in the file
 /// is exactly what is matched.
-pub(super) fn validate_entry(entry: &str) -> Result<(), String> {
+pub(super) fn validate_entry(entry: &str) -> Result<(), PathError> {
     let normal = normalize_path(entry)?;
     if normal == entry {
         Ok(())
     } else {
-        Err(format!("{entry:?} is not in normal form: write {normal:?}"))
+        Err(PathError::NotNormal {
+            entry: entry.to_owned(),
+            normal,
+        })
     }
 }
 
@@ -78,7 +77,7 @@ mod tests {
             ("", "absolute"),
             ("/a\0", "NUL"),
         ] {
-            let err = validate_entry(bad).expect_err(bad);
+            let err = validate_entry(bad).expect_err(bad).to_string();
             assert!(err.contains(word), "{bad:?}: {err}");
         }
     }

@@ -3,6 +3,8 @@
 //! Written here rather than taken from a regex crate: the language is four rules long and a
 //! grant file should not be able to express anything slower than linear-times-length.
 
+use super::PatternError;
+
 /// One element of a parsed pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Token {
@@ -18,9 +20,9 @@ enum Token {
 pub(super) struct Pattern(Vec<Token>);
 
 impl Pattern {
-    pub(super) fn parse(text: &str) -> Result<Self, String> {
+    pub(super) fn parse(text: &str) -> Result<Self, PatternError> {
         if text.is_empty() {
-            return Err("an empty pattern matches only empty text; remove it or write `*`".into());
+            return Err(PatternError::Empty);
         }
         let mut tokens = Vec::with_capacity(text.len());
         let mut chars = text.chars();
@@ -30,16 +32,16 @@ impl Pattern {
                 '?' => Token::One,
                 '\\' => match chars.next() {
                     Some(e @ ('*' | '?' | '\\')) => Token::Literal(e),
-                    Some(e) => {
-                        return Err(format!(
-                            "{text:?} escapes {e:?}; only \\*, \\? and \\\\ are escapes \
-                             (write \\\\ for a literal backslash)"
-                        ));
+                    Some(escaped) => {
+                        return Err(PatternError::Escape {
+                            pattern: text.to_owned(),
+                            escaped,
+                        });
                     }
                     None => {
-                        return Err(format!(
-                            "{text:?} ends in a lone backslash (write \\\\ for a literal one)"
-                        ));
+                        return Err(PatternError::LoneBackslash {
+                            pattern: text.to_owned(),
+                        });
                     }
                 },
                 other => Token::Literal(other),
@@ -169,7 +171,7 @@ mod tests {
             (r"a\b", "only"),
             (r"\.md", "only"),
         ] {
-            let err = Pattern::parse(bad).expect_err(bad);
+            let err = Pattern::parse(bad).expect_err(bad).to_string();
             assert!(err.contains(word), "{bad:?}: {err}");
         }
     }

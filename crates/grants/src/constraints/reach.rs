@@ -17,6 +17,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use proto::Grant;
 
+use super::InvalidGrant;
 use super::host::Entry;
 
 /// Where an address leads.
@@ -265,35 +266,26 @@ pub fn admit(name: &str, answer: &[IpAddr], reach: &Reach) -> Result<Vec<IpAddr>
 }
 
 /// Load-time check of `constraints.private_networks`: it must widen something.
-pub(super) fn validate(grant: &Grant) -> Result<(), String> {
+pub(super) fn validate(grant: &Grant) -> Result<(), InvalidGrant> {
     let c = &grant.constraints;
     if !c.private_networks {
         return Ok(());
     }
     let tool = grant.tool.as_str();
     if !matches!(tool, "http_fetch" | "consult") {
-        return Err(format!(
-            "constraints.private_networks does not apply to {tool} (it reaches no network): \
-             remove it"
-        ));
+        return Err(InvalidGrant::PrivateNetworksNoNetwork {
+            tool: tool.to_owned(),
+        });
     }
     if grant.mode == proto::Mode::Deny {
-        return Err(
-            "constraints.private_networks means nothing on a deny grant (it only widens where \
-             an allowed call may connect): remove it"
-                .into(),
-        );
+        return Err(InvalidGrant::PrivateNetworksOnDeny);
     }
     let names = c
         .hosts
         .iter()
         .any(|h| !matches!(Entry::parse(h), Ok(Entry::Ip(_))));
     if tool == "http_fetch" && !names {
-        return Err(
-            "constraints.private_networks is for host names, and every entry of \
-             constraints.hosts is an IP address (reached as listed): remove it"
-                .into(),
-        );
+        return Err(InvalidGrant::PrivateNetworksNoNames);
     }
     Ok(())
 }

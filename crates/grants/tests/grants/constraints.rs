@@ -5,7 +5,13 @@ use grants::constraints::{Covered, Host, check, validate};
 use proto::tools::{ConsultArgs, HttpFetchArgs, ListDirArgs, ReadFileArgs, ToolArgs};
 use proto::{Constraints, DataClass, Grant, Mode};
 
-fn grant(tool: &str, mode: Mode, paths: &[&str], hosts: &[&str], patterns: &[&str]) -> Grant {
+pub(crate) fn grant(
+    tool: &str,
+    mode: Mode,
+    paths: &[&str],
+    hosts: &[&str],
+    patterns: &[&str],
+) -> Grant {
     let own = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect();
     Grant {
         tool: tool.into(),
@@ -25,19 +31,19 @@ fn grant(tool: &str, mode: Mode, paths: &[&str], hosts: &[&str], patterns: &[&st
     }
 }
 
-fn read(path: &str) -> ToolArgs {
+pub(crate) fn read(path: &str) -> ToolArgs {
     ToolArgs::ReadFile(ReadFileArgs { path: path.into() })
 }
 
-fn list(path: &str) -> ToolArgs {
+pub(crate) fn list(path: &str) -> ToolArgs {
     ToolArgs::ListDir(ListDirArgs { path: path.into() })
 }
 
-fn fetch(url: &str) -> ToolArgs {
+pub(crate) fn fetch(url: &str) -> ToolArgs {
     ToolArgs::HttpFetch(HttpFetchArgs { url: url.into() })
 }
 
-fn consult(prompt: &str) -> ToolArgs {
+pub(crate) fn consult(prompt: &str) -> ToolArgs {
     ToolArgs::Consult(ConsultArgs {
         prompt: prompt.into(),
     })
@@ -100,9 +106,9 @@ fn validate_refuses_each_misfit_with_a_reason() {
         ),
         (grant("consult", Auto, &[], &[], &["a\\"]), "lone backslash"),
     ] {
-        let err = validate(&g).expect_err(word);
+        let err = validate(&g).expect_err(word).to_string();
         assert!(err.contains(word), "{word}: {err}");
-        let refused = check(&g, &read("/a")).expect_err(word);
+        let refused = check(&g, &read("/a")).expect_err(word).to_string();
         assert!(refused.starts_with("the grant is invalid"), "{refused}");
     }
 }
@@ -151,7 +157,9 @@ fn paths_cover_by_component_prefix_and_report_the_normal_form() {
         assert_eq!(covered.host, None);
         assert_eq!(covered.url, None);
     }
-    let err = check(&g, &read("/etc/shadow")).expect_err("outside");
+    let err = check(&g, &read("/etc/shadow"))
+        .expect_err("outside")
+        .to_string();
     assert_eq!(
         err,
         "\"/etc/shadow\" is not under any of /home/owner/notes, /srv/share"
@@ -165,7 +173,7 @@ fn paths_cover_by_component_prefix_and_report_the_normal_form() {
         ("notes/a.md", "absolute"),
         ("/home/owner/notes/a\0", "NUL"),
     ] {
-        let err = check(&g, &read(raw)).expect_err(raw);
+        let err = check(&g, &read(raw)).expect_err(raw).to_string();
         assert!(err.contains(word), "{raw}: {err}");
     }
 }
@@ -190,7 +198,9 @@ fn list_dir_follows_the_same_path_rules() {
 #[test]
 fn a_grant_covers_only_its_own_tool() {
     let g = grant("read_file", Mode::Auto, &["/srv"], &[], &[]);
-    let err = check(&g, &list("/srv")).expect_err("other tool");
+    let err = check(&g, &list("/srv"))
+        .expect_err("other tool")
+        .to_string();
     assert_eq!(err, "the grant is for read_file, the call is to list_dir");
 }
 
@@ -202,7 +212,9 @@ fn every_non_empty_list_must_match() {
         check(&g, &read("/srv/b/c.txt")).is_ok(),
         "any pattern of the list"
     );
-    let err = check(&g, &read("/srv/a.key")).expect_err("no pattern");
+    let err = check(&g, &read("/srv/a.key"))
+        .expect_err("no pattern")
+        .to_string();
     assert_eq!(
         err,
         r#""/srv/a.key" matches none of the patterns "*.md", "*.txt""#
@@ -285,10 +297,12 @@ fn hosts_cover_urls_by_normalised_host() {
         ("https://example.org@evil.com/", "user name or password"),
         ("ftp://example.org/", "only http and https"),
     ] {
-        let err = check(&g, &fetch(raw)).expect_err(raw);
+        let err = check(&g, &fetch(raw)).expect_err(raw).to_string();
         assert!(err.contains(word), "{raw}: {err}");
     }
-    let err = check(&g, &fetch("https://evil.com/")).expect_err("evil");
+    let err = check(&g, &fetch("https://evil.com/"))
+        .expect_err("evil")
+        .to_string();
     assert_eq!(
         err,
         "the host evil.com of \"https://evil.com/\" is not any of example.org, *.wikipedia.org, ::1"
@@ -336,7 +350,9 @@ fn consult_patterns_match_the_prompt() {
     );
     assert!(check(&g, &consult("Summarise: a long text\nwith lines")).is_ok());
     assert!(check(&g, &consult("Translate:")).is_ok());
-    let err = check(&g, &consult("summarise: lower case")).expect_err("case");
+    let err = check(&g, &consult("summarise: lower case"))
+        .expect_err("case")
+        .to_string();
     assert!(err.starts_with("the prompt matches none"), "{err}");
     let open = grant("consult", Mode::Auto, &[], &[], &[]);
     assert_eq!(check(&open, &consult("anything")), Ok(Covered::default()));

@@ -1,7 +1,10 @@
 //! grants' tests, one module per concern: the snapshot of the grant directory, what each
-//! grant covers, paths, where a host name may lead, and the paths a tool unit may be given.
+//! grant covers, why a grant does not load and why it does not cover a call, paths, where a
+//! host name may lead, and the paths a tool unit may be given.
 
 mod constraints;
+mod invalid;
+mod mismatch;
 mod path;
 mod reach;
 mod snapshot;

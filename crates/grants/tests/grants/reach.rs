@@ -274,7 +274,7 @@ fn private_networks_is_validated_at_load() {
             "every entry of constraints.hosts is an IP address",
         ),
     ] {
-        let err = validate(&g).expect_err(word);
+        let err = validate(&g).expect_err(word).to_string();
         assert!(err.contains(word), "{word:?} not in {err:?}");
         assert!(err.contains("constraints.private_networks"), "{err}");
     }

@@ -1,0 +1,84 @@
+//! Why a configuration that parsed cannot be used: the setting and what it must be. The
+//! text reaches the owner through `--check-config` (and the NixOS build that runs it) and a
+//! role's refusal to start, after the file's path.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What is wrong with one setting (or a pair that must differ).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Invalid {
+    /// A path setting that is relative: its name and value.
+    NotAbsolute { name: &'static str, path: PathBuf },
+    /// `sockets.loop_broker` and `sockets.admin_broker` are this one directory.
+    SameBrokerDirectory { dir: PathBuf },
+    /// Two `[sockets]` entries are this one directory.
+    SharedSocketDirectory { dir: PathBuf },
+    /// `broker.approval_ttl` is 0 or above [`super::MAX_APPROVAL_TTL`].
+    ApprovalTtl { ttl: Duration },
+    /// A count or duration, named, that must be more than 0.
+    Zero { name: &'static str },
+    /// `broker.max_result_bytes` is above `most`, what one frame can carry.
+    ResultTooLarge { max_result_bytes: u64, most: u64 },
+    /// `loop.max_tool_calls`, `loop.request_timeout` or `loop.max_tokens` is 0.
+    LoopZero,
+    /// `loop.compact_percent` is outside 10 to 95.
+    CompactPercent { percent: u8 },
+    /// `gateway.server` is not an http:// or https:// URL.
+    GatewayServer { server: String },
+    /// `gateway.owners` is empty or has an empty id.
+    GatewayOwners,
+    /// `gateway.channel` is empty, or `gateway.edit_interval` or `gateway.typing_interval`
+    /// is 0.
+    GatewayEmpty,
+    /// `gateway.token_credential` is empty or has a `/`.
+    GatewayTokenCredential { name: String },
+}
+
+impl fmt::Display for Invalid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotAbsolute { name, path } => {
+                write!(f, "{name} must be an absolute path, not {}", path.display())
+            }
+            Self::SameBrokerDirectory { .. } => f.write_str(
+                "sockets.loop_broker and sockets.admin_broker must be different directories: \
+                 the socket a connection arrives on decides what it may ask",
+            ),
+            Self::SharedSocketDirectory { .. } => f.write_str(
+                "each [sockets] entry must be a directory of its own: each pair of roles has its \
+                 own socket directory",
+            ),
+            Self::ApprovalTtl { .. } => {
+                f.write_str("broker.approval_ttl must be more than 0 and at most 1h")
+            }
+            Self::Zero { name } => write!(f, "{name} must be more than 0"),
+            Self::ResultTooLarge { most, .. } => write!(
+                f,
+                "broker.max_result_bytes must be at most {most} (one frame)"
+            ),
+            Self::LoopZero => f.write_str(
+                "loop.max_tool_calls, loop.request_timeout and loop.max_tokens must be more than 0",
+            ),
+            Self::CompactPercent { .. } => {
+                f.write_str("loop.compact_percent must be between 10 and 95")
+            }
+            Self::GatewayServer { .. } => {
+                f.write_str("gateway.server must be an http:// or https:// URL")
+            }
+            Self::GatewayOwners => {
+                f.write_str("gateway.owners must name at least one Mattermost user id")
+            }
+            Self::GatewayEmpty => f.write_str(
+                "gateway.channel, gateway.edit_interval and gateway.typing_interval must not be \
+                 empty",
+            ),
+            Self::GatewayTokenCredential { .. } => {
+                f.write_str("gateway.token_credential must be a plain credential name")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Invalid {}

@@ -1,0 +1,198 @@
+use super::*;
+
+const MINIMAL: &str = r#"
+[sockets]
+loop_broker = "/run/boxmaker/loop-broker"
+admin_broker = "/run/boxmaker/admin-broker"
+[peers]
+loopd = { user = "boxmaker-loopd" }
+admin = { group = "boxmaker-admin" }
+"#;
+
+#[test]
+fn a_minimal_config_takes_the_defaults() {
+    let c = Config::parse(Path::new("c.toml"), MINIMAL).expect("valid");
+    assert_eq!(c.home, Path::new("/var/lib/boxmaker"));
+    assert_eq!(c.broker.runner, RunnerKind::Systemd);
+    assert_eq!(c.broker.approval_ttl, Duration::from_secs(600));
+    assert_eq!(c.peers.admin, Peer::Group("boxmaker-admin".into()));
+    assert_eq!(c.sockets.loop_infer, Path::new("/run/boxmaker/loop-infer"));
+    assert_eq!(c.infer.upstream.addr.to_string(), "127.0.0.1:8080");
+    assert_eq!(c.infer.first_byte_timeout, Duration::from_secs(300));
+    assert_eq!(c.infer.max_request_bytes, 4 * 1024 * 1024);
+}
+
+#[test]
+fn bad_configs_say_where_and_why() {
+    let cases = [
+        (
+            format!("{MINIMAL}[broker]\nrunnr = \"direct\"\n"),
+            "unknown field",
+        ),
+        (
+            format!("{MINIMAL}[broker]\napproval_ttl = \"2h\"\n"),
+            "at most 1h",
+        ),
+        (
+            format!("{MINIMAL}[broker]\napproval_ttl = \"soon\"\n"),
+            "not a duration",
+        ),
+        (
+            format!("{MINIMAL}[broker]\ntool = \"boxmaker-tool\"\n"),
+            "absolute",
+        ),
+        (
+            format!("{MINIMAL}[broker]\nmax_pending_approvals = 0\n"),
+            "more than 0",
+        ),
+        (MINIMAL.replace("admin-broker", "loop-broker"), "different"),
+        (MINIMAL.replace("{ user", "{ name"), "unknown variant"),
+        (
+            format!("{MINIMAL}[infer]\nupstream = \"http://192.168.1.2:8080\"\n"),
+            "loopback",
+        ),
+        (
+            format!("{MINIMAL}[infer]\nupstrem = \"x\"\n"),
+            "unknown field",
+        ),
+        (
+            format!("{MINIMAL}[infer]\nidle_timeout = \"0s\"\n"),
+            "more than 0",
+        ),
+        (
+            format!("{MINIMAL}[gateway]\nserver = \"mm\"\nowners = [\"a\"]\nchannel = \"c\"\n"),
+            "http",
+        ),
+        (
+            format!("{MINIMAL}[gateway]\nserver = \"http://m\"\nowners = []\nchannel = \"c\"\n"),
+            "owners",
+        ),
+        (
+            MINIMAL.replace(
+                "[peers]",
+                "loop_infer = \"/run/boxmaker/loop-broker\"\n[peers]",
+            ),
+            "directory of its own",
+        ),
+    ];
+    for (text, word) in cases {
+        let err = Config::parse(Path::new("c.toml"), &text).expect_err(word);
+        assert!(err.to_string().contains(word), "{err}");
+        assert!(err.to_string().starts_with("c.toml: "), "{err}");
+    }
+}
+
+/// Each refusal's kind and the setting it is about, and its text byte for byte (the owner
+/// reads it from `--check-config` and a role's refusal to start).
+#[test]
+fn each_invalid_setting_is_its_own_variant() {
+    let broker = |kv: &str| format!("{MINIMAL}[broker]\n{kv}\n");
+    let gateway = |kv: &str| {
+        format!(
+            "{MINIMAL}[gateway]\nserver = \"http://m\"\nowners = [\"a\"]\nchannel = \"c\"\n{kv}\n"
+        )
+    };
+    let cases = [
+        (
+            MINIMAL.replace("\"/run/boxmaker/loop-broker\"", "\"rel/x\""),
+            Invalid::NotAbsolute {
+                name: "sockets.loop_broker",
+                path: PathBuf::from("rel/x"),
+            },
+            "sockets.loop_broker must be an absolute path, not rel/x",
+        ),
+        (
+            MINIMAL.replace("admin-broker", "loop-broker"),
+            Invalid::SameBrokerDirectory {
+                dir: PathBuf::from("/run/boxmaker/loop-broker"),
+            },
+            "sockets.loop_broker and sockets.admin_broker must be different directories: the \
+             socket a connection arrives on decides what it may ask",
+        ),
+        (
+            MINIMAL.replace(
+                "[peers]",
+                "chat_loop = \"/run/boxmaker/admin-broker\"\n[peers]",
+            ),
+            Invalid::SharedSocketDirectory {
+                dir: PathBuf::from("/run/boxmaker/admin-broker"),
+            },
+            "each [sockets] entry must be a directory of its own: each pair of roles has its own \
+             socket directory",
+        ),
+        (
+            broker("approval_ttl = \"0s\""),
+            Invalid::ApprovalTtl {
+                ttl: Duration::ZERO,
+            },
+            "broker.approval_ttl must be more than 0 and at most 1h",
+        ),
+        (
+            broker("tool_tasks_max = 0"),
+            Invalid::Zero {
+                name: "broker.tool_tasks_max",
+            },
+            "broker.tool_tasks_max must be more than 0",
+        ),
+        (
+            format!("{MINIMAL}[infer]\nfirst_byte_timeout = \"0s\"\n"),
+            Invalid::Zero {
+                name: "infer.first_byte_timeout",
+            },
+            "infer.first_byte_timeout must be more than 0",
+        ),
+        (
+            broker("max_result_bytes = 100000000"),
+            Invalid::ResultTooLarge {
+                max_result_bytes: 100_000_000,
+                most: 174_080,
+            },
+            "broker.max_result_bytes must be at most 174080 (one frame)",
+        ),
+        (
+            format!("{MINIMAL}[loop]\nmax_tokens = 0\n"),
+            Invalid::LoopZero,
+            "loop.max_tool_calls, loop.request_timeout and loop.max_tokens must be more than 0",
+        ),
+        (
+            format!("{MINIMAL}[loop]\ncompact_percent = 96\n"),
+            Invalid::CompactPercent { percent: 96 },
+            "loop.compact_percent must be between 10 and 95",
+        ),
+        (
+            gateway("").replace("http://m", "mm"),
+            Invalid::GatewayServer {
+                server: "mm".into(),
+            },
+            "gateway.server must be an http:// or https:// URL",
+        ),
+        (
+            gateway("").replace("[\"a\"]", "[\"\"]"),
+            Invalid::GatewayOwners,
+            "gateway.owners must name at least one Mattermost user id",
+        ),
+        (
+            gateway("typing_interval = \"0s\""),
+            Invalid::GatewayEmpty,
+            "gateway.channel, gateway.edit_interval and gateway.typing_interval must not be empty",
+        ),
+        (
+            gateway("token_credential = \"a/b\""),
+            Invalid::GatewayTokenCredential { name: "a/b".into() },
+            "gateway.token_credential must be a plain credential name",
+        ),
+    ];
+    for (text, want, why) in cases {
+        let err = Config::parse(Path::new("c.toml"), &text).expect_err(why);
+        assert_eq!(err.to_string(), format!("c.toml: {why}"));
+        let source = std::error::Error::source(&err).and_then(|e| e.downcast_ref::<Invalid>());
+        assert_eq!(source, Some(&want), "{why}");
+        match err {
+            ConfigError::Invalid { path, reason } => {
+                assert_eq!(path, Path::new("c.toml"));
+                assert_eq!(reason, want);
+            }
+            other => panic!("{why}: not Invalid: {other:?}"),
+        }
+    }
+}
