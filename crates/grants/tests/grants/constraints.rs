@@ -403,7 +403,7 @@ hosts = ["example.org", "*.wikipedia.org"]
         r#"# /etc/boxmaker/grants/docs-rs.toml
 tool = "http_fetch"
 mode = "auto"
-max_taint = "public"
+max_taint = "private"
 result_class = "public"
 expires = "2027-01-01T00:00:00.000Z"
 
