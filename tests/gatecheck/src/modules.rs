@@ -6,7 +6,9 @@
 //! files under `src/bin/` are crate roots of their own and are skipped. Module `a` imports `b`
 //! when one of `a`'s files names a path `crate::b...`: in a `use` (`use crate::b::X;`, and
 //! each name of a group, `use crate::{b::X, c}`) or anywhere in the code (`crate::b::f()`,
-//! `$crate::b` in a macro). A path to an item of the root itself (`crate::Error`) is no edge.
+//! `$crate::b` in a macro). A name the root brings in from a module with `use` reaches that
+//! module (`pub use error::NetError;` in `lib.rs`, then `crate::NetError` in `net` is an edge
+//! `net -> error`); a path to an item defined in the root itself is no edge.
 //! Every circle `a -> b -> ... -> a` between distinct modules is a problem that names the
 //! lines making each step, unless [`ALLOWED`] lists it with a reason.
 //!
@@ -16,7 +18,8 @@
 //! - `super::` and `self::` paths are ignored: from `src/a/b.rs`, `super::super::c` reaches
 //!   module `c` but is not seen (the house writes `crate::c` for that);
 //! - a name brought in under another name (`use crate::b as other;`, then `other::f()`) counts
-//!   once, at its `use`; a glob `use crate::*` from the root is not followed;
+//!   once, at its `use`; a glob in the root (`pub use b::*;`) brings in no names this check
+//!   knows, and a `use` inside a function of the root counts as one at its top;
 //! - `#[path = "..."]` attributes and modules declared inline in the root (`mod x { }`) are
 //!   not seen; a path into an inline module of the root counts as an item of the root;
 //! - `#[cfg]` is not evaluated: test-only imports count like any other.
@@ -27,6 +30,10 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::{Check, Error, Outcome};
+
+pub mod text;
+
+pub use text::{crate_paths, root_names};
 
 /// Cycles that existed when the rule was written, as (crate, modules from the smallest,
 /// reason). Each entry must match a cycle the check finds, so a fixed one is removed here.
@@ -101,28 +108,36 @@ pub fn check(
             format!("{dir}/src/")
         };
         let mut modules: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+        let mut roots = Vec::new();
         for rel in files {
             let Some(inner) = rel.strip_prefix(&src) else {
                 continue;
             };
-            let Some(module) = module_of(inner) else {
-                continue;
-            };
+            let module = module_of(inner);
+            let is_root = matches!(inner, "lib.rs" | "main.rs");
             let path = root.join(rel);
-            if !path.is_file() {
+            if (module.is_none() && !is_root) || !path.is_file() {
                 continue;
             }
             let text = std::fs::read_to_string(&path).map_err(|source| Error::Io {
                 path: path.clone(),
                 source,
             })?;
-            modules
-                .entry(module.to_owned())
-                .or_default()
-                .push((rel.clone(), text));
+            match module {
+                Some(module) => modules
+                    .entry(module.to_owned())
+                    .or_default()
+                    .push((rel.clone(), text)),
+                None => roots.push(text),
+            }
         }
         outcome.checked += modules.len();
-        let graph = graph(&modules);
+        let names: BTreeSet<String> = modules.keys().cloned().collect();
+        let mut through_root = BTreeMap::new();
+        for text in &roots {
+            through_root.extend(root_names(text, &names));
+        }
+        let graph = graph(&modules, &through_root);
         let (cycles, more) = cycles(&graph);
         for cycle in &cycles {
             if let Some(index) = allowed
@@ -172,17 +187,26 @@ pub fn module_of(inner: &str) -> Option<&str> {
 /// For each module, the modules it imports, each with the `file:line` places that do.
 type Graph = BTreeMap<String, BTreeMap<String, Vec<String>>>;
 
-fn graph(modules: &BTreeMap<String, Vec<(String, String)>>) -> Graph {
+/// The graph of `modules` (each with its files and their text); `through_root` maps the
+/// names the crate root brings in to the module they come from.
+fn graph(
+    modules: &BTreeMap<String, Vec<(String, String)>>,
+    through_root: &BTreeMap<String, String>,
+) -> Graph {
     let mut graph = Graph::new();
     for (module, files) in modules {
         let edges = graph.entry(module.clone()).or_default();
         for (rel, text) in files {
-            for (line, target) in crate_paths(text) {
-                if &target != module && modules.contains_key(&target) {
-                    edges
-                        .entry(target)
-                        .or_default()
-                        .push(format!("{rel}:{line}"));
+            for (line, name) in crate_paths(text) {
+                let (target, place) = if modules.contains_key(&name) {
+                    (&name, format!("{rel}:{line}"))
+                } else if let Some(target) = through_root.get(&name) {
+                    (target, format!("{rel}:{line} (`crate::{name}`)"))
+                } else {
+                    continue;
+                };
+                if target != module {
+                    edges.entry(target.clone()).or_default().push(place);
                 }
             }
         }
@@ -260,208 +284,6 @@ fn describe(krate: &str, cycle: &[String], graph: &Graph) -> String {
         arrows(cycle),
         steps.join("; ")
     )
-}
-
-/// The top-level names after `crate::` in `text`, with their 1-based line, outside comments
-/// and literals.
-pub fn crate_paths(text: &str) -> Vec<(usize, String)> {
-    let code: Vec<char> = blank_comments_and_literals(text).chars().collect();
-    let mut found = Vec::new();
-    let mut i = 0;
-    while i < code.len() {
-        if !is_ident(code[i]) {
-            i += 1;
-            continue;
-        }
-        let (word, end) = ident_at(&code, i);
-        i = end;
-        if word != "crate" {
-            continue;
-        }
-        let mut j = skip_space(&code, end);
-        if !(code.get(j) == Some(&':') && code.get(j + 1) == Some(&':')) {
-            continue;
-        }
-        j = skip_space(&code, j + 2);
-        let line = |at: usize| 1 + code[..at].iter().filter(|&&c| c == '\n').count();
-        match code.get(j) {
-            Some('{') => {
-                // A group: the first name of each item at depth one.
-                let mut depth = 0;
-                let mut expect_name = true;
-                while j < code.len() {
-                    let c = code[j];
-                    match c {
-                        '{' => {
-                            depth += 1;
-                            expect_name = depth == 1;
-                        }
-                        '}' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                break;
-                            }
-                        }
-                        ',' if depth == 1 => expect_name = true,
-                        c if is_ident(c) => {
-                            let (name, end) = ident_at(&code, j);
-                            if expect_name && depth == 1 && name != "self" {
-                                found.push((line(j), name));
-                            }
-                            expect_name = false;
-                            j = end;
-                            continue;
-                        }
-                        c if !c.is_whitespace() => expect_name = false,
-                        _ => {}
-                    }
-                    j += 1;
-                }
-                i = j;
-            }
-            Some(&c) if is_ident(c) => {
-                let (name, end) = ident_at(&code, j);
-                found.push((line(j), name));
-                i = end;
-            }
-            _ => {}
-        }
-    }
-    found
-}
-
-fn is_ident(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-fn ident_at(code: &[char], start: usize) -> (String, usize) {
-    let end = (start..code.len())
-        .find(|&k| !is_ident(code[k]))
-        .unwrap_or(code.len());
-    (code[start..end].iter().collect(), end)
-}
-
-fn skip_space(code: &[char], from: usize) -> usize {
-    (from..code.len())
-        .find(|&k| !code[k].is_whitespace())
-        .unwrap_or(code.len())
-}
-
-/// `text` with comments, string literals and character literals replaced by spaces
-/// (newlines kept, so lines still count).
-pub fn blank_comments_and_literals(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    let blank = |out: &mut String, part: &[char]| {
-        out.extend(part.iter().map(|&c| if c == '\n' { '\n' } else { ' ' }));
-    };
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        let after_ident = i > 0 && is_ident(chars[i - 1]);
-        let end = if c == '/' && next == Some('/') {
-            (i..chars.len())
-                .find(|&k| chars[k] == '\n')
-                .unwrap_or(chars.len())
-        } else if c == '/' && next == Some('*') {
-            block_comment_end(&chars, i)
-        } else if c == '"' {
-            string_end(&chars, i + 1)
-        } else if (c == 'r' || (c == 'b' && next == Some('r'))) && !after_ident {
-            match raw_string_end(&chars, if c == 'b' { i + 2 } else { i + 1 }) {
-                Some(end) => end,
-                None => {
-                    out.push(c);
-                    i += 1;
-                    continue;
-                }
-            }
-        } else if c == '\'' {
-            match char_literal_end(&chars, i) {
-                Some(end) => end,
-                None => {
-                    out.push(c);
-                    i += 1;
-                    continue;
-                }
-            }
-        } else {
-            out.push(c);
-            i += 1;
-            continue;
-        };
-        blank(&mut out, &chars[i..end]);
-        i = end;
-    }
-    out
-}
-
-/// The end (exclusive) of the block comment opening at `start`; they nest.
-fn block_comment_end(chars: &[char], start: usize) -> usize {
-    let mut depth = 0;
-    let mut k = start;
-    while k + 1 < chars.len() {
-        if chars[k] == '/' && chars[k + 1] == '*' {
-            depth += 1;
-            k += 2;
-        } else if chars[k] == '*' && chars[k + 1] == '/' {
-            depth -= 1;
-            k += 2;
-            if depth == 0 {
-                return k;
-            }
-        } else {
-            k += 1;
-        }
-    }
-    chars.len()
-}
-
-/// The end (exclusive) of a string whose contents start at `from`, after the opening quote.
-fn string_end(chars: &[char], from: usize) -> usize {
-    let mut k = from;
-    while k < chars.len() {
-        match chars[k] {
-            '\\' => k += 2,
-            '"' => return k + 1,
-            _ => k += 1,
-        }
-    }
-    chars.len()
-}
-
-/// The end (exclusive) of a raw string whose hashes start at `from` (after `r`), if one
-/// opens there.
-fn raw_string_end(chars: &[char], from: usize) -> Option<usize> {
-    let hashes = (from..chars.len())
-        .find(|&k| chars[k] != '#')
-        .unwrap_or(chars.len())
-        - from;
-    let quote = from + hashes;
-    if chars.get(quote) != Some(&'"') {
-        return None;
-    }
-    let mut k = quote + 1;
-    while k < chars.len() {
-        if chars[k] == '"' && (1..=hashes).all(|h| chars.get(k + h) == Some(&'#')) {
-            return Some(k + 1 + hashes);
-        }
-        k += 1;
-    }
-    Some(chars.len())
-}
-
-/// The end (exclusive) of the character literal opening at `start`, or `None` for a
-/// lifetime or label (`'a`, `'static`).
-fn char_literal_end(chars: &[char], start: usize) -> Option<usize> {
-    match chars.get(start + 1)? {
-        '\\' => (start + 3..chars.len().min(start + 14))
-            .find(|&k| chars[k] == '\'')
-            .map(|k| k + 1),
-        _ if chars.get(start + 2) == Some(&'\'') => Some(start + 3),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

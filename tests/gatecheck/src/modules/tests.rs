@@ -212,3 +212,42 @@ fn an_allowed_cycle_passes_and_a_stale_entry_fails() {
         "the workspace has no module cycles left to allow"
     );
 }
+
+#[test]
+fn a_name_the_root_brings_in_reaches_its_module() {
+    let outcome = run(&[
+        (
+            "src/lib.rs",
+            "mod error;\nmod net;\npub use error::{Failure, NetError};\n",
+        ),
+        (
+            "src/error.rs",
+            "use crate::net::words;\npub struct NetError;\n",
+        ),
+        ("src/net.rs", "use crate::NetError;\npub fn words() {}\n"),
+    ]);
+    assert_eq!(outcome.problems.len(), 1, "{outcome}");
+    assert!(
+        outcome.problems[0]
+            .contains("`net` uses `crate::error` at crates/demo/src/net.rs:1 (`crate::NetError`)"),
+        "{outcome}"
+    );
+}
+
+#[test]
+fn reads_the_names_a_root_brings_in() {
+    let modules: BTreeSet<String> = ["a", "b", "c", "d"].map(str::to_owned).into();
+    let names = root_names(
+        "pub use a::{X, inner::{Y as Z, self}, *};\nuse crate::b::B as Front;\n\
+         pub(crate) use self::c;\nuse std::fmt::Display;\n// use d::Hidden;\nuse d::*;\n",
+        &modules,
+    );
+    let names: Vec<(&str, &str)> = names
+        .iter()
+        .map(|(name, module)| (name.as_str(), module.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        vec![("Front", "b"), ("X", "a"), ("Z", "a"), ("c", "c")]
+    );
+}
