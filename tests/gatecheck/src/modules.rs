@@ -23,6 +23,9 @@
 //! - `#[path = "..."]` attributes and modules declared inline in the root (`mod x { }`) are
 //!   not seen; a path into an inline module of the root counts as an item of the root;
 //! - `#[cfg]` is not evaluated: test-only imports count like any other.
+//! - only paths are seen, not types: a method that `b` adds to `a`'s type in an `impl` of
+//!   its own is called from `a` without naming `b` (the `impl Looper` that once sat in loopd's
+//!   `compact.rs`), so that half of a circle is invisible here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
