@@ -5,8 +5,9 @@
 
 use std::sync::Arc;
 
+use daemon::accept::Activity;
 use daemon::conn::Conn;
-use daemon::serve::{self, Activity, Policy};
+use daemon::serve::{self, Policy};
 use daemon::service::Halt;
 use proto::{Envelope, Message};
 

@@ -4,15 +4,15 @@
 //! grants, loopd; it waits until each says READY=1, opens the chat, and stops them all on
 //! exit.
 
-use std::fmt;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use daemon::config::Config;
 use daemon::supervise::{self, NotReady};
 
+use crate::error::DevError;
 use crate::{Error, chat};
 
 /// The demo conversation the fake server plays (see docs/fake-llama-server.md).
@@ -29,113 +29,6 @@ pub struct DevArgs {
     /// Send this one message instead of opening the prompt.
     #[arg(short, long)]
     pub message: Option<String>,
-}
-
-/// Why `bxctl dev` could not start the stack.
-#[derive(Debug)]
-pub enum DevError {
-    /// Where bxctl itself is (to find the roles next to it).
-    CurrentExe(io::Error),
-    /// A role's binary is not next to bxctl.
-    NotBuilt {
-        path: PathBuf,
-    },
-    /// The state directory (or a log in it) could not be made absolute or created.
-    StateDir {
-        path: PathBuf,
-        source: io::Error,
-    },
-    /// The state directory's path could not go into the configuration safely.
-    UnsafeStatePath {
-        path: PathBuf,
-    },
-    /// A file or directory under the state directory (the config, the grants, a log).
-    Write {
-        path: PathBuf,
-        source: io::Error,
-    },
-    /// `name` could not be started.
-    Spawn {
-        name: &'static str,
-        source: io::Error,
-    },
-    /// `name` exited before READY=1; `log` is what it wrote.
-    Exited {
-        name: &'static str,
-        status: ExitStatus,
-        log: String,
-    },
-    /// `name` said nothing within the time allowed.
-    Silent {
-        name: &'static str,
-        log: PathBuf,
-    },
-    /// `name`'s notify socket failed.
-    NotReady {
-        name: &'static str,
-        source: NotReady,
-        log: PathBuf,
-    },
-    /// The fake llama-server's first line, when it is not where it listens.
-    FakeSaid {
-        first: String,
-    },
-    FakeRead(io::Error),
-}
-
-impl fmt::Display for DevError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            // The system's words alone, as bxctl has always shown them.
-            Self::CurrentExe(e) | Self::FakeRead(e) => e.fmt(f),
-            Self::StateDir { source, .. } => source.fmt(f),
-            Self::NotBuilt { path } => write!(
-                f,
-                "{} is not built next to bxctl: run `cargo build --release` (or without \
-                 --release) first",
-                path.display()
-            ),
-            Self::UnsafeStatePath { path } => write!(
-                f,
-                "{}: choose a state directory whose path has no spaces, quotes, backslashes or \
-                 control characters (--state)",
-                path.display()
-            ),
-            Self::Write { path, source } => write!(f, "{}: {source}", path.display()),
-            Self::Spawn { name, source } => write!(f, "{name}: {source}"),
-            // The log may quote what the model or a tool wrote: set apart, inert.
-            Self::Exited { name, status, log } => write!(
-                f,
-                "{name} exited ({status}):\n{}",
-                inert::block(log).trim_end()
-            ),
-            Self::Silent { name, log } => {
-                write!(f, "{name} did not become ready; see {}", log.display())
-            }
-            Self::NotReady { name, source, log } => {
-                write!(f, "{name}: {source}; see {}", log.display())
-            }
-            Self::FakeSaid { first } => write!(f, "fake-llama-server said {first:?}"),
-        }
-    }
-}
-
-impl std::error::Error for DevError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::CurrentExe(e)
-            | Self::FakeRead(e)
-            | Self::StateDir { source: e, .. }
-            | Self::Write { source: e, .. }
-            | Self::Spawn { source: e, .. } => Some(e),
-            Self::NotReady { source, .. } => Some(source),
-            Self::NotBuilt { .. }
-            | Self::UnsafeStatePath { .. }
-            | Self::Exited { .. }
-            | Self::Silent { .. }
-            | Self::FakeSaid { .. } => None,
-        }
-    }
 }
 
 /// The children, stopped (SIGTERM, then SIGKILL) when dropped.

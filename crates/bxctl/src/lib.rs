@@ -97,8 +97,7 @@ pub enum AuditCmd {
     },
 }
 
-pub use crate::dev::DevError;
-pub use crate::error::Error;
+pub use crate::error::{DevError, Error};
 
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
     let config = || Config::load(&cli.config).map_err(Error::Config);

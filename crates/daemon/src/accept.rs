@@ -2,18 +2,52 @@
 //! cap, every peer checked with SO_PEERCRED against the socket's rule, and the rest refused
 //! before anything is read, in the socket's own protocol (a framed error, an HTTP 503): the
 //! [`Refuse`] the role passes. A failed accept (out of file descriptors, say) backs off
-//! instead of retrying at once, so the loop never spins.
+//! instead of retrying at once, so the loop never spins. [`Activity`] is what the loops share
+//! with the main thread: the requests in flight that shutdown drains, and whether it has begun.
 
 use std::io;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::config::Peer;
 use crate::log;
 use crate::peer::{self, PeerIdentity};
-use crate::serve::Activity;
+
+/// Counts shared by the accept loops and the main thread.
+#[derive(Debug, Default)]
+pub struct Activity {
+    /// Requests being served now; shutdown waits for these to finish their writes.
+    pub busy: AtomicUsize,
+    pub stopping: AtomicBool,
+}
+
+impl Activity {
+    /// Marks one request as in flight until the guard drops.
+    pub fn busy(&self) -> BusyGuard<'_> {
+        self.busy.fetch_add(1, Ordering::SeqCst);
+        BusyGuard(self)
+    }
+
+    /// Stops accepting and waits up to `drain` for requests in flight.
+    pub fn drain(&self, drain: Duration) {
+        self.stopping.store(true, Ordering::SeqCst);
+        let start = std::time::Instant::now();
+        while self.busy.load(Ordering::SeqCst) > 0 && start.elapsed() < drain {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct BusyGuard<'a>(&'a Activity);
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 /// Who may connect to a socket and how many at once.
 #[derive(Debug, Clone)]

@@ -1,16 +1,15 @@
 //! Serving framed JSON: the shared accept loop with framed refusals and the socket's
-//! deadlines, the requests of one connection, and the count of requests in flight that
-//! shutdown drains. What a connection may ask is the handler's business, decided by the
-//! socket.
+//! deadlines, and the requests of one connection, each counted in flight in the
+//! [`Activity`] that shutdown drains. What a connection may ask is the handler's business,
+//! decided by the socket.
 
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use proto::ErrorCode;
 
-use crate::accept::{self, Admission, Refusal, Refuse};
+use crate::accept::{self, Activity, Admission, Refusal, Refuse};
 use crate::config::Peer;
 use crate::conn::Conn;
 use crate::log;
@@ -26,40 +25,6 @@ pub struct Policy {
     /// Idle time allowed between frames, and the deadline for one frame once started.
     pub idle: Duration,
     pub frame: Duration,
-}
-
-/// Counts shared by the accept loops and the main thread.
-#[derive(Debug, Default)]
-pub struct Activity {
-    /// Requests being served now; shutdown waits for these to finish their writes.
-    pub busy: AtomicUsize,
-    pub stopping: AtomicBool,
-}
-
-impl Activity {
-    /// Marks one request as in flight until the guard drops.
-    pub fn busy(&self) -> BusyGuard<'_> {
-        self.busy.fetch_add(1, Ordering::SeqCst);
-        BusyGuard(self)
-    }
-
-    /// Stops accepting and waits up to `drain` for requests in flight.
-    pub fn drain(&self, drain: Duration) {
-        self.stopping.store(true, Ordering::SeqCst);
-        let start = std::time::Instant::now();
-        while self.busy.load(Ordering::SeqCst) > 0 && start.elapsed() < drain {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-#[derive(Debug)]
-pub struct BusyGuard<'a>(&'a Activity);
-
-impl Drop for BusyGuard<'_> {
-    fn drop(&mut self) {
-        self.0.busy.fetch_sub(1, Ordering::SeqCst);
-    }
 }
 
 /// Accepts on `listener` until the process ends (the shared [`accept::accept_loop`]),

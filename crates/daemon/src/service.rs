@@ -19,10 +19,10 @@ use std::time::Duration;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::{Handle, Signals};
 
-use crate::accept::{self, Admission, Refuse};
+use crate::accept::{self, Activity, Admission, Refuse};
 use crate::conn::Conn;
 use crate::listen::{Inherited, ListenError};
-use crate::serve::{self, Activity, Policy};
+use crate::serve::{self, Policy};
 use crate::{lock, log, notify};
 
 type Task = Box<dyn FnOnce() + Send>;

@@ -4,9 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use daemon::accept::Activity;
 use daemon::conn::Conn;
 use daemon::log;
-use daemon::serve::{self, Activity};
+use daemon::serve;
 use proto::approval::Empty;
 use proto::gateway::{ApprovalHeard, ApprovalPosted, MAX_WAIT_MS};
 use proto::{Envelope, ErrorCode, Message};

@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
+use daemon::accept::Activity;
 use daemon::conn::Conn;
 use daemon::log;
-use daemon::serve::{self, Activity};
+use daemon::serve;
 use proto::chat::{SessionListing, SessionRecords, SessionShow, SessionSummary};
 use proto::{Envelope, ErrorCode, LogRecord, Message};
 

@@ -15,8 +15,6 @@ use std::str::Utf8Error;
 use ureq::http::StatusCode;
 use url::Url;
 
-use crate::net::status_words;
-
 /// Why a call was answered `failed`.
 #[derive(Debug)]
 pub enum ToolError {
@@ -452,5 +450,13 @@ impl From<NetError> for Failure {
 impl From<ConsultError> for Failure {
     fn from(e: ConsultError) -> Self {
         Self::Consult(e)
+    }
+}
+
+/// `404 Not Found`; a code without a standard reason is just the number.
+pub fn status_words(status: StatusCode) -> String {
+    match status.canonical_reason() {
+        Some(reason) => format!("{} {reason}", status.as_u16()),
+        None => status.as_u16().to_string(),
     }
 }

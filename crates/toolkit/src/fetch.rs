@@ -8,7 +8,8 @@
 use proto::toolrun::{ToolInvocation, cap_str};
 use ureq::http::{StatusCode, header};
 
-use crate::net::{agent_for, parse_url, status_words};
+use crate::error::status_words;
+use crate::net::{agent_for, parse_url};
 use crate::text::{read_capped, to_content};
 use crate::{Content, Failure, NetError, max_bytes};
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use proto::toolrun::ToolInvocation;
 use ureq::Agent;
 use ureq::config::Config;
-use ureq::http::{StatusCode, Uri};
+use ureq::http::Uri;
 use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 use url::Url;
@@ -112,14 +112,6 @@ impl Resolver for FixedResolver {
 fn same_host(a: &str, b: &str) -> bool {
     let strip = |h: &str| h.trim_start_matches('[').trim_end_matches(']').to_owned();
     strip(a).eq_ignore_ascii_case(&strip(b))
-}
-
-/// `404 Not Found`; a code without a standard reason is just the number.
-pub fn status_words(status: StatusCode) -> String {
-    match status.canonical_reason() {
-        Some(reason) => format!("{} {reason}", status.as_u16()),
-        None => status.as_u16().to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 //! - [`lines`]: no source file has more than [`lines::MAX_LINES`] lines.
 //! - [`roles`]: every workspace member declares its kind, and the kinds depend on each other
 //!   only as the brief allows (role crates never depend on each other).
+//! - [`modules`]: within each workspace member, no two top-level modules import each other
+//!   in a circle (`crate::` paths, read as text).
 //! - [`deps`]: every dependency named in any `Cargo.toml` has a row with a reason in
 //!   `docs/dependencies.md` (format in [`doc`]).
 //!
@@ -13,6 +15,7 @@
 pub mod deps;
 pub mod doc;
 pub mod lines;
+pub mod modules;
 pub mod roles;
 
 use std::fmt;
@@ -64,18 +67,20 @@ impl std::error::Error for Error {
 pub enum Check {
     Lines,
     Roles,
+    Modules,
     Deps,
 }
 
 impl Check {
     /// Every check, in the order `gatecheck all` runs them.
-    pub const ALL: [Self; 3] = [Self::Lines, Self::Roles, Self::Deps];
+    pub const ALL: [Self; 4] = [Self::Lines, Self::Roles, Self::Modules, Self::Deps];
 
     /// The subcommand name.
     pub fn name(self) -> &'static str {
         match self {
             Self::Lines => "lines",
             Self::Roles => "roles",
+            Self::Modules => "modules",
             Self::Deps => "deps",
         }
     }
@@ -90,6 +95,7 @@ impl Check {
         match self {
             Self::Lines => "source files",
             Self::Roles => "workspace members",
+            Self::Modules => "top-level modules",
             Self::Deps => "dependency declarations",
         }
     }
@@ -156,6 +162,10 @@ pub fn run(check: Check, root: &Path, files: &mut RepoFiles) -> Result<Outcome, 
     match check {
         Check::Lines => lines::check(root, files.get(root)?),
         Check::Roles => roles::check_metadata(&roles::cargo_metadata(root)?),
+        Check::Modules => {
+            let crates = modules::members(&roles::cargo_metadata(root)?)?;
+            modules::check(root, &crates, files.get(root)?, modules::ALLOWED)
+        }
         Check::Deps => {
             let manifests = deps::read_manifests(root, files.get(root)?)?;
             let doc_path = root.join(deps::DOC_PATH);

@@ -1,4 +1,4 @@
-//! `gatecheck lines|roles|deps|all [ROOT]`: the boxmaker house rules. See the library.
+//! `gatecheck lines|roles|modules|deps|all [ROOT]`: the boxmaker house rules. See the library.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -8,10 +8,11 @@ use gatecheck::{Check, Error};
 
 const USAGE: &str = "\
 gatecheck CHECK [ROOT]
-  CHECK: lines  no source file has more than 500 lines
-         roles  workspace members declare their kind; roles never depend on roles
-         deps   every dependency in any Cargo.toml is documented in docs/dependencies.md
-         all    all three
+  CHECK: lines    no source file has more than 500 lines
+         roles    workspace members declare their kind; roles never depend on roles
+         modules  no two top-level modules of a crate import each other in a circle
+         deps     every dependency in any Cargo.toml is documented in docs/dependencies.md
+         all      all four
   ROOT:  the repository root (default: the current directory)
 Exit status: 0 all passed, 1 a rule is broken or a check could not run, 2 usage.";
 

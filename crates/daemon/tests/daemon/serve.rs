@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use daemon::accept::Activity;
 use daemon::config::Peer;
 use daemon::conn::{CallError, Conn};
-use daemon::serve::{Activity, Policy, accept_loop, requests};
+use daemon::serve::{Policy, accept_loop, requests};
 use proto::approval::Empty;
 use proto::{Envelope, ErrorCode, Message, WireError};
 
