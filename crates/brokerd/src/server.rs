@@ -3,6 +3,7 @@
 //! read-only queries. Peers, the connection cap and threads are `daemon::serve`'s; a
 //! malformed frame gets a typed error and the connection is closed, the daemon serves on.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 
 use daemon::accept::Activity;
@@ -54,27 +55,24 @@ pub fn handler(
     activity: Arc<Activity>,
     halt: Halt,
 ) -> impl Fn(Conn, &str) + Send + Sync + 'static {
-    move |conn: Conn, who: &str| {
-        if let Err(fatal) = serve(&broker, side, conn, who, &activity) {
-            // Durable state can no longer be written: answering anything now could
-            // acknowledge what is not on disk. Stop (main exits 70); systemd restarts us
-            // and recovery runs.
-            halt.stop(&format!("a request on the {} socket", side.name()), fatal);
-        }
-    }
+    move |conn: Conn, who: &str| serve(&broker, side, conn, who, &activity, &halt)
 }
 
-/// Serves one connection until it closes, errs or idles out.
-fn serve(
-    broker: &Broker,
-    side: Side,
-    mut conn: Conn,
-    who: &str,
-    activity: &Activity,
-) -> Result<(), Fatal> {
-    serve::requests(&mut conn, side.name(), who, activity, |conn, env| {
-        handle(broker, side, conn, env, who)
-    })
+/// Serves one connection until it closes, errs or idles out. A durable-state failure stops
+/// the role (main exits 70; systemd restarts us and recovery runs): answering anything now
+/// could acknowledge what is not on disk. It is reported while its request still counts as
+/// in flight, so a drain under way cannot end, and the role return success, before it.
+fn serve(broker: &Broker, side: Side, mut conn: Conn, who: &str, activity: &Activity, halt: &Halt) {
+    let served: Result<(), Infallible> =
+        serve::requests(&mut conn, side.name(), who, activity, |conn, env| {
+            Ok(
+                handle(broker, side, conn, env, who).unwrap_or_else(|fatal| {
+                    halt.stop(&format!("a request on the {} socket", side.name()), fatal);
+                    false
+                }),
+            )
+        });
+    let Ok(()) = served;
 }
 
 /// Handles one request; `Ok(false)` closes the connection.

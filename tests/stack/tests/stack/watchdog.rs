@@ -78,16 +78,21 @@ impl Stall {
             .stderr(std::fs::File::create(&log).expect("log"))
             .spawn()
             .expect("strace");
-        // strace has attached once the tracer shows in the daemon's status.
-        let traced = stack::poll_until(Duration::from_secs(5), || {
-            std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
-                s.lines()
-                    .any(|l| l.starts_with("TracerPid:") && !l.ends_with("\t0"))
-            })
+        // strace has attached once the tracer shows in the status of every thread the
+        // daemon has (a thread it has not reached yet would sync unharmed: seen under load).
+        let traced = stack::poll_until(Duration::from_secs(10), || {
+            let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+            let mut all = true;
+            for task in tasks.flatten() {
+                let status = std::fs::read_to_string(task.path().join("status"));
+                all &= status.is_ok_and(|s| {
+                    s.lines()
+                        .any(|l| l.starts_with("TracerPid:") && !l.ends_with("\t0"))
+                });
+            }
+            all.then_some(())
         });
-        assert!(traced.is_some(), "strace did not attach");
-        // Give strace a moment to attach to every thread.
-        std::thread::sleep(Duration::from_millis(300));
+        assert!(traced.is_some(), "strace did not attach to every thread");
         Self { strace, log }
     }
 
