@@ -53,8 +53,8 @@ render() {
         --arg package "\"$package\"" \
         --arg fakeLlama '{ script = "/etc/boxmaker/fake-llama.toml"; }' \
         --arg secrets '{ consult-key = "/etc/boxmaker/secrets/consult-key"; }' \
-        --arg gateway '{ server = "https://chat.example.com"; owners = [ "owneruserid000000000000000" ];
-            channel = "channelid00000000000000000"; tokenFile = "/etc/boxmaker/secrets/mattermost-token";
+        --arg gateway '{ server = "https://chat.example.com"; owners = [ "ownerkp1dx4oy7wqbsm3e9t6ua" ];
+            channel = "chan4mqx8ekdy1bwpu7s9ront3"; tokenFile = "/etc/boxmaker/secrets/mattermost-token";
             '"${allowed:+allowedAddresses = $allowed;}"' }' \
         --arg fakeMattermost '{ }' \
         --arg grantPaths '[ "/home/owner/notes" "/srv/notes" ]' \
