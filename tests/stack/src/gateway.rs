@@ -191,6 +191,30 @@ impl Gateway {
         post_id(&post)
     }
 
+    /// `user` edits its own post (`PUT /api/v4/posts/{id}/patch`).
+    pub fn edit(&self, user: User, post: &str, message: &str) {
+        let body = serde_json::json!({"message": message});
+        let path = format!("/api/v4/posts/{post}/patch");
+        let (status, edited) = http_as(&self.addr, "PUT", &path, user.token, &body);
+        assert_eq!(status, 200, "{edited}");
+    }
+
+    /// `user` takes back its reaction
+    /// (`DELETE /api/v4/users/{user}/posts/{post}/reactions/{emoji}`).
+    pub fn unreact(&self, user: User, post: &str, emoji: &str) {
+        let path = format!("/api/v4/users/{}/posts/{post}/reactions/{emoji}", user.id);
+        let (status, body) = http_as(&self.addr, "DELETE", &path, user.token, &Value::Null);
+        assert_eq!(status, 200, "{body}");
+    }
+
+    /// `user` is typing in the channel (`POST /api/v4/users/{id}/typing`).
+    pub fn typing(&self, user: User, parent: &str) {
+        let body = serde_json::json!({"channel_id": CHANNEL, "parent_id": parent});
+        let path = format!("/api/v4/users/{}/typing", user.id);
+        let (status, answer) = http_as(&self.addr, "POST", &path, user.token, &body);
+        assert_eq!(status, 200, "{answer}");
+    }
+
     /// `GET /fake/state`: posts, edits, typing calls, connections.
     pub fn state(&self) -> Value {
         http(&self.addr, "GET", "/fake/state", &Value::Null)

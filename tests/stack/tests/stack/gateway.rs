@@ -1,6 +1,7 @@
 //! gatewayd with the real stack and a fake Mattermost server: the owner chats in threads,
-//! strangers are ignored, model output reaches Mattermost inert, and a dropped WebSocket
-//! loses and doubles nothing.
+//! strangers are ignored, model output reaches Mattermost inert, a dropped WebSocket loses
+//! and doubles nothing, and what a server sends unasked (edits, reactions and their removal,
+//! typing) answers nothing.
 
 use std::time::Duration;
 
@@ -134,4 +135,37 @@ fn a_long_answer_is_split_within_the_post_limit_and_errors_are_said_plainly() {
         let text = part["message"].as_str().expect("message");
         assert!(text.chars().count() <= 16_000, "{}", text.chars().count());
     }
+}
+
+#[test]
+fn what_a_server_sends_unasked_answers_nothing_and_keeps_the_sequence() {
+    let home = Home::new("gateway-unasked", "");
+    let gw = home.start_gateway(&[OWNER.id], "");
+    let _agent = home.start_agent(SCRIPT, "");
+    let root = gw.post(OWNER, "hello there", None);
+    gw.wait_reply(&root, HELLO);
+
+    // A server sends post_edited, reaction_added, reaction_removed and typing for these,
+    // each with the connection's next seq.
+    gw.edit(OWNER, &root, "hello there, edited");
+    gw.react(OWNER, &root, "smile");
+    gw.unreact(OWNER, &root, "smile");
+    gw.typing(STRANGER, &root);
+    let next = gw.post(OWNER, "and again", None);
+    gw.wait_reply(&next, HELLO);
+
+    // After a reconnect the catch-up (`since`) brings the edited, reacted-to post back as
+    // updated: it is not answered again.
+    stack::http(&gw.addr, "POST", "/fake/drop", &Value::Null);
+    gw.wait("the WebSocket connected again", |s| {
+        s["connections"].as_u64() >= Some(2) && s["live"].as_u64() >= Some(1)
+    });
+    let third = gw.post(OWNER, "a third time", None);
+    gw.wait_reply(&third, HELLO);
+    let state = gw.state();
+    assert_eq!(replies(&state, &root).len(), 1, "{state:#}");
+    assert_eq!(home.sessions(), 3, "one session per thread, none for the edit");
+    let log = gw.daemons[0].log();
+    assert!(!log.contains("sequence jumped"), "{log}");
+    assert!(!log.contains("not understood"), "{log}");
 }
