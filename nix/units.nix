@@ -34,11 +34,8 @@
   # brokerd sees them read-only: it resolves a call's path there (metadata only: no link
   # below the granted directory) before binding that one path into the tool's unit.
   grantPaths ? [ ],
-  # The grants, id -> the attributes of its file (docs/grants.md): what a grant change
-  # reloads (`triggers`), and whether an `ask` grant has anyone to ask (`warnings`).
+  # For nix/changes.nix: the grants (id -> attributes) and adminGroup's members (null: unknown).
   grants ? { },
-  # Who is in adminGroup, as far as the caller knows (the module: the users NixOS declares
-  # in it), or null when it cannot know (the container tests' Debian).
   adminMembers ? null,
 }:
 let
@@ -288,39 +285,12 @@ let
 
   # What exists only when gatewayd is deployed.
   onGateway = attrs: if gateway == null then { } else attrs;
-
-  # The roles that read config.toml at start (their ExecStart names configFile).
-  configReaders = [ "boxmaker-brokerd" "boxmaker-loopd" "boxmaker-inferproxy" ]
-    ++ (if gateway == null then [ ] else [ "boxmaker-gatewayd" ]);
-
-  askGrants = filter (id: (grants.${id}.mode or "") == "ask" || (grants.${id}.if_untrusted or "") == "ask") (attrNames grants);
 in
 {
   inherit config hardening socketDirs;
 
-  # What a change restarts and what it reloads, per service (the module's restartTriggers
-  # and reloadTriggers): each role reads config.toml only at start, so a change of its
-  # content restarts the roles that read it; brokerd reads the grants again on SIGHUP
-  # (ExecReload), so a grant change reloads brokerd alone. config.toml names the grants
-  # directory by path, never by content, so a grant change leaves it as it was.
-  triggers = {
-    restart = listToAttrs (map (name: { inherit name; value = [ (builtins.toJSON config) ]; }) configReaders);
-    reload.boxmaker-brokerd = [ (builtins.toJSON grants) ];
-  };
-
-  # Configurations that work but cannot do what they say (the module's warnings): an `ask`
-  # grant waits for an answer that only the admin group (bxctl) or the gateway can give.
-  warnings =
-    if askGrants != [ ] && gateway == null && adminMembers == [ ] then
-      [
-        ("boxmaker: the grants ${concatStringsSep ", " askGrants} ask the owner, but nobody can answer:"
-          + " the gateway is off and no user is in the admin group ${adminGroup}, so every call they"
-          + " ask for waits until its approval expires. Add the owner to the group"
-          + " (users.users.<owner>.extraGroups = [ \"${adminGroup}\" ]), or enable"
-          + " services.boxmaker.gateway, or give these grants mode = \"auto\" or \"deny\".")
-      ]
-    else
-      [ ];
+  # What a change restarts or reloads, and what the configuration cannot do (nix/changes.nix).
+  inherit (import ./changes.nix { inherit config grants gateway adminMembers adminGroup; }) triggers warnings;
 
   # Every static group the units name (DynamicUser makes the roles' own groups).
   groups = [ loopBrokerGroup loopInferGroup adminGroup chatGroup ]
