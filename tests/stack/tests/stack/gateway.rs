@@ -164,7 +164,11 @@ fn what_a_server_sends_unasked_answers_nothing_and_keeps_the_sequence() {
     gw.wait_reply(&third, HELLO);
     let state = gw.state();
     assert_eq!(replies(&state, &root).len(), 1, "{state:#}");
-    assert_eq!(home.sessions(), 3, "one session per thread, none for the edit");
+    assert_eq!(
+        home.sessions(),
+        3,
+        "one session per thread, none for the edit"
+    );
     let log = gw.daemons[0].log();
     assert!(!log.contains("sequence jumped"), "{log}");
     assert!(!log.contains("not understood"), "{log}");
