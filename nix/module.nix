@@ -270,7 +270,7 @@ in
       listen = mkOption {
         type = types.str;
         default = "127.0.0.1:8065";
-        description = "Loopback address the fake listens on; its bot token is `bot-token`.";
+        description = "Loopback address the fake listens on; its bot token is `bot-token`, and its people `owner` and `stranger` post with their own (docs/gateway.md).";
       };
     };
 
@@ -293,7 +293,7 @@ in
   };
 
   config = mkIf cfg.enable {
-    # An `ask` grant nobody can answer (nix/units.nix says when).
+    # An `ask` grant nobody can answer (nix/changes.nix says when).
     warnings = core.warnings;
 
     assertions = [
