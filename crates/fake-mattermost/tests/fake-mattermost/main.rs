@@ -6,7 +6,7 @@
 mod behaviour;
 mod shapes;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -51,46 +51,55 @@ pub fn start() -> Fake {
 }
 
 impl Fake {
-    /// One request with `token` (none when empty); the status and the JSON body.
+    /// One request with `token` (none when empty), through ureq as gatewayd makes it; the
+    /// status and the JSON body.
     pub fn call(&self, method: &str, path: &str, token: &str, body: &Value) -> (u16, Value) {
-        let mut s = TcpStream::connect(&self.addr).expect("connect");
-        let body = if body.is_null() {
-            String::new()
-        } else {
-            body.to_string()
-        };
-        let auth = if token.is_empty() {
-            String::new()
-        } else {
-            format!("Authorization: Bearer {token}\r\n")
-        };
-        let req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        s.write_all(req.as_bytes()).expect("request");
-        let mut reader = BufReader::new(s);
-        let mut status_line = String::new();
-        reader.read_line(&mut status_line).expect("status line");
-        let status = status_line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .expect("status");
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            reader.read_line(&mut line).expect("head");
-            if line.trim().is_empty() {
-                break;
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let url = format!("http://{}{path}", self.addr);
+        let auth = format!("Bearer {token}");
+        let with = |h: &str| {
+            if token.is_empty() {
+                None
+            } else {
+                Some(h.to_owned())
             }
-            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = v.trim().parse().expect("length");
+        };
+        let result = match method {
+            "GET" | "DELETE" => {
+                let mut req = if method == "GET" {
+                    agent.get(&url)
+                } else {
+                    agent.delete(&url)
+                };
+                if let Some(a) = with(&auth) {
+                    req = req.header("Authorization", a);
+                }
+                req.call()
             }
-        }
-        let mut buf = vec![0; length];
-        reader.read_exact(&mut buf).expect("body");
-        (status, serde_json::from_slice(&buf).expect("json body"))
+            _ => {
+                let mut req = if method == "PUT" {
+                    agent.put(&url)
+                } else {
+                    agent.post(&url)
+                };
+                if let Some(a) = with(&auth) {
+                    req = req.header("Authorization", a);
+                }
+                let text = if body.is_null() {
+                    String::new()
+                } else {
+                    body.to_string()
+                };
+                req.content_type("application/json").send(text.as_str())
+            }
+        };
+        let mut resp = result.expect("an HTTP answer");
+        let status = resp.status().as_u16();
+        let text = resp.body_mut().read_to_string().expect("body");
+        (status, serde_json::from_str(&text).expect("json body"))
     }
 
     /// `user` posts `message` in the channel (in `root`'s thread when not empty).
