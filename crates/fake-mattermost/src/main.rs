@@ -45,9 +45,12 @@ struct Cli {
     /// A person, `USERNAME:ID:TOKEN` (repeatable); without any, `owner` and `stranger`.
     #[arg(long = "user", value_parser = parse_user)]
     users: Vec<User>,
-    /// The one channel (Town Square) every user is a member of.
+    /// Town Square, the channel gatewayd follows; every user is a member of it.
     #[arg(long, default_value = "chan4mqx8ekdy1bwpu7s9ront3")]
     channel: String,
+    /// Off-Topic, a second channel every user (the bot too) is a member of.
+    #[arg(long, default_value = "offtopicqy8ek1mcwd4pxnub7s")]
+    other_channel: String,
     #[arg(long, default_value = "team3w9kxpe1mq8ycdsub7ro4n")]
     team: String,
 }
@@ -113,7 +116,19 @@ fn main() -> ExitCode {
     } else {
         cli.users
     });
-    let state: Shared = Arc::new(Mutex::new(State::new(users, cli.channel, cli.team)));
+    let channels = vec![
+        (
+            cli.channel,
+            "town-square".to_owned(),
+            "Town Square".to_owned(),
+        ),
+        (
+            cli.other_channel,
+            "off-topic".to_owned(),
+            "Off-Topic".to_owned(),
+        ),
+    ];
+    let state: Shared = Arc::new(Mutex::new(State::new(users, channels, cli.team)));
     for stream in listener.incoming().flatten() {
         let state = state.clone();
         std::thread::spawn(move || {

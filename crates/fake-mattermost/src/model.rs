@@ -34,8 +34,9 @@ pub struct Socket {
 #[derive(Debug, Default)]
 pub struct State {
     pub users: Vec<User>,
-    /// The one channel every user is a member of (its team is `team`).
-    pub channel: String,
+    /// The channels every user is a member of, (id, name, display name): Town Square, which
+    /// gatewayd follows, first; Off-Topic, where posts are made that gatewayd must ignore.
+    pub channels: Vec<(String, String, String)>,
     pub team: String,
     pub posts: Vec<Value>,
     pub reactions: Vec<Value>,
@@ -56,10 +57,10 @@ pub struct State {
 }
 
 impl State {
-    pub fn new(users: Vec<User>, channel: String, team: String) -> Self {
+    pub fn new(users: Vec<User>, channels: Vec<(String, String, String)>, team: String) -> Self {
         Self {
             users,
-            channel,
+            channels,
             team,
             ..Self::default()
         }
@@ -164,13 +165,19 @@ impl State {
         self.posts.iter().find(|p| p["id"] == id)
     }
 
-    /// Sends `event` (name, data, broadcast) to every connection in the channel, except
-    /// those of `omit`, each with its own next `seq` (added by the connection).
-    pub fn publish(&mut self, name: &str, data: Value, omit: Option<&str>) {
+    /// The channel of this id: (id, name, display name).
+    pub fn channel(&self, id: &str) -> Option<&(String, String, String)> {
+        self.channels.iter().find(|c| c.0 == id)
+    }
+
+    /// Sends `event` (name, data, broadcast) to every connection of a member of `channel`
+    /// (every user is one), except those of `omit`, each with its own next `seq` (added by
+    /// the connection).
+    pub fn publish(&mut self, name: &str, data: Value, channel: &str, omit: Option<&str>) {
         let omit_users = omit.map_or(Value::Null, |u| json!({ u: true }));
         let event = json!({
             "event": name, "data": data,
-            "broadcast": {"omit_users": omit_users, "user_id": "", "channel_id": self.channel,
+            "broadcast": {"omit_users": omit_users, "user_id": "", "channel_id": channel,
                           "team_id": "", "connection_id": "", "omit_connection_id": ""}
         });
         self.sockets
@@ -187,9 +194,9 @@ impl State {
                 "Invalid or missing post in request body.",
             ));
         }
-        if channel != self.channel {
+        let Some((_, channel_name, display)) = self.channel(channel).cloned() else {
             return Err(forbidden());
-        }
+        };
         let message = input["message"].as_str().unwrap_or_default();
         if message.chars().count() > MAX_MESSAGE {
             return Err(app_error(
@@ -199,7 +206,11 @@ impl State {
             ));
         }
         let root = input["root_id"].as_str().unwrap_or_default().to_owned();
-        if !root.is_empty() && !self.post(&root).is_some_and(|r| r["root_id"] == "") {
+        if !root.is_empty()
+            && !self
+                .post(&root)
+                .is_some_and(|r| r["root_id"] == "" && r["channel_id"] == channel)
+        {
             return Err(app_error(
                 400,
                 "api.post.create_post.root_id.app_error",
@@ -226,12 +237,12 @@ impl State {
             r["last_reply_at"] = json!(now);
         }
         let data = json!({
-            "channel_display_name": "Town Square", "channel_name": "town-square",
+            "channel_display_name": display, "channel_name": channel_name,
             "channel_type": "O", "post": post.to_string(),
             "sender_name": format!("@{}", user.username), "set_online": true,
             "team_id": self.team
         });
-        self.publish("posted", data, None);
+        self.publish("posted", data, channel, None);
         Ok(post)
     }
 
@@ -272,7 +283,13 @@ impl State {
         post["update_at"] = json!(now);
         let post = post.clone();
         *self.edits.entry(id.to_owned()).or_default() += 1;
-        self.publish("post_edited", json!({"post": post.to_string()}), None);
+        let channel = post["channel_id"].as_str().unwrap_or_default().to_owned();
+        self.publish(
+            "post_edited",
+            json!({"post": post.to_string()}),
+            &channel,
+            None,
+        );
         Ok(post)
     }
 
@@ -280,7 +297,10 @@ impl State {
     pub fn react(&mut self, user: &User, input: &Value) -> Result<Value, (u16, Value)> {
         let field = |k: &str| input[k].as_str().unwrap_or_default().to_owned();
         let (by, post_id, emoji) = (field("user_id"), field("post_id"), field("emoji_name"));
-        if by != user.id || self.post(&post_id).is_none() {
+        let Some(channel) = self.post(&post_id).map(|p| p["channel_id"].clone()) else {
+            return Err(forbidden());
+        };
+        if by != user.id {
             return Err(forbidden());
         }
         if emoji.is_empty()
@@ -298,7 +318,7 @@ impl State {
         let now = self.now();
         let reaction = json!({
             "user_id": by, "post_id": post_id, "emoji_name": emoji, "create_at": now,
-            "update_at": now, "delete_at": 0, "remote_id": "", "channel_id": self.channel
+            "update_at": now, "delete_at": 0, "remote_id": "", "channel_id": channel
         });
         let same =
             |r: &Value| r["user_id"] == by && r["post_id"] == post_id && r["emoji_name"] == emoji;
@@ -309,11 +329,9 @@ impl State {
         if let Some(p) = self.posts.iter_mut().find(|p| p["id"] == post_id.as_str()) {
             p["update_at"] = json!(now);
         }
-        self.publish(
-            "reaction_added",
-            json!({"reaction": reaction.to_string()}),
-            None,
-        );
+        let channel = channel.as_str().unwrap_or_default().to_owned();
+        let data = json!({"reaction": reaction.to_string()});
+        self.publish("reaction_added", data, &channel, None);
         Ok(reaction)
     }
 
@@ -339,11 +357,12 @@ impl State {
             if let Some(p) = self.posts.iter_mut().find(|p| p["id"] == post_id) {
                 p["update_at"] = json!(now);
             }
-            self.publish(
-                "reaction_removed",
-                json!({"reaction": reaction.to_string()}),
-                None,
-            );
+            let channel = reaction["channel_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let data = json!({"reaction": reaction.to_string()});
+            self.publish("reaction_removed", data, &channel, None);
         }
         Ok(status_ok())
     }
@@ -351,7 +370,7 @@ impl State {
     /// `user` is typing in the channel (in `parent`'s thread when not empty): everyone
     /// else's connections hear `typing`.
     pub fn typing(&mut self, user: &str, channel: &str, parent: &str) -> Result<(), (u16, Value)> {
-        if channel != self.channel {
+        if self.channel(channel).is_none() {
             return Err(app_error(
                 400,
                 "api.websocket_handler.invalid_param.app_error",
@@ -360,7 +379,7 @@ impl State {
         }
         self.typing += 1;
         let data = json!({"parent_id": parent, "user_id": user});
-        self.publish("typing", data, Some(user));
+        self.publish("typing", data, channel, Some(user));
         Ok(())
     }
 }

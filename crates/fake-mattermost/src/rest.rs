@@ -120,13 +120,13 @@ fn since(s: &State, channel: &str, query: &str) -> (u16, Value) {
         .find_map(|kv| kv.strip_prefix("since="))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    if channel != s.channel {
+    if s.channel(channel).is_none() {
         return model::forbidden();
     }
     let changed: Vec<&Value> = s
         .posts
         .iter()
-        .filter(|p| p["update_at"].as_i64() > Some(since))
+        .filter(|p| p["channel_id"] == channel && p["update_at"].as_i64() > Some(since))
         .collect();
     let hits: Vec<&Value> = s
         .posts

@@ -35,6 +35,9 @@ pub const STRANGER: User = User {
 };
 /// The channel gatewayd follows (fake-mattermost's Town Square).
 pub const CHANNEL: &str = "chan4mqx8ekdy1bwpu7s9ront3";
+/// Another channel the bot is a member of (fake-mattermost's Off-Topic): its posts reach
+/// gatewayd's WebSocket too, as from a real server.
+pub const OFF_TOPIC: &str = "offtopicqy8ek1mcwd4pxnub7s";
 
 /// A fake Mattermost server and gatewayd on this home's stack (start the agent first).
 #[derive(Debug)]
@@ -184,7 +187,12 @@ impl Gateway {
     /// `user` posts `message` (in `root`'s thread when given) with `POST /api/v4/posts` and
     /// its own token; the new post's id.
     pub fn post(&self, user: User, message: &str, root: Option<&str>) -> String {
-        let body = serde_json::json!({"channel_id": CHANNEL, "root_id": root.unwrap_or(""),
+        self.post_in(CHANNEL, user, message, root)
+    }
+
+    /// [`Gateway::post`] in `channel`.
+    pub fn post_in(&self, channel: &str, user: User, message: &str, root: Option<&str>) -> String {
+        let body = serde_json::json!({"channel_id": channel, "root_id": root.unwrap_or(""),
                                       "message": message});
         let (status, post) = http_as(&self.addr, "POST", "/api/v4/posts", user.token, &body);
         assert_eq!(status, 201, "{post}");

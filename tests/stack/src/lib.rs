@@ -14,8 +14,8 @@ mod gateway;
 mod systemd;
 mod wait;
 pub use gateway::{
-    BOT, BOT_USER, CHANNEL, Gateway, OWNER, STRANGER, User, http, http_as, post_id, posts, replies,
-    replies_with,
+    BOT, BOT_USER, CHANNEL, Gateway, OFF_TOPIC, OWNER, STRANGER, User, http, http_as, post_id,
+    posts, replies, replies_with,
 };
 use proto::{AuditEvent, AuditLine, Envelope, Message, SessionId, ToolRequest};
 pub use systemd::root;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::{BOT, CHANNEL, OWNER, STRANGER, assert_shape, embedded, start};
+use crate::{BOT, CHANNEL, OFF_TOPIC, OWNER, STRANGER, assert_shape, embedded, start};
 
 #[test]
 fn each_user_acts_only_as_itself() {
@@ -183,4 +183,33 @@ fn posts_a_dropped_connection_missed_come_back_through_since() {
         list["posts"][missed["id"].as_str().expect("id")]["reply_count"],
         1
     );
+}
+
+#[test]
+fn posts_in_another_channel_reach_its_members_and_stay_out_of_this_ones_lists() {
+    let fake = start();
+    let (mut bot, _) = fake.socket(BOT);
+    let body = json!({"channel_id": OFF_TOPIC, "message": "elsewhere"});
+    let (status, post) = fake.call("POST", "/api/v4/posts", OWNER.1, &body);
+    assert_eq!(status, 201, "{post}");
+    let posted = bot.event();
+    assert_eq!(posted["broadcast"]["channel_id"], OFF_TOPIC);
+    assert_eq!(posted["data"]["channel_name"], "off-topic");
+    let reply = json!({"channel_id": CHANNEL, "root_id": post["id"], "message": "x"});
+    let (status, _) = fake.call("POST", "/api/v4/posts", OWNER.1, &reply);
+    assert_eq!(status, 400, "a reply stays in its root's channel");
+    let (_, list) = fake.call(
+        "GET",
+        &format!("/api/v4/channels/{CHANNEL}/posts?since=0"),
+        BOT.1,
+        &Value::Null,
+    );
+    assert_eq!(list["order"], json!([]), "{list}");
+    let (_, list) = fake.call(
+        "GET",
+        &format!("/api/v4/channels/{OFF_TOPIC}/posts?since=0"),
+        BOT.1,
+        &Value::Null,
+    );
+    assert_eq!(list["order"], json!([post["id"]]), "{list}");
 }

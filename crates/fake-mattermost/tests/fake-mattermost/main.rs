@@ -18,6 +18,7 @@ pub const BOT: (&str, &str) = ("botkm8ecqs6ua9xrndy7w1ft5h", "bot-token");
 pub const OWNER: (&str, &str) = ("ownerkp1dx4oy7wqbsm3e9t6ua", "owner-token");
 pub const STRANGER: (&str, &str) = ("strangerq8ek1ycmw4pxduob7t", "stranger-token");
 pub const CHANNEL: &str = "chan4mqx8ekdy1bwpu7s9ront3";
+pub const OFF_TOPIC: &str = "offtopicqy8ek1mcwd4pxnub7s";
 
 /// The fake on a free loopback port, killed on drop.
 #[derive(Debug)]

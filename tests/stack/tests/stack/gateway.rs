@@ -1,12 +1,12 @@
 //! gatewayd with the real stack and a fake Mattermost server: the owner chats in threads,
 //! strangers are ignored, model output reaches Mattermost inert, a dropped WebSocket loses
 //! and doubles nothing, and what a server sends unasked (edits, reactions and their removal,
-//! typing) answers nothing.
+//! typing, posts in another channel) answers nothing.
 
 use std::time::Duration;
 
 use serde_json::Value;
-use stack::{Home, OWNER, STRANGER, post_id, replies};
+use stack::{Home, OFF_TOPIC, OWNER, STRANGER, post_id, replies};
 
 const HELLO: &str = "Hello from the fake model, streamed in small pieces.";
 
@@ -151,6 +151,8 @@ fn what_a_server_sends_unasked_answers_nothing_and_keeps_the_sequence() {
     gw.react(OWNER, &root, "smile");
     gw.unreact(OWNER, &root, "smile");
     gw.typing(STRANGER, &root);
+    // The owner writes in another channel the bot is in: not the one it follows.
+    let elsewhere = gw.post_in(OFF_TOPIC, OWNER, "hello from off-topic", None);
     let next = gw.post(OWNER, "and again", None);
     gw.wait_reply(&next, HELLO);
 
@@ -164,6 +166,7 @@ fn what_a_server_sends_unasked_answers_nothing_and_keeps_the_sequence() {
     gw.wait_reply(&third, HELLO);
     let state = gw.state();
     assert_eq!(replies(&state, &root).len(), 1, "{state:#}");
+    assert!(replies(&state, &elsewhere).is_empty(), "{state:#}");
     assert_eq!(
         home.sessions(),
         3,
