@@ -21,6 +21,7 @@ pub mod runner;
 pub mod server;
 pub mod sessions;
 mod start;
+pub mod status;
 pub mod tool_spec;
 
 pub use error::{EXIT_FAILURE, EXIT_FATAL, Error};
