@@ -59,13 +59,7 @@ pub enum Found<'a> {
 /// The waiting approval `given` names: its whole id, or a prefix of at least
 /// [`MIN_PREFIX`] characters that exactly one waiting approval starts with.
 pub fn find<'a>(cards: &'a [ApprovalCard], given: &str) -> Result<Found<'a>, Error> {
-    if given.len() < MIN_PREFIX {
-        return Err(Error::Usage(format!(
-            "approval {:?} is too short: give the whole id or at least {MIN_PREFIX} of its \
-             first characters (see `bxctl approvals`)",
-            line(given)
-        )));
-    }
+    long_enough(given)?;
     if let Some(c) = cards.iter().find(|c| c.approval == given) {
         return Ok(Found::One(c));
     }
@@ -78,6 +72,18 @@ pub fn find<'a>(cards: &'a [ApprovalCard], given: &str) -> Result<Found<'a>, Err
         [one] => Found::One(one),
         several => Found::Several(several.iter().map(|c| c.approval.as_str()).collect()),
     })
+}
+
+/// A usage error when `given` is shorter than [`MIN_PREFIX`].
+fn long_enough(given: &str) -> Result<(), Error> {
+    if given.chars().count() < MIN_PREFIX {
+        return Err(Error::Usage(format!(
+            "approval {} is too short: give the whole id or at least {MIN_PREFIX} of its \
+             first characters (see `bxctl approvals`)",
+            line(given)
+        )));
+    }
+    Ok(())
 }
 
 /// Sends one answer on the admin side, bound to `binding`; brokerd audits it.
@@ -117,6 +123,8 @@ pub fn answer(
     verdict: Verdict,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
+    // Said before anything is asked of brokerd: a usage error needs no stack.
+    long_enough(given)?;
     let cards = listing(config)?;
     let (approval, binding) = match find(&cards, given)? {
         Found::One(c) => {
