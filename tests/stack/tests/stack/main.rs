@@ -18,4 +18,5 @@ mod recovery;
 mod refusal;
 mod resolve;
 mod shutdown;
+mod status;
 mod watchdog;
