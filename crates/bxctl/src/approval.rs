@@ -75,7 +75,7 @@ pub fn find<'a>(cards: &'a [ApprovalCard], given: &str) -> Result<Found<'a>, Err
 }
 
 /// A usage error when `given` is shorter than [`MIN_PREFIX`].
-fn long_enough(given: &str) -> Result<(), Error> {
+pub fn long_enough(given: &str) -> Result<(), Error> {
     if given.chars().count() < MIN_PREFIX {
         return Err(Error::Usage(format!(
             "approval {} is too short: give the whole id or at least {MIN_PREFIX} of its \
@@ -123,8 +123,6 @@ pub fn answer(
     verdict: Verdict,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
-    // Said before anything is asked of brokerd: a usage error needs no stack.
-    long_enough(given)?;
     let cards = listing(config)?;
     let (approval, binding) = match find(&cards, given)? {
         Found::One(c) => {

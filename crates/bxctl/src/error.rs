@@ -340,3 +340,57 @@ pub(crate) fn answered(server: &'static str, msg: proto::Message) -> Result<prot
 pub(crate) fn unexpected(msg: &proto::Message) -> Error {
     Error::Unexpected { kind: msg.kind() }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each reason a socket cannot be reached gets the help that fixes it: a stack to
+    /// start, or the group of the socket's directory to join.
+    #[test]
+    fn unreachable_sockets_say_what_to_do() {
+        let dir = std::env::temp_dir().join(format!("bx-help-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let sock = dir.join("broker.sock");
+        for kind in [io::ErrorKind::ConnectionRefused, io::ErrorKind::NotFound] {
+            let e = Error::Reach {
+                server: "brokerd",
+                path: sock.clone(),
+                source: io::Error::from(kind),
+            };
+            let text = e.to_string();
+            assert!(
+                text.ends_with(
+                    "\nhelp: is the stack running? Start it with `bxctl dev` (development), or \
+                     under systemd see `systemctl status boxmaker-brokerd-admin.socket`"
+                ),
+                "{text}"
+            );
+        }
+        let gid = std::os::unix::fs::MetadataExt::gid(&std::fs::metadata(&dir).expect("meta"));
+        let group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+            .expect("group lookup")
+            .expect("the directory's group has a name")
+            .name;
+        let e = Error::Reach {
+            server: "loopd",
+            path: sock,
+            source: io::Error::from(io::ErrorKind::PermissionDenied),
+        };
+        assert!(
+            e.to_string().ends_with(&format!(
+                "\nhelp: join the group `{group}` that may enter {} (`usermod -aG {group} \
+                 $USER`), then log in again",
+                dir.display()
+            )),
+            "{e}"
+        );
+        let other = Error::Reach {
+            server: "loopd",
+            path: dir.join("x"),
+            source: io::Error::from(io::ErrorKind::TimedOut),
+        };
+        assert!(!other.to_string().contains("help:"), "{other}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -163,10 +163,11 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
         Command::Grants(GrantsCmd::Show { json }) => admin::grants(&config()?, json, out),
         Command::Grants(GrantsCmd::Reload { json }) => status::reload(&config()?, json, out),
         Command::Approvals { json } => admin::approvals(&config()?, json, out),
-        Command::Approve { approval } => {
-            approval::answer(&config()?, &approval, Verdict::Approve, out)
-        }
-        Command::Deny { approval } => approval::answer(&config()?, &approval, Verdict::Deny, out),
+        // A prefix too short is said before anything else is looked at.
+        Command::Approve { approval } => approval::long_enough(&approval)
+            .and_then(|()| approval::answer(&config()?, &approval, Verdict::Approve, out)),
+        Command::Deny { approval } => approval::long_enough(&approval)
+            .and_then(|()| approval::answer(&config()?, &approval, Verdict::Deny, out)),
         Command::Session { session, json } => admin::session(&config()?, &session, json, out),
         Command::Status { json } => status::status(&config()?, json, out),
         Command::Audit(AuditCmd::Verify { dir, json }) => {
