@@ -4,3 +4,4 @@
 mod cli;
 mod inert;
 mod peer;
+mod status;
