@@ -7,7 +7,8 @@
 //!
 //! No keystroke typed before the card was drawn can answer it: pending input is discarded
 //! once the card is on the screen, and the answer is one explicit key (`a`, `d`, `l`),
-//! never Enter alone.
+//! never Enter alone. Ctrl-C at the card leaves the call waiting, restores the terminal and
+//! is then raised as the SIGINT it is, so it does what it does anywhere in the chat.
 
 use std::io::{IsTerminal, Write};
 use std::os::fd::AsFd;
@@ -33,6 +34,9 @@ pub struct Approver<'a> {
 pub enum Key {
     Answer(Verdict),
     Later,
+    /// Ctrl-C: read as a key (the terminal is restored first), then raised as SIGINT, so it
+    /// does at the card what it does anywhere else in the chat.
+    Interrupt,
 }
 
 impl<'a> Approver<'a> {
@@ -73,6 +77,17 @@ impl<'a> Approver<'a> {
         out.flush().map_err(Error::Output)?;
         let key = read_key()?;
         let verdict = match key {
+            Key::Interrupt => {
+                writeln!(
+                    out,
+                    "\n  [interrupted: the call still waits until {}]",
+                    c.expires
+                )
+                .map_err(Error::Output)?;
+                out.flush().map_err(Error::Output)?;
+                let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGINT);
+                return Ok(());
+            }
             Key::Later => {
                 writeln!(out, "\n  [later: the call waits until {}]", c.expires)
                     .map_err(Error::Output)?;
@@ -98,6 +113,7 @@ pub fn key(byte: u8) -> Option<Key> {
         b'a' | b'A' => Some(Key::Answer(Verdict::Approve)),
         b'd' | b'D' => Some(Key::Answer(Verdict::Deny)),
         b'l' | b'L' => Some(Key::Later),
+        0x03 => Some(Key::Interrupt),
         _ => None,
     }
 }
@@ -110,7 +126,8 @@ fn read_key() -> Result<Key, Error> {
     let tty = |e: nix::Error| Error::Output(std::io::Error::from(e));
     let saved = termios::tcgetattr(fd).map_err(tty)?;
     let mut raw = saved.clone();
-    raw.local_flags &= !(LocalFlags::ICANON | LocalFlags::ECHO);
+    // ISIG off too: Ctrl-C is read here and raised once the terminal is restored.
+    raw.local_flags &= !(LocalFlags::ICANON | LocalFlags::ECHO | LocalFlags::ISIG);
     raw.control_chars[SpecialCharacterIndices::VMIN as usize] = 1;
     raw.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
     termios::tcsetattr(fd, SetArg::TCSANOW, &raw).map_err(tty)?;
@@ -147,7 +164,8 @@ mod tests {
         assert_eq!(key(b'a'), Some(Key::Answer(Verdict::Approve)));
         assert_eq!(key(b'D'), Some(Key::Answer(Verdict::Deny)));
         assert_eq!(key(b'l'), Some(Key::Later));
-        for b in [b'\r', b'\n', b' ', b'y', 0x03, 0xff] {
+        assert_eq!(key(0x03), Some(Key::Interrupt));
+        for b in [b'\r', b'\n', b' ', b'y', 0x04, 0xff] {
             assert_eq!(key(b), None, "{b:#x}");
         }
     }

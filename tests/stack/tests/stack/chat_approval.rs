@@ -193,3 +193,18 @@ fn a_chat_without_the_admin_side_shows_the_command_and_a_prefix_answers() {
     p.send_line("/quit").expect("quit");
     p.expect("continue it with").expect("resume line");
 }
+
+#[test]
+fn ctrl_c_at_the_card_answers_nothing() {
+    let (home, _agent) = setup("inline-ctrl-c");
+    let mut p = chat(&home.config());
+    p.expect("you> ").expect("prompt");
+    p.send_line("list my notes").expect("send");
+    p.expect("answer: [a] approve").expect("the card");
+    p.send("\u{3}").expect("ctrl-c");
+    p.expect("[interrupted: the call still waits until ")
+        .expect("ctrl-c is read as itself, not as an answer");
+    // Whatever SIGINT then does to the chat, the call still waits for an answer.
+    let id = stack::wait_for_approval(&home.config());
+    assert_eq!(requested(&home), [id]);
+}
