@@ -45,7 +45,7 @@ pub struct Broker {
     /// To gatewayd, when `[gateway]` is configured: cards to post, outcomes to show.
     pub(crate) outbox: Outbox,
     /// The last reload and the link to gatewayd, for `bxctl status`.
-    pub(crate) board: crate::status::Board,
+    pub(crate) board: crate::board::Board,
 }
 
 impl Broker {
@@ -58,7 +58,7 @@ impl Broker {
     ) -> Self {
         let desk = Desk::new(config.broker.max_pending_approvals);
         let outbox = Outbox::new(config.gateway.is_some());
-        let board = crate::status::Board::new(config.gateway.is_some());
+        let board = crate::board::Board::new(config.gateway.is_some());
         Self {
             config,
             grants: GrantsInForce::new(snapshot),

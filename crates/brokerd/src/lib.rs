@@ -8,6 +8,7 @@ pub mod admin;
 pub mod approvals;
 pub mod audit;
 pub mod bind;
+mod board;
 pub mod broker;
 mod desk;
 mod error;

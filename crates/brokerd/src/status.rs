@@ -1,56 +1,15 @@
 //! What `bxctl status` asks of brokerd (`status_query`), and the reload `bxctl grants
 //! reload` asks for (`grants_reload`), the one SIGHUP makes too. The last reload and the
-//! state of the link to gatewayd are kept here as they happen, so the status costs a read
-//! of the grants directory and nothing else.
-
-use std::sync::{Mutex, PoisonError};
+//! state of the link to gatewayd are kept on the broker's `Board` as they happen, so the
+//! status costs a read of the grants directory and nothing else.
 
 use daemon::log;
 use proto::Timestamp;
-use proto::status::{BrokerStatus, GatewayLink, GrantsStatus, OnDisk, Reloaded};
+use proto::status::{BrokerStatus, GrantsStatus, OnDisk, Reloaded};
 
 use crate::Fatal;
 use crate::broker::Broker;
 use grants::Snapshot;
-
-/// What happened last, as it happened.
-#[derive(Debug)]
-pub struct Board {
-    last_reload: Mutex<Option<Reloaded>>,
-    gateway: Mutex<Option<GatewayLink>>,
-}
-
-impl Board {
-    /// `gateway`: whether a link to gatewayd is configured (then it is down until linked).
-    pub fn new(gateway: bool) -> Self {
-        let down = GatewayLink::Down {
-            since: Timestamp::now(),
-            reason: "not linked yet".to_owned(),
-        };
-        Self {
-            last_reload: Mutex::new(None),
-            gateway: Mutex::new(gateway.then_some(down)),
-        }
-    }
-
-    /// The link to gatewayd is up.
-    pub fn linked(&self) {
-        *self.gateway.lock().unwrap_or_else(PoisonError::into_inner) = Some(GatewayLink::Linked {
-            since: Timestamp::now(),
-        });
-    }
-
-    /// The link to gatewayd broke, or could not be made: `reason`. The time of the first
-    /// failure of an outage is kept.
-    pub fn down(&self, reason: String) {
-        let mut link = self.gateway.lock().unwrap_or_else(PoisonError::into_inner);
-        let since = match &*link {
-            Some(GatewayLink::Down { since, .. }) => *since,
-            _ => Timestamp::now(),
-        };
-        *link = Some(GatewayLink::Down { since, reason });
-    }
-}
 
 /// Loads the grants directory again: the new snapshot is in force once audited, a bad one
 /// is refused, audited with its reason, and the old one stays. A reload that cannot be
@@ -86,11 +45,7 @@ pub fn reload(broker: &Broker) -> Result<Reloaded, Fatal> {
             }
         }
     };
-    *broker
-        .board
-        .last_reload
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner) = Some(outcome.clone());
+    broker.board.reloaded(outcome.clone());
     Ok(outcome)
 }
 
@@ -114,17 +69,9 @@ pub fn status(broker: &Broker) -> BrokerStatus {
             loaded: loaded.hash(),
             grants: loaded.ids(),
             on_disk,
-            last_reload: board
-                .last_reload
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone(),
+            last_reload: board.last_reload(),
         },
-        gateway: board
-            .gateway
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone(),
+        gateway: board.gateway(),
     }
 }
 

@@ -10,7 +10,7 @@ use proto::approval::{ApprovalCard, ApprovalListing, Empty, SessionQuery};
 use proto::{Message, SessionId};
 
 use crate::Error;
-use crate::approval::card;
+use crate::card::{card, source};
 use crate::error::{answered, call_failed, unexpected};
 
 pub(crate) fn call(config: &Config, msg: Message) -> Result<Message, Error> {
@@ -113,14 +113,5 @@ pub fn grants(config: &Config, json: bool, out: &mut dyn Write) -> Result<ExitCo
             Ok(ExitCode::SUCCESS)
         }
         other => Err(unexpected(&other)),
-    }
-}
-
-/// An untrusted call as bxctl shows it: the tool, the call and what it read, each escaped
-/// to one line.
-pub(crate) fn source(r: &proto::approval::CallRef) -> String {
-    match &r.read {
-        Some(read) => format!("{} (call {}, read {})", line(&r.tool), r.call.0, line(read)),
-        None => format!("{} (call {})", line(&r.tool), r.call.0),
     }
 }

@@ -12,7 +12,8 @@ use proto::Message;
 use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Verdict};
 
 use crate::Error;
-use crate::admin::{call, listing, source};
+use crate::admin::{call, listing};
+use crate::card::card;
 use crate::error::unexpected;
 
 /// The shortest prefix of an approval id taken for the whole id.
@@ -20,31 +21,6 @@ pub const MIN_PREFIX: usize = 6;
 
 /// The length of a whole approval id: 128 bits as hex.
 const ID_LEN: usize = 32;
-
-/// A card as the owner reads it: the arguments as quoted data, never as prose, and every
-/// field from brokerd one inert line.
-pub fn card(c: &ApprovalCard) -> String {
-    let mut s = format!(
-        "approval {}\n  tool:      {} (call {} of session {})\n  grant:     {}\n  \
-         taint:     {}\n  arguments: {}\n",
-        line(&c.approval),
-        line(&c.tool),
-        c.call.0,
-        c.session,
-        line(&c.grant),
-        c.session_taint,
-        line(&serde_json::to_string(&c.arguments).unwrap_or_default()),
-    );
-    if c.untrusted {
-        let by: Vec<String> = c.untrusted_by.iter().map(source).collect();
-        s.push_str(&format!(
-            "  UNTRUSTED: the session has read content that may steer the model, from {}\n",
-            by.join(", ")
-        ));
-    }
-    s.push_str(&format!("  expires:   {}\n", c.expires));
-    s
-}
 
 /// What an id or prefix names among the waiting approvals.
 #[derive(Debug)]

@@ -20,7 +20,8 @@ use proto::approval::Verdict;
 
 use crate::Error;
 use crate::admin::listing;
-use crate::approval::{card, outcome_line, send};
+use crate::approval::{outcome_line, send};
+use crate::card::card;
 
 /// The chat's way to answer approvals, when it has one.
 #[derive(Debug)]

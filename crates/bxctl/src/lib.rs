@@ -12,6 +12,7 @@
 mod admin;
 mod approval;
 mod audit;
+mod card;
 mod chat;
 mod check;
 mod dev;
