@@ -7,6 +7,7 @@ mod approvals;
 mod binding;
 mod broker;
 mod chat_approval;
+mod dev_session;
 mod docs;
 mod durability;
 mod fatal;
