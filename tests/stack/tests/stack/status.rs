@@ -281,3 +281,16 @@ fn the_listing_follows_activity_not_session_ids() {
     let want: Vec<&str> = ids.iter().rev().map(proto::SessionId::as_str).collect();
     assert_eq!(listed, want);
 }
+
+#[test]
+fn status_follows_brokerds_link_to_gatewayd_down_and_up_again() {
+    let (home, mut gw, _agent) = crate::gateway_approvals::setup("status-gw-link");
+    let link = |want: &'static str| {
+        stack::wait_until(want, std::time::Duration::from_secs(10), || {
+            text(&home.bxctl(&["status"])).contains(want)
+        });
+    };
+    link("\ngatewayd    linked since ");
+    gw.restart(&home, |_| link("\ngatewayd    NOT LINKED since "));
+    link("\ngatewayd    linked since ");
+}
