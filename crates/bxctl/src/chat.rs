@@ -152,6 +152,15 @@ pub fn send(
                     .map_err(Error::Output)?;
                     false
                 }
+                TurnEnd::Cut { finish, withdrawn } => {
+                    writeln!(
+                        out,
+                        "[the answer was cut off ({}); {withdrawn} tool calls not run]",
+                        line(finish)
+                    )
+                    .map_err(Error::Output)?;
+                    false
+                }
             };
             Ok((reply.session, ok))
         }
@@ -321,6 +330,26 @@ fn describe(r: &LogRecord) -> String {
         }
         LogRecord::EpochEnd { time, next, .. } => {
             format!("{time} -- epoch ends, next {}\n", next.0)
+        }
+        LogRecord::Withdrawn {
+            time,
+            cause,
+            detail,
+            calls,
+        } => {
+            let calls: Vec<String> = calls
+                .iter()
+                .map(|c| format!("{} {}", line(&c.name), line(&c.arguments)))
+                .collect();
+            let cause = match cause {
+                proto::Withdrawal::Cut => "cut answer, not run",
+                proto::Withdrawal::Unrenderable => "unrenderable, left out",
+            };
+            format!(
+                "{time} -- tool calls withdrawn ({cause}: {}): {}\n",
+                line(detail),
+                calls.join("; ")
+            )
         }
     }
 }

@@ -127,6 +127,7 @@ fn record_time(r: &LogRecord) -> proto::Timestamp {
         | LogRecord::Assistant { time, .. }
         | LogRecord::ToolResult { time, .. }
         | LogRecord::CacheLoss { time, .. }
-        | LogRecord::EpochEnd { time, .. } => *time,
+        | LogRecord::EpochEnd { time, .. }
+        | LogRecord::Withdrawn { time, .. } => *time,
     }
 }
