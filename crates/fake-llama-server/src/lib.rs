@@ -79,6 +79,7 @@ pub mod api;
 pub mod chat;
 pub mod completion;
 pub mod http;
+pub mod nljson;
 pub mod render;
 pub mod request;
 pub mod respond;
