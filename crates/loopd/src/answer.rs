@@ -35,7 +35,10 @@ pub fn sort(c: Completion, now: Timestamp) -> Sorted {
     let finish = c.finish.unwrap_or_else(|| "none".into());
     let n_withdrawn = u32::try_from(withdrawn.len()).unwrap_or(u32::MAX);
     let (cause, detail) = if normal {
-        (Withdrawal::Unrenderable, "the arguments are not JSON".into())
+        (
+            Withdrawal::Unrenderable,
+            "the arguments are not JSON".into(),
+        )
     } else {
         (Withdrawal::Cut, format!("finish_reason {finish}"))
     };
@@ -149,7 +152,9 @@ mod tests {
         );
         assert_eq!(s.run, [good.clone()]);
         assert_eq!(s.end, None, "the turn goes on with the results");
-        assert!(matches!(&s.assistant, LogRecord::Assistant { tool_calls, .. } if *tool_calls == [good.clone()]));
+        assert!(
+            matches!(&s.assistant, LogRecord::Assistant { tool_calls, .. } if *tool_calls == [good.clone()])
+        );
         assert!(matches!(
             &s.withdrawn,
             Some(LogRecord::Withdrawn { cause: Withdrawal::Unrenderable, calls, .. }) if *calls == [bad]

@@ -63,12 +63,10 @@ impl fmt::Display for Invalid {
             Self::LoopZero => f.write_str(
                 "loop.max_tool_calls, loop.request_timeout and loop.max_tokens must be more than 0",
             ),
-            Self::CompactPercent { .. } => {
-                f.write_str(
-                    "loop.compact_percent must be between 10 and 80 (the summary is written \
+            Self::CompactPercent { .. } => f.write_str(
+                "loop.compact_percent must be between 10 and 80 (the summary is written \
                      in what is left of the context)",
-                )
-            }
+            ),
             Self::GatewayServer { .. } => {
                 f.write_str("gateway.server must be an http:// or https:// URL")
             }

@@ -88,7 +88,10 @@ fn a_tool_call_is_cut_mid_arguments_as_the_real_server_cuts_it() {
     // A call that fits is whole and the reply ends normally.
     let whole = Reply::from_answer(&answer, &[], Some(100), &mut ids());
     assert_eq!(whole.finish_reason, "tool_calls");
-    assert_eq!(whole.tool_calls[0].1.arguments, "{\"path\": \"/home/owner/notes\"}");
+    assert_eq!(
+        whole.tool_calls[0].1.arguments,
+        "{\"path\": \"/home/owner/notes\"}"
+    );
     assert_eq!(
         whole.generated(),
         "<tool_call>\n{\"name\": \"list_dir\", \"arguments\": {\"path\": \"/home/owner/notes\"}}\n</tool_call>"
@@ -117,8 +120,16 @@ fn a_cut_keeps_whole_calls_before_it_and_drops_calls_not_begun() {
     let cut = Reply::from_answer(&answer, &[], Some(head / 4 + 1), &mut ids());
     assert_eq!(cut.tool_calls.len(), 1);
     // Cut in the text: no call at all.
-    let cut = Reply::from_answer(&calls(&[("f", "{}")], "Hello there"), &[], Some(2), &mut ids());
-    assert_eq!((cut.content.as_str(), cut.tool_calls.len()), ("Hello th", 0));
+    let cut = Reply::from_answer(
+        &calls(&[("f", "{}")], "Hello there"),
+        &[],
+        Some(2),
+        &mut ids(),
+    );
+    assert_eq!(
+        (cut.content.as_str(), cut.tool_calls.len()),
+        ("Hello th", 0)
+    );
     assert_eq!(cut.finish_reason, "length");
 }
 

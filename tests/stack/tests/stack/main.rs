@@ -6,6 +6,8 @@ mod agent_faults;
 mod approvals;
 mod binding;
 mod broker;
+mod compaction;
+mod cut;
 mod docs;
 mod durability;
 mod fatal;
