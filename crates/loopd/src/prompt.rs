@@ -13,7 +13,7 @@ const SUMMARY_HEAD: &str = "Summary of the conversation so far:\n";
 /// summary the model wrote of the one before. The summary is a message of its own after
 /// the system message, not part of it, because chat templates render the tool signatures
 /// right after the system text: a summary inside it would push them, and everything
-/// cached after them, out of the server's prompt cache (docs/decisions.md L9). It is an
+/// cached after them, out of the server's prompt cache (docs/decisions.md L18). It is an
 /// assistant message: the model wrote it, and it may quote what tools read.
 pub fn start(system: &str, summary: Option<&str>) -> Vec<Value> {
     let mut out = vec![json!({"role": "system", "content": system})];

@@ -1,5 +1,5 @@
 //! Real-peer checks of what issue 12 made the fake do, and of what loopd's compaction relies
-//! on (docs/decisions.md L8 to L10):
+//! on (docs/decisions.md L17, L18, K5, K6):
 //! - `max_tokens` cuts a tool call mid-arguments, with `finish_reason: "length"`, in the same
 //!   shapes streamed or not;
 //! - a history with tool-call arguments that are not JSON is refused with the same HTTP 500
