@@ -42,7 +42,7 @@ pub fn sort(c: Completion, now: Timestamp) -> Sorted {
     } else {
         (Withdrawal::Cut, format!("finish_reason {finish}"))
     };
-    let withdrawn = (!withdrawn.is_empty()).then(|| LogRecord::Withdrawn {
+    let withdrawn = (!withdrawn.is_empty()).then_some(LogRecord::Withdrawn {
         time: now,
         cause,
         detail,
@@ -150,7 +150,7 @@ mod tests {
             completion(Some("tool_calls"), vec![good.clone(), bad.clone()]),
             now(),
         );
-        assert_eq!(s.run, [good.clone()]);
+        assert_eq!(s.run, std::slice::from_ref(&good));
         assert_eq!(s.end, None, "the turn goes on with the results");
         assert!(
             matches!(&s.assistant, LogRecord::Assistant { tool_calls, .. } if *tool_calls == [good.clone()])

@@ -79,12 +79,18 @@ fn a_tool_call_cut_by_max_tokens_looks_the_same(real: &Server, fake: &Server) {
         assert_cut_mid_string(who, &arguments);
     }
     // Not streamed: the same structure, the call in `message.tool_calls`.
-    let (r, f) = (real.chat(&cut_request(REAL_CUT)), fake.chat(&cut_request(FAKE_CUT)));
+    let (r, f) = (
+        real.chat(&cut_request(REAL_CUT)),
+        fake.chat(&cut_request(FAKE_CUT)),
+    );
     assert_eq!((r.status, f.status), (200, 200));
     let (r, f) = (r.json(), f.json());
     assert_same_shape("cut tool call (real vs fake)", &r, &f);
     for (who, body) in [("real", &r), ("fake", &f)] {
-        assert_eq!(body["choices"][0]["finish_reason"], "length", "{who}: {body}");
+        assert_eq!(
+            body["choices"][0]["finish_reason"], "length",
+            "{who}: {body}"
+        );
         let arguments = body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
             .as_str()
             .unwrap_or_default();
@@ -175,7 +181,11 @@ fn tool_choice_none_keeps_the_tools_rendered_and_the_cache_warm(real: &Server) {
     let none = with(epoch.clone(), "tool_choice", json!("none"));
     let prompt = rendered(real, &epoch);
     assert!(prompt.contains("<tools>"), "{prompt}");
-    assert_eq!(rendered(real, &none), prompt, "tool_choice none renders the same");
+    assert_eq!(
+        rendered(real, &none),
+        prompt,
+        "tool_choice none renders the same"
+    );
     // The epoch's request, then a summary request continuing it with tool_choice none: it
     // re-processes only what is new.
     let first = real.chat(&epoch).json();
@@ -185,8 +195,10 @@ fn tool_choice_none_keeps_the_tools_rendered_and_the_cache_warm(real: &Server) {
     let messages = summary["messages"].as_array_mut().expect("messages");
     messages.push(json!({ "role": "assistant", "content": message["content"],
                           "tool_calls": message["tool_calls"] }));
-    messages.push(json!({ "role": "user", "content": "The conversation is about to be cut \
-        short. Write a concise summary of everything above." }));
+    messages.push(
+        json!({ "role": "user", "content": "The conversation is about to be cut \
+        short. Write a concise summary of everything above." }),
+    );
     summary["max_tokens"] = json!(40);
     let second = real.chat(&summary).json();
     let cache_n = second["timings"]["cache_n"].as_u64().expect("cache_n");
@@ -207,7 +219,8 @@ fn a_summary_after_the_system_prompt_leaves_the_tools_in_place(real: &Server) {
     let system = base["messages"][0].clone();
     let user = json!({ "role": "user", "content": "And in Oslo?" });
     let summary = "Summary of the conversation so far:\nThe owner asked for the weather.";
-    let prompt = |messages: Vec<Value>| rendered(real, &with(base.clone(), "messages", json!(messages)));
+    let prompt =
+        |messages: Vec<Value>| rendered(real, &with(base.clone(), "messages", json!(messages)));
     let plain = prompt(vec![system.clone(), user.clone()]);
     let own = prompt(vec![
         system.clone(),
