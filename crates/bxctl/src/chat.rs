@@ -281,6 +281,15 @@ pub fn sessions(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Tool calls on one line, each name and arguments inert.
+fn calls_line(calls: &[proto::ToolCall]) -> String {
+    let calls: Vec<String> = calls
+        .iter()
+        .map(|c| format!("{} {}", line(&c.name), line(&c.arguments)))
+        .collect();
+    calls.join("; ")
+}
+
 /// One record of a session log: a line of bxctl's own, and what was said as a block.
 fn describe(r: &LogRecord) -> String {
     match r {
@@ -294,16 +303,12 @@ fn describe(r: &LogRecord) -> String {
             tool_calls,
             ..
         } => {
-            let calls: Vec<String> = tool_calls
-                .iter()
-                .map(|c| format!("{} {}", line(&c.name), line(&c.arguments)))
-                .collect();
             format!(
                 "{time} boxmaker:{}\n{}",
-                if calls.is_empty() {
+                if tool_calls.is_empty() {
                     String::new()
                 } else {
-                    format!(" [calls: {}]", calls.join("; "))
+                    format!(" [calls: {}]", calls_line(tool_calls))
                 },
                 block(content.as_deref().unwrap_or(""))
             )
@@ -337,10 +342,6 @@ fn describe(r: &LogRecord) -> String {
             detail,
             calls,
         } => {
-            let calls: Vec<String> = calls
-                .iter()
-                .map(|c| format!("{} {}", line(&c.name), line(&c.arguments)))
-                .collect();
             let cause = match cause {
                 proto::Withdrawal::Cut => "cut answer, not run",
                 proto::Withdrawal::Unrenderable => "unrenderable, left out",
@@ -348,7 +349,7 @@ fn describe(r: &LogRecord) -> String {
             format!(
                 "{time} -- tool calls withdrawn ({cause}: {}): {}\n",
                 line(detail),
-                calls.join("; ")
+                calls_line(calls)
             )
         }
     }
