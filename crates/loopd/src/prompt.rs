@@ -81,7 +81,7 @@ pub fn messages(system: &str, summary: Option<&str>, records: &[LogRecord]) -> V
     let withdrawn = withdrawn(records);
     // The ids of withdrawn calls: their results are left out with them.
     let mut dropped: Vec<&str> = Vec::new();
-    for r in records {
+    for (i, r) in records.iter().enumerate() {
         match r {
             LogRecord::User { content, .. } => {
                 out.push(json!({"role": "user", "content": content}))
@@ -99,6 +99,24 @@ pub fn messages(system: &str, summary: Option<&str>, records: &[LogRecord]) -> V
                 let (gone, kept): (Vec<&ToolCall>, Vec<&ToolCall>) =
                     tool_calls.iter().partition(|c| withdrawn.contains(c));
                 dropped.extend(gone.iter().map(|c| c.id.as_str()));
+                // An answer left with nothing once its calls are withdrawn (here, or cut:
+                // the `withdrawn` record right after it) is not sent at all: an empty
+                // assistant turn teaches a small model to answer nothing, and the cache is
+                // lost from there anyway (the slot holds the tokens of the withdrawn call).
+                let cut = matches!(
+                    records.get(i + 1),
+                    Some(LogRecord::Withdrawn {
+                        cause: Withdrawal::Cut,
+                        ..
+                    })
+                );
+                if (cut || !gone.is_empty())
+                    && kept.is_empty()
+                    && content.as_deref().is_none_or(str::is_empty)
+                    && reasoning_content.is_none()
+                {
+                    continue;
+                }
                 if !kept.is_empty() {
                     m["tool_calls"] = Value::Array(
                         kept.iter()
@@ -236,6 +254,46 @@ mod tests {
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0]["id"], "g");
         assert_eq!(m[2]["tool_call_id"], "g");
+    }
+
+    #[test]
+    fn an_answer_left_empty_by_its_withdrawn_calls_is_not_sent() {
+        let bad = call("b", "{\"path\": \"/no");
+        let user = |text: &str| LogRecord::User {
+            time: t(),
+            content: text.into(),
+        };
+        let empty = |calls: Vec<ToolCall>| LogRecord::Assistant {
+            time: t(),
+            content: None,
+            reasoning_content: None,
+            tool_calls: calls,
+        };
+        let withdrawn = |cause, calls| LogRecord::Withdrawn {
+            time: t(),
+            cause,
+            detail: String::new(),
+            calls,
+        };
+        let records = vec![
+            // An older loopd's poisoned call, repaired.
+            user("a"),
+            empty(vec![bad.clone()]),
+            result("b"),
+            withdrawn(Withdrawal::Unrenderable, vec![bad.clone()]),
+            // A cut answer: no calls logged, the cut one in the record after it.
+            user("b"),
+            empty(vec![]),
+            withdrawn(Withdrawal::Cut, vec![bad]),
+            // An answer that was empty of itself is replayed as it was.
+            user("c"),
+            empty(vec![]),
+        ];
+        let roles: Vec<Value> = messages("sys", None, &records)
+            .iter()
+            .map(|m| m["role"].clone())
+            .collect();
+        assert_eq!(roles, ["system", "user", "user", "user", "assistant"]);
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod gateway;
 mod gateway_approvals;
 mod labels;
 mod policy_history;
+mod realpeer_cut;
 mod recovery;
 mod refusal;
 mod resolve;
