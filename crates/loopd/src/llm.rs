@@ -359,6 +359,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_refusal_to_render_arguments_is_told_apart() {
+        let status = |status, message: &str| LlmError::Status {
+            status,
+            message: message.into(),
+        };
+        let refused = status(
+            500,
+            "Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] \
+             parse error at line 1, column 14: syntax error while parsing value - invalid \
+             string: missing closing quote; last read: '\"Ber'",
+        );
+        assert!(refused.unrenderable() && !refused.context_full());
+        assert!(!status(500, "Failed to parse messages: x").unrenderable());
+        assert!(!status(400, "Failed to parse tool call arguments as JSON").unrenderable());
+        assert!(status(400, "request exceeds the available context size").context_full());
+    }
+
+    #[test]
     fn tool_call_fragments_join_per_index() {
         let mut calls = Vec::new();
         let d = |index, id: Option<&str>, name: Option<&str>, args: &str| CallDelta {
