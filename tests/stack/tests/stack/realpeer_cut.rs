@@ -35,17 +35,7 @@ fn real_agent(home: &Home) -> Agent {
         // serve.py runs until its stdin closes: the pipe stays open while the child lives.
         .stdin(Stdio::piped());
     let (real, addr) = home.spawn_peer(cmd, "real.log");
-    home.append_config(&format!(
-        "[infer]\nupstream = \"http://{addr}\"\n[loop]\nmax_tokens = 24\n"
-    ));
-    let inferproxy = home.daemon("inferproxy");
-    let brokerd = home.daemon("brokerd");
-    let loopd = home.daemon("loopd");
-    Agent {
-        addr,
-        chat: home.chat_sock(),
-        daemons: vec![loopd, brokerd, inferproxy, real],
-    }
+    home.agent_on(real, addr, "max_tokens = 24")
 }
 
 /// Four `list_dir` exchanges; the second is the one an older loopd logged when `max_tokens`
