@@ -191,7 +191,8 @@ pub struct Broker {
 pub struct Loop {
     /// Tool calls the model may make in one turn before the turn ends.
     pub max_tool_calls: u32,
-    /// Compact (end the epoch with a summary) once the context is this full, in percent.
+    /// Compact (end the epoch with a summary) once the context is this full, in percent
+    /// (10 to 80: the summary request continues the epoch, and needs the rest).
     pub compact_percent: u8,
     /// How long one request to the model may take, the whole stream included.
     #[serde(deserialize_with = "duration")]
@@ -387,7 +388,7 @@ impl Config {
         if l.max_tool_calls == 0 || l.request_timeout.is_zero() || l.max_tokens == 0 {
             return Err(Invalid::LoopZero);
         }
-        if !(10..=95).contains(&l.compact_percent) {
+        if !(10..=80).contains(&l.compact_percent) {
             return Err(Invalid::CompactPercent {
                 percent: l.compact_percent,
             });

@@ -125,9 +125,10 @@ fn every_log_fixture_round_trips_and_every_type_has_one() {
             LogRecord::ToolResult { .. } => "tool_result",
             LogRecord::CacheLoss { .. } => "cache_loss",
             LogRecord::EpochEnd { .. } => "epoch_end",
+            LogRecord::Withdrawn { .. } => "withdrawn",
         });
     }
-    assert_eq!(types.len(), 6, "{types:?}");
+    assert_eq!(types.len(), 7, "{types:?}");
 }
 
 #[test]

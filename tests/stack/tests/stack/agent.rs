@@ -358,7 +358,7 @@ text = "{{last_user}} {{last_user}} {{last_user}} {{last_user}}"
             ..
         }
     ));
-    // The summary is in the new epoch's system prompt.
+    // The summary is in the new epoch's prompt (a message of its own after the system prompt).
     let requests = agent.requests();
     let last = requests
         .as_array()
