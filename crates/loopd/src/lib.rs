@@ -5,6 +5,7 @@
 
 mod broker;
 mod compact;
+mod core_memory;
 mod error;
 mod llm;
 mod server;

@@ -16,11 +16,7 @@ use serde_json::json;
 use crate::llm::{self, Delta, LlmError, Props};
 use crate::store::{Session, Store, StoreError};
 use crate::tools::{self, for_model};
-use crate::{broker, compact};
-
-/// What the model is told when no `memory/core.md` exists.
-const DEFAULT_CORE: &str = "You are boxmaker, the owner's personal assistant. Use the tools \
-when they help; every tool call is checked against the owner's grants and may be refused.";
+use crate::{broker, compact, core_memory};
 
 #[derive(Debug)]
 pub struct Looper {
@@ -111,20 +107,6 @@ impl Looper {
         Ok(p)
     }
 
-    fn core(&self) -> String {
-        std::fs::read_to_string(self.config.home.join("memory/core.md"))
-            .unwrap_or_else(|_| DEFAULT_CORE.to_owned())
-    }
-
-    fn system(&self, summary: Option<&str>) -> String {
-        let mut s = self.core();
-        if let Some(summary) = summary {
-            s.push_str("\n\nSummary of the conversation so far:\n");
-            s.push_str(summary);
-        }
-        s
-    }
-
     /// Runs one turn, streaming its events to `emit`.
     pub fn turn(
         &self,
@@ -149,7 +131,7 @@ impl Looper {
         // died with an earlier loopd.
         self.store.repair(&id)?;
         let mut session = match self.store.load(&id)? {
-            Some(s) => self.finish_interrupted(s)?,
+            Some(s) => self.finish_interrupted(self.with_core(s)?)?,
             None if send.session.is_some() => {
                 return Err(TurnError::NoSession(id));
             }
@@ -215,6 +197,17 @@ impl Looper {
         Ok(session)
     }
 
+    /// The loaded epoch with the core memory it started from (`core_memory::of_epoch`).
+    fn with_core(&self, mut session: Session) -> Result<Session, TurnError> {
+        if session.core.is_none() {
+            let (home, id, epoch) = (&self.config.home, &session.id, session.epoch);
+            let (baseline, summary) = (session.baseline(), session.summary.as_deref());
+            let core = core_memory::of_epoch(&self.store, home, id, epoch, baseline, summary)?;
+            session.core = Some(core);
+        }
+        Ok(session)
+    }
+
     fn append(&self, session: &mut Session, record: LogRecord) -> Result<(), TurnError> {
         self.store.append(&session.id, session.epoch, &record)?;
         session.records.push(record);
@@ -231,14 +224,17 @@ impl Looper {
     ) -> Result<Session, TurnError> {
         let slots = self.props().map(|p| p.total_slots).unwrap_or(1);
         let slot = slot_of(id, slots);
-        let baseline = Hash32::digest(self.system(summary.as_deref()).as_bytes());
+        // Pinned before the epoch's first record, so replay starts from the same bytes.
+        let core = core_memory::pin_new(&self.store, &self.config.home, id, epoch)?;
         let mut session = Session {
             id: id.clone(),
             epoch,
             records: Vec::new(),
             summary,
             last_call,
+            core: Some(core),
         };
+        let baseline = Hash32::digest(session.system().as_bytes());
         self.append(
             &mut session,
             LogRecord::SessionStart {
@@ -259,7 +255,7 @@ impl Looper {
         mut session: Session,
         emit: &mut dyn FnMut(ChatEvent),
     ) -> Result<Session, TurnError> {
-        let system = self.system(session.summary.as_deref());
+        let system = session.system();
         let summary = compact::summary(&self.infer_sock(), self.timeout(), &system, &session);
         let next = Epoch(session.epoch.0 + 1);
         self.append(
@@ -298,7 +294,7 @@ impl Looper {
             // What the previous answer of this session made cacheable (its whole prompt).
             let cacheable = lock(&self.used).get(&session.id).map(|u| u.cacheable);
             let body = json!({
-                "messages": llm::messages(&self.system(session.summary.as_deref()), &session.records),
+                "messages": llm::messages(&session.system(), &session.records),
                 "tools": tools::definitions(),
                 "stream": true,
                 "stream_options": {"include_usage": true},

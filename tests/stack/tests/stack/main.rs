@@ -12,6 +12,7 @@ mod fatal;
 mod gateway;
 mod gateway_approvals;
 mod labels;
+mod memory;
 mod policy_history;
 mod recovery;
 mod refusal;

@@ -1,0 +1,93 @@
+//! Core memory, pinned per epoch. `memory/core.md` is the owner's; an epoch starts from the
+//! bytes it held then, which loopd keeps beside the epoch's log (`sessions/<id>/<epoch>.core`)
+//! before the epoch's first record is written. Every request of the epoch, and a replay
+//! after a restart, uses the pinned bytes: an edit of `core.md` reaches the next epoch only,
+//! so the running epoch keeps its prompt cache and its `SessionStart.baseline` stays the
+//! hash of what its requests really start from.
+
+use std::path::Path;
+
+use proto::{Epoch, Hash32, SessionId};
+
+use crate::store::{Store, StoreError};
+
+/// What the model is told when no `memory/core.md` exists.
+pub const DEFAULT_CORE: &str = "You are boxmaker, the owner's personal assistant. Use the \
+tools when they help; every tool call is checked against the owner's grants and may be \
+refused.";
+
+/// The largest `core.md` loopd takes: it is in every request, so it must leave the context
+/// room. A larger one is refused (logged) and the default used.
+pub const MAX_CORE: u64 = 256 * 1024;
+
+/// The owner's core memory as it is now: `memory/core.md`, or the default when there is none
+/// (or it cannot be taken: too large, not UTF-8, unreadable; each logged).
+pub fn current(home: &Path) -> String {
+    let path = home.join("memory/core.md");
+    match std::fs::metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return DEFAULT_CORE.to_owned(),
+        Ok(m) if m.len() > MAX_CORE => {
+            daemon::log::warn(format_args!(
+                "{}: {} bytes, over the {MAX_CORE} loopd takes; the default core memory is used",
+                path.display(),
+                m.len()
+            ));
+            return DEFAULT_CORE.to_owned();
+        }
+        _ => {}
+    }
+    std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        daemon::log::warn(format_args!(
+            "{}: {e}; the default core memory is used",
+            path.display()
+        ));
+        DEFAULT_CORE.to_owned()
+    })
+}
+
+/// The system prompt of an epoch: its pinned core memory, then the summary it starts from.
+pub fn system(core: &str, summary: Option<&str>) -> String {
+    let mut s = core.to_owned();
+    if let Some(summary) = summary {
+        s.push_str("\n\nSummary of the conversation so far:\n");
+        s.push_str(summary);
+    }
+    s
+}
+
+/// Pins the owner's current core memory for a new epoch, durably, and returns it.
+pub fn pin_new(
+    store: &Store,
+    home: &Path,
+    id: &SessionId,
+    epoch: Epoch,
+) -> Result<String, StoreError> {
+    let core = current(home);
+    store.pin_core(id, epoch, &core)?;
+    Ok(core)
+}
+
+/// The core memory a loaded epoch started from. An epoch written before loopd pinned core
+/// memory has no pin: the current `core.md` is pinned for it from now on, and a warning says
+/// when that is not what its baseline was computed from.
+pub fn of_epoch(
+    store: &Store,
+    home: &Path,
+    id: &SessionId,
+    epoch: Epoch,
+    baseline: Option<Hash32>,
+    summary: Option<&str>,
+) -> Result<String, StoreError> {
+    if let Some(core) = store.pinned_core(id, epoch)? {
+        return Ok(core);
+    }
+    let core = pin_new(store, home, id, epoch)?;
+    if baseline.is_some_and(|b| b != Hash32::digest(system(&core, summary).as_bytes())) {
+        daemon::log::warn(format_args!(
+            "session {id} epoch {}: no pinned core memory, and core.md has changed since the \
+             epoch began; its requests use today's core.md from now on",
+            epoch.0
+        ));
+    }
+    Ok(core)
+}

@@ -1,0 +1,109 @@
+//! Core memory is pinned per epoch: an edit of `memory/core.md` reaches the next epoch
+//! only, a restarted loopd replays the bytes the epoch started from, and the epoch's
+//! `SessionStart.baseline` is their hash.
+
+use proto::chat::ChatEvent;
+use proto::{Hash32, LogRecord};
+use stack::Home;
+
+use crate::agent::records;
+
+/// What the fake model answers: a long echo (so the context fills), or the summary.
+const SCRIPT: &str = r#"
+[server]
+n_ctx = 700
+
+[[rule]]
+[rule.match]
+user_contains = "cut short"
+[rule.answer]
+text = "SUMMARY: the owner chatted."
+
+[default]
+text = "{last_user} {last_user} {last_user}"
+"#;
+
+/// The system message of the fake server's last request.
+fn last_prompt(agent: &stack::Agent) -> String {
+    let requests = agent.requests();
+    let last = requests
+        .as_array()
+        .and_then(|a| a.last())
+        .expect("a request");
+    last["prompt"].as_str().unwrap_or_default().to_owned()
+}
+
+fn baseline(records: &[LogRecord]) -> Hash32 {
+    match records.first() {
+        Some(LogRecord::SessionStart { baseline, .. }) => *baseline,
+        other => panic!("not a SessionStart: {other:?}"),
+    }
+}
+
+#[test]
+fn a_core_memory_edit_reaches_the_next_epoch_only_and_replay_uses_the_pinned_bytes() {
+    let home = Home::new("core", "");
+    let core = home.root.join("home/memory/core.md");
+    std::fs::create_dir_all(core.parent().expect("memory dir")).expect("mkdir");
+    std::fs::write(&core, "CORE-ONE: you are a test assistant.").expect("core");
+    let mut agent = home.start_agent(SCRIPT, "compact_percent = 50\n");
+    let t = agent.chat(None, "hello");
+    let session = t.reply.session.clone();
+    assert!(last_prompt(&agent).contains("CORE-ONE"));
+    assert_eq!(
+        baseline(&records(&home, &session, 0)),
+        Hash32::digest(b"CORE-ONE: you are a test assistant.")
+    );
+
+    // The owner edits core memory mid-epoch: the running epoch keeps its bytes.
+    std::fs::write(&core, "CORE-TWO: you are an edited assistant.").expect("core");
+    agent.chat(Some(&session), "still there?");
+    let prompt = last_prompt(&agent);
+    assert!(
+        prompt.contains("CORE-ONE") && !prompt.contains("CORE-TWO"),
+        "{prompt}"
+    );
+
+    // A restarted loopd replays the epoch from the pinned bytes, not today's core.md.
+    agent.daemons[0].kill();
+    agent.daemons[0] = home.daemon("loopd");
+    agent.chat(Some(&session), "after a restart");
+    let prompt = last_prompt(&agent);
+    assert!(
+        prompt.contains("CORE-ONE") && !prompt.contains("CORE-TWO"),
+        "{prompt}"
+    );
+
+    // The next epoch starts from the edited core memory.
+    let mut compacted = false;
+    for i in 0..20 {
+        let t = agent.chat(
+            Some(&session),
+            &format!("filler words to fill the context {i}"),
+        );
+        if t.events
+            .iter()
+            .any(|e| matches!(e, ChatEvent::Compacted { .. }))
+        {
+            compacted = true;
+            break;
+        }
+    }
+    assert!(compacted, "no compaction happened");
+    let prompt = last_prompt(&agent);
+    assert!(
+        prompt.contains("CORE-TWO") && !prompt.contains("CORE-ONE"),
+        "{prompt}"
+    );
+    let summary = match records(&home, &session, 0).last() {
+        Some(LogRecord::EpochEnd { summary, .. }) => summary.clone(),
+        other => panic!("epoch 0 did not end: {other:?}"),
+    };
+    let system = format!(
+        "CORE-TWO: you are an edited assistant.\n\nSummary of the conversation so far:\n{summary}"
+    );
+    assert_eq!(
+        baseline(&records(&home, &session, 1)),
+        Hash32::digest(system.as_bytes())
+    );
+}
