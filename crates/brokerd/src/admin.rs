@@ -14,6 +14,8 @@ pub enum AdminRequest {
     ApprovalAnswer(ApprovalAnswer),
     SessionQuery(SessionQuery),
     GrantsQuery,
+    NotesQuery(proto::notes::NotesQuery),
+    NoteRelabel(proto::notes::NoteRelabel),
 }
 
 impl TryFrom<Message> for AdminRequest {
@@ -26,6 +28,8 @@ impl TryFrom<Message> for AdminRequest {
             Message::ApprovalAnswer(answer) => Self::ApprovalAnswer(answer),
             Message::SessionQuery(q) => Self::SessionQuery(q),
             Message::GrantsQuery(_) => Self::GrantsQuery,
+            Message::NotesQuery(q) => Self::NotesQuery(q),
+            Message::NoteRelabel(r) => Self::NoteRelabel(r),
             other => return Err(other),
         })
     }
@@ -56,6 +60,23 @@ pub fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, F
                 grants: snapshot.ids(),
             })
         }
+        AdminRequest::NotesQuery(q) => match broker.notes.listing(q.name.as_deref()) {
+            Ok(listing) => Message::NotesListing(listing),
+            Err(e) => refused(&e),
+        },
+        AdminRequest::NoteRelabel(r) => match broker.relabel_note(&r, who)? {
+            Ok(done) => Message::NoteRelabelled(done),
+            Err(e) => refused(&e),
+        },
+    })
+}
+
+/// A notes request refused: the owner's tool shows the reason (the owner's own note names
+/// and brokerd's paths, on the owner's channel).
+fn refused(e: &crate::notes::NoteError) -> Message {
+    Message::Error(proto::WireError {
+        code: proto::ErrorCode::NoteRefused,
+        detail: e.to_string(),
     })
 }
 

@@ -12,7 +12,7 @@ use proto::{Message, SessionId};
 use crate::Error;
 use crate::error::{answered, call_failed, unexpected};
 
-fn call(config: &Config, msg: Message) -> Result<Message, Error> {
+pub(crate) fn call(config: &Config, msg: Message) -> Result<Message, Error> {
     let path = config.sockets.admin_broker_sock();
     let mut conn = match Conn::connect(&path) {
         Ok(conn) => conn,
@@ -171,7 +171,7 @@ pub fn grants(config: &Config, out: &mut dyn Write) -> Result<ExitCode, Error> {
 
 /// An untrusted call as bxctl shows it: the tool, the call and what it read, each escaped
 /// to one line.
-fn source(r: &proto::approval::CallRef) -> String {
+pub(crate) fn source(r: &proto::approval::CallRef) -> String {
     match &r.read {
         Some(read) => format!("{} (call {}, read {})", line(&r.tool), r.call.0, line(read)),
         None => format!("{} (call {})", line(&r.tool), r.call.0),

@@ -22,6 +22,7 @@ mod grant;
 mod ids;
 mod log;
 mod message;
+pub mod notes;
 mod time;
 mod tool;
 pub mod toolrun;

@@ -94,6 +94,12 @@ pub enum Message {
     /// `approval_updated`.
     ApprovalUpdate(ApprovalUpdate),
     ApprovalUpdated(Empty),
+    /// Owner channel: the notes and their labels. Answered with `notes_listing`.
+    NotesQuery(crate::notes::NotesQuery),
+    NotesListing(crate::notes::NotesListing),
+    /// Owner channel: relabel one note (audited). Answered with `note_relabelled`.
+    NoteRelabel(crate::notes::NoteRelabel),
+    NoteRelabelled(crate::notes::NoteRelabelled),
 }
 
 impl Message {
@@ -124,6 +130,10 @@ impl Message {
             Self::ApprovalHeard(_) => "approval_heard",
             Self::ApprovalUpdate(_) => "approval_update",
             Self::ApprovalUpdated(_) => "approval_updated",
+            Self::NotesQuery(_) => "notes_query",
+            Self::NotesListing(_) => "notes_listing",
+            Self::NoteRelabel(_) => "note_relabel",
+            Self::NoteRelabelled(_) => "note_relabelled",
         }
     }
 
@@ -164,6 +174,9 @@ pub enum ErrorCode {
     /// The server is stopping or at its connection limit: the same peer may try again
     /// later. Sent with id 0 before the request is read, and the connection is closed.
     Unavailable,
+    /// A notes request on the owner's channel was not done (no such note, a bad name, the
+    /// disk); the detail says which.
+    NoteRefused,
 }
 
 impl ErrorCode {

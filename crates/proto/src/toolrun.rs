@@ -23,6 +23,11 @@ pub struct ToolInvocation {
     pub consult: Option<ConsultTarget>,
     /// The tool's own deadline for network work, in milliseconds.
     pub timeout_ms: u64,
+    /// For the note tools: the notes directory (`note_read`, `note_list`: brokerd binds the
+    /// one note, or the directory, read-only), or for `note_write` the empty per-call
+    /// directory the tool writes the note into, for brokerd to check and move into place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
 }
 
 /// An OpenAI-compatible chat completion endpoint.

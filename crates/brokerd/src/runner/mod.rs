@@ -76,6 +76,9 @@ pub struct RunSpec {
     /// For a path call, the one path the systemd runner binds read-only into the tool's
     /// root: what the call covers, resolved by brokerd ([`crate::bind`]).
     pub bind: Option<crate::bind::Bind>,
+    /// For `note_write`: the empty per-call directory bound writable (the only writable
+    /// place the unit has), where the tool leaves the note's text for brokerd.
+    pub write_dir: Option<String>,
     /// The resolved addresses of the granted hosts; empty means no network at all.
     pub addresses: Vec<IpAddr>,
     pub secret: Option<Secret>,

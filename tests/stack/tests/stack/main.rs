@@ -13,6 +13,7 @@ mod gateway;
 mod gateway_approvals;
 mod labels;
 mod memory;
+mod notes;
 mod policy_history;
 mod recovery;
 mod refusal;
