@@ -14,6 +14,7 @@ mod gateway_approvals;
 mod labels;
 mod memory;
 mod notes;
+mod notes_bad;
 mod policy_history;
 mod recovery;
 mod refusal;
