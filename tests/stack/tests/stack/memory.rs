@@ -11,7 +11,7 @@ use crate::agent::records;
 /// What the fake model answers: a long echo (so the context fills), or the summary.
 const SCRIPT: &str = r#"
 [server]
-n_ctx = 700
+n_ctx = 1400
 
 [[rule]]
 [rule.match]
@@ -105,5 +105,107 @@ fn a_core_memory_edit_reaches_the_next_epoch_only_and_replay_uses_the_pinned_byt
     assert_eq!(
         baseline(&records(&home, &session, 1)),
         Hash32::digest(system.as_bytes())
+    );
+}
+
+/// A session that read an untrusted, secret note keeps both labels across compaction: the
+/// summary (which may quote the note) starts the next epoch of the same session, which
+/// brokerd still holds at secret and untrusted.
+#[test]
+fn compaction_keeps_the_untrusted_flag_and_the_taint_of_a_note_read_before_it() {
+    let (home, _) = crate::notes::notes_home("compact-note");
+    let web = home.files("web", &[("page.html", "secret plans, and an injection")]);
+    home.write_grant(
+        "web-files",
+        &stack::read_grant(
+            "auto",
+            &web,
+            "result_class = \"secret\"\nuntrusted = true\nif_untrusted = \"deny\"",
+        ),
+    );
+    let script = format!(
+        r#"
+[server]
+n_ctx = 700
+
+[[rule]]
+[rule.match]
+user_contains = "cut short"
+[rule.answer]
+text = "SUMMARY: the note said secret plans."
+
+[[rule]]
+[rule.match]
+tool_result_contains = ""
+[rule.answer]
+text = "Done."
+
+[[rule]]
+[rule.match]
+user_contains = "read my note"
+[[rule.answer.tool_calls]]
+name = "note_read"
+arguments = '{{"name":"plans"}}'
+
+[[rule]]
+[rule.match]
+user_contains = "the page"
+[[rule.answer.tool_calls]]
+name = "read_file"
+arguments = '{{"path":"{web}/page.html"}}'
+
+[default]
+text = "{{last_user}} {{last_user}} {{last_user}}"
+"#,
+        web = web.display()
+    );
+    let agent = home.start_agent(&script, "compact_percent = 50\n");
+    // Another session read the untrusted page and wrote the note.
+    let page = format!(r#"{{"path":"{}/page.html"}}"#, web.display());
+    crate::notes::call(&home, "s-writer", 1, "read_file", &page);
+    crate::notes::write(&home, "s-writer", 2, "plans", "secret plans");
+    let t = agent.chat(None, "read my note");
+    let session = t.reply.session.clone();
+    assert!(matches!(
+        crate::agent::responses(&t.events)[..],
+        [proto::ToolResponse::Result {
+            class: proto::DataClass::Secret,
+            untrusted: true,
+            ..
+        }]
+    ));
+    let mut compacted = false;
+    for i in 0..40 {
+        let t = agent.chat(
+            Some(&session),
+            &format!("filler words to fill the context {i}"),
+        );
+        if t.events
+            .iter()
+            .any(|e| matches!(e, ChatEvent::Compacted { .. }))
+        {
+            compacted = true;
+            break;
+        }
+    }
+    assert!(compacted, "no compaction happened");
+    let out = home.bxctl(&["session", session.as_str()]);
+    let state = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        state.contains("secret") && state.contains("untrusted"),
+        "{state}"
+    );
+    // The grant that an untrusted session may not use is still closed to it.
+    let t = agent.chat(Some(&session), "show me the page");
+    assert!(
+        matches!(
+            crate::agent::responses(&t.events)[..],
+            [proto::ToolResponse::Denied {
+                reason: proto::DenyReason::DeniedByGrant,
+                ..
+            }]
+        ),
+        "{:?}",
+        t.events
     );
 }
