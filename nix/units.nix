@@ -88,6 +88,9 @@ let
       # What every tool needs inside its empty root: on NixOS the store (the tool and its
       # libraries); elsewhere (the Debian container tests) /usr and the loader's paths.
       sandbox_binds = if onNix then [ "/nix/store" ] else [ "/usr" "-/lib" "-/lib64" package ];
+      # brokerd's own StateDirectory below, not memory/notes: loopd's memory/ is another
+      # DynamicUser's, and systemd re-owns a StateDirectory's whole tree at each start.
+      notes = "${home}/notes";
     };
     infer.upstream = "http://127.0.0.1:8080";
   };
@@ -300,8 +303,9 @@ in
         # (BRIEF decision 1), so it alone sees /run/dbus. Host names resolve through
         # resolved's or nscd's AF_UNIX sockets, so PrivateNetwork stays on.
         InaccessiblePaths = [ "-/run/systemd/private" ];
-        # Loosening: its audit chain and the sessions' taint, the only files it writes.
-        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" ];
+        # Loosening: its audit chain, the sessions' taint, and the notes with its record of
+        # their labels (docs/memory.md), the only files it writes.
+        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/notes" "${stateDir}/note-state" ];
         StateDirectoryMode = "0700";
         # The secrets the grants may hand to tool units (BRIEF decision 3); a tool unit's
         # LoadCredential= reads them from brokerd's credentials directory.

@@ -334,7 +334,7 @@ impl Broker {
                     None => labels,
                 };
                 // A note call's unit binds notes; their labels are brokerd's record's.
-                match note.bind(&self.notes, &mut spec) {
+                match note.bind(&self.notes, &mut spec, self.runner.binds()) {
                     Ok(bound) => {
                         let outcome = self.runner.run(decision, &spec);
                         let writer = self.session_state(&req.session);

@@ -179,7 +179,7 @@ pub fn build(
             notes: None,
         },
         bind,
-        write_dir: None,
+        write_bind: None,
         addresses,
         secret,
         limits: limits(b),
@@ -258,7 +258,7 @@ pub fn print_unit(
             timeout_ms: 0,
             notes: None,
         },
-        write_dir: None,
+        write_bind: None,
         bind: grant.constraints.paths.first().map(|p| bind::Bind {
             source: p.clone(),
             target: p.clone(),

@@ -17,7 +17,7 @@ use crate::files::join_capped;
 use crate::text::{read_capped, to_content};
 use crate::{Content, Failure, FileError, max_bytes};
 
-fn dir(inv: &ToolInvocation) -> Result<&Path, Failure> {
+fn given(inv: &ToolInvocation) -> Result<&Path, Failure> {
     inv.notes
         .as_deref()
         .map(Path::new)
@@ -26,7 +26,7 @@ fn dir(inv: &ToolInvocation) -> Result<&Path, Failure> {
 
 fn note_path(name: &str, inv: &ToolInvocation) -> Result<PathBuf, Failure> {
     check_name(name).map_err(|_| FileError::Outside { path: name.into() })?;
-    Ok(dir(inv)?.join(file_name(name)))
+    Ok(given(inv)?.join(file_name(name)))
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Failure + '_ {
@@ -40,7 +40,9 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Failure + '_ {
 }
 
 pub fn read(name: &str, inv: &ToolInvocation) -> Result<Content, Failure> {
-    let path = note_path(name, inv)?;
+    check_name(name).map_err(|_| FileError::Outside { path: name.into() })?;
+    // brokerd names the note's file itself (bound at a place of its choosing).
+    let path = given(inv)?.to_path_buf();
     let meta = fs::symlink_metadata(&path).map_err(io(&path))?;
     if meta.file_type().is_symlink() {
         return Err(FileError::Symlink { path }.into());
@@ -64,7 +66,7 @@ pub fn read(name: &str, inv: &ToolInvocation) -> Result<Content, Failure> {
 
 /// The notes by name, one a line, sorted; files that are not notes are not listed.
 pub fn list(inv: &ToolInvocation) -> Result<Content, Failure> {
-    let dir = dir(inv)?;
+    let dir = given(inv)?;
     let mut names = Vec::new();
     for entry in fs::read_dir(dir).map_err(io(dir))? {
         let entry = entry.map_err(io(dir))?;

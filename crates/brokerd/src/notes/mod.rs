@@ -14,7 +14,7 @@ mod run;
 mod write;
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -71,6 +71,11 @@ impl Notes {
         for d in [&dir, &labels] {
             mkdir(d)?;
         }
+        // A list unit runs as another user and lists it where it is bound; on the host only
+        // brokerd's own state directory (and under systemd /var/lib/private, 0700) leads
+        // here. systemd's StateDirectoryMode= resets it at each start, so it is set here.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
+            .map_err(NoteError::io(&dir))?;
         match std::fs::remove_dir_all(&incoming) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(NoteError::io(&incoming)(e));

@@ -13,6 +13,12 @@ use crate::policy::Labels;
 use crate::runner::{RunOutcome, RunSpec};
 use crate::sessions::SessionState;
 
+/// Where a unit finds the one note it reads, the notes it lists, and the directory it
+/// writes into.
+const READ_AT: &str = "/note/note.md";
+const LIST_AT: &str = "/notes";
+const WRITE_AT: &str = "/note-out";
+
 /// What a note call is, taken from its arguments before they go to the spec.
 #[derive(Debug)]
 pub enum Prep {
@@ -32,8 +38,19 @@ impl Prep {
         }
     }
 
-    /// Binds what the call may see into `spec` and labels it.
-    pub fn bind<'a>(self, notes: &'a Notes, spec: &mut RunSpec) -> Result<Bound<'a>, NoteError> {
+    /// Binds what the call may see into `spec` and labels it. With `isolated` (a runner
+    /// that binds), each is bound at a fixed place whatever its name: the mount points
+    /// systemd leaves in the tools' shared empty root then never name a note.
+    pub fn bind<'a>(
+        self,
+        notes: &'a Notes,
+        spec: &mut RunSpec,
+        isolated: bool,
+    ) -> Result<Bound<'a>, NoteError> {
+        let at = |real: String, fixed: &str| Bind {
+            target: if isolated { fixed.to_owned() } else { real.clone() },
+            source: real,
+        };
         let dir = notes.dir().display().to_string();
         Ok(match self {
             Self::NotANote => Bound::NotANote,
@@ -44,12 +61,9 @@ impl Prep {
                     // Nothing to bind: brokerd's own answer, which carries no note.
                     return Err(NoteError::Missing { name });
                 }
-                let path = path.display().to_string();
-                spec.bind = Some(Bind {
-                    source: path.clone(),
-                    target: path,
-                });
-                spec.invocation.notes = Some(dir);
+                let bind = at(path.display().to_string(), READ_AT);
+                spec.invocation.notes = Some(bind.target.clone());
+                spec.bind = Some(bind);
                 Bound::Read {
                     bytes: if found.matches { found.bytes } else { None },
                     labels: found.labels,
@@ -59,11 +73,9 @@ impl Prep {
                 // Held to the end of the unit: no note appears that the label missed.
                 let held = notes.lock();
                 let labels = notes.list_labels()?;
-                spec.bind = Some(Bind {
-                    source: dir.clone(),
-                    target: dir.clone(),
-                });
-                spec.invocation.notes = Some(dir);
+                let bind = at(dir, LIST_AT);
+                spec.invocation.notes = Some(bind.target.clone());
+                spec.bind = Some(bind);
                 Bound::List {
                     labels,
                     _held: held,
@@ -71,9 +83,9 @@ impl Prep {
             }
             Self::Write(name, mode) => {
                 let incoming = notes.incoming(&spec.unit)?;
-                let shown = incoming.display().to_string();
-                spec.write_dir = Some(shown.clone());
-                spec.invocation.notes = Some(shown);
+                let bind = at(incoming.display().to_string(), WRITE_AT);
+                spec.invocation.notes = Some(bind.target.clone());
+                spec.write_bind = Some(bind);
                 Bound::Write {
                     name,
                     mode,

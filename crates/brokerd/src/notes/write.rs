@@ -97,6 +97,10 @@ impl Notes {
             path: e.path,
             source: e.source,
         })?;
+        // 0644, whatever brokerd's umask: a read unit runs as another user; on the host only
+        // brokerd's own directory leads here.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
+            .map_err(NoteError::io(&path))?;
         Ok(format!(
             "note {name} written ({} bytes, labelled {}{})",
             bytes.len(),
