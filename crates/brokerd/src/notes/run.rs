@@ -48,7 +48,11 @@ impl Prep {
         isolated: bool,
     ) -> Result<Bound<'a>, NoteError> {
         let at = |real: String, fixed: &str| Bind {
-            target: if isolated { fixed.to_owned() } else { real.clone() },
+            target: if isolated {
+                fixed.to_owned()
+            } else {
+                real.clone()
+            },
             source: real,
         };
         let dir = notes.dir().display().to_string();

@@ -51,6 +51,8 @@ impl Notes {
         let text = left_text(name, dir)?;
         let _held = self.lock();
         let old = self.find(name);
+        // What the record goes back to if the note cannot be written (a full disk, say).
+        let previous = old.record.clone().filter(|_| old.matches);
         let mut block = String::new();
         if writer.untrusted {
             block.push_str(&header(writer));
@@ -93,10 +95,23 @@ impl Notes {
         self.store_record(&record)?;
         let path = self.path(name);
         let tmp = self.dir.join(format!(".{}.tmp", file_name(name)));
-        daemon::durable::replace_file(&path, &tmp, &bytes, 0o600).map_err(|e| NoteError::Io {
-            path: e.path,
-            source: e.source,
-        })?;
+        if let Err(e) = daemon::durable::replace_file(&path, &tmp, &bytes, 0o600) {
+            // The note kept its old bytes: so does its record (best effort; a record that
+            // stays new only makes the old bytes read as secret and untrusted).
+            let _ = std::fs::remove_file(&tmp);
+            match &previous {
+                Some(r) => {
+                    let _ = self.store_record(r);
+                }
+                None => {
+                    let _ = std::fs::remove_file(self.record_path(name));
+                }
+            }
+            return Err(NoteError::Io {
+                path: e.path,
+                source: e.source,
+            });
+        }
         // 0644, whatever brokerd's umask: a read unit runs as another user; on the host only
         // brokerd's own directory leads here.
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))

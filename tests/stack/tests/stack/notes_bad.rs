@@ -173,3 +173,43 @@ fn a_write_unit_that_leaves_more_than_its_note_writes_nothing() {
     assert_eq!(std::fs::read_dir(&incoming).expect("incoming").count(), 0);
     home.assert_audit_good();
 }
+
+/// A full disk (a 64 KiB tmpfs on the notes directory, as root): the write that does not fit
+/// fails with the disk's own reason, the notes already there keep their label, and brokerd
+/// keeps serving.
+#[test]
+fn a_full_disk_fails_the_write_and_keeps_the_notes_as_they_were() {
+    if !stack::root() {
+        return;
+    }
+    let (home, _) = notes_home("note-disk");
+    let dir = home.root.join("home/memory/notes");
+    std::fs::create_dir_all(&dir).expect("notes dir");
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k,mode=0755", "tmpfs"])
+        .arg(&dir)
+        .status()
+        .expect("mount");
+    assert!(mounted.success(), "mount a tmpfs on {}", dir.display());
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(dir.clone());
+    let _d = home.start();
+    let chunk = "z".repeat(40 * 1024);
+    assert!(content(&write(&home, "s-1", 1, "first", &chunk)).contains("written"));
+    let r = write(&home, "s-1", 2, "second", &chunk);
+    assert!(failed(&r).contains("No space left on device"), "{r:?}");
+    assert!(!dir.join("second.md").exists());
+    // An append to the first that does not fit leaves it, and its label, as they were.
+    let args = serde_json::json!({"mode": "append", "name": "first", "text": chunk});
+    let r = call(&home, "s-1", 3, "note_write", &args.to_string());
+    assert!(failed(&r).contains("No space left on device"), "{r:?}");
+    let r = call(&home, "s-2", 1, "note_read", r#"{"name":"first"}"#);
+    assert_eq!(content(&r).len(), chunk.len());
+    assert_eq!(labels(&r), (DataClass::Private, false));
+    home.assert_audit_good();
+}
