@@ -61,7 +61,11 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::ApprovalWait(_)
             | Message::ApprovalHeard(_)
             | Message::ApprovalUpdate(_)
-            | Message::ApprovalUpdated(_)) => m.kind(),
+            | Message::ApprovalUpdated(_)
+            | Message::NotesQuery(_)
+            | Message::NotesListing(_)
+            | Message::NoteRelabel(_)
+            | Message::NoteRelabelled(_)) => m.kind(),
         };
         assert!(
             name.starts_with(&format!("message_{}", kind.replace('/', "_"))),
@@ -97,6 +101,10 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "approval_heard",
         "approval_update",
         "approval_updated",
+        "notes_query",
+        "notes_listing",
+        "note_relabel",
+        "note_relabelled",
     ]
     .into_iter()
     .collect();
@@ -137,10 +145,11 @@ fn every_audit_fixture_round_trips_and_every_line_kind_has_one() {
                 AuditEvent::Recovery { .. } => "recovery",
                 AuditEvent::ApprovalRequested { .. } => "approval_requested",
                 AuditEvent::ApprovalRefused { .. } => "approval_refused",
+                AuditEvent::NoteRelabelled { .. } => "note_relabelled",
             },
         });
     }
-    assert_eq!(kinds.len(), 8, "{kinds:?}");
+    assert_eq!(kinds.len(), 9, "{kinds:?}");
 }
 
 #[test]
