@@ -3,13 +3,10 @@
 //! before the epoch's first record is written. Every request of the epoch, and a replay
 //! after a restart, uses the pinned bytes: an edit of `core.md` reaches the next epoch only,
 //! so the running epoch keeps its prompt cache and its `SessionStart.baseline` stays the
-//! hash of what its requests really start from.
+//! hash of what its requests really start from. The pin itself is the store's
+//! (`Store::pin_core`, `Store::core_of_epoch`).
 
 use std::path::Path;
-
-use proto::{Epoch, Hash32, SessionId};
-
-use crate::store::{Store, StoreError};
 
 /// What the model is told when no `memory/core.md` exists.
 pub const DEFAULT_CORE: &str = "You are boxmaker, the owner's personal assistant. Use the \
@@ -53,41 +50,4 @@ pub fn system(core: &str, summary: Option<&str>) -> String {
         s.push_str(summary);
     }
     s
-}
-
-/// Pins the owner's current core memory for a new epoch, durably, and returns it.
-pub fn pin_new(
-    store: &Store,
-    home: &Path,
-    id: &SessionId,
-    epoch: Epoch,
-) -> Result<String, StoreError> {
-    let core = current(home);
-    store.pin_core(id, epoch, &core)?;
-    Ok(core)
-}
-
-/// The core memory a loaded epoch started from. An epoch written before loopd pinned core
-/// memory has no pin: the current `core.md` is pinned for it from now on, and a warning says
-/// when that is not what its baseline was computed from.
-pub fn of_epoch(
-    store: &Store,
-    home: &Path,
-    id: &SessionId,
-    epoch: Epoch,
-    baseline: Option<Hash32>,
-    summary: Option<&str>,
-) -> Result<String, StoreError> {
-    if let Some(core) = store.pinned_core(id, epoch)? {
-        return Ok(core);
-    }
-    let core = pin_new(store, home, id, epoch)?;
-    if baseline.is_some_and(|b| b != Hash32::digest(system(&core, summary).as_bytes())) {
-        daemon::log::warn(format_args!(
-            "session {id} epoch {}: no pinned core memory, and core.md has changed since the \
-             epoch began; its requests use today's core.md from now on",
-            epoch.0
-        ));
-    }
-    Ok(core)
 }

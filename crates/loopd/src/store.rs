@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use proto::{Epoch, LogRecord, SessionId, Timestamp};
 
+use crate::core_memory;
+
 /// One session's current epoch, loaded.
 #[derive(Debug, Clone)]
 pub struct Session {
@@ -28,11 +30,8 @@ pub struct Session {
 impl Session {
     /// The epoch's system prompt: its pinned core memory and the summary it starts from.
     pub fn system(&self) -> String {
-        let core = self
-            .core
-            .as_deref()
-            .unwrap_or(crate::core_memory::DEFAULT_CORE);
-        crate::core_memory::system(core, self.summary.as_deref())
+        let core = self.core.as_deref().unwrap_or(core_memory::DEFAULT_CORE);
+        core_memory::system(core, self.summary.as_deref())
     }
 
     /// The hash the epoch's `SessionStart` recorded.
@@ -192,11 +191,46 @@ impl Store {
         Ok(())
     }
 
+    /// Pins the owner's current core memory for a new epoch, durably, and returns it.
+    pub fn pin_current_core(
+        &self,
+        home: &Path,
+        id: &SessionId,
+        epoch: Epoch,
+    ) -> Result<String, StoreError> {
+        let core = core_memory::current(home);
+        self.pin_core(id, epoch, &core)?;
+        Ok(core)
+    }
+
+    /// The core memory a loaded epoch started from. An epoch written before loopd pinned
+    /// core memory has no pin: the current `core.md` is pinned for it from now on, and a
+    /// warning says when that is not what its baseline was computed from.
+    pub fn core_of_epoch(&self, home: &Path, session: &Session) -> Result<String, StoreError> {
+        let (id, epoch) = (&session.id, session.epoch);
+        if let Some(core) = self.pinned_core(id, epoch)? {
+            return Ok(core);
+        }
+        let core = self.pin_current_core(home, id, epoch)?;
+        let system = core_memory::system(&core, session.summary.as_deref());
+        if session
+            .baseline()
+            .is_some_and(|b| b != proto::Hash32::digest(system.as_bytes()))
+        {
+            daemon::log::warn(format_args!(
+                "session {id} epoch {}: no pinned core memory, and core.md has changed since \
+                 the epoch began; its requests use today's core.md from now on",
+                epoch.0
+            ));
+        }
+        Ok(core)
+    }
+
     /// The core memory pinned for `epoch`, `None` when there is none; refused like a log
     /// that is not what loopd writes (a link, open to others, over the limit, not UTF-8).
     pub fn pinned_core(&self, id: &SessionId, epoch: Epoch) -> Result<Option<String>, StoreError> {
         let path = self.core_file(id, epoch);
-        let bytes = match daemon::durable::read_file(&path, 0o077, crate::core_memory::MAX_CORE) {
+        let bytes = match daemon::durable::read_file(&path, 0o077, core_memory::MAX_CORE) {
             Ok(b) => b,
             Err(daemon::durable::ReadError::Missing) => return Ok(None),
             Err(daemon::durable::ReadError::Refused(why)) => {

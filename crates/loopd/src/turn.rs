@@ -16,7 +16,7 @@ use serde_json::json;
 use crate::llm::{self, Delta, LlmError, Props};
 use crate::store::{Session, Store, StoreError};
 use crate::tools::{self, for_model};
-use crate::{broker, compact, core_memory};
+use crate::{broker, compact};
 
 #[derive(Debug)]
 pub struct Looper {
@@ -197,13 +197,10 @@ impl Looper {
         Ok(session)
     }
 
-    /// The loaded epoch with the core memory it started from (`core_memory::of_epoch`).
+    /// The loaded epoch with the core memory it started from (`Store::core_of_epoch`).
     fn with_core(&self, mut session: Session) -> Result<Session, TurnError> {
         if session.core.is_none() {
-            let (home, id, epoch) = (&self.config.home, &session.id, session.epoch);
-            let (baseline, summary) = (session.baseline(), session.summary.as_deref());
-            let core = core_memory::of_epoch(&self.store, home, id, epoch, baseline, summary)?;
-            session.core = Some(core);
+            session.core = Some(self.store.core_of_epoch(&self.config.home, &session)?);
         }
         Ok(session)
     }
@@ -225,7 +222,7 @@ impl Looper {
         let slots = self.props().map(|p| p.total_slots).unwrap_or(1);
         let slot = slot_of(id, slots);
         // Pinned before the epoch's first record, so replay starts from the same bytes.
-        let core = core_memory::pin_new(&self.store, &self.config.home, id, epoch)?;
+        let core = self.store.pin_current_core(&self.config.home, id, epoch)?;
         let mut session = Session {
             id: id.clone(),
             epoch,
