@@ -118,7 +118,10 @@ impl Notes {
 
     /// The note `name` as it is on disk now, with the label a read of it takes.
     pub fn find(&self, name: &str) -> Found {
-        let bytes = daemon::durable::read_file(&self.path(name), 0, MAX_NOTE).ok();
+        let path = self.path(name);
+        let bytes = is_regular(&path)
+            .then(|| daemon::durable::read_file(&path, 0, MAX_NOTE).ok())
+            .flatten();
         let record = self.record(name);
         let matches = match (&bytes, &record) {
             (Some(b), Some(r)) => Hash32::digest(b) == r.hash,
@@ -198,6 +201,12 @@ impl Notes {
             .collect();
         Ok(NotesListing { notes, text: None })
     }
+}
+
+/// Whether `path` is a regular file itself (not a link, FIFO, device or directory), looked
+/// at without opening it: opening a FIFO would block.
+fn is_regular(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file())
 }
 
 fn info(file: String, found: Found) -> NoteInfo {

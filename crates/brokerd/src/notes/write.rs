@@ -199,8 +199,13 @@ fn left_text(name: &str, dir: &Path) -> Result<String, NoteError> {
         [] => return Err(unexpected("nothing".into())),
         _ => return Err(unexpected(format!("{} entries", entries.len()))),
     }
+    let path = dir.join(&expected);
+    // Not opened unless it is a regular file: opening a FIFO the unit left would block.
+    if !super::is_regular(&path) {
+        return Err(unexpected("something that is not a regular file".into()));
+    }
     let max = u64::try_from(MAX_ARGUMENTS).unwrap_or(u64::MAX);
-    let bytes = daemon::durable::read_file(&dir.join(&expected), 0, max)
+    let bytes = daemon::durable::read_file(&path, 0, max)
         .map_err(|e| unexpected(format!("a file brokerd refuses ({e})")))?;
     match String::from_utf8(bytes) {
         Ok(text) if !text.contains('\0') => Ok(text),

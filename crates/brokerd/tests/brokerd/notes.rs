@@ -72,3 +72,28 @@ fn a_written_note_is_labelled_by_its_writer_and_an_unreadable_record_vouches_for
     assert!(!left.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_fifo_where_a_note_or_a_units_text_should_be_is_refused_without_opening_it() {
+    let dir = temp("fifo");
+    let notes = Notes::open(dir.join("notes"), &dir.join("state")).expect("open");
+    let fifo = |path: &std::path::Path| {
+        let made = std::process::Command::new("mkfifo").arg(path).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", path.display());
+    };
+    fifo(&dir.join("notes/planted.md"));
+    let found = notes.find("planted");
+    assert_eq!((found.bytes, found.labels), (None, UNKNOWN));
+    let incoming = notes.incoming("boxmaker-tool-s-1-1").expect("incoming");
+    fifo(&incoming.join("k.md"));
+    let writer = SessionState::new(SessionId::new("s-1").expect("id"));
+    let refused = notes
+        .commit("k", NoteMode::Replace, &incoming, &writer)
+        .expect_err("a FIFO is no text");
+    assert_eq!(
+        refused.to_string(),
+        "the write unit for note \"k\" left something that is not a regular file; nothing \
+         was written"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -33,6 +33,23 @@ fn last_prompt(agent: &stack::Agent) -> String {
     last["prompt"].as_str().unwrap_or_default().to_owned()
 }
 
+/// Chats filler (at most 40 turns) until loopd compacts the session.
+fn chat_until_compacted(agent: &stack::Agent, session: &proto::SessionId) {
+    for i in 0..40 {
+        let t = agent.chat(
+            Some(session),
+            &format!("filler words to fill the context {i}"),
+        );
+        if t.events
+            .iter()
+            .any(|e| matches!(e, ChatEvent::Compacted { .. }))
+        {
+            return;
+        }
+    }
+    panic!("no compaction happened");
+}
+
 fn baseline(records: &[LogRecord]) -> Hash32 {
     match records.first() {
         Some(LogRecord::SessionStart { baseline, .. }) => *baseline,
@@ -75,21 +92,7 @@ fn a_core_memory_edit_reaches_the_next_epoch_only_and_replay_uses_the_pinned_byt
     );
 
     // The next epoch starts from the edited core memory.
-    let mut compacted = false;
-    for i in 0..20 {
-        let t = agent.chat(
-            Some(&session),
-            &format!("filler words to fill the context {i}"),
-        );
-        if t.events
-            .iter()
-            .any(|e| matches!(e, ChatEvent::Compacted { .. }))
-        {
-            compacted = true;
-            break;
-        }
-    }
-    assert!(compacted, "no compaction happened");
+    chat_until_compacted(&agent, &session);
     let prompt = last_prompt(&agent);
     assert!(
         prompt.contains("CORE-TWO") && !prompt.contains("CORE-ONE"),
@@ -174,21 +177,7 @@ text = "{{last_user}} {{last_user}} {{last_user}}"
             ..
         }]
     ));
-    let mut compacted = false;
-    for i in 0..40 {
-        let t = agent.chat(
-            Some(&session),
-            &format!("filler words to fill the context {i}"),
-        );
-        if t.events
-            .iter()
-            .any(|e| matches!(e, ChatEvent::Compacted { .. }))
-        {
-            compacted = true;
-            break;
-        }
-    }
-    assert!(compacted, "no compaction happened");
+    chat_until_compacted(&agent, &session);
     let out = home.bxctl(&["session", session.as_str()]);
     let state = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
