@@ -42,6 +42,14 @@ expect "a chat's note_read answers from the note, in its unit" \
 expect "a chat's note_list names both notes, in its unit" \
     "owner bxctl chat -m 'which notes are there' >/tmp/notes.out && tool_results 'groceries' | head -n 2 | paste -sd ' ' | grep -qxF 'groceries plums'"
 
+echo "two pears, and a fig" >"$notes/groceries.md"
+expect "a note edited on disk reads as secret and untrusted" \
+    "owner bxctl notes list | grep -qF 'groceries.md  secret, untrusted  (NOT as brokerd wrote it'"
+expect "the owner relabels it, audited with the old label, the new one and the hash" \
+    "owner bxctl notes relabel groceries --class private >/tmp/notes.out && bxctl audit show | grep -qE 'note groceries relabelled by .*: secret, untrusted -> private \(bytes [0-9a-f]{64}\)'"
+expect "then it reads as the owner said" \
+    "owner bxctl notes show groceries | grep -qF 'groceries.md  private  relabelled'"
+
 dropin=/run/systemd/system/boxmaker-brokerd.service.d
 mkdir -p "$dropin"
 cat >"$dropin/50-notes-tool.conf" <<'CONF'
@@ -57,12 +65,12 @@ expect "control: the stand-in writes the plums note again" \
 note "the stand-in's write left: $(cat $notes/plums.md)"
 expect "a write unit cannot reach another note: the notes directory is not there (ENOENT)" \
     "grep -qxF 'notes-tool: overwrite groceries.md ENOENT; notes dir ENOENT' $notes/plums.md"
-expect "the other note is untouched" "test \"\$(cat $notes/groceries.md)\" = 'two pears'"
+expect "the other note is untouched" "test \"\$(cat $notes/groceries.md)\" = 'two pears, and a fig'"
 expect "control: the stand-in reads the groceries note" \
     "owner bxctl chat -m 'recall the groceries' >/tmp/notes.out"
 note "the stand-in's read answered: $(tool_results 'notes-tool:')"
 expect "a read unit sees the named note" \
-    "tool_results 'notes-tool:' | grep -qF 'named read (two pears)'"
+    "tool_results 'notes-tool:' | grep -qF 'named read (two pears, and a fig)'"
 expect "a read unit does not see a sibling note (ENOENT), by its path or beside the bound one" \
     "tool_results 'notes-tool:' | grep -qF 'plums.md ENOENT; beside it plums.md ENOENT; notes dir ENOENT'"
 expect "the bound note's directory in the unit holds it alone, under a fixed name" \
