@@ -50,16 +50,7 @@ expect "the owner relabels it, audited with the old label, the new one and the h
 expect "then it reads as the owner said" \
     "owner bxctl notes show groceries | grep -qF 'groceries.md  private  relabelled'"
 
-dropin=/run/systemd/system/boxmaker-brokerd.service.d
-mkdir -p "$dropin"
-cat >"$dropin/50-notes-tool.conf" <<'CONF'
-# tests/container/notes.sh: scenario (j) only; removed when it ends.
-[Service]
-ExecStart=
-ExecStart=/opt/boxmaker/bin/brokerd --config /etc/boxmaker/config-notes-tool.toml
-CONF
-systemctl stop boxmaker-brokerd.service
-systemctl daemon-reload
+brokerd_config /etc/boxmaker/config-notes-tool.toml "tests/container/notes.sh: scenario (j) only"
 expect "control: the stand-in writes the plums note again" \
     "owner bxctl chat -m 'remember the plums' >/tmp/notes.out && journal | grep -E 'Started boxmaker-tool-[a-z0-9-]+\\.service - /opt/boxmaker-test/notes-tool\\.py'"
 note "the stand-in's write left: $(cat $notes/plums.md)"
@@ -75,8 +66,6 @@ expect "a read unit does not see a sibling note (ENOENT), by its path or beside 
     "tool_results 'notes-tool:' | grep -qF 'plums.md ENOENT; beside it plums.md ENOENT; notes dir ENOENT'"
 expect "the bound note's directory in the unit holds it alone, under a fixed name" \
     "tool_results 'notes-tool:' | grep -qF 'its dir lists (note.md)'"
-rm -r "$dropin"
-systemctl stop boxmaker-brokerd.service
-systemctl daemon-reload
+brokerd_rendered
 expect "brokerd's unit is the rendered one again" \
     "! systemctl show -p ExecStart --value boxmaker-brokerd | grep -q config-notes-tool.toml"
