@@ -16,6 +16,11 @@ pub enum NoteError {
     Missing {
         name: String,
     },
+    /// Something is there, but not a note brokerd reads: a link, not a regular file, or
+    /// larger than a note may be.
+    Unreadable {
+        name: String,
+    },
     /// The write unit left something other than the one note its call names.
     Unexpected {
         name: String,
@@ -48,6 +53,12 @@ impl fmt::Display for NoteError {
             Self::Io { source, .. } => write!(f, "the notes could not be written: {source}"),
             Self::Name(e) => e.fmt(f),
             Self::Missing { name } => write!(f, "there is no note {name:?}"),
+            Self::Unreadable { name } => write!(
+                f,
+                "{name}.md is not a note brokerd reads (a link, not a regular file, or over {} \
+                 bytes)",
+                proto::notes::MAX_NOTE
+            ),
             Self::Unexpected { name, what } => write!(
                 f,
                 "the write unit for note {name:?} left {what}; nothing was written"

@@ -186,8 +186,13 @@ impl Notes {
                 .bytes
                 .as_ref()
                 .map(|b| String::from_utf8_lossy(b).into_owned())
-                .ok_or_else(|| NoteError::Missing {
-                    name: name.to_owned(),
+                .ok_or_else(|| match std::fs::symlink_metadata(self.path(name)) {
+                    Ok(_) => NoteError::Unreadable {
+                        name: name.to_owned(),
+                    },
+                    Err(_) => NoteError::Missing {
+                        name: name.to_owned(),
+                    },
                 })?;
             return Ok(NotesListing {
                 notes: vec![info(file_name(name), found)],

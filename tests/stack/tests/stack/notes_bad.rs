@@ -94,6 +94,14 @@ fn a_link_or_a_huge_file_planted_in_the_notes_reads_secret_and_untrusted_and_is_
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(text.contains("huge.md  secret, untrusted"), "{text}");
     assert!(text.contains("evil.md  secret, untrusted"), "{text}");
+    let out = home.bxctl(&["notes", "show", "huge"]);
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        text.contains(
+            "huge.md is not a note brokerd reads (a link, not a regular file, or over 262144 bytes)"
+        ),
+        "{text}"
+    );
     // A note that is not there is brokerd's own answer, and raises nothing.
     let r = call(&home, "s-5", 1, "note_read", r#"{"name":"gone"}"#);
     assert_eq!(failed(&r), "there is no note \"gone\"");
