@@ -183,6 +183,9 @@ pub struct Broker {
     pub sandbox_binds: Vec<String>,
     /// The remote model `consult` talks to.
     pub consult: Option<Consult>,
+    /// The notes directory brokerd owns; `home/memory/notes` when unset (the NixOS module
+    /// sets brokerd's own StateDirectory, docs/memory.md).
+    pub notes: Option<PathBuf>,
 }
 
 /// The agent loop (loopd).
@@ -237,6 +240,7 @@ impl Default for Broker {
             sandbox_root: PathBuf::from("/run/boxmaker/tool-root"),
             sandbox_binds: vec!["/nix/store".into()],
             consult: None,
+            notes: None,
         }
     }
 }
@@ -403,6 +407,20 @@ impl Config {
     /// brokerd's own durable state (session taint and untrusted flags).
     pub fn broker_state_dir(&self) -> PathBuf {
         self.home.join("broker")
+    }
+
+    /// The notes (`memory/notes` unless `broker.notes` says otherwise).
+    pub fn notes_dir(&self) -> PathBuf {
+        self.broker
+            .notes
+            .clone()
+            .unwrap_or_else(|| self.home.join("memory/notes"))
+    }
+
+    /// brokerd's own record of the notes: each note's hash and label, and the per-call
+    /// directories write units write into.
+    pub fn note_state_dir(&self) -> PathBuf {
+        self.home.join("note-state")
     }
 }
 

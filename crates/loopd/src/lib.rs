@@ -6,6 +6,7 @@
 mod answer;
 mod broker;
 mod compact;
+mod core_memory;
 mod error;
 mod listing;
 mod llm;

@@ -19,11 +19,7 @@ use crate::error::TurnError;
 use crate::llm::{self, Delta, LlmError, Props};
 use crate::store::{Session, Store, StoreError};
 use crate::tools::for_model;
-use crate::{answer, broker, compact, prompt, tools};
-
-/// What the model is told when no `memory/core.md` exists.
-const DEFAULT_CORE: &str = "You are boxmaker, the owner's personal assistant. Use the tools \
-when they help; every tool call is checked against the owner's grants and may be refused.";
+use crate::{answer, broker, compact, core_memory, prompt, tools};
 
 #[derive(Debug)]
 pub struct Looper {
@@ -80,17 +76,6 @@ impl Looper {
         Ok(p)
     }
 
-    fn core(&self) -> String {
-        std::fs::read_to_string(self.config.home.join("memory/core.md"))
-            .unwrap_or_else(|_| DEFAULT_CORE.to_owned())
-    }
-
-    /// The system prompt: `memory/core.md`. The previous epoch's summary is not part of
-    /// it but a message of its own after it (`prompt::start`).
-    fn system(&self) -> String {
-        self.core()
-    }
-
     /// Runs one turn, streaming its events to `emit`.
     pub fn turn(
         &self,
@@ -115,7 +100,7 @@ impl Looper {
         // died with an earlier loopd.
         self.store.repair(&id)?;
         let mut session = match self.store.load(&id)? {
-            Some(s) => self.finish_interrupted(s)?,
+            Some(s) => self.finish_interrupted(self.with_core(s)?)?,
             None if send.session.is_some() => {
                 return Err(TurnError::NoSession(id));
             }
@@ -183,6 +168,14 @@ impl Looper {
         Ok(session)
     }
 
+    /// The loaded epoch with the core memory it started from (`Store::core_of_epoch`).
+    fn with_core(&self, mut session: Session) -> Result<Session, TurnError> {
+        if session.core.is_none() {
+            session.core = Some(self.store.core_of_epoch(&self.config.home, &session)?);
+        }
+        Ok(session)
+    }
+
     fn append(&self, session: &mut Session, record: LogRecord) -> Result<(), TurnError> {
         self.store.append(&session.id, session.epoch, &record)?;
         session.records.push(record);
@@ -199,16 +192,17 @@ impl Looper {
     ) -> Result<Session, TurnError> {
         let slots = self.props().map(|p| p.total_slots).unwrap_or(1);
         let slot = slot_of(id, slots);
-        // What the epoch starts from: the system prompt and the summary, as sent.
-        let start = prompt::start(&self.system(), summary.as_deref());
-        let baseline = Hash32::digest(serde_json::Value::Array(start).to_string().as_bytes());
+        // Pinned before the epoch's first record, so replay starts from the same bytes.
+        let core = self.store.pin_current_core(&self.config.home, id, epoch)?;
         let mut session = Session {
             id: id.clone(),
             epoch,
             records: Vec::new(),
             summary,
             last_call,
+            core: Some(core),
         };
+        let baseline = core_memory::baseline(&session.system(), session.summary.as_deref());
         self.append(
             &mut session,
             LogRecord::SessionStart {
@@ -231,7 +225,7 @@ impl Looper {
         emit: &mut dyn FnMut(ChatEvent),
     ) -> Result<Session, TurnError> {
         let max_tokens = self.config.r#loop.max_tokens;
-        let system = self.system();
+        let system = session.system();
         let sock = self.infer_sock();
         let Some(summary) =
             compact::summary(&sock, self.timeout(), &system, &session, n_ctx, max_tokens)
@@ -302,8 +296,11 @@ impl Looper {
         loop {
             // What the previous answer of this session made cacheable (its whole prompt).
             let cacheable = lock(&self.used).get(&session.id).map(|u| u.cacheable);
-            let messages =
-                prompt::messages(&self.system(), session.summary.as_deref(), &session.records);
+            let messages = prompt::messages(
+                &session.system(),
+                session.summary.as_deref(),
+                &session.records,
+            );
             let body = prompt::body(messages, slot, self.config.r#loop.max_tokens);
             let completion =
                 llm::complete(&self.infer_sock(), self.timeout(), &body, |d| match d {

@@ -22,6 +22,7 @@ mod grant;
 mod ids;
 mod log;
 mod message;
+pub mod notes;
 pub mod status;
 mod time;
 mod tool;

@@ -287,7 +287,7 @@ fn compaction_starts_a_new_epoch_from_a_summary_and_the_taint_carries_over() {
     let script = format!(
         r#"
 [server]
-n_ctx = 600
+n_ctx = 1000
 
 [[rule]]
 [rule.match]
