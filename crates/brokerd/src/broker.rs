@@ -23,6 +23,7 @@ use crate::audit::AuditLog;
 use crate::bind;
 use crate::desk::{self, Desk, Heard};
 use crate::grants_in_force::GrantsInForce;
+use crate::jobs::{Runs, Scope};
 use crate::outbox::Outbox;
 use crate::policy::{self, Decision, Labels, Outcome};
 use crate::runner::{RunOutcome, Runner};
@@ -44,6 +45,8 @@ pub struct Broker {
     session_locks: KeyedLocks<SessionId>,
     /// To gatewayd, when `[gateway]` is configured: cards to post, outcomes to show.
     pub(crate) outbox: Outbox,
+    /// The job runs in progress, each with the session brokerd minted for it.
+    pub(crate) runs: Runs,
 }
 
 impl Broker {
@@ -65,7 +68,17 @@ impl Broker {
             runner,
             session_locks: KeyedLocks::default(),
             outbox,
+            runs: Runs::default(),
         }
+    }
+
+    /// Appends one audit line (a job run's start or end, say), fsynced.
+    pub(crate) fn audit_event(
+        &self,
+        build: impl FnOnce(u64, Timestamp, proto::Hash32) -> AuditLine,
+    ) -> Result<(), Fatal> {
+        lock(&self.audit).append(build)?;
+        Ok(())
     }
 
     /// Every approval waiting for the owner.
@@ -131,9 +144,13 @@ impl Broker {
         let taint = state.taint;
         let parsed = ToolArgs::parse(&req.tool, &req.arguments);
         let now = Timestamp::now();
-        let mut decision = match &parsed {
-            Ok(args) => policy::decide(&snapshot, args, state.view(), now),
-            Err(e) => policy::invalid(e),
+        let mut decision = match (&parsed, self.runs.scope(&req.session)) {
+            (_, Scope::NotRunning) => policy::job_not_running(),
+            (Ok(args), Scope::Ordinary) => policy::decide(&snapshot, args, state.view(), now),
+            (Ok(args), Scope::Job(job)) => {
+                policy::decide_in(&snapshot, args, state.view(), Some(&job), now)
+            }
+            (Err(e), _) => policy::invalid(e),
         };
         // The arguments as the grant covered them, which is also what runs.
         let effective = match (&parsed, decision.grant()) {

@@ -14,6 +14,7 @@ mod error;
 mod fatal;
 pub mod gateway;
 mod grants_in_force;
+pub mod jobs;
 mod outbox;
 pub mod policy;
 mod resolve;

@@ -13,6 +13,7 @@ use daemon::{CommonArgs, log, notify};
 use crate::Error;
 use crate::audit::AuditLog;
 use crate::broker::Broker;
+use crate::jobs;
 use crate::runner::{DirectRunner, Runner, SystemdRunner};
 use crate::server::{self, Side};
 use crate::sessions::Sessions;
@@ -38,6 +39,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     let inherited = Inherited::from_env().map_err(Error::Inherit)?;
     let config = Config::load(&args.common.config).map_err(Error::Config)?;
     let snapshot = Snapshot::load(&config.grants).map_err(Error::Grants)?;
+    jobs::check(&config, &snapshot).map_err(Error::JobGrants)?;
     if args.common.check_config {
         let mut out = std::io::stdout().lock();
         let line = format!(
@@ -78,6 +80,13 @@ pub fn run(args: Args) -> Result<(), Error> {
         service
             .framed(&path, &server::policy(&broker, side), handle)
             .map_err(|source| Error::Socket { side, source })?;
+    }
+    if let Some(peer) = broker.config.peers.jobs.clone() {
+        let path = broker.config.sockets.jobs_broker_sock();
+        let handle = jobs::socket::handler(broker.clone(), service.activity(), halt.clone());
+        service
+            .framed(&path, &jobs::socket::policy(&broker, peer), handle)
+            .map_err(Error::JobsSocket)?;
     }
     if let Some(outbox) = broker.outbox.take() {
         let (b, halt) = (broker.clone(), halt.clone());
@@ -127,7 +136,13 @@ fn runner(config: &Config) -> Runner {
 /// SIGHUP: a new snapshot for later calls; a bad one is refused, audited with its reason,
 /// and the old one stays. A reload that cannot be audited stops brokerd (B10).
 fn reload(broker: &Broker, halt: &Halt) {
-    let audited = match Snapshot::load(&broker.config.grants) {
+    let loaded = Snapshot::load(&broker.config.grants)
+        .map_err(|e| e.to_string())
+        .and_then(|s| match jobs::check(&broker.config, &s) {
+            Ok(()) => Ok(s),
+            Err(e) => Err(format!("{}: {e}", broker.config.grants.display())),
+        });
+    let audited = match loaded {
         Ok(snapshot) => {
             let (hash, n, status) = (snapshot.hash(), snapshot.ids().len(), serving(&snapshot));
             broker.install(snapshot).map(|()| {
@@ -141,7 +156,7 @@ fn reload(broker: &Broker, halt: &Halt) {
             log::error(format_args!(
                 "grants not reloaded, keeping the old ones: {e}"
             ));
-            broker.refuse_reload(&e.to_string())
+            broker.refuse_reload(&e)
         }
     };
     if let Err(fatal) = audited {

@@ -279,6 +279,30 @@ fn describe(line: &AuditLine) -> String {
                 refusal,
                 ..
             } => format!("#{seq} {time} answer to {approval} by {by} REFUSED: {refusal:?}"),
+            AuditEvent::JobRunStarted {
+                seq,
+                time,
+                job,
+                session,
+                peer,
+                ..
+            } => format!("#{seq} {time} job {job} run started: session {session}, runner {peer}"),
+            AuditEvent::JobRunEnded {
+                seq,
+                time,
+                job,
+                session,
+                ended,
+                ..
+            } => format!("#{seq} {time} job {job} run ended ({ended:?}): session {session}"),
+            AuditEvent::JobRunRefused {
+                seq,
+                time,
+                peer,
+                claimed,
+                reason,
+                ..
+            } => format!("#{seq} {time} job run REFUSED: {peer} claimed job {claimed}: {reason}"),
         },
     }
 }

@@ -124,6 +124,12 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
                         s.hash()
                     )
                     .map_err(Error::Output)?;
+                    // Which grants belong to a scheduled job (and apply to its runs only).
+                    for (id, grant) in s.iter() {
+                        if let Some(job) = &grant.job {
+                            writeln!(out, "  {id}: job {job}").map_err(Error::Output)?;
+                        }
+                    }
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(e) => {

@@ -20,6 +20,7 @@ pub mod frame;
 pub mod gateway;
 mod grant;
 mod ids;
+pub mod job;
 mod log;
 mod message;
 mod time;
@@ -36,6 +37,7 @@ pub use frame::{
 };
 pub use grant::{Constraints, Grant, IfUntrusted, Mode, TomlError, from_toml};
 pub use ids::{CallId, Epoch, Hash32, SessionId, hex};
+pub use job::JobName;
 pub use log::{LogRecord, ToolCall};
 pub use message::{Envelope, ErrorCode, Message, PROTOCOL_VERSION, WireError};
 pub use time::Timestamp;

@@ -5,6 +5,7 @@ use crate::approval::{
 };
 use crate::chat::{ChatEvent, ChatReply, ChatSend, SessionListing, SessionRecords, SessionShow};
 use crate::gateway::{ApprovalHeard, ApprovalPosted, ApprovalUpdate, ApprovalWait};
+use crate::job::{JobRegister, JobRegistered};
 use crate::{ToolRequest, ToolResponse};
 
 /// The only protocol version this build speaks. A frame with another `v` is answered with
@@ -94,6 +95,13 @@ pub enum Message {
     /// `approval_updated`.
     ApprovalUpdate(ApprovalUpdate),
     ApprovalUpdated(Empty),
+    /// jobs.sock (a job runner to brokerd): start a run. Answered with `job_registered`;
+    /// the run lasts until `job_finish` or the connection closes.
+    JobRegister(JobRegister),
+    JobRegistered(JobRegistered),
+    /// jobs.sock: the run has finished. Answered with `job_finished`.
+    JobFinish(Empty),
+    JobFinished(Empty),
 }
 
 impl Message {
@@ -124,6 +132,10 @@ impl Message {
             Self::ApprovalHeard(_) => "approval_heard",
             Self::ApprovalUpdate(_) => "approval_update",
             Self::ApprovalUpdated(_) => "approval_updated",
+            Self::JobRegister(_) => "job_register",
+            Self::JobRegistered(_) => "job_registered",
+            Self::JobFinish(_) => "job_finish",
+            Self::JobFinished(_) => "job_finished",
         }
     }
 

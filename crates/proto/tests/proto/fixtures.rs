@@ -61,7 +61,11 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::ApprovalWait(_)
             | Message::ApprovalHeard(_)
             | Message::ApprovalUpdate(_)
-            | Message::ApprovalUpdated(_)) => m.kind(),
+            | Message::ApprovalUpdated(_)
+            | Message::JobRegister(_)
+            | Message::JobRegistered(_)
+            | Message::JobFinish(_)
+            | Message::JobFinished(_)) => m.kind(),
         };
         assert!(
             name.starts_with(&format!("message_{}", kind.replace('/', "_"))),
@@ -97,6 +101,10 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "approval_heard",
         "approval_update",
         "approval_updated",
+        "job_register",
+        "job_registered",
+        "job_finish",
+        "job_finished",
     ]
     .into_iter()
     .collect();
@@ -137,10 +145,13 @@ fn every_audit_fixture_round_trips_and_every_line_kind_has_one() {
                 AuditEvent::Recovery { .. } => "recovery",
                 AuditEvent::ApprovalRequested { .. } => "approval_requested",
                 AuditEvent::ApprovalRefused { .. } => "approval_refused",
+                AuditEvent::JobRunStarted { .. } => "job_run_started",
+                AuditEvent::JobRunEnded { .. } => "job_run_ended",
+                AuditEvent::JobRunRefused { .. } => "job_run_refused",
             },
         });
     }
-    assert_eq!(kinds.len(), 8, "{kinds:?}");
+    assert_eq!(kinds.len(), 11, "{kinds:?}");
 }
 
 #[test]
@@ -203,6 +214,7 @@ fn every_deny_reason_has_its_wire_name() {
             "\"too_many_pending_approvals\"",
         ),
         (DenyReason::ShuttingDown, "\"shutting_down\""),
+        (DenyReason::JobNotRunning, "\"job_not_running\""),
     ];
     for (reason, text) in table {
         assert_eq!(serde_json::to_string(&reason).expect("encode"), text);

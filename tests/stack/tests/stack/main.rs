@@ -11,6 +11,7 @@ mod durability;
 mod fatal;
 mod gateway;
 mod gateway_approvals;
+mod jobs;
 mod labels;
 mod policy_history;
 mod recovery;
