@@ -15,6 +15,7 @@ mod fatal;
 pub mod gateway;
 mod grants_in_force;
 pub mod jobs;
+mod jobs_socket;
 mod outbox;
 pub mod policy;
 mod resolve;

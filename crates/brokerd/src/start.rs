@@ -13,10 +13,10 @@ use daemon::{CommonArgs, log, notify};
 use crate::Error;
 use crate::audit::AuditLog;
 use crate::broker::Broker;
-use crate::jobs;
 use crate::runner::{DirectRunner, Runner, SystemdRunner};
 use crate::server::{self, Side};
 use crate::sessions::Sessions;
+use crate::{jobs, jobs_socket};
 use grants::Snapshot;
 
 #[derive(Debug, clap::Parser)]
@@ -81,11 +81,13 @@ pub fn run(args: Args) -> Result<(), Error> {
             .framed(&path, &server::policy(&broker, side), handle)
             .map_err(|source| Error::Socket { side, source })?;
     }
-    if let Some(peer) = broker.config.peers.jobs.clone() {
+    // The job runners' side, when jobs are configured.
+    let runners = broker.config.peers.jobs.clone();
+    if let Some(peer) = runners.filter(|_| !broker.config.jobs.is_empty()) {
         let path = broker.config.sockets.jobs_broker_sock();
-        let handle = jobs::socket::handler(broker.clone(), service.activity(), halt.clone());
+        let handle = jobs_socket::handler(broker.clone(), service.activity(), halt.clone());
         service
-            .framed(&path, &jobs::socket::policy(&broker, peer), handle)
+            .framed(&path, &jobs_socket::policy(&broker, peer), handle)
             .map_err(Error::JobsSocket)?;
     }
     if let Some(outbox) = broker.outbox.take() {

@@ -67,6 +67,12 @@ pub struct Sockets {
     /// Shared by the job runners and brokerd: `jobs.sock`, job registrations only.
     #[serde(default = "default_jobs_broker")]
     pub jobs_broker: PathBuf,
+    /// Shared by the job runners and loopd: `loop.sock`, a job run's one turn only.
+    #[serde(default = "default_jobs_loop")]
+    pub jobs_loop: PathBuf,
+    /// Shared by the job runners and gatewayd: `gateway.sock`, a run's result only.
+    #[serde(default = "default_jobs_gateway")]
+    pub jobs_gateway: PathBuf,
 }
 
 /// inferproxy's socket file in `sockets.loop_infer`.
@@ -100,6 +106,16 @@ impl Sockets {
         self.jobs_broker.join("jobs.sock")
     }
 
+    /// loopd's jobs side, for the job runners.
+    pub fn jobs_loop_sock(&self) -> PathBuf {
+        self.jobs_loop.join("loop.sock")
+    }
+
+    /// gatewayd's jobs side, for the job runners.
+    pub fn jobs_gateway_sock(&self) -> PathBuf {
+        self.jobs_gateway.join("gateway.sock")
+    }
+
     /// gatewayd's socket, for brokerd.
     pub fn broker_gateway_sock(&self) -> PathBuf {
         self.broker_gateway.join("gateway.sock")
@@ -116,6 +132,14 @@ fn default_chat_loop() -> PathBuf {
 
 fn default_jobs_broker() -> PathBuf {
     PathBuf::from("/run/boxmaker/jobs-broker")
+}
+
+fn default_jobs_loop() -> PathBuf {
+    PathBuf::from("/run/boxmaker/jobs-loop")
+}
+
+fn default_jobs_gateway() -> PathBuf {
+    PathBuf::from("/run/boxmaker/jobs-gateway")
 }
 
 fn default_broker_gateway() -> PathBuf {
@@ -347,6 +371,8 @@ impl Config {
             ("sockets.chat_loop", &self.sockets.chat_loop),
             ("sockets.broker_gateway", &self.sockets.broker_gateway),
             ("sockets.jobs_broker", &self.sockets.jobs_broker),
+            ("sockets.jobs_loop", &self.sockets.jobs_loop),
+            ("sockets.jobs_gateway", &self.sockets.jobs_gateway),
             ("broker.tool", &self.broker.tool),
             ("broker.sandbox_root", &self.broker.sandbox_root),
         ] {
@@ -369,6 +395,8 @@ impl Config {
             &self.sockets.chat_loop,
             &self.sockets.broker_gateway,
             &self.sockets.jobs_broker,
+            &self.sockets.jobs_loop,
+            &self.sockets.jobs_gateway,
         ];
         if let Some(i) = (1..dirs.len()).find(|&i| dirs[..i].contains(&dirs[i])) {
             return Err(Invalid::SharedSocketDirectory {

@@ -13,6 +13,7 @@ mod desk;
 mod dispatch;
 mod error;
 mod follow;
+pub mod jobs;
 mod mm;
 pub mod render;
 mod reply;
@@ -109,6 +110,27 @@ pub fn run(args: Args) -> Result<(), Error> {
             server::serve(&d, conn, who, &a);
         },
     )?;
+    // The job runners' side, when jobs are configured: each run's result for the owner.
+    if let Some(runners) = config
+        .peers
+        .jobs
+        .clone()
+        .filter(|_| !config.jobs.is_empty())
+    {
+        let policy = Policy {
+            name: jobs::NAME,
+            peers: vec![runners.clone()],
+            max_connections: 4,
+            idle: Duration::from_secs(60),
+            frame: config.broker.frame_deadline,
+        };
+        let (c, a) = (ctx.clone(), service.activity());
+        service.framed(
+            &config.sockets.jobs_gateway_sock(),
+            &policy,
+            move |conn, who: &str| jobs::serve(&c, Some(&runners), conn, who, &a),
+        )?;
+    }
     // Alive while the state can be reached: every post, reaction and card goes through it,
     // and a thread stuck saving it holds it.
     let c = ctx.clone();

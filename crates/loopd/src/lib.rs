@@ -6,6 +6,7 @@
 mod broker;
 mod compact;
 mod error;
+mod jobs;
 mod llm;
 mod server;
 mod start;

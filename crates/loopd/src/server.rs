@@ -8,11 +8,13 @@ use daemon::accept::Activity;
 use daemon::conn::Conn;
 use daemon::log;
 use daemon::serve;
-use proto::chat::{SessionListing, SessionRecords, SessionShow, SessionSummary};
+use proto::chat::{
+    ChatEvent, ChatReply, SessionListing, SessionRecords, SessionShow, SessionSummary,
+};
 use proto::{Envelope, ErrorCode, LogRecord, Message};
 
 use crate::store::StoreError;
-use crate::turn::Looper;
+use crate::turn::{Looper, TurnError};
 
 /// Records sent for `session_show` at most; the newest are kept.
 const MAX_SHOWN: usize = 500;
@@ -27,29 +29,7 @@ pub fn serve(looper: &Looper, mut conn: Conn, who: &str, activity: &Arc<Activity
 fn request(looper: &Looper, conn: &mut Conn, env: Envelope, who: &str) -> bool {
     let id = env.id;
     let reply = match env.msg {
-        Message::ChatSend(send) => {
-            let mut alive = true;
-            let result = looper.turn(&send, &mut |event| {
-                if alive
-                    && conn
-                        .write(&Envelope::partial(id, Message::ChatEvent(event)))
-                        .is_err()
-                {
-                    // The owner's client went away; the turn goes on and is logged.
-                    alive = false;
-                }
-            });
-            match result {
-                Ok(reply) => Message::ChatReply(reply),
-                Err(e) => {
-                    log::error(format_args!("chat: {e}"));
-                    Message::error(
-                        ErrorCode::Internal,
-                        "the turn could not run; see loopd's log",
-                    )
-                }
-            }
-        }
+        Message::ChatSend(send) => streamed(conn, id, |emit| looper.turn(&send, emit)),
         Message::SessionList(_) => match list(looper) {
             Ok(l) => Message::SessionListing(l),
             Err(e) => {
@@ -71,6 +51,36 @@ fn request(looper: &Looper, conn: &mut Conn, env: Envelope, who: &str) -> bool {
         }
     };
     conn.write(&Envelope::last(id, reply)).is_ok()
+}
+
+/// Runs a turn, streaming its events to the peer as partial frames, and returns the final
+/// message: the reply, or an internal error (its detail only in loopd's log).
+pub(crate) fn streamed(
+    conn: &mut Conn,
+    id: u64,
+    turn: impl FnOnce(&mut dyn FnMut(ChatEvent)) -> Result<ChatReply, TurnError>,
+) -> Message {
+    let mut alive = true;
+    let result = turn(&mut |event| {
+        if alive
+            && conn
+                .write(&Envelope::partial(id, Message::ChatEvent(event)))
+                .is_err()
+        {
+            // The client went away; the turn goes on and is logged.
+            alive = false;
+        }
+    });
+    match result {
+        Ok(reply) => Message::ChatReply(reply),
+        Err(e) => {
+            log::error(format_args!("chat: {e}"));
+            Message::error(
+                ErrorCode::Internal,
+                "the turn could not run; see loopd's log",
+            )
+        }
+    }
 }
 
 fn list(looper: &Looper) -> Result<SessionListing, StoreError> {

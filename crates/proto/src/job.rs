@@ -6,7 +6,11 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::{InvalidValue, SessionId};
+use crate::{InvalidValue, SessionId, Timestamp};
+
+/// The prefix of every job session id brokerd mints (`job-<name>-<128 random bits>`);
+/// loopd's own ids are `s-…`.
+pub const SESSION_PREFIX: &str = "job-";
 
 /// What a job's unit and user are named after: `boxmaker-job-<name>`.
 pub const UNIT_PREFIX: &str = "boxmaker-job-";
@@ -108,4 +112,34 @@ pub enum RunEnd {
     Finished,
     /// The runner's connection closed or idled out first (its unit stopped, say).
     Disconnected,
+}
+
+/// A run's result for the owner, from its runner to gatewayd (`jobs-gateway`), which posts
+/// it inert in the job's own thread. Under systemd gatewayd takes the job from the
+/// runner's user, as brokerd does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobResult {
+    pub job: JobName,
+    /// When the run began.
+    pub started: Timestamp,
+    pub outcome: JobOutcome,
+    /// The agent's answer; for a failure, what failed (the model unreachable, a call denied
+    /// or not approved, the time limit) and whatever the agent had answered.
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobOutcome {
+    Done,
+    Failed,
+}
+
+/// The result is posted: `post` is its Mattermost post id, `root` the job's thread.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobDelivered {
+    pub root: String,
+    pub post: String,
 }

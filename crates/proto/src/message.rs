@@ -5,7 +5,7 @@ use crate::approval::{
 };
 use crate::chat::{ChatEvent, ChatReply, ChatSend, SessionListing, SessionRecords, SessionShow};
 use crate::gateway::{ApprovalHeard, ApprovalPosted, ApprovalUpdate, ApprovalWait};
-use crate::job::{JobRegister, JobRegistered};
+use crate::job::{JobDelivered, JobRegister, JobRegistered, JobResult};
 use crate::{ToolRequest, ToolResponse};
 
 /// The only protocol version this build speaks. A frame with another `v` is answered with
@@ -102,6 +102,10 @@ pub enum Message {
     /// jobs.sock: the run has finished. Answered with `job_finished`.
     JobFinish(Empty),
     JobFinished(Empty),
+    /// The jobs side of gateway.sock (a runner to gatewayd): post a run's result in the
+    /// job's thread. Answered with `job_delivered`.
+    JobResult(JobResult),
+    JobDelivered(JobDelivered),
 }
 
 impl Message {
@@ -136,6 +140,8 @@ impl Message {
             Self::JobRegistered(_) => "job_registered",
             Self::JobFinish(_) => "job_finish",
             Self::JobFinished(_) => "job_finished",
+            Self::JobResult(_) => "job_result",
+            Self::JobDelivered(_) => "job_delivered",
         }
     }
 

@@ -1,6 +1,6 @@
-//! Job sessions: a scheduled job's runner registers its run on `jobs.sock` (`socket`), and
-//! brokerd mints the run's session, bound to the job it took from the runner's user
-//! (SO_PEERCRED), never from what the runner or loopd says. A job session gets only its
+//! Job sessions: a scheduled job's runner registers its run on `jobs.sock`
+//! (`crate::jobs_socket`) and brokerd mints the run's session, bound to the job it took
+//! from the runner's user (SO_PEERCRED), never from what the runner or loopd says. A job session gets only its
 //! job's grants, and only while its run lasts; `check` refuses a configuration whose job
 //! grants could not work.
 //!
@@ -10,7 +10,6 @@
 //! session can never fall back to the ordinary grants.
 
 mod check;
-pub(crate) mod socket;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -20,8 +19,7 @@ use proto::{JobName, SessionId};
 
 pub use check::{JobGrantError, check};
 
-/// The prefix of every job session id.
-pub const SESSION_PREFIX: &str = "job-";
+use proto::job::SESSION_PREFIX;
 
 /// Whose grants a session's calls are decided by.
 #[derive(Debug, Clone, PartialEq, Eq)]

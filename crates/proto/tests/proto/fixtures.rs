@@ -65,7 +65,9 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::JobRegister(_)
             | Message::JobRegistered(_)
             | Message::JobFinish(_)
-            | Message::JobFinished(_)) => m.kind(),
+            | Message::JobFinished(_)
+            | Message::JobResult(_)
+            | Message::JobDelivered(_)) => m.kind(),
         };
         assert!(
             name.starts_with(&format!("message_{}", kind.replace('/', "_"))),
@@ -105,6 +107,8 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "job_registered",
         "job_finish",
         "job_finished",
+        "job_result",
+        "job_delivered",
     ]
     .into_iter()
     .collect();

@@ -15,25 +15,40 @@ use proto::{
 };
 use stack::{Home, poll_until, read_grant, response, tool};
 
-/// A home with the jobs socket, one job (`morning-brief`) and a gateway for its delivery.
-fn jobs_home(name: &str) -> Home {
-    let home = Home::new(name, "");
+/// The jobs sockets and `peers.jobs` (this uid) in `home`'s config.
+pub fn add_jobs_peer(home: &Home) {
     let config = std::fs::read_to_string(home.config()).expect("config");
     let r = home.root.display();
     let uid = nix::unistd::getuid().as_raw();
-    std::fs::create_dir_all(home.root.join("run/jobs-broker")).expect("mkdir");
+    let mut sockets = String::from("[sockets]\n");
+    for side in ["jobs-broker", "jobs-loop", "jobs-gateway"] {
+        std::fs::create_dir_all(home.root.join("run").join(side)).expect("mkdir");
+        let key = side.replace('-', "_");
+        sockets.push_str(&format!("{key} = \"{r}/run/{side}\"\n"));
+    }
     let config = config
-        .replace(
-            "[sockets]\n",
-            &format!("[sockets]\njobs_broker = \"{r}/run/jobs-broker\"\n"),
-        )
+        .replace("[sockets]\n", &sockets)
         .replace("[peers]\n", &format!("[peers]\njobs = {{ uid = {uid} }}\n"));
     std::fs::write(home.config(), config).expect("config");
-    home.append_config(
-        "[gateway]\nserver = \"http://127.0.0.1:9\"\nowners = [\"owner\"]\nchannel = \"c\"\n\
-         [[jobs]]\nname = \"morning-brief\"\nschedule = \"*-*-* 07:00:00\"\n\
-         prompt = \"Summarise today's notes.\"\ndeliver = \"mattermost\"\n",
-    );
+}
+
+/// A `[[jobs]]` entry delivering to Mattermost.
+pub fn job_entry(name: &str, prompt: &str) -> String {
+    format!(
+        "[[jobs]]\nname = \"{name}\"\nschedule = \"*-*-* 07:00:00\"\nprompt = \"{prompt}\"\n\
+         deliver = \"mattermost\"\n"
+    )
+}
+
+/// A home with the jobs sockets, one job (`morning-brief`) and a gateway for its delivery
+/// (nothing listens there: these tests deliver nothing).
+fn jobs_home(name: &str) -> Home {
+    let home = Home::new(name, "");
+    add_jobs_peer(&home);
+    home.append_config(&format!(
+        "{}[gateway]\nserver = \"http://127.0.0.1:9\"\nowners = [\"owner\"]\nchannel = \"c\"\n",
+        job_entry("morning-brief", "Summarise today's notes.")
+    ));
     home
 }
 

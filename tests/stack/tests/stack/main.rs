@@ -11,6 +11,7 @@ mod durability;
 mod fatal;
 mod gateway;
 mod gateway_approvals;
+mod job_runs;
 mod jobs;
 mod labels;
 mod policy_history;

@@ -16,15 +16,15 @@ use daemon::accept::Activity;
 use daemon::config::Peer;
 use daemon::conn::Conn;
 use daemon::log;
-use daemon::peer::PeerIdentity;
+use daemon::peer;
 use daemon::serve::{self, Policy};
 use daemon::service::Halt;
 use proto::job::{JobRegister, JobRegistered, RunEnd};
 use proto::{AuditEvent, AuditLine, Envelope, ErrorCode, JobName, Message, SessionId};
 
-use super::NotStarted;
 use crate::Fatal;
 use crate::broker::Broker;
+use crate::jobs::NotStarted;
 
 /// The socket's name in logs and refusals.
 pub const NAME: &str = "jobs";
@@ -99,29 +99,6 @@ fn serve(broker: &Broker, mut conn: Conn, who: &str, activity: &Activity, halt: 
     }
 }
 
-/// Which job this runner may run, or why not.
-fn job_of(
-    peer: &PeerIdentity,
-    admitted: Option<&Peer>,
-    claimed: &JobName,
-) -> Result<JobName, String> {
-    if let Some(job) = peer.user.as_deref().and_then(JobName::of_user) {
-        return if &job == claimed {
-            Ok(job)
-        } else {
-            Err(format!("the runner of job {job} may not run job {claimed}"))
-        };
-    }
-    match admitted {
-        // Development: every process is the developer's; the runner bxctl dev started says.
-        Some(Peer::Uid(uid)) if *uid == peer.uid => Ok(claimed.clone()),
-        _ => Err(format!(
-            "{peer} is not a job's user ({}<name>)",
-            proto::job::UNIT_PREFIX
-        )),
-    }
-}
-
 /// Registers a run, or refuses (audited, answered) and returns `None`.
 fn register(
     broker: &Broker,
@@ -133,7 +110,7 @@ fn register(
     let decided = conn
         .peer()
         .map_err(|e| format!("SO_PEERCRED: {e}"))
-        .and_then(|peer| job_of(&peer, broker.config.peers.jobs.as_ref(), &req.job))
+        .and_then(|peer| peer::job_of(&peer, broker.config.peers.jobs.as_ref(), &req.job))
         .and_then(|job| {
             if broker.config.jobs.iter().any(|j| j.name == job) {
                 Ok(job)

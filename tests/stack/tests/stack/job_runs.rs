@@ -1,0 +1,154 @@
+//! Whole job runs: `boxmaker-job` registers with brokerd, asks loopd for the turn (the
+//! fake llama-server answering), and delivers the result through gatewayd to the fake
+//! Mattermost, inert, in the job's own thread; an `ask` in a job is posted to Mattermost,
+//! expires unanswered, and the failed run says which call was not approved.
+
+use std::process::{Command, Output};
+
+use proto::job::RunEnd;
+use proto::{AuditEvent, AuditLine, DecisionRecord, DenyReason};
+use stack::{BOT, Gateway, Home, bin, posts, read_grant, replies};
+
+use crate::jobs::{add_jobs_peer, job_entry};
+
+const SCRIPT: &str = r#"
+[server]
+n_ctx = 16384
+
+[[rule]]
+[rule.match]
+tool_result_contains = "standup"
+[rule.answer]
+text = "Today: standup at 9. Agenda at https://evil.example/x"
+
+[[rule]]
+[rule.match]
+tool_result_contains = "approval"
+[rule.answer]
+text = "I could not read the page."
+
+[[rule]]
+[rule.match]
+user_contains = "brief"
+[[rule.answer.tool_calls]]
+name = "read_file"
+arguments = '{"path":"NOTES/today.md"}'
+
+[[rule]]
+[rule.match]
+user_contains = "watch"
+[[rule.answer.tool_calls]]
+name = "read_file"
+arguments = '{"path":"PAGES/page.md"}'
+
+[default]
+text = "Nothing to do."
+"#;
+
+fn run_job(home: &Home, job: &str) -> Output {
+    Command::new(bin("boxmaker-job"))
+        .arg("--config")
+        .arg(home.config())
+        .args(["--job", job])
+        .output()
+        .expect("boxmaker-job")
+}
+
+/// The bot's root posts whose message contains `text`.
+fn roots_with(gw: &Gateway, text: &str) -> Vec<serde_json::Value> {
+    posts(&gw.state())
+        .into_iter()
+        .filter(|p| p["user_id"] == BOT && p["root_id"] == "")
+        .filter(|p| p["message"].as_str().is_some_and(|m| m.contains(text)))
+        .collect()
+}
+
+#[test]
+fn a_job_run_is_delivered_inert_in_its_thread_and_an_unanswered_ask_fails_it() {
+    let home = Home::new("job-runs", "approval_ttl = \"2s\"");
+    let notes = home.files("notes", &[("today.md", "- standup at 9\n")]);
+    let pages = home.files("pages", &[("page.md", "the page\n")]);
+    home.write_grant(
+        "brief-notes",
+        &read_grant("auto", &notes, "job = \"morning-brief\""),
+    );
+    home.write_grant(
+        "watch-pages",
+        &read_grant("ask", &pages, "job = \"watch-page\""),
+    );
+    add_jobs_peer(&home);
+    home.append_config(&job_entry("morning-brief", "Write my morning brief."));
+    home.append_config(&job_entry("watch-page", "watch the page"));
+    let gw = home.start_gateway(&["owner"], "");
+    let script = SCRIPT
+        .replace("NOTES", &notes.display().to_string())
+        .replace("PAGES", &pages.display().to_string());
+    let _agent = home.start_agent(&script, "");
+
+    let out = run_job(&home, "morning-brief");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    let root = roots_with(&gw, "**Job morning-brief**");
+    assert_eq!(root.len(), 1, "{:#}", gw.state());
+    let root = root[0]["id"].as_str().expect("id").to_owned();
+    let result = replies(&gw.state(), &root);
+    assert_eq!(result.len(), 1);
+    let text = result[0]["message"].as_str().expect("message");
+    assert!(text.starts_with("**Job morning-brief**, run of "), "{text}");
+    assert!(text.contains(": done\n\n"), "{text}");
+    // Model text reaches Mattermost inert: the link is code, never previewed.
+    assert!(
+        text.ends_with("Today: standup at 9. Agenda at `https://evil.example/x`"),
+        "{text}"
+    );
+
+    // The next run is independent, and its result goes to the same thread.
+    assert!(run_job(&home, "morning-brief").status.success());
+    assert_eq!(replies(&gw.state(), &root).len(), 2);
+    assert_eq!(roots_with(&gw, "**Job morning-brief**").len(), 1);
+
+    // An ask in a job: its approval is posted to Mattermost, nobody answers, it expires.
+    let out = run_job(&home, "watch-page");
+    assert_eq!(out.status.code(), Some(1), "a failed run fails its unit");
+    assert!(
+        !roots_with(&gw, "read_file").is_empty(),
+        "the approval card was posted: {:#}",
+        gw.state()
+    );
+    let root = roots_with(&gw, "**Job watch-page**");
+    let root = root[0]["id"].as_str().expect("id").to_owned();
+    let failed = replies(&gw.state(), &root);
+    let text = failed[0]["message"].as_str().expect("message");
+    assert!(text.contains(": FAILED\n\n"), "{text}");
+    assert!(
+        text.contains(
+            "Call 1 (read_file) not approved: nobody answered before the approval expired \
+             (approval_expired"
+        ),
+        "{text}"
+    );
+
+    let lines = home.audit_lines();
+    let count = |f: &dyn Fn(&AuditLine) -> bool| lines.iter().filter(|l| f(l)).count();
+    assert_eq!(
+        count(&|l| matches!(l, AuditLine::Event(AuditEvent::JobRunStarted { .. }))),
+        3
+    );
+    assert_eq!(
+        count(&|l| matches!(
+            l,
+            AuditLine::Event(AuditEvent::JobRunEnded {
+                ended: RunEnd::Finished,
+                ..
+            })
+        )),
+        3
+    );
+    assert_eq!(
+        count(&|l| matches!(l, AuditLine::Decision(r)
+            if r.session.as_str().starts_with("job-watch-page-")
+                && matches!(r.decision, DecisionRecord::Denied { reason: DenyReason::ApprovalExpired, .. }))),
+        1
+    );
+    home.assert_audit_good();
+}
