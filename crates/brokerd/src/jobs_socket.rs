@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use daemon::accept::Activity;
-use daemon::config::Peer;
 use daemon::conn::Conn;
 use daemon::log;
 use daemon::peer;
@@ -30,12 +29,12 @@ use crate::jobs::NotStarted;
 pub const NAME: &str = "jobs";
 
 /// Who may connect, and how long a run may sit silent: the longest job's time limit.
-pub fn policy(broker: &Broker, peer: Peer) -> Policy {
+pub fn policy(broker: &Broker) -> Policy {
     let c = &broker.config;
     let longest = c.jobs.iter().map(|j| j.time_limit).max();
     Policy {
         name: NAME,
-        peers: vec![peer],
+        peers: c.job_runners(),
         max_connections: c.broker.max_connections,
         idle: longest.unwrap_or(Duration::from_secs(60)) + Duration::from_secs(60),
         frame: c.broker.frame_deadline,

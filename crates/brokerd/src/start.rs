@@ -82,12 +82,11 @@ pub fn run(args: Args) -> Result<(), Error> {
             .map_err(|source| Error::Socket { side, source })?;
     }
     // The job runners' side, when jobs are configured.
-    let runners = broker.config.peers.jobs.clone();
-    if let Some(peer) = runners.filter(|_| !broker.config.jobs.is_empty()) {
+    if !broker.config.jobs.is_empty() {
         let path = broker.config.sockets.jobs_broker_sock();
         let handle = jobs_socket::handler(broker.clone(), service.activity(), halt.clone());
         service
-            .framed(&path, &jobs_socket::policy(&broker, peer), handle)
+            .framed(&path, &jobs_socket::policy(&broker), handle)
             .map_err(Error::JobsSocket)?;
     }
     if let Some(outbox) = broker.outbox.take() {

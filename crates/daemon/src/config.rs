@@ -164,9 +164,9 @@ pub struct Peers {
     /// brokerd: gatewayd admits it on gateway.sock. gatewayd refuses to start without it.
     #[serde(default)]
     pub broker: Option<Peer>,
-    /// The job runners: brokerd admits them on jobs.sock. Under systemd a group every job
-    /// unit is in (each job's own user names its job); under `bxctl dev` the developer's
-    /// uid, where the runner's claim names the job. No jobs socket without it.
+    /// Who else may run jobs, besides each job's own user `boxmaker-job-<name>` (always
+    /// admitted on the jobs sockets): under `bxctl dev` the developer's uid, where the
+    /// runner's claim names the job (SO_PEERCRED cannot tell jobs apart there).
     #[serde(default)]
     pub jobs: Option<Peer>,
 }
@@ -444,14 +444,17 @@ impl Config {
                 percent: l.compact_percent,
             });
         }
-        jobs::validate(
-            &self.jobs,
-            self.gateway.is_some(),
-            self.peers.jobs.is_some(),
-            b.approval_ttl,
-        )
-        .map_err(Invalid::Job)?;
+        jobs::validate(&self.jobs, self.gateway.is_some(), b.approval_ttl).map_err(Invalid::Job)?;
         Ok(())
+    }
+
+    /// Who the jobs sockets admit: each job's own user, and `peers.jobs` when set.
+    pub fn job_runners(&self) -> Vec<Peer> {
+        self.jobs
+            .iter()
+            .map(|j| Peer::User(j.name.unit_user()))
+            .chain(self.peers.jobs.clone())
+            .collect()
     }
 
     pub fn audit_dir(&self) -> PathBuf {

@@ -111,15 +111,11 @@ pub fn run(args: Args) -> Result<(), Error> {
         },
     )?;
     // The job runners' side, when jobs are configured: each run's result for the owner.
-    if let Some(runners) = config
-        .peers
-        .jobs
-        .clone()
-        .filter(|_| !config.jobs.is_empty())
-    {
+    if !config.jobs.is_empty() {
+        let dev = config.peers.jobs.clone();
         let policy = Policy {
             name: jobs::NAME,
-            peers: vec![runners.clone()],
+            peers: config.job_runners(),
             max_connections: 4,
             idle: Duration::from_secs(60),
             frame: config.broker.frame_deadline,
@@ -128,7 +124,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         service.framed(
             &config.sockets.jobs_gateway_sock(),
             &policy,
-            move |conn, who: &str| jobs::serve(&c, Some(&runners), conn, who, &a),
+            move |conn, who: &str| jobs::serve(&c, dev.as_ref(), conn, who, &a),
         )?;
     }
     // Alive while the state can be reached: every post, reaction and card goes through it,

@@ -49,11 +49,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     };
     let path = config.sockets.chat_loop_sock();
     // The job runners' side, when jobs are configured.
-    let config_jobs = config
-        .peers
-        .jobs
-        .clone()
-        .filter(|_| !config.jobs.is_empty());
+    let config_jobs = (!config.jobs.is_empty()).then(|| config.job_runners());
     let (jobs_path, frame_deadline) = (
         config.sockets.jobs_loop_sock(),
         config.broker.frame_deadline,
@@ -69,7 +65,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     if let Some(runners) = config_jobs {
         let policy = Policy {
             name: crate::jobs::NAME,
-            peers: vec![runners],
+            peers: runners,
             max_connections: 16,
             idle: Duration::from_secs(3600),
             frame: frame_deadline,

@@ -72,8 +72,6 @@ pub enum JobInvalid {
         time_limit: Duration,
         approval_ttl: Duration,
     },
-    /// Jobs are configured but `peers.jobs` is not: brokerd would have no jobs socket.
-    NoRunnerPeer,
 }
 
 impl fmt::Display for JobInvalid {
@@ -113,11 +111,6 @@ impl fmt::Display for JobInvalid {
                 humantime::format_duration(*time_limit),
                 humantime::format_duration(*approval_ttl)
             ),
-            Self::NoRunnerPeer => f.write_str(
-                "[[jobs]] are configured but peers.jobs is not: name the group of the job \
-                 units (under systemd) or your uid (under bxctl dev), so that brokerd serves \
-                 their runners",
-            ),
         }
     }
 }
@@ -133,12 +126,8 @@ pub const MAX_PROMPT: usize = (proto::MAX_FRAME - 4096) / 6;
 pub(super) fn validate(
     jobs: &[Job],
     gateway: bool,
-    runner_peer: bool,
     approval_ttl: Duration,
 ) -> Result<(), JobInvalid> {
-    if !jobs.is_empty() && !runner_peer {
-        return Err(JobInvalid::NoRunnerPeer);
-    }
     let mut names = BTreeSet::new();
     for job in jobs {
         let name = job.name.clone();

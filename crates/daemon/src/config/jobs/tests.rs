@@ -1,6 +1,6 @@
 use std::path::Path;
 
-use super::super::{Config, ConfigError, Invalid};
+use super::super::{Config, ConfigError, Invalid, Peer};
 use super::*;
 
 const BASE: &str = r#"
@@ -10,7 +10,6 @@ admin_broker = "/run/boxmaker/admin-broker"
 [peers]
 loopd = { user = "boxmaker-loopd" }
 admin = { group = "boxmaker-admin" }
-jobs = { group = "boxmaker-jobs" }
 [gateway]
 server = "https://chat.example.com"
 owners = ["owner-id"]
@@ -48,6 +47,14 @@ fn a_job_takes_its_defaults() {
     assert_eq!(job.randomized_delay, Duration::ZERO);
     assert_eq!(job.time_limit, Duration::from_secs(1800));
     assert!(parse(BASE).expect("no jobs").jobs.is_empty());
+    // Each job's runner is admitted by its own user; `peers.jobs` adds a uid (bxctl dev).
+    assert_eq!(
+        c.job_runners(),
+        [Peer::User("boxmaker-job-morning-brief".into())]
+    );
+    let dev = format!("{BASE}{BRIEF}").replace("[peers]\n", "[peers]\njobs = { uid = 1000 }\n");
+    let c = parse(&dev).expect("dev");
+    assert_eq!(c.job_runners().last(), Some(&Peer::Uid(1000)));
 }
 
 #[test]
@@ -97,13 +104,6 @@ fn each_bad_job_is_refused_with_how_to_fix_it() {
     assert!(matches!(e, JobInvalid::TimeLimit { .. }), "{e}");
     assert!(e.to_string().contains("raise time_limit"), "{e}");
     assert!(parse(&format!("{BASE}{BRIEF}time_limit = \"11m\"\n")).is_ok());
-
-    let no_peer = BASE.replace("jobs = { group = \"boxmaker-jobs\" }\n", "");
-    assert_eq!(
-        job_refusal(&format!("{no_peer}{BRIEF}")),
-        JobInvalid::NoRunnerPeer
-    );
-    assert!(parse(&no_peer).is_ok(), "no jobs need no runner peer");
 }
 
 #[test]
