@@ -34,6 +34,8 @@
   # brokerd sees them read-only: it resolves a call's path there (metadata only: no link
   # below the granted directory) before binding that one path into the tool's unit.
   grantPaths ? [ ],
+  # Scheduled jobs, name -> { schedule; prompt; … } (nix/jobs.nix says which keys).
+  jobs ? { },
 }:
 let
   inherit (builtins)
@@ -107,7 +109,9 @@ let
     };
   };
 
-  config = merge (if gateway == null then defaults else merge defaults gatewayDefaults) settings;
+  jobUnits = import ./jobs.nix { inherit jobs package configFile runDir hardening gateway; };
+
+  config = merge (merge (if gateway == null then defaults else merge defaults gatewayDefaults) jobUnits.config) settings;
   s = config.sockets;
 
   # One group per pair directory that two boxmaker roles share; the owner's sides use the
@@ -121,7 +125,7 @@ let
     { path = s.admin_broker; group = adminGroup; }
     { path = s.loop_infer; group = loopInferGroup; }
     { path = s.chat_loop; group = chatGroup; }
-  ] ++ (if gateway == null then [ ] else [ { path = s.broker_gateway; group = brokerGatewayGroup; } ]);
+  ] ++ (if gateway == null then [ ] else [ { path = s.broker_gateway; group = brokerGatewayGroup; } ]) ++ jobUnits.socketDirs;
 
   # Programs may run only from the package and the system's binaries: a role that is made
   # to write a file into its state directory cannot execute it.
@@ -285,16 +289,18 @@ let
 in
 {
   inherit config hardening socketDirs;
+  jobProblems = jobUnits.problems;
+  inherit (jobUnits) timers;
 
   # Every static group the units name (DynamicUser makes the roles' own groups).
   groups = [ loopBrokerGroup loopInferGroup adminGroup chatGroup ]
-    ++ (if gateway == null then [ ] else [ brokerGatewayGroup ]);
+    ++ (if gateway == null then [ ] else [ brokerGatewayGroup ]) ++ jobUnits.groups;
 
   services = {
     boxmaker-brokerd = role {
       name = "brokerd";
       description = "boxmaker policy point (brokerd)";
-      sockets = [ "boxmaker-brokerd-loop" "boxmaker-brokerd-admin" ];
+      sockets = [ "boxmaker-brokerd-loop" "boxmaker-brokerd-admin" ] ++ jobUnits.roleSockets "brokerd";
       extra = {
         # Loosening: brokerd starts each tool run as a transient unit over the system bus
         # (BRIEF decision 1), so it alone sees /run/dbus. Host names resolve through
@@ -326,7 +332,7 @@ in
     boxmaker-loopd = role {
       name = "loopd";
       description = "boxmaker agent loop (loopd)";
-      sockets = [ "boxmaker-loopd" ];
+      sockets = [ "boxmaker-loopd" ] ++ jobUnits.roleSockets "loopd";
       unit = {
         # It talks to both on first use; both are socket-activated.
         Wants = [ "boxmaker-brokerd-loop.socket" "boxmaker-inferproxy.socket" ];
@@ -360,7 +366,7 @@ in
     boxmaker-gatewayd = role {
       name = "gatewayd";
       description = "boxmaker Mattermost gateway (gatewayd)";
-      sockets = [ "boxmaker-gatewayd" ];
+      sockets = [ "boxmaker-gatewayd" ] ++ jobUnits.roleSockets "gatewayd";
       unit = {
         # It follows Mattermost from boot (no connection starts it) and chats through
         # loopd's socket-activated loop.sock.
@@ -419,7 +425,7 @@ in
           exec = "fake-llama-server --listen ${fakeLlama.listen or "127.0.0.1:8080"} --script ${fakeLlama.script}";
         };
       }
-  );
+  ) // jobUnits.services;
 
   sockets = {
     boxmaker-brokerd-loop = socket {
@@ -454,7 +460,7 @@ in
       dir = dirOf s.broker_gateway;
       file = "gateway.sock";
     };
-  };
+  } // jobUnits.sockets socket;
 
   # tmpfiles.d lines: the socket directories (root-owned, entered by the pair's group only)
   # and the tool units' empty root, which PID 1 fills with mount points (so not /var/empty).
