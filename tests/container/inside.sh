@@ -26,6 +26,7 @@ finish() {
         journal -u boxmaker-brokerd.service -u boxmaker-loopd.service \
             -u boxmaker-inferproxy.service -u boxmaker-fake-llama-server.service \
             -u boxmaker-gatewayd.service -u boxmaker-fake-mattermost.service \
+            -u 'boxmaker-job-*' \
             -u 'boxmaker-tool-*' -u polkit.service -u dbus.service | tail -n 80
     fi
     # The test unit's ExecStopPost= ends the container with a failure unless this file exists.
@@ -178,3 +179,7 @@ source /opt/boxmaker-test/binds.sh
 # ---- (i) granted paths under /home, and through a linked prefix ---------------------------------
 # shellcheck source=tests/container/grant-paths.sh
 source /opt/boxmaker-test/grant-paths.sh
+
+# ---- (j) scheduled jobs: a timer fires; job identity from the job's DynamicUser -----------------
+# shellcheck source=tests/container/jobs.sh
+source /opt/boxmaker-test/jobs.sh
