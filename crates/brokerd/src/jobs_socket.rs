@@ -18,7 +18,7 @@ use daemon::log;
 use daemon::peer;
 use daemon::serve::{self, Policy};
 use daemon::service::Halt;
-use proto::job::{JobRegister, JobRegistered, RunEnd};
+use proto::job::{JobOutcome, JobRegister, JobRegistered, RunEnd};
 use proto::{AuditEvent, AuditLine, Envelope, ErrorCode, JobName, Message, SessionId};
 
 use crate::Fatal;
@@ -73,9 +73,9 @@ fn serve(broker: &Broker, mut conn: Conn, who: &str, activity: &Activity, halt: 
                         false
                     }
                 },
-                (Message::JobFinish(_), Some(_)) => {
+                (Message::JobFinish(finish), Some(_)) => {
                     if let Some((job, session)) = run.take()
-                        && let Err(fatal) = end(broker, job, &session, RunEnd::Finished)
+                        && let Err(fatal) = end(broker, job, &session, Some(finish.outcome))
                     {
                         stop(fatal);
                         return Ok(false);
@@ -92,7 +92,7 @@ fn serve(broker: &Broker, mut conn: Conn, who: &str, activity: &Activity, halt: 
         });
     let Ok(()) = served;
     if let Some((job, session)) = run.take()
-        && let Err(fatal) = end(broker, job, &session, RunEnd::Disconnected)
+        && let Err(fatal) = end(broker, job, &session, None)
     {
         stop(fatal);
     }
@@ -164,8 +164,18 @@ fn register(
     }
 }
 
-/// Ends a run: its session's calls are denied from now on, then the end is audited.
-fn end(broker: &Broker, job: JobName, session: &SessionId, ended: RunEnd) -> Result<(), Fatal> {
+/// Ends a run (`outcome`: as its runner reported it, `None` when it went away): its
+/// session's calls are denied from now on, then the end is audited.
+fn end(
+    broker: &Broker,
+    job: JobName,
+    session: &SessionId,
+    outcome: Option<JobOutcome>,
+) -> Result<(), Fatal> {
+    let ended = match outcome {
+        Some(_) => RunEnd::Finished,
+        None => RunEnd::Disconnected,
+    };
     broker.runs.end(session);
     log::info(format_args!(
         "job {job}: run ended ({ended:?}), session {session}"
@@ -179,6 +189,7 @@ fn end(broker: &Broker, job: JobName, session: &SessionId, ended: RunEnd) -> Res
             job,
             session,
             ended,
+            outcome,
         })
     })
 }

@@ -14,6 +14,7 @@ mod audit;
 mod chat;
 mod dev;
 mod error;
+mod jobs;
 mod policy;
 
 use std::io::Write;
@@ -60,6 +61,15 @@ pub enum Command {
     },
     /// List the sessions, or show one.
     Sessions { session: Option<String> },
+    /// The scheduled jobs: schedule, last run and outcome, next run (exit 1 if a last run failed).
+    Jobs {
+        /// Print JSON instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One scheduled job.
+    #[command(subcommand)]
+    Job(JobCmd),
     /// Start the whole stack under .state/ (no root, no systemd) and chat with it.
     Dev(dev::DevArgs),
 }
@@ -73,6 +83,12 @@ pub enum GrantsCmd {
     },
     /// Show the grant snapshot brokerd is using.
     Show,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum JobCmd {
+    /// Run the job now and wait for it: starts its unit (under `bxctl dev`, its runner).
+    Run { name: String },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -161,6 +177,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             }
         }
         Command::Dev(args) => dev::run(&args, out),
+        Command::Jobs { json } => jobs::list(&config()?, json, out),
+        Command::Job(JobCmd::Run { name }) => jobs::run(&config()?, &cli.config, &name, out),
         Command::Sessions { session } => {
             let session = session
                 .map(SessionId::new)

@@ -9,9 +9,8 @@ use std::time::Duration;
 use daemon::config::{Config, Job};
 use daemon::conn::Conn;
 use daemon::log;
-use proto::approval::Empty;
 use proto::chat::{ChatEvent, ChatSend, TurnEnd};
-use proto::job::{JobOutcome, JobRegister, JobResult};
+use proto::job::{JobFinish, JobOutcome, JobRegister, JobResult};
 use proto::{DenyReason, Envelope, Message, SessionId, Timestamp, ToolResponse};
 
 /// How the run ended, for the unit's status.
@@ -67,7 +66,10 @@ pub fn run(config: &Config, job: &Job) -> Result<Finished, crate::Error> {
         Ok((mut run, session)) => {
             let report = turn(config, job, &session);
             // The run's calls are over: its session is closed before anything else.
-            if let Err(e) = run.call(2, Message::JobFinish(Empty {}), |_| {}) {
+            let finish = Message::JobFinish(JobFinish {
+                outcome: report.outcome(),
+            });
+            if let Err(e) = run.call(2, finish, |_| {}) {
                 log::warn(format_args!("job {}: ending the run: {e}", job.name));
             }
             report

@@ -3,7 +3,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::approval::Refusal;
-use crate::job::RunEnd;
+use crate::job::{JobOutcome, RunEnd};
 use crate::{CallId, DataClass, DenyReason, Hash32, JobName, SessionId, Timestamp};
 
 /// What brokerd decided, internally tagged: `{"outcome":"allowed",…}`.
@@ -137,6 +137,9 @@ pub enum AuditEvent {
         job: JobName,
         session: SessionId,
         ended: RunEnd,
+        /// The run's outcome as its runner reported it (absent when it went away first).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<JobOutcome>,
     },
     /// A runner's registration was refused: `peer` claimed `claimed`, and `reason` says
     /// why it may not run it (another job's user, not a job's user, an unknown job).

@@ -104,6 +104,14 @@ pub struct JobRegistered {
     pub session: SessionId,
 }
 
+/// The runner's word that its run is over, and how the run came out (`bxctl jobs` shows
+/// it; delivery comes after, and its failure is in the unit's journal).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobFinish {
+    pub outcome: JobOutcome,
+}
+
 /// How a job run ended, as the audit records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

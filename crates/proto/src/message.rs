@@ -5,7 +5,7 @@ use crate::approval::{
 };
 use crate::chat::{ChatEvent, ChatReply, ChatSend, SessionListing, SessionRecords, SessionShow};
 use crate::gateway::{ApprovalHeard, ApprovalPosted, ApprovalUpdate, ApprovalWait};
-use crate::job::{JobDelivered, JobRegister, JobRegistered, JobResult};
+use crate::job::{JobDelivered, JobFinish, JobRegister, JobRegistered, JobResult};
 use crate::{ToolRequest, ToolResponse};
 
 /// The only protocol version this build speaks. A frame with another `v` is answered with
@@ -100,7 +100,7 @@ pub enum Message {
     JobRegister(JobRegister),
     JobRegistered(JobRegistered),
     /// jobs.sock: the run has finished. Answered with `job_finished`.
-    JobFinish(Empty),
+    JobFinish(JobFinish),
     JobFinished(Empty),
     /// The jobs side of gateway.sock (a runner to gatewayd): post a run's result in the
     /// job's thread. Answered with `job_delivered`.

@@ -102,8 +102,15 @@ fn a_job_run_is_delivered_inert_in_its_thread_and_an_unanswered_ask_fails_it() {
         "{text}"
     );
 
-    // The next run is independent, and its result goes to the same thread.
-    assert!(run_job(&home, "morning-brief").status.success());
+    // The next run is independent, and its result goes to the same thread; `bxctl job run`
+    // starts it (here the runner, as under bxctl dev: peers.jobs is this uid).
+    let out = home.bxctl(&["job", "run", "morning-brief"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("job morning-brief: done"));
     assert_eq!(replies(&gw.state(), &root).len(), 2);
     assert_eq!(roots_with(&gw, "**Job morning-brief**").len(), 1);
 
@@ -150,5 +157,28 @@ fn a_job_run_is_delivered_inert_in_its_thread_and_an_unanswered_ask_fails_it() {
                 && matches!(r.decision, DecisionRecord::Denied { reason: DenyReason::ApprovalExpired, .. }))),
         1
     );
+    // bxctl jobs: each job's schedule, last run and outcome; 1 since a last run failed.
+    let out = home.bxctl(&["jobs", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let jobs = listed["jobs"].as_array().expect("jobs");
+    assert_eq!(jobs.len(), 2, "{listed:#}");
+    assert_eq!(jobs[0]["name"], "morning-brief");
+    assert_eq!(jobs[0]["schedule"], "*-*-* 07:00:00");
+    assert_eq!(jobs[0]["last_outcome"], "done");
+    assert!(
+        jobs[0]["last_run"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z'))
+    );
+    assert_eq!(jobs[1]["last_outcome"], "failed");
+    let text = String::from_utf8_lossy(&home.bxctl(&["jobs"]).stdout).into_owned();
+    assert!(
+        text.contains("morning-brief  schedule *-*-* 07:00:00  last run 20")
+            && text.contains("  done  next run "),
+        "{text}"
+    );
+    let out = home.bxctl(&["job", "run", "no-such-job"]);
+    assert_eq!(out.status.code(), Some(2));
     home.assert_audit_good();
 }

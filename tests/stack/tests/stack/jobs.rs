@@ -7,8 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use daemon::conn::Conn;
-use proto::approval::{Empty, SessionQuery};
-use proto::job::{JobRegister, RunEnd};
+use proto::approval::SessionQuery;
+use proto::job::{JobFinish, JobOutcome, JobRegister, RunEnd};
 use proto::{
     AuditEvent, AuditLine, DataClass, DecisionRecord, DenyReason, ErrorCode, JobName, Message,
     SessionId, ToolResponse,
@@ -139,9 +139,10 @@ fn a_job_session_gets_its_jobs_grants_only_and_only_while_its_run_lasts() {
     let info = session_info(&home, &session);
     assert_eq!((info.0, info.1), (DataClass::Private, true));
 
-    let done = run
-        .call(2, Message::JobFinish(Empty {}), |_| {})
-        .expect("finish");
+    let finish = Message::JobFinish(JobFinish {
+        outcome: JobOutcome::Done,
+    });
+    let done = run.call(2, finish, |_| {}).expect("finish");
     assert!(matches!(done.msg, Message::JobFinished(_)), "{done:?}");
     // The finished run's id gets nothing, not even what the job's grant allowed.
     assert_eq!(
