@@ -5,7 +5,7 @@
 # rendered schedule is in 2099), so the timer fires under real systemd; the run goes
 # through brokerd, loopd and gatewayd on their jobs sockets, as the job's own DynamicUser,
 # and its result lands in the job's thread in fake-mattermost. Then watch-inbox's user
-# claims morning-brief and is refused.
+# claims morning-brief, to brokerd and to gatewayd, and is refused by both.
 
 scenario "(j) scheduled jobs: a timer fires, the run has the job's grant only, its post lands"
 for s in boxmaker-brokerd-jobs boxmaker-loopd-jobs boxmaker-gatewayd-jobs; do
@@ -33,4 +33,8 @@ refuse "one job's user (watch-inbox) cannot register as another job (morning-bri
     "systemd-run --wait --pipe --quiet -p DynamicUser=yes -p User=boxmaker-job-watch-inbox -p SupplementaryGroups=boxmaker-jobs-broker python3 /opt/boxmaker-test/register.py morning-brief"
 expect "the refusal was audited with the runner's user" \
     "grep -h job_run_refused /var/lib/private/boxmaker/audit/*.jsonl | grep -q 'the runner of job watch-inbox may not speak for job morning-brief'"
+refuse "nor post in another job's thread through gatewayd" \
+    "systemd-run --wait --pipe --quiet -p DynamicUser=yes -p User=boxmaker-job-watch-inbox -p SupplementaryGroups=boxmaker-jobs-gateway python3 /opt/boxmaker-test/register.py morning-brief result"
+expect "gatewayd logged the refusal, and nothing forged reached the thread" \
+    "journal -u boxmaker-gatewayd.service | grep -q 'result refused: the runner of job watch-inbox may not speak for job morning-brief' && ! mm reply \$(mm root-post '**Job morning-brief**') forged"
 expect "the chain still verifies" "bxctl audit verify | grep -q 'audit chain good'"

@@ -182,3 +182,61 @@ fn a_job_run_is_delivered_inert_in_its_thread_and_an_unanswered_ask_fails_it() {
     assert_eq!(out.status.code(), Some(2));
     home.assert_audit_good();
 }
+
+#[test]
+fn loopds_jobs_side_takes_one_turn_in_a_new_job_session_only() {
+    let home = Home::new("job-loop-side", "");
+    add_jobs_peer(&home);
+    home.append_config(&job_entry("morning-brief", "brief"));
+    let _gw = home.start_gateway(&["owner"], "");
+    let agent = home.start_agent(SCRIPT, "");
+    let sock = home.root.join("run/jobs-loop/loop.sock");
+    let send = |session: Option<&str>| {
+        let mut conn = daemon::conn::Conn::connect(&sock).expect("jobs side");
+        let msg = proto::Message::ChatSend(proto::chat::ChatSend {
+            session: session.map(|s| proto::SessionId::new(s).expect("id")),
+            text: "hello".into(),
+        });
+        conn.call(1, msg, |_| {}).expect("answer").msg
+    };
+    let refused = |m: &proto::Message| {
+        matches!(m, proto::Message::Error(e) if e.code == proto::ErrorCode::BadMessage
+            && e.detail.contains("one turn in a new job session"))
+    };
+    // An owner's session (one loopd holds) and no session at all are refused.
+    let owner = agent.chat(None, "hello").reply.session;
+    assert!(refused(&send(Some(owner.as_str()))));
+    assert!(refused(&send(None)));
+    assert!(refused(&send(Some("s-made-up"))));
+    // A new job-shaped session gets its turn (brokerd denies its calls: no run holds it),
+    // and only one.
+    let job = "job-morning-brief-0123456789abcdef0123456789abcdef";
+    assert!(matches!(send(Some(job)), proto::Message::ChatReply(_)));
+    assert!(refused(&send(Some(job))));
+}
+
+#[test]
+fn the_job_in_docs_jobs_md_is_a_job_this_build_takes() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/jobs.md");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        assert!(std::env::var_os("BOXMAKER_GATE").is_none(), "docs/ is missing in the gate");
+        return;
+    };
+    let blocks: Vec<&str> = text
+        .split("```toml\n")
+        .skip(1)
+        .filter_map(|b| b.split_once("```").map(|(b, _)| b))
+        .collect();
+    assert_eq!(blocks.len(), 2, "a [[jobs]] entry and its grant");
+    let home = Home::new("job-docs", "");
+    add_jobs_peer(&home);
+    home.append_config(&format!(
+        "{}[gateway]\nserver = \"https://chat.example.com\"\nowners = [\"o\"]\nchannel = \"c\"\n",
+        blocks[0]
+    ));
+    let config = daemon::config::Config::load(&home.config()).expect("the docs' job loads");
+    assert_eq!(config.jobs[0].name.as_str(), "morning-brief");
+    assert_eq!(config.jobs[0].randomized_delay.as_secs(), 300);
+    let grant = proto::Grant::from_toml(blocks[1]).expect("the docs' grant loads");
+    assert_eq!(grant.job, Some(config.jobs[0].name.clone()));
+}
