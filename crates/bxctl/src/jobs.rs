@@ -143,11 +143,16 @@ pub fn run(
     config: &Config,
     config_path: &std::path::Path,
     name: &str,
+    json_out: bool,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
     let Some(job) = config.jobs.iter().find(|j| j.name.as_str() == name) else {
-        writeln!(out, "no job {} in the configuration", inert::line(name))
-            .map_err(Error::Output)?;
+        if json_out {
+            writeln!(out, "{}", json!({ "job": name, "outcome": "no_such_job" }))
+        } else {
+            writeln!(out, "no job {} in the configuration", inert::line(name))
+        }
+        .map_err(Error::Output)?;
         return Ok(ExitCode::from(2));
     };
     let me = nix::unistd::getuid().as_raw();
@@ -164,30 +169,29 @@ pub fn run(
         path: cmd.get_program().into(),
         source,
     })?;
-    let code = match status.code() {
-        Some(0) => {
-            writeln!(out, "job {}: done, result delivered", job.name).map_err(Error::Output)?;
-            0
-        }
-        Some(1) => {
-            writeln!(
-                out,
-                "job {}: the run failed; its result says why (and the journal)",
-                job.name
-            )
-            .map_err(Error::Output)?;
-            1
-        }
-        _ => {
-            writeln!(
-                out,
-                "job {}: the run could not be started ({status})",
-                job.name
-            )
-            .map_err(Error::Output)?;
-            2
-        }
+    let (code, outcome, text) = match status.code() {
+        Some(0) => (0, "done", "done, result delivered".to_owned()),
+        Some(1) => (
+            1,
+            "failed",
+            "the run failed; its result says why (and the journal)".to_owned(),
+        ),
+        _ => (
+            2,
+            "not_started",
+            format!("the run could not be started ({status})"),
+        ),
     };
+    if json_out {
+        writeln!(
+            out,
+            "{}",
+            json!({ "job": job.name.as_str(), "outcome": outcome })
+        )
+    } else {
+        writeln!(out, "job {}: {text}", job.name)
+    }
+    .map_err(Error::Output)?;
     Ok(ExitCode::from(code))
 }
 

@@ -88,7 +88,12 @@ pub enum GrantsCmd {
 #[derive(Debug, clap::Subcommand)]
 pub enum JobCmd {
     /// Run the job now and wait for it: starts its unit (under `bxctl dev`, its runner).
-    Run { name: String },
+    Run {
+        name: String,
+        /// Print JSON instead: `{"job", "outcome"}` (`done`, `failed`, `not_started`).
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -178,7 +183,9 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
         }
         Command::Dev(args) => dev::run(&args, out),
         Command::Jobs { json } => jobs::list(&config()?, json, out),
-        Command::Job(JobCmd::Run { name }) => jobs::run(&config()?, &cli.config, &name, out),
+        Command::Job(JobCmd::Run { name, json }) => {
+            jobs::run(&config()?, &cli.config, &name, json, out)
+        }
         Command::Sessions { session } => {
             let session = session
                 .map(SessionId::new)

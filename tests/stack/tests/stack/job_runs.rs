@@ -180,6 +180,13 @@ fn a_job_run_is_delivered_inert_in_its_thread_and_an_unanswered_ask_fails_it() {
     );
     let out = home.bxctl(&["job", "run", "no-such-job"]);
     assert_eq!(out.status.code(), Some(2));
+    let out = home.bxctl(&["job", "run", "watch-page", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "a failed run is 1");
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        answer,
+        serde_json::json!({"job": "watch-page", "outcome": "failed"})
+    );
     home.assert_audit_good();
 }
 
@@ -219,7 +226,10 @@ fn loopds_jobs_side_takes_one_turn_in_a_new_job_session_only() {
 fn the_job_in_docs_jobs_md_is_a_job_this_build_takes() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/jobs.md");
     let Ok(text) = std::fs::read_to_string(&path) else {
-        assert!(std::env::var_os("BOXMAKER_GATE").is_none(), "docs/ is missing in the gate");
+        assert!(
+            std::env::var_os("BOXMAKER_GATE").is_none(),
+            "docs/ is missing in the gate"
+        );
         return;
     };
     let blocks: Vec<&str> = text
