@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/container/inside.sh: the container tier's scenarios, run by
 # boxmaker-container-test.service inside the booted container (systemd 252 as PID 1,
-# dbus-broker, polkit). They mirror nix/tests/*.nix (a) to (e), and (g); scenario (h), a
+# dbus-broker, polkit). They mirror nix/tests/*.nix (a) to (e), (g) and (j); scenario (h), a
 # test-only tool that reads a sibling of the file its call covers and finds it unbound, is
 # the container tier's own (tests/container/binds.sh), and so is scenario (i), granted
 # paths under a 0700 home and through a linked prefix (tests/container/grant-paths.sh). The
