@@ -85,6 +85,17 @@ fn a_job_run_is_delivered_inert_in_its_thread_and_an_unanswered_ask_fails_it() {
         .replace("PAGES", &pages.display().to_string());
     let _agent = home.start_agent(&script, "");
 
+    // bxctl grants check names each grant's job.
+    let checked = String::from_utf8_lossy(&home.bxctl(&["grants", "check"]).stdout).into_owned();
+    assert!(
+        checked.contains("\n  brief-notes: job morning-brief\n"),
+        "{checked}"
+    );
+    assert!(
+        checked.contains("\n  watch-pages: job watch-page\n"),
+        "{checked}"
+    );
+
     let out = run_job(&home, "morning-brief");
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{log}");
