@@ -5,7 +5,8 @@
 # rendered schedule is in 2099), so the timer fires under real systemd; the run goes
 # through brokerd, loopd and gatewayd on their jobs sockets, as the job's own DynamicUser,
 # and its result lands in the job's thread in fake-mattermost. Then watch-inbox's user
-# claims morning-brief, to brokerd and to gatewayd, and is refused by both.
+# claims morning-brief, to brokerd and to gatewayd, and is refused by both; and watch-inbox's
+# own run, with no grant of its own, fails its unit.
 
 scenario "(j) scheduled jobs: a timer fires, the run has the job's grant only, its post lands"
 for s in boxmaker-brokerd-jobs boxmaker-loopd-jobs boxmaker-gatewayd-jobs; do
@@ -37,4 +38,11 @@ refuse "nor post in another job's thread through gatewayd" \
     "systemd-run --wait --pipe --quiet -p DynamicUser=yes -p User=boxmaker-job-watch-inbox -p SupplementaryGroups=boxmaker-jobs-gateway python3 /opt/boxmaker-test/register.py morning-brief result"
 expect "gatewayd logged the refusal, and nothing forged reached the thread" \
     "journal -u boxmaker-gatewayd.service | grep -q 'result refused: the runner of job watch-inbox may not speak for job morning-brief' && ! mm reply \$(mm root-post '**Job morning-brief**') forged"
+# watch-inbox has no grant of its own: the ordinary inbox-read does not apply to its run, so
+# its read is denied and the run fails, and so does its unit.
+refuse "a run whose call is denied fails its unit" "systemctl start boxmaker-job-watch-inbox.service"
+expect "systemctl --failed shows it, and its journal says why" \
+    "systemctl --failed --no-legend | grep -q boxmaker-job-watch-inbox.service && journal -u boxmaker-job-watch-inbox.service | grep -q 'failed (delivered)'"
+expect "its post says the run failed and names the denied call" \
+    "mm reply \$(mm root-post '**Job watch-inbox**') 'FAILED' && mm reply \$(mm root-post '**Job watch-inbox**') 'denied (no_grant'"
 expect "the chain still verifies" "bxctl audit verify | grep -q 'audit chain good'"
