@@ -1,5 +1,5 @@
 //! brokerd's jobs side, `jobs.sock` in a pair directory of its own (shared with the job
-//! runners only; docs/decisions.md B-J1). A runner registers a run and keeps its
+//! runners only; docs/decisions.md J1). A runner registers a run and keeps its
 //! connection open while the run lasts; the run ends when it sends `job_finish` or the
 //! connection closes (its unit stopped) or idles out.
 //!

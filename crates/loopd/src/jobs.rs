@@ -44,7 +44,7 @@ fn request(looper: &Looper, conn: &mut Conn, env: Envelope, who: &str) -> bool {
         conn.refuse(
             id,
             ErrorCode::BadMessage,
-            "the jobs socket takes one turn in a new job session (the one brokerd registered)",
+            "the jobs socket takes one turn in a new job session (job-…), the one its run registered",
         );
         return false;
     };
