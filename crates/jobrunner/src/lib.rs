@@ -8,8 +8,6 @@
 mod error;
 mod run;
 
-use std::path::PathBuf;
-
 use daemon::config::Config;
 
 pub use error::Error;
@@ -22,16 +20,16 @@ pub use run::{Finished, Report};
     about = "one run of a boxmaker scheduled job"
 )]
 pub struct Args {
-    /// The configuration file.
-    #[arg(long, value_name = "PATH", default_value = daemon::config::DEFAULT_PATH)]
-    pub config: PathBuf,
+    #[command(flatten)]
+    pub common: daemon::CommonArgs,
     /// The job to run (a `[[jobs]]` name).
     #[arg(long, value_name = "NAME")]
     pub job: String,
 }
 
 pub fn run(args: &Args) -> Result<Finished, Error> {
-    let config = Config::load(&args.config).map_err(Error::Config)?;
+    let path = &args.common.config;
+    let config = Config::load(path).map_err(Error::Config)?;
     let job = config
         .jobs
         .iter()
@@ -39,7 +37,11 @@ pub fn run(args: &Args) -> Result<Finished, Error> {
         .cloned()
         .ok_or_else(|| Error::NoJob {
             job: args.job.clone(),
-            config: args.config.clone(),
+            config: path.clone(),
         })?;
+    if args.common.check_config {
+        daemon::log::info(format_args!("{}: good; job {}", path.display(), job.name));
+        return Ok(Finished::Done);
+    }
     run::run(&config, &job)
 }

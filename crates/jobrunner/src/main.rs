@@ -3,7 +3,7 @@
 //!
 //! | status | when |
 //! |---|---|
-//! | 0 | the run answered, and its result was delivered |
+//! | 0 | the run answered, and its result was delivered; or `--check-config` found the job |
 //! | 1 | the run failed (brokerd refused it, the model was unreachable, a call was denied or not approved, the time limit was reached) or its result could not be delivered |
 //! | 2 | nothing ran: the command line, the configuration, or no such job |
 
