@@ -5,7 +5,7 @@
 # was not approved.
 {
   nodes.machine =
-    { ... }:
+    { pkgs, ... }:
     {
       imports = [ ./lib/node.nix ];
 
@@ -49,6 +49,9 @@
         "d /var/lib/boxmaker-secrets 0700 root root -"
         "f /var/lib/boxmaker-secrets/mattermost-token 0400 root root - bot-token"
       ];
+
+      # The test script reads the fake Mattermost's state with curl.
+      environment.systemPackages = [ pkgs.curl ];
     };
 
   testScript = ''
