@@ -2,8 +2,11 @@
 //! failure is part of what is delivered; the run never stops silently.
 
 use std::collections::BTreeMap;
+use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
 use daemon::config::{Config, Job};
@@ -137,33 +140,62 @@ fn register(config: &Config, job: &Job) -> Result<(Conn, SessionId), String> {
 fn turn(config: &Config, job: &Job, session: &SessionId) -> Report {
     let mut report = Report::default();
     let sock = config.sockets.jobs_loop_sock();
-    let mut conn = match connect(&sock, job.time_limit) {
-        Ok(c) => c,
+    let stream = match UnixStream::connect(&sock).and_then(|s| Ok((s.try_clone()?, s))) {
+        Ok(s) => s,
         Err(e) => {
-            report.failure = Some(format!("loopd could not be reached: {e}"));
+            report.failure = Some(format!(
+                "loopd could not be reached: {}: {e}",
+                sock.display()
+            ));
             return report;
         }
     };
+    let (stopper, stream) = stream;
+    // Reads may wait past the limit: the limit is the timer's below, for the whole turn.
+    let idle = job.time_limit + Duration::from_secs(30);
+    let mut conn = Conn::new(stream, idle, Duration::from_secs(60));
     let send = Message::ChatSend(ChatSend {
         session: Some(session.clone()),
         text: job.prompt.clone(),
     });
     let mut tools: BTreeMap<u64, String> = BTreeMap::new();
     let mut denied = Vec::new();
-    let reply = conn.call(1, send, |env: &Envelope| match &env.msg {
-        Message::ChatEvent(ChatEvent::ToolCall { call, tool, .. }) => {
-            tools.insert(call.0, tool.clone());
-        }
-        Message::ChatEvent(ChatEvent::ToolResponse {
-            call,
-            response: ToolResponse::Denied { reason, detail },
-        }) => {
-            let tool = tools.get(&call.0).map_or("?", String::as_str);
-            denied.push(denial(call.0, tool, *reason, detail.as_deref()));
-        }
-        _ => {}
+    // The whole turn within the time limit, however steadily it streams: past it the
+    // connection is shut, which ends the read below.
+    let timed_out = AtomicBool::new(false);
+    let (done, finished) = mpsc::channel::<()>();
+    let reply = std::thread::scope(|s| {
+        let timed_out = &timed_out;
+        s.spawn(move || {
+            if finished.recv_timeout(job.time_limit) == Err(RecvTimeoutError::Timeout) {
+                timed_out.store(true, Ordering::SeqCst);
+                let _ = stopper.shutdown(Shutdown::Both);
+            }
+        });
+        let reply = conn.call(1, send, |env: &Envelope| match &env.msg {
+            Message::ChatEvent(ChatEvent::ToolCall { call, tool, .. }) => {
+                tools.insert(call.0, tool.clone());
+            }
+            Message::ChatEvent(ChatEvent::ToolResponse {
+                call,
+                response: ToolResponse::Denied { reason, detail },
+            }) => {
+                let tool = tools.get(&call.0).map_or("?", String::as_str);
+                denied.push(denial(call.0, tool, *reason, detail.as_deref()));
+            }
+            _ => {}
+        });
+        drop(done);
+        reply
     });
     report.denied = denied;
+    if timed_out.load(Ordering::SeqCst) {
+        report.failure = Some(format!(
+            "The time limit of {}s was reached.",
+            job.time_limit.as_secs()
+        ));
+        return report;
+    }
     match reply.map(|e| e.msg) {
         Ok(Message::ChatReply(r)) => {
             report.answer = r.text;
@@ -179,13 +211,6 @@ fn turn(config: &Config, job: &Job, session: &SessionId) -> Report {
         }
         Ok(Message::Error(e)) => report.failure = Some(format!("loopd: {}", e.detail)),
         Ok(other) => report.failure = Some(format!("loopd answered {}", other.kind())),
-        Err(e) if matches!(&e, daemon::conn::CallError::Receive(r) if daemon::conn::is_timeout(r)) =>
-        {
-            report.failure = Some(format!(
-                "The time limit of {}s was reached.",
-                job.time_limit.as_secs()
-            ));
-        }
         Err(e) => report.failure = Some(format!("loopd: {e}")),
     }
     report

@@ -261,3 +261,37 @@ fn the_job_in_docs_jobs_md_is_a_job_this_build_takes() {
     let grant = proto::Grant::from_toml(blocks[1]).expect("the docs' grant loads");
     assert_eq!(grant.job, Some(config.jobs[0].name.clone()));
 }
+
+#[test]
+fn a_run_past_its_time_limit_fails_and_says_so_however_steadily_the_model_streams() {
+    let home = Home::new("job-time", "approval_ttl = \"1s\"");
+    add_jobs_peer(&home);
+    home.append_config(&(job_entry("slow-job", "be slow") + "time_limit = \"3s\"\n"));
+    let gw = home.start_gateway(&["owner"], "");
+    let slow = format!(
+        "[server]\nn_ctx = 16384\nchunk_chars = 2\n[[rule]]\n[rule.match]\nuser_contains = \
+         \"slow\"\n[rule.answer]\ntext = \"{}\"\nchunk_delay_ms = 200\n",
+        "ab".repeat(40)
+    );
+    let _agent = home.start_agent(&slow, "");
+    let started = std::time::Instant::now();
+    let out = run_job(&home, "slow-job");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // 40 chunks 200 ms apart would take 8 s; the run stops at its 3 s.
+    assert!(started.elapsed() < std::time::Duration::from_secs(7));
+    let root = roots_with(&gw, "**Job slow-job**");
+    let root = root[0]["id"].as_str().expect("id").to_owned();
+    let text = replies(&gw.state(), &root)[0]["message"]
+        .as_str()
+        .expect("message")
+        .to_owned();
+    assert!(
+        text.contains(": FAILED\n\nThe time limit of 3s was reached."),
+        "{text}"
+    );
+}
