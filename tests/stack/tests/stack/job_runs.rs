@@ -295,3 +295,30 @@ fn a_run_past_its_time_limit_fails_and_says_so_however_steadily_the_model_stream
         "{text}"
     );
 }
+
+#[test]
+fn a_run_whose_model_cannot_be_reached_fails_and_says_so() {
+    let home = Home::new("job-model", "");
+    add_jobs_peer(&home);
+    home.append_config(&job_entry("morning-brief", "brief me"));
+    let gw = home.start_gateway(&["owner"], "");
+    let down = "[default]\nerror = { status = 500, message = \"boom\" }\n";
+    let _agent = home.start_agent(down, "");
+    let out = run_job(&home, "morning-brief");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let root = roots_with(&gw, "**Job morning-brief**");
+    let root = root[0]["id"].as_str().expect("id").to_owned();
+    let text = replies(&gw.state(), &root)[0]["message"]
+        .as_str()
+        .expect("message")
+        .to_owned();
+    assert!(
+        text.contains(": FAILED\n\nThe model could not be reached: "),
+        "{text}"
+    );
+}
