@@ -63,6 +63,18 @@ fn roots_with(gw: &Gateway, text: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The text of the first result posted in `job`'s thread.
+fn first_result(gw: &Gateway, job: &str) -> String {
+    let root = roots_with(gw, &format!("**Job {job}**"));
+    let root = root
+        .first()
+        .and_then(|r| r["id"].as_str())
+        .expect("the job's thread");
+    let results = replies(&gw.state(), root);
+    let first = results.first().and_then(|r| r["message"].as_str());
+    first.expect("a result").to_owned()
+}
+
 #[test]
 fn a_job_run_is_delivered_inert_in_its_thread_and_an_unanswered_ask_fails_it() {
     let home = Home::new("job-runs", "approval_ttl = \"2s\"");
@@ -133,10 +145,7 @@ fn a_job_run_is_delivered_inert_in_its_thread_and_an_unanswered_ask_fails_it() {
         "the approval card was posted: {:#}",
         gw.state()
     );
-    let root = roots_with(&gw, "**Job watch-page**");
-    let root = root[0]["id"].as_str().expect("id").to_owned();
-    let failed = replies(&gw.state(), &root);
-    let text = failed[0]["message"].as_str().expect("message");
+    let text = first_result(&gw, "watch-page");
     assert!(text.contains(": FAILED\n\n"), "{text}");
     assert!(
         text.contains(
@@ -284,12 +293,7 @@ fn a_run_past_its_time_limit_fails_and_says_so_however_steadily_the_model_stream
     );
     // 40 chunks 200 ms apart would take 8 s; the run stops at its 3 s.
     assert!(started.elapsed() < std::time::Duration::from_secs(7));
-    let root = roots_with(&gw, "**Job slow-job**");
-    let root = root[0]["id"].as_str().expect("id").to_owned();
-    let text = replies(&gw.state(), &root)[0]["message"]
-        .as_str()
-        .expect("message")
-        .to_owned();
+    let text = first_result(&gw, "slow-job");
     assert!(
         text.contains(": FAILED\n\nThe time limit of 3s was reached."),
         "{text}"
@@ -311,12 +315,7 @@ fn a_run_whose_model_cannot_be_reached_fails_and_says_so() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let root = roots_with(&gw, "**Job morning-brief**");
-    let root = root[0]["id"].as_str().expect("id").to_owned();
-    let text = replies(&gw.state(), &root)[0]["message"]
-        .as_str()
-        .expect("message")
-        .to_owned();
+    let text = first_result(&gw, "morning-brief");
     assert!(
         text.contains(": FAILED\n\nThe model could not be reached: "),
         "{text}"
