@@ -8,6 +8,7 @@ mod broker;
 mod compact;
 mod core_memory;
 mod error;
+mod jobs;
 mod listing;
 mod llm;
 mod prompt;

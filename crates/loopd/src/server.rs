@@ -8,9 +8,10 @@ use daemon::accept::Activity;
 use daemon::conn::Conn;
 use daemon::log;
 use daemon::serve;
-use proto::chat::{SessionRecords, SessionShow};
+use proto::chat::{ChatEvent, ChatReply, SessionRecords, SessionShow};
 use proto::{Envelope, ErrorCode, Message};
 
+use crate::error::TurnError;
 use crate::listing::Listing;
 use crate::store::StoreError;
 use crate::turn::Looper;
@@ -34,29 +35,7 @@ pub fn serve(
 fn request(looper: &Looper, listing: &Listing, conn: &mut Conn, env: Envelope, who: &str) -> bool {
     let id = env.id;
     let reply = match env.msg {
-        Message::ChatSend(send) => {
-            let mut alive = true;
-            let result = looper.turn(&send, &mut |event| {
-                if alive
-                    && conn
-                        .write(&Envelope::partial(id, Message::ChatEvent(event)))
-                        .is_err()
-                {
-                    // The owner's client went away; the turn goes on and is logged.
-                    alive = false;
-                }
-            });
-            match result {
-                Ok(reply) => Message::ChatReply(reply),
-                Err(e) => {
-                    log::error(format_args!("chat: {e}"));
-                    Message::error(
-                        ErrorCode::Internal,
-                        "the turn could not run; see loopd's log",
-                    )
-                }
-            }
-        }
+        Message::ChatSend(send) => streamed(conn, id, |emit| looper.turn(&send, emit)),
         Message::SessionList(_) => match listing.list(looper.store()) {
             Ok(l) => Message::SessionListing(l),
             Err(e) => {
@@ -80,6 +59,36 @@ fn request(looper: &Looper, listing: &Listing, conn: &mut Conn, env: Envelope, w
         }
     };
     conn.write(&Envelope::last(id, reply)).is_ok()
+}
+
+/// Runs a turn, streaming its events to the peer as partial frames, and returns the final
+/// message: the reply, or an internal error (its detail only in loopd's log).
+pub(crate) fn streamed(
+    conn: &mut Conn,
+    id: u64,
+    turn: impl FnOnce(&mut dyn FnMut(ChatEvent)) -> Result<ChatReply, TurnError>,
+) -> Message {
+    let mut alive = true;
+    let result = turn(&mut |event| {
+        if alive
+            && conn
+                .write(&Envelope::partial(id, Message::ChatEvent(event)))
+                .is_err()
+        {
+            // The client went away; the turn goes on and is logged.
+            alive = false;
+        }
+    });
+    match result {
+        Ok(reply) => Message::ChatReply(reply),
+        Err(e) => {
+            log::error(format_args!("chat: {e}"));
+            Message::error(
+                ErrorCode::Internal,
+                "the turn could not run; see loopd's log",
+            )
+        }
+    }
 }
 
 /// The records `show` asks for; `None` when the session does not exist.

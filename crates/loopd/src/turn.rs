@@ -86,13 +86,28 @@ impl Looper {
             Some(id) => id.clone(),
             None => Store::new_id(Timestamp::now())?,
         };
-        self.locks.run(&id, || self.locked_turn(&id, send, emit))
+        self.locks
+            .run(&id, || self.locked_turn(&id, send, false, emit))
     }
 
+    /// A job run's one turn, in the session brokerd minted for the run (`id`), which loopd
+    /// starts here: the jobs side of loop.sock (`crate::jobs`) is the only caller.
+    pub fn job_turn(
+        &self,
+        id: &SessionId,
+        send: &ChatSend,
+        emit: &mut dyn FnMut(ChatEvent),
+    ) -> Result<ChatReply, TurnError> {
+        self.locks
+            .run(id, || self.locked_turn(id, send, true, emit))
+    }
+
+    /// `new`: the session may not exist yet (a job run's), and starts here if so.
     fn locked_turn(
         &self,
         id: &SessionId,
         send: &ChatSend,
+        new: bool,
         emit: &mut dyn FnMut(ChatEvent),
     ) -> Result<ChatReply, TurnError> {
         let id = id.clone();
@@ -101,7 +116,7 @@ impl Looper {
         self.store.repair(&id)?;
         let mut session = match self.store.load(&id)? {
             Some(s) => self.finish_interrupted(self.with_core(s)?)?,
-            None if send.session.is_some() => {
+            None if send.session.is_some() && !new => {
                 return Err(TurnError::NoSession(id));
             }
             None => self.start_epoch(&id, Epoch(0), None, 0)?,

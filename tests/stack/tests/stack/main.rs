@@ -15,6 +15,8 @@ mod durability;
 mod fatal;
 mod gateway;
 mod gateway_approvals;
+mod job_runs;
+mod jobs;
 mod labels;
 mod memory;
 mod notes;
