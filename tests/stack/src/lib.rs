@@ -11,6 +11,9 @@ use std::time::Duration;
 use daemon::conn::Conn;
 
 mod gateway;
+pub mod real_server;
+pub mod real_session;
+pub mod recorder;
 mod systemd;
 mod wait;
 pub use gateway::{BOT, Gateway, http, post_id, posts, replies, replies_with};
@@ -185,6 +188,13 @@ impl Home {
         cmd.args(["--listen", "127.0.0.1:0", "--script"])
             .arg(&script_path);
         let (fake, addr) = self.spawn_peer(cmd, "fake.log");
+        let mut agent = self.start_stack(&addr, loop_config);
+        agent.daemons.push(fake);
+        agent
+    }
+
+    /// Starts inferproxy (its upstream the model server at `addr`), brokerd and loopd.
+    pub fn start_stack(&self, addr: &str, loop_config: &str) -> Agent {
         self.append_config(&format!(
             "[infer]\nupstream = \"http://{addr}\"\n[loop]\n{loop_config}\n"
         ));
@@ -192,9 +202,9 @@ impl Home {
         let brokerd = self.daemon("brokerd");
         let loopd = self.daemon("loopd");
         Agent {
-            addr,
+            addr: addr.to_owned(),
             chat: self.chat_sock(),
-            daemons: vec![loopd, brokerd, inferproxy, fake],
+            daemons: vec![loopd, brokerd, inferproxy],
         }
     }
 
