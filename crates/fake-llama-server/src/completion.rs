@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::render::{self, Call, Msg};
 use crate::script::Answer;
+use crate::tokens;
 
 /// What the fake "generated".
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,13 +68,13 @@ impl Reply {
             .collect();
         let mut cut = false;
         if let (Some(max), true) = (max_tokens, tool_calls.is_empty()) {
-            let reasoning_tokens = render::token_count(reasoning.len());
+            let reasoning_tokens = tokens::count(&reasoning);
             if reasoning_tokens > max {
-                reasoning = render::truncate_to_tokens(&reasoning, max).to_owned();
+                reasoning = tokens::first(&reasoning, max).to_owned();
                 content.clear();
                 cut = true;
-            } else if reasoning_tokens + render::token_count(content.len()) > max {
-                content = render::truncate_to_tokens(&content, max - reasoning_tokens).to_owned();
+            } else if reasoning_tokens + tokens::count(&content) > max {
+                content = tokens::first(&content, max - reasoning_tokens).to_owned();
                 cut = true;
             }
             if cut {
