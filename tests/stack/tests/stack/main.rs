@@ -13,6 +13,7 @@ mod gateway;
 mod gateway_approvals;
 mod labels;
 mod policy_history;
+mod prompt_cache;
 mod recovery;
 mod refusal;
 mod resolve;
