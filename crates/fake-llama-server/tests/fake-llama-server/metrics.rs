@@ -1,7 +1,7 @@
 //! `GET /metrics` (`metrics`): off by default with the real server's 501, and with
 //! `server.metrics` the real metric set counting what the fake processed.
 
-use crate::common::Server;
+use crate::common::{Server, metric as value};
 use serde_json::json;
 
 #[test]
@@ -14,13 +14,6 @@ fn metrics_are_refused_unless_the_script_turns_them_on() {
         json!({"error": {"code": 501, "type": "not_supported_error",
             "message": "This server does not support metrics endpoint. Start it with `--metrics`"}})
     );
-}
-
-fn value(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("llamacpp:{name} ")))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in {text}"))
 }
 
 #[test]

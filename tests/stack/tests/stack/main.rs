@@ -14,6 +14,7 @@ mod gateway_approvals;
 mod labels;
 mod policy_history;
 mod prompt_cache;
+mod real_session;
 mod recovery;
 mod refusal;
 mod resolve;

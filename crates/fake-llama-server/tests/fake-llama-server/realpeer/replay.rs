@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use super::{fake, real, real_with, writeln_progress};
-use crate::common::Server;
+use crate::common::{Server, metric};
 
 /// The text the model "sampled" oddly: `}}` is one token to SmolLM2's tokenizer.
 const REPLY: &str = "Here it is: {\"a\": {\"b\": 1}} and done.";
@@ -145,13 +145,6 @@ fn metric_lines(text: &str) -> Vec<String> {
             _ => l.to_owned(),
         })
         .collect()
-}
-
-fn metric(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("llamacpp:{name} ")))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in {text}"))
 }
 
 #[test]
