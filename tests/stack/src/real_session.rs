@@ -84,7 +84,7 @@ impl Run {
             .iter()
             .filter(|r| !summary || r.summary)
             .map(|r| r.prompt_ms)
-            .sum()
+            .fold(0.0, |a, b| a + b)
     }
 
     /// The table, one line per request.
