@@ -2,6 +2,7 @@
 
 Usage: python serve.py --model PATH [--port 0] [--n-ctx 4096] [--slots 2]
                        [--template tests/realpeer/chatml-tools.jinja]
+                       [--metrics] [--slot-save-path DIR]
 
 Listens on 127.0.0.1 only. Prints `listening on 127.0.0.1:PORT` as its first stdout line once
 the model is loaded and the server answers, like fake-llama-server, and runs until its stdin
@@ -33,6 +34,8 @@ def main():
     ap.add_argument("--n-ctx", type=int, default=4096, help="context per slot")
     ap.add_argument("--slots", type=int, default=2)
     ap.add_argument("--template", default=os.path.join(here, "chatml-tools.jinja"))
+    ap.add_argument("--metrics", action="store_true", help="serve /metrics (llama-server --metrics)")
+    ap.add_argument("--slot-save-path", help="allow POST /slots/N?action=save into DIR")
     args = ap.parse_args()
 
     params = xllamacpp.CommonParams()
@@ -47,6 +50,9 @@ def main():
         params.chat_template = f.read()
     params.cpuparams.n_threads = max(1, min(4, os.cpu_count() or 1))
     params.warmup = False
+    params.endpoint_metrics = args.metrics
+    if args.slot_save_path:
+        params.slot_save_path = args.slot_save_path
 
     server = xllamacpp.Server(params)
     url = f"http://127.0.0.1:{params.port}/health"

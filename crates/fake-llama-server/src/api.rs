@@ -68,6 +68,14 @@ impl ApiError {
         Self::new(404, "File Not Found")
     }
 
+    /// 501 for `/metrics` on a server started without `--metrics`.
+    pub fn metrics_off() -> Self {
+        Self::new(
+            501,
+            "This server does not support metrics endpoint. Start it with `--metrics`",
+        )
+    }
+
     /// 503 while the model is "loading".
     pub fn loading() -> Self {
         Self::new(503, "Loading model")

@@ -9,12 +9,13 @@ use serde_json::{Value, json};
 use crate::api::ApiError;
 use crate::completion::{self, Counts, Meta, Reply};
 use crate::http;
-use crate::render::{common_prefix_tokens, render_prompt, token_count};
+use crate::render::render_prompt;
 use crate::request::ChatRequest;
 use crate::respond::{send_error, send_json};
 use crate::script::Answer;
 use crate::slots::{SlotGuard, SlotView};
 use crate::state::{State, unix_now};
+use crate::tokens;
 
 /// The line a `malformed_after` fault sends in place of one event.
 pub const MALFORMED_LINE: &[u8] =
@@ -34,7 +35,8 @@ pub fn handle(state: &State, body: &[u8], w: &mut TcpStream, keep: bool) -> io::
     };
     let settings = &state.script.server;
     let prompt = render_prompt(&request.messages, &request.tools);
-    let n_prompt = token_count(prompt.len());
+    let prompt_tokens = tokens::tokenize(&prompt);
+    let n_prompt = prompt_tokens.len();
     if n_prompt >= settings.n_ctx {
         return send_error(w, &ApiError::exceeds_context(n_prompt, settings.n_ctx));
     }
@@ -53,23 +55,28 @@ pub fn handle(state: &State, body: &[u8], w: &mut TcpStream, keep: bool) -> io::
         return send_error(w, &e);
     }
 
-    let slot = state.slots.acquire(request.id_slot, &prompt);
+    let slot = state.slots.acquire(request.id_slot, &prompt_tokens);
     let cache_n = if request.cache_prompt {
-        // The real server always evaluates at least the prompt's last token again.
-        common_prefix_tokens(&slot.previous, &prompt).min(n_prompt - 1)
+        // The real server reuses the tokens the slot shares with the prompt, and always
+        // evaluates at least the prompt's last token again.
+        tokens::common_prefix(&slot.previous, &prompt_tokens).min(n_prompt - 1)
     } else {
         0
     };
     let reply = Reply::from_answer(answer, &request.messages, request.max_tokens, &mut || {
         state.random_id()
     });
-    let generated = reply.generated();
+    let generated = tokens::generated(&reply.generated(), answer.split_token);
+    // A reply that ended by itself also generated its end token, which (as the last token
+    // sampled) never reaches the cache.
+    let ended = usize::from(reply.finish_reason != "length");
     let counts = Counts {
         prompt_tokens: n_prompt,
         cache_n,
         prompt_n: n_prompt - cache_n,
-        predicted_n: token_count(generated.len()).max(1),
+        predicted_n: (generated.len() + ended).max(1),
     };
+    state.count(&counts);
     let task = state.next_task();
     state.record(json!({
         "rule": label, "slot": slot.id, "id_task": task,
@@ -77,11 +84,10 @@ pub fn handle(state: &State, body: &[u8], w: &mut TcpStream, keep: bool) -> io::
         "prompt_tokens": counts.prompt_tokens, "prompt": prompt, "request": raw,
     }));
     // What the slot holds afterwards: the prompt and the reply, unless the "server" died.
-    let cache = if answer.truncate_after.is_some() {
-        prompt.clone()
-    } else {
-        prompt + &generated
-    };
+    let mut cache: Vec<String> = prompt_tokens.iter().map(|t| (*t).to_owned()).collect();
+    if answer.truncate_after.is_none() {
+        cache.extend(generated);
+    }
     let n_predict = request
         .max_tokens
         .and_then(|n| i64::try_from(n).ok())

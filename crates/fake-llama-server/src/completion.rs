@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::render::{self, Call, Msg};
 use crate::script::Answer;
+use crate::tokens;
 
 /// What the fake "generated".
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,13 +73,13 @@ impl Reply {
             .collect();
         let mut cut = false;
         if let (Some(max), true) = (max_tokens, tool_calls.is_empty()) {
-            let reasoning_tokens = render::token_count(reasoning.len());
+            let reasoning_tokens = tokens::count(&reasoning);
             if reasoning_tokens > max {
-                reasoning = render::truncate_to_tokens(&reasoning, max).to_owned();
+                reasoning = tokens::first(&reasoning, max).to_owned();
                 content.clear();
                 cut = true;
-            } else if reasoning_tokens + render::token_count(content.len()) > max {
-                content = render::truncate_to_tokens(&content, max - reasoning_tokens).to_owned();
+            } else if reasoning_tokens + tokens::count(&content) > max {
+                content = tokens::first(&content, max - reasoning_tokens).to_owned();
                 cut = true;
             }
             if cut {
@@ -112,10 +113,10 @@ impl Reply {
     /// Cuts a reply with tool calls after `max` tokens of its rendered body; whether it cut.
     fn cut_calls(&mut self, max: usize) -> bool {
         let body = render::render_body(&self.as_message());
-        if render::token_count(body.len()) <= max {
+        if tokens::count(&body) <= max {
             return false;
         }
-        let kept = render::truncate_to_tokens(&body, max).len();
+        let kept = tokens::first(&body, max).len();
         // The body is built piece by piece as render_body builds it, to see where the cut
         // falls: in the reasoning, in the text, in a call's head (the call is dropped) or
         // in its arguments (they end there).

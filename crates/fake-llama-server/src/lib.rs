@@ -68,18 +68,20 @@
 //! # The prompt-cache simulation
 //!
 //! Each request's `messages` and `tools` render with a fixed ChatML-like template (see
-//! [`render`]) into one text; fake tokens are 4-byte pieces of it. Each slot keeps the text
-//! its last request left: the prompt plus the rendered reply. `timings.cache_n` is the number
-//! of whole tokens the new prompt shares with that text from its start (at most the prompt's
-//! tokens minus one, as the real server always evaluates the last one again), `prompt_n` the
-//! rest; `cache_prompt: false` gives `cache_n = 0`. A client that replays each reply exactly
-//! (content, `reasoning_content`, tool call names and argument strings) sees `cache_n` reach
-//! the previous turn's whole text; one that rewrites history sees it drop.
+//! [`render`]) into one text, cut into fake tokens by [`tokens`]. Each slot keeps the tokens
+//! its last request left: the prompt's, then the reply's as generated (all but the end
+//! token). `timings.cache_n` is the number of tokens the new prompt shares with them from
+//! the start (at most the prompt's tokens minus one, as the real server always evaluates the
+//! last one again), `prompt_n` the rest; `cache_prompt: false` gives `cache_n = 0`. A client
+//! that replays each reply exactly (content, `reasoning_content`, tool call names and
+//! argument strings) sees `cache_n` reach the previous turn's whole text; one that rewrites
+//! history sees it drop; a reply generated with `split_token` misses from its odd token on.
 
 pub mod api;
 pub mod chat;
 pub mod completion;
 pub mod http;
+pub mod metrics;
 pub mod nljson;
 pub mod render;
 pub mod request;
@@ -88,6 +90,7 @@ pub mod script;
 pub mod server;
 pub mod slots;
 pub mod state;
+pub mod tokens;
 
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener};

@@ -1,4 +1,5 @@
-//! The fixed ChatML-like template and the trivial tokenizer behind the prompt-cache simulation.
+//! The fixed ChatML-like template behind the prompt-cache simulation (the tokens are
+//! `tokens.rs`'s).
 //!
 //! A conversation renders as:
 //!
@@ -21,15 +22,8 @@
 //! The reply the fake generates renders with the same body function, so a slot's cached text
 //! after a request is `prompt + body`, exactly what the next request renders when the client
 //! replays the reply unchanged.
-//!
-//! Tokens are 4-byte pieces of the rendered UTF-8 text, counted from its start: a text of `n`
-//! bytes has `ceil(n / 4)` tokens, and two renderings share `floor(p / 4)` tokens when they
-//! share a prefix of `p` bytes.
 
 use serde_json::Value;
-
-/// Bytes per fake token.
-pub const TOKEN_BYTES: usize = 4;
 
 /// One tool call as the template sees it: the id is not rendered (real templates drop it too).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -136,31 +130,6 @@ fn canonical_json(value: &Value) -> String {
         }
         other => other.to_string(),
     }
-}
-
-/// The number of fake tokens in a text of `bytes` bytes.
-pub fn token_count(bytes: usize) -> usize {
-    bytes.div_ceil(TOKEN_BYTES)
-}
-
-/// The number of whole fake tokens two renderings share from their start.
-pub fn common_prefix_tokens(a: &str, b: &str) -> usize {
-    let same = a
-        .as_bytes()
-        .iter()
-        .zip(b.as_bytes())
-        .take_while(|(x, y)| x == y)
-        .count();
-    same / TOKEN_BYTES
-}
-
-/// The first `tokens` fake tokens of `text`, cut back to a character boundary.
-pub fn truncate_to_tokens(text: &str, tokens: usize) -> &str {
-    let mut end = text.len().min(tokens.saturating_mul(TOKEN_BYTES));
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// Splits `text` into stream pieces of at most `chars` characters (none for an empty text).

@@ -42,6 +42,8 @@ pub struct ServerSettings {
     pub chunk_chars: usize,
     /// `build_info` in `/props` and `system_fingerprint` in completions.
     pub build_info: String,
+    /// Serve `/metrics` (llama-server's `--metrics`); without it `/metrics` answers 501.
+    pub metrics: bool,
 }
 
 impl Default for ServerSettings {
@@ -54,6 +56,7 @@ impl Default for ServerSettings {
             reasoning: false,
             chunk_chars: 4,
             build_info: "b0-fake-llama-server".to_owned(),
+            metrics: false,
         }
     }
 }
@@ -120,6 +123,10 @@ pub struct Answer {
     pub malformed_after: Option<usize>,
     /// After this many `data:` events, close the connection (no `[DONE]`, no final chunk).
     pub truncate_after: Option<usize>,
+    /// Generate the reply's token at this index (or the first longer than one character
+    /// after it) as two tokens, a split the tokenizer would not make: replayed as text, the
+    /// reply misses the cache from there (`tokens.rs`).
+    pub split_token: Option<usize>,
 }
 
 /// One scripted tool call.

@@ -77,6 +77,12 @@ fn route(state: &State, req: &http::Request, w: &mut TcpStream, keep: bool) -> i
         ("GET", "/health" | "/v1/health") => send_json(w, 200, &api::health(), keep),
         ("GET", "/props") => send_json(w, 200, &api::props(settings), keep),
         ("GET", "/slots") => send_json(w, 200, &api::slots(settings, &state.slots.views()), keep),
+        ("GET", "/metrics") if settings.metrics => {
+            let text = state.metrics();
+            http::write_response(w, 200, "text/plain; version=0.0.4", text.as_bytes(), keep)?;
+            Ok(keep)
+        }
+        ("GET", "/metrics") => send_error(w, &ApiError::metrics_off()),
         ("GET", "/v1/models" | "/models") => {
             send_json(w, 200, &api::models(settings, unix_now()), keep)
         }

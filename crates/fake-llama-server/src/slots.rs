@@ -1,4 +1,4 @@
-//! Server slots: each keeps the text its last request left in the (simulated) KV cache.
+//! Server slots: each keeps the tokens its last request left in the (simulated) KV cache.
 //!
 //! A request pinned with `id_slot` waits for that slot; an unpinned one takes the idle slot
 //! whose cached text shares the longest prefix with its prompt (if that is over a tenth of the
@@ -8,12 +8,12 @@
 
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use crate::render::common_prefix_tokens;
+use crate::tokens;
 
 /// What one slot holds.
 #[derive(Debug, Clone, Default)]
 struct Slot {
-    cache: String,
+    cache: Vec<String>,
     busy: bool,
     last_used: u64,
     view: SlotView,
@@ -49,8 +49,8 @@ pub struct SlotGuard<'a> {
     slots: &'a Slots,
     /// The slot's index.
     pub id: usize,
-    /// The text cached in the slot before this request.
-    pub previous: String,
+    /// The tokens cached in the slot before this request.
+    pub previous: Vec<String>,
 }
 
 impl Slots {
@@ -68,9 +68,9 @@ impl Slots {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Takes a slot for a request rendering to `prompt`, waiting while the wanted one (or
-    /// every one) is busy.
-    pub fn acquire(&self, pinned: Option<i64>, prompt: &str) -> SlotGuard<'_> {
+    /// Takes a slot for a request whose prompt has the tokens `prompt`, waiting while the
+    /// wanted one (or every one) is busy.
+    pub fn acquire(&self, pinned: Option<i64>, prompt: &[&str]) -> SlotGuard<'_> {
         let mut guard = self.lock();
         loop {
             let slots = &guard.0;
@@ -110,7 +110,7 @@ impl Slots {
     pub fn erase(&self, id: usize) -> Option<usize> {
         let mut guard = self.lock();
         let slot = guard.0.get_mut(id)?;
-        let held = crate::render::token_count(slot.cache.len());
+        let held = slot.cache.len();
         slot.cache.clear();
         Some(held)
     }
@@ -119,11 +119,11 @@ impl Slots {
 /// The idle slot for an unpinned prompt: the one sharing the longest prefix with it when that
 /// is more than a tenth of the prompt (llama-server's default `slot_prompt_similarity`), else
 /// the least recently used one (the lowest id among equals).
-fn best_idle(slots: &[Slot], prompt: &str) -> Option<usize> {
+fn best_idle(slots: &[Slot], prompt: &[&str]) -> Option<usize> {
     let idle = || slots.iter().enumerate().filter(|(_, s)| !s.busy);
-    let prompt_tokens = crate::render::token_count(prompt.len()).max(1);
+    let prompt_tokens = prompt.len().max(1);
     let (similar, shared) = idle()
-        .map(|(id, s)| (id, common_prefix_tokens(&s.cache, prompt)))
+        .map(|(id, s)| (id, tokens::common_prefix(&s.cache, prompt)))
         .fold(
             (None, 0),
             |best, (id, n)| if n > best.1 { (Some(id), n) } else { best },
@@ -137,8 +137,8 @@ fn best_idle(slots: &[Slot], prompt: &str) -> Option<usize> {
 }
 
 impl SlotGuard<'_> {
-    /// Records what the request left in the slot: `cache` is the new cached text.
-    pub fn record(&self, cache: String, view: SlotView) {
+    /// Records what the request left in the slot: `cache` is the new cached tokens.
+    pub fn record(&self, cache: Vec<String>, view: SlotView) {
         let mut guard = self.slots.lock();
         let slot = &mut guard.0[self.id];
         slot.cache = cache;

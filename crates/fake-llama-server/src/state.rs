@@ -7,6 +7,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
+use crate::completion::Counts;
+use crate::metrics::Metrics;
 use crate::render::Msg;
 use crate::script::{Answer, Script};
 use crate::slots::Slots;
@@ -27,6 +29,7 @@ pub struct State {
     log: Mutex<Vec<Value>>,
     rng: Mutex<u64>,
     tasks: AtomicU64,
+    metrics: Mutex<Metrics>,
     default_answer: Answer,
 }
 
@@ -61,7 +64,19 @@ impl State {
             log: Mutex::new(Vec::new()),
             rng: Mutex::new(seed),
             tasks: AtomicU64::new(0),
+            metrics: Mutex::new(Metrics::default()),
         }
+    }
+
+    /// Adds a completion to the `/metrics` counters.
+    pub fn count(&self, counts: &Counts) {
+        lock(&self.metrics).add(counts);
+    }
+
+    /// The `/metrics` text.
+    pub fn metrics(&self) -> String {
+        let processing = self.slots.views().iter().filter(|v| v.busy).count();
+        lock(&self.metrics).text(processing)
     }
 
     /// Whether the server pretends to load its model.

@@ -27,7 +27,7 @@ pub struct Looper {
     store: Store,
     props: Mutex<Option<Props>>,
     /// Per session, from its last answer: the tokens the context held (for compaction) and
-    /// the prompt tokens the server could keep cached for the next request (for CacheLoss).
+    /// the tokens the server could keep cached for the next request (for CacheLoss).
     used: Mutex<HashMap<SessionId, Usage>>,
     locks: KeyedLocks<SessionId>,
 }
@@ -309,7 +309,7 @@ impl Looper {
         let slot = session.slot().unwrap_or(0);
         let mut calls = 0u32;
         loop {
-            // What the previous answer of this session made cacheable (its whole prompt).
+            // What the previous answer of this session left cacheable (its prompt and answer).
             let cacheable = lock(&self.used).get(&session.id).map(|u| u.cacheable);
             let messages = prompt::messages(
                 &session.system(),
@@ -367,7 +367,7 @@ impl Looper {
                     session.id.clone(),
                     Usage {
                         filled: t.cache_n + t.prompt_n + t.predicted_n,
-                        cacheable: t.cache_n + t.prompt_n,
+                        cacheable: cacheable_after(&t),
                     },
                 );
             }
@@ -435,6 +435,15 @@ impl Looper {
             }
         }
     }
+}
+
+/// What the slot holds for the next request after an answer with `timings`: the whole
+/// prompt and the answer but its last token (sampled last, so never evaluated into the
+/// cache). A next request that replays the answer and reuses less lost cache in the prompt
+/// or in the replayed answer itself (a text the server tokenizes otherwise than the model
+/// sampled it): either is a CacheLoss.
+fn cacheable_after(t: &llm::Timings) -> u64 {
+    t.cache_n + t.prompt_n + t.predicted_n.saturating_sub(1)
 }
 
 /// A session's server slot: stable for the session, spread over the slots.

@@ -11,6 +11,9 @@ use std::time::Duration;
 use daemon::conn::Conn;
 
 mod gateway;
+pub mod real_server;
+pub mod real_session;
+pub mod recorder;
 mod systemd;
 mod wait;
 pub use gateway::{
@@ -188,12 +191,20 @@ impl Home {
         cmd.args(["--listen", "127.0.0.1:0", "--script"])
             .arg(&script_path);
         let (fake, addr) = self.spawn_peer(cmd, "fake.log");
-        self.agent_on(fake, addr, loop_config)
+        self.agent_on(fake, &addr, loop_config)
     }
 
-    /// Starts inferproxy, brokerd and loopd in front of `server` (a llama-server, fake or
-    /// real, at `addr`), with `loop_config` as the `[loop]` section.
-    pub fn agent_on(&self, server: Daemon, addr: String, loop_config: &str) -> Agent {
+    /// [`Home::start_stack`] in front of `server` (a llama-server, fake or real, at `addr`),
+    /// which the agent then owns and stops with the rest.
+    pub fn agent_on(&self, server: Daemon, addr: &str, loop_config: &str) -> Agent {
+        let mut agent = self.start_stack(addr, loop_config);
+        agent.daemons.push(server);
+        agent
+    }
+
+    /// Starts inferproxy (its upstream the model server at `addr`), brokerd and loopd, with
+    /// `loop_config` as the `[loop]` section.
+    pub fn start_stack(&self, addr: &str, loop_config: &str) -> Agent {
         self.append_config(&format!(
             "[infer]\nupstream = \"http://{addr}\"\n[loop]\n{loop_config}\n"
         ));
@@ -201,9 +212,9 @@ impl Home {
         let brokerd = self.daemon("brokerd");
         let loopd = self.daemon("loopd");
         Agent {
-            addr,
+            addr: addr.to_owned(),
             chat: self.chat_sock(),
-            daemons: vec![loopd, brokerd, inferproxy, server],
+            daemons: vec![loopd, brokerd, inferproxy],
         }
     }
 

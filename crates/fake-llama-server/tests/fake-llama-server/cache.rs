@@ -249,3 +249,61 @@ fn a_pinned_request_waits_for_its_busy_slot() {
     );
     assert_eq!(slow.join().expect("slow request").status, 200);
 }
+
+/// The usage and timings of one answer: `(prompt_tokens, cache_n, predicted_n)`.
+fn counts(body: &Value) -> (u64, u64, u64) {
+    let n = |v: &Value| v.as_u64().expect("a count");
+    (
+        prompt_tokens(body),
+        cache_n(body),
+        n(&body["timings"]["predicted_n"]),
+    )
+}
+
+#[test]
+fn an_exact_replay_reuses_the_prompt_and_the_reply_but_the_end_token() {
+    let fake = Server::fake(SCRIPT);
+    let mut messages = vec![user("note this down")];
+    let first = fake.chat(&json!({ "messages": messages })).json();
+    let (prompt, _, predicted) = counts(&first);
+    messages.push(replay_of(&first));
+    messages.push(user("thanks"));
+    let next = fake.chat(&json!({ "messages": messages })).json();
+    // The slot held the prompt and the reply's tokens; the end token, sampled last, never
+    // reached it (as on the real server: cache_n = prompt_tokens + predicted_n - 1).
+    assert_eq!(cache_n(&next), prompt + predicted - 1);
+}
+
+#[test]
+fn a_reply_generated_with_an_odd_split_misses_the_cache_from_that_token_when_replayed() {
+    let script = r#"
+[[rule]]
+match = { user_contains = "odd" }
+answer = { text = "abcdefgh}}ijkl", split_token = 2 }
+
+[default]
+text = "abcdefgh}}ijkl"
+"#;
+    let fake = Server::fake(script);
+    for (ask, lost) in [("even", 0), ("odd", 2)] {
+        let mut messages = vec![user(ask)];
+        let first = fake
+            .chat(&json!({ "messages": messages, "id_slot": 0 }))
+            .json();
+        let (prompt, _, predicted) = counts(&first);
+        assert_eq!(first["choices"][0]["message"]["content"], "abcdefgh}}ijkl");
+        messages.push(replay_of(&first));
+        messages.push(user("and?"));
+        let next = fake
+            .chat(&json!({ "messages": messages, "id_slot": 0 }))
+            .json();
+        // "abcd" "efgh" "}}ij" "kl" replayed; the odd reply was sampled as
+        // "abcd" "efgh" "}" "}ij" "kl": the cache ends at its third token, and the two
+        // tokens from there (one more was generated) are lost.
+        assert_eq!(
+            cache_n(&next),
+            prompt + predicted - 1 - lost - u64::from(lost > 0),
+            "{ask}: {next}"
+        );
+    }
+}

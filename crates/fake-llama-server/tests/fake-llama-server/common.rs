@@ -442,3 +442,11 @@ pub fn assert_streams_alike(what: &str, expected: &[Event], actual: &[Event]) {
         );
     }
 }
+
+/// The value of `llamacpp:{name}` in a `/metrics` text.
+pub fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("llamacpp:{name} ")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+}

@@ -3,6 +3,7 @@
 use fake_llama_server::completion::{Counts, Meta, Reply, completion, stream_events};
 use fake_llama_server::render::{Call, Msg};
 use fake_llama_server::script::{Answer, ToolCallSpec};
+use fake_llama_server::tokens;
 use serde_json::json;
 
 fn meta() -> Meta {
@@ -104,7 +105,12 @@ fn a_cut_keeps_whole_calls_before_it_and_drops_calls_not_begun() {
     // Cut one token into g's arguments.
     let body = Reply::from_answer(&answer, &[], None, &mut ids()).generated();
     let g_args = body.rfind("{\"b\"").expect("g's arguments");
-    let cut = Reply::from_answer(&answer, &[], Some(g_args / 4 + 1), &mut ids());
+    let cut = Reply::from_answer(
+        &answer,
+        &[],
+        Some(tokens::count(&body[..g_args]) + 1),
+        &mut ids(),
+    );
     assert_eq!(cut.finish_reason, "length");
     assert_eq!(cut.content, "Ok.");
     assert_eq!(cut.tool_calls.len(), 2);
@@ -117,7 +123,12 @@ fn a_cut_keeps_whole_calls_before_it_and_drops_calls_not_begun() {
     );
     // Cut in the second call's head: it is dropped.
     let head = body.rfind("<tool_call>").expect("g's head");
-    let cut = Reply::from_answer(&answer, &[], Some(head / 4 + 1), &mut ids());
+    let cut = Reply::from_answer(
+        &answer,
+        &[],
+        Some(tokens::count(&body[..head]) + 1),
+        &mut ids(),
+    );
     assert_eq!(cut.tool_calls.len(), 1);
     // Cut in the text: no call at all.
     let cut = Reply::from_answer(

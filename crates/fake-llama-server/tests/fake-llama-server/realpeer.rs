@@ -45,8 +45,15 @@ fn env_path(name: &str) -> PathBuf {
     }
 }
 
+mod replay;
+
 /// llama.cpp's server on a free loopback port, 2 slots of 4096 tokens, our template.
 fn real() -> Server {
+    real_with(&[])
+}
+
+/// [`real`] with more of serve.py's options.
+fn real_with(options: &[&str]) -> Server {
     let python = env_path("BOXMAKER_REALPEER_PYTHON");
     let model = env_path("BOXMAKER_REALPEER_MODEL");
     let serve = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/realpeer/serve.py");
@@ -57,6 +64,7 @@ fn real() -> Server {
         .arg("--model")
         .arg(model)
         .args(["--port", "0", "--n-ctx", "4096", "--slots", "2"])
+        .args(options)
         .stderr(log);
     Server::start(cmd, dir, Duration::from_secs(120))
 }

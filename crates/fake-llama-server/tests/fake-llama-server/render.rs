@@ -1,9 +1,7 @@
 //! The fixed ChatML-like template and the fake tokens (`render`).
 
-use fake_llama_server::render::{
-    Call, Msg, TOKEN_BYTES, common_prefix_tokens, render_body, render_prompt, split_chars,
-    token_count, truncate_to_tokens,
-};
+use fake_llama_server::render::{Call, Msg, render_body, render_prompt, split_chars};
+use fake_llama_server::tokens::{common_prefix, count, first, generated, owned, tokenize};
 use serde_json::json;
 
 /// A message with only a role and a content (shared by the crate's tests).
@@ -56,22 +54,64 @@ fn a_replayed_reply_extends_the_cached_text() {
         content: "Hello!".into(),
         ..Msg::default()
     };
-    let cached = render_prompt(&first, &[]) + &render_body(&reply);
+    let cached = owned(&(render_prompt(&first, &[]) + &render_body(&reply)));
     let next = render_prompt(&[msg("user", "Hi"), reply, msg("user", "Bye")], &[]);
-    assert!(next.starts_with(&cached));
-    assert_eq!(
-        common_prefix_tokens(&cached, &next),
-        cached.len() / TOKEN_BYTES
-    );
+    assert!(next.starts_with(&cached.concat()));
+    assert_eq!(common_prefix(&cached, &tokenize(&next)), cached.len());
 }
 
 #[test]
 fn counts_tokens_and_splits_on_character_boundaries() {
-    assert_eq!(token_count(0), 0);
-    assert_eq!(token_count(1), 1);
-    assert_eq!(token_count(8), 2);
-    assert_eq!(common_prefix_tokens("abcdefgh", "abcdefgX"), 1);
-    assert_eq!(truncate_to_tokens("héllo", 1), "hél");
+    assert_eq!(count(""), 0);
+    assert_eq!(count("a"), 1);
+    assert_eq!(count("abcdefgh"), 2);
+    assert_eq!(common_prefix(&owned("abcdefgh"), &tokenize("abcdefgX")), 1);
+    assert_eq!(first("héllo", 1), "hél");
     assert_eq!(split_chars("héllo wo", 3), vec!["hél", "lo ", "wo"]);
     assert!(split_chars("", 3).is_empty());
+}
+
+#[test]
+fn specials_are_one_token_and_lines_are_cut_in_4_byte_pieces() {
+    let t = tokenize("<|im_start|>assistant\nHello, world<|im_end|>\n");
+    assert_eq!(
+        t,
+        [
+            "<|im_start|>",
+            "assi",
+            "stan",
+            "t\n",
+            "Hell",
+            "o, w",
+            "orld",
+            "<|im_end|>",
+            "\n"
+        ]
+    );
+    assert_eq!(count(""), 0);
+    assert_eq!(first("ab\ncdefg", 2), "ab\ncdef");
+}
+
+#[test]
+fn a_prompt_ending_in_a_newline_is_a_token_prefix_of_its_continuations() {
+    let prompt = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n";
+    let reply = "It is}}\nsunny";
+    let next = format!("{prompt}{reply}<|im_end|>\n<|im_start|>user\nok");
+    let mut expected = tokenize(prompt);
+    expected.extend(tokenize(reply));
+    assert_eq!(&tokenize(&next)[..expected.len()], &expected[..]);
+}
+
+#[test]
+fn a_split_reply_is_not_the_tokens_of_its_text() {
+    let canonical = owned("It is}}");
+    let split = generated("It is}}", Some(1));
+    assert_eq!(canonical, ["It i", "s}}"]);
+    assert_eq!(split, ["It i", "s", "}}"]);
+    assert_eq!(split.concat(), "It is}}");
+    let replayed = tokenize("It is}}");
+    assert_eq!(common_prefix(&split, &replayed), 1);
+    assert_eq!(common_prefix(&canonical, &replayed), 2);
+    // No token of more than one character from there on: nothing is split.
+    assert_eq!(generated("ab\nc", Some(1)), owned("ab\nc"));
 }

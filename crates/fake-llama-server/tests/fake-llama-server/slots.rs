@@ -4,21 +4,25 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fake_llama_server::slots::{SlotView, Slots};
+use fake_llama_server::tokens::{owned, tokenize};
 
 #[test]
 fn pinned_requests_get_their_slot_and_others_the_best_prefix() {
     let slots = Slots::new(2);
     {
-        let g = slots.acquire(Some(1), "abcdefgh");
+        let g = slots.acquire(Some(1), &tokenize("abcdefgh"));
         assert_eq!(g.id, 1);
-        g.record("abcdefgh-reply".into(), SlotView::default());
+        g.record(owned("abcdefgh-reply"), SlotView::default());
     }
     // Unpinned: slot 1 shares a prefix with the prompt.
-    let g = slots.acquire(None, "abcdefgh-reply and more");
-    assert_eq!((g.id, g.previous.as_str()), (1, "abcdefgh-reply"));
+    let g = slots.acquire(None, &tokenize("abcdefgh-reply and more"));
+    assert_eq!(
+        (g.id, g.previous.concat()),
+        (1, "abcdefgh-reply".to_owned())
+    );
     drop(g);
     // Out of range: ignored, any idle slot.
-    let g = slots.acquire(Some(9), "zzzz");
+    let g = slots.acquire(Some(9), &tokenize("zzzz"));
     assert_eq!(g.id, 0);
     drop(g);
     assert_eq!(slots.erase(1), Some(4));
@@ -28,10 +32,10 @@ fn pinned_requests_get_their_slot_and_others_the_best_prefix() {
 #[test]
 fn a_busy_pinned_slot_makes_the_next_request_wait() {
     let slots = Arc::new(Slots::new(2));
-    let first = slots.acquire(Some(0), "p");
+    let first = slots.acquire(Some(0), &["p"]);
     let waiter = {
         let slots = Arc::clone(&slots);
-        std::thread::spawn(move || slots.acquire(Some(0), "p").id)
+        std::thread::spawn(move || slots.acquire(Some(0), &["p"]).id)
     };
     std::thread::sleep(Duration::from_millis(100));
     assert!(!waiter.is_finished(), "must wait while slot 0 is busy");

@@ -22,6 +22,8 @@ mod memory;
 mod notes;
 mod notes_bad;
 mod policy_history;
+mod prompt_cache;
+mod real_session;
 mod realpeer_cut;
 mod recovery;
 mod refusal;

@@ -35,7 +35,7 @@ fn real_agent(home: &Home) -> Agent {
         // serve.py runs until its stdin closes: the pipe stays open while the child lives.
         .stdin(Stdio::piped());
     let (real, addr) = home.spawn_peer(cmd, "real.log");
-    home.agent_on(real, addr, "max_tokens = 24")
+    home.agent_on(real, &addr, "max_tokens = 24")
 }
 
 /// Four `list_dir` exchanges; the second is the one an older loopd logged when `max_tokens`
