@@ -34,6 +34,12 @@
   # brokerd sees them read-only: it resolves a call's path there (metadata only: no link
   # below the granted directory) before binding that one path into the tool's unit.
   grantPaths ? [ ],
+  # The target's systemd version (a string like "257.5", or an integer): the polkit rule
+  # depends on it (see polkitRules). The module passes its own systemd's version; the
+  # container tier 252 (Debian bookworm), the VM tier 257 (Debian trixie). The default is
+  # the stricter rule, which fails closed on an older systemd (brokerd's tool units are
+  # refused, with brokerd saying so) rather than admitting more.
+  systemdVersion ? 257,
 }:
 let
   inherit (builtins)
@@ -58,6 +64,15 @@ let
     );
 
   runDir = "/run/${runName}";
+
+  # The polkit rule's fallback for a systemd that passes no unit name (see polkitRules):
+  # absent on 257 and later.
+  polkitNoUnitFallback =
+    if builtins.compareVersions (toString systemdVersion) "257" >= 0 then
+      "  // systemd >= 257 passes the unit's name: a call that carries none is refused below."
+    else
+      "  if (!unit) {\n    // systemd < 257: the name of a transient unit is not passed.\n"
+      + "    return polkit.Result.YES;\n  }";
 
   onNix = substring 0 11 package == "/nix/store/";
 
@@ -464,13 +479,16 @@ in
   ] ++ map (d: "d ${d.path} 0750 root ${d.group} -") socketDirs;
 
   # polkit (BRIEF decision 1): only brokerd's user may manage units. systemd 257 and later
-  # pass the transient unit's name (`unit`) and the verb; then only boxmaker-tool-*.service
-  # units may be started, stopped or killed and anything else is refused. Older systemd
-  # (Debian bookworm's 252) passes no unit name for StartTransientUnit: the rule then can
-  # only admit manage-units as a whole, and brokerd's own check of the unit name
-  # (runner::systemd) is the only name check. polkit never sees a unit's properties.
+  # pass the unit's name (`unit`) and the verb for every call on a unit, StartTransientUnit
+  # included (measured: ../shared/reference/vm-tier.md); then only boxmaker-tool-*.service
+  # units may be started, stopped or killed, and a call that carries no unit (a manager
+  # method such as ClearJobs) is refused. Older systemd (Debian bookworm's 252) passes no
+  # unit name for StartTransientUnit: the rule then keeps a fallback that admits a call
+  # carrying no unit, and brokerd's own check of the unit name (runner::systemd) is the only
+  # name check. polkit never sees a unit's properties.
   polkitRules = ''
-    // boxmaker (nix/units.nix): brokerd starts one transient unit per tool call.
+    // boxmaker (nix/units.nix), for systemd ${toString systemdVersion}: brokerd starts one
+    // transient unit per tool call.
     polkit.addRule(function(action, subject) {
       if (action.id != "org.freedesktop.systemd1.manage-units" ||
           subject.user != "boxmaker-brokerd") {
@@ -481,11 +499,8 @@ in
       if (verb && ["start", "stop", "kill"].indexOf(verb) < 0) {
         return polkit.Result.NO;
       }
-      if (!unit) {
-        // systemd < 257: the name of a transient unit is not passed.
-        return polkit.Result.YES;
-      }
-      if (/^boxmaker-tool-[a-z0-9-]+\.service$/.test(unit)) {
+    ${polkitNoUnitFallback}
+      if (unit && /^boxmaker-tool-[a-z0-9-]+\.service$/.test(unit)) {
         return polkit.Result.YES;
       }
       return polkit.Result.NO;

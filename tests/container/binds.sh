@@ -4,7 +4,7 @@
 # point 1): a compromised tool that reads past its call finds nothing there.
 #
 # brokerd is restarted with the rendered config but one key: `tool` names the test-only
-# tests/container/sibling-tool.py (run.sh writes /etc/boxmaker/config-sibling-tool.toml).
+# tests/container/sibling-tool.py (stage.sh writes /etc/boxmaker/config-sibling-tool.toml).
 # A runtime drop-in changes only ExecStart='s --config; every other property of the rendered
 # unit, the grants, loopd, the model and systemd's transient tool units are the real ones.
 # The tool reads the file the call names, then a sibling in the same granted directory, a
@@ -16,30 +16,14 @@
 scenario "(h) a tool unit binds only the covered path: a test tool that reads a sibling fails"
 echo "dear diary: only the owner reads this" >/srv/notes/diary.md
 chmod 0644 /srv/notes/diary.md
-dropin=/run/systemd/system/boxmaker-brokerd.service.d
-mkdir -p "$dropin"
-cat >"$dropin/50-sibling-tool.conf" <<'EOF'
-# tests/container/binds.sh: scenario (h) only; removed when it ends.
-[Service]
-ExecStart=
-ExecStart=/opt/boxmaker/bin/brokerd --config /etc/boxmaker/config-sibling-tool.toml
-EOF
-systemctl stop boxmaker-brokerd.service
-systemctl daemon-reload
+brokerd_with_config /etc/boxmaker/config-sibling-tool.toml
 expect "control: the chat's read_file of /srv/notes/todo.md answers from the file" \
     "owner bxctl chat -m 'what is on my todo list?' | tee /tmp/sibling.out | grep -q 'Your todo list says: buy milk.'"
 sed 's/^/    | /' /tmp/sibling.out
 expect "control: systemd ran the test tool as the call's transient unit" \
     "journal | grep -E 'Started boxmaker-tool-[a-z0-9-]+\\.service - /opt/boxmaker-test/sibling-tool\\.py'"
 # What the tool answered, as loopd logged the tool result.
-python3 - /var/lib/private/boxmaker/sessions >/tmp/sibling.answer <<'PY'
-import json, pathlib, sys
-for log in pathlib.Path(sys.argv[1]).glob("*/*.jsonl"):
-    for line in log.read_text().splitlines():
-        record = json.loads(line)
-        if record.get("type") == "tool_result" and record["content"].startswith("sibling-tool:"):
-            print(record["content"])
-PY
+tool_answers sibling-tool: >/tmp/sibling.answer
 note "the test tool answered: $(cat /tmp/sibling.answer)"
 expect "control: loopd logged one answer of the test tool" \
     "test \"\$(wc -l </tmp/sibling.answer)\" = 1"
@@ -69,8 +53,4 @@ refuse "the link's target is nowhere in loopd's session log" \
     "grep -rqF \"owner's key\" /var/lib/private/boxmaker/sessions"
 rm /srv/notes/key.md /srv/notes/diary.md
 # Back to the rendered unit: the next connection starts brokerd with its own config.
-rm -r "$dropin"
-systemctl stop boxmaker-brokerd.service
-systemctl daemon-reload
-expect "brokerd's unit is the rendered one again" \
-    "! systemctl show -p ExecStart --value boxmaker-brokerd | grep -q config-sibling-tool.toml"
+brokerd_as_rendered

@@ -42,12 +42,7 @@ expect "the system bus is dbus-broker (a DynamicUser cannot reach dbus-daemon, s
     "test \"\$(systemctl show -p Id --value dbus.service)\" = dbus-broker.service"
 expect "sysusers made the socket-directory groups" \
     "getent group boxmaker-admin boxmaker-chat boxmaker-loop-broker boxmaker-loop-infer boxmaker-broker-gateway"
-useradd -m -G boxmaker-admin,boxmaker-chat owner
-useradd -m stranger
-mkdir -p /srv/notes /srv/inbox
-echo "buy milk, ship boxmaker" >/srv/notes/todo.md
-echo "hello from outside" >/srv/inbox/mail.txt
-chmod 0644 /srv/notes/todo.md /srv/inbox/mail.txt
+make_owner
 
 # ---- (a) socket activation and readiness --------------------------------------------------
 scenario "(a) socket activation: no role runs before its first connection; READY"

@@ -54,17 +54,9 @@ done
 
 # A tool unit: the unit brokerd would start for notes-read (brokerd --print-tool-unit), with
 # a python3 probe in place of the tool. Every property is passed as brokerd passes it.
-unit=$(brokerd --config /etc/boxmaker/config.toml --print-tool-unit notes-read)
-props=()
-while IFS= read -r line; do
-    case $line in '' | '#'* | '['* | Type=* | ExecStart=* | Description=* | CollectMode=*) continue ;; esac
-    props+=(-p "$line")
-done <<<"$(sed -n '/^\[Service\]/,$p' <<<"$unit")"
-note "tool unit properties: ${#props[@]} / 2 from brokerd --print-tool-unit notes-read"
-probe_unit() { # probe_unit PYTHON_ARGS...: runs python3 in a unit like notes-read's tool
-    systemd-run --wait --pipe --quiet --collect --service-type=exec "${props[@]}" \
-        -- /usr/bin/python3 "$@" </dev/null
-}
+tool_props notes-read
+note "tool unit properties: ${#PROPS[@]} / 2 from brokerd --print-tool-unit notes-read"
+probe_unit() { probe_unit_with /usr/bin/python3 "$@" </dev/null; }
 
 expect_run "control: the probe unit runs and reads the granted path" \
     probe_unit -c 'import sys; sys.exit("buy milk" not in open("/srv/notes/todo.md").read())'

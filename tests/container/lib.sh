@@ -104,3 +104,74 @@ print("connected to", sys.argv[1])
 
 # The journal lines of one boot, for the "tool ran in a unit" checks.
 journal() { journalctl -b --no-pager -o cat "$@"; }
+
+# brokerd_with_config FILE: brokerd's rendered unit with one change, a runtime drop-in that
+# gives ExecStart= another --config (stage.sh's config-NAME.toml: a test-only tool in place
+# of boxmaker-tool). Every other property, the grants, loopd, the model and systemd's
+# transient tool units are the real ones. The next connection starts it.
+BROKERD_DROPIN=/run/systemd/system/boxmaker-brokerd.service.d
+brokerd_with_config() {
+    systemctl stop boxmaker-brokerd.service
+    mkdir -p "$BROKERD_DROPIN"
+    printf '%s\n' "# tests/container/lib.sh: one scenario only; removed when it ends." \
+        "[Service]" "ExecStart=" "ExecStart=/opt/boxmaker/bin/brokerd --config $1" \
+        >"$BROKERD_DROPIN/50-test-config.conf"
+    systemctl daemon-reload
+}
+
+# brokerd_as_rendered: the drop-in goes; the next connection starts the rendered unit.
+brokerd_as_rendered() {
+    systemctl stop boxmaker-brokerd.service
+    rm -rf "$BROKERD_DROPIN"
+    systemctl daemon-reload
+    expect "brokerd's unit is the rendered one again" \
+        "! systemctl show -p ExecStart --value boxmaker-brokerd | grep -q -- '--config /etc/boxmaker/config-'"
+}
+
+# tool_answers PREFIX: what test-only tools answered, as loopd logged the tool results: the
+# content of each tool_result record that starts with PREFIX, one per line.
+tool_answers() {
+    python3 - /var/lib/private/boxmaker/sessions "$1" <<'PY'
+import json, pathlib, sys
+for log in pathlib.Path(sys.argv[1]).glob("*/*.jsonl"):
+    for line in log.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("type") == "tool_result" and record["content"].startswith(sys.argv[2]):
+            print(record["content"])
+PY
+}
+
+# tool_props GRANT [CONFIG [KEY...]]: fills PROPS with `-p K=V` for every property of the
+# unit brokerd would start for GRANT (brokerd --print-tool-unit, with CONFIG, default
+# /etc/boxmaker/config.toml), leaving out the KEYs named (a negative control: the same
+# unit without that one setting).
+PROPS=()
+tool_props() {
+    local grant=$1 config=${2:-/etc/boxmaker/config.toml} line key skip
+    shift
+    (($#)) && shift
+    PROPS=()
+    while IFS= read -r line; do
+        case $line in '' | '#'* | '['* | Type=* | ExecStart=* | Description=* | CollectMode=*) continue ;; esac
+        skip=no
+        for key in "$@"; do [[ $line == "$key="* ]] && skip=yes; done
+        [[ $skip == yes ]] || PROPS+=(-p "$line")
+    done <<<"$(brokerd --config "$config" --print-tool-unit "$grant" | sed -n '/^\[Service\]/,$p')"
+}
+
+# probe_unit_with PROGRAM ARGS...: runs PROGRAM in a transient unit with PROPS, stdin closed
+# (or what the caller redirects).
+probe_unit_with() {
+    systemd-run --wait --pipe --quiet --collect --service-type=exec "${PROPS[@]}" -- "$@"
+}
+
+# make_owner: the owner (in boxmaker-admin and boxmaker-chat), a stranger in no boxmaker
+# group, and the owner's files the test grants name.
+make_owner() {
+    useradd -m -G boxmaker-admin,boxmaker-chat owner
+    useradd -m stranger
+    mkdir -p /srv/notes /srv/inbox
+    echo "buy milk, ship boxmaker" >/srv/notes/todo.md
+    echo "hello from outside" >/srv/inbox/mail.txt
+    chmod 0644 /srv/notes/todo.md /srv/inbox/mail.txt
+}

@@ -68,7 +68,7 @@ root=$("$here/rootfs.sh" "$CACHE")
 echo "root file system: $root ($(since "$t") s)"
 
 # ---- 3. render the unit core and stage what gets bound into the container ---------------
-say "step 3: rendering nix/units.nix with nix-instantiate (package /opt/boxmaker)"
+say "step 3: rendering nix/units.nix with nix-instantiate (package /opt/boxmaker, systemd 252)"
 work=$(mktemp -d /tmp/boxmaker-container.XXXXXX)
 cgroup_name=boxmaker-container-$$
 cleanup() {
@@ -80,66 +80,15 @@ cleanup() {
     done
 }
 trap cleanup EXIT
-units=$work/units
-mkdir -p "$units" "$work/etc-boxmaker/grants" "$work/sockets.target.wants"
-# brokerd's read-only view of the granted paths (`grantPaths`), derived from the test grants
-# as nix/module.nix derives it from services.boxmaker.grants: the paths of every read_file
-# and list_dir grant. Scenario (i) needs the one under /home (ProtectHome=tmpfs).
-grant_paths=$(python3 - "$here"/grants/*.toml <<'PY'
-import json, sys, tomllib
-paths = []
-for name in sys.argv[1:]:
-    with open(name, "rb") as f:
-        grant = tomllib.load(f)
-    if grant.get("tool") in ("read_file", "list_dir"):
-        for path in grant.get("constraints", {}).get("paths", []):
-            if path not in paths:
-                paths.append(path)
-print("[ " + " ".join(json.dumps(p) for p in paths) + " ]")
-PY
-) || die "cannot read the grant paths of $here/grants (python3 >= 3.11, for tomllib)"
-echo "grantPaths = $grant_paths"
-"$repo/tests/units/render.sh" "$units" \
-    --arg package '"/opt/boxmaker"' \
-    --arg fakeLlama '{ script = "/etc/boxmaker/fake-llama.toml"; listen = "127.0.0.1:8080"; }' \
-    --arg gateway '{ server = "http://127.0.0.1:8065"; owners = [ "owneruserid000000000000000" ];
-        channel = "channelid00000000000000000"; tokenFile = "/etc/boxmaker/secrets/mattermost-token";
-        allowedAddresses = [ "localhost" ]; }' \
-    --arg fakeMattermost '{ listen = "127.0.0.1:8065"; }' \
-    --arg grantPaths "$grant_paths"
-# /etc/boxmaker: the rendered config, the test grants, and the VM tests' fake model script
-# with the container tier's own rules appended (tests/container/fake-rules.toml).
-cp "$units/config.toml" "$work/etc-boxmaker/config.toml"
-# Scenario (h)'s config: the same, with the test-only tests/container/sibling-tool.py as the
-# tool (a drop-in points brokerd at it for that scenario only; the units stay as rendered).
-sed 's|^tool = "/opt/boxmaker/bin/boxmaker-tool"$|tool = "/opt/boxmaker-test/sibling-tool.py"|' \
-    "$units/config.toml" >"$work/etc-boxmaker/config-sibling-tool.toml"
-grep -q '^tool = "/opt/boxmaker-test/sibling-tool.py"$' "$work/etc-boxmaker/config-sibling-tool.toml" ||
-    die "the rendered config.toml has no tool = \"/opt/boxmaker/bin/boxmaker-tool\" line to replace"
-cp "$here"/grants/*.toml "$work/etc-boxmaker/grants/"
-cat "$repo/nix/tests/lib/fake-script.toml" "$here/fake-rules.toml" >"$work/etc-boxmaker/fake-llama.toml"
-chmod -R a+rX "$work"
-# The fake's bot token, root-only as a deployed secret is; PID 1 reads it (LoadCredential=).
-mkdir -m 0700 "$work/etc-boxmaker/secrets"
-(umask 077 && echo bot-token >"$work/etc-boxmaker/secrets/mattermost-token")
-# The grants must load with brokerd's own loader before anything boots.
-"$bin/bxctl" grants check "$work/etc-boxmaker/grants"
-
-# Every unit file into /etc/systemd/system, and the sockets enabled as NixOS does
-# (WantedBy=sockets.target).
+"$here/stage.sh" "$work" "$bin" 252 \
+    --tool sibling-tool=/opt/boxmaker-test/sibling-tool.py
+# What stage.sh placed, bound in read-only; then the test unit, the test scripts and the
+# binaries.
 binds=()
-for f in "$units"/*.service "$units"/*.socket; do
-    binds+=("--bind-ro=$f:/etc/systemd/system/$(basename "$f")")
-done
-for f in "$units"/*.socket; do
-    ln -s "/etc/systemd/system/$(basename "$f")" "$work/sockets.target.wants/"
-done
+while read -r source destination; do
+    binds+=("--bind-ro=$work/$source:$destination")
+done <"$work/install.list"
 binds+=(
-    "--bind-ro=$work/sockets.target.wants:/etc/systemd/system/sockets.target.wants"
-    "--bind-ro=$units/tmpfiles.conf:/etc/tmpfiles.d/boxmaker.conf"
-    "--bind-ro=$units/sysusers.conf:/etc/sysusers.d/boxmaker.conf"
-    "--bind-ro=$units/polkit.rules:/etc/polkit-1/rules.d/50-boxmaker.rules"
-    "--bind-ro=$work/etc-boxmaker:/etc/boxmaker"
     "--bind-ro=$here/boxmaker-container-test.service:/etc/systemd/system/boxmaker-container-test.service"
     "--bind-ro=$here:/opt/boxmaker-test"
 )
