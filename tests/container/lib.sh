@@ -1,14 +1,16 @@
-# tests/container/lib.sh: helpers for inside.sh (sourced; runs inside the container).
+# tests/container/lib.sh: helpers for inside.sh and for the VM tier's tests/vm/guest.sh (sourced;
+# runs inside the container or the guest).
 # shellcheck shell=bash
 # Every check prints one line: "ok: WHAT", or "FAIL: WHAT" with the command's output.
-# Properties the container cannot enforce or show are printed as "NOT PROVEN HERE: ...".
+# Properties the container cannot enforce or show, and the VM tier (tests/vm) proves, are
+# printed as "IN THE VM TIER (not enforced here): ..." with the script that proves them.
 
 export PATH=/opt/boxmaker/bin:/usr/sbin:/usr/bin:/sbin:/bin
 FAILED=0
 OUT=/tmp/boxmaker-check.out
 
 scenario() { printf '\n--- scenario %s\n' "$*"; }
-not_proven() { echo "NOT PROVEN HERE: $*"; }
+in_vm_tier() { echo "IN THE VM TIER (not enforced here): $*"; }
 note() { echo "    $*"; }
 
 # expect WHAT COMMAND...: COMMAND (one string, run by bash -c) must succeed.
