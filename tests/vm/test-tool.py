@@ -59,7 +59,13 @@ def dial(address):
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=3) as s:
             s.sendall(b"GET / HTTP/1.0\r\n\r\n")
-            lines = s.recv(4096).decode("utf-8", "replace").splitlines()
+            reply = b""
+            while len(reply) < 4096:  # an HTTP/1.0 server closes after its answer
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                reply += chunk
+            lines = reply.decode("utf-8", "replace").splitlines()
             return "%s CONNECTED (%s)" % (address, lines[-1] if lines else "")
     except OSError as e:
         return "%s BLOCKED (%s)" % (address, type(e).__name__)
