@@ -17,20 +17,10 @@ export PROBE
 started=$(date +%s.%N)
 
 finish() {
-    local rc=$FAILED
-    ((rc > 100)) && rc=100
-    printf '\n--- container tier: %d check(s) failed, %.1fs inside the container\n' "$FAILED" \
-        "$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')"
-    if ((rc != 0)); then
-        echo "--- journal of the boxmaker units, for the failures above:"
-        journal -u boxmaker-brokerd.service -u boxmaker-loopd.service \
-            -u boxmaker-inferproxy.service -u boxmaker-fake-llama-server.service \
-            -u boxmaker-gatewayd.service -u boxmaker-fake-mattermost.service \
-            -u 'boxmaker-tool-*' -u polkit.service -u dbus.service | tail -n 80
-    fi
+    tier_summary "container tier" "$started"
     # The test unit's ExecStopPost= ends the container with a failure unless this file exists.
-    echo "$rc" >/run/boxmaker-container-test.rc
-    systemctl --no-block exit "$rc"
+    echo "$RC" >/run/boxmaker-container-test.rc
+    systemctl --no-block exit "$RC"
     exit 0
 }
 trap finish EXIT

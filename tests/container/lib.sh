@@ -177,3 +177,20 @@ make_owner() {
     echo "hello from outside" >/srv/inbox/mail.txt
     chmod 0644 /srv/notes/todo.md /srv/inbox/mail.txt
 }
+
+# tier_summary TIER STARTED: the tier's last lines (how many checks failed, how long since
+# STARTED, a `date +%s.%N`) and, when any failed, the journal of the boxmaker units. Sets RC
+# to the exit code: the number of failed checks, at most 100.
+tier_summary() {
+    RC=$FAILED
+    ((RC > 100)) && RC=100
+    printf '\n--- %s: %d check(s) failed, %.1fs of scenarios\n' "$1" "$FAILED" \
+        "$(awk -v a="$2" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')"
+    if ((RC != 0)); then
+        echo "--- journal of the boxmaker units, for the failures above:"
+        journal -u boxmaker-brokerd.service -u boxmaker-loopd.service \
+            -u boxmaker-inferproxy.service -u boxmaker-fake-llama-server.service \
+            -u boxmaker-gatewayd.service -u boxmaker-fake-mattermost.service \
+            -u 'boxmaker-tool-*' -u polkit.service -u dbus.service | tail -n 80
+    fi
+}

@@ -24,21 +24,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 CACHE=${BOXMAKER_CACHE:-$HOME/.cache/boxmaker}
 TIMEOUT=${BOXMAKER_CONTAINER_TIMEOUT:-300}
-BINARIES=(brokerd loopd inferproxy gatewayd bxctl boxmaker-tool fake-llama-server fake-mattermost)
-
-say() { printf '\n=== container: %s\n' "$*"; }
-die() {
-    echo "container: $*" >&2
-    exit 1
-}
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-
-[[ $# -eq 1 ]] || die "usage: tests/container/run.sh BIN_DIR (target/debug or target/release)"
-bin=$(cd "$1" && pwd) || die "no directory $1"
-for b in "${BINARIES[@]}"; do
-    [[ -x $bin/$b ]] || die "$bin/$b is missing: build with 'cargo build --workspace --bins' first"
-done
+TIER=container
+# shellcheck source=tests/container/host.sh
+source "$here/host.sh"
+bin=$(bin_dir "$@") || exit 1
 
 start_all=$(now)
 
@@ -48,17 +37,7 @@ if [[ $(id -u) != 0 ]]; then
     die "needs root: systemd-nspawn boots a container and debootstrap builds its root file
 system (run the gate as root, or: sudo tests/container/run.sh $1)"
 fi
-missing=()
-command -v systemd-nspawn >/dev/null 2>&1 || missing+=(systemd-container)
-command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
-command -v nix-instantiate >/dev/null 2>&1 || missing+=(nix-bin)
-command -v python3 >/dev/null 2>&1 || missing+=(python3)
-if ((${#missing[@]})); then
-    command -v apt-get >/dev/null 2>&1 || die "missing ${missing[*]} and there is no apt-get: install them by hand"
-    echo "installing with apt: ${missing[*]}"
-    apt-get update
-    DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
-fi
+install_missing systemd-nspawn:systemd-container debootstrap:debootstrap nix-instantiate:nix-bin python3:python3
 echo "ok: $(systemd-nspawn --version | head -n1), debootstrap, $(nix-instantiate --version)"
 
 # ---- 2. the root file system (cached) ---------------------------------------------------

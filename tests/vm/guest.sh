@@ -36,17 +36,8 @@ export -f owner active main_pid role_uid role_gid as_role in_role journal
 started=$(date +%s.%N)
 
 finish() {
-    local rc=$FAILED
-    ((rc > 100)) && rc=100
-    printf '\n--- vm tier: %d check(s) failed, %.1fs of scenarios\n' "$FAILED" \
-        "$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')"
-    if ((rc != 0)); then
-        echo "--- journal of the boxmaker units, for the failures above:"
-        journal -u boxmaker-brokerd.service -u boxmaker-loopd.service \
-            -u boxmaker-inferproxy.service -u boxmaker-fake-llama-server.service \
-            -u boxmaker-gatewayd.service -u 'boxmaker-tool-*' -u polkit.service | tail -n 80
-    fi
-    exit "$rc"
+    tier_summary "vm tier" "$started"
+    exit "$RC"
 }
 trap finish EXIT
 

@@ -23,39 +23,17 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 CACHE=${BOXMAKER_CACHE:-$HOME/.cache/boxmaker}
 TIMEOUT=${BOXMAKER_VM_TIMEOUT:-600}
-BINARIES=(brokerd loopd inferproxy gatewayd bxctl boxmaker-tool fake-llama-server fake-mattermost)
-
-say() { printf '\n=== vm: %s\n' "$*"; }
-die() {
-    echo "vm: $*" >&2
-    exit 1
-}
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+TIER=vm
+# shellcheck source=tests/container/host.sh
+source "$repo/tests/container/host.sh"
+bin=$(bin_dir "$@") || exit 1
 timing() { if [[ -n ${BOXMAKER_TIMINGS:-} ]]; then echo "$1 $2" >>"$BOXMAKER_TIMINGS"; fi; }
-
-[[ $# -eq 1 ]] || die "usage: tests/vm/run.sh BIN_DIR (target/debug or target/release)"
-bin=$(cd "$1" && pwd) || die "no directory $1"
-for b in "${BINARIES[@]}"; do
-    [[ -x $bin/$b ]] || die "$bin/$b is missing: build with 'cargo build --workspace --bins' first"
-done
 start_all=$(now)
 
 # ---- 1. root and tools ------------------------------------------------------------------
 say "step 1: checking for root, QEMU, debootstrap, nix-instantiate, python3, objcopy"
 [[ $(id -u) == 0 ]] || die "needs root: debootstrap and chroot build the guest image (run the gate as root)"
-missing=()
-command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
-command -v nix-instantiate >/dev/null 2>&1 || missing+=(nix-bin)
-command -v python3 >/dev/null 2>&1 || missing+=(python3)
-command -v objcopy >/dev/null 2>&1 || missing+=(binutils)
-command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
-if ((${#missing[@]})); then
-    command -v apt-get >/dev/null 2>&1 || die "missing ${missing[*]} and there is no apt-get: install them by hand"
-    echo "installing with apt: ${missing[*]}"
-    apt-get update
-    DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
-fi
+install_missing debootstrap:debootstrap nix-instantiate:nix-bin python3:python3 objcopy:binutils mkfs.ext4:e2fsprogs
 "$here/qemu.sh"
 
 # ---- 2. the guest image (cached) ----------------------------------------------------------
