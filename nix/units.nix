@@ -35,11 +35,14 @@
   # below the granted directory) before binding that one path into the tool's unit.
   grantPaths ? [ ],
   # The target's systemd version (a string like "257.5", or an integer): the polkit rule
-  # depends on it (see polkitRules). The module passes its own systemd's version; the
+  # depends on it (nix/polkit.nix). The module passes its own systemd's version; the
   # container tier 252 (Debian bookworm), the VM tier 257 (Debian trixie). The default is
   # the stricter rule, which fails closed on an older systemd (brokerd's tool units are
   # refused, with brokerd saying so) rather than admitting more.
   systemdVersion ? 257,
+  # For nix/changes.nix: the grants (id -> attributes) and adminGroup's members (null: unknown).
+  grants ? { },
+  adminMembers ? null,
 }:
 let
   inherit (builtins)
@@ -64,15 +67,6 @@ let
     );
 
   runDir = "/run/${runName}";
-
-  # The polkit rule's fallback for a systemd that passes no unit name (see polkitRules):
-  # absent on 257 and later.
-  polkitNoUnitFallback =
-    if builtins.compareVersions (toString systemdVersion) "257" >= 0 then
-      "  // systemd >= 257 passes the unit's name: a call that carries none is refused below."
-    else
-      "  if (!unit) {\n    // systemd < 257: the name of a transient unit is not passed.\n"
-      + "    return polkit.Result.YES;\n  }";
 
   onNix = substring 0 11 package == "/nix/store/";
 
@@ -301,6 +295,9 @@ in
 {
   inherit config hardening socketDirs;
 
+  # What a change restarts or reloads, and what the configuration cannot do (nix/changes.nix).
+  inherit (import ./changes.nix { inherit config grants gateway adminMembers adminGroup; }) triggers warnings;
+
   # Every static group the units name (DynamicUser makes the roles' own groups).
   groups = [ loopBrokerGroup loopInferGroup adminGroup chatGroup ]
     ++ (if gateway == null then [ ] else [ brokerGatewayGroup ]);
@@ -478,32 +475,7 @@ in
     "d ${config.broker.sandbox_root} 0755 root root -"
   ] ++ map (d: "d ${d.path} 0750 root ${d.group} -") socketDirs;
 
-  # polkit (BRIEF decision 1): only brokerd's user may manage units. systemd 257 and later
-  # pass the unit's name (`unit`) and the verb for every call on a unit, StartTransientUnit
-  # included (measured: ../shared/reference/vm-tier.md); then only boxmaker-tool-*.service
-  # units may be started, stopped or killed, and a call that carries no unit (a manager
-  # method such as ClearJobs) is refused. Older systemd (Debian bookworm's 252) passes no
-  # unit name for StartTransientUnit: the rule then keeps a fallback that admits a call
-  # carrying no unit, and brokerd's own check of the unit name (runner::systemd) is the only
-  # name check. polkit never sees a unit's properties.
-  polkitRules = ''
-    // boxmaker (nix/units.nix), for systemd ${toString systemdVersion}: brokerd starts one
-    // transient unit per tool call.
-    polkit.addRule(function(action, subject) {
-      if (action.id != "org.freedesktop.systemd1.manage-units" ||
-          subject.user != "boxmaker-brokerd") {
-        return polkit.Result.NOT_HANDLED;
-      }
-      var unit = action.lookup("unit");
-      var verb = action.lookup("verb");
-      if (verb && ["start", "stop", "kill"].indexOf(verb) < 0) {
-        return polkit.Result.NO;
-      }
-    ${polkitNoUnitFallback}
-      if (unit && /^boxmaker-tool-[a-z0-9-]+\.service$/.test(unit)) {
-        return polkit.Result.YES;
-      }
-      return polkit.Result.NO;
-    });
-  '';
+  # polkit (BRIEF decision 1): only brokerd's user may start, stop or kill units, and only
+  # boxmaker-tool-* ones where the target's systemd says which (nix/polkit.nix).
+  polkitRules = import ./polkit.nix { inherit systemdVersion; };
 }

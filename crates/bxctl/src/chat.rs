@@ -10,10 +10,11 @@ use daemon::conn::Conn;
 use inert::{Block, block, line};
 use proto::approval::Empty;
 use proto::chat::{ChatEvent, ChatSend, SessionShow, TurnEnd};
-use proto::{CallId, LogRecord, Message, SessionId, ToolResponse};
+use proto::{CallId, CallOutcome, LogRecord, Message, SessionId, ToolResponse};
 
 use crate::Error;
 use crate::error::{answered, call_failed, unexpected};
+use crate::inline::Approver;
 
 fn connect(config: &Config) -> Result<Conn, Error> {
     let path = config.sockets.chat_loop_sock();
@@ -109,6 +110,7 @@ impl<'a> Screen<'a> {
 pub fn send(
     conn: &mut Conn,
     bxctl: &str,
+    approver: Option<&Approver>,
     session: Option<SessionId>,
     text: &str,
     id: u64,
@@ -124,6 +126,14 @@ pub fn send(
         if let Message::ChatEvent(ev) = &env.msg {
             let text = screen.event(ev);
             if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                write_err = Some(Error::Output(e));
+            }
+            // The stream gives the id only; the card and the answer are brokerd's.
+            if let (Some(a), ChatEvent::ToolResponse { response, .. }) = (approver, ev)
+                && let ToolResponse::PendingApproval { approval, .. } = response
+                && write_err.is_none()
+                && let Err(e) = a.offer(approval, out)
+            {
                 write_err = Some(e);
             }
         }
@@ -132,7 +142,7 @@ pub fn send(
     write!(out, "{}", screen.end()).map_err(Error::Output)?;
     let last = last.map_err(call_failed("loopd", "chat"))?;
     if let Some(e) = write_err {
-        return Err(Error::Output(e));
+        return Err(e);
     }
     match answered("loopd", last.msg)? {
         Message::ChatReply(reply) => {
@@ -168,7 +178,7 @@ pub fn once(
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
     let mut conn = connect(config)?;
-    let (session, ok) = send(&mut conn, bxctl, session, text, 1, out)?;
+    let (session, ok) = send(&mut conn, bxctl, None, session, text, 1, out)?;
     writeln!(out, "[session {session}]").map_err(Error::Output)?;
     Ok(if ok {
         ExitCode::SUCCESS
@@ -177,16 +187,19 @@ pub fn once(
     })
 }
 
-/// `bxctl chat`: a prompt with line editing and history, until end of input or `/quit`.
+/// `bxctl chat`: a prompt with line editing and history, until end of input or `/quit`;
+/// then the command that continues the session, `{resume}ID`.
 pub fn interactive(
     config: &Config,
     bxctl: &str,
+    resume: &str,
     mut session: Option<SessionId>,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
     let mut conn = connect(config)?;
     let mut last = std::time::Instant::now();
     let mut editor = rustyline::DefaultEditor::new().map_err(Error::Prompt)?;
+    let approver = Approver::on_terminal(config, bxctl);
     writeln!(out, "boxmaker chat: type a message, /quit to leave").map_err(Error::Output)?;
     let mut id = 0u64;
     loop {
@@ -211,11 +224,19 @@ pub fn interactive(
             conn = connect(config)?;
         }
         last = std::time::Instant::now();
-        let (s, _) = send(&mut conn, bxctl, session.clone(), text, id, out)?;
+        let (s, _) = send(
+            &mut conn,
+            bxctl,
+            approver.as_ref(),
+            session.clone(),
+            text,
+            id,
+            out,
+        )?;
         session = Some(s);
     }
     if let Some(s) = session {
-        writeln!(out, "[session {s}]").map_err(Error::Output)?;
+        writeln!(out, "[session {s}; continue it with `{resume}{s}`]").map_err(Error::Output)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -223,6 +244,7 @@ pub fn interactive(
 pub fn sessions(
     config: &Config,
     show: Option<SessionId>,
+    json: bool,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
     let mut conn = connect(config)?;
@@ -237,15 +259,22 @@ pub fn sessions(
         .call(1, msg, |_| {})
         .map_err(call_failed("loopd", "chat"))?;
     match answered("loopd", reply.msg)? {
+        Message::SessionListing(l) if json => return crate::admin::print_json(&l, out),
+        Message::SessionRecords(r) if json => return crate::admin::print_json(&r, out),
         Message::SessionListing(l) => {
             if l.sessions.is_empty() {
                 writeln!(out, "no sessions").map_err(Error::Output)?;
             }
+            // loopd lists the most recently active first.
             for s in l.sessions {
                 writeln!(
                     out,
-                    "{}  epoch {}  {} turns  started {}  last {}",
-                    s.session, s.epoch.0, s.turns, s.started, s.last
+                    "{}  last {}  {} turns  epoch {}  {}",
+                    s.session,
+                    s.last,
+                    s.all_turns.unwrap_or(s.turns),
+                    s.epoch.0,
+                    line(s.preview.as_deref().unwrap_or(""))
                 )
                 .map_err(Error::Output)?;
             }
@@ -304,14 +333,21 @@ fn describe(r: &LogRecord) -> String {
             call,
             content,
             class,
+            outcome,
             ..
-        } => {
-            format!(
+        } => match outcome {
+            Some(CallOutcome::Denied { reason }) => {
+                format!("{time}   call {} -> denied: {}\n", call.0, reason.as_str())
+            }
+            Some(CallOutcome::Failed) => {
+                format!("{time}   call {} -> failed: {}\n", call.0, line(content))
+            }
+            None => format!(
                 "{time}   call {} -> {} bytes ({class})\n",
                 call.0,
                 content.len()
-            )
-        }
+            ),
+        },
         LogRecord::CacheLoss {
             time,
             expected,

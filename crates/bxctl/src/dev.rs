@@ -29,6 +29,9 @@ pub struct DevArgs {
     /// Send this one message instead of opening the prompt.
     #[arg(short, long)]
     pub message: Option<String>,
+    /// Continue this session (default: a new one).
+    #[arg(long)]
+    pub session: Option<String>,
 }
 
 /// The children, stopped (SIGTERM, then SIGKILL) when dropped.
@@ -266,9 +269,20 @@ pub fn run(args: &DevArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
         config_path.display()
     )
     .map_err(Error::Output)?;
+    let session = args
+        .session
+        .clone()
+        .map(proto::SessionId::new)
+        .transpose()
+        .map_err(Error::SessionId)?;
+    // The stack ends with the chat: a session is continued by starting it again.
+    let resume = match args.state.as_path() {
+        p if p == Path::new(".state") => "bxctl dev --session ".to_owned(),
+        p => format!("bxctl dev --state {} --session ", p.display()),
+    };
     let code = match &args.message {
-        Some(text) => chat::once(&config, &bxctl, None, text, out)?,
-        None => chat::interactive(&config, &bxctl, None, out)?,
+        Some(text) => chat::once(&config, &bxctl, session, text, out)?,
+        None => chat::interactive(&config, &bxctl, &resume, session, out)?,
     };
     drop(stack);
     Ok(code)

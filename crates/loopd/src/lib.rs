@@ -6,9 +6,11 @@
 mod broker;
 mod compact;
 mod error;
+mod listing;
 mod llm;
 mod server;
 mod start;
+mod status;
 pub mod store;
 mod tools;
 mod turn;
