@@ -7,7 +7,9 @@
 # scenario (g): gatewayd against fake-mattermost (tests/container/gateway.sh), and scenario
 # (h): a test-only tool (tests/container/sibling-tool.py) that reads past the path its call
 # covers, and finds nothing bound there (tests/container/binds.sh), and scenario (i): grants
-# under a 0700 home and through a linked prefix (tests/container/grant-paths.sh).
+# under a 0700 home and through a linked prefix (tests/container/grant-paths.sh), and
+# scenario (j): the agent's notes through brokerd and their units, with a test-only
+# compromised note tool (tests/container/notes.sh, notes-tool.py).
 #
 # Usage: tests/container/run.sh BIN_DIR
 #   BIN_DIR holds the workspace's binaries (target/debug or target/release): brokerd,
@@ -60,7 +62,8 @@ cleanup() {
 }
 trap cleanup EXIT
 "$here/stage.sh" "$work" "$bin" 252 \
-    --tool sibling-tool=/opt/boxmaker-test/sibling-tool.py
+    --tool sibling-tool=/opt/boxmaker-test/sibling-tool.py \
+    --tool notes-tool=/opt/boxmaker-test/notes-tool.py
 # What stage.sh placed, bound in read-only; then the test unit, the test scripts and the
 # binaries.
 binds=()

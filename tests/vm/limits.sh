@@ -34,7 +34,7 @@ expect_run "control: without MemoryMax= the same unit gets 512 MiB" hog_says mem
 tool_props notes-read "$config" TasksMax
 expect_run "control: without TasksMax= the same unit forks 48 children" hog_says tasks "started 48 children"
 
-brokerd_with_config "$config"
+brokerd_config "$config" "tests/vm/limits.sh only"
 expect "through brokerd: the memory hog's call fails (a failed tool result), and the model is told" \
     "owner bxctl chat -m 'eat memory' | tee /tmp/memory.out | grep -qF '[-> failed: the tool unit boxmaker-tool-' && grep -q 'The tool did not work this time.' /tmp/memory.out"
 sed 's/^/    | /' /tmp/memory.out
@@ -48,6 +48,6 @@ expect "the session goes on: the fork bomb's call in the same session fails with
 sed 's/^/    | /' /tmp/tasks.out
 expect "both calls are audited (allowed by notes-read), and the chain verifies" \
     "test \"\$(bxctl audit show | grep -c 'ALLOWED by grant notes-read')\" -ge 2 && bxctl audit verify | grep -q 'audit chain good'"
-brokerd_as_rendered
+brokerd_rendered
 expect "the session goes on: in the same session the rendered tool reads the todo list" \
     "owner bxctl chat --session $session -m 'what is on my todo list?' | grep -q 'Your todo list says: buy milk.'"

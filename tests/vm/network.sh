@@ -38,7 +38,7 @@ expect "the page's text came back from 192.0.2.1 (loopd's session log)" \
     "grep -rqF 'hello-from-192.0.2.1' /var/lib/private/boxmaker/sessions"
 
 # The test-only tool, through brokerd: it dials what brokerd resolved, then the other address.
-brokerd_with_config /etc/boxmaker/config-test-tool.toml
+brokerd_config /etc/boxmaker/config-test-tool.toml "tests/vm/network.sh only"
 expect "through brokerd: the test tool's http_fetch runs in its unit" \
     "owner bxctl chat -m 'fetch the granted page' | grep -qE '\\[-> [0-9]+ bytes, public'"
 tool_answers test-tool: | grep -F 192.0.2.1:8000 | tail -n 1 >/tmp/fetch.answer
@@ -47,7 +47,7 @@ expect "the unit reaches the address brokerd resolved (192.0.2.1:8000)" \
     "grep -qF '192.0.2.1:8000 CONNECTED (hello-from-192.0.2.1)' /tmp/fetch.answer"
 expect "the unit cannot reach another guest address (198.51.100.7:8000)" \
     "grep -qF '198.51.100.7:8000 BLOCKED' /tmp/fetch.answer"
-brokerd_as_rendered
+brokerd_rendered
 # Negative control: the same unit (the example of brokerd --print-tool-unit web-fetch,
 # whose example address is 192.0.2.1 too), with and without IPAddressDeny=.
 printf '{"call":{"tool":"http_fetch","arguments":{"url":"http://granted.example:8000/page"}},"max_bytes":65536,"roots":[],"addresses":["192.0.2.1:8000"],"timeout_ms":30000}' \

@@ -210,6 +210,10 @@ fn turn(t: &Turn<'_>, session: Option<SessionId>, text: &str, started: &mut dyn 
                 "**The model could not answer:** {}. Your message is kept: write again to retry.",
                 code(&detail)
             )),
+            TurnEnd::Cut { finish, withdrawn } => stream.note(format!(
+                "_The answer was cut off ({}); {withdrawn} tool calls were not run._",
+                code(&finish)
+            )),
         },
         Ok(Message::Error(e)) => stream.note(format!(
             "**boxmaker refused the message:** {}",

@@ -52,6 +52,10 @@ pub enum TurnEnd {
     /// The model could not be reached or broke off; the session is intact and the next
     /// message continues it.
     ModelError { detail: String },
+    /// The answer did not end normally (`finish` is the server's `finish_reason`, `length`
+    /// when `max_tokens` cut it): its text is kept, its `withdrawn` tool calls were not run.
+    /// The session goes on.
+    Cut { finish: String, withdrawn: u32 },
 }
 
 /// The final frame of a turn.
