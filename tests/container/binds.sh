@@ -23,7 +23,7 @@ sed 's/^/    | /' /tmp/sibling.out
 expect "control: systemd ran the test tool as the call's transient unit" \
     "journal | grep -E 'Started boxmaker-tool-[a-z0-9-]+\\.service - /opt/boxmaker-test/sibling-tool\\.py'"
 # What the tool answered, as loopd logged the tool result.
-tool_answers sibling-tool: >/tmp/sibling.answer
+tool_results sibling-tool: >/tmp/sibling.answer
 note "the test tool answered: $(cat /tmp/sibling.answer)"
 expect "control: loopd logged one answer of the test tool" \
     "test \"\$(wc -l </tmp/sibling.answer)\" = 1"

@@ -124,9 +124,9 @@ brokerd_rendered() {
     systemctl daemon-reload
 }
 
-# tool_answers PREFIX: what test-only tools answered, as loopd logged the tool results: the
+# tool_results PREFIX: what test-only tools answered, as loopd logged the tool results: the
 # content of each tool_result record that starts with PREFIX, one per line.
-tool_answers() {
+tool_results() {
     python3 - /var/lib/private/boxmaker/sessions "$1" <<'PY'
 import json, pathlib, sys
 for log in pathlib.Path(sys.argv[1]).glob("*/*.jsonl"):

@@ -41,7 +41,7 @@ expect "the page's text came back from 192.0.2.1 (loopd's session log)" \
 brokerd_config /etc/boxmaker/config-test-tool.toml "tests/vm/network.sh only"
 expect "through brokerd: the test tool's http_fetch runs in its unit" \
     "owner bxctl chat -m 'fetch the granted page' | grep -qE '\\[-> [0-9]+ bytes, public'"
-tool_answers test-tool: | grep -F 192.0.2.1:8000 | tail -n 1 >/tmp/fetch.answer
+tool_results test-tool: | grep -F 192.0.2.1:8000 | tail -n 1 >/tmp/fetch.answer
 note "the test tool answered: $(cat /tmp/fetch.answer)"
 expect "the unit reaches the address brokerd resolved (192.0.2.1:8000)" \
     "grep -qF '192.0.2.1:8000 CONNECTED (hello-from-192.0.2.1)' /tmp/fetch.answer"
