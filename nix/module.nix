@@ -32,6 +32,8 @@ let
   core = import ./units.nix {
     package = "${cfg.package}";
     inherit (cfg) adminGroup chatGroup settings;
+    # The polkit rule depends on whether this systemd passes unit names (257 and later).
+    systemdVersion = config.systemd.package.version;
     secrets = mapAttrs (_: s: s.file) cfg.secrets;
     fakeLlama =
       if cfg.fakeLlama.enable then

@@ -34,6 +34,12 @@
   # brokerd sees them read-only: it resolves a call's path there (metadata only: no link
   # below the granted directory) before binding that one path into the tool's unit.
   grantPaths ? [ ],
+  # The target's systemd version (a string like "257.5", or an integer): the polkit rule
+  # depends on it (nix/polkit.nix). The module passes its own systemd's version; the
+  # container tier 252 (Debian bookworm), the VM tier 257 (Debian trixie). The default is
+  # the stricter rule, which fails closed on an older systemd (brokerd's tool units are
+  # refused, with brokerd saying so) rather than admitting more.
+  systemdVersion ? 257,
   # For nix/changes.nix: the grants (id -> attributes) and adminGroup's members (null: unknown).
   grants ? { },
   adminMembers ? null,
@@ -475,32 +481,7 @@ in
     "d ${config.broker.sandbox_root} 0755 root root -"
   ] ++ map (d: "d ${d.path} 0750 root ${d.group} -") socketDirs;
 
-  # polkit (BRIEF decision 1): only brokerd's user may manage units. systemd 257 and later
-  # pass the transient unit's name (`unit`) and the verb; then only boxmaker-tool-*.service
-  # units may be started, stopped or killed and anything else is refused. Older systemd
-  # (Debian bookworm's 252) passes no unit name for StartTransientUnit: the rule then can
-  # only admit manage-units as a whole, and brokerd's own check of the unit name
-  # (runner::systemd) is the only name check. polkit never sees a unit's properties.
-  polkitRules = ''
-    // boxmaker (nix/units.nix): brokerd starts one transient unit per tool call.
-    polkit.addRule(function(action, subject) {
-      if (action.id != "org.freedesktop.systemd1.manage-units" ||
-          subject.user != "boxmaker-brokerd") {
-        return polkit.Result.NOT_HANDLED;
-      }
-      var unit = action.lookup("unit");
-      var verb = action.lookup("verb");
-      if (verb && ["start", "stop", "kill"].indexOf(verb) < 0) {
-        return polkit.Result.NO;
-      }
-      if (!unit) {
-        // systemd < 257: the name of a transient unit is not passed.
-        return polkit.Result.YES;
-      }
-      if (/^boxmaker-tool-[a-z0-9-]+\.service$/.test(unit)) {
-        return polkit.Result.YES;
-      }
-      return polkit.Result.NO;
-    });
-  '';
+  # polkit (BRIEF decision 1): only brokerd's user may start, stop or kill units, and only
+  # boxmaker-tool-* ones where the target's systemd says which (nix/polkit.nix).
+  polkitRules = import ./polkit.nix { inherit systemdVersion; };
 }

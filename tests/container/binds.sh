@@ -4,7 +4,7 @@
 # point 1): a compromised tool that reads past its call finds nothing there.
 #
 # brokerd is restarted with the rendered config but one key: `tool` names the test-only
-# tests/container/sibling-tool.py (run.sh writes /etc/boxmaker/config-sibling-tool.toml).
+# tests/container/sibling-tool.py (stage.sh writes /etc/boxmaker/config-sibling-tool.toml).
 # A runtime drop-in changes only ExecStart='s --config; every other property of the rendered
 # unit, the grants, loopd, the model and systemd's transient tool units are the real ones.
 # The tool reads the file the call names, then a sibling in the same granted directory, a
@@ -23,14 +23,7 @@ sed 's/^/    | /' /tmp/sibling.out
 expect "control: systemd ran the test tool as the call's transient unit" \
     "journal | grep -E 'Started boxmaker-tool-[a-z0-9-]+\\.service - /opt/boxmaker-test/sibling-tool\\.py'"
 # What the tool answered, as loopd logged the tool result.
-python3 - /var/lib/private/boxmaker/sessions >/tmp/sibling.answer <<'PY'
-import json, pathlib, sys
-for log in pathlib.Path(sys.argv[1]).glob("*/*.jsonl"):
-    for line in log.read_text().splitlines():
-        record = json.loads(line)
-        if record.get("type") == "tool_result" and record["content"].startswith("sibling-tool:"):
-            print(record["content"])
-PY
+tool_results sibling-tool: >/tmp/sibling.answer
 note "the test tool answered: $(cat /tmp/sibling.answer)"
 expect "control: loopd logged one answer of the test tool" \
     "test \"\$(wc -l </tmp/sibling.answer)\" = 1"

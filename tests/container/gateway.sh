@@ -56,7 +56,7 @@ refuse "gatewayd's user cannot reach brokerd (not in boxmaker-loop-broker)" \
     "\$(as_role gatewayd) python3 -c \"\$PROBE\" unix:/run/boxmaker/loop-broker/broker.sock"
 expect "gatewayd's unit admits loopback only (IPAddressAllow= from allowedAddresses; IPAddressDeny=any)" \
     "systemctl show -p IPAddressAllow --value boxmaker-gatewayd | tee /dev/stderr | grep -q 127.0.0.0/8 && systemctl show -p IPAddressDeny --value boxmaker-gatewayd | grep -q 0.0.0.0/0"
-not_proven "that the kernel enforces gatewayd's IPAddressAllow=localhost (cgroup v1 under nspawn does not; nix/tests/gateway.nix checks the setting only)"
+in_vm_tier "that the kernel enforces gatewayd's IPAddressAllow=localhost (cgroup v1 under nspawn does not); tests/vm/network.sh"
 
 scenario "(g) gatewayd: an ask grant's approval is a root post; reactions answer it"
 ask=$(mm post owner "list my notes")

@@ -17,21 +17,10 @@ export PROBE
 started=$(date +%s.%N)
 
 finish() {
-    local rc=$FAILED
-    ((rc > 100)) && rc=100
-    printf '\n--- container tier: %d check(s) failed, %.1fs inside the container\n' "$FAILED" \
-        "$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')"
-    if ((rc != 0)); then
-        echo "--- journal of the boxmaker units, for the failures above:"
-        journal -u boxmaker-brokerd.service -u boxmaker-loopd.service \
-            -u boxmaker-inferproxy.service -u boxmaker-fake-llama-server.service \
-            -u boxmaker-gatewayd.service -u boxmaker-fake-mattermost.service \
-            -u 'boxmaker-job-*' \
-            -u 'boxmaker-tool-*' -u polkit.service -u dbus.service | tail -n 80
-    fi
+    tier_summary "container tier" "$started"
     # The test unit's ExecStopPost= ends the container with a failure unless this file exists.
-    echo "$rc" >/run/boxmaker-container-test.rc
-    systemctl --no-block exit "$rc"
+    echo "$RC" >/run/boxmaker-container-test.rc
+    systemctl --no-block exit "$RC"
     exit 0
 }
 trap finish EXIT
@@ -43,12 +32,7 @@ expect "the system bus is dbus-broker (a DynamicUser cannot reach dbus-daemon, s
     "test \"\$(systemctl show -p Id --value dbus.service)\" = dbus-broker.service"
 expect "sysusers made the socket-directory groups" \
     "getent group boxmaker-admin boxmaker-chat boxmaker-loop-broker boxmaker-loop-infer boxmaker-broker-gateway"
-useradd -m -G boxmaker-admin,boxmaker-chat owner
-useradd -m stranger
-mkdir -p /srv/notes /srv/inbox
-echo "buy milk, ship boxmaker" >/srv/notes/todo.md
-echo "hello from outside" >/srv/inbox/mail.txt
-chmod 0644 /srv/notes/todo.md /srv/inbox/mail.txt
+make_owner
 
 # ---- (a) socket activation and readiness --------------------------------------------------
 scenario "(a) socket activation: no role runs before its first connection; READY"

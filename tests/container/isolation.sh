@@ -54,17 +54,9 @@ done
 
 # A tool unit: the unit brokerd would start for notes-read (brokerd --print-tool-unit), with
 # a python3 probe in place of the tool. Every property is passed as brokerd passes it.
-unit=$(brokerd --config /etc/boxmaker/config.toml --print-tool-unit notes-read)
-props=()
-while IFS= read -r line; do
-    case $line in '' | '#'* | '['* | Type=* | ExecStart=* | Description=* | CollectMode=*) continue ;; esac
-    props+=(-p "$line")
-done <<<"$(sed -n '/^\[Service\]/,$p' <<<"$unit")"
-note "tool unit properties: ${#props[@]} / 2 from brokerd --print-tool-unit notes-read"
-probe_unit() { # probe_unit PYTHON_ARGS...: runs python3 in a unit like notes-read's tool
-    systemd-run --wait --pipe --quiet --collect --service-type=exec "${props[@]}" \
-        -- /usr/bin/python3 "$@" </dev/null
-}
+tool_props notes-read
+note "tool unit properties: ${#PROPS[@]} / 2 from brokerd --print-tool-unit notes-read"
+probe_unit() { probe_unit_with /usr/bin/python3 "$@" </dev/null; }
 
 expect_run "control: the probe unit runs and reads the granted path" \
     probe_unit -c 'import sys; sys.exit("buy milk" not in open("/srv/notes/todo.md").read())'
@@ -81,9 +73,10 @@ done
 expect "control: from the container itself 127.0.0.1:8080 is reachable" \
     "python3 -c \"\$PROBE\" tcp:127.0.0.1:8080"
 
-# What this container cannot show; measured where it can be, never claimed.
-not_proven "MemoryMax= and TasksMax= of tool units (and of the roles): accepted but not enforced under systemd-nspawn here (the cgroup v1 controllers are read-only inside); the NixOS VM tests and the unshare-based container of the reference can show them"
-not_proven "IPAddressDeny=/IPAddressAllow= (the cgroup BPF firewall) are not enforced under nspawn here; a tool unit without a host grant is kept off the network by PrivateNetwork= and RestrictAddressFamilies= instead, which is what the probe above proves"
+# What this container cannot show, and the VM tier (tests/vm, gate step vm, systemd 257 on
+# cgroup v2) proves; measured here where it can be, never claimed.
+in_vm_tier "MemoryMax= and TasksMax= of tool units: accepted but not enforced under systemd-nspawn here (the cgroup v1 controllers are read-only inside); tests/vm/limits.sh"
+in_vm_tier "IPAddressDeny=/IPAddressAllow= (the cgroup BPF firewall) are not enforced under nspawn here; a tool unit without a host grant is kept off the network by PrivateNetwork= and RestrictAddressFamilies= instead, which is what the probe above proves; tests/vm/network.sh"
 # run_tool (inside.sh) is a command line: split on purpose.
 # shellcheck disable=SC2154,SC2086
 if $(as_role brokerd) $run_tool --unit=not-a-tool-probe true >/dev/null 2>&1; then
@@ -91,6 +84,6 @@ if $(as_role brokerd) $run_tool --unit=not-a-tool-probe true >/dev/null 2>&1; th
 else
     measured="measured: refused here"
 fi
-not_proven "polkit's unit-name check (only boxmaker-tool-*.service): bookworm's systemd 252 passes polkit no unit name for StartTransientUnit, so the rule admits manage-units as a whole and brokerd's own name check is the only one ($measured); systemd >= 257 (NixOS VM test isolation.nix) shows it"
-not_proven "a tool unit with a host grant reaching only the resolved addresses: the container has no network and no resolver"
-not_proven "scenario (f), brokerd killed mid-session: in the NixOS VM tests only (nix/tests/broker-killed.nix)"
+in_vm_tier "polkit's unit-name check (only boxmaker-tool-*.service): bookworm's systemd 252 passes polkit no unit name for StartTransientUnit, so the rule rendered for 252 admits a call without a unit and brokerd's own name check is the only one ($measured); tests/vm/polkit.sh"
+in_vm_tier "a tool unit with a host grant reaching only the resolved addresses: the container has no network and no resolver; tests/vm/network.sh"
+in_vm_tier "scenario (f), brokerd killed mid-session (nix/tests/broker-killed.nix); tests/vm/killed.sh"

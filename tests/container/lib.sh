@@ -1,14 +1,16 @@
-# tests/container/lib.sh: helpers for inside.sh (sourced; runs inside the container).
+# tests/container/lib.sh: helpers for inside.sh and for the VM tier's tests/vm/guest.sh (sourced;
+# runs inside the container or the guest).
 # shellcheck shell=bash
 # Every check prints one line: "ok: WHAT", or "FAIL: WHAT" with the command's output.
-# Properties the container cannot enforce or show are printed as "NOT PROVEN HERE: ...".
+# Properties the container cannot enforce or show, and the VM tier (tests/vm) proves, are
+# printed as "IN THE VM TIER (not enforced here): ..." with the script that proves them.
 
 export PATH=/opt/boxmaker/bin:/usr/sbin:/usr/bin:/sbin:/bin
 FAILED=0
 OUT=/tmp/boxmaker-check.out
 
 scenario() { printf '\n--- scenario %s\n' "$*"; }
-not_proven() { echo "NOT PROVEN HERE: $*"; }
+in_vm_tier() { echo "IN THE VM TIER (not enforced here): $*"; }
 note() { echo "    $*"; }
 
 # expect WHAT COMMAND...: COMMAND (one string, run by bash -c) must succeed.
@@ -120,4 +122,70 @@ brokerd_rendered() {
     rm -r "$BROKERD_DROPIN"
     systemctl stop boxmaker-brokerd.service
     systemctl daemon-reload
+}
+
+# tool_results PREFIX: what test-only tools answered, as loopd logged the tool results: the
+# content of each tool_result record that starts with PREFIX, one per line.
+tool_results() {
+    python3 - /var/lib/private/boxmaker/sessions "$1" <<'PY'
+import json, pathlib, sys
+for log in pathlib.Path(sys.argv[1]).glob("*/*.jsonl"):
+    for line in log.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("type") == "tool_result" and record["content"].startswith(sys.argv[2]):
+            print(record["content"])
+PY
+}
+
+# tool_props GRANT [CONFIG [KEY...]]: fills PROPS with `-p K=V` for every property of the
+# unit brokerd would start for GRANT (brokerd --print-tool-unit, with CONFIG, default
+# /etc/boxmaker/config.toml), leaving out the KEYs named (a negative control: the same
+# unit without that one setting).
+PROPS=()
+tool_props() {
+    local grant=$1 config=${2:-/etc/boxmaker/config.toml} line key skip
+    shift
+    (($#)) && shift
+    PROPS=()
+    while IFS= read -r line; do
+        case $line in '' | '#'* | '['* | Type=* | ExecStart=* | Description=* | CollectMode=*) continue ;; esac
+        skip=no
+        for key in "$@"; do [[ $line == "$key="* ]] && skip=yes; done
+        [[ $skip == yes ]] || PROPS+=(-p "$line")
+    done <<<"$(brokerd --config "$config" --print-tool-unit "$grant" | sed -n '/^\[Service\]/,$p')"
+}
+
+# probe_unit_with PROGRAM ARGS...: runs PROGRAM in a transient unit with PROPS, stdin closed
+# (or what the caller redirects).
+probe_unit_with() {
+    systemd-run --wait --pipe --quiet --collect --service-type=exec "${PROPS[@]}" -- "$@"
+}
+
+# make_owner: the owner (in boxmaker-admin and boxmaker-chat), a stranger in no boxmaker
+# group, and the owner's files the test grants name.
+make_owner() {
+    useradd -m -G boxmaker-admin,boxmaker-chat owner
+    useradd -m stranger
+    mkdir -p /srv/notes /srv/inbox
+    echo "buy milk, ship boxmaker" >/srv/notes/todo.md
+    echo "hello from outside" >/srv/inbox/mail.txt
+    chmod 0644 /srv/notes/todo.md /srv/inbox/mail.txt
+}
+
+# tier_summary TIER STARTED: the tier's last lines (how many checks failed, how long since
+# STARTED, a `date +%s.%N`) and, when any failed, the journal of the boxmaker units. Sets RC
+# to the exit code: the number of failed checks, at most 100.
+tier_summary() {
+    RC=$FAILED
+    ((RC > 100)) && RC=100
+    printf '\n--- %s: %d check(s) failed, %.1fs of scenarios\n' "$1" "$FAILED" \
+        "$(awk -v a="$2" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')"
+    if ((RC != 0)); then
+        echo "--- journal of the boxmaker units, for the failures above:"
+        journal -u boxmaker-brokerd.service -u boxmaker-loopd.service \
+            -u boxmaker-inferproxy.service -u boxmaker-fake-llama-server.service \
+            -u boxmaker-gatewayd.service -u boxmaker-fake-mattermost.service \
+            -u 'boxmaker-job-*' \
+            -u 'boxmaker-tool-*' -u polkit.service -u dbus.service | tail -n 80
+    fi
 }

@@ -10,17 +10,7 @@
 # either is there.
 
 notes=/var/lib/private/boxmaker/notes
-# the tool results loopd logged that start with $1
-tool_results() {
-    python3 - /var/lib/private/boxmaker/sessions "$1" <<'PY'
-import json, pathlib, sys
-for log in pathlib.Path(sys.argv[1]).glob("*/*.jsonl"):
-    for line in log.read_text().splitlines():
-        record = json.loads(line)
-        if record.get("type") == "tool_result" and record["content"].startswith(sys.argv[2]):
-            print(record["content"])
-PY
-}
+# tool_results (lib.sh) runs inside bash -c below.
 export -f tool_results
 
 scenario "(j) notes: brokerd writes and labels them; each note tool runs in its own unit"

@@ -28,21 +28,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 CACHE=${BOXMAKER_CACHE:-$HOME/.cache/boxmaker}
 TIMEOUT=${BOXMAKER_CONTAINER_TIMEOUT:-300}
-BINARIES=(brokerd loopd inferproxy gatewayd bxctl boxmaker-tool boxmaker-job fake-llama-server fake-mattermost)
-
-say() { printf '\n=== container: %s\n' "$*"; }
-die() {
-    echo "container: $*" >&2
-    exit 1
-}
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-
-[[ $# -eq 1 ]] || die "usage: tests/container/run.sh BIN_DIR (target/debug or target/release)"
-bin=$(cd "$1" && pwd) || die "no directory $1"
-for b in "${BINARIES[@]}"; do
-    [[ -x $bin/$b ]] || die "$bin/$b is missing: build with 'cargo build --workspace --bins' first"
-done
+TIER=container
+# shellcheck source=tests/container/host.sh
+source "$here/host.sh"
+bin=$(bin_dir "$@") || exit 1
 
 start_all=$(now)
 
@@ -52,17 +41,7 @@ if [[ $(id -u) != 0 ]]; then
     die "needs root: systemd-nspawn boots a container and debootstrap builds its root file
 system (run the gate as root, or: sudo tests/container/run.sh $1)"
 fi
-missing=()
-command -v systemd-nspawn >/dev/null 2>&1 || missing+=(systemd-container)
-command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
-command -v nix-instantiate >/dev/null 2>&1 || missing+=(nix-bin)
-command -v python3 >/dev/null 2>&1 || missing+=(python3)
-if ((${#missing[@]})); then
-    command -v apt-get >/dev/null 2>&1 || die "missing ${missing[*]} and there is no apt-get: install them by hand"
-    echo "installing with apt: ${missing[*]}"
-    apt-get update
-    DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
-fi
+install_missing systemd-nspawn:systemd-container debootstrap:debootstrap nix-instantiate:nix-bin python3:python3
 echo "ok: $(systemd-nspawn --version | head -n1), debootstrap, $(nix-instantiate --version)"
 
 # ---- 2. the root file system (cached) ---------------------------------------------------
@@ -72,7 +51,7 @@ root=$("$here/rootfs.sh" "$CACHE")
 echo "root file system: $root ($(since "$t") s)"
 
 # ---- 3. render the unit core and stage what gets bound into the container ---------------
-say "step 3: rendering nix/units.nix with nix-instantiate (package /opt/boxmaker)"
+say "step 3: rendering nix/units.nix with nix-instantiate (package /opt/boxmaker, systemd 252)"
 work=$(mktemp -d /tmp/boxmaker-container.XXXXXX)
 cgroup_name=boxmaker-container-$$
 cleanup() {
@@ -84,75 +63,16 @@ cleanup() {
     done
 }
 trap cleanup EXIT
-units=$work/units
-mkdir -p "$units" "$work/etc-boxmaker/grants" "$work/sockets.target.wants" "$work/timers.target.wants"
-# brokerd's read-only view of the granted paths (`grantPaths`), derived from the test grants
-# as nix/module.nix derives it from services.boxmaker.grants: the paths of every read_file
-# and list_dir grant. Scenario (i) needs the one under /home (ProtectHome=tmpfs).
-grant_paths=$(python3 - "$here"/grants/*.toml <<'PY'
-import json, sys, tomllib
-paths = []
-for name in sys.argv[1:]:
-    with open(name, "rb") as f:
-        grant = tomllib.load(f)
-    if grant.get("tool") in ("read_file", "list_dir"):
-        for path in grant.get("constraints", {}).get("paths", []):
-            if path not in paths:
-                paths.append(path)
-print("[ " + " ".join(json.dumps(p) for p in paths) + " ]")
-PY
-) || die "cannot read the grant paths of $here/grants (python3 >= 3.11, for tomllib)"
-echo "grantPaths = $grant_paths"
-"$repo/tests/units/render.sh" "$units" \
-    --arg package '"/opt/boxmaker"' \
-    --arg fakeLlama '{ script = "/etc/boxmaker/fake-llama.toml"; listen = "127.0.0.1:8080"; }' \
-    --arg gateway '{ server = "http://127.0.0.1:8065"; owners = [ "ownerkp1dx4oy7wqbsm3e9t6ua" ];
-        channel = "chan4mqx8ekdy1bwpu7s9ront3"; tokenFile = "/etc/boxmaker/secrets/mattermost-token";
-        allowedAddresses = [ "localhost" ]; }' \
-    --arg fakeMattermost '{ listen = "127.0.0.1:8065"; }' \
-    --arg grantPaths "$grant_paths" \
-    --arg jobs '{ morning-brief = { schedule = "2099-01-01 00:00:00"; prompt = "what is on my todo list?"; };
-        watch-inbox = { schedule = "2099-01-01 00:00:00"; prompt = "what is in my inbox?"; }; }'
-# /etc/boxmaker: the rendered config, the test grants, and the VM tests' fake model script
-# with the container tier's own rules appended (tests/container/fake-rules.toml).
-cp "$units/config.toml" "$work/etc-boxmaker/config.toml"
-# Scenario (h)'s config: the same, with the test-only tests/container/sibling-tool.py as the
-# tool (a drop-in points brokerd at it for that scenario only; the units stay as rendered).
-sed 's|^tool = "/opt/boxmaker/bin/boxmaker-tool"$|tool = "/opt/boxmaker-test/sibling-tool.py"|' \
-    "$units/config.toml" >"$work/etc-boxmaker/config-sibling-tool.toml"
-grep -q '^tool = "/opt/boxmaker-test/sibling-tool.py"$' "$work/etc-boxmaker/config-sibling-tool.toml" ||
-    die "the rendered config.toml has no tool = \"/opt/boxmaker/bin/boxmaker-tool\" line to replace"
-# Scenario (j)'s config: the test-only tests/container/notes-tool.py as the tool (notes.sh).
-sed 's|^tool = "/opt/boxmaker/bin/boxmaker-tool"$|tool = "/opt/boxmaker-test/notes-tool.py"|' \
-    "$units/config.toml" >"$work/etc-boxmaker/config-notes-tool.toml"
-cp "$here"/grants/*.toml "$work/etc-boxmaker/grants/"
-cat "$repo/nix/tests/lib/fake-script.toml" "$here/fake-rules.toml" >"$work/etc-boxmaker/fake-llama.toml"
-chmod -R a+rX "$work"
-# The fake's bot token, root-only as a deployed secret is; PID 1 reads it (LoadCredential=).
-mkdir -m 0700 "$work/etc-boxmaker/secrets"
-(umask 077 && echo bot-token >"$work/etc-boxmaker/secrets/mattermost-token")
-# The grants must load with brokerd's own loader before anything boots.
-"$bin/bxctl" grants check "$work/etc-boxmaker/grants"
-
-# Every unit file into /etc/systemd/system, and the sockets enabled as NixOS does
-# (WantedBy=sockets.target).
+"$here/stage.sh" "$work" "$bin" 252 \
+    --tool sibling-tool=/opt/boxmaker-test/sibling-tool.py \
+    --tool notes-tool=/opt/boxmaker-test/notes-tool.py
+# What stage.sh placed, bound in read-only; then the test unit, the test scripts and the
+# binaries.
 binds=()
-for f in "$units"/*.service "$units"/*.socket "$units"/*.timer; do
-    binds+=("--bind-ro=$f:/etc/systemd/system/$(basename "$f")")
-done
-for f in "$units"/*.timer; do
-    ln -s "/etc/systemd/system/$(basename "$f")" "$work/timers.target.wants/"
-done
-for f in "$units"/*.socket; do
-    ln -s "/etc/systemd/system/$(basename "$f")" "$work/sockets.target.wants/"
-done
+while read -r source destination; do
+    binds+=("--bind-ro=$work/$source:$destination")
+done <"$work/install.list"
 binds+=(
-    "--bind-ro=$work/sockets.target.wants:/etc/systemd/system/sockets.target.wants"
-    "--bind-ro=$work/timers.target.wants:/etc/systemd/system/timers.target.wants"
-    "--bind-ro=$units/tmpfiles.conf:/etc/tmpfiles.d/boxmaker.conf"
-    "--bind-ro=$units/sysusers.conf:/etc/sysusers.d/boxmaker.conf"
-    "--bind-ro=$units/polkit.rules:/etc/polkit-1/rules.d/50-boxmaker.rules"
-    "--bind-ro=$work/etc-boxmaker:/etc/boxmaker"
     "--bind-ro=$here/boxmaker-container-test.service:/etc/systemd/system/boxmaker-container-test.service"
     "--bind-ro=$here:/opt/boxmaker-test"
 )

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # tests/container/sibling-tool.py: a test-only stand-in for boxmaker-tool, for scenario (h)
 # of the container tier (tests/container/binds.sh). Never shipped: brokerd runs it only
-# where the test's second config (config-sibling-tool.toml, made by run.sh) names it.
+# where the test's second config (config-sibling-tool.toml, made by stage.sh) names it.
 #
 # It plays a compromised tool: it speaks the tool's protocol (one ToolInvocation on stdin,
 # one ToolOutput on stdout), reads the file the call names, and then, ignoring the call,

@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+# tests/vm/launch.py ROUNDS PROPS_FILE INVOCATION_FILE: the launch-cost harness of
+# tests/vm/launch.sh (run as root in the guest). Alternates, ROUNDS times:
+#   floor: `systemd-run --wait --pipe --collect --quiet --service-type=exec` with the
+#          properties in PROPS_FILE (`-p` and `K=V` lines, brokerd --print-tool-unit's) of
+#          boxmaker-tool, the invocation on stdin;
+#   brokerd: one tool_request (the same read_file) on loop-broker, sent on a connection
+#          made as loopd's user (SO_PEERCRED is taken at connect), answered by a run of the
+#          same unit through brokerd, polkit and systemd.
+# Prints each round and `ratio MEDIAN (LOW to HIGH)` of brokerd over the floor, per round.
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+rounds = int(sys.argv[1])
+props = [line for line in open(sys.argv[2]).read().splitlines() if line]
+invocation = open(sys.argv[3], "rb").read()
+SOCKET = "/run/boxmaker/loop-broker/broker.sock"
+TOOL = "/opt/boxmaker/bin/boxmaker-tool"
+
+
+def loopd_ids():
+    uid = int(subprocess.check_output(["id", "-u", "boxmaker-loopd"]))
+    gid = int(subprocess.check_output(["id", "-g", "boxmaker-loopd"]))
+    group = int(subprocess.check_output(["getent", "group", "boxmaker-loop-broker"]).split(b":")[2])
+    return uid, gid, group
+
+
+def connect_as_loopd():
+    uid, gid, group = loopd_ids()
+    os.setgroups([group])
+    os.setegid(gid)
+    os.seteuid(uid)
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(SOCKET)
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
+        os.setgroups([])
+    return s
+
+
+def read_exact(s, n):
+    data = b""
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
+        if not chunk:
+            raise SystemExit("brokerd closed the connection")
+        data += chunk
+    return data
+
+
+def call(s, number):
+    request = {"v": 1, "id": number, "final": True, "msg": {"kind": "tool_request", "body": {
+        "session": "launch-cost", "call": number, "tool": "read_file",
+        "arguments": json.dumps({"path": "/srv/notes/todo.md"})}}}
+    body = json.dumps(request).encode()
+    s.sendall(struct.pack(">I", len(body)) + body)
+    while True:
+        (length,) = struct.unpack(">I", read_exact(s, 4))
+        frame = json.loads(read_exact(s, length))
+        if frame["final"]:
+            answer = frame["msg"]["body"]
+            if answer.get("status") != "result" or "buy milk" not in answer.get("content", ""):
+                raise SystemExit("brokerd answered %r" % (frame,))
+            return
+
+
+def bare():
+    command = ["systemd-run", "--wait", "--pipe", "--collect", "--quiet", "--service-type=exec",
+               *props, "--", TOOL]
+    out = subprocess.run(command, input=invocation, capture_output=True, check=True).stdout
+    if b"buy milk" not in out:
+        raise SystemExit("the bare unit answered %r" % out)
+
+
+def median(values):
+    return sorted(values)[len(values) // 2]
+
+
+s = connect_as_loopd()
+call(s, 1)  # warm-up: brokerd's first call in a session writes the session's state
+bare()
+ratios, floors, measures = [], [], []
+for number in range(2, rounds + 2):
+    t = time.perf_counter()
+    bare()
+    floor = time.perf_counter() - t
+    t = time.perf_counter()
+    call(s, number)
+    measure = time.perf_counter() - t
+    floors.append(floor)
+    measures.append(measure)
+    ratios.append(measure / floor)
+    print("round %d: bare systemd-run %.0f ms, through brokerd %.0f ms, ratio %.2f"
+          % (number - 1, floor * 1000, measure * 1000, measure / floor))
+ratios.sort()
+print("floor (bare systemd-run) median %.0f ms; through brokerd median %.0f ms"
+      % (median(floors) * 1000, median(measures) * 1000))
+print("ratio %.2f (%.2f to %.2f) over %d rounds" % (median(ratios), ratios[0], ratios[-1], rounds))
