@@ -4,6 +4,7 @@
 //! session, answer. Every decision is on disk before its answer leaves. The sockets
 //! (`server`, `admin`) and the link to gatewayd (`gateway`) reach it from outside.
 
+use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -106,23 +107,26 @@ impl Broker {
         lock(&self.sessions).get(session)
     }
 
-    /// Serves one tool request from loopd. `send` writes one frame to the peer.
+    /// Serves one tool request from loopd. `send` writes one frame to the peer;
+    /// `requester` is the peer's connection, watched for a hang-up while an approval waits.
     pub fn tool_request(
         &self,
         id: u64,
         req: &ToolRequest,
+        requester: Option<&UnixStream>,
         send: &mut dyn FnMut(Envelope),
     ) -> Result<(), Fatal> {
         // Held through the owner's answer too: the session cannot change under a pending
         // approval, so what the owner sees is what runs.
         self.session_locks
-            .run(&req.session, || self.serve_call(id, req, send))
+            .run(&req.session, || self.serve_call(id, req, requester, send))
     }
 
     fn serve_call(
         &self,
         id: u64,
         req: &ToolRequest,
+        requester: Option<&UnixStream>,
         send: &mut dyn FnMut(Envelope),
     ) -> Result<(), Fatal> {
         let snapshot = self.snapshot();
@@ -146,7 +150,8 @@ impl Broker {
         };
         if matches!(decision.outcome(), Outcome::Ask { .. }) {
             let canonical = canonical.as_deref().unwrap_or_default();
-            decision = self.ask(id, req, decision, canonical, state, send)?;
+            let requester = requester.and_then(|s| s.try_clone().ok());
+            decision = self.ask(id, req, decision, canonical, state, requester, send)?;
         }
         lock(&self.audit).append(|seq, time, prev| {
             AuditLine::Decision(AuditRecord {
@@ -188,6 +193,7 @@ impl Broker {
         decision: Decision,
         canonical: &str,
         state: SessionState,
+        requester: Option<UnixStream>,
         send: &mut dyn FnMut(Envelope),
     ) -> Result<Decision, Fatal> {
         let grant_id = match decision.outcome() {
@@ -211,7 +217,7 @@ impl Broker {
             expires,
         };
         card.binding = card.bound();
-        let heard = self.desk.put(card, now, &self.audit, &self.outbox, || {
+        let heard = self.desk.put(card, now, &self.audit, &self.outbox, requester, || {
             send(Envelope::partial(
                 id,
                 Message::ToolResponse(ToolResponse::PendingApproval { approval, expires }),
@@ -228,6 +234,11 @@ impl Broker {
                 decision,
                 DenyReason::ShuttingDown,
                 "brokerd stopped before the owner answered",
+            ),
+            Heard::Woke(Wake::Withdrawn) => policy::refuse(
+                decision,
+                DenyReason::ApprovalRefused,
+                "loopd withdrew the request: the owner cancelled the turn",
             ),
             Heard::Woke(Wake::Answered(Answer { by, post, .. })) => policy::refuse(
                 decision,

@@ -143,6 +143,10 @@ pub fn send(
                         .map_err(Error::Output)?;
                     false
                 }
+                TurnEnd::Cancelled => {
+                    writeln!(out, "[the turn was cancelled]").map_err(Error::Output)?;
+                    false
+                }
                 TurnEnd::ModelError { detail } => {
                     writeln!(
                         out,

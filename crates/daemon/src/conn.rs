@@ -57,6 +57,12 @@ impl Conn {
         proto::read_envelope(&mut self.reader)
     }
 
+    /// A second handle on this connection's socket, for another thread: to shut it down
+    /// (cancelling a call under way) or to watch for the peer's hang-up (`hangup`).
+    pub fn handle(&self) -> io::Result<UnixStream> {
+        self.reader.get_ref().stream.try_clone()
+    }
+
     pub fn write(&mut self, envelope: &Envelope) -> Result<(), FrameError> {
         proto::write_envelope(&mut &self.reader.get_ref().stream, envelope)
     }

@@ -210,6 +210,8 @@ fn turn(t: &Turn<'_>, session: Option<SessionId>, text: &str, started: &mut dyn 
                 "**The model could not answer:** {}. Your message is kept: write again to retry.",
                 code(&detail)
             )),
+            // Only a client that hung up gets this end, and gatewayd has not hung up.
+            TurnEnd::Cancelled => stream.note("_The turn was cancelled._".to_owned()),
         },
         Ok(Message::Error(e)) => stream.note(format!(
             "**boxmaker refused the message:** {}",

@@ -4,6 +4,7 @@
 //! owner's channel. It trusts nothing the model says about taint: brokerd keeps that.
 
 mod broker;
+mod cancel;
 mod compact;
 mod error;
 mod llm;

@@ -3,14 +3,16 @@
 //! refused with `forbidden_kind`.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use daemon::accept::Activity;
 use daemon::conn::Conn;
-use daemon::log;
+use daemon::{hangup, log};
 use daemon::serve;
 use proto::chat::{SessionListing, SessionRecords, SessionShow, SessionSummary};
 use proto::{Envelope, ErrorCode, LogRecord, Message};
 
+use crate::cancel::Cancel;
 use crate::store::StoreError;
 use crate::turn::Looper;
 
@@ -29,7 +31,10 @@ fn request(looper: &Looper, conn: &mut Conn, env: Envelope, who: &str) -> bool {
     let reply = match env.msg {
         Message::ChatSend(send) => {
             let mut alive = true;
-            let result = looper.turn(&send, &mut |event| {
+            let cancel = Arc::new(Cancel::default());
+            let done = Arc::new(AtomicBool::new(false));
+            watch_hangup(conn, &cancel, &done);
+            let result = looper.turn(&send, &cancel, &mut |event| {
                 if alive
                     && conn
                         .write(&Envelope::partial(id, Message::ChatEvent(event)))
@@ -39,6 +44,7 @@ fn request(looper: &Looper, conn: &mut Conn, env: Envelope, who: &str) -> bool {
                     alive = false;
                 }
             });
+            done.store(true, Ordering::Release);
             match result {
                 Ok(reply) => Message::ChatReply(reply),
                 Err(e) => {
@@ -71,6 +77,23 @@ fn request(looper: &Looper, conn: &mut Conn, env: Envelope, who: &str) -> bool {
         }
     };
     conn.write(&Envelope::last(id, reply)).is_ok()
+}
+
+/// Cancels the turn when the owner's client hangs up before its reply (`cancel`), until
+/// `done`. Without the watch (no thread to be had) the turn simply runs to its end.
+fn watch_hangup(conn: &Conn, cancel: &Arc<Cancel>, done: &Arc<AtomicBool>) {
+    let Ok(stream) = conn.handle() else {
+        return;
+    };
+    let (cancel, done) = (cancel.clone(), done.clone());
+    let _ = std::thread::Builder::new()
+        .name("hangup".into())
+        .spawn(move || {
+            if hangup::wait(&stream, &done) {
+                log::info(format_args!("chat: the client hung up; the turn is cancelled"));
+                cancel.cancel();
+            }
+        });
 }
 
 fn list(looper: &Looper) -> Result<SessionListing, StoreError> {

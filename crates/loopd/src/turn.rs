@@ -13,6 +13,7 @@ use proto::chat::{ChatEvent, ChatReply, ChatSend, TurnEnd};
 use proto::{CallId, DataClass, Epoch, Hash32, LogRecord, SessionId, Timestamp, ToolResponse};
 use serde_json::json;
 
+use crate::cancel::Cancel;
 use crate::llm::{self, Delta, LlmError, Props};
 use crate::store::{Session, Store, StoreError};
 use crate::tools::{self, for_model};
@@ -125,23 +126,25 @@ impl Looper {
         s
     }
 
-    /// Runs one turn, streaming its events to `emit`.
+    /// Runs one turn, streaming its events to `emit`, until it ends or `cancel` stops it.
     pub fn turn(
         &self,
         send: &ChatSend,
+        cancel: &Cancel,
         emit: &mut dyn FnMut(ChatEvent),
     ) -> Result<ChatReply, TurnError> {
         let id = match &send.session {
             Some(id) => id.clone(),
             None => Store::new_id(Timestamp::now())?,
         };
-        self.locks.run(&id, || self.locked_turn(&id, send, emit))
+        self.locks.run(&id, || self.locked_turn(&id, send, cancel, emit))
     }
 
     fn locked_turn(
         &self,
         id: &SessionId,
         send: &ChatSend,
+        cancel: &Cancel,
         emit: &mut dyn FnMut(ChatEvent),
     ) -> Result<ChatReply, TurnError> {
         let id = id.clone();
@@ -170,7 +173,7 @@ impl Looper {
             session: id.clone(),
             epoch: session.epoch,
         });
-        self.run(session, emit)
+        self.run(session, cancel, emit)
     }
 
     /// Completes what an earlier loopd left half done: an epoch ended but the next not yet
@@ -289,12 +292,20 @@ impl Looper {
     fn run(
         &self,
         mut session: Session,
+        cancel: &Cancel,
         emit: &mut dyn FnMut(ChatEvent),
     ) -> Result<ChatReply, TurnError> {
         let cap = self.config.r#loop.max_tool_calls;
         let slot = session.slot().unwrap_or(0);
         let mut calls = 0u32;
         loop {
+            if cancel.is_cancelled() {
+                return Ok(ChatReply {
+                    session: session.id,
+                    text: String::new(),
+                    end: TurnEnd::Cancelled,
+                });
+            }
             // What the previous answer of this session made cacheable (its whole prompt).
             let cacheable = lock(&self.used).get(&session.id).map(|u| u.cacheable);
             let body = json!({
@@ -384,6 +395,11 @@ impl Looper {
                             "not run: the limit of {cap} tool calls per turn was reached"
                         ),
                     }
+                } else if cancel.is_cancelled() {
+                    // Every call the model asked for gets its result, so the log stays whole.
+                    ToolResponse::Failed {
+                        message: "not run: the owner cancelled the turn".into(),
+                    }
                 } else {
                     emit(ChatEvent::ToolCall {
                         call,
@@ -396,6 +412,7 @@ impl Looper {
                         call,
                         &tc.name,
                         &tc.arguments,
+                        cancel,
                         |p| {
                             emit(ChatEvent::ToolResponse { call, response: p });
                         },
@@ -453,7 +470,7 @@ mod tests {
             session: Some(id.clone()),
             text: "hello".into(),
         };
-        match looper.turn(&send, &mut |_| {}) {
+        match looper.turn(&send, &Cancel::default(), &mut |_| {}) {
             Err(e @ TurnError::NoSession(_)) => {
                 assert!(matches!(&e, TurnError::NoSession(s) if *s == id));
                 assert_eq!(e.to_string(), "no session s-gone");

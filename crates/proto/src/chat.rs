@@ -52,6 +52,10 @@ pub enum TurnEnd {
     /// The model could not be reached or broke off; the session is intact and the next
     /// message continues it.
     ModelError { detail: String },
+    /// The owner's client hung up mid-turn (Ctrl-C): a call waiting for approval was
+    /// withdrawn, a tool already running finished and its result is logged, and the model
+    /// was not asked again. The next message continues the session.
+    Cancelled,
 }
 
 /// The final frame of a turn.
