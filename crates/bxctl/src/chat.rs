@@ -14,6 +14,12 @@ use proto::{CallId, LogRecord, Message, SessionId, ToolResponse};
 
 use crate::Error;
 use crate::error::{answered, call_failed, unexpected};
+use crate::signals::Interrupt;
+use crate::spinner::Spinner;
+
+/// Lines in a row that may be refused as not UTF-8 before the prompt gives up (an input
+/// that is nothing but bad bytes would otherwise be read for ever).
+const MAX_BAD_INPUT: u32 = 100;
 
 fn connect(config: &Config) -> Result<Conn, Error> {
     let path = config.sockets.chat_loop_sock();
@@ -104,32 +110,71 @@ impl<'a> Screen<'a> {
     }
 }
 
-/// Sends one message and streams the turn to `out`. Returns the session and whether the
-/// model answered.
+/// How a turn went, as far as bxctl is concerned.
+#[derive(Debug)]
+pub enum Sent {
+    /// The turn ended: its session, and whether the model answered.
+    Ended(SessionId, bool),
+    /// The owner cancelled it (Ctrl-C): the connection is gone, the session (when the turn
+    /// got as far as starting it) goes on.
+    Cancelled(Option<SessionId>),
+}
+
+/// Sends one message and streams the turn to `out`, with a spinner while the model is
+/// awaited; `interrupt` can cancel it meanwhile.
 pub fn send(
     conn: &mut Conn,
     bxctl: &str,
     session: Option<SessionId>,
     text: &str,
     id: u64,
+    interrupt: &Interrupt,
     out: &mut dyn Write,
-) -> Result<(SessionId, bool), Error> {
+) -> Result<Sent, Error> {
     let msg = Message::ChatSend(ChatSend {
         session,
         text: text.to_owned(),
     });
     let mut write_err = None;
     let mut screen = Screen::new(bxctl);
+    let mut spinner = Spinner::new();
+    spinner.start();
+    let mut started = None;
+    interrupt.during(conn.handle().ok());
     let last = conn.call(id, msg, |env| {
         if let Message::ChatEvent(ev) = &env.msg {
+            if let ChatEvent::Started { session, .. } = ev {
+                started = Some(session.clone());
+            }
             let text = screen.event(ev);
+            if text.is_empty() {
+                return;
+            }
+            spinner.stop();
             if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
                 write_err = Some(e);
             }
+            // A tool's answer goes back to the model: it is awaited again.
+            if matches!(ev, ChatEvent::ToolResponse { response, .. }
+                if !matches!(response, ToolResponse::PendingApproval { .. }))
+            {
+                spinner.start();
+            }
         }
     });
+    spinner.stop();
+    interrupt.during(None);
     // Whatever comes next (bxctl's own line, or an error) starts a line of its own.
     write!(out, "{}", screen.end()).map_err(Error::Output)?;
+    if interrupt.take_cancelled() {
+        writeln!(
+            out,
+            "[turn cancelled: a call waiting for approval was withdrawn; a running tool \
+             finishes and is logged]"
+        )
+        .map_err(Error::Output)?;
+        return Ok(Sent::Cancelled(started));
+    }
     let last = last.map_err(call_failed("loopd", "chat"))?;
     if let Some(e) = write_err {
         return Err(Error::Output(e));
@@ -157,7 +202,7 @@ pub fn send(
                     false
                 }
             };
-            Ok((reply.session, ok))
+            Ok(Sent::Ended(reply.session, ok))
         }
         other => Err(unexpected(&other)),
     }
@@ -169,10 +214,14 @@ pub fn once(
     bxctl: &str,
     session: Option<SessionId>,
     text: &str,
+    interrupt: &Interrupt,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
     let mut conn = connect(config)?;
-    let (session, ok) = send(&mut conn, bxctl, session, text, 1, out)?;
+    let Sent::Ended(session, ok) = send(&mut conn, bxctl, session, text, 1, interrupt, out)?
+    else {
+        return Ok(ExitCode::from(130));
+    };
     writeln!(out, "[session {session}]").map_err(Error::Output)?;
     Ok(if ok {
         ExitCode::SUCCESS
@@ -186,21 +235,41 @@ pub fn interactive(
     config: &Config,
     bxctl: &str,
     mut session: Option<SessionId>,
+    interrupt: &Interrupt,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
     let mut conn = connect(config)?;
     let mut last = std::time::Instant::now();
     let mut editor = rustyline::DefaultEditor::new().map_err(Error::Prompt)?;
-    writeln!(out, "boxmaker chat: type a message, /quit to leave").map_err(Error::Output)?;
+    writeln!(
+        out,
+        "boxmaker chat: type a message; /quit or Ctrl-C leaves, Ctrl-C during a turn cancels it"
+    )
+    .map_err(Error::Output)?;
     let mut id = 0u64;
+    let mut bad_input = 0u32;
     loop {
         let line = match editor.readline("you> ") {
             Ok(l) => l,
             Err(
                 rustyline::error::ReadlineError::Eof | rustyline::error::ReadlineError::Interrupted,
             ) => break,
+            Err(rustyline::error::ReadlineError::Io(e))
+                if e.kind() == std::io::ErrorKind::InvalidData && bad_input < MAX_BAD_INPUT =>
+            {
+                // A byte that is not UTF-8 (a terminal in another encoding, a stray 0xFF):
+                // the line is refused, the prompt stays.
+                bad_input += 1;
+                writeln!(
+                    out,
+                    "[that input was not UTF-8 text and was dropped; type the line again]"
+                )
+                .map_err(Error::Output)?;
+                continue;
+            }
             Err(e) => return Err(Error::Prompt(e)),
         };
+        bad_input = 0;
         let text = line.trim();
         if text.is_empty() {
             continue;
@@ -215,8 +284,14 @@ pub fn interactive(
             conn = connect(config)?;
         }
         last = std::time::Instant::now();
-        let (s, _) = send(&mut conn, bxctl, session.clone(), text, id, out)?;
-        session = Some(s);
+        match send(&mut conn, bxctl, session.clone(), text, id, interrupt, out)? {
+            Sent::Ended(s, _) => session = Some(s),
+            Sent::Cancelled(s) => {
+                session = s.or(session);
+                // The cancelled turn's connection is gone.
+                conn = connect(config)?;
+            }
+        }
     }
     if let Some(s) = session {
         writeln!(out, "[session {s}]").map_err(Error::Output)?;

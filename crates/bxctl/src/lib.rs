@@ -14,7 +14,10 @@ mod audit;
 mod chat;
 mod dev;
 mod error;
+mod hint;
 mod policy;
+mod signals;
+mod spinner;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -27,7 +30,13 @@ use proto::SessionId;
 #[command(name = "bxctl", version, about = "boxmaker's owner command line")]
 pub struct Cli {
     /// The configuration file (for the socket and state paths).
-    #[arg(long, global = true, value_name = "PATH", default_value = DEFAULT_PATH)]
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        env = "BOXMAKER_CONFIG",
+        default_value = DEFAULT_PATH
+    )]
     pub config: PathBuf,
     #[command(subcommand)]
     pub command: Command,
@@ -100,13 +109,17 @@ pub enum AuditCmd {
 pub use crate::error::{DevError, Error};
 
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
-    let config = || Config::load(&cli.config).map_err(Error::Config);
-    // How to call bxctl again for this same stack, for the hints bxctl prints.
-    let bxctl = if cli.config == std::path::Path::new(DEFAULT_PATH) {
-        "bxctl ".to_owned()
-    } else {
-        format!("bxctl --config {} ", cli.config.display())
+    let config = || {
+        if !cli.config.exists() {
+            return Err(Error::NoConfig {
+                path: cli.config.clone(),
+                from: hint::config_source(&cli.config),
+            });
+        }
+        Config::load(&cli.config).map_err(Error::Config)
     };
+    // How to call bxctl again for this same stack, for the hints bxctl prints.
+    let bxctl = hint::bxctl(&cli.config);
     match cli.command {
         Command::Grants(GrantsCmd::Check { dir }) => {
             let dir = match dir {
@@ -149,9 +162,12 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
                 .map(SessionId::new)
                 .transpose()
                 .map_err(Error::SessionId)?;
+            let config = config()?;
+            let interrupt = std::sync::Arc::new(signals::Interrupt::default());
+            signals::watch(interrupt.clone(), || {}).map_err(DevError::Signals)?;
             match message {
-                Some(text) => chat::once(&config()?, &bxctl, session, &text, out),
-                None => chat::interactive(&config()?, &bxctl, session, out),
+                Some(text) => chat::once(&config, &bxctl, session, &text, &interrupt, out),
+                None => chat::interactive(&config, &bxctl, session, &interrupt, out),
             }
         }
         Command::Dev(args) => dev::run(&args, out),
