@@ -82,17 +82,25 @@ fn all_gone(state: &Path, within: Duration) {
     assert_eq!(roles.len(), 4, "{roles:?}");
     let left = stack::poll_until(within, || roles.iter().all(|(_, p)| !alive(*p)));
     let survivors: Vec<_> = roles.iter().filter(|(_, p)| alive(*p)).collect();
+    // A failing test leaves nothing running either.
+    for (_, pid) in &survivors {
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+    }
     assert!(left.is_some(), "roles outlived bxctl: {survivors:?}");
 }
 
-fn exited(s: &PtySession, within: Duration) -> bool {
-    stack::poll_until(within, || {
-        !matches!(
-            s.process().status(),
-            Some(rexpect::process::WaitStatus::StillAlive)
-        )
-    })
-    .is_some()
+/// How bxctl ended: its exit code, or `None` if a signal ended it (or it still runs after
+/// `within`).
+fn exit_code(s: &PtySession, within: Duration) -> Option<i32> {
+    use rexpect::process::WaitStatus;
+    let status = stack::poll_until(within, || match s.process().status() {
+        Some(WaitStatus::StillAlive) | None => None,
+        Some(other) => Some(other),
+    });
+    match status {
+        Some(WaitStatus::Exited(_, code)) => Some(code),
+        _ => None,
+    }
 }
 
 #[test]
@@ -100,7 +108,7 @@ fn ctrl_c_at_the_prompt_leaves_and_takes_every_role_down() {
     let state = state_dir("ctrlc-prompt");
     let mut s = dev(&state, &[]);
     s.send_control('c').expect("ctrl-c");
-    assert!(exited(&s, Duration::from_secs(15)), "bxctl did not leave");
+    assert_eq!(exit_code(&s, Duration::from_secs(15)), Some(0), "bxctl did not leave");
     all_gone(&state, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&state);
 }
@@ -121,7 +129,8 @@ fn a_hang_up_of_the_terminal_takes_every_role_down() {
         "a role is in the terminal's foreground group: {roles:?}"
     );
     killpg(fg, Signal::SIGHUP).expect("hang-up");
-    assert!(exited(&s, Duration::from_secs(15)), "bxctl did not stop");
+    // Exited by itself (128 + SIGHUP) after stopping its stack, not killed by the signal.
+    assert_eq!(exit_code(&s, Duration::from_secs(15)), Some(129), "bxctl did not stop");
     all_gone(&state, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&state);
 }
@@ -133,13 +142,19 @@ fn after_sigkill_of_bxctl_no_role_survives_and_the_next_run_starts_at_once() {
     s.process_mut()
         .signal(rexpect::process::Signal::SIGKILL)
         .expect("kill -9");
-    assert!(exited(&s, Duration::from_secs(5)));
+    let killed = stack::poll_until(Duration::from_secs(5), || {
+        matches!(
+            s.process().status(),
+            Some(rexpect::process::WaitStatus::Signaled(_, rexpect::process::Signal::SIGKILL, _))
+        )
+    });
+    assert!(killed.is_some(), "bxctl was not killed");
     all_gone(&state, Duration::from_secs(10));
     let mut again = dev(&state, &[]);
     again.send_line("What is on my todo list?").expect("send");
     again.exp_string("buy milk").expect("the stack works again");
     again.send_line("/quit").expect("quit");
-    assert!(exited(&again, Duration::from_secs(15)));
+    assert_eq!(exit_code(&again, Duration::from_secs(15)), Some(0));
     all_gone(&state, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&state);
 }
@@ -155,7 +170,7 @@ fn a_byte_that_is_not_utf8_is_refused_and_the_prompt_stays() {
     s.send_line("What is on my todo list?").expect("send");
     s.exp_string("buy milk").expect("the stack still answers");
     s.send_line("/quit").expect("quit");
-    assert!(exited(&s, Duration::from_secs(15)));
+    assert_eq!(exit_code(&s, Duration::from_secs(15)), Some(0));
     all_gone(&state, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&state);
 }
@@ -189,14 +204,14 @@ fn ctrl_c_during_a_turn_withdraws_its_approval_and_the_session_goes_on() {
     s.exp_string("turn cancelled").expect("cancelled");
     s.exp_string(PROMPT).expect("the prompt again");
     // Withdrawn at once: no longer waiting, and a later answer is refused.
-    let listed = Command::new("sh")
-        .args(["-c", &format!("{prefix}approvals")])
-        .output()
-        .expect("sh");
-    assert!(
-        !String::from_utf8_lossy(&listed.stdout).contains(id),
-        "{listed:?}"
-    );
+    let gone = stack::poll_until(Duration::from_secs(2), || {
+        let listed = Command::new("sh")
+            .args(["-c", &format!("{prefix}approvals")])
+            .output()
+            .expect("sh");
+        listed.status.success() && !String::from_utf8_lossy(&listed.stdout).contains(id)
+    });
+    assert!(gone.is_some(), "approval {id} still waits after the turn was cancelled");
     let late = Command::new("sh")
         .args(["-c", &cmd])
         .output()
@@ -222,7 +237,7 @@ fn ctrl_c_during_a_turn_withdraws_its_approval_and_the_session_goes_on() {
         "{log}"
     );
     s.send_line("/quit").expect("quit");
-    assert!(exited(&s, Duration::from_secs(15)));
+    assert_eq!(exit_code(&s, Duration::from_secs(15)), Some(0));
     all_gone(&state, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&state);
 }
@@ -286,7 +301,7 @@ fn a_second_run_on_the_same_state_names_the_first_and_changes_nothing() {
     first.send_line("What is on my todo list?").expect("send");
     first.exp_string("buy milk").expect("the first stack still answers");
     first.send_line("/quit").expect("quit");
-    assert!(exited(&first, Duration::from_secs(15)));
+    assert_eq!(exit_code(&first, Duration::from_secs(15)), Some(0));
     all_gone(&state, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&state);
 }
@@ -297,7 +312,7 @@ fn the_owners_grant_edits_survive_a_restart_and_reset_restores_the_samples() {
     let quit = |extra: &[&str]| {
         let mut s = dev(&state, extra);
         s.send_line("/quit").expect("quit");
-        assert!(exited(&s, Duration::from_secs(15)));
+        assert_eq!(exit_code(&s, Duration::from_secs(15)), Some(0));
         all_gone(&state, Duration::from_secs(10));
     };
     quit(&[]);
@@ -343,7 +358,11 @@ fn script_and_grants_run_the_owners_scenario_through_the_real_command() {
     // Ready waits for the model's /health; piped, the wait is said once, plainly.
     assert!(text.contains("waiting for the model: loading...\n"), "{text}");
     assert!(text.contains("the model is ready after"), "{text}");
-    assert!(!text.contains('\r'), "a terminal's redraw in piped output: {text:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !text.contains('\r') && !err.contains('\r'),
+        "a terminal's redraw (the wait, the spinner) in piped output: {text:?} {err:?}"
+    );
     assert!(!state.join("grants").exists(), "samples written although --grants was given");
     let config = std::fs::read_to_string(state.join("config.toml")).expect("config");
     assert!(config.contains(&format!("grants = \"{}\"", own.display())), "{config}");
@@ -375,7 +394,7 @@ fn a_terminal_shows_the_wait_for_the_model_and_a_spinner_for_the_first_token() {
         .expect("the spinner counts the seconds");
     s.exp_string("slow answer").expect("the answer");
     s.send_line("/quit").expect("quit");
-    assert!(exited(&s, Duration::from_secs(15)));
+    assert_eq!(exit_code(&s, Duration::from_secs(15)), Some(0));
     all_gone(&state, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&state);
     let _ = std::fs::remove_file(&script);
@@ -401,14 +420,12 @@ fn a_role_an_earlier_run_left_is_stopped_through_the_lock() {
     )
     .expect("a lock an earlier run left");
     let mut s = dev(&state, &[]);
-    assert!(
-        stack::poll_until(Duration::from_secs(2), || sleeper.try_wait().ok().flatten().is_some())
-            .is_some(),
-        "the leftover still runs"
-    );
-    s.send_line("/quit").expect("quit");
-    assert!(exited(&s, Duration::from_secs(15)));
+    let stopped =
+        stack::poll_until(Duration::from_secs(2), || sleeper.try_wait().ok().flatten().is_some());
     let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     let _ = sleeper.wait();
+    assert!(stopped.is_some(), "the leftover still ran");
+    s.send_line("/quit").expect("quit");
+    assert_eq!(exit_code(&s, Duration::from_secs(15)), Some(0));
     let _ = std::fs::remove_dir_all(&state);
 }
