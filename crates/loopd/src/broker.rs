@@ -31,9 +31,14 @@ pub fn call(
         tool: tool.to_owned(),
         arguments: arguments.to_owned(),
     });
-    cancel.during(conn.handle().ok());
+    // Only a call that waits for the owner can be withdrawn: one being sent, decided or
+    // run goes on to its result. A cancel that came first withdraws it as it starts waiting.
+    let mut handle = conn.handle().ok();
     let last = conn.call(call.0, msg, |env| {
         if let Message::ToolResponse(r) = &env.msg {
+            if matches!(r, ToolResponse::PendingApproval { .. }) {
+                cancel.during(handle.take());
+            }
             pending(r.clone());
         }
     });

@@ -1,5 +1,6 @@
 //! Cancelling a turn: the owner's client hangs up mid-turn (Ctrl-C in `bxctl chat`). The
-//! turn then asks the model nothing more; a call waiting for approval is withdrawn at once
+//! turn then asks the model nothing more and runs no further call; a call waiting for
+//! approval is withdrawn at once
 //! by shutting down loopd's sending side of that call's broker connection (brokerd sees the
 //! hang-up, denies the call and audits it as refused, and its answer still reaches loopd);
 //! a tool already running finishes, and its result is logged like any other.
@@ -32,8 +33,8 @@ impl Cancel {
         self.cancelled.load(Ordering::Acquire)
     }
 
-    /// The broker connection of the call now under way (`None` when it has ended). A
-    /// turn cancelled before the call began withdraws it at once.
+    /// The broker connection of a call now waiting for approval (`None` when it has
+    /// ended). A turn cancelled before withdraws it at once.
     pub fn during(&self, call: Option<UnixStream>) {
         let mut slot = lock(&self.call);
         if let Some(c) = &call

@@ -6,6 +6,7 @@ mod agent_faults;
 mod approvals;
 mod binding;
 mod broker;
+mod cancel;
 mod dev;
 mod docs;
 mod durability;
