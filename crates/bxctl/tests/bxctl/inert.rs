@@ -77,8 +77,12 @@ fn chat_shows_model_text_as_a_block_and_every_field_as_one_line() {
     served.join().expect("loopd");
     // The model could not answer: exit 1, with what was shown.
     assert_eq!(out.status.code(), Some(1));
+    // The command as printed works as printed: bxctl's own absolute path (it is not on
+    // PATH here), with the configuration it was given.
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_bxctl")).expect("bxctl");
     let bx = format!(
-        "bxctl --config {} ",
+        "{} --config {} ",
+        exe.display(),
         home.root.join("config.toml").display()
     );
     assert_eq!(
