@@ -151,7 +151,13 @@ impl Broker {
         if matches!(decision.outcome(), Outcome::Ask { .. }) {
             let canonical = canonical.as_deref().unwrap_or_default();
             let requester = requester.and_then(|s| s.try_clone().ok());
-            decision = self.ask(id, req, decision, canonical, state, requester, send)?;
+            let mut pending = |approval, expires| {
+                send(Envelope::partial(
+                    id,
+                    Message::ToolResponse(ToolResponse::PendingApproval { approval, expires }),
+                ));
+            };
+            decision = self.ask(req, decision, canonical, state, requester, &mut pending)?;
         }
         lock(&self.audit).append(|seq, time, prev| {
             AuditLine::Decision(AuditRecord {
@@ -184,17 +190,17 @@ impl Broker {
         Ok(())
     }
 
-    /// Puts an `ask` to the owner and waits for the answer or the expiry. `state` is the
-    /// session's, as the call was decided on.
+    /// Puts an `ask` to the owner and waits for the answer, the expiry or the requester's
+    /// hang-up. `state` is the session's, as the call was decided on; `pending` tells the
+    /// requester the approval's id and expiry once it waits.
     fn ask(
         &self,
-        id: u64,
         req: &ToolRequest,
         decision: Decision,
         canonical: &str,
         state: SessionState,
         requester: Option<UnixStream>,
-        send: &mut dyn FnMut(Envelope),
+        pending: &mut dyn FnMut(String, Timestamp),
     ) -> Result<Decision, Fatal> {
         let grant_id = match decision.outcome() {
             Outcome::Ask { grant_id } => grant_id.to_owned(),
@@ -217,12 +223,11 @@ impl Broker {
             expires,
         };
         card.binding = card.bound();
-        let heard = self.desk.put(card, now, &self.audit, &self.outbox, requester, || {
-            send(Envelope::partial(
-                id,
-                Message::ToolResponse(ToolResponse::PendingApproval { approval, expires }),
-            ));
-        })?;
+        let heard = self
+            .desk
+            .put(card, now, &self.audit, &self.outbox, requester, || {
+                pending(approval, expires);
+            })?;
         Ok(match heard {
             Heard::NotAsked(why) => self.not_asked(decision, why),
             Heard::Woke(Wake::Answered(Answer {
@@ -238,7 +243,7 @@ impl Broker {
             Heard::Woke(Wake::Withdrawn) => policy::refuse(
                 decision,
                 DenyReason::ApprovalRefused,
-                "loopd withdrew the request: the owner cancelled the turn",
+                "loopd withdrew the request: its turn was cancelled (or loopd stopped)",
             ),
             Heard::Woke(Wake::Answered(Answer { by, post, .. })) => policy::refuse(
                 decision,

@@ -18,7 +18,7 @@ use crate::audit::AuditLog;
 use crate::outbox::{Outbox, Outgoing};
 
 /// Who denied a call that loopd withdrew, as gatewayd shows it.
-pub const WITHDRAWN_BY: &str = "loopd (the owner cancelled the turn)";
+pub const WITHDRAWN_BY: &str = "loopd (the turn was cancelled)";
 
 #[derive(Debug)]
 pub struct Desk {

@@ -218,8 +218,7 @@ pub fn once(
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
     let mut conn = connect(config)?;
-    let Sent::Ended(session, ok) = send(&mut conn, bxctl, session, text, 1, interrupt, out)?
-    else {
+    let Sent::Ended(session, ok) = send(&mut conn, bxctl, session, text, 1, interrupt, out)? else {
         return Ok(ExitCode::from(130));
     };
     writeln!(out, "[session {session}]").map_err(Error::Output)?;

@@ -50,10 +50,7 @@ impl Interrupt {
 }
 
 /// Watches SIGINT, SIGTERM and SIGHUP on a thread of their own (see the module's comment).
-pub fn watch(
-    interrupt: Arc<Interrupt>,
-    on_stop: impl FnOnce() + Send + 'static,
-) -> io::Result<()> {
+pub fn watch(interrupt: Arc<Interrupt>, on_stop: impl FnOnce() + Send + 'static) -> io::Result<()> {
     let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     // The terminal's mode now, before the line editor makes it raw.
     let saved = tcgetattr(io::stdin()).ok();

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use daemon::conn::Conn;
 use crate::cancel::Cancel;
+use daemon::conn::Conn;
 use proto::{CallId, Message, SessionId, ToolRequest, ToolResponse};
 
 /// Sends one call to brokerd. `pending` sees a pending approval while the owner decides;

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use daemon::accept::Activity;
 use daemon::conn::Conn;
-use daemon::{hangup, log};
 use daemon::serve;
+use daemon::{hangup, log};
 use proto::chat::{SessionListing, SessionRecords, SessionShow, SessionSummary};
 use proto::{Envelope, ErrorCode, LogRecord, Message};
 
@@ -90,7 +90,9 @@ fn watch_hangup(conn: &Conn, cancel: &Arc<Cancel>, done: &Arc<AtomicBool>) {
         .name("hangup".into())
         .spawn(move || {
             if hangup::wait(&stream, &done) {
-                log::info(format_args!("chat: the client hung up; the turn is cancelled"));
+                log::info(format_args!(
+                    "chat: the client hung up; the turn is cancelled"
+                ));
                 cancel.cancel();
             }
         });

@@ -137,7 +137,8 @@ impl Looper {
             Some(id) => id.clone(),
             None => Store::new_id(Timestamp::now())?,
         };
-        self.locks.run(&id, || self.locked_turn(&id, send, cancel, emit))
+        self.locks
+            .run(&id, || self.locked_turn(&id, send, cancel, emit))
     }
 
     fn locked_turn(

@@ -103,7 +103,12 @@ pub fn demo_script(state: &Path) -> Result<PathBuf, DevError> {
 
 /// Writes `config.toml` for a stack under `state` whose grants are in `grants` and whose
 /// model is at `upstream`; returns its path.
-pub fn config(state: &Path, grants: &Path, tool: &Path, upstream: &str) -> Result<PathBuf, DevError> {
+pub fn config(
+    state: &Path,
+    grants: &Path,
+    tool: &Path,
+    upstream: &str,
+) -> Result<PathBuf, DevError> {
     let uid = nix::unistd::getuid().as_raw();
     let under = |rel: &str| q(&state.join(rel));
     let config = state.join("config.toml");

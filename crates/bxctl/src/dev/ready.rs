@@ -16,7 +16,12 @@ const POLL: Duration = Duration::from_millis(250);
 fn health(sock: &Path) -> Option<String> {
     let stream = match UnixStream::connect(sock) {
         Ok(s) => s,
-        Err(e) => return Some(format!("cannot reach inferproxy at {}: {e}", sock.display())),
+        Err(e) => {
+            return Some(format!(
+                "cannot reach inferproxy at {}: {e}",
+                sock.display()
+            ));
+        }
     };
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     let resp = match strict_http::request(stream, "GET", "/health", &[], b"") {

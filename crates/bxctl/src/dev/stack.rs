@@ -98,7 +98,9 @@ impl Stack {
         let log = state.join(format!("logs/{name}.log"));
         self.prepare(&mut cmd);
         let (from, log_file) = open_log(&log)?;
-        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log_file);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file);
         match supervise::spawn_ready(&mut cmd, &notify, READY_WITHIN) {
             Ok((child, _)) => self.add(name, child, held),
             Err(NotReady::Exited(status)) => Err(DevError::Exited {
@@ -144,16 +146,16 @@ impl Stack {
                 .read_line(&mut first)
                 .map_err(DevError::FakeRead)?;
         }
-        let addr = first
-            .trim()
-            .strip_prefix("listening on ")
-            .ok_or_else(|| DevError::FakeSaid {
-                first: first.clone(),
-            })?;
+        let addr =
+            first
+                .trim()
+                .strip_prefix("listening on ")
+                .ok_or_else(|| DevError::FakeSaid {
+                    first: first.clone(),
+                })?;
         Ok(format!("http://{addr}"))
     }
 }
-
 
 /// A child's log, opened to append: a line marks where this run begins. Returns the
 /// offset of this run's part and the file.

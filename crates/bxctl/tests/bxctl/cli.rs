@@ -107,8 +107,9 @@ fn what_bxctl_cannot_do_is_its_own_variant_and_exits_2() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.starts_with(&format!("bxctl: no configuration at {config} (from --config)\nhelp: "))
-            && stderr.ends_with('\n'),
+        stderr.starts_with(&format!(
+            "bxctl: no configuration at {config} (from --config)\nhelp: "
+        )) && stderr.ends_with('\n'),
         "{stderr}"
     );
 
@@ -178,7 +179,8 @@ fn boxmaker_config_names_the_configuration_for_every_subcommand() {
     let out = with_env(&config, &["grants", "check"]);
     assert!(out.status.success(), "{out:?}");
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains(&format!("{}: 1 grants good", grants.display())),
+        String::from_utf8_lossy(&out.stdout)
+            .contains(&format!("{}: 1 grants good", grants.display())),
         "{out:?}"
     );
     // One that reaches a socket the configuration names.
@@ -199,7 +201,15 @@ fn boxmaker_config_names_the_configuration_for_every_subcommand() {
         )),
         "{err}"
     );
-    let out = with_env(&missing, &["--config", config.to_str().expect("utf8"), "grants", "check"]);
+    let out = with_env(
+        &missing,
+        &[
+            "--config",
+            config.to_str().expect("utf8"),
+            "grants",
+            "check",
+        ],
+    );
     assert!(out.status.success(), "{out:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -24,7 +24,10 @@ fn a_socket_a_live_process_listens_on_is_left_alone() {
     let _client = UnixStream::connect(&path).expect("still reachable");
     live.accept().expect("the first listener accepts");
     let e = bind(&path).expect_err("in use");
-    assert!(e.to_string().contains("another process listens on it"), "{e}");
+    assert!(
+        e.to_string().contains("another process listens on it"),
+        "{e}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -15,7 +15,10 @@ use crate::agent::{SCRIPT, records};
 fn a_hang_up_while_a_tool_runs_lets_it_finish_and_logs_its_result() {
     let home = Home::new("cancel-tool", "");
     let notes = home.files("notes", &[("todo.md", "- buy milk\n")]);
-    home.write_grant("notes-read", &read_grant("auto", &notes, "untrusted = false"));
+    home.write_grant(
+        "notes-read",
+        &read_grant("auto", &notes, "untrusted = false"),
+    );
     // A tool that takes its time: the real one, after a second and a half.
     let slow = home.root.join("slow-tool");
     std::fs::write(
@@ -27,10 +30,12 @@ fn a_hang_up_while_a_tool_runs_lets_it_finish_and_logs_its_result() {
     )
     .expect("slow tool");
     std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let config = std::fs::read_to_string(home.config()).expect("config").replace(
-        &format!("tool = \"{}\"", stack::bin("boxmaker-tool").display()),
-        &format!("tool = \"{}\"", slow.display()),
-    );
+    let config = std::fs::read_to_string(home.config())
+        .expect("config")
+        .replace(
+            &format!("tool = \"{}\"", stack::bin("boxmaker-tool").display()),
+            &format!("tool = \"{}\"", slow.display()),
+        );
     std::fs::write(home.config(), config).expect("config");
     let agent = home.start_agent(&SCRIPT.replace("NOTES", &notes.display().to_string()), "");
 
@@ -57,10 +62,12 @@ fn a_hang_up_while_a_tool_runs_lets_it_finish_and_logs_its_result() {
     // The owner hangs up while the tool runs.
     drop(conn);
     let result = stack::poll_until(Duration::from_secs(10), || {
-        records(&home, &session, 0).into_iter().find_map(|r| match r {
-            LogRecord::ToolResult { content, .. } => Some(content),
-            _ => None,
-        })
+        records(&home, &session, 0)
+            .into_iter()
+            .find_map(|r| match r {
+                LogRecord::ToolResult { content, .. } => Some(content),
+                _ => None,
+            })
     })
     .expect("the running tool's result is logged");
     assert!(result.contains("buy milk"), "{result}");

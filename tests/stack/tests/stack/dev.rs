@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
-use rexpect::session::{PtySession, spawn_with_options};
 use rexpect::reader::Options;
+use rexpect::session::{PtySession, spawn_with_options};
 
 const PROMPT: &str = "you> ";
 
@@ -31,7 +31,8 @@ fn state_dir(name: &str) -> PathBuf {
 fn dev_command(state: &Path, extra: &[&str]) -> Command {
     let mut cmd = Command::new(stack::bin("bxctl"));
     cmd.arg("dev").arg("--state").arg(state).args(extra);
-    cmd.env_remove("BOXMAKER_CONFIG").current_dir(std::env::temp_dir());
+    cmd.env_remove("BOXMAKER_CONFIG")
+        .current_dir(std::env::temp_dir());
     cmd
 }
 
@@ -108,7 +109,11 @@ fn ctrl_c_at_the_prompt_leaves_and_takes_every_role_down() {
     let state = state_dir("ctrlc-prompt");
     let mut s = dev(&state, &[]);
     s.send_control('c').expect("ctrl-c");
-    assert_eq!(exit_code(&s, Duration::from_secs(15)), Some(0), "bxctl did not leave");
+    assert_eq!(
+        exit_code(&s, Duration::from_secs(15)),
+        Some(0),
+        "bxctl did not leave"
+    );
     all_gone(&state, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&state);
 }
@@ -124,13 +129,18 @@ fn a_hang_up_of_the_terminal_takes_every_role_down() {
     let fg = nix::unistd::tcgetpgrp(&pty).expect("foreground group");
     let roles = roles(&state);
     assert!(
-        roles.iter().all(|(_, p)| nix::unistd::getpgid(Some(Pid::from_raw(*p)))
-            .is_ok_and(|g| g != fg)),
+        roles
+            .iter()
+            .all(|(_, p)| nix::unistd::getpgid(Some(Pid::from_raw(*p))).is_ok_and(|g| g != fg)),
         "a role is in the terminal's foreground group: {roles:?}"
     );
     killpg(fg, Signal::SIGHUP).expect("hang-up");
     // Exited by itself (128 + SIGHUP) after stopping its stack, not killed by the signal.
-    assert_eq!(exit_code(&s, Duration::from_secs(15)), Some(129), "bxctl did not stop");
+    assert_eq!(
+        exit_code(&s, Duration::from_secs(15)),
+        Some(129),
+        "bxctl did not stop"
+    );
     all_gone(&state, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&state);
 }
@@ -145,7 +155,11 @@ fn after_sigkill_of_bxctl_no_role_survives_and_the_next_run_starts_at_once() {
     let killed = stack::poll_until(Duration::from_secs(5), || {
         matches!(
             s.process().status(),
-            Some(rexpect::process::WaitStatus::Signaled(_, rexpect::process::Signal::SIGKILL, _))
+            Some(rexpect::process::WaitStatus::Signaled(
+                _,
+                rexpect::process::Signal::SIGKILL,
+                _
+            ))
         )
     });
     assert!(killed.is_some(), "bxctl was not killed");
@@ -211,11 +225,11 @@ fn ctrl_c_during_a_turn_withdraws_its_approval_and_the_session_goes_on() {
             .expect("sh");
         listed.status.success() && !String::from_utf8_lossy(&listed.stdout).contains(id)
     });
-    assert!(gone.is_some(), "approval {id} still waits after the turn was cancelled");
-    let late = Command::new("sh")
-        .args(["-c", &cmd])
-        .output()
-        .expect("sh");
+    assert!(
+        gone.is_some(),
+        "approval {id} still waits after the turn was cancelled"
+    );
+    let late = Command::new("sh").args(["-c", &cmd]).output().expect("sh");
     let said = String::from_utf8_lossy(&late.stdout);
     assert!(
         late.status.code() == Some(1)
@@ -294,12 +308,19 @@ fn a_second_run_on_the_same_state_names_the_first_and_changes_nothing() {
     let pid = holder(&state);
     assert_eq!(second.status.code(), Some(2), "{second:?}");
     assert!(
-        err.contains(&format!("another `bxctl dev` (PID {pid})")) && err.contains(&format!("kill {pid}")),
+        err.contains(&format!("another `bxctl dev` (PID {pid})"))
+            && err.contains(&format!("kill {pid}")),
         "{err}"
     );
-    assert_eq!(snapshot(&state), before, "the second run changed the state directory");
+    assert_eq!(
+        snapshot(&state),
+        before,
+        "the second run changed the state directory"
+    );
     first.send_line("What is on my todo list?").expect("send");
-    first.exp_string("buy milk").expect("the first stack still answers");
+    first
+        .exp_string("buy milk")
+        .expect("the first stack still answers");
     first.send_line("/quit").expect("quit");
     assert_eq!(exit_code(&first, Duration::from_secs(15)), Some(0));
     all_gone(&state, Duration::from_secs(10));
@@ -325,13 +346,26 @@ fn the_owners_grant_edits_survive_a_restart_and_reset_restores_the_samples() {
     let log_before = std::fs::read_to_string(&log).expect("brokerd log");
     quit(&[]);
     assert_eq!(std::fs::read_to_string(&read).expect("kept"), edited);
-    assert!(!grants.join("web-ask.toml").exists(), "a deleted sample came back");
+    assert!(
+        !grants.join("web-ask.toml").exists(),
+        "a deleted sample came back"
+    );
     let log_after = std::fs::read_to_string(&log).expect("brokerd log");
-    assert!(log_after.starts_with(&log_before), "the log was not appended to");
+    assert!(
+        log_after.starts_with(&log_before),
+        "the log was not appended to"
+    );
     assert!(log_after.len() > log_before.len());
     quit(&["--reset"]);
-    assert!(!std::fs::read_to_string(&read).expect("reset").contains("the owner's edit"));
-    assert!(grants.join("web-ask.toml").exists(), "--reset restores the samples");
+    assert!(
+        !std::fs::read_to_string(&read)
+            .expect("reset")
+            .contains("the owner's edit")
+    );
+    assert!(
+        grants.join("web-ask.toml").exists(),
+        "--reset restores the samples"
+    );
     let _ = std::fs::remove_dir_all(&state);
 }
 
@@ -348,7 +382,14 @@ fn script_and_grants_run_the_owners_scenario_through_the_real_command() {
     .expect("script");
     let out = dev_command(
         &state,
-        &["--script", &script.display().to_string(), "--grants", &own.display().to_string(), "-m", "hello"],
+        &[
+            "--script",
+            &script.display().to_string(),
+            "--grants",
+            &own.display().to_string(),
+            "-m",
+            "hello",
+        ],
     )
     .output()
     .expect("bxctl dev");
@@ -356,16 +397,25 @@ fn script_and_grants_run_the_owners_scenario_through_the_real_command() {
     assert!(out.status.success(), "{out:?}");
     assert!(text.contains("the owner's own script answers"), "{text}");
     // Ready waits for the model's /health; piped, the wait is said once, plainly.
-    assert!(text.contains("waiting for the model: loading...\n"), "{text}");
+    assert!(
+        text.contains("waiting for the model: loading...\n"),
+        "{text}"
+    );
     assert!(text.contains("the model is ready after"), "{text}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !text.contains('\r') && !err.contains('\r'),
         "a terminal's redraw (the wait, the spinner) in piped output: {text:?} {err:?}"
     );
-    assert!(!state.join("grants").exists(), "samples written although --grants was given");
+    assert!(
+        !state.join("grants").exists(),
+        "samples written although --grants was given"
+    );
     let config = std::fs::read_to_string(state.join("config.toml")).expect("config");
-    assert!(config.contains(&format!("grants = \"{}\"", own.display())), "{config}");
+    assert!(
+        config.contains(&format!("grants = \"{}\"", own.display())),
+        "{config}"
+    );
     all_gone(&state, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&state);
     let _ = std::fs::remove_dir_all(&own);
@@ -420,8 +470,9 @@ fn a_role_an_earlier_run_left_is_stopped_through_the_lock() {
     )
     .expect("a lock an earlier run left");
     let mut s = dev(&state, &[]);
-    let stopped =
-        stack::poll_until(Duration::from_secs(2), || sleeper.try_wait().ok().flatten().is_some());
+    let stopped = stack::poll_until(Duration::from_secs(2), || {
+        sleeper.try_wait().ok().flatten().is_some()
+    });
     let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     let _ = sleeper.wait();
     assert!(stopped.is_some(), "the leftover still ran");
