@@ -134,6 +134,8 @@ pub fn send(
     let msg = Message::ChatSend(ChatSend {
         session,
         text: text.to_owned(),
+        // Ctrl-C hangs up: the owner means the turn to stop.
+        cancel_on_hangup: true,
     });
     let mut write_err = None;
     let mut screen = Screen::new(bxctl);

@@ -173,6 +173,9 @@ fn turn(t: &Turn<'_>, session: Option<SessionId>, text: &str, started: &mut dyn 
     let msg = Message::ChatSend(ChatSend {
         session,
         text: text.to_owned(),
+        // A turn goes on while gatewayd restarts: what it waits for may be answered on
+        // Mattermost meanwhile.
+        cancel_on_hangup: false,
     });
     let outcome = Conn::connect(t.loop_sock)
         .map_err(|e| format!("boxmaker's agent is not reachable ({e})"))

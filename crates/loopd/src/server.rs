@@ -33,7 +33,9 @@ fn request(looper: &Looper, conn: &mut Conn, env: Envelope, who: &str) -> bool {
             let mut alive = true;
             let cancel = Arc::new(Cancel::default());
             let done = Arc::new(AtomicBool::new(false));
-            watch_hangup(conn, &cancel, &done);
+            if send.cancel_on_hangup {
+                watch_hangup(conn, &cancel, &done);
+            }
             let result = looper.turn(&send, &cancel, &mut |event| {
                 if alive
                     && conn

@@ -470,6 +470,7 @@ mod tests {
         let send = ChatSend {
             session: Some(id.clone()),
             text: "hello".into(),
+            cancel_on_hangup: false,
         };
         match looper.turn(&send, &Cancel::default(), &mut |_| {}) {
             Err(e @ TurnError::NoSession(_)) => {

@@ -13,6 +13,11 @@ pub struct ChatSend {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionId>,
     pub text: String,
+    /// The client's hang-up before the reply cancels the turn (Ctrl-C in `bxctl chat`).
+    /// Without it a turn whose client went away runs to its end and is logged (gatewayd,
+    /// whose restart must not withdraw what waits on Mattermost).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cancel_on_hangup: bool,
 }
 
 /// One step of a turn, streamed as it happens (never the final frame).

@@ -45,6 +45,7 @@ fn a_hang_up_while_a_tool_runs_lets_it_finish_and_logs_its_result() {
         Message::ChatSend(ChatSend {
             session: None,
             text: "What is on my todo list?".into(),
+            cancel_on_hangup: true,
         }),
     ))
     .expect("send");
