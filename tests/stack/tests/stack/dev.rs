@@ -104,17 +104,28 @@ fn exit_code(s: &PtySession, within: Duration) -> Option<i32> {
     }
 }
 
+/// bxctl exits with `code` within 15 s, and every role it started is gone 10 s later.
+fn ends(s: &PtySession, state: &Path, code: i32) {
+    assert_eq!(
+        exit_code(s, Duration::from_secs(15)),
+        Some(code),
+        "bxctl did not end as it should"
+    );
+    all_gone(state, Duration::from_secs(10));
+}
+
+/// `/quit`, and the stack is gone.
+fn quit(s: &mut PtySession, state: &Path) {
+    s.send_line("/quit").expect("quit");
+    ends(s, state, 0);
+}
+
 #[test]
 fn ctrl_c_at_the_prompt_leaves_and_takes_every_role_down() {
     let state = state_dir("ctrlc-prompt");
     let mut s = dev(&state, &[]);
     s.send_control('c').expect("ctrl-c");
-    assert_eq!(
-        exit_code(&s, Duration::from_secs(15)),
-        Some(0),
-        "bxctl did not leave"
-    );
-    all_gone(&state, Duration::from_secs(10));
+    ends(&s, &state, 0);
     let _ = std::fs::remove_dir_all(&state);
 }
 
@@ -136,12 +147,18 @@ fn a_hang_up_of_the_terminal_takes_every_role_down() {
     );
     killpg(fg, Signal::SIGHUP).expect("hang-up");
     // Exited by itself (128 + SIGHUP) after stopping its stack, not killed by the signal.
-    assert_eq!(
-        exit_code(&s, Duration::from_secs(15)),
-        Some(129),
-        "bxctl did not stop"
-    );
-    all_gone(&state, Duration::from_secs(10));
+    ends(&s, &state, 129);
+    let _ = std::fs::remove_dir_all(&state);
+}
+
+#[test]
+fn sigterm_to_bxctl_takes_every_role_down() {
+    let state = state_dir("sigterm");
+    let mut s = dev(&state, &[]);
+    s.process_mut()
+        .signal(rexpect::process::Signal::SIGTERM)
+        .expect("kill");
+    ends(&s, &state, 143);
     let _ = std::fs::remove_dir_all(&state);
 }
 
@@ -167,9 +184,7 @@ fn after_sigkill_of_bxctl_no_role_survives_and_the_next_run_starts_at_once() {
     let mut again = dev(&state, &[]);
     again.send_line("What is on my todo list?").expect("send");
     again.exp_string("buy milk").expect("the stack works again");
-    again.send_line("/quit").expect("quit");
-    assert_eq!(exit_code(&again, Duration::from_secs(15)), Some(0));
-    all_gone(&state, Duration::from_secs(10));
+    quit(&mut again, &state);
     let _ = std::fs::remove_dir_all(&state);
 }
 
@@ -183,9 +198,7 @@ fn a_byte_that_is_not_utf8_is_refused_and_the_prompt_stays() {
     s.exp_string(PROMPT).expect("the prompt again");
     s.send_line("What is on my todo list?").expect("send");
     s.exp_string("buy milk").expect("the stack still answers");
-    s.send_line("/quit").expect("quit");
-    assert_eq!(exit_code(&s, Duration::from_secs(15)), Some(0));
-    all_gone(&state, Duration::from_secs(10));
+    quit(&mut s, &state);
     let _ = std::fs::remove_dir_all(&state);
 }
 
@@ -250,9 +263,7 @@ fn ctrl_c_during_a_turn_withdraws_its_approval_and_the_session_goes_on() {
         log.contains("denied by the owner's policy (approval_refused)"),
         "{log}"
     );
-    s.send_line("/quit").expect("quit");
-    assert_eq!(exit_code(&s, Duration::from_secs(15)), Some(0));
-    all_gone(&state, Duration::from_secs(10));
+    quit(&mut s, &state);
     let _ = std::fs::remove_dir_all(&state);
 }
 
@@ -321,9 +332,7 @@ fn a_second_run_on_the_same_state_names_the_first_and_changes_nothing() {
     first
         .exp_string("buy milk")
         .expect("the first stack still answers");
-    first.send_line("/quit").expect("quit");
-    assert_eq!(exit_code(&first, Duration::from_secs(15)), Some(0));
-    all_gone(&state, Duration::from_secs(10));
+    quit(&mut first, &state);
     let _ = std::fs::remove_dir_all(&state);
 }
 
@@ -332,9 +341,7 @@ fn the_owners_grant_edits_survive_a_restart_and_reset_restores_the_samples() {
     let state = state_dir("edits");
     let quit = |extra: &[&str]| {
         let mut s = dev(&state, extra);
-        s.send_line("/quit").expect("quit");
-        assert_eq!(exit_code(&s, Duration::from_secs(15)), Some(0));
-        all_gone(&state, Duration::from_secs(10));
+        quit(&mut s, &state);
     };
     quit(&[]);
     let grants = state.join("grants");
@@ -443,9 +450,7 @@ fn a_terminal_shows_the_wait_for_the_model_and_a_spinner_for_the_first_token() {
     s.exp_regex(r"waiting for the model: [1-9]s")
         .expect("the spinner counts the seconds");
     s.exp_string("slow answer").expect("the answer");
-    s.send_line("/quit").expect("quit");
-    assert_eq!(exit_code(&s, Duration::from_secs(15)), Some(0));
-    all_gone(&state, Duration::from_secs(10));
+    quit(&mut s, &state);
     let _ = std::fs::remove_dir_all(&state);
     let _ = std::fs::remove_file(&script);
 }
@@ -476,7 +481,6 @@ fn a_role_an_earlier_run_left_is_stopped_through_the_lock() {
     let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     let _ = sleeper.wait();
     assert!(stopped.is_some(), "the leftover still ran");
-    s.send_line("/quit").expect("quit");
-    assert_eq!(exit_code(&s, Duration::from_secs(15)), Some(0));
+    quit(&mut s, &state);
     let _ = std::fs::remove_dir_all(&state);
 }
