@@ -384,7 +384,7 @@ fn script_and_grants_run_the_owners_scenario_through_the_real_command() {
     let script = own.with_extension("toml");
     std::fs::write(
         &script,
-        "[server]\nloading_ms = 1200\n[default]\ntext = \"the owner's own script answers\"\n",
+        "[server]\nloading_ms = 4000\n[default]\ntext = \"the owner's own script answers\"\n",
     )
     .expect("script");
     let out = dev_command(
@@ -435,7 +435,7 @@ fn a_terminal_shows_the_wait_for_the_model_and_a_spinner_for_the_first_token() {
     let script = state.with_extension("toml");
     std::fs::write(
         &script,
-        "[server]\nloading_ms = 1500\n[default]\ntext = \"slow answer\"\ndelay_ms = 1500\n",
+        "[server]\nloading_ms = 4000\n[default]\ntext = \"slow answer\"\ndelay_ms = 1500\n",
     )
     .expect("script");
     let mut s = spawn_with_options(
