@@ -67,7 +67,8 @@ pub fn card(c: &ApprovalCard) -> String {
     s
 }
 
-pub fn approvals(config: &Config, out: &mut dyn Write) -> Result<ExitCode, Error> {
+/// `bxctl` is how to call bxctl again for this stack (`hint`), for the answer commands.
+pub fn approvals(config: &Config, bxctl: &str, out: &mut dyn Write) -> Result<ExitCode, Error> {
     let cards = listing(config)?;
     if cards.is_empty() {
         writeln!(out, "no approvals waiting").map_err(Error::Output)?;
@@ -76,7 +77,7 @@ pub fn approvals(config: &Config, out: &mut dyn Write) -> Result<ExitCode, Error
         write!(out, "{}", card(c)).map_err(Error::Output)?;
         writeln!(
             out,
-            "  answer:    bxctl approve {0}   or   bxctl deny {0}\n",
+            "  answer:    {bxctl}approve {0}   or   {bxctl}deny {0}\n",
             line(&c.approval)
         )
         .map_err(Error::Output)?;

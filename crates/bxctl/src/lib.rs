@@ -146,7 +146,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             }
         }
         Command::Grants(GrantsCmd::Show) => admin::grants(&config()?, out),
-        Command::Approvals => admin::approvals(&config()?, out),
+        Command::Approvals => admin::approvals(&config()?, &bxctl, out),
         Command::Approve { approval } => admin::answer(&config()?, &approval, true, out),
         Command::Deny { approval } => admin::answer(&config()?, &approval, false, out),
         Command::Session { session } => admin::session(&config()?, &session, out),
