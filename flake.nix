@@ -16,19 +16,15 @@
     in
     {
       # One derivation holds every binary; the per-binary names are the same package,
-      # so `nix run .#bxctl` and friends work without building anything twice.
+      # so `nix run .#bxctl` and friends work without building anything twice. The names
+      # come from the crates (nix/binaries.nix), never from a list kept by hand.
       packages.${system} = {
         inherit boxmaker;
         default = boxmaker;
       }
-      // pkgs.lib.genAttrs [
-        "brokerd"
-        "loopd"
-        "inferproxy"
-        "bxctl"
-        "boxmaker-tool"
-        "fake-llama-server"
-      ] (name: boxmaker // { meta = boxmaker.meta // { mainProgram = name; }; });
+      // pkgs.lib.genAttrs (import ./nix/binaries.nix) (
+        name: boxmaker // { meta = boxmaker.meta // { mainProgram = name; }; }
+      );
 
       # The package option defaults to this flake's package (nix/package.nix with the
       # user's nixpkgs), so importing the module is all a host needs.

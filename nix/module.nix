@@ -54,6 +54,16 @@ let
         ) cfg.grants
       )
     );
+    inherit (cfg) grants;
+    # The users NixOS declares in the admin group (by primary or extra group, or as a
+    # member of the group itself); an `ask` grant needs one of them or the gateway.
+    adminMembers =
+      lib.attrNames (
+        filterAttrs (
+          _: u: u.group == cfg.adminGroup || lib.elem cfg.adminGroup u.extraGroups
+        ) config.users.users
+      )
+      ++ (config.users.groups.${cfg.adminGroup}.members or [ ]);
   };
 
   # The grants as files, checked by brokerd's own loader (`bxctl grants check`): a grant
@@ -95,13 +105,17 @@ let
   );
 
   # The core's sections onto NixOS's unit options; Description and WantedBy have their own.
-  service = u: {
+  # What restarts or reloads a service is the core's word (core.triggers): a new config.toml
+  # restarts the roles (their sockets stay, so no connection is refused), a grant change
+  # reloads brokerd alone. Not the checked copy of the config: its derivation names the
+  # grants directory, so every grant change would restart every role.
+  service = name: u: {
     description = u.unit.Description;
     unitConfig = removeAttrs u.unit [ "Description" ];
     serviceConfig = u.service;
     wantedBy = u.install.WantedBy or [ ];
-    # A new config restarts the roles; their sockets stay, so no connection is refused.
-    restartTriggers = [ checkedConfig ];
+    restartTriggers = core.triggers.restart.${name} or [ ];
+    reloadTriggers = core.triggers.reload.${name} or [ ];
   };
 in
 {
@@ -256,7 +270,7 @@ in
       listen = mkOption {
         type = types.str;
         default = "127.0.0.1:8065";
-        description = "Loopback address the fake listens on; its bot token is `bot-token`.";
+        description = "Loopback address the fake listens on; its bot token is `bot-token`, and its people `owner` and `stranger` post with their own (docs/gateway.md).";
       };
     };
 
@@ -279,6 +293,9 @@ in
   };
 
   config = mkIf cfg.enable {
+    # An `ask` grant nobody can answer (nix/changes.nix says when).
+    warnings = core.warnings;
+
     assertions = [
       {
         assertion = !(any (s: inStore s.file) (attrValues cfg.secrets));
@@ -341,11 +358,10 @@ in
       wantedBy = u.install.WantedBy;
     }) core.sockets;
 
-    systemd.services = mapAttrs (_: service) core.services // {
-      boxmaker-brokerd = service core.services.boxmaker-brokerd // {
+    systemd.services = mapAttrs service core.services // {
+      boxmaker-brokerd = service "boxmaker-brokerd" core.services.boxmaker-brokerd // {
         # systemd-run for the tool units.
         path = [ config.systemd.package ];
-        reloadTriggers = [ grantsDir ];
       };
     };
   };

@@ -34,6 +34,9 @@
   # brokerd sees them read-only: it resolves a call's path there (metadata only: no link
   # below the granted directory) before binding that one path into the tool's unit.
   grantPaths ? [ ],
+  # For nix/changes.nix: the grants (id -> attributes) and adminGroup's members (null: unknown).
+  grants ? { },
+  adminMembers ? null,
 }:
 let
   inherit (builtins)
@@ -285,6 +288,9 @@ let
 in
 {
   inherit config hardening socketDirs;
+
+  # What a change restarts or reloads, and what the configuration cannot do (nix/changes.nix).
+  inherit (import ./changes.nix { inherit config grants gateway adminMembers adminGroup; }) triggers warnings;
 
   # Every static group the units name (DynamicUser makes the roles' own groups).
   groups = [ loopBrokerGroup loopInferGroup adminGroup chatGroup ]

@@ -18,7 +18,9 @@
         out = owner("bxctl chat -m 'read my inbox'")
         print(out)
         assert "Your inbox has one mail." in out, out
-        session = re.search(r"\[session ([^\]]+)\]", out).group(1)
+        found = re.search(r"\[session ([^\]]+)\]", out)
+        assert found is not None, out
+        session = found.group(1)
         info = owner(f"bxctl session {session}")
         assert "taint private" in info and "untrusted true" in info, info
 

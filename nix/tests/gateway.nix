@@ -1,7 +1,8 @@
 # (g) The Mattermost gateway: gatewayd follows a fake Mattermost (fake-mattermost, as a
 # systemd service on the node) from boot. An owner's post is answered in its thread by the
 # whole stack; a grant in `ask` mode becomes a root post that the owner approves with a +1
-# reaction, and a stranger's reaction is refused and audited.
+# reaction, and a stranger's reaction is refused and audited. The owner and the stranger post
+# and react through the fake's REST API v4 with their own tokens, as their clients would.
 {
   nodes.machine =
     { pkgs, ... }:
@@ -13,8 +14,9 @@
         gateway = {
           enable = true;
           # server and allowedAddresses default to the fake's (fakeMattermost.enable).
-          owners = [ "owneruserid000000000000000" ];
-          channel = "channelid00000000000000000";
+          # fake-mattermost's default owner and channel.
+          owners = [ "ownerkp1dx4oy7wqbsm3e9t6ua" ];
+          channel = "chan4mqx8ekdy1bwpu7s9ront3";
           # Outside the store and root-only, where agenix or sops-nix would leave it.
           tokenFile = "/var/lib/boxmaker-secrets/mattermost-token";
         };
@@ -33,24 +35,24 @@
     import json
     import shlex
 
-    OWNER = "owneruserid000000000000000"
-    STRANGER = "strangerid0000000000000000"
-    BOT = "botuserid00000000000000000"
+    OWNER = ("ownerkp1dx4oy7wqbsm3e9t6ua", "owner-token")
+    STRANGER = ("strangerq8ek1ycmw4pxduob7t", "stranger-token")
+    BOT = "botkm8ecqs6ua9xrndy7w1ft5h"
+    CHANNEL = "chan4mqx8ekdy1bwpu7s9ront3"
     MM = "http://127.0.0.1:8065"
     AUDIT = "/var/lib/private/boxmaker/audit/*.jsonl"
 
-    def fake(method, path, body=None):
+    def fake(method, path, body=None, token=None):
         data = "" if body is None else "-H 'content-type: application/json' -d " + shlex.quote(json.dumps(body))
-        return json.loads(machine.succeed(f"curl -sf -X {method} {data} {MM}{path}") or "null")
+        auth = "" if token is None else f"-H 'authorization: Bearer {token}'"
+        return json.loads(machine.succeed(f"curl -sf -X {method} {auth} {data} {MM}{path}") or "null")
 
-    def inject(user, name, message, root=None):
-        body = {"user_id": user, "username": name, "message": message}
-        if root:
-            body["root_id"] = root
-        return fake("POST", "/fake/inject", body)["id"]
+    def post(user, message, root=""):
+        body = {"channel_id": CHANNEL, "message": message, "root_id": root}
+        return fake("POST", "/api/v4/posts", body, user[1])["id"]
 
-    def react(user, post, emoji):
-        fake("POST", "/fake/react", {"user_id": user, "post_id": post, "emoji_name": emoji})
+    def react(user, post_id, emoji):
+        fake("POST", "/api/v4/reactions", {"user_id": user[0], "post_id": post_id, "emoji_name": emoji}, user[1])
 
     def bot_posts(after=None):
         posts = fake("GET", "/fake/state")["posts"]
@@ -93,17 +95,17 @@
         machine.succeed("systemctl show -p IPAddressAllow --value boxmaker-gatewayd | grep -q 127.0.0.0/8")
 
     with subtest("an owner's post is answered in its thread by the whole stack"):
-        stranger_post = inject(STRANGER, "stranger", "what is on my todo list?")
-        post = inject(OWNER, "owner", "what is on my todo list?")
-        wait_reply(post, "Your todo list says: buy milk.")
+        stranger_post = post(STRANGER, "what is on my todo list?")
+        owner_post = post(OWNER, "what is on my todo list?")
+        wait_reply(owner_post, "Your todo list says: buy milk.")
         machine.succeed("bxctl audit show | grep -q 'ALLOWED by grant notes-read'")
 
     with subtest("a stranger's post is not answered"):
-        machine.succeed(f"journalctl -b -u boxmaker-gatewayd --no-pager | grep -q 'ignored a post from {STRANGER}'")
+        machine.succeed(f"journalctl -b -u boxmaker-gatewayd --no-pager | grep -q 'ignored a post from {STRANGER[0]}'")
         assert replies(stranger_post) == [], replies(stranger_post)
 
     with subtest("an ask grant's approval is a root post in the channel"):
-        ask = inject(OWNER, "owner", "list my notes")
+        ask = post(OWNER, "list my notes")
         def approval_posts():
             return [p for p in bot_posts(after=ask) if not p.get("root_id") and "list_dir" in p["message"]]
 
@@ -122,10 +124,10 @@
     with subtest("the owner's +1 approves: the tool runs and the answer comes back"):
         react(OWNER, approval_post["id"], "+1")
         wait_reply(ask, "Your notes directory holds")
-        machine.succeed(f"grep -h '\"approved\"' {AUDIT} | grep {OWNER} | grep -q {approval_post['id']}")
+        machine.succeed(f"grep -h '\"approved\"' {AUDIT} | grep {OWNER[0]} | grep -q {approval_post['id']}")
         def shows_outcome(_):
-            post = [p for p in bot_posts() if p["id"] == approval_post["id"]][0]
-            return "**Approved** by `" + OWNER + "`." in post["message"]
+            shown = [p for p in bot_posts() if p["id"] == approval_post["id"]][0]
+            return "**Approved** by `" + OWNER[0] + "`." in shown["message"]
 
         retry(shows_outcome, timeout=30)
         machine.succeed("bxctl audit verify | grep -q 'audit chain good'")

@@ -4,11 +4,11 @@
 # fake-mattermost (boxmaker-fake-mattermost.service, both started at boot). An owner's post
 # goes through the whole stack: gatewayd -> loop.sock (socket-activated loopd) -> brokerd ->
 # a tool unit -> inferproxy -> the fake llama-server, and the answer comes back in the
-# post's thread. Then an `ask` grant's approval is answered by reactions through
-# /fake/react.
+# post's thread. Then an `ask` grant's approval is answered by reactions. The owner and a
+# stranger post and react through the fake's REST API with their own tokens (mm.py).
 
-OWNER_MM=owneruserid000000000000000
-STRANGER_MM=strangerid0000000000000000
+OWNER_MM=ownerkp1dx4oy7wqbsm3e9t6ua
+STRANGER_MM=strangerq8ek1ycmw4pxduob7t
 mm() { python3 /opt/boxmaker-test/mm.py "$@"; }
 export -f mm
 
@@ -30,8 +30,8 @@ expect "the bot token came as a credential (LoadCredential=), not readable by th
 wait_for 20 "gatewayd follows fake-mattermost's WebSocket" "mm live"
 note "$(mm live)"
 
-post=$(mm inject "$STRANGER_MM" stranger "what is on my todo list?")
-owner_post=$(mm inject "$OWNER_MM" owner "what is on my todo list?")
+post=$(mm post stranger "what is on my todo list?")
+owner_post=$(mm post owner "what is on my todo list?")
 note "stranger's post $post, owner's post $owner_post"
 wait_for 60 "the owner's post gets a threaded reply from the stack, built from the tool's result" \
     "mm reply $owner_post 'Your todo list says: buy milk.'"
@@ -40,7 +40,7 @@ expect "loopd was socket-activated by gatewayd's chat, and the tool ran in a tra
     "active boxmaker-loopd.service && bxctl audit show | grep -q 'ALLOWED by grant notes-read'"
 expect "a stranger's post is heard but not answered (gatewayd logged it as ignored)" \
     "journal -u boxmaker-gatewayd.service | grep -q 'ignored a post from $STRANGER_MM' && test \"\$(mm replies $post)\" = 0"
-second=$(mm inject "$OWNER_MM" owner "hello again" "$owner_post")
+second=$(mm post owner "hello again" "$owner_post")
 wait_for 60 "a reply in the thread continues the conversation in the same thread" \
     "test \"\$(mm replies $owner_post)\" -ge 2"
 note "thread $owner_post: $(mm replies "$owner_post") bot replies (after $second)"
@@ -59,7 +59,7 @@ expect "gatewayd's unit admits loopback only (IPAddressAllow= from allowedAddres
 not_proven "that the kernel enforces gatewayd's IPAddressAllow=localhost (cgroup v1 under nspawn does not; nix/tests/gateway.nix checks the setting only)"
 
 scenario "(g) gatewayd: an ask grant's approval is a root post; reactions answer it"
-ask=$(mm inject "$OWNER_MM" owner "list my notes")
+ask=$(mm post owner "list my notes")
 if ! wait_for 30 "brokerd's approval appears as a bot root post naming the tool" "mm root-post list_dir $ask"; then
     return 0 # counted as failed; the rest would only fail after it
 fi
@@ -67,11 +67,11 @@ approval_post=$(mm root-post list_dir "$ask")
 note "approval post $approval_post: $(mm message "$approval_post" | head -c 200)"
 expect "the approval post names a waiting approval id" \
     "id=\$(owner bxctl approvals | awk '/^approval /{ print \$2; exit }'); test -n \"\$id\" && mm message $approval_post | grep -q \"\$id\""
-mm react "$STRANGER_MM" "$approval_post" +1
+mm react stranger "$approval_post" +1
 wait_for 15 "a stranger's +1 is refused and audited (approval_refused, not_owner)" \
     "grep -h approval_refused /var/lib/private/boxmaker/audit/*.jsonl | grep -q not_owner"
 refuse "the stranger's +1 did not run the tool" "mm reply $ask 'Your notes directory holds'"
-mm react "$OWNER_MM" "$approval_post" +1
+mm react owner "$approval_post" +1
 wait_for 30 "the owner's +1 approves: the tool runs and the answer comes back in the thread" \
     "mm reply $ask 'Your notes directory holds'"
 expect "the approval is audited with the owner's Mattermost id and the post" \

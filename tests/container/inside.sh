@@ -154,13 +154,18 @@ approval=$(owner bxctl approvals | awk '/^approval /{ print $2; exit }')
 note "approval $approval"
 refuse "a user outside boxmaker-admin cannot answer" "runuser -u stranger -- bxctl approve $approval"
 refuse "an unknown approval is refused" "owner bxctl approve 00000000000000000000000000000000"
-expect "bxctl approve answers approved" "owner bxctl approve $approval | grep -q approved"
+expect "bxctl approve takes a unique 8-character prefix, echoes the whole id, answers approved" \
+    "owner bxctl approve ${approval:0:8} > /tmp/approve.out && grep -qx 'approve $approval' /tmp/approve.out && grep -qx approved /tmp/approve.out"
 wait_for 15 "the approved call ran and the model answered from the listing" \
     "grep -q 'Your notes directory holds todo.md.' /tmp/list.out"
 sed 's/^/    | /' /tmp/list.out
 expect "the approval is audited" "bxctl audit show | grep -q APPROVED"
 refuse "an approval is used once" "owner bxctl approve $approval"
 expect "the chain still verifies" "bxctl audit verify | grep -q 'audit chain good'"
+expect "bxctl status: each role ready, the model ok, the units' state from systemd" \
+    "owner bxctl status > /tmp/status.out; rc=\$?; sed 's/^/    | /' /tmp/status.out; [ \$rc = 0 ] && grep -q '^brokerd     reachable, ready' /tmp/status.out && grep -q '^model       ok' /tmp/status.out && grep -q '^unit        boxmaker-brokerd.service: active (running)' /tmp/status.out"
+expect "bxctl status tells a user outside the owner's groups which group to join" \
+    "runuser -u stranger -- bxctl status 2>&1 | grep -q 'help: join the group .boxmaker-admin. that may enter'"
 
 # ---- (e) isolation --------------------------------------------------------------------------
 scenario "(e) isolation: roles, the bus, and what a tool unit can reach"

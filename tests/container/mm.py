@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""tests/container/mm.py: the container tier's client of fake-mattermost's test controls
-(crates/fake-mattermost/src/main.rs). Runs inside the container; MM is the fake's URL.
+"""tests/container/mm.py: the container tier's Mattermost client: people post and react
+through fake-mattermost's REST API v4 with their own tokens, as their clients would; what
+the bot did is read from its test state (crates/fake-mattermost/src/main.rs). Runs inside
+the container; MM is the fake's URL. USER is owner or stranger (the fake's default users).
 
-  mm.py inject USER_ID USERNAME MESSAGE [ROOT_ID]  a user posts; prints the post's id
-  mm.py react USER_ID POST_ID EMOJI                a user reacts to a post
+  mm.py post USER MESSAGE [ROOT_ID]                USER posts (POST /api/v4/posts); prints
+                                                   the post's id
+  mm.py react USER POST_ID EMOJI                   USER reacts (POST /api/v4/reactions)
   mm.py live                                       exit 0 if gatewayd follows the WebSocket
   mm.py reply ROOT_ID TEXT                         exit 0 if a bot post in ROOT_ID's thread
                                                    contains TEXT; prints the bot's replies
@@ -20,13 +23,21 @@ import sys
 import urllib.request
 
 MM = os.environ.get("MM", "http://127.0.0.1:8065")
-BOT = os.environ.get("MM_BOT", "botuserid00000000000000000")
+BOT = os.environ.get("MM_BOT", "botkm8ecqs6ua9xrndy7w1ft5h")
+CHANNEL = os.environ.get("MM_CHANNEL", "chan4mqx8ekdy1bwpu7s9ront3")
+# fake-mattermost's default people: user id and personal access token.
+USERS = {
+    "owner": ("ownerkp1dx4oy7wqbsm3e9t6ua", "owner-token"),
+    "stranger": ("strangerq8ek1ycmw4pxduob7t", "stranger-token"),
+}
 
 
-def call(method, path, body=None):
+def call(method, path, body=None, token=None):
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(MM + path, data=data, method=method)
     req.add_header("content-type", "application/json")
+    if token:
+        req.add_header("authorization", "Bearer " + token)
     with urllib.request.urlopen(req, timeout=10) as r:
         return json.loads(r.read() or b"null")
 
@@ -41,13 +52,13 @@ def bot_posts(s):
 
 def main(argv):
     cmd, args = argv[1], argv[2:]
-    if cmd == "inject":
-        body = {"user_id": args[0], "username": args[1], "message": args[2]}
-        if len(args) > 3:
-            body["root_id"] = args[3]
-        print(call("POST", "/fake/inject", body)["id"])
+    if cmd == "post":
+        _, token = USERS[args[0]]
+        body = {"channel_id": CHANNEL, "message": args[1], "root_id": args[2] if len(args) > 2 else ""}
+        print(call("POST", "/api/v4/posts", body, token)["id"])
     elif cmd == "react":
-        call("POST", "/fake/react", {"user_id": args[0], "post_id": args[1], "emoji_name": args[2]})
+        user, token = USERS[args[0]]
+        call("POST", "/api/v4/reactions", {"user_id": user, "post_id": args[1], "emoji_name": args[2]}, token)
     elif cmd == "live":
         s = state()
         print(f"connections {s['connections']}, live {s['live']}")

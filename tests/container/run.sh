@@ -102,8 +102,8 @@ echo "grantPaths = $grant_paths"
 "$repo/tests/units/render.sh" "$units" \
     --arg package '"/opt/boxmaker"' \
     --arg fakeLlama '{ script = "/etc/boxmaker/fake-llama.toml"; listen = "127.0.0.1:8080"; }' \
-    --arg gateway '{ server = "http://127.0.0.1:8065"; owners = [ "owneruserid000000000000000" ];
-        channel = "channelid00000000000000000"; tokenFile = "/etc/boxmaker/secrets/mattermost-token";
+    --arg gateway '{ server = "http://127.0.0.1:8065"; owners = [ "ownerkp1dx4oy7wqbsm3e9t6ua" ];
+        channel = "chan4mqx8ekdy1bwpu7s9ront3"; tokenFile = "/etc/boxmaker/secrets/mattermost-token";
         allowedAddresses = [ "localhost" ]; }' \
     --arg fakeMattermost '{ listen = "127.0.0.1:8065"; }' \
     --arg grantPaths "$grant_paths"

@@ -5,8 +5,9 @@
 # `systemd-analyze security --offline`:
 #   roles without outbound network (brokerd, loopd)   at most 1.0
 #   roles with outbound network (inferproxy)          at most 2.0
-#   gatewayd (Mattermost over the network)            at most 1.4 (measured 1.3 without
-#     an address allow list, the worst case rendered here; 1.1 with allowedAddresses)
+#   gatewayd (Mattermost over the network)            at most 1.4, scored without an
+#     address allow list (the default and the loosest) and with one (label `allow`:
+#     allowedAddresses = [ "203.0.113.7" "2001:db8::7" ])
 # Any stderr from systemd-analyze fails the step: it only warns (exit 0) on unknown keys
 # and bad values. Prints one line per role with its figure, for docs/nix.md.
 #
@@ -47,13 +48,14 @@ status=0
 # address allow list: the default, and the loosest) and granted paths (one under /home, the
 # loosest) are passed so that their parts render too.
 render() {
-    local dir=$1 package=$2
+    local dir=$1 package=$2 allowed=${3:-}
     tests/units/render.sh "$dir" \
         --arg package "\"$package\"" \
         --arg fakeLlama '{ script = "/etc/boxmaker/fake-llama.toml"; }' \
         --arg secrets '{ consult-key = "/etc/boxmaker/secrets/consult-key"; }' \
-        --arg gateway '{ server = "https://chat.example.com"; owners = [ "owneruserid000000000000000" ];
-            channel = "channelid00000000000000000"; tokenFile = "/etc/boxmaker/secrets/mattermost-token"; }' \
+        --arg gateway '{ server = "https://chat.example.com"; owners = [ "ownerkp1dx4oy7wqbsm3e9t6ua" ];
+            channel = "chan4mqx8ekdy1bwpu7s9ront3"; tokenFile = "/etc/boxmaker/secrets/mattermost-token";
+            '"${allowed:+allowedAddresses = $allowed;}"' }' \
         --arg fakeMattermost '{ }' \
         --arg grantPaths '[ "/home/owner/notes" "/srv/notes" ]' \
         >/dev/null
@@ -98,5 +100,13 @@ render "$out/opt" /opt/boxmaker
 render "$out/nix" /nix/store/00000000000000000000000000000000-boxmaker
 score "$out/opt" debian
 score "$out/nix" nixos
+# gatewayd with an address allow list (the Mattermost host's addresses): IPAddressAllow=.
+render "$out/allow" /nix/store/00000000000000000000000000000000-boxmaker '[ "203.0.113.7" "2001:db8::7" ]'
+if ! grep -qx 'IPAddressAllow=203.0.113.7' "$out/allow/boxmaker-gatewayd.service"; then
+    echo "units: allowedAddresses did not become gatewayd's IPAddressAllow=" >&2
+    status=1
+fi
+rm "$out"/allow/boxmaker-{brokerd,loopd,inferproxy}.service
+score "$out/allow" allow
 
 exit "$status"

@@ -14,6 +14,8 @@ pub enum AdminRequest {
     ApprovalAnswer(ApprovalAnswer),
     SessionQuery(SessionQuery),
     GrantsQuery,
+    StatusQuery,
+    GrantsReload,
 }
 
 impl TryFrom<Message> for AdminRequest {
@@ -26,6 +28,8 @@ impl TryFrom<Message> for AdminRequest {
             Message::ApprovalAnswer(answer) => Self::ApprovalAnswer(answer),
             Message::SessionQuery(q) => Self::SessionQuery(q),
             Message::GrantsQuery(_) => Self::GrantsQuery,
+            Message::StatusQuery(_) => Self::StatusQuery,
+            Message::GrantsReload(_) => Self::GrantsReload,
             other => return Err(other),
         })
     }
@@ -56,6 +60,9 @@ pub fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, F
                 grants: snapshot.ids(),
             })
         }
+        AdminRequest::StatusQuery => Message::BrokerStatus(crate::status::status(broker)),
+        // The reload SIGHUP makes, on the socket only the owner reaches.
+        AdminRequest::GrantsReload => Message::GrantsReloaded(crate::status::reload(broker)?),
     })
 }
 

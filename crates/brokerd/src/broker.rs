@@ -45,6 +45,8 @@ pub struct Broker {
     session_locks: KeyedLocks<SessionId>,
     /// To gatewayd, when `[gateway]` is configured: cards to post, outcomes to show.
     pub(crate) outbox: Outbox,
+    /// The last reload and the link to gatewayd, for `bxctl status`.
+    pub(crate) board: crate::board::Board,
 }
 
 impl Broker {
@@ -57,6 +59,7 @@ impl Broker {
     ) -> Self {
         let desk = Desk::new(config.broker.max_pending_approvals);
         let outbox = Outbox::new(config.gateway.is_some());
+        let board = crate::board::Board::new(config.gateway.is_some());
         Self {
             config,
             grants: GrantsInForce::new(snapshot),
@@ -66,6 +69,7 @@ impl Broker {
             runner,
             session_locks: KeyedLocks::default(),
             outbox,
+            board,
         }
     }
 
@@ -95,6 +99,11 @@ impl Broker {
     /// Audits a reload that did not load (`reason`): the snapshot in force stays.
     pub fn refuse_reload(&self, reason: &str) -> Result<(), Fatal> {
         self.grants.refuse(reason, &self.audit)
+    }
+
+    /// The seq and hash the next audit line takes.
+    pub fn audit_head(&self) -> proto::chain::ChainHead {
+        lock(&self.audit).head()
     }
 
     /// Whether the audit writer can be reached: free, or freed within a second (a write

@@ -43,10 +43,16 @@ pub fn run(broker: &Broker, outbox: &Receiver<Outgoing>, halt: &Halt) {
     loop {
         let linked = connect(&sock).and_then(|mut conn| {
             log::info(format_args!("linked to gatewayd at {}", sock.display()));
+            broker.board.linked();
             reported = false;
             backoff = Duration::from_millis(100);
             serve(broker, &mut conn, outbox, &mut carry)
         });
+        match &linked {
+            Err(Error::Fatal(_)) => {}
+            Err(why) => broker.board.down(why.to_string()),
+            Ok(()) => broker.board.down("gatewayd closed the link".to_owned()),
+        }
         match linked {
             Err(Error::Fatal(fatal)) => {
                 halt.stop("the gateway link", fatal);

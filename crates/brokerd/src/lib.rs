@@ -8,6 +8,7 @@ pub mod admin;
 pub mod approvals;
 pub mod audit;
 pub mod bind;
+mod board;
 pub mod broker;
 mod desk;
 mod error;
@@ -21,6 +22,7 @@ pub mod runner;
 pub mod server;
 pub mod sessions;
 mod start;
+pub mod status;
 pub mod tool_spec;
 
 pub use error::{EXIT_FAILURE, EXIT_FATAL, Error};

@@ -8,7 +8,7 @@ use std::time::Duration;
 use daemon::config::{Config, RunnerKind};
 use daemon::listen::Inherited;
 use daemon::service::{Halt, Service};
-use daemon::{CommonArgs, log, notify};
+use daemon::{CommonArgs, log};
 
 use crate::Error;
 use crate::audit::AuditLog;
@@ -109,7 +109,7 @@ pub fn run(args: Args) -> Result<(), Error> {
             }
         },
     );
-    Ok(service.run(&serving(&broker.snapshot()))?)
+    Ok(service.run(&crate::status::serving(&broker.snapshot()))?)
 }
 
 fn runner(config: &Config) -> Runner {
@@ -124,38 +124,12 @@ fn runner(config: &Config) -> Runner {
     }
 }
 
-/// SIGHUP: a new snapshot for later calls; a bad one is refused, audited with its reason,
-/// and the old one stays. A reload that cannot be audited stops brokerd (B10).
+/// SIGHUP: a new snapshot for later calls (`status::reload`); a reload that cannot be
+/// audited stops brokerd (B10).
 fn reload(broker: &Broker, halt: &Halt) {
-    let audited = match Snapshot::load(&broker.config.grants) {
-        Ok(snapshot) => {
-            let (hash, n, status) = (snapshot.hash(), snapshot.ids().len(), serving(&snapshot));
-            broker.install(snapshot).map(|()| {
-                log::info(format_args!(
-                    "grants reloaded: snapshot {hash} ({n} grants)"
-                ));
-                notify::status(&status);
-            })
-        }
-        Err(e) => {
-            log::error(format_args!(
-                "grants not reloaded, keeping the old ones: {e}"
-            ));
-            broker.refuse_reload(&e.to_string())
-        }
-    };
-    if let Err(fatal) = audited {
+    if let Err(fatal) = crate::status::reload(broker) {
         halt.stop("the grants reload", fatal);
     }
-}
-
-/// The status line while serving `snapshot`.
-fn serving(snapshot: &Snapshot) -> String {
-    format!(
-        "serving; grants snapshot {} ({} grants)",
-        snapshot.hash(),
-        snapshot.ids().len()
-    )
 }
 
 impl fmt::Display for crate::audit::OpenReport {

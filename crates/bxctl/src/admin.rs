@@ -6,13 +6,14 @@ use std::process::ExitCode;
 use daemon::config::Config;
 use daemon::conn::Conn;
 use inert::line;
-use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Empty, SessionQuery, Verdict};
+use proto::approval::{ApprovalCard, ApprovalListing, Empty, SessionQuery};
 use proto::{Message, SessionId};
 
 use crate::Error;
+use crate::card::{card, source};
 use crate::error::{answered, call_failed, unexpected};
 
-fn call(config: &Config, msg: Message) -> Result<Message, Error> {
+pub(crate) fn call(config: &Config, msg: Message) -> Result<Message, Error> {
     let path = config.sockets.admin_broker_sock();
     let mut conn = match Conn::connect(&path) {
         Ok(conn) => conn,
@@ -30,7 +31,7 @@ fn call(config: &Config, msg: Message) -> Result<Message, Error> {
     answered("brokerd", reply.msg)
 }
 
-fn listing(config: &Config) -> Result<Vec<ApprovalCard>, Error> {
+pub(crate) fn listing(config: &Config) -> Result<Vec<ApprovalCard>, Error> {
     match call(config, Message::ApprovalList(Empty {}))? {
         Message::ApprovalListing(l) => {
             if l.omitted > 0 {
@@ -42,34 +43,21 @@ fn listing(config: &Config) -> Result<Vec<ApprovalCard>, Error> {
     }
 }
 
-/// A card as the owner reads it: the arguments as quoted data, never as prose, and every
-/// field from brokerd one inert line.
-pub fn card(c: &ApprovalCard) -> String {
-    let mut s = format!(
-        "approval {}\n  tool:      {} (call {} of session {})\n  grant:     {}\n  \
-         taint:     {}\n  arguments: {}\n",
-        line(&c.approval),
-        line(&c.tool),
-        c.call.0,
-        c.session,
-        line(&c.grant),
-        c.session_taint,
-        line(&serde_json::to_string(&c.arguments).unwrap_or_default()),
-    );
-    if c.untrusted {
-        let by: Vec<String> = c.untrusted_by.iter().map(source).collect();
-        s.push_str(&format!(
-            "  UNTRUSTED: the session has read content that may steer the model, from {}\n",
-            by.join(", ")
-        ));
-    }
-    s.push_str(&format!("  expires:   {}\n", c.expires));
-    s
-}
-
 /// `bxctl` is how to call bxctl again for this stack (`hint`), for the answer commands.
-pub fn approvals(config: &Config, bxctl: &str, out: &mut dyn Write) -> Result<ExitCode, Error> {
+pub fn approvals(
+    config: &Config,
+    bxctl: &str,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<ExitCode, Error> {
     let cards = listing(config)?;
+    if json {
+        let listing = ApprovalListing {
+            pending: cards,
+            omitted: 0,
+        };
+        return print_json(&listing, out);
+    }
     if cards.is_empty() {
         writeln!(out, "no approvals waiting").map_err(Error::Output)?;
     }
@@ -85,63 +73,26 @@ pub fn approvals(config: &Config, bxctl: &str, out: &mut dyn Write) -> Result<Ex
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn answer(
-    config: &Config,
-    approval: &str,
-    approve: bool,
+/// A wire body as one line of JSON: `--json` prints what brokerd or loopd answered, in
+/// the shapes `docs/bxctl.md` names.
+pub(crate) fn print_json(
+    value: &impl serde::Serialize,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
-    // The answer binds to what is shown here: the binding of the card as listed.
-    let cards = listing(config)?;
-    let Some(c) = cards.iter().find(|c| c.approval == approval) else {
-        writeln!(
-            out,
-            "no approval {} is waiting (answered, expired, or never issued)",
-            line(approval)
-        )
-        .map_err(Error::Output)?;
-        // Send it anyway so that brokerd audits the attempt and says which it was.
-        return send_answer(config, approval, proto::Hash32::ZERO, approve, out);
-    };
-    write!(out, "{}", card(c)).map_err(Error::Output)?;
-    send_answer(config, approval, c.binding, approve, out)
+    let text = serde_json::to_string(value).map_err(|e| Error::Output(e.into()))?;
+    writeln!(out, "{text}").map_err(Error::Output)?;
+    Ok(ExitCode::SUCCESS)
 }
 
-fn send_answer(
+pub fn session(
     config: &Config,
-    approval: &str,
-    binding: proto::Hash32,
-    approve: bool,
+    session: &str,
+    json: bool,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
-    let msg = Message::ApprovalAnswer(ApprovalAnswer {
-        approval: approval.to_owned(),
-        binding,
-        verdict: if approve {
-            Verdict::Approve
-        } else {
-            Verdict::Deny
-        },
-        post: None,
-        by: None,
-    });
-    match call(config, msg)? {
-        Message::ApprovalAnswered(AnswerOutcome::Accepted) => {
-            let word = if approve { "approved" } else { "denied" };
-            writeln!(out, "{word}").map_err(Error::Output)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Message::ApprovalAnswered(AnswerOutcome::Refused { refusal }) => {
-            writeln!(out, "refused: {refusal:?}").map_err(Error::Output)?;
-            Ok(ExitCode::from(1))
-        }
-        other => Err(unexpected(&other)),
-    }
-}
-
-pub fn session(config: &Config, session: &str, out: &mut dyn Write) -> Result<ExitCode, Error> {
     let session = SessionId::new(session).map_err(Error::SessionId)?;
     match call(config, Message::SessionQuery(SessionQuery { session }))? {
+        Message::SessionInfo(i) if json => print_json(&i, out),
         Message::SessionInfo(i) => {
             writeln!(
                 out,
@@ -158,8 +109,9 @@ pub fn session(config: &Config, session: &str, out: &mut dyn Write) -> Result<Ex
     }
 }
 
-pub fn grants(config: &Config, out: &mut dyn Write) -> Result<ExitCode, Error> {
+pub fn grants(config: &Config, json: bool, out: &mut dyn Write) -> Result<ExitCode, Error> {
     match call(config, Message::GrantsQuery(Empty {}))? {
+        Message::GrantsInfo(g) if json => print_json(&g, out),
         Message::GrantsInfo(g) => {
             let names: Vec<String> = g.grants.iter().map(|g| line(g)).collect();
             writeln!(out, "snapshot {}: {}", g.snapshot, names.join(", "))
@@ -167,14 +119,5 @@ pub fn grants(config: &Config, out: &mut dyn Write) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         other => Err(unexpected(&other)),
-    }
-}
-
-/// An untrusted call as bxctl shows it: the tool, the call and what it read, each escaped
-/// to one line.
-fn source(r: &proto::approval::CallRef) -> String {
-    match &r.read {
-        Some(read) => format!("{} (call {}, read {})", line(&r.tool), r.call.0, line(read)),
-        None => format!("{} (call {})", line(&r.tool), r.call.0),
     }
 }

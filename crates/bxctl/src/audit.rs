@@ -12,6 +12,8 @@ use proto::chain::ChainVerifier;
 use proto::{AuditEvent, AuditLine, DecisionRecord};
 
 use crate::Error;
+use crate::admin::print_json;
+use serde_json::json;
 
 /// The day files, in name (and so date) order.
 fn files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
@@ -100,7 +102,27 @@ fn newline(bytes: &[u8]) -> Option<usize> {
     bytes[at..].iter().position(|&b| b == b'\n').map(|i| at + i)
 }
 
-pub fn verify(dir: &Path, out: &mut dyn Write) -> Result<ExitCode, Error> {
+/// Exit 0 when the chain is good, 1 when it is broken or there is no audit log to check.
+pub fn verify(dir: &Path, json: bool, out: &mut dyn Write) -> Result<ExitCode, Error> {
+    // A directory with no day file is no chain: say so rather than call nothing good.
+    if files(dir)?.is_empty() {
+        if json {
+            print_json(
+                &json!({ "good": false, "dir": dir.display().to_string(), "error": "no audit log" }),
+                out,
+            )?;
+        } else {
+            writeln!(
+                out,
+                "no audit log in {}: no `*.jsonl` day files to verify\nhelp: brokerd writes them \
+                 under `audit/` in the configured home; give that directory with --dir, or \
+                 --config for the stack whose log it is",
+                dir.display()
+            )
+            .map_err(Error::Output)?;
+        }
+        return Ok(ExitCode::from(1));
+    }
     let mut verifier = ChainVerifier::default();
     let mut broken = None;
     let ended = lines(dir, |file, line, bytes| {
@@ -115,6 +137,32 @@ pub fn verify(dir: &Path, out: &mut dyn Write) -> Result<ExitCode, Error> {
         Some(e) => Err(e),
         None => verifier.finish(ended),
     };
+    if json {
+        let value = match &result {
+            Ok(s) => json!({
+                "good": true,
+                "dir": dir.display().to_string(),
+                "records": s.lines,
+                "recovered": s.recovered,
+                "next_seq": s.head.next_seq,
+                "head": s.head.prev,
+                "torn_tail": s.torn_tail.iter().map(|t| json!({"file": t.file, "line": t.line})).collect::<Vec<_>>(),
+            }),
+            Err(e) => json!({
+                "good": false,
+                "dir": dir.display().to_string(),
+                "error": e.to_string(),
+                "file": e.file,
+                "line": e.line,
+            }),
+        };
+        print_json(&value, out)?;
+        return Ok(if result.is_ok() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
     match result {
         Ok(s) => {
             writeln!(
@@ -278,7 +326,10 @@ fn describe(line: &AuditLine) -> String {
                 by,
                 refusal,
                 ..
-            } => format!("#{seq} {time} answer to {approval} by {by} REFUSED: {refusal:?}"),
+            } => format!(
+                "#{seq} {time} answer to {approval} by {by} REFUSED: {}",
+                refusal.as_str()
+            ),
         },
     }
 }

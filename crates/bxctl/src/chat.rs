@@ -10,10 +10,11 @@ use daemon::conn::Conn;
 use inert::{Block, block, line};
 use proto::approval::Empty;
 use proto::chat::{ChatEvent, ChatSend, SessionShow, TurnEnd};
-use proto::{CallId, LogRecord, Message, SessionId, ToolResponse};
+use proto::{CallId, CallOutcome, LogRecord, Message, SessionId, ToolResponse};
 
 use crate::Error;
 use crate::error::{answered, call_failed, unexpected};
+use crate::inline::Approver;
 use crate::signals::Interrupt;
 use crate::spinner::Spinner;
 
@@ -120,17 +121,31 @@ pub enum Sent {
     Cancelled(Option<SessionId>),
 }
 
+/// Who a turn is shown to: how to call bxctl again for this stack (for the commands it
+/// prints), the inline approver (on a terminal, with the admin side), and the Ctrl-C that
+/// can cancel the turn.
+#[derive(Debug)]
+pub struct Owner<'a> {
+    pub bxctl: &'a str,
+    pub approver: Option<&'a Approver<'a>>,
+    pub interrupt: &'a Interrupt,
+}
+
 /// Sends one message and streams the turn to `out`, with a spinner while the model is
-/// awaited; `interrupt` can cancel it meanwhile.
+/// awaited; the owner's Ctrl-C can cancel it meanwhile.
 pub fn send(
     conn: &mut Conn,
-    bxctl: &str,
+    owner: &Owner<'_>,
     session: Option<SessionId>,
     text: &str,
     id: u64,
-    interrupt: &Interrupt,
     out: &mut dyn Write,
 ) -> Result<Sent, Error> {
+    let Owner {
+        bxctl,
+        approver,
+        interrupt,
+    } = *owner;
     let msg = Message::ChatSend(ChatSend {
         session,
         text: text.to_owned(),
@@ -154,6 +169,14 @@ pub fn send(
             }
             spinner.stop();
             if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                write_err = Some(Error::Output(e));
+            }
+            // The stream gives the id only; the card and the answer are brokerd's.
+            if let (Some(a), ChatEvent::ToolResponse { response, .. }) = (approver, ev)
+                && let ToolResponse::PendingApproval { approval, .. } = response
+                && write_err.is_none()
+                && let Err(e) = a.offer(approval, out)
+            {
                 write_err = Some(e);
             }
             // A tool's answer goes back to the model: it is awaited again.
@@ -179,7 +202,7 @@ pub fn send(
     }
     let last = last.map_err(call_failed("loopd", "chat"))?;
     if let Some(e) = write_err {
-        return Err(Error::Output(e));
+        return Err(e);
     }
     match answered("loopd", last.msg)? {
         Message::ChatReply(reply) => {
@@ -220,7 +243,12 @@ pub fn once(
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
     let mut conn = connect(config)?;
-    let Sent::Ended(session, ok) = send(&mut conn, bxctl, session, text, 1, interrupt, out)? else {
+    let owner = Owner {
+        bxctl,
+        approver: None,
+        interrupt,
+    };
+    let Sent::Ended(session, ok) = send(&mut conn, &owner, session, text, 1, out)? else {
         return Ok(ExitCode::from(130));
     };
     writeln!(out, "[session {session}]").map_err(Error::Output)?;
@@ -231,10 +259,12 @@ pub fn once(
     })
 }
 
-/// `bxctl chat`: a prompt with line editing and history, until end of input or `/quit`.
+/// `bxctl chat`: a prompt with line editing and history, until end of input or `/quit`;
+/// then the command that continues the session, `{resume}ID`.
 pub fn interactive(
     config: &Config,
     bxctl: &str,
+    resume: &str,
     mut session: Option<SessionId>,
     interrupt: &Interrupt,
     out: &mut dyn Write,
@@ -242,6 +272,12 @@ pub fn interactive(
     let mut conn = connect(config)?;
     let mut last = std::time::Instant::now();
     let mut editor = rustyline::DefaultEditor::new().map_err(Error::Prompt)?;
+    let approver = Approver::on_terminal(config, bxctl);
+    let owner = Owner {
+        bxctl,
+        approver: approver.as_ref(),
+        interrupt,
+    };
     writeln!(
         out,
         "boxmaker chat: type a message; /quit or Ctrl-C leaves, Ctrl-C during a turn cancels it"
@@ -285,7 +321,7 @@ pub fn interactive(
             conn = connect(config)?;
         }
         last = std::time::Instant::now();
-        match send(&mut conn, bxctl, session.clone(), text, id, interrupt, out)? {
+        match send(&mut conn, &owner, session.clone(), text, id, out)? {
             Sent::Ended(s, _) => session = Some(s),
             Sent::Cancelled(s) => {
                 session = s.or(session);
@@ -295,7 +331,7 @@ pub fn interactive(
         }
     }
     if let Some(s) = session {
-        writeln!(out, "[session {s}]").map_err(Error::Output)?;
+        writeln!(out, "[session {s}; continue it with `{resume}{s}`]").map_err(Error::Output)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -303,6 +339,7 @@ pub fn interactive(
 pub fn sessions(
     config: &Config,
     show: Option<SessionId>,
+    json: bool,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
     let mut conn = connect(config)?;
@@ -317,15 +354,22 @@ pub fn sessions(
         .call(1, msg, |_| {})
         .map_err(call_failed("loopd", "chat"))?;
     match answered("loopd", reply.msg)? {
+        Message::SessionListing(l) if json => return crate::admin::print_json(&l, out),
+        Message::SessionRecords(r) if json => return crate::admin::print_json(&r, out),
         Message::SessionListing(l) => {
             if l.sessions.is_empty() {
                 writeln!(out, "no sessions").map_err(Error::Output)?;
             }
+            // loopd lists the most recently active first.
             for s in l.sessions {
                 writeln!(
                     out,
-                    "{}  epoch {}  {} turns  started {}  last {}",
-                    s.session, s.epoch.0, s.turns, s.started, s.last
+                    "{}  last {}  {} turns  epoch {}  {}",
+                    s.session,
+                    s.last,
+                    s.all_turns.unwrap_or(s.turns),
+                    s.epoch.0,
+                    line(s.preview.as_deref().unwrap_or(""))
                 )
                 .map_err(Error::Output)?;
             }
@@ -384,14 +428,21 @@ fn describe(r: &LogRecord) -> String {
             call,
             content,
             class,
+            outcome,
             ..
-        } => {
-            format!(
+        } => match outcome {
+            Some(CallOutcome::Denied { reason }) => {
+                format!("{time}   call {} -> denied: {}\n", call.0, reason.as_str())
+            }
+            Some(CallOutcome::Failed) => {
+                format!("{time}   call {} -> failed: {}\n", call.0, line(content))
+            }
+            None => format!(
                 "{time}   call {} -> {} bytes ({class})\n",
                 call.0,
                 content.len()
-            )
-        }
+            ),
+        },
         LogRecord::CacheLoss {
             time,
             expected,

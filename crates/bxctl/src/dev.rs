@@ -45,6 +45,9 @@ pub struct DevArgs {
     /// Send this one message instead of opening the prompt.
     #[arg(short, long)]
     pub message: Option<String>,
+    /// Continue this session (default: a new one).
+    #[arg(long)]
+    pub session: Option<String>,
 }
 
 fn bin(name: &str) -> Result<PathBuf, DevError> {
@@ -135,9 +138,26 @@ fn up(
         hint::quote(&config_path.display().to_string()),
     )
     .map_err(Error::Output)?;
+    let session = args
+        .session
+        .clone()
+        .map(proto::SessionId::new)
+        .transpose()
+        .map_err(Error::SessionId)?;
+    // The stack ends with the chat: a session is continued by starting it again, with
+    // the same state directory, by a command that works as printed.
+    let program = hint::quote(&hint::program());
+    let resume = if args.state == std::path::Path::new(".state") {
+        format!("{program} dev --session ")
+    } else {
+        format!(
+            "{program} dev --state {} --session ",
+            hint::quote(&state.display().to_string())
+        )
+    };
     match &args.message {
-        Some(text) => chat::once(&config, &bxctl, None, text, interrupt, out),
-        None => chat::interactive(&config, &bxctl, None, interrupt, out),
+        Some(text) => chat::once(&config, &bxctl, session, text, interrupt, out),
+        None => chat::interactive(&config, &bxctl, &resume, session, interrupt, out),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Why bxctl could not do what was asked: one variant per thing that can go wrong, each
 //! with what it was about. `main` prints it once, as `bxctl: …`, and exits with
-//! [`Error::exit_code`] (2; 1 is for a thing checked and found bad, which is no error).
+//! [`Error::exit_code`]: 2 (could not do it), or 1 for a request the server refused; a thing
+//! checked and found bad is no error, its command returns 1 itself.
 //! Text that comes in part from a peer (a refusal's detail, a decode error quoting a frame)
 //! is shown as one inert line. `bxctl dev`'s own reasons, [`DevError`], live here with the
 //! rest, so that `dev` and this module do not import each other.
@@ -61,14 +62,22 @@ pub enum Error {
     },
     /// The chat prompt.
     Prompt(rustyline::error::ReadlineError),
+    /// What was asked cannot be done as given (an approval prefix too short).
+    Usage(String),
     /// `bxctl dev`.
     Dev(DevError),
 }
 
 impl Error {
-    /// The status `main` exits with: 2, bxctl could not do what was asked.
+    /// The status `main` exits with: 2, bxctl could not do what was asked (usage, I/O, a
+    /// peer it cannot reach).
     pub fn exit_code(&self) -> u8 {
-        2
+        match self {
+            // The server heard the request and refused it (`no session X`, a kind this
+            // socket does not take): a refused request. A server that failed is not.
+            Self::Answered { refusal, .. } if refusal.code != ErrorCode::Internal => 1,
+            _ => 2,
+        }
     }
 }
 
@@ -90,7 +99,13 @@ impl fmt::Display for Error {
                 server,
                 path,
                 source,
-            } => write!(f, "cannot reach {server} at {}: {source}", path.display()),
+            } => {
+                write!(f, "cannot reach {server} at {}: {source}", path.display())?;
+                match reach_help(server, path, source) {
+                    Some(help) => write!(f, "\nhelp: {help}"),
+                    None => Ok(()),
+                }
+            }
             Self::Refused {
                 server,
                 peers,
@@ -115,8 +130,8 @@ impl fmt::Display for Error {
             Self::Call(e) => f.write_str(&inert::line(&e.to_string())),
             Self::Answered { server, refusal } => write!(
                 f,
-                "{server} refused: {:?}: {}",
-                refusal.code,
+                "{server} refused: {}: {}",
+                refusal.code.name(),
                 inert::line(&refusal.detail)
             ),
             Self::Unexpected { kind } => write!(f, "unexpected answer {kind}"),
@@ -125,6 +140,7 @@ impl fmt::Display for Error {
                 "{omitted} more approvals wait than fit in one answer; answer some and list again"
             ),
             Self::Prompt(e) => e.fmt(f),
+            Self::Usage(what) => f.write_str(what),
             Self::Dev(e) => e.fmt(f),
         }
     }
@@ -145,8 +161,47 @@ impl std::error::Error for Error {
             | Self::Answered { .. }
             | Self::Unexpected { .. }
             | Self::NoConfig { .. }
+            | Self::Usage(_)
             | Self::Omitted { .. } => None,
         }
+    }
+}
+
+/// What to do when `server`'s socket at `path` cannot be connected to, by why: nobody
+/// listens (the stack is not running), or the socket's directory is closed to this user
+/// (join its group).
+fn reach_help(server: &str, path: &std::path::Path, source: &io::Error) -> Option<String> {
+    let unit = match server {
+        "brokerd" => "boxmaker-brokerd-admin.socket",
+        _ => "boxmaker-loopd.socket",
+    };
+    match source.kind() {
+        io::ErrorKind::ConnectionRefused | io::ErrorKind::NotFound => Some(format!(
+            "is the stack running? Start it with `bxctl dev` (development), or under systemd \
+             see `systemctl status {unit}`"
+        )),
+        io::ErrorKind::PermissionDenied => {
+            // The socket's directory admits its group only: name it.
+            let group = path
+                .parent()
+                .and_then(|d| std::fs::metadata(d).ok())
+                .map(|m| std::os::unix::fs::MetadataExt::gid(&m))
+                .and_then(|gid| nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid)).ok())
+                .flatten()
+                .map(|g| g.name);
+            Some(match group {
+                Some(g) => format!(
+                    "join the group `{g}` that may enter {} (`usermod -aG {g} $USER`), then log \
+                     in again",
+                    path.parent().unwrap_or(path).display()
+                ),
+                None => format!(
+                    "run bxctl as a user who may enter {}, then log in again",
+                    path.parent().unwrap_or(path).display()
+                ),
+            })
+        }
+        _ => None,
     }
 }
 
@@ -335,4 +390,58 @@ pub(crate) fn answered(server: &'static str, msg: proto::Message) -> Result<prot
 /// An answer of a kind the request never gets.
 pub(crate) fn unexpected(msg: &proto::Message) -> Error {
     Error::Unexpected { kind: msg.kind() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each reason a socket cannot be reached gets the help that fixes it: a stack to
+    /// start, or the group of the socket's directory to join.
+    #[test]
+    fn unreachable_sockets_say_what_to_do() {
+        let dir = std::env::temp_dir().join(format!("bx-help-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let sock = dir.join("broker.sock");
+        for kind in [io::ErrorKind::ConnectionRefused, io::ErrorKind::NotFound] {
+            let e = Error::Reach {
+                server: "brokerd",
+                path: sock.clone(),
+                source: io::Error::from(kind),
+            };
+            let text = e.to_string();
+            assert!(
+                text.ends_with(
+                    "\nhelp: is the stack running? Start it with `bxctl dev` (development), or \
+                     under systemd see `systemctl status boxmaker-brokerd-admin.socket`"
+                ),
+                "{text}"
+            );
+        }
+        let gid = std::os::unix::fs::MetadataExt::gid(&std::fs::metadata(&dir).expect("meta"));
+        let group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+            .expect("group lookup")
+            .expect("the directory's group has a name")
+            .name;
+        let e = Error::Reach {
+            server: "loopd",
+            path: sock,
+            source: io::Error::from(io::ErrorKind::PermissionDenied),
+        };
+        assert!(
+            e.to_string().ends_with(&format!(
+                "\nhelp: join the group `{group}` that may enter {} (`usermod -aG {group} \
+                 $USER`), then log in again",
+                dir.display()
+            )),
+            "{e}"
+        );
+        let other = Error::Reach {
+            server: "loopd",
+            path: dir.join("x"),
+            source: io::Error::from(io::ErrorKind::TimedOut),
+        };
+        assert!(!other.to_string().contains("help:"), "{other}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

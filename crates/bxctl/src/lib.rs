@@ -6,18 +6,23 @@
 //! `inert`'s rule (single-line fields escaped, multi-line text set apart as a
 //! block whose every line starts with `| `), the rule gatewayd shows Mattermost by.
 //!
-//! Exit codes: 0 success; 1 the thing checked is bad (a broken chain, a bad grant, a
-//! refused answer); 2 bxctl could not do what was asked (no config, no socket).
+//! Exit codes ([`EXIT_CODES`], shown by `bxctl --help`): 0 done; 1 a check failed or a
+//! request was refused; 2 bxctl could not do what was asked (usage, I/O, no socket).
 
 mod admin;
+mod approval;
 mod audit;
+mod card;
 mod chat;
+mod check;
 mod dev;
 mod error;
 mod hint;
+mod inline;
 mod policy;
 mod signals;
 mod spinner;
+mod status;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -25,9 +30,22 @@ use std::process::ExitCode;
 
 use daemon::config::{Config, DEFAULT_PATH};
 use proto::SessionId;
+use proto::approval::Verdict;
+
+/// The exit codes, the same for every subcommand.
+pub const EXIT_CODES: &str = "Exit codes:\n  \
+    0  done\n  \
+    1  a check failed (a broken audit chain, a bad grant, a stack not all up) or a request \
+    was refused (an approval answer, an ambiguous approval prefix)\n  \
+    2  bxctl could not do what was asked (usage, I/O, a socket it cannot reach)";
 
 #[derive(Debug, clap::Parser)]
-#[command(name = "bxctl", version, about = "boxmaker's owner command line")]
+#[command(
+    name = "bxctl",
+    version,
+    about = "boxmaker's owner command line",
+    after_help = EXIT_CODES
+)]
 pub struct Cli {
     /// The configuration file (for the socket and state paths).
     #[arg(
@@ -48,13 +66,25 @@ pub enum Command {
     #[command(subcommand)]
     Grants(GrantsCmd),
     /// List the approvals waiting for you.
-    Approvals,
-    /// Approve one waiting tool call.
+    Approvals {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve one waiting tool call: its id, or a unique prefix of at least 6 characters.
     Approve { approval: String },
-    /// Deny one waiting tool call.
+    /// Deny one waiting tool call: its id, or a unique prefix of at least 6 characters.
     Deny { approval: String },
     /// Show what brokerd knows of a session: its taint and untrusted flag.
-    Session { session: String },
+    Session {
+        session: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Each role's state, the model's health, waiting approvals, the audit head, the grants.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
     /// The audit log.
     #[command(subcommand)]
     Audit(AuditCmd),
@@ -68,7 +98,11 @@ pub enum Command {
         session: Option<String>,
     },
     /// List the sessions, or show one.
-    Sessions { session: Option<String> },
+    Sessions {
+        session: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Start the whole stack under .state/ (no root, no systemd) and chat with it.
     Dev(dev::DevArgs),
 }
@@ -79,9 +113,19 @@ pub enum GrantsCmd {
     Check {
         /// Default: the directory the configuration names.
         dir: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
     },
     /// Show the grant snapshot brokerd is using.
-    Show,
+    Show {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask brokerd to load the grants directory again, and say what came of it.
+    Reload {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -91,6 +135,8 @@ pub enum AuditCmd {
         /// Default: `audit/` under the configured home.
         #[arg(long)]
         dir: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
     },
     /// Print the audit records for a person.
     Show {
@@ -121,41 +167,29 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
     // How to call bxctl again for this same stack, for the hints bxctl prints.
     let bxctl = hint::bxctl(&cli.config);
     match cli.command {
-        Command::Grants(GrantsCmd::Check { dir }) => {
+        Command::Grants(GrantsCmd::Check { dir, json }) => {
             let dir = match dir {
                 Some(d) => d,
                 None => config()?.grants,
             };
-            match grants::Snapshot::load(&dir) {
-                Ok(s) => {
-                    writeln!(
-                        out,
-                        "{}: {} grants good ({}), snapshot {}",
-                        dir.display(),
-                        s.ids().len(),
-                        s.ids().join(", "),
-                        s.hash()
-                    )
-                    .map_err(Error::Output)?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(e) => {
-                    writeln!(out, "{e}").map_err(Error::Output)?;
-                    Ok(ExitCode::from(1))
-                }
-            }
+            check::grants(&dir, json, out)
         }
-        Command::Grants(GrantsCmd::Show) => admin::grants(&config()?, out),
-        Command::Approvals => admin::approvals(&config()?, &bxctl, out),
-        Command::Approve { approval } => admin::answer(&config()?, &approval, true, out),
-        Command::Deny { approval } => admin::answer(&config()?, &approval, false, out),
-        Command::Session { session } => admin::session(&config()?, &session, out),
-        Command::Audit(AuditCmd::Verify { dir }) => {
+        Command::Grants(GrantsCmd::Show { json }) => admin::grants(&config()?, json, out),
+        Command::Grants(GrantsCmd::Reload { json }) => status::reload(&config()?, json, out),
+        Command::Approvals { json } => admin::approvals(&config()?, &bxctl, json, out),
+        // A prefix too short is said before anything else is looked at.
+        Command::Approve { approval } => approval::long_enough(&approval)
+            .and_then(|()| approval::answer(&config()?, &approval, Verdict::Approve, out)),
+        Command::Deny { approval } => approval::long_enough(&approval)
+            .and_then(|()| approval::answer(&config()?, &approval, Verdict::Deny, out)),
+        Command::Session { session, json } => admin::session(&config()?, &session, json, out),
+        Command::Status { json } => status::status(&config()?, json, out),
+        Command::Audit(AuditCmd::Verify { dir, json }) => {
             let dir = match dir {
                 Some(d) => d,
                 None => config()?.audit_dir(),
             };
-            audit::verify(&dir, out)
+            audit::verify(&dir, json, out)
         }
         Command::Chat { message, session } => {
             let session = session
@@ -167,16 +201,19 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             signals::watch(interrupt.clone(), || {}).map_err(DevError::Signals)?;
             match message {
                 Some(text) => chat::once(&config, &bxctl, session, &text, &interrupt, out),
-                None => chat::interactive(&config, &bxctl, session, &interrupt, out),
+                None => {
+                    let resume = format!("{bxctl}chat --session ");
+                    chat::interactive(&config, &bxctl, &resume, session, &interrupt, out)
+                }
             }
         }
         Command::Dev(args) => dev::run(&args, out),
-        Command::Sessions { session } => {
+        Command::Sessions { session, json } => {
             let session = session
                 .map(SessionId::new)
                 .transpose()
                 .map_err(Error::SessionId)?;
-            chat::sessions(&config()?, session, out)
+            chat::sessions(&config()?, session, json, out)
         }
         Command::Audit(AuditCmd::Show {
             dir,

@@ -30,6 +30,12 @@ pub enum Error {
         path: PathBuf,
         source: io::Error,
     },
+    /// `--check-config`: `gateway.token_file` is set but cannot be found (the token in it is
+    /// read, and checked, only at start).
+    TokenFileMissing {
+        path: PathBuf,
+        source: io::Error,
+    },
     EmptyToken {
         path: PathBuf,
     },
@@ -70,6 +76,12 @@ impl fmt::Display for Error {
                 write!(f, "the bot token {}: {source}", path.display())
             }
             Self::EmptyToken { path } => write!(f, "the bot token {} is empty", path.display()),
+            Self::TokenFileMissing { path, source } => write!(
+                f,
+                "gateway.token_file {}: {source}: put the bot's token there, or remove \
+                 token_file to read the systemd credential gateway.token_credential",
+                path.display()
+            ),
             Self::State(e) => e.fmt(f),
             Self::Start(e) => e.fmt(f),
             Self::Stdout(e) => write!(f, "stdout: {e}"),
@@ -82,7 +94,9 @@ impl std::error::Error for Error {
         match self {
             Self::Listen(e) => Some(e),
             Self::Config(e) => Some(e),
-            Self::Token { source, .. } | Self::Stdout(source) => Some(source),
+            Self::Token { source, .. }
+            | Self::TokenFileMissing { source, .. }
+            | Self::Stdout(source) => Some(source),
             Self::State(e) => Some(e),
             Self::Start(e) => Some(e),
             Self::NoGateway { .. }

@@ -79,6 +79,16 @@ pub fn run(args: Args) -> Result<(), Error> {
             config: name.clone(),
         })?;
     if args.common.check_config {
+        // The file must be there; what it holds is read and checked only at start (a build
+        // that checks the config must never read the credential).
+        if let Some(path) = &g.token_file
+            && let Err(source) = std::fs::metadata(path)
+        {
+            return Err(Error::TokenFileMissing {
+                path: path.clone(),
+                source,
+            });
+        }
         let line = format!("{}: good\n", name.display());
         return std::io::Write::write_all(&mut std::io::stdout().lock(), line.as_bytes())
             .map_err(Error::Stdout);

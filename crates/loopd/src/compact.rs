@@ -33,6 +33,7 @@ fn trim_result(r: LogRecord) -> LogRecord {
             mut content,
             class,
             untrusted,
+            outcome,
             ..
         } if content.len() > SUMMARY_RESULT_BYTES => {
             let mut cut = SUMMARY_RESULT_BYTES;
@@ -49,6 +50,7 @@ fn trim_result(r: LogRecord) -> LogRecord {
                 class,
                 untrusted,
                 truncated: true,
+                outcome,
             }
         }
         other => other,

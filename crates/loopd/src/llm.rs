@@ -426,6 +426,7 @@ mod tests {
                 class: DataClass::Private,
                 untrusted: false,
                 truncated: false,
+                outcome: None,
             },
             LogRecord::CacheLoss {
                 time: t(),

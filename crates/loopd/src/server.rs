@@ -1,6 +1,6 @@
 //! loop.sock: the chat channel. A connection sends `chat_send` (answered by `chat_event`
-//! frames and a final `chat_reply`), `session_list` or `session_show`; anything else is
-//! refused with `forbidden_kind`.
+//! frames and a final `chat_reply`), `session_list`, `session_show` or `status_query`;
+//! anything else is refused with `forbidden_kind`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,24 +9,31 @@ use daemon::accept::Activity;
 use daemon::conn::Conn;
 use daemon::serve;
 use daemon::{hangup, log};
-use proto::chat::{SessionListing, SessionRecords, SessionShow, SessionSummary};
-use proto::{Envelope, ErrorCode, LogRecord, Message};
+use proto::chat::{SessionRecords, SessionShow};
+use proto::{Envelope, ErrorCode, Message};
 
 use crate::cancel::Cancel;
+use crate::listing::Listing;
 use crate::store::StoreError;
 use crate::turn::Looper;
 
 /// Records sent for `session_show` at most; the newest are kept.
 const MAX_SHOWN: usize = 500;
 
-pub fn serve(looper: &Looper, mut conn: Conn, who: &str, activity: &Arc<Activity>) {
+pub fn serve(
+    looper: &Looper,
+    listing: &Listing,
+    mut conn: Conn,
+    who: &str,
+    activity: &Arc<Activity>,
+) {
     let _ = serve::requests(&mut conn, "chat", who, activity, |conn, env| {
-        Ok::<bool, std::convert::Infallible>(request(looper, conn, env, who))
+        Ok::<bool, std::convert::Infallible>(request(looper, listing, conn, env, who))
     });
 }
 
 /// Answers one request; `false` closes the connection.
-fn request(looper: &Looper, conn: &mut Conn, env: Envelope, who: &str) -> bool {
+fn request(looper: &Looper, listing: &Listing, conn: &mut Conn, env: Envelope, who: &str) -> bool {
     let id = env.id;
     let reply = match env.msg {
         Message::ChatSend(send) => {
@@ -58,7 +65,7 @@ fn request(looper: &Looper, conn: &mut Conn, env: Envelope, who: &str) -> bool {
                 }
             }
         }
-        Message::SessionList(_) => match list(looper) {
+        Message::SessionList(_) => match listing.list(looper.store()) {
             Ok(l) => Message::SessionListing(l),
             Err(e) => {
                 log::error(format_args!("session list: {e}"));
@@ -73,6 +80,8 @@ fn request(looper: &Looper, conn: &mut Conn, env: Envelope, who: &str) -> bool {
             ),
             Err(e) => Message::error(ErrorCode::BadMessage, e.to_string()),
         },
+        // loopd, and what only loopd reaches: inferproxy and the model's health.
+        Message::StatusQuery(_) => Message::LoopStatus(crate::status::status(&looper.infer_sock())),
         other => {
             serve::forbid(conn, id, "chat", who, other.kind());
             return false;
@@ -100,34 +109,6 @@ fn watch_hangup(conn: &Conn, cancel: &Arc<Cancel>, done: &Arc<AtomicBool>) {
         });
 }
 
-fn list(looper: &Looper) -> Result<SessionListing, StoreError> {
-    let mut sessions = Vec::new();
-    let store = looper.store();
-    for id in store.ids()? {
-        // Only the current epoch is shown: only it is read.
-        let Some(epoch) = store.current_epoch(&id)? else {
-            continue;
-        };
-        let records = store.read_epoch(&id, epoch)?;
-        let times: Vec<proto::Timestamp> = records.iter().map(record_time).collect();
-        let (Some(started), Some(last)) = (times.first(), times.last()) else {
-            continue;
-        };
-        let turns = records
-            .iter()
-            .filter(|r| matches!(r, LogRecord::User { .. }))
-            .count();
-        sessions.push(SessionSummary {
-            session: id,
-            epoch,
-            started: *started,
-            last: *last,
-            turns: u32::try_from(turns).unwrap_or(u32::MAX),
-        });
-    }
-    Ok(SessionListing { sessions })
-}
-
 /// The records `show` asks for; `None` when the session does not exist.
 fn records(looper: &Looper, show: &SessionShow) -> Result<Option<SessionRecords>, StoreError> {
     let Some(current) = looper.store().current_epoch(&show.session)? else {
@@ -145,15 +126,4 @@ fn records(looper: &Looper, show: &SessionShow) -> Result<Option<SessionRecords>
         records,
         truncated,
     }))
-}
-
-fn record_time(r: &LogRecord) -> proto::Timestamp {
-    match r {
-        LogRecord::SessionStart { time, .. }
-        | LogRecord::User { time, .. }
-        | LogRecord::Assistant { time, .. }
-        | LogRecord::ToolResult { time, .. }
-        | LogRecord::CacheLoss { time, .. }
-        | LogRecord::EpochEnd { time, .. } => *time,
-    }
 }

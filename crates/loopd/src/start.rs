@@ -51,9 +51,10 @@ pub fn run(args: Args) -> Result<(), Error> {
     let looper = Arc::new(Looper::new(config).map_err(Error::Store)?);
     let mut service = Service::new("loopd", inherited);
     let (l, a) = (looper.clone(), service.activity());
+    let listing = crate::listing::Listing::default();
     service
         .framed(&path, &policy, move |conn, who: &str| {
-            server::serve(&l, conn, who, &a);
+            server::serve(&l, &listing, conn, who, &a);
         })
         .map_err(Error::Listen)?;
     // Alive while the session store can be read: the one thing every turn needs.

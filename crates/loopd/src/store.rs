@@ -157,7 +157,8 @@ impl Store {
         Ok(ids)
     }
 
-    fn epochs(&self, id: &SessionId) -> Result<Vec<Epoch>, StoreError> {
+    /// The session's epochs, oldest first.
+    pub fn epochs(&self, id: &SessionId) -> Result<Vec<Epoch>, StoreError> {
         let dir = self.session_dir(id);
         let mut epochs: Vec<Epoch> = match std::fs::read_dir(&dir) {
             Ok(d) => d

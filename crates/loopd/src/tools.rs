@@ -85,6 +85,17 @@ pub fn for_model(r: &ToolResponse) -> (String, DataClass, bool, bool) {
     }
 }
 
+/// How a call that gave no result ended, for the session log (the owner's eyes).
+pub fn outcome(r: &ToolResponse) -> Option<proto::CallOutcome> {
+    match r {
+        ToolResponse::Denied { reason, .. } => Some(proto::CallOutcome::Denied { reason: *reason }),
+        ToolResponse::Failed { .. } | ToolResponse::PendingApproval { .. } => {
+            Some(proto::CallOutcome::Failed)
+        }
+        ToolResponse::Result { .. } => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

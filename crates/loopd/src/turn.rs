@@ -90,7 +90,7 @@ impl Looper {
         &self.store
     }
 
-    fn infer_sock(&self) -> PathBuf {
+    pub(crate) fn infer_sock(&self) -> PathBuf {
         self.config.sockets.loop_infer_sock()
     }
 
@@ -213,6 +213,7 @@ impl Looper {
                     class: DataClass::Private,
                     untrusted: true,
                     truncated: false,
+                    outcome: Some(proto::CallOutcome::Failed),
                 },
             )?;
         }
@@ -430,6 +431,7 @@ impl Looper {
                         class,
                         untrusted,
                         truncated,
+                        outcome: tools::outcome(&response),
                     },
                 )?;
                 emit(ChatEvent::ToolResponse { call, response });

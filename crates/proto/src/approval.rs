@@ -142,6 +142,19 @@ pub enum Refusal {
     NotOwner,
 }
 
+impl Refusal {
+    /// The name on the wire (`already_used`, `not_owner`, …), the word people are shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unknown => "unknown",
+            Self::Expired => "expired",
+            Self::AlreadyUsed => "already_used",
+            Self::Changed => "changed",
+            Self::NotOwner => "not_owner",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case", deny_unknown_fields)]
 pub enum AnswerOutcome {

@@ -83,7 +83,17 @@ pub struct SessionSummary {
     pub last: Timestamp,
     /// Owner messages in the current epoch.
     pub turns: u32,
+    /// Owner messages over every epoch of the session (absent from an older loopd).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all_turns: Option<u32>,
+    /// The session's first owner message, at most [`MAX_PREVIEW`] characters (longer
+    /// ones end in `…`): the owner's own words, shown inert all the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
 }
+
+/// The longest [`SessionSummary::preview`] kept, in characters.
+pub const MAX_PREVIEW: usize = 80;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

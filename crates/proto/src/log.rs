@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-use crate::{CallId, DataClass, Epoch, Hash32, SessionId, Timestamp};
+use crate::{CallId, DataClass, DenyReason, Epoch, Hash32, SessionId, Timestamp};
 
 /// A tool call exactly as the server returned it; `arguments` is the JSON text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,6 +42,10 @@ pub enum LogRecord {
         class: DataClass,
         untrusted: bool,
         truncated: bool,
+        /// How the call ended when it did not run: denied (and why), or failed. Absent for
+        /// a result, and in records written before it existed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<CallOutcome>,
     },
     CacheLoss {
         time: Timestamp,
@@ -53,4 +57,13 @@ pub enum LogRecord {
         next: Epoch,
         summary: String,
     },
+}
+
+/// A tool call that gave no result: what the owner is shown instead of the text the model
+/// read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum CallOutcome {
+    Denied { reason: DenyReason },
+    Failed,
 }

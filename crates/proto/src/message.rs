@@ -94,6 +94,14 @@ pub enum Message {
     /// `approval_updated`.
     ApprovalUpdate(ApprovalUpdate),
     ApprovalUpdated(Empty),
+    /// Owner channel or chat channel: how the role is. Answered with `broker_status` on the
+    /// admin side of broker.sock, `loop_status` on loop.sock.
+    StatusQuery(Empty),
+    BrokerStatus(crate::status::BrokerStatus),
+    LoopStatus(crate::status::LoopStatus),
+    /// Owner channel: load the grants directory again. Answered with `grants_reloaded`.
+    GrantsReload(Empty),
+    GrantsReloaded(crate::status::Reloaded),
 }
 
 impl Message {
@@ -124,6 +132,11 @@ impl Message {
             Self::ApprovalHeard(_) => "approval_heard",
             Self::ApprovalUpdate(_) => "approval_update",
             Self::ApprovalUpdated(_) => "approval_updated",
+            Self::StatusQuery(_) => "status_query",
+            Self::BrokerStatus(_) => "broker_status",
+            Self::LoopStatus(_) => "loop_status",
+            Self::GrantsReload(_) => "grants_reload",
+            Self::GrantsReloaded(_) => "grants_reloaded",
         }
     }
 

@@ -8,8 +8,36 @@ use serde_json::Value;
 
 use crate::{Daemon, Home, bin};
 
-/// The bot's Mattermost user id (fake-mattermost's token owner).
-pub const BOT: &str = "botuserid00000000000000000";
+/// A Mattermost user of fake-mattermost (its defaults) and the token it posts and reacts
+/// with through the real API.
+#[derive(Debug, Clone, Copy)]
+pub struct User {
+    pub id: &'static str,
+    pub token: &'static str,
+}
+
+/// The bot gatewayd runs as.
+pub const BOT_USER: User = User {
+    id: "botkm8ecqs6ua9xrndy7w1ft5h",
+    token: "bot-token",
+};
+/// The bot's Mattermost user id.
+pub const BOT: &str = BOT_USER.id;
+/// The owner, in `[gateway] owners` when a test says so.
+pub const OWNER: User = User {
+    id: "ownerkp1dx4oy7wqbsm3e9t6ua",
+    token: "owner-token",
+};
+/// Anyone else in the channel.
+pub const STRANGER: User = User {
+    id: "strangerq8ek1ycmw4pxduob7t",
+    token: "stranger-token",
+};
+/// The channel gatewayd follows (fake-mattermost's Town Square).
+pub const CHANNEL: &str = "chan4mqx8ekdy1bwpu7s9ront3";
+/// Another channel the bot is a member of (fake-mattermost's Off-Topic): its posts reach
+/// gatewayd's WebSocket too, as from a real server.
+pub const OFF_TOPIC: &str = "offtopicqy8ek1mcwd4pxnub7s";
 
 /// A fake Mattermost server and gatewayd on this home's stack (start the agent first).
 #[derive(Debug)]
@@ -39,7 +67,7 @@ impl Home {
         std::fs::write(self.root.join("mm-token"), "bot-token\n").expect("token");
         self.append_config(&format!(
             "[gateway]\nserver = \"http://{addr}\"\ntoken_file = \"{r}/mm-token\"\n\
-             owners = {owners:?}\nchannel = \"channelid00000000000000000\"\n{extra}\n",
+             owners = {owners:?}\nchannel = \"{CHANNEL}\"\n{extra}\n",
             r = self.root.display()
         ));
         (fake, addr)
@@ -92,14 +120,32 @@ pub fn replies_with(state: &Value, root: &str, text: &str) -> Vec<Value> {
 
 /// One HTTP/1.1 request with a JSON body to `addr`; the JSON answer.
 pub fn http(addr: &str, method: &str, path: &str, body: &Value) -> Value {
+    http_as(addr, method, path, "", body).1
+}
+
+/// One HTTP/1.1 request with a JSON body, as the user of `token` (none when empty); the
+/// status and the JSON answer.
+pub fn http_as(addr: &str, method: &str, path: &str, token: &str, body: &Value) -> (u16, Value) {
     let mut s = std::net::TcpStream::connect(addr).expect("connect");
     let body = body.to_string();
+    let auth = if token.is_empty() {
+        String::new()
+    } else {
+        format!("Authorization: Bearer {token}\r\n")
+    };
     let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
     std::io::Write::write_all(&mut s, req.as_bytes()).expect("request");
     let mut reader = std::io::BufReader::new(s);
+    let mut status_line = String::new();
+    std::io::BufRead::read_line(&mut reader, &mut status_line).expect("status");
+    let status = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("status code");
     let mut length = 0;
     loop {
         let mut line = String::new();
@@ -113,7 +159,7 @@ pub fn http(addr: &str, method: &str, path: &str, body: &Value) -> Value {
     }
     let mut buf = vec![0; length];
     std::io::Read::read_exact(&mut reader, &mut buf).expect("body");
-    serde_json::from_slice(&buf).expect("json")
+    (status, serde_json::from_slice(&buf).expect("json"))
 }
 
 impl Gateway {
@@ -129,20 +175,52 @@ impl Gateway {
         });
     }
 
-    /// `POST /fake/react`: `user` reacts to `post` with `emoji`.
-    pub fn react(&self, user: &str, post: &str, emoji: &str) -> Value {
-        let body = serde_json::json!({"user_id": user, "post_id": post, "emoji_name": emoji});
-        http(&self.addr, "POST", "/fake/react", &body)
+    /// `user` reacts to `post` with `emoji` (`POST /api/v4/reactions`, with its own token).
+    pub fn react(&self, user: User, post: &str, emoji: &str) -> Value {
+        let body = serde_json::json!({"user_id": user.id, "post_id": post, "emoji_name": emoji});
+        let (status, reaction) =
+            http_as(&self.addr, "POST", "/api/v4/reactions", user.token, &body);
+        assert_eq!(status, 201, "{reaction}");
+        reaction
     }
 
-    /// `POST /fake/inject`: `user` posts `message` (in `root`'s thread when given); the new
-    /// post's id.
-    pub fn post(&self, user: &str, message: &str, root: Option<&str>) -> String {
-        let mut body = serde_json::json!({"user_id": user, "username": user, "message": message});
-        if let Some(r) = root {
-            body["root_id"] = r.into();
-        }
-        post_id(&http(&self.addr, "POST", "/fake/inject", &body))
+    /// `user` posts `message` (in `root`'s thread when given) with `POST /api/v4/posts` and
+    /// its own token; the new post's id.
+    pub fn post(&self, user: User, message: &str, root: Option<&str>) -> String {
+        self.post_in(CHANNEL, user, message, root)
+    }
+
+    /// [`Gateway::post`] in `channel`.
+    pub fn post_in(&self, channel: &str, user: User, message: &str, root: Option<&str>) -> String {
+        let body = serde_json::json!({"channel_id": channel, "root_id": root.unwrap_or(""),
+                                      "message": message});
+        let (status, post) = http_as(&self.addr, "POST", "/api/v4/posts", user.token, &body);
+        assert_eq!(status, 201, "{post}");
+        post_id(&post)
+    }
+
+    /// `user` edits its own post (`PUT /api/v4/posts/{id}/patch`).
+    pub fn edit(&self, user: User, post: &str, message: &str) {
+        let body = serde_json::json!({"message": message});
+        let path = format!("/api/v4/posts/{post}/patch");
+        let (status, edited) = http_as(&self.addr, "PUT", &path, user.token, &body);
+        assert_eq!(status, 200, "{edited}");
+    }
+
+    /// `user` takes back its reaction
+    /// (`DELETE /api/v4/users/{user}/posts/{post}/reactions/{emoji}`).
+    pub fn unreact(&self, user: User, post: &str, emoji: &str) {
+        let path = format!("/api/v4/users/{}/posts/{post}/reactions/{emoji}", user.id);
+        let (status, body) = http_as(&self.addr, "DELETE", &path, user.token, &Value::Null);
+        assert_eq!(status, 200, "{body}");
+    }
+
+    /// `user` is typing in the channel (`POST /api/v4/users/{id}/typing`).
+    pub fn typing(&self, user: User, parent: &str) {
+        let body = serde_json::json!({"channel_id": CHANNEL, "parent_id": parent});
+        let path = format!("/api/v4/users/{}/typing", user.id);
+        let (status, answer) = http_as(&self.addr, "POST", &path, user.token, &body);
+        assert_eq!(status, 200, "{answer}");
     }
 
     /// `GET /fake/state`: posts, edits, typing calls, connections.

@@ -13,7 +13,10 @@ use daemon::conn::Conn;
 mod gateway;
 mod systemd;
 mod wait;
-pub use gateway::{BOT, Gateway, http, post_id, posts, replies, replies_with};
+pub use gateway::{
+    BOT, BOT_USER, CHANNEL, Gateway, OFF_TOPIC, OWNER, STRANGER, User, http, http_as, post_id,
+    posts, replies, replies_with,
+};
 use proto::{AuditEvent, AuditLine, Envelope, Message, SessionId, ToolRequest};
 pub use systemd::root;
 pub use wait::{Ready, poll_until, wait_until};

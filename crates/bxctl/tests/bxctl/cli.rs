@@ -213,3 +213,174 @@ fn boxmaker_config_names_the_configuration_for_every_subcommand() {
     assert!(out.status.success(), "{out:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn help_lists_the_exit_codes() {
+    let out = bxctl(&["--help"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "Exit codes:",
+        "  0  done",
+        "  1  a check failed",
+        "  2  bxctl could not do",
+    ] {
+        assert!(text.contains(line), "{line}: {text}");
+    }
+    // A usage error is 2.
+    assert_eq!(
+        bxctl(&["approvals", "--no-such-flag"]).status.code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn audit_verify_without_a_log_says_so_and_fails() {
+    let dir = temp("no-audit");
+    let d = dir.to_str().expect("utf8");
+    let out = bxctl(&["audit", "verify", "--dir", d]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with(&format!("no audit log in {d}: ")) && text.contains("\nhelp: "),
+        "{text}"
+    );
+    let out = bxctl(&["audit", "verify", "--dir", d, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["good"], false);
+    assert_eq!(v["error"], "no audit log");
+    // A directory that does not exist cannot be read at all: 2.
+    let gone = dir.join("gone");
+    let out = bxctl(&["audit", "verify", "--dir", gone.to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn audit_verify_json_has_the_chain_head_or_the_break() {
+    let dir = temp("audit-json");
+    let line = serde_json::to_string(&proto::AuditLine::Event(proto::AuditEvent::GrantsLoaded {
+        seq: 0,
+        time: proto::Timestamp::from_millis(1_789_632_300_000).expect("time"),
+        prev: proto::Hash32::ZERO,
+        snapshot: proto::Hash32::ZERO,
+        grants: vec![],
+        texts: Default::default(),
+        since: None,
+    }))
+    .expect("line");
+    std::fs::write(dir.join("2026-09-17.jsonl"), format!("{line}\n")).expect("write");
+    let d = dir.to_str().expect("utf8");
+    let out = bxctl(&["audit", "verify", "--dir", d, "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["good"], true);
+    assert_eq!(v["records"], 1);
+    assert_eq!(v["next_seq"], 1);
+    assert_eq!(
+        v["head"],
+        proto::chain::line_hash(line.as_bytes()).to_string()
+    );
+    assert_eq!(v["torn_tail"], serde_json::json!([]));
+    std::fs::write(dir.join("2026-09-17.jsonl"), format!("{line}\n{line}\n")).expect("write");
+    let out = bxctl(&["audit", "verify", "--dir", d, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["good"], false);
+    assert_eq!(v["file"], "2026-09-17.jsonl");
+    assert_eq!(v["line"], 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn grants_check_warns_of_expired_grants_and_explains_toml_dates() {
+    let dir = temp("grants-dates");
+    let d = dir.to_str().expect("utf8");
+    let grant = |expires: &str| {
+        format!(
+            "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n{expires}\n\
+             [constraints]\npaths = [\"/home/owner/notes\"]\n"
+        )
+    };
+    std::fs::write(
+        dir.join("old.toml"),
+        grant("expires = \"2020-01-01T00:00:00.000Z\""),
+    )
+    .expect("write");
+    std::fs::write(
+        dir.join("new.toml"),
+        grant("expires = \"2999-01-01T00:00:00.000Z\""),
+    )
+    .expect("write");
+    let out = bxctl(&["grants", "check", d]);
+    assert_eq!(out.status.code(), Some(0), "a warning is no failure");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "\nwarning: grant old expired at 2020-01-01T00:00:00.000Z: the calls it covers \
+             are denied (grant_expired) until you change or remove it\n"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("grant new expired"), "{text}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&bxctl(&["grants", "check", d, "--json"]).stdout).expect("json");
+    assert_eq!(v["good"], true);
+    assert_eq!(v["grants"], serde_json::json!(["new", "old"]));
+    assert_eq!(v["warnings"].as_array().map(Vec::len), Some(1));
+
+    // A bare TOML date: refused, with what to write instead.
+    std::fs::write(
+        dir.join("old.toml"),
+        grant("expires = 2026-12-31T23:59:59Z"),
+    )
+    .expect("write");
+    let out = bxctl(&["grants", "check", d]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("old.toml")
+            && text.contains(
+                "\nhelp: `expires` is a quoted UTC timestamp with exactly three fraction \
+                 digits, `expires = \"2026-12-31T23:59:59.000Z\"`, not a bare TOML date\n"
+            ),
+        "{text}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&bxctl(&["grants", "check", d, "--json"]).stdout).expect("json");
+    assert_eq!(v["good"], false);
+    assert!(
+        v["error"]["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("old.toml")),
+        "{v}"
+    );
+    assert!(
+        v["help"]
+            .as_str()
+            .is_some_and(|h| h.contains("bare TOML date")),
+        "{v}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_short_approval_prefix_is_a_usage_error_before_anything_is_asked() {
+    let dir = temp("prefix");
+    // No configuration at all: the prefix is refused before one is needed.
+    let missing = dir.join("absent.toml");
+    let out = bxctl(&[
+        "--config",
+        missing.to_str().expect("utf8"),
+        "approve",
+        "3f2a9",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("bxctl: approval 3f2a9 is too short: give the whole id or at least 6"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -224,7 +224,7 @@ fn audit_show_keeps_every_record_on_its_own_line() {
             "{} DENIED: invalid_arguments (grant {ESCAPED}): unknown field `x`\\u{{000a}}#0 {t} \
              session s-1 call 1 read_file \"{{}}\" [private] ALLOWED by grant notes-read\n\
              {} APPROVED by {ESCAPED} in post {ESCAPED} (grant {ESCAPED})\n\
-             #2 {t} answer to {ESCAPED} by {ESCAPED} REFUSED: NotOwner\n",
+             #2 {t} answer to {ESCAPED} by {ESCAPED} REFUSED: not_owner\n",
             head(0),
             head(1)
         )
@@ -332,13 +332,13 @@ fn session_shows_each_tool_as_one_line() {
     );
 }
 
-/// bxctl's error for `args` when the peer on `sock` answers `answer`: it must fail (2)
-/// with one line on stderr.
+/// bxctl's error for `args` when the peer on `sock` refuses the request with `answer`: it
+/// must exit 1 (a request refused) with one line on stderr.
 fn error(home: &Home, sock: &std::path::Path, answer: Message, args: &[&str]) -> String {
     let served = home.answer(sock, vec![answer]);
     let out = home.bxctl(args);
     served.join().expect("peer");
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     String::from_utf8(out.stderr).expect("utf8")
 }
 
@@ -350,7 +350,7 @@ fn errors_quote_peers_as_one_line() {
         let _ = std::fs::remove_file(home.brokerd());
         assert_eq!(
             error(&home, &home.brokerd(), refusal(), args),
-            format!("bxctl: brokerd refused: BadMessage: {ESCAPED}\n"),
+            format!("bxctl: brokerd refused: bad_message: {ESCAPED}\n"),
             "{args:?}"
         );
     }
@@ -358,7 +358,7 @@ fn errors_quote_peers_as_one_line() {
         let _ = std::fs::remove_file(home.loopd());
         assert_eq!(
             error(&home, &home.loopd(), refusal(), args),
-            format!("bxctl: loopd refused: BadMessage: {ESCAPED}\n"),
+            format!("bxctl: loopd refused: bad_message: {ESCAPED}\n"),
             "{args:?}"
         );
     }

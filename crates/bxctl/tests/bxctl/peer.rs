@@ -112,6 +112,23 @@ impl Home {
         })
     }
 
+    /// Answers one request on each of `answers.len()` connections on `sock`, in turn; the
+    /// thread returns the requests.
+    pub fn answer_each(&self, sock: &Path, answers: Vec<Message>) -> JoinHandle<Vec<Message>> {
+        let listener = UnixListener::bind(sock).expect("bind");
+        std::thread::spawn(move || {
+            let mut requests = Vec::new();
+            for msg in answers {
+                let (mut stream, _) = listener.accept().expect("accept");
+                let request = proto::read_envelope(&mut stream).expect("request");
+                proto::write_envelope(&mut stream, &Envelope::last(request.id, msg))
+                    .expect("answer");
+                requests.push(request.msg);
+            }
+            requests
+        })
+    }
+
     /// Answers one request on `sock` with a frame of `body`, whatever it holds.
     pub fn answer_raw(&self, sock: &Path, body: Vec<u8>) -> JoinHandle<()> {
         let listener = UnixListener::bind(sock).expect("bind");

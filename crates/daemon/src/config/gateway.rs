@@ -39,6 +39,12 @@ pub struct Gateway {
     pub typing_interval: Duration,
 }
 
+/// Whether `id` has the form of a Mattermost id: 26 ASCII letters and digits (Mattermost's
+/// `model.IsValidId`; its `NewId` writes 26 lowercase base-32 characters).
+pub fn is_user_id(id: &str) -> bool {
+    id.len() == 26 && id.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
 fn default_typing_interval() -> Duration {
     Duration::from_secs(4)
 }
@@ -60,6 +66,9 @@ impl Gateway {
         }
         if self.owners.is_empty() || self.owners.iter().any(String::is_empty) {
             return Err(Invalid::GatewayOwners);
+        }
+        if let Some(id) = self.owners.iter().find(|id| !is_user_id(id)) {
+            return Err(Invalid::GatewayOwnerId { id: id.clone() });
         }
         if self.channel.is_empty() || self.edit_interval.is_zero() || self.typing_interval.is_zero()
         {

@@ -29,6 +29,9 @@ pub enum Invalid {
     GatewayServer { server: String },
     /// `gateway.owners` is empty or has an empty id.
     GatewayOwners,
+    /// An entry of `gateway.owners` is not in the form of a Mattermost user id (26 ASCII
+    /// letters and digits, Mattermost's `IsValidId`): a user name, say.
+    GatewayOwnerId { id: String },
     /// `gateway.channel` is empty, or `gateway.edit_interval` or `gateway.typing_interval`
     /// is 0.
     GatewayEmpty,
@@ -70,6 +73,12 @@ impl fmt::Display for Invalid {
             Self::GatewayOwners => {
                 f.write_str("gateway.owners must name at least one Mattermost user id")
             }
+            Self::GatewayOwnerId { id } => write!(
+                f,
+                "gateway.owners: {id:?} is not a Mattermost user id (26 letters and digits, \
+                 not a user name): the System Console's user list shows it, or \
+                 `GET /api/v4/users/username/NAME` answers it as `id`"
+            ),
             Self::GatewayEmpty => f.write_str(
                 "gateway.channel, gateway.edit_interval and gateway.typing_interval must not be \
                  empty",

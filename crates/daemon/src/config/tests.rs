@@ -60,7 +60,9 @@ fn bad_configs_say_where_and_why() {
             "more than 0",
         ),
         (
-            format!("{MINIMAL}[gateway]\nserver = \"mm\"\nowners = [\"a\"]\nchannel = \"c\"\n"),
+            format!(
+                "{MINIMAL}[gateway]\nserver = \"mm\"\nowners = [\"ownerkp1dx4oy7wqbsm3e9t6ua\"]\nchannel = \"c\"\n"
+            ),
             "http",
         ),
         (
@@ -89,7 +91,7 @@ fn each_invalid_setting_is_its_own_variant() {
     let broker = |kv: &str| format!("{MINIMAL}[broker]\n{kv}\n");
     let gateway = |kv: &str| {
         format!(
-            "{MINIMAL}[gateway]\nserver = \"http://m\"\nowners = [\"a\"]\nchannel = \"c\"\n{kv}\n"
+            "{MINIMAL}[gateway]\nserver = \"http://m\"\nowners = [\"ownerkp1dx4oy7wqbsm3e9t6ua\"]\nchannel = \"c\"\n{kv}\n"
         )
     };
     let cases = [
@@ -167,9 +169,28 @@ fn each_invalid_setting_is_its_own_variant() {
             "gateway.server must be an http:// or https:// URL",
         ),
         (
-            gateway("").replace("[\"a\"]", "[\"\"]"),
+            gateway("").replace("[\"ownerkp1dx4oy7wqbsm3e9t6ua\"]", "[\"\"]"),
             Invalid::GatewayOwners,
             "gateway.owners must name at least one Mattermost user id",
+        ),
+        (
+            gateway("").replace(
+                "\"ownerkp1dx4oy7wqbsm3e9t6ua\"",
+                "\"ownerkp1dx4oy7wqbsm3e9t6ua\", \"alice\"",
+            ),
+            Invalid::GatewayOwnerId { id: "alice".into() },
+            "gateway.owners: \"alice\" is not a Mattermost user id (26 letters and digits, not a \
+             user name): the System Console's user list shows it, or \
+             `GET /api/v4/users/username/NAME` answers it as `id`",
+        ),
+        (
+            gateway("").replace("ownerkp1dx4oy7wqbsm3e9t6ua", "ownerkp1dx4oy7wqbsm3e9t6u-"),
+            Invalid::GatewayOwnerId {
+                id: "ownerkp1dx4oy7wqbsm3e9t6u-".into(),
+            },
+            "gateway.owners: \"ownerkp1dx4oy7wqbsm3e9t6u-\" is not a Mattermost user id (26 letters \
+             and digits, not a user name): the System Console's user list shows it, or \
+             `GET /api/v4/users/username/NAME` answers it as `id`",
         ),
         (
             gateway("typing_interval = \"0s\""),

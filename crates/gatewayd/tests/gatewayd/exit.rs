@@ -33,7 +33,7 @@ fn config(dir: &Path, broker: bool, gateway: Option<&str>) -> PathBuf {
     }
     if let Some(extra) = gateway {
         text.push_str(&format!(
-            "[gateway]\nserver = \"http://127.0.0.1:9\"\nowners = [\"o\"]\nchannel = \"c\"\n\
+            "[gateway]\nserver = \"http://127.0.0.1:9\"\nowners = [\"ownerkp1dx4oy7wqbsm3e9t6ua\"]\nchannel = \"c\"\n\
              state = \"{}\"\n{extra}",
             dir.join("state").display()
         ));
@@ -130,9 +130,35 @@ fn the_binary_exits_with_the_documented_status_and_says_why_once() {
     assert!(stderr.starts_with(&want), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 
+    // --check-config refuses a token_file that is not there...
+    let (status, stdout, stderr) = binary(&path, true);
+    assert_eq!(status, Some(1), "{stderr}");
+    assert_eq!(stdout, "");
+    let want = format!(
+        "<3>gatewayd: gateway.token_file {}: No such file or directory (os error 2): put the \
+         bot's token there, or remove token_file to read the systemd credential \
+         gateway.token_credential\n",
+        token.display()
+    );
+    assert_eq!(stderr, want);
+    // ...but never reads it: an empty one passes the check (it fails at start).
+    std::fs::write(&token, "").expect("token");
     let (status, stdout, stderr) = binary(&path, true);
     assert_eq!(status, Some(0), "{stderr}");
     assert_eq!(stdout, format!("{}: good\n", path.display()));
+    let (status, _, stderr) = binary(&path, false);
+    assert_eq!(status, Some(1), "{stderr}");
+    assert!(stderr.contains("is empty"), "{stderr}");
+    // An owner that is a user name, not an id, is refused by the check.
+    let named = config(&dir, true, Some(""));
+    let text = std::fs::read_to_string(&named).expect("config");
+    std::fs::write(&named, text.replace("ownerkp1dx4oy7wqbsm3e9t6ua", "alice")).expect("config");
+    let (status, _, stderr) = binary(&named, true);
+    assert_eq!(status, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("gateway.owners: \"alice\" is not a Mattermost user id"),
+        "{stderr}"
+    );
 
     let out = Command::new(env!("CARGO_BIN_EXE_gatewayd"))
         .arg("--no-such-flag")

@@ -62,3 +62,27 @@ fn the_binding_covers_every_field_shown() {
     c.binding = Hash32::from_bytes([1; 32]);
     assert_eq!(c.bound(), base);
 }
+
+/// A refusal's word for people is its wire name, never its Rust name.
+#[test]
+fn refusal_as_str_is_the_serde_name() {
+    use proto::approval::Refusal;
+    for refusal in [
+        Refusal::Unknown,
+        Refusal::Expired,
+        Refusal::AlreadyUsed,
+        Refusal::Changed,
+        Refusal::NotOwner,
+    ] {
+        // Every variant is listed above: a new one fails to compile here.
+        match refusal {
+            Refusal::Unknown
+            | Refusal::Expired
+            | Refusal::AlreadyUsed
+            | Refusal::Changed
+            | Refusal::NotOwner => {}
+        }
+        let wire = serde_json::to_string(&refusal).expect("encode");
+        assert_eq!(wire, format!("\"{}\"", refusal.as_str()));
+    }
+}

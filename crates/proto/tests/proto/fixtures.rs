@@ -61,7 +61,12 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::ApprovalWait(_)
             | Message::ApprovalHeard(_)
             | Message::ApprovalUpdate(_)
-            | Message::ApprovalUpdated(_)) => m.kind(),
+            | Message::ApprovalUpdated(_)
+            | Message::StatusQuery(_)
+            | Message::BrokerStatus(_)
+            | Message::LoopStatus(_)
+            | Message::GrantsReload(_)
+            | Message::GrantsReloaded(_)) => m.kind(),
         };
         assert!(
             name.starts_with(&format!("message_{}", kind.replace('/', "_"))),
@@ -97,6 +102,11 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "approval_heard",
         "approval_update",
         "approval_updated",
+        "status_query",
+        "broker_status",
+        "loop_status",
+        "grants_reload",
+        "grants_reloaded",
     ]
     .into_iter()
     .collect();

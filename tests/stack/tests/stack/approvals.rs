@@ -95,7 +95,7 @@ fn ask_then_approve_with_bxctl_runs_the_call_and_records_the_approver() {
     // The same approval again is refused and audited.
     let again = home.bxctl(&["approve", &approval]);
     assert_eq!(again.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&again.stdout).contains("AlreadyUsed"));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("refused: already_used"));
     assert!(home.audit_lines().iter().any(|l| matches!(
         l,
         AuditLine::Event(AuditEvent::ApprovalRefused {
@@ -140,7 +140,7 @@ fn an_unanswered_approval_expires_and_a_late_answer_is_refused() {
     ));
     let late = home.bxctl(&["approve", &approval]);
     assert_eq!(late.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&late.stdout).contains("Expired"));
+    assert!(String::from_utf8_lossy(&late.stdout).contains("refused: expired"));
     assert!(home.audit_lines().iter().any(|l| matches!(
         l,
         AuditLine::Event(AuditEvent::ApprovalRefused {

@@ -12,7 +12,7 @@ use proto::approval::{
 };
 use proto::gateway::{ApprovalHeard, ApprovalPosted, Update};
 use proto::{AuditEvent, AuditLine, CallId, DataClass, Envelope, Message, SessionId, ToolResponse};
-use stack::{Home, read_grant, response};
+use stack::{CHANNEL, Home, OWNER, read_grant, response};
 
 /// A home with an untrusted page (read without asking) and a mail (read only with the
 /// owner's approval).
@@ -87,7 +87,7 @@ fn answer(card: &ApprovalCard, binding: proto::Hash32) -> ApprovalAnswer {
         binding,
         verdict: Verdict::Approve,
         post: Some("post1".into()),
-        by: Some("owner".into()),
+        by: Some(OWNER.id.into()),
     }
 }
 
@@ -213,8 +213,10 @@ fn on_the_gateway_link_an_answer_differing_in_any_bound_field_is_refused_and_aud
     std::fs::write(home.root.join("mm-token"), "t\n").expect("token");
     home.append_config(&format!(
         "[gateway]\nserver = \"http://127.0.0.1:9\"\ntoken_file = \"{}/mm-token\"\n\
-         owners = [\"owner\"]\nchannel = \"channelid00000000000000000\"\n",
-        home.root.display()
+         owners = [\"{}\"]\nchannel = \"{}\"\n",
+        home.root.display(),
+        OWNER.id,
+        CHANNEL
     ));
     let listener =
         UnixListener::bind(home.root.join("run/broker-gateway/gateway.sock")).expect("bind");
@@ -245,7 +247,7 @@ fn on_the_gateway_link_an_answer_differing_in_any_bound_field_is_refused_and_aud
         updates,
         vec![
             Update::Refused {
-                by: "owner".into(),
+                by: OWNER.id.into(),
                 refusal: Refusal::Changed
             };
             FIELDS
@@ -265,7 +267,7 @@ fn on_the_gateway_link_an_answer_differing_in_any_bound_field_is_refused_and_aud
         updates,
         vec![Update::Decided {
             verdict: Verdict::Approve,
-            by: "owner".into()
+            by: OWNER.id.into()
         }]
     );
     assert!(matches!(

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use daemon::conn::{CallError, Conn};
 
-use stack::{Home, read_grant};
+use stack::{Home, OWNER, STRANGER, read_grant};
 
 use crate::gateway_approvals::{approval_post, setup};
 use crate::watchdog::Stall;
@@ -47,12 +47,12 @@ fn an_answer_heard_on_mattermost_that_cannot_be_audited_exits_70_through_main() 
         return;
     }
     let (home, gw, mut agent) = setup("fatal-gateway");
-    gw.post("owner", "read my mail please", None);
+    gw.post(OWNER, "read my mail please", None);
     let card = approval_post(&gw);
     let brokerd = &mut agent.daemons[1];
     let mut strace = Stall::inject(&home, brokerd, "fdatasync:error=EIO");
     // A stranger's answer is refused, and the refusal audited by the gateway link.
-    gw.react("stranger", &stack::post_id(&card), "+1");
+    gw.react(STRANGER, &stack::post_id(&card), "+1");
     exits_70(brokerd, &mut strace, "the gateway link");
 }
 

@@ -1,11 +1,12 @@
 //! gatewayd with the real stack and a fake Mattermost server: the owner chats in threads,
-//! strangers are ignored, model output reaches Mattermost inert, and a dropped WebSocket
-//! loses and doubles nothing.
+//! strangers are ignored, model output reaches Mattermost inert, a dropped WebSocket loses
+//! and doubles nothing, and what a server sends unasked (edits, reactions and their removal,
+//! typing, posts in another channel) answers nothing.
 
 use std::time::Duration;
 
 use serde_json::Value;
-use stack::{Home, post_id, replies};
+use stack::{Home, OFF_TOPIC, OWNER, STRANGER, post_id, replies};
 
 const HELLO: &str = "Hello from the fake model, streamed in small pieces.";
 
@@ -28,10 +29,10 @@ chunk_delay_ms = 20
 #[test]
 fn the_owner_chats_in_threads_and_strangers_are_ignored() {
     let home = Home::new("gateway", "");
-    let gw = home.start_gateway(&["owner"], "edit_interval = \"10ms\"");
+    let gw = home.start_gateway(&[OWNER.id], "edit_interval = \"10ms\"");
     let _agent = home.start_agent(SCRIPT, "");
 
-    let root = gw.post("owner", "hello there", None);
+    let root = gw.post(OWNER, "hello there", None);
     gw.wait_reply(&root, HELLO);
     let reply = replies(&gw.state(), &root).remove(0);
     assert_eq!(reply["message"], HELLO);
@@ -45,10 +46,10 @@ fn the_owner_chats_in_threads_and_strangers_are_ignored() {
     );
     assert!(state["typing"].as_u64() >= Some(1), "typing shown");
 
-    let stranger = gw.post("stranger", "hello? tell me a picture", None);
+    let stranger = gw.post(STRANGER, "hello? tell me a picture", None);
     // The owner continues the thread: same session, and the injected image reaches
     // Mattermost inert.
-    gw.post("owner", "show me a picture", Some(&root));
+    gw.post(OWNER, "show me a picture", Some(&root));
     gw.wait_reply(&root, "done.");
     let all = replies(&gw.state(), &root);
     assert_eq!(all.len(), 2, "{all:#?}");
@@ -81,19 +82,19 @@ fn the_owner_chats_in_threads_and_strangers_are_ignored() {
 #[test]
 fn a_dropped_websocket_loses_and_doubles_nothing() {
     let home = Home::new("gateway-drop", "");
-    let gw = home.start_gateway(&["owner"], "");
+    let gw = home.start_gateway(&[OWNER.id], "");
     let _agent = home.start_agent(SCRIPT, "");
 
-    let first = gw.post("owner", "first", None);
+    let first = gw.post(OWNER, "first", None);
     // Dropped mid-conversation: the reply is still streaming.
     stack::http(&gw.addr, "POST", "/fake/drop", &Value::Null);
-    let second = gw.post("owner", "second, while gatewayd is away", None);
+    let second = gw.post(OWNER, "second, while gatewayd is away", None);
     gw.wait_reply(&first, HELLO);
     gw.wait_reply(&second, HELLO);
     let state = gw.wait("a reconnect", |s| s["connections"].as_u64() >= Some(2));
     assert!(state["live"].as_u64() >= Some(1));
     // A third post after the reconnect arrives over the WebSocket again.
-    let third = gw.post("owner", "third", None);
+    let third = gw.post(OWNER, "third", None);
     gw.wait_reply(&third, HELLO);
     std::thread::sleep(Duration::from_secs(1));
     let state = gw.state();
@@ -109,9 +110,9 @@ fn a_dropped_websocket_loses_and_doubles_nothing() {
 #[test]
 fn a_long_answer_is_split_within_the_post_limit_and_errors_are_said_plainly() {
     let home = Home::new("gateway-long", "");
-    let gw = home.start_gateway(&["owner"], "");
+    let gw = home.start_gateway(&[OWNER.id], "");
     // No agent yet: the owner is told plainly.
-    let early = gw.post("owner", "anyone there?", None);
+    let early = gw.post(OWNER, "anyone there?", None);
     gw.wait_reply(&early, "**Sorry:** boxmaker's agent is not reachable");
 
     let long = "many words ".repeat(2000);
@@ -120,7 +121,7 @@ fn a_long_answer_is_split_within_the_post_limit_and_errors_are_said_plainly() {
          user_contains = \"long\"\n[rule.answer]\ntext = \"{long}\"\n\n[default]\ntext = \"Hi.\"\n"
     );
     let _agent = home.start_agent(&script, "max_tokens = 16384");
-    let root = gw.post("owner", "a long answer please", None);
+    let root = gw.post(OWNER, "a long answer please", None);
     let state = gw.wait("the long answer in two posts", |s| {
         let parts = replies(s, &root);
         parts.len() == 2
@@ -134,4 +135,44 @@ fn a_long_answer_is_split_within_the_post_limit_and_errors_are_said_plainly() {
         let text = part["message"].as_str().expect("message");
         assert!(text.chars().count() <= 16_000, "{}", text.chars().count());
     }
+}
+
+#[test]
+fn what_a_server_sends_unasked_answers_nothing_and_keeps_the_sequence() {
+    let home = Home::new("gateway-unasked", "");
+    let gw = home.start_gateway(&[OWNER.id], "");
+    let _agent = home.start_agent(SCRIPT, "");
+    let root = gw.post(OWNER, "hello there", None);
+    gw.wait_reply(&root, HELLO);
+
+    // A server sends post_edited, reaction_added, reaction_removed and typing for these,
+    // each with the connection's next seq.
+    gw.edit(OWNER, &root, "hello there, edited");
+    gw.react(OWNER, &root, "smile");
+    gw.unreact(OWNER, &root, "smile");
+    gw.typing(STRANGER, &root);
+    // The owner writes in another channel the bot is in: not the one it follows.
+    let elsewhere = gw.post_in(OFF_TOPIC, OWNER, "hello from off-topic", None);
+    let next = gw.post(OWNER, "and again", None);
+    gw.wait_reply(&next, HELLO);
+
+    // After a reconnect the catch-up (`since`) brings the edited, reacted-to post back as
+    // updated: it is not answered again.
+    stack::http(&gw.addr, "POST", "/fake/drop", &Value::Null);
+    gw.wait("the WebSocket connected again", |s| {
+        s["connections"].as_u64() >= Some(2) && s["live"].as_u64() >= Some(1)
+    });
+    let third = gw.post(OWNER, "a third time", None);
+    gw.wait_reply(&third, HELLO);
+    let state = gw.state();
+    assert_eq!(replies(&state, &root).len(), 1, "{state:#}");
+    assert!(replies(&state, &elsewhere).is_empty(), "{state:#}");
+    assert_eq!(
+        home.sessions(),
+        3,
+        "one session per thread, none for the edit"
+    );
+    let log = gw.daemons[0].log();
+    assert!(!log.contains("sequence jumped"), "{log}");
+    assert!(!log.contains("not understood"), "{log}");
 }

@@ -4,7 +4,9 @@
 //! audited by brokerd.
 
 use serde_json::Value;
-use stack::{BOT, Gateway, Home, post_id, posts, read_grant, replies_with};
+use stack::{
+    BOT, BOT_USER, Gateway, Home, OWNER, STRANGER, post_id, posts, read_grant, replies_with,
+};
 
 use proto::approval::Refusal;
 use proto::{AuditEvent, AuditLine, DecisionRecord, DenyReason};
@@ -51,7 +53,7 @@ fn setup_with(name: &str, broker: &str) -> (Home, Gateway, stack::Agent) {
     let inbox = home.files("inbox", &[("mail.txt", "hello mail")]);
     home.write_grant("inbox", &read_grant("ask", &inbox, ""));
     let gw = home.start_gateway(
-        &["owner"],
+        &[OWNER.id],
         "edit_interval = \"10ms\"\ntyping_interval = \"50ms\"",
     );
     let script = SCRIPT.replace("INBOX", &inbox.display().to_string());
@@ -101,7 +103,7 @@ fn decisions(home: &Home) -> Vec<DecisionRecord> {
 #[test]
 fn the_owner_approves_by_reaction_and_a_strangers_reaction_is_refused() {
     let (home, gw, _agent) = setup("gw-react");
-    let root = gw.post("owner", "read my mail please", None);
+    let root = gw.post(OWNER, "read my mail please", None);
     let card = approval_post(&gw);
     let a = post_id(&card);
     let text = card["message"].as_str().expect("message");
@@ -128,24 +130,27 @@ fn the_owner_approves_by_reaction_and_a_strangers_reaction_is_refused() {
     gw.wait("typing renewed", |s| {
         s["typing"].as_u64() >= Some(typing + 3)
     });
-    gw.react("stranger", &a, "+1");
+    gw.react(STRANGER, &a, "+1");
     gw.wait_reply(&a, "only an owner's answer counts");
     assert_eq!(
         refusals(&home),
-        vec![("stranger".into(), Some(a.clone()), Refusal::NotOwner)]
+        vec![(STRANGER.id.into(), Some(a.clone()), Refusal::NotOwner)]
     );
     assert!(
         replies_with(&gw.state(), &root, "The mail says hello.").is_empty(),
         "a stranger's reaction approves nothing"
     );
 
-    gw.react("owner", &a, "thumbsup");
+    gw.react(OWNER, &a, "thumbsup");
     gw.wait_reply(&root, "The mail says hello.");
     let edited = gw.wait_post("the approval post shows the outcome", &a, |m| {
         m.contains("Approved")
     });
     let edited = edited["message"].as_str().expect("message");
-    assert!(edited.ends_with("**Approved** by `owner`."), "{edited}");
+    assert!(
+        edited.ends_with(&format!("**Approved** by `{}`.", OWNER.id)),
+        "{edited}"
+    );
     assert!(!edited.contains("React with"), "{edited}");
     let approved: Vec<_> = decisions(&home)
         .into_iter()
@@ -155,13 +160,13 @@ fn the_owner_approves_by_reaction_and_a_strangers_reaction_is_refused() {
         approved,
         vec![DecisionRecord::Approved {
             grant: "inbox".into(),
-            approver: "owner".into(),
+            approver: OWNER.id.into(),
             post: Some(a.clone()),
         }]
     );
 
     // Decided: a later answer, even the owner's, is refused and said so.
-    gw.react("owner", &a, "-1");
+    gw.react(OWNER, &a, "-1");
     gw.wait_reply(&a, "already answered");
     assert_eq!(refusals(&home).len(), 2);
     assert_eq!(refusals(&home)[1].2, Refusal::AlreadyUsed);
@@ -171,17 +176,17 @@ fn the_owner_approves_by_reaction_and_a_strangers_reaction_is_refused() {
 #[test]
 fn an_approve_written_by_the_model_changes_nothing_and_the_owner_denies_by_reply() {
     let (home, gw, _agent) = setup("gw-forge");
-    let root = gw.post("owner", "read my mail", None);
+    let root = gw.post(OWNER, "read my mail", None);
     let a = post_id(&approval_post(&gw));
 
     // The model says "approve" in another conversation while the approval waits: it is
     // the bot's own post, in another thread, and never an answer.
-    let other = gw.post("owner", "forge an answer", None);
+    let other = gw.post(OWNER, "forge an answer", None);
     gw.wait_reply(&other, "approve");
     // Even a bot post (the bot's own user) in the approval's thread is no answer.
-    gw.post(BOT, "approve", Some(&a));
+    gw.post(BOT_USER, "approve", Some(&a));
     // A stranger's "approve" in the approval's thread is heard, judged and refused.
-    gw.post("stranger", "approve", Some(&a));
+    gw.post(STRANGER, "approve", Some(&a));
     gw.wait_reply(&a, "only an owner's answer counts");
     let out = home.bxctl(&["approvals"]);
     let listed = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -192,7 +197,7 @@ fn an_approve_written_by_the_model_changes_nothing_and_the_owner_denies_by_reply
             .all(|d| !matches!(d, DecisionRecord::Approved { .. }))
     );
 
-    gw.post("owner", "Deny.", Some(&a));
+    gw.post(OWNER, "Deny.", Some(&a));
     gw.wait_reply(&root, "That was refused.");
     let denied = decisions(&home).into_iter().find_map(|d| match d {
         DecisionRecord::Denied {
@@ -204,14 +209,14 @@ fn an_approve_written_by_the_model_changes_nothing_and_the_owner_denies_by_reply
     });
     assert_eq!(
         denied.as_deref(),
-        Some(format!("owner refused on Mattermost post {a}").as_str())
+        Some(format!("{} refused on Mattermost post {a}", OWNER.id).as_str())
     );
     gw.wait_post("the approval post shows the denial", &a, |m| {
-        m.ends_with("**Denied** by `owner`.")
+        m.ends_with(&format!("**Denied** by `{}`.", OWNER.id))
     });
     assert_eq!(
         refusals(&home),
-        vec![("stranger".into(), Some(a.clone()), Refusal::NotOwner)]
+        vec![(STRANGER.id.into(), Some(a.clone()), Refusal::NotOwner)]
     );
     // Replies in the approval's thread never reached loopd as chat: two conversations.
     assert_eq!(home.sessions(), 2);
@@ -221,7 +226,7 @@ fn an_approve_written_by_the_model_changes_nothing_and_the_owner_denies_by_reply
 #[test]
 fn a_reaction_made_while_gatewayd_is_down_is_heard_after_it_restarts_and_the_cut_reply_is_said() {
     let (home, mut gw, _agent) = setup("gw-restart");
-    let root = gw.post("owner", "read my mail", None);
+    let root = gw.post(OWNER, "read my mail", None);
     let a = post_id(&approval_post(&gw));
     // gatewayd records the post right after Mattermost made it; killed before that, it
     // would post the card anew (and the reaction below would be on a forgotten post).
@@ -232,10 +237,10 @@ fn a_reaction_made_while_gatewayd_is_down_is_heard_after_it_restarts_and_the_cut
         || std::fs::read_to_string(&state).is_ok_and(|t| t.contains(&a)),
     );
     gw.restart(&home, |gw| {
-        gw.react("owner", &a, "+1");
+        gw.react(OWNER, &a, "+1");
     });
     gw.wait_post("the approval post shows the outcome", &a, |m| {
-        m.ends_with("**Approved** by `owner`.")
+        m.ends_with(&format!("**Approved** by `{}`.", OWNER.id))
     });
     // The turn went on in loopd; its showing was cut off with gatewayd, and said so.
     gw.wait_reply(&root, "The answer to this was cut off");
@@ -247,7 +252,7 @@ fn a_reaction_made_while_gatewayd_is_down_is_heard_after_it_restarts_and_the_cut
     assert_eq!(cards, 1);
     assert!(decisions(&home).contains(&DecisionRecord::Approved {
         grant: "inbox".into(),
-        approver: "owner".into(),
+        approver: OWNER.id.into(),
         post: Some(a),
     }));
     home.assert_audit_good();
@@ -260,7 +265,7 @@ fn gateway_sock_posts_each_approval_once_and_refuses_other_kinds() {
     use proto::{ErrorCode, Message};
 
     let home = Home::new("gw-sock", "");
-    let gw = home.start_gateway(&["owner"], "");
+    let gw = home.start_gateway(&[OWNER.id], "");
     let sock = home.root.join("run/broker-gateway/gateway.sock");
     let card: ApprovalCard = serde_json::from_str(
         r#"{"approval":"3f9c2a7d1b6e4f80a5c9d2e1f0b3a4c5","binding":"6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b","session":"s-1","call":4,"tool":"http_fetch","arguments":"{\"url\":\"https://example.org/```\"}","grant":"web-ask","session_taint":"private","untrusted":true,"untrusted_by":[{"tool":"http_fetch","call":2}],"expires":"2026-09-17T08:15:00.000Z"}"#,
@@ -351,17 +356,17 @@ fn gateway_sock_posts_each_approval_once_and_refuses_other_kinds() {
 #[test]
 fn an_unanswered_approval_expires_on_its_post_and_a_late_answer_is_refused() {
     let (home, gw, _agent) = setup_with("gw-expire", "approval_ttl = \"2s\"");
-    let root = gw.post("owner", "read my mail", None);
+    let root = gw.post(OWNER, "read my mail", None);
     let a = post_id(&approval_post(&gw));
     gw.wait_reply(&root, "That was refused.");
     gw.wait_post("the approval post shows the expiry", &a, |m| {
         m.ends_with("**Expired**: nobody answered in time.")
     });
-    gw.react("owner", &a, "+1");
+    gw.react(OWNER, &a, "+1");
     gw.wait_reply(&a, "the approval had expired");
     assert_eq!(
         refusals(&home),
-        vec![("owner".into(), Some(a.clone()), Refusal::Expired)]
+        vec![(OWNER.id.into(), Some(a.clone()), Refusal::Expired)]
     );
     assert!(decisions(&home).iter().any(|d| matches!(
         d,

@@ -11,7 +11,7 @@ use daemon::conn::Conn;
 use proto::Message;
 use proto::approval::Empty;
 use serde_json::Value;
-use stack::Home;
+use stack::{Home, OWNER};
 
 /// bxctl's stderr for `args`, asserting it failed as "could not do what was asked" (2).
 fn bxctl_fails(home: &Home, args: &[&str]) -> String {
@@ -89,7 +89,7 @@ fn every_role_socket_refuses_a_uid_it_does_not_admit() {
     }
     const NOBODY: u32 = 65534;
     let home = Home::new("peercred", "");
-    let _gateway = home.start_gateway(&["owner"], "");
+    let _gateway = home.start_gateway(&[OWNER.id], "");
     let _agent = home.start_agent("[default]\ntext = \"hi\"\n", "");
     // The probe, from a place that uid may read and run.
     let bin = home.root.join("probe-bin");

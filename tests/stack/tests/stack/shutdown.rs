@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use proto::{AuditEvent, AuditLine, DecisionRecord, DenyReason, ToolResponse};
-use stack::{Daemon, Home, post_id, read_grant, response};
+use stack::{Daemon, Home, OWNER, post_id, read_grant, response};
 
 /// brokerd's drain is 20 s: a call stranded until then would take that long.
 const PROMPT: Duration = Duration::from_secs(8);
@@ -102,7 +102,7 @@ fn session_logs(home: &Home) -> String {
 #[test]
 fn sigterm_while_a_card_waits_on_mattermost_shows_the_denial_on_the_card() {
     let (home, gw, mut agent) = crate::gateway_approvals::setup("stop-gw");
-    let root = gw.post("owner", "read my mail", None);
+    let root = gw.post(OWNER, "read my mail", None);
     let a = post_id(&crate::gateway_approvals::approval_post(&gw));
 
     let brokerd = &mut agent.daemons[1];

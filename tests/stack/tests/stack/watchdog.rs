@@ -7,7 +7,7 @@ use std::os::unix::net::UnixDatagram;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use stack::{Home, read_grant};
+use stack::{Home, OWNER, STRANGER, read_grant};
 
 /// 200 ms: a ping every 100 ms.
 const USEC: u64 = 200_000;
@@ -116,7 +116,7 @@ impl Stall {
 #[test]
 fn every_role_pings_the_watchdog_it_is_given() {
     let home = Home::new("watchdog", "");
-    let (_mm, _) = home.fake_mattermost(&["owner"], "");
+    let (_mm, _) = home.fake_mattermost(&[OWNER.id], "");
     for role in ["brokerd", "loopd", "inferproxy", "gatewayd"] {
         let (mut daemon, sock) = home.watched(role, USEC);
         let seen = pings(&sock, Duration::from_millis(600)).len();
@@ -180,7 +180,7 @@ fn gatewayd_stops_pinging_while_saving_its_state_is_stuck() {
         return;
     }
     let home = Home::new("watchdog-gateway", "");
-    let (_mm, addr) = home.fake_mattermost(&["owner"], "");
+    let (_mm, addr) = home.fake_mattermost(&[OWNER.id], "");
     let (gatewayd, sock) = home.watched("gatewayd", USEC);
     let gw = stack::Gateway {
         addr,
@@ -194,7 +194,7 @@ fn gatewayd_stops_pinging_while_saving_its_state_is_stuck() {
     );
     let stall = Stall::fsyncs(&home, &gatewayd);
     // A stranger's post is counted as ignored and the state saved, under its lock.
-    gw.post("stranger", "hello?", None);
+    gw.post(STRANGER, "hello?", None);
     let gap = longest_gap(&sock, Duration::from_millis(2500));
     stall.end(gap);
     assert!(

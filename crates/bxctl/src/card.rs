@@ -1,0 +1,40 @@
+//! An approval card as the owner reads it, the same in `bxctl approvals`, `bxctl approve`
+//! and the chat: the arguments as quoted data, never as prose, every field from brokerd one
+//! inert line.
+
+use inert::line;
+use proto::approval::ApprovalCard;
+
+/// A card as the owner reads it: the arguments as quoted data, never as prose, and every
+/// field from brokerd one inert line.
+pub fn card(c: &ApprovalCard) -> String {
+    let mut s = format!(
+        "approval {}\n  tool:      {} (call {} of session {})\n  grant:     {}\n  \
+         taint:     {}\n  arguments: {}\n",
+        line(&c.approval),
+        line(&c.tool),
+        c.call.0,
+        c.session,
+        line(&c.grant),
+        c.session_taint,
+        line(&serde_json::to_string(&c.arguments).unwrap_or_default()),
+    );
+    if c.untrusted {
+        let by: Vec<String> = c.untrusted_by.iter().map(source).collect();
+        s.push_str(&format!(
+            "  UNTRUSTED: the session has read content that may steer the model, from {}\n",
+            by.join(", ")
+        ));
+    }
+    s.push_str(&format!("  expires:   {}\n", c.expires));
+    s
+}
+
+/// An untrusted call as bxctl shows it: the tool, the call and what it read, each escaped
+/// to one line.
+pub(crate) fn source(r: &proto::approval::CallRef) -> String {
+    match &r.read {
+        Some(read) => format!("{} (call {}, read {})", line(&r.tool), r.call.0, line(read)),
+        None => format!("{} (call {})", line(&r.tool), r.call.0),
+    }
+}

@@ -1,0 +1,59 @@
+//! `status_query` on loop.sock: loopd, and what only loopd reaches for the owner, who never
+//! enters the loop-infer directory: inferproxy, and the model's `GET /health` through it.
+
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use proto::status::{LoopStatus, ModelHealth, Reach};
+
+/// How long the health check may take: a status never waits on a busy model.
+const HEALTH_DEADLINE: Duration = Duration::from_secs(5);
+/// The most of a `/health` answer read.
+const MAX_BODY: u64 = 16 * 1024;
+
+pub fn status(infer_sock: &Path) -> LoopStatus {
+    let (inferproxy, model) = match health(infer_sock) {
+        Ok(model) => (Reach::Reachable, model),
+        Err(reason) => (
+            Reach::Unreachable {
+                reason: reason.clone(),
+            },
+            ModelHealth::Unhealthy {
+                reason: format!("inferproxy cannot be reached: {reason}"),
+            },
+        ),
+    };
+    LoopStatus {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        inferproxy,
+        model,
+    }
+}
+
+/// The model's health, or why inferproxy could not be asked.
+fn health(sock: &Path) -> Result<ModelHealth, String> {
+    let stream = UnixStream::connect(sock).map_err(|e| format!("{}: {e}", sock.display()))?;
+    stream
+        .set_read_timeout(Some(HEALTH_DEADLINE))
+        .and_then(|()| stream.set_write_timeout(Some(HEALTH_DEADLINE)))
+        .map_err(|e| e.to_string())?;
+    let resp =
+        strict_http::request(stream, "GET", "/health", &[], b"").map_err(|e| e.to_string())?;
+    let status = resp.status;
+    // The body is llama-server's (or inferproxy's) words: kept short; bxctl shows it inert.
+    let body = resp.read_body(MAX_BODY).unwrap_or_default();
+    Ok(match status {
+        200 => ModelHealth::Ok,
+        503 => ModelHealth::Loading,
+        _ => ModelHealth::Unhealthy {
+            reason: format!(
+                "/health answered {status}: {}",
+                String::from_utf8_lossy(&body)
+                    .chars()
+                    .take(200)
+                    .collect::<String>()
+            ),
+        },
+    })
+}
