@@ -37,7 +37,9 @@ pub const EXIT_CODES: &str = "Exit codes:\n  \
     0  done\n  \
     1  a check failed (a broken audit chain, a bad grant, a stack not all up) or a request \
     was refused (an approval answer, an ambiguous approval prefix)\n  \
-    2  bxctl could not do what was asked (usage, I/O, a socket it cannot reach)";
+    2  bxctl could not do what was asked (usage, I/O, a socket it cannot reach)\n  \
+    129, 130, 143  `bxctl dev` or `bxctl chat` stopped by SIGHUP, SIGINT or SIGTERM (128 + \
+    the signal), after stopping the stack";
 
 #[derive(Debug, clap::Parser)]
 #[command(
