@@ -61,7 +61,6 @@ let
     );
 
   runDir = "/run/${runName}";
-
   onNix = substring 0 11 package == "/nix/store/";
 
   # Under DynamicUser, /var/lib/${stateDir}/audit is a symlink into /var/lib/private/, and
@@ -91,6 +90,7 @@ let
       # What every tool needs inside its empty root: on NixOS the store (the tool and its
       # libraries); elsewhere (the Debian container tests) /usr and the loader's paths.
       sandbox_binds = if onNix then [ "/nix/store" ] else [ "/usr" "-/lib" "-/lib64" package ];
+      notes = "${home}/notes"; # brokerd's own StateDirectory, not loopd's memory/ (M5)
     };
     infer.upstream = "http://127.0.0.1:8080";
   };
@@ -306,8 +306,8 @@ in
         # (BRIEF decision 1), so it alone sees /run/dbus. Host names resolve through
         # resolved's or nscd's AF_UNIX sockets, so PrivateNetwork stays on.
         InaccessiblePaths = [ "-/run/systemd/private" ];
-        # Loosening: its audit chain and the sessions' taint, the only files it writes.
-        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" ];
+        # Loosening: the audit chain, the sessions' taint, the notes and their labels.
+        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/notes" "${stateDir}/note-state" ];
         StateDirectoryMode = "0700";
         # The secrets the grants may hand to tool units (BRIEF decision 3); a tool unit's
         # LoadCredential= reads them from brokerd's credentials directory.

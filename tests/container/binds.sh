@@ -16,16 +16,7 @@
 scenario "(h) a tool unit binds only the covered path: a test tool that reads a sibling fails"
 echo "dear diary: only the owner reads this" >/srv/notes/diary.md
 chmod 0644 /srv/notes/diary.md
-dropin=/run/systemd/system/boxmaker-brokerd.service.d
-mkdir -p "$dropin"
-cat >"$dropin/50-sibling-tool.conf" <<'EOF'
-# tests/container/binds.sh: scenario (h) only; removed when it ends.
-[Service]
-ExecStart=
-ExecStart=/opt/boxmaker/bin/brokerd --config /etc/boxmaker/config-sibling-tool.toml
-EOF
-systemctl stop boxmaker-brokerd.service
-systemctl daemon-reload
+brokerd_config /etc/boxmaker/config-sibling-tool.toml "tests/container/binds.sh: scenario (h) only"
 expect "control: the chat's read_file of /srv/notes/todo.md answers from the file" \
     "owner bxctl chat -m 'what is on my todo list?' | tee /tmp/sibling.out | grep -q 'Your todo list says: buy milk.'"
 sed 's/^/    | /' /tmp/sibling.out
@@ -69,8 +60,6 @@ refuse "the link's target is nowhere in loopd's session log" \
     "grep -rqF \"owner's key\" /var/lib/private/boxmaker/sessions"
 rm /srv/notes/key.md /srv/notes/diary.md
 # Back to the rendered unit: the next connection starts brokerd with its own config.
-rm -r "$dropin"
-systemctl stop boxmaker-brokerd.service
-systemctl daemon-reload
+brokerd_rendered
 expect "brokerd's unit is the rendered one again" \
     "! systemctl show -p ExecStart --value boxmaker-brokerd | grep -q config-sibling-tool.toml"

@@ -183,3 +183,7 @@ source /opt/boxmaker-test/binds.sh
 # ---- (i) granted paths under /home, and through a linked prefix ---------------------------------
 # shellcheck source=tests/container/grant-paths.sh
 source /opt/boxmaker-test/grant-paths.sh
+
+# ---- (j) the agent's notes ----------------------------------------------------------------
+# shellcheck source=tests/container/notes.sh
+source /opt/boxmaker-test/notes.sh

@@ -104,3 +104,20 @@ print("connected to", sys.argv[1])
 
 # The journal lines of one boot, for the "tool ran in a unit" checks.
 journal() { journalctl -b --no-pager -o cat "$@"; }
+
+# brokerd_config CONFIG WHY: brokerd, restarted at its next connection with --config CONFIG
+# (a runtime drop-in that changes ExecStart= alone; every other property of the rendered unit
+# stays). brokerd_rendered: back to the rendered unit.
+BROKERD_DROPIN=/run/systemd/system/boxmaker-brokerd.service.d
+brokerd_config() {
+    mkdir -p "$BROKERD_DROPIN"
+    printf '# %s; removed when it ends.\n[Service]\nExecStart=\nExecStart=/opt/boxmaker/bin/brokerd --config %s\n' \
+        "$2" "$1" >"$BROKERD_DROPIN/50-test-config.conf"
+    systemctl stop boxmaker-brokerd.service
+    systemctl daemon-reload
+}
+brokerd_rendered() {
+    rm -r "$BROKERD_DROPIN"
+    systemctl stop boxmaker-brokerd.service
+    systemctl daemon-reload
+}

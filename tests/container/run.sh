@@ -7,7 +7,9 @@
 # scenario (g): gatewayd against fake-mattermost (tests/container/gateway.sh), and scenario
 # (h): a test-only tool (tests/container/sibling-tool.py) that reads past the path its call
 # covers, and finds nothing bound there (tests/container/binds.sh), and scenario (i): grants
-# under a 0700 home and through a linked prefix (tests/container/grant-paths.sh).
+# under a 0700 home and through a linked prefix (tests/container/grant-paths.sh), and
+# scenario (j): the agent's notes through brokerd and their units, with a test-only
+# compromised note tool (tests/container/notes.sh, notes-tool.py).
 #
 # Usage: tests/container/run.sh BIN_DIR
 #   BIN_DIR holds the workspace's binaries (target/debug or target/release): brokerd,
@@ -116,6 +118,9 @@ sed 's|^tool = "/opt/boxmaker/bin/boxmaker-tool"$|tool = "/opt/boxmaker-test/sib
     "$units/config.toml" >"$work/etc-boxmaker/config-sibling-tool.toml"
 grep -q '^tool = "/opt/boxmaker-test/sibling-tool.py"$' "$work/etc-boxmaker/config-sibling-tool.toml" ||
     die "the rendered config.toml has no tool = \"/opt/boxmaker/bin/boxmaker-tool\" line to replace"
+# Scenario (j)'s config: the test-only tests/container/notes-tool.py as the tool (notes.sh).
+sed 's|^tool = "/opt/boxmaker/bin/boxmaker-tool"$|tool = "/opt/boxmaker-test/notes-tool.py"|' \
+    "$units/config.toml" >"$work/etc-boxmaker/config-notes-tool.toml"
 cp "$here"/grants/*.toml "$work/etc-boxmaker/grants/"
 cat "$repo/nix/tests/lib/fake-script.toml" "$here/fake-rules.toml" >"$work/etc-boxmaker/fake-llama.toml"
 chmod -R a+rX "$work"

@@ -16,6 +16,8 @@ pub enum AdminRequest {
     GrantsQuery,
     StatusQuery,
     GrantsReload,
+    NotesQuery(proto::notes::NotesQuery),
+    NoteRelabel(proto::notes::NoteRelabel),
 }
 
 impl TryFrom<Message> for AdminRequest {
@@ -30,6 +32,8 @@ impl TryFrom<Message> for AdminRequest {
             Message::GrantsQuery(_) => Self::GrantsQuery,
             Message::StatusQuery(_) => Self::StatusQuery,
             Message::GrantsReload(_) => Self::GrantsReload,
+            Message::NotesQuery(q) => Self::NotesQuery(q),
+            Message::NoteRelabel(r) => Self::NoteRelabel(r),
             other => return Err(other),
         })
     }
@@ -63,6 +67,23 @@ pub fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, F
         AdminRequest::StatusQuery => Message::BrokerStatus(crate::status::status(broker)),
         // The reload SIGHUP makes, on the socket only the owner reaches.
         AdminRequest::GrantsReload => Message::GrantsReloaded(crate::status::reload(broker)?),
+        AdminRequest::NotesQuery(q) => match broker.notes.listing(q.name.as_deref()) {
+            Ok(listing) => Message::NotesListing(listing),
+            Err(e) => refused(&e),
+        },
+        AdminRequest::NoteRelabel(r) => match broker.relabel_note(&r, who)? {
+            Ok(done) => Message::NoteRelabelled(done),
+            Err(e) => refused(&e),
+        },
+    })
+}
+
+/// A notes request refused: the owner's tool shows the reason (the owner's own note names
+/// and brokerd's paths, on the owner's channel).
+fn refused(e: &crate::notes::NoteError) -> Message {
+    Message::Error(proto::WireError {
+        code: proto::ErrorCode::NoteRefused,
+        detail: e.to_string(),
     })
 }
 

@@ -24,6 +24,7 @@ use crate::audit::AuditLog;
 use crate::bind;
 use crate::desk::{self, Desk, Heard};
 use crate::grants_in_force::GrantsInForce;
+use crate::notes::{Notes, Prep};
 use crate::outbox::Outbox;
 use crate::policy::{self, Decision, Labels, Outcome};
 use crate::runner::{RunOutcome, Runner};
@@ -47,6 +48,8 @@ pub struct Broker {
     pub(crate) outbox: Outbox,
     /// The last reload and the link to gatewayd, for `bxctl status`.
     pub(crate) board: crate::board::Board,
+    /// The notes brokerd owns, and their labels.
+    pub(crate) notes: Notes,
 }
 
 impl Broker {
@@ -56,6 +59,7 @@ impl Broker {
         audit: AuditLog,
         sessions: Sessions,
         runner: Runner,
+        notes: Notes,
     ) -> Self {
         let desk = Desk::new(config.broker.max_pending_approvals);
         let outbox = Outbox::new(config.gateway.is_some());
@@ -70,6 +74,7 @@ impl Broker {
             session_locks: KeyedLocks::default(),
             outbox,
             board,
+            notes,
         }
     }
 
@@ -339,8 +344,9 @@ impl Broker {
         };
         let subtree = matches!(args, ToolArgs::ListDir(_));
         let read = args.reads();
+        let note = Prep::of(&args);
         let (labels, outcome) = match tool_spec::build(&self.config, req, args, &decision) {
-            Ok(spec) => {
+            Ok(mut spec) => {
                 let labels = match &spec.bind {
                     Some(b) => {
                         let granted = snapshot
@@ -352,7 +358,16 @@ impl Broker {
                     }
                     None => labels,
                 };
-                (labels, self.runner.run(decision, &spec))
+                // A note call's unit binds notes; their labels are brokerd's record's.
+                match note.bind(&self.notes, &mut spec, self.runner.binds()) {
+                    Ok(bound) => {
+                        let outcome = self.runner.run(decision, &spec);
+                        let writer = self.session_state(&req.session);
+                        let (bound, outcome) = bound.finish(&self.notes, outcome, &writer);
+                        (labels.join(bound), outcome)
+                    }
+                    Err(e) => (labels, RunOutcome::failed(e.to_string())),
+                }
             }
             Err(e) => (labels, RunOutcome::failed(e.to_string())),
         };
@@ -378,6 +393,40 @@ impl Broker {
             },
             RunOutcome::Failed { message } => ToolResponse::Failed { message },
         })
+    }
+}
+
+impl Broker {
+    /// The owner's `note_relabel`, audited with the old label, the new one and the hash
+    /// before it takes effect. `Ok(Err)`: refused (no such note, a bad name, a full disk).
+    pub(crate) fn relabel_note(
+        &self,
+        r: &proto::notes::NoteRelabel,
+        by: &str,
+    ) -> Result<Result<proto::notes::NoteRelabelled, crate::notes::NoteError>, Fatal> {
+        let audit = |done: &proto::notes::NoteRelabelled| {
+            lock(&self.audit)
+                .append(|seq, time, prev| {
+                    AuditLine::Event(proto::AuditEvent::NoteRelabelled {
+                        seq,
+                        time,
+                        prev,
+                        by: by.to_owned(),
+                        name: done.name.clone(),
+                        hash: done.hash,
+                        old_class: done.old_class,
+                        old_untrusted: done.old_untrusted,
+                        class: done.class,
+                        untrusted: done.untrusted,
+                    })
+                })
+                .map(|_| ())
+        };
+        match self.notes.relabel(&r.name, r.class, r.untrusted, audit) {
+            Ok(Ok(done)) => Ok(Ok(done)),
+            Ok(Err(fatal)) => Err(fatal.into()),
+            Err(refused) => Ok(Err(refused)),
+        }
     }
 }
 

@@ -38,6 +38,8 @@ pub enum Error {
     AuditOpen(AuditError),
     /// The session state could not be read.
     Sessions(StateError),
+    /// The notes directory or brokerd's record of it could not be made ready.
+    Notes(crate::notes::NoteError),
     /// The grants brokerd starts with could not be audited.
     FirstSnapshot(Fatal),
     /// One of the two broker sockets could not be taken or bound.
@@ -62,6 +64,7 @@ impl Error {
             | Self::Stdout(_)
             | Self::AuditOpen(_)
             | Self::Sessions(_)
+            | Self::Notes(_)
             | Self::FirstSnapshot(_)
             | Self::Socket { .. }
             | Self::Service(_) => EXIT_FAILURE,
@@ -79,6 +82,10 @@ impl fmt::Display for Error {
             Self::Stdout(e) => write!(f, "cannot write to stdout: {e}"),
             Self::AuditOpen(e) => e.fmt(f),
             Self::Sessions(e) => e.fmt(f),
+            Self::Notes(crate::notes::NoteError::Io { path, source }) => {
+                write!(f, "{}: {source}", path.display())
+            }
+            Self::Notes(e) => e.fmt(f),
             Self::FirstSnapshot(e) => e.fmt(f),
             Self::Service(e) => e.fmt(f),
             Self::Stopped { by, source } => {
@@ -98,6 +105,7 @@ impl std::error::Error for Error {
             Self::Stdout(e) => Some(e),
             Self::AuditOpen(e) => Some(e),
             Self::Sessions(e) => Some(e),
+            Self::Notes(e) => Some(e),
             Self::FirstSnapshot(e) | Self::Stopped { source: e, .. } => Some(e),
             Self::Service(e) => Some(e),
         }

@@ -15,6 +15,7 @@ mod error;
 mod fatal;
 pub mod gateway;
 mod grants_in_force;
+pub mod notes;
 mod outbox;
 pub mod policy;
 mod resolve;

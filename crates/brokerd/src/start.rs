@@ -13,6 +13,7 @@ use daemon::{CommonArgs, log};
 use crate::Error;
 use crate::audit::AuditLog;
 use crate::broker::Broker;
+use crate::notes::Notes;
 use crate::runner::{DirectRunner, Runner, SystemdRunner};
 use crate::server::{self, Side};
 use crate::sessions::Sessions;
@@ -60,7 +61,10 @@ pub fn run(args: Args) -> Result<(), Error> {
     let (audit, report) = AuditLog::open(&config.audit_dir()).map_err(Error::AuditOpen)?;
     log::info(format_args!("audit log: {report}"));
     let sessions = Sessions::open(&config.broker_state_dir()).map_err(Error::Sessions)?;
-    let broker = Arc::new(Broker::new(config, snapshot, audit, sessions, runner));
+    let notes = Notes::open(config.notes_dir(), &config.note_state_dir()).map_err(Error::Notes)?;
+    let broker = Arc::new(Broker::new(
+        config, snapshot, audit, sessions, runner, notes,
+    ));
     broker
         .audit_first_snapshot()
         .map_err(Error::FirstSnapshot)?;

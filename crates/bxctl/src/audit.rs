@@ -281,6 +281,27 @@ fn describe(line: &AuditLine) -> String {
                     grants.join(", ")
                 )
             }
+            AuditEvent::NoteRelabelled {
+                seq,
+                time,
+                by,
+                name,
+                hash,
+                old_class,
+                old_untrusted,
+                class,
+                untrusted,
+                ..
+            } => {
+                let label = |c: &proto::DataClass, u: &bool| {
+                    format!("{c}{}", if *u { ", untrusted" } else { "" })
+                };
+                format!(
+                    "#{seq} {time} note {name} relabelled by {by}: {} -> {} (bytes {hash})",
+                    label(old_class, old_untrusted),
+                    label(class, untrusted)
+                )
+            }
             AuditEvent::GrantsRefused {
                 seq,
                 time,

@@ -226,6 +226,15 @@ pub fn send(
                     .map_err(Error::Output)?;
                     false
                 }
+                TurnEnd::Cut { finish, withdrawn } => {
+                    writeln!(
+                        out,
+                        "[the answer was cut off ({}); {withdrawn} tool calls not run]",
+                        line(finish)
+                    )
+                    .map_err(Error::Output)?;
+                    false
+                }
             };
             Ok(Sent::Ended(reply.session, ok))
         }
@@ -396,6 +405,15 @@ pub fn sessions(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Tool calls on one line, each name and arguments inert.
+fn calls_line(calls: &[proto::ToolCall]) -> String {
+    let calls: Vec<String> = calls
+        .iter()
+        .map(|c| format!("{} {}", line(&c.name), line(&c.arguments)))
+        .collect();
+    calls.join("; ")
+}
+
 /// One record of a session log: a line of bxctl's own, and what was said as a block.
 fn describe(r: &LogRecord) -> String {
     match r {
@@ -409,16 +427,12 @@ fn describe(r: &LogRecord) -> String {
             tool_calls,
             ..
         } => {
-            let calls: Vec<String> = tool_calls
-                .iter()
-                .map(|c| format!("{} {}", line(&c.name), line(&c.arguments)))
-                .collect();
             format!(
                 "{time} boxmaker:{}\n{}",
-                if calls.is_empty() {
+                if tool_calls.is_empty() {
                     String::new()
                 } else {
-                    format!(" [calls: {}]", calls.join("; "))
+                    format!(" [calls: {}]", calls_line(tool_calls))
                 },
                 block(content.as_deref().unwrap_or(""))
             )
@@ -452,6 +466,22 @@ fn describe(r: &LogRecord) -> String {
         }
         LogRecord::EpochEnd { time, next, .. } => {
             format!("{time} -- epoch ends, next {}\n", next.0)
+        }
+        LogRecord::Withdrawn {
+            time,
+            cause,
+            detail,
+            calls,
+        } => {
+            let cause = match cause {
+                proto::Withdrawal::Cut => "cut answer, not run",
+                proto::Withdrawal::Unrenderable => "unrenderable, left out",
+            };
+            format!(
+                "{time} -- tool calls withdrawn ({cause}: {}): {}\n",
+                line(detail),
+                calls_line(calls)
+            )
         }
     }
 }

@@ -19,6 +19,7 @@ mod dev;
 mod error;
 mod hint;
 mod inline;
+mod notes;
 mod policy;
 mod signals;
 mod spinner;
@@ -107,6 +108,32 @@ pub enum Command {
     },
     /// Start the whole stack under .state/ (no root, no systemd) and chat with it.
     Dev(dev::DevArgs),
+    /// The agent's notes and the labels brokerd keeps for them.
+    #[command(subcommand)]
+    Notes(NotesCmd),
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum NotesCmd {
+    /// Every file in the notes directory with the label a read of it takes.
+    List,
+    /// One note's label, where it came from, and its text.
+    Show { name: String },
+    /// Give a note the label you say, bound to the bytes it holds now (audited).
+    Relabel {
+        name: String,
+        /// public, private or secret.
+        #[arg(long, value_parser = parse_class)]
+        class: proto::DataClass,
+        /// Keep the note flagged untrusted (it may steer the model).
+        #[arg(long)]
+        untrusted: bool,
+    },
+}
+
+fn parse_class(text: &str) -> Result<proto::DataClass, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned()))
+        .map_err(|_| format!("{text:?} is not public, private or secret"))
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -210,6 +237,13 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             }
         }
         Command::Dev(args) => dev::run(&args, out),
+        Command::Notes(NotesCmd::List) => notes::list(&config()?, out),
+        Command::Notes(NotesCmd::Show { name }) => notes::show(&config()?, &name, out),
+        Command::Notes(NotesCmd::Relabel {
+            name,
+            class,
+            untrusted,
+        }) => notes::relabel(&config()?, &name, class, untrusted, out),
         Command::Sessions { session, json } => {
             let session = session
                 .map(SessionId::new)

@@ -183,6 +183,9 @@ pub struct Broker {
     pub sandbox_binds: Vec<String>,
     /// The remote model `consult` talks to.
     pub consult: Option<Consult>,
+    /// The notes directory brokerd owns; `home/memory/notes` when unset (the NixOS module
+    /// sets brokerd's own StateDirectory, docs/memory.md).
+    pub notes: Option<PathBuf>,
 }
 
 /// The agent loop (loopd).
@@ -191,7 +194,8 @@ pub struct Broker {
 pub struct Loop {
     /// Tool calls the model may make in one turn before the turn ends.
     pub max_tool_calls: u32,
-    /// Compact (end the epoch with a summary) once the context is this full, in percent.
+    /// Compact (end the epoch with a summary) once the context is this full, in percent
+    /// (10 to 80: the summary request continues the epoch, and needs the rest).
     pub compact_percent: u8,
     /// How long one request to the model may take, the whole stream included.
     #[serde(deserialize_with = "duration")]
@@ -236,6 +240,7 @@ impl Default for Broker {
             sandbox_root: PathBuf::from("/run/boxmaker/tool-root"),
             sandbox_binds: vec!["/nix/store".into()],
             consult: None,
+            notes: None,
         }
     }
 }
@@ -387,7 +392,7 @@ impl Config {
         if l.max_tool_calls == 0 || l.request_timeout.is_zero() || l.max_tokens == 0 {
             return Err(Invalid::LoopZero);
         }
-        if !(10..=95).contains(&l.compact_percent) {
+        if !(10..=80).contains(&l.compact_percent) {
             return Err(Invalid::CompactPercent {
                 percent: l.compact_percent,
             });
@@ -402,6 +407,20 @@ impl Config {
     /// brokerd's own durable state (session taint and untrusted flags).
     pub fn broker_state_dir(&self) -> PathBuf {
         self.home.join("broker")
+    }
+
+    /// The notes (`memory/notes` unless `broker.notes` says otherwise).
+    pub fn notes_dir(&self) -> PathBuf {
+        self.broker
+            .notes
+            .clone()
+            .unwrap_or_else(|| self.home.join("memory/notes"))
+    }
+
+    /// brokerd's own record of the notes: each note's hash and label, and the per-call
+    /// directories write units write into.
+    pub fn note_state_dir(&self) -> PathBuf {
+        self.home.join("note-state")
     }
 }
 

@@ -54,6 +54,15 @@ impl ApiError {
         Self::new(500, format!("Failed to parse messages: {detail}"))
     }
 
+    /// 500 for a tool call whose arguments text is not JSON: the real server cannot render
+    /// the history (`detail` is nlohmann::json's parse error, `nljson::parse_error`).
+    pub fn unrenderable_arguments(detail: &str) -> Self {
+        Self::new(
+            500,
+            format!("Failed to parse tool call arguments as JSON: {detail}"),
+        )
+    }
+
     /// 404 for an unknown path.
     pub fn not_found() -> Self {
         Self::new(404, "File Not Found")

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::api::ApiError;
 use crate::completion::{self, Counts, Meta, Reply};
 use crate::http;
-use crate::render::{common_prefix_tokens, render_body, render_prompt, token_count};
+use crate::render::{common_prefix_tokens, render_prompt, token_count};
 use crate::request::ChatRequest;
 use crate::respond::{send_error, send_json};
 use crate::script::Answer;
@@ -63,7 +63,7 @@ pub fn handle(state: &State, body: &[u8], w: &mut TcpStream, keep: bool) -> io::
     let reply = Reply::from_answer(answer, &request.messages, request.max_tokens, &mut || {
         state.random_id()
     });
-    let generated = render_body(&reply.as_message());
+    let generated = reply.generated();
     let counts = Counts {
         prompt_tokens: n_prompt,
         cache_n,

@@ -19,11 +19,16 @@ pub struct Reply {
     pub tool_calls: Vec<(String, Call)>,
     /// `finish_reason`.
     pub finish_reason: String,
+    /// What was generated when `max_tokens` cut a reply with tool calls: the rendered body
+    /// up to the cut (what the slot caches), which no whole message renders to.
+    pub cut_body: Option<String>,
 }
 
 impl Reply {
-    /// Builds the reply an answer gives for `messages`, cut to `max_tokens` when the reply is
-    /// text only (a reply with tool calls is never cut). `new_id` makes tool call ids.
+    /// Builds the reply an answer gives for `messages`, cut to `max_tokens`. `new_id` makes
+    /// tool call ids. A reply with tool calls is cut as the real server cuts one: its
+    /// rendered body ends after `max_tokens` tokens, and the call being written then has
+    /// the arguments generated so far (mid-string, not JSON); calls not begun are dropped.
     pub fn from_answer(
         answer: &Answer,
         messages: &[Msg],
@@ -80,23 +85,84 @@ impl Reply {
                 chunks.clear();
             }
         }
-        let finish_reason = answer.finish_reason.clone().unwrap_or_else(|| {
+        let mut reply = Self {
+            content,
+            chunks,
+            reasoning,
+            tool_calls,
+            finish_reason: String::new(),
+            cut_body: None,
+        };
+        if let (Some(max), false) = (max_tokens, reply.tool_calls.is_empty()) {
+            cut = reply.cut_calls(max);
+        }
+        reply.finish_reason = answer.finish_reason.clone().unwrap_or_else(|| {
             if cut {
                 "length"
-            } else if tool_calls.is_empty() {
+            } else if reply.tool_calls.is_empty() {
                 "stop"
             } else {
                 "tool_calls"
             }
             .to_owned()
         });
-        Self {
-            content,
-            chunks,
-            reasoning,
-            tool_calls,
-            finish_reason,
+        reply
+    }
+
+    /// Cuts a reply with tool calls after `max` tokens of its rendered body; whether it cut.
+    fn cut_calls(&mut self, max: usize) -> bool {
+        let body = render::render_body(&self.as_message());
+        if render::token_count(body.len()) <= max {
+            return false;
         }
+        let kept = render::truncate_to_tokens(&body, max).len();
+        // The body is built piece by piece as render_body builds it, to see where the cut
+        // falls: in the reasoning, in the text, in a call's head (the call is dropped) or
+        // in its arguments (they end there).
+        let calls = std::mem::take(&mut self.tool_calls);
+        let think = if self.reasoning.is_empty() {
+            0
+        } else {
+            "<think>\n".len() + self.reasoning.len() + "\n</think>\n".len()
+        };
+        if kept <= think {
+            let room = kept.saturating_sub("<think>\n".len());
+            self.reasoning = prefix(&self.reasoning, room);
+            self.content.clear();
+        } else if kept <= think + self.content.len() {
+            self.content = prefix(&self.content, kept - think);
+        } else {
+            let mut upto = self.as_message();
+            for (id, call) in calls {
+                upto.tool_calls.push(Call {
+                    name: call.name.clone(),
+                    arguments: String::new(),
+                });
+                let args_at = render::render_body(&upto).len() - "}\n</tool_call>".len();
+                if args_at > kept {
+                    break;
+                }
+                let arguments = prefix(&call.arguments, kept - args_at);
+                let whole = arguments.len() == call.arguments.len();
+                if let Some(last) = upto.tool_calls.last_mut() {
+                    last.arguments.clone_from(&arguments);
+                }
+                self.tool_calls.push((id, Call { arguments, ..call }));
+                if !whole {
+                    break;
+                }
+            }
+        }
+        self.chunks.clear();
+        self.cut_body = Some(body[..kept].to_owned());
+        true
+    }
+
+    /// What the "model" generated, as the slot caches it after the prompt.
+    pub fn generated(&self) -> String {
+        self.cut_body
+            .clone()
+            .unwrap_or_else(|| render::render_body(&self.as_message()))
     }
 
     /// The reply as the assistant message the template renders (what the slot caches).
@@ -259,4 +325,13 @@ pub fn stream_events(
         events.push(Value::Object(last));
     }
     events
+}
+
+/// The first `bytes` bytes of `text` at most, cut back to a character boundary.
+fn prefix(text: &str, bytes: usize) -> String {
+    let mut end = bytes.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
 }

@@ -20,6 +20,7 @@
 //!
 //! Errors have llama-server's shape, `{"error":{"code":N,"message":"...","type":"..."}}`:
 //! 400 for a body that is not JSON or lacks `messages`, 500 for a message without a role,
+//! 500 for a tool call whose arguments are not JSON (the real server's words, `nljson`),
 //! 400 `exceed_context_size_error` (with `n_prompt_tokens` and `n_ctx`) when the prompt does
 //! not fit a slot, 404 for unknown paths. Unknown request fields are ignored.
 //!
@@ -79,6 +80,7 @@ pub mod api;
 pub mod chat;
 pub mod completion;
 pub mod http;
+pub mod nljson;
 pub mod render;
 pub mod request;
 pub mod respond;

@@ -144,8 +144,17 @@ fn parse_call(value: &Value) -> Result<Call, ApiError> {
     };
     let arguments = match function.get("arguments") {
         Some(Value::String(text)) => text.clone(),
-        None | Some(Value::Null) => String::new(),
+        // The real server renders any other JSON value and refuses a call without one.
         Some(other) => other.to_string(),
+        None => {
+            return Err(ApiError::bad_messages(
+                "[json.exception.out_of_range.403] key 'arguments' not found",
+            ));
+        }
     };
+    // A string must hold JSON: the real server parses it to render it.
+    if let Some(e) = crate::nljson::parse_error(&arguments) {
+        return Err(ApiError::unrenderable_arguments(&e));
+    }
     Ok(Call { name, arguments })
 }

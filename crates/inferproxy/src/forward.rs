@@ -22,7 +22,7 @@ use strict_http::{
 use crate::abort::{Abort, Cut, MAX_INTERIM, Refused, before_head};
 use crate::proxy::Proxy;
 use crate::reply;
-use crate::upstream::{Deadline, UpstreamReader};
+use crate::upstream::{Deadline, Failure, UpstreamReader};
 
 /// The requests forwarded: what loopd needs and nothing else. The target must match
 /// exactly (no query, no other spelling).
@@ -93,11 +93,15 @@ pub(crate) fn exchange(proxy: &Proxy, client: &UnixStream, who: &str) {
         |t| format!("first byte after {:?}", t - started),
     );
     match outcome {
-        Ok((status, bytes)) => {
+        Ok((status, bytes, end)) => {
             proxy.upstream_reached(true);
             log::info(format_args!(
-                "{who}: {what}: {status}, {bytes} body bytes, {waited}, done after {:?}",
-                started.elapsed()
+                "{who}: {what}: {status}, {bytes} body bytes, {waited}, done after {:?}{}",
+                started.elapsed(),
+                match end {
+                    End::Whole => "",
+                    End::ClosedAfterDone => " (the client closed after [DONE])",
+                }
             ));
         }
         Err(Abort::Refused(why)) => refuse(why),
@@ -180,12 +184,54 @@ fn forwarded(name: &str, listed: &[String]) -> bool {
     !NOT_FORWARDED.contains(&lower.as_str()) && !listed.contains(&lower)
 }
 
-/// Reads llama-server's answer and streams it to the client. `Ok((status, body bytes))`.
+/// How a relayed answer ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The whole body went to the client.
+    Whole,
+    /// An event stream whose `data: [DONE]` event went to the client, which then closed
+    /// (as loopd does) before the end of the HTTP body (the terminating zero-length chunk):
+    /// the client has the whole answer, so this is a completed exchange, not a cut.
+    ClosedAfterDone,
+}
+
+/// The last bytes relayed, enough to see whether an event stream's last event was
+/// `data: [DONE]`.
+#[derive(Debug, Default)]
+struct Tail(Vec<u8>);
+
+impl Tail {
+    const KEEP: usize = 32;
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.0
+            .extend_from_slice(&bytes[bytes.len().saturating_sub(Self::KEEP)..]);
+        let extra = self.0.len().saturating_sub(Self::KEEP);
+        self.0.drain(..extra);
+    }
+
+    fn done(&self) -> bool {
+        self.0.trim_ascii_end().ends_with(b"data: [DONE]")
+    }
+}
+
+/// Whether a cut after `tail` is a client that closed after the stream's `[DONE]`.
+fn closed_after_done(cut: &Cut, event_stream: bool, tail: &Tail) -> bool {
+    let left = match cut {
+        Cut::Client(_) => true,
+        Cut::Upstream(e) => Failure::of(e) == Failure::ClientGone,
+        Cut::Left(_) | Cut::WriteHead(_) | Cut::Framing(_) => false,
+    };
+    left && event_stream && tail.done()
+}
+
+/// Reads llama-server's answer and streams it to the client. `Ok((status, body bytes, how
+/// it ended))`.
 fn relay(
     up: &mut UpstreamReader<'_>,
     client: &UnixStream,
     request: &RequestHead,
-) -> Result<(u16, u64), Abort> {
+) -> Result<(u16, u64, End), Abort> {
     let mut up = BufReader::with_capacity(RELAY_BUFFER, up);
     let mut interim = 0;
     let head = loop {
@@ -222,26 +268,43 @@ fn relay(
     write_response_head(&mut out, head.status, &head.reason, &fields)
         .map_err(|e| Abort::Cut(Cut::WriteHead(e)))?;
 
+    let event_stream = head
+        .headers
+        .get("content-type")
+        .is_some_and(|t| t.starts_with("text/event-stream"));
     let mut body = Body::new(up, framing, None).map_err(|e| Abort::Cut(Cut::Framing(e)))?;
     let mut buf = vec![0u8; RELAY_BUFFER];
     let mut total = 0u64;
+    let mut tail = Tail::default();
     let mut chunked = chunk_out.then(|| ChunkedWriter::new(out));
+    let cut = |cut: Cut, tail: &Tail, total: u64| {
+        if closed_after_done(&cut, event_stream, tail) {
+            Ok((head.status, total, End::ClosedAfterDone))
+        } else {
+            Err(Abort::Cut(cut))
+        }
+    };
     loop {
         // Everything that has arrived, without waiting for more; then out it goes at once.
         let n = match body.read_ready(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
-            Err(e) => return Err(Abort::Cut(Cut::Upstream(e))),
+            Err(e) => return cut(Cut::Upstream(e), &tail, total),
         };
         let written = match chunked.as_mut() {
             Some(w) => w.write_all(&buf[..n]),
             None => out.write_all(&buf[..n]),
         };
-        written.map_err(|e| Abort::Cut(Cut::Client(e)))?;
+        if let Err(e) = written {
+            return cut(Cut::Client(e), &tail, total);
+        }
         total += n as u64;
+        tail.push(&buf[..n]);
     }
-    if let Some(w) = chunked {
-        w.finish().map_err(|e| Abort::Cut(Cut::Client(e)))?;
+    if let Some(w) = chunked
+        && let Err(e) = w.finish()
+    {
+        return cut(Cut::Client(e), &tail, total);
     }
-    Ok((head.status, total))
+    Ok((head.status, total, End::Whole))
 }

@@ -1,28 +1,51 @@
 //! Compaction: when the context is nearly full, the epoch ends with a summary the local
 //! model writes, and the next epoch starts from it. This is how the summary is had; the
 //! turn ends the epoch with it.
+//!
+//! The summary request continues the epoch's own prompt: the same system prompt, tools and
+//! messages, then the instruction, so the server re-processes only the instruction. It is
+//! capped ([`cap`]), asked with `tool_choice: "none"` (the real server still renders the
+//! tools, so the prefix stays shared), and its finish reason is checked: a cut summary is
+//! asked again, shorter. A history that no longer fits the context cannot be continued as
+//! is: the summary is then asked of the epoch with every tool result cut short, which
+//! re-processes it all; if that fails too, the next epoch starts from [`NO_SUMMARY`].
 
 use std::path::Path;
 use std::time::Duration;
 
 use proto::LogRecord;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::llm;
+use crate::llm::{self, LlmError};
+use crate::prompt;
 use crate::store::Session;
 
 /// The request for a summary when the context is nearly full. The local model writes it:
 /// it is the only one that has read the conversation, and nothing leaves the host.
 const SUMMARY_PROMPT: &str = "The conversation is about to be cut short. Write a concise \
 summary of everything above that you will need to continue: the owner's requests, facts \
-learned, decisions taken and open tasks. Write only the summary.";
+learned, decisions taken and open tasks. Write only the summary, as plain text.";
+
+/// The request when the first summary was cut by its cap.
+const SHORT_PROMPT: &str = "The conversation is about to be cut short. In at most three \
+short sentences, write what the owner asked for and what is still open. Write only that, \
+as plain text.";
 
 /// The summary when the model could not write one.
-const NO_SUMMARY: &str = "(The earlier part of this conversation could not be summarised; \
-ask the owner for anything needed from it.)";
+pub const NO_SUMMARY: &str = "(The earlier part of this conversation could not be \
+summarised; ask the owner for anything needed from it.)";
 
-/// How much of a tool result the summary request keeps.
+/// How much of a tool result the summary of an overflowed history keeps.
 const SUMMARY_RESULT_BYTES: usize = 2048;
+
+/// The most tokens a summary may take: an eighth of the context (so the next epoch starts
+/// at most that full, plus the system prompt), and never more than `loop.max_tokens`.
+/// `loop.compact_percent` is at most 80, so at the threshold a fifth of the context is left
+/// for the instruction and this cap.
+pub fn cap(n_ctx: u64, max_tokens: u32) -> u32 {
+    let eighth = u32::try_from(n_ctx / 8).unwrap_or(u32::MAX).max(16);
+    eighth.min(max_tokens)
+}
 
 fn trim_result(r: LogRecord) -> LogRecord {
     match r {
@@ -57,25 +80,91 @@ fn trim_result(r: LogRecord) -> LogRecord {
     }
 }
 
-/// The summary the model writes of `session` (its system prompt `system`), for the next
-/// epoch to start from.
-pub fn summary(sock: &Path, timeout: Duration, system: &str, session: &Session) -> String {
-    // Tool results are cut short for the summary: they are what fills a context, and a
-    // summary request that overflows too would leave the session stuck.
-    let trimmed: Vec<LogRecord> = session.records.iter().cloned().map(trim_result).collect();
-    let mut messages = llm::messages(system, &trimmed);
-    messages.push(json!({"role": "user", "content": SUMMARY_PROMPT}));
-    let body = json!({
-        "messages": messages,
-        "stream": true,
-        "id_slot": session.slot().unwrap_or(0),
-        "cache_prompt": true,
-    });
-    // A summary that cannot be had (an error, or nothing written) still ends the epoch:
-    // otherwise a full context would refuse every later turn.
+/// What one summary request gave.
+enum Asked {
+    /// A summary that ended normally (`stop`) with text.
+    Written(String),
+    /// The request does not fit the context, or the server cannot render the history.
+    Overflow,
+    /// The model could not be asked at all (unreachable, loading): try at a later turn.
+    Unreachable,
+    /// Cut by its cap, empty, or ended otherwise (a tool call is never run).
+    Unusable,
+}
+
+/// Asks for a summary: `messages` then `instruction`, capped at `cap` tokens.
+fn ask(
+    sock: &Path,
+    timeout: Duration,
+    mut messages: Vec<Value>,
+    instruction: &str,
+    slot: u32,
+    cap: u32,
+) -> Asked {
+    messages.push(json!({"role": "user", "content": instruction}));
+    let mut body = prompt::body(messages, slot, cap);
+    body["tool_choice"] = json!("none");
     match llm::complete(sock, timeout, &body, |_| {}) {
-        Ok(c) => c.content.filter(|t| !t.trim().is_empty()),
-        Err(_) => None,
+        Ok(c) => match (c.finish.as_deref(), c.content) {
+            (Some("stop"), Some(t)) if !t.trim().is_empty() => Asked::Written(t),
+            _ => Asked::Unusable,
+        },
+        Err(e) if e.context_full() || e.unrenderable() => Asked::Overflow,
+        Err(
+            LlmError::Connect { .. }
+            | LlmError::Deadline(_)
+            | LlmError::Request(_)
+            | LlmError::Status { status: 503, .. },
+        ) => Asked::Unreachable,
+        Err(_) => Asked::Unusable,
     }
-    .unwrap_or_else(|| NO_SUMMARY.to_owned())
+}
+
+/// The summary the model writes of `session` (its system prompt `system`), for the next
+/// epoch to start from; `None` when the model cannot be reached now (the epoch goes on
+/// and a later turn tries again). `n_ctx` is the server's context, `max_tokens` loopd's cap
+/// on an answer.
+pub fn summary(
+    sock: &Path,
+    timeout: Duration,
+    system: &str,
+    session: &Session,
+    n_ctx: u64,
+    max_tokens: u32,
+) -> Option<String> {
+    let slot = session.slot().unwrap_or(0);
+    let cap = cap(n_ctx, max_tokens);
+    let epoch = prompt::messages(system, session.summary.as_deref(), &session.records);
+    match ask(sock, timeout, epoch.clone(), SUMMARY_PROMPT, slot, cap) {
+        Asked::Written(t) => return Some(t),
+        Asked::Unreachable => return None,
+        Asked::Unusable => {
+            // The same prefix again: only the shorter instruction is new.
+            if let Asked::Written(t) = ask(sock, timeout, epoch, SHORT_PROMPT, slot, cap / 4) {
+                return Some(t);
+            }
+        }
+        Asked::Overflow => {
+            // Tool results are what fills a context; cut short, the rest may fit.
+            let trimmed: Vec<LogRecord> =
+                session.records.iter().cloned().map(trim_result).collect();
+            let messages = prompt::messages(system, session.summary.as_deref(), &trimmed);
+            if let Asked::Written(t) = ask(sock, timeout, messages, SUMMARY_PROMPT, slot, cap) {
+                return Some(t);
+            }
+        }
+    }
+    // A summary that cannot be had still ends the epoch: otherwise a full context (or a
+    // history the server refuses) would refuse every later turn.
+    Some(NO_SUMMARY.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_cap_is_an_eighth_of_the_context_and_at_most_max_tokens() {
+        assert_eq!(super::cap(2048, 2048), 256);
+        assert_eq!(super::cap(2048, 100), 100);
+        assert_eq!(super::cap(64, 2048), 16, "never below 16 tokens");
+    }
 }

@@ -1,6 +1,6 @@
 //! Why loopd did not start or stopped serving: one variant per step of the start-up, each
 //! with what it was working on. `main` prints it once and maps it to an exit status.
-//! (A turn that cannot run is a `TurnError`, answered on its connection; loopd goes on.)
+//! A turn that cannot run is a `TurnError`, answered on its connection; loopd goes on.
 
 use std::fmt;
 use std::io;
@@ -58,5 +58,39 @@ impl std::error::Error for Error {
             Self::Store(e) => Some(e),
             Self::Start(e) => Some(e),
         }
+    }
+}
+
+/// Why a turn could not run at all (not a model error: those end the turn in its reply).
+/// The owner's client gets only "see loopd's log"; the log gets this text.
+#[derive(Debug)]
+pub enum TurnError {
+    /// `chat_send` named a session that is not on disk.
+    NoSession(proto::SessionId),
+    /// The session log could not be read or written.
+    Store(StoreError),
+}
+
+impl fmt::Display for TurnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoSession(id) => write!(f, "no session {id}"),
+            Self::Store(e) => write!(f, "session log: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for TurnError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::NoSession(_) => None,
+            Self::Store(e) => Some(e),
+        }
+    }
+}
+
+impl From<StoreError> for TurnError {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
     }
 }

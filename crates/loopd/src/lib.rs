@@ -3,12 +3,15 @@
 //! warm), sends each tool call the model makes to brokerd, and streams the turn to the
 //! owner's channel. It trusts nothing the model says about taint: brokerd keeps that.
 
+mod answer;
 mod broker;
 mod cancel;
 mod compact;
+mod core_memory;
 mod error;
 mod listing;
 mod llm;
+mod prompt;
 mod server;
 mod start;
 mod status;

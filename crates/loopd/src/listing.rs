@@ -124,7 +124,8 @@ fn record_time(r: &LogRecord) -> Timestamp {
         | LogRecord::Assistant { time, .. }
         | LogRecord::ToolResult { time, .. }
         | LogRecord::CacheLoss { time, .. }
-        | LogRecord::EpochEnd { time, .. } => *time,
+        | LogRecord::EpochEnd { time, .. }
+        | LogRecord::Withdrawn { time, .. } => *time,
     }
 }
 

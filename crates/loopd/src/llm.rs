@@ -7,9 +7,9 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use proto::{LogRecord, ToolCall};
+use proto::ToolCall;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use strict_http::{HttpError, SseReader};
 
 /// Why the model could not answer. The session stays as it was. The `Display` text is
@@ -110,7 +110,17 @@ impl LlmError {
             _ => false,
         }
     }
+
+    /// Whether the server refused to render the history because a tool call's arguments
+    /// are not JSON (llama-server: 500 "Failed to parse tool call arguments as JSON: ...").
+    pub fn unrenderable(&self) -> bool {
+        matches!(self, Self::Status { status: 500, message }
+            if message.starts_with(UNRENDERABLE))
+    }
 }
+
+/// How llama-server's refusal to render tool-call arguments that are not JSON begins.
+const UNRENDERABLE: &str = "Failed to parse tool call arguments as JSON";
 
 /// The most an answer may bring (text, reasoning and tool arguments together); a server
 /// that goes on past it is cut off.
@@ -185,53 +195,6 @@ pub fn props(sock: &Path, timeout: Duration) -> Result<Props, LlmError> {
             .ok_or(LlmError::NoContextSize)?,
         total_slots: p.total_slots.unwrap_or(1).max(1),
     })
-}
-
-/// The messages for the model: the system prompt, then every record of the epoch, with
-/// assistant turns exactly as the server returned them.
-pub fn messages(system: &str, records: &[LogRecord]) -> Vec<Value> {
-    let mut out = vec![json!({"role": "system", "content": system})];
-    for r in records {
-        match r {
-            LogRecord::User { content, .. } => {
-                out.push(json!({"role": "user", "content": content}))
-            }
-            LogRecord::Assistant {
-                content,
-                reasoning_content,
-                tool_calls,
-                ..
-            } => {
-                let mut m = json!({"role": "assistant", "content": content});
-                if let Some(rc) = reasoning_content {
-                    m["reasoning_content"] = json!(rc);
-                }
-                if !tool_calls.is_empty() {
-                    m["tool_calls"] = Value::Array(
-                        tool_calls
-                            .iter()
-                            .map(|c| {
-                                json!({"id": c.id, "type": "function",
-                                       "function": {"name": c.name, "arguments": c.arguments}})
-                            })
-                            .collect(),
-                    );
-                }
-                out.push(m);
-            }
-            LogRecord::ToolResult {
-                tool_call_id,
-                content,
-                ..
-            } => {
-                out.push(json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}))
-            }
-            LogRecord::SessionStart { .. }
-            | LogRecord::CacheLoss { .. }
-            | LogRecord::EpochEnd { .. } => {}
-        }
-    }
-    out
 }
 
 /// The prompt-cache figures of one answer.
@@ -394,60 +357,23 @@ fn merge_call(calls: &mut Vec<ToolCall>, d: CallDelta) -> Result<(), LlmError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proto::{CallId, DataClass, Timestamp};
-
-    fn t() -> Timestamp {
-        Timestamp::from_millis(0).expect("time")
-    }
 
     #[test]
-    fn assistant_turns_are_replayed_exactly_as_returned() {
-        let call = ToolCall {
-            id: "xffiZ".into(),
-            name: "read_file".into(),
-            arguments: "{\"path\": \"/n\"}".into(),
+    fn a_refusal_to_render_arguments_is_told_apart() {
+        let status = |status, message: &str| LlmError::Status {
+            status,
+            message: message.into(),
         };
-        let records = vec![
-            LogRecord::User {
-                time: t(),
-                content: "hi".into(),
-            },
-            LogRecord::Assistant {
-                time: t(),
-                content: None,
-                reasoning_content: Some("think".into()),
-                tool_calls: vec![call],
-            },
-            LogRecord::ToolResult {
-                time: t(),
-                call: CallId(1),
-                tool_call_id: "xffiZ".into(),
-                content: "note".into(),
-                class: DataClass::Private,
-                untrusted: false,
-                truncated: false,
-                outcome: None,
-            },
-            LogRecord::CacheLoss {
-                time: t(),
-                expected: 1,
-                got: 0,
-            },
-        ];
-        let m = messages("sys", &records);
-        assert_eq!(
-            m.len(),
-            4,
-            "system, user, assistant, tool; CacheLoss is not a message"
+        let refused = status(
+            500,
+            "Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] \
+             parse error at line 1, column 14: syntax error while parsing value - invalid \
+             string: missing closing quote; last read: '\"Ber'",
         );
-        assert_eq!(m[2]["content"], Value::Null);
-        assert_eq!(m[2]["reasoning_content"], "think");
-        // The arguments text goes back byte for byte, spaces included.
-        assert_eq!(
-            m[2]["tool_calls"][0]["function"]["arguments"],
-            "{\"path\": \"/n\"}"
-        );
-        assert_eq!(m[3]["tool_call_id"], "xffiZ");
+        assert!(refused.unrenderable() && !refused.context_full());
+        assert!(!status(500, "Failed to parse messages: x").unrenderable());
+        assert!(!status(400, "Failed to parse tool call arguments as JSON").unrenderable());
+        assert!(status(400, "request exceeds the available context size").context_full());
     }
 
     #[test]

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use proto::{Epoch, LogRecord, SessionId, Timestamp};
 
+use crate::core_memory;
+
 /// One session's current epoch, loaded.
 #[derive(Debug, Clone)]
 pub struct Session {
@@ -20,9 +22,29 @@ pub struct Session {
     /// The highest tool call number of the whole session (call numbers never repeat
     /// across epochs: brokerd's unit names and audit records carry them).
     pub last_call: u64,
+    /// The core memory this epoch started from, as pinned (`crate::core_memory`); `None` for an
+    /// epoch written before loopd pinned core memory, until the turn pins one.
+    pub core: Option<String>,
 }
 
 impl Session {
+    /// The epoch's system prompt: its pinned core memory. The summary it starts from is a
+    /// message of its own after it (`prompt::start`).
+    pub fn system(&self) -> String {
+        self.core
+            .as_deref()
+            .unwrap_or(core_memory::DEFAULT_CORE)
+            .to_owned()
+    }
+
+    /// The hash the epoch's `SessionStart` recorded.
+    pub fn baseline(&self) -> Option<proto::Hash32> {
+        self.records.iter().find_map(|r| match r {
+            LogRecord::SessionStart { baseline, .. } => Some(*baseline),
+            _ => None,
+        })
+    }
+
     pub fn slot(&self) -> Option<u32> {
         self.records.iter().find_map(|r| match r {
             LogRecord::SessionStart { slot, .. } => Some(*slot),
@@ -146,6 +168,86 @@ impl Store {
         self.session_dir(id).join(format!("{}.jsonl", epoch.0))
     }
 
+    fn core_file(&self, id: &SessionId, epoch: Epoch) -> PathBuf {
+        self.session_dir(id).join(format!("{}.core", epoch.0))
+    }
+
+    /// Keeps `core` as the core memory epoch `epoch` starts from: temp file, fsync, rename,
+    /// directory fsync, before the epoch's first record (so every `SessionStart` has its pin).
+    pub fn pin_core(&self, id: &SessionId, epoch: Epoch, core: &str) -> Result<(), StoreError> {
+        let dir = self.session_dir(id);
+        let fresh = !dir.exists();
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let path = self.core_file(id, epoch);
+        let tmp = dir.join(format!(".{}.core.tmp", epoch.0));
+        daemon::durable::replace_file(&path, &tmp, core.as_bytes(), 0o600).map_err(|e| {
+            StoreError::Io {
+                path: e.path,
+                source: e.source,
+            }
+        })?;
+        if fresh {
+            File::open(&self.dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io(&self.dir))?;
+        }
+        Ok(())
+    }
+
+    /// Pins the owner's current core memory for a new epoch, durably, and returns it.
+    pub fn pin_current_core(
+        &self,
+        home: &Path,
+        id: &SessionId,
+        epoch: Epoch,
+    ) -> Result<String, StoreError> {
+        let core = core_memory::current(home);
+        self.pin_core(id, epoch, &core)?;
+        Ok(core)
+    }
+
+    /// The core memory a loaded epoch started from. An epoch written before loopd pinned
+    /// core memory has no pin: the current `core.md` is pinned for it from now on, and a
+    /// warning says when that is not what its baseline was computed from.
+    pub fn core_of_epoch(&self, home: &Path, session: &Session) -> Result<String, StoreError> {
+        let (id, epoch) = (&session.id, session.epoch);
+        if let Some(core) = self.pinned_core(id, epoch)? {
+            return Ok(core);
+        }
+        let core = self.pin_current_core(home, id, epoch)?;
+        let start = core_memory::baseline(&core, session.summary.as_deref());
+        if session.baseline().is_some_and(|b| b != start) {
+            daemon::log::warn(format_args!(
+                "session {id} epoch {}: no pinned core memory, and core.md has changed since \
+                 the epoch began; its requests use today's core.md from now on",
+                epoch.0
+            ));
+        }
+        Ok(core)
+    }
+
+    /// The core memory pinned for `epoch`, `None` when there is none; refused like a log
+    /// that is not what loopd writes (a link, open to others, over the limit, not UTF-8).
+    pub fn pinned_core(&self, id: &SessionId, epoch: Epoch) -> Result<Option<String>, StoreError> {
+        let path = self.core_file(id, epoch);
+        let bytes = match daemon::durable::read_file(&path, 0o077, core_memory::MAX_CORE) {
+            Ok(b) => b,
+            Err(daemon::durable::ReadError::Missing) => return Ok(None),
+            Err(daemon::durable::ReadError::Refused(why)) => {
+                return Err(StoreError::Refused {
+                    path,
+                    why: why.to_string(),
+                });
+            }
+        };
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| StoreError::Refused {
+                path,
+                why: "not UTF-8".into(),
+            })
+    }
+
     /// Every session id on disk.
     pub fn ids(&self) -> Result<Vec<SessionId>, StoreError> {
         let mut ids: Vec<SessionId> = std::fs::read_dir(&self.dir)
@@ -231,6 +333,7 @@ impl Store {
             id: id.clone(),
             epoch,
             records,
+            core: self.pinned_core(id, epoch)?,
             summary,
             last_call,
         }))

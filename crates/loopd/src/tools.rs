@@ -48,8 +48,42 @@ pub fn definitions() -> Value {
             "prompt",
             "The question, with all the context it needs",
         ),
+        json!({
+            "type": "function",
+            "function": {
+                "name": "note_write",
+                "description": "Write one of your notes (kept across sessions): replace its \
+                    text, or append to it.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "mode": { "type": "string", "enum": ["replace", "append"] },
+                        "name": { "type": "string", "description": NOTE_NAME },
+                        "text": { "type": "string", "description": "Markdown text" }
+                    },
+                    "required": ["mode", "name", "text"],
+                    "additionalProperties": false
+                }
+            }
+        }),
+        function("note_read", "Read one of your notes.", "name", NOTE_NAME),
+        json!({
+            "type": "function",
+            "function": {
+                "name": "note_list",
+                "description": "List the names of your notes.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {},
+                    "additionalProperties": false
+                }
+            }
+        }),
     ])
 }
+
+/// How a note is named (`proto::notes::check_name`).
+const NOTE_NAME: &str = "The note's name: letters, digits, '.', '_' and '-', at most 100";
 
 /// What the model reads of a tool's answer, and the labels brokerd gave it (loopd keeps
 /// them for the owner's eyes only; brokerd holds the session's real taint).

@@ -10,18 +10,17 @@ use daemon::config::Config;
 use daemon::keyed::KeyedLocks;
 use daemon::lock;
 use proto::chat::{ChatEvent, ChatReply, ChatSend, TurnEnd};
-use proto::{CallId, DataClass, Epoch, Hash32, LogRecord, SessionId, Timestamp, ToolResponse};
-use serde_json::json;
+use proto::{
+    CallId, DataClass, Epoch, Hash32, LogRecord, SessionId, Timestamp, ToolCall, ToolResponse,
+    Withdrawal,
+};
 
 use crate::cancel::Cancel;
+use crate::error::TurnError;
 use crate::llm::{self, Delta, LlmError, Props};
 use crate::store::{Session, Store, StoreError};
-use crate::tools::{self, for_model};
-use crate::{broker, compact};
-
-/// What the model is told when no `memory/core.md` exists.
-const DEFAULT_CORE: &str = "You are boxmaker, the owner's personal assistant. Use the tools \
-when they help; every tool call is checked against the owner's grants and may be refused.";
+use crate::tools::for_model;
+use crate::{answer, broker, compact, core_memory, prompt, tools};
 
 #[derive(Debug)]
 pub struct Looper {
@@ -38,40 +37,6 @@ pub struct Looper {
 struct Usage {
     filled: u64,
     cacheable: u64,
-}
-
-/// Why a turn could not run at all (not a model error: those end the turn in its reply).
-/// The owner's client gets only "see loopd's log"; the log gets this text.
-#[derive(Debug)]
-pub enum TurnError {
-    /// `chat_send` named a session that is not on disk.
-    NoSession(SessionId),
-    /// The session log could not be read or written.
-    Store(StoreError),
-}
-
-impl std::fmt::Display for TurnError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::NoSession(id) => write!(f, "no session {id}"),
-            Self::Store(e) => write!(f, "session log: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for TurnError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::NoSession(_) => None,
-            Self::Store(e) => Some(e),
-        }
-    }
-}
-
-impl From<StoreError> for TurnError {
-    fn from(e: StoreError) -> Self {
-        Self::Store(e)
-    }
 }
 
 impl Looper {
@@ -112,20 +77,6 @@ impl Looper {
         Ok(p)
     }
 
-    fn core(&self) -> String {
-        std::fs::read_to_string(self.config.home.join("memory/core.md"))
-            .unwrap_or_else(|_| DEFAULT_CORE.to_owned())
-    }
-
-    fn system(&self, summary: Option<&str>) -> String {
-        let mut s = self.core();
-        if let Some(summary) = summary {
-            s.push_str("\n\nSummary of the conversation so far:\n");
-            s.push_str(summary);
-        }
-        s
-    }
-
     /// Runs one turn, streaming its events to `emit`, until it ends or `cancel` stops it.
     pub fn turn(
         &self,
@@ -153,14 +104,15 @@ impl Looper {
         // died with an earlier loopd.
         self.store.repair(&id)?;
         let mut session = match self.store.load(&id)? {
-            Some(s) => self.finish_interrupted(s)?,
+            Some(s) => self.finish_interrupted(self.with_core(s)?)?,
             None if send.session.is_some() => {
                 return Err(TurnError::NoSession(id));
             }
             None => self.start_epoch(&id, Epoch(0), None, 0)?,
         };
-        if self.near_full(&id) {
-            session = self.compact(session, emit)?;
+        self.withdraw_unrenderable(&mut session)?;
+        if let Some(n_ctx) = self.near_full(&id) {
+            session = self.compact(session, n_ctx, emit)?;
         }
         self.append(
             &mut session,
@@ -199,7 +151,7 @@ impl Looper {
             .iter()
             .filter(|r| matches!(r, LogRecord::ToolResult { .. }))
             .count();
-        let missing: Vec<proto::ToolCall> = tool_calls.iter().skip(done).cloned().collect();
+        let missing: Vec<ToolCall> = tool_calls.iter().skip(done).cloned().collect();
         let first = session.last_call + 1 - u64::try_from(missing.len()).unwrap_or(0);
         for (i, tc) in missing.into_iter().enumerate() {
             self.append(
@@ -220,6 +172,14 @@ impl Looper {
         Ok(session)
     }
 
+    /// The loaded epoch with the core memory it started from (`Store::core_of_epoch`).
+    fn with_core(&self, mut session: Session) -> Result<Session, TurnError> {
+        if session.core.is_none() {
+            session.core = Some(self.store.core_of_epoch(&self.config.home, &session)?);
+        }
+        Ok(session)
+    }
+
     fn append(&self, session: &mut Session, record: LogRecord) -> Result<(), TurnError> {
         self.store.append(&session.id, session.epoch, &record)?;
         session.records.push(record);
@@ -236,14 +196,17 @@ impl Looper {
     ) -> Result<Session, TurnError> {
         let slots = self.props().map(|p| p.total_slots).unwrap_or(1);
         let slot = slot_of(id, slots);
-        let baseline = Hash32::digest(self.system(summary.as_deref()).as_bytes());
+        // Pinned before the epoch's first record, so replay starts from the same bytes.
+        let core = self.store.pin_current_core(&self.config.home, id, epoch)?;
         let mut session = Session {
             id: id.clone(),
             epoch,
             records: Vec::new(),
             summary,
             last_call,
+            core: Some(core),
         };
+        let baseline = core_memory::baseline(&session.system(), session.summary.as_deref());
         self.append(
             &mut session,
             LogRecord::SessionStart {
@@ -262,10 +225,18 @@ impl Looper {
     fn compact(
         &self,
         mut session: Session,
+        n_ctx: u64,
         emit: &mut dyn FnMut(ChatEvent),
     ) -> Result<Session, TurnError> {
-        let system = self.system(session.summary.as_deref());
-        let summary = compact::summary(&self.infer_sock(), self.timeout(), &system, &session);
+        let max_tokens = self.config.r#loop.max_tokens;
+        let system = session.system();
+        let sock = self.infer_sock();
+        let Some(summary) =
+            compact::summary(&sock, self.timeout(), &system, &session, n_ctx, max_tokens)
+        else {
+            // The model cannot be reached now: the epoch goes on, a later turn compacts.
+            return Ok(session);
+        };
         let next = Epoch(session.epoch.0 + 1);
         self.append(
             &mut session,
@@ -280,15 +251,42 @@ impl Looper {
         self.start_epoch(&session.id, next, Some(summary), session.last_call)
     }
 
-    fn near_full(&self, id: &SessionId) -> bool {
+    /// Repairs a log the server would refuse to render (tool calls whose arguments are not
+    /// JSON, as loopd logged cut calls before it checked the finish reason): a `withdrawn`
+    /// record leaves them and their results out of every later request. The log itself is
+    /// never rewritten.
+    fn withdraw_unrenderable(&self, session: &mut Session) -> Result<(), TurnError> {
+        let calls = prompt::unrenderable(&session.records);
+        if calls.is_empty() {
+            return Ok(());
+        }
+        daemon::log::warn(format_args!(
+            "session {}: {} tool calls whose arguments are not JSON are withdrawn from the \
+             history (the server cannot render them)",
+            session.id,
+            calls.len()
+        ));
+        self.append(
+            session,
+            LogRecord::Withdrawn {
+                time: Timestamp::now(),
+                cause: Withdrawal::Unrenderable,
+                detail: "the arguments are not JSON".into(),
+                calls,
+            },
+        )
+    }
+
+    /// The server's context size when the session's last answer filled
+    /// `loop.compact_percent` of it: time to compact.
+    fn near_full(&self, id: &SessionId) -> Option<u64> {
         let used = lock(&self.used).get(id).map_or(0, |u| u.filled);
         if used == 0 {
-            return false;
+            return None;
         }
-        let Ok(props) = self.props() else {
-            return false;
-        };
-        used * 100 >= props.n_ctx * u64::from(self.config.r#loop.compact_percent)
+        let props = self.props().ok()?;
+        (used * 100 >= props.n_ctx * u64::from(self.config.r#loop.compact_percent))
+            .then_some(props.n_ctx)
     }
 
     fn run(
@@ -310,15 +308,12 @@ impl Looper {
             }
             // What the previous answer of this session made cacheable (its whole prompt).
             let cacheable = lock(&self.used).get(&session.id).map(|u| u.cacheable);
-            let body = json!({
-                "messages": llm::messages(&self.system(session.summary.as_deref()), &session.records),
-                "tools": tools::definitions(),
-                "stream": true,
-                "stream_options": {"include_usage": true},
-                "max_tokens": self.config.r#loop.max_tokens,
-                "id_slot": slot,
-                "cache_prompt": true,
-            });
+            let messages = prompt::messages(
+                &session.system(),
+                session.summary.as_deref(),
+                &session.records,
+            );
+            let body = prompt::body(messages, slot, self.config.r#loop.max_tokens);
             let completion =
                 llm::complete(&self.infer_sock(), self.timeout(), &body, |d| match d {
                     Delta::Text(t) => emit(ChatEvent::Text {
@@ -331,8 +326,10 @@ impl Looper {
             let completion = match completion {
                 Ok(c) => c,
                 Err(e) => {
-                    if e.context_full() {
-                        // The history no longer fits: the next turn starts a new epoch.
+                    if e.context_full() || e.unrenderable() {
+                        // The history no longer fits, or the server refuses to render it
+                        // though loopd found nothing to withdraw: the next turn starts a
+                        // new epoch.
                         lock(&self.used).insert(
                             session.id.clone(),
                             Usage {
@@ -371,23 +368,19 @@ impl Looper {
                     },
                 );
             }
-            self.append(
-                &mut session,
-                LogRecord::Assistant {
-                    time: Timestamp::now(),
-                    content: completion.content.clone(),
-                    reasoning_content: completion.reasoning.clone(),
-                    tool_calls: completion.tool_calls.clone(),
-                },
-            )?;
-            if completion.tool_calls.is_empty() {
+            let sorted = answer::sort(completion, Timestamp::now());
+            self.append(&mut session, sorted.assistant)?;
+            if let Some(w) = sorted.withdrawn {
+                self.append(&mut session, w)?;
+            }
+            if let Some(end) = sorted.end {
                 return Ok(ChatReply {
                     session: session.id,
-                    text: completion.content.unwrap_or_default(),
-                    end: TurnEnd::Answered,
+                    text: sorted.text,
+                    end,
                 });
             }
-            for tc in &completion.tool_calls {
+            for tc in &sorted.run {
                 session.last_call += 1;
                 let call = CallId(session.last_call);
                 calls += 1;

@@ -118,6 +118,20 @@ pub enum AuditEvent {
         post: Option<String>,
         refusal: Refusal,
     },
+    /// The owner relabelled a note (`bxctl notes relabel`): its old and new label, bound
+    /// to the hash of the bytes it holds.
+    NoteRelabelled {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        by: String,
+        name: String,
+        hash: Hash32,
+        old_class: DataClass,
+        old_untrusted: bool,
+        class: DataClass,
+        untrusted: bool,
+    },
 }
 
 /// One stored line that is not a link of the chain, as a recovery record names it.
@@ -166,7 +180,8 @@ impl AuditLine {
                 | AuditEvent::GrantsRefused { seq, .. }
                 | AuditEvent::Recovery { seq, .. }
                 | AuditEvent::ApprovalRequested { seq, .. }
-                | AuditEvent::ApprovalRefused { seq, .. },
+                | AuditEvent::ApprovalRefused { seq, .. }
+                | AuditEvent::NoteRelabelled { seq, .. },
             ) => *seq,
         }
     }
@@ -179,7 +194,8 @@ impl AuditLine {
                 | AuditEvent::GrantsRefused { prev, .. }
                 | AuditEvent::Recovery { prev, .. }
                 | AuditEvent::ApprovalRequested { prev, .. }
-                | AuditEvent::ApprovalRefused { prev, .. },
+                | AuditEvent::ApprovalRefused { prev, .. }
+                | AuditEvent::NoteRelabelled { prev, .. },
             ) => *prev,
         }
     }
@@ -192,7 +208,8 @@ impl AuditLine {
                 | AuditEvent::GrantsRefused { time, .. }
                 | AuditEvent::Recovery { time, .. }
                 | AuditEvent::ApprovalRequested { time, .. }
-                | AuditEvent::ApprovalRefused { time, .. },
+                | AuditEvent::ApprovalRefused { time, .. }
+                | AuditEvent::NoteRelabelled { time, .. },
             ) => *time,
         }
     }

@@ -61,6 +61,10 @@ pub enum TurnEnd {
     /// withdrawn, a tool already running finished and its result is logged, and the model
     /// was not asked again. The next message continues the session.
     Cancelled,
+    /// The answer did not end normally (`finish` is the server's `finish_reason`, `length`
+    /// when `max_tokens` cut it): its text is kept, its `withdrawn` tool calls were not run.
+    /// The session goes on.
+    Cut { finish: String, withdrawn: u32 },
 }
 
 /// The final frame of a turn.

@@ -22,6 +22,7 @@ mod grant;
 mod ids;
 mod log;
 mod message;
+pub mod notes;
 pub mod status;
 mod time;
 mod tool;
@@ -37,7 +38,7 @@ pub use frame::{
 };
 pub use grant::{Constraints, Grant, IfUntrusted, Mode, TomlError, from_toml};
 pub use ids::{CallId, Epoch, Hash32, SessionId, hex};
-pub use log::{CallOutcome, LogRecord, ToolCall};
+pub use log::{CallOutcome, LogRecord, ToolCall, Withdrawal};
 pub use message::{Envelope, ErrorCode, Message, PROTOCOL_VERSION, WireError};
 pub use time::Timestamp;
 pub use tool::{DenyReason, ToolRequest, ToolResponse};

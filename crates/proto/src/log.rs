@@ -57,6 +57,29 @@ pub enum LogRecord {
         next: Epoch,
         summary: String,
     },
+    /// Tool calls the model asked for that are never run and never sent back to the server:
+    /// those of an answer that did not end normally (`cut`, not in the `assistant` record
+    /// before it), or calls of earlier `assistant` records that the server cannot render
+    /// (`unrenderable`, arguments that are not JSON: those calls and their results are left
+    /// out of every later request). The log is never rewritten; this record is how it is
+    /// repaired.
+    Withdrawn {
+        time: Timestamp,
+        cause: Withdrawal,
+        /// For the owner: the finish reason, or what made the calls unrenderable.
+        detail: String,
+        calls: Vec<ToolCall>,
+    },
+}
+
+/// Why tool calls were withdrawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Withdrawal {
+    /// The answer ended otherwise than `stop` or `tool_calls` (`length`: `max_tokens` cut it).
+    Cut,
+    /// Their arguments are not JSON, so the server refuses to render the history.
+    Unrenderable,
 }
 
 /// A tool call that gave no result: what the owner is shown instead of the text the model

@@ -102,6 +102,12 @@ pub enum Message {
     /// Owner channel: load the grants directory again. Answered with `grants_reloaded`.
     GrantsReload(Empty),
     GrantsReloaded(crate::status::Reloaded),
+    /// Owner channel: the notes and their labels. Answered with `notes_listing`.
+    NotesQuery(crate::notes::NotesQuery),
+    NotesListing(crate::notes::NotesListing),
+    /// Owner channel: relabel one note (audited). Answered with `note_relabelled`.
+    NoteRelabel(crate::notes::NoteRelabel),
+    NoteRelabelled(crate::notes::NoteRelabelled),
 }
 
 impl Message {
@@ -137,6 +143,10 @@ impl Message {
             Self::LoopStatus(_) => "loop_status",
             Self::GrantsReload(_) => "grants_reload",
             Self::GrantsReloaded(_) => "grants_reloaded",
+            Self::NotesQuery(_) => "notes_query",
+            Self::NotesListing(_) => "notes_listing",
+            Self::NoteRelabel(_) => "note_relabel",
+            Self::NoteRelabelled(_) => "note_relabelled",
         }
     }
 
@@ -177,6 +187,9 @@ pub enum ErrorCode {
     /// The server is stopping or at its connection limit: the same peer may try again
     /// later. Sent with id 0 before the request is read, and the connection is closed.
     Unavailable,
+    /// A notes request on the owner's channel was not done (no such note, a bad name, the
+    /// disk); the detail says which.
+    NoteRefused,
 }
 
 impl ErrorCode {

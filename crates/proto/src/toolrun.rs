@@ -23,6 +23,12 @@ pub struct ToolInvocation {
     pub consult: Option<ConsultTarget>,
     /// The tool's own deadline for network work, in milliseconds.
     pub timeout_ms: u64,
+    /// For the note tools, where the tool finds what brokerd bound: for `note_read` the one
+    /// note (a file), for `note_list` the notes directory, both read-only; for `note_write`
+    /// the empty per-call directory it writes `<name>.md` into, for brokerd to check and
+    /// move into place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
 }
 
 /// An OpenAI-compatible chat completion endpoint.

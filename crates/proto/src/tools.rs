@@ -34,6 +34,37 @@ pub struct ConsultArgs {
     pub prompt: String,
 }
 
+/// How `note_write` changes its note.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoteMode {
+    /// The note becomes `text`, and takes the writer's label.
+    Replace,
+    /// `text` is added at the end, and the note keeps the higher of its label and the
+    /// writer's.
+    Append,
+}
+
+/// `note_write`: one note, named like a file in `memory/notes/` (see `crate::notes`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoteWriteArgs {
+    pub mode: NoteMode,
+    pub name: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoteReadArgs {
+    pub name: String,
+}
+
+/// `note_list` takes no arguments: `{}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoteListArgs {}
+
 /// A validated tool call: `{"tool":"read_file","arguments":{"path":"/x"}}` on the tool's
 /// stdin.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,6 +79,9 @@ pub enum ToolArgs {
     ListDir(ListDirArgs),
     HttpFetch(HttpFetchArgs),
     Consult(ConsultArgs),
+    NoteWrite(NoteWriteArgs),
+    NoteRead(NoteReadArgs),
+    NoteList(NoteListArgs),
 }
 
 /// The longest arguments text accepted. Arguments are shown whole on approval cards and
@@ -55,7 +89,15 @@ pub enum ToolArgs {
 pub const MAX_ARGUMENTS: usize = 64 * 1024;
 
 /// Every tool boxmaker knows, by its wire name.
-pub const TOOL_NAMES: [&str; 4] = ["read_file", "list_dir", "http_fetch", "consult"];
+pub const TOOL_NAMES: [&str; 7] = [
+    "read_file",
+    "list_dir",
+    "http_fetch",
+    "consult",
+    "note_write",
+    "note_read",
+    "note_list",
+];
 
 impl ToolArgs {
     /// Parses the model's arguments text for `tool`. The text must be one JSON object with
@@ -86,6 +128,9 @@ impl ToolArgs {
             "list_dir" => Self::ListDir(strict(tool, arguments)?),
             "http_fetch" => Self::HttpFetch(strict(tool, arguments)?),
             "consult" => Self::Consult(strict(tool, arguments)?),
+            "note_write" => Self::NoteWrite(named(tool, strict(tool, arguments)?)?),
+            "note_read" => Self::NoteRead(named(tool, strict(tool, arguments)?)?),
+            "note_list" => Self::NoteList(strict(tool, arguments)?),
             other => return Err(ArgsError::UnknownTool(other.to_owned())),
         })
     }
@@ -96,6 +141,9 @@ impl ToolArgs {
             Self::ListDir(_) => "list_dir",
             Self::HttpFetch(_) => "http_fetch",
             Self::Consult(_) => "consult",
+            Self::NoteWrite(_) => "note_write",
+            Self::NoteRead(_) => "note_read",
+            Self::NoteList(_) => "note_list",
         }
     }
 
@@ -107,6 +155,9 @@ impl ToolArgs {
             Self::ListDir(a) => serde_json::to_string(a),
             Self::HttpFetch(a) => serde_json::to_string(a),
             Self::Consult(a) => serde_json::to_string(a),
+            Self::NoteWrite(a) => serde_json::to_string(a),
+            Self::NoteRead(a) => serde_json::to_string(a),
+            Self::NoteList(a) => serde_json::to_string(a),
         };
         // Serialising plain structs of strings cannot fail.
         text.unwrap_or_default()
@@ -114,13 +165,17 @@ impl ToolArgs {
 
     /// What the call reads, for approval cards: the path or the URL, at most
     /// [`MAX_READ`](crate::approval::MAX_READ) characters (a longer one ends in `…`).
-    /// `None` for `consult`, which reads nothing named.
+    /// For a note tool, the note's name. `None` for `consult` and `note_list`, which read
+    /// nothing named.
     pub fn reads(&self) -> Option<String> {
         let what = match self {
             Self::ReadFile(a) => &a.path,
             Self::ListDir(a) => &a.path,
             Self::HttpFetch(a) => &a.url,
-            Self::Consult(_) => return None,
+            Self::NoteWrite(NoteWriteArgs { name, .. }) | Self::NoteRead(NoteReadArgs { name }) => {
+                name
+            }
+            Self::Consult(_) | Self::NoteList(_) => return None,
         };
         let max = crate::approval::MAX_READ;
         Some(if what.chars().count() <= max {
@@ -129,6 +184,31 @@ impl ToolArgs {
             what.chars().take(max - 1).collect::<String>() + "…"
         })
     }
+}
+
+/// A note tool's name, checked like a path before any grant sees it.
+trait Named {
+    fn name(&self) -> &str;
+}
+
+impl Named for NoteWriteArgs {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Named for NoteReadArgs {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+fn named<T: Named>(tool: &str, args: T) -> Result<T, ArgsError> {
+    crate::notes::check_name(args.name()).map_err(|e| ArgsError::Invalid {
+        tool: tool.to_owned(),
+        detail: e.to_string(),
+    })?;
+    Ok(args)
 }
 
 /// Why the model's arguments were refused.

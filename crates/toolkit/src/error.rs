@@ -42,6 +42,10 @@ pub enum Failure {
     /// Content with a NUL byte in its first 8 KiB (`text::BINARY_PROBE`): taken to be
     /// binary and refused.
     Binary,
+    /// A note tool's invocation names no notes directory (brokerd always sends one).
+    NoNotesDir,
+    /// A file in the note's place larger than any note brokerd writes.
+    NoteTooLarge { size: u64 },
 }
 
 /// Why `read_file` or `list_dir` refused or failed on `path` (the path as the call wrote
@@ -214,6 +218,12 @@ impl fmt::Display for Failure {
             Self::Binary => {
                 f.write_str("not UTF-8 text (a NUL byte in the first 8 KiB: binary content)")
             }
+            Self::NoNotesDir => f.write_str("the invocation names no notes directory"),
+            Self::NoteTooLarge { size } => write!(
+                f,
+                "the note is {size} bytes, over the {} a note may hold (not read)",
+                proto::notes::MAX_NOTE
+            ),
         }
     }
 }
@@ -376,7 +386,7 @@ impl std::error::Error for Failure {
             Self::File(e) => e.source(),
             Self::Net(e) => e.source(),
             Self::Consult(e) => e.source(),
-            Self::Binary => None,
+            Self::Binary | Self::NoNotesDir | Self::NoteTooLarge { .. } => None,
         }
     }
 }

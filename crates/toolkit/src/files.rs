@@ -70,7 +70,7 @@ pub fn list_dir(path: &str, inv: &ToolInvocation) -> Result<Content, Failure> {
 }
 
 /// One entry per line; whole lines only, as many as fit in `max` bytes.
-fn join_capped(lines: &[String], max: usize) -> Content {
+pub(crate) fn join_capped(lines: &[String], max: usize) -> Content {
     let mut content = String::new();
     for line in lines {
         if content.len() + line.len() + 1 > max {

@@ -24,6 +24,7 @@ mod error;
 mod fetch;
 mod files;
 mod net;
+mod notes;
 mod text;
 
 use std::fmt;
@@ -111,6 +112,9 @@ pub fn execute(invocation: &ToolInvocation, credentials: Option<&Path>) -> ToolR
         ToolArgs::ListDir(a) => files::list_dir(&a.path, invocation),
         ToolArgs::HttpFetch(a) => fetch::http_fetch(&a.url, invocation),
         ToolArgs::Consult(a) => consult::consult(&a.prompt, invocation, credentials),
+        ToolArgs::NoteWrite(a) => notes::write(a, invocation),
+        ToolArgs::NoteRead(a) => notes::read(&a.name, invocation),
+        ToolArgs::NoteList(_) => notes::list(invocation),
     };
     result.map_err(|source| ToolError::Tool {
         tool: invocation.call.tool(),

@@ -128,6 +128,7 @@ mod tests {
             addresses: addresses.iter().map(|s| (*s).to_owned()).collect(),
             consult: None,
             timeout_ms: 100,
+            notes: None,
         }
     }
 

@@ -188,6 +188,12 @@ impl Home {
         cmd.args(["--listen", "127.0.0.1:0", "--script"])
             .arg(&script_path);
         let (fake, addr) = self.spawn_peer(cmd, "fake.log");
+        self.agent_on(fake, addr, loop_config)
+    }
+
+    /// Starts inferproxy, brokerd and loopd in front of `server` (a llama-server, fake or
+    /// real, at `addr`), with `loop_config` as the `[loop]` section.
+    pub fn agent_on(&self, server: Daemon, addr: String, loop_config: &str) -> Agent {
         self.append_config(&format!(
             "[infer]\nupstream = \"http://{addr}\"\n[loop]\n{loop_config}\n"
         ));
@@ -197,7 +203,7 @@ impl Home {
         Agent {
             addr,
             chat: self.chat_sock(),
-            daemons: vec![loopd, brokerd, inferproxy, fake],
+            daemons: vec![loopd, brokerd, inferproxy, server],
         }
     }
 

@@ -76,6 +76,9 @@ pub struct RunSpec {
     /// For a path call, the one path the systemd runner binds read-only into the tool's
     /// root: what the call covers, resolved by brokerd ([`crate::bind`]).
     pub bind: Option<crate::bind::Bind>,
+    /// For `note_write`: the empty per-call directory bound writable (the only writable
+    /// place the unit has), where the tool leaves the note's text for brokerd.
+    pub write_bind: Option<crate::bind::Bind>,
     /// The resolved addresses of the granted hosts; empty means no network at all.
     pub addresses: Vec<IpAddr>,
     pub secret: Option<Secret>,
@@ -113,6 +116,12 @@ impl Runner {
             return RunOutcome::failed("internal: refusing to run a call that was not allowed");
         }
         self.execute(spec)
+    }
+
+    /// Whether a run sees only what its spec binds (the systemd runner), so that the tool
+    /// finds a bound path at its `target`; the direct runner binds nothing.
+    pub fn binds(&self) -> bool {
+        matches!(self, Self::Systemd(_))
     }
 
     /// Runs one call to completion (or to its limits). Never panics on tool behaviour: every

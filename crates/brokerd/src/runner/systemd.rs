@@ -77,6 +77,11 @@ impl SystemdRunner {
                 check_granted_path(path).map_err(|e| CheckError::Path(e.to_string()))?;
             }
         }
+        if let Some(bind) = &spec.write_bind {
+            for path in [&bind.source, &bind.target] {
+                check_granted_path(path).map_err(|e| CheckError::Path(e.to_string()))?;
+            }
+        }
         if let Some(secret) = &spec.secret {
             unit_path(path_str(&secret.source)?)?;
         }
@@ -127,6 +132,11 @@ impl SystemdRunner {
                     format!("-{}:{}", bind.source, bind.target),
                 );
             }
+        }
+        // A note write's one writable place: its own empty per-call directory, which brokerd
+        // checks after the run; no note is bound at all, so no other can be touched.
+        if let Some(bind) = &spec.write_bind {
+            p.set("BindPaths", format!("{}:{}", bind.source, bind.target));
         }
         // Read-only everywhere (DynamicUser implies it; stated for the reader and scorer).
         p.set("ProtectSystem", "strict");

@@ -57,6 +57,16 @@ fn every_failure_to_start_exits_1() {
         source: std::io::Error::other("no threads left"),
     });
     assert_eq!(threads.exit_code(), EXIT_FAILURE);
+    // A notes directory that cannot be made: its path and the OS's reason.
+    let notes = Error::Notes(brokerd::notes::NoteError::Io {
+        path: PathBuf::from("/var/lib/boxmaker/notes"),
+        source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+    });
+    assert_eq!(notes.exit_code(), EXIT_FAILURE);
+    assert_eq!(
+        notes.to_string(),
+        "/var/lib/boxmaker/notes: permission denied"
+    );
 }
 
 #[test]

@@ -281,6 +281,16 @@ fn sessions_show_what_was_said_as_blocks() {
                 arguments: HOSTILE.into(),
             }],
         },
+        LogRecord::Withdrawn {
+            time: time(),
+            cause: proto::Withdrawal::Cut,
+            detail: HOSTILE.into(),
+            calls: vec![ToolCall {
+                id: "c2".into(),
+                name: HOSTILE.into(),
+                arguments: HOSTILE.into(),
+            }],
+        },
     ];
     let served = home.answer(
         &home.loopd(),
@@ -303,7 +313,8 @@ fn sessions_show_what_was_said_as_blocks() {
              {t} boxmaker: [calls: {ESCAPED} {ESCAPED}]\n\
              | ok\n\
              | #0 {t} session s-1 call 1 read_file \"{{}}\" [private] ALLOWED by grant notes-read\n\
-             {BLOCK}"
+             {BLOCK}\
+             {t} -- tool calls withdrawn (cut answer, not run: {ESCAPED}): {ESCAPED} {ESCAPED}\n"
         )
     );
 }

@@ -23,7 +23,9 @@ pub enum Invalid {
     ResultTooLarge { max_result_bytes: u64, most: u64 },
     /// `loop.max_tool_calls`, `loop.request_timeout` or `loop.max_tokens` is 0.
     LoopZero,
-    /// `loop.compact_percent` is outside 10 to 95.
+    /// `loop.compact_percent` is outside 10 to 80: the summary request continues the
+    /// epoch's prompt, so the instruction and the summary (an eighth of the context) must
+    /// fit in what is left at the threshold.
     CompactPercent { percent: u8 },
     /// `gateway.server` is not an http:// or https:// URL.
     GatewayServer { server: String },
@@ -64,9 +66,10 @@ impl fmt::Display for Invalid {
             Self::LoopZero => f.write_str(
                 "loop.max_tool_calls, loop.request_timeout and loop.max_tokens must be more than 0",
             ),
-            Self::CompactPercent { .. } => {
-                f.write_str("loop.compact_percent must be between 10 and 95")
-            }
+            Self::CompactPercent { .. } => f.write_str(
+                "loop.compact_percent must be between 10 and 80 (the summary is written \
+                     in what is left of the context)",
+            ),
             Self::GatewayServer { .. } => {
                 f.write_str("gateway.server must be an http:// or https:// URL")
             }

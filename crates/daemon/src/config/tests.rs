@@ -23,6 +23,15 @@ fn a_minimal_config_takes_the_defaults() {
 }
 
 #[test]
+fn compact_percent_may_be_10_to_80() {
+    for p in [10, 80] {
+        let text = format!("{MINIMAL}[loop]\ncompact_percent = {p}\n");
+        let c = Config::parse(Path::new("c.toml"), &text).expect("valid");
+        assert_eq!(c.r#loop.compact_percent, p);
+    }
+}
+
+#[test]
 fn bad_configs_say_where_and_why() {
     let cases = [
         (
@@ -157,9 +166,10 @@ fn each_invalid_setting_is_its_own_variant() {
             "loop.max_tool_calls, loop.request_timeout and loop.max_tokens must be more than 0",
         ),
         (
-            format!("{MINIMAL}[loop]\ncompact_percent = 96\n"),
-            Invalid::CompactPercent { percent: 96 },
-            "loop.compact_percent must be between 10 and 95",
+            format!("{MINIMAL}[loop]\ncompact_percent = 81\n"),
+            Invalid::CompactPercent { percent: 81 },
+            "loop.compact_percent must be between 10 and 80 (the summary is written in what \
+             is left of the context)",
         ),
         (
             gateway("").replace("http://m", "mm"),

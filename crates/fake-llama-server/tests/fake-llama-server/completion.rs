@@ -32,7 +32,7 @@ fn ids() -> impl FnMut() -> String {
 }
 
 #[test]
-fn text_replies_are_cut_to_max_tokens_and_tool_calls_never() {
+fn text_replies_are_cut_to_max_tokens() {
     let answer = Answer {
         text: Some("Hello {last_user}!".into()),
         ..Answer::default()
@@ -52,18 +52,85 @@ fn text_replies_are_cut_to_max_tokens_and_tool_calls_never() {
         (cut.content.as_str(), cut.finish_reason.as_str()),
         ("Hell", "length")
     );
-    let call = ToolCallSpec {
-        name: "f".into(),
-        arguments: "{\"a\": 1}".into(),
-        id: None,
-    };
-    let answer = Answer {
-        tool_calls: vec![call],
+}
+
+fn calls(specs: &[(&str, &str)], text: &str) -> Answer {
+    Answer {
+        text: (!text.is_empty()).then(|| text.to_owned()),
+        tool_calls: specs
+            .iter()
+            .map(|(name, arguments)| ToolCallSpec {
+                name: (*name).into(),
+                arguments: (*arguments).into(),
+                id: None,
+            })
+            .collect(),
         ..Answer::default()
-    };
-    let tools = Reply::from_answer(&answer, &[], Some(1), &mut ids());
-    assert_eq!(tools.finish_reason, "tool_calls");
-    assert_eq!(tools.tool_calls[0].0, "id1");
+    }
+}
+
+#[test]
+fn a_tool_call_is_cut_mid_arguments_as_the_real_server_cuts_it() {
+    let answer = calls(&[("list_dir", "{\"path\": \"/home/owner/notes\"}")], "");
+    // The body: `<tool_call>\n{"name": "list_dir", "arguments": ` is 46 bytes; 15 tokens
+    // (60 bytes) leave 14 bytes of the arguments.
+    let cut = Reply::from_answer(&answer, &[], Some(15), &mut ids());
+    assert_eq!(cut.finish_reason, "length");
+    assert_eq!(cut.tool_calls.len(), 1);
+    assert_eq!(cut.tool_calls[0].0, "id1");
+    assert_eq!(cut.tool_calls[0].1.name, "list_dir");
+    assert_eq!(cut.tool_calls[0].1.arguments, "{\"path\": \"/hom");
+    // What the slot holds is the generated text up to the cut, not a whole call.
+    assert_eq!(
+        cut.generated(),
+        "<tool_call>\n{\"name\": \"list_dir\", \"arguments\": {\"path\": \"/hom"
+    );
+    // A call that fits is whole and the reply ends normally.
+    let whole = Reply::from_answer(&answer, &[], Some(100), &mut ids());
+    assert_eq!(whole.finish_reason, "tool_calls");
+    assert_eq!(
+        whole.tool_calls[0].1.arguments,
+        "{\"path\": \"/home/owner/notes\"}"
+    );
+    assert_eq!(
+        whole.generated(),
+        "<tool_call>\n{\"name\": \"list_dir\", \"arguments\": {\"path\": \"/home/owner/notes\"}}\n</tool_call>"
+    );
+}
+
+#[test]
+fn a_cut_keeps_whole_calls_before_it_and_drops_calls_not_begun() {
+    let answer = calls(&[("f", "{\"a\": 1}"), ("g", "{\"b\": 2}")], "Ok.");
+    // Cut one token into g's arguments.
+    let body = Reply::from_answer(&answer, &[], None, &mut ids()).generated();
+    let g_args = body.rfind("{\"b\"").expect("g's arguments");
+    let cut = Reply::from_answer(&answer, &[], Some(g_args / 4 + 1), &mut ids());
+    assert_eq!(cut.finish_reason, "length");
+    assert_eq!(cut.content, "Ok.");
+    assert_eq!(cut.tool_calls.len(), 2);
+    assert_eq!(cut.tool_calls[0].1.arguments, "{\"a\": 1}");
+    assert!(
+        "{\"b\": 2}".starts_with(&cut.tool_calls[1].1.arguments)
+            && cut.tool_calls[1].1.arguments.len() < 8,
+        "{:?}",
+        cut.tool_calls
+    );
+    // Cut in the second call's head: it is dropped.
+    let head = body.rfind("<tool_call>").expect("g's head");
+    let cut = Reply::from_answer(&answer, &[], Some(head / 4 + 1), &mut ids());
+    assert_eq!(cut.tool_calls.len(), 1);
+    // Cut in the text: no call at all.
+    let cut = Reply::from_answer(
+        &calls(&[("f", "{}")], "Hello there"),
+        &[],
+        Some(2),
+        &mut ids(),
+    );
+    assert_eq!(
+        (cut.content.as_str(), cut.tool_calls.len()),
+        ("Hello th", 0)
+    );
+    assert_eq!(cut.finish_reason, "length");
 }
 
 #[test]
@@ -74,6 +141,7 @@ fn completion_has_reasoning_and_tool_calls_only_when_present() {
         reasoning: String::new(),
         tool_calls: vec![],
         finish_reason: "stop".into(),
+        cut_body: None,
     };
     let plain = completion(&meta(), &reply, counts());
     let message = &plain["choices"][0]["message"];
@@ -108,6 +176,7 @@ fn stream_puts_timings_on_the_finish_chunk_or_on_a_usage_chunk() {
             },
         )],
         finish_reason: "tool_calls".into(),
+        cut_body: None,
     };
     let plain = stream_events(&meta(), &reply, counts(), false, 4);
     // role, 2 content pieces, first call delta + 1 fragment, finish

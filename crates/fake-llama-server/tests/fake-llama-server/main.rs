@@ -10,6 +10,7 @@ mod behaviour;
 mod cache;
 mod completion;
 mod http;
+mod nljson;
 mod realpeer;
 mod render;
 mod request;

@@ -8,6 +8,8 @@
 //! `tests/realpeer/setup.sh`, with `BOXMAKER_REALPEER_PYTHON` and `BOXMAKER_REALPEER_MODEL`
 //! set from what that script prints.
 
+mod cut;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;

@@ -30,3 +30,30 @@ fn refuses_bad_bodies_with_400() {
     let err = ChatRequest::parse(br#"{"messages":[{"content":"x"}]}"#).expect_err("no role");
     assert_eq!((err.status, err.kind.as_str()), (500, "server_error"));
 }
+
+#[test]
+fn a_history_whose_tool_call_arguments_are_not_json_is_refused_like_the_real_server() {
+    let body = br#"{"messages":[{"role":"user","content":"ls"},
+        {"role":"assistant","content":"","tool_calls":[{"id":"x","type":"function","function":{"name":"list_dir","arguments":"{\"path\": \"/home/owner/no"}}]},
+        {"role":"user","content":"again"}]}"#;
+    let err = ChatRequest::parse(body).expect_err("not renderable");
+    assert_eq!((err.status, err.kind.as_str()), (500, "server_error"));
+    assert_eq!(
+        err.message,
+        "Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] parse \
+         error at line 1, column 25: syntax error while parsing value - invalid string: \
+         missing closing quote; last read: '\"/home/owner/no'"
+    );
+    // A call without arguments is refused too, as the real server refuses it.
+    let err = ChatRequest::parse(
+        br#"{"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f"}}]}]}"#,
+    )
+    .expect_err("no arguments");
+    assert_eq!(
+        (err.status, err.message.as_str()),
+        (
+            500,
+            "Failed to parse messages: [json.exception.out_of_range.403] key 'arguments' not found"
+        )
+    );
+}

@@ -356,6 +356,10 @@ impl fmt::Display for InvalidGrant {
                     Subject::Path => "it reads local files; patterns can narrow it further",
                     Subject::Url => "it fetches URLs; hosts and patterns limit it",
                     Subject::Prompt => "its destination is the endpoint brokerd is configured with",
+                    Subject::Note if tool == "note_list" => {
+                        "it lists brokerd's notes: there is no name to match"
+                    }
+                    Subject::Note => "it works on brokerd's notes; patterns narrow the note names",
                 };
                 write!(
                     f,
@@ -456,7 +460,7 @@ impl fmt::Display for Mismatch {
             } => {
                 // A prompt is named, not repeated: it can be long, and it is the model's own.
                 match subject {
-                    Subject::Path | Subject::Url => write!(f, "{value:?}")?,
+                    Subject::Path | Subject::Url | Subject::Note => write!(f, "{value:?}")?,
                     Subject::Prompt => f.write_str("the prompt")?,
                 }
                 let list: Vec<String> = patterns.iter().map(|p| format!("{p:?}")).collect();

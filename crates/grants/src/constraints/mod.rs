@@ -44,6 +44,9 @@ pub enum Subject {
     Url,
     /// `consult`: the prompt.
     Prompt,
+    /// `note_write`, `note_read`: the note's name (`note_list` has none: patterns do not
+    /// apply to it).
+    Note,
 }
 
 fn subject_of(tool: &str) -> Result<Subject, InvalidGrant> {
@@ -51,6 +54,7 @@ fn subject_of(tool: &str) -> Result<Subject, InvalidGrant> {
         "read_file" | "list_dir" => Ok(Subject::Path),
         "http_fetch" => Ok(Subject::Url),
         "consult" => Ok(Subject::Prompt),
+        "note_write" | "note_read" | "note_list" => Ok(Subject::Note),
         other => Err(InvalidGrant::UnknownTool {
             tool: other.to_owned(),
         }),
@@ -67,6 +71,8 @@ pub fn validate(grant: &Grant) -> Result<(), InvalidGrant> {
         Subject::Path => (Some("paths"), &["hosts"]),
         Subject::Url => (Some("hosts"), &["paths"]),
         Subject::Prompt => (None, &["paths", "hosts"]),
+        Subject::Note if tool == "note_list" => (None, &["paths", "hosts", "patterns"]),
+        Subject::Note => (None, &["paths", "hosts"]),
     };
     for &list in forbidden {
         if !list_named(c, list).is_empty() {
@@ -161,6 +167,12 @@ pub fn check(grant: &Grant, args: &ToolArgs) -> Result<Covered, Mismatch> {
             check_patterns(&c.patterns, Subject::Prompt, &a.prompt)?;
             Covered::default()
         }
+        ToolArgs::NoteWrite(proto::tools::NoteWriteArgs { name, .. })
+        | ToolArgs::NoteRead(proto::tools::NoteReadArgs { name }) => {
+            check_patterns(&c.patterns, Subject::Note, name)?;
+            Covered::default()
+        }
+        ToolArgs::NoteList(_) => Covered::default(),
     };
     Ok(covered)
 }

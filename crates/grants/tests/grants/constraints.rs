@@ -2,7 +2,7 @@
 //! paths, hosts and patterns let through.
 
 use grants::constraints::{Covered, Host, check, validate};
-use proto::tools::{ConsultArgs, HttpFetchArgs, ListDirArgs, ReadFileArgs, ToolArgs};
+use proto::tools::{ConsultArgs, HttpFetchArgs, ListDirArgs, NoteReadArgs, ReadFileArgs, ToolArgs};
 use proto::{Constraints, DataClass, Grant, Mode};
 
 pub(crate) fn grant(
@@ -436,4 +436,20 @@ max_taint = "secret"
         let g = Grant::from_toml(text).expect(text);
         validate(&g).expect(text);
     }
+}
+
+#[test]
+fn a_note_grants_patterns_match_the_notes_name() {
+    let g = grant("note_read", Mode::Auto, &[], &[], &["shop-*"]);
+    let read = |name: &str| {
+        ToolArgs::NoteRead(NoteReadArgs {
+            name: name.to_owned(),
+        })
+    };
+    assert!(check(&g, &read("shop-monday")).is_ok());
+    let refused = check(&g, &read("diary")).expect_err("not a shop note");
+    assert_eq!(
+        refused.to_string(),
+        "\"diary\" matches none of the patterns \"shop-*\""
+    );
 }

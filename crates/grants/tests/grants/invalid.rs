@@ -20,7 +20,8 @@ fn a_misfit_grant_says_which_list_and_tool() {
         (
             grant("shell", Deny, &[], &[], &[]),
             InvalidGrant::UnknownTool { tool: s("shell") },
-            "no tool is named \"shell\" (the tools are read_file, list_dir, http_fetch, consult)",
+            "no tool is named \"shell\" (the tools are read_file, list_dir, http_fetch, consult, \
+             note_write, note_read, note_list)",
         ),
         (
             grant("list_dir", Ask, &[], &[], &["*"]),
@@ -69,6 +70,26 @@ fn a_misfit_grant_says_which_list_and_tool() {
             },
             "constraints.paths does not apply to consult (its destination is the endpoint brokerd \
              is configured with): remove it",
+        ),
+        (
+            grant("note_read", Auto, &["/a"], &[], &[]),
+            InvalidGrant::NotApplicable {
+                list: "paths",
+                tool: s("note_read"),
+                subject: Subject::Note,
+            },
+            "constraints.paths does not apply to note_read (it works on brokerd's notes; patterns \
+             narrow the note names): remove it",
+        ),
+        (
+            grant("note_list", Auto, &[], &[], &["a*"]),
+            InvalidGrant::NotApplicable {
+                list: "patterns",
+                tool: s("note_list"),
+                subject: Subject::Note,
+            },
+            "constraints.patterns does not apply to note_list (it lists brokerd's notes: there is \
+             no name to match): remove it",
         ),
     ] {
         let err = validate(&g).expect_err(text);

@@ -4,5 +4,6 @@ mod config;
 mod exit_status;
 mod failures;
 mod forward;
+mod quiet;
 mod refuse;
 mod support;

@@ -107,3 +107,36 @@ fn a_store_that_cannot_be_made_names_its_directory_and_keeps_the_cause() {
     }
     let _ = std::fs::remove_file(&home);
 }
+
+#[test]
+fn the_pinned_core_memory_loads_with_its_epoch_and_a_planted_one_is_refused() {
+    let (home, store, id, _, _) = one_record("pin");
+    let s = store.load(&id).expect("load").expect("session");
+    assert_eq!(s.core, None, "an epoch from before pinning has no pin");
+    std::fs::create_dir_all(home.join("memory")).expect("memory");
+    std::fs::write(home.join("memory/core.md"), "CORE").expect("core");
+    assert_eq!(store.core_of_epoch(&home, &s).expect("pin"), "CORE");
+    // The owner's edit does not reach the pinned epoch.
+    std::fs::write(home.join("memory/core.md"), "EDITED").expect("edit");
+    let s = store.load(&id).expect("load").expect("session");
+    assert_eq!(s.core.as_deref(), Some("CORE"));
+    assert_eq!(s.system(), "CORE");
+    let pin = home.join("sessions/s-1/0.core");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&pin).expect("pin").permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    // A pin that is not what loopd writes is refused, never read through.
+    std::fs::remove_file(&pin).expect("rm");
+    std::os::unix::fs::symlink(home.join("memory/core.md"), &pin).expect("link");
+    match store.load(&id) {
+        Err(e @ StoreError::Refused { .. }) => {
+            assert_eq!(
+                e.to_string(),
+                format!("{}: it is a symbolic link", pin.display())
+            );
+        }
+        other => panic!("not refused: {other:?}"),
+    }
+    let _ = std::fs::remove_dir_all(&home);
+}

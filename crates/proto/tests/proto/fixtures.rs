@@ -66,7 +66,11 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::BrokerStatus(_)
             | Message::LoopStatus(_)
             | Message::GrantsReload(_)
-            | Message::GrantsReloaded(_)) => m.kind(),
+            | Message::GrantsReloaded(_)
+            | Message::NotesQuery(_)
+            | Message::NotesListing(_)
+            | Message::NoteRelabel(_)
+            | Message::NoteRelabelled(_)) => m.kind(),
         };
         assert!(
             name.starts_with(&format!("message_{}", kind.replace('/', "_"))),
@@ -107,6 +111,10 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "loop_status",
         "grants_reload",
         "grants_reloaded",
+        "notes_query",
+        "notes_listing",
+        "note_relabel",
+        "note_relabelled",
     ]
     .into_iter()
     .collect();
@@ -125,9 +133,10 @@ fn every_log_fixture_round_trips_and_every_type_has_one() {
             LogRecord::ToolResult { .. } => "tool_result",
             LogRecord::CacheLoss { .. } => "cache_loss",
             LogRecord::EpochEnd { .. } => "epoch_end",
+            LogRecord::Withdrawn { .. } => "withdrawn",
         });
     }
-    assert_eq!(types.len(), 6, "{types:?}");
+    assert_eq!(types.len(), 7, "{types:?}");
 }
 
 #[test]
@@ -147,10 +156,11 @@ fn every_audit_fixture_round_trips_and_every_line_kind_has_one() {
                 AuditEvent::Recovery { .. } => "recovery",
                 AuditEvent::ApprovalRequested { .. } => "approval_requested",
                 AuditEvent::ApprovalRefused { .. } => "approval_refused",
+                AuditEvent::NoteRelabelled { .. } => "note_relabelled",
             },
         });
     }
-    assert_eq!(kinds.len(), 8, "{kinds:?}");
+    assert_eq!(kinds.len(), 9, "{kinds:?}");
 }
 
 #[test]

@@ -10,4 +10,5 @@ mod exit_status;
 mod fetch;
 mod files;
 mod input;
+mod notes;
 mod support;

@@ -47,6 +47,7 @@ pub fn invocation(call: ToolArgs) -> ToolInvocation {
         addresses: vec![],
         consult: None,
         timeout_ms: 5000,
+        notes: None,
     }
 }
 

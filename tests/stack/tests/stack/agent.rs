@@ -287,7 +287,7 @@ fn compaction_starts_a_new_epoch_from_a_summary_and_the_taint_carries_over() {
     let script = format!(
         r#"
 [server]
-n_ctx = 600
+n_ctx = 1000
 
 [[rule]]
 [rule.match]
@@ -358,7 +358,7 @@ text = "{{last_user}} {{last_user}} {{last_user}} {{last_user}}"
             ..
         }
     ));
-    // The summary is in the new epoch's system prompt.
+    // The summary is in the new epoch's prompt (a message of its own after the system prompt).
     let requests = agent.requests();
     let last = requests
         .as_array()

@@ -82,7 +82,7 @@ fn a_context_that_overflows_is_compacted_on_the_next_turn() {
     let script = format!(
         r#"
 [server]
-n_ctx = 1200
+n_ctx = 1600
 
 [[rule]]
 [rule.match]
@@ -117,4 +117,25 @@ text = "Fine."
     );
     assert_eq!(t.reply.end, TurnEnd::Answered);
     assert_eq!(t.reply.text, "Fine.");
+    // The overflowed history could not be continued as is: its summary was asked of the
+    // epoch with the tool result cut short, and written.
+    let requests = agent.requests();
+    let asked: Vec<&serde_json::Value> = requests
+        .as_array()
+        .map(|a| a.iter().filter(|r| r["rule"] == "rule 1").collect())
+        .unwrap_or_default();
+    assert_eq!(
+        asked.len(),
+        1,
+        "one summary request reached the model: {asked:?}"
+    );
+    assert!(
+        asked[0]["prompt"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("[cut for the summary]")
+    );
+    assert!(records(&home, &session, 0).iter().any(
+        |r| matches!(r, LogRecord::EpochEnd { summary, .. } if summary.starts_with("SUMMARY"))
+    ));
 }

@@ -1,0 +1,99 @@
+//! The notes' labels as brokerd computes them: a read's content must be the bytes brokerd
+//! vouched for, a record brokerd cannot read vouches for nothing, and a start clears what
+//! write units left.
+
+use brokerd::notes::{Bound, Notes, UNKNOWN};
+use brokerd::policy::Labels;
+use brokerd::runner::RunOutcome;
+use brokerd::sessions::SessionState;
+use proto::tools::NoteMode;
+use proto::{DataClass, SessionId};
+
+fn temp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("bx-notes-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+const PRIVATE: Labels = Labels {
+    class: DataClass::Private,
+    untrusted: false,
+};
+
+fn read_labels(bytes: &[u8], content: &str, truncated: bool) -> Labels {
+    let dir = temp("vouch");
+    let notes = Notes::open(dir.join("notes"), &dir.join("state")).expect("open");
+    let bound = Bound::Read {
+        bytes: Some(bytes.to_vec()),
+        labels: PRIVATE,
+    };
+    let outcome = RunOutcome::Ok {
+        content: content.to_owned(),
+        truncated,
+    };
+    let writer = SessionState::new(SessionId::new("s-1").expect("id"));
+    let (labels, _) = bound.finish(&notes, outcome, &writer);
+    let _ = std::fs::remove_dir_all(&dir);
+    labels
+}
+
+#[test]
+fn a_read_is_labelled_by_the_record_only_when_the_unit_returned_the_vouched_bytes() {
+    assert_eq!(read_labels(b"buy milk", "buy milk", false), PRIVATE);
+    assert_eq!(read_labels(b"buy milk", "buy", true), PRIVATE);
+    // Edited between brokerd's read and the unit's: not what the record vouches for.
+    assert_eq!(read_labels(b"buy milk", "buy eggs", false), UNKNOWN);
+    assert_eq!(read_labels(b"buy milk", "milk", true), UNKNOWN);
+    assert_eq!(read_labels(b"buy milk", "buy", false), UNKNOWN);
+}
+
+#[test]
+fn a_written_note_is_labelled_by_its_writer_and_an_unreadable_record_vouches_for_nothing() {
+    let dir = temp("record");
+    let notes = Notes::open(dir.join("notes"), &dir.join("state")).expect("open");
+    let mut writer = SessionState::new(SessionId::new("s-1").expect("id"));
+    writer.taint = DataClass::Secret;
+    let incoming = notes.incoming("boxmaker-tool-s-1-1").expect("incoming");
+    std::fs::write(incoming.join("k.md"), "text").expect("text");
+    notes
+        .commit("k", NoteMode::Replace, &incoming, &writer)
+        .expect("commit");
+    let found = notes.find("k");
+    assert!(found.matches);
+    assert_eq!(found.labels.class, DataClass::Secret);
+    std::fs::write(dir.join("state/labels/k.json"), "{not json").expect("corrupt");
+    let found = notes.find("k");
+    assert_eq!((found.matches, found.labels), (false, UNKNOWN));
+    // A restart clears per-call directories a stopped brokerd left.
+    let left = notes.incoming("boxmaker-tool-s-1-2").expect("incoming");
+    std::fs::write(left.join("x.md"), "x").expect("left");
+    drop(notes);
+    let _notes = Notes::open(dir.join("notes"), &dir.join("state")).expect("reopen");
+    assert!(!left.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_fifo_where_a_note_or_a_units_text_should_be_is_refused_without_opening_it() {
+    let dir = temp("fifo");
+    let notes = Notes::open(dir.join("notes"), &dir.join("state")).expect("open");
+    let fifo = |path: &std::path::Path| {
+        let made = std::process::Command::new("mkfifo").arg(path).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", path.display());
+    };
+    fifo(&dir.join("notes/planted.md"));
+    let found = notes.find("planted");
+    assert_eq!((found.bytes, found.labels), (None, UNKNOWN));
+    let incoming = notes.incoming("boxmaker-tool-s-1-1").expect("incoming");
+    fifo(&incoming.join("k.md"));
+    let writer = SessionState::new(SessionId::new("s-1").expect("id"));
+    let refused = notes
+        .commit("k", NoteMode::Replace, &incoming, &writer)
+        .expect_err("a FIFO is no text");
+    assert_eq!(
+        refused.to_string(),
+        "the write unit for note \"k\" left something that is not a regular file; nothing \
+         was written"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

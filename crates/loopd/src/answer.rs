@@ -1,0 +1,166 @@
+//! What becomes of one answer of the model: the records it adds to the log, the tool calls
+//! that run, and whether the turn ends with it. Only an answer that ended normally
+//! (`finish_reason` `stop` or `tool_calls`) has its tool calls run; those of a cut answer
+//! (`length`: `max_tokens` cut it, mid-arguments) are never sent to brokerd, and no call
+//! whose arguments are not JSON is ever logged where the server would have to render it
+//! (it answers HTTP 500 for the whole history then).
+
+use proto::chat::TurnEnd;
+use proto::{LogRecord, Timestamp, ToolCall, Withdrawal};
+
+use crate::llm::Completion;
+use crate::prompt;
+
+/// One answer, sorted.
+#[derive(Debug)]
+pub struct Sorted {
+    /// The `assistant` record, with only the calls that run.
+    pub assistant: LogRecord,
+    /// The `withdrawn` record of the calls that do not, if any.
+    pub withdrawn: Option<LogRecord>,
+    /// The calls to send to brokerd, in order.
+    pub run: Vec<ToolCall>,
+    /// How the turn ends with this answer; `None` when it goes on with the calls' results.
+    pub end: Option<TurnEnd>,
+    /// The answer's text.
+    pub text: String,
+}
+
+pub fn sort(c: Completion, now: Timestamp) -> Sorted {
+    let normal = matches!(c.finish.as_deref(), Some("stop" | "tool_calls"));
+    let (run, withdrawn): (Vec<ToolCall>, Vec<ToolCall>) = c
+        .tool_calls
+        .into_iter()
+        .partition(|call| normal && prompt::is_json(&call.arguments));
+    let finish = c.finish.unwrap_or_else(|| "none".into());
+    let n_withdrawn = u32::try_from(withdrawn.len()).unwrap_or(u32::MAX);
+    let (cause, detail) = if normal {
+        (
+            Withdrawal::Unrenderable,
+            "the arguments are not JSON".into(),
+        )
+    } else {
+        (Withdrawal::Cut, format!("finish_reason {finish}"))
+    };
+    let withdrawn = (!withdrawn.is_empty()).then_some(LogRecord::Withdrawn {
+        time: now,
+        cause,
+        detail,
+        calls: withdrawn,
+    });
+    let end = if !normal {
+        Some(TurnEnd::Cut {
+            finish,
+            withdrawn: n_withdrawn,
+        })
+    } else if run.is_empty() {
+        Some(TurnEnd::Answered)
+    } else {
+        None
+    };
+    Sorted {
+        assistant: LogRecord::Assistant {
+            time: now,
+            content: c.content.clone(),
+            reasoning_content: c.reasoning,
+            tool_calls: run.clone(),
+        },
+        withdrawn,
+        run,
+        end,
+        text: c.content.unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(arguments: &str) -> ToolCall {
+        ToolCall {
+            id: "c1".into(),
+            name: "list_dir".into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    fn completion(finish: Option<&str>, calls: Vec<ToolCall>) -> Completion {
+        Completion {
+            content: Some("Listing.".into()),
+            tool_calls: calls,
+            finish: finish.map(str::to_owned),
+            ..Completion::default()
+        }
+    }
+
+    fn now() -> Timestamp {
+        Timestamp::from_millis(0).expect("time")
+    }
+
+    #[test]
+    fn a_cut_answer_runs_no_call_logs_none_and_ends_the_turn_saying_so() {
+        // What llama-server streamed when max_tokens cut a call mid-string.
+        let cut = call("{\"path\": \"/home/owner/no");
+        for finish in [Some("length"), None, Some("content_filter")] {
+            let s = sort(completion(finish, vec![cut.clone()]), now());
+            assert!(s.run.is_empty(), "{finish:?}");
+            assert!(
+                matches!(&s.assistant, LogRecord::Assistant { tool_calls, content, .. }
+                    if tool_calls.is_empty() && content.as_deref() == Some("Listing.")),
+                "{:?}",
+                s.assistant
+            );
+            assert!(matches!(
+                &s.withdrawn,
+                Some(LogRecord::Withdrawn { cause: Withdrawal::Cut, calls, .. }) if *calls == [cut.clone()]
+            ));
+            let want = finish.unwrap_or("none").to_owned();
+            assert_eq!(
+                s.end,
+                Some(TurnEnd::Cut {
+                    finish: want,
+                    withdrawn: 1
+                })
+            );
+            assert_eq!(s.text, "Listing.");
+        }
+        // A cut answer whose call happens to be whole JSON is not run either.
+        let s = sort(completion(Some("length"), vec![call("{}")]), now());
+        assert!(s.run.is_empty());
+    }
+
+    #[test]
+    fn a_cut_text_answer_is_kept_and_the_turn_says_it_was_cut() {
+        let s = sort(completion(Some("length"), vec![]), now());
+        assert!(s.withdrawn.is_none());
+        assert_eq!(
+            s.end,
+            Some(TurnEnd::Cut {
+                finish: "length".into(),
+                withdrawn: 0
+            })
+        );
+    }
+
+    #[test]
+    fn a_normal_answer_runs_its_json_calls_and_withdraws_the_rest() {
+        let good = call("{\"path\": \"/n\"}");
+        let bad = call("{\"path\": ");
+        let s = sort(
+            completion(Some("tool_calls"), vec![good.clone(), bad.clone()]),
+            now(),
+        );
+        assert_eq!(s.run, std::slice::from_ref(&good));
+        assert_eq!(s.end, None, "the turn goes on with the results");
+        assert!(
+            matches!(&s.assistant, LogRecord::Assistant { tool_calls, .. } if *tool_calls == [good.clone()])
+        );
+        assert!(matches!(
+            &s.withdrawn,
+            Some(LogRecord::Withdrawn { cause: Withdrawal::Unrenderable, calls, .. }) if *calls == [bad]
+        ));
+        let s = sort(completion(Some("stop"), vec![]), now());
+        assert_eq!(s.end, Some(TurnEnd::Answered));
+        assert!(s.withdrawn.is_none());
+    }
+}
