@@ -314,17 +314,31 @@ impl Looper {
                 &session.records,
             );
             let body = prompt::body(messages, slot, self.config.r#loop.max_tokens);
-            let completion =
-                llm::complete(&self.infer_sock(), self.timeout(), &body, |d| match d {
+            let completion = llm::complete(
+                &self.infer_sock(),
+                self.timeout(),
+                &body,
+                Some(cancel),
+                |d| match d {
                     Delta::Text(t) => emit(ChatEvent::Text {
                         delta: t.to_owned(),
                     }),
                     Delta::Reasoning(t) => emit(ChatEvent::Reasoning {
                         delta: t.to_owned(),
                     }),
-                });
+                },
+            );
+            cancel.streaming(None);
             let completion = match completion {
                 Ok(c) => c,
+                // Cut by the owner's cancel: nothing of it is logged, as for a broken stream.
+                Err(_) if cancel.is_cancelled() => {
+                    return Ok(ChatReply {
+                        session: session.id,
+                        text: String::new(),
+                        end: TurnEnd::Cancelled,
+                    });
+                }
                 Err(e) => {
                     if e.context_full() || e.unrenderable() {
                         // The history no longer fits, or the server refuses to render it

@@ -90,3 +90,56 @@ fn a_hang_up_while_a_tool_runs_lets_it_finish_and_logs_its_result() {
     assert_eq!(t.reply.end, TurnEnd::Answered, "{:?}", t.reply);
     assert_eq!(t.reply.session, session);
 }
+
+#[test]
+fn a_hang_up_while_the_model_streams_cuts_the_stream_and_logs_none_of_it() {
+    let home = Home::new("cancel-stream", "");
+    let script = r#"
+[[rule]]
+[rule.match]
+user_contains = "again"
+[rule.answer]
+text = "Here again."
+
+[default]
+text = "one two three four five six seven eight nine ten eleven twelve"
+chunk_delay_ms = 300
+"#;
+    let agent = home.start_agent(script, "");
+    let mut conn = Conn::connect(&agent.chat).expect("chat");
+    conn.write(&Envelope::last(
+        1,
+        Message::ChatSend(ChatSend {
+            session: None,
+            text: "Count to twelve".into(),
+            cancel_on_hangup: true,
+        }),
+    ))
+    .expect("send");
+    let mut session = None;
+    loop {
+        match conn.read().expect("event").msg {
+            Message::ChatEvent(ChatEvent::Started { session: s, .. }) => session = Some(s),
+            Message::ChatEvent(ChatEvent::Text { .. }) => break,
+            Message::ChatEvent(_) => {}
+            other => panic!("the turn ended before its first words: {other:?}"),
+        }
+    }
+    let session = session.expect("started");
+    // The owner hangs up after the first words of a stream that takes seconds.
+    drop(conn);
+    // The next turn waits for the session's lock: had the stream run on, its answer would
+    // be logged before this message.
+    let t = agent.chat(Some(&session), "Say it again");
+    assert_eq!(t.reply.text, "Here again.");
+    let kinds: Vec<&str> = records(&home, &session, 0)
+        .iter()
+        .map(|r| match r {
+            LogRecord::SessionStart { .. } => "start",
+            LogRecord::User { .. } => "user",
+            LogRecord::Assistant { .. } => "assistant",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["start", "user", "user", "assistant"], "{kinds:?}");
+}
