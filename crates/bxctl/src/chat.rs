@@ -194,8 +194,8 @@ pub fn send(
     if interrupt.take_cancelled() {
         writeln!(
             out,
-            "[turn cancelled: a call waiting for approval was withdrawn; a running tool \
-             finishes and is logged]"
+            "[turn cancelled: the model's answer is cut and a call waiting for approval \
+             withdrawn; a tool already running finishes and is logged]"
         )
         .map_err(Error::Output)?;
         return Ok(Sent::Cancelled(started));
