@@ -47,6 +47,7 @@ let
       else
         null;
     fakeMattermost = if cfg.fakeMattermost.enable then { inherit (cfg.fakeMattermost) listen; } else null;
+    jobs = mapAttrs (_: j: removeAttrs j [ "grants" ]) cfg.jobs;
     grantPaths = lib.unique (
       lib.concatLists (
         mapAttrsToList (
@@ -119,6 +120,8 @@ let
   };
 in
 {
+  imports = [ ./module-jobs.nix ];
+
   options.services.boxmaker = {
     enable = mkEnableOption "boxmaker, the personal AI agent appliance (brokerd, loopd, inferproxy; gatewayd with gateway.enable)";
 
@@ -329,7 +332,9 @@ in
           + " name hosts, which brokerd resolves without network access through"
           + " systemd-resolved's Unix socket. Set services.resolved.enable = true.";
       }
-    ];
+    ]
+    # The jobs the core refuses (nix/jobs.nix), each message saying how to fix it.
+    ++ map (message: { assertion = false; inherit message; }) core.jobProblems;
 
     # BRIEF decision 1: a DynamicUser service reaches systemd over the bus only through
     # dbus-broker (systemd#22737), and polkit (off by default) carries the rule below.
@@ -357,6 +362,12 @@ in
       socketConfig = u.socket;
       wantedBy = u.install.WantedBy;
     }) core.sockets;
+
+    systemd.timers = mapAttrs (_: u: {
+      description = u.unit.Description;
+      timerConfig = u.timer;
+      wantedBy = u.install.WantedBy;
+    }) core.timers;
 
     systemd.services = mapAttrs service core.services // {
       boxmaker-brokerd = service "boxmaker-brokerd" core.services.boxmaker-brokerd // {

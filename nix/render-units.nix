@@ -37,7 +37,7 @@ let
     concatStringsSep "\n" (
       [ "# Generated from nix/units.nix by nix/render-units.nix; edit the Nix, not this file." ]
       ++ section "Unit" (u.unit or { })
-      ++ section kind (u.${if kind == "Service" then "service" else "socket"})
+      ++ section kind (u.${{ Service = "service"; Socket = "socket"; Timer = "timer"; }.${kind}})
       ++ section "Install" (u.install or { })
     );
 
@@ -57,17 +57,23 @@ let
     prefix: attrs:
     let
       keys = attrNames attrs;
-      plain = filter (k: !isAttrs attrs.${k}) keys;
+      # A list of tables is an array of tables, [[key]] (the top level's `jobs`).
+      arrays = filter (k: isList attrs.${k} && attrs.${k} != [ ] && isAttrs (builtins.head attrs.${k})) keys;
+      plain = filter (k: !isAttrs attrs.${k} && !(builtins.elem k arrays)) keys;
       tables = filter (k: isAttrs attrs.${k}) keys;
       own = map (k: "${k} = ${tomlValue attrs.${k}}") plain;
       header = if prefix == "" || (plain == [ ] && tables != [ ]) then [ ] else [ "[${prefix}]" ];
       sub = k: toml (if prefix == "" then k else "${prefix}.${k}") attrs.${k};
+      array = k: concatMap (t: [ "[[${k}]]" ] ++ map (f: "${f} = ${tomlValue t.${f}}") (attrNames t) ++ [ "" ]) attrs.${k};
     in
-    concatStringsSep "\n" (header ++ own ++ [ "" ] ++ map sub tables);
+    concatStringsSep "\n" (header ++ own ++ [ "" ] ++ map sub tables ++ concatMap array arrays);
+  # What the core refuses (nix/jobs.nix) is refused here too, each reason on its own line.
+  checked = if core.jobProblems == [ ] then core else throw ("nix/units.nix:\n" + concatStringsSep "\n" core.jobProblems);
 in
 listToAttrs (
-  files "Service" "service" core.services
+  files "Service" "service" checked.services
   ++ files "Socket" "socket" core.sockets
+  ++ files "Timer" "timer" core.timers
   ++ [
     {
       name = "tmpfiles.conf";

@@ -37,6 +37,8 @@
   # For nix/changes.nix: the grants (id -> attributes) and adminGroup's members (null: unknown).
   grants ? { },
   adminMembers ? null,
+  # Scheduled jobs, name -> { schedule; prompt; … } (nix/jobs.nix says which keys).
+  jobs ? { },
 }:
 let
   inherit (builtins)
@@ -110,7 +112,9 @@ let
     };
   };
 
-  config = merge (if gateway == null then defaults else merge defaults gatewayDefaults) settings;
+  jobUnits = import ./jobs.nix { inherit jobs package configFile runDir hardening gateway; };
+
+  config = merge (merge (if gateway == null then defaults else merge defaults gatewayDefaults) jobUnits.config) settings;
   s = config.sockets;
 
   # One group per pair directory that two boxmaker roles share; the owner's sides use the
@@ -124,7 +128,7 @@ let
     { path = s.admin_broker; group = adminGroup; }
     { path = s.loop_infer; group = loopInferGroup; }
     { path = s.chat_loop; group = chatGroup; }
-  ] ++ (if gateway == null then [ ] else [ { path = s.broker_gateway; group = brokerGatewayGroup; } ]);
+  ] ++ (if gateway == null then [ ] else [ { path = s.broker_gateway; group = brokerGatewayGroup; } ]) ++ jobUnits.socketDirs;
 
   # Programs may run only from the package and the system's binaries: a role that is made
   # to write a file into its state directory cannot execute it.
@@ -288,19 +292,21 @@ let
 in
 {
   inherit config hardening socketDirs;
+  jobProblems = jobUnits.problems;
+  inherit (jobUnits) timers;
 
   # What a change restarts or reloads, and what the configuration cannot do (nix/changes.nix).
   inherit (import ./changes.nix { inherit config grants gateway adminMembers adminGroup; }) triggers warnings;
 
   # Every static group the units name (DynamicUser makes the roles' own groups).
   groups = [ loopBrokerGroup loopInferGroup adminGroup chatGroup ]
-    ++ (if gateway == null then [ ] else [ brokerGatewayGroup ]);
+    ++ (if gateway == null then [ ] else [ brokerGatewayGroup ]) ++ jobUnits.groups;
 
   services = {
     boxmaker-brokerd = role {
       name = "brokerd";
       description = "boxmaker policy point (brokerd)";
-      sockets = [ "boxmaker-brokerd-loop" "boxmaker-brokerd-admin" ];
+      sockets = [ "boxmaker-brokerd-loop" "boxmaker-brokerd-admin" ] ++ jobUnits.roleSockets "brokerd";
       extra = {
         # Loosening: brokerd starts each tool run as a transient unit over the system bus
         # (BRIEF decision 1), so it alone sees /run/dbus. Host names resolve through
@@ -332,7 +338,7 @@ in
     boxmaker-loopd = role {
       name = "loopd";
       description = "boxmaker agent loop (loopd)";
-      sockets = [ "boxmaker-loopd" ];
+      sockets = [ "boxmaker-loopd" ] ++ jobUnits.roleSockets "loopd";
       unit = {
         # It talks to both on first use; both are socket-activated.
         Wants = [ "boxmaker-brokerd-loop.socket" "boxmaker-inferproxy.socket" ];
@@ -366,7 +372,7 @@ in
     boxmaker-gatewayd = role {
       name = "gatewayd";
       description = "boxmaker Mattermost gateway (gatewayd)";
-      sockets = [ "boxmaker-gatewayd" ];
+      sockets = [ "boxmaker-gatewayd" ] ++ jobUnits.roleSockets "gatewayd";
       unit = {
         # It follows Mattermost from boot (no connection starts it) and chats through
         # loopd's socket-activated loop.sock.
@@ -425,7 +431,7 @@ in
           exec = "fake-llama-server --listen ${fakeLlama.listen or "127.0.0.1:8080"} --script ${fakeLlama.script}";
         };
       }
-  );
+  ) // jobUnits.services;
 
   sockets = {
     boxmaker-brokerd-loop = socket {
@@ -460,7 +466,7 @@ in
       dir = dirOf s.broker_gateway;
       file = "gateway.sock";
     };
-  };
+  } // jobUnits.sockets socket;
 
   # tmpfiles.d lines: the socket directories (root-owned, entered by the pair's group only)
   # and the tool units' empty root, which PID 1 fills with mount points (so not /var/empty).

@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/container/inside.sh: the container tier's scenarios, run by
 # boxmaker-container-test.service inside the booted container (systemd 252 as PID 1,
-# dbus-broker, polkit). They mirror nix/tests/*.nix (a) to (e), and (g); scenario (h), a
+# dbus-broker, polkit). They mirror nix/tests/*.nix (a) to (e), (g) and (j); scenario (h), a
 # test-only tool that reads a sibling of the file its call covers and finds it unbound, is
 # the container tier's own (tests/container/binds.sh), and so is scenario (i), granted
 # paths under a 0700 home and through a linked prefix (tests/container/grant-paths.sh). The
@@ -26,6 +26,7 @@ finish() {
         journal -u boxmaker-brokerd.service -u boxmaker-loopd.service \
             -u boxmaker-inferproxy.service -u boxmaker-fake-llama-server.service \
             -u boxmaker-gatewayd.service -u boxmaker-fake-mattermost.service \
+            -u 'boxmaker-job-*' \
             -u 'boxmaker-tool-*' -u polkit.service -u dbus.service | tail -n 80
     fi
     # The test unit's ExecStopPost= ends the container with a failure unless this file exists.
@@ -187,3 +188,7 @@ source /opt/boxmaker-test/grant-paths.sh
 # ---- (j) the agent's notes ----------------------------------------------------------------
 # shellcheck source=tests/container/notes.sh
 source /opt/boxmaker-test/notes.sh
+
+# ---- (k) scheduled jobs: a timer fires; job identity from the job's DynamicUser -----------------
+# shellcheck source=tests/container/jobs.sh
+source /opt/boxmaker-test/jobs.sh

@@ -7,13 +7,15 @@
 # scenario (g): gatewayd against fake-mattermost (tests/container/gateway.sh), and scenario
 # (h): a test-only tool (tests/container/sibling-tool.py) that reads past the path its call
 # covers, and finds nothing bound there (tests/container/binds.sh), and scenario (i): grants
-# under a 0700 home and through a linked prefix (tests/container/grant-paths.sh), and
+# under a 0700 home and through a linked prefix (tests/container/grant-paths.sh),
 # scenario (j): the agent's notes through brokerd and their units, with a test-only
-# compromised note tool (tests/container/notes.sh, notes-tool.py).
+# compromised note tool (tests/container/notes.sh, notes-tool.py), and scenario (k): a
+# scheduled job's timer fires and its run is delivered (tests/container/jobs.sh).
 #
 # Usage: tests/container/run.sh BIN_DIR
 #   BIN_DIR holds the workspace's binaries (target/debug or target/release): brokerd,
-#   loopd, inferproxy, gatewayd, bxctl, boxmaker-tool, fake-llama-server, fake-mattermost.
+#   loopd, inferproxy, gatewayd, bxctl, boxmaker-tool, boxmaker-job, fake-llama-server,
+#   fake-mattermost.
 # Environment:
 #   BOXMAKER_CACHE              the root file system is built once under
 #                               $BOXMAKER_CACHE/rootfs-bookworm (default ~/.cache/boxmaker)
@@ -26,7 +28,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 CACHE=${BOXMAKER_CACHE:-$HOME/.cache/boxmaker}
 TIMEOUT=${BOXMAKER_CONTAINER_TIMEOUT:-300}
-BINARIES=(brokerd loopd inferproxy gatewayd bxctl boxmaker-tool fake-llama-server fake-mattermost)
+BINARIES=(brokerd loopd inferproxy gatewayd bxctl boxmaker-tool boxmaker-job fake-llama-server fake-mattermost)
 
 say() { printf '\n=== container: %s\n' "$*"; }
 die() {
@@ -83,7 +85,7 @@ cleanup() {
 }
 trap cleanup EXIT
 units=$work/units
-mkdir -p "$units" "$work/etc-boxmaker/grants" "$work/sockets.target.wants"
+mkdir -p "$units" "$work/etc-boxmaker/grants" "$work/sockets.target.wants" "$work/timers.target.wants"
 # brokerd's read-only view of the granted paths (`grantPaths`), derived from the test grants
 # as nix/module.nix derives it from services.boxmaker.grants: the paths of every read_file
 # and list_dir grant. Scenario (i) needs the one under /home (ProtectHome=tmpfs).
@@ -108,7 +110,9 @@ echo "grantPaths = $grant_paths"
         channel = "chan4mqx8ekdy1bwpu7s9ront3"; tokenFile = "/etc/boxmaker/secrets/mattermost-token";
         allowedAddresses = [ "localhost" ]; }' \
     --arg fakeMattermost '{ listen = "127.0.0.1:8065"; }' \
-    --arg grantPaths "$grant_paths"
+    --arg grantPaths "$grant_paths" \
+    --arg jobs '{ morning-brief = { schedule = "2099-01-01 00:00:00"; prompt = "what is on my todo list?"; };
+        watch-inbox = { schedule = "2099-01-01 00:00:00"; prompt = "what is in my inbox?"; }; }'
 # /etc/boxmaker: the rendered config, the test grants, and the VM tests' fake model script
 # with the container tier's own rules appended (tests/container/fake-rules.toml).
 cp "$units/config.toml" "$work/etc-boxmaker/config.toml"
@@ -133,14 +137,18 @@ mkdir -m 0700 "$work/etc-boxmaker/secrets"
 # Every unit file into /etc/systemd/system, and the sockets enabled as NixOS does
 # (WantedBy=sockets.target).
 binds=()
-for f in "$units"/*.service "$units"/*.socket; do
+for f in "$units"/*.service "$units"/*.socket "$units"/*.timer; do
     binds+=("--bind-ro=$f:/etc/systemd/system/$(basename "$f")")
+done
+for f in "$units"/*.timer; do
+    ln -s "/etc/systemd/system/$(basename "$f")" "$work/timers.target.wants/"
 done
 for f in "$units"/*.socket; do
     ln -s "/etc/systemd/system/$(basename "$f")" "$work/sockets.target.wants/"
 done
 binds+=(
     "--bind-ro=$work/sockets.target.wants:/etc/systemd/system/sockets.target.wants"
+    "--bind-ro=$work/timers.target.wants:/etc/systemd/system/timers.target.wants"
     "--bind-ro=$units/tmpfiles.conf:/etc/tmpfiles.d/boxmaker.conf"
     "--bind-ro=$units/sysusers.conf:/etc/sysusers.d/boxmaker.conf"
     "--bind-ro=$units/polkit.rules:/etc/polkit-1/rules.d/50-boxmaker.rules"

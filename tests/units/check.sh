@@ -8,6 +8,11 @@
 #   gatewayd (Mattermost over the network)            at most 1.4, scored without an
 #     address allow list (the default and the loosest) and with one (label `allow`:
 #     allowedAddresses = [ "203.0.113.7" "2001:db8::7" ])
+#   each scheduled job's oneshot (boxmaker-job-*)     at most 1.0
+# Each rendered timer's OnCalendar= must parse (`systemd-analyze calendar`), and the core
+# must refuse a job it cannot render (checked with a bad name, a missing gateway and a
+# schedule on two lines), while a schedule systemd cannot parse is caught by the calendar
+# check.
 # Any stderr from systemd-analyze fails the step: it only warns (exit 0) on unknown keys
 # and bad values. Prints one line per role with its figure, for docs/nix.md.
 #
@@ -31,6 +36,7 @@ declare -A limit=(
     [boxmaker-loopd]=1.0
     [boxmaker-inferproxy]=2.0
     [boxmaker-gatewayd]=1.4
+    [boxmaker-job-morning-brief]=1.0
 )
 expected=(
     boxmaker-brokerd.service boxmaker-brokerd-loop.socket boxmaker-brokerd-admin.socket
@@ -38,10 +44,22 @@ expected=(
     boxmaker-inferproxy.service boxmaker-inferproxy.socket
     boxmaker-fake-llama-server.service
     boxmaker-gatewayd.service boxmaker-gatewayd.socket boxmaker-fake-mattermost.service
+    boxmaker-job-morning-brief.service boxmaker-job-morning-brief.timer
+    boxmaker-brokerd-jobs.socket boxmaker-loopd-jobs.socket boxmaker-gatewayd-jobs.socket
     tmpfiles.conf sysusers.conf polkit.rules config.toml
 )
 
 status=0
+
+# One complete job, as docs/jobs.md shows it.
+jobs='{ morning-brief = { schedule = "Mon..Fri *-*-* 07:00:00"; randomizedDelaySec = 300;
+    prompt = "Summarise my notes for today."; }; }'
+# gateway [ALLOWED]: the gateway's settings, with an address allow list when given.
+gateway() {
+    echo '{ server = "https://chat.example.com"; owners = [ "ownerkp1dx4oy7wqbsm3e9t6ua" ];
+        channel = "chan4mqx8ekdy1bwpu7s9ront3"; tokenFile = "/etc/boxmaker/secrets/mattermost-token";
+        '"${1:+allowedAddresses = $1;}"' }'
+}
 
 # render DIR PACKAGE: every file of the core for this package path, written into DIR.
 # The fake llama-server, a secret, the gateway (with its fake Mattermost, and without an
@@ -53,9 +71,8 @@ render() {
         --arg package "\"$package\"" \
         --arg fakeLlama '{ script = "/etc/boxmaker/fake-llama.toml"; }' \
         --arg secrets '{ consult-key = "/etc/boxmaker/secrets/consult-key"; }' \
-        --arg gateway '{ server = "https://chat.example.com"; owners = [ "ownerkp1dx4oy7wqbsm3e9t6ua" ];
-            channel = "chan4mqx8ekdy1bwpu7s9ront3"; tokenFile = "/etc/boxmaker/secrets/mattermost-token";
-            '"${allowed:+allowedAddresses = $allowed;}"' }' \
+        --arg gateway "$(gateway "$allowed")" \
+        --arg jobs "$jobs" \
         --arg fakeMattermost '{ }' \
         --arg grantPaths '[ "/home/owner/notes" "/srv/notes" ]' \
         >/dev/null
@@ -71,7 +88,7 @@ render() {
 # score DIR LABEL: systemd-analyze security on every role's service in DIR.
 score() {
     local dir=$1 label=$2 role unit max threshold rc report figure
-    for role in boxmaker-brokerd boxmaker-loopd boxmaker-inferproxy boxmaker-gatewayd; do
+    for role in boxmaker-brokerd boxmaker-loopd boxmaker-inferproxy boxmaker-gatewayd boxmaker-job-morning-brief; do
         unit=$dir/$role.service
         [[ -f $unit ]] || continue
         max=${limit[$role]}
@@ -94,6 +111,33 @@ score() {
     done
 }
 
+# calendars DIR: every timer's OnCalendar= parses as systemd parses it.
+calendars() {
+    local timer expr
+    for timer in "$1"/*.timer; do
+        expr=$(sed -n 's/^OnCalendar=//p' "$timer")
+        if ! systemd-analyze calendar "$expr" >/dev/null 2>&1; then
+            echo "units: $(basename "$timer"): OnCalendar=$expr does not parse (systemd-analyze calendar)" >&2
+            return 1
+        fi
+        echo "units: $(basename "$timer"): OnCalendar=$expr parses"
+    done
+}
+
+# refused JOBS GATEWAY TEXT: the core refuses JOBS (with GATEWAY) and says TEXT.
+refused() {
+    local err
+    if err=$(nix-instantiate --eval --strict --json nix/render-units.nix --arg jobs "$1" --arg gateway "$2" 2>&1 >/dev/null); then
+        echo "units: the core rendered jobs it must refuse: $1" >&2
+        status=1
+    elif [[ $err != *"$3"* ]]; then
+        echo "units: refusing $1, the core did not say \"$3\": $err" >&2
+        status=1
+    else
+        echo "units: refused as it should be: $3"
+    fi
+}
+
 # /opt/boxmaker: what the container tests install on Debian; a store path: what NixOS
 # deploys (its ExecPaths= and the tools' binds differ, nothing else).
 render "$out/opt" /opt/boxmaker
@@ -106,7 +150,26 @@ if ! grep -qx 'IPAddressAllow=203.0.113.7' "$out/allow/boxmaker-gatewayd.service
     echo "units: allowedAddresses did not become gatewayd's IPAddressAllow=" >&2
     status=1
 fi
-rm "$out"/allow/boxmaker-{brokerd,loopd,inferproxy}.service
+rm "$out"/allow/boxmaker-{brokerd,loopd,inferproxy,job-morning-brief}.service
 score "$out/allow" allow
+
+calendars "$out/nix" || status=1
+
+refused '{ Morning = { schedule = "daily"; prompt = "p"; }; }' "$(gateway)" \
+    "services.boxmaker.jobs.Morning: the name must be 1 to 18 characters"
+refused '{ a-very-long-job-name = { schedule = "daily"; prompt = "p"; }; }' "$(gateway)" "boxmaker-job-<name>"
+refused '{ brief = { schedule = "daily"; prompt = "p"; }; }' null "needs the gateway"
+refused '{ brief = { schedule = "daily\nExecStart=/bin/sh"; prompt = "p"; }; }' "$(gateway)" "on one line"
+refused '{ brief = { schedule = "daily"; prompt = ""; }; }' "$(gateway)" "prompt is empty"
+# A schedule on one line that systemd cannot parse renders, and the calendar check catches it.
+tests/units/render.sh "$out/bad" --arg gateway "$(gateway)" \
+    --arg jobs '{ brief = { schedule = "every tuesday"; prompt = "p"; }; }' >/dev/null
+if calendars "$out/bad" 2>/dev/null; then
+    echo "units: OnCalendar=every tuesday passed the calendar check" >&2
+    status=1
+else
+    echo "units: refused as it should be: OnCalendar=every tuesday"
+fi
+
 
 exit "$status"

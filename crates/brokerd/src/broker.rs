@@ -24,6 +24,7 @@ use crate::audit::AuditLog;
 use crate::bind;
 use crate::desk::{self, Desk, Heard};
 use crate::grants_in_force::GrantsInForce;
+use crate::jobs::{Runs, Scope};
 use crate::notes::{Notes, Prep};
 use crate::outbox::Outbox;
 use crate::policy::{self, Decision, Labels, Outcome};
@@ -50,6 +51,8 @@ pub struct Broker {
     pub(crate) board: crate::board::Board,
     /// The notes brokerd owns, and their labels.
     pub(crate) notes: Notes,
+    /// The job runs in progress, each with the session brokerd minted for it.
+    pub(crate) runs: Runs,
 }
 
 impl Broker {
@@ -75,7 +78,17 @@ impl Broker {
             outbox,
             board,
             notes,
+            runs: Runs::default(),
         }
+    }
+
+    /// Appends one audit line (a job run's start or end, say), fsynced.
+    pub(crate) fn audit_event(
+        &self,
+        build: impl FnOnce(u64, Timestamp, proto::Hash32) -> AuditLine,
+    ) -> Result<(), Fatal> {
+        lock(&self.audit).append(build)?;
+        Ok(())
     }
 
     /// Every approval waiting for the owner.
@@ -149,9 +162,13 @@ impl Broker {
         let taint = state.taint;
         let parsed = ToolArgs::parse(&req.tool, &req.arguments);
         let now = Timestamp::now();
-        let mut decision = match &parsed {
-            Ok(args) => policy::decide(&snapshot, args, state.view(), now),
-            Err(e) => policy::invalid(e),
+        let mut decision = match (&parsed, self.runs.scope(&req.session)) {
+            (_, Scope::NotRunning) => policy::job_not_running(),
+            (Ok(args), Scope::Ordinary) => policy::decide(&snapshot, args, state.view(), now),
+            (Ok(args), Scope::Job(job)) => {
+                policy::decide_in(&snapshot, args, state.view(), Some(&job), now)
+            }
+            (Err(e), _) => policy::invalid(e),
         };
         // The arguments as the grant covered them, which is also what runs.
         let effective = match (&parsed, decision.grant()) {

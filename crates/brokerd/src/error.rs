@@ -11,6 +11,7 @@ use grants::GrantsError;
 
 use crate::Fatal;
 use crate::audit::AuditError;
+use crate::jobs::JobGrantError;
 use crate::server::Side;
 use crate::sessions::StateError;
 use crate::tool_spec::UnitError;
@@ -30,6 +31,9 @@ pub enum Error {
     Config(ConfigError),
     /// A grant file could not be read or is not valid.
     Grants(GrantsError),
+    /// A job grant could not work with the configuration (an unknown job, an `ask` with no
+    /// gateway).
+    JobGrants(JobGrantError),
     /// `--print-tool-unit` has no unit to print for the grant.
     ToolUnit(UnitError),
     /// What `--check-config` or `--print-tool-unit` prints could not be written.
@@ -44,6 +48,8 @@ pub enum Error {
     FirstSnapshot(Fatal),
     /// One of the two broker sockets could not be taken or bound.
     Socket { side: Side, source: ListenError },
+    /// The jobs socket could not be taken or bound.
+    JobsSocket(ListenError),
     /// The start-up could not watch signals or start a thread.
     Service(StartError),
     /// Serving stopped: durable state failed under `by` (a socket's request, the gateway
@@ -60,6 +66,8 @@ impl Error {
             Self::Inherit(_)
             | Self::Config(_)
             | Self::Grants(_)
+            | Self::JobGrants(_)
+            | Self::JobsSocket(_)
             | Self::ToolUnit(_)
             | Self::Stdout(_)
             | Self::AuditOpen(_)
@@ -75,8 +83,9 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Inherit(e) | Self::Socket { source: e, .. } => e.fmt(f),
+            Self::Inherit(e) | Self::Socket { source: e, .. } | Self::JobsSocket(e) => e.fmt(f),
             Self::Config(e) => e.fmt(f),
+            Self::JobGrants(e) => e.fmt(f),
             Self::Grants(e) => e.fmt(f),
             Self::ToolUnit(e) => e.fmt(f),
             Self::Stdout(e) => write!(f, "cannot write to stdout: {e}"),
@@ -98,8 +107,9 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Inherit(e) | Self::Socket { source: e, .. } => Some(e),
+            Self::Inherit(e) | Self::Socket { source: e, .. } | Self::JobsSocket(e) => Some(e),
             Self::Config(e) => Some(e),
+            Self::JobGrants(e) => Some(e),
             Self::Grants(e) => Some(e),
             Self::ToolUnit(e) => Some(e),
             Self::Stdout(e) => Some(e),

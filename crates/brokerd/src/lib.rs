@@ -15,6 +15,8 @@ mod error;
 mod fatal;
 pub mod gateway;
 mod grants_in_force;
+pub mod jobs;
+mod jobs_socket;
 pub mod notes;
 mod outbox;
 pub mod policy;

@@ -36,7 +36,7 @@
 //!   mismatch as the detail).
 
 use proto::tools::{ArgsError, ToolArgs};
-use proto::{DataClass, DenyReason, Grant, Mode, Timestamp};
+use proto::{DataClass, DenyReason, Grant, JobName, Mode, Timestamp};
 
 use grants::Snapshot;
 use grants::constraints::{self, Covered};
@@ -270,11 +270,46 @@ pub fn bound_labels(snapshot: &Snapshot, bound: &[&str], subtree: bool) -> Label
         .fold(Labels::NONE, |l, (_, g)| l.join(Labels::of(g)))
 }
 
-/// Decides one call.
+/// A call in a job session whose run is not in progress: no grant is consulted.
+pub fn job_not_running() -> Decision {
+    deny(
+        DenyReason::JobNotRunning,
+        None,
+        "this job session's run is not in progress: a job session's calls are served only \
+         while its run lasts",
+    )
+}
+
+/// Decides one call of an ordinary session.
 pub fn decide(
     snapshot: &Snapshot,
     args: &ToolArgs,
     session: SessionView,
+    now: Timestamp,
+) -> Decision {
+    decide_in(snapshot, args, session, None, now)
+}
+
+/// Whether `grant` may decide a call of a session in `job` (`None`: an ordinary session).
+/// A job's grants apply to its runs only, and an ordinary grant to ordinary sessions only,
+/// except that an ordinary deny also denies in a job: a job gets no right it was not
+/// written, and loses none of the owner's prohibitions.
+fn in_scope(grant: &Grant, job: Option<&JobName>) -> bool {
+    match (&grant.job, job) {
+        (Some(g), Some(j)) => g == j,
+        (Some(_), None) => false,
+        (None, None) => true,
+        (None, Some(_)) => grant.mode == Mode::Deny,
+    }
+}
+
+/// Decides one call of a session in `job` (`None`: an ordinary session): only the grants
+/// in scope ([`in_scope`]) decide, while every covering grant labels the result.
+pub fn decide_in(
+    snapshot: &Snapshot,
+    args: &ToolArgs,
+    session: SessionView,
+    job: Option<&JobName>,
     now: Timestamp,
 ) -> Decision {
     let tool = args.tool();
@@ -293,8 +328,11 @@ pub fn decide(
                 continue;
             }
         };
-        // Every covering grant labels the result, applying or not.
+        // Every covering grant labels the result, applying or not, in scope or not.
         labels = labels.join(Labels::of(grant));
+        if !in_scope(grant, job) {
+            continue;
+        }
         if grant.expires.is_some_and(|e| e <= now) {
             expired.get_or_insert(id);
             continue;

@@ -17,6 +17,7 @@ use crate::notes::Notes;
 use crate::runner::{DirectRunner, Runner, SystemdRunner};
 use crate::server::{self, Side};
 use crate::sessions::Sessions;
+use crate::{jobs, jobs_socket};
 use grants::Snapshot;
 
 #[derive(Debug, clap::Parser)]
@@ -39,6 +40,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     let inherited = Inherited::from_env().map_err(Error::Inherit)?;
     let config = Config::load(&args.common.config).map_err(Error::Config)?;
     let snapshot = Snapshot::load(&config.grants).map_err(Error::Grants)?;
+    jobs::check(&config, &snapshot).map_err(Error::JobGrants)?;
     if args.common.check_config {
         let mut out = std::io::stdout().lock();
         let line = format!(
@@ -82,6 +84,14 @@ pub fn run(args: Args) -> Result<(), Error> {
         service
             .framed(&path, &server::policy(&broker, side), handle)
             .map_err(|source| Error::Socket { side, source })?;
+    }
+    // The job runners' side, when jobs are configured.
+    if !broker.config.jobs.is_empty() {
+        let path = broker.config.sockets.jobs_broker_sock();
+        let handle = jobs_socket::handler(broker.clone(), service.activity(), halt.clone());
+        service
+            .framed(&path, &jobs_socket::policy(&broker), handle)
+            .map_err(Error::JobsSocket)?;
     }
     if let Some(outbox) = broker.outbox.take() {
         let (b, halt) = (broker.clone(), halt.clone());

@@ -16,7 +16,7 @@ use grants::Snapshot;
 /// audited is [`Fatal`] (B10).
 pub fn reload(broker: &Broker) -> Result<Reloaded, Fatal> {
     let time = Timestamp::now();
-    let outcome = match Snapshot::load(&broker.config.grants) {
+    let outcome = match load(broker) {
         Ok(snapshot) => {
             let (hash, grants) = (snapshot.hash(), snapshot.ids());
             let serving = serving(&snapshot);
@@ -36,12 +36,11 @@ pub fn reload(broker: &Broker) -> Result<Reloaded, Fatal> {
             log::error(format_args!(
                 "grants not reloaded, keeping the old ones: {e}"
             ));
-            let reason = e.to_string();
-            broker.refuse_reload(&reason)?;
+            broker.refuse_reload(&e)?;
             Reloaded::Refused {
                 time,
                 kept: broker.snapshot().hash(),
-                reason,
+                reason: e,
             }
         }
     };
@@ -49,14 +48,21 @@ pub fn reload(broker: &Broker) -> Result<Reloaded, Fatal> {
     Ok(outcome)
 }
 
+/// The grants directory as a reload would take it: it loads, and its job grants name jobs
+/// the configuration has (`jobs::check`); the reason why not otherwise.
+fn load(broker: &Broker) -> Result<Snapshot, String> {
+    let snapshot = Snapshot::load(&broker.config.grants).map_err(|e| e.to_string())?;
+    crate::jobs::check(&broker.config, &snapshot)
+        .map_err(|e| format!("{}: {e}", broker.config.grants.display()))?;
+    Ok(snapshot)
+}
+
 /// brokerd as `bxctl status` shows it.
 pub fn status(broker: &Broker) -> BrokerStatus {
     let loaded = broker.snapshot();
-    let on_disk = match Snapshot::load(&broker.config.grants) {
+    let on_disk = match load(broker) {
         Ok(s) => OnDisk::Loads { snapshot: s.hash() },
-        Err(e) => OnDisk::Refused {
-            reason: e.to_string(),
-        },
+        Err(reason) => OnDisk::Refused { reason },
     };
     let head = broker.audit_head();
     let board = &broker.board;

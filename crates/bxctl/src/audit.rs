@@ -351,6 +351,33 @@ fn describe(line: &AuditLine) -> String {
                 "#{seq} {time} answer to {approval} by {by} REFUSED: {}",
                 refusal.as_str()
             ),
+            AuditEvent::JobRunStarted {
+                seq,
+                time,
+                job,
+                session,
+                peer,
+                ..
+            } => format!("#{seq} {time} job {job} run started: session {session}, runner {peer}"),
+            AuditEvent::JobRunEnded {
+                seq,
+                time,
+                job,
+                session,
+                ended,
+                ..
+            } => format!(
+                "#{seq} {time} job {job} run ended ({}): session {session}",
+                ended.as_str()
+            ),
+            AuditEvent::JobRunRefused {
+                seq,
+                time,
+                peer,
+                claimed,
+                reason,
+                ..
+            } => format!("#{seq} {time} job run REFUSED: {peer} claimed job {claimed}: {reason}"),
         },
     }
 }

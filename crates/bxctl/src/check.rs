@@ -18,6 +18,11 @@ pub fn grants(dir: &Path, json: bool, out: &mut dyn Write) -> Result<ExitCode, E
     match Snapshot::load(dir) {
         Ok(s) => {
             let warnings = expired(&s, Timestamp::now());
+            // Which grants belong to a scheduled job (and apply to its runs only).
+            let jobs: serde_json::Map<String, serde_json::Value> = s
+                .iter()
+                .filter_map(|(id, g)| Some((id.to_owned(), json!(g.job.as_ref()?.as_str()))))
+                .collect();
             if json {
                 return print_json(
                     &json!({
@@ -25,6 +30,7 @@ pub fn grants(dir: &Path, json: bool, out: &mut dyn Write) -> Result<ExitCode, E
                         "good": true,
                         "snapshot": s.hash(),
                         "grants": s.ids(),
+                        "jobs": jobs,
                         "warnings": warnings,
                     }),
                     out,
@@ -39,6 +45,10 @@ pub fn grants(dir: &Path, json: bool, out: &mut dyn Write) -> Result<ExitCode, E
                 s.hash()
             )
             .map_err(Error::Output)?;
+            for (id, job) in &jobs {
+                writeln!(out, "  {id}: job {}", job.as_str().unwrap_or_default())
+                    .map_err(Error::Output)?;
+            }
             for w in &warnings {
                 writeln!(out, "warning: {w}").map_err(Error::Output)?;
             }

@@ -19,6 +19,7 @@ mod dev;
 mod error;
 mod hint;
 mod inline;
+mod jobs;
 mod notes;
 mod policy;
 mod signals;
@@ -106,6 +107,15 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The scheduled jobs: schedule, last run and outcome, next run (exit 1 if a last run failed).
+    Jobs {
+        /// Print JSON instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One scheduled job.
+    #[command(subcommand)]
+    Job(JobCmd),
     /// Start the whole stack under .state/ (no root, no systemd) and chat with it.
     Dev(dev::DevArgs),
     /// The agent's notes and the labels brokerd keeps for them.
@@ -152,6 +162,17 @@ pub enum GrantsCmd {
     },
     /// Ask brokerd to load the grants directory again, and say what came of it.
     Reload {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum JobCmd {
+    /// Run the job now and wait for it: starts its unit (under `bxctl dev`, its runner).
+    Run {
+        name: String,
+        /// Print JSON instead: `{"job", "outcome"}` (`done`, `failed`, `not_started`).
         #[arg(long)]
         json: bool,
     },
@@ -244,6 +265,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             class,
             untrusted,
         }) => notes::relabel(&config()?, &name, class, untrusted, out),
+        Command::Jobs { json } => jobs::list(&config()?, json, out),
+        Command::Job(JobCmd::Run { name, json }) => {
+            jobs::run(&config()?, &cli.config, &name, json, out)
+        }
         Command::Sessions { session, json } => {
             let session = session
                 .map(SessionId::new)

@@ -11,9 +11,11 @@ use serde::{Deserialize, Deserializer};
 mod gateway;
 mod infer;
 mod invalid;
+mod jobs;
 pub use gateway::Gateway;
 pub use infer::{Infer, Upstream};
 pub use invalid::Invalid;
+pub use jobs::{Deliver, Job, JobInvalid, MAX_PROMPT};
 
 pub const DEFAULT_PATH: &str = "/etc/boxmaker/config.toml";
 
@@ -38,6 +40,9 @@ pub struct Config {
     /// The Mattermost gateway (gatewayd); absent when the owner chats only through bxctl.
     #[serde(default)]
     pub gateway: Option<Gateway>,
+    /// Scheduled jobs (docs/jobs.md), each `[[jobs]]`.
+    #[serde(default)]
+    pub jobs: Vec<Job>,
 }
 
 /// The socket directories, one per pair of roles; each holds its listener's socket.
@@ -59,6 +64,15 @@ pub struct Sockets {
     /// the owner for approvals through it.
     #[serde(default = "default_broker_gateway")]
     pub broker_gateway: PathBuf,
+    /// Shared by the job runners and brokerd: `jobs.sock`, job registrations only.
+    #[serde(default = "default_jobs_broker")]
+    pub jobs_broker: PathBuf,
+    /// Shared by the job runners and loopd: `loop.sock`, a job run's one turn only.
+    #[serde(default = "default_jobs_loop")]
+    pub jobs_loop: PathBuf,
+    /// Shared by the job runners and gatewayd: `gateway.sock`, a run's result only.
+    #[serde(default = "default_jobs_gateway")]
+    pub jobs_gateway: PathBuf,
 }
 
 /// inferproxy's socket file in `sockets.loop_infer`.
@@ -87,6 +101,21 @@ impl Sockets {
         self.chat_loop.join("loop.sock")
     }
 
+    /// brokerd's jobs side, for the job runners.
+    pub fn jobs_broker_sock(&self) -> PathBuf {
+        self.jobs_broker.join("jobs.sock")
+    }
+
+    /// loopd's jobs side, for the job runners.
+    pub fn jobs_loop_sock(&self) -> PathBuf {
+        self.jobs_loop.join("loop.sock")
+    }
+
+    /// gatewayd's jobs side, for the job runners.
+    pub fn jobs_gateway_sock(&self) -> PathBuf {
+        self.jobs_gateway.join("gateway.sock")
+    }
+
     /// gatewayd's socket, for brokerd.
     pub fn broker_gateway_sock(&self) -> PathBuf {
         self.broker_gateway.join("gateway.sock")
@@ -99,6 +128,18 @@ fn default_loop_infer() -> PathBuf {
 
 fn default_chat_loop() -> PathBuf {
     PathBuf::from("/run/boxmaker/chat-loop")
+}
+
+fn default_jobs_broker() -> PathBuf {
+    PathBuf::from("/run/boxmaker/jobs-broker")
+}
+
+fn default_jobs_loop() -> PathBuf {
+    PathBuf::from("/run/boxmaker/jobs-loop")
+}
+
+fn default_jobs_gateway() -> PathBuf {
+    PathBuf::from("/run/boxmaker/jobs-gateway")
 }
 
 fn default_broker_gateway() -> PathBuf {
@@ -123,6 +164,11 @@ pub struct Peers {
     /// brokerd: gatewayd admits it on gateway.sock. gatewayd refuses to start without it.
     #[serde(default)]
     pub broker: Option<Peer>,
+    /// Who else may run jobs, besides each job's own user `boxmaker-job-<name>` (always
+    /// admitted on the jobs sockets): under `bxctl dev` the developer's uid, where the
+    /// runner's claim names the job (SO_PEERCRED cannot tell jobs apart there).
+    #[serde(default)]
+    pub jobs: Option<Peer>,
 }
 
 /// A user name (resolved through NSS, which knows DynamicUser names), a group the peer's
@@ -329,6 +375,9 @@ impl Config {
             ("sockets.loop_infer", &self.sockets.loop_infer),
             ("sockets.chat_loop", &self.sockets.chat_loop),
             ("sockets.broker_gateway", &self.sockets.broker_gateway),
+            ("sockets.jobs_broker", &self.sockets.jobs_broker),
+            ("sockets.jobs_loop", &self.sockets.jobs_loop),
+            ("sockets.jobs_gateway", &self.sockets.jobs_gateway),
             ("broker.tool", &self.broker.tool),
             ("broker.sandbox_root", &self.broker.sandbox_root),
         ] {
@@ -350,6 +399,9 @@ impl Config {
             &self.sockets.loop_infer,
             &self.sockets.chat_loop,
             &self.sockets.broker_gateway,
+            &self.sockets.jobs_broker,
+            &self.sockets.jobs_loop,
+            &self.sockets.jobs_gateway,
         ];
         if let Some(i) = (1..dirs.len()).find(|&i| dirs[..i].contains(&dirs[i])) {
             return Err(Invalid::SharedSocketDirectory {
@@ -397,7 +449,17 @@ impl Config {
                 percent: l.compact_percent,
             });
         }
+        jobs::validate(&self.jobs, self.gateway.is_some(), b.approval_ttl).map_err(Invalid::Job)?;
         Ok(())
+    }
+
+    /// Who the jobs sockets admit: each job's own user, and `peers.jobs` when set.
+    pub fn job_runners(&self) -> Vec<Peer> {
+        self.jobs
+            .iter()
+            .map(|j| Peer::User(j.name.unit_user()))
+            .chain(self.peers.jobs.clone())
+            .collect()
     }
 
     pub fn audit_dir(&self) -> PathBuf {

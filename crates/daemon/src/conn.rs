@@ -63,6 +63,12 @@ impl Conn {
         self.reader.get_ref().stream.try_clone()
     }
 
+    /// Who is on the other end, from the kernel (SO_PEERCRED): for a socket whose answer
+    /// depends on which admitted peer asks (brokerd's jobs side).
+    pub fn peer(&self) -> io::Result<crate::peer::PeerIdentity> {
+        crate::peer::identify(&self.reader.get_ref().stream)
+    }
+
     pub fn write(&mut self, envelope: &Envelope) -> Result<(), FrameError> {
         proto::write_envelope(&mut &self.reader.get_ref().stream, envelope)
     }

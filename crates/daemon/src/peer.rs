@@ -80,3 +80,30 @@ pub fn hung_up(stream: &UnixStream) -> bool {
         Err(_) => true,
     }
 }
+
+/// Which scheduled job a runner on the other end may speak for: the one its user names
+/// (`boxmaker-job-<name>`, each job unit's own DynamicUser), whatever it claims; only
+/// where the socket admits one uid (`bxctl dev`, where every process is the developer's
+/// and SO_PEERCRED cannot tell jobs apart) the job it claims.
+pub fn job_of(
+    who: &PeerIdentity,
+    admitted: Option<&Peer>,
+    claimed: &proto::JobName,
+) -> Result<proto::JobName, String> {
+    if let Some(job) = who.user.as_deref().and_then(proto::JobName::of_user) {
+        return if &job == claimed {
+            Ok(job)
+        } else {
+            Err(format!(
+                "the runner of job {job} may not speak for job {claimed}"
+            ))
+        };
+    }
+    match admitted {
+        Some(Peer::Uid(uid)) if *uid == who.uid => Ok(claimed.clone()),
+        _ => Err(format!(
+            "{who} is not a job's user ({}<name>)",
+            proto::job::UNIT_PREFIX
+        )),
+    }
+}

@@ -13,6 +13,7 @@ mod desk;
 mod dispatch;
 mod error;
 mod follow;
+pub mod jobs;
 mod mm;
 pub mod render;
 mod reply;
@@ -119,6 +120,23 @@ pub fn run(args: Args) -> Result<(), Error> {
             server::serve(&d, conn, who, &a);
         },
     )?;
+    // The job runners' side, when jobs are configured: each run's result for the owner.
+    if !config.jobs.is_empty() {
+        let dev = config.peers.jobs.clone();
+        let policy = Policy {
+            name: jobs::NAME,
+            peers: config.job_runners(),
+            max_connections: 4,
+            idle: Duration::from_secs(60),
+            frame: config.broker.frame_deadline,
+        };
+        let (c, a) = (ctx.clone(), service.activity());
+        service.framed(
+            &config.sockets.jobs_gateway_sock(),
+            &policy,
+            move |conn, who: &str| jobs::serve(&c, dev.as_ref(), conn, who, &a),
+        )?;
+    }
     // Alive while the state can be reached: every post, reaction and card goes through it,
     // and a thread stuck saving it holds it.
     let c = ctx.clone();

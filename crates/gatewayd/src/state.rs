@@ -38,6 +38,9 @@ struct Saved {
     /// start was cut off by a restart.
     #[serde(default)]
     pub answering: BTreeMap<String, String>,
+    /// Scheduled job → the root post of its thread, where each run's result is posted.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub job_threads: BTreeMap<String, String>,
 }
 
 /// One approval's root post.
@@ -279,6 +282,18 @@ impl Store {
             .threads
             .insert(root.to_owned(), session.to_owned());
         true
+    }
+
+    /// The root of `job`'s thread, once its first result is posted.
+    pub fn job_thread(&self, job: &str) -> Option<&String> {
+        self.saved.job_threads.get(job)
+    }
+
+    /// Records `root` as `job`'s thread.
+    pub fn set_job_thread(&mut self, job: &str, root: &str) {
+        self.saved
+            .job_threads
+            .insert(job.to_owned(), root.to_owned());
     }
 
     /// Counts a post from someone not on the owner list; the count so far.

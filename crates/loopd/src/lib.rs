@@ -9,6 +9,7 @@ mod cancel;
 mod compact;
 mod core_memory;
 mod error;
+mod jobs;
 mod listing;
 mod llm;
 mod prompt;

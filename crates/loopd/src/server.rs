@@ -9,10 +9,11 @@ use daemon::accept::Activity;
 use daemon::conn::Conn;
 use daemon::serve;
 use daemon::{hangup, log};
-use proto::chat::{SessionRecords, SessionShow};
+use proto::chat::{ChatEvent, ChatReply, SessionRecords, SessionShow};
 use proto::{Envelope, ErrorCode, Message};
 
 use crate::cancel::Cancel;
+use crate::error::TurnError;
 use crate::listing::Listing;
 use crate::store::StoreError;
 use crate::turn::Looper;
@@ -37,33 +38,14 @@ fn request(looper: &Looper, listing: &Listing, conn: &mut Conn, env: Envelope, w
     let id = env.id;
     let reply = match env.msg {
         Message::ChatSend(send) => {
-            let mut alive = true;
             let cancel = Arc::new(Cancel::default());
             let done = Arc::new(AtomicBool::new(false));
             if send.cancel_on_hangup {
                 watch_hangup(conn, &cancel, &done);
             }
-            let result = looper.turn(&send, &cancel, &mut |event| {
-                if alive
-                    && conn
-                        .write(&Envelope::partial(id, Message::ChatEvent(event)))
-                        .is_err()
-                {
-                    // The owner's client went away; the turn goes on and is logged.
-                    alive = false;
-                }
-            });
+            let reply = streamed(conn, id, |emit| looper.turn(&send, &cancel, emit));
             done.store(true, Ordering::Release);
-            match result {
-                Ok(reply) => Message::ChatReply(reply),
-                Err(e) => {
-                    log::error(format_args!("chat: {e}"));
-                    Message::error(
-                        ErrorCode::Internal,
-                        "the turn could not run; see loopd's log",
-                    )
-                }
-            }
+            reply
         }
         Message::SessionList(_) => match listing.list(looper.store()) {
             Ok(l) => Message::SessionListing(l),
@@ -107,6 +89,36 @@ fn watch_hangup(conn: &Conn, cancel: &Arc<Cancel>, done: &Arc<AtomicBool>) {
                 cancel.cancel();
             }
         });
+}
+
+/// Runs a turn, streaming its events to the peer as partial frames, and returns the final
+/// message: the reply, or an internal error (its detail only in loopd's log).
+pub(crate) fn streamed(
+    conn: &mut Conn,
+    id: u64,
+    turn: impl FnOnce(&mut dyn FnMut(ChatEvent)) -> Result<ChatReply, TurnError>,
+) -> Message {
+    let mut alive = true;
+    let result = turn(&mut |event| {
+        if alive
+            && conn
+                .write(&Envelope::partial(id, Message::ChatEvent(event)))
+                .is_err()
+        {
+            // The client went away; the turn goes on and is logged.
+            alive = false;
+        }
+    });
+    match result {
+        Ok(reply) => Message::ChatReply(reply),
+        Err(e) => {
+            log::error(format_args!("chat: {e}"));
+            Message::error(
+                ErrorCode::Internal,
+                "the turn could not run; see loopd's log",
+            )
+        }
+    }
 }
 
 /// The records `show` asks for; `None` when the session does not exist.

@@ -48,6 +48,12 @@ pub fn run(args: Args) -> Result<(), Error> {
         frame: config.broker.frame_deadline,
     };
     let path = config.sockets.chat_loop_sock();
+    // The job runners' side, when jobs are configured.
+    let config_jobs = (!config.jobs.is_empty()).then(|| config.job_runners());
+    let (jobs_path, frame_deadline) = (
+        config.sockets.jobs_loop_sock(),
+        config.broker.frame_deadline,
+    );
     let looper = Arc::new(Looper::new(config).map_err(Error::Store)?);
     let mut service = Service::new("loopd", inherited);
     let (l, a) = (looper.clone(), service.activity());
@@ -57,6 +63,21 @@ pub fn run(args: Args) -> Result<(), Error> {
             server::serve(&l, &listing, conn, who, &a);
         })
         .map_err(Error::Listen)?;
+    if let Some(runners) = config_jobs {
+        let policy = Policy {
+            name: crate::jobs::NAME,
+            peers: runners,
+            max_connections: 16,
+            idle: Duration::from_secs(3600),
+            frame: frame_deadline,
+        };
+        let (l, a) = (looper.clone(), service.activity());
+        service
+            .framed(&jobs_path, &policy, move |conn, who: &str| {
+                crate::jobs::serve(&l, conn, who, &a);
+            })
+            .map_err(Error::Listen)?;
+    }
     // Alive while the session store can be read: the one thing every turn needs.
     service.watchdog(move || looper.store().ids().is_ok());
     service.drain(DRAIN);

@@ -89,13 +89,29 @@ impl Looper {
             None => Store::new_id(Timestamp::now())?,
         };
         self.locks
-            .run(&id, || self.locked_turn(&id, send, cancel, emit))
+            .run(&id, || self.locked_turn(&id, send, false, cancel, emit))
     }
 
+    /// A job run's one turn, in the session brokerd minted for the run (`id`), which loopd
+    /// starts here: the jobs side of loop.sock (`crate::jobs`) is the only caller.
+    pub fn job_turn(
+        &self,
+        id: &SessionId,
+        send: &ChatSend,
+        emit: &mut dyn FnMut(ChatEvent),
+    ) -> Result<ChatReply, TurnError> {
+        self.locks.run(id, || {
+            self.locked_turn(id, send, true, &Cancel::default(), emit)
+        })
+    }
+
+    /// `new`: the session may not exist yet (a job run's), and starts here if so. `cancel`
+    /// stops it (the owner's client hung up).
     fn locked_turn(
         &self,
         id: &SessionId,
         send: &ChatSend,
+        new: bool,
         cancel: &Cancel,
         emit: &mut dyn FnMut(ChatEvent),
     ) -> Result<ChatReply, TurnError> {
@@ -105,7 +121,7 @@ impl Looper {
         self.store.repair(&id)?;
         let mut session = match self.store.load(&id)? {
             Some(s) => self.finish_interrupted(self.with_core(s)?)?,
-            None if send.session.is_some() => {
+            None if send.session.is_some() && !new => {
                 return Err(TurnError::NoSession(id));
             }
             None => self.start_epoch(&id, Epoch(0), None, 0)?,
@@ -300,11 +316,7 @@ impl Looper {
         let mut calls = 0u32;
         loop {
             if cancel.is_cancelled() {
-                return Ok(ChatReply {
-                    session: session.id,
-                    text: String::new(),
-                    end: TurnEnd::Cancelled,
-                });
+                return Ok(ended(session.id, TurnEnd::Cancelled));
             }
             // What the previous answer of this session made cacheable (its whole prompt).
             let cacheable = lock(&self.used).get(&session.id).map(|u| u.cacheable);
@@ -333,11 +345,7 @@ impl Looper {
                 Ok(c) => c,
                 // Cut by the owner's cancel: nothing of it is logged, as for a broken stream.
                 Err(_) if cancel.is_cancelled() => {
-                    return Ok(ChatReply {
-                        session: session.id,
-                        text: String::new(),
-                        end: TurnEnd::Cancelled,
-                    });
+                    return Ok(ended(session.id, TurnEnd::Cancelled));
                 }
                 Err(e) => {
                     if e.context_full() || e.unrenderable() {
@@ -352,13 +360,12 @@ impl Looper {
                             },
                         );
                     }
-                    return Ok(ChatReply {
-                        session: session.id,
-                        text: String::new(),
-                        end: TurnEnd::ModelError {
+                    return Ok(ended(
+                        session.id,
+                        TurnEnd::ModelError {
                             detail: e.to_string(),
                         },
-                    });
+                    ));
                 }
             };
             if let Some(t) = completion.timings {
@@ -444,13 +451,18 @@ impl Looper {
                 emit(ChatEvent::ToolResponse { call, response });
             }
             if calls >= cap {
-                return Ok(ChatReply {
-                    session: session.id,
-                    text: String::new(),
-                    end: TurnEnd::ToolCap { calls: cap },
-                });
+                return Ok(ended(session.id, TurnEnd::ToolCap { calls: cap }));
             }
         }
+    }
+}
+
+/// The reply of a turn that ended without an answer's text.
+fn ended(session: SessionId, end: TurnEnd) -> ChatReply {
+    ChatReply {
+        session,
+        text: String::new(),
+        end,
     }
 }
 
@@ -463,35 +475,4 @@ fn slot_of(id: &SessionId, slots: u32) -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_turn_in_a_session_not_on_disk_is_no_session_naming_it() {
-        let home = std::env::temp_dir().join(format!("bx-turn-none-{}", std::process::id()));
-        let text = format!(
-            "home = {home:?}\n[sockets]\nloop_broker = \"/run/x/l\"\nadmin_broker = \"/run/x/a\"\n\
-             [peers]\nloopd = {{ uid = 1 }}\nadmin = {{ uid = 2 }}\n"
-        );
-        let config = Config::parse(&home.join("config.toml"), &text).expect("config");
-        let looper = Looper::new(config).expect("looper");
-        let id = SessionId::new("s-gone").expect("id");
-        let send = ChatSend {
-            session: Some(id.clone()),
-            text: "hello".into(),
-            cancel_on_hangup: false,
-        };
-        match looper.turn(&send, &Cancel::default(), &mut |_| {}) {
-            Err(e @ TurnError::NoSession(_)) => {
-                assert!(matches!(&e, TurnError::NoSession(s) if *s == id));
-                assert_eq!(e.to_string(), "no session s-gone");
-            }
-            other => panic!("not NoSession: {other:?}"),
-        }
-        assert!(
-            looper.store().ids().expect("ids").is_empty(),
-            "nothing written"
-        );
-        let _ = std::fs::remove_dir_all(&home);
-    }
-}
+mod tests;

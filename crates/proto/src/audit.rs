@@ -3,7 +3,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::approval::Refusal;
-use crate::{CallId, DataClass, DenyReason, Hash32, SessionId, Timestamp};
+use crate::job::{JobOutcome, RunEnd};
+use crate::{CallId, DataClass, DenyReason, Hash32, JobName, SessionId, Timestamp};
 
 /// What brokerd decided, internally tagged: `{"outcome":"allowed",…}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,6 +133,38 @@ pub enum AuditEvent {
         class: DataClass,
         untrusted: bool,
     },
+    /// A job run began: brokerd minted `session` for `job`, which it took from `peer`
+    /// (SO_PEERCRED's user, or under `bxctl dev` the runner's claim).
+    JobRunStarted {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        job: JobName,
+        session: SessionId,
+        peer: String,
+    },
+    /// A job run ended: from now on every call in `session` is denied.
+    JobRunEnded {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        job: JobName,
+        session: SessionId,
+        ended: RunEnd,
+        /// The run's outcome as its runner reported it (absent when it went away first).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<JobOutcome>,
+    },
+    /// A runner's registration was refused: `peer` claimed `claimed`, and `reason` says
+    /// why it may not run it (another job's user, not a job's user, an unknown job).
+    JobRunRefused {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        peer: String,
+        claimed: JobName,
+        reason: String,
+    },
 }
 
 /// One stored line that is not a link of the chain, as a recovery record names it.
@@ -181,7 +214,10 @@ impl AuditLine {
                 | AuditEvent::Recovery { seq, .. }
                 | AuditEvent::ApprovalRequested { seq, .. }
                 | AuditEvent::ApprovalRefused { seq, .. }
-                | AuditEvent::NoteRelabelled { seq, .. },
+                | AuditEvent::NoteRelabelled { seq, .. }
+                | AuditEvent::JobRunStarted { seq, .. }
+                | AuditEvent::JobRunEnded { seq, .. }
+                | AuditEvent::JobRunRefused { seq, .. },
             ) => *seq,
         }
     }
@@ -195,7 +231,10 @@ impl AuditLine {
                 | AuditEvent::Recovery { prev, .. }
                 | AuditEvent::ApprovalRequested { prev, .. }
                 | AuditEvent::ApprovalRefused { prev, .. }
-                | AuditEvent::NoteRelabelled { prev, .. },
+                | AuditEvent::NoteRelabelled { prev, .. }
+                | AuditEvent::JobRunStarted { prev, .. }
+                | AuditEvent::JobRunEnded { prev, .. }
+                | AuditEvent::JobRunRefused { prev, .. },
             ) => *prev,
         }
     }
@@ -209,7 +248,10 @@ impl AuditLine {
                 | AuditEvent::Recovery { time, .. }
                 | AuditEvent::ApprovalRequested { time, .. }
                 | AuditEvent::ApprovalRefused { time, .. }
-                | AuditEvent::NoteRelabelled { time, .. },
+                | AuditEvent::NoteRelabelled { time, .. }
+                | AuditEvent::JobRunStarted { time, .. }
+                | AuditEvent::JobRunEnded { time, .. }
+                | AuditEvent::JobRunRefused { time, .. },
             ) => *time,
         }
     }

@@ -2,7 +2,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{DataClass, Timestamp};
+use crate::{DataClass, JobName, Timestamp};
 
 /// How a matching grant lets a call through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -40,6 +40,11 @@ pub struct Grant {
     /// steered): `ask` or `deny`. Absent means the grant's own mode. It never loosens a grant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub if_untrusted: Option<IfUntrusted>,
+    /// The scheduled job this grant belongs to. A grant with a job applies only to that
+    /// job's runs; one without applies to ordinary sessions and, when it denies, to job
+    /// sessions too (docs/jobs.md). Absent means an ordinary grant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobName>,
 }
 
 /// The mode a grant takes in an untrusted session.

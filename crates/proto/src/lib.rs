@@ -20,6 +20,7 @@ pub mod frame;
 pub mod gateway;
 mod grant;
 mod ids;
+pub mod job;
 mod log;
 mod message;
 pub mod notes;
@@ -38,6 +39,7 @@ pub use frame::{
 };
 pub use grant::{Constraints, Grant, IfUntrusted, Mode, TomlError, from_toml};
 pub use ids::{CallId, Epoch, Hash32, SessionId, hex};
+pub use job::JobName;
 pub use log::{CallOutcome, LogRecord, ToolCall, Withdrawal};
 pub use message::{Envelope, ErrorCode, Message, PROTOCOL_VERSION, WireError};
 pub use time::Timestamp;

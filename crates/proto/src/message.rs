@@ -5,6 +5,7 @@ use crate::approval::{
 };
 use crate::chat::{ChatEvent, ChatReply, ChatSend, SessionListing, SessionRecords, SessionShow};
 use crate::gateway::{ApprovalHeard, ApprovalPosted, ApprovalUpdate, ApprovalWait};
+use crate::job::{JobDelivered, JobFinish, JobRegister, JobRegistered, JobResult};
 use crate::{ToolRequest, ToolResponse};
 
 /// The only protocol version this build speaks. A frame with another `v` is answered with
@@ -108,6 +109,17 @@ pub enum Message {
     /// Owner channel: relabel one note (audited). Answered with `note_relabelled`.
     NoteRelabel(crate::notes::NoteRelabel),
     NoteRelabelled(crate::notes::NoteRelabelled),
+    /// jobs.sock (a job runner to brokerd): start a run. Answered with `job_registered`;
+    /// the run lasts until `job_finish` or the connection closes.
+    JobRegister(JobRegister),
+    JobRegistered(JobRegistered),
+    /// jobs.sock: the run has finished. Answered with `job_finished`.
+    JobFinish(JobFinish),
+    JobFinished(Empty),
+    /// The jobs side of gateway.sock (a runner to gatewayd): post a run's result in the
+    /// job's thread. Answered with `job_delivered`.
+    JobResult(JobResult),
+    JobDelivered(JobDelivered),
 }
 
 impl Message {
@@ -147,6 +159,12 @@ impl Message {
             Self::NotesListing(_) => "notes_listing",
             Self::NoteRelabel(_) => "note_relabel",
             Self::NoteRelabelled(_) => "note_relabelled",
+            Self::JobRegister(_) => "job_register",
+            Self::JobRegistered(_) => "job_registered",
+            Self::JobFinish(_) => "job_finish",
+            Self::JobFinished(_) => "job_finished",
+            Self::JobResult(_) => "job_result",
+            Self::JobDelivered(_) => "job_delivered",
         }
     }
 

@@ -59,6 +59,9 @@ pub enum DenyReason {
     TooManyPendingApprovals,
     /// brokerd was stopping while the call waited for the owner (or was about to ask).
     ShuttingDown,
+    /// The call is in a job session whose run is not in progress (it finished, or never
+    /// began): a job session's id is good only while its run lasts.
+    JobNotRunning,
 }
 
 impl DenyReason {
@@ -75,6 +78,7 @@ impl DenyReason {
             Self::UnknownTool => "unknown_tool",
             Self::TooManyPendingApprovals => "too_many_pending_approvals",
             Self::ShuttingDown => "shutting_down",
+            Self::JobNotRunning => "job_not_running",
         }
     }
 }

@@ -20,17 +20,22 @@ fn setup(name: &str, grant: &str) -> std::path::PathBuf {
     dir
 }
 
+/// `brokerd --config CONFIG --check-config`.
+pub fn check_config(config: &std::path::Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_brokerd"))
+        .arg("--config")
+        .arg(config)
+        .arg("--check-config")
+        .output()
+        .expect("brokerd")
+}
+
 #[test]
 fn check_config_reports_good_grants_and_refuses_bad_ones() {
     let good = "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
                 [constraints]\npaths = [\"/srv/notes\"]\n";
     let dir = setup("good", good);
-    let out = Command::new(env!("CARGO_BIN_EXE_brokerd"))
-        .arg("--config")
-        .arg(dir.join("config.toml"))
-        .arg("--check-config")
-        .output()
-        .expect("brokerd");
+    let out = check_config(&dir.join("config.toml"));
     assert!(
         out.status.success(),
         "{}",
@@ -43,12 +48,7 @@ fn check_config_reports_good_grants_and_refuses_bad_ones() {
     );
 
     let dir = setup("bad", &good.replace("/srv/notes", "/srv/../etc"));
-    let out = Command::new(env!("CARGO_BIN_EXE_brokerd"))
-        .arg("--config")
-        .arg(dir.join("config.toml"))
-        .arg("--check-config")
-        .output()
-        .expect("brokerd");
+    let out = check_config(&dir.join("config.toml"));
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("notes.toml") && err.contains(".."), "{err}");

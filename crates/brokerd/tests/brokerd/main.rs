@@ -6,6 +6,7 @@ mod audit;
 mod bind;
 mod check_config;
 mod exit_code;
+mod jobs;
 mod notes;
 mod policy;
 mod runner;

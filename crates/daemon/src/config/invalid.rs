@@ -39,6 +39,8 @@ pub enum Invalid {
     GatewayEmpty,
     /// `gateway.token_credential` is empty or has a `/`.
     GatewayTokenCredential { name: String },
+    /// A `[[jobs]]` entry (`super::jobs`).
+    Job(super::JobInvalid),
 }
 
 impl fmt::Display for Invalid {
@@ -89,6 +91,7 @@ impl fmt::Display for Invalid {
             Self::GatewayTokenCredential { .. } => {
                 f.write_str("gateway.token_credential must be a plain credential name")
             }
+            Self::Job(e) => e.fmt(f),
         }
     }
 }

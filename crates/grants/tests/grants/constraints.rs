@@ -28,6 +28,7 @@ pub(crate) fn grant(
             private_networks: false,
         },
         if_untrusted: None,
+        job: None,
     }
 }
 

@@ -3,7 +3,7 @@
 use proto::DenyReason;
 
 /// Every variant; the match makes a new variant fail to compile until it is listed.
-fn all() -> [DenyReason; 10] {
+fn all() -> [DenyReason; 11] {
     let all = [
         DenyReason::NoGrant,
         DenyReason::GrantExpired,
@@ -15,6 +15,7 @@ fn all() -> [DenyReason; 10] {
         DenyReason::UnknownTool,
         DenyReason::TooManyPendingApprovals,
         DenyReason::ShuttingDown,
+        DenyReason::JobNotRunning,
     ];
     for reason in all {
         match reason {
@@ -27,7 +28,8 @@ fn all() -> [DenyReason; 10] {
             | DenyReason::InvalidArguments
             | DenyReason::UnknownTool
             | DenyReason::TooManyPendingApprovals
-            | DenyReason::ShuttingDown => {}
+            | DenyReason::ShuttingDown
+            | DenyReason::JobNotRunning => {}
         }
     }
     all

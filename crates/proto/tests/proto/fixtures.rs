@@ -70,7 +70,13 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::NotesQuery(_)
             | Message::NotesListing(_)
             | Message::NoteRelabel(_)
-            | Message::NoteRelabelled(_)) => m.kind(),
+            | Message::NoteRelabelled(_)
+            | Message::JobRegister(_)
+            | Message::JobRegistered(_)
+            | Message::JobFinish(_)
+            | Message::JobFinished(_)
+            | Message::JobResult(_)
+            | Message::JobDelivered(_)) => m.kind(),
         };
         assert!(
             name.starts_with(&format!("message_{}", kind.replace('/', "_"))),
@@ -115,6 +121,12 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "notes_listing",
         "note_relabel",
         "note_relabelled",
+        "job_register",
+        "job_registered",
+        "job_finish",
+        "job_finished",
+        "job_result",
+        "job_delivered",
     ]
     .into_iter()
     .collect();
@@ -157,10 +169,13 @@ fn every_audit_fixture_round_trips_and_every_line_kind_has_one() {
                 AuditEvent::ApprovalRequested { .. } => "approval_requested",
                 AuditEvent::ApprovalRefused { .. } => "approval_refused",
                 AuditEvent::NoteRelabelled { .. } => "note_relabelled",
+                AuditEvent::JobRunStarted { .. } => "job_run_started",
+                AuditEvent::JobRunEnded { .. } => "job_run_ended",
+                AuditEvent::JobRunRefused { .. } => "job_run_refused",
             },
         });
     }
-    assert_eq!(kinds.len(), 9, "{kinds:?}");
+    assert_eq!(kinds.len(), 12, "{kinds:?}");
 }
 
 #[test]
@@ -223,6 +238,7 @@ fn every_deny_reason_has_its_wire_name() {
             "\"too_many_pending_approvals\"",
         ),
         (DenyReason::ShuttingDown, "\"shutting_down\""),
+        (DenyReason::JobNotRunning, "\"job_not_running\""),
     ];
     for (reason, text) in table {
         assert_eq!(serde_json::to_string(&reason).expect("encode"), text);

@@ -1,4 +1,4 @@
-use proto::{Constraints, DataClass, Grant, IfUntrusted, Mode, Timestamp};
+use proto::{Constraints, DataClass, Grant, IfUntrusted, JobName, Mode, Timestamp};
 
 use crate::fixture_dir;
 
@@ -21,6 +21,7 @@ fn a_minimal_grant_takes_the_design_defaults() {
             secret: None,
             constraints: Constraints::default(),
             if_untrusted: None,
+            job: None,
         }
     );
 }
@@ -44,6 +45,7 @@ fn a_full_grant_keeps_every_field() {
                 private_networks: true,
             },
             if_untrusted: None,
+            job: None,
         }
     );
 }
@@ -115,4 +117,21 @@ fn if_untrusted_is_an_optional_stricter_mode() {
     let bad = "tool = \"x\"\nmode = \"auto\"\nmax_taint = \"secret\"\nif_untrusted = \"auto\"\n";
     let err = Grant::from_toml(bad).expect_err("auto is not stricter");
     assert_eq!(err.line, 4, "{err}");
+}
+
+#[test]
+fn a_job_grant_names_its_job_and_a_grant_without_one_writes_none() {
+    let g = load("grant_job.toml");
+    assert_eq!(g.job, Some(JobName::new("morning-brief").expect("name")));
+    assert!(
+        g.canonical().contains("job = \"morning-brief\""),
+        "{}",
+        g.canonical()
+    );
+    // Additive: a grant without a job writes back without the key.
+    assert!(!load("grant_minimal.toml").canonical().contains("job"));
+    let bad = "tool = \"x\"\nmode = \"auto\"\nmax_taint = \"secret\"\njob = \"Morning\"\n";
+    let err = Grant::from_toml(bad).expect_err("not a job name");
+    assert_eq!(err.line, 4, "{err}");
+    assert!(err.reason.contains("lowercase letters"), "{err}");
 }

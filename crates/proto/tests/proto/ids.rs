@@ -1,6 +1,6 @@
 //! Session ids and hashes: the bounds of an id, the hex form of a hash.
 
-use proto::{Hash32, SessionId};
+use proto::{Hash32, JobName, SessionId};
 
 #[test]
 fn session_id_bounds() {
@@ -55,4 +55,28 @@ fn validated_strings_deserialise_as_strings_did() {
         assert_eq!(id.to_string(), want);
         assert_eq!(time.expect_err(not_a_string).to_string(), want);
     }
+}
+
+#[test]
+fn a_job_name_forms_a_unit_and_user_name_of_at_most_31_characters() {
+    let longest = "a".repeat(JobName::MAX_LEN);
+    let name = JobName::new(longest.clone()).expect("18 characters");
+    assert_eq!(name.unit_user().len(), 31);
+    assert_eq!(JobName::of_user(&name.unit_user()), Some(name));
+    for bad in [
+        "".to_owned(),
+        format!("{longest}a"),
+        "Brief".into(),
+        "brief_1".into(),
+        "1brief".into(),
+        "brief-".into(),
+        "-brief".into(),
+        "br.ef".into(),
+    ] {
+        let err = JobName::new(bad.clone()).expect_err(&bad).to_string();
+        assert!(err.starts_with("invalid job name: "), "{bad:?}: {err}");
+    }
+    assert_eq!(JobName::of_user("boxmaker-loopd"), None);
+    assert_eq!(JobName::of_user("boxmaker-job-"), None);
+    assert_eq!(JobName::of_user("owner"), None);
 }

@@ -17,6 +17,8 @@ mod durability;
 mod fatal;
 mod gateway;
 mod gateway_approvals;
+mod job_runs;
+mod jobs;
 mod labels;
 mod memory;
 mod notes;

@@ -1,0 +1,195 @@
+//! brokerd's jobs side, `jobs.sock` in a pair directory of its own (shared with the job
+//! runners only; docs/decisions.md J1). A runner registers a run and keeps its
+//! connection open while the run lasts; the run ends when it sends `job_finish` or the
+//! connection closes (its unit stopped) or idles out.
+//!
+//! The job is the one the runner's user names (`boxmaker-job-<name>`, each job unit's own
+//! DynamicUser): a claim of another job is refused and audited. Only where the socket
+//! admits one uid (`bxctl dev`, every process the developer's) is the claim taken, since
+//! SO_PEERCRED cannot tell jobs apart there (docs/threat-model.md).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use daemon::accept::Activity;
+use daemon::conn::Conn;
+use daemon::log;
+use daemon::peer;
+use daemon::serve::{self, Policy};
+use daemon::service::Halt;
+use proto::job::{JobOutcome, JobRegister, JobRegistered, RunEnd};
+use proto::{AuditEvent, AuditLine, Envelope, ErrorCode, JobName, Message, SessionId};
+
+use crate::Fatal;
+use crate::broker::Broker;
+use crate::jobs::NotStarted;
+
+/// The socket's name in logs and refusals.
+pub const NAME: &str = "jobs";
+
+/// Who may connect, and how long a run may sit silent: the longest job's time limit.
+pub fn policy(broker: &Broker) -> Policy {
+    let c = &broker.config;
+    let longest = c.jobs.iter().map(|j| j.time_limit).max();
+    Policy {
+        name: NAME,
+        peers: c.job_runners(),
+        max_connections: c.broker.max_connections,
+        idle: longest.unwrap_or(Duration::from_secs(60)) + Duration::from_secs(60),
+        frame: c.broker.frame_deadline,
+    }
+}
+
+/// What serves each admitted runner.
+pub fn handler(
+    broker: Arc<Broker>,
+    activity: Arc<Activity>,
+    halt: Halt,
+) -> impl Fn(Conn, &str) + Send + Sync + 'static {
+    move |conn: Conn, who: &str| serve(&broker, conn, who, &activity, &halt)
+}
+
+fn serve(broker: &Broker, mut conn: Conn, who: &str, activity: &Activity, halt: &Halt) {
+    let mut run: Option<(JobName, SessionId)> = None;
+    let stop = |fatal: Fatal| halt.stop("a request on the jobs socket", fatal);
+    let served: Result<(), Infallible> =
+        serve::requests(&mut conn, NAME, who, activity, |conn, env| {
+            let id = env.id;
+            Ok(match (env.msg, &run) {
+                (Message::JobRegister(req), None) => match register(broker, conn, id, who, &req) {
+                    Ok(Some((job, session))) => {
+                        let reply = JobRegistered {
+                            job: job.clone(),
+                            session: session.clone(),
+                        };
+                        run = Some((job, session));
+                        conn.write(&Envelope::last(id, Message::JobRegistered(reply)))
+                            .is_ok()
+                    }
+                    Ok(None) => false,
+                    Err(fatal) => {
+                        stop(fatal);
+                        false
+                    }
+                },
+                (Message::JobFinish(finish), Some(_)) => {
+                    if let Some((job, session)) = run.take()
+                        && let Err(fatal) = end(broker, job, &session, Some(finish.outcome))
+                    {
+                        stop(fatal);
+                        return Ok(false);
+                    }
+                    let done = Message::JobFinished(proto::approval::Empty {});
+                    let _ = conn.write(&Envelope::last(id, done));
+                    false
+                }
+                (msg, _) => {
+                    serve::forbid(conn, id, NAME, who, msg.kind());
+                    false
+                }
+            })
+        });
+    let Ok(()) = served;
+    if let Some((job, session)) = run.take()
+        && let Err(fatal) = end(broker, job, &session, None)
+    {
+        stop(fatal);
+    }
+}
+
+/// Registers a run, or refuses (audited, answered) and returns `None`.
+fn register(
+    broker: &Broker,
+    conn: &mut Conn,
+    id: u64,
+    who: &str,
+    req: &JobRegister,
+) -> Result<Option<(JobName, SessionId)>, Fatal> {
+    let decided = conn
+        .peer()
+        .map_err(|e| format!("SO_PEERCRED: {e}"))
+        .and_then(|peer| peer::job_of(&peer, broker.config.peers.jobs.as_ref(), &req.job))
+        .and_then(|job| {
+            if broker.config.jobs.iter().any(|j| j.name == job) {
+                Ok(job)
+            } else {
+                Err(format!("no job {job} is configured"))
+            }
+        })
+        .and_then(|job| match broker.runs.start(&job) {
+            Ok(session) => Ok((job, session)),
+            Err(NotStarted::Overlap) => Err(format!("a run of job {job} is in progress")),
+            Err(NotStarted::Rng(e)) => Err(format!("OS RNG: {e}")),
+        });
+    match decided {
+        Ok((job, session)) => {
+            let (j, s, peer) = (job.clone(), session.clone(), who.to_owned());
+            let audited = broker.audit_event(|seq, time, prev| {
+                AuditLine::Event(AuditEvent::JobRunStarted {
+                    seq,
+                    time,
+                    prev,
+                    job: j,
+                    session: s,
+                    peer,
+                })
+            });
+            if let Err(fatal) = audited {
+                // Not on disk, so not begun.
+                broker.runs.end(&session);
+                return Err(fatal);
+            }
+            log::info(format_args!("job {job}: run started, session {session}"));
+            Ok(Some((job, session)))
+        }
+        Err(reason) => {
+            log::warn(format_args!(
+                "jobs socket: {who}: registration refused: {reason}"
+            ));
+            let (peer, claimed, r) = (who.to_owned(), req.job.clone(), reason.clone());
+            broker.audit_event(|seq, time, prev| {
+                AuditLine::Event(AuditEvent::JobRunRefused {
+                    seq,
+                    time,
+                    prev,
+                    peer,
+                    claimed,
+                    reason: r,
+                })
+            })?;
+            conn.refuse(id, ErrorCode::Refused, &reason);
+            Ok(None)
+        }
+    }
+}
+
+/// Ends a run (`outcome`: as its runner reported it, `None` when it went away): its
+/// session's calls are denied from now on, then the end is audited.
+fn end(
+    broker: &Broker,
+    job: JobName,
+    session: &SessionId,
+    outcome: Option<JobOutcome>,
+) -> Result<(), Fatal> {
+    let ended = match outcome {
+        Some(_) => RunEnd::Finished,
+        None => RunEnd::Disconnected,
+    };
+    broker.runs.end(session);
+    log::info(format_args!(
+        "job {job}: run ended ({ended:?}), session {session}"
+    ));
+    let session = session.clone();
+    broker.audit_event(|seq, time, prev| {
+        AuditLine::Event(AuditEvent::JobRunEnded {
+            seq,
+            time,
+            prev,
+            job,
+            session,
+            ended,
+            outcome,
+        })
+    })
+}

@@ -1,0 +1,253 @@
+//! One run: register with brokerd, the turn with loopd, end the run, deliver. Each step's
+//! failure is part of what is delivered; the run never stops silently.
+
+use std::collections::BTreeMap;
+use std::net::Shutdown;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
+
+use daemon::config::{Config, Job};
+use daemon::conn::Conn;
+use daemon::log;
+use proto::chat::{ChatEvent, ChatSend, TurnEnd};
+use proto::job::{JobFinish, JobOutcome, JobRegister, JobResult};
+use proto::{DenyReason, Envelope, Message, SessionId, Timestamp, ToolResponse};
+
+/// How the run ended, for the unit's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finished {
+    Done,
+    Failed,
+}
+
+/// What the run came to, before it is delivered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// The agent's answer (empty when it gave none).
+    pub answer: String,
+    /// Each call that was denied or not approved: `call N tool (reason: detail)`.
+    pub denied: Vec<String>,
+    /// What failed besides: brokerd's refusal, the model, the time limit.
+    pub failure: Option<String>,
+}
+
+impl Report {
+    pub fn outcome(&self) -> JobOutcome {
+        if self.failure.is_none() && self.denied.is_empty() {
+            JobOutcome::Done
+        } else {
+            JobOutcome::Failed
+        }
+    }
+
+    /// The text delivered: what failed first, then the calls not allowed, then the answer.
+    pub fn text(&self) -> String {
+        let mut text = String::new();
+        if let Some(f) = &self.failure {
+            text.push_str(f);
+            text.push_str("\n\n");
+        }
+        for d in &self.denied {
+            text.push_str(d);
+            text.push('\n');
+        }
+        if !self.denied.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&self.answer);
+        text.trim_end().to_owned()
+    }
+}
+
+/// Runs `job` once and delivers what came of it.
+pub fn run(config: &Config, job: &Job) -> Result<Finished, crate::Error> {
+    let started = Timestamp::now();
+    let report = match register(config, job) {
+        Ok((mut run, session)) => {
+            let report = turn(config, job, &session);
+            // The run's calls are over: its session is closed before anything else.
+            let finish = Message::JobFinish(JobFinish {
+                outcome: report.outcome(),
+            });
+            if let Err(e) = run.call(2, finish, |_| {}) {
+                log::warn(format_args!("job {}: ending the run: {e}", job.name));
+            }
+            report
+        }
+        Err(failure) => Report {
+            failure: Some(failure),
+            ..Report::default()
+        },
+    };
+    let outcome = report.outcome();
+    let result = JobResult {
+        job: job.name.clone(),
+        started,
+        outcome,
+        text: report.text(),
+    };
+    let delivered = deliver(config, &result);
+    match (&delivered, outcome) {
+        (Ok(()), JobOutcome::Done) => {
+            log::info(format_args!("job {}: done, result delivered", job.name));
+        }
+        (Ok(()), JobOutcome::Failed) => log::error(format_args!(
+            "job {}: failed (delivered): {}",
+            job.name,
+            report
+                .failure
+                .as_deref()
+                .unwrap_or("a call was not allowed")
+        )),
+        (Err(e), _) => log::error(format_args!(
+            "job {}: its result ({outcome:?}) could not be delivered: {e}",
+            job.name
+        )),
+    }
+    Ok(match (delivered, outcome) {
+        (Ok(()), JobOutcome::Done) => Finished::Done,
+        _ => Finished::Failed,
+    })
+}
+
+/// A connection to `path` whose reads wait up to `wait`.
+fn connect(path: &Path, wait: Duration) -> Result<Conn, String> {
+    UnixStream::connect(path)
+        .map(|s| Conn::new(s, wait, Duration::from_secs(60)))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Registers the run: the connection that keeps it open, and its session.
+fn register(config: &Config, job: &Job) -> Result<(Conn, SessionId), String> {
+    let sock = config.sockets.jobs_broker_sock();
+    let mut conn = connect(&sock, Duration::from_secs(60))
+        .map_err(|e| format!("brokerd could not be reached: {e}"))?;
+    let req = Message::JobRegister(JobRegister {
+        job: job.name.clone(),
+    });
+    match conn.call(1, req, |_| {}).map(|e| e.msg) {
+        Ok(Message::JobRegistered(r)) => Ok((conn, r.session)),
+        Ok(Message::Error(e)) => Err(format!("brokerd refused the run: {}", e.detail)),
+        Ok(other) => Err(format!("brokerd answered {}", other.kind())),
+        Err(e) => Err(format!("brokerd: {e}")),
+    }
+}
+
+/// The run's one turn, within the job's time limit.
+fn turn(config: &Config, job: &Job, session: &SessionId) -> Report {
+    let mut report = Report::default();
+    let sock = config.sockets.jobs_loop_sock();
+    let stream = match UnixStream::connect(&sock).and_then(|s| Ok((s.try_clone()?, s))) {
+        Ok(s) => s,
+        Err(e) => {
+            report.failure = Some(format!(
+                "loopd could not be reached: {}: {e}",
+                sock.display()
+            ));
+            return report;
+        }
+    };
+    let (stopper, stream) = stream;
+    // Reads may wait past the limit: the limit is the timer's below, for the whole turn.
+    let idle = job.time_limit + Duration::from_secs(30);
+    let mut conn = Conn::new(stream, idle, Duration::from_secs(60));
+    let send = Message::ChatSend(ChatSend {
+        session: Some(session.clone()),
+        text: job.prompt.clone(),
+        // A run ends by its own time limit, not by hanging up.
+        cancel_on_hangup: false,
+    });
+    let mut tools: BTreeMap<u64, String> = BTreeMap::new();
+    let mut denied = Vec::new();
+    // The whole turn within the time limit, however steadily it streams: past it the
+    // connection is shut, which ends the read below.
+    let timed_out = AtomicBool::new(false);
+    let (done, finished) = mpsc::channel::<()>();
+    let reply = std::thread::scope(|s| {
+        let timed_out = &timed_out;
+        s.spawn(move || {
+            if finished.recv_timeout(job.time_limit) == Err(RecvTimeoutError::Timeout) {
+                timed_out.store(true, Ordering::SeqCst);
+                let _ = stopper.shutdown(Shutdown::Both);
+            }
+        });
+        let reply = conn.call(1, send, |env: &Envelope| match &env.msg {
+            Message::ChatEvent(ChatEvent::ToolCall { call, tool, .. }) => {
+                tools.insert(call.0, tool.clone());
+            }
+            Message::ChatEvent(ChatEvent::ToolResponse {
+                call,
+                response: ToolResponse::Denied { reason, detail },
+            }) => {
+                let tool = tools.get(&call.0).map_or("?", String::as_str);
+                denied.push(denial(call.0, tool, *reason, detail.as_deref()));
+            }
+            _ => {}
+        });
+        drop(done);
+        reply
+    });
+    report.denied = denied;
+    if timed_out.load(Ordering::SeqCst) {
+        report.failure = Some(format!(
+            "The time limit of {}s was reached.",
+            job.time_limit.as_secs()
+        ));
+        return report;
+    }
+    match reply.map(|e| e.msg) {
+        Ok(Message::ChatReply(r)) => {
+            report.answer = r.text;
+            report.failure = match r.end {
+                TurnEnd::Answered => None,
+                TurnEnd::ToolCap { calls } => Some(format!(
+                    "The run reached the cap of {calls} tool calls before the agent answered."
+                )),
+                TurnEnd::ModelError { detail } => {
+                    Some(format!("The model could not be reached: {detail}"))
+                }
+                TurnEnd::Cut { finish, withdrawn } => Some(format!(
+                    "The answer was cut off ({finish}); {withdrawn} tool calls were not run."
+                )),
+                // Only a client that asked for it and hung up gets this; a run does neither.
+                TurnEnd::Cancelled => Some("The run was cancelled.".to_owned()),
+            };
+        }
+        Ok(Message::Error(e)) => report.failure = Some(format!("loopd: {}", e.detail)),
+        Ok(other) => report.failure = Some(format!("loopd answered {}", other.kind())),
+        Err(e) => report.failure = Some(format!("loopd: {e}")),
+    }
+    report
+}
+
+/// One call that did not run, as the owner reads it.
+fn denial(call: u64, tool: &str, reason: DenyReason, detail: Option<&str>) -> String {
+    let what = match reason {
+        DenyReason::ApprovalExpired => "not approved: nobody answered before the approval expired",
+        DenyReason::ApprovalRefused => "not approved: refused",
+        _ => "denied",
+    };
+    let detail = detail.map(|d| format!(": {d}")).unwrap_or_default();
+    format!("Call {call} ({tool}) {what} ({}{detail})", reason.as_str())
+}
+
+/// Posts the result through gatewayd, in the job's thread.
+fn deliver(config: &Config, result: &JobResult) -> Result<(), String> {
+    let sock = config.sockets.jobs_gateway_sock();
+    let mut conn = connect(&sock, Duration::from_secs(120))?;
+    match conn.call(1, Message::JobResult(result.clone()), |_| {}) {
+        Ok(Envelope {
+            msg: Message::JobDelivered(_),
+            ..
+        }) => Ok(()),
+        Ok(Envelope {
+            msg: Message::Error(e),
+            ..
+        }) => Err(format!("gatewayd: {}", e.detail)),
+        Ok(other) => Err(format!("gatewayd answered {}", other.msg.kind())),
+        Err(e) => Err(format!("gatewayd: {e}")),
+    }
+}

@@ -1,0 +1,28 @@
+use jobrunner::Report;
+use proto::job::JobOutcome;
+
+#[test]
+fn a_report_is_done_only_when_nothing_failed_and_nothing_was_denied() {
+    let done = Report {
+        answer: "Three meetings today.".into(),
+        ..Report::default()
+    };
+    assert_eq!(done.outcome(), JobOutcome::Done);
+    assert_eq!(done.text(), "Three meetings today.");
+    let denied = Report {
+        answer: "I could not fetch the page.".into(),
+        denied: vec!["Call 1 (http_fetch) not approved".into()],
+        failure: None,
+    };
+    assert_eq!(denied.outcome(), JobOutcome::Failed);
+    assert_eq!(
+        denied.text(),
+        "Call 1 (http_fetch) not approved\n\nI could not fetch the page."
+    );
+    let failed = Report {
+        failure: Some("The model could not be reached: 503".into()),
+        ..Report::default()
+    };
+    assert_eq!(failed.outcome(), JobOutcome::Failed);
+    assert_eq!(failed.text(), "The model could not be reached: 503");
+}
