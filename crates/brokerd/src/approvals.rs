@@ -26,6 +26,9 @@ pub enum Wake {
     Answered(Answer),
     /// brokerd is stopping: the call is denied now, not left to the drain.
     Stopping,
+    /// loopd hung up its request while it waited (the owner cancelled the turn): the call
+    /// is denied, and the approval can no longer be answered.
+    Withdrawn,
 }
 
 #[derive(Debug)]
@@ -128,11 +131,12 @@ impl Approvals {
         cards
     }
 
-    /// Takes an approval back (its waiter gave up: expiry). Returns whether it was pending.
-    pub fn withdraw(&mut self, approval: &str) -> bool {
+    /// Takes an approval back (its waiter gave up: expiry, or its requester hung up); a
+    /// later answer is refused with `why`. Returns whether it was pending.
+    pub fn withdraw(&mut self, approval: &str, why: Refusal) -> bool {
         let was = self.pending.remove(approval).is_some();
         if was {
-            self.remember(approval, Refusal::Expired);
+            self.remember(approval, why);
         }
         was
     }

@@ -4,6 +4,7 @@
 //! session, answer. Every decision is on disk before its answer leaves. The sockets
 //! (`server`, `admin`) and the link to gatewayd (`gateway`) reach it from outside.
 
+use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -133,23 +134,26 @@ impl Broker {
         lock(&self.sessions).get(session)
     }
 
-    /// Serves one tool request from loopd. `send` writes one frame to the peer.
+    /// Serves one tool request from loopd. `send` writes one frame to the peer;
+    /// `requester` is the peer's connection, watched for a hang-up while an approval waits.
     pub fn tool_request(
         &self,
         id: u64,
         req: &ToolRequest,
+        requester: Option<&UnixStream>,
         send: &mut dyn FnMut(Envelope),
     ) -> Result<(), Fatal> {
         // Held through the owner's answer too: the session cannot change under a pending
         // approval, so what the owner sees is what runs.
         self.session_locks
-            .run(&req.session, || self.serve_call(id, req, send))
+            .run(&req.session, || self.serve_call(id, req, requester, send))
     }
 
     fn serve_call(
         &self,
         id: u64,
         req: &ToolRequest,
+        requester: Option<&UnixStream>,
         send: &mut dyn FnMut(Envelope),
     ) -> Result<(), Fatal> {
         let snapshot = self.snapshot();
@@ -177,7 +181,14 @@ impl Broker {
         };
         if matches!(decision.outcome(), Outcome::Ask { .. }) {
             let canonical = canonical.as_deref().unwrap_or_default();
-            decision = self.ask(id, req, decision, canonical, state, send)?;
+            let requester = requester.and_then(|s| s.try_clone().ok());
+            let mut pending = |approval, expires| {
+                send(Envelope::partial(
+                    id,
+                    Message::ToolResponse(ToolResponse::PendingApproval { approval, expires }),
+                ));
+            };
+            decision = self.ask(req, decision, canonical, state, requester, &mut pending)?;
         }
         lock(&self.audit).append(|seq, time, prev| {
             AuditLine::Decision(AuditRecord {
@@ -210,16 +221,17 @@ impl Broker {
         Ok(())
     }
 
-    /// Puts an `ask` to the owner and waits for the answer or the expiry. `state` is the
-    /// session's, as the call was decided on.
+    /// Puts an `ask` to the owner and waits for the answer, the expiry or the requester's
+    /// hang-up. `state` is the session's, as the call was decided on; `pending` tells the
+    /// requester the approval's id and expiry once it waits.
     fn ask(
         &self,
-        id: u64,
         req: &ToolRequest,
         decision: Decision,
         canonical: &str,
         state: SessionState,
-        send: &mut dyn FnMut(Envelope),
+        requester: Option<UnixStream>,
+        pending: &mut dyn FnMut(String, Timestamp),
     ) -> Result<Decision, Fatal> {
         let grant_id = match decision.outcome() {
             Outcome::Ask { grant_id } => grant_id.to_owned(),
@@ -242,12 +254,11 @@ impl Broker {
             expires,
         };
         card.binding = card.bound();
-        let heard = self.desk.put(card, now, &self.audit, &self.outbox, || {
-            send(Envelope::partial(
-                id,
-                Message::ToolResponse(ToolResponse::PendingApproval { approval, expires }),
-            ));
-        })?;
+        let heard = self
+            .desk
+            .put(card, now, &self.audit, &self.outbox, requester, || {
+                pending(approval, expires);
+            })?;
         Ok(match heard {
             Heard::NotAsked(why) => self.not_asked(decision, why),
             Heard::Woke(Wake::Answered(Answer {
@@ -259,6 +270,11 @@ impl Broker {
                 decision,
                 DenyReason::ShuttingDown,
                 "brokerd stopped before the owner answered",
+            ),
+            Heard::Woke(Wake::Withdrawn) => policy::refuse(
+                decision,
+                DenyReason::ApprovalRefused,
+                "loopd withdrew the request: its turn was cancelled (or loopd stopped)",
             ),
             Heard::Woke(Wake::Answered(Answer { by, post, .. })) => policy::refuse(
                 decision,

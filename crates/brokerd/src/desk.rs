@@ -2,11 +2,13 @@
 //! owner's answers. Every request and every refused answer is audited; what waits is shown
 //! to gatewayd through the outbox. Which decision an answer makes is the broker's.
 
-use std::sync::{Mutex, mpsc};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-use daemon::lock;
-use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Refusal};
+use daemon::{hangup, lock};
+use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Refusal, Verdict};
 use proto::gateway::{ApprovalUpdate, Update};
 use proto::{AuditEvent, AuditLine, Hash32, Timestamp};
 
@@ -14,6 +16,9 @@ use crate::Fatal;
 use crate::approvals::{Answer, Approvals, NotRegistered, Wake};
 use crate::audit::AuditLog;
 use crate::outbox::{Outbox, Outgoing};
+
+/// Who denied a call that loopd withdrew, as gatewayd shows it.
+pub const WITHDRAWN_BY: &str = "loopd (the turn was cancelled)";
 
 #[derive(Debug)]
 pub struct Desk {
@@ -53,18 +58,22 @@ impl Desk {
         lock(&self.approvals).stop()
     }
 
-    /// Puts `card` (its expiry counted from `asked`) to the owner and waits for the answer
-    /// or the expiry. `pending` is called once the card waits, to tell the caller so.
+    /// Puts `card` (its expiry counted from `asked`) to the owner and waits for the answer,
+    /// the expiry, or the requester's hang-up on `requester` (its connection: loopd
+    /// withdraws a call this way when the owner cancels the turn). `pending` is called once
+    /// the card waits, to tell the caller so.
     pub fn put(
         &self,
         card: ApprovalCard,
         asked: Timestamp,
         audit: &Mutex<AuditLog>,
         outbox: &Outbox,
+        requester: Option<UnixStream>,
         pending: impl FnOnce(),
     ) -> Result<Heard, Fatal> {
         let approval = card.approval.clone();
         let (tx, rx) = mpsc::channel();
+        let hung_up = tx.clone();
         if let Some(why) = lock(&self.approvals).refuses() {
             return Ok(Heard::NotAsked(why));
         }
@@ -92,14 +101,35 @@ impl Desk {
         }
         outbox.tell(Outgoing::Post(card));
         pending();
+        let watching = Arc::new(AtomicBool::new(false));
+        if let Some(stream) = requester {
+            let watching = watching.clone();
+            // Without the watch the call still ends (answer, expiry, stop): not fatal.
+            let _ = std::thread::Builder::new()
+                .name("hangup".into())
+                .spawn(move || {
+                    if hangup::wait(&stream, &watching) {
+                        let _ = hung_up.send(Wake::Withdrawn);
+                    }
+                });
+        }
         let wait = Duration::from_millis(expires.as_millis().saturating_sub(asked.as_millis()));
-        let wake = match rx.recv_timeout(wait) {
-            Ok(w) => Some(w),
-            Err(_) => {
-                if lock(&self.approvals).withdraw(&approval) {
-                    None
+        let woke = rx.recv_timeout(wait);
+        watching.store(true, Ordering::Release);
+        let wake = match woke {
+            Ok(Wake::Withdrawn) => {
+                if lock(&self.approvals).withdraw(&approval, Refusal::AlreadyUsed) {
+                    Some(Wake::Withdrawn)
                 } else {
                     // Answered (or stopped) in the instant before the withdrawal.
+                    rx.try_recv().ok()
+                }
+            }
+            Ok(w) => Some(w),
+            Err(_) => {
+                if lock(&self.approvals).withdraw(&approval, Refusal::Expired) {
+                    None
+                } else {
                     rx.try_recv().ok()
                 }
             }
@@ -112,6 +142,10 @@ impl Desk {
                     by: a.by.clone(),
                 },
                 Some(Wake::Stopping) => Update::Stopped,
+                Some(Wake::Withdrawn) => Update::Decided {
+                    verdict: Verdict::Deny,
+                    by: WITHDRAWN_BY.to_owned(),
+                },
                 None => Update::Expired,
             },
         }));

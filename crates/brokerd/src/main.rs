@@ -11,6 +11,7 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
+    daemon::parent::follow();
     match brokerd::run(brokerd::Args::parse()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

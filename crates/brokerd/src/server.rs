@@ -87,7 +87,8 @@ fn handle(
     let refused = match (side, env.msg) {
         (Side::Loop, Message::ToolRequest(req)) => {
             let mut alive = true;
-            broker.tool_request(id, &req, &mut |frame| {
+            let requester = conn.handle().ok();
+            broker.tool_request(id, &req, requester.as_ref(), &mut |frame| {
                 if alive && conn.write(&frame).is_err() {
                     // loopd went away; the decision is audited and stands.
                     alive = false;

@@ -43,7 +43,13 @@ pub(crate) fn listing(config: &Config) -> Result<Vec<ApprovalCard>, Error> {
     }
 }
 
-pub fn approvals(config: &Config, json: bool, out: &mut dyn Write) -> Result<ExitCode, Error> {
+/// `bxctl` is how to call bxctl again for this stack (`hint`), for the answer commands.
+pub fn approvals(
+    config: &Config,
+    bxctl: &str,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<ExitCode, Error> {
     let cards = listing(config)?;
     if json {
         let listing = ApprovalListing {
@@ -59,7 +65,7 @@ pub fn approvals(config: &Config, json: bool, out: &mut dyn Write) -> Result<Exi
         write!(out, "{}", card(c)).map_err(Error::Output)?;
         writeln!(
             out,
-            "  answer:    bxctl approve {0}   or   bxctl deny {0}\n",
+            "  answer:    {bxctl}approve {0}   or   {bxctl}deny {0}\n",
             line(&c.approval)
         )
         .map_err(Error::Output)?;

@@ -15,6 +15,12 @@ use proto::{CallId, CallOutcome, LogRecord, Message, SessionId, ToolResponse};
 use crate::Error;
 use crate::error::{answered, call_failed, unexpected};
 use crate::inline::Approver;
+use crate::signals::Interrupt;
+use crate::spinner::Spinner;
+
+/// Lines in a row that may be refused as not UTF-8 before the prompt gives up (an input
+/// that is nothing but bad bytes would otherwise be read for ever).
+const MAX_BAD_INPUT: u32 = 100;
 
 fn connect(config: &Config) -> Result<Conn, Error> {
     let path = config.sockets.chat_loop_sock();
@@ -105,26 +111,63 @@ impl<'a> Screen<'a> {
     }
 }
 
-/// Sends one message and streams the turn to `out`. Returns the session and whether the
-/// model answered.
+/// How a turn went, as far as bxctl is concerned.
+#[derive(Debug)]
+pub enum Sent {
+    /// The turn ended: its session, and whether the model answered.
+    Ended(SessionId, bool),
+    /// The owner cancelled it (Ctrl-C): the connection is gone, the session (when the turn
+    /// got as far as starting it) goes on.
+    Cancelled(Option<SessionId>),
+}
+
+/// Who a turn is shown to: how to call bxctl again for this stack (for the commands it
+/// prints), the inline approver (on a terminal, with the admin side), and the Ctrl-C that
+/// can cancel the turn.
+#[derive(Debug)]
+pub struct Owner<'a> {
+    pub bxctl: &'a str,
+    pub approver: Option<&'a Approver<'a>>,
+    pub interrupt: &'a Interrupt,
+}
+
+/// Sends one message and streams the turn to `out`, with a spinner while the model is
+/// awaited; the owner's Ctrl-C can cancel it meanwhile.
 pub fn send(
     conn: &mut Conn,
-    bxctl: &str,
-    approver: Option<&Approver>,
+    owner: &Owner<'_>,
     session: Option<SessionId>,
     text: &str,
     id: u64,
     out: &mut dyn Write,
-) -> Result<(SessionId, bool), Error> {
+) -> Result<Sent, Error> {
+    let Owner {
+        bxctl,
+        approver,
+        interrupt,
+    } = *owner;
     let msg = Message::ChatSend(ChatSend {
         session,
         text: text.to_owned(),
+        // Ctrl-C hangs up: the owner means the turn to stop.
+        cancel_on_hangup: true,
     });
     let mut write_err = None;
     let mut screen = Screen::new(bxctl);
+    let mut spinner = Spinner::new();
+    spinner.start();
+    let mut started = None;
+    interrupt.during(conn.handle().ok());
     let last = conn.call(id, msg, |env| {
         if let Message::ChatEvent(ev) = &env.msg {
+            if let ChatEvent::Started { session, .. } = ev {
+                started = Some(session.clone());
+            }
             let text = screen.event(ev);
+            if text.is_empty() {
+                return;
+            }
+            spinner.stop();
             if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
                 write_err = Some(Error::Output(e));
             }
@@ -136,10 +179,27 @@ pub fn send(
             {
                 write_err = Some(e);
             }
+            // A tool's answer goes back to the model: it is awaited again.
+            if matches!(ev, ChatEvent::ToolResponse { response, .. }
+                if !matches!(response, ToolResponse::PendingApproval { .. }))
+            {
+                spinner.start();
+            }
         }
     });
+    spinner.stop();
+    interrupt.during(None);
     // Whatever comes next (bxctl's own line, or an error) starts a line of its own.
     write!(out, "{}", screen.end()).map_err(Error::Output)?;
+    if interrupt.take_cancelled() {
+        writeln!(
+            out,
+            "[turn cancelled: the model's answer is cut and a call waiting for approval \
+             withdrawn; a tool already running finishes and is logged]"
+        )
+        .map_err(Error::Output)?;
+        return Ok(Sent::Cancelled(started));
+    }
     let last = last.map_err(call_failed("loopd", "chat"))?;
     if let Some(e) = write_err {
         return Err(e);
@@ -151,6 +211,10 @@ pub fn send(
                 TurnEnd::ToolCap { calls } => {
                     writeln!(out, "[the turn ended after {calls} tool calls]")
                         .map_err(Error::Output)?;
+                    false
+                }
+                TurnEnd::Cancelled => {
+                    writeln!(out, "[the turn was cancelled]").map_err(Error::Output)?;
                     false
                 }
                 TurnEnd::ModelError { detail } => {
@@ -172,7 +236,7 @@ pub fn send(
                     false
                 }
             };
-            Ok((reply.session, ok))
+            Ok(Sent::Ended(reply.session, ok))
         }
         other => Err(unexpected(&other)),
     }
@@ -184,10 +248,18 @@ pub fn once(
     bxctl: &str,
     session: Option<SessionId>,
     text: &str,
+    interrupt: &Interrupt,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
     let mut conn = connect(config)?;
-    let (session, ok) = send(&mut conn, bxctl, None, session, text, 1, out)?;
+    let owner = Owner {
+        bxctl,
+        approver: None,
+        interrupt,
+    };
+    let Sent::Ended(session, ok) = send(&mut conn, &owner, session, text, 1, out)? else {
+        return Ok(ExitCode::from(130));
+    };
     writeln!(out, "[session {session}]").map_err(Error::Output)?;
     Ok(if ok {
         ExitCode::SUCCESS
@@ -203,22 +275,47 @@ pub fn interactive(
     bxctl: &str,
     resume: &str,
     mut session: Option<SessionId>,
+    interrupt: &Interrupt,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
     let mut conn = connect(config)?;
     let mut last = std::time::Instant::now();
     let mut editor = rustyline::DefaultEditor::new().map_err(Error::Prompt)?;
     let approver = Approver::on_terminal(config, bxctl);
-    writeln!(out, "boxmaker chat: type a message, /quit to leave").map_err(Error::Output)?;
+    let owner = Owner {
+        bxctl,
+        approver: approver.as_ref(),
+        interrupt,
+    };
+    writeln!(
+        out,
+        "boxmaker chat: type a message; /quit or Ctrl-C leaves, Ctrl-C during a turn cancels it"
+    )
+    .map_err(Error::Output)?;
     let mut id = 0u64;
+    let mut bad_input = 0u32;
     loop {
         let line = match editor.readline("you> ") {
             Ok(l) => l,
             Err(
                 rustyline::error::ReadlineError::Eof | rustyline::error::ReadlineError::Interrupted,
             ) => break,
+            Err(rustyline::error::ReadlineError::Io(e))
+                if e.kind() == std::io::ErrorKind::InvalidData && bad_input < MAX_BAD_INPUT =>
+            {
+                // A byte that is not UTF-8 (a terminal in another encoding, a stray 0xFF):
+                // the line is refused, the prompt stays.
+                bad_input += 1;
+                writeln!(
+                    out,
+                    "[that input was not UTF-8 text and was dropped; type the line again]"
+                )
+                .map_err(Error::Output)?;
+                continue;
+            }
             Err(e) => return Err(Error::Prompt(e)),
         };
+        bad_input = 0;
         let text = line.trim();
         if text.is_empty() {
             continue;
@@ -233,16 +330,14 @@ pub fn interactive(
             conn = connect(config)?;
         }
         last = std::time::Instant::now();
-        let (s, _) = send(
-            &mut conn,
-            bxctl,
-            approver.as_ref(),
-            session.clone(),
-            text,
-            id,
-            out,
-        )?;
-        session = Some(s);
+        match send(&mut conn, &owner, session.clone(), text, id, out)? {
+            Sent::Ended(s, _) => session = Some(s),
+            Sent::Cancelled(s) => {
+                session = s.or(session);
+                // The cancelled turn's connection is gone.
+                conn = connect(config)?;
+            }
+        }
     }
     if let Some(s) = session {
         writeln!(out, "[session {s}; continue it with `{resume}{s}`]").map_err(Error::Output)?;

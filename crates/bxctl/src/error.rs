@@ -19,6 +19,11 @@ use proto::{ErrorCode, WireError};
 #[derive(Debug)]
 pub enum Error {
     Config(ConfigError),
+    /// No configuration file at `path`; `from` says who named it.
+    NoConfig {
+        path: PathBuf,
+        from: &'static str,
+    },
     /// Writing what bxctl prints.
     Output(io::Error),
     /// A session id given on the command line.
@@ -80,6 +85,13 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Config(e) => e.fmt(f),
+            Self::NoConfig { path, from } => write!(
+                f,
+                "no configuration at {} ({from})\n\
+                 help: name the file with --config PATH or BOXMAKER_CONFIG=PATH; for the stack \
+                 `bxctl dev` runs, that is STATE/config.toml (it prints the export line)",
+                path.display()
+            ),
             Self::Output(e) => e.fmt(f),
             Self::SessionId(e) => e.fmt(f),
             Self::File { path, source } => write!(f, "{}: {source}", path.display()),
@@ -148,6 +160,7 @@ impl std::error::Error for Error {
             Self::Refused { .. }
             | Self::Answered { .. }
             | Self::Unexpected { .. }
+            | Self::NoConfig { .. }
             | Self::Usage(_)
             | Self::Omitted { .. } => None,
         }
@@ -242,6 +255,17 @@ pub enum DevError {
         first: String,
     },
     FakeRead(io::Error),
+    /// Another `bxctl dev` holds the state directory's lock: nothing was touched.
+    Locked {
+        path: PathBuf,
+        pid: Option<u32>,
+    },
+    /// `--grants DIR` is not a directory.
+    NoGrants {
+        path: PathBuf,
+    },
+    /// The signal thread could not be set up.
+    Signals(io::Error),
 }
 
 impl fmt::Display for DevError {
@@ -277,6 +301,30 @@ impl fmt::Display for DevError {
                 write!(f, "{name}: {source}; see {}", log.display())
             }
             Self::FakeSaid { first } => write!(f, "fake-llama-server said {first:?}"),
+            Self::Locked { path, pid } => {
+                let dir = path.parent().unwrap_or(path).display();
+                match pid {
+                    Some(pid) => write!(
+                        f,
+                        "another `bxctl dev` (PID {pid}) runs the stack under {dir}; nothing \
+                         was changed\nhelp: stop it with /quit or Ctrl-C in its terminal, or \
+                         `kill {pid}`; or give this one another --state"
+                    ),
+                    None => write!(
+                        f,
+                        "another `bxctl dev` holds {}; nothing was changed\nhelp: stop it, or \
+                         give this one another --state",
+                        path.display()
+                    ),
+                }
+            }
+            Self::NoGrants { path } => write!(
+                f,
+                "--grants {}: not a directory (it holds one grant file per grant, \
+                 docs/grants.md)",
+                path.display()
+            ),
+            Self::Signals(e) => write!(f, "cannot watch signals: {e}"),
         }
     }
 }
@@ -286,6 +334,7 @@ impl std::error::Error for DevError {
         match self {
             Self::CurrentExe(e)
             | Self::FakeRead(e)
+            | Self::Signals(e)
             | Self::StateDir { source: e, .. }
             | Self::Write { source: e, .. }
             | Self::Spawn { source: e, .. } => Some(e),
@@ -294,6 +343,8 @@ impl std::error::Error for DevError {
             | Self::UnsafeStatePath { .. }
             | Self::Exited { .. }
             | Self::Silent { .. }
+            | Self::Locked { .. }
+            | Self::NoGrants { .. }
             | Self::FakeSaid { .. } => None,
         }
     }

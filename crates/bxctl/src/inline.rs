@@ -7,8 +7,9 @@
 //!
 //! No keystroke typed before the card was drawn can answer it: pending input is discarded
 //! once the card is on the screen, and the answer is one explicit key (`a`, `d`, `l`),
-//! never Enter alone. Ctrl-C at the card leaves the call waiting, restores the terminal and
-//! is then raised as the SIGINT it is, so it does what it does anywhere in the chat.
+//! never Enter alone. Ctrl-C at the card answers nothing: it restores the terminal and is
+//! then raised as the SIGINT it is, so it does what it does anywhere in a turn (it cancels
+//! the turn, and loopd withdraws the call).
 
 use std::io::{IsTerminal, Write};
 use std::os::fd::AsFd;
@@ -79,12 +80,8 @@ impl<'a> Approver<'a> {
         let key = read_key()?;
         let verdict = match key {
             Key::Interrupt => {
-                writeln!(
-                    out,
-                    "\n  [interrupted: the call still waits until {}]",
-                    c.expires
-                )
-                .map_err(Error::Output)?;
+                // As anywhere in a turn, the SIGINT cancels it: the call is withdrawn.
+                writeln!(out, "\n  [interrupted]").map_err(Error::Output)?;
                 out.flush().map_err(Error::Output)?;
                 let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGINT);
                 return Ok(());

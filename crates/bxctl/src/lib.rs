@@ -17,10 +17,13 @@ mod chat;
 mod check;
 mod dev;
 mod error;
+mod hint;
 mod inline;
 mod jobs;
 mod notes;
 mod policy;
+mod signals;
+mod spinner;
 mod status;
 
 use std::io::Write;
@@ -36,7 +39,9 @@ pub const EXIT_CODES: &str = "Exit codes:\n  \
     0  done\n  \
     1  a check failed (a broken audit chain, a bad grant, a stack not all up) or a request \
     was refused (an approval answer, an ambiguous approval prefix)\n  \
-    2  bxctl could not do what was asked (usage, I/O, a socket it cannot reach)";
+    2  bxctl could not do what was asked (usage, I/O, a socket it cannot reach)\n  \
+    129, 130, 143  `bxctl dev` or `bxctl chat` stopped by SIGHUP, SIGINT or SIGTERM (128 + \
+    the signal), after stopping the stack";
 
 #[derive(Debug, clap::Parser)]
 #[command(
@@ -47,7 +52,13 @@ pub const EXIT_CODES: &str = "Exit codes:\n  \
 )]
 pub struct Cli {
     /// The configuration file (for the socket and state paths).
-    #[arg(long, global = true, value_name = "PATH", default_value = DEFAULT_PATH)]
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        env = "BOXMAKER_CONFIG",
+        default_value = DEFAULT_PATH
+    )]
     pub config: PathBuf,
     #[command(subcommand)]
     pub command: Command,
@@ -194,13 +205,17 @@ pub enum AuditCmd {
 pub use crate::error::{DevError, Error};
 
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
-    let config = || Config::load(&cli.config).map_err(Error::Config);
-    // How to call bxctl again for this same stack, for the hints bxctl prints.
-    let bxctl = if cli.config == std::path::Path::new(DEFAULT_PATH) {
-        "bxctl ".to_owned()
-    } else {
-        format!("bxctl --config {} ", cli.config.display())
+    let config = || {
+        if !cli.config.exists() {
+            return Err(Error::NoConfig {
+                path: cli.config.clone(),
+                from: hint::config_source(&cli.config),
+            });
+        }
+        Config::load(&cli.config).map_err(Error::Config)
     };
+    // How to call bxctl again for this same stack, for the hints bxctl prints.
+    let bxctl = hint::bxctl(&cli.config);
     match cli.command {
         Command::Grants(GrantsCmd::Check { dir, json }) => {
             let dir = match dir {
@@ -211,7 +226,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
         }
         Command::Grants(GrantsCmd::Show { json }) => admin::grants(&config()?, json, out),
         Command::Grants(GrantsCmd::Reload { json }) => status::reload(&config()?, json, out),
-        Command::Approvals { json } => admin::approvals(&config()?, json, out),
+        Command::Approvals { json } => admin::approvals(&config()?, &bxctl, json, out),
         // A prefix too short is said before anything else is looked at.
         Command::Approve { approval } => approval::long_enough(&approval)
             .and_then(|()| approval::answer(&config()?, &approval, Verdict::Approve, out)),
@@ -231,11 +246,14 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
                 .map(SessionId::new)
                 .transpose()
                 .map_err(Error::SessionId)?;
+            let config = config()?;
+            let interrupt = std::sync::Arc::new(signals::Interrupt::default());
+            signals::watch(interrupt.clone(), || {}).map_err(DevError::Signals)?;
             match message {
-                Some(text) => chat::once(&config()?, &bxctl, session, &text, out),
+                Some(text) => chat::once(&config, &bxctl, session, &text, &interrupt, out),
                 None => {
                     let resume = format!("{bxctl}chat --session ");
-                    chat::interactive(&config()?, &bxctl, &resume, session, out)
+                    chat::interactive(&config, &bxctl, &resume, session, &interrupt, out)
                 }
             }
         }

@@ -57,6 +57,12 @@ impl Conn {
         proto::read_envelope(&mut self.reader)
     }
 
+    /// A second handle on this connection's socket, for another thread: to shut it down
+    /// (cancelling a call under way) or to watch for the peer's hang-up (`hangup`).
+    pub fn handle(&self) -> io::Result<UnixStream> {
+        self.reader.get_ref().stream.try_clone()
+    }
+
     /// Who is on the other end, from the kernel (SO_PEERCRED): for a socket whose answer
     /// depends on which admitted peer asks (brokerd's jobs side).
     pub fn peer(&self) -> io::Result<crate::peer::PeerIdentity> {

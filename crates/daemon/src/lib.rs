@@ -3,7 +3,8 @@
 //! file, the one start-up (`service`: the systemd socket handoff, readiness, the watchdog,
 //! reload and drain), SO_PEERCRED peer checks, the one accept loop (`accept`) and framed
 //! connections with deadlines, log lines journald files at the right priority, per-key
-//! locks, durable state files, and starting a role as systemd does (`supervise`). Not a role: it decides
+//! locks, durable state files, starting a role as systemd does (`supervise`), and a role
+//! that ends with the `bxctl dev` that started it (`parent`). Not a role: it decides
 //! nothing (the grant files are the `grants` crate's, HTTP is `strict-http`'s, the display
 //! rule for foreign text is `inert`'s).
 
@@ -11,10 +12,12 @@ pub mod accept;
 pub mod config;
 pub mod conn;
 pub mod durable;
+pub mod hangup;
 pub mod keyed;
 pub mod listen;
 pub mod log;
 pub mod notify;
+pub mod parent;
 pub mod peer;
 pub mod serve;
 pub mod service;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-use std::os::unix::net::UnixListener;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
 /// The sockets systemd handed over, by name.
@@ -35,6 +35,11 @@ pub enum ListenError {
     NotASocket {
         path: PathBuf,
     },
+    /// A live process still listens on the socket at this path (another stack, or this
+    /// role started twice): it is left alone.
+    InUse {
+        path: PathBuf,
+    },
 }
 
 impl fmt::Display for ListenError {
@@ -61,6 +66,12 @@ impl fmt::Display for ListenError {
                     path.display()
                 )
             }
+            Self::InUse { path } => write!(
+                f,
+                "{} is in use: another process listens on it; not replacing it \
+                 (stop that process first)",
+                path.display()
+            ),
         }
     }
 }
@@ -120,15 +131,29 @@ impl Inherited {
 }
 
 /// Binds a Unix socket at `path`, replacing a stale socket left by an earlier run (but
-/// nothing else). Access is decided by the directory's permissions, so the socket itself
-/// is 0660.
+/// nothing else, and never one a live process still listens on: a socket is stale only
+/// when connecting to it is refused). Access is decided by the directory's permissions, so
+/// the socket itself is 0660.
 pub fn bind(path: &Path) -> Result<UnixListener, ListenError> {
     let err = |source| ListenError::Bind {
         path: path.to_owned(),
         source,
     };
     match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_socket() => std::fs::remove_file(path).map_err(err)?,
+        Ok(meta) if meta.file_type().is_socket() => match UnixStream::connect(path) {
+            Ok(_) => {
+                return Err(ListenError::InUse {
+                    path: path.to_owned(),
+                });
+            }
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                std::fs::remove_file(path).map_err(err)?;
+            }
+            // Gone meanwhile: nothing to replace.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            // Whether anyone listens cannot be told (no permission, say): leave it.
+            Err(e) => return Err(err(e)),
+        },
         Ok(_) => {
             return Err(ListenError::NotASocket {
                 path: path.to_owned(),

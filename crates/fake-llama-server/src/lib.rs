@@ -115,6 +115,10 @@ pub struct Cli {
     /// Check the script and exit.
     #[arg(long)]
     pub check: bool,
+    /// Exit when standard input ends: whoever holds the other end of the pipe (`bxctl
+    /// dev`) takes the fake down with it, however it dies.
+    #[arg(long)]
+    pub exit_on_eof: bool,
 }
 
 /// Runs the binary: loads the script, binds, prints `listening on ADDR` as the first line of
@@ -140,5 +144,14 @@ pub fn run(cli: &Cli, out: &mut impl Write) -> Result<(), String> {
     writeln!(out, "listening on {addr}")
         .and_then(|()| out.flush())
         .map_err(|e| e.to_string())?;
+    if cli.exit_on_eof {
+        std::thread::Builder::new()
+            .name("stdin".into())
+            .spawn(|| {
+                let _ = io::copy(&mut io::stdin().lock(), &mut io::sink());
+                std::process::exit(0);
+            })
+            .map_err(|e| format!("cannot watch standard input: {e}"))?;
+    }
     server::serve(&listener, script).map_err(|e: io::Error| e.to_string())
 }

@@ -173,6 +173,9 @@ fn turn(t: &Turn<'_>, session: Option<SessionId>, text: &str, started: &mut dyn 
     let msg = Message::ChatSend(ChatSend {
         session,
         text: text.to_owned(),
+        // A turn goes on while gatewayd restarts: what it waits for may be answered on
+        // Mattermost meanwhile.
+        cancel_on_hangup: false,
     });
     let outcome = Conn::connect(t.loop_sock)
         .map_err(|e| format!("boxmaker's agent is not reachable ({e})"))
@@ -210,6 +213,8 @@ fn turn(t: &Turn<'_>, session: Option<SessionId>, text: &str, started: &mut dyn 
                 "**The model could not answer:** {}. Your message is kept: write again to retry.",
                 code(&detail)
             )),
+            // Only a client that hung up gets this end, and gatewayd has not hung up.
+            TurnEnd::Cancelled => stream.note("_The turn was cancelled._".to_owned()),
             TurnEnd::Cut { finish, withdrawn } => stream.note(format!(
                 "_The answer was cut off ({}); {withdrawn} tool calls were not run._",
                 code(&finish)

@@ -15,6 +15,7 @@ use clap::Parser;
 use inferproxy::Error;
 
 fn main() -> ExitCode {
+    daemon::parent::follow();
     match inferproxy::run(inferproxy::Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

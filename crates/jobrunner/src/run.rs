@@ -157,6 +157,8 @@ fn turn(config: &Config, job: &Job, session: &SessionId) -> Report {
     let send = Message::ChatSend(ChatSend {
         session: Some(session.clone()),
         text: job.prompt.clone(),
+        // A run ends by its own time limit, not by hanging up.
+        cancel_on_hangup: false,
     });
     let mut tools: BTreeMap<u64, String> = BTreeMap::new();
     let mut denied = Vec::new();
@@ -210,6 +212,8 @@ fn turn(config: &Config, job: &Job, session: &SessionId) -> Report {
                 TurnEnd::Cut { finish, withdrawn } => Some(format!(
                     "The answer was cut off ({finish}); {withdrawn} tool calls were not run."
                 )),
+                // Only a client that asked for it and hung up gets this; a run does neither.
+                TurnEnd::Cancelled => Some("The run was cancelled.".to_owned()),
             };
         }
         Ok(Message::Error(e)) => report.failure = Some(format!("loopd: {}", e.detail)),

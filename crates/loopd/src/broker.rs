@@ -2,10 +2,12 @@
 
 use std::path::Path;
 
+use crate::cancel::Cancel;
 use daemon::conn::Conn;
 use proto::{CallId, Message, SessionId, ToolRequest, ToolResponse};
 
-/// Sends one call to brokerd. `pending` sees a pending approval while the owner decides.
+/// Sends one call to brokerd. `pending` sees a pending approval while the owner decides;
+/// `cancel` can withdraw the call meanwhile (brokerd then answers with a denial).
 /// A broker that cannot be reached is a failed call, said plainly to the model and owner.
 pub fn call(
     sock: &Path,
@@ -13,6 +15,7 @@ pub fn call(
     call: CallId,
     tool: &str,
     arguments: &str,
+    cancel: &Cancel,
     mut pending: impl FnMut(ToolResponse),
 ) -> ToolResponse {
     let failed = |why: String| ToolResponse::Failed {
@@ -28,11 +31,18 @@ pub fn call(
         tool: tool.to_owned(),
         arguments: arguments.to_owned(),
     });
+    // Only a call that waits for the owner can be withdrawn: one being sent, decided or
+    // run goes on to its result. A cancel that came first withdraws it as it starts waiting.
+    let mut handle = conn.handle().ok();
     let last = conn.call(call.0, msg, |env| {
         if let Message::ToolResponse(r) = &env.msg {
+            if matches!(r, ToolResponse::PendingApproval { .. }) {
+                cancel.during(handle.take());
+            }
             pending(r.clone());
         }
     });
+    cancel.during(None);
     match last {
         Ok(env) => match env.msg {
             Message::ToolResponse(r) => r,

@@ -104,7 +104,7 @@ fn ask(
     messages.push(json!({"role": "user", "content": instruction}));
     let mut body = prompt::body(messages, slot, cap);
     body["tool_choice"] = json!("none");
-    match llm::complete(sock, timeout, &body, |_| {}) {
+    match llm::complete(sock, timeout, &body, None, |_| {}) {
         Ok(c) => match (c.finish.as_deref(), c.content) {
             (Some("stop"), Some(t)) if !t.trim().is_empty() => Asked::Written(t),
             _ => Asked::Unusable,

@@ -5,6 +5,7 @@
 
 mod answer;
 mod broker;
+mod cancel;
 mod compact;
 mod core_memory;
 mod error;

@@ -12,6 +12,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use strict_http::{HttpError, SseReader};
 
+use crate::cancel::Cancel;
+
 /// Why the model could not answer. The session stays as it was. The `Display` text is
 /// what the owner reads in the turn's `model_error`.
 #[derive(Debug)]
@@ -265,18 +267,17 @@ pub fn complete(
     sock: &Path,
     timeout: Duration,
     body: &Value,
+    cancel: Option<&Cancel>,
     mut on_delta: impl FnMut(Delta<'_>),
 ) -> Result<Completion, LlmError> {
     let bytes = serde_json::to_vec(body).map_err(LlmError::Encode)?;
     let headers = [("Content-Type", "application/json")];
-    let resp = strict_http::request(
-        connect(sock, timeout)?,
-        "POST",
-        "/v1/chat/completions",
-        &headers,
-        &bytes,
-    )
-    .map_err(LlmError::Request)?;
+    let stream = connect(sock, timeout)?;
+    if let Some(c) = cancel {
+        c.streaming(stream.try_clone().ok());
+    }
+    let resp = strict_http::request(stream, "POST", "/v1/chat/completions", &headers, &bytes)
+        .map_err(LlmError::Request)?;
     if resp.status != 200 {
         return Err(status_error(resp));
     }

@@ -15,6 +15,7 @@ use clap::Parser;
 use loopd::Error;
 
 fn main() -> ExitCode {
+    daemon::parent::follow();
     match loopd::run(loopd::Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

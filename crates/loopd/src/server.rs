@@ -3,14 +3,16 @@
 //! anything else is refused with `forbidden_kind`.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use daemon::accept::Activity;
 use daemon::conn::Conn;
-use daemon::log;
 use daemon::serve;
+use daemon::{hangup, log};
 use proto::chat::{ChatEvent, ChatReply, SessionRecords, SessionShow};
 use proto::{Envelope, ErrorCode, Message};
 
+use crate::cancel::Cancel;
 use crate::error::TurnError;
 use crate::listing::Listing;
 use crate::store::StoreError;
@@ -35,7 +37,16 @@ pub fn serve(
 fn request(looper: &Looper, listing: &Listing, conn: &mut Conn, env: Envelope, who: &str) -> bool {
     let id = env.id;
     let reply = match env.msg {
-        Message::ChatSend(send) => streamed(conn, id, |emit| looper.turn(&send, emit)),
+        Message::ChatSend(send) => {
+            let cancel = Arc::new(Cancel::default());
+            let done = Arc::new(AtomicBool::new(false));
+            if send.cancel_on_hangup {
+                watch_hangup(conn, &cancel, &done);
+            }
+            let reply = streamed(conn, id, |emit| looper.turn(&send, &cancel, emit));
+            done.store(true, Ordering::Release);
+            reply
+        }
         Message::SessionList(_) => match listing.list(looper.store()) {
             Ok(l) => Message::SessionListing(l),
             Err(e) => {
@@ -59,6 +70,25 @@ fn request(looper: &Looper, listing: &Listing, conn: &mut Conn, env: Envelope, w
         }
     };
     conn.write(&Envelope::last(id, reply)).is_ok()
+}
+
+/// Cancels the turn when the owner's client hangs up before its reply (`cancel`), until
+/// `done`. Without the watch (no thread to be had) the turn simply runs to its end.
+fn watch_hangup(conn: &Conn, cancel: &Arc<Cancel>, done: &Arc<AtomicBool>) {
+    let Ok(stream) = conn.handle() else {
+        return;
+    };
+    let (cancel, done) = (cancel.clone(), done.clone());
+    let _ = std::thread::Builder::new()
+        .name("hangup".into())
+        .spawn(move || {
+            if hangup::wait(&stream, &done) {
+                log::info(format_args!(
+                    "chat: the client hung up; the turn is cancelled"
+                ));
+                cancel.cancel();
+            }
+        });
 }
 
 /// Runs a turn, streaming its events to the peer as partial frames, and returns the final

@@ -15,6 +15,7 @@ use proto::{
     Withdrawal,
 };
 
+use crate::cancel::Cancel;
 use crate::error::TurnError;
 use crate::llm::{self, Delta, LlmError, Props};
 use crate::store::{Session, Store, StoreError};
@@ -76,10 +77,11 @@ impl Looper {
         Ok(p)
     }
 
-    /// Runs one turn, streaming its events to `emit`.
+    /// Runs one turn, streaming its events to `emit`, until it ends or `cancel` stops it.
     pub fn turn(
         &self,
         send: &ChatSend,
+        cancel: &Cancel,
         emit: &mut dyn FnMut(ChatEvent),
     ) -> Result<ChatReply, TurnError> {
         let id = match &send.session {
@@ -87,7 +89,7 @@ impl Looper {
             None => Store::new_id(Timestamp::now())?,
         };
         self.locks
-            .run(&id, || self.locked_turn(&id, send, false, emit))
+            .run(&id, || self.locked_turn(&id, send, false, cancel, emit))
     }
 
     /// A job run's one turn, in the session brokerd minted for the run (`id`), which loopd
@@ -98,16 +100,19 @@ impl Looper {
         send: &ChatSend,
         emit: &mut dyn FnMut(ChatEvent),
     ) -> Result<ChatReply, TurnError> {
-        self.locks
-            .run(id, || self.locked_turn(id, send, true, emit))
+        self.locks.run(id, || {
+            self.locked_turn(id, send, true, &Cancel::default(), emit)
+        })
     }
 
-    /// `new`: the session may not exist yet (a job run's), and starts here if so.
+    /// `new`: the session may not exist yet (a job run's), and starts here if so. `cancel`
+    /// stops it (the owner's client hung up).
     fn locked_turn(
         &self,
         id: &SessionId,
         send: &ChatSend,
         new: bool,
+        cancel: &Cancel,
         emit: &mut dyn FnMut(ChatEvent),
     ) -> Result<ChatReply, TurnError> {
         let id = id.clone();
@@ -137,7 +142,7 @@ impl Looper {
             session: id.clone(),
             epoch: session.epoch,
         });
-        self.run(session, emit)
+        self.run(session, cancel, emit)
     }
 
     /// Completes what an earlier loopd left half done: an epoch ended but the next not yet
@@ -303,12 +308,16 @@ impl Looper {
     fn run(
         &self,
         mut session: Session,
+        cancel: &Cancel,
         emit: &mut dyn FnMut(ChatEvent),
     ) -> Result<ChatReply, TurnError> {
         let cap = self.config.r#loop.max_tool_calls;
         let slot = session.slot().unwrap_or(0);
         let mut calls = 0u32;
         loop {
+            if cancel.is_cancelled() {
+                return Ok(ended(session.id, TurnEnd::Cancelled));
+            }
             // What the previous answer of this session left cacheable (its prompt and answer).
             let cacheable = lock(&self.used).get(&session.id).map(|u| u.cacheable);
             let messages = prompt::messages(
@@ -317,17 +326,27 @@ impl Looper {
                 &session.records,
             );
             let body = prompt::body(messages, slot, self.config.r#loop.max_tokens);
-            let completion =
-                llm::complete(&self.infer_sock(), self.timeout(), &body, |d| match d {
+            let completion = llm::complete(
+                &self.infer_sock(),
+                self.timeout(),
+                &body,
+                Some(cancel),
+                |d| match d {
                     Delta::Text(t) => emit(ChatEvent::Text {
                         delta: t.to_owned(),
                     }),
                     Delta::Reasoning(t) => emit(ChatEvent::Reasoning {
                         delta: t.to_owned(),
                     }),
-                });
+                },
+            );
+            cancel.streaming(None);
             let completion = match completion {
                 Ok(c) => c,
+                // Cut by the owner's cancel: nothing of it is logged, as for a broken stream.
+                Err(_) if cancel.is_cancelled() => {
+                    return Ok(ended(session.id, TurnEnd::Cancelled));
+                }
                 Err(e) => {
                     if e.context_full() || e.unrenderable() {
                         // The history no longer fits, or the server refuses to render it
@@ -341,13 +360,12 @@ impl Looper {
                             },
                         );
                     }
-                    return Ok(ChatReply {
-                        session: session.id,
-                        text: String::new(),
-                        end: TurnEnd::ModelError {
+                    return Ok(ended(
+                        session.id,
+                        TurnEnd::ModelError {
                             detail: e.to_string(),
                         },
-                    });
+                    ));
                 }
             };
             if let Some(t) = completion.timings {
@@ -393,6 +411,11 @@ impl Looper {
                             "not run: the limit of {cap} tool calls per turn was reached"
                         ),
                     }
+                } else if cancel.is_cancelled() {
+                    // Every call the model asked for gets its result, so the log stays whole.
+                    ToolResponse::Failed {
+                        message: "not run: the owner cancelled the turn".into(),
+                    }
                 } else {
                     emit(ChatEvent::ToolCall {
                         call,
@@ -405,6 +428,7 @@ impl Looper {
                         call,
                         &tc.name,
                         &tc.arguments,
+                        cancel,
                         |p| {
                             emit(ChatEvent::ToolResponse { call, response: p });
                         },
@@ -427,11 +451,7 @@ impl Looper {
                 emit(ChatEvent::ToolResponse { call, response });
             }
             if calls >= cap {
-                return Ok(ChatReply {
-                    session: session.id,
-                    text: String::new(),
-                    end: TurnEnd::ToolCap { calls: cap },
-                });
+                return Ok(ended(session.id, TurnEnd::ToolCap { calls: cap }));
             }
         }
     }
@@ -446,6 +466,15 @@ fn cacheable_after(t: &llm::Timings) -> u64 {
     t.cache_n + t.prompt_n + t.predicted_n.saturating_sub(1)
 }
 
+/// The reply of a turn that ended without an answer's text.
+fn ended(session: SessionId, end: TurnEnd) -> ChatReply {
+    ChatReply {
+        session,
+        text: String::new(),
+        end,
+    }
+}
+
 /// A session's server slot: stable for the session, spread over the slots.
 fn slot_of(id: &SessionId, slots: u32) -> u32 {
     let h = Hash32::digest(id.as_str().as_bytes());
@@ -455,34 +484,4 @@ fn slot_of(id: &SessionId, slots: u32) -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_turn_in_a_session_not_on_disk_is_no_session_naming_it() {
-        let home = std::env::temp_dir().join(format!("bx-turn-none-{}", std::process::id()));
-        let text = format!(
-            "home = {home:?}\n[sockets]\nloop_broker = \"/run/x/l\"\nadmin_broker = \"/run/x/a\"\n\
-             [peers]\nloopd = {{ uid = 1 }}\nadmin = {{ uid = 2 }}\n"
-        );
-        let config = Config::parse(&home.join("config.toml"), &text).expect("config");
-        let looper = Looper::new(config).expect("looper");
-        let id = SessionId::new("s-gone").expect("id");
-        let send = ChatSend {
-            session: Some(id.clone()),
-            text: "hello".into(),
-        };
-        match looper.turn(&send, &mut |_| {}) {
-            Err(e @ TurnError::NoSession(_)) => {
-                assert!(matches!(&e, TurnError::NoSession(s) if *s == id));
-                assert_eq!(e.to_string(), "no session s-gone");
-            }
-            other => panic!("not NoSession: {other:?}"),
-        }
-        assert!(
-            looper.store().ids().expect("ids").is_empty(),
-            "nothing written"
-        );
-        let _ = std::fs::remove_dir_all(&home);
-    }
-}
+mod tests;

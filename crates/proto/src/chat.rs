@@ -13,6 +13,11 @@ pub struct ChatSend {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionId>,
     pub text: String,
+    /// The client's hang-up before the reply cancels the turn (Ctrl-C in `bxctl chat`).
+    /// Without it a turn whose client went away runs to its end and is logged (gatewayd,
+    /// whose restart must not withdraw what waits on Mattermost).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cancel_on_hangup: bool,
 }
 
 /// One step of a turn, streamed as it happens (never the final frame).
@@ -52,6 +57,10 @@ pub enum TurnEnd {
     /// The model could not be reached or broke off; the session is intact and the next
     /// message continues it.
     ModelError { detail: String },
+    /// The owner's client hung up mid-turn (Ctrl-C): a call waiting for approval was
+    /// withdrawn, a tool already running finished and its result is logged, and the model
+    /// was not asked again. The next message continues the session.
+    Cancelled,
     /// The answer did not end normally (`finish` is the server's `finish_reason`, `length`
     /// when `max_tokens` cut it): its text is kept, its `withdrawn` tool calls were not run.
     /// The session goes on.

@@ -424,6 +424,7 @@ impl Agent {
                 Message::ChatSend(proto::chat::ChatSend {
                     session: session.cloned(),
                     text: text.to_owned(),
+                    cancel_on_hangup: false,
                 }),
                 |e| {
                     if let Message::ChatEvent(ev) = &e.msg {

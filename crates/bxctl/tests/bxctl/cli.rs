@@ -101,13 +101,15 @@ fn what_bxctl_cannot_do_is_its_own_variant_and_exits_2() {
     let config = missing.to_str().expect("utf8");
     assert!(matches!(
         run(&["--config", config, "approvals"]),
-        Err(bxctl::Error::Config(daemon::config::ConfigError::Read { path, .. })) if path == missing
+        Err(bxctl::Error::NoConfig { path, from: "from --config" }) if path == missing
     ));
     let out = bxctl(&["--config", config, "approvals"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.starts_with(&format!("bxctl: {config}: ")) && stderr.ends_with('\n'),
+        stderr.starts_with(&format!(
+            "bxctl: no configuration at {config} (from --config)\nhelp: "
+        )) && stderr.ends_with('\n'),
         "{stderr}"
     );
 
@@ -141,6 +143,74 @@ fn what_bxctl_cannot_do_is_its_own_variant_and_exits_2() {
         run(&["--config", config, "session", "not a session id!"]),
         Err(bxctl::Error::SessionId(_))
     ));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn boxmaker_config_names_the_configuration_for_every_subcommand() {
+    let dir = temp("env");
+    let grants = dir.join("grants");
+    std::fs::create_dir_all(&grants).expect("grants");
+    std::fs::write(
+        grants.join("notes.toml"),
+        "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+         [constraints]\npaths = [\"/home/owner/notes\"]\n",
+    )
+    .expect("grant");
+    let config = dir.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "home = \"{0}/home\"\ngrants = \"{0}/grants\"\n[sockets]\nloop_broker = \"{0}/lb\"\n\
+             admin_broker = \"{0}/ab\"\nchat_loop = \"{0}/cl\"\n\
+             [peers]\nloopd = {{ uid = 1 }}\nadmin = {{ uid = 1 }}\n",
+            dir.display()
+        ),
+    )
+    .expect("config");
+    let with_env = |value: &std::path::Path, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_bxctl"))
+            .args(args)
+            .env("BOXMAKER_CONFIG", value)
+            .output()
+            .expect("bxctl")
+    };
+    // A subcommand that reads the configuration's grants directory.
+    let out = with_env(&config, &["grants", "check"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains(&format!("{}: 1 grants good", grants.display())),
+        "{out:?}"
+    );
+    // One that reaches a socket the configuration names.
+    let out = with_env(&config, &["approvals"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!("{}/ab/broker.sock", dir.display())),
+        "{out:?}"
+    );
+    // A missing one says where it looked and who said so; --config wins over the variable.
+    let missing = dir.join("absent.toml");
+    let out = with_env(&missing, &["sessions"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "bxctl: no configuration at {} (from BOXMAKER_CONFIG)\nhelp: ",
+            missing.display()
+        )),
+        "{err}"
+    );
+    let out = with_env(
+        &missing,
+        &[
+            "--config",
+            config.to_str().expect("utf8"),
+            "grants",
+            "check",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

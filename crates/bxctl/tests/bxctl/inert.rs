@@ -77,10 +77,7 @@ fn chat_shows_model_text_as_a_block_and_every_field_as_one_line() {
     served.join().expect("loopd");
     // The model could not answer: exit 1, with what was shown.
     assert_eq!(out.status.code(), Some(1));
-    let bx = format!(
-        "bxctl --config {} ",
-        home.root.join("config.toml").display()
-    );
+    let bx = hint(&home);
     assert_eq!(
         String::from_utf8(out.stdout).expect("utf8"),
         format!(
@@ -137,9 +134,21 @@ fn approvals_show_every_field_of_a_card_as_one_line() {
              \x20 UNTRUSTED: the session has read content that may steer the model, from \
              {ESCAPED} (call 3, read {ESCAPED})\n\
              \x20 expires:   2026-09-17T08:05:00.000Z\n\
-             \x20 answer:    bxctl approve {ESCAPED}   or   bxctl deny {ESCAPED}\n\n"
+             \x20 answer:    {bx}approve {ESCAPED}   or   {bx}deny {ESCAPED}\n\n",
+            bx = hint(&home)
         )
     );
+}
+
+/// How bxctl names itself in the commands it prints, so that each works as printed: its own
+/// absolute path (it is not on PATH here), with the configuration it was given.
+fn hint(home: &Home) -> String {
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_bxctl")).expect("bxctl");
+    format!(
+        "{} --config {} ",
+        exe.display(),
+        home.root.join("config.toml").display()
+    )
 }
 
 #[test]

@@ -5,6 +5,7 @@
 mod accept;
 mod conn;
 mod durable;
+mod listen;
 mod peer;
 mod serve;
 mod supervise;

@@ -26,6 +26,7 @@ fn loopd_killed_mid_turn_leaves_a_whole_log_and_call_numbers_never_repeat() {
         let msg = proto::Message::ChatSend(proto::chat::ChatSend {
             session: None,
             text: "Please list my notes".into(),
+            cancel_on_hangup: false,
         });
         let mut session = None;
         let _ = conn.call(1, msg, |e| {
@@ -36,10 +37,20 @@ fn loopd_killed_mid_turn_leaves_a_whole_log_and_call_numbers_never_repeat() {
         session.expect("the turn started")
     });
     let approval = stack::wait_for_approval(&home.config());
-    // …and loopd dies.
+    // …and loopd dies: brokerd sees the request hang up and withdraws the approval, so no
+    // answer can run a call that nobody waits for any more.
     agent.daemons[0].kill();
     let session = waiting.join().expect("client");
-    assert!(home.bxctl(&["deny", &approval]).status.success());
+    let withdrawn = stack::poll_until(std::time::Duration::from_secs(5), || {
+        let listed = home.bxctl(&["approvals"]);
+        listed.status.success() && !String::from_utf8_lossy(&listed.stdout).contains(&approval)
+    });
+    assert!(
+        withdrawn.is_some(),
+        "the approval still waits for a dead loopd"
+    );
+    let deny = home.bxctl(&["deny", &approval]);
+    assert_eq!(deny.status.code(), Some(1), "{deny:?}");
     agent.daemons[0] = home.daemon("loopd");
 
     // The session goes on: the interrupted call has a result, the next call a new number.

@@ -121,7 +121,9 @@ fn the_chat_shows_brokerds_card_and_takes_only_an_explicit_key() {
         .expect("the listing ran");
     p.expect("you> ").expect("prompt");
     p.send_line("/quit").expect("quit");
-    p.expect("continue it with `bxctl --config ")
+    // As printed, it works: bxctl by its own path (it is not on PATH here).
+    let exe = std::fs::canonicalize(bin("bxctl")).expect("bxctl");
+    p.expect(format!("continue it with `{} --config ", exe.display()).as_str())
         .expect("the command that resumes the session");
 
     // Both answers are audited as `bxctl approve` answers are: by the local user.
@@ -202,9 +204,24 @@ fn ctrl_c_at_the_card_answers_nothing() {
     p.send_line("list my notes").expect("send");
     p.expect("answer: [a] approve").expect("the card");
     p.send("\u{3}").expect("ctrl-c");
-    p.expect("[interrupted: the call still waits until ")
+    p.expect("[interrupted]")
         .expect("ctrl-c is read as itself, not as an answer");
-    // Whatever SIGINT then does to the chat, the call still waits for an answer.
-    let id = stack::wait_for_approval(&home.config());
-    assert_eq!(requested(&home), [id]);
+    // Then it is the SIGINT it is: the turn is cancelled and loopd withdraws the call,
+    // which brokerd denies for that reason, never as an owner's answer.
+    p.expect("turn cancelled").expect("the turn is cancelled");
+    assert_eq!(requested(&home).len(), 1);
+    let decided = stack::poll_until(Duration::from_secs(5), || {
+        home.audit_lines().into_iter().find_map(|l| match l {
+            AuditLine::Decision(d) => Some(d.decision),
+            _ => None,
+        })
+    });
+    assert!(
+        matches!(
+            &decided,
+            Some(DecisionRecord::Denied { reason: DenyReason::ApprovalRefused, detail: Some(d), .. })
+                if d.contains("loopd withdrew")
+        ),
+        "{decided:?}"
+    );
 }

@@ -223,6 +223,7 @@ fn loopds_jobs_side_takes_one_turn_in_a_new_job_session_only() {
         let msg = proto::Message::ChatSend(proto::chat::ChatSend {
             session: session.map(|s| proto::SessionId::new(s).expect("id")),
             text: "hello".into(),
+            cancel_on_hangup: false,
         });
         conn.call(1, msg, |_| {}).expect("answer").msg
     };

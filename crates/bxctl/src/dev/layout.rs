@@ -1,0 +1,137 @@
+//! The state directory `bxctl dev` keeps: the samples (demo notes, sample grants) are
+//! written the first time, or again with `--reset`, and never over the owner's edits; the
+//! configuration and the demo script are bxctl's own, written at every start (the fake's
+//! port changes). Paths go into TOML as quoted strings: JSON's escaping is valid TOML
+//! basic-string escaping, so any path stays one string.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::DevError;
+
+/// The demo conversation the fake server plays (see docs/fake-llama-server.md).
+const DEMO_SCRIPT: &str = include_str!("../demo-script.toml");
+
+/// The directories every run needs.
+const DIRS: [&str; 7] = [
+    "home/memory",
+    "logs",
+    "run/loop-broker",
+    "run/admin-broker",
+    "run/loop-infer",
+    "run/chat-loop",
+    "notes",
+];
+
+fn write(path: &Path, text: &str) -> Result<(), DevError> {
+    std::fs::write(path, text).map_err(|source| DevError::Write {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn q(p: &Path) -> String {
+    serde_json::to_string(&p.display().to_string()).unwrap_or_default()
+}
+
+/// Creates what is missing under `state`; with `reset`, writes the samples again.
+/// Returns whether the sample grants were written.
+pub fn prepare(state: &Path, grants: Option<&Path>, reset: bool) -> Result<bool, DevError> {
+    for d in DIRS {
+        std::fs::create_dir_all(state.join(d)).map_err(|source| DevError::Write {
+            path: state.join(d),
+            source,
+        })?;
+    }
+    let notes = state.join("notes");
+    if reset || !notes.join("todo.md").exists() {
+        write(&notes.join("todo.md"), "- buy milk\n- ship boxmaker M1\n")?;
+    }
+    if let Some(dir) = grants {
+        // The owner's own directory: only read, never written.
+        return if dir.is_dir() {
+            Ok(false)
+        } else {
+            Err(DevError::NoGrants {
+                path: dir.to_owned(),
+            })
+        };
+    }
+    // Samples only into a grants directory that is not there yet: a sample the owner
+    // deleted stays deleted.
+    let dir = state.join("grants");
+    if dir.exists() && !reset {
+        return Ok(false);
+    }
+    std::fs::create_dir_all(&dir).map_err(|source| DevError::Write {
+        path: dir.clone(),
+        source,
+    })?;
+    write(
+        &dir.join("notes-read.toml"),
+        &format!(
+            "# Read the demo notes without asking; only you write them.\ntool = \"read_file\"\n\
+             mode = \"auto\"\nmax_taint = \"secret\"\nuntrusted = false\n[constraints]\npaths = [{}]\n",
+            q(&notes)
+        ),
+    )?;
+    write(
+        &dir.join("notes-list.toml"),
+        &format!(
+            "tool = \"list_dir\"\nmode = \"ask\"\nmax_taint = \"secret\"\nuntrusted = false\n\
+             [constraints]\npaths = [{}]\n",
+            q(&notes)
+        ),
+    )?;
+    write(
+        &dir.join("web-ask.toml"),
+        "# Fetch from Wikipedia, asking each time.\ntool = \"http_fetch\"\nmode = \"ask\"\n\
+         max_taint = \"private\"\nresult_class = \"public\"\n[constraints]\nhosts = [\"en.wikipedia.org\"]\n",
+    )?;
+    Ok(true)
+}
+
+/// Writes the demo script for the notes under `state`; returns its path.
+pub fn demo_script(state: &Path) -> Result<PathBuf, DevError> {
+    let script = state.join("demo-script.toml");
+    let notes = state.join("notes");
+    write(
+        &script,
+        &DEMO_SCRIPT.replace("{notes}", &notes.display().to_string()),
+    )?;
+    Ok(script)
+}
+
+/// Writes `config.toml` for a stack under `state` whose grants are in `grants` and whose
+/// model is at `upstream`; returns its path.
+pub fn config(
+    state: &Path,
+    grants: &Path,
+    tool: &Path,
+    upstream: &str,
+) -> Result<PathBuf, DevError> {
+    let uid = nix::unistd::getuid().as_raw();
+    let under = |rel: &str| q(&state.join(rel));
+    let config = state.join("config.toml");
+    write(
+        &config,
+        &format!(
+            "# Written by `bxctl dev` at every start (edits here are lost): everything under {},\n\
+             # no root, no systemd.\n\
+             home = {}\ngrants = {}\n\
+             [sockets]\nloop_broker = {}\nadmin_broker = {}\nloop_infer = {}\nchat_loop = {}\n\
+             [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\nchat = {{ uid = {uid} }}\n\
+             [broker]\nrunner = \"direct\"\ntool = {}\n\
+             [infer]\nupstream = {}\n",
+            state.display(),
+            under("home"),
+            q(grants),
+            under("run/loop-broker"),
+            under("run/admin-broker"),
+            under("run/loop-infer"),
+            under("run/chat-loop"),
+            q(tool),
+            serde_json::to_string(upstream).unwrap_or_default(),
+        ),
+    )?;
+    Ok(config)
+}

@@ -1,0 +1,188 @@
+//! The stack's processes: every role (and the fake llama-server) in one process group of
+//! their own, so the terminal's Ctrl-C and hang-up reach bxctl alone and bxctl decides; each
+//! role told to stop with bxctl (`daemon::parent`), the fake through its standard input;
+//! stopped together within a bounded time.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use std::sync::Mutex;
+
+use daemon::lock;
+use daemon::supervise::{self, NotReady};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+use crate::dev::lock::StateLock;
+use crate::error::DevError;
+
+/// How long the roles get to stop on SIGTERM (brokerd denies what waits, loopd and
+/// inferproxy end their streams) before the group is killed.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a role may take to say READY=1.
+const READY_WITHIN: Duration = Duration::from_secs(30);
+
+/// The children, and the process group they share (the first child's PID). Shared with
+/// the signal thread, which may stop it at any moment: the lock is held only briefly, never
+/// while a role starts (a role starting meanwhile is in the group already, and goes with it).
+#[derive(Debug, Default)]
+pub struct Stack {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    children: Vec<(&'static str, Child)>,
+    group: Option<Pid>,
+    /// The fake llama-server's standard input: it exits when this closes.
+    fake_stdin: Option<ChildStdin>,
+}
+
+impl Stack {
+    /// Puts `cmd` in the stack's process group and names bxctl as the parent to stop with.
+    fn prepare(&self, cmd: &mut Command) {
+        let group = lock(&self.inner).group;
+        cmd.process_group(group.map_or(0, Pid::as_raw))
+            .env(daemon::parent::PARENT_ENV, std::process::id().to_string());
+    }
+
+    fn add(&self, name: &'static str, child: Child, state: &mut StateLock) -> Result<(), DevError> {
+        let pid = child.id();
+        let mut inner = lock(&self.inner);
+        if inner.group.is_none() {
+            inner.group = i32::try_from(pid).ok().map(Pid::from_raw);
+        }
+        inner.children.push((name, child));
+        drop(inner);
+        state.record(name, pid)
+    }
+
+    /// Stops every child: SIGTERM to the group, then SIGKILL to what is left after
+    /// [`STOP_GRACE`] (tool runs a role started are in the group too). Safe to call twice.
+    pub fn stop(&self) {
+        let mut inner = lock(&self.inner);
+        let Some(group) = inner.group.take() else {
+            return;
+        };
+        inner.fake_stdin = None;
+        let _ = killpg(group, Signal::SIGTERM);
+        let deadline = Instant::now() + STOP_GRACE;
+        for (_, child) in &mut inner.children {
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let _ = killpg(group, Signal::SIGKILL);
+        for (_, child) in &mut inner.children {
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts role `name` with a NOTIFY_SOCKET and waits for READY=1; its stderr is
+    /// appended to its log.
+    pub fn start(
+        &self,
+        name: &'static str,
+        mut cmd: Command,
+        state: &Path,
+        held: &mut StateLock,
+    ) -> Result<(), DevError> {
+        let notify = state.join(format!("run/{name}.notify"));
+        let log = state.join(format!("logs/{name}.log"));
+        self.prepare(&mut cmd);
+        let (from, log_file) = open_log(&log)?;
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file);
+        match supervise::spawn_ready(&mut cmd, &notify, READY_WITHIN) {
+            Ok((child, _)) => self.add(name, child, held),
+            Err(NotReady::Exited(status)) => Err(DevError::Exited {
+                name,
+                status,
+                log: read_from(&log, from),
+            }),
+            Err(NotReady::Timeout(_)) => Err(DevError::Silent { name, log }),
+            Err(NotReady::Spawn(source)) => Err(DevError::Spawn { name, source }),
+            Err(source) => Err(DevError::NotReady { name, source, log }),
+        }
+    }
+
+    /// Starts the fake llama-server playing `script` on a free loopback port; returns its
+    /// URL.
+    pub fn start_fake(
+        &self,
+        fake: &Path,
+        script: &Path,
+        state: &Path,
+        held: &mut StateLock,
+    ) -> Result<String, DevError> {
+        let mut cmd = Command::new(fake);
+        cmd.args(["--listen", "127.0.0.1:0", "--exit-on-eof", "--script"])
+            .arg(script);
+        self.prepare(&mut cmd);
+        let (_, log) = open_log(&state.join("logs/fake-llama-server.log"))?;
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .map_err(|source| DevError::Spawn {
+                name: "fake-llama-server",
+                source,
+            })?;
+        lock(&self.inner).fake_stdin = child.stdin.take();
+        let out = child.stdout.take();
+        self.add("fake-llama-server", child, held)?;
+        let mut first = String::new();
+        if let Some(out) = out {
+            BufReader::new(out)
+                .read_line(&mut first)
+                .map_err(DevError::FakeRead)?;
+        }
+        let addr =
+            first
+                .trim()
+                .strip_prefix("listening on ")
+                .ok_or_else(|| DevError::FakeSaid {
+                    first: first.clone(),
+                })?;
+        Ok(format!("http://{addr}"))
+    }
+}
+
+/// A child's log, opened to append: a line marks where this run begins. Returns the
+/// offset of this run's part and the file.
+fn open_log(path: &Path) -> Result<(u64, std::fs::File), DevError> {
+    let err = |source| DevError::Write {
+        path: path.to_owned(),
+        source,
+    };
+    let mut file = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(err)?;
+    writeln!(
+        file,
+        "--- bxctl dev (PID {}) starts this at {} ---",
+        std::process::id(),
+        proto::Timestamp::now()
+    )
+    .map_err(err)?;
+    let from = file.metadata().map_err(err)?.len();
+    Ok((from, file))
+}
+
+/// What a log holds from `from` on (this run's part).
+fn read_from(path: &PathBuf, from: u64) -> String {
+    let text = std::fs::read(path).unwrap_or_default();
+    let from = usize::try_from(from).unwrap_or(0).min(text.len());
+    String::from_utf8_lossy(&text[from..]).into_owned()
+}
