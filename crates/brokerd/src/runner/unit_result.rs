@@ -1,9 +1,10 @@
 //! What `systemd-run --wait` says about the unit's end, read from its stderr.
 //!
-//! Without `--quiet`, `systemd-run --wait` logs to stderr `Running as unit: NAME` (257 adds
-//! `; invocation ID: …`) once the unit started and, after it stopped, a summary: `Finished
-//! with result: RESULT`, `Main processes terminated with: code=CODE, status=N/NAME` (252:
-//! `code=CODE/status=N`), then runtime, CPU, memory, IP and IO lines (src/run/run.c). RESULT
+//! Without `--quiet`, `systemd-run --wait` logs to stderr `Running as unit: NAME` (some
+//! versions add `; invocation ID: …`) once the unit started and, after it stopped, a summary:
+//! `Finished with result: RESULT`, `Main processes terminated with: code=CODE, status=N/NAME`
+//! (older: `code=CODE/status=N`), then runtime, CPU, memory, IP and IO lines (systemd's
+//! src/run/run.c; the VM tier prints 257's, unit_result/tests.rs holds it). RESULT
 //! is the service's `Result` property: `success`, `exit-code`, `signal`, `core-dump`,
 //! `timeout`, `oom-kill`, `resources`, `protocol`, `watchdog`, `start-limit-hit`, ….
 //! Its exit status cannot tell these apart: 1 stands for `oom-kill`, `timeout` and a tool
