@@ -331,21 +331,11 @@ fn a_bad_grant_refuses_start_naming_file_line_and_reason() {
 
 #[test]
 fn a_tool_that_dies_is_a_typed_failure_in_the_result_and_the_audit() {
-    use std::os::unix::fs::PermissionsExt;
     let home = Home::new("tool-dies", "");
     let notes = home.files("notes", &[("todo.md", "- buy milk\n")]);
     home.write_grant("notes", &read_grant("auto", &notes, ""));
     // A tool that reads its request and is killed before it answers.
-    let dying = home.root.join("dying-tool");
-    std::fs::write(&dying, "#!/bin/sh\ncat >/dev/null\nkill -9 $$\n").expect("tool");
-    std::fs::set_permissions(&dying, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let config = std::fs::read_to_string(home.config())
-        .expect("config")
-        .replace(
-            &format!("tool = \"{}\"", stack::bin("boxmaker-tool").display()),
-            &format!("tool = \"{}\"", dying.display()),
-        );
-    std::fs::write(home.config(), config).expect("config");
+    home.tool_script("dying-tool", "#!/bin/sh\ncat >/dev/null\nkill -9 $$\n");
     let _d = home.start();
     let arguments = format!(r#"{{"path":"{}/todo.md"}}"#, notes.display());
     let frames = tool(&home.loop_sock(), "s-1", 1, "read_file", &arguments);
