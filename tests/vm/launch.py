@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # tests/vm/launch.py ROUNDS PROPS_FILE INVOCATION_FILE: the launch-cost harness of
 # tests/vm/launch.sh (run as root in the guest). Alternates, ROUNDS times:
-#   floor: `systemd-run --wait --pipe --collect --quiet --service-type=exec` with the
+#   floor: `systemd-run --wait --pipe --collect --service-type=exec` (no --quiet, as brokerd) with the
 #          properties in PROPS_FILE (`-p` and `K=V` lines, brokerd --print-tool-unit's) of
 #          boxmaker-tool, the invocation on stdin;
 #   brokerd: one tool_request (the same read_file) on loop-broker, sent on a connection
@@ -72,7 +72,7 @@ def call(s, number):
 
 
 def bare():
-    command = ["systemd-run", "--wait", "--pipe", "--collect", "--quiet", "--service-type=exec",
+    command = ["systemd-run", "--wait", "--pipe", "--collect", "--service-type=exec",
                *props, "--", TOOL]
     out = subprocess.run(command, input=invocation, capture_output=True, check=True).stdout
     if b"buy milk" not in out:

@@ -35,8 +35,13 @@ tool_props notes-read "$config" TasksMax
 expect_run "control: without TasksMax= the same unit forks 48 children" hog_says tasks "started 48 children"
 
 brokerd_config "$config" "tests/vm/limits.sh only"
-expect "through brokerd: the memory hog's call fails (a failed tool result), and the model is told" \
-    "owner bxctl chat -m 'eat memory' | tee /tmp/memory.out | grep -qF '[-> failed: the tool unit boxmaker-tool-' && grep -q 'The tool did not work this time.' /tmp/memory.out"
+# What systemd-run --wait itself says of that end (without --quiet, as brokerd runs it): the
+# text crates/brokerd/src/runner/unit_result/tests.rs parses.
+tool_props notes-read "$config"
+systemd-run --wait --pipe --collect --service-type=exec "${PROPS[@]}" -- "$tool" \
+    <"/tmp/invocation-memory.json" 2>&1 >/dev/null | sed 's/^/    systemd-run says: /'
+expect "through brokerd: the memory hog's call fails typed as out of memory, and the model is told" \
+    "owner bxctl chat -m 'eat memory' | tee /tmp/memory.out | grep -qE '\[-> failed: the tool unit boxmaker-tool-[a-z0-9-]+ ran out of memory \(stopped at its MemoryMax=\)' && grep -q 'The tool did not work this time.' /tmp/memory.out"
 sed 's/^/    | /' /tmp/memory.out
 unit=$(grep -o -m 1 'the tool unit boxmaker-tool-[a-z0-9-]*' /tmp/memory.out | awk '{ print $4 }')
 expect "systemd says why: brokerd's unit for that call ($unit) was OOM-killed" \
@@ -44,10 +49,13 @@ expect "systemd says why: brokerd's unit for that call ($unit) was OOM-killed" \
 session=$(sed -n 's/.*\[session \([^]]*\)\].*/\1/p' /tmp/memory.out | head -n 1)
 note "session $session"
 expect "the session goes on: the fork bomb's call in the same session fails with the tool's reason" \
-    "owner bxctl chat --session $session -m 'spawn tasks' | tee /tmp/tasks.out | grep -qE '\[-> failed: the tool unit boxmaker-tool-[a-z0-9-]+ failed \(systemd-run exit status 3\); stderr: test-tool: fork refused after 1[0-9] children: Resource temporarily unavailable'"
+    "owner bxctl chat --session $session -m 'spawn tasks' | tee /tmp/tasks.out | grep -qE '\[-> failed: the tool unit boxmaker-tool-[a-z0-9-]+ exited with status 3; stderr: test-tool: fork refused after 1[0-9] children: Resource temporarily unavailable\]'"
 sed 's/^/    | /' /tmp/tasks.out
 expect "both calls are audited (allowed by notes-read), and the chain verifies" \
     "test \"\$(bxctl audit show | grep -c 'ALLOWED by grant notes-read')\" -ge 2 && bxctl audit verify | grep -q 'audit chain good'"
+bxctl audit show | grep -F 'FAILED, ' | sed 's/^/    | /'
+expect "the audit types both ends: out of memory, then exited with status 3" \
+    "bxctl audit show | grep -qE ' $session call [0-9]+ read_file: FAILED, out of memory\$' && bxctl audit show | grep -qE ' $session call [0-9]+ read_file: FAILED, exited with status 3\$'"
 brokerd_rendered
 expect "the session goes on: in the same session the rendered tool reads the todo list" \
     "owner bxctl chat --session $session -m 'what is on my todo list?' | grep -q 'Your todo list says: buy milk.'"

@@ -30,7 +30,17 @@ impl Board {
     pub fn linked(&self) {
         *self.gateway.lock().unwrap_or_else(PoisonError::into_inner) = Some(GatewayLink::Linked {
             since: Timestamp::now(),
+            version: None,
         });
+    }
+
+    /// gatewayd stated its version on the link that is up.
+    pub fn gateway_version(&self, stated: &str) {
+        let mut link = self.gateway.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(GatewayLink::Linked { version, .. }) = &mut *link {
+            // gatewayd's words: kept short; bxctl shows them inert.
+            *version = Some(stated.chars().take(64).collect());
+        }
     }
 
     /// The link to gatewayd broke, or could not be made: `reason`. The time of the first

@@ -355,9 +355,7 @@ impl Broker {
         snapshot: &Snapshot,
     ) -> Result<ToolResponse, Fatal> {
         let Some(labels) = decision.labels() else {
-            return Ok(ToolResponse::Failed {
-                message: "internal: no grant".into(),
-            });
+            return Ok(ToolResponse::failed("internal: no grant"));
         };
         let subtree = matches!(args, ToolArgs::ListDir(_));
         let read = args.reads();
@@ -401,6 +399,13 @@ impl Broker {
                 },
             )
             .map_err(Fatal::Sessions)?;
+        if let RunOutcome::Failed {
+            failure: Some(failure),
+            ..
+        } = &outcome
+        {
+            lock(&self.audit).tool_failed(req, failure)?;
+        }
         Ok(match outcome {
             RunOutcome::Ok { content, truncated } => ToolResponse::Result {
                 content,
@@ -408,7 +413,7 @@ impl Broker {
                 untrusted,
                 truncated,
             },
-            RunOutcome::Failed { message } => ToolResponse::Failed { message },
+            RunOutcome::Failed { message, failure } => ToolResponse::Failed { message, failure },
         })
     }
 }

@@ -140,6 +140,7 @@ fn serve(
     // every `RETRY`.
     let mut posted = HashSet::new();
     let mut sweep = Instant::now();
+    let mut first_wait = true;
     for card in broker.pending_cards() {
         post(&mut call, conn, card, &mut posted)?;
     }
@@ -171,12 +172,17 @@ fn serve(
                 }
             }
         }
+        // The first wait on a link is answered at once: gatewayd states its version in it.
         let wait = Message::ApprovalWait(ApprovalWait {
-            wait_ms: WAIT_MS,
+            wait_ms: if first_wait { 0 } else { WAIT_MS },
             ack,
         });
+        first_wait = false;
         match call(conn, wait)? {
             Message::ApprovalHeard(heard) => {
+                if let Some(version) = &heard.version {
+                    broker.board.gateway_version(version);
+                }
                 let n = u64::try_from(heard.answers.len()).unwrap_or(u64::MAX);
                 for answer in heard.answers {
                     answer_heard(broker, &answer).map_err(Error::Fatal)?;

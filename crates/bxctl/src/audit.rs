@@ -370,6 +370,18 @@ fn describe(line: &AuditLine) -> String {
                 "#{seq} {time} job {job} run ended ({}): session {session}",
                 ended.as_str()
             ),
+            AuditEvent::ToolFailed {
+                seq,
+                time,
+                session,
+                call,
+                tool,
+                failure,
+                ..
+            } => format!(
+                "#{seq} {time} {session} call {} {tool}: FAILED, {failure}",
+                call.0
+            ),
             AuditEvent::JobRunRefused {
                 seq,
                 time,

@@ -101,7 +101,7 @@ impl<'a> Screen<'a> {
                     .map(|d| format!(": {}", line(d)))
                     .unwrap_or_default()
             ),
-            ToolResponse::Failed { message } => format!("  [-> failed: {}]\n", line(message)),
+            ToolResponse::Failed { message, .. } => format!("  [-> failed: {}]\n", line(message)),
         }
     }
 

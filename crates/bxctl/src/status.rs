@@ -135,12 +135,20 @@ fn broker_text(b: &BrokerStatus) -> String {
     };
     s += &match &b.gateway {
         None => "gatewayd    not configured\n".to_owned(),
-        Some(GatewayLink::Linked { since }) => format!("gatewayd    linked since {since}\n"),
+        Some(GatewayLink::Linked { since, version }) => format!(
+            "gatewayd    linked since {since}{}\n",
+            stated(version.as_deref())
+        ),
         Some(GatewayLink::Down { since, reason }) => {
             format!("gatewayd    NOT LINKED since {since}: {}\n", line(reason))
         }
     };
     s
+}
+
+/// `, version V` for a version its role stated (shown inert), nothing otherwise.
+fn stated(version: Option<&str>) -> String {
+    version.map_or_else(String::new, |v| format!(", version {}", line(v)))
 }
 
 fn loop_text(l: &LoopStatus) -> String {
@@ -150,7 +158,9 @@ fn loop_text(l: &LoopStatus) -> String {
          model       {}\n",
         line(&l.version),
         match &l.inferproxy {
-            Reach::Reachable => "reachable (from loopd)".to_owned(),
+            Reach::Reachable { version } => {
+                format!("reachable (from loopd){}", stated(version.as_deref()))
+            }
             Reach::Unreachable { reason } => format!("NOT REACHABLE from loopd: {}", line(reason)),
         },
         match &l.model {

@@ -113,7 +113,7 @@ fn event(stream: &mut Stream<'_>, ev: &ChatEvent) {
             ToolResponse::Denied { reason, .. } => {
                 format!("> → denied ({})", code(reason.as_str()))
             }
-            ToolResponse::Failed { message } => format!("> → failed: {}", code(message)),
+            ToolResponse::Failed { message, .. } => format!("> → failed: {}", code(message)),
         }),
         ChatEvent::Started { .. } | ChatEvent::Reasoning { .. } | ChatEvent::Compacted { .. } => {
             return;

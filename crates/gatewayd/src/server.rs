@@ -40,7 +40,11 @@ fn request(desk: &Desk, conn: &mut Conn, env: Envelope, who: &str) -> bool {
         Message::ApprovalWait(wait) => {
             let ms = u64::from(wait.wait_ms.min(MAX_WAIT_MS));
             let (first, answers) = desk.wait(wait.ack, Duration::from_millis(ms));
-            Message::ApprovalHeard(ApprovalHeard { first, answers })
+            Message::ApprovalHeard(ApprovalHeard {
+                first,
+                answers,
+                version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+            })
         }
         Message::ApprovalUpdate(update) => {
             if let Err(e) = desk.update(&update) {

@@ -34,7 +34,7 @@ pub const ALLOWED: [(&str, &str); 4] = [
 ];
 
 /// Hop-by-hop fields, and those the proxy writes itself: never forwarded either way.
-const NOT_FORWARDED: [&str; 12] = [
+const NOT_FORWARDED: [&str; 13] = [
     "connection",
     "keep-alive",
     "proxy-connection",
@@ -47,6 +47,8 @@ const NOT_FORWARDED: [&str; 12] = [
     "content-length",
     "host",
     "expect",
+    // inferproxy's own version field: what arrives under its name is not inferproxy's.
+    "x-boxmaker-inferproxy-version",
 ];
 
 /// How much of the answer is read (and then written) at once.
@@ -263,6 +265,10 @@ fn relay(
         Framing::Chunked | Framing::UntilClose => {}
     }
     fields.push(("Connection", "close".into()));
+    fields.push((
+        proto::status::INFERPROXY_VERSION_HEADER,
+        env!("CARGO_PKG_VERSION").into(),
+    ));
     let fields: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let mut out = client;
     write_response_head(&mut out, head.status, &head.reason, &fields)

@@ -35,9 +35,11 @@ pub(crate) fn error_bytes(status: u16, message: &'static str) -> Vec<u8> {
     );
     let mut out = format!(
         "HTTP/1.1 {status} {}\r\nContent-Type: application/json; charset=utf-8\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n",
+         Content-Length: {}\r\n{}: {}\r\nConnection: close\r\n\r\n",
         strict_http::reason(status),
-        body.len()
+        body.len(),
+        proto::status::INFERPROXY_VERSION_HEADER,
+        env!("CARGO_PKG_VERSION"),
     )
     .into_bytes();
     out.extend_from_slice(body.as_bytes());

@@ -18,9 +18,7 @@ pub fn call(
     cancel: &Cancel,
     mut pending: impl FnMut(ToolResponse),
 ) -> ToolResponse {
-    let failed = |why: String| ToolResponse::Failed {
-        message: format!("brokerd: {why}"),
-    };
+    let failed = |why: String| ToolResponse::failed(format!("brokerd: {why}"));
     let mut conn = match Conn::connect(sock) {
         Ok(c) => c,
         Err(e) => return failed(format!("cannot reach {}: {e}", sock.display())),

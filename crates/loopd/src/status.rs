@@ -14,7 +14,7 @@ const MAX_BODY: u64 = 16 * 1024;
 
 pub fn status(infer_sock: &Path) -> LoopStatus {
     let (inferproxy, model) = match health(infer_sock) {
-        Ok(model) => (Reach::Reachable, model),
+        Ok((version, model)) => (Reach::Reachable { version }, model),
         Err(reason) => (
             Reach::Unreachable {
                 reason: reason.clone(),
@@ -31,8 +31,9 @@ pub fn status(infer_sock: &Path) -> LoopStatus {
     }
 }
 
-/// The model's health, or why inferproxy could not be asked.
-fn health(sock: &Path) -> Result<ModelHealth, String> {
+/// inferproxy's version (from its header) and the model's health, or why inferproxy could
+/// not be asked.
+fn health(sock: &Path) -> Result<(Option<String>, ModelHealth), String> {
     let stream = UnixStream::connect(sock).map_err(|e| format!("{}: {e}", sock.display()))?;
     stream
         .set_read_timeout(Some(HEALTH_DEADLINE))
@@ -41,9 +42,14 @@ fn health(sock: &Path) -> Result<ModelHealth, String> {
     let resp =
         strict_http::request(stream, "GET", "/health", &[], b"").map_err(|e| e.to_string())?;
     let status = resp.status;
+    // Kept short and shown inert, like the body.
+    let version = resp
+        .headers
+        .get(proto::status::INFERPROXY_VERSION_HEADER)
+        .map(|v| v.chars().take(64).collect::<String>());
     // The body is llama-server's (or inferproxy's) words: kept short; bxctl shows it inert.
     let body = resp.read_body(MAX_BODY).unwrap_or_default();
-    Ok(match status {
+    let model = match status {
         200 => ModelHealth::Ok,
         503 => ModelHealth::Loading,
         _ => ModelHealth::Unhealthy {
@@ -55,5 +61,6 @@ fn health(sock: &Path) -> Result<ModelHealth, String> {
                     .collect::<String>()
             ),
         },
-    })
+    };
+    Ok((version, model))
 }

@@ -107,7 +107,7 @@ pub fn for_model(r: &ToolResponse) -> (String, DataClass, bool, bool) {
                 false,
             )
         }
-        ToolResponse::Failed { message } => (
+        ToolResponse::Failed { message, .. } => (
             format!("the tool failed: {message}"),
             DataClass::Private,
             true,

@@ -406,16 +406,12 @@ impl Looper {
                 let call = CallId(session.last_call);
                 calls += 1;
                 let response = if calls > cap {
-                    ToolResponse::Failed {
-                        message: format!(
-                            "not run: the limit of {cap} tool calls per turn was reached"
-                        ),
-                    }
+                    ToolResponse::failed(format!(
+                        "not run: the limit of {cap} tool calls per turn was reached"
+                    ))
                 } else if cancel.is_cancelled() {
                     // Every call the model asked for gets its result, so the log stays whole.
-                    ToolResponse::Failed {
-                        message: "not run: the owner cancelled the turn".into(),
-                    }
+                    ToolResponse::failed("not run: the owner cancelled the turn")
                 } else {
                     emit(ChatEvent::ToolCall {
                         call,

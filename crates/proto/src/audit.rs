@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::approval::Refusal;
 use crate::job::{JobOutcome, RunEnd};
-use crate::{CallId, DataClass, DenyReason, Hash32, JobName, SessionId, Timestamp};
+use crate::{CallId, DataClass, DenyReason, Hash32, JobName, SessionId, Timestamp, ToolFailure};
 
 /// What brokerd decided, internally tagged: `{"outcome":"allowed",…}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -155,6 +155,17 @@ pub enum AuditEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         outcome: Option<JobOutcome>,
     },
+    /// A tool run ended without a result of the tool's own: a limit of its unit stopped it
+    /// (`out_of_memory`, `time_limit`) or it died. The tool's own words are not recorded.
+    ToolFailed {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        session: SessionId,
+        call: CallId,
+        tool: String,
+        failure: ToolFailure,
+    },
     /// A runner's registration was refused: `peer` claimed `claimed`, and `reason` says
     /// why it may not run it (another job's user, not a job's user, an unknown job).
     JobRunRefused {
@@ -217,6 +228,7 @@ impl AuditLine {
                 | AuditEvent::NoteRelabelled { seq, .. }
                 | AuditEvent::JobRunStarted { seq, .. }
                 | AuditEvent::JobRunEnded { seq, .. }
+                | AuditEvent::ToolFailed { seq, .. }
                 | AuditEvent::JobRunRefused { seq, .. },
             ) => *seq,
         }
@@ -234,6 +246,7 @@ impl AuditLine {
                 | AuditEvent::NoteRelabelled { prev, .. }
                 | AuditEvent::JobRunStarted { prev, .. }
                 | AuditEvent::JobRunEnded { prev, .. }
+                | AuditEvent::ToolFailed { prev, .. }
                 | AuditEvent::JobRunRefused { prev, .. },
             ) => *prev,
         }
@@ -251,6 +264,7 @@ impl AuditLine {
                 | AuditEvent::NoteRelabelled { time, .. }
                 | AuditEvent::JobRunStarted { time, .. }
                 | AuditEvent::JobRunEnded { time, .. }
+                | AuditEvent::ToolFailed { time, .. }
                 | AuditEvent::JobRunRefused { time, .. },
             ) => *time,
         }

@@ -46,6 +46,9 @@ pub struct ApprovalWait {
 pub struct ApprovalHeard {
     pub first: u64,
     pub answers: Vec<ApprovalAnswer>,
+    /// gatewayd's version (its package version), for `bxctl status` through brokerd.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -43,4 +43,4 @@ pub use job::JobName;
 pub use log::{CallOutcome, LogRecord, ToolCall, Withdrawal};
 pub use message::{Envelope, ErrorCode, Message, PROTOCOL_VERSION, WireError};
 pub use time::Timestamp;
-pub use tool::{DenyReason, ToolRequest, ToolResponse};
+pub use tool::{DenyReason, ToolFailure, ToolRequest, ToolResponse};

@@ -10,6 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Hash32, Timestamp};
 
+/// The response header in which inferproxy states its version on every answer it gives
+/// (loopd reads it off the `/health` it asks for `status_query`); llama-server's own field
+/// of that name is never passed on.
+pub const INFERPROXY_VERSION_HEADER: &str = "X-Boxmaker-Inferproxy-Version";
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BrokerStatus {
@@ -71,8 +76,13 @@ pub enum Reloaded {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case", deny_unknown_fields)]
 pub enum GatewayLink {
-    /// Connected since `since`.
-    Linked { since: Timestamp },
+    /// Connected since `since`; `version` is gatewayd's, as it states it in its first
+    /// answer on the link (absent until then).
+    Linked {
+        since: Timestamp,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<String>,
+    },
     /// Not connected (yet, or any more): why, and since when.
     Down { since: Timestamp, reason: String },
 }
@@ -91,8 +101,14 @@ pub struct LoopStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Reach {
-    Reachable,
-    Unreachable { reason: String },
+    /// `version` is inferproxy's, from its answer's [`INFERPROXY_VERSION_HEADER`].
+    Reachable {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<String>,
+    },
+    Unreachable {
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

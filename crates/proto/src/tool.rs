@@ -1,5 +1,7 @@
 use serde::{Deserialize, Serialize};
 
+use std::fmt;
+
 use crate::{CallId, DataClass, SessionId, Timestamp};
 
 /// loopd asks brokerd to run one tool call the model made.
@@ -31,8 +33,13 @@ pub enum ToolResponse {
         untrusted: bool,
         truncated: bool,
     },
-    /// The tool ran and failed; not a policy decision.
-    Failed { message: String },
+    /// The tool ran and failed; not a policy decision. `failure` says how the run ended
+    /// when it did not end by the tool's own report: a limit stopped it, or it died.
+    Failed {
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure: Option<ToolFailure>,
+    },
     Denied {
         reason: DenyReason,
         /// Why, for a person (for example which field of the arguments was wrong).
@@ -79,6 +86,50 @@ impl DenyReason {
             Self::TooManyPendingApprovals => "too_many_pending_approvals",
             Self::ShuttingDown => "shutting_down",
             Self::JobNotRunning => "job_not_running",
+        }
+    }
+}
+
+impl ToolResponse {
+    /// A failure without a typed end (the tool's own report, a call that was not run).
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::Failed {
+            message: message.into(),
+            failure: None,
+        }
+    }
+}
+
+/// How a tool run ended when the tool did not report its own failure, from the runner's
+/// view: for a tool unit, systemd's result for it (`Finished with result: …`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToolFailure {
+    /// The kernel's OOM killer ended it at the unit's `MemoryMax=` (systemd `oom-kill`).
+    OutOfMemory,
+    /// Its time limit ran out (the unit's `RuntimeMaxSec=`, or brokerd's own deadline).
+    TimeLimit,
+    /// It was killed by a signal (systemd `signal` or `core-dump`), named like `SIGKILL`
+    /// when the runner knows which.
+    Signal {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signal: Option<String>,
+    },
+    /// It exited with a status other than zero without a result of its own.
+    Exited { status: i32 },
+    /// The unit ended with another systemd result (`resources`, `protocol`, …).
+    Unit { result: String },
+}
+
+impl fmt::Display for ToolFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::OutOfMemory => f.write_str("out of memory"),
+            Self::TimeLimit => f.write_str("time limit"),
+            Self::Signal { signal: Some(s) } => write!(f, "killed by signal {s}"),
+            Self::Signal { signal: None } => f.write_str("killed by a signal"),
+            Self::Exited { status } => write!(f, "exited with status {status}"),
+            Self::Unit { result } => write!(f, "unit result {result}"),
         }
     }
 }

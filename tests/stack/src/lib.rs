@@ -116,6 +116,22 @@ impl Home {
         std::fs::write(self.config(), config).expect("config");
     }
 
+    /// Makes brokerd run `script` (a shell script, written executable as NAME) instead of
+    /// `boxmaker-tool` (before the daemons start).
+    pub fn tool_script(&self, name: &str, script: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.root.join(name);
+        std::fs::write(&path, script).expect("tool script");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let config = std::fs::read_to_string(self.config())
+            .expect("config")
+            .replace(
+                &format!("tool = \"{}\"", bin("boxmaker-tool").display()),
+                &format!("tool = \"{}\"", path.display()),
+            );
+        std::fs::write(self.config(), config).expect("config");
+    }
+
     pub fn chat_sock(&self) -> PathBuf {
         self.root.join("run/chat-loop/loop.sock")
     }

@@ -182,6 +182,26 @@ impl AuditLog {
         self.observer = Some(observer);
     }
 
+    /// Records how a tool run ended when the tool did not report it itself (a limit of its
+    /// unit, a signal, an exit status): `tool_failed`, after the call's decision line.
+    pub fn tool_failed(
+        &mut self,
+        req: &proto::ToolRequest,
+        failure: &proto::ToolFailure,
+    ) -> Result<Appended, AuditError> {
+        self.append(|seq, time, prev| {
+            AuditLine::Event(AuditEvent::ToolFailed {
+                seq,
+                time,
+                prev,
+                session: req.session.clone(),
+                call: req.call,
+                tool: req.tool.clone(),
+                failure: failure.clone(),
+            })
+        })
+    }
+
     /// Appends one line. `build` gets the `seq`, time and `prev` the line must carry and
     /// returns the line; it is checked, written, fsynced, and only then is `Ok` returned.
     pub fn append(

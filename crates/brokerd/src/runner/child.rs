@@ -12,6 +12,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use proto::ToolFailure;
 use proto::toolrun::{ToolOutput, cap_str};
 
 use super::{Limits, RunOutcome, seconds};
@@ -35,8 +36,16 @@ pub(super) struct Job<'a> {
     /// Called after brokerd killed the process early (deadline, output cap): the systemd
     /// runner stops the unit, which killing its `systemd-run` client does not do.
     pub abort: &'a dyn Fn(),
-    /// Describes an exit status that is not a success, for messages (given the label).
-    pub explain_exit: fn(&str, ExitStatus) -> String,
+    /// Describes an exit status that is not a success (given the label and the stderr).
+    pub explain_exit: fn(&str, ExitStatus, &str) -> Explained,
+}
+
+/// Why a process ended badly: the message's head, the typed failure when known, and the
+/// stderr to quote (the tool's own, without a runner's lines).
+pub(super) struct Explained {
+    pub what: String,
+    pub failure: Option<ToolFailure>,
+    pub stderr: String,
 }
 
 /// The stdout cap: the content limit with room for JSON escaping (at worst six bytes per
@@ -119,11 +128,16 @@ pub(super) fn run(mut command: Command, mut job: Job<'_>) -> RunOutcome {
         }
         if Instant::now() >= deadline {
             kill(&mut child, job);
-            return RunOutcome::failed(format!(
-                "timed out after {}",
-                seconds(job.limits.time_limit)
-            ));
+            return timed_out(job.limits);
         }
+    }
+}
+
+/// The time limit ran out.
+fn timed_out(limits: &Limits) -> RunOutcome {
+    RunOutcome::Failed {
+        message: format!("timed out after {}", seconds(limits.time_limit)),
+        failure: Some(ToolFailure::TimeLimit),
     }
 }
 
@@ -210,11 +224,13 @@ fn finish(
     if status.success() {
         return match parsed {
             Ok(output) => bounded(output, job.limits.max_result_bytes),
-            Err(e) => RunOutcome::failed(with_stderr(
-                format!("the {} printed no valid result ({e})", job.label),
-                stderr,
-                rx,
-            )),
+            Err(e) => {
+                let stderr = collect_stderr(stderr, rx);
+                RunOutcome::failed(quote(
+                    format!("the {} printed no valid result ({e})", job.label),
+                    &stderr,
+                ))
+            }
         };
     }
     // A tool may report its own failure and exit non-zero; that message is the best one.
@@ -222,27 +238,41 @@ fn finish(
     if let Ok(output @ ToolOutput::Failed { .. }) = parsed {
         return bounded(output, job.limits.max_result_bytes);
     }
-    if elapsed >= job.limits.time_limit {
-        // Only the systemd runner gets here: RuntimeMaxSec= stopped the unit before
-        // brokerd's own (later) deadline, and systemd-run reports that as a failure.
-        return RunOutcome::failed(format!(
-            "timed out after {}",
-            seconds(job.limits.time_limit)
-        ));
+    let stderr = collect_stderr(stderr, rx);
+    let explained = (job.explain_exit)(job.label, status, &stderr);
+    match explained.failure {
+        Some(ToolFailure::TimeLimit) => timed_out(job.limits),
+        // Only the systemd runner gets here without a failure: RuntimeMaxSec= stopped the
+        // unit before brokerd's own (later) deadline, and systemd-run said nothing of it.
+        None if elapsed >= job.limits.time_limit => timed_out(job.limits),
+        failure => RunOutcome::Failed {
+            message: quote(explained.what, &explained.stderr),
+            failure,
+        },
     }
-    RunOutcome::failed(with_stderr(
-        (job.explain_exit)(job.label, status),
-        stderr,
-        rx,
-    ))
 }
 
 /// The plain description of an exit status, for the direct runner.
-pub(super) fn explain_tool_exit(label: &str, status: ExitStatus) -> String {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("the {label} exited with status {code}"),
-        (None, Some(signal)) => format!("the {label} was killed by signal {signal}"),
-        (None, None) => format!("the {label} ended with {status}"),
+pub(super) fn explain_tool_exit(label: &str, status: ExitStatus, stderr: &str) -> Explained {
+    let (what, failure) = match (status.code(), status.signal()) {
+        (Some(code), _) => (
+            format!("the {label} exited with status {code}"),
+            Some(ToolFailure::Exited { status: code }),
+        ),
+        (None, Some(signal)) => {
+            let name = nix::sys::signal::Signal::try_from(signal)
+                .map_or_else(|_| signal.to_string(), |s| s.as_str().to_owned());
+            (
+                format!("the {label} was killed by signal {name}"),
+                Some(ToolFailure::Signal { signal: Some(name) }),
+            )
+        }
+        (None, None) => (format!("the {label} ended with {status}"), None),
+    };
+    Explained {
+        what,
+        failure,
+        stderr: stderr.to_owned(),
     }
 }
 
@@ -257,14 +287,12 @@ fn bounded(output: ToolOutput, max: u64) -> RunOutcome {
                 truncated: truncated || cut,
             }
         }
-        ToolOutput::Failed { message } => RunOutcome::Failed {
-            message: cap_str(message, max).0,
-        },
+        ToolOutput::Failed { message } => RunOutcome::failed(cap_str(message, max).0),
     }
 }
 
-/// `what`, followed by the tail of the tool's stderr when there is any.
-fn with_stderr(what: String, stderr: Option<Vec<u8>>, rx: &Receiver<Msg>) -> String {
+/// The tool's stderr tail: what its reader sent, or what arrives within the grace.
+fn collect_stderr(stderr: Option<Vec<u8>>, rx: &Receiver<Msg>) -> String {
     let stderr = stderr.or_else(|| {
         let until = Instant::now() + STDERR_GRACE;
         loop {
@@ -275,8 +303,12 @@ fn with_stderr(what: String, stderr: Option<Vec<u8>>, rx: &Receiver<Msg>) -> Str
             }
         }
     });
-    let text = String::from_utf8_lossy(stderr.as_deref().unwrap_or_default());
-    let text = text.trim();
+    String::from_utf8_lossy(stderr.as_deref().unwrap_or_default()).into_owned()
+}
+
+/// `what`, followed by the tail of the tool's stderr when there is any.
+fn quote(what: String, stderr: &str) -> String {
+    let text = stderr.trim();
     if text.is_empty() {
         return format!("{what} (no stderr)");
     }

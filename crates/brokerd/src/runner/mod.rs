@@ -32,6 +32,7 @@
 mod child;
 mod direct;
 mod systemd;
+mod unit_result;
 
 use std::fmt;
 use std::net::IpAddr;
@@ -88,14 +89,23 @@ pub struct RunSpec {
 /// What a run produced. `content` is at most `max_result_bytes` long.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunOutcome {
-    Ok { content: String, truncated: bool },
-    Failed { message: String },
+    Ok {
+        content: String,
+        truncated: bool,
+    },
+    /// `failure` is how the run ended when the tool did not say (a limit, a signal, an
+    /// exit status); `None` for the tool's own report and for a run that never started.
+    Failed {
+        message: String,
+        failure: Option<proto::ToolFailure>,
+    },
 }
 
 impl RunOutcome {
     pub(crate) fn failed(message: impl Into<String>) -> Self {
         Self::Failed {
             message: message.into(),
+            failure: None,
         }
     }
 }

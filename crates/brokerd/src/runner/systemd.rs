@@ -13,7 +13,10 @@ use std::time::{Duration, Instant};
 
 use grants::constraints::is_under;
 
-use super::child::{self, Job};
+use proto::ToolFailure;
+
+use super::child::{self, Explained, Job};
+use super::unit_result;
 use super::{
     CheckError, RunOutcome, RunSpec, UNIT_PREFIX, check_common, check_granted_path,
     check_unit_path, systemd_span,
@@ -253,7 +256,7 @@ impl SystemdRunner {
         p.0
     }
 
-    /// `systemd-run --pipe --wait --collect --quiet --no-ask-password --service-type=exec
+    /// `systemd-run --pipe --wait --collect --no-ask-password --service-type=exec
     /// --unit=NAME -p K=V ... -- TOOL`.
     pub fn command(&self, spec: &RunSpec) -> Command {
         let mut command = Command::new(&self.systemd_run);
@@ -264,8 +267,8 @@ impl SystemdRunner {
             "--wait",
             // Unload the unit even when it failed, so its name can never block a later run.
             "--collect",
-            // No "Running as unit" chatter in the stderr that failure messages quote.
-            "--quiet",
+            // No --quiet: systemd-run's summary after the unit stopped ("Finished with
+            // result: oom-kill") is how brokerd learns why (unit_result.rs).
             // brokerd is a daemon: polkit decides from its rules, never by asking.
             "--no-ask-password",
             // Started means exec'd: a missing tool binary fails the start, not later.
@@ -387,13 +390,51 @@ fn path_str(path: &Path) -> Result<&str, CheckError> {
         .ok_or_else(|| CheckError::NotUtf8(path.to_path_buf()))
 }
 
-/// systemd-run's exit status: the tool's own for an exit code; 255 (EXIT_EXCEPTION) when the
-/// tool died of a signal; 1 for every other unit result and for failing to start the unit.
-fn explain_systemd_run_exit(label: &str, status: ExitStatus) -> String {
-    match status.code() {
-        Some(255) => format!("the {label} was killed by a signal (systemd-run exit status 255)"),
-        Some(code) => format!("the {label} failed (systemd-run exit status {code})"),
-        None => child::explain_tool_exit(&format!("systemd-run for the {label}"), status),
+/// The unit's end from systemd-run's summary on stderr ([`unit_result`]). Without one (the
+/// unit never started: polkit refused, a bad property), only systemd-run's exit status is
+/// known: the tool's own for an exit code, 255 when it died of a signal, 1 for the rest.
+fn explain_systemd_run_exit(label: &str, status: ExitStatus, stderr: &str) -> Explained {
+    let (end, tool_stderr) = unit_result::parse(stderr);
+    let Some(end) = end else {
+        let (what, failure) = match status.code() {
+            Some(255) => (
+                format!("the {label} was killed by a signal (systemd-run exit status 255)"),
+                Some(ToolFailure::Signal { signal: None }),
+            ),
+            Some(code) => (
+                format!("the {label} failed (systemd-run exit status {code})"),
+                None,
+            ),
+            None => {
+                let label = format!("systemd-run for the {label}");
+                return child::explain_tool_exit(&label, status, stderr);
+            }
+        };
+        return Explained {
+            what,
+            failure,
+            stderr: tool_stderr,
+        };
+    };
+    let failure = end.failure();
+    let what = match &failure {
+        Some(ToolFailure::OutOfMemory) => {
+            format!("the {label} ran out of memory (stopped at its MemoryMax=)")
+        }
+        Some(ToolFailure::TimeLimit) => format!("the {label} ran out of time"),
+        Some(ToolFailure::Signal { signal: Some(s) }) => {
+            format!("the {label} was killed by signal {s}")
+        }
+        Some(ToolFailure::Signal { signal: None }) => format!("the {label} was killed by a signal"),
+        Some(ToolFailure::Exited { status }) => format!("the {label} exited with status {status}"),
+        Some(ToolFailure::Unit { result }) => format!("the {label} failed (unit result {result})"),
+        // systemd says success but systemd-run did not: its own failure after the run.
+        None => format!("the {label} ended with result success but systemd-run failed ({status})"),
+    };
+    Explained {
+        what,
+        failure,
+        stderr: tool_stderr,
     }
 }
 

@@ -57,9 +57,7 @@ fn chat_shows_model_text_as_a_block_and_every_field_as_one_line() {
             reason: DenyReason::InvalidArguments,
             detail: Some(HOSTILE.into()),
         }),
-        tool(ToolResponse::Failed {
-            message: HOSTILE.into(),
-        }),
+        tool(ToolResponse::failed(HOSTILE)),
         ChatEvent::Text {
             delta: "bye".into(),
         },

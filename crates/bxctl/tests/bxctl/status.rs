@@ -38,7 +38,9 @@ fn broker() -> BrokerStatus {
 fn looped() -> LoopStatus {
     LoopStatus {
         version: HOSTILE.into(),
-        inferproxy: Reach::Reachable,
+        inferproxy: Reach::Reachable {
+            version: Some(HOSTILE.into()),
+        },
         model: ModelHealth::Unhealthy {
             reason: HOSTILE.into(),
         },
@@ -73,7 +75,7 @@ fn status_shows_every_peer_word_as_one_line_and_fails_when_not_all_is_well() {
              grants      last reload {t}: FAILED, snapshot {z} stays: {ESCAPED}\n\
              gatewayd    NOT LINKED since {t}: {ESCAPED}\n\
              loopd       reachable, ready, version {ESCAPED}\n\
-             inferproxy  reachable (from loopd)\n\
+             inferproxy  reachable (from loopd), version {ESCAPED}\n\
              model       NOT HEALTHY: {ESCAPED}\n"
         )
     );

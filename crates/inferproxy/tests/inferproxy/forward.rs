@@ -262,3 +262,26 @@ fn an_http_1_0_client_gets_the_stream_up_to_the_close() {
     assert_eq!(head.framing, strict_http::Framing::UntilClose);
     assert_eq!(reader, events().concat().as_bytes());
 }
+
+/// inferproxy states its version on each answer, its own and upstream's (loopd shows it in
+/// `bxctl status`); a field of that name from upstream is not passed on as inferproxy's.
+#[test]
+fn every_answer_carries_inferproxys_version_and_never_upstreams_claim() {
+    let name = proto::status::INFERPROXY_VERSION_HEADER;
+    let up = Upstream::start(move |_, stream| {
+        let mut bytes = answer("200 OK", "application/json", r#"{"status":"ok"}"#);
+        let at = bytes.windows(2).position(|w| w == b"\r\n").expect("line") + 2;
+        bytes.splice(at..at, format!("{name}: 99.0.0-forged\r\n").into_bytes());
+        let _ = stream.write_all(&bytes);
+    });
+    let proxy = Proxy::start(up.port, "");
+    let ours = env!("CARGO_PKG_VERSION");
+    let (status, headers, _) = proxy.call("GET", "/health", b"");
+    assert_eq!(status, 200);
+    assert_eq!(headers.get(name), Some(ours));
+    assert_eq!(headers.get_all(name).count(), 1, "{headers:?}");
+    // An answer of inferproxy's own (a path it refuses) carries it too.
+    let (status, headers, _) = proxy.call("GET", "/slots", b"");
+    assert_eq!(status, 403);
+    assert_eq!(headers.get(name), Some(ours));
+}

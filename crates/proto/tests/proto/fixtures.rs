@@ -172,10 +172,11 @@ fn every_audit_fixture_round_trips_and_every_line_kind_has_one() {
                 AuditEvent::JobRunStarted { .. } => "job_run_started",
                 AuditEvent::JobRunEnded { .. } => "job_run_ended",
                 AuditEvent::JobRunRefused { .. } => "job_run_refused",
+                AuditEvent::ToolFailed { .. } => "tool_failed",
             },
         });
     }
-    assert_eq!(kinds.len(), 12, "{kinds:?}");
+    assert_eq!(kinds.len(), 13, "{kinds:?}");
 }
 
 #[test]

@@ -194,6 +194,7 @@ fn serve_link(
                 Message::ApprovalHeard(ApprovalHeard {
                     first,
                     answers: heard,
+                    version: None,
                 })
             }
             Message::ApprovalUpdate(u) => {

@@ -328,3 +328,56 @@ fn a_bad_grant_refuses_start_naming_file_line_and_reason() {
         "{text}"
     );
 }
+
+#[test]
+fn a_tool_that_dies_is_a_typed_failure_in_the_result_and_the_audit() {
+    let home = Home::new("tool-dies", "");
+    let notes = home.files("notes", &[("todo.md", "- buy milk\n")]);
+    home.write_grant("notes", &read_grant("auto", &notes, ""));
+    // A tool that reads its request and is killed before it answers.
+    home.tool_script("dying-tool", "#!/bin/sh\ncat >/dev/null\nkill -9 $$\n");
+    let _d = home.start();
+    let arguments = format!(r#"{{"path":"{}/todo.md"}}"#, notes.display());
+    let frames = tool(&home.loop_sock(), "s-1", 1, "read_file", &arguments);
+    let signal = proto::ToolFailure::Signal {
+        signal: Some("SIGKILL".into()),
+    };
+    match response(&frames) {
+        ToolResponse::Failed { message, failure } => {
+            assert_eq!(message, "the tool was killed by signal SIGKILL (no stderr)");
+            assert_eq!(failure.as_ref(), Some(&signal));
+        }
+        other => panic!("{other:?}"),
+    }
+    // The session goes on: a second call is decided and run (and fails alike).
+    let frames = tool(&home.loop_sock(), "s-1", 2, "read_file", &arguments);
+    assert!(matches!(response(&frames), ToolResponse::Failed { .. }));
+    let failed: Vec<_> = home
+        .audit_lines()
+        .into_iter()
+        .filter_map(|line| match line {
+            AuditLine::Event(AuditEvent::ToolFailed {
+                session,
+                call,
+                tool,
+                failure,
+                ..
+            }) => Some((session.as_str().to_owned(), call.0, tool, failure)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            ("s-1".to_owned(), 1, "read_file".to_owned(), signal.clone()),
+            ("s-1".to_owned(), 2, "read_file".to_owned(), signal),
+        ]
+    );
+    home.assert_audit_good();
+    let out = home.bxctl(&["audit", "show"]);
+    let out = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.contains("s-1 call 1 read_file: FAILED, killed by signal SIGKILL"),
+        "{out}"
+    );
+}

@@ -1,7 +1,6 @@
 //! A turn whose client hangs up (Ctrl-C in `bxctl chat`) while a tool runs: the tool
 //! finishes, its result is logged, the model is not asked again, and the session goes on.
 
-use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use daemon::conn::Conn;
@@ -20,23 +19,13 @@ fn a_hang_up_while_a_tool_runs_lets_it_finish_and_logs_its_result() {
         &read_grant("auto", &notes, "untrusted = false"),
     );
     // A tool that takes its time: the real one, after a second and a half.
-    let slow = home.root.join("slow-tool");
-    std::fs::write(
-        &slow,
-        format!(
+    home.tool_script(
+        "slow-tool",
+        &format!(
             "#!/bin/sh\nsleep 1.5\nexec {} \"$@\"\n",
             stack::bin("boxmaker-tool").display()
         ),
-    )
-    .expect("slow tool");
-    std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let config = std::fs::read_to_string(home.config())
-        .expect("config")
-        .replace(
-            &format!("tool = \"{}\"", stack::bin("boxmaker-tool").display()),
-            &format!("tool = \"{}\"", slow.display()),
-        );
-    std::fs::write(home.config(), config).expect("config");
+    );
     let agent = home.start_agent(&SCRIPT.replace("NOTES", &notes.display().to_string()), "");
 
     let mut conn = Conn::connect(&agent.chat).expect("chat");

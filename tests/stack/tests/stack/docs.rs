@@ -5,6 +5,24 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+/// The section on a run's end, under the header (docs/tool-units.md).
+const HOW_A_RUN_ENDS: &str = r#"
+## How a run ends
+
+brokerd runs each unit with `systemd-run --pipe --wait --collect` (not `--quiet`) and reads
+the summary systemd-run writes to stderr after the unit stopped (`Finished with result:
+RESULT`, then `Main processes terminated with: code=…, status=…`): its exit status alone says
+1 for a unit the OOM killer ended, for one past `RuntimeMaxSec=` and for a tool that exits 1
+alike. When the tool gave no result of its own, the failed tool result (and a `tool_failed`
+line in the audit, without the tool's words) says which: `oom-kill` is **out of memory**
+(`the tool unit … ran out of memory (stopped at its MemoryMax=)`), `timeout` a **time
+limit** (`timed out after 30 s`), `signal` and `core-dump` **killed by signal SIGKILL**,
+`exit-code` **exited with status N**, any other result its name. Only the last summary
+counts, so a tool that prints one of its own is not believed; systemd-run's lines are not
+quoted as the tool's stderr. The session goes on (`tests/vm/limits.sh` proves it for
+`MemoryMax=` on systemd 257).
+"#;
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -95,6 +113,7 @@ fn sample_grants_load_and_their_units_are_documented() {
          Exposure is `systemd-analyze security --offline=true` (systemd 252 here; lower is\n\
          better; the gate's thresholds are 1.0 without network and 2.0 with it).\n",
     );
+    doc.push_str(HOW_A_RUN_ENDS);
     for id in &ids {
         let out = Command::new(stack::bin("brokerd"))
             .arg("--config")

@@ -10,7 +10,7 @@ use crate::notes::{call, content, labels, notes_home, write};
 
 fn failed(r: &ToolResponse) -> &str {
     match r {
-        ToolResponse::Failed { message } => message,
+        ToolResponse::Failed { message, .. } => message,
         other => panic!("not a failure: {other:?}"),
     }
 }

@@ -37,7 +37,7 @@ fn a_name_that_resolves_to_this_host_is_refused_even_with_private_networks() {
     );
     let _d = home.start();
     match fetch(&home, "http://localhost:9/") {
-        ToolResponse::Failed { message } => {
+        ToolResponse::Failed { message, .. } => {
             assert!(
                 message.starts_with("localhost resolves only to addresses a host name may not"),
                 "{message}"

@@ -62,7 +62,10 @@ fn status_reports_roles_model_audit_and_grants_and_reload_reports_its_outcome() 
     for line in [
         format!("brokerd     reachable, ready, version {}\n", version()),
         format!("loopd       reachable, ready, version {}\n", version()),
-        "inferproxy  reachable (from loopd)\n".to_owned(),
+        format!(
+            "inferproxy  reachable (from loopd), version {}\n",
+            version()
+        ),
         "model       ok\n".to_owned(),
         "approvals   0 waiting\n".to_owned(),
         "grants      on disk: the same\n".to_owned(),
@@ -79,8 +82,8 @@ fn status_reports_roles_model_audit_and_grants_and_reload_reports_its_outcome() 
     assert_eq!(broker["audit_head"], verify["head"], "{status}");
     assert_eq!(status["loopd"]["status"]["model"]["state"], "ok");
     assert_eq!(
-        status["loopd"]["status"]["inferproxy"]["state"],
-        "reachable"
+        status["loopd"]["status"]["inferproxy"],
+        serde_json::json!({"state": "reachable", "version": version()})
     );
     let shown = json(&home.bxctl(&["grants", "show", "--json"]));
     assert_eq!(broker["grants"]["loaded"], shown["snapshot"]);
@@ -285,12 +288,32 @@ fn the_listing_follows_activity_not_session_ids() {
 #[test]
 fn status_follows_brokerds_link_to_gatewayd_down_and_up_again() {
     let (home, mut gw, _agent) = crate::gateway_approvals::setup("status-gw-link");
-    let link = |want: &'static str| {
-        stack::wait_until(want, std::time::Duration::from_secs(10), || {
-            text(&home.bxctl(&["status"])).contains(want)
-        });
+    // Linked, and gatewayd's version as it stated it on the link.
+    let linked = || {
+        stack::wait_until(
+            "gatewayd linked, with its version",
+            std::time::Duration::from_secs(10),
+            || {
+                text(&home.bxctl(&["status"])).lines().any(|l| {
+                    l.starts_with("gatewayd    linked since ")
+                        && l.ends_with(&format!(", version {}", version()))
+                })
+            },
+        );
     };
-    link("\ngatewayd    linked since ");
-    gw.restart(&home, |_| link("\ngatewayd    NOT LINKED since "));
-    link("\ngatewayd    linked since ");
+    linked();
+    gw.restart(&home, |_| {
+        stack::wait_until(
+            "gatewayd not linked",
+            std::time::Duration::from_secs(10),
+            || text(&home.bxctl(&["status"])).contains("\ngatewayd    NOT LINKED since "),
+        );
+    });
+    linked();
+    let status = json(&home.bxctl(&["status", "--json"]));
+    assert_eq!(
+        status["brokerd"]["status"]["gateway"]["version"],
+        version(),
+        "{status}"
+    );
 }

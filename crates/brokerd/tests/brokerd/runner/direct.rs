@@ -38,7 +38,7 @@ fn printing(dir: &Path, output: &str, code: i32) -> PathBuf {
 pub(super) fn run_retrying(run: impl Fn() -> RunOutcome) -> RunOutcome {
     for _ in 0..50 {
         match run() {
-            RunOutcome::Failed { message } if message.contains("Text file busy") => {
+            RunOutcome::Failed { message, .. } if message.contains("Text file busy") => {
                 std::thread::sleep(Duration::from_millis(20));
             }
             outcome => return outcome,
@@ -54,7 +54,7 @@ fn direct(tool: PathBuf, spec: &RunSpec) -> RunOutcome {
 
 fn failed_message(outcome: RunOutcome) -> String {
     match outcome {
-        RunOutcome::Failed { message } => message,
+        RunOutcome::Failed { message, .. } => message,
         other => panic!("expected a failure, got {other:?}"),
     }
 }
@@ -171,7 +171,7 @@ fn a_tool_killed_by_a_signal_fails() {
     let dir = Scratch::new("direct-signal");
     let tool = script(dir.path(), "tool", "cat >/dev/null\nkill -9 $$");
     let message = failed_message(direct(tool, &read_file_spec()));
-    assert_eq!(message, "the tool was killed by signal 9 (no stderr)");
+    assert_eq!(message, "the tool was killed by signal SIGKILL (no stderr)");
 }
 
 #[test]

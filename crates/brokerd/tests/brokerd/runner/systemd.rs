@@ -99,7 +99,6 @@ fn the_command_line_carries_the_same_properties() {
         "--pipe",
         "--wait",
         "--collect",
-        "--quiet",
         "--no-ask-password",
         "--service-type=exec",
         "--unit=boxmaker-tool-chat-7-3",
@@ -288,7 +287,7 @@ fn execute_refuses_a_bad_spec_before_starting_anything() {
         };
         mutate(&mut spec, &mut runner);
         match runner.execute(&spec) {
-            RunOutcome::Failed { message } => {
+            RunOutcome::Failed { message, .. } => {
                 assert!(message.starts_with("tool run refused: "), "{message}");
                 assert!(
                     message.contains(what) || message.contains("path"),

@@ -6,6 +6,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use brokerd::runner::{RunOutcome, RunSpec, SystemdRunner};
+use proto::ToolFailure;
 
 use super::direct::{run_retrying, script};
 use super::systemd::runner;
@@ -135,9 +136,65 @@ fn runtime_max_sec_firing_first_is_reported_as_a_timeout() {
     assert_eq!(
         outcome,
         RunOutcome::Failed {
-            message: "timed out after 0.25 s".into()
+            message: "timed out after 0.25 s".into(),
+            failure: Some(ToolFailure::TimeLimit),
         }
     );
+}
+
+/// A fake systemd-run that ends like the real one (src/run/run.c, without `--quiet`): its
+/// first line, the tool's stderr, then the summary with systemd's RESULT and MAIN line.
+fn ends_with(result: &str, main: &str, tool_stderr: &str, exit: u8) -> String {
+    format!(
+        "cat >/dev/null\n\
+         echo 'Running as unit: boxmaker-tool-chat-7-3.service; invocation ID: 0123456789abcdef0123456789abcdef' >&2\n\
+         echo '{tool_stderr}' >&2\n\
+         echo 'Finished with result: {result}' >&2\n\
+         echo 'Main processes terminated with: {main}' >&2\n\
+         echo 'Service runtime: 1.021s' >&2\n\
+         exit {exit}"
+    )
+}
+
+#[test]
+fn the_units_result_types_the_failure_whatever_the_exit_status() {
+    let unit = "the tool unit boxmaker-tool-chat-7-3";
+    // oom-kill, timeout and a tool's own `exit 1` all make systemd-run exit 1.
+    let cases = [
+        (
+            ends_with("oom-kill", "code=killed, status=9/KILL", "allocating", 1),
+            format!("{unit} ran out of memory (stopped at its MemoryMax=); stderr: allocating"),
+            ToolFailure::OutOfMemory,
+        ),
+        (
+            ends_with("timeout", "code=killed, status=15/TERM", "sleeping", 1),
+            "timed out after 30 s".to_owned(),
+            ToolFailure::TimeLimit,
+        ),
+        (
+            ends_with("exit-code", "code=exited, status=1/FAILURE", "no luck", 1),
+            format!("{unit} exited with status 1; stderr: no luck"),
+            ToolFailure::Exited { status: 1 },
+        ),
+        (
+            ends_with("signal", "code=killed, status=9/KILL", "bye", 255),
+            format!("{unit} was killed by signal SIGKILL; stderr: bye"),
+            ToolFailure::Signal {
+                signal: Some("SIGKILL".into()),
+            },
+        ),
+    ];
+    for (body, message, failure) in cases {
+        let dir = Scratch::new("fake-result");
+        let runner = fake(dir.path(), &body);
+        assert_eq!(
+            run_retrying(|| runner.execute(&read_file_spec())),
+            RunOutcome::Failed {
+                message,
+                failure: Some(failure)
+            }
+        );
+    }
 }
 
 #[test]
@@ -151,7 +208,8 @@ fn a_hung_systemd_run_is_killed_and_its_unit_stopped() {
     assert_eq!(
         outcome,
         RunOutcome::Failed {
-            message: "timed out after 0.1 s".into()
+            message: "timed out after 0.1 s".into(),
+            failure: Some(ToolFailure::TimeLimit),
         }
     );
     // brokerd's deadline is the limit plus the start-up grace.
@@ -173,7 +231,7 @@ fn a_tool_killed_inside_its_unit_is_reported_as_such() {
         "cat >/dev/null\necho 'tool crashed' >&2\nexit 255",
     );
     match run_retrying(|| runner.execute(&read_file_spec())) {
-        RunOutcome::Failed { message } => assert_eq!(
+        RunOutcome::Failed { message, .. } => assert_eq!(
             message,
             "the tool unit boxmaker-tool-chat-7-3 was killed by a signal \
              (systemd-run exit status 255); stderr: tool crashed"
