@@ -175,7 +175,7 @@ pub fn send(
             if let (Some(a), ChatEvent::ToolResponse { response, .. }) = (approver, ev)
                 && let ToolResponse::PendingApproval { approval, .. } = response
                 && write_err.is_none()
-                && let Err(e) = a.offer(approval, out)
+                && let Err(e) = a.offer(approval, interrupt, out)
             {
                 write_err = Some(e);
             }

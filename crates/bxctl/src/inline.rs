@@ -16,13 +16,15 @@ use std::os::fd::AsFd;
 
 use daemon::config::Config;
 use inert::line;
-use nix::sys::termios::{self, FlushArg, LocalFlags, SetArg, SpecialCharacterIndices};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::termios::{self, LocalFlags, SetArg, SpecialCharacterIndices};
 use proto::approval::Verdict;
 
 use crate::Error;
 use crate::admin::listing;
 use crate::approval::{outcome_line, send};
 use crate::card::card;
+use crate::signals::Interrupt;
 
 /// The chat's way to answer approvals, when it has one.
 #[derive(Debug)]
@@ -52,7 +54,14 @@ impl<'a> Approver<'a> {
     /// Shows the card of `approval` and answers it as the owner says. A failure to reach
     /// the admin side is said in one line: the chat goes on, and the command to run stays
     /// on the screen above.
-    pub fn offer(&self, approval: &str, out: &mut dyn Write) -> Result<(), Error> {
+    /// A Ctrl-C that came as a signal while the card was fetched or drawn (the turn is
+    /// then cancelled already, and its call withdrawn) ends the card too: `interrupt` says so.
+    pub fn offer(
+        &self,
+        approval: &str,
+        interrupt: &Interrupt,
+        out: &mut dyn Write,
+    ) -> Result<(), Error> {
         let cards = match listing(self.config) {
             Ok(cards) => cards,
             Err(e) => {
@@ -77,8 +86,12 @@ impl<'a> Approver<'a> {
         )
         .map_err(Error::Output)?;
         out.flush().map_err(Error::Output)?;
-        let key = read_key()?;
+        let key = read_key(&|| interrupt.is_cancelled())?;
         let verdict = match key {
+            Key::Interrupt if interrupt.is_cancelled() => {
+                writeln!(out, "\n  [interrupted]").map_err(Error::Output)?;
+                return Ok(());
+            }
             Key::Interrupt => {
                 // As anywhere in a turn, the SIGINT cancels it: the call is withdrawn.
                 writeln!(out, "\n  [interrupted]").map_err(Error::Output)?;
@@ -117,8 +130,9 @@ pub fn key(byte: u8) -> Option<Key> {
 }
 
 /// Discards what was typed before now, then reads keys one at a time, unechoed, until
-/// one answers. The end of input is "later".
-fn read_key() -> Result<Key, Error> {
+/// one answers or `cancelled` says the turn was cancelled by a signal meanwhile
+/// (`Key::Interrupt`). The end of input is "later".
+fn read_key(cancelled: &dyn Fn() -> bool) -> Result<Key, Error> {
     let stdin = std::io::stdin();
     let fd = stdin.as_fd();
     let tty = |e: nix::Error| Error::Output(std::io::Error::from(e));
@@ -128,11 +142,22 @@ fn read_key() -> Result<Key, Error> {
     raw.local_flags &= !(LocalFlags::ICANON | LocalFlags::ECHO | LocalFlags::ISIG);
     raw.control_chars[SpecialCharacterIndices::VMIN as usize] = 1;
     raw.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
-    termios::tcsetattr(fd, SetArg::TCSANOW, &raw).map_err(tty)?;
-    // Everything typed before the card was drawn goes, so none of it can answer.
-    let flushed = termios::tcflush(fd, FlushArg::TCIFLUSH).map_err(tty);
-    let key = flushed.and_then(|()| {
+    // Everything typed before the card was drawn goes, so none of it can answer: the flush
+    // and the change are one step (TCSAFLUSH), so a Ctrl-C is either a signal before it
+    // (ISIG still on) or a byte read after it, never discarded between the two.
+    let changed = termios::tcsetattr(fd, SetArg::TCSAFLUSH, &raw).map_err(tty);
+    let key = changed.and_then(|()| {
         loop {
+            if cancelled() {
+                break Ok(Key::Interrupt);
+            }
+            // Woken now and then to see whether a signal cancelled the turn meanwhile.
+            let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+            match poll(&mut fds, PollTimeout::from(200u16)) {
+                Ok(0) | Err(nix::Error::EINTR) => continue,
+                Ok(_) => {}
+                Err(e) => break Err(tty(e)),
+            }
             let mut byte = [0u8; 1];
             match nix::unistd::read(fd, &mut byte) {
                 Ok(0) => break Ok(Key::Later),

@@ -43,6 +43,11 @@ impl Interrupt {
         }
     }
 
+    /// Whether the turn under way (or the last one) was cancelled, without forgetting it.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
+
     /// Whether the last turn was cancelled (and forgets it).
     pub fn take_cancelled(&self) -> bool {
         self.cancelled.swap(false, Ordering::AcqRel)
