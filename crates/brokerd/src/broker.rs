@@ -376,7 +376,7 @@ impl Broker {
                     None => labels,
                 };
                 // A note call's unit binds notes; their labels are brokerd's record's.
-                match note.bind(&self.notes, &mut spec, self.runner.binds()) {
+                match note.bind(&self.notes, &mut spec, self.runner.binds(), labels) {
                     Ok(bound) => {
                         let outcome = self.runner.run(decision, &spec);
                         let writer = self.session_state(&req.session);

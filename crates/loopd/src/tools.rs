@@ -79,6 +79,12 @@ pub fn definitions() -> Value {
                 }
             }
         }),
+        function(
+            "note_search",
+            "Search your notes by words (full-text, best matches first).",
+            "query",
+            "Words to find; \"quotes\" for a phrase, OR and NOT between terms",
+        ),
     ])
 }
 
