@@ -107,6 +107,14 @@ impl Partition {
         rows.collect::<Result<_, _>>().map_err(&err)
     }
 
+    /// Whether the partition holds no note.
+    pub fn is_empty(&self) -> Result<bool, IndexError> {
+        let err = IndexError::at(Path::new("index"));
+        self.conn
+            .query_row("SELECT NOT EXISTS (SELECT 1 FROM notes)", [], |r| r.get(0))
+            .map_err(&err)
+    }
+
     /// Puts `name` (hash `hash`) with `text` in the partition, replacing what it had of it,
     /// in one transaction.
     pub fn put(&mut self, name: &str, hash: &str, text: &str) -> Result<(), IndexError> {

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use daemon::log;
 use noteindex::{IndexError, LABELS, Label, Partition};
-use proto::Hash32;
+use proto::{DataClass, Hash32};
 
 use super::{Found, NoteError};
 use crate::policy::Labels;
@@ -148,17 +148,19 @@ impl NoteIndex {
     }
 
     /// A fresh per-call directory for the search unit `unit` holding (hard links to) the
-    /// partitions at or below `ceiling`, and the label of the highest of them.
-    pub fn link(&self, unit: &str, ceiling: Labels) -> Result<(PathBuf, Labels), NoteError> {
+    /// partitions of classes up to `reach` that hold any note, and the label of the highest
+    /// of them. Called under the notes lock, held until the unit ends: what is bound does
+    /// not change meanwhile, so an empty partition left out could have given nothing.
+    pub fn link(&self, unit: &str, reach: DataClass) -> Result<(PathBuf, Labels), NoteError> {
+        let parts = daemon::lock(&self.parts);
         let dir = self.search.join(unit);
         self.discard(&dir);
         std::fs::create_dir(&dir).map_err(NoteError::io(&dir))?;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
             .map_err(NoteError::io(&dir))?;
         let mut bound = Labels::NONE;
-        for l in LABELS {
-            let reached = l.class <= ceiling.class && (ceiling.untrusted || !l.untrusted);
-            if reached {
+        for (l, part) in LABELS.into_iter().zip(parts.iter()) {
+            if l.class <= reach && !part.is_empty().map_err(index_err)? {
                 let file = l.file_name();
                 let to = dir.join(&file);
                 std::fs::hard_link(self.dir.join(&file), &to).map_err(NoteError::io(&to))?;

@@ -43,14 +43,14 @@ impl Prep {
 
     /// Binds what the call may see into `spec` and labels it. With `isolated` (a runner
     /// that binds), each is bound at a fixed place whatever its name: the mount points
-    /// systemd leaves in the tools' shared empty root then never name a note. `ceiling`
-    /// is the covering grants' label: a search binds the index partitions at or below it.
+    /// systemd leaves in the tools' shared empty root then never name a note. A search
+    /// binds the index partitions of classes up to `reach` (its grant's `max_class`).
     pub fn bind<'a>(
         self,
         notes: &'a Notes,
         spec: &mut RunSpec,
         isolated: bool,
-        ceiling: Labels,
+        reach: proto::DataClass,
     ) -> Result<Bound<'a>, NoteError> {
         let at = |real: String, fixed: &str| Bind {
             target: if isolated {
@@ -105,7 +105,7 @@ impl Prep {
                 // Held to the end of the unit: the partitions it opens immutable do not
                 // change under it.
                 let held = notes.lock();
-                let (dir, labels) = notes.index().link(&spec.unit, ceiling)?;
+                let (dir, labels) = notes.index().link(&spec.unit, reach)?;
                 let bind = at(dir.display().to_string(), SEARCH_AT);
                 spec.invocation.notes = Some(bind.target.clone());
                 spec.bind = Some(bind);

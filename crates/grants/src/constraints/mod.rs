@@ -76,6 +76,13 @@ pub fn validate(grant: &Grant) -> Result<(), InvalidGrant> {
         }
         Subject::Note => (None, &["paths", "hosts"]),
     };
+    if c.max_class.is_some() && tool != "note_search" {
+        return Err(InvalidGrant::NotApplicable {
+            list: "max_class",
+            tool: tool.to_owned(),
+            subject,
+        });
+    }
     for &list in forbidden {
         if !list_named(c, list).is_empty() {
             return Err(InvalidGrant::NotApplicable {

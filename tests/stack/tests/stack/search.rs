@@ -7,15 +7,14 @@ use stack::Home;
 
 use crate::notes::{assert_fetch_denied, call, content, labels, notes_home, write};
 
-/// The note tools of `notes_home`, and a search grant that reaches partitions up to
-/// `class` (trusted only).
-fn search_home(name: &str, class: &str) -> (Home, std::path::PathBuf) {
+/// The note tools of `notes_home`, and a search grant with `constraints` (TOML lines).
+fn search_home(name: &str, constraints: &str) -> (Home, std::path::PathBuf) {
     let (home, secrets) = notes_home(name);
     home.write_grant(
         "note-search",
         &format!(
             "tool = \"note_search\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
-             result_class = \"{class}\"\nuntrusted = false\n"
+             result_class = \"public\"\nuntrusted = false\n[constraints]\n{constraints}\n"
         ),
     );
     (home, secrets)
@@ -36,10 +35,14 @@ fn secret_note(home: &Home, secrets: &std::path::Path) {
 
 #[test]
 fn a_secret_note_found_by_search_makes_the_searcher_secret() {
-    let (home, secrets) = search_home("search-secret", "secret");
+    let (home, secrets) = search_home("search-secret", "");
     let _d = home.start();
-    secret_note(&home, &secrets);
     write(&home, "s-2", 1, "plain", "buy milk and a launch pad");
+    // Only private notes so far: the result is private, whatever the grant could reach.
+    let r = search(&home, "s-0", 1, "launch");
+    assert_eq!(content(&r), "plain: buy milk and a [launch] pad\n");
+    assert_eq!(labels(&r), (DataClass::Private, false));
+    secret_note(&home, &secrets);
     let r = search(&home, "s-3", 1, "launch");
     let found = content(&r);
     assert!(found.starts_with("vault: ") || found.contains("\nvault: "), "{found}");
@@ -52,7 +55,7 @@ fn a_secret_note_found_by_search_makes_the_searcher_secret() {
 
 #[test]
 fn a_search_limited_to_private_neither_sees_nor_is_labelled_by_secret_notes() {
-    let (home, secrets) = search_home("search-private", "private");
+    let (home, secrets) = search_home("search-private", "max_class = \"private\"");
     let _d = home.start();
     secret_note(&home, &secrets);
     write(&home, "s-2", 1, "plain", "buy milk and a launch pad");
@@ -69,7 +72,7 @@ fn a_search_limited_to_private_neither_sees_nor_is_labelled_by_secret_notes() {
 
 #[test]
 fn a_query_with_fts_syntax_errors_is_a_typed_failure() {
-    let (home, _secrets) = search_home("search-syntax", "private");
+    let (home, _secrets) = search_home("search-syntax", "");
     let _d = home.start();
     write(&home, "s-1", 1, "plain", "buy milk");
     for q in ["\"unbalanced", "milk AND", "nocolumn: milk"] {
@@ -86,7 +89,7 @@ fn a_query_with_fts_syntax_errors_is_a_typed_failure() {
 
 #[test]
 fn the_index_is_rebuilt_from_the_notes_after_deletion_and_corruption() {
-    let (home, secrets) = search_home("search-rebuild", "secret");
+    let (home, secrets) = search_home("search-rebuild", "");
     let index = home.root.join("home/index");
     {
         let _d = home.start();
@@ -102,13 +105,14 @@ fn the_index_is_rebuilt_from_the_notes_after_deletion_and_corruption() {
     }
     std::fs::write(index.join("secret.sqlite"), vec![0x5a; 8192]).expect("corrupt");
     std::fs::write(index.join("private.sqlite"), b"").expect("truncate");
-    // A note edited on disk reads as secret and untrusted: indexed only there, out of this
-    // (trusted) grant's reach.
+    // A note edited on disk reads as secret and untrusted: it is indexed so.
     let edited = home.root.join("home/memory/notes/edited.md");
     std::fs::write(&edited, "an injected line").expect("edit");
     let _d = home.start();
     let r = search(&home, "s-4", 1, "hunter2");
     assert!(content(&r).starts_with("vault: "), "{r:?}");
     assert!(content(&search(&home, "s-4", 2, "milk")).starts_with("plain: "));
-    assert_eq!(content(&search(&home, "s-4", 3, "injected OR trusted")), "");
+    let r = search(&home, "s-5", 1, "injected OR trusted");
+    assert_eq!(content(&r), "edited: an [injected] line\n");
+    assert_eq!(labels(&r), (DataClass::Secret, true));
 }
