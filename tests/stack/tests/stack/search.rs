@@ -116,3 +116,34 @@ fn the_index_is_rebuilt_from_the_notes_after_deletion_and_corruption() {
     assert_eq!(content(&r), "edited: an [injected] line\n");
     assert_eq!(labels(&r), (DataClass::Secret, true));
 }
+
+#[test]
+fn bxctl_search_shows_the_owner_every_note_with_its_label_inert() {
+    let (home, secrets) = search_home("search-bxctl", "max_class = \"public\"");
+    let _d = home.start();
+    secret_note(&home, &secrets);
+    write(&home, "s-2", 1, "plain", "a launch \u{1b}[31mred\u{1b}[0m day");
+    let edited = home.root.join("home/memory/notes/plain.md");
+    let out = home.bxctl(&["search", "launch"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{out:?}");
+    assert!(text.contains("vault  secret\n  the [launch] code is hunter2\n"), "{text}");
+    assert!(text.contains("plain  private\n"), "{text}");
+    assert!(!text.contains('\u{1b}'), "shown inert: {text:?}");
+    // An edit on disk, then the owner's relabel: the index follows the relabel.
+    std::fs::write(&edited, "a launch edited on disk").expect("edit");
+    let out = home.bxctl(&["notes", "relabel", "plain", "--class", "public"]);
+    assert!(out.status.success(), "{out:?}");
+    let out = home.bxctl(&["search", "--json", "edited"]);
+    let found: proto::notes::NotesFound =
+        serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(found.hits.len(), 1, "{found:?}");
+    assert_eq!(found.hits[0].name, "plain");
+    assert_eq!((found.hits[0].class, found.hits[0].untrusted), (DataClass::Public, false));
+    // A bad query: a clear refusal, and brokerd keeps serving.
+    let out = home.bxctl(&["search", "\"unbalanced"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the search query is not valid"), "{err}");
+    assert!(home.bxctl(&["search", "hunter2"]).status.success());
+}
