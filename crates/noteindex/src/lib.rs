@@ -13,7 +13,13 @@ use proto::DataClass;
 use rusqlite::{Connection, OpenFlags, params};
 
 pub use error::IndexError;
-pub use search::{Hit, MAX_HITS, MAX_QUERY, search};
+pub use search::{Hit, search};
+
+/// The longest query, in bytes.
+pub const MAX_QUERY: usize = 1024;
+
+/// The most hits a search returns.
+pub const MAX_HITS: usize = 20;
 
 /// A partition's label: what a note in it reads as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -6,13 +6,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags, params};
 
-use crate::IndexError;
-
-/// The longest query, in bytes.
-pub const MAX_QUERY: usize = 1024;
-
-/// The most hits a search returns.
-pub const MAX_HITS: usize = 20;
+use crate::{IndexError, MAX_HITS, MAX_QUERY};
 
 /// One note found: its name, a snippet around the match (`[`…`]` mark the terms), and its
 /// BM25 rank (lower is better; ranks of different partitions are compared as they are).

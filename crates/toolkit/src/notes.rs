@@ -88,7 +88,10 @@ pub fn search(query: &str, inv: &ToolInvocation) -> Result<Content, Failure> {
     for entry in fs::read_dir(dir).map_err(io(dir))? {
         let entry = entry.map_err(io(dir))?;
         let is_file = entry.file_type().map_err(io(dir))?.is_file();
-        let part = entry.file_name().to_str().and_then(noteindex::Label::of_file);
+        let part = entry
+            .file_name()
+            .to_str()
+            .and_then(noteindex::Label::of_file);
         if let (true, Some(_)) = (is_file, part) {
             parts.push(entry.path());
         }

@@ -45,7 +45,10 @@ fn open_partition(path: &Path) -> Result<Partition, NoteError> {
                 "brokerd: the index {} is corrupt ({detail}): rebuilt from the notes",
                 path.display()
             ));
-            for p in [path.to_owned(), PathBuf::from(format!("{}-journal", path.display()))] {
+            for p in [
+                path.to_owned(),
+                PathBuf::from(format!("{}-journal", path.display())),
+            ] {
                 match std::fs::remove_file(&p) {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                         return Err(NoteError::io(&p)(e));
@@ -113,7 +116,10 @@ impl NoteIndex {
         for (at, part) in parts.iter_mut().enumerate() {
             let have = part.docs().map_err(index_err)?;
             for (name, hash) in &have {
-                if want.get(name.as_str()).is_none_or(|(a, h, _)| *a != at || h != hash) {
+                if want
+                    .get(name.as_str())
+                    .is_none_or(|(a, h, _)| *a != at || h != hash)
+                {
                     part.remove(name).map_err(index_err)?;
                 }
             }

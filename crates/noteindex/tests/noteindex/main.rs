@@ -48,14 +48,21 @@ fn found_by_rank_across_partitions_read_only() {
     let only_a = search(&[a.as_path()], "bread").expect("search");
     assert_eq!(only_a.len(), 1);
     assert!(search(&[a.as_path()], "vault").expect("search").is_empty());
-    assert_eq!(std::fs::read_dir(&dir).expect("ls").count(), 2, "nothing written");
+    assert_eq!(
+        std::fs::read_dir(&dir).expect("ls").count(),
+        2,
+        "nothing written"
+    );
 }
 
 #[test]
 fn a_syntax_error_is_typed() {
     let dir = tmp("syntax");
     let a = dir.join("public.sqlite");
-    Partition::open(&a).expect("open").put("n", "h", "x").expect("put");
+    Partition::open(&a)
+        .expect("open")
+        .put("n", "h", "x")
+        .expect("put");
     for q in ["\"unbalanced", "AND", "nocolumn: x", "x NEAR("] {
         match search(&[a.as_path()], q) {
             Err(IndexError::Query { .. }) => {}
@@ -112,5 +119,8 @@ fn an_unfinished_update_is_rolled_back() {
     std::fs::copy(&journal, crashed.join("private.sqlite-journal")).expect("copy journal");
     drop(conn);
     let p = Partition::open(&b).expect("reopen");
-    assert_eq!(p.docs().expect("docs"), [("kept".to_owned(), "h1".to_owned())]);
+    assert_eq!(
+        p.docs().expect("docs"),
+        [("kept".to_owned(), "h1".to_owned())]
+    );
 }

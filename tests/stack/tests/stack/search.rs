@@ -45,7 +45,10 @@ fn a_secret_note_found_by_search_makes_the_searcher_secret() {
     secret_note(&home, &secrets);
     let r = search(&home, "s-3", 1, "launch");
     let found = content(&r);
-    assert!(found.starts_with("vault: ") || found.contains("\nvault: "), "{found}");
+    assert!(
+        found.starts_with("vault: ") || found.contains("\nvault: "),
+        "{found}"
+    );
     assert!(found.contains("plain: "), "{found}");
     assert!(found.contains("[launch]"), "{found}");
     assert_eq!(labels(&r), (DataClass::Secret, false));
@@ -62,12 +65,14 @@ fn a_search_limited_to_private_neither_sees_nor_is_labelled_by_secret_notes() {
     let r = search(&home, "s-3", 1, "launch");
     assert_eq!(content(&r), "plain: buy milk and a [launch] pad\n");
     assert_eq!(labels(&r), (DataClass::Private, false));
-    assert!(search(&home, "s-3", 2, "hunter2").eq(&ToolResponse::Result {
-        content: String::new(),
-        class: DataClass::Private,
-        untrusted: false,
-        truncated: false,
-    }));
+    assert!(
+        search(&home, "s-3", 2, "hunter2").eq(&ToolResponse::Result {
+            content: String::new(),
+            class: DataClass::Private,
+            untrusted: false,
+            truncated: false,
+        })
+    );
 }
 
 #[test]
@@ -78,13 +83,19 @@ fn a_query_with_fts_syntax_errors_is_a_typed_failure() {
     for q in ["\"unbalanced", "milk AND", "nocolumn: milk"] {
         match search(&home, "s-2", 1, q) {
             ToolResponse::Failed { message } => {
-                assert!(message.contains("the search query is not valid"), "{q}: {message}");
+                assert!(
+                    message.contains("the search query is not valid"),
+                    "{q}: {message}"
+                );
             }
             other => panic!("{q}: {other:?}"),
         }
     }
     // And brokerd keeps serving.
-    assert_eq!(content(&search(&home, "s-2", 2, "milk")), "plain: buy [milk]\n");
+    assert_eq!(
+        content(&search(&home, "s-2", 2, "milk")),
+        "plain: buy [milk]\n"
+    );
 }
 
 #[test]
@@ -122,12 +133,21 @@ fn bxctl_search_shows_the_owner_every_note_with_its_label_inert() {
     let (home, secrets) = search_home("search-bxctl", "max_class = \"public\"");
     let _d = home.start();
     secret_note(&home, &secrets);
-    write(&home, "s-2", 1, "plain", "a launch \u{1b}[31mred\u{1b}[0m day");
+    write(
+        &home,
+        "s-2",
+        1,
+        "plain",
+        "a launch \u{1b}[31mred\u{1b}[0m day",
+    );
     let edited = home.root.join("home/memory/notes/plain.md");
     let out = home.bxctl(&["search", "launch"]);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{out:?}");
-    assert!(text.contains("vault  secret\n  the [launch] code is hunter2\n"), "{text}");
+    assert!(
+        text.contains("vault  secret\n  the [launch] code is hunter2\n"),
+        "{text}"
+    );
     assert!(text.contains("plain  private\n"), "{text}");
     assert!(!text.contains('\u{1b}'), "shown inert: {text:?}");
     // An edit on disk, then the owner's relabel: the index follows the relabel.
@@ -135,11 +155,13 @@ fn bxctl_search_shows_the_owner_every_note_with_its_label_inert() {
     let out = home.bxctl(&["notes", "relabel", "plain", "--class", "public"]);
     assert!(out.status.success(), "{out:?}");
     let out = home.bxctl(&["search", "--json", "edited"]);
-    let found: proto::notes::NotesFound =
-        serde_json::from_slice(&out.stdout).expect("json");
+    let found: proto::notes::NotesFound = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(found.hits.len(), 1, "{found:?}");
     assert_eq!(found.hits[0].name, "plain");
-    assert_eq!((found.hits[0].class, found.hits[0].untrusted), (DataClass::Public, false));
+    assert_eq!(
+        (found.hits[0].class, found.hits[0].untrusted),
+        (DataClass::Public, false)
+    );
     // A bad query: a clear refusal, and brokerd keeps serving.
     let out = home.bxctl(&["search", "\"unbalanced"]);
     assert!(!out.status.success());
