@@ -124,15 +124,29 @@ impl Partition {
     /// Puts `name` (hash `hash`) with `text` in the partition, replacing what it had of it,
     /// in one transaction.
     pub fn put(&mut self, name: &str, hash: &str, text: &str) -> Result<(), IndexError> {
+        self.apply(&[], &[(name, hash, text)])
+    }
+
+    /// Removes the notes `remove`, then puts each `(name, hash, text)` of `put` (replacing
+    /// what the partition had of it), all in one transaction: a rebuild is one commit.
+    pub fn apply(&mut self, remove: &[&str], put: &[(&str, &str, &str)]) -> Result<(), IndexError> {
         let err = IndexError::at(Path::new("index"));
         let tx = self.conn.transaction().map_err(&err)?;
-        tx.execute("DELETE FROM notes WHERE name = ?1", params![name])
-            .map_err(&err)?;
-        tx.execute(
-            "INSERT INTO notes(name, hash, text) VALUES (?1, ?2, ?3)",
-            params![name, hash, text],
-        )
-        .map_err(&err)?;
+        {
+            let mut delete = tx
+                .prepare("DELETE FROM notes WHERE name = ?1")
+                .map_err(&err)?;
+            let mut insert = tx
+                .prepare("INSERT INTO notes(name, hash, text) VALUES (?1, ?2, ?3)")
+                .map_err(&err)?;
+            for name in remove {
+                delete.execute(params![name]).map_err(&err)?;
+            }
+            for (name, hash, text) in put {
+                delete.execute(params![name]).map_err(&err)?;
+                insert.execute(params![name, hash, text]).map_err(&err)?;
+            }
+        }
         tx.commit().map_err(&err)
     }
 

@@ -114,19 +114,23 @@ impl NoteIndex {
             }
         }
         for (at, part) in parts.iter_mut().enumerate() {
-            let have = part.docs().map_err(index_err)?;
-            for (name, hash) in &have {
-                if want
-                    .get(name.as_str())
-                    .is_none_or(|(a, h, _)| *a != at || h != hash)
-                {
-                    part.remove(name).map_err(index_err)?;
-                }
-            }
-            for (name, (a, hash, text)) in &want {
-                if *a == at && !have.iter().any(|(n, h)| n == name && h == hash) {
-                    part.put(name, hash, text).map_err(index_err)?;
-                }
+            let have: BTreeMap<String, String> =
+                part.docs().map_err(index_err)?.into_iter().collect();
+            let stale: Vec<&str> = have
+                .iter()
+                .filter(|(name, hash)| {
+                    want.get(name.as_str())
+                        .is_none_or(|(a, h, _)| *a != at || h != *hash)
+                })
+                .map(|(name, _)| name.as_str())
+                .collect();
+            let missing: Vec<(&str, &str, &str)> = want
+                .iter()
+                .filter(|(name, (a, hash, _))| *a == at && have.get(**name) != Some(hash))
+                .map(|(name, (_, hash, text))| (*name, hash.as_str(), text.as_str()))
+                .collect();
+            if !stale.is_empty() || !missing.is_empty() {
+                part.apply(&stale, &missing).map_err(index_err)?;
             }
         }
         Ok(())
