@@ -81,9 +81,9 @@ pub fn definitions() -> Value {
         }),
         function(
             "note_search",
-            "Search your notes by words (full-text, best matches first).",
+            "Search your notes.",
             "query",
-            "Words to find; \"quotes\" for a phrase, OR and NOT between terms",
+            "Words to find",
         ),
     ])
 }
