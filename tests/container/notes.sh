@@ -39,8 +39,10 @@ expect "the owner relabels it, audited with the old label, the new one and the h
     "owner bxctl notes relabel groceries --class private >/tmp/notes.out && bxctl audit show | grep -qE 'note groceries relabelled by .*: secret, untrusted -> private \(bytes [0-9a-f]{64}\)'"
 expect "then it reads as the owner said" \
     "owner bxctl notes show groceries | grep -qF 'groceries.md  private  relabelled'"
-expect "a chat's note_search finds the relabelled note, in its unit" \
-    "owner bxctl chat -m 'look for a fig' >/tmp/notes.out && tool_results 'groceries:' | grep -qxF 'groceries: two pears, and a [fig]'"
+expect "control: a chat's note_search runs" "owner bxctl chat -m 'look for a fig' >/tmp/notes.out"
+note "the search answered: $(grep -F -e '[tool' -e '[->' /tmp/notes.out | paste -sd ' ')"
+expect "it found the relabelled note, in its unit" \
+    "tool_results 'groceries:' | grep -qxF 'groceries: two pears, and a [fig]'"
 expect "the index is brokerd's (its DynamicUser), one file per label" \
     "test \"\$(stat -c %U /var/lib/private/boxmaker/index/private.sqlite)\" = boxmaker-brokerd && test \"\$(ls /var/lib/private/boxmaker/index/*.sqlite | wc -l)\" = 6"
 expect "brokerd left nothing in the search units' per-call directories" \

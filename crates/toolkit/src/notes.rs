@@ -101,7 +101,13 @@ pub fn search(query: &str, inv: &ToolInvocation) -> Result<Content, Failure> {
     let hits = noteindex::search(&parts, query).map_err(Failure::Search)?;
     let lines: Vec<String> = hits
         .iter()
-        .map(|h| format!("{}: {}", h.name, h.snippet.replace(['\n', '\r'], " ")))
+        .map(|h| {
+            format!(
+                "{}: {}",
+                h.name,
+                h.snippet.replace(['\n', '\r'], " ").trim()
+            )
+        })
         .collect();
     Ok(join_capped(&lines, max_bytes(inv)))
 }
