@@ -18,6 +18,7 @@ pub enum AdminRequest {
     GrantsReload,
     NotesQuery(proto::notes::NotesQuery),
     NoteRelabel(proto::notes::NoteRelabel),
+    NotesSearch(proto::notes::NotesSearch),
 }
 
 impl TryFrom<Message> for AdminRequest {
@@ -34,6 +35,7 @@ impl TryFrom<Message> for AdminRequest {
             Message::GrantsReload(_) => Self::GrantsReload,
             Message::NotesQuery(q) => Self::NotesQuery(q),
             Message::NoteRelabel(r) => Self::NoteRelabel(r),
+            Message::NotesSearch(q) => Self::NotesSearch(q),
             other => return Err(other),
         })
     }
@@ -74,6 +76,21 @@ pub fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, F
         AdminRequest::NoteRelabel(r) => match broker.relabel_note(&r, who)? {
             Ok(done) => Message::NoteRelabelled(done),
             Err(e) => refused(&e),
+        },
+        // The owner's search reaches every partition; each hit says its label.
+        AdminRequest::NotesSearch(q) => match broker.notes.index().search_all(&q.query) {
+            Ok(hits) => Message::NotesFound(proto::notes::NotesFound {
+                hits: hits
+                    .into_iter()
+                    .map(|(h, l)| proto::notes::NoteHit {
+                        name: h.name,
+                        snippet: h.snippet,
+                        class: l.class,
+                        untrusted: l.untrusted,
+                    })
+                    .collect(),
+            }),
+            Err(e) => refused(&crate::notes::NoteError::Index(e)),
         },
     })
 }

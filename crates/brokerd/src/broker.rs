@@ -360,6 +360,11 @@ impl Broker {
         let subtree = matches!(args, ToolArgs::ListDir(_));
         let read = args.reads();
         let note = Prep::of(&args);
+        // A search reaches the index partitions up to its deciding grant's `max_class`.
+        let reach = decision
+            .grant()
+            .and_then(|(g, _)| g.constraints.max_class)
+            .unwrap_or(proto::DataClass::Secret);
         let (labels, outcome) = match tool_spec::build(&self.config, req, args, &decision) {
             Ok(mut spec) => {
                 let labels = match &spec.bind {
@@ -374,7 +379,7 @@ impl Broker {
                     None => labels,
                 };
                 // A note call's unit binds notes; their labels are brokerd's record's.
-                match note.bind(&self.notes, &mut spec, self.runner.binds()) {
+                match note.bind(&self.notes, &mut spec, self.runner.binds(), reach) {
                     Ok(bound) => {
                         let outcome = self.runner.run(decision, &spec);
                         let writer = self.session_state(&req.session);

@@ -121,6 +121,13 @@ pub enum Command {
     /// The agent's notes and the labels brokerd keeps for them.
     #[command(subcommand)]
     Notes(NotesCmd),
+    /// Search every note (full-text, FTS5 query syntax), each hit with its label.
+    Search {
+        query: String,
+        /// Print JSON instead: `{"hits": [{"name", "snippet", "class", "untrusted"}]}`.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -265,6 +272,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             class,
             untrusted,
         }) => notes::relabel(&config()?, &name, class, untrusted, out),
+        Command::Search { query, json } => notes::search(&config()?, &query, json, out),
         Command::Jobs { json } => jobs::list(&config()?, json, out),
         Command::Job(JobCmd::Run { name, json }) => {
             jobs::run(&config()?, &cli.config, &name, json, out)

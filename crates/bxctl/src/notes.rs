@@ -1,5 +1,6 @@
 //! `bxctl notes`: the agent's notes with the labels brokerd keeps (list, show) and the
-//! owner's relabel, all through brokerd's admin socket (brokerd alone owns the notes).
+//! owner's relabel, and `bxctl search` over all of them, all through brokerd's admin socket
+//! (brokerd alone owns the notes and their index).
 //! Names and text were written by the model: shown inert.
 
 use std::io::Write;
@@ -7,11 +8,11 @@ use std::process::ExitCode;
 
 use daemon::config::Config;
 use inert::{block, line};
-use proto::notes::{NoteInfo, NoteRelabel, NotesQuery};
+use proto::notes::{NoteInfo, NoteRelabel, NotesQuery, NotesSearch};
 use proto::{DataClass, Message};
 
 use crate::Error;
-use crate::admin::call;
+use crate::admin::{call, print_json};
 use crate::error::unexpected;
 
 fn label(class: DataClass, untrusted: bool) -> String {
@@ -92,6 +93,34 @@ pub fn relabel(
                 r.hash
             )
             .map_err(Error::Output)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        other => Err(unexpected(&other)),
+    }
+}
+
+/// `bxctl search QUERY`: every note that matches, best first, each with its partition's
+/// label; the names and snippets shown inert.
+pub fn search(
+    config: &Config,
+    query: &str,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<ExitCode, Error> {
+    let msg = Message::NotesSearch(NotesSearch {
+        query: query.to_owned(),
+    });
+    match call(config, msg)? {
+        Message::NotesFound(found) if json => print_json(&found, out),
+        Message::NotesFound(found) => {
+            if found.hits.is_empty() {
+                writeln!(out, "no note matches").map_err(Error::Output)?;
+            }
+            for h in &found.hits {
+                writeln!(out, "{}  {}", line(&h.name), label(h.class, h.untrusted))
+                    .map_err(Error::Output)?;
+                writeln!(out, "  {}", line(&h.snippet)).map_err(Error::Output)?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         other => Err(unexpected(&other)),

@@ -484,6 +484,11 @@ impl Config {
     pub fn note_state_dir(&self) -> PathBuf {
         self.home.join("note-state")
     }
+
+    /// brokerd's search index of the notes: one SQLite file per label.
+    pub fn index_dir(&self) -> PathBuf {
+        self.home.join("index")
+    }
 }
 
 #[cfg(test)]

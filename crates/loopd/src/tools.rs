@@ -79,6 +79,12 @@ pub fn definitions() -> Value {
                 }
             }
         }),
+        function(
+            "note_search",
+            "Search your notes.",
+            "query",
+            "Words to find",
+        ),
     ])
 }
 

@@ -89,6 +89,10 @@ pub struct Constraints {
     /// whatever this says.
     #[serde(default, skip_serializing_if = "is_false")]
     pub private_networks: bool,
+    /// `note_search` only: the highest class of notes the search reaches (the index
+    /// partitions bound into its unit). Absent: every partition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_class: Option<DataClass>,
 }
 
 /// Leaves `private_networks = false` out when a grant is written back, so a grant that

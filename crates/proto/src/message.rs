@@ -109,6 +109,9 @@ pub enum Message {
     /// Owner channel: relabel one note (audited). Answered with `note_relabelled`.
     NoteRelabel(crate::notes::NoteRelabel),
     NoteRelabelled(crate::notes::NoteRelabelled),
+    /// Owner channel: search every note. Answered with `notes_found`.
+    NotesSearch(crate::notes::NotesSearch),
+    NotesFound(crate::notes::NotesFound),
     /// jobs.sock (a job runner to brokerd): start a run. Answered with `job_registered`;
     /// the run lasts until `job_finish` or the connection closes.
     JobRegister(JobRegister),
@@ -159,6 +162,8 @@ impl Message {
             Self::NotesListing(_) => "notes_listing",
             Self::NoteRelabel(_) => "note_relabel",
             Self::NoteRelabelled(_) => "note_relabelled",
+            Self::NotesSearch(_) => "notes_search",
+            Self::NotesFound(_) => "notes_found",
             Self::JobRegister(_) => "job_register",
             Self::JobRegistered(_) => "job_registered",
             Self::JobFinish(_) => "job_finish",

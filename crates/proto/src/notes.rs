@@ -172,6 +172,31 @@ pub struct NoteRelabelled {
     pub untrusted: bool,
 }
 
+/// Owner channel: a full-text search over every note (`bxctl search`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotesSearch {
+    pub query: String,
+}
+
+/// One note a search found, with the label of the index partition it was found in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoteHit {
+    pub name: String,
+    /// Words around the match, the matched terms in `[`…`]` (the note's text: the model's).
+    pub snippet: String,
+    pub class: DataClass,
+    pub untrusted: bool,
+}
+
+/// The hits of a search, best first (at most 20).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotesFound {
+    pub hits: Vec<NoteHit>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -65,6 +65,13 @@ pub struct NoteReadArgs {
 #[serde(deny_unknown_fields)]
 pub struct NoteListArgs {}
 
+/// `note_search`: a full-text query (FTS5 syntax) over the notes its grant reaches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoteSearchArgs {
+    pub query: String,
+}
+
 /// A validated tool call: `{"tool":"read_file","arguments":{"path":"/x"}}` on the tool's
 /// stdin.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,6 +89,7 @@ pub enum ToolArgs {
     NoteWrite(NoteWriteArgs),
     NoteRead(NoteReadArgs),
     NoteList(NoteListArgs),
+    NoteSearch(NoteSearchArgs),
 }
 
 /// The longest arguments text accepted. Arguments are shown whole on approval cards and
@@ -89,7 +97,7 @@ pub enum ToolArgs {
 pub const MAX_ARGUMENTS: usize = 64 * 1024;
 
 /// Every tool boxmaker knows, by its wire name.
-pub const TOOL_NAMES: [&str; 7] = [
+pub const TOOL_NAMES: [&str; 8] = [
     "read_file",
     "list_dir",
     "http_fetch",
@@ -97,6 +105,7 @@ pub const TOOL_NAMES: [&str; 7] = [
     "note_write",
     "note_read",
     "note_list",
+    "note_search",
 ];
 
 impl ToolArgs {
@@ -131,6 +140,7 @@ impl ToolArgs {
             "note_write" => Self::NoteWrite(named(tool, strict(tool, arguments)?)?),
             "note_read" => Self::NoteRead(named(tool, strict(tool, arguments)?)?),
             "note_list" => Self::NoteList(strict(tool, arguments)?),
+            "note_search" => Self::NoteSearch(strict(tool, arguments)?),
             other => return Err(ArgsError::UnknownTool(other.to_owned())),
         })
     }
@@ -144,6 +154,7 @@ impl ToolArgs {
             Self::NoteWrite(_) => "note_write",
             Self::NoteRead(_) => "note_read",
             Self::NoteList(_) => "note_list",
+            Self::NoteSearch(_) => "note_search",
         }
     }
 
@@ -158,6 +169,7 @@ impl ToolArgs {
             Self::NoteWrite(a) => serde_json::to_string(a),
             Self::NoteRead(a) => serde_json::to_string(a),
             Self::NoteList(a) => serde_json::to_string(a),
+            Self::NoteSearch(a) => serde_json::to_string(a),
         };
         // Serialising plain structs of strings cannot fail.
         text.unwrap_or_default()
@@ -172,6 +184,7 @@ impl ToolArgs {
             Self::ReadFile(a) => &a.path,
             Self::ListDir(a) => &a.path,
             Self::HttpFetch(a) => &a.url,
+            Self::NoteSearch(a) => &a.query,
             Self::NoteWrite(NoteWriteArgs { name, .. }) | Self::NoteRead(NoteReadArgs { name }) => {
                 name
             }

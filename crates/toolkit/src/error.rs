@@ -46,6 +46,8 @@ pub enum Failure {
     NoNotesDir,
     /// A file in the note's place larger than any note brokerd writes.
     NoteTooLarge { size: u64 },
+    /// `note_search`: the query (an FTS5 syntax error, say) or an index partition.
+    Search(noteindex::IndexError),
 }
 
 /// Why `read_file` or `list_dir` refused or failed on `path` (the path as the call wrote
@@ -224,6 +226,7 @@ impl fmt::Display for Failure {
                 "the note is {size} bytes, over the {} a note may hold (not read)",
                 proto::notes::MAX_NOTE
             ),
+            Self::Search(e) => e.fmt(f),
         }
     }
 }
@@ -386,6 +389,7 @@ impl std::error::Error for Failure {
             Self::File(e) => e.source(),
             Self::Net(e) => e.source(),
             Self::Consult(e) => e.source(),
+            Self::Search(e) => e.source(),
             Self::Binary | Self::NoNotesDir | Self::NoteTooLarge { .. } => None,
         }
     }

@@ -1,4 +1,4 @@
-//! `note_write`, `note_read` and `note_list`. brokerd owns `memory/notes/`: a read unit has
+//! `note_write`, `note_read`, `note_list` and `note_search`. brokerd owns `memory/notes/`: a read unit has
 //! only the named note bound, a list unit the directory, both read-only; a write unit has
 //! only an empty per-call directory, writable, into which it writes the note's new text.
 //! brokerd checks what it left there, writes the note itself and labels it. Names were
@@ -77,6 +77,39 @@ pub fn list(inv: &ToolInvocation) -> Result<Content, Failure> {
     }
     names.sort();
     Ok(join_capped(&names, max_bytes(inv)))
+}
+
+/// The notes that match `query` (FTS5 syntax), best first, one `name: snippet` a line:
+/// searched in the index partitions brokerd bound (the `*.sqlite` files of the directory it
+/// names), each opened read-only and immutable.
+pub fn search(query: &str, inv: &ToolInvocation) -> Result<Content, Failure> {
+    let dir = given(inv)?;
+    let mut parts = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io(dir))? {
+        let entry = entry.map_err(io(dir))?;
+        let is_file = entry.file_type().map_err(io(dir))?.is_file();
+        let part = entry
+            .file_name()
+            .to_str()
+            .and_then(noteindex::Label::of_file);
+        if let (true, Some(_)) = (is_file, part) {
+            parts.push(entry.path());
+        }
+    }
+    parts.sort();
+    let parts: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
+    let hits = noteindex::search(&parts, query).map_err(Failure::Search)?;
+    let lines: Vec<String> = hits
+        .iter()
+        .map(|h| {
+            format!(
+                "{}: {}",
+                h.name,
+                h.snippet.replace(['\n', '\r'], " ").trim()
+            )
+        })
+        .collect();
+    Ok(join_capped(&lines, max_bytes(inv)))
 }
 
 /// Writes the call's text as `<name>.md` in the per-call directory, readable by brokerd

@@ -30,6 +30,8 @@ pub enum NoteError {
     NotText {
         name: String,
     },
+    /// The search index failed (a full disk), or refused the query (FTS5 syntax).
+    Index(noteindex::IndexError),
     /// The note would grow past [`proto::notes::MAX_NOTE`].
     TooLarge {
         name: String,
@@ -52,6 +54,7 @@ impl fmt::Display for NoteError {
             // The path is brokerd's, not the model's: the model sees only "notes".
             Self::Io { source, .. } => write!(f, "the notes could not be written: {source}"),
             Self::Name(e) => e.fmt(f),
+            Self::Index(e) => e.fmt(f),
             Self::Missing { name } => write!(f, "there is no note {name:?}"),
             Self::Unreadable { name } => write!(
                 f,
@@ -84,6 +87,7 @@ impl std::error::Error for NoteError {
         match self {
             Self::Io { source, .. } => Some(source),
             Self::Name(e) => Some(e),
+            Self::Index(e) => Some(e),
             _ => None,
         }
     }

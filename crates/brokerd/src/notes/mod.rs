@@ -10,6 +10,7 @@
 //! into which it writes the new text, which brokerd checks and moves into place (`write`).
 
 mod error;
+mod index;
 mod run;
 mod write;
 
@@ -23,6 +24,7 @@ use proto::{DataClass, Hash32};
 
 use crate::policy::Labels;
 pub use error::NoteError;
+pub use index::NoteIndex;
 pub use run::{Bound, Prep};
 
 /// What a note reads as when brokerd cannot vouch for its bytes.
@@ -42,6 +44,8 @@ pub struct Notes {
     /// Held by a write while it moves a note into place, and by a listing from its labels
     /// to the end of its unit: a listing never sees a note its label did not count.
     lock: Mutex<()>,
+    /// The search index, kept by brokerd after each write and relabel.
+    index: NoteIndex,
 }
 
 /// A note as brokerd finds it now: the bytes (when it could read them) and the label a read
@@ -63,9 +67,9 @@ fn mkdir(path: &Path) -> Result<(), NoteError> {
 }
 
 impl Notes {
-    /// Creates the directories when missing and clears per-call directories a stopped
-    /// brokerd left behind.
-    pub fn open(dir: PathBuf, state: &Path) -> Result<Self, NoteError> {
+    /// Creates the directories when missing, clears per-call directories a stopped brokerd
+    /// left behind, and opens the search index under `index`, reconciled with the notes.
+    pub fn open(dir: PathBuf, state: &Path, index: &Path) -> Result<Self, NoteError> {
         let labels = state.join("labels");
         let incoming = state.join("incoming");
         for d in [&dir, &labels] {
@@ -83,12 +87,19 @@ impl Notes {
             _ => {}
         }
         mkdir(&incoming)?;
-        Ok(Self {
+        let notes = Self {
             dir,
             labels,
             incoming,
             lock: Mutex::new(()),
-        })
+            index: NoteIndex::open(index)?,
+        };
+        notes.index.reconcile(&notes.scan()?)?;
+        Ok(notes)
+    }
+
+    pub fn index(&self) -> &NoteIndex {
+        &self.index
     }
 
     pub fn dir(&self) -> &Path {

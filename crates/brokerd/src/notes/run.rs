@@ -18,6 +18,7 @@ use crate::sessions::SessionState;
 const READ_AT: &str = "/note/note.md";
 const LIST_AT: &str = "/notes";
 const WRITE_AT: &str = "/note-out";
+const SEARCH_AT: &str = "/index";
 
 /// What a note call is, taken from its arguments before they go to the spec.
 #[derive(Debug)]
@@ -26,6 +27,7 @@ pub enum Prep {
     Read(String),
     List,
     Write(String, NoteMode),
+    Search,
 }
 
 impl Prep {
@@ -34,18 +36,21 @@ impl Prep {
             ToolArgs::NoteRead(a) => Self::Read(a.name.clone()),
             ToolArgs::NoteList(_) => Self::List,
             ToolArgs::NoteWrite(a) => Self::Write(a.name.clone(), a.mode),
+            ToolArgs::NoteSearch(_) => Self::Search,
             _ => Self::NotANote,
         }
     }
 
     /// Binds what the call may see into `spec` and labels it. With `isolated` (a runner
     /// that binds), each is bound at a fixed place whatever its name: the mount points
-    /// systemd leaves in the tools' shared empty root then never name a note.
+    /// systemd leaves in the tools' shared empty root then never name a note. A search
+    /// binds the index partitions of classes up to `reach` (its grant's `max_class`).
     pub fn bind<'a>(
         self,
         notes: &'a Notes,
         spec: &mut RunSpec,
         isolated: bool,
+        reach: proto::DataClass,
     ) -> Result<Bound<'a>, NoteError> {
         let at = |real: String, fixed: &str| Bind {
             target: if isolated {
@@ -96,6 +101,20 @@ impl Prep {
                     dir: incoming,
                 }
             }
+            Self::Search => {
+                // Held to the end of the unit: the partitions it opens immutable do not
+                // change under it.
+                let held = notes.lock();
+                let (dir, labels) = notes.index().link(&spec.unit, reach)?;
+                let bind = at(dir.display().to_string(), SEARCH_AT);
+                spec.invocation.notes = Some(bind.target.clone());
+                spec.bind = Some(bind);
+                Bound::Search {
+                    labels,
+                    dir,
+                    _held: held,
+                }
+            }
         })
     }
 }
@@ -117,6 +136,12 @@ pub enum Bound<'a> {
         name: String,
         mode: NoteMode,
         dir: PathBuf,
+    },
+    /// `labels`: the highest partition linked into `dir`.
+    Search {
+        labels: Labels,
+        dir: PathBuf,
+        _held: MutexGuard<'a, ()>,
     },
 }
 
@@ -149,6 +174,10 @@ impl Bound<'_> {
                 (if vouched { labels } else { UNKNOWN }, outcome)
             }
             Self::List { labels, .. } => (labels, outcome),
+            Self::Search { labels, dir, .. } => {
+                notes.index().discard(&dir);
+                (labels, outcome)
+            }
             Self::Write { name, mode, dir } => {
                 let outcome = match outcome {
                     RunOutcome::Ok { .. } => match notes.commit(&name, mode, &dir, writer) {

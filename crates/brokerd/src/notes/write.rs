@@ -116,6 +116,7 @@ impl Notes {
         // brokerd's own directory leads here.
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
             .map_err(NoteError::io(&path))?;
+        self.index.update(name, &self.find(name));
         Ok(format!(
             "note {name} written ({} bytes, labelled {}{})",
             bytes.len(),
@@ -161,6 +162,7 @@ impl Notes {
             time: Timestamp::now(),
             session: None,
         })?;
+        self.index.update(name, &self.find(name));
         Ok(Ok(done))
     }
 

@@ -22,7 +22,8 @@ const PRIVATE: Labels = Labels {
 
 fn read_labels(bytes: &[u8], content: &str, truncated: bool) -> Labels {
     let dir = temp("vouch");
-    let notes = Notes::open(dir.join("notes"), &dir.join("state")).expect("open");
+    let notes =
+        Notes::open(dir.join("notes"), &dir.join("state"), &dir.join("index")).expect("open");
     let bound = Bound::Read {
         bytes: Some(bytes.to_vec()),
         labels: PRIVATE,
@@ -50,7 +51,8 @@ fn a_read_is_labelled_by_the_record_only_when_the_unit_returned_the_vouched_byte
 #[test]
 fn a_written_note_is_labelled_by_its_writer_and_an_unreadable_record_vouches_for_nothing() {
     let dir = temp("record");
-    let notes = Notes::open(dir.join("notes"), &dir.join("state")).expect("open");
+    let notes =
+        Notes::open(dir.join("notes"), &dir.join("state"), &dir.join("index")).expect("open");
     let mut writer = SessionState::new(SessionId::new("s-1").expect("id"));
     writer.taint = DataClass::Secret;
     let incoming = notes.incoming("boxmaker-tool-s-1-1").expect("incoming");
@@ -68,7 +70,8 @@ fn a_written_note_is_labelled_by_its_writer_and_an_unreadable_record_vouches_for
     let left = notes.incoming("boxmaker-tool-s-1-2").expect("incoming");
     std::fs::write(left.join("x.md"), "x").expect("left");
     drop(notes);
-    let _notes = Notes::open(dir.join("notes"), &dir.join("state")).expect("reopen");
+    let _notes =
+        Notes::open(dir.join("notes"), &dir.join("state"), &dir.join("index")).expect("reopen");
     assert!(!left.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -76,7 +79,8 @@ fn a_written_note_is_labelled_by_its_writer_and_an_unreadable_record_vouches_for
 #[test]
 fn a_fifo_where_a_note_or_a_units_text_should_be_is_refused_without_opening_it() {
     let dir = temp("fifo");
-    let notes = Notes::open(dir.join("notes"), &dir.join("state")).expect("open");
+    let notes =
+        Notes::open(dir.join("notes"), &dir.join("state"), &dir.join("index")).expect("open");
     let fifo = |path: &std::path::Path| {
         let made = std::process::Command::new("mkfifo").arg(path).status();
         assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", path.display());

@@ -44,8 +44,8 @@ pub enum Subject {
     Url,
     /// `consult`: the prompt.
     Prompt,
-    /// `note_write`, `note_read`: the note's name (`note_list` has none: patterns do not
-    /// apply to it).
+    /// `note_write`, `note_read`: the note's name (`note_list` and `note_search` have none:
+    /// patterns do not apply to them).
     Note,
 }
 
@@ -54,7 +54,7 @@ fn subject_of(tool: &str) -> Result<Subject, InvalidGrant> {
         "read_file" | "list_dir" => Ok(Subject::Path),
         "http_fetch" => Ok(Subject::Url),
         "consult" => Ok(Subject::Prompt),
-        "note_write" | "note_read" | "note_list" => Ok(Subject::Note),
+        "note_write" | "note_read" | "note_list" | "note_search" => Ok(Subject::Note),
         other => Err(InvalidGrant::UnknownTool {
             tool: other.to_owned(),
         }),
@@ -71,9 +71,18 @@ pub fn validate(grant: &Grant) -> Result<(), InvalidGrant> {
         Subject::Path => (Some("paths"), &["hosts"]),
         Subject::Url => (Some("hosts"), &["paths"]),
         Subject::Prompt => (None, &["paths", "hosts"]),
-        Subject::Note if tool == "note_list" => (None, &["paths", "hosts", "patterns"]),
+        Subject::Note if matches!(tool, "note_list" | "note_search") => {
+            (None, &["paths", "hosts", "patterns"])
+        }
         Subject::Note => (None, &["paths", "hosts"]),
     };
+    if c.max_class.is_some() && tool != "note_search" {
+        return Err(InvalidGrant::NotApplicable {
+            list: "max_class",
+            tool: tool.to_owned(),
+            subject,
+        });
+    }
     for &list in forbidden {
         if !list_named(c, list).is_empty() {
             return Err(InvalidGrant::NotApplicable {
@@ -172,7 +181,7 @@ pub fn check(grant: &Grant, args: &ToolArgs) -> Result<Covered, Mismatch> {
             check_patterns(&c.patterns, Subject::Note, name)?;
             Covered::default()
         }
-        ToolArgs::NoteList(_) => Covered::default(),
+        ToolArgs::NoteList(_) | ToolArgs::NoteSearch(_) => Covered::default(),
     };
     Ok(covered)
 }

@@ -26,6 +26,7 @@ pub(crate) fn grant(
             hosts: own(hosts),
             patterns: own(patterns),
             private_networks: false,
+            max_class: None,
         },
         if_untrusted: None,
         job: None,

@@ -21,7 +21,7 @@ fn a_misfit_grant_says_which_list_and_tool() {
             grant("shell", Deny, &[], &[], &[]),
             InvalidGrant::UnknownTool { tool: s("shell") },
             "no tool is named \"shell\" (the tools are read_file, list_dir, http_fetch, consult, \
-             note_write, note_read, note_list)",
+             note_write, note_read, note_list, note_search)",
         ),
         (
             grant("list_dir", Ask, &[], &[], &["*"]),
@@ -88,8 +88,24 @@ fn a_misfit_grant_says_which_list_and_tool() {
                 tool: s("note_list"),
                 subject: Subject::Note,
             },
-            "constraints.patterns does not apply to note_list (it lists brokerd's notes: there is \
-             no name to match): remove it",
+            "constraints.patterns does not apply to note_list (it lists or searches brokerd's \
+             notes: there is no name to match): remove it",
+        ),
+        (
+            proto::Grant {
+                constraints: proto::Constraints {
+                    max_class: Some(proto::DataClass::Private),
+                    ..proto::Constraints::default()
+                },
+                ..grant("note_read", Auto, &[], &[], &[])
+            },
+            InvalidGrant::NotApplicable {
+                list: "max_class",
+                tool: s("note_read"),
+                subject: Subject::Note,
+            },
+            "constraints.max_class does not apply to note_read (it works on brokerd's notes; \
+             patterns narrow the note names): remove it",
         ),
     ] {
         let err = validate(&g).expect_err(text);

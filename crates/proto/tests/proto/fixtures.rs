@@ -71,6 +71,8 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::NotesListing(_)
             | Message::NoteRelabel(_)
             | Message::NoteRelabelled(_)
+            | Message::NotesSearch(_)
+            | Message::NotesFound(_)
             | Message::JobRegister(_)
             | Message::JobRegistered(_)
             | Message::JobFinish(_)
@@ -121,6 +123,8 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "notes_listing",
         "note_relabel",
         "note_relabelled",
+        "notes_search",
+        "notes_found",
         "job_register",
         "job_registered",
         "job_finish",

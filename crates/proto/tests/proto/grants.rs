@@ -43,6 +43,7 @@ fn a_full_grant_keeps_every_field() {
                 hosts: vec!["example.org".into(), "*.wikipedia.org".into()],
                 patterns: vec!["https://*".into()],
                 private_networks: true,
+                max_class: None,
             },
             if_untrusted: None,
             job: None,

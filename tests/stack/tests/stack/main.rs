@@ -30,6 +30,7 @@ mod realpeer_cut;
 mod recovery;
 mod refusal;
 mod resolve;
+mod search;
 mod shutdown;
 mod status;
 mod watchdog;

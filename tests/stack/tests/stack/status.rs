@@ -10,7 +10,7 @@ use stack::{Home, http, read_grant};
 
 const SCRIPT: &str = r#"
 [server]
-n_ctx = 600
+n_ctx = 700
 
 [[rule]]
 [rule.match]
