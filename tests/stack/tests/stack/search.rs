@@ -82,7 +82,7 @@ fn a_query_with_fts_syntax_errors_is_a_typed_failure() {
     write(&home, "s-1", 1, "plain", "buy milk");
     for q in ["\"unbalanced", "milk AND", "nocolumn: milk"] {
         match search(&home, "s-2", 1, q) {
-            ToolResponse::Failed { message } => {
+            ToolResponse::Failed { message, .. } => {
                 assert!(
                     message.contains("the search query is not valid"),
                     "{q}: {message}"
