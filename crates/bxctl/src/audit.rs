@@ -370,6 +370,20 @@ fn describe(line: &AuditLine) -> String {
                 "#{seq} {time} job {job} run ended ({}): session {session}",
                 ended.as_str()
             ),
+            AuditEvent::JobNoteWritten {
+                seq,
+                time,
+                job,
+                session,
+                note,
+                class,
+                untrusted,
+                ..
+            } => format!(
+                "#{seq} {time} job {job} delivered to note {note}: session {session}, \
+                 labelled {class}{}",
+                if *untrusted { ", untrusted" } else { "" }
+            ),
             AuditEvent::JobRunRefused {
                 seq,
                 time,

@@ -155,6 +155,18 @@ pub enum AuditEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         outcome: Option<JobOutcome>,
     },
+    /// A job's run delivered its result to a note (`deliver = "note:NAME"`): brokerd wrote
+    /// `note` from `session`, labelled as the session was then (`class`, `untrusted`).
+    JobNoteWritten {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        job: JobName,
+        session: SessionId,
+        note: String,
+        class: DataClass,
+        untrusted: bool,
+    },
     /// A runner's registration was refused: `peer` claimed `claimed`, and `reason` says
     /// why it may not run it (another job's user, not a job's user, an unknown job).
     JobRunRefused {
@@ -217,6 +229,7 @@ impl AuditLine {
                 | AuditEvent::NoteRelabelled { seq, .. }
                 | AuditEvent::JobRunStarted { seq, .. }
                 | AuditEvent::JobRunEnded { seq, .. }
+                | AuditEvent::JobNoteWritten { seq, .. }
                 | AuditEvent::JobRunRefused { seq, .. },
             ) => *seq,
         }
@@ -234,6 +247,7 @@ impl AuditLine {
                 | AuditEvent::NoteRelabelled { prev, .. }
                 | AuditEvent::JobRunStarted { prev, .. }
                 | AuditEvent::JobRunEnded { prev, .. }
+                | AuditEvent::JobNoteWritten { prev, .. }
                 | AuditEvent::JobRunRefused { prev, .. },
             ) => *prev,
         }
@@ -251,6 +265,7 @@ impl AuditLine {
                 | AuditEvent::NoteRelabelled { time, .. }
                 | AuditEvent::JobRunStarted { time, .. }
                 | AuditEvent::JobRunEnded { time, .. }
+                | AuditEvent::JobNoteWritten { time, .. }
                 | AuditEvent::JobRunRefused { time, .. },
             ) => *time,
         }

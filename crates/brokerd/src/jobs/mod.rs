@@ -10,6 +10,7 @@
 //! session can never fall back to the ordinary grants.
 
 mod check;
+mod note;
 
 use std::collections::HashMap;
 use std::sync::Mutex;

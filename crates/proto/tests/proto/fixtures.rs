@@ -75,6 +75,8 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::JobRegistered(_)
             | Message::JobFinish(_)
             | Message::JobFinished(_)
+            | Message::JobNote(_)
+            | Message::JobNoted(_)
             | Message::JobResult(_)
             | Message::JobDelivered(_)) => m.kind(),
         };
@@ -125,6 +127,8 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "job_registered",
         "job_finish",
         "job_finished",
+        "job_note",
+        "job_noted",
         "job_result",
         "job_delivered",
     ]
@@ -171,11 +175,12 @@ fn every_audit_fixture_round_trips_and_every_line_kind_has_one() {
                 AuditEvent::NoteRelabelled { .. } => "note_relabelled",
                 AuditEvent::JobRunStarted { .. } => "job_run_started",
                 AuditEvent::JobRunEnded { .. } => "job_run_ended",
+                AuditEvent::JobNoteWritten { .. } => "job_note_written",
                 AuditEvent::JobRunRefused { .. } => "job_run_refused",
             },
         });
     }
-    assert_eq!(kinds.len(), 12, "{kinds:?}");
+    assert_eq!(kinds.len(), 13, "{kinds:?}");
 }
 
 #[test]

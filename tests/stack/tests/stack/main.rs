@@ -17,6 +17,7 @@ mod durability;
 mod fatal;
 mod gateway;
 mod gateway_approvals;
+mod job_notes;
 mod job_runs;
 mod jobs;
 mod labels;
