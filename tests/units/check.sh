@@ -162,7 +162,7 @@ refused '{ a-very-long-job-name = { schedule = "daily"; prompt = "p"; }; }' "$(g
 refused '{ brief = { schedule = "daily"; prompt = "p"; }; }' null "needs the gateway"
 refused '{ brief = { schedule = "daily\nExecStart=/bin/sh"; prompt = "p"; }; }' "$(gateway)" "on one line"
 refused '{ brief = { schedule = "daily"; prompt = ""; }; }' "$(gateway)" "prompt is empty"
-refused '{ brief = { schedule = "daily"; prompt = "p"; deliver = "email"; }; }' "$(gateway)" 'or \"note:NAME\"'
+refused '{ brief = { schedule = "daily"; prompt = "p"; deliver = "email"; }; }' "$(gateway)" "(the note NAME, written with the run's label)"
 refused '{ brief = { schedule = "daily"; prompt = "p"; deliver = "note:../x"; }; }' null "name the note with 1 to 100"
 refused '{ brief = { schedule = "daily"; prompt = "p"; deliver = "note:.x"; }; }' null "name the note with 1 to 100"
 refused '{ brief = { schedule = "daily"; prompt = "p"; deliver = "note:"; }; }' null "name the note with 1 to 100"

@@ -15,7 +15,7 @@ mod jobs;
 pub use gateway::Gateway;
 pub use infer::{Infer, Upstream};
 pub use invalid::Invalid;
-pub use jobs::{Deliver, Job, JobInvalid, MAX_PROMPT};
+pub use jobs::{Deliver, Job, JobInvalid, MAX_PROMPT, jobs_file};
 
 pub const DEFAULT_PATH: &str = "/etc/boxmaker/config.toml";
 

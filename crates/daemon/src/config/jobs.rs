@@ -147,6 +147,18 @@ impl fmt::Display for JobInvalid {
 
 impl std::error::Error for JobInvalid {}
 
+/// A file of `[[jobs]]` entries and nothing else (`bxctl dev`'s `jobs.toml`), parsed as the
+/// configuration's own; what they mean is checked with the configuration they join.
+pub fn jobs_file(text: &str) -> Result<Vec<Job>, proto::TomlError> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct JobsFile {
+        #[serde(default)]
+        jobs: Vec<Job>,
+    }
+    proto::from_toml::<JobsFile>(text).map(|f| f.jobs)
+}
+
 /// The longest prompt: it travels in one `chat_send` frame, where JSON escaping can grow
 /// text six-fold.
 pub const MAX_PROMPT: usize = (proto::MAX_FRAME - 4096) / 6;

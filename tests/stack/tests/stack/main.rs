@@ -11,6 +11,7 @@ mod chat_approval;
 mod compaction;
 mod cut;
 mod dev;
+mod dev_jobs;
 mod dev_session;
 mod docs;
 mod durability;
