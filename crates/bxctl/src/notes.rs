@@ -1,6 +1,7 @@
 //! `bxctl notes`: the agent's notes with the labels brokerd keeps (list, show) and the
 //! owner's relabel, all through brokerd's admin socket (brokerd alone owns the notes).
-//! Names and text were written by the model: shown inert.
+//! Names and text were written by the model: shown inert. With `--json`, brokerd's answer
+//! as it is (`notes_listing`, `note_relabelled`), one line; JSON escaping keeps it inert.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -11,7 +12,7 @@ use proto::notes::{NoteInfo, NoteRelabel, NotesQuery};
 use proto::{DataClass, Message};
 
 use crate::Error;
-use crate::admin::call;
+use crate::admin::{call, print_json};
 use crate::error::unexpected;
 
 fn label(class: DataClass, untrusted: bool) -> String {
@@ -42,8 +43,11 @@ fn query(config: &Config, name: Option<String>) -> Result<proto::notes::NotesLis
     }
 }
 
-pub fn list(config: &Config, out: &mut dyn Write) -> Result<ExitCode, Error> {
+pub fn list(config: &Config, json: bool, out: &mut dyn Write) -> Result<ExitCode, Error> {
     let listing = query(config, None)?;
+    if json {
+        return print_json(&listing, out);
+    }
     if listing.notes.is_empty() {
         writeln!(out, "no notes").map_err(Error::Output)?;
     }
@@ -53,8 +57,16 @@ pub fn list(config: &Config, out: &mut dyn Write) -> Result<ExitCode, Error> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn show(config: &Config, name: &str, out: &mut dyn Write) -> Result<ExitCode, Error> {
+pub fn show(
+    config: &Config,
+    name: &str,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<ExitCode, Error> {
     let listing = query(config, Some(name.to_owned()))?;
+    if json {
+        return print_json(&listing, out);
+    }
     for n in &listing.notes {
         writeln!(out, "{}", describe(n)).map_err(Error::Output)?;
         if let Some(r) = &n.record
@@ -74,6 +86,7 @@ pub fn relabel(
     name: &str,
     class: DataClass,
     untrusted: bool,
+    json: bool,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
     let msg = Message::NoteRelabel(NoteRelabel {
@@ -82,6 +95,7 @@ pub fn relabel(
         untrusted,
     });
     match call(config, msg)? {
+        Message::NoteRelabelled(r) if json => print_json(&r, out),
         Message::NoteRelabelled(r) => {
             writeln!(
                 out,

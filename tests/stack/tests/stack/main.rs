@@ -25,6 +25,7 @@ mod labels;
 mod memory;
 mod notes;
 mod notes_bad;
+mod notes_json;
 mod policy_history;
 mod prompt_cache;
 mod real_session;
