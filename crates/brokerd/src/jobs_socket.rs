@@ -3,12 +3,14 @@
 //! connection open while the run lasts; the run ends when it sends `job_finish` or the
 //! connection closes (its unit stopped) or idles out.
 //! While it lasts, a job that delivers to a note sends its result (`job_note`), which
-//! brokerd writes as the run's session's note (`crate::jobs`, J10).
+//! brokerd writes as the run's session's note (`note`, J10).
 //!
 //! The job is the one the runner's user names (`boxmaker-job-<name>`, each job unit's own
 //! DynamicUser): a claim of another job is refused and audited. Only where the socket
 //! admits one uid (`bxctl dev`, every process the developer's) is the claim taken, since
 //! SO_PEERCRED cannot tell jobs apart there (docs/threat-model.md).
+
+mod note;
 
 use std::convert::Infallible;
 use std::sync::Arc;

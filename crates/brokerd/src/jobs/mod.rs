@@ -10,7 +10,6 @@
 //! session can never fall back to the ordinary grants.
 
 mod check;
-mod note;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
