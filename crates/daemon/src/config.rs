@@ -64,7 +64,7 @@ pub struct Sockets {
     /// the owner for approvals through it.
     #[serde(default = "default_broker_gateway")]
     pub broker_gateway: PathBuf,
-    /// Shared by the job runners and brokerd: `jobs.sock`, job registrations only.
+    /// Shared by the job runners and brokerd: `jobs.sock`, job registrations (and a run's note).
     #[serde(default = "default_jobs_broker")]
     pub jobs_broker: PathBuf,
     /// Shared by the job runners and loopd: `loop.sock`, a job run's one turn only.
