@@ -1,5 +1,5 @@
 # Scheduled jobs in the unit core (nix/units.nix imports this; builtins only, BRIEF decision
-# 2). Each job `jobs.<name> = { schedule; prompt; deliver ? "mattermost";
+# 2). Each job `jobs.<name> = { schedule; prompt; deliver ? "mattermost" (or "note:NAME");
 # randomizedDelaySec ? 0; timeLimitSec ? 1800; }` becomes one timer and one oneshot
 # service, `boxmaker-job-<name>`, with its own DynamicUser named after the job (brokerd,
 # loopd and gatewayd take the job from that user, SO_PEERCRED), plus its `[[jobs]]` entry in
@@ -21,7 +21,6 @@ let
   inherit (builtins)
     attrNames
     concatLists
-    elem
     filter
     match
     stringLength
@@ -50,6 +49,9 @@ let
       schedule = j.schedule or "";
       prompt = j.prompt or "";
       deliver = j.deliver or "mattermost";
+      # NAME of "note:NAME", or null.
+      noteOf = match "note:(.*)" deliver;
+      note = if noteOf == null then null else builtins.head noteOf;
     in
     filter (p: p != null) [
       (
@@ -76,10 +78,21 @@ let
           null
       )
       (
-        if !(elem deliver [ "mattermost" ]) then
-          "${at}.deliver must be \"mattermost\" (the only target until notes land)"
-        else if gateway == null then
-          "${at}.deliver = \"mattermost\" needs the gateway: set services.boxmaker.gateway.enable"
+        if deliver == "mattermost" then
+          (
+            if gateway == null then
+              "${at}.deliver = \"mattermost\" needs the gateway: set services.boxmaker.gateway.enable,"
+              + " or deliver to a note (\"note:NAME\")"
+            else
+              null
+          )
+        else if note == null then
+          "${at}.deliver must be \"mattermost\" (a post in the job's thread) or \"note:NAME\""
+          + " (the note NAME, written with the run's label)"
+        # A note name (proto::notes::check_name): [A-Za-z0-9._-]{1,100}, no leading '.', no "..".
+        else if match "[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}" note == null || match ".*[.][.].*" note != null then
+          "${at}.deliver = \"${deliver}\": name the note with 1 to 100 letters, digits, '.', '_'"
+          + " and '-' (not starting with '.', no \"..\"), for example \"note:${name}\""
         else
           null
       )

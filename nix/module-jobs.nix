@@ -21,9 +21,10 @@ let
         description = "What the agent is asked in each run, as the owner's message of the run's session.";
       };
       deliver = mkOption {
-        type = types.enum [ "mattermost" ];
+        type = types.str;
         default = "mattermost";
-        description = "Where each run's result (or failure) goes: a post in the job's own thread in the gateway's channel (needs `services.boxmaker.gateway.enable`).";
+        example = "note:morning-brief";
+        description = "Where each run's result (or failure) goes: `\"mattermost\"`, a post in the job's own thread in the gateway's channel (needs `services.boxmaker.gateway.enable`); or `\"note:NAME\"`, the note NAME, replaced at each run by brokerd with the run's label (docs/jobs.md). The unit core checks the form and the note name.";
       };
       randomizedDelaySec = mkOption {
         type = types.ints.unsigned;

@@ -10,7 +10,8 @@
 #     allowedAddresses = [ "203.0.113.7" "2001:db8::7" ])
 #   each scheduled job's oneshot (boxmaker-job-*)     at most 1.0
 # Each rendered timer's OnCalendar= must parse (`systemd-analyze calendar`), and the core
-# must refuse a job it cannot render (checked with a bad name, a missing gateway and a
+# must refuse a job it cannot render (checked with a bad name, a missing gateway, a bad
+# delivery target or note name, and a
 # schedule on two lines), while a schedule systemd cannot parse is caught by the calendar
 # check.
 # Any stderr from systemd-analyze fails the step: it only warns (exit 0) on unknown keys
@@ -161,6 +162,19 @@ refused '{ a-very-long-job-name = { schedule = "daily"; prompt = "p"; }; }' "$(g
 refused '{ brief = { schedule = "daily"; prompt = "p"; }; }' null "needs the gateway"
 refused '{ brief = { schedule = "daily\nExecStart=/bin/sh"; prompt = "p"; }; }' "$(gateway)" "on one line"
 refused '{ brief = { schedule = "daily"; prompt = ""; }; }' "$(gateway)" "prompt is empty"
+refused '{ brief = { schedule = "daily"; prompt = "p"; deliver = "email"; }; }' "$(gateway)" "(the note NAME, written with the run's label)"
+refused '{ brief = { schedule = "daily"; prompt = "p"; deliver = "note:../x"; }; }' null "name the note with 1 to 100"
+refused '{ brief = { schedule = "daily"; prompt = "p"; deliver = "note:.x"; }; }' null "name the note with 1 to 100"
+refused '{ brief = { schedule = "daily"; prompt = "p"; deliver = "note:"; }; }' null "name the note with 1 to 100"
+# A job that delivers to a note needs no gateway, and its entry names the note.
+if ! nix-instantiate --eval --strict --json nix/render-units.nix --arg gateway null \
+    --arg jobs '{ brief = { schedule = "daily"; prompt = "p"; deliver = "note:brief.today"; }; }' \
+    | grep -q 'deliver = \\"note:brief.today\\"'; then
+    echo "units: a job delivering to a note did not render with its note" >&2
+    status=1
+else
+    echo "units: a job delivering to a note renders without the gateway"
+fi
 # A schedule on one line that systemd cannot parse renders, and the calendar check catches it.
 tests/units/render.sh "$out/bad" --arg gateway "$(gateway)" \
     --arg jobs '{ brief = { schedule = "every tuesday"; prompt = "p"; }; }' >/dev/null

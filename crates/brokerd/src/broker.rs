@@ -44,7 +44,7 @@ pub struct Broker {
     /// One lock per session: a session's calls are decided and run one at a time, so a
     /// call is never decided on a taint that a concurrent call of the same session is
     /// about to raise.
-    session_locks: KeyedLocks<SessionId>,
+    pub(crate) session_locks: KeyedLocks<SessionId>,
     /// To gatewayd, when `[gateway]` is configured: cards to post, outcomes to show.
     pub(crate) outbox: Outbox,
     /// The last reload and the link to gatewayd, for `bxctl status`.

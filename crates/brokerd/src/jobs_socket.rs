@@ -2,11 +2,15 @@
 //! runners only; docs/decisions.md J1). A runner registers a run and keeps its
 //! connection open while the run lasts; the run ends when it sends `job_finish` or the
 //! connection closes (its unit stopped) or idles out.
+//! While it lasts, a job that delivers to a note sends its result (`job_note`), which
+//! brokerd writes as the run's session's note (`note`, J10).
 //!
 //! The job is the one the runner's user names (`boxmaker-job-<name>`, each job unit's own
 //! DynamicUser): a claim of another job is refused and audited. Only where the socket
 //! admits one uid (`bxctl dev`, every process the developer's) is the claim taken, since
 //! SO_PEERCRED cannot tell jobs apart there (docs/threat-model.md).
+
+mod note;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -83,6 +87,27 @@ fn serve(broker: &Broker, mut conn: Conn, who: &str, activity: &Activity, halt: 
                     let done = Message::JobFinished(proto::approval::Empty {});
                     let _ = conn.write(&Envelope::last(id, done));
                     false
+                }
+                (Message::JobNote(note), Some((job, session))) => {
+                    match broker.job_note(job, session, &note.text) {
+                        Ok(Ok(noted)) => {
+                            log::info(format_args!(
+                                "job {job}: result written to note {}",
+                                noted.note
+                            ));
+                            conn.write(&Envelope::last(id, Message::JobNoted(noted)))
+                                .is_ok()
+                        }
+                        Ok(Err(reason)) => {
+                            log::warn(format_args!("job {job}: note refused: {reason}"));
+                            conn.refuse(id, ErrorCode::Refused, &reason);
+                            true
+                        }
+                        Err(fatal) => {
+                            stop(fatal);
+                            false
+                        }
+                    }
                 }
                 (msg, _) => {
                     serve::forbid(conn, id, NAME, who, msg.kind());

@@ -382,6 +382,20 @@ fn describe(line: &AuditLine) -> String {
                 "#{seq} {time} {session} call {} {tool}: FAILED, {failure}",
                 call.0
             ),
+            AuditEvent::JobNoteWritten {
+                seq,
+                time,
+                job,
+                session,
+                note,
+                class,
+                untrusted,
+                ..
+            } => format!(
+                "#{seq} {time} job {job} delivered to note {note}: session {session}, \
+                 labelled {class}{}",
+                if *untrusted { ", untrusted" } else { "" }
+            ),
             AuditEvent::JobRunRefused {
                 seq,
                 time,

@@ -264,6 +264,11 @@ pub enum DevError {
     NoGrants {
         path: PathBuf,
     },
+    /// `STATE/jobs.toml` is not `[[jobs]]` entries alone.
+    Jobs {
+        path: PathBuf,
+        source: proto::TomlError,
+    },
     /// The signal thread could not be set up.
     Signals(io::Error),
 }
@@ -324,6 +329,12 @@ impl fmt::Display for DevError {
                  docs/grants.md)",
                 path.display()
             ),
+            Self::Jobs { path, source } => write!(
+                f,
+                "{}: {source}\nhelp: it holds only [[jobs]] entries (docs/jobs.md), which \
+                 `bxctl dev` adds to its config.toml",
+                path.display()
+            ),
             Self::Signals(e) => write!(f, "cannot watch signals: {e}"),
         }
     }
@@ -346,6 +357,7 @@ impl std::error::Error for DevError {
             | Self::Locked { .. }
             | Self::NoGrants { .. }
             | Self::FakeSaid { .. } => None,
+            Self::Jobs { source, .. } => Some(source),
         }
     }
 }

@@ -133,9 +133,16 @@ pub enum Command {
 #[derive(Debug, clap::Subcommand)]
 pub enum NotesCmd {
     /// Every file in the notes directory with the label a read of it takes.
-    List,
+    List {
+        #[arg(long)]
+        json: bool,
+    },
     /// One note's label, where it came from, and its text.
-    Show { name: String },
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Give a note the label you say, bound to the bytes it holds now (audited).
     Relabel {
         name: String,
@@ -145,6 +152,8 @@ pub enum NotesCmd {
         /// Keep the note flagged untrusted (it may steer the model).
         #[arg(long)]
         untrusted: bool,
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -265,13 +274,14 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             }
         }
         Command::Dev(args) => dev::run(&args, out),
-        Command::Notes(NotesCmd::List) => notes::list(&config()?, out),
-        Command::Notes(NotesCmd::Show { name }) => notes::show(&config()?, &name, out),
+        Command::Notes(NotesCmd::List { json }) => notes::list(&config()?, json, out),
+        Command::Notes(NotesCmd::Show { name, json }) => notes::show(&config()?, &name, json, out),
         Command::Notes(NotesCmd::Relabel {
             name,
             class,
             untrusted,
-        }) => notes::relabel(&config()?, &name, class, untrusted, out),
+            json,
+        }) => notes::relabel(&config()?, &name, class, untrusted, json, out),
         Command::Search { query, json } => notes::search(&config()?, &query, json, out),
         Command::Jobs { json } => jobs::list(&config()?, json, out),
         Command::Job(JobCmd::Run { name, json }) => {

@@ -1,7 +1,9 @@
 //! `bxctl notes`: the agent's notes with the labels brokerd keeps (list, show) and the
 //! owner's relabel, and `bxctl search` over all of them, all through brokerd's admin socket
 //! (brokerd alone owns the notes and their index).
-//! Names and text were written by the model: shown inert.
+//! Names and text were written by the model: shown inert. With `--json`, brokerd's answer
+//! as it is (`notes_listing`, `note_relabelled`, `notes_found`), one line; JSON escaping
+//! keeps it inert.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -43,8 +45,11 @@ fn query(config: &Config, name: Option<String>) -> Result<proto::notes::NotesLis
     }
 }
 
-pub fn list(config: &Config, out: &mut dyn Write) -> Result<ExitCode, Error> {
+pub fn list(config: &Config, json: bool, out: &mut dyn Write) -> Result<ExitCode, Error> {
     let listing = query(config, None)?;
+    if json {
+        return print_json(&listing, out);
+    }
     if listing.notes.is_empty() {
         writeln!(out, "no notes").map_err(Error::Output)?;
     }
@@ -54,8 +59,16 @@ pub fn list(config: &Config, out: &mut dyn Write) -> Result<ExitCode, Error> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn show(config: &Config, name: &str, out: &mut dyn Write) -> Result<ExitCode, Error> {
+pub fn show(
+    config: &Config,
+    name: &str,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<ExitCode, Error> {
     let listing = query(config, Some(name.to_owned()))?;
+    if json {
+        return print_json(&listing, out);
+    }
     for n in &listing.notes {
         writeln!(out, "{}", describe(n)).map_err(Error::Output)?;
         if let Some(r) = &n.record
@@ -75,6 +88,7 @@ pub fn relabel(
     name: &str,
     class: DataClass,
     untrusted: bool,
+    json: bool,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
     let msg = Message::NoteRelabel(NoteRelabel {
@@ -83,6 +97,7 @@ pub fn relabel(
         untrusted,
     });
     match call(config, msg)? {
+        Message::NoteRelabelled(r) if json => print_json(&r, out),
         Message::NoteRelabelled(r) => {
             writeln!(
                 out,

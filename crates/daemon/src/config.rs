@@ -15,7 +15,7 @@ mod jobs;
 pub use gateway::Gateway;
 pub use infer::{Infer, Upstream};
 pub use invalid::Invalid;
-pub use jobs::{Deliver, Job, JobInvalid, MAX_PROMPT};
+pub use jobs::{Deliver, Job, JobInvalid, MAX_PROMPT, jobs_file};
 
 pub const DEFAULT_PATH: &str = "/etc/boxmaker/config.toml";
 
@@ -64,7 +64,7 @@ pub struct Sockets {
     /// the owner for approvals through it.
     #[serde(default = "default_broker_gateway")]
     pub broker_gateway: PathBuf,
-    /// Shared by the job runners and brokerd: `jobs.sock`, job registrations only.
+    /// Shared by the job runners and brokerd: `jobs.sock`, job registrations (and a run's note).
     #[serde(default = "default_jobs_broker")]
     pub jobs_broker: PathBuf,
     /// Shared by the job runners and loopd: `loop.sock`, a job run's one turn only.

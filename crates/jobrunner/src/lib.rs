@@ -2,7 +2,8 @@
 //! DynamicUser) starts it. The runner registers the run with brokerd on the jobs side of
 //! broker.sock (brokerd takes the job from the runner's user and mints the run's session),
 //! asks loopd for the run's one turn on the jobs side of loop.sock, ends the run, and
-//! delivers the result, or what failed, through gatewayd in the job's own thread. It never
+//! delivers the result, or what failed, through gatewayd in the job's own thread; or, for
+//! `deliver = "note:NAME"`, has brokerd write it to the note before the run ends. It never
 //! waits on a terminal: an `ask` is answered on Mattermost or expires.
 
 mod error;

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
-use daemon::config::{Config, Job};
+use daemon::config::{Config, Deliver, Job};
 use daemon::conn::Conn;
 use daemon::log;
 use proto::chat::{ChatEvent, ChatSend, TurnEnd};
-use proto::job::{JobFinish, JobOutcome, JobRegister, JobResult};
+use proto::job::{JobFinish, JobNote, JobOutcome, JobRegister, JobResult};
 use proto::{DenyReason, Envelope, Message, SessionId, Timestamp, ToolResponse};
 
 /// How the run ended, for the unit's status.
@@ -65,22 +65,31 @@ impl Report {
 /// Runs `job` once and delivers what came of it.
 pub fn run(config: &Config, job: &Job) -> Result<Finished, crate::Error> {
     let started = Timestamp::now();
-    let report = match register(config, job) {
+    let (report, noted) = match register(config, job) {
         Ok((mut run, session)) => {
             let report = turn(config, job, &session);
+            // A note is written from the run's session while the run lasts, so that it
+            // takes the session's label; nothing else is done in the session.
+            let noted = match &job.deliver {
+                Deliver::Note(_) => Some(note(&mut run, job, started, &report)),
+                Deliver::Mattermost => None,
+            };
             // The run's calls are over: its session is closed before anything else.
             let finish = Message::JobFinish(JobFinish {
                 outcome: report.outcome(),
             });
-            if let Err(e) = run.call(2, finish, |_| {}) {
+            if let Err(e) = run.call(3, finish, |_| {}) {
                 log::warn(format_args!("job {}: ending the run: {e}", job.name));
             }
-            report
+            (report, noted)
         }
-        Err(failure) => Report {
-            failure: Some(failure),
-            ..Report::default()
-        },
+        Err(failure) => (
+            Report {
+                failure: Some(failure),
+                ..Report::default()
+            },
+            None,
+        ),
     };
     let outcome = report.outcome();
     let result = JobResult {
@@ -89,7 +98,14 @@ pub fn run(config: &Config, job: &Job) -> Result<Finished, crate::Error> {
         outcome,
         text: report.text(),
     };
-    let delivered = deliver(config, &result);
+    let delivered = match (&job.deliver, noted) {
+        (Deliver::Mattermost, _) => deliver(config, &result),
+        (Deliver::Note(_), Some(noted)) => noted,
+        // No session, so nothing can carry its label: the journal says why.
+        (Deliver::Note(note), None) => Err(format!(
+            "the run did not start, so nothing was written to note {note}"
+        )),
+    };
     match (&delivered, outcome) {
         (Ok(()), JobOutcome::Done) => {
             log::info(format_args!("job {}: done, result delivered", job.name));
@@ -249,5 +265,58 @@ fn deliver(config: &Config, result: &JobResult) -> Result<(), String> {
         }) => Err(format!("gatewayd: {}", e.detail)),
         Ok(other) => Err(format!("gatewayd answered {}", other.msg.kind())),
         Err(e) => Err(format!("gatewayd: {e}")),
+    }
+}
+
+/// The note a run delivers: its job, run time and outcome, then what came of it, cut to
+/// what one note write carries (the cut said in its last line).
+fn note_text(job: &Job, started: Timestamp, report: &Report) -> String {
+    let outcome = match report.outcome() {
+        JobOutcome::Done => "done",
+        JobOutcome::Failed => "FAILED",
+    };
+    let mut text = format!(
+        "# Job {}, run of {started}: {outcome}\n\n{}\n",
+        job.name,
+        report.text()
+    );
+    let most = proto::tools::MAX_ARGUMENTS;
+    if text.len() > most {
+        let more = text.len();
+        let mut end = most - 100;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str(&format!(
+            "\n\n(cut: the result was {more} bytes, more than one note write carries)\n"
+        ));
+    }
+    text
+}
+
+/// Asks brokerd, on the run's own connection, to write the result to the job's note.
+fn note(run: &mut Conn, job: &Job, started: Timestamp, report: &Report) -> Result<(), String> {
+    let text = note_text(job, started, report);
+    match run.call(2, Message::JobNote(JobNote { text }), |_| {}) {
+        Ok(Envelope {
+            msg: Message::JobNoted(n),
+            ..
+        }) => {
+            log::info(format_args!(
+                "job {}: result written to note {} (labelled {}{})",
+                job.name,
+                n.note,
+                n.class,
+                if n.untrusted { ", untrusted" } else { "" }
+            ));
+            Ok(())
+        }
+        Ok(Envelope {
+            msg: Message::Error(e),
+            ..
+        }) => Err(format!("brokerd did not write the note: {}", e.detail)),
+        Ok(other) => Err(format!("brokerd answered {}", other.msg.kind())),
+        Err(e) => Err(format!("brokerd: {e}")),
     }
 }

@@ -166,6 +166,18 @@ pub enum AuditEvent {
         tool: String,
         failure: ToolFailure,
     },
+    /// A job's run delivered its result to a note (`deliver = "note:NAME"`): brokerd wrote
+    /// `note` from `session`, labelled as the session was then (`class`, `untrusted`).
+    JobNoteWritten {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        job: JobName,
+        session: SessionId,
+        note: String,
+        class: DataClass,
+        untrusted: bool,
+    },
     /// A runner's registration was refused: `peer` claimed `claimed`, and `reason` says
     /// why it may not run it (another job's user, not a job's user, an unknown job).
     JobRunRefused {
@@ -229,6 +241,7 @@ impl AuditLine {
                 | AuditEvent::JobRunStarted { seq, .. }
                 | AuditEvent::JobRunEnded { seq, .. }
                 | AuditEvent::ToolFailed { seq, .. }
+                | AuditEvent::JobNoteWritten { seq, .. }
                 | AuditEvent::JobRunRefused { seq, .. },
             ) => *seq,
         }
@@ -247,6 +260,7 @@ impl AuditLine {
                 | AuditEvent::JobRunStarted { prev, .. }
                 | AuditEvent::JobRunEnded { prev, .. }
                 | AuditEvent::ToolFailed { prev, .. }
+                | AuditEvent::JobNoteWritten { prev, .. }
                 | AuditEvent::JobRunRefused { prev, .. },
             ) => *prev,
         }
@@ -265,6 +279,7 @@ impl AuditLine {
                 | AuditEvent::JobRunStarted { time, .. }
                 | AuditEvent::JobRunEnded { time, .. }
                 | AuditEvent::ToolFailed { time, .. }
+                | AuditEvent::JobNoteWritten { time, .. }
                 | AuditEvent::JobRunRefused { time, .. },
             ) => *time,
         }

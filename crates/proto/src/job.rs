@@ -112,6 +112,27 @@ pub struct JobFinish {
     pub outcome: JobOutcome,
 }
 
+/// The runner's result for a job that delivers to a note (`deliver = "note:NAME"`), sent
+/// on its run's connection before `job_finish`. brokerd writes it as a `note_write`
+/// (`replace`) from the run's session would be written: the note takes the session's
+/// label at that moment. The note is the one brokerd's own configuration names for the job,
+/// never one the runner says. Answered with `job_noted`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobNote {
+    /// The whole note: the run's name and time, its outcome, what came of it.
+    pub text: String,
+}
+
+/// The note is written: its name and the label it took.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobNoted {
+    pub note: String,
+    pub class: crate::DataClass,
+    pub untrusted: bool,
+}
+
 /// How a job run ended, as the audit records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

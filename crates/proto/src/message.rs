@@ -5,7 +5,9 @@ use crate::approval::{
 };
 use crate::chat::{ChatEvent, ChatReply, ChatSend, SessionListing, SessionRecords, SessionShow};
 use crate::gateway::{ApprovalHeard, ApprovalPosted, ApprovalUpdate, ApprovalWait};
-use crate::job::{JobDelivered, JobFinish, JobRegister, JobRegistered, JobResult};
+use crate::job::{
+    JobDelivered, JobFinish, JobNote, JobNoted, JobRegister, JobRegistered, JobResult,
+};
 use crate::{ToolRequest, ToolResponse};
 
 /// The only protocol version this build speaks. A frame with another `v` is answered with
@@ -119,6 +121,10 @@ pub enum Message {
     /// jobs.sock: the run has finished. Answered with `job_finished`.
     JobFinish(JobFinish),
     JobFinished(Empty),
+    /// jobs.sock, while the run lasts: write the run's result to the job's note (its
+    /// `deliver = "note:NAME"`) with the session's label. Answered with `job_noted`.
+    JobNote(JobNote),
+    JobNoted(JobNoted),
     /// The jobs side of gateway.sock (a runner to gatewayd): post a run's result in the
     /// job's thread. Answered with `job_delivered`.
     JobResult(JobResult),
@@ -168,6 +174,8 @@ impl Message {
             Self::JobRegistered(_) => "job_registered",
             Self::JobFinish(_) => "job_finish",
             Self::JobFinished(_) => "job_finished",
+            Self::JobNote(_) => "job_note",
+            Self::JobNoted(_) => "job_noted",
             Self::JobResult(_) => "job_result",
             Self::JobDelivered(_) => "job_delivered",
         }

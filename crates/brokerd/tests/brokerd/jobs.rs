@@ -110,15 +110,16 @@ fn setup(name: &str, gateway: bool, grants: &[(&str, String)]) -> PathBuf {
     } else {
         ""
     };
-    let deliver = if gateway.is_empty() { "" } else { "mattermost" };
-    let job = if deliver.is_empty() {
-        String::new()
+    // Without the gateway, the job delivers to a note (which needs none).
+    let deliver = if gateway.is_empty() {
+        "note:brief"
     } else {
-        format!(
-            "[[jobs]]\nname = \"morning-brief\"\nschedule = \"daily\"\nprompt = \"p\"\n\
-             deliver = \"{deliver}\"\n"
-        )
+        "mattermost"
     };
+    let job = format!(
+        "[[jobs]]\nname = \"morning-brief\"\nschedule = \"daily\"\nprompt = \"p\"\n\
+         deliver = \"{deliver}\"\n"
+    );
     std::fs::write(
         dir.join("config.toml"),
         format!(
@@ -163,9 +164,7 @@ fn check_config_refuses_a_grant_of_an_unknown_job() {
 
 #[test]
 fn an_ask_job_grant_needs_the_gateway() {
-    // Every job delivers to Mattermost today, which needs the gateway, so the configuration
-    // check refuses a job without one first; the grant check stands behind it for targets
-    // that need none (the memory issue's notes).
+    // A job that delivers to a note runs without the gateway; its ask could not.
     let asks = notes("ask", Some("morning-brief"));
     let dir = setup("ask", true, &[("brief", asks.clone())]);
     let mut config = daemon::config::Config::load(&dir.join("config.toml")).expect("config");
@@ -189,5 +188,12 @@ fn an_ask_job_grant_needs_the_gateway() {
     );
     assert_eq!(check(&dir), (true, String::new()));
     let (ok, err) = check(&setup("ask-nogw", false, &[]));
-    assert!(ok, "no job, no gateway: {err}");
+    assert!(ok, "a job delivering to a note, no gateway: {err}");
+    let (ok, err) = check(&setup(
+        "ask-note",
+        false,
+        &[("brief", notes("ask", Some("morning-brief")))],
+    ));
+    assert!(!ok, "an ask with no gateway passed --check-config");
+    assert!(err.contains("can ask the owner, but no [gateway]"), "{err}");
 }

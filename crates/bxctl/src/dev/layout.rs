@@ -12,13 +12,16 @@ use crate::error::DevError;
 const DEMO_SCRIPT: &str = include_str!("../demo-script.toml");
 
 /// The directories every run needs.
-const DIRS: [&str; 7] = [
+const DIRS: [&str; 10] = [
     "home/memory",
     "logs",
     "run/loop-broker",
     "run/admin-broker",
     "run/loop-infer",
     "run/chat-loop",
+    "run/jobs-broker",
+    "run/jobs-loop",
+    "run/jobs-gateway",
     "notes",
 ];
 
@@ -101,8 +104,27 @@ pub fn demo_script(state: &Path) -> Result<PathBuf, DevError> {
     Ok(script)
 }
 
+/// The owner's `[[jobs]]` entries, `STATE/jobs.toml` (never written by bxctl), as text to
+/// add to the configuration: empty when there is no such file.
+fn jobs(state: &Path) -> Result<String, DevError> {
+    let path = state.join("jobs.toml");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(source) => return Err(DevError::Write { path, source }),
+    };
+    // Only jobs: the rest of the configuration is bxctl's.
+    daemon::config::jobs_file(&text).map_err(|source| DevError::Jobs {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(format!("# From {}:\n{text}", path.display()))
+}
+
 /// Writes `config.toml` for a stack under `state` whose grants are in `grants` and whose
-/// model is at `upstream`; returns its path.
+/// model is at `upstream`, with the owner's jobs (`jobs.toml`); returns its path. The jobs
+/// sockets and `peers.jobs` are there always, so `bxctl job run` starts a job's runner as
+/// the developer.
 pub fn config(
     state: &Path,
     grants: &Path,
@@ -119,9 +141,11 @@ pub fn config(
              # no root, no systemd.\n\
              home = {}\ngrants = {}\n\
              [sockets]\nloop_broker = {}\nadmin_broker = {}\nloop_infer = {}\nchat_loop = {}\n\
+             jobs_broker = {}\njobs_loop = {}\njobs_gateway = {}\n\
              [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\nchat = {{ uid = {uid} }}\n\
+             jobs = {{ uid = {uid} }}\n\
              [broker]\nrunner = \"direct\"\ntool = {}\n\
-             [infer]\nupstream = {}\n",
+             [infer]\nupstream = {}\n{}",
             state.display(),
             under("home"),
             q(grants),
@@ -129,8 +153,12 @@ pub fn config(
             under("run/admin-broker"),
             under("run/loop-infer"),
             under("run/chat-loop"),
+            under("run/jobs-broker"),
+            under("run/jobs-loop"),
+            under("run/jobs-gateway"),
             q(tool),
             serde_json::to_string(upstream).unwrap_or_default(),
+            jobs(state)?,
         ),
     )?;
     Ok(config)

@@ -37,12 +37,32 @@ fn default_time_limit() -> Duration {
     Duration::from_secs(30 * 60)
 }
 
-/// Where a job's result is delivered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// Where a job's result is delivered: `"mattermost"` or `"note:NAME"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Deliver {
     /// A post in the job's own thread in the gateway's channel, through gatewayd.
     Mattermost,
+    /// The note `NAME`, replaced at each run by brokerd as the run's session's
+    /// `note_write` would be (so labelled as that session was at the run's end). The name
+    /// is checked by `validate` (a note name, docs/memory.md).
+    Note(String),
+}
+
+/// What `deliver = "note:NAME"` starts with.
+pub const NOTE_PREFIX: &str = "note:";
+
+impl<'de> Deserialize<'de> for Deliver {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        match text.strip_prefix(NOTE_PREFIX) {
+            Some(note) => Ok(Self::Note(note.to_owned())),
+            None if text == "mattermost" => Ok(Self::Mattermost),
+            None => Err(serde::de::Error::custom(format!(
+                "deliver {text:?}: use \"mattermost\" (a post in the job's thread) or \
+                 \"note:NAME\" (the note NAME, written with the run's label)"
+            ))),
+        }
+    }
 }
 
 /// What is wrong with a `[[jobs]]` entry, and how to fix it.
@@ -63,9 +83,15 @@ pub enum JobInvalid {
         bytes: usize,
         most: usize,
     },
+    /// `deliver = "mattermost"` without the gateway.
     DeliverNotConfigured {
         name: JobName,
-        deliver: Deliver,
+    },
+    /// `deliver = "note:NAME"` with a NAME that is no note name.
+    DeliverNote {
+        name: JobName,
+        note: String,
+        why: proto::notes::NameError,
     },
     TimeLimit {
         name: JobName,
@@ -93,13 +119,17 @@ impl fmt::Display for JobInvalid {
                 "job {name}: the prompt is {bytes} bytes, more than the {most} one frame \
                  carries: shorten it, or put the material in a file the job's grants let it read"
             ),
-            Self::DeliverNotConfigured { name, deliver } => match deliver {
-                Deliver::Mattermost => write!(
-                    f,
-                    "job {name}: deliver = \"mattermost\" needs the gateway: add a [gateway] \
-                     section (services.boxmaker.gateway)"
-                ),
-            },
+            Self::DeliverNotConfigured { name } => write!(
+                f,
+                "job {name}: deliver = \"mattermost\" needs the gateway: add a [gateway] \
+                     section (services.boxmaker.gateway), or deliver to a note (\"note:NAME\")"
+            ),
+            Self::DeliverNote { name, note, why } => write!(
+                f,
+                "job {name}: deliver = \"note:{note}\": {why}; name the note with 1 to 100 \
+                 letters, digits, '.', '_' and '-' (not starting with '.', no \"..\"), for \
+                 example \"note:{name}\""
+            ),
             Self::TimeLimit {
                 name,
                 time_limit,
@@ -116,6 +146,18 @@ impl fmt::Display for JobInvalid {
 }
 
 impl std::error::Error for JobInvalid {}
+
+/// A file of `[[jobs]]` entries and nothing else (`bxctl dev`'s `jobs.toml`), parsed as the
+/// configuration's own; what they mean is checked with the configuration they join.
+pub fn jobs_file(text: &str) -> Result<Vec<Job>, proto::TomlError> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct JobsFile {
+        #[serde(default)]
+        jobs: Vec<Job>,
+    }
+    proto::from_toml::<JobsFile>(text).map(|f| f.jobs)
+}
 
 /// The longest prompt: it travels in one `chat_send` frame, where JSON escaping can grow
 /// text six-fold.
@@ -151,11 +193,20 @@ pub(super) fn validate(
                 most: MAX_PROMPT,
             });
         }
-        if job.deliver == Deliver::Mattermost && !gateway {
-            return Err(JobInvalid::DeliverNotConfigured {
-                name,
-                deliver: job.deliver,
-            });
+        match &job.deliver {
+            Deliver::Mattermost if !gateway => {
+                return Err(JobInvalid::DeliverNotConfigured { name });
+            }
+            Deliver::Note(note) => {
+                if let Err(why) = proto::notes::check_name(note) {
+                    return Err(JobInvalid::DeliverNote {
+                        name,
+                        note: note.clone(),
+                        why,
+                    });
+                }
+            }
+            Deliver::Mattermost => {}
         }
         if job.time_limit <= approval_ttl {
             return Err(JobInvalid::TimeLimit {

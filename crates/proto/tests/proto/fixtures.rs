@@ -77,6 +77,8 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::JobRegistered(_)
             | Message::JobFinish(_)
             | Message::JobFinished(_)
+            | Message::JobNote(_)
+            | Message::JobNoted(_)
             | Message::JobResult(_)
             | Message::JobDelivered(_)) => m.kind(),
         };
@@ -129,6 +131,8 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "job_registered",
         "job_finish",
         "job_finished",
+        "job_note",
+        "job_noted",
         "job_result",
         "job_delivered",
     ]
@@ -175,12 +179,13 @@ fn every_audit_fixture_round_trips_and_every_line_kind_has_one() {
                 AuditEvent::NoteRelabelled { .. } => "note_relabelled",
                 AuditEvent::JobRunStarted { .. } => "job_run_started",
                 AuditEvent::JobRunEnded { .. } => "job_run_ended",
+                AuditEvent::JobNoteWritten { .. } => "job_note_written",
                 AuditEvent::JobRunRefused { .. } => "job_run_refused",
                 AuditEvent::ToolFailed { .. } => "tool_failed",
             },
         });
     }
-    assert_eq!(kinds.len(), 13, "{kinds:?}");
+    assert_eq!(kinds.len(), 14, "{kinds:?}");
 }
 
 #[test]

@@ -18,7 +18,7 @@ use nix::unistd::Pid;
 
 const PROMPT: &str = "you> ";
 
-fn state_dir(name: &str) -> PathBuf {
+pub fn state_dir(name: &str) -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = std::env::temp_dir().join(format!(
         "bx-dev-{name}-{}-{}",
@@ -48,7 +48,7 @@ fn on_pty(state: &Path, extra: &[&str]) -> PtySession {
 }
 
 /// `bxctl dev` on a terminal of its own, at its first prompt.
-fn dev(state: &Path, extra: &[&str]) -> PtySession {
+pub fn dev(state: &Path, extra: &[&str]) -> PtySession {
     let mut s = on_pty(state, extra);
     s.expect(PROMPT).expect("the prompt");
     s
@@ -121,7 +121,7 @@ fn ends(s: &PtySession, state: &Path, code: i32) {
 }
 
 /// `/quit`, and the stack is gone.
-fn quit(s: &mut PtySession, state: &Path) {
+pub fn quit(s: &mut PtySession, state: &Path) {
     s.send_line("/quit").expect("quit");
     ends(s, state, 0);
 }

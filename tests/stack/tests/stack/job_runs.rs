@@ -258,7 +258,11 @@ fn the_job_in_docs_jobs_md_is_a_job_this_build_takes() {
         .skip(1)
         .filter_map(|b| b.split_once("```").map(|(b, _)| b))
         .collect();
-    assert_eq!(blocks.len(), 2, "a [[jobs]] entry and its grant");
+    assert_eq!(
+        blocks.len(),
+        3,
+        "a [[jobs]] entry, its grant, and the entry delivering to a note"
+    );
     let home = Home::new("job-docs", "");
     add_jobs_peer(&home);
     home.append_config(&format!(
@@ -270,6 +274,15 @@ fn the_job_in_docs_jobs_md_is_a_job_this_build_takes() {
     assert_eq!(config.jobs[0].randomized_delay.as_secs(), 300);
     let grant = proto::Grant::from_toml(blocks[1]).expect("the docs' grant loads");
     assert_eq!(grant.job, Some(config.jobs[0].name.clone()));
+    // The same job delivering to a note, with no gateway.
+    let home = Home::new("job-docs-note", "");
+    add_jobs_peer(&home);
+    home.append_config(blocks[2]);
+    let config = daemon::config::Config::load(&home.config()).expect("the docs' note job loads");
+    assert_eq!(
+        config.jobs[0].deliver,
+        daemon::config::Deliver::Note("morning-brief".into())
+    );
 }
 
 #[test]

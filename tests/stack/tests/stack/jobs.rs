@@ -42,7 +42,7 @@ pub fn job_entry(name: &str, prompt: &str) -> String {
 
 /// A home with the jobs sockets, one job (`morning-brief`) and a gateway for its delivery
 /// (nothing listens there: these tests deliver nothing).
-fn jobs_home(name: &str) -> Home {
+pub fn jobs_home(name: &str) -> Home {
     let home = Home::new(name, "");
     add_jobs_peer(&home);
     home.append_config(&format!(
@@ -58,7 +58,7 @@ fn jobs_sock(home: &Home) -> std::path::PathBuf {
 
 /// Registers a run of `job`: the open connection (the run lasts while it does) and the
 /// session, or the refusal's text.
-fn register(home: &Home, job: &str) -> Result<(Conn, SessionId), String> {
+pub fn register(home: &Home, job: &str) -> Result<(Conn, SessionId), String> {
     let mut conn = Conn::connect(&jobs_sock(home)).expect("connect jobs side");
     let job = JobName::new(job).expect("name");
     let reply = conn

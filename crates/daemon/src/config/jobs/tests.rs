@@ -122,3 +122,28 @@ fn a_name_that_cannot_form_the_unit_name_is_refused_where_it_stands() {
         }
     }
 }
+
+#[test]
+fn a_job_may_deliver_to_a_note_without_the_gateway_and_a_bad_note_name_is_refused() {
+    let (head, _) = BASE.split_once("[gateway]").expect("gateway");
+    let to_note = BRIEF.replace("\"mattermost\"", "\"note:brief.today\"");
+    let config = parse(&format!("{head}{to_note}")).expect("a note needs no gateway");
+    assert_eq!(config.jobs[0].deliver, Deliver::Note("brief.today".into()));
+
+    for bad in ["note:", "note:../x", "note:.hidden", "note:a/b", "note:a b"] {
+        let text = format!("{head}{}", BRIEF.replace("mattermost", bad));
+        let e = job_refusal(&text);
+        assert!(matches!(e, JobInvalid::DeliverNote { .. }), "{bad}: {e}");
+        let shown = e.to_string();
+        assert!(
+            shown.contains("name the note with 1 to 100") && shown.contains("note:morning-brief"),
+            "{bad}: says how to fix it: {shown}"
+        );
+    }
+    match parse(&format!("{BASE}{}", BRIEF.replace("mattermost", "email"))) {
+        Err(ConfigError::Parse { source, .. }) => {
+            assert!(source.reason.contains("\"note:NAME\""), "{source}");
+        }
+        other => panic!("an unknown target: {other:?}"),
+    }
+}

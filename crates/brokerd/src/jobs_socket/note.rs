@@ -1,0 +1,82 @@
+//! Delivery to a note (`deliver = "note:NAME"`): the runner sends its result on its run's
+//! connection, before it ends the run, and brokerd writes it through the notes path as a
+//! `note_write` (`replace`) from the run's session would be written: in the session's turn
+//! (its lock), labelled with the session's taint and untrusted flag at that moment, with the
+//! header an untrusted session's text gets. The note is the one brokerd's configuration
+//! names for the job, never one the runner says. Audited as `job_note_written`.
+
+use daemon::config::Deliver;
+use proto::job::JobNoted;
+use proto::notes::file_name;
+use proto::tools::{MAX_ARGUMENTS, NoteMode};
+use proto::{AuditEvent, AuditLine, JobName, SessionId};
+
+use crate::Fatal;
+use crate::broker::Broker;
+
+impl Broker {
+    /// Writes `text` to `job`'s note from `session`, the job's run in progress.
+    /// `Ok(Err)`: refused (the job delivers elsewhere, the text is too long, the disk).
+    pub(crate) fn job_note(
+        &self,
+        job: &JobName,
+        session: &SessionId,
+        text: &str,
+    ) -> Result<Result<JobNoted, String>, Fatal> {
+        let note = match self.config.jobs.iter().find(|j| &j.name == job) {
+            Some(j) => match &j.deliver {
+                Deliver::Note(note) => note.clone(),
+                Deliver::Mattermost => {
+                    return Ok(Err(format!(
+                        "job {job} delivers to Mattermost, not to a note"
+                    )));
+                }
+            },
+            None => return Ok(Err(format!("no job {job} is configured"))),
+        };
+        if text.len() > MAX_ARGUMENTS {
+            return Ok(Err(format!(
+                "the result is {} bytes, more than the {MAX_ARGUMENTS} one note write carries",
+                text.len()
+            )));
+        }
+        self.session_locks.run(session, || {
+            let writer = self.session_state(session);
+            // One run per job at a time, so the job's name makes the per-call directory's.
+            let dir = match self.notes.incoming(&format!("job-note-{job}")) {
+                Ok(dir) => dir,
+                Err(e) => return Ok(Err(e.to_string())),
+            };
+            let left = std::fs::write(dir.join(file_name(&note)), text)
+                .map_err(|e| format!("{}: {e}", dir.display()))
+                .and_then(|()| {
+                    self.notes
+                        .commit(&note, NoteMode::Replace, &dir, &writer)
+                        .map_err(|e| e.to_string())
+                });
+            self.notes.discard(&dir);
+            if let Err(e) = left {
+                return Ok(Err(e));
+            }
+            let noted = JobNoted {
+                note: note.clone(),
+                class: writer.taint,
+                untrusted: writer.untrusted,
+            };
+            let (j, s, n) = (job.clone(), session.clone(), note.clone());
+            self.audit_event(|seq, time, prev| {
+                AuditLine::Event(AuditEvent::JobNoteWritten {
+                    seq,
+                    time,
+                    prev,
+                    job: j,
+                    session: s,
+                    note: n,
+                    class: writer.taint,
+                    untrusted: writer.untrusted,
+                })
+            })?;
+            Ok(Ok(noted))
+        })
+    }
+}
