@@ -52,6 +52,11 @@ expect "no tool unit ran for it: the test tool ran once in this scenario" \
 refuse "the link's target is nowhere in loopd's session log" \
     "grep -rqF \"owner's key\" /var/lib/private/boxmaker/sessions"
 rm /srv/notes/key.md /srv/notes/diary.md
+# Every tool unit shares one empty root (/run/boxmaker/tool-root): the mount points of a
+# unit's binds must not stay there, or they name the bound paths for every later unit.
+sed 's/^/    | /' < <(find /run/boxmaker/tool-root -mindepth 1 | sort)
+refuse "the tool units' shared root names none of the paths bound for calls (srv/notes, todo.md)" \
+    "find /run/boxmaker/tool-root -mindepth 2 -path '*/srv/*' | grep -q ."
 # Back to the rendered unit: the next connection starts brokerd with its own config.
 brokerd_rendered
 expect "brokerd's unit is the rendered one again" \

@@ -99,6 +99,34 @@ impl SystemdRunner {
         Ok(())
     }
 
+    /// The empty read-only tmpfs over the top directory of each path bound for the call
+    /// (see `properties`), as `TemporaryFileSystem=` entries.
+    fn cover(&self, spec: &RunSpec) -> Vec<String> {
+        let tool = self.tool.display().to_string();
+        let mut tops: Vec<String> = Vec::new();
+        for bind in spec.bind.iter().chain(spec.write_bind.iter()) {
+            let Some(top) = bind.target.split('/').find(|c| !c.is_empty()) else {
+                continue;
+            };
+            let top = format!("/{top}");
+            // A bind at a top directory itself leaves only that one name behind.
+            if bind.target.trim_end_matches('/') == top {
+                continue;
+            }
+            let ours = self
+                .binds
+                .iter()
+                .map(|b| bind_destination(b))
+                .chain(std::iter::once(tool.as_str()))
+                .any(|d| is_under(d, &top));
+            let special = ["/home", "/root", "/run", "/tmp", "/dev", "/proc", "/sys"];
+            if !ours && !special.contains(&top.as_str()) && !tops.contains(&top) {
+                tops.push(top);
+            }
+        }
+        tops.into_iter().map(|t| format!("{t}:ro")).collect()
+    }
+
     /// The unit's properties, in order; see the comment on each for why.
     pub fn properties(&self, spec: &RunSpec) -> Vec<(String, String)> {
         let mut p = Props::default();
@@ -159,7 +187,15 @@ impl SystemdRunner {
         // in particular would be the host's, shared, bound in by PrivateDevices. (Measured
         // on systemd 252: NoExecPaths= and ReadOnlyPaths= name host paths and do nothing
         // inside RootDirectory=; TemporaryFileSystem= applies inside it.)
-        p.set("TemporaryFileSystem", "/tmp:ro /var/tmp:ro /dev/shm:ro");
+        // And the top directory of the call's bound path (`/srv` for `/srv/notes/todo.md`)
+        // an empty read-only tmpfs of the unit's own: systemd makes the bind's mount points
+        // there, not in the root every tool unit shares, where they stayed behind and named
+        // the path for every later unit to list (measured in the container tier, scenario
+        // (h)). Not for /home and /root (ProtectHome=tmpfs does the same) nor for a top the
+        // runner binds itself (it would hide the tool's libraries).
+        let mut tmpfs = self.cover(spec);
+        tmpfs.extend(["/tmp:ro", "/var/tmp:ro", "/dev/shm:ro"].map(String::from));
+        p.set("TemporaryFileSystem", tmpfs.join(" "));
         // Own minimal /dev, no device but the pseudo devices.
         p.set("PrivateDevices", "yes");
         p.set("DevicePolicy", "closed");

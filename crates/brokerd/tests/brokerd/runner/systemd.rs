@@ -40,7 +40,10 @@ fn read_file_properties() -> Vec<(String, String)> {
         ("ProtectSystem", "strict"),
         ("ProtectHome", "yes"),
         ("PrivateTmp", "yes"),
-        ("TemporaryFileSystem", "/tmp:ro /var/tmp:ro /dev/shm:ro"),
+        (
+            "TemporaryFileSystem",
+            "/srv:ro /tmp:ro /var/tmp:ro /dev/shm:ro",
+        ),
         ("PrivateDevices", "yes"),
         ("DevicePolicy", "closed"),
         ("UMask", "0077"),
@@ -118,12 +121,17 @@ fn the_command_line_carries_the_same_properties() {
 fn an_http_fetch_unit_reaches_only_the_resolved_addresses() {
     let props = runner().properties(&http_fetch_spec());
     let mut expected = read_file_properties();
-    // No granted path; the network block differs; nothing else does.
+    // No granted path (so no tmpfs over its top); the network block differs; nothing else does.
     expected.retain(|(k, v)| {
         !(k == "BindReadOnlyPaths" && v == "-/srv/notes/todo.md")
             && k != "PrivateNetwork"
             && k != "RestrictAddressFamilies"
     });
+    for (k, v) in &mut expected {
+        if k == "TemporaryFileSystem" {
+            *v = "/tmp:ro /var/tmp:ro /dev/shm:ro".into();
+        }
+    }
     let deny = expected
         .iter()
         .position(|(k, _)| k == "IPAddressDeny")
@@ -216,6 +224,40 @@ fn a_grant_under_home_gets_an_empty_home_instead_of_none() {
             .properties(&spec)
             .contains(&("ProtectHome".into(), "yes".into()))
     );
+}
+
+/// The bound path's top directory is an empty tmpfs of the unit's own, so systemd leaves no
+/// mount point naming the path in the root every tool unit shares; not where another rule
+/// already gives one (/home) or where the runner binds the tool's own files (/usr).
+#[test]
+fn the_top_of_a_bound_path_is_a_tmpfs_of_the_units_own() {
+    let tmpfs = |path: &str| {
+        let mut spec = read_file_spec();
+        spec.bind = Some(bind_at(path));
+        runner()
+            .properties(&spec)
+            .into_iter()
+            .find(|(k, _)| k == "TemporaryFileSystem")
+            .map(|(_, v)| v)
+            .expect("TemporaryFileSystem")
+    };
+    assert_eq!(
+        tmpfs("/srv/notes/todo.md"),
+        "/srv:ro /tmp:ro /var/tmp:ro /dev/shm:ro"
+    );
+    assert_eq!(
+        tmpfs("/var/lib/notes"),
+        "/var:ro /tmp:ro /var/tmp:ro /dev/shm:ro"
+    );
+    assert_eq!(
+        tmpfs("/home/owner/notes"),
+        "/tmp:ro /var/tmp:ro /dev/shm:ro"
+    );
+    assert_eq!(tmpfs("/usr/share/doc/x"), "/tmp:ro /var/tmp:ro /dev/shm:ro");
+    // A bind at a top directory itself (a note listing's /notes) leaves no other name.
+    assert_eq!(tmpfs("/notes"), "/tmp:ro /var/tmp:ro /dev/shm:ro");
+    // The tool's own directory (/opt/boxmaker/bin) is bound by the runner too.
+    assert_eq!(tmpfs("/opt/notes"), "/tmp:ro /var/tmp:ro /dev/shm:ro");
 }
 
 #[test]
