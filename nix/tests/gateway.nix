@@ -4,32 +4,9 @@
 # reaction, and a stranger's reaction is refused and audited. The owner and the stranger post
 # and react through the fake's REST API v4 with their own tokens, as their clients would.
 {
-  nodes.machine =
-    { pkgs, ... }:
-    {
-      imports = [ ./lib/node.nix ];
-
-      services.boxmaker = {
-        fakeMattermost.enable = true;
-        gateway = {
-          enable = true;
-          # server and allowedAddresses default to the fake's (fakeMattermost.enable).
-          # fake-mattermost's default owner and channel.
-          owners = [ "ownerkp1dx4oy7wqbsm3e9t6ua" ];
-          channel = "chan4mqx8ekdy1bwpu7s9ront3";
-          # Outside the store and root-only, where agenix or sops-nix would leave it.
-          tokenFile = "/var/lib/boxmaker-secrets/mattermost-token";
-        };
-      };
-
-      # The fake's token (test only: this rule puts it in the store; a real one never is).
-      systemd.tmpfiles.rules = [
-        "d /var/lib/boxmaker-secrets 0700 root root -"
-        "f /var/lib/boxmaker-secrets/mattermost-token 0400 root root - bot-token"
-      ];
-
-      environment.systemPackages = [ pkgs.curl ];
-    };
+  nodes.machine = {
+    imports = [ ./lib/gateway-node.nix ];
+  };
 
   testScript = ''
     import json

@@ -1,63 +1,46 @@
-# (j) Scheduled jobs: a job's timer is installed and its oneshot unit runs as the job's own
+# (k) Scheduled jobs: a job's timer is installed and its oneshot unit runs as the job's own
 # DynamicUser; the run gets the job's grant (and not the ordinary one), its result is
 # posted inert in the job's own Mattermost thread, and the run's start and end are audited.
 # A second job whose ask grant nobody answers fails its unit, and its post says which call
 # was not approved.
 {
-  nodes.machine =
-    { pkgs, ... }:
-    {
-      imports = [ ./lib/node.nix ];
+  nodes.machine = {
+    imports = [ ./lib/gateway-node.nix ];
 
-      services.boxmaker = {
-        fakeMattermost.enable = true;
-        gateway = {
-          enable = true;
-          owners = [ "owneruserid000000000000000" ];
-          channel = "channelid00000000000000000";
-          tokenFile = "/var/lib/boxmaker-secrets/mattermost-token";
-        };
-        # An approval expires fast here; each job's time limit stays above it.
-        settings.broker.approval_ttl = "5s";
-        jobs = {
-          morning-brief = {
-            # Never on its own during the test: it is started by hand below.
-            schedule = "2099-01-01 00:00:00";
-            prompt = "what is on my todo list?";
-            grants.brief-notes = {
-              tool = "read_file";
-              mode = "auto";
-              max_taint = "secret";
-              constraints.paths = [ "/srv/notes" ];
-            };
+    services.boxmaker = {
+      # An approval expires fast here; each job's time limit stays above it.
+      settings.broker.approval_ttl = "5s";
+      jobs = {
+        morning-brief = {
+          # Never on its own during the test: it is started by hand below.
+          schedule = "2099-01-01 00:00:00";
+          prompt = "what is on my todo list?";
+          grants.brief-notes = {
+            tool = "read_file";
+            mode = "auto";
+            max_taint = "secret";
+            constraints.paths = [ "/srv/notes" ];
           };
-          watch-inbox = {
-            schedule = "2099-01-01 00:00:00";
-            prompt = "what is in my inbox?";
-            timeLimitSec = 120;
-            grants.watch-inbox-read = {
-              tool = "read_file";
-              mode = "ask";
-              max_taint = "secret";
-              constraints.paths = [ "/srv/inbox" ];
-            };
+        };
+        watch-inbox = {
+          schedule = "2099-01-01 00:00:00";
+          prompt = "what is in my inbox?";
+          timeLimitSec = 120;
+          grants.watch-inbox-read = {
+            tool = "read_file";
+            mode = "ask";
+            max_taint = "secret";
+            constraints.paths = [ "/srv/inbox" ];
           };
         };
       };
-
-      systemd.tmpfiles.rules = [
-        "d /var/lib/boxmaker-secrets 0700 root root -"
-        "f /var/lib/boxmaker-secrets/mattermost-token 0400 root root - bot-token"
-      ];
-
-      # The test script reads the fake Mattermost's state with curl.
-      environment.systemPackages = [ pkgs.curl ];
     };
+  };
 
   testScript = ''
     import json
 
-    BOT = "botuserid00000000000000000"
+    BOT = "botkm8ecqs6ua9xrndy7w1ft5h"
     AUDIT = "/var/lib/private/boxmaker/audit/*.jsonl"
 
     def bot_posts():
