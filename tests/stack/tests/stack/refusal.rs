@@ -70,6 +70,22 @@ fn bxctl_says_a_full_socket_is_busy_and_to_try_again() {
     drop(held);
 }
 
+/// Runs a program this test has just copied. Another test's thread may fork while the copy
+/// is still open for writing, and its child holds that descriptor until it execs: the
+/// program is then busy (ETXTBSY) for a moment, so that error is waited out.
+fn run_copied(cmd: &mut Command) -> std::process::Output {
+    let mut tries = 0;
+    loop {
+        match cmd.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other.expect("the probe"),
+        }
+    }
+}
+
 /// `dir` and every directory above it up to `/tmp`'s child opened for others to enter.
 fn open_up(dir: &Path, root: &Path) {
     let mut d = Some(dir);
@@ -109,12 +125,7 @@ fn every_role_socket_refuses_a_uid_it_does_not_admit() {
         // itself let it in.
         open_up(sock.parent().expect("dir"), &home.root);
         std::fs::set_permissions(sock, std::fs::Permissions::from_mode(0o666)).expect("chmod");
-        let out = Command::new(&probe)
-            .arg(sock)
-            .uid(NOBODY)
-            .gid(NOBODY)
-            .output()
-            .expect("the probe");
+        let out = run_copied(Command::new(&probe).arg(sock).uid(NOBODY).gid(NOBODY));
         let text = String::from_utf8_lossy(&out.stdout);
         let seen: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| {
             panic!(
