@@ -13,7 +13,8 @@
 # must refuse a job it cannot render (checked with a bad name, a missing gateway, a bad
 # delivery target or note name, and a
 # schedule on two lines), while a schedule systemd cannot parse is caught by the calendar
-# check.
+# check; gatewayd's jobs socket is rendered only with the gateway, and joined only by jobs
+# that deliver to Mattermost.
 # Any stderr from systemd-analyze fails the step: it only warns (exit 0) on unknown keys
 # and bad values. Prints one line per role with its figure, for docs/nix.md.
 #
@@ -174,6 +175,28 @@ if ! nix-instantiate --eval --strict --json nix/render-units.nix --arg gateway n
     status=1
 else
     echo "units: a job delivering to a note renders without the gateway"
+fi
+# Without the gateway, a job that delivers to a note has no gateway jobs socket to want or
+# join, and none is rendered; with it, only a job delivering to Mattermost joins it.
+tests/units/render.sh "$out/notes" --arg gateway null \
+    --arg jobs '{ brief = { schedule = "daily"; prompt = "p"; deliver = "note:brief.today"; }; }' >/dev/null
+if [[ -e $out/notes/boxmaker-gatewayd-jobs.socket ]] || grep -q 'gateway' "$out/notes/boxmaker-job-brief.service" \
+    || grep -q 'jobs_gateway' "$out/notes/config.toml"; then
+    echo "units: without the gateway, a note job still names gatewayd's jobs socket" >&2
+    status=1
+else
+    echo "units: a note job without the gateway names no gateway socket"
+fi
+tests/units/render.sh "$out/both" --arg gateway "$(gateway)" \
+    --arg jobs '{ brief = { schedule = "daily"; prompt = "p"; deliver = "note:brief.today"; };
+        morning = { schedule = "daily"; prompt = "p"; }; }' >/dev/null
+if grep -q 'gateway' "$out/both/boxmaker-job-brief.service" \
+    || ! grep -q '^SupplementaryGroups=.*boxmaker-jobs-gateway' "$out/both/boxmaker-job-morning.service" \
+    || ! grep -q '^Wants=.*boxmaker-gatewayd-jobs.socket' "$out/both/boxmaker-job-morning.service"; then
+    echo "units: only the job delivering to Mattermost may join gatewayd's jobs socket" >&2
+    status=1
+else
+    echo "units: only the job delivering to Mattermost joins gatewayd's jobs socket"
 fi
 # A schedule on one line that systemd cannot parse renders, and the calendar check catches it.
 tests/units/render.sh "$out/bad" --arg gateway "$(gateway)" \
