@@ -9,14 +9,15 @@
  * names the code it stands for: "today:" code on main, "planned:" the names docs/attest-model.md
  * takes from the protocol page (ATTEST.md) for code issue 17 has yet to land.
  *
- * Properties (assertions, each marked with its number in a comment on its line):
- *   P1  an http_fetch runs with content above what the grant allows only if the owner
- *       approved that exact call (that witnessed call, tool and arguments, shown at a label
- *       at least that of what it carries);
+ * Properties (assertions, each marked in a comment on its line):
+ *   P1a an http_fetch the owner did not approve carries only content whose label its grant
+ *       allows (at or below max_taint, and in the grant's auto mode for that label);
+ *   P1b a call the owner approved is the exact call the card showed (that completion, tool
+ *       and arguments), shown at a label at least that of what it carries;
  *   P2  an approval is used at most once;
  *   P3  a witnessed call runs at most once.
- * Mutants (-D): LABEL_BY_SESSION, ACCEPT_UNWITNESSED, REUSE_APPROVAL, RUN_TWICE; spin must
- * find a violation of each (P1, P1, P2, P3).
+ * Mutants (-D), each must give a counterexample to its property: LABEL_BY_SESSION (P1a),
+ * ACCEPT_UNWITNESSED (P1a), CARD_BY_SESSION (P1b), REUSE_APPROVAL (P2), RUN_TWICE (P3).
  */
 
 #ifndef NC
@@ -144,8 +145,8 @@ end:
     do
     :: a_state == A_PENDING ->
         if
-        :: a_state = A_APPROVED
-        :: a_state = A_REFUSED
+        :: a_state = A_APPROVED; printf("owner: approves\n")
+        :: a_state = A_REFUSED; printf("owner: refuses\n")
         fi
     od
 }
@@ -172,6 +173,7 @@ end:
             :: else -> break
             od;
             truth_of(h_mask, h_truth);
+            printf("loopd: prompt of messages %d, carrying label %d\n", h_mask, h_truth);
             to_infer ! h_mask, h_truth
         }
     :: !b_busy ->                               /* tool_request on loop.sock */
@@ -184,6 +186,8 @@ end:
             select(h_args : PUB .. SEC);
             if :: h_args > CLASS(l_know) -> h_args = CLASS(l_know) :: else fi;
             if :: l_know & UNTR -> h_args = h_args | UNTR :: skip fi;
+            printf("loopd: tool_request session %d completion %d index %d tool %d arguments %d\n",
+                h_s, h_c, h_i, h_tool, h_args);
             to_broker ! h_s, h_c, h_i, h_tool, h_args
         }
     od
@@ -218,6 +222,8 @@ end:
             w_args[c] = g_truth[c];
             account(mask, w_label[c]);
             w_rec[c] = 1;
+            printf("inferproxy: completion %d answered with tool %d; its prompt accounted at %d\n",
+                c, tool, w_label[c]);
             mask = 0; c = 0; tool = 0;
             i_busy = 0
         }
@@ -270,6 +276,7 @@ end:
             label = JOIN(w_label[c], taint[s])  /* the prompt's label and the session's */
 #endif
         fi;
+        printf("brokerd: decides at label %d (witnessed %d)\n", label, witnessed);
         /* today: policy.rs decide_in (read_file's grant allows at any taint) */
         if
         :: tool == READ -> goto running
@@ -296,7 +303,13 @@ end:
         fi;
 #endif
         a_state = A_PENDING; a_s = s; a_c = c; a_tool = tool; a_args = args;
-        a_label = label; a_uses = 0
+#ifdef CARD_BY_SESSION
+        a_label = taint[s];                     /* mutant: the card shows the session's labels */
+#else
+        a_label = label;                        /* the card shows the labels the call is decided at */
+#endif
+        a_uses = 0;
+        printf("brokerd: asks the owner, the card shows label %d\n", a_label)
        };
         /* desk.rs Desk::put: the waiter wakes on the owner's answer */
         atomic {
@@ -312,11 +325,13 @@ running:
         /* today: broker.rs Broker::run: the runner runs it, the session is raised by the
          * result's labels (Sessions::record) before the result leaves */
         atomic {
+            printf("brokerd: runs tool %d in session %d carrying %d (approved %d)\n",
+                tool, s, args, approved);
             if
             :: approved ->
                 a_uses++;
                 assert(a_uses <= 1);            /* P2 */
-                assert(a_c == c && a_tool == tool && a_args == args && LEQ(args, a_label));   /* P1 */
+                assert(a_c == c && a_tool == tool && a_args == args && LEQ(args, a_label));   /* P1b */
 #ifndef REUSE_APPROVAL
                 /* approvals.rs: removed once answered (`remember`: AlreadyUsed) */
                 a_state = A_FREE; a_s = 0; a_c = 0; a_tool = 0; a_args = 0; a_label = 0; a_uses = 0
@@ -331,7 +346,7 @@ running:
             fi;
             if
             :: tool == FETCH && !approved ->
-                assert(CLASS(args) <= g_max && g_mode == AUTO && (!(args & UNTR) || g_unt == AUTO))   /* P1 */
+                assert(CLASS(args) <= g_max && g_mode == AUTO && (!(args & UNTR) || g_unt == AUTO))   /* P1a */
             :: else
             fi;
             if
@@ -347,6 +362,7 @@ running:
             goto done
         };
 denied:                                         /* a typed DenyReason, audited, to loopd */
+        printf("brokerd: denied\n");
 done:
         atomic { s = 0; c = 0; tool = 0; args = 0; label = 0; witnessed = 0; approved = 0; b_busy = 0 }
     od

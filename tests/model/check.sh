@@ -8,7 +8,8 @@
 #                   (mode x max_taint x if_untrusted): no error, and a complete search
 #   each mutant     spin must find a counterexample, and it must violate the property the
 #                   mutant breaks (the failed assertion's line carries that property's mark):
-#                   LABEL_BY_SESSION P1, ACCEPT_UNWITNESSED P1, REUSE_APPROVAL P2, RUN_TWICE P3
+#                   LABEL_BY_SESSION P1a, ACCEPT_UNWITNESSED P1a, CARD_BY_SESSION P1b,
+#                   REUSE_APPROVAL P2, RUN_TWICE P3
 # A search cut short (depth or memory limit) fails the step for the honest runs. Prints each
 # run's state count and time. Needs: spin, gcc.
 #
@@ -32,7 +33,7 @@ now_ms() {
 }
 
 failed=0
-# run NAME EXPECT [SPIN_OPTION...]: EXPECT is `none` or the mark (P1, P2, P3) of the property
+# run NAME EXPECT [SPIN_OPTION...]: EXPECT is `none` or the mark (P1a, P1b, P2, P3) of the property
 # the counterexample must violate.
 run() {
     local name=$1 expect=$2 start took states errors line text
@@ -61,7 +62,7 @@ run() {
     if [[ $expect == none ]]; then
         if ((errors != 0)); then
             echo "model: $name: the protocol has an error; spin's trail:" >&2
-            (cd "$dir" && spin "$@" -t -p attest.pml | tail -n 60) >&2 || true
+            (cd "$dir" && spin "$@" -t -p attest.pml | grep -E '^ *[0-9]+:.*proc|Error' | tail -n 60) >&2 || true
             failed=1
         elif grep -Eq 'max search depth too small|Search not completed|MEMLIM|out of memory' \
             "$dir/pan.out"; then
@@ -92,8 +93,9 @@ run() {
 total_start=$(now_ms)
 run honest none
 run every-grant none -DNC=2 -DEVERY_GRANT
-run LABEL_BY_SESSION P1 -DLABEL_BY_SESSION
-run ACCEPT_UNWITNESSED P1 -DACCEPT_UNWITNESSED
+run LABEL_BY_SESSION P1a -DLABEL_BY_SESSION
+run ACCEPT_UNWITNESSED P1a -DACCEPT_UNWITNESSED
+run CARD_BY_SESSION P1b -DCARD_BY_SESSION
 run REUSE_APPROVAL P2 -DREUSE_APPROVAL
 run RUN_TWICE P3 -DRUN_TWICE
 total=$(($(now_ms) - total_start))
@@ -102,4 +104,4 @@ if ((failed)); then
     echo "model: FAILED" >&2
     exit 1
 fi
-echo "model: the protocol holds P1-P3 and every mutant breaks its property"
+echo "model: the protocol holds P1a, P1b, P2 and P3, and every mutant breaks its property"
