@@ -145,8 +145,8 @@ end:
     do
     :: a_state == A_PENDING ->
         if
-        :: a_state = A_APPROVED; printf("owner: approves\n")
-        :: a_state = A_REFUSED; printf("owner: refuses\n")
+        :: atomic { a_state = A_APPROVED; printf("owner: approves\n") }
+        :: atomic { a_state = A_REFUSED; printf("owner: refuses\n") }
         fi
     od
 }
@@ -234,7 +234,7 @@ end:
  * Broker::tool_request under the session's lock, `serve_call`). */
 proctype brokerd() {
     byte s, c, tool, args, label;
-    bit witnessed, approved;
+    bit witnessed, approved, ran;
 end:
     do
     :: atomic {
@@ -327,6 +327,7 @@ running:
         atomic {
             printf("brokerd: runs tool %d in session %d carrying %d (approved %d)\n",
                 tool, s, args, approved);
+            ran = 1;
             if
             :: approved ->
                 a_uses++;
@@ -362,9 +363,12 @@ running:
             goto done
         };
 denied:                                         /* a typed DenyReason, audited, to loopd */
-        printf("brokerd: denied\n");
 done:
-        atomic { s = 0; c = 0; tool = 0; args = 0; label = 0; witnessed = 0; approved = 0; b_busy = 0 }
+        atomic {
+            if :: !ran -> printf("brokerd: denied\n") :: else fi;
+            ran = 0; s = 0; c = 0; tool = 0; args = 0; label = 0; witnessed = 0; approved = 0;
+            b_busy = 0
+        }
     od
 }
 
