@@ -17,7 +17,8 @@
  *   P2  an approval is used at most once;
  *   P3  a witnessed call runs at most once.
  * Mutants (-D), each must give a counterexample to its property: LABEL_BY_SESSION (P1a),
- * ACCEPT_UNWITNESSED (P1a), CARD_BY_SESSION (P1b), REUSE_APPROVAL (P2), RUN_TWICE (P3).
+ * ACCEPT_UNWITNESSED (P1a), WITNESS_FORCING (P1a), CARD_BY_SESSION (P1b), REUSE_APPROVAL
+ * (P2), RUN_TWICE (P3).
  */
 
 #ifndef NC
@@ -87,12 +88,11 @@ byte g_truth[NC];       /* the label of what completion c's prompt carried */
 /* what loopd holds: the messages it may put in a prompt, and the label of all it knows */
 byte l_has = M_SYSTEM | M_COMPOSED;
 byte l_know = PRIV;
-byte l_sent;            /* how many prompts loopd sent (at most NC: the bound) */
 byte next_c;            /* inferproxy: the next CompletionId it assigns */
 bit i_busy;             /* inferproxy is between a prompt and its report */
 bit b_busy;             /* brokerd is serving a request */
 
-chan to_infer = [0] of { byte, byte };                  /* prompt digests, its content's label */
+chan to_infer = [0] of { byte, byte, bit };             /* prompt digests, its content's label, forcing */
 chan to_broker = [0] of { byte, byte, byte, byte, byte }; /* session, completion, index, tool, arguments */
 
 /* planned accounting.rs: the label of a prompt from its message digests, each accounted
@@ -161,9 +161,8 @@ hidden byte h_mask, h_truth, h_s, h_c, h_i, h_tool, h_args, h_b, k;
 proctype loopd() {
 end:
     do
-    :: l_sent < NC && !i_busy ->                /* POST /v1/chat/completions */
+    :: next_c < NC && !i_busy ->                /* POST /v1/chat/completions */
         atomic {
-            l_sent++;
             h_mask = 0;
             h_b = 0;
             do                                  /* any of the messages it holds */
@@ -173,8 +172,12 @@ end:
             :: else -> break
             od;
             truth_of(h_mask, h_truth);
-            printf("loopd: prompt of messages %d, carrying label %d\n", h_mask, h_truth);
-            to_infer ! h_mask, h_truth
+            /* with or without a field that forces the answer (a grammar, a JSON schema or
+             * response format, logit bias, a template, other tools, a prefill) */
+            if :: h_b = 0 :: h_b = 1 fi;
+            printf("loopd: prompt of messages %d, carrying label %d, forcing %d\n",
+                h_mask, h_truth, h_b);
+            to_infer ! h_mask, h_truth, h_b
         }
     :: !b_busy ->                               /* tool_request on loop.sock */
         atomic {
@@ -198,10 +201,24 @@ proctype inferproxy() {
     byte mask, c, tool;
 end:
     do
+#ifndef WITNESS_FORCING
+    :: atomic {
+        /* planned witness.rs: a request that is not witnessable is refused with HTTP 400
+         * (`unwitnessable_request`) and never forwarded */
+        to_infer ? mask, h_truth, 1;
+        printf("inferproxy: refused, unwitnessable_request\n");
+        mask = 0
+       }
+#endif
     :: atomic {
         /* planned witness.rs: a witnessable request (fields on the fixed list, tools by
          * hash, no prefill) gets `x-boxmaker-completion`; forward.rs `exchange` sends it on */
-        to_infer ? mask, h_truth;
+#ifndef WITNESS_FORCING
+        to_infer ? mask, h_truth, 0;
+#else
+        to_infer ? mask, h_truth, h_b;          /* mutant: witnessed all the same, and the */
+        if :: h_b -> h_truth = JOIN(h_truth, l_know) :: else fi;   /* answer is loopd's */
+#endif
         i_busy = 1;
         c = next_c;
         next_c++;

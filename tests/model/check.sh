@@ -8,8 +8,8 @@
 #                   (mode x max_taint x if_untrusted): no error, and a complete search
 #   each mutant     spin must find a counterexample, and it must violate the property the
 #                   mutant breaks (the failed assertion's line carries that property's mark):
-#                   LABEL_BY_SESSION P1a, ACCEPT_UNWITNESSED P1a, CARD_BY_SESSION P1b,
-#                   REUSE_APPROVAL P2, RUN_TWICE P3
+#                   LABEL_BY_SESSION P1a, ACCEPT_UNWITNESSED P1a, WITNESS_FORCING P1a,
+#                   CARD_BY_SESSION P1b, REUSE_APPROVAL P2, RUN_TWICE P3
 # A search cut short (depth or memory limit) fails the step for the honest runs. Prints each
 # run's state count and time. Needs: spin, gcc.
 #
@@ -95,6 +95,7 @@ run honest none
 run every-grant none -DNC=2 -DEVERY_GRANT
 run LABEL_BY_SESSION P1a -DLABEL_BY_SESSION
 run ACCEPT_UNWITNESSED P1a -DACCEPT_UNWITNESSED
+run WITNESS_FORCING P1a -DWITNESS_FORCING
 run CARD_BY_SESSION P1b -DCARD_BY_SESSION
 run REUSE_APPROVAL P2 -DREUSE_APPROVAL
 run RUN_TWICE P3 -DRUN_TWICE
