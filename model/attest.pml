@@ -6,8 +6,8 @@
  * (witness store, at-most-once use, prompt accounting failing closed, the grant, approvals),
  * the owner's channel and the owner. Content is abstracted as labels: a class (public,
  * private, secret) and an untrusted flag, joined (highest class, OR of the flag). Each step
- * names the code it stands for: "today:" code on main, "planned:" the names docs/attest-model.md
- * takes from the protocol page (ATTEST.md) for code issue 17 has yet to land.
+ * names the code it stands for: "today:" code on main, "planned:" the names issue 17's
+ * protocol fixes for code yet to land (docs/attest-model.md has the table).
  *
  * Properties (assertions, each marked in a comment on its line):
  *   P1a an http_fetch the owner did not approve carries only content whose label its grant
@@ -35,6 +35,12 @@
 #define JOIN(a, b) ((CLASS(a) > CLASS(b) -> CLASS(a) : CLASS(b)) | (((a) | (b)) & UNTR))
 #define LEQ(a, b)  (CLASS(a) <= CLASS(b) && ((a) & UNTR) <= ((b) & UNTR))
 
+/* P1a: the http_fetch grant lets content of label l out without the owner: l's class at or
+ * below max_taint, and the mode for l (if_untrusted applied) auto */
+#define GRANT_ALLOWS(l) (CLASS(l) <= g_max && g_mode == AUTO && (!((l) & UNTR) || g_unt == AUTO))
+/* P1b: the card the owner approved shows this call, at a label at least what it carries */
+#define CARD_IS(c, t, a) (a_c == (c) && a_tool == (t) && a_args == (a) && LEQ(a, a_label))
+
 /* ---- tools and modes ------------------------------------------------------------------- */
 #define NONE  0         /* an answer without a tool call */
 #define READ  1         /* read_file: a grant with result_class secret, auto, max_taint secret */
@@ -51,13 +57,14 @@
 #define M_COMPOSED 16   /* anything else loopd writes: any content it holds */
 #define M_ANSWER(c) (32 << (c))   /* the assistant message replaying answer c */
 
-/* ---- the approval slot's states (approvals.rs `Approvals`) ----------------------------- */
+/* ---- the approval slot's states (today: approvals.rs `Approvals`) ---------------------- */
 #define A_FREE     0
 #define A_PENDING  1
 #define A_APPROVED 2
 #define A_REFUSED  3
 
-/* The owner's grant for http_fetch, chosen once per run: every combination is explored. */
+/* The owner's grant for http_fetch, fixed for a run (init: one grant, or with EVERY_GRANT
+ * each of the 18 combinations). */
 byte g_mode;            /* AUTO or ASK */
 byte g_max;             /* max_taint (a class) */
 byte g_unt;             /* if_untrusted: AUTO (none), ASK or DENY */
@@ -92,8 +99,14 @@ byte next_c;            /* inferproxy: the next CompletionId it assigns */
 bit i_busy;             /* inferproxy is between a prompt and its report */
 bit b_busy;             /* brokerd is serving a request */
 
-chan to_infer = [0] of { byte, byte, bit };             /* prompt digests, its content's label, forcing */
-chan to_broker = [0] of { byte, byte, byte, byte, byte }; /* session, completion, index, tool, arguments */
+/* Scratch for steps that run whole (atomic), kept out of the state vector. */
+hidden byte h_mask, h_truth, h_s, h_c, h_i, h_tool, h_args, h_b, k;
+
+/* loopd's two sockets: a prompt (its digests as a set of message bits, the label of what it
+ * carries, whether a field forces the answer), a tool request (session, completion, index,
+ * tool, arguments) */
+chan to_infer = [0] of { byte, byte, bit };
+chan to_broker = [0] of { byte, byte, byte, byte, byte };
 
 /* planned accounting.rs: the label of a prompt from its message digests, each accounted
  * from what brokerd itself returned or registered; what it cannot account for gets the
@@ -131,6 +144,7 @@ inline truth_of(mask, out) {
     :: else -> break
     od
 }
+
 /* The owner's channel (planned: `bxctl chat`, gatewayd, the job runner register the digest
  * of each owner message with brokerd when they hand it to loopd). */
 proctype owner_channel() {
@@ -151,9 +165,6 @@ end:
     od
 }
 
-/* Scratch for steps that run whole (atomic), kept out of the state vector. */
-hidden byte h_mask, h_truth, h_s, h_c, h_i, h_tool, h_args, h_b, k;
-
 /* A compromised loopd: sends inferproxy any prompt built from what it was sent, and brokerd
  * any tool request naming any session, completion, index, tool and arguments it can write.
  * It has no other socket (today: server.rs `handle` takes only `tool_request` on loop.sock;
@@ -167,7 +178,10 @@ end:
             h_b = 0;
             do                                  /* any of the messages it holds */
             :: h_b < 8 ->
-                if :: l_has & (1 << h_b) -> if :: h_mask = h_mask | (1 << h_b) :: skip fi :: else fi;
+                if
+                :: l_has & (1 << h_b) -> if :: h_mask = h_mask | (1 << h_b) :: skip fi
+                :: else
+                fi;
                 h_b++
             :: else -> break
             od;
@@ -229,7 +243,7 @@ end:
         :: tool = READ
         :: tool = FETCH
         fi;
-        /* forward.rs `relay`: the answer reaches loopd while a copy is parsed */
+        /* today: forward.rs `relay`: the answer reaches loopd while a copy is parsed */
         l_has = l_has | M_ANSWER(c)
        };
         /* planned witness.rs: at [DONE], the witness_report; brokerd witness/ stores it
@@ -303,7 +317,7 @@ end:
         :: CLASS(label) > g_max -> goto denied  /* taint_too_high */
         :: else
         fi;
-        h_b = g_mode;                           /* policy.rs effective_mode */
+        h_b = g_mode;                           /* today: policy.rs effective_mode */
         if :: (label & UNTR) && g_unt > h_b -> h_b = g_unt :: else fi;
         if
         :: h_b == DENY -> goto denied           /* denied_by_grant */
@@ -313,7 +327,8 @@ end:
         /* today: broker.rs Broker::ask, desk.rs Desk::put, approvals.rs register */
 #ifdef REUSE_APPROVAL
         if
-        :: a_state == A_APPROVED && a_s == s && a_tool == tool && a_args == args && a_label == label ->
+        :: a_state == A_APPROVED && a_s == s && a_tool == tool && a_args == args &&
+           a_label == label ->
             approved = 1;                       /* mutant: an equal card's approval again */
             goto running
         :: else
@@ -323,16 +338,16 @@ end:
 #ifdef CARD_BY_SESSION
         a_label = taint[s];                     /* mutant: the card shows the session's labels */
 #else
-        a_label = label;                        /* the card shows the labels the call is decided at */
+        a_label = label;                        /* the card shows the call's decided labels */
 #endif
         a_uses = 0;
         printf("brokerd: asks the owner, the card shows label %d\n", a_label)
        };
-        /* desk.rs Desk::put: the waiter wakes on the owner's answer */
+        /* today: desk.rs Desk::put: the waiter wakes on the owner's answer */
         atomic {
             a_state == A_APPROVED || a_state == A_REFUSED;
             if
-            :: a_state == A_APPROVED -> approved = 1   /* policy.rs approve */
+            :: a_state == A_APPROVED -> approved = 1   /* today: policy.rs approve */
             :: else ->                          /* approval_refused */
                 a_state = A_FREE; a_s = 0; a_c = 0; a_tool = 0; a_args = 0; a_label = 0;
                 goto denied
@@ -349,9 +364,9 @@ running:
             :: approved ->
                 a_uses++;
                 assert(a_uses <= 1);            /* P2 */
-                assert(a_c == c && a_tool == tool && a_args == args && LEQ(args, a_label));   /* P1b */
+                assert(CARD_IS(c, tool, args));  /* P1b */
 #ifndef REUSE_APPROVAL
-                /* approvals.rs: removed once answered (`remember`: AlreadyUsed) */
+                /* today: approvals.rs `answer` removes it (`remember`: AlreadyUsed) */
                 a_state = A_FREE; a_s = 0; a_c = 0; a_tool = 0; a_args = 0; a_label = 0; a_uses = 0
 #endif
             :: else
@@ -364,7 +379,7 @@ running:
             fi;
             if
             :: tool == FETCH && !approved ->
-                assert(CLASS(args) <= g_max && g_mode == AUTO && (!(args & UNTR) || g_unt == AUTO))   /* P1a */
+                assert(GRANT_ALLOWS(args))      /* P1a */
             :: else
             fi;
             if

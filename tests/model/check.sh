@@ -21,7 +21,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 model=$(realpath "${1:-model/attest.pml}")
 work=$(mktemp -d /tmp/boxmaker-model.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+honest=
+trap '[[ -z $honest ]] || kill "$honest" 2>/dev/null; rm -rf "$work"' EXIT
 # pan's limits: the depth reached is about 350 steps, the honest run stores about 5 million
 # states in about 700 MB. Past either limit pan says so, and the honest runs fail.
 DEPTH=20000
@@ -32,7 +33,6 @@ now_ms() {
     echo $((10#$t / 1000))
 }
 
-failed=0
 # run NAME EXPECT [SPIN_OPTION...]: EXPECT is `none` or the mark (P1a, P1b, P2, P3) of the property
 # the counterexample must violate.
 run() {
@@ -47,7 +47,7 @@ run() {
         spin "$@" -a attest.pml >spin.out 2>&1 || { cat spin.out >&2; exit 1; }
         gcc -O2 -w -DSAFETY -DMEMLIM=$MEMLIM_MB -o pan pan.c
         ./pan -m$DEPTH -n >pan.out 2>&1 || true
-    ) || { echo "model: $name: spin or gcc failed" >&2; failed=1; return; }
+    ) || { echo "model: $name: spin or gcc failed" >&2; return 1; }
     took=$(($(now_ms) - start))
     states=$(awk '/states, stored/ { print $1; exit }' "$dir/pan.out")
     errors=$(sed -n 's/.*errors: \([0-9][0-9]*\).*/\1/p' "$dir/pan.out" | head -n1)
@@ -56,26 +56,25 @@ run() {
     if [[ -z $errors || -z $states ]]; then
         echo "model: $name: pan reported no result:" >&2
         cat "$dir/pan.out" >&2
-        failed=1
-        return
+        return 1
     fi
     if [[ $expect == none ]]; then
         if ((errors != 0)); then
             echo "model: $name: the protocol has an error; spin's trail:" >&2
-            (cd "$dir" && spin "$@" -t -p attest.pml | grep -E '^ *[0-9]+:.*proc|Error' | tail -n 60) >&2 || true
-            failed=1
+            (cd "$dir" && spin "$@" -t attest.pml |
+                grep -E '^ *(loopd|inferproxy|brokerd|owner):|Error|assertion') >&2 || true
+            return 1
         elif grep -Eq 'max search depth too small|Search not completed|MEMLIM|out of memory' \
             "$dir/pan.out"; then
             echo "model: $name: the search was incomplete (a depth or memory limit):" >&2
             grep -E 'depth|MEMLIM|memory|not completed' "$dir/pan.out" >&2
-            failed=1
+            return 1
         fi
-        return
+        return 0
     fi
     if ((errors == 0)); then
-        echo "model: $name: spin found no counterexample: the model does not tell this mutant apart" >&2
-        failed=1
-        return
+        echo "model: $name: spin found no counterexample: the properties miss this mutant" >&2
+        return 1
     fi
     # The first assertion the trail violates must be the mutant's property.
     line=$(cd "$dir" && spin "$@" -t attest.pml 2>&1 |
@@ -83,22 +82,35 @@ run() {
         head -n1)
     text=$( [[ -n $line ]] && sed -n "${line}p" "$dir/attest.pml" || true)
     if [[ $text != *"/* $expect */"* ]]; then
-        echo "model: $name: the counterexample violates line ${line:-?} ('${text## }'), not $expect" >&2
-        failed=1
-        return
+        echo "model: $name: the counterexample violates line ${line:-?}, not $expect:" >&2
+        echo "  ${text#"${text%%[![:space:]]*}"}" >&2
+        return 1
     fi
     echo "model: $name: counterexample violates $expect at attest.pml:$line"
 }
 
 total_start=$(now_ms)
-run honest none
-run every-grant none -DNC=2 -DEVERY_GRANT
-run LABEL_BY_SESSION P1a -DLABEL_BY_SESSION
-run ACCEPT_UNWITNESSED P1a -DACCEPT_UNWITNESSED
-run WITNESS_FORCING P1a -DWITNESS_FORCING
-run CARD_BY_SESSION P1b -DCARD_BY_SESSION
-run REUSE_APPROVAL P2 -DREUSE_APPROVAL
-run RUN_TWICE P3 -DRUN_TWICE
+failed=0
+# The honest run is the longest: it takes one core while the others take the second.
+run honest none >"$work/honest.log" 2>&1 &
+honest=$!
+runs=(honest)
+while read -r name expect options; do
+    runs+=("$name")
+    # shellcheck disable=SC2086 # options are words
+    run "$name" "$expect" $options >"$work/$name.log" 2>&1 || failed=1
+done <<'RUNS'
+every-grant none -DNC=2 -DEVERY_GRANT
+LABEL_BY_SESSION P1a -DLABEL_BY_SESSION
+ACCEPT_UNWITNESSED P1a -DACCEPT_UNWITNESSED
+WITNESS_FORCING P1a -DWITNESS_FORCING
+CARD_BY_SESSION P1b -DCARD_BY_SESSION
+REUSE_APPROVAL P2 -DREUSE_APPROVAL
+RUN_TWICE P3 -DRUN_TWICE
+RUNS
+wait "$honest" || failed=1
+honest=
+for name in "${runs[@]}"; do cat "$work/$name.log"; done
 total=$(($(now_ms) - total_start))
 printf 'model: all runs %d.%01ds\n' $((total / 1000)) $((total % 1000 / 100))
 if ((failed)); then
