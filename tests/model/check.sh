@@ -10,8 +10,8 @@
 #                   mutant breaks (the failed assertion's line carries that property's mark):
 #                   LABEL_BY_SESSION P1a, ACCEPT_UNWITNESSED P1a, WITNESS_FORCING P1a,
 #                   CARD_BY_SESSION P1b, REUSE_APPROVAL P2, RUN_TWICE P3
-# A search cut short (depth or memory limit) fails the step for the honest runs. Prints each
-# run's state count and time. Needs: spin, gcc.
+# A search cut short (depth or memory limit), or a statement it never reached, fails the
+# step for the honest runs. Prints each run's state count and time. Needs: spin, gcc.
 #
 # Usage: tests/model/check.sh [MODEL]   (default model/attest.pml; another path checks a
 # scratch copy, as when a property is deleted to see the step fail)
@@ -36,7 +36,7 @@ now_ms() {
 # run NAME EXPECT [SPIN_OPTION...]: EXPECT is `none` or the mark (P1a, P1b, P2, P3) of the property
 # the counterexample must violate.
 run() {
-    local name=$1 expect=$2 start took states errors line text
+    local name=$1 expect=$2 start took states errors line text unreached
     shift 2
     local dir=$work/$name
     mkdir -p "$dir"
@@ -46,7 +46,7 @@ run() {
         cd "$dir"
         spin "$@" -a attest.pml >spin.out 2>&1 || { cat spin.out >&2; exit 1; }
         gcc -O2 -w -DSAFETY -DMEMLIM=$MEMLIM_MB -o pan pan.c
-        ./pan -m$DEPTH -n >pan.out 2>&1 || true
+        ./pan -m$DEPTH >pan.out 2>&1 || true
     ) || { echo "model: $name: spin or gcc failed" >&2; return 1; }
     took=$(($(now_ms) - start))
     states=$(awk '/states, stored/ { print $1; exit }' "$dir/pan.out")
@@ -68,6 +68,15 @@ run() {
             "$dir/pan.out"; then
             echo "model: $name: the search was incomplete (a depth or memory limit):" >&2
             grep -E 'depth|MEMLIM|memory|not completed' "$dir/pan.out" >&2
+            return 1
+        fi
+        # Every statement is reached (but the ends of the processes' endless loops): no part
+        # of the protocol is left out of the search.
+        unreached=$(grep -E '^[[:space:]]+attest\.pml:[0-9]+, state [0-9]+, ' "$dir/pan.out" |
+            grep -v '"-end-"' || true)
+        if [[ -n $unreached ]]; then
+            echo "model: $name: statements never reached:" >&2
+            echo "$unreached" >&2
             return 1
         fi
         return 0
