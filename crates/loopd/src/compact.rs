@@ -101,7 +101,7 @@ fn ask(
     slot: u32,
     cap: u32,
 ) -> Asked {
-    messages.push(json!({"role": "user", "content": instruction}));
+    messages.push(proto::attest::ChatMessage::user(instruction).to_value());
     let mut body = prompt::body(messages, slot, cap);
     body["tool_choice"] = json!("none");
     match llm::complete(sock, timeout, &body, None, |_| {}) {

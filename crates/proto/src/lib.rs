@@ -11,6 +11,7 @@
 //! own module; a new deny reason is a variant of [`DenyReason`] in `tool.rs`.
 
 pub mod approval;
+pub mod attest;
 mod audit;
 pub mod chain;
 pub mod chat;
