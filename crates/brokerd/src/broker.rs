@@ -31,6 +31,7 @@ use crate::policy::{self, Decision, Labels, Outcome};
 use crate::runner::{RunOutcome, Runner};
 use crate::sessions::{SessionState, Sessions};
 use crate::tool_spec;
+use crate::witness::Witness;
 use grants::Snapshot;
 
 #[derive(Debug)]
@@ -53,6 +54,8 @@ pub struct Broker {
     pub(crate) notes: Notes,
     /// The job runs in progress, each with the session brokerd minted for it.
     pub(crate) runs: Runs,
+    /// What inferproxy witnessed: only those calls run, each once.
+    pub(crate) witness: Witness,
 }
 
 impl Broker {
@@ -63,6 +66,7 @@ impl Broker {
         sessions: Sessions,
         runner: Runner,
         notes: Notes,
+        witness: Witness,
     ) -> Self {
         let desk = Desk::new(config.broker.max_pending_approvals);
         let outbox = Outbox::new(config.gateway.is_some());
@@ -79,6 +83,7 @@ impl Broker {
             board,
             notes,
             runs: Runs::default(),
+            witness,
         }
     }
 

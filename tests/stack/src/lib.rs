@@ -90,6 +90,7 @@ impl Home {
             "run/loop-infer",
             "run/chat-loop",
             "run/broker-gateway",
+            "run/infer-broker",
         ] {
             std::fs::create_dir_all(root.join(d)).expect("mkdir");
         }
@@ -98,9 +99,9 @@ impl Home {
             "home = \"{r}/home\"\ngrants = \"{r}/grants\"\n\
              [sockets]\nloop_broker = \"{r}/run/loop-broker\"\nadmin_broker = \"{r}/run/admin-broker\"\n\
              loop_infer = \"{r}/run/loop-infer\"\nchat_loop = \"{r}/run/chat-loop\"\n\
-             broker_gateway = \"{r}/run/broker-gateway\"\n\
+             broker_gateway = \"{r}/run/broker-gateway\"\ninfer_broker = \"{r}/run/infer-broker\"\n\
              [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\nchat = {{ uid = {uid} }}\n\
-             gateway = {{ uid = {uid} }}\nbroker = {{ uid = {uid} }}\n\
+             gateway = {{ uid = {uid} }}\nbroker = {{ uid = {uid} }}\ninfer = {{ uid = {uid} }}\n\
              [broker]\nrunner = \"direct\"\ntool = \"{tool}\"\n{broker}\n",
             r = root.display(),
             tool = bin("boxmaker-tool").display(),
@@ -142,6 +143,11 @@ impl Home {
 
     pub fn loop_sock(&self) -> PathBuf {
         self.root.join("run/loop-broker/broker.sock")
+    }
+
+    /// brokerd's witness.sock, inferproxy's side.
+    pub fn witness_sock(&self) -> PathBuf {
+        self.root.join("run/infer-broker/witness.sock")
     }
 
     pub fn admin_sock(&self) -> PathBuf {
