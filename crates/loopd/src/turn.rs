@@ -401,7 +401,7 @@ impl Looper {
                     end,
                 });
             }
-            for tc in &sorted.run {
+            for (i, tc) in sorted.run.iter().enumerate() {
                 session.last_call += 1;
                 let call = CallId(session.last_call);
                 calls += 1;
@@ -412,7 +412,7 @@ impl Looper {
                 } else if cancel.is_cancelled() {
                     // Every call the model asked for gets its result, so the log stays whole.
                     ToolResponse::failed("not run: the owner cancelled the turn")
-                } else {
+                } else if let Some(witness) = sorted.witness.as_ref().and_then(|w| w.of_call(i)) {
                     emit(ChatEvent::ToolCall {
                         call,
                         tool: tc.name.clone(),
@@ -424,11 +424,14 @@ impl Looper {
                         call,
                         &tc.name,
                         &tc.arguments,
+                        witness,
                         cancel,
                         |p| {
                             emit(ChatEvent::ToolResponse { call, response: p });
                         },
                     )
+                } else {
+                    ToolResponse::failed("not run: inferproxy did not witness the answer")
                 };
                 let (content, class, untrusted, truncated) = for_model(&response);
                 self.append(
