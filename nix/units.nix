@@ -89,8 +89,7 @@ let
     };
     peers = {
       loopd.user = "boxmaker-loopd";
-      # brokerd admits inferproxy's DynamicUser on witness.sock.
-      infer.user = "boxmaker-inferproxy";
+      infer.user = "boxmaker-inferproxy"; # whom brokerd admits on witness.sock
       admin.group = adminGroup;
       chat.group = chatGroup;
     };
@@ -323,8 +322,7 @@ in
         # (BRIEF decision 1), so it alone sees /run/dbus. Host names resolve through
         # resolved's or nscd's AF_UNIX sockets, so PrivateNetwork stays on.
         InaccessiblePaths = [ "-/run/systemd/private" ];
-        # Loosening: the audit chain, the sessions' taint, the notes and their labels, and
-        # what inferproxy witnessed (the calls that may run, and those that ran).
+        # Loosening: the audit chain, the sessions' taint, the notes and their labels, the witness store.
         StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/notes" "${stateDir}/note-state" "${stateDir}/index" "${stateDir}/witness" ];
         StateDirectoryMode = "0700";
         # The secrets the grants may hand to tool units (BRIEF decision 3); a tool unit's
@@ -370,11 +368,8 @@ in
       name = "inferproxy";
       description = "boxmaker llama-server proxy (inferproxy)";
       sockets = [ "boxmaker-inferproxy" ];
-      unit = {
-        # It reports every completion to brokerd's socket-activated witness.sock.
-        Wants = [ "boxmaker-brokerd-witness.socket" ];
-        After = [ "boxmaker-brokerd-witness.socket" ];
-      };
+      # It reports every completion to brokerd's socket-activated witness.sock.
+      unit = let w = [ "boxmaker-brokerd-witness.socket" ]; in { Wants = w; After = w; };
       # Loosening: llama-server listens on host loopback TCP, so the host's network
       # namespace with IP sockets, and the kernel's filter admits loopback only.
       extra = ipNetwork // {
@@ -465,12 +460,7 @@ in
       dir = dirOf s.admin_broker;
       file = "broker.sock";
     };
-    boxmaker-brokerd-witness = socket {
-      service = "brokerd";
-      fdName = "witness";
-      dir = dirOf s.infer_broker;
-      file = "witness.sock";
-    };
+    boxmaker-brokerd-witness = socket { service = "brokerd"; fdName = "witness"; dir = dirOf s.infer_broker; file = "witness.sock"; };
     boxmaker-inferproxy = socket {
       service = "inferproxy";
       fdName = "infer";

@@ -98,20 +98,3 @@ const NOTE_NAME: &str = "The note's name: letters, digits, '.', '_' and '-', at 
 pub fn tools_hash() -> Hash32 {
     Hash32::digest(&super::canonical::canonical_json(&definitions()))
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn every_proto_tool_is_offered_once() {
-        let defs = super::definitions();
-        let names: Vec<&str> = defs
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|d| d["function"]["name"].as_str())
-                    .collect()
-            })
-            .unwrap_or_default();
-        assert_eq!(names, crate::tools::TOOL_NAMES);
-    }
-}
