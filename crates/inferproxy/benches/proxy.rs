@@ -14,7 +14,8 @@
 //! few hundred events per second), so the table shows the proxy's cost at its worst. What
 //! it streams is said by the request's `x-bench` field (`stream <event bytes> <total>` or
 //! `first`), which inferproxy forwards.
-//! Environment: `BENCH_MIB` (default 64), `BENCH_RUNS` (throughput runs, default 15),
+//! Environment: `BENCH_MIB` (default and at most 3: the longest answer is 4 MiB,
+//! `proto::attest::MAX_ANSWER_BYTES`), `BENCH_RUNS` (throughput runs, default 15),
 //! `BENCH_TTFB_RUNS` (default 300), `BENCH_VERBOSE` (print every run, to see the spread).
 
 use std::io::{self, BufReader, Read, Write};
@@ -301,7 +302,8 @@ fn main() {
         let _ = writeln!(out, "proxy bench: run it with `cargo bench -p inferproxy`");
         return;
     }
-    let mib = env_or("BENCH_MIB", 64);
+    // An answer loopd (and so the witness) accepts is at most 4 MiB of event data.
+    let mib = env_or("BENCH_MIB", 3).min(3);
     let runs = env_or("BENCH_RUNS", 15);
     let ttfb_runs = env_or("BENCH_TTFB_RUNS", 300);
     let dir = std::env::temp_dir().join(format!("bx-infer-bench-{}", std::process::id()));
@@ -340,8 +342,8 @@ fn main() {
     // weighs on each of them alike.
     for (size, total) in [(1024, total), (200, total / 4)] {
         let name = format!(
-            "throughput, {} MiB in {size}-byte events (MiB/s, median of {runs})",
-            total >> 20
+            "throughput, {} KiB in {size}-byte events (MiB/s, median of {runs})",
+            total >> 10
         );
         let mut all = vec![Vec::new(); routes.len()];
         for run in 0..=runs {

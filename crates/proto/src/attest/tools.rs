@@ -96,5 +96,6 @@ const NOTE_NAME: &str = "The note's name: letters, digits, '.', '_' and '-', at 
 /// The hash of [`definitions`] in canonical form: what a witnessable request's `tools` must
 /// hash to.
 pub fn tools_hash() -> Hash32 {
-    Hash32::digest(&super::canonical::canonical_json(&definitions()))
+    static HASH: std::sync::OnceLock<Hash32> = std::sync::OnceLock::new();
+    *HASH.get_or_init(|| Hash32::digest(&super::canonical::canonical_json(&definitions())))
 }
