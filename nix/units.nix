@@ -85,9 +85,11 @@ let
       admin_broker = "${runDir}/admin-broker";
       loop_infer = "${runDir}/loop-infer";
       chat_loop = "${runDir}/chat-loop";
+      infer_broker = "${runDir}/infer-broker";
     };
     peers = {
       loopd.user = "boxmaker-loopd";
+      infer.user = "boxmaker-inferproxy"; # whom brokerd admits on witness.sock
       admin.group = adminGroup;
       chat.group = chatGroup;
     };
@@ -128,12 +130,14 @@ let
   # systemd and never needs to enter the directory.
   loopBrokerGroup = "boxmaker-loop-broker";
   loopInferGroup = "boxmaker-loop-infer";
+  inferBrokerGroup = "boxmaker-infer-broker";
   brokerGatewayGroup = "boxmaker-broker-gateway";
   socketDirs = [
     { path = s.loop_broker; group = loopBrokerGroup; }
     { path = s.admin_broker; group = adminGroup; }
     { path = s.loop_infer; group = loopInferGroup; }
     { path = s.chat_loop; group = chatGroup; }
+    { path = s.infer_broker; group = inferBrokerGroup; }
   ] ++ (if gateway == null then [ ] else [ { path = s.broker_gateway; group = brokerGatewayGroup; } ]) ++ jobUnits.socketDirs;
 
   # Programs may run only from the package and the system's binaries: a role that is made
@@ -305,21 +309,21 @@ in
   inherit (import ./changes.nix { inherit config grants gateway adminMembers adminGroup; }) triggers warnings;
 
   # Every static group the units name (DynamicUser makes the roles' own groups).
-  groups = [ loopBrokerGroup loopInferGroup adminGroup chatGroup ]
+  groups = [ loopBrokerGroup loopInferGroup inferBrokerGroup adminGroup chatGroup ]
     ++ (if gateway == null then [ ] else [ brokerGatewayGroup ]) ++ jobUnits.groups;
 
   services = {
     boxmaker-brokerd = role {
       name = "brokerd";
       description = "boxmaker policy point (brokerd)";
-      sockets = [ "boxmaker-brokerd-loop" "boxmaker-brokerd-admin" ] ++ jobUnits.roleSockets "brokerd";
+      sockets = [ "boxmaker-brokerd-loop" "boxmaker-brokerd-admin" "boxmaker-brokerd-witness" ] ++ jobUnits.roleSockets "brokerd";
       extra = {
         # Loosening: brokerd starts each tool run as a transient unit over the system bus
         # (BRIEF decision 1), so it alone sees /run/dbus. Host names resolve through
         # resolved's or nscd's AF_UNIX sockets, so PrivateNetwork stays on.
         InaccessiblePaths = [ "-/run/systemd/private" ];
-        # Loosening: the audit chain, the sessions' taint, the notes and their labels.
-        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/notes" "${stateDir}/note-state" "${stateDir}/index" ];
+        # Loosening: the audit chain, the sessions' taint, the notes and their labels, the witness store.
+        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/notes" "${stateDir}/note-state" "${stateDir}/index" "${stateDir}/witness" ];
         StateDirectoryMode = "0700";
         # The secrets the grants may hand to tool units (BRIEF decision 3); a tool unit's
         # LoadCredential= reads them from brokerd's credentials directory.
@@ -364,9 +368,13 @@ in
       name = "inferproxy";
       description = "boxmaker llama-server proxy (inferproxy)";
       sockets = [ "boxmaker-inferproxy" ];
+      # It reports every completion to brokerd's socket-activated witness.sock.
+      unit = let w = [ "boxmaker-brokerd-witness.socket" ]; in { Wants = w; After = w; };
       # Loosening: llama-server listens on host loopback TCP, so the host's network
       # namespace with IP sockets, and the kernel's filter admits loopback only.
       extra = ipNetwork // {
+        # No loosening: brokerd's witness pair directory, entered by group.
+        SupplementaryGroups = [ inferBrokerGroup ];
         IPAddressAllow = "localhost";
         # Its only writable place; it keeps nothing.
         RuntimeDirectory = "${runName}/inferproxy";
@@ -452,6 +460,7 @@ in
       dir = dirOf s.admin_broker;
       file = "broker.sock";
     };
+    boxmaker-brokerd-witness = socket { service = "brokerd"; fdName = "witness"; dir = dirOf s.infer_broker; file = "witness.sock"; };
     boxmaker-inferproxy = socket {
       service = "inferproxy";
       fdName = "infer";

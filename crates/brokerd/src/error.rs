@@ -50,6 +50,12 @@ pub enum Error {
     Socket { side: Side, source: ListenError },
     /// The jobs socket could not be taken or bound.
     JobsSocket(ListenError),
+    /// The configuration names no `peers.infer`: no witness, so no call could ever run.
+    NoInferPeer,
+    /// The witness store could not be opened or read back.
+    Witness(crate::witness::StoreError),
+    /// The witness socket could not be taken or bound.
+    WitnessSocket(ListenError),
     /// The start-up could not watch signals or start a thread.
     Service(StartError),
     /// Serving stopped: durable state failed under `by` (a socket's request, the gateway
@@ -68,6 +74,9 @@ impl Error {
             | Self::Grants(_)
             | Self::JobGrants(_)
             | Self::JobsSocket(_)
+            | Self::NoInferPeer
+            | Self::Witness(_)
+            | Self::WitnessSocket(_)
             | Self::ToolUnit(_)
             | Self::Stdout(_)
             | Self::AuditOpen(_)
@@ -83,7 +92,15 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Inherit(e) | Self::Socket { source: e, .. } | Self::JobsSocket(e) => e.fmt(f),
+            Self::Inherit(e)
+            | Self::Socket { source: e, .. }
+            | Self::JobsSocket(e)
+            | Self::WitnessSocket(e) => e.fmt(f),
+            Self::NoInferPeer => f.write_str(
+                "peers.infer is not set: brokerd runs only calls inferproxy witnessed, and \
+                 admits inferproxy on witness.sock by it",
+            ),
+            Self::Witness(e) => write!(f, "witness store: {e}"),
             Self::Config(e) => e.fmt(f),
             Self::JobGrants(e) => e.fmt(f),
             Self::Grants(e) => e.fmt(f),
@@ -107,7 +124,12 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Inherit(e) | Self::Socket { source: e, .. } | Self::JobsSocket(e) => Some(e),
+            Self::Inherit(e)
+            | Self::Socket { source: e, .. }
+            | Self::JobsSocket(e)
+            | Self::WitnessSocket(e) => Some(e),
+            Self::NoInferPeer => None,
+            Self::Witness(e) => Some(e),
             Self::Config(e) => Some(e),
             Self::JobGrants(e) => Some(e),
             Self::Grants(e) => Some(e),

@@ -14,6 +14,8 @@ pub enum Fatal {
     Sessions(StateError),
     /// The OS random source failed while making an approval id.
     Rng(getrandom::Error),
+    /// The witness store took no record (a report, or a call's use).
+    Witness(crate::witness::StoreError),
 }
 
 impl fmt::Display for Fatal {
@@ -22,6 +24,7 @@ impl fmt::Display for Fatal {
             Self::Audit(e) => e.fmt(f),
             Self::Sessions(e) => write!(f, "session state: {e}"),
             Self::Rng(e) => write!(f, "OS RNG: {e}"),
+            Self::Witness(e) => write!(f, "witness store: {e}"),
         }
     }
 }
@@ -31,6 +34,7 @@ impl std::error::Error for Fatal {
         match self {
             Self::Audit(e) => Some(e),
             Self::Sessions(e) => Some(e),
+            Self::Witness(e) => Some(e),
             // getrandom implements std's Error only with its "std" feature, which the
             // workspace leaves off: its code is in the text.
             Self::Rng(_) => None,

@@ -27,6 +27,8 @@ pub mod sessions;
 mod start;
 pub mod status;
 pub mod tool_spec;
+pub mod witness;
+mod witness_socket;
 
 pub use error::{EXIT_FAILURE, EXIT_FATAL, Error};
 pub use fatal::Fatal;

@@ -17,7 +17,7 @@ use crate::notes::Notes;
 use crate::runner::{DirectRunner, Runner, SystemdRunner};
 use crate::server::{self, Side};
 use crate::sessions::Sessions;
-use crate::{jobs, jobs_socket};
+use crate::{jobs, jobs_socket, witness, witness_socket};
 use grants::Snapshot;
 
 #[derive(Debug, clap::Parser)]
@@ -41,6 +41,9 @@ pub fn run(args: Args) -> Result<(), Error> {
     let config = Config::load(&args.common.config).map_err(Error::Config)?;
     let snapshot = Snapshot::load(&config.grants).map_err(Error::Grants)?;
     jobs::check(&config, &snapshot).map_err(Error::JobGrants)?;
+    if config.peers.infer.is_none() {
+        return Err(Error::NoInferPeer);
+    }
     if args.common.check_config {
         let mut out = std::io::stdout().lock();
         let line = format!(
@@ -69,8 +72,21 @@ pub fn run(args: Args) -> Result<(), Error> {
         &config.index_dir(),
     )
     .map_err(Error::Notes)?;
+    let (store, opened) =
+        witness::Store::open(&config.witness_dir(), config.broker.max_witness_records)
+            .map_err(Error::Witness)?;
+    log::info(format_args!(
+        "witness store: {} records kept{}",
+        opened.kept,
+        if opened.torn {
+            "; a torn last line cut off"
+        } else {
+            ""
+        }
+    ));
+    let witness = witness::Witness::new(store, config.broker.witness_wait);
     let broker = Arc::new(Broker::new(
-        config, snapshot, audit, sessions, runner, notes,
+        config, snapshot, audit, sessions, runner, notes, witness,
     ));
     broker
         .audit_first_snapshot()
@@ -90,6 +106,12 @@ pub fn run(args: Args) -> Result<(), Error> {
             .framed(&path, &server::policy(&broker, side), handle)
             .map_err(|source| Error::Socket { side, source })?;
     }
+    // inferproxy's side: its reports of the completions it forwards.
+    let path = broker.config.sockets.infer_broker_sock();
+    let handle = witness_socket::handler(broker.clone(), service.activity(), halt.clone());
+    service
+        .framed(&path, &witness_socket::policy(&broker), handle)
+        .map_err(Error::WitnessSocket)?;
     // The job runners' side, when jobs are configured.
     if !broker.config.jobs.is_empty() {
         let path = broker.config.sockets.jobs_broker_sock();
@@ -102,9 +124,10 @@ pub fn run(args: Args) -> Result<(), Error> {
         let (b, halt) = (broker.clone(), halt.clone());
         service.thread("gateway", move || crate::gateway::run(&b, &outbox, &halt));
     }
-    // Pinged while the audit writer, the heart of the broker, can be reached.
+    // Pinged while the audit writer, the heart of the broker, and the witness store every
+    // call goes through can be reached.
     let b = broker.clone();
-    service.watchdog(move || b.audit_alive());
+    service.watchdog(move || b.audit_alive() && b.witness.alive());
     let b = broker.clone();
     service.reload(move || reload(&b, &halt));
     service.drain(DRAIN);

@@ -7,7 +7,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use proto::ToolCall;
+use proto::attest::{Answer, AnswerError, COMPLETION_HEADER, CompletionId};
 use serde::Deserialize;
 use serde_json::Value;
 use strict_http::{HttpError, SseReader};
@@ -34,16 +34,13 @@ pub enum LlmError {
     Props(serde_json::Error),
     /// `/props` has no `n_ctx`.
     NoContextSize,
-    /// The answer went past [`MAX_ANSWER_BYTES`].
-    TooLong,
-    /// A stream event that is not a chunk.
-    NotAChunk(serde_json::Error),
-    /// A chunk that carries the server's `error`.
-    Reported(Value),
-    /// A tool-call delta whose index skips ahead (or past 64 calls).
-    CallOutOfOrder { index: usize },
+    /// An event that cannot be part of the answer (`proto::attest::answer`).
+    Answer(AnswerError),
     /// The stream ended without `[DONE]`.
     NoDone,
+    /// The answer's head named no completion (`x-boxmaker-completion`): inferproxy did not
+    /// witness it, so none of its calls could run.
+    NotWitnessed,
 }
 
 impl fmt::Display for LlmError {
@@ -69,16 +66,9 @@ impl fmt::Display for LlmError {
             Self::Encode(e) => write!(f, "{BROKE_OFF}: {e}"),
             Self::Props(e) => write!(f, "{BROKE_OFF}: /props: {e}"),
             Self::NoContextSize => write!(f, "{BROKE_OFF}: /props has no n_ctx"),
-            Self::TooLong => write!(
-                f,
-                "{BROKE_OFF}: the answer went past {MAX_ANSWER_BYTES} bytes"
-            ),
-            Self::NotAChunk(e) => write!(f, "{BROKE_OFF}: not a chunk ({e})"),
-            Self::Reported(err) => write!(f, "{BROKE_OFF}: the server reported {err}"),
-            Self::CallOutOfOrder { index } => {
-                write!(f, "{BROKE_OFF}: tool call index {index} out of order")
-            }
+            Self::Answer(e) => write!(f, "{BROKE_OFF}: {e}"),
             Self::NoDone => write!(f, "{BROKE_OFF}: the stream ended before [DONE]"),
+            Self::NotWitnessed => write!(f, "{BROKE_OFF}: inferproxy named no completion"),
         }
     }
 }
@@ -88,13 +78,9 @@ impl std::error::Error for LlmError {
         match self {
             Self::Connect { source: e, .. } | Self::Deadline(e) => Some(e),
             Self::Request(e) | Self::Body(e) => Some(e),
-            Self::Encode(e) | Self::Props(e) | Self::NotAChunk(e) => Some(e),
-            Self::Status { .. }
-            | Self::NoContextSize
-            | Self::TooLong
-            | Self::Reported(_)
-            | Self::CallOutOfOrder { .. }
-            | Self::NoDone => None,
+            Self::Encode(e) | Self::Props(e) => Some(e),
+            Self::Answer(e) => Some(e),
+            Self::Status { .. } | Self::NoContextSize | Self::NoDone | Self::NotWitnessed => None,
         }
     }
 }
@@ -123,10 +109,6 @@ impl LlmError {
 
 /// How llama-server's refusal to render tool-call arguments that are not JSON begins.
 const UNRENDERABLE: &str = "Failed to parse tool call arguments as JSON";
-
-/// The most an answer may bring (text, reasoning and tool arguments together); a server
-/// that goes on past it is cut off.
-const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 
 impl From<HttpError> for LlmError {
     fn from(e: HttpError) -> Self {
@@ -199,66 +181,14 @@ pub fn props(sock: &Path, timeout: Duration) -> Result<Props, LlmError> {
     })
 }
 
-/// The prompt-cache figures of one answer.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-pub struct Timings {
-    #[serde(default)]
-    pub cache_n: u64,
-    #[serde(default)]
-    pub prompt_n: u64,
-    #[serde(default)]
-    pub predicted_n: u64,
-}
+pub use proto::attest::{Piece as Delta, Timings};
 
-/// One answer of the model, assembled from the stream.
+/// One answer of the model, assembled from the stream, and the completion inferproxy
+/// witnessed it as (its `x-boxmaker-completion`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Completion {
-    pub content: Option<String>,
-    pub reasoning: Option<String>,
-    pub tool_calls: Vec<ToolCall>,
-    pub finish: Option<String>,
-    pub timings: Option<Timings>,
-}
-
-#[derive(Deserialize)]
-struct Chunk {
-    #[serde(default)]
-    choices: Vec<Choice>,
-    timings: Option<Timings>,
-    error: Option<Value>,
-}
-
-#[derive(Deserialize)]
-struct Choice {
-    delta: Option<DeltaMsg>,
-    finish_reason: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct DeltaMsg {
-    content: Option<String>,
-    reasoning_content: Option<String>,
-    tool_calls: Option<Vec<CallDelta>>,
-}
-
-#[derive(Deserialize)]
-struct CallDelta {
-    index: usize,
-    id: Option<String>,
-    function: Option<FnDelta>,
-}
-
-#[derive(Deserialize)]
-struct FnDelta {
-    name: Option<String>,
-    arguments: Option<String>,
-}
-
-/// A piece of the answer as it streams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Delta<'a> {
-    Text(&'a str),
-    Reasoning(&'a str),
+    pub answer: Answer,
+    pub witness: Option<CompletionId>,
 }
 
 /// Sends one streamed chat completion and assembles the answer, handing each text and
@@ -281,78 +211,30 @@ pub fn complete(
     if resp.status != 200 {
         return Err(status_error(resp));
     }
+    let witness = resp
+        .headers
+        .get(COMPLETION_HEADER)
+        .and_then(|v| CompletionId::new(v).ok())
+        .ok_or(LlmError::NotWitnessed)?;
     let mut sse = SseReader::new(resp.body);
-    let mut out = Completion::default();
+    let mut answer = Answer::default();
     let mut done = false;
-    let mut size = 0usize;
     while let Some(event) = sse.next_event()? {
-        size += event.data.len();
-        if size > MAX_ANSWER_BYTES {
-            return Err(LlmError::TooLong);
-        }
         if event.data == "[DONE]" {
             done = true;
             break;
         }
-        let chunk: Chunk = serde_json::from_str(&event.data).map_err(LlmError::NotAChunk)?;
-        if let Some(err) = chunk.error {
-            return Err(LlmError::Reported(err));
-        }
-        if chunk.timings.is_some() {
-            out.timings = chunk.timings;
-        }
-        for choice in chunk.choices {
-            if let Some(f) = choice.finish_reason {
-                out.finish = Some(f);
-            }
-            let Some(delta) = choice.delta else { continue };
-            if let Some(text) = delta.content {
-                on_delta(Delta::Text(&text));
-                out.content.get_or_insert_with(String::new).push_str(&text);
-            }
-            if let Some(text) = delta.reasoning_content {
-                on_delta(Delta::Reasoning(&text));
-                out.reasoning
-                    .get_or_insert_with(String::new)
-                    .push_str(&text);
-            }
-            for call in delta.tool_calls.unwrap_or_default() {
-                merge_call(&mut out.tool_calls, call)?;
-            }
-        }
+        answer
+            .feed(&event.data, &mut on_delta)
+            .map_err(LlmError::Answer)?;
     }
     if !done {
         return Err(LlmError::NoDone);
     }
-    Ok(out)
-}
-
-/// Tool-call deltas arrive per index: the first carries id and name, the rest only more
-/// argument bytes, which are concatenated.
-fn merge_call(calls: &mut Vec<ToolCall>, d: CallDelta) -> Result<(), LlmError> {
-    if d.index > calls.len() || d.index > 64 {
-        return Err(LlmError::CallOutOfOrder { index: d.index });
-    }
-    if d.index == calls.len() {
-        calls.push(ToolCall {
-            id: String::new(),
-            name: String::new(),
-            arguments: String::new(),
-        });
-    }
-    let call = &mut calls[d.index];
-    if let Some(id) = d.id {
-        call.id.push_str(&id);
-    }
-    if let Some(f) = d.function {
-        if let Some(name) = f.name {
-            call.name.push_str(&name);
-        }
-        if let Some(args) = f.arguments {
-            call.arguments.push_str(&args);
-        }
-    }
-    Ok(())
+    Ok(Completion {
+        answer,
+        witness: Some(witness),
+    })
 }
 
 #[cfg(test)]
@@ -375,37 +257,5 @@ mod tests {
         assert!(!status(500, "Failed to parse messages: x").unrenderable());
         assert!(!status(400, "Failed to parse tool call arguments as JSON").unrenderable());
         assert!(status(400, "request exceeds the available context size").context_full());
-    }
-
-    #[test]
-    fn tool_call_fragments_join_per_index() {
-        let mut calls = Vec::new();
-        let d = |index, id: Option<&str>, name: Option<&str>, args: &str| CallDelta {
-            index,
-            id: id.map(str::to_owned),
-            function: Some(FnDelta {
-                name: name.map(str::to_owned),
-                arguments: Some(args.to_owned()),
-            }),
-        };
-        for delta in [
-            d(0, Some("a"), Some("read_file"), "{"),
-            d(0, None, None, "\"path\":"),
-            d(1, Some("b"), Some("list_dir"), "{}"),
-            d(0, None, None, "\"/x\"}"),
-        ] {
-            merge_call(&mut calls, delta).expect("in order");
-        }
-        assert_eq!(calls[0].arguments, "{\"path\":\"/x\"}");
-        assert_eq!(calls[1].name, "list_dir");
-        let skipped = merge_call(&mut calls, d(5, None, None, ""));
-        assert!(
-            matches!(skipped, Err(LlmError::CallOutOfOrder { index: 5 })),
-            "{skipped:?}"
-        );
-        assert_eq!(
-            skipped.map_err(|e| e.to_string()),
-            Err("the model's answer broke off: tool call index 5 out of order".into())
-        );
     }
 }

@@ -3,6 +3,7 @@
 //! turns exactly as the server returned them, except tool calls a `withdrawn` record left
 //! out (and their results): the server could not render them.
 
+use proto::attest::ChatMessage;
 use proto::{LogRecord, ToolCall, Withdrawal};
 use serde_json::{Value, json};
 
@@ -16,9 +17,10 @@ const SUMMARY_HEAD: &str = "Summary of the conversation so far:\n";
 /// cached after them, out of the server's prompt cache (docs/decisions.md L18). It is an
 /// assistant message: the model wrote it, and it may quote what tools read.
 pub fn start(system: &str, summary: Option<&str>) -> Vec<Value> {
-    let mut out = vec![json!({"role": "system", "content": system})];
+    let mut out = vec![ChatMessage::system(system).to_value()];
     if let Some(summary) = summary {
-        out.push(json!({"role": "assistant", "content": format!("{SUMMARY_HEAD}{summary}")}));
+        let text = format!("{SUMMARY_HEAD}{summary}");
+        out.push(ChatMessage::assistant(Some(text), None, &[]).to_value());
     }
     out
 }
@@ -66,7 +68,7 @@ fn withdrawn(records: &[LogRecord]) -> Vec<&ToolCall> {
 pub fn body(messages: Vec<Value>, slot: u32, max_tokens: u32) -> Value {
     json!({
         "messages": messages,
-        "tools": crate::tools::definitions(),
+        "tools": proto::attest::definitions(),
         "stream": true,
         "stream_options": {"include_usage": true},
         "max_tokens": max_tokens,
@@ -84,7 +86,7 @@ pub fn messages(system: &str, summary: Option<&str>, records: &[LogRecord]) -> V
     for (i, r) in records.iter().enumerate() {
         match r {
             LogRecord::User { content, .. } => {
-                out.push(json!({"role": "user", "content": content}))
+                out.push(ChatMessage::user(content.as_str()).to_value())
             }
             LogRecord::Assistant {
                 content,
@@ -92,10 +94,6 @@ pub fn messages(system: &str, summary: Option<&str>, records: &[LogRecord]) -> V
                 tool_calls,
                 ..
             } => {
-                let mut m = json!({"role": "assistant", "content": content});
-                if let Some(rc) = reasoning_content {
-                    m["reasoning_content"] = json!(rc);
-                }
                 let (gone, kept): (Vec<&ToolCall>, Vec<&ToolCall>) =
                     tool_calls.iter().partition(|c| withdrawn.contains(c));
                 dropped.extend(gone.iter().map(|c| c.id.as_str()));
@@ -117,17 +115,8 @@ pub fn messages(system: &str, summary: Option<&str>, records: &[LogRecord]) -> V
                 {
                     continue;
                 }
-                if !kept.is_empty() {
-                    m["tool_calls"] = Value::Array(
-                        kept.iter()
-                            .map(|c| {
-                                json!({"id": c.id, "type": "function",
-                                       "function": {"name": c.name, "arguments": c.arguments}})
-                            })
-                            .collect(),
-                    );
-                }
-                out.push(m);
+                let m = ChatMessage::assistant(content.clone(), reasoning_content.clone(), &kept);
+                out.push(m.to_value());
             }
             LogRecord::ToolResult {
                 tool_call_id,
@@ -135,9 +124,7 @@ pub fn messages(system: &str, summary: Option<&str>, records: &[LogRecord]) -> V
                 ..
             } => {
                 if !dropped.contains(&tool_call_id.as_str()) {
-                    out.push(
-                        json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
-                    );
+                    out.push(ChatMessage::tool(tool_call_id.as_str(), content.as_str()).to_value());
                 }
             }
             LogRecord::SessionStart { .. }
@@ -191,6 +178,7 @@ mod tests {
                 content: None,
                 reasoning_content: Some("think".into()),
                 tool_calls: vec![call("xffiZ", "{\"path\": \"/n\"}")],
+                witness: None,
             },
             result("xffiZ"),
             LogRecord::CacheLoss {
@@ -237,6 +225,7 @@ mod tests {
                 content: Some("x".into()),
                 reasoning_content: None,
                 tool_calls: vec![good.clone(), bad.clone()],
+                witness: None,
             },
             result("g"),
             result("b"),
@@ -269,6 +258,7 @@ mod tests {
             content: None,
             reasoning_content: None,
             tool_calls: calls,
+            witness: None,
         };
         let withdrawn = |cause, calls| LogRecord::Withdrawn {
             time: t(),

@@ -11,8 +11,8 @@ use daemon::keyed::KeyedLocks;
 use daemon::lock;
 use proto::chat::{ChatEvent, ChatReply, ChatSend, TurnEnd};
 use proto::{
-    CallId, DataClass, Epoch, Hash32, LogRecord, SessionId, Timestamp, ToolCall, ToolResponse,
-    Withdrawal,
+    CallId, DataClass, Epoch, Hash32, LogRecord, SessionId, Timestamp, ToolCall, ToolRequest,
+    ToolResponse, Withdrawal,
 };
 
 use crate::cancel::Cancel;
@@ -368,7 +368,7 @@ impl Looper {
                     ));
                 }
             };
-            if let Some(t) = completion.timings {
+            if let Some(t) = completion.answer.timings {
                 if let Some(expected) = cacheable
                     && t.cache_n < expected
                 {
@@ -401,7 +401,7 @@ impl Looper {
                     end,
                 });
             }
-            for tc in &sorted.run {
+            for (i, tc) in sorted.run.iter().enumerate() {
                 session.last_call += 1;
                 let call = CallId(session.last_call);
                 calls += 1;
@@ -412,23 +412,24 @@ impl Looper {
                 } else if cancel.is_cancelled() {
                     // Every call the model asked for gets its result, so the log stays whole.
                     ToolResponse::failed("not run: the owner cancelled the turn")
-                } else {
+                } else if let Some(witness) = sorted.witness.as_ref().and_then(|w| w.of_call(i)) {
                     emit(ChatEvent::ToolCall {
                         call,
                         tool: tc.name.clone(),
                         arguments: tc.arguments.clone(),
                     });
-                    broker::call(
-                        &self.broker_sock(),
-                        &session.id,
+                    let request = ToolRequest {
+                        session: session.id.clone(),
                         call,
-                        &tc.name,
-                        &tc.arguments,
-                        cancel,
-                        |p| {
-                            emit(ChatEvent::ToolResponse { call, response: p });
-                        },
-                    )
+                        tool: tc.name.clone(),
+                        arguments: tc.arguments.clone(),
+                        witness,
+                    };
+                    broker::call(&self.broker_sock(), request, cancel, |p| {
+                        emit(ChatEvent::ToolResponse { call, response: p });
+                    })
+                } else {
+                    ToolResponse::failed("not run: inferproxy did not witness the answer")
                 };
                 let (content, class, untrusted, truncated) = for_model(&response);
                 self.append(

@@ -129,6 +129,10 @@ pub enum Message {
     /// job's thread. Answered with `job_delivered`.
     JobResult(JobResult),
     JobDelivered(JobDelivered),
+    /// witness.sock (inferproxy to brokerd): one completion inferproxy forwarded, before
+    /// its `[DONE]`. Answered with `witness_recorded` once the record is on disk.
+    WitnessReport(crate::attest::WitnessReport),
+    WitnessRecorded(crate::attest::WitnessRecorded),
 }
 
 impl Message {
@@ -178,6 +182,8 @@ impl Message {
             Self::JobNoted(_) => "job_noted",
             Self::JobResult(_) => "job_result",
             Self::JobDelivered(_) => "job_delivered",
+            Self::WitnessReport(_) => "witness_report",
+            Self::WitnessRecorded(_) => "witness_recorded",
         }
     }
 

@@ -2,6 +2,7 @@ use serde::{Deserialize, Serialize};
 
 use std::fmt;
 
+use crate::attest::WitnessRef;
 use crate::{CallId, DataClass, SessionId, Timestamp};
 
 /// loopd asks brokerd to run one tool call the model made.
@@ -14,6 +15,9 @@ pub struct ToolRequest {
     /// The model's JSON object, carried unparsed: brokerd validates it against the tool's
     /// argument types, never loopd.
     pub arguments: String,
+    /// The call inferproxy witnessed the model make: brokerd runs nothing else, and each
+    /// witnessed call once.
+    pub witness: WitnessRef,
 }
 
 /// brokerd's answer, internally tagged: `{"status":"result",…}`.
@@ -69,6 +73,15 @@ pub enum DenyReason {
     /// The call is in a job session whose run is not in progress (it finished, or never
     /// began): a job session's id is good only while its run lasts.
     JobNotRunning,
+    /// The call names no completion inferproxy witnessed (none after the wait, or one whose
+    /// record is no longer kept), or no call at that index of it.
+    NotWitnessed,
+    /// The witnessed answer did not end normally (`length` cut it): its calls never run.
+    WitnessNotRunnable,
+    /// The tool or the arguments differ, byte for byte, from the call the model made.
+    WitnessMismatch,
+    /// That witnessed call was run (or decided) before: each runs at most once.
+    AlreadyRun,
 }
 
 impl DenyReason {
@@ -86,6 +99,10 @@ impl DenyReason {
             Self::TooManyPendingApprovals => "too_many_pending_approvals",
             Self::ShuttingDown => "shutting_down",
             Self::JobNotRunning => "job_not_running",
+            Self::NotWitnessed => "not_witnessed",
+            Self::WitnessNotRunnable => "witness_not_runnable",
+            Self::WitnessMismatch => "witness_mismatch",
+            Self::AlreadyRun => "already_run",
         }
     }
 }

@@ -11,3 +11,4 @@ mod notes;
 mod policy;
 mod runner;
 mod sessions;
+mod witness;

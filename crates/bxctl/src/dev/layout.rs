@@ -12,7 +12,7 @@ use crate::error::DevError;
 const DEMO_SCRIPT: &str = include_str!("../demo-script.toml");
 
 /// The directories every run needs.
-const DIRS: [&str; 10] = [
+const DIRS: [&str; 11] = [
     "home/memory",
     "logs",
     "run/loop-broker",
@@ -22,6 +22,7 @@ const DIRS: [&str; 10] = [
     "run/jobs-broker",
     "run/jobs-loop",
     "run/jobs-gateway",
+    "run/infer-broker",
     "notes",
 ];
 
@@ -141,9 +142,9 @@ pub fn config(
              # no root, no systemd.\n\
              home = {}\ngrants = {}\n\
              [sockets]\nloop_broker = {}\nadmin_broker = {}\nloop_infer = {}\nchat_loop = {}\n\
-             jobs_broker = {}\njobs_loop = {}\njobs_gateway = {}\n\
+             jobs_broker = {}\njobs_loop = {}\njobs_gateway = {}\ninfer_broker = {}\n\
              [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\nchat = {{ uid = {uid} }}\n\
-             jobs = {{ uid = {uid} }}\n\
+             jobs = {{ uid = {uid} }}\ninfer = {{ uid = {uid} }}\n\
              [broker]\nrunner = \"direct\"\ntool = {}\n\
              [infer]\nupstream = {}\n{}",
             state.display(),
@@ -156,6 +157,7 @@ pub fn config(
             under("run/jobs-broker"),
             under("run/jobs-loop"),
             under("run/jobs-gateway"),
+            under("run/infer-broker"),
             q(tool),
             serde_json::to_string(upstream).unwrap_or_default(),
             jobs(state)?,

@@ -3,7 +3,7 @@
 use proto::DenyReason;
 
 /// Every variant; the match makes a new variant fail to compile until it is listed.
-fn all() -> [DenyReason; 11] {
+fn all() -> [DenyReason; 15] {
     let all = [
         DenyReason::NoGrant,
         DenyReason::GrantExpired,
@@ -16,6 +16,10 @@ fn all() -> [DenyReason; 11] {
         DenyReason::TooManyPendingApprovals,
         DenyReason::ShuttingDown,
         DenyReason::JobNotRunning,
+        DenyReason::NotWitnessed,
+        DenyReason::WitnessNotRunnable,
+        DenyReason::WitnessMismatch,
+        DenyReason::AlreadyRun,
     ];
     for reason in all {
         match reason {
@@ -29,7 +33,11 @@ fn all() -> [DenyReason; 11] {
             | DenyReason::UnknownTool
             | DenyReason::TooManyPendingApprovals
             | DenyReason::ShuttingDown
-            | DenyReason::JobNotRunning => {}
+            | DenyReason::JobNotRunning
+            | DenyReason::NotWitnessed
+            | DenyReason::WitnessNotRunnable
+            | DenyReason::WitnessMismatch
+            | DenyReason::AlreadyRun => {}
         }
     }
     all

@@ -80,7 +80,9 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::JobNote(_)
             | Message::JobNoted(_)
             | Message::JobResult(_)
-            | Message::JobDelivered(_)) => m.kind(),
+            | Message::JobDelivered(_)
+            | Message::WitnessReport(_)
+            | Message::WitnessRecorded(_)) => m.kind(),
         };
         assert!(
             name.starts_with(&format!("message_{}", kind.replace('/', "_"))),
@@ -135,6 +137,8 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "job_noted",
         "job_result",
         "job_delivered",
+        "witness_report",
+        "witness_recorded",
     ]
     .into_iter()
     .collect();

@@ -3,6 +3,7 @@
 //! limits on any input) and the validating constructors of the types it is made of.
 
 mod approval;
+mod attest;
 mod chain;
 mod deny;
 mod fixtures;

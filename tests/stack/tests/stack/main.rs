@@ -37,3 +37,4 @@ mod search;
 mod shutdown;
 mod status;
 mod watchdog;
+mod witness;

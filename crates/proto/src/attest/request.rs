@@ -1,0 +1,172 @@
+//! Which chat requests inferproxy witnesses (docs/decisions.md W3): only those whose every
+//! top-level field is on a fixed list, which streams, offers exactly proto's tools, lets
+//! the model choose (`tool_choice` `auto` or `none`), has every message in canonical form
+//! and does not end with an assistant message (a prefill). A grammar, a JSON schema, a
+//! response format, a logit bias, a template override, an unknown field, other tools or a
+//! prefill can force what the model emits: a request carrying any of them is refused.
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde_json::{Number, Value};
+
+use super::canonical::{ChatMessage, ChatRole, canonical_json};
+use crate::Hash32;
+
+/// The top-level fields a witnessable request may carry.
+pub const WITNESSABLE_FIELDS: [&str; 16] = [
+    "messages",
+    "tools",
+    "stream",
+    "stream_options",
+    "max_tokens",
+    "id_slot",
+    "cache_prompt",
+    "tool_choice",
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "seed",
+    "repeat_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+];
+
+/// The most of a field's name a refusal repeats.
+const MAX_NAMED: usize = 64;
+
+/// Why a request is not witnessable. `Display` is the refusal's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unwitnessable {
+    /// The body is not a JSON object.
+    NotAnObject,
+    /// A top-level field not on [`WITNESSABLE_FIELDS`] (its name, cut to 64 characters).
+    Field(String),
+    /// A listed field (or a message) in a shape the list does not allow, or given twice.
+    Shape(String),
+    /// `stream` is not `true`.
+    NotStreamed,
+    /// `tools` is absent or not exactly proto's tool definitions.
+    Tools,
+    /// A message with a key its role does not allow.
+    Message { index: usize, key: &'static str },
+    /// No messages at all.
+    NoMessages,
+    /// The last message is the assistant's: the model would continue it.
+    Prefill,
+}
+
+impl fmt::Display for Unwitnessable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotAnObject => f.write_str("the request is not a JSON object"),
+            Self::Field(name) => write!(
+                f,
+                "the field {name:?} is not one inferproxy can witness (it may force what the model emits)"
+            ),
+            Self::Shape(detail) => {
+                write!(f, "a field has a shape inferproxy cannot witness: {detail}")
+            }
+            Self::NotStreamed => f.write_str("the field \"stream\" must be true"),
+            Self::Tools => {
+                f.write_str("the field \"tools\" must be exactly boxmaker's tool definitions")
+            }
+            Self::Message { index, key } => {
+                write!(
+                    f,
+                    "message {index} has the key {key:?}, which its role does not allow"
+                )
+            }
+            Self::NoMessages => f.write_str("the field \"messages\" is empty"),
+            Self::Prefill => f.write_str(
+                "the last message is the assistant's (a prefill forces how the answer starts)",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Unwitnessable {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // read by the typed parse only: what it refuses is the point
+struct Request {
+    messages: Vec<ChatMessage>,
+    tools: Value,
+    stream: bool,
+    #[serde(default)]
+    stream_options: Option<StreamOptions>,
+    #[serde(default)]
+    max_tokens: Option<u64>,
+    #[serde(default)]
+    id_slot: Option<i64>,
+    #[serde(default)]
+    cache_prompt: Option<bool>,
+    #[serde(default)]
+    tool_choice: Option<ToolChoice>,
+    #[serde(default)]
+    temperature: Option<Number>,
+    #[serde(default)]
+    top_p: Option<Number>,
+    #[serde(default)]
+    top_k: Option<Number>,
+    #[serde(default)]
+    min_p: Option<Number>,
+    #[serde(default)]
+    seed: Option<Number>,
+    #[serde(default)]
+    repeat_penalty: Option<Number>,
+    #[serde(default)]
+    presence_penalty: Option<Number>,
+    #[serde(default)]
+    frequency_penalty: Option<Number>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: Option<bool>,
+}
+
+/// `auto` and `none` only: `required` or a named function forces a call.
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ToolChoice {
+    Auto,
+    None,
+}
+
+/// Checks a chat request's body; `Ok` holds the digest of each of its messages, in order.
+pub fn witnessable(body: &[u8]) -> Result<Vec<Hash32>, Unwitnessable> {
+    let Ok(Value::Object(top)) = serde_json::from_slice::<Value>(body) else {
+        return Err(Unwitnessable::NotAnObject);
+    };
+    if let Some(name) = top
+        .keys()
+        .find(|k| !WITNESSABLE_FIELDS.contains(&k.as_str()))
+    {
+        return Err(Unwitnessable::Field(name.chars().take(MAX_NAMED).collect()));
+    }
+    // The typed parse refuses a field given twice, which the map above took the last of.
+    let request: Request =
+        serde_json::from_slice(body).map_err(|e| Unwitnessable::Shape(e.to_string()))?;
+    if !request.stream {
+        return Err(Unwitnessable::NotStreamed);
+    }
+    if Hash32::digest(&canonical_json(&request.tools)) != super::tools_hash() {
+        return Err(Unwitnessable::Tools);
+    }
+    for (index, m) in request.messages.iter().enumerate() {
+        m.check()
+            .map_err(|key| Unwitnessable::Message { index, key })?;
+    }
+    match request.messages.last() {
+        None => return Err(Unwitnessable::NoMessages),
+        Some(m) if m.role == ChatRole::Assistant => return Err(Unwitnessable::Prefill),
+        Some(_) => {}
+    }
+    Ok(request.messages.iter().map(ChatMessage::digest).collect())
+}

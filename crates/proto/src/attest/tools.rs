@@ -1,0 +1,101 @@
+//! The tools as the model sees them: OpenAI-style function definitions whose parameters are
+//! exactly the argument types in `proto::tools` (brokerd refuses anything else anyway).
+//! loopd offers exactly these, and inferproxy witnesses only a request whose `tools` hash as
+//! these do ([`tools_hash`]).
+
+use serde_json::{Value, json};
+
+use crate::Hash32;
+
+fn function(name: &str, description: &str, field: &str, about: &str) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": { field: { "type": "string", "description": about } },
+                "required": [field],
+                "additionalProperties": false
+            }
+        }
+    })
+}
+
+/// Every tool boxmaker has, in `proto::tools::TOOL_NAMES` order.
+pub fn definitions() -> Value {
+    Value::Array(vec![
+        function(
+            "read_file",
+            "Read a text file the owner has granted.",
+            "path",
+            "Absolute path of the file",
+        ),
+        function(
+            "list_dir",
+            "List a directory the owner has granted.",
+            "path",
+            "Absolute path of the directory",
+        ),
+        function(
+            "http_fetch",
+            "Fetch a web page (GET) from a host the owner has granted.",
+            "url",
+            "The http or https URL",
+        ),
+        function(
+            "consult",
+            "Ask a larger remote model a question.",
+            "prompt",
+            "The question, with all the context it needs",
+        ),
+        json!({
+            "type": "function",
+            "function": {
+                "name": "note_write",
+                "description": "Write one of your notes (kept across sessions): replace its \
+                    text, or append to it.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "mode": { "type": "string", "enum": ["replace", "append"] },
+                        "name": { "type": "string", "description": NOTE_NAME },
+                        "text": { "type": "string", "description": "Markdown text" }
+                    },
+                    "required": ["mode", "name", "text"],
+                    "additionalProperties": false
+                }
+            }
+        }),
+        function("note_read", "Read one of your notes.", "name", NOTE_NAME),
+        json!({
+            "type": "function",
+            "function": {
+                "name": "note_list",
+                "description": "List the names of your notes.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {},
+                    "additionalProperties": false
+                }
+            }
+        }),
+        function(
+            "note_search",
+            "Search your notes.",
+            "query",
+            "Words to find",
+        ),
+    ])
+}
+
+/// How a note is named (`proto::notes::check_name`).
+const NOTE_NAME: &str = "The note's name: letters, digits, '.', '_' and '-', at most 100";
+
+/// The hash of [`definitions`] in canonical form: what a witnessable request's `tools` must
+/// hash to.
+pub fn tools_hash() -> Hash32 {
+    static HASH: std::sync::OnceLock<Hash32> = std::sync::OnceLock::new();
+    *HASH.get_or_init(|| Hash32::digest(&super::canonical::canonical_json(&definitions())))
+}
