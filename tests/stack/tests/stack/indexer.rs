@@ -12,8 +12,9 @@ use stack::{Daemon, Home};
 
 use crate::notes::{notes_home, write};
 
-/// Every path under `dir` (links not followed) with what a write changes: inode, size,
-/// mode, modification and change time.
+/// Every path under `dir` (links not followed) but `skip` with what a write changes:
+/// inode, size, mode, modification and change time. The stamp of `skip`'s parent is left
+/// out (making `skip` changes it); a name added there is not.
 fn tree(dir: &Path, skip: &Path) -> BTreeMap<PathBuf, (u64, u64, u32, i64, i64)> {
     let mut all = BTreeMap::new();
     let mut todo = vec![dir.to_owned()];
@@ -26,6 +27,10 @@ fn tree(dir: &Path, skip: &Path) -> BTreeMap<PathBuf, (u64, u64, u32, i64, i64)>
             let m = std::fs::symlink_metadata(&path).expect("stat");
             if m.is_dir() {
                 todo.push(path.clone());
+            }
+            if skip.parent() == Some(path.as_path()) {
+                all.insert(path, (0, 0, 0, 0, 0));
+                continue;
             }
             let stamp = (
                 m.ino(),
