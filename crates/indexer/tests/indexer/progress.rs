@@ -72,3 +72,18 @@ fn a_lost_or_corrupt_state_rebuilds_the_same_hits() {
     assert_eq!(home.find("launch", None), before);
     assert!(before.iter().any(|(_, l)| *l == label(Secret, false)));
 }
+
+#[test]
+fn a_note_or_session_that_is_gone_is_removed() {
+    let home = Home::new("gone");
+    std::fs::write(home.root.join("notes/plain.md"), "a launch pad").expect("note");
+    home.log("s-1", 0, &user("launch now"));
+    let mut ix = home.indexer();
+    ix.settle().expect("settle");
+    assert_eq!(home.find("launch", None).len(), 2);
+    std::fs::remove_file(home.root.join("notes/plain.md")).expect("rm");
+    std::fs::remove_dir_all(home.root.join("sessions/s-1")).expect("rm");
+    let r = ix.pass().expect("pass");
+    assert_eq!((r.notes, r.records), (1, 1), "{r:?}");
+    assert!(home.find("launch", None).is_empty());
+}

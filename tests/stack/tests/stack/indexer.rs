@@ -7,10 +7,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use proto::notes::NotesFound;
 use stack::{Daemon, Home};
 
 use crate::notes::{notes_home, write};
+use crate::session_search::owner_search;
 
 /// Every path under `dir` (links not followed) but `skip` with what a write changes:
 /// inode, size, mode, modification and change time. The stamp of `skip`'s parent is left
@@ -43,12 +43,6 @@ fn tree(dir: &Path, skip: &Path) -> BTreeMap<PathBuf, (u64, u64, u32, i64, i64)>
         }
     }
     all
-}
-
-fn owner_search(home: &Home, query: &str) -> NotesFound {
-    let out = home.bxctl(&["search", "--json", query]);
-    assert!(out.status.success(), "{out:?}");
-    serde_json::from_slice(&out.stdout).expect("json")
 }
 
 /// A secret note, a private one, and a session log; brokerd stopped.

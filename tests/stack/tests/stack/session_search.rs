@@ -123,7 +123,7 @@ fn session_search(home: &Home, session: &str, n: u64, query: &str) -> ToolRespon
 }
 
 /// The owner's search, as JSON.
-fn owner_search(home: &Home, query: &str) -> NotesFound {
+pub fn owner_search(home: &Home, query: &str) -> NotesFound {
     let out = home.bxctl(&["search", "--json", query]);
     assert!(out.status.success(), "{out:?}");
     serde_json::from_slice(&out.stdout).expect("json")
