@@ -105,5 +105,8 @@ fn what_is_not_a_note_or_a_record_is_passed_by() {
     let hits = home.find("launch OR root", None);
     let names: Vec<&str> = hits.iter().map(|(h, _)| h.name.as_str()).collect();
     assert_eq!(names.len(), 2, "{names:?}");
-    assert!(names.contains(&"plain") && names.contains(&"s-1"), "{names:?}");
+    assert!(
+        names.contains(&"plain") && names.contains(&"s-1"),
+        "{names:?}"
+    );
 }

@@ -159,7 +159,10 @@ fn a_session_that_read_a_secret_is_found_at_secret_and_makes_its_searcher_secret
     }
     let out = home.bxctl(&["search", "hunter2"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains(&format!("session {first} epoch 0  secret\n  ")), "{text}");
+    assert!(
+        text.contains(&format!("session {first} epoch 0  secret\n  ")),
+        "{text}"
+    );
     // A new session's search reaches it: the result is secret, whatever it found.
     let t2 = agent.chat(None, "Did we talk about it in the past?");
     assert_eq!(t2.reply.text, "An earlier conversation had it.", "{t2:?}");
