@@ -89,6 +89,11 @@ fn search_home(name: &str, constraints: &str) -> (Home, std::path::PathBuf, std:
         ),
     );
     home.write_grant(
+        "note-search",
+        "tool = \"note_search\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+         result_class = \"public\"\nuntrusted = false\n",
+    );
+    home.write_grant(
         "web",
         "tool = \"http_fetch\"\nmode = \"auto\"\nmax_taint = \"private\"\n\
          result_class = \"public\"\n[constraints]\nhosts = [\"example.org\"]\n",
@@ -254,4 +259,9 @@ fn a_session_whose_label_rises_moves_its_records() {
         "s-9's partition is bound too"
     );
     assert_fetch_denied(&home, "s-3", 2);
+    // note_search has the same partitions bound, and returns only notes: none here. It is
+    // labelled by what it could read all the same.
+    let r = call(&home, "s-4", 1, "note_search", r#"{"query":"launch"}"#);
+    assert_eq!(content(&r), "");
+    assert_eq!(labels(&r), (DataClass::Secret, true));
 }
