@@ -145,3 +145,18 @@ fn watching_it_indexes_a_note_written_a_moment_ago() {
     });
     assert!(found.is_some(), "{}", watch.log());
 }
+
+#[test]
+fn the_configuration_may_come_from_boxmaker_config() {
+    let (home, _secrets) = notes_home("indexer-env");
+    let out = std::process::Command::new(stack::bin("boxmaker-indexer"))
+        .env("BOXMAKER_CONFIG", home.config())
+        .output()
+        .expect("indexer");
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        home.root
+            .join("home/index/secret-untrusted.sqlite")
+            .is_file()
+    );
+}
