@@ -96,13 +96,22 @@ impl Report {
 pub struct Indexer {
     paths: Paths,
     work: work::Work,
+    /// `index/.lock`, held exclusively while the indexer lives: a second run (the owner's
+    /// by hand beside the unit's) waits for the first.
+    _lock: nix::fcntl::Flock<std::fs::File>,
 }
 
 impl Indexer {
-    /// Opens the working copies (rebuilding them when their state is missing or corrupt).
+    /// Waits for the index's lock, then opens the working copies (rebuilding them when
+    /// their state is missing or corrupt).
     pub fn open(paths: Paths) -> Result<Self, Error> {
+        let lock = work::lock(&paths.index)?;
         let work = work::Work::open(&paths.index)?;
-        Ok(Self { paths, work })
+        Ok(Self {
+            paths,
+            work,
+            _lock: lock,
+        })
     }
 
     /// One pass: indexes what changed since the last (each partition's changes one

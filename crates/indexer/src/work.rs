@@ -5,7 +5,7 @@
 //! (or a unit it is bound into) reads the same bytes to its end while the indexer goes on.
 
 use std::fs::File;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use daemon::log;
@@ -139,6 +139,22 @@ impl Work {
         self.state.save(&self.dir.join("state.json"))?;
         Ok(done)
     }
+}
+
+/// Takes `index/.lock` exclusively, waiting while another indexer holds it.
+pub fn lock(index: &Path) -> Result<nix::fcntl::Flock<File>, Error> {
+    mkdir(index, 0o755)?;
+    let path = index.join(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(&path)
+        .map_err(Error::io(&path))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, errno)| Error::io(&path)(std::io::Error::from(errno)))
 }
 
 /// Copies the working partition `work` to `dir/.<file>.tmp`, fsyncs it, renames it over

@@ -39,6 +39,7 @@ fn a_pass_indexes_what_changed_and_a_log_up_to_its_last_whole_line() {
     assert_eq!(r.published, [label(Private, false)]);
     assert_eq!(home.find("launch", None).len(), 2);
     // A new indexer (the next oneshot run) goes on from the state.
+    drop(ix);
     let mut again = home.indexer();
     let r = again.pass().expect("pass");
     assert_eq!((r.notes, r.records, r.published.len()), (0, 0, 0), "{r:?}");
@@ -109,4 +110,26 @@ fn what_is_not_a_note_or_a_record_is_passed_by() {
         names.contains(&"plain") && names.contains(&"s-1"),
         "{names:?}"
     );
+}
+
+#[test]
+fn a_second_indexer_waits_for_the_first() {
+    let home = Home::new("lock");
+    let first = home.indexer();
+    let paths = home.paths();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let second = std::thread::spawn(move || {
+        let ix = indexer::Indexer::open(paths).expect("open");
+        tx.send(()).expect("send");
+        drop(ix);
+    });
+    let waited = rx.recv_timeout(std::time::Duration::from_millis(500));
+    assert!(
+        waited.is_err(),
+        "the second opened while the first held the lock"
+    );
+    drop(first);
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the second opens once the first is gone");
+    second.join().expect("join");
 }
