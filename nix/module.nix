@@ -371,6 +371,12 @@ in
       wantedBy = u.install.WantedBy;
     }) core.timers;
 
+    systemd.paths = mapAttrs (_: u: {
+      description = u.unit.Description;
+      pathConfig = u.path;
+      wantedBy = u.install.WantedBy;
+    }) core.paths;
+
     systemd.services = mapAttrs service core.services // {
       boxmaker-brokerd = service "boxmaker-brokerd" core.services.boxmaker-brokerd // {
         # systemd-run for the tool units.
