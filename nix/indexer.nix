@@ -2,7 +2,7 @@
 # `boxmaker-indexer.service`, a oneshot with its own DynamicUser that indexes the notes and
 # the session logs into `index/` (its StateDirectory, published one SQLite file per
 # partition), and `boxmaker-indexer.path`, which starts it when a source changes. What it
-# may read and why is docs/decisions.md M10; the threat model says what it is trusted for.
+# may read and why is docs/decisions.md M13; the threat model says what it is trusted for.
 {
   package,
   configFile,
@@ -64,7 +64,7 @@ in
       TimeoutStartSec = "5min";
       # Loosening: loopd's session logs are 0600 files in 0700 directories of loopd's
       # DynamicUser (loopd refuses a log open to others), so reading them as another user
-      # takes CAP_DAC_READ_SEARCH, the one capability, and no other (M10). What it could
+      # takes CAP_DAC_READ_SEARCH, the one capability, and no other (M13). What it could
       # read with it is only what the empty root below holds; open_by_handle_at, the way
       # around a mount namespace, stays refused by the system call filter (@privileged).
       CapabilityBoundingSet = "CAP_DAC_READ_SEARCH";
@@ -78,6 +78,10 @@ in
       # search units (other users, without the capability) read them.
       StateDirectory = "${stateDir}/index";
       StateDirectoryMode = "0755";
+      # Inside RootDirectory= systemd 252 mounts it at /var/lib/${stateDir}/index only (measured
+      # in the container tier), not at `home`'s real path, where the indexer writes; so it
+      # is bound there too (systemd has made it before it sets up the mounts).
+      BindPaths = [ "${home}/index" ];
       UMask = "0022";
       # No socket of any family: it speaks to nobody (an allow list emptied by a deny
       # list, as brokerd's tool units have it; sd_notify is not used by a oneshot).
