@@ -95,6 +95,7 @@ let
         ${bin}/brokerd --check-config --config "$checkCopy"
         ${bin}/loopd --check-config --config "$checkCopy"
         ${bin}/inferproxy --check-config --config "$checkCopy"
+        ${bin}/boxmaker-indexer --check-config --config "$checkCopy"
         ${lib.optionalString cfg.gateway.enable ''${bin}/gatewayd --check-config --config "$checkCopy"''}
         cp ${configFile} "$out"
       '';

@@ -62,7 +62,8 @@ ip addr add 192.0.2.1/24 dev vmnet0
 ip addr add 198.51.100.7/24 dev vmnet0
 ip link set vmnet0 up
 echo "192.0.2.1 granted.example" >>/etc/hosts
-for f in /etc/systemd/system/sockets.target.wants/boxmaker-*.socket; do
+for f in /etc/systemd/system/sockets.target.wants/boxmaker-*.socket \
+    /etc/systemd/system/paths.target.wants/boxmaker-*.path; do
     systemctl start "$(basename "$f")"
 done
 systemctl start boxmaker-fake-llama-server.service boxmaker-fake-mattermost.service \
