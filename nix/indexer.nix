@@ -53,6 +53,11 @@ in
       # below, so it cannot wait for brokerd in turn: while a run lasts, brokerd's start
       # has not begun making them).
       After = [ "boxmaker-loopd.service" ];
+      # No start limit: loopd rewrites sessions/.changed after each record, so a turn starts
+      # several runs within seconds, and past systemd's default (5 in 10 s) the unit would
+      # refuse to start and its path unit would stop watching (measured in the container
+      # tier). Each run is cheap when little changed; the path unit's own trigger limit stays.
+      StartLimitIntervalSec = 0;
     };
     service = hardening // {
       Type = "oneshot";
@@ -74,15 +79,15 @@ in
       # role's state, no credentials) is there for the capability to read.
       RootDirectory = "${runDir}/indexer-root";
       BindReadOnlyPaths = sandboxBinds ++ [ configFile ] ++ map (p: "-${p}") sources;
-      # Its partitions, published by rename: 0644 in a 0755 directory, since brokerd and the
-      # search units (other users, without the capability) read them.
+      # Its partitions, published by rename: 0644 (the indexer sets it; UMask= stays 0077 for
+      # the rest) in a 0755 directory, since brokerd and the search units (other users,
+      # without the capability) read them.
       StateDirectory = "${stateDir}/index";
       StateDirectoryMode = "0755";
       # Inside RootDirectory= systemd 252 mounts it at /var/lib/${stateDir}/index only (measured
       # in the container tier), not at `home`'s real path, where the indexer writes; so it
       # is bound there too (systemd has made it before it sets up the mounts).
       BindPaths = [ "${home}/index" ];
-      UMask = "0022";
       # No socket of any family: it speaks to nobody (an allow list emptied by a deny
       # list, as brokerd's tool units have it; sd_notify is not used by a oneshot).
       RestrictAddressFamilies = [ "AF_UNIX" "~AF_UNIX" ];
@@ -91,9 +96,35 @@ in
     };
   };
 
+  # A start request that comes while a run is still going (after its last pass looked) is
+  # merged into that run's start job by systemd and starts nothing: that change waits for
+  # the next trigger. So a run also follows five minutes after the last one ended.
+  timer = {
+    unit.Description = "boxmaker indexer: a run five minutes after the last, for a change no trigger started";
+    timer = {
+      OnBootSec = "5min";
+      OnUnitInactiveSec = "5min";
+      Unit = "boxmaker-indexer.service";
+    };
+    install.WantedBy = [ "timers.target" ];
+  };
+
   path = {
     unit.Description = "boxmaker indexer: a run when a note, a label or a session log changes";
-    path = {
+    # A start request that comes while a run is still going (after its last pass looked) is
+  # merged into that run's start job by systemd and starts nothing: that change waits for
+  # the next trigger. So a run also follows five minutes after the last one ended.
+  timer = {
+    unit.Description = "boxmaker indexer: a run five minutes after the last, for a change no trigger started";
+    timer = {
+      OnBootSec = "5min";
+      OnUnitInactiveSec = "5min";
+      Unit = "boxmaker-indexer.service";
+    };
+    install.WantedBy = [ "timers.target" ];
+  };
+
+  path = {
       PathChanged = triggers;
       Unit = "boxmaker-indexer.service";
     };

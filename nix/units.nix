@@ -304,7 +304,7 @@ in
 {
   inherit config hardening socketDirs;
   jobProblems = jobUnits.problems;
-  inherit (jobUnits) timers;
+  timers = jobUnits.timers // { boxmaker-indexer = indexer.timer; };
   paths.boxmaker-indexer = indexer.path;
 
   # What a change restarts or reloads, and what the configuration cannot do (nix/changes.nix).

@@ -20,7 +20,7 @@ export -f indexer_run indexer_done tool_results probe journal
 
 scenario "(l) the indexer: a oneshot with its own DynamicUser, started by its path unit"
 expect "the path unit is enabled (paths.target) and waits on the three triggers" \
-    "systemctl is-enabled --quiet boxmaker-indexer.path && test \"\$(systemctl show -p ActiveState --value boxmaker-indexer.path)\" = active && systemctl show -p Paths --value boxmaker-indexer.path | grep -F note-state/labels | grep -F session-labels | grep -qF sessions/.changed"
+    "systemctl is-enabled --quiet boxmaker-indexer.path && test \"\$(systemctl show -p ActiveState --value boxmaker-indexer.path)\" = active && test \"\$(systemctl show -p Paths --value boxmaker-indexer.path | sort | paste -sd ' ')\" = '$state/note-state/labels (PathChanged) $state/session-labels (PathChanged) $state/sessions/.changed (PathChanged)'"
 expect "the indexer's unit is a oneshot with its own DynamicUser" \
     "test \"\$(systemctl show -p Type -p User -p DynamicUser --value boxmaker-indexer.service | paste -sd ' ')\" = 'oneshot boxmaker-indexer yes'"
 
@@ -86,3 +86,5 @@ expect "index/ and its partitions are that uid's, 0755 and 0644" \
     "test \"\$(stat -c '%u %a' $index)\" = '$uid 755' && ls $index/*.sqlite >/dev/null && for f in $index/*.sqlite; do test \"\$(stat -c '%u %a' \$f)\" = '$uid 644' || exit 1; done"
 expect "the indexer wrote only under index/: no file elsewhere is that uid's" \
     "test -z \"\$(find / /run /tmp /var/tmp -xdev -uid '$uid' -not -path '$index' -not -path '$index/*' 2>/dev/null)\""
+expect "after every turn of the tier, the path unit still waits (no start limit was hit)" \
+    "test \"\$(systemctl show -p ActiveState -p SubState --value boxmaker-indexer.path | paste -sd ' ')\" = 'active waiting'"

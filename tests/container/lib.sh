@@ -188,7 +188,7 @@ tier_summary() {
         journal -u boxmaker-brokerd.service -u boxmaker-loopd.service \
             -u boxmaker-inferproxy.service -u boxmaker-fake-llama-server.service \
             -u boxmaker-gatewayd.service -u boxmaker-fake-mattermost.service \
-            -u 'boxmaker-job-*' \
+            -u 'boxmaker-job-*' -u 'boxmaker-indexer.*' \
             -u 'boxmaker-tool-*' -u polkit.service -u dbus.service | tail -n 80
     fi
 }
