@@ -37,8 +37,16 @@ let
 in
 {
   # An empty root-owned directory for RootDirectory=; PID 1 makes the binds' mount points in
-  # it. The indexer's own, so no other unit lists them.
-  tmpfiles = [ "d ${runDir}/indexer-root 0755 root root -" ];
+  # it. The indexer's own, so no other unit lists them. And in it one link: inside
+  # RootDirectory= systemd mounts the StateDirectory at /var/lib/${stateDir}/index only (252
+  # and 257, measured), idmapped on 257 (on the host it is nobody's there), while the
+  # indexer writes at `home`'s real path; a plain bind of the host's directory there would
+  # not be idmapped, hence not writable on 257.
+  tmpfiles = [
+    "d ${runDir}/indexer-root 0755 root root -"
+    "d ${runDir}/indexer-root${home} 0755 root root -"
+    "L+ ${runDir}/indexer-root${home}/index - - - - /var/lib/${stateDir}/index"
+  ];
 
   # brokerd's read-only view of what the indexer publishes (brokerd binds the partitions a
   # search may read into its unit). `-`: absent rather than a failed start, should the
@@ -84,10 +92,6 @@ in
       # without the capability) read them.
       StateDirectory = "${stateDir}/index";
       StateDirectoryMode = "0755";
-      # Inside RootDirectory= systemd 252 mounts it at /var/lib/${stateDir}/index only (measured
-      # in the container tier), not at `home`'s real path, where the indexer writes; so it
-      # is bound there too (systemd has made it before it sets up the mounts).
-      BindPaths = [ "${home}/index" ];
       # No socket of any family: it speaks to nobody (an allow list emptied by a deny
       # list, as brokerd's tool units have it; sd_notify is not used by a oneshot).
       RestrictAddressFamilies = [ "AF_UNIX" "~AF_UNIX" ];

@@ -185,7 +185,8 @@ sources = [f"-{h}/notes", f"-{h}/note-state/labels", f"-{h}/session-labels", f"-
 runtime = ["/usr", "-/lib", "-/lib64", "/opt/boxmaker", "/etc/boxmaker/config.toml"]
 checks = [
     (idx.get("BindReadOnlyPaths") == runtime + sources, f"the indexer binds its runtime and the four sources read-only, nothing else: {idx.get('BindReadOnlyPaths')}"),
-    (idx.get("BindPaths") == [f"{h}/index"] and not any(k in idx for k in ("ReadWritePaths", "LoadCredential", "SupplementaryGroups")), "the indexer's one writable bind is index/; no credential, no group"),
+    (not any(k in idx for k in ("BindPaths", "ReadWritePaths", "LoadCredential", "SupplementaryGroups")), "the indexer has no writable bind (index/ is its StateDirectory), no credential, no group"),
+    (f"L+ /run/boxmaker/indexer-root{h}/index - - - - /var/lib/boxmaker/index" in Path(sys.argv[1], "tmpfiles.conf").read_text().splitlines(), "in its root, index/'s real path links to where systemd mounts its StateDirectory"),
     (idx.get("StateDirectory") == ["boxmaker/index"], f"the indexer's one StateDirectory is index: {idx.get('StateDirectory')}"),
     (idx.get("RootDirectory") == ["/run/boxmaker/indexer-root"], "the indexer runs in its own empty root"),
     (idx.get("CapabilityBoundingSet") == ["CAP_DAC_READ_SEARCH"] == idx.get("AmbientCapabilities"), "CAP_DAC_READ_SEARCH is its one capability"),
