@@ -115,20 +115,7 @@ in
 
   path = {
     unit.Description = "boxmaker indexer: a run when a note, a label or a session log changes";
-    # A start request that comes while a run is still going (after its last pass looked) is
-  # merged into that run's start job by systemd and starts nothing: that change waits for
-  # the next trigger. So a run also follows five minutes after the last one ended.
-  timer = {
-    unit.Description = "boxmaker indexer: a run five minutes after the last, for a change no trigger started";
-    timer = {
-      OnBootSec = "5min";
-      OnUnitInactiveSec = "5min";
-      Unit = "boxmaker-indexer.service";
-    };
-    install.WantedBy = [ "timers.target" ];
-  };
-
-  path = {
+    path = {
       PathChanged = triggers;
       Unit = "boxmaker-indexer.service";
     };
