@@ -121,6 +121,11 @@ let
   };
 
   jobUnits = import ./jobs.nix { inherit jobs package configFile runDir hardening gateway; };
+  indexer = import ./indexer.nix {
+    inherit package configFile runDir hardening home stateDir;
+    inherit (config.broker) notes;
+    sandboxBinds = config.broker.sandbox_binds;
+  };
 
   config = merge (merge (if gateway == null then defaults else merge defaults gatewayDefaults) jobUnits.config) settings;
   s = config.sockets;
@@ -303,7 +308,8 @@ in
 {
   inherit config hardening socketDirs;
   jobProblems = jobUnits.problems;
-  inherit (jobUnits) timers;
+  timers = jobUnits.timers // { boxmaker-indexer = indexer.timer; };
+  paths.boxmaker-indexer = indexer.path;
 
   # What a change restarts or reloads, and what the configuration cannot do (nix/changes.nix).
   inherit (import ./changes.nix { inherit config grants gateway adminMembers adminGroup; }) triggers warnings;
@@ -322,8 +328,8 @@ in
         # (BRIEF decision 1), so it alone sees /run/dbus. Host names resolve through
         # resolved's or nscd's AF_UNIX sockets, so PrivateNetwork stays on.
         InaccessiblePaths = [ "-/run/systemd/private" ];
-        # Loosening: the audit chain, the sessions' taint, the notes and their labels, the witness store.
-        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/notes" "${stateDir}/note-state" "${stateDir}/index" "${stateDir}/witness" ];
+        # Loosening: the audit chain, the sessions' taint (and labels), the notes and theirs, the witness store.
+        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/session-labels" "${stateDir}/notes" "${stateDir}/note-state" "${stateDir}/witness" ];
         StateDirectoryMode = "0700";
         # The secrets the grants may hand to tool units (BRIEF decision 3); a tool unit's
         # LoadCredential= reads them from brokerd's credentials directory.
@@ -334,14 +340,17 @@ in
         TimeoutStopSec = "30s";
       }
       // onGrantPaths
+      # Loosening: the index, read-only, for the search units (nix/indexer.nix).
+      // { BindReadOnlyPaths = (onGrantPaths.BindReadOnlyPaths or [ ]) ++ [ indexer.published ]; }
       // onGateway {
         # No loosening: gatewayd's pair directory, entered by group to ask the owner.
         SupplementaryGroups = [ brokerGatewayGroup ];
       };
-      unit = onGateway {
-        # It asks gatewayd on first use; gatewayd's socket is there from boot.
-        Wants = [ "boxmaker-gatewayd.socket" ];
-        After = [ "boxmaker-gatewayd.socket" ];
+      # The indexer runs first, so that index/ (its StateDirectory) is there to bind; it
+      # asks gatewayd on first use, whose socket is there from boot.
+      unit = rec {
+        Wants = [ "boxmaker-indexer.service" ] ++ (if gateway == null then [ ] else [ "boxmaker-gatewayd.socket" ]);
+        After = Wants;
       };
     };
 
@@ -445,7 +454,7 @@ in
           exec = "fake-llama-server --listen ${fakeLlama.listen or "127.0.0.1:8080"} --script ${fakeLlama.script}";
         };
       }
-  ) // jobUnits.services;
+  ) // jobUnits.services // { boxmaker-indexer = indexer.service; };
 
   sockets = {
     boxmaker-brokerd-loop = socket {
@@ -488,7 +497,7 @@ in
   tmpfiles = [
     "d ${runDir} 0755 root root -"
     "d ${config.broker.sandbox_root} 0755 root root -"
-  ] ++ map (d: "d ${d.path} 0750 root ${d.group} -") socketDirs;
+  ] ++ indexer.tmpfiles ++ map (d: "d ${d.path} 0750 root ${d.group} -") socketDirs;
 
   # polkit (BRIEF decision 1): only brokerd's user may start, stop or kill units, and only
   # boxmaker-tool-* ones where the target's systemd says which (nix/polkit.nix).
