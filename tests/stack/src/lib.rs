@@ -14,6 +14,7 @@ mod gateway;
 pub mod real_server;
 pub mod real_session;
 pub mod recorder;
+mod requests;
 mod systemd;
 mod wait;
 pub mod witness;
@@ -21,11 +22,10 @@ pub use gateway::{
     BOT, BOT_USER, CHANNEL, Gateway, OFF_TOPIC, OWNER, STRANGER, User, http, http_as, post_id,
     posts, replies, replies_with,
 };
-use proto::attest::WitnessRef;
-use proto::{AuditEvent, AuditLine, Envelope, Message, SessionId, ToolRequest};
+use proto::{AuditEvent, AuditLine, Message, SessionId};
+pub use requests::{request, request_as, response, tool};
 pub use systemd::root;
 pub use wait::{Ready, poll_until, wait_until};
-use witness::witness_sock_of;
 pub use witness::{fresh_completion, report_witness, try_witnessed, witnessed};
 
 /// A built binary of this workspace. `cargo test --workspace` builds them next to the test
@@ -372,57 +372,6 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         self.kill();
-    }
-}
-
-/// One tool request on the loopd side; every frame of the answer, the final one last.
-pub fn tool(sock: &Path, session: &str, call: u64, tool: &str, arguments: &str) -> Vec<Envelope> {
-    let mut conn = Conn::connect(sock).expect("connect loop side");
-    request(&mut conn, session, call, tool, arguments)
-}
-
-/// [`tool`] on an open connection to the loopd side `broker.sock` of a [`Home`]: the call is
-/// first witnessed ([`witnessed`]) on that home's witness.sock, as inferproxy would have.
-pub fn request(
-    conn: &mut Conn,
-    session: &str,
-    call: u64,
-    tool: &str,
-    arguments: &str,
-) -> Vec<Envelope> {
-    let witness = witnessed(&witness_sock_of(conn), tool, arguments);
-    request_as(conn, session, call, tool, arguments, witness)
-}
-
-/// One tool request naming `witness`, as loopd (or a compromised loopd) sends it.
-pub fn request_as(
-    conn: &mut Conn,
-    session: &str,
-    call: u64,
-    tool: &str,
-    arguments: &str,
-    witness: WitnessRef,
-) -> Vec<Envelope> {
-    let msg = Message::ToolRequest(ToolRequest {
-        session: SessionId::new(session).expect("session id"),
-        call: proto::CallId(call),
-        tool: tool.to_owned(),
-        arguments: arguments.to_owned(),
-        witness,
-    });
-    let mut frames = Vec::new();
-    let last = conn
-        .call(call, msg, |e| frames.push(e.clone()))
-        .expect("tool request");
-    frames.push(last);
-    frames
-}
-
-/// The final frame's tool response.
-pub fn response(frames: &[Envelope]) -> &proto::ToolResponse {
-    match frames.last().map(|e| &e.msg) {
-        Some(Message::ToolResponse(r)) => r,
-        other => panic!("not a tool response: {other:?}"),
     }
 }
 
