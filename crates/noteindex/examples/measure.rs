@@ -91,20 +91,25 @@ fn main() {
         .map(|l| Partition::open(&index.join(l.file_name())).expect("open"))
         .collect();
     for (at, part) in parts.iter_mut().enumerate() {
-        let docs: Vec<(&str, &str, &str)> = texts
+        let mut batch = part.batch().expect("batch");
+        for (_, (n, t)) in texts
             .iter()
             .enumerate()
             .filter(|(i, _)| i % LABELS.len() == at)
-            .map(|(_, (n, t))| (n.as_str(), "h", t.as_str()))
-            .collect();
-        part.apply(&[], &docs).expect("rebuild");
+        {
+            batch.put_note(n, t).expect("rebuild");
+        }
+        batch.commit().expect("commit");
     }
     let rebuild = start.elapsed();
 
     let start = Instant::now();
-    parts[2]
-        .put("note-00002", "h2", "an updated note")
+    let mut batch = parts[2].batch().expect("batch");
+    batch.remove_note("note-00002").expect("remove");
+    batch
+        .put_note("note-00002", "an updated note")
         .expect("update");
+    batch.commit().expect("commit");
     let update = start.elapsed();
     drop(parts);
 
@@ -113,7 +118,7 @@ fn main() {
     let dir = root.join("notes");
     let (mut ours, mut rg) = (Vec::new(), Vec::new());
     // Warm both once, then alternate.
-    let hits = search(&paths, "zanzibar").expect("search").len();
+    let hits = search(&paths, "zanzibar", None).expect("search").len();
     let rg_run = || {
         let out = Command::new("rg")
             .args(["-l", "-F", "zanzibar"])
@@ -125,7 +130,7 @@ fn main() {
     let rg_hits = rg_run();
     for _ in 0..ROUNDS {
         let t = Instant::now();
-        search(&paths, "zanzibar").expect("search");
+        search(&paths, "zanzibar", None).expect("search");
         ours.push(t.elapsed());
         let t = Instant::now();
         rg_run();

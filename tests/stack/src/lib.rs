@@ -248,6 +248,19 @@ impl Home {
         assert!(reloaded.is_some(), "no reload: {}", brokerd.log());
     }
 
+    /// Runs the indexer once with this home's config, as its oneshot unit does, and
+    /// asserts that it succeeded; returns its log.
+    pub fn index(&self) -> String {
+        let out = Command::new(bin("boxmaker-indexer"))
+            .arg("--config")
+            .arg(self.config())
+            .output()
+            .expect("boxmaker-indexer");
+        let log = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "boxmaker-indexer failed: {log}");
+        log
+    }
+
     /// Runs bxctl with this home's config.
     pub fn bxctl(&self, args: &[&str]) -> Output {
         Command::new(bin("bxctl"))
