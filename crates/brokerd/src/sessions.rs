@@ -170,7 +170,9 @@ impl Sessions {
                 state.untrusted_by.push(call);
             }
         }
-        if state == before {
+        // A session seen for the first time is stored and exported even at its starting
+        // label: a log without an exported label is indexed as secret and untrusted.
+        if state == before && self.map.contains_key(session) {
             return Ok(());
         }
         // Memory first: if the disk write fails, this process still treats the session

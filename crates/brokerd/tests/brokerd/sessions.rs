@@ -198,3 +198,22 @@ fn the_largest_untrusted_sources_are_kept_and_load_again() {
     assert_eq!(kept.untrusted_by[0].read, read);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_session_seen_first_at_its_starting_label_is_exported_too() {
+    let dir = Dir::new("first-sight");
+    let mut sessions = Sessions::open(&dir.0, &labels(&dir.0)).expect("open");
+    let call = CallRef {
+        tool: "read_file".into(),
+        call: CallId(1),
+        read: None,
+    };
+    sessions
+        .record(&session(), DataClass::Public, false, call)
+        .expect("record");
+    let export = labels(&dir.0).join("s1.json");
+    assert_eq!(
+        std::fs::read_to_string(&export).expect("export"),
+        r#"{"class":"private","untrusted":false}"#
+    );
+}
