@@ -163,6 +163,28 @@ impl Indexer {
     }
 }
 
+/// Removes from every partition, and from `done`, each source `done` has that the pass did
+/// not see (deleted since); returns how many.
+pub(crate) fn forget<'a, T>(
+    done: &mut std::collections::BTreeMap<String, T>,
+    seen: &std::collections::BTreeSet<String>,
+    batches: &mut [noteindex::Batch<'a>],
+    remove: impl Fn(&mut noteindex::Batch<'a>, &str) -> Result<(), noteindex::IndexError>,
+) -> Result<usize, Error> {
+    let gone: Vec<String> = done
+        .keys()
+        .filter(|n| !seen.contains(*n))
+        .cloned()
+        .collect();
+    for name in &gone {
+        for b in batches.iter_mut() {
+            remove(b, name)?;
+        }
+        done.remove(name);
+    }
+    Ok(gone.len())
+}
+
 /// The names in `dir`; none when it does not exist (nothing to index yet).
 pub(crate) fn entries(dir: &Path) -> Result<Vec<OsString>, Error> {
     let read = match std::fs::read_dir(dir) {

@@ -62,17 +62,6 @@ pub fn pass(
         done.insert(name.to_owned(), NoteDone { note, record, part });
         changed += 1;
     }
-    let gone: Vec<String> = done
-        .keys()
-        .filter(|n| !seen.contains(*n))
-        .cloned()
-        .collect();
-    for name in gone {
-        for b in batches.iter_mut() {
-            b.remove_note(&name)?;
-        }
-        done.remove(&name);
-        changed += 1;
-    }
+    changed += crate::forget(done, &seen, batches, Batch::remove_note)?;
     Ok(changed)
 }

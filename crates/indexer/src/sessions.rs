@@ -39,18 +39,7 @@ pub fn pass(
         seen.insert(id.to_owned());
         changed += session(paths, id, done, batches)?;
     }
-    let gone: Vec<String> = done
-        .keys()
-        .filter(|n| !seen.contains(*n))
-        .cloned()
-        .collect();
-    for id in gone {
-        for b in batches.iter_mut() {
-            b.remove_session(&id)?;
-        }
-        done.remove(&id);
-        changed += 1;
-    }
+    changed += crate::forget(done, &seen, batches, Batch::remove_session)?;
     Ok(changed)
 }
 

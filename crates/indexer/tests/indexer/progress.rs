@@ -72,3 +72,41 @@ fn a_lost_or_corrupt_state_rebuilds_the_same_hits() {
     assert_eq!(home.find("launch", None), before);
     assert!(before.iter().any(|(_, l)| *l == label(Secret, false)));
 }
+
+#[test]
+fn a_note_or_session_that_is_gone_is_removed() {
+    let home = Home::new("gone");
+    std::fs::write(home.root.join("notes/plain.md"), "a launch pad").expect("note");
+    home.log("s-1", 0, &user("launch now"));
+    let mut ix = home.indexer();
+    ix.settle().expect("settle");
+    assert_eq!(home.find("launch", None).len(), 2);
+    std::fs::remove_file(home.root.join("notes/plain.md")).expect("rm");
+    std::fs::remove_dir_all(home.root.join("sessions/s-1")).expect("rm");
+    let r = ix.pass().expect("pass");
+    assert_eq!((r.notes, r.records), (1, 1), "{r:?}");
+    assert!(home.find("launch", None).is_empty());
+}
+
+#[test]
+fn what_is_not_a_note_or_a_record_is_passed_by() {
+    let home = Home::new("bad");
+    // A file larger than a note may be, a link, a directory: none is indexed.
+    let max = usize::try_from(proto::notes::MAX_NOTE).expect("size");
+    let big = "launch ".repeat(max / 7 + 1);
+    std::fs::write(home.root.join("notes/big.md"), big).expect("big");
+    std::os::unix::fs::symlink("/etc/passwd", home.root.join("notes/link.md")).expect("link");
+    std::fs::create_dir(home.root.join("notes/dir.md")).expect("dir");
+    std::fs::write(home.root.join("notes/plain.md"), "a launch pad").expect("note");
+    home.log("s-1", 0, "not json at all\n");
+    home.log("s-1", 0, &user("launch now"));
+    let r = home.indexer().settle().expect("settle");
+    assert_eq!(r.notes, 4, "{r:?}");
+    let hits = home.find("launch OR root", None);
+    let names: Vec<&str> = hits.iter().map(|(h, _)| h.name.as_str()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(
+        names.contains(&"plain") && names.contains(&"s-1"),
+        "{names:?}"
+    );
+}

@@ -189,3 +189,19 @@ fn notes_and_session_records_share_a_partition_told_apart_by_kind() {
     drop(p);
     assert!(!holds_any(&a).expect("holds"));
 }
+
+#[test]
+fn a_document_named_but_not_indexed_is_corruption() {
+    let dir = tmp("halves");
+    let a = dir.join("public.sqlite");
+    put(&mut Partition::open(&a).expect("open"), "n", "some text");
+    let conn = rusqlite::Connection::open(&a).expect("open");
+    conn.execute("DELETE FROM docs", []).expect("delete");
+    drop(conn);
+    match Partition::open(&a) {
+        Err(IndexError::Corrupt { detail, .. }) => {
+            assert_eq!(detail, "1 documents named, 0 indexed");
+        }
+        other => panic!("{other:?}"),
+    }
+}

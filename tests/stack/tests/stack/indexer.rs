@@ -7,10 +7,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use proto::notes::NotesFound;
 use stack::{Daemon, Home};
 
 use crate::notes::{notes_home, write};
+use crate::session_search::owner_search;
 
 /// Every path under `dir` (links not followed) but `skip` with what a write changes:
 /// inode, size, mode, modification and change time. The stamp of `skip`'s parent is left
@@ -43,12 +43,6 @@ fn tree(dir: &Path, skip: &Path) -> BTreeMap<PathBuf, (u64, u64, u32, i64, i64)>
         }
     }
     all
-}
-
-fn owner_search(home: &Home, query: &str) -> NotesFound {
-    let out = home.bxctl(&["search", "--json", query]);
-    assert!(out.status.success(), "{out:?}");
-    serde_json::from_slice(&out.stdout).expect("json")
 }
 
 /// A secret note, a private one, and a session log; brokerd stopped.
@@ -150,4 +144,19 @@ fn watching_it_indexes_a_note_written_a_moment_ago() {
         owner_search(&home, "launch").hits.len() == 1
     });
     assert!(found.is_some(), "{}", watch.log());
+}
+
+#[test]
+fn the_configuration_may_come_from_boxmaker_config() {
+    let (home, _secrets) = notes_home("indexer-env");
+    let out = std::process::Command::new(stack::bin("boxmaker-indexer"))
+        .env("BOXMAKER_CONFIG", home.config())
+        .output()
+        .expect("indexer");
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        home.root
+            .join("home/index/secret-untrusted.sqlite")
+            .is_file()
+    );
 }

@@ -89,6 +89,11 @@ fn search_home(name: &str, constraints: &str) -> (Home, std::path::PathBuf, std:
         ),
     );
     home.write_grant(
+        "note-search",
+        "tool = \"note_search\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+         result_class = \"public\"\nuntrusted = false\n",
+    );
+    home.write_grant(
         "web",
         "tool = \"http_fetch\"\nmode = \"auto\"\nmax_taint = \"private\"\n\
          result_class = \"public\"\n[constraints]\nhosts = [\"example.org\"]\n",
@@ -123,7 +128,7 @@ fn session_search(home: &Home, session: &str, n: u64, query: &str) -> ToolRespon
 }
 
 /// The owner's search, as JSON.
-fn owner_search(home: &Home, query: &str) -> NotesFound {
+pub fn owner_search(home: &Home, query: &str) -> NotesFound {
     let out = home.bxctl(&["search", "--json", query]);
     assert!(out.status.success(), "{out:?}");
     serde_json::from_slice(&out.stdout).expect("json")
@@ -157,6 +162,12 @@ fn a_session_that_read_a_secret_is_found_at_secret_and_makes_its_searcher_secret
         );
         assert_eq!((h.class, h.untrusted), (DataClass::Secret, false), "{h:?}");
     }
+    let out = home.bxctl(&["search", "hunter2"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("session {first} epoch 0  secret\n  ")),
+        "{text}"
+    );
     // A new session's search reaches it: the result is secret, whatever it found.
     let t2 = agent.chat(None, "Did we talk about it in the past?");
     assert_eq!(t2.reply.text, "An earlier conversation had it.", "{t2:?}");
@@ -248,4 +259,9 @@ fn a_session_whose_label_rises_moves_its_records() {
         "s-9's partition is bound too"
     );
     assert_fetch_denied(&home, "s-3", 2);
+    // note_search has the same partitions bound, and returns only notes: none here. It is
+    // labelled by what it could read all the same.
+    let r = call(&home, "s-4", 1, "note_search", r#"{"query":"launch"}"#);
+    assert_eq!(content(&r), "");
+    assert_eq!(labels(&r), (DataClass::Secret, true));
 }
