@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use daemon::conn::Conn;
 use noteindex::{Kind, LABELS};
 use stack::corpus::{self, Corpus};
-use stack::{Home, bin, request, response};
+use stack::{Home, request, response};
 
 /// The target: the in-process query at least this many times faster than `rg -l`
 /// over the same files, at p50.
@@ -71,18 +71,6 @@ fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {
     (start.elapsed(), got)
 }
 
-/// One `boxmaker-indexer` run on `home`'s config, as its oneshot unit runs; its log.
-fn index(home: &Home) -> String {
-    let out = Command::new(bin("boxmaker-indexer"))
-        .arg("--config")
-        .arg(home.config())
-        .output()
-        .expect("boxmaker-indexer");
-    let log = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "boxmaker-indexer failed: {log}");
-    log
-}
-
 struct Bench {
     home: Home,
     dirs: [PathBuf; 2],
@@ -101,7 +89,7 @@ impl Bench {
         for _ in 0..runs {
             floor.push(timed(|| rg(corpus::RARE_NOTE_WORD, &self.dirs)).0);
             let _ = std::fs::remove_dir_all(&self.index);
-            let (took, log) = timed(|| index(&self.home));
+            let (took, log) = timed(|| self.home.index());
             measure.push(took);
             for l in LABELS {
                 let file = l.file_name();
@@ -147,7 +135,12 @@ impl Bench {
         // Warm all, and check that they agree on where a rare word is.
         let (hits, both) = (search(Some(what.kind)), search(None));
         let (files, corpus_files) = (rg(what.word, &mine), rg(what.word, &all));
-        assert_eq!(hits, tool(call), "{}: in process and through brokerd", what.word);
+        assert_eq!(
+            hits,
+            tool(call),
+            "{}: in process and through brokerd",
+            what.word
+        );
         if what.rare {
             assert_eq!(hits, files, "{}: the index and rg -l", what.word);
             assert_eq!(both, corpus_files, "{}: the index and rg -l", what.word);
@@ -172,7 +165,11 @@ impl Bench {
                 mine50.as_secs_f64() / p50.as_secs_f64()
             )
         };
-        let of = if what.dir == 0 { "notes" } else { "session logs" };
+        let of = if what.dir == 0 {
+            "notes"
+        } else {
+            "session logs"
+        };
         let text = [
             row(
                 format!("`rg -l` over the corpus, {corpus_files} files found (the floor)"),
@@ -200,8 +197,8 @@ impl Bench {
     fn after_restart(&mut self, brokerd: &mut stack::Daemon) {
         brokerd.kill();
         *brokerd = self.home.start();
-        let (took, log) = timed(|| index(&self.home));
-        let (idle, _) = timed(|| index(&self.home));
+        let (took, log) = timed(|| self.home.index());
+        let (idle, _) = timed(|| self.home.index());
         let what = log
             .lines()
             .find_map(|l| l.strip_prefix("<6>boxmaker-indexer: "))
@@ -224,7 +221,7 @@ impl Bench {
         let (mut idle, mut copy, mut measure) = (Vec::new(), Vec::new(), Vec::new());
         let mut checks = Vec::new();
         for run in 0..runs {
-            let (took, log) = timed(|| index(&self.home));
+            let (took, log) = timed(|| self.home.index());
             assert!(!log.contains("published"), "nothing changed: {log}");
             idle.push(took);
             copy.push(
@@ -257,7 +254,7 @@ impl Bench {
                 matches!(response(&frames), proto::ToolResponse::Result { .. }),
                 "{frames:?}"
             );
-            let (took, log) = timed(|| index(&self.home));
+            let (took, log) = timed(|| self.home.index());
             assert!(
                 log.contains("1 notes, 0 session records; published private.sqlite\n"),
                 "one note, one partition: {log}"
@@ -281,7 +278,10 @@ impl Bench {
             ),
             row("an indexer run with nothing changed (the floor)", &idle),
             row(
-                &format!("copy + fsync of the partition published ({:.1} MB)", size as f64 / 1e6),
+                &format!(
+                    "copy + fsync of the partition published ({:.1} MB)",
+                    size as f64 / 1e6
+                ),
                 &copy,
             ),
             row(
@@ -318,12 +318,15 @@ fn grants(home: &Home) {
 }
 
 fn main() {
+    let mut out = std::io::stdout().lock();
     if !std::env::args().any(|a| a == "--bench") {
         // `cargo test --benches` runs this without `--bench`: measure nothing there.
-        println!("search bench: run it with `cargo bench --profile dev -p stack --bench search`");
+        let _ = writeln!(
+            out,
+            "search bench: run it with `cargo bench --profile dev -p stack --bench search`"
+        );
         return;
     }
-    let mut out = std::io::stdout().lock();
     let (built, corpus) = timed(Corpus::cached);
     let _ = writeln!(out, "corpus: {} (ready in {built:?})", corpus.describe());
     let home = Home::new("search-bench", "");
