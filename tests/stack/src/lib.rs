@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use daemon::conn::Conn;
 
+pub mod corpus;
 mod gateway;
 pub mod real_server;
 pub mod real_session;
