@@ -199,6 +199,8 @@ fn log(rng: &mut Lcg, s: usize, epoch: u32, rare: bool) -> Vec<u8> {
                 name: "read_file".to_owned(),
                 arguments: serde_json::json!({ "path": path }).to_string(),
             }],
+            // Not what the index reads; a record loopd writes today names its completion.
+            witness: None,
         });
         let (class, untrusted) = label_of(s);
         let mut content = rng.words(230);
@@ -221,6 +223,7 @@ fn log(rng: &mut Lcg, s: usize, epoch: u32, rare: bool) -> Vec<u8> {
             content: Some(rng.words(50)),
             reasoning_content: None,
             tool_calls: Vec::new(),
+            witness: None,
         });
     }
     if epoch + 1 < EPOCHS {
