@@ -106,7 +106,7 @@ impl Indexer {
     /// their state is missing or corrupt).
     pub fn open(paths: Paths) -> Result<Self, Error> {
         let lock = work::lock(&paths.index)?;
-        let work = work::Work::open(&paths.index)?;
+        let work = work::Work::open(&paths.index, false)?;
         Ok(Self {
             paths,
             work,
@@ -115,15 +115,31 @@ impl Indexer {
     }
 
     /// One pass: indexes what changed since the last (each partition's changes one
-    /// transaction), then publishes the partitions that changed.
+    /// transaction), then publishes the partitions that changed. A pass that meets a
+    /// damaged working partition opens them anew, checked whole (rebuilding what is not
+    /// sound), and is made again.
     pub fn pass(&mut self) -> Result<Report, Error> {
         if self.work.stale() {
             log::warn(format_args!(
                 "boxmaker-indexer: {} changed under the indexer: rebuilding",
                 self.paths.index.display()
             ));
-            self.work = work::Work::open(&self.paths.index)?;
+            self.work = work::Work::open(&self.paths.index, true)?;
         }
+        match self.pass_once() {
+            Err(Error::Index(noteindex::IndexError::Corrupt { path, detail })) => {
+                log::warn(format_args!(
+                    "boxmaker-indexer: {} is damaged ({detail}): checking the index whole",
+                    path.display()
+                ));
+                self.work = work::Work::open(&self.paths.index, true)?;
+                self.pass_once()
+            }
+            r => r,
+        }
+    }
+
+    fn pass_once(&mut self) -> Result<Report, Error> {
         // Worked on a copy: after a failure the state stays what was last saved, and the
         // next pass redoes the rest (every change is idempotent).
         let mut state = self.work.state.clone();

@@ -76,6 +76,10 @@ pub struct State {
     pub sessions: BTreeMap<String, SessionDone>,
     /// By partition file name: the stamp of the file published there.
     pub published: BTreeMap<String, Stamp>,
+    /// When the working partitions were last checked whole (seconds since the epoch; 0:
+    /// never, as in a state written before this was kept).
+    #[serde(default)]
+    pub checked: u64,
 }
 
 impl Default for State {
@@ -85,6 +89,7 @@ impl Default for State {
             notes: BTreeMap::new(),
             sessions: BTreeMap::new(),
             published: BTreeMap::new(),
+            checked: 0,
         }
     }
 }

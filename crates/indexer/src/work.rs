@@ -7,6 +7,7 @@
 use std::fs::File;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use daemon::log;
 use noteindex::{Batch, IndexError, LABELS, Label, Partition};
@@ -39,11 +40,25 @@ fn remove(path: &Path) -> Result<(), Error> {
     }
 }
 
+/// How often the working partitions are checked whole ([`Partition::open`]): reading every
+/// page of a large index costs seconds, and every change goes through a transaction, so a
+/// run in between checks only what opening reads; damage SQLite meets in a pass makes the
+/// next pass check whole (and rebuild).
+pub const CHECK_EVERY: Duration = Duration::from_secs(3600);
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 impl Work {
     /// Opens the working copies under `index/work/`. With no sound progress state, or a
     /// working partition that is not sound, everything there is removed and rebuilt from
-    /// the files (the next pass indexes them all and publishes every partition).
-    pub fn open(index: &Path) -> Result<Self, Error> {
+    /// the files (the next pass indexes them all and publishes every partition). They are
+    /// checked whole when `whole` is asked, or when the last whole check is
+    /// [`CHECK_EVERY`] old.
+    pub fn open(index: &Path, whole: bool) -> Result<Self, Error> {
         // The published files are read by search units and brokerd, other users.
         mkdir(index, 0o755)?;
         let dir = index.join("work");
@@ -53,13 +68,24 @@ impl Work {
         if fresh {
             Self::wipe(&dir)?;
         }
-        let work = match Self::open_parts(&dir) {
-            Ok(parts) => Self {
-                index: index.to_owned(),
-                dir,
-                parts,
-                state: state.unwrap_or_default(),
-            },
+        let now = now();
+        let whole = whole
+            || state
+                .as_ref()
+                .is_none_or(|s| now.saturating_sub(s.checked) >= CHECK_EVERY.as_secs());
+        let work = match Self::open_parts(&dir, whole) {
+            Ok(parts) => {
+                let mut state = state.unwrap_or_default();
+                if whole {
+                    state.checked = now;
+                }
+                Self {
+                    index: index.to_owned(),
+                    dir,
+                    parts,
+                    state,
+                }
+            }
             Err(Error::Index(IndexError::Corrupt { path, detail })) => {
                 log::warn(format_args!(
                     "boxmaker-indexer: {} is corrupt ({detail}): rebuilding from the files",
@@ -68,9 +94,12 @@ impl Work {
                 Self::wipe(&dir)?;
                 Self {
                     index: index.to_owned(),
-                    parts: Self::open_parts(&dir)?,
+                    parts: Self::open_parts(&dir, true)?,
                     dir,
-                    state: State::default(),
+                    state: State {
+                        checked: now,
+                        ..State::default()
+                    },
                 }
             }
             Err(e) => return Err(e),
@@ -82,11 +111,15 @@ impl Work {
         Ok(work)
     }
 
-    fn open_parts(dir: &Path) -> Result<Vec<(Partition, u64)>, Error> {
+    fn open_parts(dir: &Path, whole: bool) -> Result<Vec<(Partition, u64)>, Error> {
         let mut parts = Vec::new();
         for l in LABELS {
             let path = dir.join(l.file_name());
-            let part = Partition::open(&path)?;
+            let part = if whole {
+                Partition::open(&path)?
+            } else {
+                Partition::reopen(&path)?
+            };
             let ino = Stamp::at(&path).map_or(0, |s| s.ino);
             parts.push((part, ino));
         }

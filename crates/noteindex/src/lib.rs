@@ -105,9 +105,22 @@ pub struct Partition {
 }
 
 impl Partition {
-    /// Opens (creating when missing) the partition at `path` and checks it. A file that is
-    /// not a sound index is [`IndexError::Corrupt`]: the caller removes it and rebuilds.
+    /// Opens (creating when missing) the partition at `path` and checks it whole: SQLite's
+    /// `quick_check`, FTS5's `integrity-check`, and its two tables agreeing, which reads
+    /// the whole file. A file that is not a sound index is [`IndexError::Corrupt`]: the
+    /// caller removes it and rebuilds.
     pub fn open(path: &Path) -> Result<Self, IndexError> {
+        Self::open_with(path, true)
+    }
+
+    /// Opens a partition its writer checked whole lately ([`Partition::open`]) and changed
+    /// only through transactions since: only what opening reads is checked (the header and
+    /// the schema). Damage SQLite meets later is still [`IndexError::Corrupt`].
+    pub fn reopen(path: &Path) -> Result<Self, IndexError> {
+        Self::open_with(path, false)
+    }
+
+    fn open_with(path: &Path, whole: bool) -> Result<Self, IndexError> {
         let err = IndexError::at(path);
         let conn = Connection::open_with_flags(
             path,
@@ -121,6 +134,12 @@ impl Partition {
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(&err)?;
         conn.execute_batch(SCHEMA).map_err(&err)?;
+        if !whole {
+            return Ok(Self {
+                conn,
+                path: path.to_owned(),
+            });
+        }
         let check: String = conn
             .query_row("PRAGMA quick_check", [], |r| r.get(0))
             .map_err(&err)?;

@@ -80,9 +80,13 @@ impl Notes {
             std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755))
                 .map_err(NoteError::io(d))?;
         }
+        // Only a record of another mode is changed: a chmod changes the change time, and the
+        // indexer takes a record whose change time moved as one to read again.
         for entry in std::fs::read_dir(&labels).map_err(NoteError::io(&labels))? {
             let path = entry.map_err(NoteError::io(&labels))?.path();
-            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+            if std::fs::symlink_metadata(&path)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o7777 != 0o644)
+            {
                 std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
                     .map_err(NoteError::io(&path))?;
             }

@@ -66,13 +66,23 @@ fn a_written_note_is_labelled_by_its_writer_and_an_unreadable_record_vouches_for
     std::fs::write(dir.join("state/labels/k.json"), "{not json").expect("corrupt");
     let found = notes.find("k");
     assert_eq!((found.matches, found.labels), (false, UNKNOWN));
-    // A restart clears per-call directories a stopped brokerd left.
+    // A restart clears per-call directories a stopped brokerd left, and leaves the records
+    // as they are (their change time too: the indexer reads a record whose moved again).
     let left = notes.incoming("boxmaker-tool-s-1-2").expect("incoming");
     std::fs::write(left.join("x.md"), "x").expect("left");
+    let record = dir.join("state/labels/k.json");
+    let changed = |p: &std::path::Path| {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(p).expect("record");
+        (m.ctime(), m.ctime_nsec(), m.mode() & 0o7777)
+    };
+    let before = changed(&record);
     drop(notes);
+    std::thread::sleep(std::time::Duration::from_millis(20));
     let _notes =
         Notes::open(dir.join("notes"), &dir.join("state"), &dir.join("index")).expect("reopen");
     assert!(!left.exists());
+    assert_eq!(changed(&record), before);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -133,3 +133,56 @@ fn a_second_indexer_waits_for_the_first() {
         .expect("the second opens once the first is gone");
     second.join().expect("join");
 }
+
+/// Sets the progress state's time of the last whole check.
+fn checked_at(home: &Home, secs: u64) {
+    let path = home.root.join("index/work/state.json");
+    let mut state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("state")).expect("json");
+    state["checked"] = secs.into();
+    std::fs::write(&path, serde_json::to_vec(&state).expect("json")).expect("state");
+}
+
+#[test]
+fn a_run_checks_the_working_partitions_whole_only_when_a_check_is_due() {
+    let home = Home::new("due");
+    std::fs::write(home.root.join("notes/plain.md"), "buy a launch pad").expect("note");
+    home.indexer().settle().expect("settle");
+    // Damage only a whole check sees: the note named, its text no longer indexed.
+    let work = home.root.join("index/work/secret-untrusted.sqlite");
+    let conn = rusqlite::Connection::open(&work).expect("open");
+    conn.execute("DELETE FROM docs", []).expect("delete");
+    drop(conn);
+    // Checked whole a moment ago: this run reads only what opening reads.
+    let r = home.indexer().settle().expect("settle");
+    assert_eq!(r.published.len(), 0, "{r:?}");
+    // An hour later a run checks whole, finds it, and rebuilds every partition.
+    checked_at(&home, 0);
+    let r = home.indexer().settle().expect("settle");
+    assert_eq!(r.published.len(), 6, "{r:?}");
+    assert_eq!(home.find("launch", None).len(), 1);
+    let r = home.indexer().settle().expect("settle");
+    assert_eq!(r.published.len(), 0, "checked again so soon: {r:?}");
+}
+
+#[test]
+fn damage_a_pass_meets_makes_it_check_whole_rebuild_and_go_on() {
+    use std::io::{Seek, SeekFrom, Write};
+    let home = Home::new("met");
+    std::fs::write(home.root.join("notes/plain.md"), "buy a launch pad").expect("note");
+    let mut indexer = home.indexer();
+    indexer.settle().expect("settle");
+    // The working file is overwritten in place (the same inode) while the indexer runs on.
+    let work = home.root.join("index/work/secret-untrusted.sqlite");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&work)
+        .expect("open");
+    f.seek(SeekFrom::Start(0)).expect("seek");
+    f.write_all(&[0x5a; 100]).expect("damage");
+    drop(f);
+    std::fs::write(home.root.join("notes/more.md"), "a launch window").expect("note");
+    let r = indexer.pass().expect("the pass rebuilds and goes on");
+    assert_eq!(r.published.len(), 6, "{r:?}");
+    assert_eq!(home.find("launch", None).len(), 2);
+}
