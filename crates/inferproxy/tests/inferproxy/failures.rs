@@ -119,14 +119,7 @@ fn cut_stream(
         upstream_then(stream);
     });
     let proxy = Proxy::start(up.port, infer);
-    let resp = strict_http::request(
-        proxy.connect(),
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        &chat_body(),
-    )
-    .expect("head");
+    let resp = proxy.chat().expect("head");
     assert_eq!(resp.status, 200);
     let mut body = resp.body;
     let mut got = vec![0u8; 15];
@@ -180,14 +173,7 @@ fn a_client_that_leaves_mid_stream_stops_the_upstream() {
         }
     });
     let proxy = Proxy::start(up.port, "");
-    let resp = strict_http::request(
-        proxy.connect(),
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        &chat_body(),
-    )
-    .expect("head");
+    let resp = proxy.chat().expect("head");
     let mut body = resp.body;
     let mut some = [0u8; 21];
     body.read_exact(&mut some).expect("a token");

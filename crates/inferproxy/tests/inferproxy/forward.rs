@@ -224,14 +224,7 @@ fn the_stream_reads_as_events_through_the_client() {
     gate.open();
     let up = streaming(gate);
     let proxy = Proxy::start(up.port, "");
-    let resp = strict_http::request(
-        proxy.connect(),
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        &chat_body(),
-    )
-    .expect("request");
+    let resp = proxy.chat().expect("request");
     let mut sse = SseReader::new(resp.body);
     let mut got = Vec::new();
     while let Some(event) = sse.next_event().expect("event") {
@@ -247,14 +240,7 @@ fn a_second_connection_is_served_while_a_first_streams() {
     let gate = Gate::new();
     let up = streaming(gate.clone());
     let proxy = Proxy::start(up.port, "");
-    let resp = strict_http::request(
-        proxy.connect(),
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        &chat_body(),
-    )
-    .expect("first request");
+    let resp = proxy.chat().expect("first request");
     let mut first = resp.body;
     let mut buf = [0u8; 16];
     first

@@ -196,14 +196,7 @@ fn past_max_connections_the_answer_is_503() {
         let _ = stream.write_all(b"0\r\n\r\n");
     });
     let proxy = Proxy::start(up.port, "max_connections = 1");
-    let resp = strict_http::request(
-        proxy.connect(),
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        &chat_body(),
-    )
-    .expect("first");
+    let resp = proxy.chat().expect("first");
     let mut first = resp.body;
     let mut buf = [0u8; 10];
     first.read_exact(&mut buf).expect("streaming");

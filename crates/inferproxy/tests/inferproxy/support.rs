@@ -132,6 +132,17 @@ impl Proxy {
         s
     }
 
+    /// A witnessable chat request ([`chat_body`]) on a new connection.
+    pub fn chat(&self) -> Result<strict_http::Response<UnixStream>, strict_http::HttpError> {
+        strict_http::request(
+            self.connect(),
+            "POST",
+            "/v1/chat/completions",
+            &[],
+            &chat_body(),
+        )
+    }
+
     /// Sends `bytes` as they are and returns the whole answer.
     pub fn raw(&self, bytes: &[u8]) -> Vec<u8> {
         let mut s = self.connect();

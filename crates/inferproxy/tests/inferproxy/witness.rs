@@ -194,14 +194,7 @@ fn an_answer_is_reported_as_the_model_made_it_before_done_and_relayed_byte_for_b
 fn a_cut_answer_is_reported_not_runnable() {
     let up = streaming(tool_call_events("length"));
     let p = proxy(&up, "", Ack::Now);
-    let resp = strict_http::request(
-        p.connect(),
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        &chat_body(),
-    )
-    .expect("request");
+    let resp = p.chat().expect("request");
     let mut sse = SseReader::new(resp.body);
     let mut last = String::new();
     while let Some(e) = sse.next_event().expect("event") {
@@ -229,14 +222,7 @@ fn without_the_acknowledgement_the_stream_ends_without_done() {
             .expect("remove witness.sock");
         }
         let start = Instant::now();
-        let resp = strict_http::request(
-            p.connect(),
-            "POST",
-            "/v1/chat/completions",
-            &[],
-            &chat_body(),
-        )
-        .expect("request");
+        let resp = p.chat().expect("request");
         let mut sse = SseReader::new(resp.body);
         let mut data = Vec::new();
         let end = loop {
@@ -271,14 +257,7 @@ fn a_completion_header_from_upstream_is_not_passed_on() {
         let _ = stream.write_all(&out);
     });
     let p = proxy(&up, "", Ack::Now);
-    let resp = strict_http::request(
-        p.connect(),
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        &chat_body(),
-    )
-    .expect("request");
+    let resp = p.chat().expect("request");
     let named: Vec<&str> = resp.headers.get_all(COMPLETION_HEADER).collect();
     let reported = p.witness.next();
     assert_eq!(named, [reported.completion.as_str()]);
