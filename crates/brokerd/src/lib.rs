@@ -4,6 +4,7 @@
 //! writes a hash-chained audit record for every decision, and runs the tool in its own
 //! sandbox. It trusts nothing loopd says beyond the request itself.
 
+pub mod accounting;
 pub mod admin;
 pub mod approvals;
 pub mod audit;

@@ -9,7 +9,6 @@ use proto::chat::TurnEnd;
 use proto::{LogRecord, Timestamp, ToolCall, Withdrawal};
 
 use crate::llm::Completion;
-use crate::prompt;
 
 /// One answer, sorted.
 #[derive(Debug)]
@@ -31,7 +30,7 @@ pub fn sort(c: Completion, now: Timestamp) -> Sorted {
     let (run, withdrawn): (Vec<ToolCall>, Vec<ToolCall>) = c
         .tool_calls
         .into_iter()
-        .partition(|call| normal && prompt::is_json(&call.arguments));
+        .partition(|call| proto::attest::composed::kept(normal, call));
     let finish = c.finish.unwrap_or_else(|| "none".into());
     let n_withdrawn = u32::try_from(withdrawn.len()).unwrap_or(u32::MAX);
     let (cause, detail) = if normal {
@@ -127,6 +126,37 @@ mod tests {
         // A cut answer whose call happens to be whole JSON is not run either.
         let s = sort(completion(Some("length"), vec![call("{}")]), now());
         assert!(s.run.is_empty());
+    }
+
+    /// What brokerd accounts an answer as (its message and `composed::answer_forms`) holds
+    /// the message loopd replays it as, byte for byte, whatever becomes of its calls.
+    #[test]
+    fn an_answer_is_replayed_as_one_of_the_forms_brokerd_accounts_for() {
+        let cases = [
+            (Some("tool_calls"), vec![call("{\"path\": \"/n\"}")]),
+            (Some("tool_calls"), vec![call("{}"), call("{\"a\":")]),
+            (Some("length"), vec![call("{\"path\": \"/no")]),
+            (Some("stop"), vec![]),
+        ];
+        for (finish, calls) in cases {
+            let c = completion(finish, calls);
+            let mut a = proto::attest::Answer::default();
+            a.content = c.content.clone();
+            a.tool_calls = c.tool_calls.clone();
+            a.finish = c.finish.clone();
+            let mut known = proto::attest::composed::answer_forms(&a);
+            known.push(a.message().digest());
+            let s = sort(c, now());
+            let mut records = vec![s.assistant];
+            records.extend(s.withdrawn);
+            let sent = crate::prompt::messages("sys", None, &records);
+            let replayed: proto::attest::ChatMessage =
+                serde_json::from_value(sent[1].clone()).expect("a message");
+            assert!(
+                known.contains(&replayed.digest()),
+                "{finish:?}: {replayed:?}"
+            );
+        }
     }
 
     #[test]

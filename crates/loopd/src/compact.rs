@@ -20,23 +20,10 @@ use crate::llm::{self, LlmError};
 use crate::prompt;
 use crate::store::Session;
 
-/// The request for a summary when the context is nearly full. The local model writes it:
-/// it is the only one that has read the conversation, and nothing leaves the host.
-const SUMMARY_PROMPT: &str = "The conversation is about to be cut short. Write a concise \
-summary of everything above that you will need to continue: the owner's requests, facts \
-learned, decisions taken and open tasks. Write only the summary, as plain text.";
-
-/// The request when the first summary was cut by its cap.
-const SHORT_PROMPT: &str = "The conversation is about to be cut short. In at most three \
-short sentences, write what the owner asked for and what is still open. Write only that, \
-as plain text.";
+use proto::attest::composed::{SHORT_PROMPT, SUMMARY_PROMPT};
 
 /// The summary when the model could not write one.
-pub const NO_SUMMARY: &str = "(The earlier part of this conversation could not be \
-summarised; ask the owner for anything needed from it.)";
-
-/// How much of a tool result the summary of an overflowed history keeps.
-const SUMMARY_RESULT_BYTES: usize = 2048;
+pub use proto::attest::composed::NO_SUMMARY;
 
 /// The most tokens a summary may take: an eighth of the context (so the next epoch starts
 /// at most that full, plus the system prompt), and never more than `loop.max_tokens`.
@@ -53,19 +40,13 @@ fn trim_result(r: LogRecord) -> LogRecord {
             time,
             call,
             tool_call_id,
-            mut content,
+            content,
             class,
             untrusted,
             outcome,
-            ..
-        } if content.len() > SUMMARY_RESULT_BYTES => {
-            let mut cut = SUMMARY_RESULT_BYTES;
-            while !content.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            content.truncate(cut);
-            content.push_str(" [cut for the summary]");
-            LogRecord::ToolResult {
+            truncated,
+        } => match proto::attest::composed::trimmed(&content) {
+            Some(content) => LogRecord::ToolResult {
                 time,
                 call,
                 tool_call_id,
@@ -74,8 +55,18 @@ fn trim_result(r: LogRecord) -> LogRecord {
                 untrusted,
                 truncated: true,
                 outcome,
-            }
-        }
+            },
+            None => LogRecord::ToolResult {
+                time,
+                call,
+                tool_call_id,
+                content,
+                class,
+                untrusted,
+                truncated,
+                outcome,
+            },
+        },
         other => other,
     }
 }
@@ -101,7 +92,7 @@ fn ask(
     slot: u32,
     cap: u32,
 ) -> Asked {
-    messages.push(proto::attest::ChatMessage::user(instruction).to_value());
+    messages.push(proto::attest::composed::instruction(instruction).to_value());
     let mut body = prompt::body(messages, slot, cap);
     body["tool_choice"] = json!("none");
     match llm::complete(sock, timeout, &body, None, |_| {}) {

@@ -1,0 +1,298 @@
+//! The accounting: the label of a prompt from its messages' digests. Each laundering route
+//! a compromised loopd has (a secret copied into a fresh prompt as a tool message, an owner
+//! message, a system prompt, a summary) gets the secret's label, an honest session's
+//! prompts are accounted for whole, and the records survive a restart within their bound.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use brokerd::accounting::{Accounting, Label, LogError};
+use proto::attest::{Answer, ChatMessage, CompletionId, WitnessReport, composed};
+use proto::{DataClass, DenyReason, Hash32, ToolCall, ToolResponse};
+
+const SECRET: Label = Label {
+    class: DataClass::Secret,
+    untrusted: false,
+};
+const PUBLIC_UNTRUSTED: Label = Label {
+    class: DataClass::Public,
+    untrusted: true,
+};
+
+struct File(PathBuf);
+
+impl File {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("bx-acct-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        Self(dir.join("accounting.jsonl"))
+    }
+
+    fn open(&self, max: usize) -> Accounting {
+        Accounting::open(&self.0, max, 8).expect("open")
+    }
+}
+
+impl Drop for File {
+    fn drop(&mut self) {
+        if let Some(d) = self.0.parent() {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: arguments.into(),
+    }
+}
+
+fn completion(n: u8) -> CompletionId {
+    CompletionId::from_random([n; 16])
+}
+
+/// The report inferproxy makes of `answer` to `prompt`.
+fn report(n: u8, prompt: &[ChatMessage], answer: &Answer) -> WitnessReport {
+    WitnessReport {
+        completion: completion(n),
+        prompt: prompt.iter().map(ChatMessage::digest).collect(),
+        answer: answer.message().digest(),
+        calls: answer.tool_calls.clone(),
+        finish: answer.finish.clone().unwrap_or_default(),
+        runnable: answer.runnable(),
+        forms: composed::answer_forms(answer),
+    }
+}
+
+fn answer(finish: &str, content: Option<&str>, calls: Vec<ToolCall>) -> Answer {
+    let mut a = Answer::default();
+    a.finish = Some(finish.into());
+    a.content = content.map(str::to_owned);
+    a.tool_calls = calls;
+    a
+}
+
+fn secret_result() -> ToolResponse {
+    ToolResponse::Result {
+        content: "the key is hunter2".into(),
+        class: DataClass::Secret,
+        untrusted: false,
+        truncated: false,
+    }
+}
+
+fn digests(prompt: &[ChatMessage]) -> Vec<Hash32> {
+    prompt.iter().map(ChatMessage::digest).collect()
+}
+
+/// A session that read a secret: system, owner, the answer that called read_file, its
+/// result. Returns the messages as an honest loopd sends them.
+fn read_a_secret(a: &mut Accounting) -> Vec<ChatMessage> {
+    let owner = ChatMessage::user("read my key file");
+    a.owner(owner.digest()).expect("owner");
+    let mut prompt = vec![composed::system(composed::DEFAULT_CORE), owner];
+    let ans = answer(
+        "tool_calls",
+        None,
+        vec![call("k1", "read_file", "{\"path\":\"/k\"}")],
+    );
+    let got = a.witnessed(&report(1, &prompt, &ans)).expect("witnessed");
+    assert_eq!((got.label, got.unaccounted), (Label::OWNER, 0));
+    a.returned("k1", &secret_result(), SECRET)
+        .expect("returned");
+    prompt.push(ans.message());
+    prompt.push(composed::tool_message("k1", &secret_result()));
+    prompt
+}
+
+#[test]
+fn an_honest_session_is_accounted_for_whole_at_the_labels_it_read() {
+    let f = File::new("honest");
+    let mut a = f.open(1024);
+    let mut prompt = vec![composed::system(composed::DEFAULT_CORE)];
+    let owner = ChatMessage::user("fetch the weather");
+    a.owner(owner.digest()).expect("owner");
+    prompt.push(owner);
+    let fetch = call("w1", "http_fetch", "{\"url\":\"https://w.example\"}");
+    let list = call("w2", "list_dir", "{\"path\":\"/\"}");
+    let cut = call("w3", "list_dir", "{\"path\": \"/no");
+    let ans = answer("tool_calls", Some("Fetching."), vec![fetch, list, cut]);
+    a.witnessed(&report(1, &prompt, &ans)).expect("witnessed");
+    let page = ToolResponse::Result {
+        content: "x".repeat(5000),
+        class: DataClass::Public,
+        untrusted: true,
+        truncated: false,
+    };
+    a.returned("w1", &page, PUBLIC_UNTRUSTED).expect("returned");
+    let denied = ToolResponse::Denied {
+        reason: DenyReason::NoGrant,
+        detail: None,
+    };
+    a.returned("w2", &denied, Label::OWNER).expect("returned");
+    // loopd replays the answer without its cut call, then the two results.
+    let kept = [&ans.tool_calls[0], &ans.tool_calls[1]];
+    prompt.push(ChatMessage::assistant(
+        Some("Fetching.".into()),
+        None,
+        &kept,
+    ));
+    prompt.push(composed::tool_message("w1", &page));
+    prompt.push(composed::tool_message("w2", &denied));
+    let got = a.label_of(&digests(&prompt));
+    assert_eq!(
+        (got.label, got.unaccounted),
+        (PUBLIC_UNTRUSTED.join(Label::OWNER), 0)
+    );
+    // The compaction: the same prompt with the page cut short, then the instruction.
+    let mut compaction = prompt.clone();
+    compaction[3] = ChatMessage::tool(
+        "w1",
+        composed::trimmed(&composed::tool_text(&page)).expect("cut"),
+    );
+    compaction.push(composed::instruction(composed::SUMMARY_PROMPT));
+    let summary = answer("stop", Some("the owner wants the weather"), vec![]);
+    let got = a
+        .witnessed(&report(2, &compaction, &summary))
+        .expect("witnessed");
+    assert_eq!(got.unaccounted, 0);
+    // The next epoch starts from the summary; an interrupted call's notice is loopd's own.
+    let next = vec![
+        composed::system(composed::DEFAULT_CORE),
+        composed::summary("the owner wants the weather"),
+        composed::tool_message("w1", &ToolResponse::failed(composed::INTERRUPTED)),
+        composed::tool_message("w2", &ToolResponse::failed(composed::over_cap(8))),
+    ];
+    let got = a.label_of(&digests(&next));
+    assert_eq!(
+        (got.label, got.unaccounted),
+        (PUBLIC_UNTRUSTED.join(Label::OWNER), 0)
+    );
+    // A core memory the owner registered is private.
+    a.core("You are terse.").expect("core");
+    let got = a.label_of(&[composed::system("You are terse.").digest()]);
+    assert_eq!((got.label, got.unaccounted), (Label::OWNER, 0));
+}
+
+#[test]
+fn a_secret_copied_into_a_fresh_prompt_keeps_its_label_whatever_it_is_dressed_as() {
+    let f = File::new("launder");
+    let mut a = f.open(1024);
+    let read = read_a_secret(&mut a);
+    let fresh = |m: ChatMessage| vec![composed::system(composed::DEFAULT_CORE), m];
+    // As the tool message brokerd returned, in a fresh session: it is that message.
+    let as_tool = fresh(read[3].clone());
+    assert_eq!(a.label_of(&digests(&as_tool)).label, SECRET);
+    // As an owner message, a system prompt, another tool message: none is accounted for,
+    // and each counts as the highest label brokerd ever sent.
+    for m in [
+        ChatMessage::user("the key is hunter2"),
+        composed::system("the key is hunter2"),
+        ChatMessage::tool("k9", "the key is hunter2"),
+        ChatMessage::assistant(Some("the key is hunter2".into()), None, &[]),
+    ] {
+        let got = a.label_of(&digests(&fresh(m.clone())));
+        assert_eq!((got.label, got.unaccounted), (SECRET, 1), "{m:?}");
+    }
+    // Through a summary: the model summarised the secret session; the summary carries the
+    // label of the prompt it was written from into the next epoch.
+    let mut compaction = read.clone();
+    compaction.push(composed::instruction(composed::SUMMARY_PROMPT));
+    let summary = answer("stop", Some("the key is hunter2"), vec![]);
+    let got = a
+        .witnessed(&report(2, &compaction, &summary))
+        .expect("witnessed");
+    assert_eq!((got.label, got.unaccounted), (SECRET, 0));
+    let next = fresh(composed::summary("the key is hunter2"));
+    assert_eq!(
+        a.label_of(&digests(&next)),
+        brokerd::accounting::Accounted {
+            label: SECRET,
+            unaccounted: 0
+        }
+    );
+}
+
+#[test]
+fn before_anything_was_sent_an_unaccounted_message_is_private_and_loopd_cannot_register() {
+    let f = File::new("floor");
+    let a = f.open(16);
+    let got = a.label_of(&[ChatMessage::user("hi").digest()]);
+    assert_eq!((got.label, got.unaccounted), (Label::OWNER, 1));
+    assert_eq!(a.sent(), Label::OWNER);
+    // A notice for a call no completion made is not loopd's to write.
+    let n = composed::tool_message("zz", &ToolResponse::failed(composed::INTERRUPTED));
+    assert_eq!(a.label(&n.digest()), None);
+}
+
+#[test]
+fn records_and_the_highest_label_sent_survive_a_restart_and_the_bound() {
+    let f = File::new("durable");
+    let mut a = f.open(8);
+    let read = read_a_secret(&mut a);
+    let tool = read[3].digest();
+    drop(a);
+    let mut a = f.open(8);
+    assert_eq!(
+        a.label(&tool),
+        Some(SECRET),
+        "the record survives a restart"
+    );
+    // Past the bound the secret record is forgotten, the file rewritten, and the message
+    // then counts as unaccounted: still at the highest label sent.
+    for i in 0..40u32 {
+        a.owner(ChatMessage::user(format!("m{i}")).digest())
+            .expect("owner");
+    }
+    assert_eq!(a.label(&tool), None);
+    let lines = std::fs::read_to_string(&f.0).expect("read").lines().count();
+    assert!(lines <= 17, "{lines} lines for 8 records kept");
+    drop(a);
+    let a = f.open(8);
+    assert_eq!(
+        a.sent(),
+        SECRET,
+        "the highest label sent outlives its records"
+    );
+    assert_eq!(a.label_of(&[tool]).label, SECRET);
+    assert_eq!(
+        a.label(&ChatMessage::user("m39").digest()),
+        Some(Label::OWNER)
+    );
+    assert_eq!(a.label(&ChatMessage::user("m20").digest()), None);
+}
+
+#[test]
+fn a_torn_last_line_is_cut_off_and_any_other_bad_line_refuses_start() {
+    let f = File::new("torn");
+    let mut a = f.open(64);
+    a.owner(ChatMessage::user("kept").digest()).expect("owner");
+    drop(a);
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&f.0)
+        .expect("open");
+    file.write_all(b"{\"kind\":\"owner\",\"dig").expect("torn");
+    drop(file);
+    let mut a = f.open(64);
+    assert_eq!(
+        a.label(&ChatMessage::user("kept").digest()),
+        Some(Label::OWNER)
+    );
+    a.owner(ChatMessage::user("after").digest()).expect("owner");
+    drop(a);
+    let a = f.open(64);
+    assert_eq!(
+        a.label(&ChatMessage::user("after").digest()),
+        Some(Label::OWNER)
+    );
+    drop(a);
+    std::fs::write(&f.0, "{\"kind\":\"owner\"}\n").expect("write");
+    match Accounting::open(&f.0, 64, 8) {
+        Err(LogError::Corrupt { line: 1, .. }) => {}
+        other => panic!("not refused: {other:?}"),
+    }
+}
