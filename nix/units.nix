@@ -85,6 +85,7 @@ let
       admin_broker = "${runDir}/admin-broker";
       loop_infer = "${runDir}/loop-infer";
       chat_loop = "${runDir}/chat-loop";
+      chat_broker = "${runDir}/chat-broker";
     };
     peers = {
       loopd.user = "boxmaker-loopd";
@@ -134,6 +135,8 @@ let
     { path = s.admin_broker; group = adminGroup; }
     { path = s.loop_infer; group = loopInferGroup; }
     { path = s.chat_loop; group = chatGroup; }
+    # The channels register the owner's words with brokerd (docs/decisions.md A4).
+    { path = s.chat_broker; group = chatGroup; }
   ] ++ (if gateway == null then [ ] else [ { path = s.broker_gateway; group = brokerGatewayGroup; } ]) ++ jobUnits.socketDirs;
 
   # Programs may run only from the package and the system's binaries: a role that is made
@@ -312,14 +315,15 @@ in
     boxmaker-brokerd = role {
       name = "brokerd";
       description = "boxmaker policy point (brokerd)";
-      sockets = [ "boxmaker-brokerd-loop" "boxmaker-brokerd-admin" ] ++ jobUnits.roleSockets "brokerd";
+      sockets = [ "boxmaker-brokerd-loop" "boxmaker-brokerd-admin" "boxmaker-brokerd-chat" ] ++ jobUnits.roleSockets "brokerd";
       extra = {
         # Loosening: brokerd starts each tool run as a transient unit over the system bus
         # (BRIEF decision 1), so it alone sees /run/dbus. Host names resolve through
         # resolved's or nscd's AF_UNIX sockets, so PrivateNetwork stays on.
         InaccessiblePaths = [ "-/run/systemd/private" ];
-        # Loosening: the audit chain, the sessions' taint, the notes and their labels.
-        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/notes" "${stateDir}/note-state" "${stateDir}/index" ];
+        # Loosening: the audit chain, the sessions' taint, the notes and their labels, the
+        # accounting of what loopd may send the model.
+        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/notes" "${stateDir}/note-state" "${stateDir}/index" "${stateDir}/accounting" ];
         StateDirectoryMode = "0700";
         # The secrets the grants may hand to tool units (BRIEF decision 3); a tool unit's
         # LoadCredential= reads them from brokerd's credentials directory.
@@ -381,9 +385,9 @@ in
       sockets = [ "boxmaker-gatewayd" ] ++ jobUnits.roleSockets "gatewayd";
       unit = {
         # It follows Mattermost from boot (no connection starts it) and chats through
-        # loopd's socket-activated loop.sock.
-        Wants = [ "network-online.target" "boxmaker-loopd.socket" ];
-        After = [ "network-online.target" "boxmaker-loopd.socket" ];
+        # loopd's socket-activated loop.sock, registering each message on brokerd's chat side.
+        Wants = [ "network-online.target" "boxmaker-loopd.socket" "boxmaker-brokerd-chat.socket" ];
+        After = [ "network-online.target" "boxmaker-loopd.socket" "boxmaker-brokerd-chat.socket" ];
       };
       # Loosening: Mattermost over HTTPS and WebSocket, so the host's network namespace with
       # IP sockets; names resolve through the host's resolver. With allowedAddresses the
@@ -391,7 +395,8 @@ in
       extra =
         ipNetwork
         // {
-          # No loosening: loopd's chat pair directory, entered by the owner's chat group.
+          # No loosening: loopd's and brokerd's chat pair directories, entered by the owner's
+          # chat group.
           SupplementaryGroups = [ chatGroup ];
           # Its threads, the posts it handled and its approval posts.
           StateDirectory = "${stateDir}/gateway";
@@ -450,6 +455,12 @@ in
       service = "brokerd";
       fdName = "admin";
       dir = dirOf s.admin_broker;
+      file = "broker.sock";
+    };
+    boxmaker-brokerd-chat = socket {
+      service = "brokerd";
+      fdName = "chat";
+      dir = dirOf s.chat_broker;
       file = "broker.sock";
     };
     boxmaker-inferproxy = socket {

@@ -19,6 +19,7 @@ use proto::{
 };
 
 use crate::Fatal;
+use crate::accounting::Accounting;
 use crate::approvals::{self, Answer, NotRegistered, Wake};
 use crate::audit::AuditLog;
 use crate::bind;
@@ -53,6 +54,8 @@ pub struct Broker {
     pub(crate) notes: Notes,
     /// The job runs in progress, each with the session brokerd minted for it.
     pub(crate) runs: Runs,
+    /// The label of every message brokerd can account for (issue 17 point 3).
+    pub(crate) accounting: Mutex<Accounting>,
 }
 
 impl Broker {
@@ -63,6 +66,7 @@ impl Broker {
         sessions: Sessions,
         runner: Runner,
         notes: Notes,
+        accounting: Accounting,
     ) -> Self {
         let desk = Desk::new(config.broker.max_pending_approvals);
         let outbox = Outbox::new(config.gateway.is_some());
@@ -79,7 +83,16 @@ impl Broker {
             board,
             notes,
             runs: Runs::default(),
+            accounting: Mutex::new(accounting),
         }
+    }
+
+    /// A channel handed loopd the owner's message of `digest` (`ChatMessage::user`'s): it
+    /// is on disk, private and trusted, before the channel is told.
+    pub(crate) fn register_owner(&self, digest: proto::Hash32) -> Result<(), Fatal> {
+        lock(&self.accounting)
+            .owner(digest)
+            .map_err(Fatal::Accounting)
     }
 
     /// Appends one audit line (a job run's start or end, say), fsynced.

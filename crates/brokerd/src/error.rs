@@ -44,12 +44,16 @@ pub enum Error {
     Sessions(StateError),
     /// The notes directory or brokerd's record of it could not be made ready.
     Notes(crate::notes::NoteError),
+    /// The accounting could not be opened or read.
+    Accounting(crate::accounting::LogError),
     /// The grants brokerd starts with could not be audited.
     FirstSnapshot(Fatal),
     /// One of the two broker sockets could not be taken or bound.
     Socket { side: Side, source: ListenError },
     /// The jobs socket could not be taken or bound.
     JobsSocket(ListenError),
+    /// The chat socket could not be taken or bound.
+    ChatSocket(ListenError),
     /// The start-up could not watch signals or start a thread.
     Service(StartError),
     /// Serving stopped: durable state failed under `by` (a socket's request, the gateway
@@ -68,11 +72,13 @@ impl Error {
             | Self::Grants(_)
             | Self::JobGrants(_)
             | Self::JobsSocket(_)
+            | Self::ChatSocket(_)
             | Self::ToolUnit(_)
             | Self::Stdout(_)
             | Self::AuditOpen(_)
             | Self::Sessions(_)
             | Self::Notes(_)
+            | Self::Accounting(_)
             | Self::FirstSnapshot(_)
             | Self::Socket { .. }
             | Self::Service(_) => EXIT_FAILURE,
@@ -83,7 +89,10 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Inherit(e) | Self::Socket { source: e, .. } | Self::JobsSocket(e) => e.fmt(f),
+            Self::Inherit(e)
+            | Self::Socket { source: e, .. }
+            | Self::JobsSocket(e)
+            | Self::ChatSocket(e) => e.fmt(f),
             Self::Config(e) => e.fmt(f),
             Self::JobGrants(e) => e.fmt(f),
             Self::Grants(e) => e.fmt(f),
@@ -95,6 +104,7 @@ impl fmt::Display for Error {
                 write!(f, "{}: {source}", path.display())
             }
             Self::Notes(e) => e.fmt(f),
+            Self::Accounting(e) => e.fmt(f),
             Self::FirstSnapshot(e) => e.fmt(f),
             Self::Service(e) => e.fmt(f),
             Self::Stopped { by, source } => {
@@ -107,7 +117,10 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Inherit(e) | Self::Socket { source: e, .. } | Self::JobsSocket(e) => Some(e),
+            Self::Inherit(e)
+            | Self::Socket { source: e, .. }
+            | Self::JobsSocket(e)
+            | Self::ChatSocket(e) => Some(e),
             Self::Config(e) => Some(e),
             Self::JobGrants(e) => Some(e),
             Self::Grants(e) => Some(e),
@@ -116,6 +129,7 @@ impl std::error::Error for Error {
             Self::AuditOpen(e) => Some(e),
             Self::Sessions(e) => Some(e),
             Self::Notes(e) => Some(e),
+            Self::Accounting(e) => Some(e),
             Self::FirstSnapshot(e) | Self::Stopped { source: e, .. } => Some(e),
             Self::Service(e) => Some(e),
         }

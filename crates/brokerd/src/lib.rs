@@ -11,6 +11,7 @@ pub mod audit;
 pub mod bind;
 mod board;
 pub mod broker;
+mod chat_socket;
 mod desk;
 mod error;
 mod fatal;

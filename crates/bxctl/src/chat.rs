@@ -127,6 +127,8 @@ pub enum Sent {
 #[derive(Debug)]
 pub struct Owner<'a> {
     pub bxctl: &'a str,
+    /// brokerd's chat side, where the owner's words are registered before loopd gets them.
+    pub broker: std::path::PathBuf,
     pub approver: Option<&'a Approver<'a>>,
     pub interrupt: &'a Interrupt,
 }
@@ -143,9 +145,22 @@ pub fn send(
 ) -> Result<Sent, Error> {
     let Owner {
         bxctl,
+        ref broker,
         approver,
         interrupt,
     } = *owner;
+    // brokerd accounts the message as the owner's only if it has it before loopd does; one
+    // it could not take is loopd's word to brokerd, so the turn's calls are labelled as
+    // high as anything loopd was ever sent (safe, but maybe refused): said so.
+    if let Err(e) = daemon::owner::register(broker, text) {
+        writeln!(
+            out,
+            "[brokerd did not register this message ({}); the turn's tool calls are labelled \
+             as the highest label loopd was ever sent]",
+            line(&e.to_string())
+        )
+        .map_err(Error::Output)?;
+    }
     let msg = Message::ChatSend(ChatSend {
         session,
         text: text.to_owned(),
@@ -254,6 +269,7 @@ pub fn once(
     let mut conn = connect(config)?;
     let owner = Owner {
         bxctl,
+        broker: config.sockets.chat_broker_sock(),
         approver: None,
         interrupt,
     };
@@ -284,6 +300,7 @@ pub fn interactive(
     let approver = Approver::on_terminal(config, bxctl);
     let owner = Owner {
         bxctl,
+        broker: config.sockets.chat_broker_sock(),
         approver: approver.as_ref(),
         interrupt,
     };

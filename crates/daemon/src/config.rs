@@ -60,6 +60,10 @@ pub struct Sockets {
     /// Shared by the owner's chat group (`bxctl chat`) and loopd: `loop.sock`.
     #[serde(default = "default_chat_loop")]
     pub chat_loop: PathBuf,
+    /// Shared by the owner's chat group (`bxctl chat`), gatewayd and brokerd: `broker.sock`,
+    /// the owner's messages registered before they reach loopd (`owner_message` only).
+    #[serde(default = "default_chat_broker")]
+    pub chat_broker: PathBuf,
     /// Shared by brokerd and gatewayd: `gateway.sock`, gatewayd listening, brokerd asking
     /// the owner for approvals through it.
     #[serde(default = "default_broker_gateway")]
@@ -101,6 +105,11 @@ impl Sockets {
         self.chat_loop.join("loop.sock")
     }
 
+    /// brokerd's chat side, for `bxctl chat` and gatewayd.
+    pub fn chat_broker_sock(&self) -> PathBuf {
+        self.chat_broker.join("broker.sock")
+    }
+
     /// brokerd's jobs side, for the job runners.
     pub fn jobs_broker_sock(&self) -> PathBuf {
         self.jobs_broker.join("jobs.sock")
@@ -128,6 +137,10 @@ fn default_loop_infer() -> PathBuf {
 
 fn default_chat_loop() -> PathBuf {
     PathBuf::from("/run/boxmaker/chat-loop")
+}
+
+fn default_chat_broker() -> PathBuf {
+    PathBuf::from("/run/boxmaker/chat-broker")
 }
 
 fn default_jobs_broker() -> PathBuf {
@@ -374,6 +387,7 @@ impl Config {
             ("sockets.admin_broker", &self.sockets.admin_broker),
             ("sockets.loop_infer", &self.sockets.loop_infer),
             ("sockets.chat_loop", &self.sockets.chat_loop),
+            ("sockets.chat_broker", &self.sockets.chat_broker),
             ("sockets.broker_gateway", &self.sockets.broker_gateway),
             ("sockets.jobs_broker", &self.sockets.jobs_broker),
             ("sockets.jobs_loop", &self.sockets.jobs_loop),
@@ -398,6 +412,7 @@ impl Config {
             &self.sockets.admin_broker,
             &self.sockets.loop_infer,
             &self.sockets.chat_loop,
+            &self.sockets.chat_broker,
             &self.sockets.broker_gateway,
             &self.sockets.jobs_broker,
             &self.sockets.jobs_loop,
@@ -483,6 +498,11 @@ impl Config {
     /// directories write units write into.
     pub fn note_state_dir(&self) -> PathBuf {
         self.home.join("note-state")
+    }
+
+    /// brokerd's accounting of what loopd may send the model (`records.jsonl`).
+    pub fn accounting_dir(&self) -> PathBuf {
+        self.home.join("accounting")
     }
 
     /// brokerd's search index of the notes: one SQLite file per label.

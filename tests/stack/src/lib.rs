@@ -89,6 +89,7 @@ impl Home {
             "run/admin-broker",
             "run/loop-infer",
             "run/chat-loop",
+            "run/chat-broker",
             "run/broker-gateway",
         ] {
             std::fs::create_dir_all(root.join(d)).expect("mkdir");
@@ -98,7 +99,7 @@ impl Home {
             "home = \"{r}/home\"\ngrants = \"{r}/grants\"\n\
              [sockets]\nloop_broker = \"{r}/run/loop-broker\"\nadmin_broker = \"{r}/run/admin-broker\"\n\
              loop_infer = \"{r}/run/loop-infer\"\nchat_loop = \"{r}/run/chat-loop\"\n\
-             broker_gateway = \"{r}/run/broker-gateway\"\n\
+             chat_broker = \"{r}/run/chat-broker\"\nbroker_gateway = \"{r}/run/broker-gateway\"\n\
              [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\nchat = {{ uid = {uid} }}\n\
              gateway = {{ uid = {uid} }}\nbroker = {{ uid = {uid} }}\n\
              [broker]\nrunner = \"direct\"\ntool = \"{tool}\"\n{broker}\n",
@@ -130,6 +131,28 @@ impl Home {
                 &format!("tool = \"{}\"", path.display()),
             );
         std::fs::write(self.config(), config).expect("config");
+    }
+
+    /// brokerd's chat side, where channels register the owner's words.
+    pub fn chat_broker_sock(&self) -> PathBuf {
+        self.root.join("run/chat-broker/broker.sock")
+    }
+
+    /// brokerd's accounting records (`home/accounting/records.jsonl`), each line's JSON.
+    pub fn accounting(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.root.join("home/accounting/records.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("an accounting record"))
+            .collect()
+    }
+
+    /// Whether brokerd accounts `text` as an owner's message a channel registered.
+    pub fn owner_registered(&self, text: &str) -> bool {
+        let digest = proto::attest::OwnerMessage::of(text).digest.to_hex();
+        self.accounting()
+            .iter()
+            .any(|r| r["kind"] == "owner" && r["digest"] == digest.as_str())
     }
 
     pub fn chat_sock(&self) -> PathBuf {
@@ -230,6 +253,7 @@ impl Home {
         Agent {
             addr: addr.to_owned(),
             chat: self.chat_sock(),
+            broker: self.chat_broker_sock(),
             daemons: vec![loopd, brokerd, inferproxy],
         }
     }
@@ -419,6 +443,9 @@ pub struct Agent {
     /// The fake llama-server's `host:port`.
     pub addr: String,
     pub chat: PathBuf,
+    /// brokerd's chat side: [`Agent::chat`] registers each message there first, as
+    /// `bxctl chat` does.
+    pub broker: PathBuf,
     pub daemons: Vec<Daemon>,
 }
 
@@ -430,8 +457,10 @@ pub struct Turn {
 }
 
 impl Agent {
-    /// Sends one chat message and collects the turn.
+    /// Sends one chat message and collects the turn, the message registered with brokerd
+    /// first as an honest channel does.
     pub fn chat(&self, session: Option<&SessionId>, text: &str) -> Turn {
+        daemon::owner::register(&self.broker, text).expect("register the owner's message");
         let mut conn = Conn::connect(&self.chat).expect("connect chat");
         let mut events = Vec::new();
         let last = conn

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Label, Record};
+use super::{OWNER, Record};
+use crate::policy::Labels;
 
 /// The longest line the file may hold.
 const MAX_LINE: usize = 1024;
@@ -58,7 +59,7 @@ impl std::error::Error for LogError {
 #[derive(Serialize, Deserialize)]
 #[serde(untagged)]
 enum Line {
-    Sent { sent: Label },
+    Sent { sent: Labels },
     Record(Record),
 }
 
@@ -91,10 +92,10 @@ fn open_append(path: &Path) -> Result<File, LogError> {
 impl Log {
     /// The file at `path` (created if missing): the highest label sent it records and its
     /// records, oldest first.
-    pub fn open(path: &Path, max: usize) -> Result<(Self, Label, Vec<Record>), LogError> {
+    pub fn open(path: &Path, max: usize) -> Result<(Self, Labels, Vec<Record>), LogError> {
         let file = open_append(path)?;
         let mut reader = BufReader::new(&file);
-        let mut sent = Label::OWNER;
+        let mut sent = OWNER;
         let mut records = Vec::new();
         let (mut n, mut good) = (0usize, 0u64);
         let mut buf = Vec::new();
@@ -143,7 +144,7 @@ impl Log {
     pub fn append(
         &mut self,
         records: &[Record],
-        sent: Label,
+        sent: Labels,
         kept: &VecDeque<Record>,
     ) -> Result<(), LogError> {
         if self.lines + records.len() > 2 * self.max {
@@ -163,7 +164,7 @@ impl Log {
     fn rewrite(
         &mut self,
         records: &[Record],
-        sent: Label,
+        sent: Labels,
         kept: &VecDeque<Record>,
     ) -> Result<(), LogError> {
         let all: Vec<&Record> = kept.iter().chain(records).collect();

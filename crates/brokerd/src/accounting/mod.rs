@@ -13,14 +13,13 @@
 mod log;
 
 use std::collections::{HashMap, VecDeque};
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use proto::attest::{ChatMessage, WitnessReport, composed};
 use proto::{DataClass, Hash32, ToolResponse};
 use serde::{Deserialize, Serialize};
 
-use crate::policy::SessionView;
+use crate::policy::Labels;
 
 pub use log::LogError;
 
@@ -28,51 +27,34 @@ pub use log::LogError;
 /// that holds a forgotten message is labelled as if it were unaccounted (fail closed).
 pub const DEFAULT_MAX_RECORDS: usize = 65536;
 
-/// A class and the untrusted flag, ordered by `join`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Label {
-    pub class: DataClass,
-    pub untrusted: bool,
-}
+/// What the owner's words, brokerd's notices and the core memory are: private, trusted.
+pub const OWNER: Labels = Labels {
+    class: DataClass::Private,
+    untrusted: false,
+};
 
-impl Label {
-    /// What the owner's words, brokerd's notices and the core memory are.
-    pub const OWNER: Self = Self {
-        class: DataClass::Private,
-        untrusted: false,
+/// `labels` as a person reads them.
+pub fn show(labels: Labels) -> String {
+    let trust = if labels.untrusted {
+        "untrusted"
+    } else {
+        "trusted"
     };
-
-    pub fn join(self, other: Self) -> Self {
-        Self {
-            class: self.class.max(other.class),
-            untrusted: self.untrusted || other.untrusted,
-        }
-    }
-
-    /// Whether `self` is at least `other` in both parts.
-    pub fn covers(self, other: Self) -> bool {
-        self.join(other) == self
-    }
+    format!("{} {trust}", labels.class)
 }
 
-impl From<Label> for SessionView {
-    fn from(l: Label) -> Self {
-        SessionView {
-            taint: l.class,
-            untrusted: l.untrusted,
-        }
-    }
-}
-
-impl fmt::Display for Label {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let trust = if self.untrusted {
-            "untrusted"
-        } else {
-            "trusted"
-        };
-        write!(f, "{} {trust}", self.class)
+/// The labels of the tool message loopd makes of `r`: a result's own, a failure's those of
+/// the run it came from (`ran`; none: it never ran), a denial's [`OWNER`].
+pub fn of_response(r: &ToolResponse, ran: Option<Labels>) -> Labels {
+    match r {
+        ToolResponse::Result {
+            class, untrusted, ..
+        } => Labels {
+            class: *class,
+            untrusted: *untrusted,
+        },
+        ToolResponse::Failed { .. } => ran.unwrap_or(OWNER),
+        ToolResponse::Denied { .. } | ToolResponse::PendingApproval { .. } => OWNER,
     }
 }
 
@@ -97,13 +79,13 @@ pub enum Kind {
 pub struct Record {
     pub kind: Kind,
     pub digest: Hash32,
-    pub label: Label,
+    pub label: Labels,
 }
 
 /// The label of one prompt, and how many of its messages brokerd could not account for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Accounted {
-    pub label: Label,
+    pub label: Labels,
     pub unaccounted: usize,
 }
 
@@ -113,13 +95,13 @@ pub struct Accounting {
     max: usize,
     /// Each digest's label (the join, when a digest was recorded more than once) and how
     /// many of the kept records name it.
-    map: HashMap<Hash32, (Label, usize)>,
+    map: HashMap<Hash32, (Labels, usize)>,
     /// The records in the order they were made, for forgetting the oldest.
     order: VecDeque<Record>,
     /// The highest label brokerd has ever sent loopd: what an unaccounted message counts as.
-    sent: Label,
+    sent: Labels,
     /// Fixed messages loopd composes that carry nothing but proto's own text.
-    fixed: HashMap<Hash32, Label>,
+    fixed: HashMap<Hash32, Labels>,
     /// `loop.max_tool_calls`: the cap notice loopd writes names it.
     cap: u32,
 }
@@ -136,14 +118,14 @@ impl Accounting {
             composed::summary(composed::NO_SUMMARY),
         ]
         .iter()
-        .map(|m| (m.digest(), Label::OWNER))
+        .map(|m| (m.digest(), OWNER))
         .collect();
         let mut a = Self {
             log,
             max: max.max(1),
             map: HashMap::new(),
             order: VecDeque::new(),
-            sent: sent.join(Label::OWNER),
+            sent: sent.join(OWNER),
             fixed,
             cap,
         };
@@ -158,12 +140,12 @@ impl Accounting {
     }
 
     /// The highest label brokerd has ever sent loopd.
-    pub fn sent(&self) -> Label {
+    pub fn sent(&self) -> Labels {
         self.sent
     }
 
     /// The label `digest` is accounted at, if any.
-    pub fn label(&self, digest: &Hash32) -> Option<Label> {
+    pub fn label(&self, digest: &Hash32) -> Option<Labels> {
         self.fixed
             .get(digest)
             .copied()
@@ -173,7 +155,7 @@ impl Accounting {
     /// The label of a prompt: the join of its messages' labels, an unaccounted one counting
     /// as [`Accounting::sent`]. Never below private (an empty prompt is the owner's).
     pub fn label_of(&self, prompt: &[Hash32]) -> Accounted {
-        let mut label = Label::OWNER;
+        let mut label = OWNER;
         let mut unaccounted = 0;
         for d in prompt {
             label = label.join(self.label(d).unwrap_or_else(|| {
@@ -196,7 +178,7 @@ impl Accounting {
                 report.completion,
                 accounted.unaccounted,
                 report.prompt.len(),
-                self.sent
+                show(self.sent)
             ));
         }
         let mut records: Vec<Record> = std::iter::once(report.answer)
@@ -218,7 +200,7 @@ impl Accounting {
                 records.push(Record {
                     kind: Kind::Tool,
                     digest: m.digest(),
-                    label: Label::OWNER,
+                    label: OWNER,
                 });
             }
         }
@@ -228,14 +210,14 @@ impl Accounting {
 
     /// brokerd answered the witnessed call whose model id is `tool_call_id` with `r`, at
     /// `label` (a result's own labels, or those of the run a failure came from; a denial's
-    /// is [`Label::OWNER`]). The tool message loopd makes of it, and its form cut short for
+    /// is [`OWNER`]). The tool message loopd makes of it, and its form cut short for
     /// a summary, are accounted at `label`, which also raises [`Accounting::sent`]. On disk
     /// before it returns: call it before the answer leaves.
     pub fn returned(
         &mut self,
         tool_call_id: &str,
         r: &ToolResponse,
-        label: Label,
+        label: Labels,
     ) -> Result<(), LogError> {
         let text = composed::tool_text(r);
         let mut records = vec![Record {
@@ -259,7 +241,7 @@ impl Accounting {
         self.add(&[Record {
             kind: Kind::Owner,
             digest,
-            label: Label::OWNER,
+            label: OWNER,
         }])
     }
 
@@ -268,7 +250,7 @@ impl Accounting {
         self.add(&[Record {
             kind: Kind::Core,
             digest: composed::system(core).digest(),
-            label: Label::OWNER,
+            label: OWNER,
         }])
     }
 

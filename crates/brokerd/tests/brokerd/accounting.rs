@@ -6,15 +6,16 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use brokerd::accounting::{Accounting, Label, LogError};
+use brokerd::accounting::{Accounted, Accounting, LogError, OWNER, of_response};
+use brokerd::policy::{Labels, SessionView};
 use proto::attest::{Answer, ChatMessage, CompletionId, WitnessReport, composed};
 use proto::{DataClass, DenyReason, Hash32, ToolCall, ToolResponse};
 
-const SECRET: Label = Label {
+const SECRET: Labels = Labels {
     class: DataClass::Secret,
     untrusted: false,
 };
-const PUBLIC_UNTRUSTED: Label = Label {
+const PUBLIC_UNTRUSTED: Labels = Labels {
     class: DataClass::Public,
     untrusted: true,
 };
@@ -100,7 +101,7 @@ fn read_a_secret(a: &mut Accounting) -> Vec<ChatMessage> {
         vec![call("k1", "read_file", "{\"path\":\"/k\"}")],
     );
     let got = a.witnessed(&report(1, &prompt, &ans)).expect("witnessed");
-    assert_eq!((got.label, got.unaccounted), (Label::OWNER, 0));
+    assert_eq!((got.label, got.unaccounted), (OWNER, 0));
     a.returned("k1", &secret_result(), SECRET)
         .expect("returned");
     prompt.push(ans.message());
@@ -132,7 +133,7 @@ fn an_honest_session_is_accounted_for_whole_at_the_labels_it_read() {
         reason: DenyReason::NoGrant,
         detail: None,
     };
-    a.returned("w2", &denied, Label::OWNER).expect("returned");
+    a.returned("w2", &denied, OWNER).expect("returned");
     // loopd replays the answer without its cut call, then the two results.
     let kept = [&ans.tool_calls[0], &ans.tool_calls[1]];
     prompt.push(ChatMessage::assistant(
@@ -145,7 +146,7 @@ fn an_honest_session_is_accounted_for_whole_at_the_labels_it_read() {
     let got = a.label_of(&digests(&prompt));
     assert_eq!(
         (got.label, got.unaccounted),
-        (PUBLIC_UNTRUSTED.join(Label::OWNER), 0)
+        (PUBLIC_UNTRUSTED.join(OWNER), 0)
     );
     // The compaction: the same prompt with the page cut short, then the instruction.
     let mut compaction = prompt.clone();
@@ -169,12 +170,12 @@ fn an_honest_session_is_accounted_for_whole_at_the_labels_it_read() {
     let got = a.label_of(&digests(&next));
     assert_eq!(
         (got.label, got.unaccounted),
-        (PUBLIC_UNTRUSTED.join(Label::OWNER), 0)
+        (PUBLIC_UNTRUSTED.join(OWNER), 0)
     );
     // A core memory the owner registered is private.
     a.core("You are terse.").expect("core");
     let got = a.label_of(&[composed::system("You are terse.").digest()]);
-    assert_eq!((got.label, got.unaccounted), (Label::OWNER, 0));
+    assert_eq!((got.label, got.unaccounted), (OWNER, 0));
 }
 
 #[test]
@@ -209,7 +210,7 @@ fn a_secret_copied_into_a_fresh_prompt_keeps_its_label_whatever_it_is_dressed_as
     let next = fresh(composed::summary("the key is hunter2"));
     assert_eq!(
         a.label_of(&digests(&next)),
-        brokerd::accounting::Accounted {
+        Accounted {
             label: SECRET,
             unaccounted: 0
         }
@@ -221,8 +222,8 @@ fn before_anything_was_sent_an_unaccounted_message_is_private_and_loopd_cannot_r
     let f = File::new("floor");
     let a = f.open(16);
     let got = a.label_of(&[ChatMessage::user("hi").digest()]);
-    assert_eq!((got.label, got.unaccounted), (Label::OWNER, 1));
-    assert_eq!(a.sent(), Label::OWNER);
+    assert_eq!((got.label, got.unaccounted), (OWNER, 1));
+    assert_eq!(a.sent(), OWNER);
     // A notice for a call no completion made is not loopd's to write.
     let n = composed::tool_message("zz", &ToolResponse::failed(composed::INTERRUPTED));
     assert_eq!(a.label(&n.digest()), None);
@@ -258,10 +259,7 @@ fn records_and_the_highest_label_sent_survive_a_restart_and_the_bound() {
         "the highest label sent outlives its records"
     );
     assert_eq!(a.label_of(&[tool]).label, SECRET);
-    assert_eq!(
-        a.label(&ChatMessage::user("m39").digest()),
-        Some(Label::OWNER)
-    );
+    assert_eq!(a.label(&ChatMessage::user("m39").digest()), Some(OWNER));
     assert_eq!(a.label(&ChatMessage::user("m20").digest()), None);
 }
 
@@ -278,21 +276,36 @@ fn a_torn_last_line_is_cut_off_and_any_other_bad_line_refuses_start() {
     file.write_all(b"{\"kind\":\"owner\",\"dig").expect("torn");
     drop(file);
     let mut a = f.open(64);
-    assert_eq!(
-        a.label(&ChatMessage::user("kept").digest()),
-        Some(Label::OWNER)
-    );
+    assert_eq!(a.label(&ChatMessage::user("kept").digest()), Some(OWNER));
     a.owner(ChatMessage::user("after").digest()).expect("owner");
     drop(a);
     let a = f.open(64);
-    assert_eq!(
-        a.label(&ChatMessage::user("after").digest()),
-        Some(Label::OWNER)
-    );
+    assert_eq!(a.label(&ChatMessage::user("after").digest()), Some(OWNER));
     drop(a);
     std::fs::write(&f.0, "{\"kind\":\"owner\"}\n").expect("write");
     match Accounting::open(&f.0, 64, 8) {
         Err(LogError::Corrupt { line: 1, .. }) => {}
         other => panic!("not refused: {other:?}"),
     }
+}
+
+#[test]
+fn a_response_is_labelled_by_what_it_carries() {
+    assert_eq!(of_response(&secret_result(), None), SECRET);
+    let failed = ToolResponse::failed("boom");
+    assert_eq!(of_response(&failed, None), OWNER);
+    assert_eq!(
+        of_response(&failed, Some(PUBLIC_UNTRUSTED)),
+        PUBLIC_UNTRUSTED
+    );
+    let denied = ToolResponse::Denied {
+        reason: DenyReason::TaintTooHigh,
+        detail: None,
+    };
+    assert_eq!(of_response(&denied, Some(SECRET)), OWNER);
+    let view = SessionView {
+        taint: DataClass::Private,
+        untrusted: false,
+    };
+    assert_eq!(view.raised(SECRET).taint, DataClass::Secret);
 }

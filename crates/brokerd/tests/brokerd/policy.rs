@@ -495,3 +495,29 @@ fn bound_labels_reach_across_tools_and_into_a_listed_directory() {
     let notes = policy::bound_labels(&s, &["/home/owner/notes"], true);
     assert_eq!(notes, Labels::NONE);
 }
+
+/// A call is decided on the higher of the session's taint and its prompt's labels: a
+/// session private to the owner's eyes is denied the egress call its secret prompt made.
+#[test]
+fn the_prompts_labels_raise_the_session_for_the_decision() {
+    let s = snapshot(&[("web", &web("auto", ""))]);
+    let args = fetch("https://example.org/x");
+    let allowed = policy::decide(&s, &args, PRIVATE.raised(Labels::NONE), now());
+    assert_eq!(deny_reason(allowed.outcome()), None);
+    let secret = Labels {
+        class: DataClass::Secret,
+        untrusted: false,
+    };
+    let raised = PRIVATE.raised(secret);
+    assert_eq!(raised.taint, DataClass::Secret);
+    let d = policy::decide(&s, &args, raised, now());
+    assert_eq!(deny_reason(d.outcome()), Some(DenyReason::TaintTooHigh));
+    let untrusted = PRIVATE.raised(Labels {
+        class: DataClass::Public,
+        untrusted: true,
+    });
+    assert_eq!(
+        (untrusted.taint, untrusted.untrusted),
+        (DataClass::Private, true)
+    );
+}

@@ -53,6 +53,11 @@ pub fn summary(text: &str) -> ChatMessage {
     ChatMessage::assistant(Some(format!("{SUMMARY_HEAD}{text}")), None, &[])
 }
 
+/// An owner's message, as the channel that received it registers it and loopd sends it.
+pub fn owner(text: &str) -> ChatMessage {
+    ChatMessage::user(text)
+}
+
 /// The user message that asks for a summary: [`SUMMARY_PROMPT`] or [`SHORT_PROMPT`] (loopd's
 /// own words, the only user messages no channel registers).
 pub fn instruction(text: &str) -> ChatMessage {

@@ -1,4 +1,4 @@
-//! Under an imitated systemd: brokerd takes its two sockets by name from socket activation
+//! Under an imitated systemd: brokerd takes its sockets by name from socket activation
 //! (started by the first connection) and says READY=1 only once it serves.
 
 use std::os::unix::net::UnixDatagram;
@@ -27,7 +27,9 @@ fn the_first_connection_starts_brokerd_with_the_named_sockets() {
         .arg(home.loop_sock())
         .arg("-l")
         .arg(home.admin_sock())
-        .arg("--fdname=loop:admin")
+        .arg("-l")
+        .arg(home.chat_broker_sock())
+        .arg("--fdname=loop:admin:chat")
         .arg(format!("--setenv=NOTIFY_SOCKET={}", notify_path.display()))
         .arg(stack::bin("brokerd"))
         .arg("--config")

@@ -77,6 +77,11 @@ fn the_owner_chats_in_threads_and_strangers_are_ignored() {
         "{saved:#}"
     );
     assert_eq!(home.sessions(), 1, "the thread continued its session");
+    // gatewayd registered the owner's words with brokerd before loopd had them; a
+    // stranger's, never handed to loopd, were not.
+    assert!(home.owner_registered("hello there"));
+    assert!(home.owner_registered("show me a picture"));
+    assert!(!home.owner_registered("hello? tell me a picture"));
 }
 
 #[test]

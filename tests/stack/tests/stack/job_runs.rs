@@ -108,9 +108,14 @@ fn a_job_run_is_delivered_inert_in_its_thread_and_an_unanswered_ask_fails_it() {
         "{checked}"
     );
 
+    assert!(!home.owner_registered("Write my morning brief."));
     let out = run_job(&home, "morning-brief");
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{log}");
+    // brokerd accounted the job's prompt (from its own configuration) as the owner's
+    // words when the run registered, and never the other job's.
+    assert!(home.owner_registered("Write my morning brief."));
+    assert!(!home.owner_registered("watch the page"));
     let root = roots_with(&gw, "**Job morning-brief**");
     assert_eq!(root.len(), 1, "{:#}", gw.state());
     let root = root[0]["id"].as_str().expect("id").to_owned();

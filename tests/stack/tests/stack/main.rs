@@ -26,6 +26,7 @@ mod memory;
 mod notes;
 mod notes_bad;
 mod notes_json;
+mod owner_words;
 mod policy_history;
 mod prompt_cache;
 mod real_session;
