@@ -86,9 +86,12 @@ let
       loop_infer = "${runDir}/loop-infer";
       chat_loop = "${runDir}/chat-loop";
       chat_broker = "${runDir}/chat-broker";
+      infer_broker = "${runDir}/infer-broker";
     };
     peers = {
       loopd.user = "boxmaker-loopd";
+      # brokerd admits inferproxy's DynamicUser on witness.sock.
+      infer.user = "boxmaker-inferproxy";
       admin.group = adminGroup;
       chat.group = chatGroup;
     };
@@ -129,6 +132,7 @@ let
   # systemd and never needs to enter the directory.
   loopBrokerGroup = "boxmaker-loop-broker";
   loopInferGroup = "boxmaker-loop-infer";
+  inferBrokerGroup = "boxmaker-infer-broker";
   brokerGatewayGroup = "boxmaker-broker-gateway";
   socketDirs = [
     { path = s.loop_broker; group = loopBrokerGroup; }
@@ -137,6 +141,7 @@ let
     { path = s.chat_loop; group = chatGroup; }
     # The channels register the owner's words with brokerd (docs/decisions.md A4).
     { path = s.chat_broker; group = chatGroup; }
+    { path = s.infer_broker; group = inferBrokerGroup; }
   ] ++ (if gateway == null then [ ] else [ { path = s.broker_gateway; group = brokerGatewayGroup; } ]) ++ jobUnits.socketDirs;
 
   # Programs may run only from the package and the system's binaries: a role that is made
@@ -308,22 +313,23 @@ in
   inherit (import ./changes.nix { inherit config grants gateway adminMembers adminGroup; }) triggers warnings;
 
   # Every static group the units name (DynamicUser makes the roles' own groups).
-  groups = [ loopBrokerGroup loopInferGroup adminGroup chatGroup ]
+  groups = [ loopBrokerGroup loopInferGroup inferBrokerGroup adminGroup chatGroup ]
     ++ (if gateway == null then [ ] else [ brokerGatewayGroup ]) ++ jobUnits.groups;
 
   services = {
     boxmaker-brokerd = role {
       name = "brokerd";
       description = "boxmaker policy point (brokerd)";
-      sockets = [ "boxmaker-brokerd-loop" "boxmaker-brokerd-admin" "boxmaker-brokerd-chat" ] ++ jobUnits.roleSockets "brokerd";
+      sockets = [ "boxmaker-brokerd-loop" "boxmaker-brokerd-admin" "boxmaker-brokerd-chat" "boxmaker-brokerd-witness" ] ++ jobUnits.roleSockets "brokerd";
       extra = {
         # Loosening: brokerd starts each tool run as a transient unit over the system bus
         # (BRIEF decision 1), so it alone sees /run/dbus. Host names resolve through
         # resolved's or nscd's AF_UNIX sockets, so PrivateNetwork stays on.
         InaccessiblePaths = [ "-/run/systemd/private" ];
-        # Loosening: the audit chain, the sessions' taint, the notes and their labels, the
+        # Loosening: the audit chain, the sessions' taint, the notes and their labels, what
+        # inferproxy witnessed (the calls that may run, and those that ran), and the
         # accounting of what loopd may send the model.
-        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/notes" "${stateDir}/note-state" "${stateDir}/index" "${stateDir}/accounting" ];
+        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/notes" "${stateDir}/note-state" "${stateDir}/index" "${stateDir}/witness" "${stateDir}/accounting" ];
         StateDirectoryMode = "0700";
         # The secrets the grants may hand to tool units (BRIEF decision 3); a tool unit's
         # LoadCredential= reads them from brokerd's credentials directory.
@@ -368,9 +374,16 @@ in
       name = "inferproxy";
       description = "boxmaker llama-server proxy (inferproxy)";
       sockets = [ "boxmaker-inferproxy" ];
+      unit = {
+        # It reports every completion to brokerd's socket-activated witness.sock.
+        Wants = [ "boxmaker-brokerd-witness.socket" ];
+        After = [ "boxmaker-brokerd-witness.socket" ];
+      };
       # Loosening: llama-server listens on host loopback TCP, so the host's network
       # namespace with IP sockets, and the kernel's filter admits loopback only.
       extra = ipNetwork // {
+        # No loosening: brokerd's witness pair directory, entered by group.
+        SupplementaryGroups = [ inferBrokerGroup ];
         IPAddressAllow = "localhost";
         # Its only writable place; it keeps nothing.
         RuntimeDirectory = "${runName}/inferproxy";
@@ -462,6 +475,12 @@ in
       fdName = "chat";
       dir = dirOf s.chat_broker;
       file = "broker.sock";
+    };
+    boxmaker-brokerd-witness = socket {
+      service = "brokerd";
+      fdName = "witness";
+      dir = dirOf s.infer_broker;
+      file = "witness.sock";
     };
     boxmaker-inferproxy = socket {
       service = "inferproxy";

@@ -31,12 +31,12 @@ echo "systemd $(systemctl --version | awk 'NR == 1 { print $2 }') as PID 1; syst
 expect "the system bus is dbus-broker (a DynamicUser cannot reach dbus-daemon, systemd#22737)" \
     "test \"\$(systemctl show -p Id --value dbus.service)\" = dbus-broker.service"
 expect "sysusers made the socket-directory groups" \
-    "getent group boxmaker-admin boxmaker-chat boxmaker-loop-broker boxmaker-loop-infer boxmaker-broker-gateway"
+    "getent group boxmaker-admin boxmaker-chat boxmaker-loop-broker boxmaker-loop-infer boxmaker-infer-broker boxmaker-broker-gateway"
 make_owner
 
 # ---- (a) socket activation and readiness --------------------------------------------------
 scenario "(a) socket activation: no role runs before its first connection; READY"
-for s in boxmaker-brokerd-loop boxmaker-brokerd-admin boxmaker-brokerd-chat boxmaker-loopd boxmaker-inferproxy; do
+for s in boxmaker-brokerd-loop boxmaker-brokerd-admin boxmaker-brokerd-chat boxmaker-brokerd-witness boxmaker-loopd boxmaker-inferproxy; do
     wait_for 10 "$s.socket is listening" "systemctl is-active --quiet $s.socket"
 done
 for role in brokerd loopd inferproxy; do
@@ -44,7 +44,7 @@ for role in brokerd loopd inferproxy; do
         "active boxmaker-$role.service"
 done
 for pair in loop-broker:boxmaker-loop-broker admin-broker:boxmaker-admin \
-    loop-infer:boxmaker-loop-infer chat-loop:boxmaker-chat chat-broker:boxmaker-chat; do
+    loop-infer:boxmaker-loop-infer chat-loop:boxmaker-chat chat-broker:boxmaker-chat infer-broker:boxmaker-infer-broker; do
     expect "/run/boxmaker/${pair%%:*} is 750 root:${pair#*:}" \
         "test \"\$(stat -c '%a %U %G' /run/boxmaker/${pair%%:*})\" = '750 root ${pair#*:}'"
 done

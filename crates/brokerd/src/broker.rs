@@ -32,6 +32,7 @@ use crate::policy::{self, Decision, Labels, Outcome};
 use crate::runner::{RunOutcome, Runner};
 use crate::sessions::{SessionState, Sessions};
 use crate::tool_spec;
+use crate::witness::Witness;
 use grants::Snapshot;
 
 #[derive(Debug)]
@@ -56,6 +57,8 @@ pub struct Broker {
     pub(crate) runs: Runs,
     /// The label of every message brokerd can account for (issue 17 point 3).
     pub(crate) accounting: Mutex<Accounting>,
+    /// What inferproxy witnessed: only those calls run, each once.
+    pub(crate) witness: Witness,
 }
 
 impl Broker {
@@ -67,6 +70,7 @@ impl Broker {
         runner: Runner,
         notes: Notes,
         accounting: Accounting,
+        witness: Witness,
     ) -> Self {
         let desk = Desk::new(config.broker.max_pending_approvals);
         let outbox = Outbox::new(config.gateway.is_some());
@@ -84,6 +88,7 @@ impl Broker {
             notes,
             runs: Runs::default(),
             accounting: Mutex::new(accounting),
+            witness,
         }
     }
 

@@ -54,6 +54,12 @@ pub enum Error {
     JobsSocket(ListenError),
     /// The chat socket could not be taken or bound.
     ChatSocket(ListenError),
+    /// The configuration names no `peers.infer`: no witness, so no call could ever run.
+    NoInferPeer,
+    /// The witness store could not be opened or read back.
+    Witness(crate::witness::StoreError),
+    /// The witness socket could not be taken or bound.
+    WitnessSocket(ListenError),
     /// The start-up could not watch signals or start a thread.
     Service(StartError),
     /// Serving stopped: durable state failed under `by` (a socket's request, the gateway
@@ -73,6 +79,9 @@ impl Error {
             | Self::JobGrants(_)
             | Self::JobsSocket(_)
             | Self::ChatSocket(_)
+            | Self::NoInferPeer
+            | Self::Witness(_)
+            | Self::WitnessSocket(_)
             | Self::ToolUnit(_)
             | Self::Stdout(_)
             | Self::AuditOpen(_)
@@ -92,7 +101,13 @@ impl fmt::Display for Error {
             Self::Inherit(e)
             | Self::Socket { source: e, .. }
             | Self::JobsSocket(e)
-            | Self::ChatSocket(e) => e.fmt(f),
+            | Self::ChatSocket(e)
+            | Self::WitnessSocket(e) => e.fmt(f),
+            Self::NoInferPeer => f.write_str(
+                "peers.infer is not set: brokerd runs only calls inferproxy witnessed, and \
+                 admits inferproxy on witness.sock by it",
+            ),
+            Self::Witness(e) => write!(f, "witness store: {e}"),
             Self::Config(e) => e.fmt(f),
             Self::JobGrants(e) => e.fmt(f),
             Self::Grants(e) => e.fmt(f),
@@ -120,7 +135,10 @@ impl std::error::Error for Error {
             Self::Inherit(e)
             | Self::Socket { source: e, .. }
             | Self::JobsSocket(e)
-            | Self::ChatSocket(e) => Some(e),
+            | Self::ChatSocket(e)
+            | Self::WitnessSocket(e) => Some(e),
+            Self::NoInferPeer => None,
+            Self::Witness(e) => Some(e),
             Self::Config(e) => Some(e),
             Self::JobGrants(e) => Some(e),
             Self::Grants(e) => Some(e),

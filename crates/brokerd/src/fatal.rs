@@ -17,6 +17,8 @@ pub enum Fatal {
     Rng(getrandom::Error),
     /// The accounting took no record.
     Accounting(LogError),
+    /// The witness store took no record (a report, or a call's use).
+    Witness(crate::witness::StoreError),
 }
 
 impl fmt::Display for Fatal {
@@ -26,6 +28,7 @@ impl fmt::Display for Fatal {
             Self::Sessions(e) => write!(f, "session state: {e}"),
             Self::Rng(e) => write!(f, "OS RNG: {e}"),
             Self::Accounting(e) => write!(f, "accounting: {e}"),
+            Self::Witness(e) => write!(f, "witness store: {e}"),
         }
     }
 }
@@ -36,6 +39,7 @@ impl std::error::Error for Fatal {
             Self::Audit(e) => Some(e),
             Self::Sessions(e) => Some(e),
             Self::Accounting(e) => Some(e),
+            Self::Witness(e) => Some(e),
             // getrandom implements std's Error only with its "std" feature, which the
             // workspace leaves off: its code is in the text.
             Self::Rng(_) => None,

@@ -29,6 +29,7 @@ pub mod sessions;
 mod start;
 pub mod status;
 pub mod tool_spec;
+pub mod witness;
 
 pub use error::{EXIT_FAILURE, EXIT_FATAL, Error};
 pub use fatal::Fatal;

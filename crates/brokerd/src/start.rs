@@ -19,7 +19,7 @@ use crate::notes::Notes;
 use crate::runner::{DirectRunner, Runner, SystemdRunner};
 use crate::server::{self, Side};
 use crate::sessions::Sessions;
-use crate::{chat_socket, jobs, jobs_socket};
+use crate::{chat_socket, jobs, jobs_socket, witness};
 use grants::Snapshot;
 
 #[derive(Debug, clap::Parser)]
@@ -43,6 +43,9 @@ pub fn run(args: Args) -> Result<(), Error> {
     let config = Config::load(&args.common.config).map_err(Error::Config)?;
     let snapshot = Snapshot::load(&config.grants).map_err(Error::Grants)?;
     jobs::check(&config, &snapshot).map_err(Error::JobGrants)?;
+    if config.peers.infer.is_none() {
+        return Err(Error::NoInferPeer);
+    }
     if args.common.check_config {
         let mut out = std::io::stdout().lock();
         let line = format!(
@@ -72,8 +75,21 @@ pub fn run(args: Args) -> Result<(), Error> {
     )
     .map_err(Error::Notes)?;
     let accounting = open_accounting(&config)?;
+    let (store, opened) =
+        witness::Store::open(&config.witness_dir(), config.broker.max_witness_records)
+            .map_err(Error::Witness)?;
+    log::info(format_args!(
+        "witness store: {} records kept{}",
+        opened.kept,
+        if opened.torn {
+            "; a torn last line cut off"
+        } else {
+            ""
+        }
+    ));
+    let witness = witness::Witness::new(store, config.broker.witness_wait);
     let broker = Arc::new(Broker::new(
-        config, snapshot, audit, sessions, runner, notes, accounting,
+        config, snapshot, audit, sessions, runner, notes, accounting, witness,
     ));
     broker
         .audit_first_snapshot()
@@ -101,6 +117,12 @@ pub fn run(args: Args) -> Result<(), Error> {
             .framed(&path, &chat_socket::policy(&broker), handle)
             .map_err(Error::ChatSocket)?;
     }
+    // inferproxy's side: its reports of the completions it forwards.
+    let path = broker.config.sockets.infer_broker_sock();
+    let handle = witness::socket::handler(broker.clone(), service.activity(), halt.clone());
+    service
+        .framed(&path, &witness::socket::policy(&broker), handle)
+        .map_err(Error::WitnessSocket)?;
     // The job runners' side, when jobs are configured.
     if !broker.config.jobs.is_empty() {
         let path = broker.config.sockets.jobs_broker_sock();

@@ -12,10 +12,12 @@ mod gateway;
 mod infer;
 mod invalid;
 mod jobs;
+mod sockets;
 pub use gateway::Gateway;
 pub use infer::{Infer, Upstream};
 pub use invalid::Invalid;
 pub use jobs::{Deliver, Job, JobInvalid, MAX_PROMPT, jobs_file};
+pub use sockets::{INFER_SOCK, Sockets};
 
 pub const DEFAULT_PATH: &str = "/etc/boxmaker/config.toml";
 
@@ -45,120 +47,6 @@ pub struct Config {
     pub jobs: Vec<Job>,
 }
 
-/// The socket directories, one per pair of roles; each holds its listener's socket.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Sockets {
-    /// Shared by loopd and brokerd: `broker.sock`, tool requests only.
-    pub loop_broker: PathBuf,
-    /// Shared by the owner's admin group (bxctl) and brokerd: `broker.sock`, approvals,
-    /// admin and read-only queries.
-    pub admin_broker: PathBuf,
-    /// Shared by loopd and inferproxy: `infer.sock`, plain HTTP.
-    #[serde(default = "default_loop_infer")]
-    pub loop_infer: PathBuf,
-    /// Shared by the owner's chat group (`bxctl chat`) and loopd: `loop.sock`.
-    #[serde(default = "default_chat_loop")]
-    pub chat_loop: PathBuf,
-    /// Shared by the owner's chat group (`bxctl chat`), gatewayd and brokerd: `broker.sock`,
-    /// the owner's messages registered before they reach loopd (`owner_message` only).
-    #[serde(default = "default_chat_broker")]
-    pub chat_broker: PathBuf,
-    /// Shared by brokerd and gatewayd: `gateway.sock`, gatewayd listening, brokerd asking
-    /// the owner for approvals through it.
-    #[serde(default = "default_broker_gateway")]
-    pub broker_gateway: PathBuf,
-    /// Shared by the job runners and brokerd: `jobs.sock`, job registrations (and a run's note).
-    #[serde(default = "default_jobs_broker")]
-    pub jobs_broker: PathBuf,
-    /// Shared by the job runners and loopd: `loop.sock`, a job run's one turn only.
-    #[serde(default = "default_jobs_loop")]
-    pub jobs_loop: PathBuf,
-    /// Shared by the job runners and gatewayd: `gateway.sock`, a run's result only.
-    #[serde(default = "default_jobs_gateway")]
-    pub jobs_gateway: PathBuf,
-}
-
-/// inferproxy's socket file in `sockets.loop_infer`.
-pub const INFER_SOCK: &str = "infer.sock";
-
-/// Each socket's path, the one place its file name is written: the listener binds it, the
-/// other role of the pair connects to it.
-impl Sockets {
-    /// brokerd's loopd side: tool requests only.
-    pub fn loop_broker_sock(&self) -> PathBuf {
-        self.loop_broker.join("broker.sock")
-    }
-
-    /// brokerd's admin side: approvals, answers, queries.
-    pub fn admin_broker_sock(&self) -> PathBuf {
-        self.admin_broker.join("broker.sock")
-    }
-
-    /// inferproxy's socket, for loopd.
-    pub fn loop_infer_sock(&self) -> PathBuf {
-        self.loop_infer.join(INFER_SOCK)
-    }
-
-    /// loopd's chat socket, for `bxctl chat` and gatewayd.
-    pub fn chat_loop_sock(&self) -> PathBuf {
-        self.chat_loop.join("loop.sock")
-    }
-
-    /// brokerd's chat side, for `bxctl chat` and gatewayd.
-    pub fn chat_broker_sock(&self) -> PathBuf {
-        self.chat_broker.join("broker.sock")
-    }
-
-    /// brokerd's jobs side, for the job runners.
-    pub fn jobs_broker_sock(&self) -> PathBuf {
-        self.jobs_broker.join("jobs.sock")
-    }
-
-    /// loopd's jobs side, for the job runners.
-    pub fn jobs_loop_sock(&self) -> PathBuf {
-        self.jobs_loop.join("loop.sock")
-    }
-
-    /// gatewayd's jobs side, for the job runners.
-    pub fn jobs_gateway_sock(&self) -> PathBuf {
-        self.jobs_gateway.join("gateway.sock")
-    }
-
-    /// gatewayd's socket, for brokerd.
-    pub fn broker_gateway_sock(&self) -> PathBuf {
-        self.broker_gateway.join("gateway.sock")
-    }
-}
-
-fn default_loop_infer() -> PathBuf {
-    PathBuf::from("/run/boxmaker/loop-infer")
-}
-
-fn default_chat_loop() -> PathBuf {
-    PathBuf::from("/run/boxmaker/chat-loop")
-}
-
-fn default_chat_broker() -> PathBuf {
-    PathBuf::from("/run/boxmaker/chat-broker")
-}
-
-fn default_jobs_broker() -> PathBuf {
-    PathBuf::from("/run/boxmaker/jobs-broker")
-}
-
-fn default_jobs_loop() -> PathBuf {
-    PathBuf::from("/run/boxmaker/jobs-loop")
-}
-
-fn default_jobs_gateway() -> PathBuf {
-    PathBuf::from("/run/boxmaker/jobs-gateway")
-}
-
-fn default_broker_gateway() -> PathBuf {
-    PathBuf::from("/run/boxmaker/broker-gateway")
-}
-
 /// Who may connect on each side, checked with SO_PEERCRED on every connection (defence in
 /// depth behind the directories' permissions).
 #[derive(Debug, Clone, Deserialize)]
@@ -177,6 +65,10 @@ pub struct Peers {
     /// brokerd: gatewayd admits it on gateway.sock. gatewayd refuses to start without it.
     #[serde(default)]
     pub broker: Option<Peer>,
+    /// inferproxy: brokerd admits it on witness.sock (its reports of the completions it
+    /// forwarded). brokerd refuses to start without it.
+    #[serde(default)]
+    pub infer: Option<Peer>,
     /// Who else may run jobs, besides each job's own user `boxmaker-job-<name>` (always
     /// admitted on the jobs sockets): under `bxctl dev` the developer's uid, where the
     /// runner's claim names the job (SO_PEERCRED cannot tell jobs apart there).
@@ -245,6 +137,12 @@ pub struct Broker {
     /// The notes directory brokerd owns; `home/memory/notes` when unset (the NixOS module
     /// sets brokerd's own StateDirectory, docs/memory.md).
     pub notes: Option<PathBuf>,
+    /// How long a tool request waits for inferproxy's report of the completion it names.
+    #[serde(deserialize_with = "duration")]
+    pub witness_wait: Duration,
+    /// How many witness records brokerd keeps; older ones are forgotten (their calls are
+    /// then `not_witnessed`).
+    pub max_witness_records: usize,
 }
 
 /// The agent loop (loopd).
@@ -300,6 +198,8 @@ impl Default for Broker {
             sandbox_binds: vec!["/nix/store".into()],
             consult: None,
             notes: None,
+            witness_wait: Duration::from_secs(5),
+            max_witness_records: 4096,
         }
     }
 }
@@ -392,6 +292,7 @@ impl Config {
             ("sockets.jobs_broker", &self.sockets.jobs_broker),
             ("sockets.jobs_loop", &self.sockets.jobs_loop),
             ("sockets.jobs_gateway", &self.sockets.jobs_gateway),
+            ("sockets.infer_broker", &self.sockets.infer_broker),
             ("broker.tool", &self.broker.tool),
             ("broker.sandbox_root", &self.broker.sandbox_root),
         ] {
@@ -417,6 +318,7 @@ impl Config {
             &self.sockets.jobs_broker,
             &self.sockets.jobs_loop,
             &self.sockets.jobs_gateway,
+            &self.sockets.infer_broker,
         ];
         if let Some(i) = (1..dirs.len()).find(|&i| dirs[..i].contains(&dirs[i])) {
             return Err(Invalid::SharedSocketDirectory {
@@ -442,6 +344,8 @@ impl Config {
             ("broker.tool_time_limit", b.tool_time_limit.is_zero()),
             ("broker.tool_memory_mib", b.tool_memory_mib == 0),
             ("broker.tool_tasks_max", b.tool_tasks_max == 0),
+            ("broker.witness_wait", b.witness_wait.is_zero()),
+            ("broker.max_witness_records", b.max_witness_records == 0),
         ] {
             if zero {
                 return Err(Invalid::Zero { name });
@@ -484,6 +388,11 @@ impl Config {
     /// brokerd's own durable state (session taint and untrusted flags).
     pub fn broker_state_dir(&self) -> PathBuf {
         self.home.join("broker")
+    }
+
+    /// brokerd's witness store: what inferproxy witnessed, and which calls were used.
+    pub fn witness_dir(&self) -> PathBuf {
+        self.home.join("witness")
     }
 
     /// The notes (`memory/notes` unless `broker.notes` says otherwise).

@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use strict_http::HttpError;
 
 use crate::upstream::Failure;
+use crate::witness::WitnessError;
 
 /// How many interim (1xx) answers llama-server may send before its real one.
 pub(crate) const MAX_INTERIM: usize = 8;
@@ -36,6 +37,8 @@ pub(crate) enum Refused {
     Interim,
     /// llama-server's answer head did not come (in time) or was malformed.
     Head(HttpError),
+    /// The OS random source gave no completion id.
+    NoId(getrandom::Error),
 }
 
 impl Refused {
@@ -49,6 +52,7 @@ impl Refused {
             Self::Head(e) if Failure::of(e) == Failure::Silent => 504,
             Self::Connect { .. } | Self::Send(_) | Self::Switching | Self::Interim => 502,
             Self::Head(_) => 502,
+            Self::NoId(_) => 500,
         }
     }
 
@@ -71,6 +75,7 @@ impl Refused {
             Self::Connect { .. } | Self::Send(_) => "llama-server is not reachable",
             Self::Head(_) if self.status() == 504 => "llama-server did not answer in time",
             Self::Switching | Self::Interim | Self::Head(_) => "llama-server answered badly",
+            Self::NoId(_) => "inferproxy cannot name the completion to witness it",
         }
     }
 }
@@ -87,6 +92,7 @@ impl fmt::Display for Refused {
             Self::Send(e) => write!(f, "sending the request: {e}"),
             Self::Switching => f.write_str("llama-server answered 101 Switching Protocols"),
             Self::Interim => write!(f, "more than {MAX_INTERIM} interim answers"),
+            Self::NoId(e) => write!(f, "OS RNG: {e}"),
         }
     }
 }
@@ -96,7 +102,11 @@ impl std::error::Error for Refused {
         match self {
             Self::Request(e) | Self::Send(e) | Self::Head(e) => Some(e),
             Self::Connect { source, .. } => Some(source),
-            Self::NotAllowed { .. } | Self::Expect { .. } | Self::Switching | Self::Interim => None,
+            Self::NotAllowed { .. }
+            | Self::Expect { .. }
+            | Self::Switching
+            | Self::Interim
+            | Self::NoId(_) => None,
         }
     }
 }
@@ -115,6 +125,8 @@ pub(crate) enum Cut {
     Upstream(HttpError),
     /// Writing the body to the client failed.
     Client(io::Error),
+    /// The completion could not be witnessed: the stream ends without `[DONE]`.
+    Witness(WitnessError),
 }
 
 impl fmt::Display for Cut {
@@ -127,6 +139,7 @@ impl fmt::Display for Cut {
             }
             Self::Upstream(e) => write!(f, "llama-server: {e}"),
             Self::Client(e) => write!(f, "the client went away: {e}"),
+            Self::Witness(e) => write!(f, "not witnessed, so no [DONE]: {e}"),
         }
     }
 }
@@ -136,6 +149,7 @@ impl std::error::Error for Cut {
         match self {
             Self::Left(e) | Self::WriteHead(e) | Self::Framing(e) | Self::Upstream(e) => Some(e),
             Self::Client(e) => Some(e),
+            Self::Witness(e) => Some(e),
         }
     }
 }

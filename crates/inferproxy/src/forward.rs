@@ -23,6 +23,7 @@ use crate::abort::{Abort, Cut, MAX_INTERIM, Refused, before_head};
 use crate::proxy::Proxy;
 use crate::reply;
 use crate::upstream::{Deadline, Failure, UpstreamReader};
+use crate::witness::{self, Pushed, Tee, WitnessError, Witnessing};
 
 /// The requests forwarded: what loopd needs and nothing else. The target must match
 /// exactly (no query, no other spelling).
@@ -34,7 +35,7 @@ pub const ALLOWED: [(&str, &str); 4] = [
 ];
 
 /// Hop-by-hop fields, and those the proxy writes itself: never forwarded either way.
-const NOT_FORWARDED: [&str; 13] = [
+const NOT_FORWARDED: [&str; 14] = [
     "connection",
     "keep-alive",
     "proxy-connection",
@@ -49,6 +50,8 @@ const NOT_FORWARDED: [&str; 13] = [
     "expect",
     // inferproxy's own version field: what arrives under its name is not inferproxy's.
     "x-boxmaker-inferproxy-version",
+    // The completion inferproxy witnessed is named by inferproxy alone.
+    proto::attest::COMPLETION_HEADER,
 ];
 
 /// How much of the answer is read (and then written) at once.
@@ -73,6 +76,25 @@ pub(crate) fn exchange(proxy: &Proxy, client: &UnixStream, who: &str) {
         }
     };
     let what = format!("{} {}", head.method, head.target);
+    // A chat request is witnessed, or refused: never forwarded unwitnessed.
+    let witness = if head.target == "/v1/chat/completions" {
+        match proto::attest::witnessable(&body) {
+            Ok(prompt) => match Witnessing::start(prompt) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    let why = Refused::NoId(e);
+                    log::error(format_args!("{who}: {what}: {}: {why}", why.status()));
+                    return reply::error(client, why.status(), why.message());
+                }
+            },
+            Err(why) => {
+                log::info(format_args!("{who}: {what}: refused with 400: {why}"));
+                return reply::unwitnessable(client, &why);
+            }
+        }
+    } else {
+        None
+    };
     // llama-server gave nothing to forward: the client gets our answer.
     let refuse = |why: Refused| {
         proxy.upstream_reached(false);
@@ -89,7 +111,7 @@ pub(crate) fn exchange(proxy: &Proxy, client: &UnixStream, who: &str) {
         infer.first_byte_timeout,
         infer.idle_timeout,
     );
-    let outcome = relay(&mut up, client, &head);
+    let outcome = relay(proxy, &mut up, client, &head, witness.as_ref());
     let waited = up.first_byte_at.map_or_else(
         || "no answer".into(),
         |t| format!("first byte after {:?}", t - started),
@@ -97,8 +119,11 @@ pub(crate) fn exchange(proxy: &Proxy, client: &UnixStream, who: &str) {
     match outcome {
         Ok((status, bytes, end)) => {
             proxy.upstream_reached(true);
+            let named = witness
+                .as_ref()
+                .map_or_else(String::new, |w| format!(" (completion {})", w.completion));
             log::info(format_args!(
-                "{who}: {what}: {status}, {bytes} body bytes, {waited}, done after {:?}{}",
+                "{who}: {what}: {status}, {bytes} body bytes, {waited}, done after {:?}{}{named}",
                 started.elapsed(),
                 match end {
                     End::Whole => "",
@@ -222,17 +247,19 @@ fn closed_after_done(cut: &Cut, event_stream: bool, tail: &Tail) -> bool {
     let left = match cut {
         Cut::Client(_) => true,
         Cut::Upstream(e) => Failure::of(e) == Failure::ClientGone,
-        Cut::Left(_) | Cut::WriteHead(_) | Cut::Framing(_) => false,
+        Cut::Left(_) | Cut::WriteHead(_) | Cut::Framing(_) | Cut::Witness(_) => false,
     };
     left && event_stream && tail.done()
 }
 
-/// Reads llama-server's answer and streams it to the client. `Ok((status, body bytes, how
-/// it ended))`.
+/// Reads llama-server's answer and streams it to the client; a chat answer (`witness`) is
+/// witnessed on the way (`witness::Tee`). `Ok((status, body bytes, how it ended))`.
 fn relay(
+    proxy: &Proxy,
     up: &mut UpstreamReader<'_>,
     client: &UnixStream,
     request: &RequestHead,
+    witness: Option<&Witnessing>,
 ) -> Result<(u16, u64, End), Abort> {
     let mut up = BufReader::with_capacity(RELAY_BUFFER, up);
     let mut interim = 0;
@@ -269,6 +296,9 @@ fn relay(
         proto::status::INFERPROXY_VERSION_HEADER,
         env!("CARGO_PKG_VERSION").into(),
     ));
+    if let Some(w) = witness {
+        fields.push((proto::attest::COMPLETION_HEADER, w.completion.to_string()));
+    }
     let fields: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let mut out = client;
     write_response_head(&mut out, head.status, &head.reason, &fields)
@@ -290,6 +320,22 @@ fn relay(
             Err(Abort::Cut(cut))
         }
     };
+    // Only a 200's body is an answer loopd reads as a stream.
+    let mut tee = witness
+        .filter(|_| head.status == 200)
+        .map(|w| (w, Tee::new()));
+    let mut send = |bytes: &[u8], total: &mut u64, tail: &mut Tail| {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        match chunked.as_mut() {
+            Some(w) => w.write_all(bytes),
+            None => out.write_all(bytes),
+        }?;
+        *total += bytes.len() as u64;
+        tail.push(bytes);
+        Ok(())
+    };
     loop {
         // Everything that has arrived, without waiting for more; then out it goes at once.
         let n = match body.read_ready(&mut buf) {
@@ -297,15 +343,40 @@ fn relay(
             Ok(n) => n,
             Err(e) => return cut(Cut::Upstream(e), &tail, total),
         };
-        let written = match chunked.as_mut() {
-            Some(w) => w.write_all(&buf[..n]),
-            None => out.write_all(&buf[..n]),
+        let Some((w, t)) = tee.as_mut() else {
+            if let Err(e) = send(&buf[..n], &mut total, &mut tail) {
+                return cut(Cut::Client(e), &tail, total);
+            }
+            continue;
         };
-        if let Err(e) = written {
+        let (before, after) = match t.push(&buf[..n]) {
+            Pushed::Forward(bytes) => (bytes, Ok(None)),
+            Pushed::Done { before, held } => (before, Ok(Some(held))),
+            Pushed::Broken { before, why } => (before, Err(why)),
+        };
+        if let Err(e) = send(&before, &mut total, &mut tail) {
             return cut(Cut::Client(e), &tail, total);
         }
-        total += n as u64;
-        tail.push(&buf[..n]);
+        match after {
+            Ok(None) => {}
+            Ok(Some(held)) => {
+                let report = t.report(w);
+                let timeout = proxy.infer.witness_timeout;
+                if let Err(e) = witness::report(&proxy.witness_sock, timeout, report) {
+                    return Err(Abort::Cut(Cut::Witness(e)));
+                }
+                tee = None;
+                if let Err(e) = send(&held, &mut total, &mut tail) {
+                    return cut(Cut::Client(e), &tail, total);
+                }
+            }
+            Err(why) => return Err(Abort::Cut(Cut::Witness(WitnessError::Copy(why)))),
+        }
+    }
+    if let Some((_, t)) = tee
+        && let Err(e) = send(&t.rest(), &mut total, &mut tail)
+    {
+        return cut(Cut::Client(e), &tail, total);
     }
     if let Some(w) = chunked
         && let Err(e) = w.finish()

@@ -5,6 +5,10 @@
 //! arrives. Everything else is refused with 403, in particular `/slots*` and `POST /props`:
 //! the server's KV cache holds every session's data.
 //!
+//! It is also the witness (`witness`): a chat request is forwarded only if nothing in it can
+//! force what the model emits, and every answer is reported to brokerd (`witness.sock`)
+//! before loopd gets its `[DONE]`; brokerd runs only the tool calls so reported.
+//!
 //! Threads (the start-up is `daemon::service`'s): the main thread waits for signals; one
 //! thread accepts; one thread per connection (at most `infer.max_connections`, 503 past
 //! that); one thread answers the refused; a watchdog thread when systemd asks for one.
@@ -14,6 +18,7 @@ mod forward;
 mod proxy;
 mod reply;
 mod upstream;
+mod witness;
 
 use std::fmt;
 use std::io::{self, Write};
@@ -100,7 +105,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         peers: vec![config.peers.loopd],
         max_connections: config.infer.max_connections,
     };
-    let proxy = Arc::new(Proxy::new(config.infer));
+    let proxy = Arc::new(Proxy::new(config.infer, config.sockets.infer_broker_sock()));
     let mut service = Service::new("inferproxy", inherited);
     let (p, activity) = (proxy.clone(), service.activity());
     let exchange = move |stream: std::os::unix::net::UnixStream, who: &str| {

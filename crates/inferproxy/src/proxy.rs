@@ -1,6 +1,7 @@
 //! The proxy's state that every connection shares: its settings, and whether llama-server
 //! answered the last attempt, which the STATUS line systemd shows follows.
 
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use daemon::config::Infer;
@@ -11,14 +12,17 @@ use daemon::notify;
 #[derive(Debug)]
 pub(crate) struct Proxy {
     pub infer: Infer,
+    /// brokerd's `witness.sock`, where every completion is reported before its `[DONE]`.
+    pub witness_sock: PathBuf,
     /// Whether the last attempt reached llama-server; the STATUS line changes with it.
     reachable: Mutex<Option<bool>>,
 }
 
 impl Proxy {
-    pub fn new(infer: Infer) -> Self {
+    pub fn new(infer: Infer, witness_sock: PathBuf) -> Self {
         Self {
             infer,
+            witness_sock,
             reachable: Mutex::new(None),
         }
     }

@@ -28,11 +28,14 @@ fn kind(status: u16) -> &'static str {
 
 /// The whole answer: head (`Connection: close`) and body.
 pub(crate) fn error_bytes(status: u16, message: &'static str) -> Vec<u8> {
-    debug_assert!(!message.contains(['"', '\\']), "plain text only");
-    let body = format!(
-        "{{\"error\":{{\"code\":{status},\"message\":\"{message}\",\"type\":\"{}\"}}}}",
-        kind(status)
-    );
+    typed_error_bytes(status, kind(status), message)
+}
+
+/// [`error_bytes`] with its own `type` and a message that may name what the client sent
+/// (escaped as JSON).
+pub(crate) fn typed_error_bytes(status: u16, kind: &str, message: &str) -> Vec<u8> {
+    let body = serde_json::json!({"error": {"code": status, "message": message, "type": kind}})
+        .to_string();
     let mut out = format!(
         "HTTP/1.1 {status} {}\r\nContent-Type: application/json; charset=utf-8\r\n\
          Content-Length: {}\r\n{}: {}\r\nConnection: close\r\n\r\n",
@@ -55,8 +58,22 @@ const DRAIN_TIME: Duration = Duration::from_secs(1);
 /// shut for writing (the client sees the end of the answer) and what the client still
 /// sends is read and dropped, within [`DRAIN_BYTES`] and [`DRAIN_TIME`].
 pub(crate) fn error(stream: &UnixStream, status: u16, message: &'static str) {
+    send_and_close(stream, &error_bytes(status, message));
+}
+
+/// A chat request inferproxy will not witness: 400, type `unwitnessable_request`, the
+/// message naming the field.
+pub(crate) fn unwitnessable(stream: &UnixStream, why: &proto::attest::Unwitnessable) {
+    let message = why.to_string();
+    send_and_close(
+        stream,
+        &typed_error_bytes(400, "unwitnessable_request", &message),
+    );
+}
+
+fn send_and_close(stream: &UnixStream, answer: &[u8]) {
     // The peer may be gone already; there is nobody left to tell.
-    let _ = (&*stream).write_all(&error_bytes(status, message));
+    let _ = (&*stream).write_all(answer);
     let _ = stream.shutdown(Shutdown::Write);
     let until = Instant::now() + DRAIN_TIME;
     let mut buf = [0u8; 8192];

@@ -24,7 +24,7 @@ pub use body::{
 };
 pub use client::{Response, request, write_request, write_response_head};
 pub use head::{Framing, RequestHead, ResponseHead, read_request_head, read_response_head};
-pub use sse::{Event, MAX_SSE_EVENT, MAX_SSE_LINE, SseReader};
+pub use sse::{Event, EventParser, MAX_SSE_EVENT, MAX_SSE_LINE, SseReader, sse_line};
 
 /// The most bytes a message head (start line, fields, final CRLF) may take.
 pub const MAX_HEAD: usize = 16 * 1024;

@@ -32,6 +32,87 @@ pub struct SseReader<R> {
     first: bool,
 }
 
+/// One line of an event stream, `raw` with its LF (and any CR before it): without its
+/// ending, a bare CR refused, at most `limit` bytes, UTF-8, and the first line of a stream
+/// (`first`) without its byte-order mark.
+pub fn sse_line(raw: &[u8], first: bool, limit: usize) -> Result<&str, HttpError> {
+    let mut line = raw.strip_suffix(b"\n").unwrap_or(raw);
+    line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.contains(&b'\r') {
+        return Err(HttpError::BareCr);
+    }
+    if line.len() > limit {
+        return Err(HttpError::SseLineTooLong { limit });
+    }
+    let text = std::str::from_utf8(line).map_err(|_| HttpError::SseNotUtf8)?;
+    Ok(if first {
+        text.strip_prefix('\u{feff}').unwrap_or(text)
+    } else {
+        text
+    })
+}
+
+/// The events of a stream, line by line ([`sse_line`]'s): `line` gives an event at the
+/// blank line that ends one with data.
+#[derive(Debug, Clone, Default)]
+pub struct EventParser {
+    event: Event,
+    data: Option<String>,
+    size: usize,
+    max_event: usize,
+}
+
+impl EventParser {
+    pub fn new(max_event: usize) -> Self {
+        Self {
+            max_event,
+            ..Self::default()
+        }
+    }
+
+    /// The data the event under way holds so far, each line ended by `\n`.
+    pub fn data(&self) -> Option<&str> {
+        self.data.as_deref()
+    }
+
+    /// Takes one line; at a blank line, the event it ends (when it had data).
+    pub fn line(&mut self, line: &str) -> Result<Option<Event>, HttpError> {
+        if line.is_empty() {
+            let event = std::mem::take(&mut self.event);
+            self.size = 0;
+            return Ok(self.data.take().map(|mut text| {
+                text.pop(); // the last `\n`
+                Event {
+                    data: text,
+                    ..event
+                }
+            }));
+        }
+        self.size += line.len();
+        if self.size > self.max_event {
+            return Err(HttpError::SseEventTooLarge {
+                limit: self.max_event,
+            });
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line, ""),
+        };
+        match field {
+            "" => {} // a comment
+            "data" => {
+                let text = self.data.get_or_insert_with(String::new);
+                text.push_str(value);
+                text.push('\n');
+            }
+            "event" => self.event.event = Some(value.to_owned()),
+            "id" if !value.contains('\0') => self.event.id = Some(value.to_owned()),
+            _ => {} // `retry` and unknown fields are ignored
+        }
+        Ok(None)
+    }
+}
+
 impl<R: Read> SseReader<R> {
     pub fn new(body: R) -> Self {
         Self::with_limits(body, MAX_SSE_LINE, MAX_SSE_EVENT)
@@ -50,70 +131,20 @@ impl<R: Read> SseReader<R> {
     /// The next event with data, or `None` at the end of the stream. Events without any
     /// `data` line are skipped, as a browser would.
     pub fn next_event(&mut self) -> Result<Option<Event>, HttpError> {
-        let mut event = Event::default();
-        let mut data: Option<String> = None;
-        let mut size = 0usize;
-        let max_event = self.max_event;
+        let mut events = EventParser::new(self.max_event);
         loop {
-            let Some(line) = self.next_line()? else {
+            self.line.clear();
+            let limit = self.max_line;
+            let too_long = || HttpError::SseLineTooLong { limit };
+            if !read_to_lf(&mut self.inner, &mut self.line, limit + 2, too_long)? {
                 return Ok(None);
-            };
-            if line.is_empty() {
-                if let Some(mut text) = data.take() {
-                    text.pop(); // the last `\n`
-                    event.data = text;
-                    return Ok(Some(event));
-                }
-                event = Event::default();
-                size = 0;
-                continue;
             }
-            size += line.len();
-            if size > max_event {
-                return Err(HttpError::SseEventTooLarge { limit: max_event });
-            }
-            let (field, value) = match line.split_once(':') {
-                Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
-                None => (line, ""),
-            };
-            match field {
-                "" => {} // a comment
-                "data" => {
-                    let text = data.get_or_insert_with(String::new);
-                    text.push_str(value);
-                    text.push('\n');
-                }
-                "event" => event.event = Some(value.to_owned()),
-                "id" if !value.contains('\0') => event.id = Some(value.to_owned()),
-                _ => {} // `retry` and unknown fields are ignored
+            let first = std::mem::take(&mut self.first);
+            let line = sse_line(&self.line, first, limit)?;
+            if let Some(event) = events.line(line)? {
+                return Ok(Some(event));
             }
         }
-    }
-
-    /// One line without its ending, borrowed from the reader's line buffer; `None` at the
-    /// end of the stream (a last line without an ending is dropped with its event).
-    fn next_line(&mut self) -> Result<Option<&str>, HttpError> {
-        self.line.clear();
-        let limit = self.max_line;
-        let too_long = || HttpError::SseLineTooLong { limit };
-        if !read_to_lf(&mut self.inner, &mut self.line, limit + 2, too_long)? {
-            return Ok(None);
-        }
-        self.line.pop();
-        if self.line.last() == Some(&b'\r') {
-            self.line.pop();
-        }
-        if self.line.contains(&b'\r') {
-            return Err(HttpError::BareCr);
-        }
-        if self.line.len() > limit {
-            return Err(HttpError::SseLineTooLong { limit });
-        }
-        let mut text = std::str::from_utf8(&self.line).map_err(|_| HttpError::SseNotUtf8)?;
-        if std::mem::take(&mut self.first) {
-            text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        }
-        Ok(Some(text))
     }
 
     pub fn into_inner(self) -> R {

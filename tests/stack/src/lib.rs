@@ -91,6 +91,7 @@ impl Home {
             "run/chat-loop",
             "run/chat-broker",
             "run/broker-gateway",
+            "run/infer-broker",
         ] {
             std::fs::create_dir_all(root.join(d)).expect("mkdir");
         }
@@ -99,9 +100,9 @@ impl Home {
             "home = \"{r}/home\"\ngrants = \"{r}/grants\"\n\
              [sockets]\nloop_broker = \"{r}/run/loop-broker\"\nadmin_broker = \"{r}/run/admin-broker\"\n\
              loop_infer = \"{r}/run/loop-infer\"\nchat_loop = \"{r}/run/chat-loop\"\n\
-             chat_broker = \"{r}/run/chat-broker\"\nbroker_gateway = \"{r}/run/broker-gateway\"\n\
+             chat_broker = \"{r}/run/chat-broker\"\nbroker_gateway = \"{r}/run/broker-gateway\"\ninfer_broker = \"{r}/run/infer-broker\"\n\
              [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\nchat = {{ uid = {uid} }}\n\
-             gateway = {{ uid = {uid} }}\nbroker = {{ uid = {uid} }}\n\
+             gateway = {{ uid = {uid} }}\nbroker = {{ uid = {uid} }}\ninfer = {{ uid = {uid} }}\n\
              [broker]\nrunner = \"direct\"\ntool = \"{tool}\"\n{broker}\n",
             r = root.display(),
             tool = bin("boxmaker-tool").display(),
@@ -165,6 +166,11 @@ impl Home {
 
     pub fn loop_sock(&self) -> PathBuf {
         self.root.join("run/loop-broker/broker.sock")
+    }
+
+    /// brokerd's witness.sock, inferproxy's side.
+    pub fn witness_sock(&self) -> PathBuf {
+        self.root.join("run/infer-broker/witness.sock")
     }
 
     pub fn admin_sock(&self) -> PathBuf {

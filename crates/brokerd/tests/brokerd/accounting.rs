@@ -64,8 +64,13 @@ fn report(n: u8, prompt: &[ChatMessage], answer: &Answer) -> WitnessReport {
         calls: answer.tool_calls.clone(),
         finish: answer.finish.clone().unwrap_or_default(),
         runnable: answer.runnable(),
-        forms: composed::answer_forms(answer),
     }
+}
+
+/// `report` and the other forms of its answer, as inferproxy computes them.
+fn witness(a: &mut Accounting, n: u8, prompt: &[ChatMessage], answer: &Answer) -> Accounted {
+    let forms = composed::answer_forms(answer);
+    a.witnessed(&report(n, prompt, answer), &forms).expect("witnessed")
 }
 
 fn answer(finish: &str, content: Option<&str>, calls: Vec<ToolCall>) -> Answer {
@@ -100,7 +105,7 @@ fn read_a_secret(a: &mut Accounting) -> Vec<ChatMessage> {
         None,
         vec![call("k1", "read_file", "{\"path\":\"/k\"}")],
     );
-    let got = a.witnessed(&report(1, &prompt, &ans)).expect("witnessed");
+    let got = witness(a, 1, &prompt, &ans);
     assert_eq!((got.label, got.unaccounted), (OWNER, 0));
     a.returned("k1", &secret_result(), SECRET)
         .expect("returned");
@@ -121,7 +126,7 @@ fn an_honest_session_is_accounted_for_whole_at_the_labels_it_read() {
     let list = call("w2", "list_dir", "{\"path\":\"/\"}");
     let cut = call("w3", "list_dir", "{\"path\": \"/no");
     let ans = answer("tool_calls", Some("Fetching."), vec![fetch, list, cut]);
-    a.witnessed(&report(1, &prompt, &ans)).expect("witnessed");
+    witness(&mut a, 1, &prompt, &ans);
     let page = ToolResponse::Result {
         content: "x".repeat(5000),
         class: DataClass::Public,
@@ -156,9 +161,7 @@ fn an_honest_session_is_accounted_for_whole_at_the_labels_it_read() {
     );
     compaction.push(composed::instruction(composed::SUMMARY_PROMPT));
     let summary = answer("stop", Some("the owner wants the weather"), vec![]);
-    let got = a
-        .witnessed(&report(2, &compaction, &summary))
-        .expect("witnessed");
+    let got = witness(&mut a, 2, &compaction, &summary);
     assert_eq!(got.unaccounted, 0);
     // The next epoch starts from the summary; an interrupted call's notice is loopd's own.
     let next = vec![
@@ -203,9 +206,7 @@ fn a_secret_copied_into_a_fresh_prompt_keeps_its_label_whatever_it_is_dressed_as
     let mut compaction = read.clone();
     compaction.push(composed::instruction(composed::SUMMARY_PROMPT));
     let summary = answer("stop", Some("the key is hunter2"), vec![]);
-    let got = a
-        .witnessed(&report(2, &compaction, &summary))
-        .expect("witnessed");
+    let got = witness(&mut a, 2, &compaction, &summary);
     assert_eq!((got.label, got.unaccounted), (SECRET, 0));
     let next = fresh(composed::summary("the key is hunter2"));
     assert_eq!(

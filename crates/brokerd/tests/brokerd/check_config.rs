@@ -12,7 +12,7 @@ fn setup(name: &str, grant: &str) -> std::path::PathBuf {
         dir.join("config.toml"),
         format!(
             "home = \"{0}/home\"\ngrants = \"{0}/grants\"\n[sockets]\nloop_broker = \"{0}/l\"\n\
-             admin_broker = \"{0}/a\"\n[peers]\nloopd = {{ uid = 1 }}\nadmin = {{ uid = 2 }}\n",
+             admin_broker = \"{0}/a\"\n[peers]\nloopd = {{ uid = 1 }}\nadmin = {{ uid = 2 }}\ninfer = {{ uid = 3 }}\n",
             dir.display()
         ),
     )
@@ -52,5 +52,22 @@ fn check_config_reports_good_grants_and_refuses_bad_ones() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("notes.toml") && err.contains(".."), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// No configuration turns witnessing off: without `peers.infer` nobody could report a
+/// completion, so brokerd refuses to start (and `--check-config` says why).
+#[test]
+fn check_config_refuses_a_config_without_the_witness_peer() {
+    let good = "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+                [constraints]\npaths = [\"/srv/notes\"]\n";
+    let dir = setup("noinfer", good);
+    let config = dir.join("config.toml");
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(&config, text.replace("infer = { uid = 3 }\n", "")).expect("config");
+    let out = check_config(&config);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("peers.infer is not set"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

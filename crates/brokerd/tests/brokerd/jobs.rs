@@ -124,7 +124,7 @@ fn setup(name: &str, gateway: bool, grants: &[(&str, String)]) -> PathBuf {
         dir.join("config.toml"),
         format!(
             "home = \"{0}/home\"\ngrants = \"{0}/grants\"\n[sockets]\nloop_broker = \"{0}/l\"\n\
-             admin_broker = \"{0}/a\"\n[peers]\nloopd = {{ uid = 1 }}\nadmin = {{ uid = 2 }}\n\
+             admin_broker = \"{0}/a\"\n[peers]\nloopd = {{ uid = 1 }}\nadmin = {{ uid = 2 }}\ninfer = {{ uid = 3 }}\n\
              jobs = {{ uid = 3 }}\n{gateway}{job}",
             dir.display()
         ),

@@ -12,3 +12,4 @@ mod notes;
 mod policy;
 mod runner;
 mod sessions;
+mod witness;

@@ -12,7 +12,7 @@ use crate::error::DevError;
 const DEMO_SCRIPT: &str = include_str!("../demo-script.toml");
 
 /// The directories every run needs.
-const DIRS: [&str; 11] = [
+const DIRS: [&str; 12] = [
     "home/memory",
     "logs",
     "run/loop-broker",
@@ -23,6 +23,7 @@ const DIRS: [&str; 11] = [
     "run/jobs-broker",
     "run/jobs-loop",
     "run/jobs-gateway",
+    "run/infer-broker",
     "notes",
 ];
 
@@ -142,9 +143,9 @@ pub fn config(
              # no root, no systemd.\n\
              home = {}\ngrants = {}\n\
              [sockets]\nloop_broker = {}\nadmin_broker = {}\nloop_infer = {}\nchat_loop = {}\n\
-             chat_broker = {}\njobs_broker = {}\njobs_loop = {}\njobs_gateway = {}\n\
+             chat_broker = {}\njobs_broker = {}\njobs_loop = {}\njobs_gateway = {}\ninfer_broker = {}\n\
              [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\nchat = {{ uid = {uid} }}\n\
-             jobs = {{ uid = {uid} }}\n\
+             jobs = {{ uid = {uid} }}\ninfer = {{ uid = {uid} }}\n\
              [broker]\nrunner = \"direct\"\ntool = {}\n\
              [infer]\nupstream = {}\n{}",
             state.display(),
@@ -158,6 +159,7 @@ pub fn config(
             under("run/jobs-broker"),
             under("run/jobs-loop"),
             under("run/jobs-gateway"),
+            under("run/infer-broker"),
             q(tool),
             serde_json::to_string(upstream).unwrap_or_default(),
             jobs(state)?,

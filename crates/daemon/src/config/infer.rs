@@ -29,6 +29,10 @@ pub struct Infer {
     #[serde(deserialize_with = "duration")]
     pub idle_timeout: Duration,
     pub max_connections: usize,
+    /// How long inferproxy waits for brokerd to record a completion's witness report
+    /// before it forwards `[DONE]`; past it the stream ends without `[DONE]`.
+    #[serde(deserialize_with = "duration")]
+    pub witness_timeout: Duration,
 }
 
 impl Default for Infer {
@@ -45,6 +49,7 @@ impl Default for Infer {
             first_byte_timeout: Duration::from_secs(300),
             idle_timeout: Duration::from_secs(120),
             max_connections: 16,
+            witness_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -61,6 +66,7 @@ impl Infer {
             ),
             ("infer.idle_timeout", self.idle_timeout.is_zero()),
             ("infer.max_connections", self.max_connections == 0),
+            ("infer.witness_timeout", self.witness_timeout.is_zero()),
         ] {
             if zero {
                 return Err(Invalid::Zero { name });

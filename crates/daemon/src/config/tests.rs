@@ -20,6 +20,14 @@ fn a_minimal_config_takes_the_defaults() {
     assert_eq!(c.infer.upstream.addr.to_string(), "127.0.0.1:8080");
     assert_eq!(c.infer.first_byte_timeout, Duration::from_secs(300));
     assert_eq!(c.infer.max_request_bytes, 4 * 1024 * 1024);
+    assert_eq!(c.infer.witness_timeout, Duration::from_secs(5));
+    assert_eq!(c.broker.witness_wait, Duration::from_secs(5));
+    assert_eq!(c.broker.max_witness_records, 4096);
+    assert_eq!(
+        c.sockets.infer_broker_sock(),
+        Path::new("/run/boxmaker/infer-broker/witness.sock")
+    );
+    assert_eq!(c.peers.infer, None);
 }
 
 #[test]
@@ -144,6 +152,38 @@ fn each_invalid_setting_is_its_own_variant() {
                 name: "broker.tool_tasks_max",
             },
             "broker.tool_tasks_max must be more than 0",
+        ),
+        (
+            broker("max_witness_records = 0"),
+            Invalid::Zero {
+                name: "broker.max_witness_records",
+            },
+            "broker.max_witness_records must be more than 0",
+        ),
+        (
+            broker("witness_wait = \"0s\""),
+            Invalid::Zero {
+                name: "broker.witness_wait",
+            },
+            "broker.witness_wait must be more than 0",
+        ),
+        (
+            format!("{MINIMAL}[infer]\nwitness_timeout = \"0s\"\n"),
+            Invalid::Zero {
+                name: "infer.witness_timeout",
+            },
+            "infer.witness_timeout must be more than 0",
+        ),
+        (
+            MINIMAL.replace(
+                "[peers]",
+                "infer_broker = \"/run/boxmaker/loop-broker\"\n[peers]",
+            ),
+            Invalid::SharedSocketDirectory {
+                dir: PathBuf::from("/run/boxmaker/loop-broker"),
+            },
+            "each [sockets] entry must be a directory of its own: each pair of roles has its own \
+             socket directory",
         ),
         (
             format!("{MINIMAL}[infer]\nfirst_byte_timeout = \"0s\"\n"),

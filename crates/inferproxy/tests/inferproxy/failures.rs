@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use strict_http::HttpError;
 
-use crate::support::{PATIENCE, Proxy, STREAM_HEAD, Upstream, chunk};
+use crate::support::{PATIENCE, Proxy, STREAM_HEAD, Upstream, chat_body, chunk};
 
 /// The proxy's own error answer: status and message.
 fn error_of(proxy: &Proxy, path: &str) -> (u16, String) {
@@ -16,7 +16,12 @@ fn error_of(proxy: &Proxy, path: &str) -> (u16, String) {
     } else {
         "GET"
     };
-    let (status, headers, body) = proxy.call(method, path, b"{}");
+    let body = if method == "POST" {
+        chat_body()
+    } else {
+        Vec::new()
+    };
+    let (status, headers, body) = proxy.call(method, path, &body);
     assert_eq!(
         headers.get("content-type"),
         Some("application/json; charset=utf-8")
@@ -114,8 +119,14 @@ fn cut_stream(
         upstream_then(stream);
     });
     let proxy = Proxy::start(up.port, infer);
-    let resp = strict_http::request(proxy.connect(), "POST", "/v1/chat/completions", &[], b"{}")
-        .expect("head");
+    let resp = strict_http::request(
+        proxy.connect(),
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        &chat_body(),
+    )
+    .expect("head");
     assert_eq!(resp.status, 200);
     let mut body = resp.body;
     let mut got = vec![0u8; 15];
@@ -169,8 +180,14 @@ fn a_client_that_leaves_mid_stream_stops_the_upstream() {
         }
     });
     let proxy = Proxy::start(up.port, "");
-    let resp = strict_http::request(proxy.connect(), "POST", "/v1/chat/completions", &[], b"{}")
-        .expect("head");
+    let resp = strict_http::request(
+        proxy.connect(),
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        &chat_body(),
+    )
+    .expect("head");
     let mut body = resp.body;
     let mut some = [0u8; 21];
     body.read_exact(&mut some).expect("a token");
@@ -191,7 +208,12 @@ fn a_client_that_leaves_before_the_first_byte_stops_the_upstream() {
     });
     let proxy = Proxy::start(up.port, "first_byte_timeout = \"60s\"");
     let mut s = proxy.connect();
-    s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}")
+    let body = chat_body();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(&[head.as_bytes(), &body].concat())
         .expect("request");
     up.next();
     let start = Instant::now();

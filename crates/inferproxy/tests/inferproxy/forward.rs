@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 
 use strict_http::SseReader;
 
-use crate::support::{Gate, Proxy, STREAM_HEAD, Upstream, answer, chunk};
+use crate::support::{Gate, Proxy, STREAM_HEAD, Upstream, answer, chat_body, chunk};
 
 const PROPS: &str = r#"{"default_generation_settings":{"n_ctx":4096},"total_slots":1}"#;
 const MODELS: &str = r#"{"object":"list","data":[{"id":"SmolLM2","object":"model"}]}"#;
@@ -38,8 +38,8 @@ fn allowed_requests_and_their_answers_pass_unchanged() {
         ("GET", "/v1/models", MODELS),
         ("POST", "/v1/chat/completions", CHAT),
     ] {
-        let request = br#"{"messages":[{"role":"user","content":"What is 2+2?"}]}"#;
-        let body: &[u8] = if method == "POST" { request } else { b"" };
+        let request = chat_body();
+        let body: &[u8] = if method == "POST" { &request } else { b"" };
         let (status, headers, got) = proxy.call(method, path, body);
         assert_eq!(status, 200, "{method} {path}");
         assert_eq!(String::from_utf8_lossy(&got), expected, "{method} {path}");
@@ -77,8 +77,10 @@ fn allowed_requests_and_their_answers_pass_unchanged() {
 fn the_request_reaches_upstream_exactly_without_hop_by_hop_fields() {
     let up = llama();
     let proxy = Proxy::start(up.port, "");
-    let body =
-        br#"{"messages":[{"role":"user","content":"caf\u00e9 \ud83d\ude00"}],"stream":false}"#;
+    let body = String::from_utf8(chat_body())
+        .expect("utf-8")
+        .replace("What is 2+2?", "caf\\u00e9 \\ud83d\\ude00");
+    let body = body.as_bytes();
     let head = format!(
         "POST /v1/chat/completions HTTP/1.1\r\nHost: whatever\r\nContent-Type: application/json\r\n\
          X-Custom: kept\r\nConnection: keep-alive, X-Hop\r\nX-Hop: dropped\r\nKeep-Alive: timeout=1\r\n\
@@ -120,14 +122,24 @@ fn the_request_reaches_upstream_exactly_without_hop_by_hop_fields() {
 fn a_chunked_request_body_is_sent_on_with_its_length() {
     let up = llama();
     let proxy = Proxy::start(up.port, "");
-    let answer = proxy.raw(
-        b"POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
-          3;ext=1\r\n{\"a\r\n4\r\n\":1}\r\n0\r\nTrailer: x\r\n\r\n",
-    );
+    let body = chat_body();
+    let (a, b) = body.split_at(3);
+    let mut request = b"POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
+          3;ext=1\r\n"
+        .to_vec();
+    request.extend_from_slice(a);
+    request.extend_from_slice(format!("\r\n{:x}\r\n", b.len()).as_bytes());
+    request.extend_from_slice(b);
+    request.extend_from_slice(b"\r\n0\r\nTrailer: x\r\n\r\n");
+    let answer = proxy.raw(&request);
     assert!(answer.starts_with(b"HTTP/1.1 200 OK\r\n"));
     let seen = up.next();
-    assert_eq!(seen.body, b"{\"a\":1}");
-    assert_eq!(seen.head.headers.get("content-length"), Some("7"));
+    assert_eq!(seen.body, body);
+    let length = body.len().to_string();
+    assert_eq!(
+        seen.head.headers.get("content-length"),
+        Some(length.as_str())
+    );
     assert!(!seen.head.headers.contains("transfer-encoding"));
 }
 
@@ -185,7 +197,7 @@ fn a_stream_is_forwarded_as_it_arrives() {
         "POST",
         "/v1/chat/completions",
         &[("Content-Type", "application/json")],
-        br#"{"stream":true}"#,
+        &chat_body(),
     )
     .expect("request");
     assert_eq!(resp.status, 200);
@@ -212,8 +224,14 @@ fn the_stream_reads_as_events_through_the_client() {
     gate.open();
     let up = streaming(gate);
     let proxy = Proxy::start(up.port, "");
-    let resp = strict_http::request(proxy.connect(), "POST", "/v1/chat/completions", &[], b"{}")
-        .expect("request");
+    let resp = strict_http::request(
+        proxy.connect(),
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        &chat_body(),
+    )
+    .expect("request");
     let mut sse = SseReader::new(resp.body);
     let mut got = Vec::new();
     while let Some(event) = sse.next_event().expect("event") {
@@ -229,8 +247,14 @@ fn a_second_connection_is_served_while_a_first_streams() {
     let gate = Gate::new();
     let up = streaming(gate.clone());
     let proxy = Proxy::start(up.port, "");
-    let resp = strict_http::request(proxy.connect(), "POST", "/v1/chat/completions", &[], b"{}")
-        .expect("first request");
+    let resp = strict_http::request(
+        proxy.connect(),
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        &chat_body(),
+    )
+    .expect("first request");
     let mut first = resp.body;
     let mut buf = [0u8; 16];
     first
@@ -251,7 +275,12 @@ fn an_http_1_0_client_gets_the_stream_up_to_the_close() {
     gate.open();
     let up = streaming(gate);
     let proxy = Proxy::start(up.port, "");
-    let answer = proxy.raw(b"POST /v1/chat/completions HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}");
+    let body = chat_body();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.0\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let answer = proxy.raw(&[head.as_bytes(), &body].concat());
     let mut reader = &answer[..];
     let head = strict_http::read_response_head(&mut reader).expect("head");
     assert_eq!(head.status, 200);

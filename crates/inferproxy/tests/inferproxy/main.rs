@@ -7,3 +7,4 @@ mod forward;
 mod quiet;
 mod refuse;
 mod support;
+mod witness;

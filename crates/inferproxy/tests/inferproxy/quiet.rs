@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use strict_http::SseReader;
 
-use crate::support::{Gate, Proxy, STREAM_HEAD, Upstream, chunk};
+use crate::support::{Gate, Proxy, STREAM_HEAD, Upstream, chat_body, chunk};
 
 const EVENTS: [&str; 3] = [
     "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":{\"content\":\"4\"}}]}\n\n",
@@ -55,8 +55,14 @@ fn exchange(sent: usize, ending: Ending) -> String {
     let gone = Gate::new();
     let up = upstream(sent, gone.clone(), ending);
     let proxy = Proxy::start(up.port, "");
-    let resp = strict_http::request(proxy.connect(), "POST", "/v1/chat/completions", &[], b"{}")
-        .expect("request");
+    let resp = strict_http::request(
+        proxy.connect(),
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        &chat_body(),
+    )
+    .expect("request");
     let mut sse = SseReader::new(resp.body);
     for _ in 0..sent {
         sse.next_event().expect("event").expect("an event");

@@ -2,7 +2,7 @@
 
 use std::io::{Read, Write};
 
-use crate::support::{Gate, Proxy, STREAM_HEAD, TempDir, Upstream, answer, chunk};
+use crate::support::{Gate, Proxy, STREAM_HEAD, TempDir, Upstream, answer, chat_body, chunk};
 
 fn any_upstream() -> Upstream {
     Upstream::start(|_, stream| {
@@ -83,22 +83,27 @@ fn everything_but_the_four_requests_is_forbidden() {
 #[test]
 fn a_request_over_the_size_limit_is_413() {
     let up = any_upstream();
-    let proxy = Proxy::start(up.port, "max_request_bytes = 1024");
+    let body = chat_body();
+    let limit = body.len();
+    let proxy = Proxy::start(up.port, &format!("max_request_bytes = {limit}"));
     // Refused from its Content-Length, before the body is sent.
-    let head = "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 1025\r\n\r\n";
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: {}\r\n\r\n",
+        limit + 1
+    );
     assert_eq!(refusal(&proxy.raw(head.as_bytes())).0, 413);
     // A chunked body, refused once it passes the limit.
     let mut chunked =
         b"POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
-    chunked.extend_from_slice(&chunk(&[b'x'; 1000]));
+    chunked.extend_from_slice(&chunk(&vec![b'x'; limit - 24]));
     chunked.extend_from_slice(&chunk(&[b'x'; 25]));
     chunked.extend_from_slice(b"0\r\n\r\n");
     assert_eq!(refusal(&proxy.raw(&chunked)).0, 413);
     up.saw_nothing();
     // Exactly the limit goes through.
-    let (status, _, _) = proxy.call("POST", "/v1/chat/completions", &[b'x'; 1024]);
+    let (status, _, _) = proxy.call("POST", "/v1/chat/completions", &body);
     assert_eq!(status, 200);
-    assert_eq!(up.next().body.len(), 1024);
+    assert_eq!(up.next().body.len(), limit);
 }
 
 #[test]
@@ -134,14 +139,16 @@ fn expect_100_continue_is_answered_before_the_body() {
     let up = any_upstream();
     let proxy = Proxy::start(up.port, "");
     let mut s = proxy.connect();
-    s.write_all(
-        b"POST /v1/chat/completions HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n",
-    )
-    .expect("head");
+    let body = chat_body();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).expect("head");
     let mut interim = [0u8; 25];
     s.read_exact(&mut interim).expect("100 Continue");
     assert_eq!(&interim, b"HTTP/1.1 100 Continue\r\n\r\n");
-    s.write_all(b"{}").expect("body");
+    s.write_all(&body).expect("body");
     let mut rest = Vec::new();
     s.read_to_end(&mut rest).expect("answer");
     assert!(rest.starts_with(b"HTTP/1.1 200 OK\r\n"));
@@ -189,8 +196,14 @@ fn past_max_connections_the_answer_is_503() {
         let _ = stream.write_all(b"0\r\n\r\n");
     });
     let proxy = Proxy::start(up.port, "max_connections = 1");
-    let resp = strict_http::request(proxy.connect(), "POST", "/v1/chat/completions", &[], b"{}")
-        .expect("first");
+    let resp = strict_http::request(
+        proxy.connect(),
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        &chat_body(),
+    )
+    .expect("first");
     let mut first = resp.body;
     let mut buf = [0u8; 10];
     first.read_exact(&mut buf).expect("streaming");

@@ -29,6 +29,7 @@ impl TempDir {
         let dir = std::env::temp_dir().join(format!("bx-infer-{name}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("loop-infer")).expect("mkdir");
+        std::fs::create_dir_all(dir.join("infer-broker")).expect("mkdir");
         Self(dir)
     }
 
@@ -50,7 +51,7 @@ pub fn config(dir: &TempDir, loopd_uid: u32, upstream: &str, infer: &str) -> Pat
     let text = format!(
         "home = \"{d}/home\"\ngrants = \"{d}/grants\"\n\
          [sockets]\nloop_broker = \"{d}/loop-broker\"\nadmin_broker = \"{d}/admin-broker\"\n\
-         loop_infer = \"{d}/loop-infer\"\n\
+         loop_infer = \"{d}/loop-infer\"\ninfer_broker = \"{d}/infer-broker\"\n\
          [peers]\nloopd = {{ uid = {loopd_uid} }}\nadmin = {{ uid = {loopd_uid} }}\n\
          [infer]\nupstream = \"{upstream}\"\n{infer}\n"
     );
@@ -65,6 +66,8 @@ pub struct Proxy {
     child: Child,
     pub sock: PathBuf,
     stderr: PathBuf,
+    /// The stand-in for brokerd's witness.sock.
+    pub witness: Witness,
     _dir: TempDir,
 }
 
@@ -82,7 +85,19 @@ impl Proxy {
     }
 
     pub fn start_in(dir: TempDir, loopd_uid: u32, upstream: &str, infer: &str) -> Self {
+        Self::start_witnessed(dir, loopd_uid, upstream, infer, Ack::Now)
+    }
+
+    /// [`Proxy::start_in`] with a witness stand-in that acknowledges as `ack` says.
+    pub fn start_witnessed(
+        dir: TempDir,
+        loopd_uid: u32,
+        upstream: &str,
+        infer: &str,
+        ack: Ack,
+    ) -> Self {
         let config = config(&dir, loopd_uid, upstream, infer);
+        let witness = Witness::start(&dir.0.join("infer-broker/witness.sock"), ack);
         let notify = dir.0.join("notify.sock");
         let stderr = dir.0.join("stderr.log");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_inferproxy"));
@@ -97,6 +112,7 @@ impl Proxy {
                 child,
                 sock: dir.0.join("loop-infer/infer.sock"),
                 stderr,
+                witness,
                 _dir: dir,
             },
             Err(why) => panic!(
@@ -252,4 +268,91 @@ pub fn chunk(data: &[u8]) -> Vec<u8> {
     out.extend_from_slice(data);
     out.extend_from_slice(b"\r\n");
     out
+}
+
+/// A witnessable chat request, as loopd sends it: proto's messages and tools, streamed.
+pub fn chat_body() -> Vec<u8> {
+    chat_body_with(serde_json::json!({}))
+}
+
+/// [`chat_body`] with `extra` fields merged in at the top.
+pub fn chat_body_with(extra: serde_json::Value) -> Vec<u8> {
+    use proto::attest::ChatMessage;
+    let messages = [
+        ChatMessage::system("sys"),
+        ChatMessage::user("What is 2+2?"),
+    ];
+    let mut body = serde_json::json!({
+        "messages": messages.iter().map(ChatMessage::to_value).collect::<Vec<_>>(),
+        "tools": proto::attest::definitions(),
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "max_tokens": 64,
+        "id_slot": 0,
+        "cache_prompt": true,
+    });
+    if let (Some(b), serde_json::Value::Object(more)) = (body.as_object_mut(), extra) {
+        b.extend(more);
+    }
+    serde_json::to_vec(&body).expect("body")
+}
+
+/// How the witness stand-in answers a report.
+#[derive(Clone)]
+pub enum Ack {
+    /// At once.
+    Now,
+    /// Once the gate opens.
+    After(Gate),
+    /// Never (it reads the report and keeps the connection open).
+    Never,
+}
+
+/// brokerd's witness.sock, stood in for: every report it receives, in order.
+#[derive(Debug)]
+pub struct Witness {
+    pub reports: Receiver<proto::attest::WitnessReport>,
+}
+
+impl Witness {
+    fn start(path: &std::path::Path, ack: Ack) -> Self {
+        let listener = std::os::unix::net::UnixListener::bind(path).expect("bind witness.sock");
+        let (tx, reports) = mpsc::channel();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let (tx, ack) = (tx.clone(), ack.clone());
+                std::thread::spawn(move || {
+                    let mut conn = daemon::conn::Conn::new(stream, PATIENCE, PATIENCE);
+                    let Ok(env) = conn.read() else { return };
+                    let proto::Message::WitnessReport(report) = env.msg else {
+                        return;
+                    };
+                    let completion = report.completion.clone();
+                    let _ = tx.send(report);
+                    match ack {
+                        Ack::Now => {}
+                        Ack::After(gate) => {
+                            gate.wait();
+                        }
+                        Ack::Never => {
+                            std::thread::sleep(PATIENCE);
+                            return;
+                        }
+                    }
+                    let done = proto::attest::WitnessRecorded { completion };
+                    let msg = proto::Message::WitnessRecorded(done);
+                    let _ = conn.write(&proto::Envelope::last(env.id, msg));
+                });
+            }
+        });
+        Self { reports }
+    }
+
+    /// The next report.
+    pub fn next(&self) -> proto::attest::WitnessReport {
+        self.reports
+            .recv_timeout(PATIENCE)
+            .expect("a witness report")
+    }
 }

@@ -105,10 +105,6 @@ pub struct WitnessReport {
     /// Whether `finish` is a normal end (`stop` or `tool_calls`): only then may its calls
     /// run.
     pub runnable: bool,
-    /// The digests of the other messages loopd may send the answer as
-    /// ([`composed::answer_forms`]: without the calls it withdrew, as a summary).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub forms: Vec<Hash32>,
 }
 
 /// brokerd's answer to a [`WitnessReport`]: the record is on disk.

@@ -89,6 +89,7 @@ fn sample_grants_load_and_their_units_are_documented() {
             "grants = \"{}\"\n[sockets]\nloop_broker = \"/run/boxmaker/loop-broker\"\n\
              admin_broker = \"/run/boxmaker/admin-broker\"\n[peers]\n\
              loopd = {{ user = \"boxmaker-loopd\" }}\nadmin = {{ group = \"boxmaker-admin\" }}\n\
+             infer = {{ user = \"boxmaker-inferproxy\" }}\n\
              [broker.consult]\nurl = \"https://api.example.com/v1\"\nmodel = \"big-model\"\n",
             grants.display()
         ),

@@ -1,0 +1,135 @@
+//! brokerd runs only witnessed calls (issue 17, docs/decisions.md W1–W4). inferproxy
+//! reports every completion it forwards on `witness.sock` ([`socket`]); the report is on
+//! disk ([`store`]) before it is acknowledged, and so before loopd has the answer's
+//! `[DONE]`. A tool request names the witnessed call it is ([`proto::attest::WitnessRef`]);
+//! [`Witness::claim`] waits a bounded time for that completion's record, checks the call
+//! against it and records its use durably before the decision goes on.
+
+pub mod socket;
+mod store;
+
+use std::sync::{Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use daemon::lock;
+use proto::DenyReason;
+use proto::attest::{WitnessRef, WitnessReport};
+
+pub use store::{Opened, Store, StoreError};
+
+/// The store, and the wait of a tool request for a report that has not arrived yet.
+#[derive(Debug)]
+pub struct Witness {
+    store: Mutex<Store>,
+    /// Notified whenever a report is recorded.
+    arrived: Condvar,
+    /// `broker.witness_wait`.
+    wait: Duration,
+}
+
+/// Why a report was not recorded (it is answered with a typed error; brokerd serves on).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotRecorded {
+    /// That completion has a record already: a completion is reported once.
+    Again,
+}
+
+/// A call that may not run: its reason and a detail for the owner.
+pub type Unwitnessed = (DenyReason, String);
+
+impl Witness {
+    pub fn new(store: Store, wait: Duration) -> Self {
+        Self {
+            store: Mutex::new(store),
+            arrived: Condvar::new(),
+            wait,
+        }
+    }
+
+    /// Records a report durably. `Err` only when the store cannot be written.
+    pub fn record(&self, report: WitnessReport) -> Result<Result<(), NotRecorded>, StoreError> {
+        let recorded = lock(&self.store).record(report)?;
+        if !recorded {
+            return Ok(Err(NotRecorded::Again));
+        }
+        self.arrived.notify_all();
+        Ok(Ok(()))
+    }
+
+    /// Whether the call `w` names may run as `tool` with `arguments`: the model made it,
+    /// exactly so, in an answer that ended normally, and it was never used before. Waits up
+    /// to `broker.witness_wait` for the completion's report. A call that may run is
+    /// recorded as used, durably, before this returns.
+    pub fn claim(
+        &self,
+        w: &WitnessRef,
+        tool: &str,
+        arguments: &str,
+    ) -> Result<Result<(), Unwitnessed>, StoreError> {
+        let until = Instant::now() + self.wait;
+        let mut store = lock(&self.store);
+        while store.get(&w.completion).is_none() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(Err((
+                    DenyReason::NotWitnessed,
+                    format!(
+                        "inferproxy witnessed no completion {} (none reported within {:?}, \
+                         or its record is no longer kept)",
+                        w.completion, self.wait
+                    ),
+                )));
+            }
+            store = self
+                .arrived
+                .wait_timeout(store, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        let Some(entry) = store.get(&w.completion) else {
+            return Ok(Err((DenyReason::NotWitnessed, "no record".into())));
+        };
+        let report = &entry.report;
+        let at = usize::try_from(w.index).unwrap_or(usize::MAX);
+        let Some(call) = report.calls.get(at) else {
+            return Ok(Err((
+                DenyReason::NotWitnessed,
+                format!(
+                    "completion {} has {} tool calls, none at index {}",
+                    w.completion,
+                    report.calls.len(),
+                    w.index
+                ),
+            )));
+        };
+        if !report.runnable {
+            return Ok(Err((
+                DenyReason::WitnessNotRunnable,
+                format!(
+                    "the answer of completion {} ended with finish_reason {:?}: its calls never run",
+                    w.completion, report.finish
+                ),
+            )));
+        }
+        if call.name != tool || call.arguments != arguments {
+            return Ok(Err((
+                DenyReason::WitnessMismatch,
+                format!(
+                    "the model's call {} of completion {} is {} with other arguments than these",
+                    w.index, w.completion, call.name
+                ),
+            )));
+        }
+        if entry.used.contains(&w.index) {
+            return Ok(Err((
+                DenyReason::AlreadyRun,
+                format!(
+                    "call {} of completion {} was run before: each runs once",
+                    w.index, w.completion
+                ),
+            )));
+        }
+        store.use_call(&w.completion, w.index)?;
+        Ok(Ok(()))
+    }
+}

@@ -1,0 +1,275 @@
+//! The durable witness store (docs/decisions.md W4): one append-only file in a directory of
+//! its own (`home/witness/`, made 0700 when missing), `witness.jsonl`, a line per witness report and a line per witnessed call used.
+//! A line is fdatasynced before what it records is acknowledged (the report's
+//! `witness_recorded`) or acted on (the call's decision). Bounded: the last
+//! `broker.max_witness_records` reports are kept with their uses, older ones forgotten
+//! (their calls are then `not_witnessed`); the file is rewritten with what is kept (temp
+//! file, fsync, rename) once it holds twice that many lines. At start the file is read back:
+//! a torn last line (a write that died) is cut off, any other line that does not parse
+//! refuses the start.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+use daemon::durable::{self, ReadError};
+use proto::attest::{CompletionId, WitnessReport};
+use serde::{Deserialize, Serialize};
+
+const FILE: &str = "witness.jsonl";
+const TMP: &str = "witness.jsonl.tmp";
+/// Mode bits the store never sets: a file others may write or read is refused.
+const FORBIDDEN: u32 = 0o077;
+
+/// One line of the store.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+enum Line {
+    Report {
+        report: WitnessReport,
+    },
+    Used {
+        completion: CompletionId,
+        index: u32,
+    },
+}
+
+/// Why the store cannot be used.
+#[derive(Debug)]
+pub enum StoreError {
+    Io {
+        path: PathBuf,
+        source: io::Error,
+    },
+    Refused {
+        path: PathBuf,
+        source: ReadError,
+    },
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            Self::Refused { path, source } => write!(f, "{}: {source}", path.display()),
+            Self::Corrupt { path, line, reason } => {
+                write!(f, "{} line {line}: {reason}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { source, .. } => Some(source),
+            Self::Refused { source, .. } => Some(source),
+            Self::Corrupt { .. } => None,
+        }
+    }
+}
+
+/// A report kept, and which of its calls were used.
+#[derive(Debug)]
+pub struct Entry {
+    pub report: WitnessReport,
+    pub used: BTreeSet<u32>,
+}
+
+/// What the store holds, and its file.
+#[derive(Debug)]
+pub struct Store {
+    dir: PathBuf,
+    file: File,
+    /// Lines in the file.
+    lines: usize,
+    max: usize,
+    entries: HashMap<CompletionId, Entry>,
+    /// The reports kept, oldest first.
+    order: VecDeque<CompletionId>,
+}
+
+/// What opening found, for the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Opened {
+    pub kept: usize,
+    pub torn: bool,
+}
+
+impl Store {
+    /// Opens (or creates) the store in `dir`, keeping at most `max` reports.
+    pub fn open(dir: &Path, max: usize) -> Result<(Self, Opened), StoreError> {
+        let path = dir.join(FILE);
+        let io = |source| StoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|source| StoreError::Io {
+                path: dir.to_owned(),
+                source,
+            })?;
+        let mut store = Self {
+            dir: dir.to_owned(),
+            file: durable::open(&path, Some(0o600), FORBIDDEN).map_err(|source| {
+                StoreError::Refused {
+                    path: path.clone(),
+                    source,
+                }
+            })?,
+            lines: 0,
+            max,
+            entries: HashMap::new(),
+            order: VecDeque::new(),
+        };
+        let read = durable::open(&path, None, FORBIDDEN).map_err(|source| StoreError::Refused {
+            path: path.clone(),
+            source,
+        })?;
+        let mut reader = BufReader::new(read);
+        let (mut good, mut torn) = (0u64, false);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            let n = reader.read_until(b'\n', &mut buf).map_err(io)?;
+            if n == 0 {
+                break;
+            }
+            if buf.last() != Some(&b'\n') {
+                torn = true;
+                break;
+            }
+            let line: Line = serde_json::from_slice(&buf).map_err(|e| StoreError::Corrupt {
+                path: path.clone(),
+                line: store.lines + 1,
+                reason: e.to_string(),
+            })?;
+            store.apply(line);
+            store.lines += 1;
+            good += n as u64;
+        }
+        if torn {
+            store.file.set_len(good).map_err(io)?;
+            store.file.sync_all().map_err(io)?;
+        }
+        let kept = store.entries.len();
+        Ok((store, Opened { kept, torn }))
+    }
+
+    fn apply(&mut self, line: Line) {
+        match line {
+            Line::Report { report } => {
+                let id = report.completion.clone();
+                self.entries.insert(
+                    id.clone(),
+                    Entry {
+                        report,
+                        used: BTreeSet::new(),
+                    },
+                );
+                self.order.push_back(id);
+                while self.order.len() > self.max {
+                    if let Some(old) = self.order.pop_front() {
+                        self.entries.remove(&old);
+                    }
+                }
+            }
+            Line::Used { completion, index } => {
+                if let Some(e) = self.entries.get_mut(&completion) {
+                    e.used.insert(index);
+                }
+            }
+        }
+    }
+
+    pub fn get(&self, id: &CompletionId) -> Option<&Entry> {
+        self.entries.get(id)
+    }
+
+    /// Records a report, on disk before it returns. `Ok(false)`: that completion is
+    /// recorded already (nothing is written).
+    pub fn record(&mut self, report: WitnessReport) -> Result<bool, StoreError> {
+        if self.entries.contains_key(&report.completion) {
+            return Ok(false);
+        }
+        self.write(Line::Report { report })?;
+        Ok(true)
+    }
+
+    /// Records that the call at `index` of `completion` is used, on disk before it returns.
+    pub fn use_call(&mut self, completion: &CompletionId, index: u32) -> Result<(), StoreError> {
+        self.write(Line::Used {
+            completion: completion.clone(),
+            index,
+        })
+    }
+
+    fn write(&mut self, line: Line) -> Result<(), StoreError> {
+        let path = self.dir.join(FILE);
+        let io = |source| StoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut bytes = serde_json::to_vec(&line).map_err(|e| io(e.into()))?;
+        bytes.push(b'\n');
+        self.file.write_all(&bytes).map_err(io)?;
+        self.file.sync_data().map_err(io)?;
+        self.lines += 1;
+        self.apply(line);
+        if self.lines > 2 * self.max {
+            self.rewrite()?;
+        }
+        Ok(())
+    }
+
+    /// Rewrites the file with what is kept: each report, then its uses.
+    fn rewrite(&mut self) -> Result<(), StoreError> {
+        let path = self.dir.join(FILE);
+        let mut bytes = Vec::new();
+        let mut lines = 0;
+        for id in &self.order {
+            let Some(e) = self.entries.get(id) else {
+                continue;
+            };
+            let report = Line::Report {
+                report: e.report.clone(),
+            };
+            let uses = e.used.iter().map(|&index| Line::Used {
+                completion: id.clone(),
+                index,
+            });
+            for line in std::iter::once(report).chain(uses) {
+                serde_json::to_writer(&mut bytes, &line).map_err(|e| StoreError::Io {
+                    path: path.clone(),
+                    source: e.into(),
+                })?;
+                bytes.push(b'\n');
+                lines += 1;
+            }
+        }
+        durable::replace_file(&path, &self.dir.join(TMP), &bytes, 0o600).map_err(|e| {
+            StoreError::Io {
+                path: e.path,
+                source: e.source,
+            }
+        })?;
+        self.file =
+            durable::open(&path, Some(0o600), FORBIDDEN).map_err(|source| StoreError::Refused {
+                path: path.clone(),
+                source,
+            })?;
+        self.lines = lines;
+        Ok(())
+    }
+}

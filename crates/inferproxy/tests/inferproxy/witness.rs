@@ -1,0 +1,281 @@
+//! inferproxy is the witness: a request that could force the model is refused and never
+//! forwarded; every answer it forwards is reported (prompt digests, answer digest, the tool
+//! calls as the model emitted them) before loopd gets `[DONE]`, and without brokerd's
+//! acknowledgement the stream ends without it.
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use proto::ToolCall;
+use proto::attest::{COMPLETION_HEADER, ChatMessage, CompletionId};
+use serde_json::json;
+use strict_http::SseReader;
+
+use crate::support::{
+    Ack, Gate, PATIENCE, Proxy, STREAM_HEAD, TempDir, Upstream, chat_body, chat_body_with, chunk,
+};
+
+/// A tool call as real llama-server streams it (reference tools/07: id and name first,
+/// then the arguments a few bytes a delta), the finish, the usage chunk, `[DONE]`.
+fn tool_call_events(finish: &str) -> Vec<String> {
+    let delta = |d: &str, finish: &str| {
+        format!(
+            "data: {{\"choices\":[{{\"finish_reason\":{finish},\"index\":0,\"delta\":{d}}}],\
+             \"created\":1796002655,\"id\":\"chatcmpl-4lrV\",\"model\":\"SmolLM2\",\
+             \"system_fingerprint\":\"b0-unknown\",\"object\":\"chat.completion.chunk\"}}\n\n"
+        )
+    };
+    let mut out = vec![delta(r#"{"role":"assistant","content":null}"#, "null")];
+    out.push(delta(
+        r#"{"tool_calls":[{"index":0,"id":"xffiZ","type":"function","function":{"name":"read_file","arguments":"{"}}]}"#,
+        "null",
+    ));
+    for piece in [r#"\""#, "path", r#"\":"#, r#" \""#, "/n", r#"\""#, "}"] {
+        out.push(delta(
+            &format!(r#"{{"tool_calls":[{{"index":0,"function":{{"arguments":"{piece}"}}}}]}}"#),
+            "null",
+        ));
+    }
+    out.push(delta("{}", &format!("\"{finish}\"")));
+    out.push(
+        "data: {\"choices\":[],\"timings\":{\"cache_n\":435,\"prompt_n\":1,\"predicted_n\":39}}\n\n"
+            .into(),
+    );
+    out.push("data: [DONE]\n\n".into());
+    out
+}
+
+fn streaming(events: Vec<String>) -> Upstream {
+    Upstream::start(move |_, stream| {
+        let mut out = STREAM_HEAD.to_vec();
+        for e in &events {
+            out.extend_from_slice(&chunk(e.as_bytes()));
+        }
+        out.extend_from_slice(b"0\r\n\r\n");
+        let _ = stream.write_all(&out);
+    })
+}
+
+fn proxy(up: &Upstream, infer: &str, ack: Ack) -> Proxy {
+    let dir = TempDir::new("witness");
+    let uid = dir.uid();
+    Proxy::start_witnessed(
+        dir,
+        uid,
+        &format!("http://127.0.0.1:{}", up.port),
+        infer,
+        ack,
+    )
+}
+
+#[test]
+fn each_forcing_field_an_unknown_field_other_tools_and_a_prefill_are_400_and_never_forwarded() {
+    let up = streaming(tool_call_events("tool_calls"));
+    let p = proxy(&up, "", Ack::Now);
+    let prefill = {
+        let mut b: serde_json::Value = serde_json::from_slice(&chat_body()).expect("json");
+        let m = ChatMessage::assistant(Some("{\"path\": \"/etc/".into()), None, &[]);
+        b["messages"]
+            .as_array_mut()
+            .expect("messages")
+            .push(m.to_value());
+        serde_json::to_vec(&b).expect("body")
+    };
+    let cases = [
+        (
+            chat_body_with(json!({"grammar": "root ::= \"x\""})),
+            "grammar",
+        ),
+        (
+            chat_body_with(json!({"response_format": {"type": "json_object"}})),
+            "response_format",
+        ),
+        (
+            chat_body_with(json!({"json_schema": {"type": "object"}})),
+            "json_schema",
+        ),
+        (
+            chat_body_with(json!({"logit_bias": [[1, 100]]})),
+            "logit_bias",
+        ),
+        (
+            chat_body_with(json!({"chat_template_kwargs": {"x": 1}})),
+            "chat_template_kwargs",
+        ),
+        (chat_body_with(json!({"tool_choice": "required"})), "shape"),
+        (chat_body_with(json!({"tools": []})), "tools"),
+        (chat_body_with(json!({"stream": false})), "stream"),
+        (prefill, "prefill"),
+    ];
+    for (body, word) in cases {
+        let (status, headers, got) = p.call("POST", "/v1/chat/completions", &body);
+        assert_eq!(status, 400, "{word}");
+        assert!(!headers.contains(COMPLETION_HEADER), "{word}");
+        let got: serde_json::Value = serde_json::from_slice(&got).expect("a JSON error");
+        assert_eq!(got["error"]["type"], "unwitnessable_request", "{word}");
+        let message = got["error"]["message"].as_str().expect("message");
+        assert!(message.contains(word), "{word}: {message}");
+    }
+    up.saw_nothing();
+    assert!(
+        p.witness.reports.try_recv().is_err(),
+        "nothing was witnessed"
+    );
+}
+
+#[test]
+fn an_answer_is_reported_as_the_model_made_it_before_done_and_relayed_byte_for_byte() {
+    let events = tool_call_events("tool_calls");
+    let up = streaming(events.clone());
+    let gate = Gate::new();
+    let p = proxy(&up, "", Ack::After(gate.clone()));
+    let body = chat_body();
+    let resp = strict_http::request(p.connect(), "POST", "/v1/chat/completions", &[], &body)
+        .expect("request");
+    assert_eq!(resp.status, 200);
+    let id = resp
+        .headers
+        .get(COMPLETION_HEADER)
+        .expect("the completion is named");
+    let id = CompletionId::new(id).expect("a completion id");
+    let mut stream = resp.body;
+    // Everything up to the blank line that would complete [DONE] arrives; then the wait.
+    let whole = events.concat().into_bytes();
+    let mut before = vec![0u8; whole.len() - 1];
+    stream
+        .read_exact(&mut before)
+        .expect("all but the last byte");
+    assert_eq!(before, whole[..whole.len() - 1]);
+    let report = p.witness.next();
+    assert_eq!(report.completion, id);
+    let messages = [
+        ChatMessage::system("sys"),
+        ChatMessage::user("What is 2+2?"),
+    ];
+    let digests: Vec<_> = messages.iter().map(ChatMessage::digest).collect();
+    assert_eq!(report.prompt, digests);
+    let call = ToolCall {
+        id: "xffiZ".into(),
+        name: "read_file".into(),
+        arguments: "{\"path\": \"/n\"}".into(),
+    };
+    assert_eq!(report.calls, [call.clone()]);
+    assert_eq!(
+        (report.finish.as_str(), report.runnable),
+        ("tool_calls", true)
+    );
+    // What loopd logs and replays of this answer has the digest reported.
+    assert_eq!(
+        report.answer,
+        ChatMessage::assistant(None, None, &[&call]).digest()
+    );
+    // No more than that until brokerd acknowledges.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut rest = Vec::new();
+        let _ = stream.read_to_end(&mut rest);
+        let _ = tx.send(rest);
+    });
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "[DONE] came unacknowledged"
+    );
+    gate.open();
+    let rest = rx.recv_timeout(PATIENCE).expect("the rest after the ack");
+    assert_eq!(rest, b"\n");
+}
+
+#[test]
+fn a_cut_answer_is_reported_not_runnable() {
+    let up = streaming(tool_call_events("length"));
+    let p = proxy(&up, "", Ack::Now);
+    let resp = strict_http::request(
+        p.connect(),
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        &chat_body(),
+    )
+    .expect("request");
+    let mut sse = SseReader::new(resp.body);
+    let mut last = String::new();
+    while let Some(e) = sse.next_event().expect("event") {
+        last = e.data;
+    }
+    assert_eq!(last, "[DONE]");
+    let report = p.witness.next();
+    assert_eq!((report.finish.as_str(), report.runnable), ("length", false));
+    assert_eq!(report.calls.len(), 1);
+}
+
+#[test]
+fn without_the_acknowledgement_the_stream_ends_without_done() {
+    for ack in [Ack::Never, Ack::Now] {
+        let never = matches!(ack, Ack::Never);
+        let up = streaming(tool_call_events("tool_calls"));
+        let p = proxy(&up, "witness_timeout = \"500ms\"", ack);
+        if !never {
+            // No brokerd at all: the socket is gone.
+            std::fs::remove_file(
+                p.sock
+                    .with_file_name("")
+                    .join("../infer-broker/witness.sock"),
+            )
+            .expect("remove witness.sock");
+        }
+        let start = Instant::now();
+        let resp = strict_http::request(
+            p.connect(),
+            "POST",
+            "/v1/chat/completions",
+            &[],
+            &chat_body(),
+        )
+        .expect("request");
+        let mut sse = SseReader::new(resp.body);
+        let mut data = Vec::new();
+        let end = loop {
+            match sse.next_event() {
+                Ok(Some(e)) => data.push(e.data),
+                Ok(None) => break None,
+                Err(e) => break Some(e),
+            }
+        };
+        assert!(end.is_some(), "the stream is cut, not ended: {data:?}");
+        assert!(!data.iter().any(|d| d == "[DONE]"), "{data:?}");
+        assert!(data.len() > 5, "the answer itself went through: {data:?}");
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            start.elapsed()
+        );
+        let log = p.log();
+        assert!(log.contains("not witnessed, so no [DONE]"), "{log}");
+    }
+}
+
+#[test]
+fn a_completion_header_from_upstream_is_not_passed_on() {
+    let up = Upstream::start(|_, stream| {
+        let mut out = STREAM_HEAD.to_vec();
+        let at = out.windows(2).position(|w| w == b"\r\n").expect("line") + 2;
+        let forged = format!("{COMPLETION_HEADER}: c-{}\r\n", "0".repeat(32));
+        out.splice(at..at, forged.into_bytes());
+        out.extend_from_slice(&chunk(b"data: [DONE]\n\n"));
+        out.extend_from_slice(b"0\r\n\r\n");
+        let _ = stream.write_all(&out);
+    });
+    let p = proxy(&up, "", Ack::Now);
+    let resp = strict_http::request(
+        p.connect(),
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        &chat_body(),
+    )
+    .expect("request");
+    let named: Vec<&str> = resp.headers.get_all(COMPLETION_HEADER).collect();
+    let reported = p.witness.next();
+    assert_eq!(named, [reported.completion.as_str()]);
+    assert_ne!(named[0], format!("c-{}", "0".repeat(32)));
+}
