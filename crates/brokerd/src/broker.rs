@@ -61,6 +61,14 @@ pub struct Broker {
     pub(crate) witness: Witness,
 }
 
+/// What brokerd knows of the context a call came from (issue 17): what inferproxy witnessed,
+/// and the label of every message brokerd can account for.
+#[derive(Debug)]
+pub struct Attested {
+    pub witness: Witness,
+    pub accounting: Accounting,
+}
+
 impl Broker {
     pub fn new(
         config: Config,
@@ -69,9 +77,12 @@ impl Broker {
         sessions: Sessions,
         runner: Runner,
         notes: Notes,
-        accounting: Accounting,
-        witness: Witness,
+        attested: Attested,
     ) -> Self {
+        let Attested {
+            witness,
+            accounting,
+        } = attested;
         let desk = Desk::new(config.broker.max_pending_approvals);
         let outbox = Outbox::new(config.gateway.is_some());
         let board = crate::board::Board::new(config.gateway.is_some());

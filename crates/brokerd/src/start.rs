@@ -89,7 +89,16 @@ pub fn run(args: Args) -> Result<(), Error> {
     ));
     let witness = witness::Witness::new(store, config.broker.witness_wait);
     let broker = Arc::new(Broker::new(
-        config, snapshot, audit, sessions, runner, notes, accounting, witness,
+        config,
+        snapshot,
+        audit,
+        sessions,
+        runner,
+        notes,
+        crate::broker::Attested {
+            witness,
+            accounting,
+        },
     ));
     broker
         .audit_first_snapshot()
