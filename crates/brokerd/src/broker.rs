@@ -14,8 +14,8 @@ use daemon::lock;
 use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, CallRef, Refusal, Verdict};
 use proto::tools::ToolArgs;
 use proto::{
-    AuditLine, AuditRecord, DecisionRecord, DenyReason, Envelope, Message, SessionId, Timestamp,
-    ToolRequest, ToolResponse,
+    AuditLine, AuditRecord, DenyReason, Envelope, Message, SessionId, Timestamp, ToolRequest,
+    ToolResponse,
 };
 
 use crate::Fatal;
@@ -190,14 +190,21 @@ impl Broker {
         let state = self.session_state(&req.session);
         let taint = state.taint;
         let parsed = ToolArgs::parse(&req.tool, &req.arguments);
+        // Before any grant: the model made this call, exactly so, and it never ran.
+        let witnessed = (self.witness)
+            .claim(&req.witness, &req.tool, &req.arguments)
+            .map_err(Fatal::Witness)?;
         let now = Timestamp::now();
-        let mut decision = match (&parsed, self.runs.scope(&req.session)) {
-            (_, Scope::NotRunning) => policy::job_not_running(),
-            (Ok(args), Scope::Ordinary) => policy::decide(&snapshot, args, state.view(), now),
-            (Ok(args), Scope::Job(job)) => {
+        let mut decision = match (witnessed, &parsed, self.runs.scope(&req.session)) {
+            (Err((reason, detail)), _, _) => policy::unwitnessed(reason, detail),
+            (Ok(()), _, Scope::NotRunning) => policy::job_not_running(),
+            (Ok(()), Ok(args), Scope::Ordinary) => {
+                policy::decide(&snapshot, args, state.view(), now)
+            }
+            (Ok(()), Ok(args), Scope::Job(job)) => {
                 policy::decide_in(&snapshot, args, state.view(), Some(&job), now)
             }
-            (Err(e), _) => policy::invalid(e),
+            (Ok(()), Err(e), _) => policy::invalid(e),
         };
         // The arguments as the grant covered them, which is also what runs.
         let effective = match (&parsed, decision.grant()) {
@@ -229,7 +236,7 @@ impl Broker {
                 tool: req.tool.clone(),
                 arguments: req.arguments.clone(),
                 session_taint: taint,
-                decision: decision_record(&decision),
+                decision: policy::record(&decision),
                 canonical,
             })
         })?;
@@ -483,38 +490,5 @@ impl Broker {
             Ok(Err(fatal)) => Err(fatal.into()),
             Err(refused) => Ok(Err(refused)),
         }
-    }
-}
-
-fn decision_record(decision: &Decision) -> DecisionRecord {
-    match decision.outcome() {
-        Outcome::Allow {
-            grant_id,
-            approval: None,
-        } => DecisionRecord::Allowed {
-            grant: grant_id.to_owned(),
-        },
-        Outcome::Allow {
-            grant_id,
-            approval: Some(a),
-        } => DecisionRecord::Approved {
-            grant: grant_id.to_owned(),
-            approver: a.approver.clone(),
-            post: a.post.clone(),
-        },
-        Outcome::Ask { grant_id } => DecisionRecord::Denied {
-            reason: DenyReason::ApprovalRefused,
-            grant: Some(grant_id.to_owned()),
-            detail: Some("an ask without an answer".into()),
-        },
-        Outcome::Deny {
-            reason,
-            grant_id,
-            detail,
-        } => DecisionRecord::Denied {
-            reason,
-            grant: grant_id.map(str::to_owned),
-            detail: Some(detail.to_owned()),
-        },
     }
 }

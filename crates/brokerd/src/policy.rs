@@ -36,7 +36,7 @@
 //!   mismatch as the detail).
 
 use proto::tools::{ArgsError, ToolArgs};
-use proto::{DataClass, DenyReason, Grant, JobName, Mode, Timestamp};
+use proto::{DataClass, DecisionRecord, DenyReason, Grant, JobName, Mode, Timestamp};
 
 use grants::Snapshot;
 use grants::constraints::{self, Covered};
@@ -293,6 +293,11 @@ pub fn job_not_running() -> Decision {
     )
 }
 
+/// A call that is not the model's witnessed call, or ran already (`witness::Witness::claim`).
+pub fn unwitnessed(reason: DenyReason, detail: String) -> Decision {
+    deny(reason, None, detail)
+}
+
 /// Decides one call of an ordinary session.
 pub fn decide(
     snapshot: &Snapshot,
@@ -405,6 +410,40 @@ pub fn decide_in(
                 None,
                 mismatch.unwrap_or_else(|| format!("no grant for {tool}")),
             ),
+        },
+    }
+}
+
+/// A decision as its audit record says it.
+pub(crate) fn record(decision: &Decision) -> DecisionRecord {
+    match decision.outcome() {
+        Outcome::Allow {
+            grant_id,
+            approval: None,
+        } => DecisionRecord::Allowed {
+            grant: grant_id.to_owned(),
+        },
+        Outcome::Allow {
+            grant_id,
+            approval: Some(a),
+        } => DecisionRecord::Approved {
+            grant: grant_id.to_owned(),
+            approver: a.approver.clone(),
+            post: a.post.clone(),
+        },
+        Outcome::Ask { grant_id } => DecisionRecord::Denied {
+            reason: DenyReason::ApprovalRefused,
+            grant: Some(grant_id.to_owned()),
+            detail: Some("an ask without an answer".into()),
+        },
+        Outcome::Deny {
+            reason,
+            grant_id,
+            detail,
+        } => DecisionRecord::Denied {
+            reason,
+            grant: grant_id.map(str::to_owned),
+            detail: Some(detail.to_owned()),
         },
     }
 }

@@ -144,9 +144,10 @@ pub fn run(args: Args) -> Result<(), Error> {
         let (b, halt) = (broker.clone(), halt.clone());
         service.thread("gateway", move || crate::gateway::run(&b, &outbox, &halt));
     }
-    // Pinged while the audit writer, the heart of the broker, can be reached.
+    // Pinged while the audit writer, the heart of the broker, and the witness store every
+    // call goes through can be reached.
     let b = broker.clone();
-    service.watchdog(move || b.audit_alive());
+    service.watchdog(move || b.audit_alive() && b.witness.alive());
     let b = broker.clone();
     service.reload(move || reload(&b, &halt));
     service.drain(DRAIN);

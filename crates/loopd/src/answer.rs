@@ -5,6 +5,7 @@
 //! whose arguments are not JSON is ever logged where the server would have to render it
 //! (it answers HTTP 500 for the whole history then).
 
+use proto::attest::AnswerWitness;
 use proto::chat::TurnEnd;
 use proto::{LogRecord, Timestamp, ToolCall, Withdrawal};
 
@@ -19,6 +20,8 @@ pub struct Sorted {
     pub withdrawn: Option<LogRecord>,
     /// The calls to send to brokerd, in order.
     pub run: Vec<ToolCall>,
+    /// The completion inferproxy witnessed, and the index in it of each call of `run`.
+    pub witness: Option<AnswerWitness>,
     /// How the turn ends with this answer; `None` when it goes on with the calls' results.
     pub end: Option<TurnEnd>,
     /// The answer's text.
@@ -27,10 +30,15 @@ pub struct Sorted {
 
 pub fn sort(c: Completion, now: Timestamp) -> Sorted {
     let normal = matches!(c.finish.as_deref(), Some("stop" | "tool_calls"));
-    let (run, withdrawn): (Vec<ToolCall>, Vec<ToolCall>) = c
-        .tool_calls
-        .into_iter()
-        .partition(|call| proto::attest::composed::kept(normal, call));
+    let (run, withdrawn): (Vec<(u32, ToolCall)>, Vec<(u32, ToolCall)>) = (0u32..)
+        .zip(c.tool_calls)
+        .partition(|(_, call)| proto::attest::composed::kept(normal, call));
+    let witness = c.witness.map(|completion| AnswerWitness {
+        completion,
+        calls: run.iter().map(|(i, _)| *i).collect(),
+    });
+    let run: Vec<ToolCall> = run.into_iter().map(|(_, c)| c).collect();
+    let withdrawn: Vec<ToolCall> = withdrawn.into_iter().map(|(_, c)| c).collect();
     let finish = c.finish.unwrap_or_else(|| "none".into());
     let n_withdrawn = u32::try_from(withdrawn.len()).unwrap_or(u32::MAX);
     let (cause, detail) = if normal {
@@ -63,9 +71,11 @@ pub fn sort(c: Completion, now: Timestamp) -> Sorted {
             content: c.content.clone(),
             reasoning_content: c.reasoning,
             tool_calls: run.clone(),
+            witness: witness.clone(),
         },
         withdrawn,
         run,
+        witness,
         end,
         text: c.content.unwrap_or_default(),
     }
@@ -176,11 +186,14 @@ mod tests {
     fn a_normal_answer_runs_its_json_calls_and_withdraws_the_rest() {
         let good = call("{\"path\": \"/n\"}");
         let bad = call("{\"path\": ");
-        let s = sort(
-            completion(Some("tool_calls"), vec![good.clone(), bad.clone()]),
-            now(),
-        );
+        let mut c = completion(Some("tool_calls"), vec![bad.clone(), good.clone()]);
+        let id = proto::attest::CompletionId::from_random([7; 16]);
+        c.witness = Some(id.clone());
+        let s = sort(c, now());
         assert_eq!(s.run, std::slice::from_ref(&good));
+        // The call that runs is named by its index in the answer the model gave.
+        let w = s.witness.clone().expect("witnessed");
+        assert_eq!((w.completion, w.calls), (id, vec![1]));
         assert_eq!(s.end, None, "the turn goes on with the results");
         assert!(
             matches!(&s.assistant, LogRecord::Assistant { tool_calls, .. } if *tool_calls == [good.clone()])

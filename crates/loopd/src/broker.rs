@@ -4,9 +4,10 @@ use std::path::Path;
 
 use crate::cancel::Cancel;
 use daemon::conn::Conn;
+use proto::attest::WitnessRef;
 use proto::{CallId, Message, SessionId, ToolRequest, ToolResponse};
 
-/// Sends one call to brokerd. `pending` sees a pending approval while the owner decides;
+/// Sends one call to brokerd, naming the call inferproxy witnessed (`witness`). `pending` sees a pending approval while the owner decides;
 /// `cancel` can withdraw the call meanwhile (brokerd then answers with a denial).
 /// A broker that cannot be reached is a failed call, said plainly to the model and owner.
 pub fn call(
@@ -15,6 +16,7 @@ pub fn call(
     call: CallId,
     tool: &str,
     arguments: &str,
+    witness: WitnessRef,
     cancel: &Cancel,
     mut pending: impl FnMut(ToolResponse),
 ) -> ToolResponse {
@@ -28,6 +30,7 @@ pub fn call(
         call,
         tool: tool.to_owned(),
         arguments: arguments.to_owned(),
+        witness,
     });
     // Only a call that waits for the owner can be withdrawn: one being sent, decided or
     // run goes on to its result. A cancel that came first withdraws it as it starts waiting.

@@ -39,6 +39,9 @@ pub enum LlmError {
     Answer(AnswerError),
     /// The stream ended without `[DONE]`.
     NoDone,
+    /// The answer's head named no completion (`x-boxmaker-completion`): inferproxy did not
+    /// witness it, so none of its calls could run.
+    NotWitnessed,
 }
 
 impl fmt::Display for LlmError {
@@ -66,6 +69,7 @@ impl fmt::Display for LlmError {
             Self::NoContextSize => write!(f, "{BROKE_OFF}: /props has no n_ctx"),
             Self::Answer(e) => write!(f, "{BROKE_OFF}: {e}"),
             Self::NoDone => write!(f, "{BROKE_OFF}: the stream ended before [DONE]"),
+            Self::NotWitnessed => write!(f, "{BROKE_OFF}: inferproxy named no completion"),
         }
     }
 }
@@ -77,7 +81,7 @@ impl std::error::Error for LlmError {
             Self::Request(e) | Self::Body(e) => Some(e),
             Self::Encode(e) | Self::Props(e) => Some(e),
             Self::Answer(e) => Some(e),
-            Self::Status { .. } | Self::NoContextSize | Self::NoDone => None,
+            Self::Status { .. } | Self::NoContextSize | Self::NoDone | Self::NotWitnessed => None,
         }
     }
 }
@@ -215,7 +219,8 @@ pub fn complete(
     let witness = resp
         .headers
         .get(COMPLETION_HEADER)
-        .and_then(|v| CompletionId::new(v).ok());
+        .and_then(|v| CompletionId::new(v).ok())
+        .ok_or(LlmError::NotWitnessed)?;
     let mut sse = SseReader::new(resp.body);
     let mut answer = Answer::default();
     let mut done = false;
@@ -237,7 +242,7 @@ pub fn complete(
         tool_calls: answer.tool_calls,
         finish: answer.finish,
         timings: answer.timings,
-        witness,
+        witness: Some(witness),
     })
 }
 

@@ -167,6 +167,7 @@ mod tests {
                 content: None,
                 reasoning_content: Some("think".into()),
                 tool_calls: vec![call("xffiZ", "{\"path\": \"/n\"}")],
+                witness: None,
             },
             result("xffiZ"),
             LogRecord::CacheLoss {
@@ -213,6 +214,7 @@ mod tests {
                 content: Some("x".into()),
                 reasoning_content: None,
                 tool_calls: vec![good.clone(), bad.clone()],
+                witness: None,
             },
             result("g"),
             result("b"),
@@ -245,6 +247,7 @@ mod tests {
             content: None,
             reasoning_content: None,
             tool_calls: calls,
+            witness: None,
         };
         let withdrawn = |cause, calls| LogRecord::Withdrawn {
             time: t(),

@@ -401,7 +401,7 @@ impl Looper {
                     end,
                 });
             }
-            for tc in &sorted.run {
+            for (i, tc) in sorted.run.iter().enumerate() {
                 session.last_call += 1;
                 let call = CallId(session.last_call);
                 calls += 1;
@@ -410,7 +410,7 @@ impl Looper {
                 } else if cancel.is_cancelled() {
                     // Every call the model asked for gets its result, so the log stays whole.
                     ToolResponse::failed(composed::CANCELLED)
-                } else {
+                } else if let Some(witness) = sorted.witness.as_ref().and_then(|w| w.of_call(i)) {
                     emit(ChatEvent::ToolCall {
                         call,
                         tool: tc.name.clone(),
@@ -422,11 +422,14 @@ impl Looper {
                         call,
                         &tc.name,
                         &tc.arguments,
+                        witness,
                         cancel,
                         |p| {
                             emit(ChatEvent::ToolResponse { call, response: p });
                         },
                     )
+                } else {
+                    ToolResponse::failed(composed::UNWITNESSED)
                 };
                 let (content, class, untrusted, truncated) = for_model(&response);
                 self.append(

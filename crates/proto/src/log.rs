@@ -1,5 +1,6 @@
 use serde::{Deserialize, Serialize};
 
+use crate::attest::AnswerWitness;
 use crate::{CallId, DataClass, DenyReason, Epoch, Hash32, SessionId, Timestamp};
 
 /// A tool call exactly as the server returned it; `arguments` is the JSON text.
@@ -33,6 +34,12 @@ pub enum LogRecord {
         content: Option<String>,
         reasoning_content: Option<String>,
         tool_calls: Vec<ToolCall>,
+        /// The completion inferproxy witnessed this answer as, and each kept call's index in
+        /// it: what a tool request names. Absent in records written before witnessing: their
+        /// calls never run (an interrupted one gets its `failed` result, as every
+        /// interrupted call does).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        witness: Option<AnswerWitness>,
     },
     ToolResult {
         time: Timestamp,

@@ -2,6 +2,7 @@ use serde::{Deserialize, Serialize};
 
 use std::fmt;
 
+use crate::attest::WitnessRef;
 use crate::{CallId, DataClass, SessionId, Timestamp};
 
 /// loopd asks brokerd to run one tool call the model made.
@@ -14,6 +15,9 @@ pub struct ToolRequest {
     /// The model's JSON object, carried unparsed: brokerd validates it against the tool's
     /// argument types, never loopd.
     pub arguments: String,
+    /// The call inferproxy witnessed the model make: brokerd runs nothing else, and each
+    /// witnessed call once.
+    pub witness: WitnessRef,
 }
 
 /// brokerd's answer, internally tagged: `{"status":"result",…}`.

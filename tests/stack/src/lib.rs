@@ -16,13 +16,17 @@ pub mod real_session;
 pub mod recorder;
 mod systemd;
 mod wait;
+pub mod witness;
 pub use gateway::{
     BOT, BOT_USER, CHANNEL, Gateway, OFF_TOPIC, OWNER, STRANGER, User, http, http_as, post_id,
     posts, replies, replies_with,
 };
+use proto::attest::WitnessRef;
 use proto::{AuditEvent, AuditLine, Envelope, Message, SessionId, ToolRequest};
 pub use systemd::root;
 pub use wait::{Ready, poll_until, wait_until};
+use witness::witness_sock_of;
+pub use witness::{fresh_completion, report_witness, try_witnessed, witnessed};
 
 /// A built binary of this workspace. `cargo test --workspace` builds them next to the test
 /// executables' `deps/` directory.
@@ -64,7 +68,7 @@ pub fn have(tool: &str) -> bool {
 
 /// `{prefix}-{n}`, with an `n` no other call in this process gets: the names of homes, logs
 /// and notify sockets never collide, however fast they are made.
-fn unique(prefix: &str) -> String {
+pub(crate) fn unique(prefix: &str) -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     format!("{prefix}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
@@ -388,6 +392,8 @@ pub fn tool(sock: &Path, session: &str, call: u64, tool: &str, arguments: &str) 
     request(&mut conn, session, call, tool, arguments)
 }
 
+/// [`tool`] on an open connection to the loopd side `broker.sock` of a [`Home`]: the call is
+/// first witnessed ([`witnessed`]) on that home's witness.sock, as inferproxy would have.
 pub fn request(
     conn: &mut Conn,
     session: &str,
@@ -395,11 +401,25 @@ pub fn request(
     tool: &str,
     arguments: &str,
 ) -> Vec<Envelope> {
+    let witness = witnessed(&witness_sock_of(conn), tool, arguments);
+    request_as(conn, session, call, tool, arguments, witness)
+}
+
+/// One tool request naming `witness`, as loopd (or a compromised loopd) sends it.
+pub fn request_as(
+    conn: &mut Conn,
+    session: &str,
+    call: u64,
+    tool: &str,
+    arguments: &str,
+    witness: WitnessRef,
+) -> Vec<Envelope> {
     let msg = Message::ToolRequest(ToolRequest {
         session: SessionId::new(session).expect("session id"),
         call: proto::CallId(call),
         tool: tool.to_owned(),
         arguments: arguments.to_owned(),
+        witness,
     });
     let mut frames = Vec::new();
     let last = conn

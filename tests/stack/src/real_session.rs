@@ -170,6 +170,7 @@ fn prepared_log(id: &SessionId, notes: &str) -> Vec<LogRecord> {
             name: name.into(),
             arguments: format!("{{\"path\": \"{path}\"}}"),
         }],
+        witness: None,
     };
     let result = |n: u64, content: &str| LogRecord::ToolResult {
         time: t,
@@ -186,6 +187,7 @@ fn prepared_log(id: &SessionId, notes: &str) -> Vec<LogRecord> {
         content: Some(content.into()),
         reasoning_content: None,
         tool_calls: Vec::new(),
+        witness: None,
     };
     vec![
         LogRecord::SessionStart {

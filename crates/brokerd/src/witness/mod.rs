@@ -46,6 +46,13 @@ impl Witness {
         }
     }
 
+    /// Whether the store can be reached: free, or freed within a second (a write and its
+    /// fsync). A store stuck longer stops every call and every report, as a stuck audit
+    /// writer does; the watchdog then stops pinging.
+    pub fn alive(&self) -> bool {
+        daemon::reachable(&self.store, Duration::from_secs(1))
+    }
+
     /// Records a report durably. `Err` only when the store cannot be written.
     pub fn record(&self, report: WitnessReport) -> Result<Result<(), NotRecorded>, StoreError> {
         let recorded = lock(&self.store).record(report)?;

@@ -278,6 +278,7 @@ fn sessions_show_what_was_said_as_blocks() {
                 name: HOSTILE.into(),
                 arguments: HOSTILE.into(),
             }],
+            witness: None,
         },
         LogRecord::Withdrawn {
             time: time(),

@@ -39,6 +39,10 @@ pub const SHORT_PROMPT: &str = "The conversation is about to be cut short. In at
 short sentences, write what the owner asked for and what is still open. Write only that, \
 as plain text.";
 
+/// The failure loopd writes for a call of an answer inferproxy named no completion for
+/// (brokerd would refuse it): unaccounted, as that answer is.
+pub const UNWITNESSED: &str = "not run: inferproxy did not witness the answer";
+
 /// How much of a tool result the summary of an overflowed history keeps.
 pub const SUMMARY_RESULT_BYTES: usize = 2048;
 

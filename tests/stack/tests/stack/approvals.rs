@@ -15,6 +15,8 @@ pub(crate) fn ask(
     path: String,
 ) -> (String, std::thread::JoinHandle<Vec<Envelope>>) {
     let sock = home.loop_sock();
+    let arguments = format!(r#"{{"path":"{path}"}}"#);
+    let witness = stack::witnessed(&home.witness_sock(), "read_file", &arguments);
     let (tx, rx) = std::sync::mpsc::channel();
     let handle = std::thread::spawn(move || {
         let mut conn = Conn::connect(&sock).expect("connect");
@@ -22,7 +24,8 @@ pub(crate) fn ask(
             session: proto::SessionId::new("s-1").expect("id"),
             call: proto::CallId(call),
             tool: "read_file".into(),
-            arguments: format!(r#"{{"path":"{path}"}}"#),
+            arguments,
+            witness,
         });
         let mut frames = Vec::new();
         let last = conn

@@ -146,6 +146,7 @@ fn brokerd_killed_at_random_moments_never_loses_an_acknowledged_decision() {
     for _ in 0..rounds {
         let mut d = home.start();
         let sock = home.loop_sock();
+        let witness_sock = home.witness_sock();
         let first = call + 1;
         let good = good.clone();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -158,11 +159,15 @@ fn brokerd_killed_at_random_moments_never_loses_an_acknowledged_decision() {
                 } else {
                     r#"{"path":"/etc/passwd"}"#
                 };
+                let Some(witness) = stack::try_witnessed(&witness_sock, "read_file", args) else {
+                    break;
+                };
                 let msg = Message::ToolRequest(proto::ToolRequest {
                     session: proto::SessionId::new("s-kill").expect("id"),
                     call: proto::CallId(call),
                     tool: "read_file".into(),
                     arguments: args.to_owned(),
+                    witness,
                 });
                 match conn.call(call, msg, |_| {}) {
                     Ok(env) => match env.msg {

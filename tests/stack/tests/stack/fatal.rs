@@ -19,9 +19,12 @@ fn an_audit_fsync_failing_under_a_request_exits_70_through_main() {
         return;
     }
     let (home, notes, mut brokerd) = started("fatal-audit", "auto");
-    let mut strace = Stall::inject(&home, &brokerd, "fdatasync:error=EIO");
+    // Witnessed before the fault; the call's first fdatasync records its use in the witness
+    // store, the second is the decision's audit line, which fails.
+    let witness = note_witness(&home, &notes);
+    let mut strace = Stall::inject(&home, &brokerd, "fdatasync:error=EIO:when=2+");
     // The call is never answered (what it decided is not on disk): brokerd stops instead.
-    let call = read_note(&home, &notes);
+    let call = read_note(&home, &notes, witness);
     let log = exits_70(&mut brokerd, &mut strace, "a request on the loop socket");
     assert!(
         call.join().expect("the call").is_err(),
@@ -62,7 +65,7 @@ fn a_denial_on_sigterm_that_cannot_be_audited_still_exits_70() {
         return;
     }
     let (home, notes, mut brokerd) = started("fatal-drain", "ask");
-    let _call = read_note(&home, &notes);
+    let _call = read_note(&home, &notes, note_witness(&home, &notes));
     stack::wait_for_approval(&home.config());
     let mut strace = Stall::inject(&home, &brokerd, "fdatasync:error=EIO");
     // SIGTERM denies the waiting call; that denial is audited during the drain, and fails.
@@ -109,16 +112,30 @@ fn started(name: &str, mode: &str) -> (Home, PathBuf, stack::Daemon) {
     (home, notes, brokerd)
 }
 
+fn note_path(notes: &Path) -> String {
+    format!(r#"{{"path":"{}/n.md"}}"#, notes.display())
+}
+
+/// The model's call reading the note, witnessed as inferproxy would.
+fn note_witness(home: &Home, notes: &Path) -> proto::attest::WitnessRef {
+    stack::witnessed(&home.witness_sock(), "read_file", &note_path(notes))
+}
+
 /// Call 1 of session s-1, reading the note, on its own thread: the answer or why none came.
-fn read_note(home: &Home, notes: &Path) -> JoinHandle<Result<proto::Message, CallError>> {
+fn read_note(
+    home: &Home,
+    notes: &Path,
+    witness: proto::attest::WitnessRef,
+) -> JoinHandle<Result<proto::Message, CallError>> {
     let loop_sock = home.loop_sock();
-    let path = format!(r#"{{"path":"{}/n.md"}}"#, notes.display());
+    let path = note_path(notes);
     std::thread::spawn(move || {
         let msg = proto::Message::ToolRequest(proto::ToolRequest {
             session: proto::SessionId::new("s-1").expect("session id"),
             call: proto::CallId(1),
             tool: "read_file".into(),
             arguments: path,
+            witness,
         });
         let mut conn = Conn::connect(&loop_sock).expect("connect loop side");
         conn.call(1, msg, |_| {}).map(|env| env.msg)

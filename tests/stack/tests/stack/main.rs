@@ -38,3 +38,4 @@ mod search;
 mod shutdown;
 mod status;
 mod watchdog;
+mod witness;

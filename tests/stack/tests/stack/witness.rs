@@ -1,0 +1,273 @@
+//! A compromised loopd (this test, speaking loopd's sockets itself) can run only the calls
+//! the model made, exactly as it made them, each once: every case drives a real completion
+//! through inferproxy against the fake model, then sends brokerd tool requests as it likes.
+
+use std::os::unix::net::UnixStream;
+
+use daemon::conn::Conn;
+use proto::attest::{Answer, COMPLETION_HEADER, ChatMessage, CompletionId, WitnessRef};
+use proto::{AuditLine, DecisionRecord, DenyReason, ToolResponse};
+use serde_json::json;
+use stack::{Agent, Home, read_grant, request_as, response};
+use strict_http::SseReader;
+
+const SCRIPT: &str = r#"
+[[rule]]
+[rule.match]
+user_contains = "read"
+[[rule.answer.tool_calls]]
+name = "read_file"
+arguments = '{"path":"NOTES/n.md"}'
+
+[[rule]]
+[rule.match]
+user_contains = "list"
+[[rule.answer.tool_calls]]
+name = "list_dir"
+arguments = '{"path":"NOTES"}'
+
+[default]
+text = "Hello."
+"#;
+
+/// A home with a note, a grant that reads and lists it without asking, and the whole stack;
+/// `broker` is extra `[broker]` settings.
+fn stack(name: &str, broker: &str) -> (Home, Agent, String) {
+    let home = Home::new(name, &format!("witness_wait = \"300ms\"\n{broker}"));
+    let notes = home.files("notes", &[("n.md", "the note")]);
+    home.write_grant("read", &read_grant("auto", &notes, ""));
+    let list = read_grant("auto", &notes, "").replace("read_file", "list_dir");
+    home.write_grant("list", &list);
+    let notes = notes.display().to_string();
+    let agent = home.start_agent(&SCRIPT.replace("NOTES", &notes), "");
+    (home, agent, notes)
+}
+
+fn infer_sock(home: &Home) -> std::path::PathBuf {
+    home.root.join("run/loop-infer/infer.sock")
+}
+
+/// A chat request as loopd builds it, with `extra` fields merged in.
+fn body(user: &str, extra: serde_json::Value) -> Vec<u8> {
+    let messages = [ChatMessage::system("sys"), ChatMessage::user(user)];
+    let mut b = json!({
+        "messages": messages.iter().map(ChatMessage::to_value).collect::<Vec<_>>(),
+        "tools": proto::attest::definitions(),
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "max_tokens": 256,
+        "id_slot": 0,
+        "cache_prompt": true,
+    });
+    if let (Some(o), serde_json::Value::Object(more)) = (b.as_object_mut(), extra) {
+        o.extend(more);
+    }
+    serde_json::to_vec(&b).expect("body")
+}
+
+/// One completion through inferproxy: the id it was witnessed as, and the answer.
+fn complete(home: &Home, user: &str, extra: serde_json::Value) -> (CompletionId, Answer) {
+    let stream = UnixStream::connect(infer_sock(home)).expect("infer.sock");
+    let resp = strict_http::request(
+        stream,
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        &body(user, extra),
+    )
+    .expect("request");
+    assert_eq!(resp.status, 200);
+    let id = resp.headers.get(COMPLETION_HEADER).expect("a completion");
+    let id = CompletionId::new(id).expect("an id");
+    let mut sse = SseReader::new(resp.body);
+    let mut answer = Answer::default();
+    let mut done = false;
+    while let Some(e) = sse.next_event().expect("event") {
+        if e.data == "[DONE]" {
+            done = true;
+            break;
+        }
+        answer.feed(&e.data, |_| {}).expect("chunk");
+    }
+    assert!(done, "[DONE] after the witness");
+    (id, answer)
+}
+
+fn ask(home: &Home, call: u64, tool: &str, args: &str, witness: WitnessRef) -> ToolResponse {
+    let mut conn = Conn::connect(&home.loop_sock()).expect("broker.sock");
+    response(&request_as(&mut conn, "s-evil", call, tool, args, witness)).clone()
+}
+
+fn denied(r: &ToolResponse) -> Option<DenyReason> {
+    match r {
+        ToolResponse::Denied { reason, .. } => Some(*reason),
+        _ => None,
+    }
+}
+
+fn audited_denials(home: &Home) -> Vec<DenyReason> {
+    home.audit_lines()
+        .iter()
+        .filter_map(|l| match l {
+            AuditLine::Decision(r) => match &r.decision {
+                DecisionRecord::Denied { reason, .. } => Some(*reason),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_compromised_loopd_runs_only_the_models_calls_exactly_and_once() {
+    let (home, _agent, notes) = stack("witness-evil", "");
+    let (id, answer) = complete(&home, "read my note", json!({}));
+    let call = &answer.tool_calls[0];
+    assert_eq!(call.name, "read_file");
+    let at = |index| WitnessRef {
+        completion: id.clone(),
+        index,
+    };
+    let args = call.arguments.clone();
+    // A call the model never made: no such completion (after the wait), or no such index.
+    let invented = WitnessRef {
+        completion: stack::fresh_completion(),
+        index: 0,
+    };
+    let passwd = r#"{"path":"/etc/passwd"}"#;
+    let started = std::time::Instant::now();
+    assert_eq!(
+        denied(&ask(&home, 1, "read_file", passwd, invented)),
+        Some(DenyReason::NotWitnessed)
+    );
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(250),
+        "it waited"
+    );
+    assert_eq!(
+        denied(&ask(&home, 2, "read_file", &args, at(1))),
+        Some(DenyReason::NotWitnessed)
+    );
+    // The witnessed call with other arguments, or as another tool.
+    let other = format!(r#"{{"path":"{notes}/../../etc/passwd"}}"#);
+    assert_eq!(
+        denied(&ask(&home, 3, "read_file", &other, at(0))),
+        Some(DenyReason::WitnessMismatch)
+    );
+    assert_eq!(
+        denied(&ask(&home, 4, "list_dir", &args, at(0))),
+        Some(DenyReason::WitnessMismatch)
+    );
+    // Exactly as the model made it: it runs, once.
+    let ran = ask(&home, 5, "read_file", &args, at(0));
+    assert!(
+        matches!(&ran, ToolResponse::Result { content, .. } if content.contains("the note")),
+        "{ran:?}"
+    );
+    assert_eq!(
+        denied(&ask(&home, 6, "read_file", &args, at(0))),
+        Some(DenyReason::AlreadyRun)
+    );
+    // Every denial is audited with its reason.
+    assert_eq!(
+        audited_denials(&home),
+        [
+            DenyReason::NotWitnessed,
+            DenyReason::NotWitnessed,
+            DenyReason::WitnessMismatch,
+            DenyReason::WitnessMismatch,
+            DenyReason::AlreadyRun
+        ]
+    );
+    home.assert_audit_good();
+}
+
+#[test]
+fn a_call_of_a_cut_answer_never_runs_and_a_forcing_request_is_never_forwarded() {
+    let (home, agent, _) = stack("witness-cut", "");
+    let (id, answer) = complete(&home, "list my notes", json!({"max_tokens": 15}));
+    assert_eq!(answer.finish.as_deref(), Some("length"));
+    let call = answer.tool_calls.first().expect("a cut call");
+    let w = WitnessRef {
+        completion: id,
+        index: 0,
+    };
+    let got = ask(&home, 1, "list_dir", &call.arguments, w);
+    assert_eq!(denied(&got), Some(DenyReason::WitnessNotRunnable));
+    // Fields that could force the call: refused by inferproxy, the model never asked.
+    let before = agent.requests().as_array().map_or(0, Vec::len);
+    for extra in [
+        json!({"grammar": "root ::= \"x\""}),
+        json!({"response_format": {"type": "json_object"}}),
+        json!({"json_schema": {"type": "object"}}),
+        json!({"logit_bias": [[1, 100]]}),
+    ] {
+        let stream = UnixStream::connect(infer_sock(&home)).expect("infer.sock");
+        let resp = strict_http::request(
+            stream,
+            "POST",
+            "/v1/chat/completions",
+            &[],
+            &body("read my note", extra.clone()),
+        )
+        .expect("request");
+        assert_eq!(resp.status, 400, "{extra}");
+        let text = resp.read_body(1 << 16).expect("body");
+        let err: serde_json::Value = serde_json::from_slice(&text).expect("json");
+        assert_eq!(err["error"]["type"], "unwitnessable_request", "{extra}");
+    }
+    let mut prefilled: serde_json::Value =
+        serde_json::from_slice(&body("read my note", json!({}))).expect("json");
+    let prefill = ChatMessage::assistant(Some("<tool_call>".into()), None, &[]);
+    prefilled["messages"]
+        .as_array_mut()
+        .expect("array")
+        .push(prefill.to_value());
+    let stream = UnixStream::connect(infer_sock(&home)).expect("infer.sock");
+    let bytes = serde_json::to_vec(&prefilled).expect("body");
+    let resp =
+        strict_http::request(stream, "POST", "/v1/chat/completions", &[], &bytes).expect("request");
+    assert_eq!(resp.status, 400, "a prefill");
+    let after = agent.requests().as_array().map_or(0, Vec::len);
+    assert_eq!(before, after, "nothing reached the model");
+}
+
+#[test]
+fn witness_records_survive_a_restart_and_a_call_naming_a_lost_one_is_denied() {
+    let (home, mut agent, _) = stack("witness-restart", "max_witness_records = 2");
+    let calls: Vec<(CompletionId, String)> = (0..3)
+        .map(|_| {
+            let (id, a) = complete(&home, "read my note", json!({}));
+            (id, a.tool_calls[0].arguments.clone())
+        })
+        .collect();
+    let at = |i: usize| WitnessRef {
+        completion: calls[i].0.clone(),
+        index: 0,
+    };
+    assert!(matches!(
+        ask(&home, 1, "read_file", &calls[2].1, at(2)),
+        ToolResponse::Result { .. }
+    ));
+    // brokerd stops hard and starts again.
+    agent.daemons[1].kill();
+    let _brokerd = home.start();
+    // A record from before the restart still runs, once; a used one stays used.
+    assert!(matches!(
+        ask(&home, 2, "read_file", &calls[1].1, at(1)),
+        ToolResponse::Result { .. }
+    ));
+    assert_eq!(
+        denied(&ask(&home, 3, "read_file", &calls[1].1, at(1))),
+        Some(DenyReason::AlreadyRun)
+    );
+    assert_eq!(
+        denied(&ask(&home, 4, "read_file", &calls[2].1, at(2))),
+        Some(DenyReason::AlreadyRun)
+    );
+    // The oldest was forgotten past max_witness_records: its call is not witnessed.
+    assert_eq!(
+        denied(&ask(&home, 5, "read_file", &calls[0].1, at(0))),
+        Some(DenyReason::NotWitnessed)
+    );
+}
