@@ -19,8 +19,8 @@ use proto::{
 };
 
 use crate::Fatal;
-use crate::accounting::Accounting;
 use crate::approvals::{self, Answer, NotRegistered, Wake};
+use crate::attested::{Attested, Claimed};
 use crate::audit::AuditLog;
 use crate::bind;
 use crate::desk::{self, Desk, Heard};
@@ -32,7 +32,6 @@ use crate::policy::{self, Decision, Labels, Outcome};
 use crate::runner::{RunOutcome, Runner};
 use crate::sessions::{SessionState, Sessions};
 use crate::tool_spec;
-use crate::witness::Witness;
 use grants::Snapshot;
 
 #[derive(Debug)]
@@ -55,18 +54,9 @@ pub struct Broker {
     pub(crate) notes: Notes,
     /// The job runs in progress, each with the session brokerd minted for it.
     pub(crate) runs: Runs,
-    /// The label of every message brokerd can account for (issue 17 point 3).
-    pub(crate) accounting: Mutex<Accounting>,
-    /// What inferproxy witnessed: only those calls run, each once.
-    pub(crate) witness: Witness,
-}
-
-/// What brokerd knows of the context a call came from (issue 17): what inferproxy witnessed,
-/// and the label of every message brokerd can account for.
-#[derive(Debug)]
-pub struct Attested {
-    pub witness: Witness,
-    pub accounting: Accounting,
+    /// What inferproxy witnessed (only those calls run, each once) and the labels of what
+    /// loopd may send the model.
+    pub(crate) witness: Attested,
 }
 
 impl Broker {
@@ -77,12 +67,8 @@ impl Broker {
         sessions: Sessions,
         runner: Runner,
         notes: Notes,
-        attested: Attested,
+        witness: Attested,
     ) -> Self {
-        let Attested {
-            witness,
-            accounting,
-        } = attested;
         let desk = Desk::new(config.broker.max_pending_approvals);
         let outbox = Outbox::new(config.gateway.is_some());
         let board = crate::board::Board::new(config.gateway.is_some());
@@ -98,7 +84,6 @@ impl Broker {
             board,
             notes,
             runs: Runs::default(),
-            accounting: Mutex::new(accounting),
             witness,
         }
     }
@@ -106,9 +91,7 @@ impl Broker {
     /// A channel handed loopd the owner's message of `digest` (`ChatMessage::user`'s): it
     /// is on disk, private and trusted, before the channel is told.
     pub(crate) fn register_owner(&self, digest: proto::Hash32) -> Result<(), Fatal> {
-        lock(&self.accounting)
-            .owner(digest)
-            .map_err(Fatal::Accounting)
+        self.witness.owner(digest).map_err(Fatal::Accounting)
     }
 
     /// Appends one audit line (a job run's start or end, say), fsynced.
@@ -195,16 +178,19 @@ impl Broker {
             .claim(&req.witness, &req.tool, &req.arguments)
             .map_err(Fatal::Witness)?;
         let now = Timestamp::now();
+        // Decided on the session's taint raised by the labels of the call's prompt.
+        let claimed = witnessed.as_ref().ok().cloned();
+        let view = claimed
+            .as_ref()
+            .map_or(state.view(), |c| state.view().raised(c.prompt));
         let mut decision = match (witnessed, &parsed, self.runs.scope(&req.session)) {
             (Err((reason, detail)), _, _) => policy::unwitnessed(reason, detail),
-            (Ok(()), _, Scope::NotRunning) => policy::job_not_running(),
-            (Ok(()), Ok(args), Scope::Ordinary) => {
-                policy::decide(&snapshot, args, state.view(), now)
+            (Ok(_), _, Scope::NotRunning) => policy::job_not_running(),
+            (Ok(_), Ok(args), Scope::Ordinary) => policy::decide(&snapshot, args, view, now),
+            (Ok(_), Ok(args), Scope::Job(job)) => {
+                policy::decide_in(&snapshot, args, view, Some(&job), now)
             }
-            (Ok(()), Ok(args), Scope::Job(job)) => {
-                policy::decide_in(&snapshot, args, state.view(), Some(&job), now)
-            }
-            (Ok(()), Err(e), _) => policy::invalid(e),
+            (Ok(_), Err(e), _) => policy::invalid(e),
         };
         // The arguments as the grant covered them, which is also what runs.
         let effective = match (&parsed, decision.grant()) {
@@ -240,19 +226,29 @@ impl Broker {
                 canonical,
             })
         })?;
-        let response = match (decision.outcome(), effective) {
-            (Outcome::Allow { .. }, Some(args)) => self.run(req, args, decision, &snapshot)?,
-            (Outcome::Deny { reason, detail, .. }, _) => ToolResponse::Denied {
-                reason,
-                detail: Some(detail.to_owned()),
-            },
+        let (response, ran) = match (decision.outcome(), effective) {
+            (Outcome::Allow { .. }, Some(args)) => {
+                let (r, labels) = self.run(req, args, decision, &snapshot)?;
+                (r, Some(labels))
+            }
+            (Outcome::Deny { reason, detail, .. }, _) => (
+                ToolResponse::Denied {
+                    reason,
+                    detail: Some(detail.to_owned()),
+                },
+                None,
+            ),
             // An allow without parsed arguments, or an ask left unanswered, cannot happen;
             // answer as a denial rather than run anything.
-            _ => ToolResponse::Denied {
-                reason: DenyReason::ApprovalRefused,
-                detail: None,
-            },
+            _ => (
+                ToolResponse::Denied {
+                    reason: DenyReason::ApprovalRefused,
+                    detail: None,
+                },
+                None,
+            ),
         };
+        self.account(claimed.as_ref(), &response, ran)?;
         send(Envelope::last(id, Message::ToolResponse(response)));
         Ok(())
     }
@@ -389,9 +385,9 @@ impl Broker {
         args: ToolArgs,
         decision: Decision,
         snapshot: &Snapshot,
-    ) -> Result<ToolResponse, Fatal> {
+    ) -> Result<(ToolResponse, Labels), Fatal> {
         let Some(labels) = decision.labels() else {
-            return Ok(ToolResponse::failed("internal: no grant"));
+            return Ok((ToolResponse::failed("internal: no grant"), Labels::NONE));
         };
         let subtree = matches!(args, ToolArgs::ListDir(_));
         let read = args.reads();
@@ -447,7 +443,7 @@ impl Broker {
         {
             lock(&self.audit).tool_failed(req, failure)?;
         }
-        Ok(match outcome {
+        let response = match outcome {
             RunOutcome::Ok { content, truncated } => ToolResponse::Result {
                 content,
                 class,
@@ -455,7 +451,25 @@ impl Broker {
                 truncated,
             },
             RunOutcome::Failed { message, failure } => ToolResponse::Failed { message, failure },
-        })
+        };
+        Ok((response, labels))
+    }
+
+    /// The tool message loopd makes of `response` to the witnessed call `claimed`, at its
+    /// labels (those of the run, `ran`, for a failure), on disk before the answer leaves.
+    fn account(
+        &self,
+        claimed: Option<&Claimed>,
+        response: &ToolResponse,
+        ran: Option<Labels>,
+    ) -> Result<(), Fatal> {
+        let Some(claimed) = claimed else {
+            return Ok(());
+        };
+        let labels = crate::accounting::of_response(response, ran);
+        (self.witness)
+            .returned(claimed, response, labels)
+            .map_err(Fatal::Accounting)
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod accounting;
 pub mod admin;
 pub mod approvals;
+pub mod attested;
 pub mod audit;
 pub mod bind;
 mod board;

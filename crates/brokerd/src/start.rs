@@ -95,10 +95,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         sessions,
         runner,
         notes,
-        crate::broker::Attested {
-            witness,
-            accounting,
-        },
+        crate::attested::Attested::new(witness, accounting),
     ));
     broker
         .audit_first_snapshot()

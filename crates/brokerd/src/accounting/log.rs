@@ -17,7 +17,7 @@ use super::{OWNER, Record};
 use crate::policy::Labels;
 
 /// The longest line the file may hold.
-const MAX_LINE: usize = 1024;
+const MAX_LINE: usize = 64 * 1024;
 
 #[derive(Debug)]
 pub enum LogError {
@@ -152,7 +152,7 @@ impl Log {
         }
         let mut out = Vec::new();
         for r in records {
-            line(&mut out, &Line::Record(*r));
+            line(&mut out, &Line::Record(r.clone()));
         }
         let path = &self.path;
         self.file.write_all(&out).map_err(io(path))?;
@@ -172,7 +172,7 @@ impl Log {
         let mut out = Vec::new();
         line(&mut out, &Line::Sent { sent });
         for r in &all[from..] {
-            line(&mut out, &Line::Record(**r));
+            line(&mut out, &Line::Record((*r).clone()));
         }
         let tmp = self.path.with_extension("tmp");
         let _ = std::fs::remove_file(&tmp);

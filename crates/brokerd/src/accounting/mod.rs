@@ -15,7 +15,7 @@ mod log;
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
-use proto::attest::{ChatMessage, WitnessReport, composed};
+use proto::attest::{ChatMessage, CompletionId, WitnessReport, composed};
 use proto::{DataClass, Hash32, ToolResponse};
 use serde::{Deserialize, Serialize};
 
@@ -71,15 +71,26 @@ pub enum Kind {
     Owner,
     /// The system message of a registered core memory.
     Core,
+    /// A witnessed completion ([`completion_key`]): its prompt's labels and its calls' ids.
+    Completion,
 }
 
 /// One durable record: `digest` is accounted at `label`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Record {
     pub kind: Kind,
     pub digest: Hash32,
     pub label: Labels,
+    /// A completion's calls' ids, as the model gave them (the tool messages name them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<String>,
+}
+
+/// The key a completion's record is kept under (never a message's digest: those are of
+/// JSON objects).
+pub fn completion_key(completion: &CompletionId) -> Hash32 {
+    Hash32::digest(format!("completion {completion}").as_bytes())
 }
 
 /// The label of one prompt, and how many of its messages brokerd could not account for.
@@ -98,6 +109,8 @@ pub struct Accounting {
     map: HashMap<Hash32, (Labels, usize)>,
     /// The records in the order they were made, for forgetting the oldest.
     order: VecDeque<Record>,
+    /// Each kept completion's calls' ids.
+    calls: HashMap<Hash32, Vec<String>>,
     /// The highest label brokerd has ever sent loopd: what an unaccounted message counts as.
     sent: Labels,
     /// Fixed messages loopd composes that carry nothing but proto's own text.
@@ -125,6 +138,7 @@ impl Accounting {
             max: max.max(1),
             map: HashMap::new(),
             order: VecDeque::new(),
+            calls: HashMap::new(),
             sent: sent.join(OWNER),
             fixed,
             cap,
@@ -150,6 +164,13 @@ impl Accounting {
             .get(digest)
             .copied()
             .or_else(|| self.map.get(digest).map(|(l, _)| *l))
+    }
+
+    /// A witnessed completion's prompt labels and its calls' ids, while its record is kept.
+    pub fn completion(&self, completion: &CompletionId) -> Option<(Labels, &[String])> {
+        let key = completion_key(completion);
+        let (label, _) = self.map.get(&key)?;
+        Some((*label, self.calls.get(&key).map_or(&[][..], Vec::as_slice)))
     }
 
     /// The label of a prompt: the join of its messages' labels, an unaccounted one counting
@@ -193,8 +214,15 @@ impl Accounting {
                 kind: Kind::Answer,
                 digest,
                 label: accounted.label,
+                calls: Vec::new(),
             })
             .collect();
+        records.push(Record {
+            kind: Kind::Completion,
+            digest: completion_key(&report.completion),
+            label: accounted.label,
+            calls: report.calls.iter().map(|c| c.id.clone()).collect(),
+        });
         let notices = [
             composed::INTERRUPTED.to_owned(),
             composed::CANCELLED.to_owned(),
@@ -207,6 +235,7 @@ impl Accounting {
                     kind: Kind::Tool,
                     digest: m.digest(),
                     label: OWNER,
+                    calls: Vec::new(),
                 });
             }
         }
@@ -230,12 +259,14 @@ impl Accounting {
             kind: Kind::Tool,
             digest: ChatMessage::tool(tool_call_id, text.as_str()).digest(),
             label,
+            calls: Vec::new(),
         }];
         if let Some(cut) = composed::trimmed(&text) {
             records.push(Record {
                 kind: Kind::Tool,
                 digest: ChatMessage::tool(tool_call_id, cut).digest(),
                 label,
+                calls: Vec::new(),
             });
         }
         self.add(&records)
@@ -248,6 +279,7 @@ impl Accounting {
             kind: Kind::Owner,
             digest,
             label: OWNER,
+            calls: Vec::new(),
         }])
     }
 
@@ -257,6 +289,7 @@ impl Accounting {
             kind: Kind::Core,
             digest: composed::system(core).digest(),
             label: OWNER,
+            calls: Vec::new(),
         }])
     }
 
@@ -268,7 +301,7 @@ impl Accounting {
             .fold(self.sent, |s, r| s.join(r.label));
         self.log.append(records, sent, &self.order)?;
         for r in records {
-            self.remember(*r);
+            self.remember(r.clone());
         }
         Ok(())
     }
@@ -279,6 +312,9 @@ impl Accounting {
         }
         let e = self.map.entry(r.digest).or_insert((r.label, 0));
         *e = (e.0.join(r.label), e.1 + 1);
+        if r.kind == Kind::Completion {
+            self.calls.insert(r.digest, r.calls.clone());
+        }
         self.order.push_back(r);
         while self.order.len() > self.max {
             let Some(old) = self.order.pop_front() else {
@@ -289,6 +325,7 @@ impl Accounting {
                 e.1 -= 1;
                 if e.1 == 0 {
                     self.map.remove(&old.digest);
+                    self.calls.remove(&old.digest);
                 }
             }
         }

@@ -311,3 +311,57 @@ fn a_response_is_labelled_by_what_it_carries() {
     };
     assert_eq!(view.raised(SECRET).taint, DataClass::Secret);
 }
+
+/// Through the attested context as brokerd holds it: a report is accounted as it is
+/// recorded, and a claimed call carries its prompt's labels and the model's id, whose
+/// result is then accounted.
+#[test]
+fn a_claimed_call_carries_the_labels_of_its_prompt() {
+    use brokerd::attested::{Attested, Claimed};
+    use brokerd::witness::{Store, Witness};
+    use proto::attest::WitnessRef;
+    let f = File::new("attested");
+    let dir = f.0.parent().expect("dir").join("witness");
+    let (store, _) = Store::open(&dir, 64).expect("store");
+    let witness = Witness::new(store, std::time::Duration::from_millis(10));
+    let a = Attested::new(witness, f.open(64));
+    let owner = ChatMessage::user("fetch it");
+    a.owner(owner.digest()).expect("owner");
+    let fetch = call("f1", "http_fetch", "{\"url\":\"https://example.org\"}");
+    let ans = answer("tool_calls", None, vec![fetch.clone()]);
+    let honest = [composed::system(composed::DEFAULT_CORE), owner];
+    let r = report(1, &honest, &ans);
+    a.record(r.clone()).expect("store").expect("recorded");
+    let w = WitnessRef {
+        completion: r.completion.clone(),
+        index: 0,
+    };
+    let claimed = a
+        .claim(&w, &fetch.name, &fetch.arguments)
+        .expect("store")
+        .expect("claimed");
+    assert_eq!(
+        claimed,
+        Claimed {
+            prompt: OWNER,
+            call_id: Some("f1".into()),
+        }
+    );
+    a.returned(&claimed, &secret_result(), SECRET)
+        .expect("returned");
+    // A fresh prompt that quotes that result is labelled secret.
+    let mut laundered = vec![composed::system(composed::DEFAULT_CORE)];
+    laundered.push(composed::tool_message("f1", &secret_result()));
+    let again = answer("tool_calls", None, vec![call("f2", "http_fetch", "{}")]);
+    let r2 = report(2, &laundered, &again);
+    a.record(r2.clone()).expect("store").expect("recorded");
+    let w2 = WitnessRef {
+        completion: r2.completion,
+        index: 0,
+    };
+    let claimed = a
+        .claim(&w2, "http_fetch", "{}")
+        .expect("store")
+        .expect("claimed");
+    assert_eq!(claimed.prompt, SECRET);
+}

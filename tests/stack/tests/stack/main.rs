@@ -22,6 +22,7 @@ mod job_notes;
 mod job_runs;
 mod jobs;
 mod labels;
+mod laundering;
 mod memory;
 mod notes;
 mod notes_bad;
