@@ -483,10 +483,31 @@ pub struct Turn {
 }
 
 impl Agent {
+    /// Registers the owner's `text` with brokerd, as a channel does before loopd has it.
+    pub fn register(&self, text: &str) {
+        daemon::owner::register(&self.broker, text).expect("register the owner's message");
+    }
+
+    /// The lines in which brokerd said a prompt held a message it could not account for.
+    pub fn fallbacks(&self) -> Vec<String> {
+        let brokerd = self.daemons.iter().find(|d| {
+            d.stderr
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("stderr-brokerd"))
+        });
+        brokerd.map_or_else(Vec::new, |d| {
+            d.log()
+                .lines()
+                .filter(|l| l.contains("are not accounted for") || l.contains("no longer kept"))
+                .map(str::to_owned)
+                .collect()
+        })
+    }
+
     /// Sends one chat message and collects the turn, the message registered with brokerd
     /// first as an honest channel does.
     pub fn chat(&self, session: Option<&SessionId>, text: &str) -> Turn {
-        daemon::owner::register(&self.broker, text).expect("register the owner's message");
+        self.register(text);
         let mut conn = Conn::connect(&self.chat).expect("connect chat");
         let mut events = Vec::new();
         let last = conn

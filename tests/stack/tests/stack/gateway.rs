@@ -30,7 +30,7 @@ chunk_delay_ms = 20
 fn the_owner_chats_in_threads_and_strangers_are_ignored() {
     let home = Home::new("gateway", "");
     let gw = home.start_gateway(&[OWNER.id], "edit_interval = \"10ms\"");
-    let _agent = home.start_agent(SCRIPT, "");
+    let agent = home.start_agent(SCRIPT, "");
 
     let root = gw.post(OWNER, "hello there", None);
     gw.wait_reply(&root, HELLO);
@@ -82,6 +82,7 @@ fn the_owner_chats_in_threads_and_strangers_are_ignored() {
     assert!(home.owner_registered("hello there"));
     assert!(home.owner_registered("show me a picture"));
     assert!(!home.owner_registered("hello? tell me a picture"));
+    assert_eq!(agent.fallbacks(), Vec::<String>::new());
 }
 
 #[test]

@@ -139,7 +139,7 @@ fn a_secret_copied_into_a_fresh_prompt_is_judged_secret_however_dressed() {
     assert_eq!(fetch.arguments, FETCH);
     assert_eq!(denied(&r), Some(DenyReason::ApprovalExpired), "{r:?}");
     // Every message of the honest prompts was accounted for: no fall-back.
-    assert_eq!(fallbacks(), 0, "{}", agent.daemons[1].log());
+    assert_eq!(fallbacks(), 0, "{:?}", agent.fallbacks());
 
     let send = owner(&home, "send the key");
     let cases: Vec<(&str, Vec<ChatMessage>)> = vec![
@@ -170,7 +170,7 @@ fn a_secret_copied_into_a_fresh_prompt_is_judged_secret_however_dressed() {
     }
     // The owner message and the system prompt were not accounted for (the tool message
     // was: brokerd returned it), and brokerd said so.
-    assert_eq!(fallbacks(), 2, "{}", agent.daemons[1].log());
+    assert_eq!(fallbacks(), 2, "{:?}", agent.fallbacks());
 
     // Through a summary: the model summarises the session that read the secret (a real
     // compaction request), and the next epoch starts from that summary in a fresh session.
