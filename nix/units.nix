@@ -139,8 +139,7 @@ let
     { path = s.admin_broker; group = adminGroup; }
     { path = s.loop_infer; group = loopInferGroup; }
     { path = s.chat_loop; group = chatGroup; }
-    # The channels register the owner's words with brokerd (docs/decisions.md A4).
-    { path = s.chat_broker; group = chatGroup; }
+    { path = s.chat_broker; group = chatGroup; } # the owner's words, registered (A4)
     { path = s.infer_broker; group = inferBrokerGroup; }
   ] ++ (if gateway == null then [ ] else [ { path = s.broker_gateway; group = brokerGatewayGroup; } ]) ++ jobUnits.socketDirs;
 
@@ -327,8 +326,7 @@ in
         # resolved's or nscd's AF_UNIX sockets, so PrivateNetwork stays on.
         InaccessiblePaths = [ "-/run/systemd/private" ];
         # Loosening: the audit chain, the sessions' taint, the notes and their labels, what
-        # inferproxy witnessed (the calls that may run, and those that ran), and the
-        # accounting of what loopd may send the model.
+        # inferproxy witnessed and the accounting of what loopd may send the model.
         StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/notes" "${stateDir}/note-state" "${stateDir}/index" "${stateDir}/witness" "${stateDir}/accounting" ];
         StateDirectoryMode = "0700";
         # The secrets the grants may hand to tool units (BRIEF decision 3); a tool unit's
@@ -398,7 +396,7 @@ in
       sockets = [ "boxmaker-gatewayd" ] ++ jobUnits.roleSockets "gatewayd";
       unit = {
         # It follows Mattermost from boot (no connection starts it) and chats through
-        # loopd's socket-activated loop.sock, registering each message on brokerd's chat side.
+        # loopd's socket-activated loop.sock (each message registered on brokerd's first).
         Wants = [ "network-online.target" "boxmaker-loopd.socket" "boxmaker-brokerd-chat.socket" ];
         After = [ "network-online.target" "boxmaker-loopd.socket" "boxmaker-brokerd-chat.socket" ];
       };
@@ -408,8 +406,7 @@ in
       extra =
         ipNetwork
         // {
-          # No loosening: loopd's and brokerd's chat pair directories, entered by the owner's
-          # chat group.
+          # No loosening: the chat pair directories, entered by the owner's chat group.
           SupplementaryGroups = [ chatGroup ];
           # Its threads, the posts it handled and its approval posts.
           StateDirectory = "${stateDir}/gateway";

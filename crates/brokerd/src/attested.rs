@@ -10,7 +10,7 @@ use daemon::lock;
 use proto::attest::{WitnessRef, WitnessReport};
 use proto::{Hash32, ToolResponse};
 
-use crate::accounting::{Accounting, LogError};
+use crate::accounting::{Accounting, LogError, of_response};
 use crate::policy::Labels;
 use crate::witness::{NotRecorded, StoreError, Unwitnessed, Witness};
 
@@ -92,15 +92,17 @@ impl Attested {
         }))
     }
 
-    /// brokerd answers the call `claimed` with `r`, at `labels`: on disk before it leaves.
+    /// brokerd answers the witnessed call `claimed` (none: a call that was not) with `r`:
+    /// the tool message loopd makes of it is accounted at its labels (those of the run,
+    /// `ran`, for a failure), on disk before the answer leaves.
     pub fn returned(
         &self,
-        claimed: &Claimed,
+        claimed: Option<&Claimed>,
         r: &ToolResponse,
-        labels: Labels,
+        ran: Option<Labels>,
     ) -> Result<(), LogError> {
-        match &claimed.call_id {
-            Some(id) => lock(&self.accounting).returned(id, r, labels),
+        match claimed.and_then(|c| c.call_id.as_deref()) {
+            Some(id) => lock(&self.accounting).returned(id, r, of_response(r, ran)),
             None => Ok(()),
         }
     }

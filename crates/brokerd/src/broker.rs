@@ -20,7 +20,7 @@ use proto::{
 
 use crate::Fatal;
 use crate::approvals::{self, Answer, NotRegistered, Wake};
-use crate::attested::{Attested, Claimed};
+use crate::attested::Attested;
 use crate::audit::AuditLog;
 use crate::bind;
 use crate::desk::{self, Desk, Heard};
@@ -248,7 +248,9 @@ impl Broker {
                 None,
             ),
         };
-        self.account(claimed.as_ref(), &response, ran)?;
+        (self.witness)
+            .returned(claimed.as_ref(), &response, ran)
+            .map_err(Fatal::Accounting)?;
         send(Envelope::last(id, Message::ToolResponse(response)));
         Ok(())
     }
@@ -453,23 +455,6 @@ impl Broker {
             RunOutcome::Failed { message, failure } => ToolResponse::Failed { message, failure },
         };
         Ok((response, labels))
-    }
-
-    /// The tool message loopd makes of `response` to the witnessed call `claimed`, at its
-    /// labels (those of the run, `ran`, for a failure), on disk before the answer leaves.
-    fn account(
-        &self,
-        claimed: Option<&Claimed>,
-        response: &ToolResponse,
-        ran: Option<Labels>,
-    ) -> Result<(), Fatal> {
-        let Some(claimed) = claimed else {
-            return Ok(());
-        };
-        let labels = crate::accounting::of_response(response, ran);
-        (self.witness)
-            .returned(claimed, response, labels)
-            .map_err(Fatal::Accounting)
     }
 }
 

@@ -149,18 +149,7 @@ pub fn send(
         approver,
         interrupt,
     } = *owner;
-    // brokerd accounts the message as the owner's only if it has it before loopd does; one
-    // it could not take is loopd's word to brokerd, so the turn's calls are labelled as
-    // high as anything loopd was ever sent (safe, but maybe refused): said so.
-    if let Err(e) = daemon::owner::register(broker, text) {
-        writeln!(
-            out,
-            "[brokerd did not register this message ({}); the turn's tool calls are labelled \
-             as the highest label loopd was ever sent]",
-            line(&e.to_string())
-        )
-        .map_err(Error::Output)?;
-    }
+    crate::owner::register(broker, text, out)?;
     let msg = Message::ChatSend(ChatSend {
         session,
         text: text.to_owned(),

@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 use brokerd::accounting::{Accounted, Accounting, LogError, OWNER, of_response};
 use brokerd::policy::{Labels, SessionView};
+
+use crate::policy::{PRIVATE, deny_reason, fetch, now, snapshot, web};
 use proto::attest::{Answer, ChatMessage, CompletionId, WitnessReport, composed};
 use proto::{DataClass, DenyReason, Hash32, ToolCall, ToolResponse};
 
@@ -347,7 +349,7 @@ fn a_claimed_call_carries_the_labels_of_its_prompt() {
             call_id: Some("f1".into()),
         }
     );
-    a.returned(&claimed, &secret_result(), SECRET)
+    a.returned(Some(&claimed), &secret_result(), None)
         .expect("returned");
     // A fresh prompt that quotes that result is labelled secret.
     let mut laundered = vec![composed::system(composed::DEFAULT_CORE)];
@@ -364,4 +366,30 @@ fn a_claimed_call_carries_the_labels_of_its_prompt() {
         .expect("store")
         .expect("claimed");
     assert_eq!(claimed.prompt, SECRET);
+}
+
+/// A call is decided on the higher of the session's taint and its prompt's labels: a
+/// session private to the owner's eyes is denied the egress call its secret prompt made.
+#[test]
+fn the_prompts_labels_raise_the_session_for_the_decision() {
+    let s = snapshot(&[("web", &web("auto", ""))]);
+    let args = fetch("https://example.org/x");
+    let allowed = brokerd::policy::decide(&s, &args, PRIVATE.raised(Labels::NONE), now());
+    assert_eq!(deny_reason(allowed.outcome()), None);
+    let secret = Labels {
+        class: DataClass::Secret,
+        untrusted: false,
+    };
+    let raised = PRIVATE.raised(secret);
+    assert_eq!(raised.taint, DataClass::Secret);
+    let d = brokerd::policy::decide(&s, &args, raised, now());
+    assert_eq!(deny_reason(d.outcome()), Some(DenyReason::TaintTooHigh));
+    let untrusted = PRIVATE.raised(Labels {
+        class: DataClass::Public,
+        untrusted: true,
+    });
+    assert_eq!(
+        (untrusted.taint, untrusted.untrusted),
+        (DataClass::Private, true)
+    );
 }

@@ -9,7 +9,7 @@ use grants::Snapshot;
 use proto::tools::ToolArgs;
 use proto::{DataClass, DenyReason, Timestamp};
 
-fn snapshot(grants: &[(&str, &str)]) -> Snapshot {
+pub(crate) fn snapshot(grants: &[(&str, &str)]) -> Snapshot {
     let files: BTreeMap<String, (PathBuf, String)> = grants
         .iter()
         .map(|(id, text)| {
@@ -24,11 +24,11 @@ fn snapshot(grants: &[(&str, &str)]) -> Snapshot {
 
 const NOW: u64 = 1_789_632_300_000;
 
-fn now() -> Timestamp {
+pub(crate) fn now() -> Timestamp {
     Timestamp::from_millis(NOW).expect("now")
 }
 
-const PRIVATE: SessionView = SessionView {
+pub(crate) const PRIVATE: SessionView = SessionView {
     taint: DataClass::Private,
     untrusted: false,
 };
@@ -37,7 +37,7 @@ fn read(path: &str) -> ToolArgs {
     ToolArgs::parse("read_file", &format!(r#"{{"path":"{path}"}}"#)).expect("args")
 }
 
-fn fetch(url: &str) -> ToolArgs {
+pub(crate) fn fetch(url: &str) -> ToolArgs {
     ToolArgs::parse("http_fetch", &format!(r#"{{"url":"{url}"}}"#)).expect("args")
 }
 
@@ -48,14 +48,14 @@ fn notes(mode: &str, max_taint: &str) -> String {
     )
 }
 
-fn web(mode: &str, extra: &str) -> String {
+pub(crate) fn web(mode: &str, extra: &str) -> String {
     format!(
         "tool = \"http_fetch\"\nmode = \"{mode}\"\nmax_taint = \"private\"\nresult_class = \
          \"public\"\n{extra}\n[constraints]\nhosts = [\"example.org\", \"*.wikipedia.org\"]\n"
     )
 }
 
-fn deny_reason(o: Outcome<'_>) -> Option<DenyReason> {
+pub(crate) fn deny_reason(o: Outcome<'_>) -> Option<DenyReason> {
     match o {
         Outcome::Deny { reason, .. } => Some(reason),
         _ => None,
@@ -494,30 +494,4 @@ fn bound_labels_reach_across_tools_and_into_a_listed_directory() {
     ]);
     let notes = policy::bound_labels(&s, &["/home/owner/notes"], true);
     assert_eq!(notes, Labels::NONE);
-}
-
-/// A call is decided on the higher of the session's taint and its prompt's labels: a
-/// session private to the owner's eyes is denied the egress call its secret prompt made.
-#[test]
-fn the_prompts_labels_raise_the_session_for_the_decision() {
-    let s = snapshot(&[("web", &web("auto", ""))]);
-    let args = fetch("https://example.org/x");
-    let allowed = policy::decide(&s, &args, PRIVATE.raised(Labels::NONE), now());
-    assert_eq!(deny_reason(allowed.outcome()), None);
-    let secret = Labels {
-        class: DataClass::Secret,
-        untrusted: false,
-    };
-    let raised = PRIVATE.raised(secret);
-    assert_eq!(raised.taint, DataClass::Secret);
-    let d = policy::decide(&s, &args, raised, now());
-    assert_eq!(deny_reason(d.outcome()), Some(DenyReason::TaintTooHigh));
-    let untrusted = PRIVATE.raised(Labels {
-        class: DataClass::Public,
-        untrusted: true,
-    });
-    assert_eq!(
-        (untrusted.taint, untrusted.untrusted),
-        (DataClass::Private, true)
-    );
 }
