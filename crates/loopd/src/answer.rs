@@ -32,7 +32,7 @@ pub fn sort(c: Completion, now: Timestamp) -> Sorted {
     let normal = matches!(c.finish.as_deref(), Some("stop" | "tool_calls"));
     let (run, withdrawn): (Vec<(u32, ToolCall)>, Vec<(u32, ToolCall)>) = (0u32..)
         .zip(c.tool_calls)
-        .partition(|(_, call)| proto::attest::composed::kept(normal, call));
+        .partition(|(_, call)| proto::composed::kept(normal, call));
     let witness = c.witness.map(|completion| AnswerWitness {
         completion,
         calls: run.iter().map(|(i, _)| *i).collect(),
@@ -154,7 +154,7 @@ mod tests {
             a.content = c.content.clone();
             a.tool_calls = c.tool_calls.clone();
             a.finish = c.finish.clone();
-            let mut known = proto::attest::composed::answer_forms(&a);
+            let mut known = proto::composed::answer_forms(&a);
             known.push(a.message().digest());
             let s = sort(c, now());
             let mut records = vec![s.assistant];

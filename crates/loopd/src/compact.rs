@@ -20,10 +20,10 @@ use crate::llm::{self, LlmError};
 use crate::prompt;
 use crate::store::Session;
 
-use proto::attest::composed::{SHORT_PROMPT, SUMMARY_PROMPT};
+use proto::composed::{SHORT_PROMPT, SUMMARY_PROMPT};
 
 /// The summary when the model could not write one.
-pub use proto::attest::composed::NO_SUMMARY;
+pub use proto::composed::NO_SUMMARY;
 
 /// The most tokens a summary may take: an eighth of the context (so the next epoch starts
 /// at most that full, plus the system prompt), and never more than `loop.max_tokens`.
@@ -45,7 +45,7 @@ fn trim_result(r: LogRecord) -> LogRecord {
             untrusted,
             outcome,
             truncated,
-        } => match proto::attest::composed::trimmed(&content) {
+        } => match proto::composed::trimmed(&content) {
             Some(content) => LogRecord::ToolResult {
                 time,
                 call,
@@ -92,7 +92,7 @@ fn ask(
     slot: u32,
     cap: u32,
 ) -> Asked {
-    messages.push(proto::attest::composed::instruction(instruction).to_value());
+    messages.push(proto::composed::instruction(instruction).to_value());
     let mut body = prompt::body(messages, slot, cap);
     body["tool_choice"] = json!("none");
     match llm::complete(sock, timeout, &body, None, |_| {}) {

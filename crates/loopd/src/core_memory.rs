@@ -10,7 +10,7 @@ use std::path::Path;
 
 /// What the model is told when no `memory/core.md` exists (proto's: brokerd accounts for
 /// the system message it makes).
-pub use proto::attest::composed::DEFAULT_CORE;
+pub use proto::composed::DEFAULT_CORE;
 
 /// The largest `core.md` loopd takes: it is in every request, so it must leave the context
 /// room. A larger one is refused (logged) and the default used.

@@ -3,7 +3,8 @@
 //! turns exactly as the server returned them, except tool calls a `withdrawn` record left
 //! out (and their results): the server could not render them.
 
-use proto::attest::{ChatMessage, composed};
+use proto::attest::ChatMessage;
+use proto::composed;
 use proto::{LogRecord, ToolCall, Withdrawal};
 use serde_json::{Value, json};
 

@@ -7,7 +7,7 @@ use proto::{DataClass, ToolResponse};
 /// them for the owner's eyes only; brokerd holds the session's real taint).
 pub fn for_model(r: &ToolResponse) -> (String, DataClass, bool, bool) {
     // The text is proto's (`composed::tool_text`): brokerd recomputes the tool message.
-    let text = proto::attest::composed::tool_text(r);
+    let text = proto::composed::tool_text(r);
     match r {
         ToolResponse::Result {
             class,

@@ -9,8 +9,8 @@ use std::time::Duration;
 use daemon::config::Config;
 use daemon::keyed::KeyedLocks;
 use daemon::lock;
-use proto::attest::composed;
 use proto::chat::{ChatEvent, ChatReply, ChatSend, TurnEnd};
+use proto::composed;
 use proto::{
     CallId, DataClass, Epoch, Hash32, LogRecord, SessionId, Timestamp, ToolCall, ToolResponse,
     Withdrawal,

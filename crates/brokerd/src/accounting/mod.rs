@@ -15,7 +15,8 @@ mod log;
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
-use proto::attest::{ChatMessage, CompletionId, WitnessReport, composed};
+use proto::attest::{ChatMessage, CompletionId, WitnessReport};
+use proto::composed;
 use proto::{DataClass, Hash32, ToolResponse};
 use serde::{Deserialize, Serialize};
 

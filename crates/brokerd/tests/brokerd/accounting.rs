@@ -10,7 +10,8 @@ use brokerd::accounting::{Accounted, Accounting, LogError, OWNER, of_response};
 use brokerd::policy::{Labels, SessionView};
 
 use crate::policy::{PRIVATE, deny_reason, fetch, now, snapshot, web};
-use proto::attest::{Answer, ChatMessage, CompletionId, WitnessReport, composed};
+use proto::attest::{Answer, ChatMessage, CompletionId, WitnessReport};
+use proto::composed;
 use proto::{DataClass, DenyReason, Hash32, ToolCall, ToolResponse};
 
 const SECRET: Labels = Labels {

@@ -11,7 +11,6 @@
 
 pub mod answer;
 pub mod canonical;
-pub mod composed;
 pub mod request;
 pub mod tools;
 
@@ -115,7 +114,7 @@ pub struct WitnessRecorded {
 }
 
 /// An owner's message a channel hands loopd: the digest of its `user` message
-/// ([`composed::owner`]). brokerd accounts it private and trusted (docs/decisions.md A4).
+/// ([`crate::composed::owner`]). brokerd accounts it private and trusted (docs/decisions.md A4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OwnerMessage {
@@ -126,7 +125,7 @@ impl OwnerMessage {
     /// The registration of the owner's `text`.
     pub fn of(text: &str) -> Self {
         Self {
-            digest: composed::owner(text).digest(),
+            digest: ChatMessage::user(text).digest(),
         }
     }
 }

@@ -6,7 +6,8 @@
 //! call's labels come from its prompt, not from what loopd holds elsewhere.
 
 use daemon::conn::Conn;
-use proto::attest::{ChatMessage, WitnessRef, composed};
+use proto::attest::{ChatMessage, WitnessRef};
+use proto::composed;
 use proto::{DenyReason, ToolCall, ToolResponse};
 use serde_json::json;
 use stack::{Agent, Home, complete, read_grant, request_as, response};

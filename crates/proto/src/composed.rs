@@ -1,13 +1,14 @@
-//! The messages loopd composes itself (docs/decisions.md A1), in the one form brokerd
-//! recomputes to account for them: the system message (the pinned core memory), the
-//! summary an epoch starts from, a tool message for each [`ToolResponse`] brokerd returned
-//! (a result, a denial, a failure notice), the notices loopd writes in place of a result it
-//! never got (an interrupted call, the per-turn cap, the owner's cancel), a tool result cut
-//! short for the summary of an overflowed history, and an answer replayed without the calls
-//! it withdrew. loopd builds these messages with these functions only, so an honest
-//! session's messages match what brokerd computes byte for byte.
+//! The messages loopd composes itself (docs/decisions.md A1), beside `attest`, in the one
+//! form brokerd recomputes to account for them: the system message (the pinned core
+//! memory), the summary an epoch starts from, a tool message for each [`ToolResponse`]
+//! brokerd returned (a result, a denial, a failure notice), the notices loopd writes in
+//! place of a result it never got (an interrupted call, the per-turn cap, the owner's
+//! cancel, an unwitnessed answer), a tool result cut short for the summary of an overflowed
+//! history, and an answer replayed without the calls it withdrew. loopd builds these
+//! messages with these functions only, so an honest session's messages match what brokerd
+//! computes byte for byte.
 
-use super::{Answer, ChatMessage};
+use crate::attest::{Answer, ChatMessage};
 use crate::{Hash32, ToolCall, ToolResponse};
 
 /// The core memory when the owner has written none (`memory/core.md` absent).
