@@ -90,8 +90,7 @@ let
     };
     peers = {
       loopd.user = "boxmaker-loopd";
-      # brokerd admits inferproxy's DynamicUser on witness.sock.
-      infer.user = "boxmaker-inferproxy";
+      infer.user = "boxmaker-inferproxy"; # whom brokerd admits on witness.sock
       admin.group = adminGroup;
       chat.group = chatGroup;
     };
@@ -139,7 +138,7 @@ let
     { path = s.admin_broker; group = adminGroup; }
     { path = s.loop_infer; group = loopInferGroup; }
     { path = s.chat_loop; group = chatGroup; }
-    { path = s.chat_broker; group = chatGroup; } # the owner's words, registered (A4)
+    { path = s.chat_broker; group = chatGroup; } # the owner's words, registered (X4)
     { path = s.infer_broker; group = inferBrokerGroup; }
   ] ++ (if gateway == null then [ ] else [ { path = s.broker_gateway; group = brokerGatewayGroup; } ]) ++ jobUnits.socketDirs;
 
@@ -325,8 +324,7 @@ in
         # (BRIEF decision 1), so it alone sees /run/dbus. Host names resolve through
         # resolved's or nscd's AF_UNIX sockets, so PrivateNetwork stays on.
         InaccessiblePaths = [ "-/run/systemd/private" ];
-        # Loosening: the audit chain, the sessions' taint, the notes and their labels, what
-        # inferproxy witnessed and the accounting of what loopd may send the model.
+        # Loosening: the audit chain, the sessions' taint, the notes and their labels, the witness store, the accounting.
         StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/notes" "${stateDir}/note-state" "${stateDir}/index" "${stateDir}/witness" "${stateDir}/accounting" ];
         StateDirectoryMode = "0700";
         # The secrets the grants may hand to tool units (BRIEF decision 3); a tool unit's
@@ -372,11 +370,8 @@ in
       name = "inferproxy";
       description = "boxmaker llama-server proxy (inferproxy)";
       sockets = [ "boxmaker-inferproxy" ];
-      unit = {
-        # It reports every completion to brokerd's socket-activated witness.sock.
-        Wants = [ "boxmaker-brokerd-witness.socket" ];
-        After = [ "boxmaker-brokerd-witness.socket" ];
-      };
+      # It reports every completion to brokerd's socket-activated witness.sock.
+      unit = let w = [ "boxmaker-brokerd-witness.socket" ]; in { Wants = w; After = w; };
       # Loosening: llama-server listens on host loopback TCP, so the host's network
       # namespace with IP sockets, and the kernel's filter admits loopback only.
       extra = ipNetwork // {
@@ -467,18 +462,8 @@ in
       dir = dirOf s.admin_broker;
       file = "broker.sock";
     };
-    boxmaker-brokerd-chat = socket {
-      service = "brokerd";
-      fdName = "chat";
-      dir = dirOf s.chat_broker;
-      file = "broker.sock";
-    };
-    boxmaker-brokerd-witness = socket {
-      service = "brokerd";
-      fdName = "witness";
-      dir = dirOf s.infer_broker;
-      file = "witness.sock";
-    };
+    boxmaker-brokerd-chat = socket { service = "brokerd"; fdName = "chat"; dir = dirOf s.chat_broker; file = "broker.sock"; };
+    boxmaker-brokerd-witness = socket { service = "brokerd"; fdName = "witness"; dir = dirOf s.infer_broker; file = "witness.sock"; };
     boxmaker-inferproxy = socket {
       service = "inferproxy";
       fdName = "infer";

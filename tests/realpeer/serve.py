@@ -50,6 +50,11 @@ def main():
         params.chat_template = f.read()
     params.cpuparams.n_threads = max(1, min(4, os.cpu_count() or 1))
     params.warmup = False
+    # What witnessing relies on (docs/threat-model.md): an answer depends on the witnessed
+    # prompt alone, so no chunk reuse (`--cache-reuse`) and no context shift. Both are
+    # llama.cpp's defaults; set here so that a change of default does not go unnoticed.
+    params.n_cache_reuse = 0
+    params.ctx_shift = False
     params.endpoint_metrics = args.metrics
     if args.slot_save_path:
         params.slot_save_path = args.slot_save_path

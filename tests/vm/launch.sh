@@ -1,7 +1,8 @@
 # tests/vm/launch.sh: a tool unit's launch cost, a harness figure (docs/performance.md),
 # sourced by guest.sh. Never a pass/fail on time: the checks are that both sides ran.
 # Alternating, ROUNDS times: a trivial tool call through brokerd (a read_file of the todo
-# list under notes-read, sent on loop-broker as loopd sends it, as loopd's user), and the
+# list under notes-read, witnessed on infer-broker as inferproxy would, then sent on
+# loop-broker as loopd sends it, as loopd's user), and the
 # floor: a bare `systemd-run --wait --pipe` of boxmaker-tool with the same properties
 # (brokerd --print-tool-unit notes-read) and the same invocation on stdin. Written to
 # /ci/out/launch.txt for tests/vm/run.sh to print.
@@ -13,6 +14,7 @@ printf '{"call":{"tool":"read_file","arguments":{"path":"/srv/notes/todo.md"}},"
     >/tmp/invocation-todo.json
 printf '%s\n' "${PROPS[@]}" >/tmp/launch-props
 wait_for 10 "loopd runs (its DynamicUser exists)" "active boxmaker-loopd.service"
+wait_for 10 "inferproxy runs (its DynamicUser exists: brokerd admits it on witness.sock)" "active boxmaker-inferproxy.service"
 expect "the harness ran both sides 9 times" \
     "python3 /opt/boxmaker-vm/launch.py 9 /tmp/launch-props /tmp/invocation-todo.json | tee /ci/out/launch.txt | grep -q '^ratio '"
 sed 's/^/    | /' /ci/out/launch.txt

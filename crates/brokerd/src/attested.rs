@@ -54,7 +54,7 @@ impl Attested {
     /// A report from inferproxy: accounted (its answer at its prompt's labels), then
     /// recorded; both on disk before it is acknowledged.
     pub fn record(&self, report: WitnessReport) -> Result<Result<(), NotRecorded>, StoreError> {
-        // The other forms of the answer are not in the report yet (docs/decisions.md A2).
+        // The other forms of the answer are not in the report yet (docs/decisions.md X2).
         lock(&self.accounting)
             .witnessed(&report, &[])
             .map_err(as_store)?;

@@ -1,5 +1,5 @@
 //! brokerd's chat side, `broker.sock` in the chat ↔ broker pair directory
-//! (`sockets.chat_broker`; docs/decisions.md A4, an extension of the brief's deviation 2 as
+//! (`sockets.chat_broker`; docs/decisions.md X4, an extension of the brief's deviation 2 as
 //! J1 is): the channels that hand the owner's words to loopd (`bxctl chat`, gatewayd)
 //! register each message's digest here first. It takes `owner_message` only, from the
 //! peers loopd's chat socket admits (`peers.chat`, `peers.gateway`): whoever may chat with

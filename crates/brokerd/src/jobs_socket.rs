@@ -162,7 +162,7 @@ fn register(
                 })
             });
             // The prompt the runner hands loopd is the owner's, from the configuration
-            // brokerd read itself: accounted before the run may begin (docs/decisions.md A4).
+            // brokerd read itself: accounted before the run may begin (docs/decisions.md X4).
             let prompt = broker.config.jobs.iter().find(|j| j.name == job);
             let registered = audited.and_then(|()| match prompt {
                 Some(j) => broker.register_owner(ChatMessage::user(j.prompt.as_str()).digest()),

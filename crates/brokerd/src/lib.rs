@@ -31,6 +31,7 @@ mod start;
 pub mod status;
 pub mod tool_spec;
 pub mod witness;
+mod witness_socket;
 
 pub use error::{EXIT_FAILURE, EXIT_FATAL, Error};
 pub use fatal::Fatal;

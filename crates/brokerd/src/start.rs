@@ -19,7 +19,7 @@ use crate::notes::Notes;
 use crate::runner::{DirectRunner, Runner, SystemdRunner};
 use crate::server::{self, Side};
 use crate::sessions::Sessions;
-use crate::{chat_socket, jobs, jobs_socket, witness};
+use crate::{chat_socket, jobs, jobs_socket, witness, witness_socket};
 use grants::Snapshot;
 
 #[derive(Debug, clap::Parser)]
@@ -125,9 +125,9 @@ pub fn run(args: Args) -> Result<(), Error> {
     }
     // inferproxy's side: its reports of the completions it forwards.
     let path = broker.config.sockets.infer_broker_sock();
-    let handle = witness::socket::handler(broker.clone(), service.activity(), halt.clone());
+    let handle = witness_socket::handler(broker.clone(), service.activity(), halt.clone());
     service
-        .framed(&path, &witness::socket::policy(&broker), handle)
+        .framed(&path, &witness_socket::policy(&broker), handle)
         .map_err(Error::WitnessSocket)?;
     // The job runners' side, when jobs are configured.
     if !broker.config.jobs.is_empty() {

@@ -1,4 +1,4 @@
-//! The owner's words, registered with brokerd before loopd has them (docs/decisions.md A4):
+//! The owner's words, registered with brokerd before loopd has them (docs/decisions.md X4):
 //! brokerd then accounts them as the owner's, private and trusted.
 
 use std::io::Write;

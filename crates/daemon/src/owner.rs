@@ -1,4 +1,4 @@
-//! A channel's registration of the owner's words (docs/decisions.md A4): before `bxctl chat`
+//! A channel's registration of the owner's words (docs/decisions.md X4): before `bxctl chat`
 //! or gatewayd hands the owner's message to loopd, it tells brokerd the message's digest on
 //! `sockets.chat_broker/broker.sock`, and sends it only once brokerd has it on disk. loopd
 //! cannot add owner messages of its own: a user message no channel registered counts, in

@@ -3,9 +3,19 @@
 //! first body byte, as ratios to direct. Run with `cargo bench -p inferproxy`; prints a
 //! markdown table for docs/performance.md.
 //!
+//! inferproxy is measured twice (issue 17): a chat completion, witnessed (the request
+//! checked, a copy of the stream parsed, `[DONE]` held until the witness stand-in, which
+//! answers at once, acknowledges the report), and the same stream answering `GET
+//! /v1/models`, which inferproxy relays with the same code but witnesses nothing: the
+//! relay without witnessing, in the same binary and the same run. No configuration turns
+//! witnessing off, so that path is the only copy without it.
+//!
 //! The upstream is synthetic and as fast as it can write (a real llama-server produces a
-//! few hundred events per second), so the table shows the proxy's cost at its worst.
-//! Environment: `BENCH_MIB` (default 64), `BENCH_RUNS` (throughput runs, default 15),
+//! few hundred events per second), so the table shows the proxy's cost at its worst. What
+//! it streams is said by the request's `x-bench` field (`stream <event bytes> <total>` or
+//! `first`), which inferproxy forwards.
+//! Environment: `BENCH_MIB` (default and at most 3: the longest answer is 4 MiB,
+//! `proto::attest::MAX_ANSWER_BYTES`), `BENCH_RUNS` (throughput runs, default 15),
 //! `BENCH_TTFB_RUNS` (default 300), `BENCH_VERBOSE` (print every run, to see the spread).
 
 use std::io::{self, BufReader, Read, Write};
@@ -25,6 +35,70 @@ impl Stream for UnixStream {}
 enum Route {
     Direct(u16),
     Unix(PathBuf),
+}
+
+/// What a route asks: a witnessable chat completion, or `GET /v1/models` (not witnessed).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ask {
+    Chat,
+    Models,
+}
+
+impl Ask {
+    fn send(self, stream: Box<dyn Stream>, bench: &str) -> strict_http::Response<Box<dyn Stream>> {
+        let headers = [("x-bench", bench)];
+        let resp = match self {
+            Self::Chat => {
+                strict_http::request(stream, "POST", "/v1/chat/completions", &headers, &chat())
+            }
+            Self::Models => strict_http::request(stream, "GET", "/v1/models", &headers, b""),
+        };
+        resp.expect("request")
+    }
+}
+
+/// A chat request as loopd sends it (witnessable).
+fn chat() -> Vec<u8> {
+    use proto::attest::ChatMessage;
+    let messages = [ChatMessage::system("sys"), ChatMessage::user("stream")];
+    let body = serde_json::json!({
+        "messages": messages.iter().map(ChatMessage::to_value).collect::<Vec<_>>(),
+        "tools": proto::attest::definitions(),
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "max_tokens": 64,
+        "id_slot": 0,
+        "cache_prompt": true,
+    });
+    serde_json::to_vec(&body).expect("body")
+}
+
+/// brokerd's witness.sock, stood in for: every report acknowledged at once (brokerd's own
+/// cost, a record fsynced, is the broker bench's).
+fn witness(path: &Path) {
+    let listener = std::os::unix::net::UnixListener::bind(path).expect("bind witness.sock");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut conn = daemon::conn::Conn::new(
+                    stream,
+                    Duration::from_secs(10),
+                    Duration::from_secs(10),
+                );
+                while let Ok(env) = conn.read() {
+                    let proto::Message::WitnessReport(r) = env.msg else {
+                        return;
+                    };
+                    let done = proto::attest::WitnessRecorded {
+                        completion: r.completion,
+                    };
+                    let msg = proto::Message::WitnessRecorded(done);
+                    let _ = conn.write(&proto::Envelope::last(env.id, msg));
+                }
+            });
+        }
+    });
 }
 
 impl Route {
@@ -56,6 +130,8 @@ fn upstream() -> u16 {
     port
 }
 
+const DONE: &[u8] = b"data: [DONE]\n\n";
+
 const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nServer: llama.cpp\r\nContent-Type: text/event-stream\r\n\
     Transfer-Encoding: chunked\r\nKeep-Alive: timeout=5, max=100\r\n\r\n";
 
@@ -63,9 +139,9 @@ fn serve(mut stream: TcpStream) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let head = strict_http::read_request_head(&mut reader).map_err(io::Error::from)?;
-    let body = Body::new(&mut reader, head.framing, Some(1024)).map_err(io::Error::from)?;
-    let request =
-        String::from_utf8_lossy(&strict_http::read_to_end_limited(body, 1024)?).into_owned();
+    let body = Body::new(&mut reader, head.framing, Some(1 << 20)).map_err(io::Error::from)?;
+    strict_http::read_to_end_limited(body, 1 << 20)?;
+    let request = head.headers.get("x-bench").unwrap_or_default().to_owned();
     let words: Vec<&str> = request.split(' ').collect();
     if let ["stream", size, total] = words[..] {
         let size: usize = size.parse().expect("event size");
@@ -75,11 +151,12 @@ fn serve(mut stream: TcpStream) -> io::Result<()> {
         for _ in 0..total / size {
             stream.write_all(&piece)?;
         }
+        stream.write_all(&chunk(DONE))?;
     } else {
         let mut first = HEAD.to_vec();
         first.extend_from_slice(&chunk(&event(300)));
         stream.write_all(&first)?;
-        stream.write_all(&chunk(b"data: [DONE]\n\n"))?;
+        stream.write_all(&chunk(DONE))?;
     }
     stream.write_all(b"0\r\n\r\n")
 }
@@ -101,17 +178,9 @@ fn chunk(data: &[u8]) -> Vec<u8> {
 }
 
 /// Streams `total` bytes in events of `size`; MiB/s from connect to the last byte.
-fn throughput(route: &Route, size: usize, total: usize) -> f64 {
+fn throughput(route: &Route, ask: Ask, size: usize, total: usize) -> f64 {
     let start = Instant::now();
-    let request = format!("stream {size} {total}");
-    let resp = strict_http::request(
-        route.connect(),
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        request.as_bytes(),
-    )
-    .expect("request");
+    let resp = ask.send(route.connect(), &format!("stream {size} {total}"));
     assert_eq!(resp.status, 200);
     let mut body = resp.body;
     let mut buf = vec![0u8; 64 * 1024];
@@ -124,21 +193,14 @@ fn throughput(route: &Route, size: usize, total: usize) -> f64 {
         }
     }
     let secs = start.elapsed().as_secs_f64();
-    assert_eq!(got, total / size * size, "every byte arrived");
+    assert_eq!(got, total / size * size + DONE.len(), "every byte arrived");
     got as f64 / (1024.0 * 1024.0) / secs
 }
 
 /// Time from connect to the first byte of the body.
-fn first_byte(route: &Route) -> Duration {
+fn first_byte(route: &Route, ask: Ask) -> Duration {
     let start = Instant::now();
-    let resp = strict_http::request(
-        route.connect(),
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        b"first",
-    )
-    .expect("request");
+    let resp = ask.send(route.connect(), "first");
     let mut body = resp.body;
     let mut buf = [0u8; 4096];
     let n = body.read(&mut buf).expect("first byte");
@@ -166,6 +228,8 @@ impl Drop for Running {
 /// Starts inferproxy (release build) on `dir/loop-infer/infer.sock`; waits for READY=1.
 fn start_proxy(dir: &Path, port: u16) -> (Running, PathBuf) {
     std::fs::create_dir_all(dir.join("loop-infer")).expect("mkdir");
+    std::fs::create_dir_all(dir.join("infer-broker")).expect("mkdir");
+    witness(&dir.join("infer-broker/witness.sock"));
     let uid = {
         use std::os::unix::fs::MetadataExt;
         std::fs::metadata(dir).expect("stat").uid()
@@ -173,7 +237,7 @@ fn start_proxy(dir: &Path, port: u16) -> (Running, PathBuf) {
     let d = dir.display();
     let config = format!(
         "home = \"{d}/home\"\ngrants = \"{d}/grants\"\n[sockets]\nloop_broker = \"{d}/lb\"\n\
-         admin_broker = \"{d}/ab\"\nloop_infer = \"{d}/loop-infer\"\n\
+         admin_broker = \"{d}/ab\"\nloop_infer = \"{d}/loop-infer\"\ninfer_broker = \"{d}/infer-broker\"\n\
          [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\n\
          [infer]\nupstream = \"http://127.0.0.1:{port}\"\n"
     );
@@ -238,7 +302,8 @@ fn main() {
         let _ = writeln!(out, "proxy bench: run it with `cargo bench -p inferproxy`");
         return;
     }
-    let mib = env_or("BENCH_MIB", 64);
+    // An answer loopd (and so the witness) accepts is at most 4 MiB of event data.
+    let mib = env_or("BENCH_MIB", 3).min(3);
     let runs = env_or("BENCH_RUNS", 15);
     let ttfb_runs = env_or("BENCH_TTFB_RUNS", 300);
     let dir = std::env::temp_dir().join(format!("bx-infer-bench-{}", std::process::id()));
@@ -249,11 +314,20 @@ fn main() {
     let (_proxy, proxy_sock) = start_proxy(&dir, port);
     let socat = start_socat(&dir, port);
     let mut routes = vec![
-        ("direct TCP", Route::Direct(port)),
-        ("inferproxy", Route::Unix(proxy_sock)),
+        ("direct TCP", Route::Direct(port), Ask::Chat),
+        (
+            "inferproxy, witnessed",
+            Route::Unix(proxy_sock.clone()),
+            Ask::Chat,
+        ),
+        (
+            "inferproxy, not witnessed (`GET /v1/models`)",
+            Route::Unix(proxy_sock),
+            Ask::Models,
+        ),
     ];
     match &socat {
-        Some((_, path)) => routes.push(("socat", Route::Unix(path.clone()))),
+        Some((_, path)) => routes.push(("socat", Route::Unix(path.clone()), Ask::Chat)),
         None => {
             let _ = writeln!(
                 out,
@@ -268,13 +342,13 @@ fn main() {
     // weighs on each of them alike.
     for (size, total) in [(1024, total), (200, total / 4)] {
         let name = format!(
-            "throughput, {} MiB in {size}-byte events (MiB/s, median of {runs})",
-            total >> 20
+            "throughput, {} KiB in {size}-byte events (MiB/s, median of {runs})",
+            total >> 10
         );
         let mut all = vec![Vec::new(); routes.len()];
         for run in 0..=runs {
-            for (i, (_, route)) in routes.iter().enumerate() {
-                let v = throughput(route, size, total);
+            for (i, (_, route, ask)) in routes.iter().enumerate() {
+                let v = throughput(route, *ask, size, total);
                 if run > 0 {
                     all[i].push(v); // run 0 warms up
                 }
@@ -288,8 +362,8 @@ fn main() {
     let name = format!("time to first byte (µs, median of {ttfb_runs})");
     let mut all = vec![Vec::new(); routes.len()];
     for run in 0..ttfb_runs + 10 {
-        for (i, (_, route)) in routes.iter().enumerate() {
-            let v = first_byte(route).as_secs_f64() * 1e6;
+        for (i, (_, route, ask)) in routes.iter().enumerate() {
+            let v = first_byte(route, *ask).as_secs_f64() * 1e6;
             if run >= 10 {
                 all[i].push(v);
             }
@@ -304,7 +378,7 @@ fn main() {
         num_cpus(),
         load()
     );
-    let header: Vec<&str> = routes.iter().map(|(n, _)| *n).collect();
+    let header: Vec<&str> = routes.iter().map(|(n, _, _)| *n).collect();
     let _ = writeln!(out, "| measure | {} |", header.join(" | "));
     let _ = writeln!(out, "|---|{}", "---:|".repeat(header.len()));
     for (name, values) in &rows {
@@ -322,6 +396,13 @@ fn main() {
         out,
         "\nRatios are to direct TCP: throughput higher is better, time lower is better."
     );
+    for (name, values) in &rows {
+        let _ = writeln!(
+            out,
+            "witnessed over not witnessed, {name}: {:.3}",
+            values[1] / values[2]
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

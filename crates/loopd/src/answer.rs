@@ -28,12 +28,15 @@ pub struct Sorted {
     pub text: String,
 }
 
-pub fn sort(c: Completion, now: Timestamp) -> Sorted {
-    let normal = matches!(c.finish.as_deref(), Some("stop" | "tool_calls"));
-    let (run, withdrawn): (Vec<(u32, ToolCall)>, Vec<(u32, ToolCall)>) = (0u32..)
+/// Calls with their index in the answer.
+type Indexed = Vec<(u32, ToolCall)>;
+
+pub fn sort(Completion { answer: c, witness }: Completion, now: Timestamp) -> Sorted {
+    let normal = c.runnable();
+    let (run, withdrawn): (Indexed, Indexed) = (0u32..)
         .zip(c.tool_calls)
         .partition(|(_, call)| proto::composed::kept(normal, call));
-    let witness = c.witness.map(|completion| AnswerWitness {
+    let witness = witness.map(|completion| AnswerWitness {
         completion,
         calls: run.iter().map(|(i, _)| *i).collect(),
     });
@@ -94,11 +97,13 @@ mod tests {
     }
 
     fn completion(finish: Option<&str>, calls: Vec<ToolCall>) -> Completion {
+        let mut answer = proto::attest::Answer::default();
+        answer.content = Some("Listing.".into());
+        answer.tool_calls = calls;
+        answer.finish = finish.map(str::to_owned);
         Completion {
-            content: Some("Listing.".into()),
-            tool_calls: calls,
-            finish: finish.map(str::to_owned),
-            ..Completion::default()
+            answer,
+            witness: None,
         }
     }
 
@@ -150,10 +155,7 @@ mod tests {
         ];
         for (finish, calls) in cases {
             let c = completion(finish, calls);
-            let mut a = proto::attest::Answer::default();
-            a.content = c.content.clone();
-            a.tool_calls = c.tool_calls.clone();
-            a.finish = c.finish.clone();
+            let a = c.answer.clone();
             let mut known = proto::composed::answer_forms(&a);
             known.push(a.message().digest());
             let s = sort(c, now());

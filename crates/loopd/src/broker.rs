@@ -4,19 +4,15 @@ use std::path::Path;
 
 use crate::cancel::Cancel;
 use daemon::conn::Conn;
-use proto::attest::WitnessRef;
-use proto::{CallId, Message, SessionId, ToolRequest, ToolResponse};
+use proto::{Message, ToolRequest, ToolResponse};
 
-/// Sends one call to brokerd, naming the call inferproxy witnessed (`witness`). `pending` sees a pending approval while the owner decides;
-/// `cancel` can withdraw the call meanwhile (brokerd then answers with a denial).
+/// Sends one call to brokerd (`request` names the call inferproxy witnessed). `pending`
+/// sees a pending approval while the owner decides; `cancel` can withdraw the call
+/// meanwhile (brokerd then answers with a denial).
 /// A broker that cannot be reached is a failed call, said plainly to the model and owner.
 pub fn call(
     sock: &Path,
-    session: &SessionId,
-    call: CallId,
-    tool: &str,
-    arguments: &str,
-    witness: WitnessRef,
+    request: ToolRequest,
     cancel: &Cancel,
     mut pending: impl FnMut(ToolResponse),
 ) -> ToolResponse {
@@ -25,13 +21,8 @@ pub fn call(
         Ok(c) => c,
         Err(e) => return failed(format!("cannot reach {}: {e}", sock.display())),
     };
-    let msg = Message::ToolRequest(ToolRequest {
-        session: session.clone(),
-        call,
-        tool: tool.to_owned(),
-        arguments: arguments.to_owned(),
-        witness,
-    });
+    let call = request.call;
+    let msg = Message::ToolRequest(request);
     // Only a call that waits for the owner can be withdrawn: one being sent, decided or
     // run goes on to its result. A cancel that came first withdraws it as it starts waiting.
     let mut handle = conn.handle().ok();

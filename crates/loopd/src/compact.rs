@@ -96,7 +96,7 @@ fn ask(
     let mut body = prompt::body(messages, slot, cap);
     body["tool_choice"] = json!("none");
     match llm::complete(sock, timeout, &body, None, |_| {}) {
-        Ok(c) => match (c.finish.as_deref(), c.content) {
+        Ok(c) => match (c.answer.finish.as_deref(), c.answer.content) {
             (Some("stop"), Some(t)) if !t.trim().is_empty() => Asked::Written(t),
             _ => Asked::Unusable,
         },

@@ -7,7 +7,6 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use proto::ToolCall;
 use proto::attest::{Answer, AnswerError, COMPLETION_HEADER, CompletionId};
 use serde::Deserialize;
 use serde_json::Value;
@@ -185,14 +184,10 @@ pub fn props(sock: &Path, timeout: Duration) -> Result<Props, LlmError> {
 pub use proto::attest::{Piece as Delta, Timings};
 
 /// One answer of the model, assembled from the stream, and the completion inferproxy
-/// witnessed it as (its `x-boxmaker-completion`; `None` when the answer head named none).
+/// witnessed it as (its `x-boxmaker-completion`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Completion {
-    pub content: Option<String>,
-    pub reasoning: Option<String>,
-    pub tool_calls: Vec<ToolCall>,
-    pub finish: Option<String>,
-    pub timings: Option<Timings>,
+    pub answer: Answer,
     pub witness: Option<CompletionId>,
 }
 
@@ -237,11 +232,7 @@ pub fn complete(
         return Err(LlmError::NoDone);
     }
     Ok(Completion {
-        content: answer.content,
-        reasoning: answer.reasoning,
-        tool_calls: answer.tool_calls,
-        finish: answer.finish,
-        timings: answer.timings,
+        answer,
         witness: Some(witness),
     })
 }

@@ -12,8 +12,8 @@ use daemon::lock;
 use proto::chat::{ChatEvent, ChatReply, ChatSend, TurnEnd};
 use proto::composed;
 use proto::{
-    CallId, DataClass, Epoch, Hash32, LogRecord, SessionId, Timestamp, ToolCall, ToolResponse,
-    Withdrawal,
+    CallId, DataClass, Epoch, Hash32, LogRecord, SessionId, Timestamp, ToolCall, ToolRequest,
+    ToolResponse, Withdrawal,
 };
 
 use crate::cancel::Cancel;
@@ -368,7 +368,7 @@ impl Looper {
                     ));
                 }
             };
-            if let Some(t) = completion.timings {
+            if let Some(t) = completion.answer.timings {
                 if let Some(expected) = cacheable
                     && t.cache_n < expected
                 {
@@ -416,18 +416,16 @@ impl Looper {
                         tool: tc.name.clone(),
                         arguments: tc.arguments.clone(),
                     });
-                    broker::call(
-                        &self.broker_sock(),
-                        &session.id,
+                    let request = ToolRequest {
+                        session: session.id.clone(),
                         call,
-                        &tc.name,
-                        &tc.arguments,
+                        tool: tc.name.clone(),
+                        arguments: tc.arguments.clone(),
                         witness,
-                        cancel,
-                        |p| {
-                            emit(ChatEvent::ToolResponse { call, response: p });
-                        },
-                    )
+                    };
+                    broker::call(&self.broker_sock(), request, cancel, |p| {
+                        emit(ChatEvent::ToolResponse { call, response: p });
+                    })
                 } else {
                     ToolResponse::failed(composed::UNWITNESSED)
                 };

@@ -1,4 +1,4 @@
-//! The messages loopd composes itself (docs/decisions.md A1), beside `attest`, in the one
+//! The messages loopd composes itself (docs/decisions.md X1), beside `attest`, in the one
 //! form brokerd recomputes to account for them: the system message (the pinned core
 //! memory), the summary an epoch starts from, a tool message for each [`ToolResponse`]
 //! brokerd returned (a result, a denial, a failure notice), the notices loopd writes in

@@ -32,6 +32,7 @@ mod tool;
 pub mod toolrun;
 pub mod tools;
 
+pub use attest::ToolCall;
 pub use audit::{AuditEvent, AuditLine, AuditRecord, DecisionRecord, TornLine};
 pub use class::DataClass;
 pub use error::InvalidValue;
@@ -42,7 +43,7 @@ pub use frame::{
 pub use grant::{Constraints, Grant, IfUntrusted, Mode, TomlError, from_toml};
 pub use ids::{CallId, Epoch, Hash32, SessionId, hex};
 pub use job::JobName;
-pub use log::{CallOutcome, LogRecord, ToolCall, Withdrawal};
+pub use log::{CallOutcome, LogRecord, Withdrawal};
 pub use message::{Envelope, ErrorCode, Message, PROTOCOL_VERSION, WireError};
 pub use time::Timestamp;
 pub use tool::{DenyReason, ToolFailure, ToolRequest, ToolResponse};

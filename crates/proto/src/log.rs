@@ -1,16 +1,7 @@
 use serde::{Deserialize, Serialize};
 
-use crate::attest::AnswerWitness;
+use crate::attest::{AnswerWitness, ToolCall};
 use crate::{CallId, DataClass, DenyReason, Epoch, Hash32, SessionId, Timestamp};
-
-/// A tool call exactly as the server returned it; `arguments` is the JSON text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolCall {
-    pub id: String,
-    pub name: String,
-    pub arguments: String,
-}
 
 /// One line of `sessions/<id>/<epoch>.jsonl`, internally tagged: `{"type":"user",…}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

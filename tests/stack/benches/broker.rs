@@ -1,9 +1,12 @@
 //! brokerd's costs against the floor they stand on, as ratios (docs/performance.md, issue
 //! 10's measures):
 //! - the round trip of a denied request and of an `auto` call to a no-op tool (direct
-//!   runner), beside a bare write + fdatasync of a line of the denied record's length in
-//!   the audit directory itself: every decision is one audit line fsynced before its
-//!   answer, so that loop is the floor;
+//!   runner), each a witnessed call (its report sent before the timed request, as
+//!   inferproxy sends it before loopd has the answer), beside a bare write + fdatasync of a
+//!   line of the denied record's length in the audit directory itself: every decision is
+//!   one audit line fsynced before its answer, so that loop is the floor; since issue 17 a
+//!   decision also looks the witness up and records the call's use (a second fdatasync,
+//!   in the witness store) before it goes on;
 //! - `bxctl audit verify` throughput beside `sha256sum` over the same 64 MiB log.
 //!
 //! Floor and measure alternate (one append, one request; one sha256sum, one verify), so
@@ -22,7 +25,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use daemon::conn::Conn;
-use stack::{Home, read_grant, request};
+use stack::{Home, read_grant, request, request_as};
 
 /// One round of a measure beside its floor: the time of each operation of both.
 #[derive(Default)]
@@ -75,6 +78,7 @@ fn env_or(name: &str, default: usize) -> usize {
 fn pairs(
     floor: &mut File,
     line: &[u8],
+    witness_sock: &Path,
     conn: &mut Conn,
     call: &mut u64,
     args: &str,
@@ -82,11 +86,13 @@ fn pairs(
 ) -> Round {
     let mut round = Round::default();
     for _ in 0..ops {
+        // inferproxy's report, before the request as in the stack: not part of the decision.
+        let witness = stack::witnessed(witness_sock, "read_file", args);
         let start = Instant::now();
         floor.write_all(line).expect("write");
         floor.sync_data().expect("fdatasync");
         let appended = Instant::now();
-        request(conn, "bench", *call, "read_file", args);
+        request_as(conn, "bench", *call, "read_file", args, witness);
         round.push(appended - start, appended.elapsed());
         *call += 1;
     }
@@ -162,8 +168,9 @@ fn round_trips(out: &mut dyn Write, verbose: bool) {
         .expect("floor file");
     let (mut denied, mut noop) = (Vec::new(), Vec::new());
     for round in 0..rounds {
-        let d = pairs(&mut floor, &line, &mut conn, &mut call, DENIED, ops);
-        let n = pairs(&mut floor, &line, &mut conn, &mut call, &args, ops / 4);
+        let w = home.witness_sock();
+        let d = pairs(&mut floor, &line, &w, &mut conn, &mut call, DENIED, ops);
+        let n = pairs(&mut floor, &line, &w, &mut conn, &mut call, &args, ops / 4);
         if verbose {
             let _ = writeln!(
                 out,

@@ -1,5 +1,5 @@
 //! The label of a prompt from its messages' digests (issue 17 point 3, docs/decisions.md
-//! A1–A3). brokerd keeps, durably, the label of every message an honest loopd can send the
+//! X1–X3). brokerd keeps, durably, the label of every message an honest loopd can send the
 //! model that brokerd knows of: each tool message it can expect from what it returned
 //! (a result at the result's labels, a denial at private), each witnessed answer and the
 //! other forms loopd may replay it as (the label of the prompt that produced it), each owner

@@ -1,11 +1,10 @@
 //! brokerd runs only witnessed calls (issue 17, docs/decisions.md W1–W4). inferproxy
-//! reports every completion it forwards on `witness.sock` ([`socket`]); the report is on
+//! reports every completion it forwards on `witness.sock` (`witness_socket`); the report is on
 //! disk ([`store`]) before it is acknowledged, and so before loopd has the answer's
 //! `[DONE]`. A tool request names the witnessed call it is ([`proto::attest::WitnessRef`]);
 //! [`Witness::claim`] waits a bounded time for that completion's record, checks the call
 //! against it and records its use durably before the decision goes on.
 
-pub mod socket;
 mod store;
 
 use std::sync::{Condvar, Mutex, PoisonError};

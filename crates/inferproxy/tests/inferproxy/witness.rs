@@ -159,7 +159,7 @@ fn an_answer_is_reported_as_the_model_made_it_before_done_and_relayed_byte_for_b
         name: "read_file".into(),
         arguments: "{\"path\": \"/n\"}".into(),
     };
-    assert_eq!(report.calls, [call.clone()]);
+    assert_eq!(report.calls, std::slice::from_ref(&call));
     assert_eq!(
         (report.finish.as_str(), report.runnable),
         ("tool_calls", true)
@@ -172,17 +172,22 @@ fn an_answer_is_reported_as_the_model_made_it_before_done_and_relayed_byte_for_b
     // No more than that until brokerd acknowledges.
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
+        let mut last = [0u8; 1];
+        let _ = tx.send(stream.read_exact(&mut last).map(|()| last));
         let mut rest = Vec::new();
-        let _ = stream.read_to_end(&mut rest);
-        let _ = tx.send(rest);
+        let _ = tx.send(stream.read_to_end(&mut rest).map(|_| [0]));
     });
     assert!(
         rx.recv_timeout(Duration::from_millis(300)).is_err(),
-        "[DONE] came unacknowledged"
+        "the byte that completes [DONE] came unacknowledged"
     );
     gate.open();
-    let rest = rx.recv_timeout(PATIENCE).expect("the rest after the ack");
-    assert_eq!(rest, b"\n");
+    let last = rx
+        .recv_timeout(PATIENCE)
+        .expect("the last byte after the ack");
+    assert_eq!(last.expect("read"), *b"\n");
+    let end = rx.recv_timeout(PATIENCE).expect("the end");
+    assert!(end.is_ok(), "the stream ends whole: {end:?}");
 }
 
 #[test]

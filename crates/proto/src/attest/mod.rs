@@ -82,9 +82,19 @@ impl<'de> Deserialize<'de> for CompletionId {
     }
 }
 
+/// A tool call exactly as the server returned it; `arguments` is the JSON text (the session
+/// log's, and what a witness report carries).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
 /// A tool call exactly as the model emitted it: id, name, and the arguments as the unparsed
-/// text the stream carried. The same shape as the session log's [`crate::ToolCall`].
-pub type WitnessedCall = crate::ToolCall;
+/// text the stream carried.
+pub type WitnessedCall = ToolCall;
 
 /// inferproxy to brokerd on `witness.sock`: one completion it forwarded, sent before the
 /// stream's `[DONE]` reaches loopd.
@@ -114,7 +124,7 @@ pub struct WitnessRecorded {
 }
 
 /// An owner's message a channel hands loopd: the digest of its `user` message
-/// ([`crate::composed::owner`]). brokerd accounts it private and trusted (docs/decisions.md A4).
+/// ([`crate::composed::owner`]). brokerd accounts it private and trusted (docs/decisions.md X4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OwnerMessage {

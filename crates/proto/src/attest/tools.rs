@@ -96,22 +96,6 @@ const NOTE_NAME: &str = "The note's name: letters, digits, '.', '_' and '-', at 
 /// The hash of [`definitions`] in canonical form: what a witnessable request's `tools` must
 /// hash to.
 pub fn tools_hash() -> Hash32 {
-    Hash32::digest(&super::canonical::canonical_json(&definitions()))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn every_proto_tool_is_offered_once() {
-        let defs = super::definitions();
-        let names: Vec<&str> = defs
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|d| d["function"]["name"].as_str())
-                    .collect()
-            })
-            .unwrap_or_default();
-        assert_eq!(names, crate::tools::TOOL_NAMES);
-    }
+    static HASH: std::sync::OnceLock<Hash32> = std::sync::OnceLock::new();
+    *HASH.get_or_init(|| Hash32::digest(&super::canonical::canonical_json(&definitions())))
 }

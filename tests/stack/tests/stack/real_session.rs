@@ -19,6 +19,31 @@ fn a_real_model_session_wastes_at_most_8_tokens_per_request_beyond_the_residue()
     let table = run.table();
     let _ = std::io::Write::write_all(&mut std::io::stderr(), table.as_bytes());
     assert!(run.compactions >= 1, "no compaction in 20 turns:\n{table}");
+    // The real server's tool calls, parsed by inferproxy's copy of the stream, are the
+    // calls loopd sent: every one witnessed, none denied for its witness.
+    let witness_denials: Vec<String> = session
+        .home
+        .audit_lines()
+        .iter()
+        .filter_map(|l| match l {
+            proto::AuditLine::Decision(r) => match &r.decision {
+                proto::DecisionRecord::Denied { reason, .. }
+                    if matches!(
+                        reason,
+                        proto::DenyReason::NotWitnessed
+                            | proto::DenyReason::WitnessMismatch
+                            | proto::DenyReason::WitnessNotRunnable
+                            | proto::DenyReason::AlreadyRun
+                    ) =>
+                {
+                    Some(format!("{} {}: {}", r.tool, r.arguments, reason.as_str()))
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert!(witness_denials.is_empty(), "{witness_denials:?}\n{table}");
     for (i, r) in run.requests.iter().enumerate() {
         assert_eq!(
             r.status,

@@ -271,3 +271,61 @@ fn witness_records_survive_a_restart_and_a_call_naming_a_lost_one_is_denied() {
         Some(DenyReason::NotWitnessed)
     );
 }
+
+#[test]
+fn witness_sock_takes_only_reports_and_a_bad_one_gets_a_typed_error_and_brokerd_serves_on() {
+    let home = Home::new("witness-sock", "witness_wait = \"300ms\"");
+    let notes = home.files("notes", &[("n.md", "the note")]);
+    home.write_grant("read", &read_grant("auto", &notes, ""));
+    let _brokerd = home.start();
+    let sock = home.witness_sock();
+    // Not a report: refused by the socket's kind.
+    let mut conn = Conn::connect(&sock).expect("witness.sock");
+    let got = conn
+        .call(
+            1,
+            proto::Message::StatusQuery(proto::approval::Empty {}),
+            |_| {},
+        )
+        .expect("answer");
+    assert!(
+        matches!(&got.msg, proto::Message::Error(e) if e.code == proto::ErrorCode::ForbiddenKind),
+        "{got:?}"
+    );
+    // A malformed report (a bad completion id): a typed error.
+    let mut raw = UnixStream::connect(&sock).expect("witness.sock");
+    let body = br#"{"v":1,"id":2,"final":true,"msg":{"kind":"witness_report","body":{"completion":"c-NOT","prompt":[],"answer":"00","calls":[],"finish":"stop","runnable":true}}}"#;
+    proto::write_frame(&mut raw, body).expect("frame");
+    let got = proto::read_envelope(&mut raw).expect("answer");
+    assert!(
+        matches!(&got.msg, proto::Message::Error(e) if e.code == proto::ErrorCode::BadMessage),
+        "{got:?}"
+    );
+    // A completion reported twice: the second is refused, the first stands.
+    let args = format!(r#"{{"path":"{}/n.md"}}"#, notes.display());
+    let w = stack::witnessed(&sock, "read_file", &args);
+    let call = proto::ToolCall {
+        id: "call-0".into(),
+        name: "read_file".into(),
+        arguments: r#"{"path":"/etc/passwd"}"#.into(),
+    };
+    let again = proto::attest::WitnessReport {
+        completion: w.completion.clone(),
+        prompt: Vec::new(),
+        answer: ChatMessage::assistant(None, None, &[&call]).digest(),
+        calls: vec![call],
+        finish: "tool_calls".into(),
+        runnable: true,
+    };
+    let mut conn = Conn::connect(&sock).expect("witness.sock");
+    let got = conn
+        .call(3, proto::Message::WitnessReport(again), |_| {})
+        .expect("answer");
+    assert!(
+        matches!(&got.msg, proto::Message::Error(e) if e.code == proto::ErrorCode::BadMessage),
+        "{got:?}"
+    );
+    // brokerd serves on: the first report's call runs.
+    let ran = ask(&home, 1, "read_file", &args, w);
+    assert!(matches!(ran, ToolResponse::Result { .. }), "{ran:?}");
+}

@@ -16,9 +16,9 @@ use daemon::service::Halt;
 use proto::attest::WitnessRecorded;
 use proto::{Envelope, ErrorCode, Message};
 
-use super::NotRecorded;
 use crate::Fatal;
 use crate::broker::Broker;
+use crate::witness::NotRecorded;
 
 /// The socket's name in logs and refusals.
 pub const NAME: &str = "witness";
