@@ -34,41 +34,16 @@ pub fn cap(n_ctx: u64, max_tokens: u32) -> u32 {
     eighth.min(max_tokens)
 }
 
-fn trim_result(r: LogRecord) -> LogRecord {
-    match r {
-        LogRecord::ToolResult {
-            time,
-            call,
-            tool_call_id,
-            content,
-            class,
-            untrusted,
-            outcome,
-            truncated,
-        } => match proto::composed::trimmed(&content) {
-            Some(content) => LogRecord::ToolResult {
-                time,
-                call,
-                tool_call_id,
-                content,
-                class,
-                untrusted,
-                truncated: true,
-                outcome,
-            },
-            None => LogRecord::ToolResult {
-                time,
-                call,
-                tool_call_id,
-                content,
-                class,
-                untrusted,
-                truncated,
-                outcome,
-            },
-        },
-        other => other,
+fn trim_result(mut r: LogRecord) -> LogRecord {
+    if let LogRecord::ToolResult {
+        content, truncated, ..
+    } = &mut r
+        && let Some(cut) = proto::composed::trimmed(content)
+    {
+        *content = cut;
+        *truncated = true;
     }
+    r
 }
 
 /// What one summary request gave.

@@ -28,7 +28,9 @@ use proto::{AuditEvent, AuditLine, Envelope, Message, SessionId, ToolRequest};
 pub use systemd::root;
 pub use wait::{Ready, poll_until, wait_until};
 use witness::witness_sock_of;
-pub use witness::{complete, fresh_completion, report_witness, try_witnessed, witnessed};
+pub use witness::{
+    chat_body, complete, fresh_completion, report_witness, try_witnessed, witnessed,
+};
 
 /// A built binary of this workspace. `cargo test --workspace` builds them next to the test
 /// executables' `deps/` directory.

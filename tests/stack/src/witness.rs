@@ -85,14 +85,9 @@ pub fn fresh_completion() -> CompletionId {
     CompletionId::from_random(bytes)
 }
 
-/// One completion of `messages` through `home`'s inferproxy, as loopd asks for it (proto's
-/// tools, streamed, `extra` fields merged in): the completion it was witnessed as, and the
-/// answer. Panics unless the stream ends with `[DONE]` (brokerd recorded the report).
-pub fn complete(
-    home: &crate::Home,
-    messages: &[ChatMessage],
-    extra: serde_json::Value,
-) -> (CompletionId, proto::attest::Answer) {
+/// A chat request of `messages` as loopd builds it (proto's tools, streamed), with `extra`
+/// fields merged in.
+pub fn chat_body(messages: &[ChatMessage], extra: serde_json::Value) -> serde_json::Value {
     let mut body = serde_json::json!({
         "messages": messages.iter().map(ChatMessage::to_value).collect::<Vec<_>>(),
         "tools": proto::attest::definitions(),
@@ -105,6 +100,18 @@ pub fn complete(
     if let (Some(o), serde_json::Value::Object(more)) = (body.as_object_mut(), extra) {
         o.extend(more);
     }
+    body
+}
+
+/// One completion of `messages` through `home`'s inferproxy ([`chat_body`]): the completion
+/// it was witnessed as, and the answer. Panics unless the stream ends with `[DONE]` (brokerd
+/// recorded the report).
+pub fn complete(
+    home: &crate::Home,
+    messages: &[ChatMessage],
+    extra: serde_json::Value,
+) -> (CompletionId, proto::attest::Answer) {
+    let body = chat_body(messages, extra);
     let sock = home.root.join("run/loop-infer/infer.sock");
     let stream = std::os::unix::net::UnixStream::connect(sock).expect("infer.sock");
     let bytes = serde_json::to_vec(&body).expect("body");
