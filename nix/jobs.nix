@@ -37,7 +37,12 @@ let
     loop = { path = "${runDir}/jobs-loop"; group = "boxmaker-jobs-loop"; };
     gateway = { path = "${runDir}/jobs-gateway"; group = "boxmaker-jobs-gateway"; };
   };
-  dirList = [ dirs.broker dirs.loop dirs.gateway ];
+  # gatewayd's jobs socket exists only with the gateway; a job joins it only when it
+  # delivers to Mattermost (a note goes through brokerd's jobs socket).
+  withGateway = gateway != null;
+  dirList = [ dirs.broker dirs.loop ] ++ (if withGateway then [ dirs.gateway ] else [ ]);
+  toGateway = j: (j.deliver or "mattermost") == "mattermost";
+  dirsOf = j: [ dirs.broker dirs.loop ] ++ (if toGateway j then [ dirs.gateway ] else [ ]);
 
   # What one frame carries of a prompt (daemon::config::MAX_PROMPT).
   maxPrompt = (1048576 - 4096) / 6;
@@ -101,14 +106,17 @@ let
   timeLimit = j: j.timeLimitSec or 1800;
 
   unitOf = name: "boxmaker-job-${name}";
-  sockets = [ "boxmaker-brokerd-jobs.socket" "boxmaker-loopd-jobs.socket" "boxmaker-gatewayd-jobs.socket" ];
+  socketsOf =
+    j:
+    [ "boxmaker-brokerd-jobs.socket" "boxmaker-loopd-jobs.socket" ]
+    ++ (if toGateway j then [ "boxmaker-gatewayd-jobs.socket" ] else [ ]);
 
   service = name: j: {
     unit = {
       Description = "boxmaker scheduled job ${name}";
-      # Its three peers are socket-activated; their jobs sockets are there from boot.
-      Wants = sockets;
-      After = sockets;
+      # Its peers are socket-activated; their jobs sockets are there from boot.
+      Wants = socketsOf j;
+      After = socketsOf j;
     };
     # The hardening block as it is: no network (the runner speaks only to the three pair
     # sockets), no state of its own, nothing written.
@@ -118,8 +126,8 @@ let
       # Its own DynamicUser, named after the job: what brokerd knows the job by.
       User = unitOf name;
       Group = unitOf name;
-      # No loosening: the three pair directories, entered by group.
-      SupplementaryGroups = map (d: d.group) dirList;
+      # No loosening: the pair directories of the peers it needs, entered by group.
+      SupplementaryGroups = map (d: d.group) (dirsOf j);
       # A oneshot's whole run is its start, which TimeoutStartSec= bounds (RuntimeMaxSec=
       # has no effect on Type=oneshot): the job's time limit, which --check-config keeps
       # above broker.approval_ttl, plus a minute to deliver what came of it.
@@ -153,8 +161,8 @@ in
         sockets = {
           jobs_broker = dirs.broker.path;
           jobs_loop = dirs.loop.path;
-          jobs_gateway = dirs.gateway.path;
-        };
+        }
+        // (if withGateway then { jobs_gateway = dirs.gateway.path; } else { });
         jobs = map (name: {
           inherit name;
           inherit (jobs.${name}) schedule prompt;
@@ -170,7 +178,7 @@ in
   # Each role's jobs socket, for its Sockets= and Requires=.
   roleSockets = role: if any then [ "boxmaker-${role}-jobs" ] else [ ];
 
-  # The three jobs sockets (`socket` is the core's helper, `dirOf` finds a directory).
+  # The jobs sockets (`socket` is the core's helper, `dirOf` finds a directory).
   sockets =
     socket:
     if !any then
@@ -179,8 +187,13 @@ in
       {
         boxmaker-brokerd-jobs = socket { service = "brokerd"; fdName = "jobs"; dir = dirs.broker; file = "jobs.sock"; };
         boxmaker-loopd-jobs = socket { service = "loopd"; fdName = "jobs"; dir = dirs.loop; file = "loop.sock"; };
-        boxmaker-gatewayd-jobs = socket { service = "gatewayd"; fdName = "jobs"; dir = dirs.gateway; file = "gateway.sock"; };
-      };
+      }
+      // (
+        if withGateway then
+          { boxmaker-gatewayd-jobs = socket { service = "gatewayd"; fdName = "jobs"; dir = dirs.gateway; file = "gateway.sock"; }; }
+        else
+          { }
+      );
 
   services = each service;
   timers = each timer;

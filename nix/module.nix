@@ -95,6 +95,7 @@ let
         ${bin}/brokerd --check-config --config "$checkCopy"
         ${bin}/loopd --check-config --config "$checkCopy"
         ${bin}/inferproxy --check-config --config "$checkCopy"
+        ${bin}/boxmaker-indexer --check-config --config "$checkCopy"
         ${lib.optionalString cfg.gateway.enable ''${bin}/gatewayd --check-config --config "$checkCopy"''}
         cp ${configFile} "$out"
       '';
@@ -370,6 +371,12 @@ in
       timerConfig = u.timer;
       wantedBy = u.install.WantedBy;
     }) core.timers;
+
+    systemd.paths = mapAttrs (_: u: {
+      description = u.unit.Description;
+      pathConfig = u.path;
+      wantedBy = u.install.WantedBy;
+    }) core.paths;
 
     systemd.services = mapAttrs service core.services // {
       boxmaker-brokerd = service "boxmaker-brokerd" core.services.boxmaker-brokerd // {

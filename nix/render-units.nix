@@ -3,7 +3,7 @@
 #
 #   nix-instantiate --eval --strict --json nix/render-units.nix --arg package '"/opt/boxmaker"'
 #
-# prints one JSON object, file name -> text: every .service and .socket unit,
+# prints one JSON object, file name -> text: every .service, .socket, .timer and .path unit,
 # `tmpfiles.conf`, `sysusers.conf` (the static groups, which NixOS makes with users.groups),
 # `polkit.rules` and `config.toml`. Every argument of nix/units.nix may be passed.
 { ... }@args:
@@ -37,7 +37,7 @@ let
     concatStringsSep "\n" (
       [ "# Generated from nix/units.nix by nix/render-units.nix; edit the Nix, not this file." ]
       ++ section "Unit" (u.unit or { })
-      ++ section kind (u.${{ Service = "service"; Socket = "socket"; Timer = "timer"; }.${kind}})
+      ++ section kind (u.${{ Service = "service"; Socket = "socket"; Timer = "timer"; Path = "path"; }.${kind}})
       ++ section "Install" (u.install or { })
     );
 
@@ -74,6 +74,7 @@ listToAttrs (
   files "Service" "service" checked.services
   ++ files "Socket" "socket" core.sockets
   ++ files "Timer" "timer" core.timers
+  ++ files "Path" "path" core.paths
   ++ [
     {
       name = "tmpfiles.conf";

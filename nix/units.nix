@@ -122,6 +122,11 @@ let
   };
 
   jobUnits = import ./jobs.nix { inherit jobs package configFile runDir hardening gateway; };
+  indexer = import ./indexer.nix {
+    inherit package configFile runDir hardening home stateDir;
+    inherit (config.broker) notes;
+    sandboxBinds = config.broker.sandbox_binds;
+  };
 
   config = merge (merge (if gateway == null then defaults else merge defaults gatewayDefaults) jobUnits.config) settings;
   s = config.sockets;
@@ -146,57 +151,8 @@ let
   # to write a file into its state directory cannot execute it.
   execPaths = if onNix then [ "/nix/store" ] else [ "/usr" "-/bin" "-/lib" "-/lib64" package ];
 
-  # The one hardening block every role starts from. A role that needs more says so below,
-  # with the reason, by overriding a key; nothing else differs between roles.
-  hardening = {
-    # A fresh uid per start, no files owned elsewhere, RemoveIPC, ProtectSystem=strict,
-    # PrivateTmp. Names are prefixed: a DynamicUser named like a static user runs as it.
-    DynamicUser = true;
-    ProtectSystem = "strict";
-    ProtectHome = true;
-    PrivateTmp = true;
-    PrivateDevices = true;
-    DevicePolicy = "closed";
-    PrivateMounts = true;
-    PrivateIPC = true;
-    UMask = "0077";
-    NoExecPaths = [ "/" ];
-    ExecPaths = execPaths;
-    # The system bus is brokerd's alone (to start tool units); no other role has any
-    # business with D-Bus or systemd's own sockets.
-    InaccessiblePaths = [ "-/run/dbus" "-/run/systemd/private" ];
-    ProtectProc = "invisible";
-    ProcSubset = "pid";
-    ProtectKernelTunables = true;
-    ProtectKernelModules = true;
-    ProtectKernelLogs = true;
-    ProtectControlGroups = true;
-    ProtectClock = true;
-    ProtectHostname = true;
-    KeyringMode = "private";
-    RestrictNamespaces = true;
-    RestrictRealtime = true;
-    RestrictSUIDSGID = true;
-    LockPersonality = true;
-    # Plain Rust, no JIT.
-    MemoryDenyWriteExecute = true;
-    NoNewPrivileges = true;
-    CapabilityBoundingSet = "";
-    AmbientCapabilities = "";
-    SystemCallArchitectures = "native";
-    SystemCallFilter = [ "@system-service" "~@privileged @resources" ];
-    SystemCallErrorNumber = "EPERM";
-    # AF_UNIX only: sd_notify and the pair sockets are Unix sockets. No IP at all, and no
-    # listening socket of its own: systemd binds every socket a role serves.
-    RestrictAddressFamilies = "AF_UNIX";
-    PrivateNetwork = true;
-    IPAddressDeny = "any";
-    SocketBindDeny = "any";
-    LimitCORE = "0";
-    # Not PrivateUsers=: inside a user namespace SO_PEERCRED reports every peer outside it
-    # as `nobody`, which would defeat the peer checks every role makes (daemon::peer), and
-    # the unmapped SupplementaryGroups could not be set.
-  };
+  # The one hardening block every role starts from (nix/hardening.nix).
+  hardening = import ./hardening.nix { inherit execPaths; };
 
   # The IP loosening: the host's network namespace with IP sockets. Who takes it says why.
   ipNetwork = {
@@ -305,7 +261,8 @@ in
 {
   inherit config hardening socketDirs;
   jobProblems = jobUnits.problems;
-  inherit (jobUnits) timers;
+  timers = jobUnits.timers // { boxmaker-indexer = indexer.timer; };
+  paths.boxmaker-indexer = indexer.path;
 
   # What a change restarts or reloads, and what the configuration cannot do (nix/changes.nix).
   inherit (import ./changes.nix { inherit config grants gateway adminMembers adminGroup; }) triggers warnings;
@@ -324,8 +281,8 @@ in
         # (BRIEF decision 1), so it alone sees /run/dbus. Host names resolve through
         # resolved's or nscd's AF_UNIX sockets, so PrivateNetwork stays on.
         InaccessiblePaths = [ "-/run/systemd/private" ];
-        # Loosening: the audit chain, the sessions' taint, the notes and their labels, the witness store, the accounting.
-        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/notes" "${stateDir}/note-state" "${stateDir}/index" "${stateDir}/witness" "${stateDir}/accounting" ];
+        # Loosening: the audit chain, the sessions' taint (and labels), the notes and theirs, the witness store, the accounting.
+        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/session-labels" "${stateDir}/notes" "${stateDir}/note-state" "${stateDir}/witness" "${stateDir}/accounting" ];
         StateDirectoryMode = "0700";
         # The secrets the grants may hand to tool units (BRIEF decision 3); a tool unit's
         # LoadCredential= reads them from brokerd's credentials directory.
@@ -336,14 +293,17 @@ in
         TimeoutStopSec = "30s";
       }
       // onGrantPaths
+      # Loosening: the index, read-only, for the search units (nix/indexer.nix).
+      // { BindReadOnlyPaths = (onGrantPaths.BindReadOnlyPaths or [ ]) ++ [ indexer.published ]; }
       // onGateway {
         # No loosening: gatewayd's pair directory, entered by group to ask the owner.
         SupplementaryGroups = [ brokerGatewayGroup ];
       };
-      unit = onGateway {
-        # It asks gatewayd on first use; gatewayd's socket is there from boot.
-        Wants = [ "boxmaker-gatewayd.socket" ];
-        After = [ "boxmaker-gatewayd.socket" ];
+      # The indexer runs first, so that index/ (its StateDirectory) is there to bind; it
+      # asks gatewayd on first use, whose socket is there from boot.
+      unit = rec {
+        Wants = [ "boxmaker-indexer.service" ] ++ (if gateway == null then [ ] else [ "boxmaker-gatewayd.socket" ]);
+        After = Wants;
       };
     };
 
@@ -447,7 +407,7 @@ in
           exec = "fake-llama-server --listen ${fakeLlama.listen or "127.0.0.1:8080"} --script ${fakeLlama.script}";
         };
       }
-  ) // jobUnits.services;
+  ) // jobUnits.services // { boxmaker-indexer = indexer.service; };
 
   sockets = {
     boxmaker-brokerd-loop = socket {
@@ -491,7 +451,7 @@ in
   tmpfiles = [
     "d ${runDir} 0755 root root -"
     "d ${config.broker.sandbox_root} 0755 root root -"
-  ] ++ map (d: "d ${d.path} 0750 root ${d.group} -") socketDirs;
+  ] ++ indexer.tmpfiles ++ map (d: "d ${d.path} 0750 root ${d.group} -") socketDirs;
 
   # polkit (BRIEF decision 1): only brokerd's user may start, stop or kill units, and only
   # boxmaker-tool-* ones where the target's systemd says which (nix/polkit.nix).

@@ -4,7 +4,7 @@
 # shellcheck shell=bash
 
 # The workspace's binaries a tier installs at /opt/boxmaker/bin.
-BINARIES=(brokerd loopd inferproxy gatewayd bxctl boxmaker-tool boxmaker-job fake-llama-server fake-mattermost)
+BINARIES=(brokerd loopd inferproxy gatewayd bxctl boxmaker-tool boxmaker-job boxmaker-indexer fake-llama-server fake-mattermost)
 
 say() { printf '\n=== %s: %s\n' "$TIER" "$*"; }
 die() {

@@ -1,10 +1,12 @@
 #!/bin/bash
 # tests/container/inside.sh: the container tier's scenarios, run by
 # boxmaker-container-test.service inside the booted container (systemd 252 as PID 1,
-# dbus-broker, polkit). They mirror nix/tests/*.nix (a) to (e), (g) and (j); scenario (h), a
+# dbus-broker, polkit). They mirror nix/tests/*.nix (a) to (e), (g), (j) and (k); scenario (h), a
 # test-only tool that reads a sibling of the file its call covers and finds it unbound, is
-# the container tier's own (tests/container/binds.sh), and so is scenario (i), granted
-# paths under a 0700 home and through a linked prefix (tests/container/grant-paths.sh). The
+# the container tier's own (tests/container/binds.sh), and so are scenario (i), granted
+# paths under a 0700 home and through a linked prefix (tests/container/grant-paths.sh), and
+# scenario (l), the indexer's units, with a test-only stand-in for the indexer
+# (tests/container/indexer.sh). The
 # units are the ones rendered from nix/units.nix; the binaries are bound at /opt/boxmaker/bin.
 # Ends the container with the number of failed checks as its exit code (0: all passed).
 set -uo pipefail
@@ -176,3 +178,7 @@ source /opt/boxmaker-test/notes.sh
 # ---- (k) scheduled jobs: a timer fires; job identity from the job's DynamicUser -----------------
 # shellcheck source=tests/container/jobs.sh
 source /opt/boxmaker-test/jobs.sh
+
+# ---- (l) the indexer under systemd: its path unit, its DynamicUser, what it can reach ----------
+# shellcheck source=tests/container/indexer.sh
+source /opt/boxmaker-test/indexer.sh

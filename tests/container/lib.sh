@@ -166,10 +166,13 @@ probe_unit_with() {
 make_owner() {
     useradd -m -G boxmaker-admin,boxmaker-chat owner
     useradd -m stranger
-    mkdir -p /srv/notes /srv/inbox
+    mkdir -p /srv/notes /srv/inbox /srv/vault
     echo "buy milk, ship boxmaker" >/srv/notes/todo.md
     echo "hello from outside" >/srv/inbox/mail.txt
-    chmod 0644 /srv/notes/todo.md /srv/inbox/mail.txt
+    # A secret file (grant vault-read, scenario (l)): there before brokerd's first start,
+    # which binds the granted paths that exist then.
+    echo "the zanzibar code is 4 7 1" >/srv/vault/code.md
+    chmod 0644 /srv/notes/todo.md /srv/inbox/mail.txt /srv/vault/code.md
 }
 
 # tier_summary TIER STARTED: the tier's last lines (how many checks failed, how long since
@@ -185,7 +188,37 @@ tier_summary() {
         journal -u boxmaker-brokerd.service -u boxmaker-loopd.service \
             -u boxmaker-inferproxy.service -u boxmaker-fake-llama-server.service \
             -u boxmaker-gatewayd.service -u boxmaker-fake-mattermost.service \
-            -u 'boxmaker-job-*' \
+            -u 'boxmaker-job-*' -u 'boxmaker-indexer.*' \
             -u 'boxmaker-tool-*' -u polkit.service -u dbus.service | tail -n 80
     fi
 }
+
+# indexer_probe LOG [LINE...]: runs tests/container/indexer-probe.py once as
+# boxmaker-indexer.service (a runtime drop-in replaces ExecStart= and binds the probe in;
+# every other rendered property stays; each LINE is added to the drop-in's [Service], e.g.
+# a negative control's `SystemCallFilter=`), with LOG as the session log it reads, and
+# leaves its output in /tmp/probe.out. The drop-in is gone when it returns.
+indexer_probe() {
+    local log=$1 dropin=/run/systemd/system/boxmaker-indexer.service.d run
+    shift
+    mkdir -p "$dropin"
+    {
+        printf '# tests/container/lib.sh indexer_probe: one run only.\n[Service]\nExecStart=\n'
+        printf 'ExecStart=/usr/bin/python3 /opt/boxmaker-probe/indexer-probe.py %s\n' "$log"
+        printf 'BindReadOnlyPaths=/opt/boxmaker-test/indexer-probe.py:/opt/boxmaker-probe/indexer-probe.py\n'
+        printf '%s\n' "$@"
+    } >"$dropin/50-probe.conf"
+    systemctl daemon-reload
+    systemctl start boxmaker-indexer.service
+    run=$(systemctl show -p InvocationID --value boxmaker-indexer.service)
+    # journald takes the unit's output a moment after the run: until its last line is there.
+    for _ in $(seq 50); do
+        journal _SYSTEMD_INVOCATION_ID="$run" | sed -n '/^uid /,$p' >/tmp/probe.out
+        grep -q '^socket-inet ' /tmp/probe.out && break
+        sleep 0.1
+    done
+    rm -r "$dropin"
+    systemctl daemon-reload
+}
+# probe LINE: the stand-in's last run printed LINE.
+probe() { grep -qxF "$1" /tmp/probe.out; }

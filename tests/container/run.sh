@@ -10,7 +10,9 @@
 # under a 0700 home and through a linked prefix (tests/container/grant-paths.sh),
 # scenario (j): the agent's notes through brokerd and their units, with a test-only
 # compromised note tool (tests/container/notes.sh, notes-tool.py), and scenario (k): a
-# scheduled job's timer fires and its run is delivered (tests/container/jobs.sh).
+# scheduled job's timer fires and its run is delivered (tests/container/jobs.sh), and
+# scenario (l): the indexer's oneshot started by its path unit, searched through brokerd,
+# and what its unit can reach (tests/container/indexer.sh, indexer-probe.py).
 #
 # Usage: tests/container/run.sh BIN_DIR
 #   BIN_DIR holds the workspace's binaries (target/debug or target/release): brokerd,

@@ -42,7 +42,7 @@ done
 
 units=$work/units
 etc=$work/etc-boxmaker
-mkdir -p "$units" "$etc/grants" "$work/sockets.target.wants" "$work/timers.target.wants"
+mkdir -p "$units" "$etc/grants" "$work/sockets.target.wants" "$work/timers.target.wants" "$work/paths.target.wants"
 for dir in "${grant_dirs[@]}"; do cp "$dir"/*.toml "$etc/grants/"; done
 # brokerd's read-only view of the granted paths (`grantPaths`), derived from the test grants
 # as nix/module.nix derives it from services.boxmaker.grants: the paths of every read_file
@@ -89,14 +89,16 @@ mkdir -m 0700 "$etc/secrets"
 # The grants must load with brokerd's own loader before anything boots.
 "$bin/bxctl" grants check "$etc/grants"
 
-# Every unit file into /etc/systemd/system, and the sockets and the jobs' timers enabled as
-# NixOS does (WantedBy=sockets.target, timers.target).
+# Every unit file into /etc/systemd/system, and the sockets, the jobs' timers and the
+# indexer's path unit enabled as NixOS does (WantedBy=sockets.target, timers.target,
+# paths.target).
 {
-    for f in "$units"/*.service "$units"/*.socket "$units"/*.timer; do
+    for f in "$units"/*.service "$units"/*.socket "$units"/*.timer "$units"/*.path; do
         echo "units/$(basename "$f") /etc/systemd/system/$(basename "$f")"
     done
     echo "sockets.target.wants /etc/systemd/system/sockets.target.wants"
     echo "timers.target.wants /etc/systemd/system/timers.target.wants"
+    echo "paths.target.wants /etc/systemd/system/paths.target.wants"
     echo "units/tmpfiles.conf /etc/tmpfiles.d/boxmaker.conf"
     echo "units/sysusers.conf /etc/sysusers.d/boxmaker.conf"
     echo "units/polkit.rules /etc/polkit-1/rules.d/50-boxmaker.rules"
@@ -107,4 +109,7 @@ for f in "$units"/*.socket; do
 done
 for f in "$units"/*.timer; do
     ln -s "/etc/systemd/system/$(basename "$f")" "$work/timers.target.wants/"
+done
+for f in "$units"/*.path; do
+    ln -s "/etc/systemd/system/$(basename "$f")" "$work/paths.target.wants/"
 done

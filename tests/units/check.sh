@@ -9,11 +9,14 @@
 #     address allow list (the default and the loosest) and with one (label `allow`:
 #     allowedAddresses = [ "203.0.113.7" "2001:db8::7" ])
 #   each scheduled job's oneshot (boxmaker-job-*)     at most 1.0
+#   the indexer's oneshot (boxmaker-indexer)          at most 1.0, and no socket of
+#     any family, no network, CAP_DAC_READ_SEARCH its one capability, an empty root
 # Each rendered timer's OnCalendar= must parse (`systemd-analyze calendar`), and the core
 # must refuse a job it cannot render (checked with a bad name, a missing gateway, a bad
 # delivery target or note name, and a
 # schedule on two lines), while a schedule systemd cannot parse is caught by the calendar
-# check.
+# check; gatewayd's jobs socket is rendered only with the gateway, and joined only by jobs
+# that deliver to Mattermost.
 # Any stderr from systemd-analyze fails the step: it only warns (exit 0) on unknown keys
 # and bad values. Prints one line per role with its figure, for docs/nix.md.
 #
@@ -38,6 +41,7 @@ declare -A limit=(
     [boxmaker-inferproxy]=2.0
     [boxmaker-gatewayd]=1.4
     [boxmaker-job-morning-brief]=1.0
+    [boxmaker-indexer]=1.0
 )
 expected=(
     boxmaker-brokerd.service boxmaker-brokerd-loop.socket boxmaker-brokerd-admin.socket
@@ -48,6 +52,7 @@ expected=(
     boxmaker-gatewayd.service boxmaker-gatewayd.socket boxmaker-fake-mattermost.service
     boxmaker-job-morning-brief.service boxmaker-job-morning-brief.timer
     boxmaker-brokerd-jobs.socket boxmaker-loopd-jobs.socket boxmaker-gatewayd-jobs.socket
+    boxmaker-indexer.service boxmaker-indexer.path boxmaker-indexer.timer
     tmpfiles.conf sysusers.conf polkit.rules config.toml
 )
 
@@ -90,7 +95,7 @@ render() {
 # score DIR LABEL: systemd-analyze security on every role's service in DIR.
 score() {
     local dir=$1 label=$2 role unit max threshold rc report figure
-    for role in boxmaker-brokerd boxmaker-loopd boxmaker-inferproxy boxmaker-gatewayd boxmaker-job-morning-brief; do
+    for role in boxmaker-brokerd boxmaker-loopd boxmaker-inferproxy boxmaker-gatewayd boxmaker-job-morning-brief boxmaker-indexer; do
         unit=$dir/$role.service
         [[ -f $unit ]] || continue
         max=${limit[$role]}
@@ -118,6 +123,8 @@ calendars() {
     local timer expr
     for timer in "$1"/*.timer; do
         expr=$(sed -n 's/^OnCalendar=//p' "$timer")
+        # The indexer's timer follows its last run (OnUnitInactiveSec=), no calendar.
+        [[ -n $expr || $(basename "$timer") != boxmaker-indexer.timer ]] || continue
         if ! systemd-analyze calendar "$expr" >/dev/null 2>&1; then
             echo "units: $(basename "$timer"): OnCalendar=$expr does not parse (systemd-analyze calendar)" >&2
             return 1
@@ -152,10 +159,53 @@ if ! grep -qx 'IPAddressAllow=203.0.113.7' "$out/allow/boxmaker-gatewayd.service
     echo "units: allowedAddresses did not become gatewayd's IPAddressAllow=" >&2
     status=1
 fi
-rm "$out"/allow/boxmaker-{brokerd,loopd,inferproxy,job-morning-brief}.service
+rm "$out"/allow/boxmaker-{brokerd,loopd,inferproxy,job-morning-brief,indexer}.service
 score "$out/allow" allow
 
 calendars "$out/nix" || status=1
+
+# The indexer's units say what docs/decisions.md M10 says: the sources read-only and only
+# they (never note-state/incoming, never another role's state), index/ its one StateDirectory
+# and no writable bind, brokerd without index/ of its own but with the published one
+# read-only, waiting for a run at its start; the path unit watches the three triggers.
+python3 - "$out/opt" <<'PY' || status=1
+import sys
+from pathlib import Path
+
+def unit(name):
+    keys = {}
+    for line in Path(sys.argv[1], name).read_text().splitlines():
+        if "=" in line and not line.startswith("#"):
+            k, _, v = line.partition("=")
+            keys.setdefault(k, []).append(v)
+    return keys
+
+h = "/var/lib/private/boxmaker"
+idx, path, brokerd = unit("boxmaker-indexer.service"), unit("boxmaker-indexer.path"), unit("boxmaker-brokerd.service")
+timer = unit("boxmaker-indexer.timer")
+sources = [f"-{h}/notes", f"-{h}/note-state/labels", f"-{h}/session-labels", f"-{h}/sessions"]
+runtime = ["/usr", "-/lib", "-/lib64", "/opt/boxmaker", "/etc/boxmaker/config.toml"]
+checks = [
+    (idx.get("BindReadOnlyPaths") == runtime + sources, f"the indexer binds its runtime and the four sources read-only, nothing else: {idx.get('BindReadOnlyPaths')}"),
+    (not any(k in idx for k in ("BindPaths", "ReadWritePaths", "LoadCredential", "SupplementaryGroups")), "the indexer has no writable bind (index/ is its StateDirectory), no credential, no group"),
+    (f"L+ /run/boxmaker/indexer-root{h}/index - - - - /var/lib/boxmaker/index" in Path(sys.argv[1], "tmpfiles.conf").read_text().splitlines(), "in its root, index/'s real path links to where systemd mounts its StateDirectory"),
+    (idx.get("StateDirectory") == ["boxmaker/index"], f"the indexer's one StateDirectory is index: {idx.get('StateDirectory')}"),
+    (idx.get("RootDirectory") == ["/run/boxmaker/indexer-root"], "the indexer runs in its own empty root"),
+    (idx.get("CapabilityBoundingSet") == ["CAP_DAC_READ_SEARCH"] == idx.get("AmbientCapabilities"), "CAP_DAC_READ_SEARCH is its one capability"),
+    (idx.get("PrivateNetwork") == ["yes"] and idx.get("RestrictAddressFamilies") == ["AF_UNIX", "~AF_UNIX"], "no network, no socket family"),
+    (idx.get("Type") == ["oneshot"] and idx.get("DynamicUser") == ["yes"] and idx.get("User") == ["boxmaker-indexer"], "a oneshot with its own DynamicUser"),
+    (path.get("PathChanged") == [f"{h}/note-state/labels", f"{h}/session-labels", f"{h}/sessions/.changed"] and path.get("Unit") == ["boxmaker-indexer.service"], f"the path unit watches the three triggers: {path.get('PathChanged')}"),
+    (path.get("WantedBy") == ["paths.target"], "the path unit is enabled (paths.target)"),
+    (idx.get("StartLimitIntervalSec") == ["0"], "no start limit: a turn starts several runs"),
+    (timer.get("OnUnitInactiveSec") == ["5min"] and timer.get("Unit") == ["boxmaker-indexer.service"] and timer.get("WantedBy") == ["timers.target"], "a run five minutes after the last, for a merged trigger"),
+    (not any(d.endswith("/index") for d in " ".join(brokerd["StateDirectory"]).split()) and "boxmaker/session-labels" in " ".join(brokerd["StateDirectory"]).split(), f"brokerd's StateDirectory has session-labels and no index: {brokerd['StateDirectory']}"),
+    (f"-{h}/index" in brokerd.get("BindReadOnlyPaths", []), "brokerd sees the published index read-only"),
+    ("boxmaker-indexer.service" in brokerd.get("Wants", []) and "boxmaker-indexer.service" in brokerd.get("After", []), "brokerd waits for an indexer run at its start"),
+]
+for ok, what in checks:
+    print(("units: " if ok else "units: FAILED: ") + what)
+sys.exit(0 if all(ok for ok, _ in checks) else 1)
+PY
 
 refused '{ Morning = { schedule = "daily"; prompt = "p"; }; }' "$(gateway)" \
     "services.boxmaker.jobs.Morning: the name must be 1 to 18 characters"
@@ -175,6 +225,28 @@ if ! nix-instantiate --eval --strict --json nix/render-units.nix --arg gateway n
     status=1
 else
     echo "units: a job delivering to a note renders without the gateway"
+fi
+# Without the gateway, a job that delivers to a note has no gateway jobs socket to want or
+# join, and none is rendered; with it, only a job delivering to Mattermost joins it.
+tests/units/render.sh "$out/notes" --arg gateway null \
+    --arg jobs '{ brief = { schedule = "daily"; prompt = "p"; deliver = "note:brief.today"; }; }' >/dev/null
+if [[ -e $out/notes/boxmaker-gatewayd-jobs.socket ]] || grep -q 'gateway' "$out/notes/boxmaker-job-brief.service" \
+    || grep -q 'jobs_gateway' "$out/notes/config.toml"; then
+    echo "units: without the gateway, a note job still names gatewayd's jobs socket" >&2
+    status=1
+else
+    echo "units: a note job without the gateway names no gateway socket"
+fi
+tests/units/render.sh "$out/both" --arg gateway "$(gateway)" \
+    --arg jobs '{ brief = { schedule = "daily"; prompt = "p"; deliver = "note:brief.today"; };
+        morning = { schedule = "daily"; prompt = "p"; }; }' >/dev/null
+if grep -q 'gateway' "$out/both/boxmaker-job-brief.service" \
+    || ! grep -q '^SupplementaryGroups=.*boxmaker-jobs-gateway' "$out/both/boxmaker-job-morning.service" \
+    || ! grep -q '^Wants=.*boxmaker-gatewayd-jobs.socket' "$out/both/boxmaker-job-morning.service"; then
+    echo "units: only the job delivering to Mattermost may join gatewayd's jobs socket" >&2
+    status=1
+else
+    echo "units: only the job delivering to Mattermost joins gatewayd's jobs socket"
 fi
 # A schedule on one line that systemd cannot parse renders, and the calendar check catches it.
 tests/units/render.sh "$out/bad" --arg gateway "$(gateway)" \

@@ -6,7 +6,8 @@
 # container tier binds it, with the binaries at /opt/boxmaker/bin, and then proves what
 # systemd-nspawn cannot: the tool units' limits (limits.sh), the IP address filters of an
 # http_fetch unit and of gatewayd (network.sh), polkit's unit-name check (polkit.sh),
-# brokerd killed mid-session (killed.sh); and it measures a tool unit's launch cost
+# brokerd killed mid-session (killed.sh), the indexer's unit refused open_by_handle_at by its
+# own filter (indexer.sh); and it measures a tool unit's launch cost
 # (launch.sh). Exits with the number of failed checks.
 set -uo pipefail
 share=/ci
@@ -62,7 +63,8 @@ ip addr add 192.0.2.1/24 dev vmnet0
 ip addr add 198.51.100.7/24 dev vmnet0
 ip link set vmnet0 up
 echo "192.0.2.1 granted.example" >>/etc/hosts
-for f in /etc/systemd/system/sockets.target.wants/boxmaker-*.socket; do
+for f in /etc/systemd/system/sockets.target.wants/boxmaker-*.socket \
+    /etc/systemd/system/paths.target.wants/boxmaker-*.path; do
     systemctl start "$(basename "$f")"
 done
 systemctl start boxmaker-fake-llama-server.service boxmaker-fake-mattermost.service \
@@ -74,7 +76,7 @@ expect "a chat (owner: bxctl chat -m hello) gets the model's answer; brokerd, lo
 
 note "boot: $(systemd-analyze 2>/dev/null | head -n 1)"
 note "slowest units: $(systemd-analyze blame 2>/dev/null | head -n 4 | awk '{ printf "%s %s; ", $2, $1 }')"
-for part in polkit limits network killed launch; do
+for part in polkit limits network killed indexer launch; do
     part_started=$(date +%s.%N)
     # shellcheck source=/dev/null
     source "/opt/boxmaker-vm/$part.sh"

@@ -80,19 +80,31 @@ pub fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, F
         // The owner's search reaches every partition; each hit says its label.
         AdminRequest::NotesSearch(q) => match broker.notes.index().search_all(&q.query) {
             Ok(hits) => Message::NotesFound(proto::notes::NotesFound {
-                hits: hits
-                    .into_iter()
-                    .map(|(h, l)| proto::notes::NoteHit {
-                        name: h.name,
-                        snippet: h.snippet,
-                        class: l.class,
-                        untrusted: l.untrusted,
-                    })
-                    .collect(),
+                hits: hits.into_iter().map(|(h, l)| hit(h, l)).collect(),
             }),
             Err(e) => refused(&crate::notes::NoteError::Index(e)),
         },
     })
+}
+
+/// One hit for the owner: a note by its name, a session record by its session and epoch.
+fn hit(h: noteindex::Hit, l: noteindex::Label) -> proto::notes::NoteHit {
+    let session = match h.kind {
+        noteindex::Kind::Session => proto::SessionId::new(h.name.clone()).ok(),
+        noteindex::Kind::Note => None,
+    };
+    proto::notes::NoteHit {
+        kind: match h.kind {
+            noteindex::Kind::Note => proto::notes::HitKind::Note,
+            noteindex::Kind::Session => proto::notes::HitKind::Session,
+        },
+        name: session.is_none().then_some(h.name),
+        session,
+        epoch: h.epoch,
+        snippet: h.snippet,
+        class: l.class,
+        untrusted: l.untrusted,
+    }
 }
 
 /// A notes request refused: the owner's tool shows the reason (the owner's own note names

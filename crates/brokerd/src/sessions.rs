@@ -2,14 +2,18 @@
 //! returned, never from what loopd says. Durable: a restart never lowers a taint or clears
 //! a flag. One file per session, `<state>/<session>.json`, written with a temp file, fsync,
 //! rename and a directory fsync, mode 0600, never through a symlink, and validated at start:
-//! a corrupt file refuses start.
+//! a corrupt file refuses start. Each session's label (its taint and flag, nothing else) is
+//! exported for the indexer to `session-labels/<session>.json` (0644 in a 0755 directory,
+//! written the same way) each time it changes, after the state and before the result that
+//! raised it leaves; at start every export that differs from the state is written again.
 
 use std::collections::HashMap;
 use std::fmt;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use proto::approval::CallRef;
+use proto::notes::SessionLabel;
 use proto::{DataClass, SessionId};
 use serde::{Deserialize, Serialize};
 
@@ -85,12 +89,14 @@ impl std::error::Error for StateError {
 #[derive(Debug)]
 pub struct Sessions {
     dir: PathBuf,
+    export: PathBuf,
     map: HashMap<SessionId, SessionState>,
 }
 
 impl Sessions {
-    /// Loads every session file in `dir` (created 0700 if missing).
-    pub fn open(dir: &Path) -> Result<Self, StateError> {
+    /// Loads every session file in `dir` (created 0700 if missing), and exports each
+    /// session's label to `export` (created 0755) where it differs.
+    pub fn open(dir: &Path, export: &Path) -> Result<Self, StateError> {
         let io = |path: &Path| {
             let path = path.to_owned();
             move |source| StateError::Io { path, source }
@@ -115,8 +121,26 @@ impl Sessions {
             let state = load(&path)?;
             map.insert(state.session.clone(), state);
         }
+        // Read by the indexer, another user under systemd.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(export)
+            .map_err(io(export))?;
+        std::fs::set_permissions(export, std::fs::Permissions::from_mode(0o755))
+            .map_err(io(export))?;
+        for state in map.values() {
+            let path = export.join(format!("{}.json", state.session));
+            let now = daemon::durable::read_file(&path, 0o022, MAX_STATE_FILE)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<SessionLabel>(&b).ok());
+            if now != Some(label_of(state)) {
+                export_label(export, state)?;
+            }
+        }
         Ok(Self {
             dir: dir.to_owned(),
+            export: export.to_owned(),
             map,
         })
     }
@@ -146,14 +170,43 @@ impl Sessions {
                 state.untrusted_by.push(call);
             }
         }
-        if state == before {
+        // A session seen for the first time is stored and exported even at its starting
+        // label: a log without an exported label is indexed as secret and untrusted.
+        if state == before && self.map.contains_key(session) {
             return Ok(());
         }
         // Memory first: if the disk write fails, this process still treats the session
         // as raised (the safe direction), and the caller withholds the result.
         self.map.insert(session.clone(), state.clone());
-        store(&self.dir, &state)
+        store(&self.dir, &state)?;
+        // Before the result leaves: the log line that holds it is indexed by this label.
+        export_label(&self.export, &state)
     }
+}
+
+fn label_of(state: &SessionState) -> SessionLabel {
+    SessionLabel {
+        class: state.taint,
+        untrusted: state.untrusted,
+    }
+}
+
+/// Writes the session's label for the indexer: temp file, fsync, rename, 0644.
+fn export_label(dir: &Path, state: &SessionState) -> Result<(), StateError> {
+    let path = dir.join(format!("{}.json", state.session));
+    let tmp = dir.join(format!(".{}.json.tmp", state.session));
+    let text = serde_json::to_vec(&label_of(state)).map_err(|e| corrupt(&path, e.to_string()))?;
+    daemon::durable::replace_file(&path, &tmp, &text, 0o644).map_err(|e| StateError::Io {
+        path: e.path,
+        source: e.source,
+    })?;
+    // Whatever brokerd's umask.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).map_err(|source| {
+        StateError::Io {
+            path: path.clone(),
+            source,
+        }
+    })
 }
 
 fn corrupt(path: &Path, reason: impl Into<String>) -> StateError {

@@ -67,7 +67,8 @@ pub fn run(args: Args) -> Result<(), Error> {
 
     let (audit, report) = AuditLog::open(&config.audit_dir()).map_err(Error::AuditOpen)?;
     log::info(format_args!("audit log: {report}"));
-    let sessions = Sessions::open(&config.broker_state_dir()).map_err(Error::Sessions)?;
+    let sessions = Sessions::open(&config.broker_state_dir(), &config.session_labels_dir())
+        .map_err(Error::Sessions)?;
     let notes = Notes::open(
         config.notes_dir(),
         &config.note_state_dir(),

@@ -233,8 +233,8 @@ pub fn send(
                 TurnEnd::Cut { finish, withdrawn } => {
                     writeln!(
                         out,
-                        "[the answer was cut off ({}); {withdrawn} tool calls not run]",
-                        line(finish)
+                        "[the answer {}]",
+                        TurnEnd::cut_words(&line(finish), *withdrawn)
                     )
                     .map_err(Error::Output)?;
                     false

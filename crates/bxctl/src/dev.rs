@@ -119,6 +119,11 @@ fn up(
         cmd.arg("--config").arg(&config_path);
         stack.start(name, cmd, state, held)?;
     }
+    // The indexer of the notes and session logs, watching (under systemd a oneshot unit
+    // its path unit starts).
+    let mut cmd = Command::new(bin("boxmaker-indexer")?);
+    cmd.arg("--config").arg(&config_path).arg("--watch");
+    stack.start("indexer", cmd, state, held)?;
     let config = Config::load(&config_path)?;
     ready::wait(
         &config.sockets.loop_infer_sock(),

@@ -114,8 +114,8 @@ pub fn relabel(
     }
 }
 
-/// `bxctl search QUERY`: every note that matches, best first, each with its partition's
-/// label; the names and snippets shown inert.
+/// `bxctl search QUERY`: every note and session log record that matches, best first, each
+/// with its partition's label; the names and snippets shown inert.
 pub fn search(
     config: &Config,
     query: &str,
@@ -129,11 +129,18 @@ pub fn search(
         Message::NotesFound(found) if json => print_json(&found, out),
         Message::NotesFound(found) => {
             if found.hits.is_empty() {
-                writeln!(out, "no note matches").map_err(Error::Output)?;
+                writeln!(out, "no note or session matches").map_err(Error::Output)?;
             }
             for h in &found.hits {
-                writeln!(out, "{}  {}", line(&h.name), label(h.class, h.untrusted))
-                    .map_err(Error::Output)?;
+                let what = match (&h.name, &h.session, h.epoch) {
+                    (Some(name), _, _) => line(name),
+                    (None, Some(session), Some(epoch)) => {
+                        format!("session {session} epoch {epoch}")
+                    }
+                    (None, Some(session), None) => format!("session {session}"),
+                    (None, None, _) => "?".to_owned(),
+                };
+                writeln!(out, "{what}  {}", label(h.class, h.untrusted)).map_err(Error::Output)?;
                 writeln!(out, "  {}", line(&h.snippet)).map_err(Error::Output)?;
             }
             Ok(ExitCode::SUCCESS)

@@ -414,9 +414,14 @@ impl Config {
         self.home.join("accounting")
     }
 
-    /// brokerd's search index of the notes: one SQLite file per label.
+    /// The indexer's: its published partitions, working copies and progress.
     pub fn index_dir(&self) -> PathBuf {
         self.home.join("index")
+    }
+
+    /// Each session's label as brokerd exports it for the indexer.
+    pub fn session_labels_dir(&self) -> PathBuf {
+        self.home.join("session-labels")
     }
 }
 

@@ -52,8 +52,8 @@ pub fn reachable<T>(m: &Mutex<T>, within: std::time::Duration) -> bool {
 /// The arguments every role binary takes.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CommonArgs {
-    /// The configuration file.
-    #[arg(long, value_name = "PATH", default_value = config::DEFAULT_PATH)]
+    /// The configuration file (`BOXMAKER_CONFIG` when not given, as for bxctl).
+    #[arg(long, value_name = "PATH", env = "BOXMAKER_CONFIG", default_value = config::DEFAULT_PATH)]
     pub config: PathBuf,
     /// Check the configuration (and for brokerd the grants) and exit: 0 when good.
     #[arg(long)]

@@ -226,8 +226,8 @@ fn turn(t: &Turn<'_>, session: Option<SessionId>, text: &str, started: &mut dyn 
             // Only a client that hung up gets this end, and gatewayd has not hung up.
             TurnEnd::Cancelled => stream.note("_The turn was cancelled._".to_owned()),
             TurnEnd::Cut { finish, withdrawn } => stream.note(format!(
-                "_The answer was cut off ({}); {withdrawn} tool calls were not run._",
-                code(&finish)
+                "_The answer {}._",
+                TurnEnd::cut_words(&code(&finish), withdrawn)
             )),
         },
         Ok(Message::Error(e)) => stream.note(format!(

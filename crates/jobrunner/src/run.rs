@@ -226,7 +226,8 @@ fn turn(config: &Config, job: &Job, session: &SessionId) -> Report {
                     Some(format!("The model could not be reached: {detail}"))
                 }
                 TurnEnd::Cut { finish, withdrawn } => Some(format!(
-                    "The answer was cut off ({finish}); {withdrawn} tool calls were not run."
+                    "The answer {}.",
+                    TurnEnd::cut_words(&finish, withdrawn)
                 )),
                 // Only a client that asked for it and hung up gets this; a run does neither.
                 TurnEnd::Cancelled => Some("The run was cancelled.".to_owned()),

@@ -148,6 +148,9 @@ fn open_log(path: &Path, create: Option<u32>) -> Result<Option<File>, StoreError
     }
 }
 
+/// The trigger file loopd rewrites after each record it appends (see `Store::changed`).
+pub const CHANGED: &str = ".changed";
+
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
@@ -384,7 +387,19 @@ impl Store {
                 .and_then(|d| d.sync_all())
                 .map_err(io(&self.dir))?;
         }
+        self.changed();
         Ok(())
+    }
+
+    /// Rewrites `sessions/.changed` (the time of the append), which the indexer's path unit
+    /// watches: a path unit does not see appends inside `sessions/<id>/`. Only a hint, not
+    /// synced: a lost one is caught by the indexer's next run, which looks at every log.
+    /// Not a session id (it has a dot), so every walk of `sessions/` passes it by.
+    fn changed(&self) {
+        let path = self.dir.join(CHANGED);
+        if let Err(e) = std::fs::write(&path, Timestamp::now().to_string()) {
+            daemon::log::warn(format_args!("{}: {e}", path.display()));
+        }
     }
 
     /// A new session id: the date and 64 random bits.

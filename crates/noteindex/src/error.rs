@@ -11,7 +11,7 @@ pub enum IndexError {
     /// The query is empty or longer than [`crate::MAX_QUERY`] bytes.
     QueryLength { len: usize },
     /// A partition is not a sound index (not SQLite, or its full-text index disagrees with
-    /// its content). brokerd rebuilds it from the notes.
+    /// its content). The indexer rebuilds it from the notes and logs.
     Corrupt { path: PathBuf, detail: String },
     /// Anything else SQLite refused (a full disk, a missing file).
     Sqlite {

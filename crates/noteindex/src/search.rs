@@ -1,18 +1,23 @@
 //! A search over the partitions a unit was given: each opened read-only and immutable (the
-//! bind is read-only, and brokerd holds its writes until the unit ends), the hits of all
-//! merged by BM25 rank.
+//! bind is read-only, and a published partition is never written after its rename), the
+//! hits of all merged by BM25 rank.
 
 use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags, params};
 
-use crate::{IndexError, MAX_HITS, MAX_QUERY};
+use crate::{IndexError, Kind, MAX_HITS, MAX_QUERY};
 
-/// One note found: its name, a snippet around the match (`[`…`]` mark the terms), and its
-/// BM25 rank (lower is better; ranks of different partitions are compared as they are).
+/// One document found: a note (its name) or a session log record (its session and epoch),
+/// a snippet around the match (`[`…`]` mark the terms), and its BM25 rank (lower is better;
+/// ranks of different partitions are compared as they are).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
+    pub kind: Kind,
+    /// The note's name, or the session's id.
     pub name: String,
+    /// A session record's epoch; `None` for a note.
+    pub epoch: Option<u64>,
     pub snippet: String,
     pub rank: f64,
 }
@@ -32,34 +37,54 @@ fn immutable_uri(path: &Path) -> String {
     uri
 }
 
-/// Searches the partitions at `paths` for `query` (FTS5 query syntax), best hits first, at
-/// most [`MAX_HITS`].
-pub fn search(paths: &[&Path], query: &str) -> Result<Vec<Hit>, IndexError> {
+fn open_immutable(path: &Path) -> Result<Connection, IndexError> {
+    Connection::open_with_flags(
+        immutable_uri(path),
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(IndexError::at(path))
+}
+
+/// Whether the published partition at `path` holds any document, of either kind (a unit
+/// it is bound into could read them all). Opened immutable: it never changes.
+pub fn holds_any(path: &Path) -> Result<bool, IndexError> {
+    open_immutable(path)?
+        .query_row("SELECT EXISTS (SELECT 1 FROM meta)", [], |r| r.get(0))
+        .map_err(IndexError::at(path))
+}
+
+/// Searches the partitions at `paths` for `query` (FTS5 query syntax), documents of `kind`
+/// only (`None`: both), best hits first, at most [`MAX_HITS`].
+pub fn search(paths: &[&Path], query: &str, kind: Option<Kind>) -> Result<Vec<Hit>, IndexError> {
     if query.trim().is_empty() || query.len() > MAX_QUERY {
         return Err(IndexError::QueryLength { len: query.len() });
     }
     let mut hits = Vec::new();
     for path in paths {
-        let err = IndexError::at(path);
-        let conn = Connection::open_with_flags(
-            immutable_uri(path),
-            OpenFlags::SQLITE_OPEN_READ_ONLY
-                | OpenFlags::SQLITE_OPEN_URI
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(&err)?;
+        let conn = open_immutable(path)?;
         let mut stmt = conn
             .prepare(
-                "SELECT name, snippet(notes, 2, '[', ']', '…', 12), bm25(notes) FROM notes \
-                 WHERE notes MATCH ?1 ORDER BY rank LIMIT ?2",
+                "SELECT m.kind, m.name, m.epoch, snippet(docs, 0, '[', ']', '…', 12), bm25(docs) \
+                 FROM docs JOIN meta m ON m.id = docs.rowid \
+                 WHERE docs MATCH ?1 AND (?2 IS NULL OR m.kind = ?2) ORDER BY rank LIMIT ?3",
             )
-            .map_err(&err)?;
+            .map_err(IndexError::at(path))?;
         let rows = stmt
-            .query_map(params![query, MAX_HITS], |r| {
+            .query_map(params![query, kind.map(Kind::as_str), MAX_HITS], |r| {
+                let kind: String = r.get(0)?;
+                let epoch: Option<i64> = r.get(2)?;
                 Ok(Hit {
-                    name: r.get(0)?,
-                    snippet: r.get(1)?,
-                    rank: r.get(2)?,
+                    kind: if kind == "session" {
+                        Kind::Session
+                    } else {
+                        Kind::Note
+                    },
+                    name: r.get(1)?,
+                    epoch: epoch.and_then(|e| u64::try_from(e).ok()),
+                    snippet: r.get(3)?,
+                    rank: r.get(4)?,
                 })
             })
             .map_err(|e| query_error(e, path))?;

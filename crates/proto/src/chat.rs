@@ -67,6 +67,19 @@ pub enum TurnEnd {
     Cut { finish: String, withdrawn: u32 },
 }
 
+impl TurnEnd {
+    /// How every channel words a cut, after "The answer ": "was cut off (`finish`)", then
+    /// how many tool calls were not run, when any were. `finish` comes as the channel shows
+    /// it (inert, quoted): it is the server's word.
+    pub fn cut_words(finish: &str, withdrawn: u32) -> String {
+        match withdrawn {
+            0 => format!("was cut off ({finish})"),
+            1 => format!("was cut off ({finish}); its tool call was not run"),
+            n => format!("was cut off ({finish}); its {n} tool calls were not run"),
+        }
+    }
+}
+
 /// The final frame of a turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -122,4 +135,22 @@ pub struct SessionRecords {
     pub epoch: Epoch,
     pub records: Vec<LogRecord>,
     pub truncated: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TurnEnd;
+
+    #[test]
+    fn a_cut_counts_the_calls_not_run_only_when_there_are_any() {
+        assert_eq!(TurnEnd::cut_words("length", 0), "was cut off (length)");
+        assert_eq!(
+            TurnEnd::cut_words("length", 1),
+            "was cut off (length); its tool call was not run"
+        );
+        assert_eq!(
+            TurnEnd::cut_words("`length`", 3),
+            "was cut off (`length`); its 3 tool calls were not run"
+        );
+    }
 }

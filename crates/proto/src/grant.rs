@@ -89,8 +89,8 @@ pub struct Constraints {
     /// whatever this says.
     #[serde(default, skip_serializing_if = "is_false")]
     pub private_networks: bool,
-    /// `note_search` only: the highest class of notes the search reaches (the index
-    /// partitions bound into its unit). Absent: every partition.
+    /// `note_search` and `session_search` only: the highest class of documents the search
+    /// reaches (the index partitions bound into its unit). Absent: every partition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_class: Option<DataClass>,
 }

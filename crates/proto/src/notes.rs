@@ -172,20 +172,45 @@ pub struct NoteRelabelled {
     pub untrusted: bool,
 }
 
-/// Owner channel: a full-text search over every note (`bxctl search`).
+/// Owner channel: a full-text search over every note and session log (`bxctl search`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NotesSearch {
     pub query: String,
 }
 
-/// One note a search found, with the label of the index partition it was found in.
+/// What a search hit is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HitKind {
+    Note,
+    /// A record of a session log (what the owner said, the model's text, a tool result).
+    Session,
+}
+
+/// One document a search found, with the label of the index partition it was found in: a
+/// note (`name`) or a session log record (`session`, `epoch`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NoteHit {
-    pub name: String,
-    /// Words around the match, the matched terms in `[`…`]` (the note's text: the model's).
+    pub kind: HitKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
+    /// Words around the match, the matched terms in `[`…`]` (the model's, or loopd's log).
     pub snippet: String,
+    pub class: DataClass,
+    pub untrusted: bool,
+}
+
+/// A session's label as brokerd exports it for the indexer, in
+/// `session-labels/<session>.json` (temp file, fsync, rename; 0644) each time it changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionLabel {
     pub class: DataClass,
     pub untrusted: bool,
 }

@@ -29,6 +29,10 @@ pub struct ToolInvocation {
     /// move into place.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<String>,
+    /// For `note_search` and `session_search`: the index partitions brokerd bound (files,
+    /// read-only), the only ones the tool opens.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub index: Vec<String>,
 }
 
 /// An OpenAI-compatible chat completion endpoint.

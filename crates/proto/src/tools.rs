@@ -72,6 +72,14 @@ pub struct NoteSearchArgs {
     pub query: String,
 }
 
+/// `session_search`: a full-text query (FTS5 syntax) over the session logs its grant
+/// reaches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSearchArgs {
+    pub query: String,
+}
+
 /// A validated tool call: `{"tool":"read_file","arguments":{"path":"/x"}}` on the tool's
 /// stdin.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,6 +98,7 @@ pub enum ToolArgs {
     NoteRead(NoteReadArgs),
     NoteList(NoteListArgs),
     NoteSearch(NoteSearchArgs),
+    SessionSearch(SessionSearchArgs),
 }
 
 /// The longest arguments text accepted. Arguments are shown whole on approval cards and
@@ -97,7 +106,7 @@ pub enum ToolArgs {
 pub const MAX_ARGUMENTS: usize = 64 * 1024;
 
 /// Every tool boxmaker knows, by its wire name.
-pub const TOOL_NAMES: [&str; 8] = [
+pub const TOOL_NAMES: [&str; 9] = [
     "read_file",
     "list_dir",
     "http_fetch",
@@ -106,6 +115,7 @@ pub const TOOL_NAMES: [&str; 8] = [
     "note_read",
     "note_list",
     "note_search",
+    "session_search",
 ];
 
 impl ToolArgs {
@@ -141,6 +151,7 @@ impl ToolArgs {
             "note_read" => Self::NoteRead(named(tool, strict(tool, arguments)?)?),
             "note_list" => Self::NoteList(strict(tool, arguments)?),
             "note_search" => Self::NoteSearch(strict(tool, arguments)?),
+            "session_search" => Self::SessionSearch(strict(tool, arguments)?),
             other => return Err(ArgsError::UnknownTool(other.to_owned())),
         })
     }
@@ -155,6 +166,7 @@ impl ToolArgs {
             Self::NoteRead(_) => "note_read",
             Self::NoteList(_) => "note_list",
             Self::NoteSearch(_) => "note_search",
+            Self::SessionSearch(_) => "session_search",
         }
     }
 
@@ -170,6 +182,7 @@ impl ToolArgs {
             Self::NoteRead(a) => serde_json::to_string(a),
             Self::NoteList(a) => serde_json::to_string(a),
             Self::NoteSearch(a) => serde_json::to_string(a),
+            Self::SessionSearch(a) => serde_json::to_string(a),
         };
         // Serialising plain structs of strings cannot fail.
         text.unwrap_or_default()
@@ -185,6 +198,7 @@ impl ToolArgs {
             Self::ListDir(a) => &a.path,
             Self::HttpFetch(a) => &a.url,
             Self::NoteSearch(a) => &a.query,
+            Self::SessionSearch(a) => &a.query,
             Self::NoteWrite(NoteWriteArgs { name, .. }) | Self::NoteRead(NoteReadArgs { name }) => {
                 name
             }

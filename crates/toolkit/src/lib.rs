@@ -115,7 +115,8 @@ pub fn execute(invocation: &ToolInvocation, credentials: Option<&Path>) -> ToolR
         ToolArgs::NoteWrite(a) => notes::write(a, invocation),
         ToolArgs::NoteRead(a) => notes::read(&a.name, invocation),
         ToolArgs::NoteList(_) => notes::list(invocation),
-        ToolArgs::NoteSearch(a) => notes::search(&a.query, invocation),
+        ToolArgs::NoteSearch(a) => notes::search(&a.query, noteindex::Kind::Note, invocation),
+        ToolArgs::SessionSearch(a) => notes::search(&a.query, noteindex::Kind::Session, invocation),
     };
     result.map_err(|source| ToolError::Tool {
         tool: invocation.call.tool(),

@@ -129,6 +129,7 @@ mod tests {
             consult: None,
             timeout_ms: 100,
             notes: None,
+            index: Vec::new(),
         }
     }
 

@@ -1,5 +1,6 @@
-//! `note_write`, `note_read`, `note_list` and `note_search`. brokerd owns `memory/notes/`: a read unit has
-//! only the named note bound, a list unit the directory, both read-only; a write unit has
+//! `note_write`, `note_read`, `note_list`, `note_search` and `session_search`. brokerd owns
+//! `memory/notes/`: a read unit has only the named note bound, a list unit the directory,
+//! both read-only, a search unit the index partitions its grant reaches; a write unit has
 //! only an empty per-call directory, writable, into which it writes the note's new text.
 //! brokerd checks what it left there, writes the note itself and labels it. Names were
 //! checked by brokerd (`proto::notes::check_name`) and are checked again here.
@@ -9,6 +10,7 @@ use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use noteindex::Kind;
 use proto::notes::{MAX_NOTE, check_name, file_name, name_of_file};
 use proto::toolrun::ToolInvocation;
 use proto::tools::NoteWriteArgs;
@@ -79,34 +81,21 @@ pub fn list(inv: &ToolInvocation) -> Result<Content, Failure> {
     Ok(join_capped(&names, max_bytes(inv)))
 }
 
-/// The notes that match `query` (FTS5 syntax), best first, one `name: snippet` a line:
-/// searched in the index partitions brokerd bound (the `*.sqlite` files of the directory it
-/// names), each opened read-only and immutable.
-pub fn search(query: &str, inv: &ToolInvocation) -> Result<Content, Failure> {
-    let dir = given(inv)?;
-    let mut parts = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io(dir))? {
-        let entry = entry.map_err(io(dir))?;
-        let is_file = entry.file_type().map_err(io(dir))?.is_file();
-        let part = entry
-            .file_name()
-            .to_str()
-            .and_then(noteindex::Label::of_file);
-        if let (true, Some(_)) = (is_file, part) {
-            parts.push(entry.path());
-        }
-    }
-    parts.sort();
-    let parts: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
-    let hits = noteindex::search(&parts, query).map_err(Failure::Search)?;
+/// The documents of `kind` that match `query` (FTS5 syntax), best first, one a line: for
+/// a note `name: snippet`, for a session log record `session epoch N: snippet`. Searched
+/// in exactly the index partitions brokerd bound (`inv.index`), each opened read-only and
+/// immutable.
+pub fn search(query: &str, kind: Kind, inv: &ToolInvocation) -> Result<Content, Failure> {
+    let parts: Vec<&Path> = inv.index.iter().map(Path::new).collect();
+    let hits = noteindex::search(&parts, query, Some(kind)).map_err(Failure::Search)?;
     let lines: Vec<String> = hits
         .iter()
         .map(|h| {
-            format!(
-                "{}: {}",
-                h.name,
-                h.snippet.replace(['\n', '\r'], " ").trim()
-            )
+            let snippet = h.snippet.replace(['\n', '\r'], " ");
+            match h.epoch {
+                Some(epoch) => format!("{} epoch {epoch}: {}", h.name, snippet.trim()),
+                None => format!("{}: {}", h.name, snippet.trim()),
+            }
         })
         .collect();
     Ok(join_capped(&lines, max_bytes(inv)))

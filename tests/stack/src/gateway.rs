@@ -88,6 +88,7 @@ impl Home {
     pub fn sessions(&self) -> usize {
         std::fs::read_dir(self.root.join("home/sessions"))
             .expect("sessions")
+            .filter(|d| d.as_ref().is_ok_and(|d| d.path().is_dir()))
             .count()
     }
 }

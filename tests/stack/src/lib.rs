@@ -8,13 +8,14 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use daemon::conn::Conn;
 
 mod agent;
+pub mod corpus;
 mod gateway;
 pub mod real_server;
 pub mod real_session;
 pub mod recorder;
+mod requests;
 mod systemd;
 mod wait;
 pub mod witness;
@@ -23,11 +24,10 @@ pub use gateway::{
     BOT, BOT_USER, CHANNEL, Gateway, OFF_TOPIC, OWNER, STRANGER, User, http, http_as, post_id,
     posts, replies, replies_with,
 };
-use proto::attest::WitnessRef;
-use proto::{AuditEvent, AuditLine, Envelope, Message, SessionId, ToolRequest};
+use proto::{AuditEvent, AuditLine};
+pub use requests::{request, request_as, response, tool};
 pub use systemd::root;
 pub use wait::{Ready, poll_until, wait_until};
-use witness::witness_sock_of;
 pub use witness::{
     chat_body, complete, fresh_completion, report_witness, try_witnessed, witnessed,
 };
@@ -264,6 +264,19 @@ impl Home {
         assert!(reloaded.is_some(), "no reload: {}", brokerd.log());
     }
 
+    /// Runs the indexer once with this home's config, as its oneshot unit does, and
+    /// asserts that it succeeded; returns its log.
+    pub fn index(&self) -> String {
+        let out = Command::new(bin("boxmaker-indexer"))
+            .arg("--config")
+            .arg(self.config())
+            .output()
+            .expect("boxmaker-indexer");
+        let log = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "boxmaker-indexer failed: {log}");
+        log
+    }
+
     /// Runs bxctl with this home's config.
     pub fn bxctl(&self, args: &[&str]) -> Output {
         Command::new(bin("bxctl"))
@@ -365,57 +378,6 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         self.kill();
-    }
-}
-
-/// One tool request on the loopd side; every frame of the answer, the final one last.
-pub fn tool(sock: &Path, session: &str, call: u64, tool: &str, arguments: &str) -> Vec<Envelope> {
-    let mut conn = Conn::connect(sock).expect("connect loop side");
-    request(&mut conn, session, call, tool, arguments)
-}
-
-/// [`tool`] on an open connection to the loopd side `broker.sock` of a [`Home`]: the call is
-/// first witnessed ([`witnessed`]) on that home's witness.sock, as inferproxy would have.
-pub fn request(
-    conn: &mut Conn,
-    session: &str,
-    call: u64,
-    tool: &str,
-    arguments: &str,
-) -> Vec<Envelope> {
-    let witness = witnessed(&witness_sock_of(conn), tool, arguments);
-    request_as(conn, session, call, tool, arguments, witness)
-}
-
-/// One tool request naming `witness`, as loopd (or a compromised loopd) sends it.
-pub fn request_as(
-    conn: &mut Conn,
-    session: &str,
-    call: u64,
-    tool: &str,
-    arguments: &str,
-    witness: WitnessRef,
-) -> Vec<Envelope> {
-    let msg = Message::ToolRequest(ToolRequest {
-        session: SessionId::new(session).expect("session id"),
-        call: proto::CallId(call),
-        tool: tool.to_owned(),
-        arguments: arguments.to_owned(),
-        witness,
-    });
-    let mut frames = Vec::new();
-    let last = conn
-        .call(call, msg, |e| frames.push(e.clone()))
-        .expect("tool request");
-    frames.push(last);
-    frames
-}
-
-/// The final frame's tool response.
-pub fn response(frames: &[Envelope]) -> &proto::ToolResponse {
-    match frames.last().map(|e| &e.msg) {
-        Some(Message::ToolResponse(r)) => r,
-        other => panic!("not a tool response: {other:?}"),
     }
 }
 

@@ -20,7 +20,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use proto::notes::{MAX_NOTE, NoteInfo, NoteRecord, NotesListing, file_name, name_of_file};
-use proto::{DataClass, Hash32};
 
 use crate::policy::Labels;
 pub use error::NoteError;
@@ -29,12 +28,9 @@ pub use run::{Bound, Prep};
 
 /// What a note reads as when brokerd cannot vouch for its bytes.
 pub const UNKNOWN: Labels = Labels {
-    class: DataClass::Secret,
-    untrusted: true,
+    class: noteindex::UNKNOWN.class,
+    untrusted: noteindex::UNKNOWN.untrusted,
 };
-
-/// The largest label record (a name, a hash and up to 32 sources).
-const MAX_RECORD: u64 = 64 * 1024;
 
 #[derive(Debug)]
 pub struct Notes {
@@ -44,7 +40,7 @@ pub struct Notes {
     /// Held by a write while it moves a note into place, and by a listing from its labels
     /// to the end of its unit: a listing never sees a note its label did not count.
     lock: Mutex<()>,
-    /// The search index, kept by brokerd after each write and relabel.
+    /// The search index the indexer publishes, which brokerd only reads.
     index: NoteIndex,
 }
 
@@ -68,18 +64,29 @@ fn mkdir(path: &Path) -> Result<(), NoteError> {
 
 impl Notes {
     /// Creates the directories when missing, clears per-call directories a stopped brokerd
-    /// left behind, and opens the search index under `index`, reconciled with the notes.
+    /// left behind, and finds the published search index under `index`.
     pub fn open(dir: PathBuf, state: &Path, index: &Path) -> Result<Self, NoteError> {
         let labels = state.join("labels");
         let incoming = state.join("incoming");
         for d in [&dir, &labels] {
             mkdir(d)?;
         }
-        // A list unit runs as another user and lists it where it is bound; on the host only
-        // brokerd's own state directory (and under systemd /var/lib/private, 0700) leads
-        // here. systemd's StateDirectoryMode= resets it at each start, so it is set here.
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
-            .map_err(NoteError::io(&dir))?;
+        // A list unit runs as another user and lists it where it is bound, and the indexer
+        // (another user under systemd) reads the notes and their label records; on the host
+        // only brokerd's own state directories (and under systemd /var/lib/private, 0700)
+        // lead here. systemd's StateDirectoryMode= resets them at each start, so they are
+        // set here; so is each record's mode (records written before were 0600).
+        for d in [&dir, state, &labels] {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755))
+                .map_err(NoteError::io(d))?;
+        }
+        for entry in std::fs::read_dir(&labels).map_err(NoteError::io(&labels))? {
+            let path = entry.map_err(NoteError::io(&labels))?.path();
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
+                    .map_err(NoteError::io(&path))?;
+            }
+        }
         match std::fs::remove_dir_all(&incoming) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(NoteError::io(&incoming)(e));
@@ -87,15 +94,13 @@ impl Notes {
             _ => {}
         }
         mkdir(&incoming)?;
-        let notes = Self {
+        Ok(Self {
             dir,
             labels,
             incoming,
             lock: Mutex::new(()),
-            index: NoteIndex::open(index)?,
-        };
-        notes.index.reconcile(&notes.scan()?)?;
-        Ok(notes)
+            index: NoteIndex::new(index),
+        })
     }
 
     pub fn index(&self) -> &NoteIndex {
@@ -122,9 +127,9 @@ impl Notes {
     /// (the note then reads as secret and untrusted).
     pub fn record(&self, name: &str) -> Option<NoteRecord> {
         let path = self.record_path(name);
-        let bytes = daemon::durable::read_file(&path, 0o077, MAX_RECORD).ok()?;
-        let record: NoteRecord = serde_json::from_slice(&bytes).ok()?;
-        (record.name == name).then_some(record)
+        // 0644 (the indexer reads it), never writable by anyone but brokerd.
+        let bytes = daemon::durable::read_file(&path, 0o022, noteindex::MAX_RECORD).ok()?;
+        noteindex::record_of(name, &bytes)
     }
 
     /// The note `name` as it is on disk now, with the label a read of it takes.
@@ -133,17 +138,12 @@ impl Notes {
         let bytes = is_regular(&path)
             .then(|| daemon::durable::read_file(&path, 0, MAX_NOTE).ok())
             .flatten();
+        // The bytes first, then the record (labels only rise); the indexer's rule too.
         let record = self.record(name);
-        let matches = match (&bytes, &record) {
-            (Some(b), Some(r)) => Hash32::digest(b) == r.hash,
-            _ => false,
-        };
-        let labels = match (&record, matches) {
-            (Some(r), true) => Labels {
-                class: r.class,
-                untrusted: r.untrusted,
-            },
-            _ => UNKNOWN,
+        let (label, matches) = noteindex::note_label(bytes.as_deref(), record.as_ref());
+        let labels = Labels {
+            class: label.class,
+            untrusted: label.untrusted,
         };
         Found {
             bytes,

@@ -36,7 +36,8 @@ impl Prep {
             ToolArgs::NoteRead(a) => Self::Read(a.name.clone()),
             ToolArgs::NoteList(_) => Self::List,
             ToolArgs::NoteWrite(a) => Self::Write(a.name.clone(), a.mode),
-            ToolArgs::NoteSearch(_) => Self::Search,
+            // Both searches bind the same partitions: each holds notes and session records.
+            ToolArgs::NoteSearch(_) | ToolArgs::SessionSearch(_) => Self::Search,
             _ => Self::NotANote,
         }
     }
@@ -44,7 +45,8 @@ impl Prep {
     /// Binds what the call may see into `spec` and labels it. With `isolated` (a runner
     /// that binds), each is bound at a fixed place whatever its name: the mount points
     /// systemd leaves in the tools' shared empty root then never name a note. A search
-    /// binds the index partitions of classes up to `reach` (its grant's `max_class`).
+    /// binds the published index partitions of classes up to `reach` (its grant's
+    /// `max_class`), each file at `/index/<label>.sqlite`.
     pub fn bind<'a>(
         self,
         notes: &'a Notes,
@@ -102,18 +104,19 @@ impl Prep {
                 }
             }
             Self::Search => {
-                // Held to the end of the unit: the partitions it opens immutable do not
-                // change under it.
-                let held = notes.lock();
-                let (dir, labels) = notes.index().link(&spec.unit, reach)?;
-                let bind = at(dir.display().to_string(), SEARCH_AT);
-                spec.invocation.notes = Some(bind.target.clone());
-                spec.bind = Some(bind);
-                Bound::Search {
-                    labels,
-                    dir,
-                    _held: held,
+                // No lock: a published partition is never written after its rename, so what
+                // the unit opens is what brokerd labelled (the same file, or a newer one of
+                // the same label).
+                let (parts, labels) = notes.index().reach(reach);
+                for (label, path) in parts {
+                    let bind = at(
+                        path.display().to_string(),
+                        &format!("{SEARCH_AT}/{}", label.file_name()),
+                    );
+                    spec.invocation.index.push(bind.target.clone());
+                    spec.index_binds.push(bind);
                 }
+                Bound::Search { labels }
             }
         })
     }
@@ -137,11 +140,9 @@ pub enum Bound<'a> {
         mode: NoteMode,
         dir: PathBuf,
     },
-    /// `labels`: the highest partition linked into `dir`.
+    /// `labels`: the highest partition bound.
     Search {
         labels: Labels,
-        dir: PathBuf,
-        _held: MutexGuard<'a, ()>,
     },
 }
 
@@ -174,10 +175,7 @@ impl Bound<'_> {
                 (if vouched { labels } else { UNKNOWN }, outcome)
             }
             Self::List { labels, .. } => (labels, outcome),
-            Self::Search { labels, dir, .. } => {
-                notes.index().discard(&dir);
-                (labels, outcome)
-            }
+            Self::Search { labels } => (labels, outcome),
             Self::Write { name, mode, dir } => {
                 let outcome = match outcome {
                     RunOutcome::Ok { .. } => match notes.commit(&name, mode, &dir, writer) {

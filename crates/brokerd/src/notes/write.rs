@@ -116,7 +116,6 @@ impl Notes {
         // brokerd's own directory leads here.
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
             .map_err(NoteError::io(&path))?;
-        self.index.update(name, &self.find(name));
         Ok(format!(
             "note {name} written ({} bytes, labelled {}{})",
             bytes.len(),
@@ -162,7 +161,6 @@ impl Notes {
             time: Timestamp::now(),
             session: None,
         })?;
-        self.index.update(name, &self.find(name));
         Ok(Ok(done))
     }
 
@@ -170,7 +168,8 @@ impl Notes {
         let path = self.record_path(&record.name);
         let tmp = self.labels.join(format!(".{}.json.tmp", record.name));
         let text = serde_json::to_vec(record).unwrap_or_default();
-        daemon::durable::replace_file(&path, &tmp, &text, 0o600).map_err(|e| NoteError::Io {
+        // 0644: the indexer, another user under systemd, reads it.
+        daemon::durable::replace_file(&path, &tmp, &text, 0o644).map_err(|e| NoteError::Io {
             path: e.path,
             source: e.source,
         })

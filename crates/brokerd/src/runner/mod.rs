@@ -80,10 +80,20 @@ pub struct RunSpec {
     /// For `note_write`: the empty per-call directory bound writable (the only writable
     /// place the unit has), where the tool leaves the note's text for brokerd.
     pub write_bind: Option<crate::bind::Bind>,
+    /// For a search: the published index partitions it reaches, each a file bound
+    /// read-only (published files never change, so the unit reads them whole).
+    pub index_binds: Vec<crate::bind::Bind>,
     /// The resolved addresses of the granted hosts; empty means no network at all.
     pub addresses: Vec<IpAddr>,
     pub secret: Option<Secret>,
     pub limits: Limits,
+}
+
+impl RunSpec {
+    /// Every path bound read-only: the call's, then the index partitions.
+    pub fn read_binds(&self) -> impl Iterator<Item = &crate::bind::Bind> {
+        self.bind.iter().chain(self.index_binds.iter())
+    }
 }
 
 /// What a run produced. `content` is at most `max_result_bytes` long.

@@ -75,12 +75,7 @@ impl SystemdRunner {
         for bind in &self.binds {
             check_bind(bind)?;
         }
-        if let Some(bind) = &spec.bind {
-            for path in [&bind.source, &bind.target] {
-                check_granted_path(path).map_err(|e| CheckError::Path(e.to_string()))?;
-            }
-        }
-        if let Some(bind) = &spec.write_bind {
+        for bind in spec.read_binds().chain(spec.write_bind.iter()) {
             for path in [&bind.source, &bind.target] {
                 check_granted_path(path).map_err(|e| CheckError::Path(e.to_string()))?;
             }
@@ -104,7 +99,7 @@ impl SystemdRunner {
     fn cover(&self, spec: &RunSpec) -> Vec<String> {
         let tool = self.tool.display().to_string();
         let mut tops: Vec<String> = Vec::new();
-        for bind in spec.bind.iter().chain(spec.write_bind.iter()) {
+        for bind in spec.read_binds().chain(spec.write_bind.iter()) {
             let Some(top) = bind.target.split('/').find(|c| !c.is_empty()) else {
                 continue;
             };
@@ -154,7 +149,7 @@ impl SystemdRunner {
         // does not name is not there to be read (brokerd labels the result by what is bound).
         // `-`: a path that is gone by now is absent for the tool (which then reports not
         // found) instead of failing the unit's start.
-        if let Some(bind) = &spec.bind {
+        for bind in spec.read_binds() {
             if bind.source == bind.target {
                 p.set("BindReadOnlyPaths", format!("-{}", bind.target));
             } else {

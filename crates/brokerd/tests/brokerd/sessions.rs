@@ -11,6 +11,11 @@ use proto::{CallId, DataClass, SessionId};
 
 struct Dir(PathBuf);
 
+/// Where the sessions of `dir` export their labels for the indexer.
+fn labels(dir: &std::path::Path) -> PathBuf {
+    dir.with_extension("labels")
+}
+
 impl Dir {
     fn new(name: &str) -> Self {
         let dir = std::env::temp_dir().join(format!("bx-sessions-{name}-{}", std::process::id()));
@@ -32,7 +37,7 @@ impl Dir {
 
     /// The reason `Sessions::open` refuses this directory.
     fn refusal(&self) -> String {
-        match Sessions::open(&self.0) {
+        match Sessions::open(&self.0, &labels(&self.0)) {
             Err(StateError::Corrupt { reason, .. }) => reason,
             other => panic!("not refused as corrupt: {other:?}"),
         }
@@ -64,7 +69,7 @@ fn good() -> String {
 #[test]
 fn what_brokerd_wrote_is_loaded_again() {
     let dir = Dir::new("good");
-    let mut sessions = Sessions::open(&dir.0).expect("open");
+    let mut sessions = Sessions::open(&dir.0, &labels(&dir.0)).expect("open");
     let call = CallRef {
         tool: "http_fetch".into(),
         call: CallId(3),
@@ -77,7 +82,19 @@ fn what_brokerd_wrote_is_loaded_again() {
         .expect("meta")
         .mode();
     assert_eq!(mode & 0o777, 0o600);
-    let again = Sessions::open(&dir.0).expect("open again");
+    // The label, and nothing else, exported for the indexer, readable by other users.
+    let export = labels(&dir.0).join("s1.json");
+    let exported = || std::fs::read_to_string(&export).expect("export");
+    assert_eq!(exported(), r#"{"class":"secret","untrusted":true}"#);
+    let meta = std::fs::metadata(&export).expect("meta");
+    assert_eq!(meta.mode() & 0o777, 0o644);
+    let dir_mode = std::fs::metadata(labels(&dir.0)).expect("meta").mode();
+    assert_eq!(dir_mode & 0o777, 0o755);
+    // An export lost or stale (a crash between the state and its export) is written again
+    // at start.
+    std::fs::write(&export, r#"{"class":"private","untrusted":false}"#).expect("stale");
+    let again = Sessions::open(&dir.0, &labels(&dir.0)).expect("open again");
+    assert_eq!(exported(), r#"{"class":"secret","untrusted":true}"#);
     assert_eq!(
         again.get(&session()),
         serde_json::from_str::<SessionState>(&good()).expect("state")
@@ -163,7 +180,7 @@ fn the_largest_untrusted_sources_are_kept_and_load_again() {
         read.as_deref().map(|r| r.chars().count()),
         Some(proto::approval::MAX_READ)
     );
-    let mut sessions = Sessions::open(&dir).expect("open");
+    let mut sessions = Sessions::open(&dir, &labels(&dir)).expect("open");
     for call in 0..=u64::try_from(MAX_UNTRUSTED_BY).expect("n") {
         let source = CallRef {
             tool: "read_file".into(),
@@ -174,8 +191,29 @@ fn the_largest_untrusted_sources_are_kept_and_load_again() {
             .record(&session, DataClass::Private, true, source)
             .expect("record");
     }
-    let kept = Sessions::open(&dir).expect("open again").get(&session);
+    let kept = Sessions::open(&dir, &labels(&dir))
+        .expect("open again")
+        .get(&session);
     assert_eq!(kept.untrusted_by.len(), MAX_UNTRUSTED_BY);
     assert_eq!(kept.untrusted_by[0].read, read);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_session_seen_first_at_its_starting_label_is_exported_too() {
+    let dir = Dir::new("first-sight");
+    let mut sessions = Sessions::open(&dir.0, &labels(&dir.0)).expect("open");
+    let call = CallRef {
+        tool: "read_file".into(),
+        call: CallId(1),
+        read: None,
+    };
+    sessions
+        .record(&session(), DataClass::Public, false, call)
+        .expect("record");
+    let export = labels(&dir.0).join("s1.json");
+    assert_eq!(
+        std::fs::read_to_string(&export).expect("export"),
+        r#"{"class":"private","untrusted":false}"#
+    );
 }

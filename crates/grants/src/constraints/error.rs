@@ -356,8 +356,14 @@ impl fmt::Display for InvalidGrant {
                     Subject::Path => "it reads local files; patterns can narrow it further",
                     Subject::Url => "it fetches URLs; hosts and patterns limit it",
                     Subject::Prompt => "its destination is the endpoint brokerd is configured with",
-                    Subject::Note if matches!(tool.as_str(), "note_list" | "note_search") => {
-                        "it lists or searches brokerd's notes: there is no name to match"
+                    Subject::Note
+                        if matches!(
+                            tool.as_str(),
+                            "note_list" | "note_search" | "session_search"
+                        ) =>
+                    {
+                        "it lists or searches brokerd's notes or the session logs: there is no \
+                         name to match"
                     }
                     Subject::Note => "it works on brokerd's notes; patterns narrow the note names",
                 };

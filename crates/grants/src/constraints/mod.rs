@@ -44,8 +44,8 @@ pub enum Subject {
     Url,
     /// `consult`: the prompt.
     Prompt,
-    /// `note_write`, `note_read`: the note's name (`note_list` and `note_search` have none:
-    /// patterns do not apply to them).
+    /// `note_write`, `note_read`: the note's name (`note_list`, `note_search` and
+    /// `session_search` have none: patterns do not apply to them).
     Note,
 }
 
@@ -54,7 +54,9 @@ fn subject_of(tool: &str) -> Result<Subject, InvalidGrant> {
         "read_file" | "list_dir" => Ok(Subject::Path),
         "http_fetch" => Ok(Subject::Url),
         "consult" => Ok(Subject::Prompt),
-        "note_write" | "note_read" | "note_list" | "note_search" => Ok(Subject::Note),
+        "note_write" | "note_read" | "note_list" | "note_search" | "session_search" => {
+            Ok(Subject::Note)
+        }
         other => Err(InvalidGrant::UnknownTool {
             tool: other.to_owned(),
         }),
@@ -71,12 +73,12 @@ pub fn validate(grant: &Grant) -> Result<(), InvalidGrant> {
         Subject::Path => (Some("paths"), &["hosts"]),
         Subject::Url => (Some("hosts"), &["paths"]),
         Subject::Prompt => (None, &["paths", "hosts"]),
-        Subject::Note if matches!(tool, "note_list" | "note_search") => {
+        Subject::Note if matches!(tool, "note_list" | "note_search" | "session_search") => {
             (None, &["paths", "hosts", "patterns"])
         }
         Subject::Note => (None, &["paths", "hosts"]),
     };
-    if c.max_class.is_some() && tool != "note_search" {
+    if c.max_class.is_some() && !matches!(tool, "note_search" | "session_search") {
         return Err(InvalidGrant::NotApplicable {
             list: "max_class",
             tool: tool.to_owned(),
@@ -181,7 +183,9 @@ pub fn check(grant: &Grant, args: &ToolArgs) -> Result<Covered, Mismatch> {
             check_patterns(&c.patterns, Subject::Note, name)?;
             Covered::default()
         }
-        ToolArgs::NoteList(_) | ToolArgs::NoteSearch(_) => Covered::default(),
+        ToolArgs::NoteList(_) | ToolArgs::NoteSearch(_) | ToolArgs::SessionSearch(_) => {
+            Covered::default()
+        }
     };
     Ok(covered)
 }

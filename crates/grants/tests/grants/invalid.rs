@@ -21,7 +21,7 @@ fn a_misfit_grant_says_which_list_and_tool() {
             grant("shell", Deny, &[], &[], &[]),
             InvalidGrant::UnknownTool { tool: s("shell") },
             "no tool is named \"shell\" (the tools are read_file, list_dir, http_fetch, consult, \
-             note_write, note_read, note_list, note_search)",
+             note_write, note_read, note_list, note_search, session_search)",
         ),
         (
             grant("list_dir", Ask, &[], &[], &["*"]),
@@ -89,7 +89,7 @@ fn a_misfit_grant_says_which_list_and_tool() {
                 subject: Subject::Note,
             },
             "constraints.patterns does not apply to note_list (it lists or searches brokerd's \
-             notes: there is no name to match): remove it",
+             notes or the session logs: there is no name to match): remove it",
         ),
         (
             proto::Grant {

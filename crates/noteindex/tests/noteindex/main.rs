@@ -1,7 +1,15 @@
 //! The index on its own: partitions written, searched read-only and immutable, a syntax
 //! error typed, a corrupt file recognised, a crash mid-update losing nothing.
 
-use noteindex::{IndexError, LABELS, Label, Partition, search};
+use noteindex::{IndexError, Kind, LABELS, Label, Partition, holds_any, search};
+
+/// Puts note `name` with `text` in one transaction, replacing what there was of it.
+fn put(p: &mut Partition, name: &str, text: &str) {
+    let mut b = p.batch().expect("batch");
+    b.remove_note(name).expect("remove");
+    b.put_note(name, text).expect("put");
+    b.commit().expect("commit");
+}
 
 fn tmp(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("noteindex-{}-{name}", std::process::id()));
@@ -27,13 +35,11 @@ fn found_by_rank_across_partitions_read_only() {
     let a = dir.join("public.sqlite");
     let b = dir.join("secret.sqlite");
     let mut pa = Partition::open(&a).expect("open a");
-    pa.put("garden", "h1", "tomatoes and basil in the garden")
-        .expect("put");
-    pa.put("shop", "h2", "buy tomatoes").expect("put");
-    pa.put("shop", "h3", "buy bread").expect("replace");
+    put(&mut pa, "garden", "tomatoes and basil in the garden");
+    put(&mut pa, "shop", "buy tomatoes");
+    put(&mut pa, "shop", "buy bread");
     let mut pb = Partition::open(&b).expect("open b");
-    pb.put("vault", "h4", "tomatoes tomatoes tomatoes")
-        .expect("put");
+    put(&mut pb, "vault", "tomatoes tomatoes tomatoes");
     drop((pa, pb));
     // Read-only files: an immutable open writes nothing, not even a journal.
     for p in [&a, &b] {
@@ -41,13 +47,17 @@ fn found_by_rank_across_partitions_read_only() {
         perm.set_readonly(true);
         std::fs::set_permissions(p, perm).expect("chmod");
     }
-    let hits = search(&[a.as_path(), b.as_path()], "tomatoes").expect("search");
+    let hits = search(&[a.as_path(), b.as_path()], "tomatoes", None).expect("search");
     let names: Vec<&str> = hits.iter().map(|h| h.name.as_str()).collect();
     assert_eq!(names, ["vault", "garden"]);
     assert!(hits[1].snippet.contains("[tomatoes]"), "{:?}", hits[1]);
-    let only_a = search(&[a.as_path()], "bread").expect("search");
+    let only_a = search(&[a.as_path()], "bread", None).expect("search");
     assert_eq!(only_a.len(), 1);
-    assert!(search(&[a.as_path()], "vault").expect("search").is_empty());
+    assert!(
+        search(&[a.as_path()], "vault", None)
+            .expect("search")
+            .is_empty()
+    );
     assert_eq!(
         std::fs::read_dir(&dir).expect("ls").count(),
         2,
@@ -59,23 +69,20 @@ fn found_by_rank_across_partitions_read_only() {
 fn a_syntax_error_is_typed() {
     let dir = tmp("syntax");
     let a = dir.join("public.sqlite");
-    Partition::open(&a)
-        .expect("open")
-        .put("n", "h", "x")
-        .expect("put");
+    put(&mut Partition::open(&a).expect("open"), "n", "x");
     for q in ["\"unbalanced", "AND", "nocolumn: x", "x NEAR("] {
-        match search(&[a.as_path()], q) {
+        match search(&[a.as_path()], q, None) {
             Err(IndexError::Query { .. }) => {}
             other => panic!("{q}: {other:?}"),
         }
     }
-    match search(&[a.as_path()], " ") {
+    match search(&[a.as_path()], " ", None) {
         Err(IndexError::QueryLength { len: 1 }) => {}
         other => panic!("{other:?}"),
     }
     let long = "x".repeat(noteindex::MAX_QUERY + 1);
     assert!(matches!(
-        search(&[a.as_path()], &long),
+        search(&[a.as_path()], &long, None),
         Err(IndexError::QueryLength { .. })
     ));
 }
@@ -90,7 +97,7 @@ fn a_corrupt_file_is_recognised() {
         other => panic!("{other:?}"),
     }
     assert!(matches!(
-        search(&[a.as_path()], "x"),
+        search(&[a.as_path()], "x", None),
         Err(IndexError::Corrupt { .. })
     ));
 }
@@ -100,15 +107,15 @@ fn an_unfinished_update_is_rolled_back() {
     let dir = tmp("crash");
     let a = dir.join("private.sqlite");
     let mut p = Partition::open(&a).expect("open");
-    p.put("kept", "h1", "kept text").expect("put");
+    put(&mut p, "kept", "kept text");
     drop(p);
     // A crash mid-update: a transaction begun, pages spilled into the file, the process
     // gone. Copying the file and its journal then is what a crash leaves on disk.
     let conn = rusqlite::Connection::open(&a).expect("open");
     conn.execute_batch(
-        "PRAGMA cache_size = 1; BEGIN; DELETE FROM notes; \
+        "PRAGMA cache_size = 1; BEGIN; DELETE FROM docs; DELETE FROM meta; \
          WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) \
-         INSERT INTO notes(name, hash, text) SELECT 'x' || i, 'h', printf('%.*c', 2000, 'y') FROM n;",
+         INSERT INTO docs(rowid, text) SELECT i + 10, printf('%.*c', 2000, 'y') FROM n;",
     )
     .expect("begin");
     let crashed = tmp("crash-after");
@@ -119,8 +126,82 @@ fn an_unfinished_update_is_rolled_back() {
     std::fs::copy(&journal, crashed.join("private.sqlite-journal")).expect("copy journal");
     drop(conn);
     let p = Partition::open(&b).expect("reopen");
+    assert!(!p.is_empty().expect("empty"));
+    drop(p);
+    let hits = search(&[b.as_path()], "kept OR y*", None).expect("search");
+    let names: Vec<&str> = hits.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(names, ["kept"]);
+}
+
+#[test]
+fn notes_and_session_records_share_a_partition_told_apart_by_kind() {
+    let dir = tmp("kinds");
+    let a = dir.join("secret.sqlite");
+    let mut p = Partition::open(&a).expect("open");
+    assert!(p.is_empty().expect("empty"));
+    let mut b = p.batch().expect("batch");
+    b.put_note("vault", "the launch code").expect("note");
+    b.put_record("s-1", 0, 0, "what is the launch code")
+        .expect("record");
+    b.put_record("s-1", 0, 120, "the launch code is hunter2")
+        .expect("record");
+    b.put_record("s-1", 1, 0, "launch again").expect("record");
+    assert!(b.commit().expect("commit"), "a change");
+    drop(p);
+    assert!(holds_any(&a).expect("holds"));
+    let notes = search(&[a.as_path()], "launch", Some(Kind::Note)).expect("search");
+    assert_eq!(notes.len(), 1);
     assert_eq!(
-        p.docs().expect("docs"),
-        [("kept".to_owned(), "h1".to_owned())]
+        (notes[0].kind, notes[0].name.as_str(), notes[0].epoch),
+        (Kind::Note, "vault", None)
     );
+    let records = search(&[a.as_path()], "launch", Some(Kind::Session)).expect("search");
+    assert_eq!(records.len(), 3);
+    assert!(
+        records
+            .iter()
+            .all(|h| h.kind == Kind::Session && h.name == "s-1")
+    );
+    assert_eq!(
+        search(&[a.as_path()], "launch", None)
+            .expect("search")
+            .len(),
+        4
+    );
+    // Removing a log's records from a byte on, then a whole session.
+    let mut p = Partition::open(&a).expect("open");
+    let mut b = p.batch().expect("batch");
+    b.remove_log_from("s-1", 0, 100).expect("remove");
+    assert!(b.commit().expect("commit"));
+    let left = search(&[a.as_path()], "launch", Some(Kind::Session)).expect("search");
+    assert_eq!(left.len(), 2, "{left:?}");
+    let mut b = p.batch().expect("batch");
+    b.remove_session("s-2").expect("nothing");
+    assert!(
+        !b.commit().expect("commit"),
+        "removing nothing is no change"
+    );
+    let mut b = p.batch().expect("batch");
+    b.remove_session("s-1").expect("remove");
+    b.remove_note("vault").expect("remove");
+    assert!(b.commit().expect("commit"));
+    assert!(p.is_empty().expect("empty"));
+    drop(p);
+    assert!(!holds_any(&a).expect("holds"));
+}
+
+#[test]
+fn a_document_named_but_not_indexed_is_corruption() {
+    let dir = tmp("halves");
+    let a = dir.join("public.sqlite");
+    put(&mut Partition::open(&a).expect("open"), "n", "some text");
+    let conn = rusqlite::Connection::open(&a).expect("open");
+    conn.execute("DELETE FROM docs", []).expect("delete");
+    drop(conn);
+    match Partition::open(&a) {
+        Err(IndexError::Corrupt { detail, .. }) => {
+            assert_eq!(detail, "1 documents named, 0 indexed");
+        }
+        other => panic!("{other:?}"),
+    }
 }

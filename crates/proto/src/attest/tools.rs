@@ -87,6 +87,12 @@ pub fn definitions() -> Value {
             "query",
             "Words to find",
         ),
+        function(
+            "session_search",
+            "Search your past conversations.",
+            "query",
+            "Words to find",
+        ),
     ])
 }
 

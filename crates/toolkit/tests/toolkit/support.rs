@@ -48,6 +48,7 @@ pub fn invocation(call: ToolArgs) -> ToolInvocation {
         consult: None,
         timeout_ms: 5000,
         notes: None,
+        index: Vec::new(),
     }
 }
 

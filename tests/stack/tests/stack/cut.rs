@@ -94,6 +94,15 @@ fn a_tool_call_cut_by_max_tokens_is_not_run_and_the_session_goes_on() {
         .and_then(|a| a.last())
         .expect("a request");
     assert_eq!(last["rule"], "default", "{last}");
+
+    // The owner reads how many calls were not run.
+    let out = home.bxctl(&["chat", "-m", "list my notes again"]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{shown}");
+    assert!(
+        shown.contains("[the answer was cut off (length); its tool call was not run]"),
+        "{shown}"
+    );
     home.assert_audit_good();
 }
 

@@ -142,7 +142,7 @@ fn compaction_keeps_the_untrusted_flag_and_the_taint_of_a_note_read_before_it() 
     let script = format!(
         r#"
 [server]
-n_ctx = 700
+n_ctx = 760
 
 [[rule]]
 [rule.match]

@@ -20,7 +20,10 @@ fn search_home(name: &str, constraints: &str) -> (Home, std::path::PathBuf) {
     (home, secrets)
 }
 
+/// A `note_search` call, after a run of the indexer (what its path unit starts after each
+/// note write).
 fn search(home: &Home, session: &str, n: u64, query: &str) -> ToolResponse {
+    home.index();
     let args = serde_json::json!({ "query": query });
     call(home, session, n, "note_search", &args.to_string())
 }
@@ -108,6 +111,7 @@ fn the_index_is_rebuilt_from_the_notes_after_deletion_and_corruption() {
         write(&home, "s-2", 1, "plain", "buy milk");
         write(&home, "s-2", 2, "edited", "a trusted line");
     }
+    home.index();
     std::fs::remove_dir_all(&index).expect("delete the index");
     {
         let _d = home.start();
@@ -141,6 +145,7 @@ fn bxctl_search_shows_the_owner_every_note_with_its_label_inert() {
         "a launch \u{1b}[31mred\u{1b}[0m day",
     );
     let edited = home.root.join("home/memory/notes/plain.md");
+    home.index();
     let out = home.bxctl(&["search", "launch"]);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{out:?}");
@@ -154,10 +159,11 @@ fn bxctl_search_shows_the_owner_every_note_with_its_label_inert() {
     std::fs::write(&edited, "a launch edited on disk").expect("edit");
     let out = home.bxctl(&["notes", "relabel", "plain", "--class", "public"]);
     assert!(out.status.success(), "{out:?}");
+    home.index();
     let out = home.bxctl(&["search", "--json", "edited"]);
     let found: proto::notes::NotesFound = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(found.hits.len(), 1, "{found:?}");
-    assert_eq!(found.hits[0].name, "plain");
+    assert_eq!(found.hits[0].name.as_deref(), Some("plain"));
     assert_eq!(
         (found.hits[0].class, found.hits[0].untrusted),
         (DataClass::Public, false)

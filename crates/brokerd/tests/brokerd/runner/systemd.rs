@@ -260,6 +260,43 @@ fn the_top_of_a_bound_path_is_a_tmpfs_of_the_units_own() {
     assert_eq!(tmpfs("/opt/notes"), "/tmp:ro /var/tmp:ro /dev/shm:ro");
 }
 
+/// A search unit has each index partition it reaches bound read-only, file by file, at
+/// `/index/<label>.sqlite` (under an empty tmpfs of its own), and nothing else of `index/`.
+#[test]
+fn a_search_unit_binds_each_reached_partition_read_only() {
+    let mut spec = read_file_spec();
+    spec.bind = None;
+    for file in ["private.sqlite", "secret-untrusted.sqlite"] {
+        spec.index_binds.push(brokerd::bind::Bind {
+            source: format!("/var/lib/private/boxmaker/index/{file}"),
+            target: format!("/index/{file}"),
+        });
+    }
+    let props = runner().properties(&spec);
+    let binds: Vec<&str> = props
+        .iter()
+        .filter(|(k, _)| k == "BindReadOnlyPaths")
+        .map(|(_, v)| v.as_str())
+        .filter(|v| v.contains("index"))
+        .collect();
+    assert_eq!(
+        binds,
+        [
+            "-/var/lib/private/boxmaker/index/private.sqlite:/index/private.sqlite",
+            "-/var/lib/private/boxmaker/index/secret-untrusted.sqlite:/index/secret-untrusted.sqlite",
+        ]
+    );
+    assert!(!props.iter().any(|(k, _)| k == "BindPaths"), "{props:?}");
+    let tmpfs = props
+        .iter()
+        .find(|(k, _)| k == "TemporaryFileSystem")
+        .map(|(_, v)| v.as_str());
+    assert_eq!(tmpfs, Some("/index:ro /tmp:ro /var/tmp:ro /dev/shm:ro"));
+    // Each is checked as a bound path is.
+    spec.index_binds[0].source = "/proc/self/mem".into();
+    assert!(runner().check(&spec).is_err());
+}
+
 #[test]
 fn the_unit_file_is_the_property_list() {
     let spec = read_file_spec();
