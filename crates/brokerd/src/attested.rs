@@ -107,6 +107,11 @@ impl Attested {
         }
     }
 
+    /// The highest label brokerd has ever sent loopd.
+    pub fn sent(&self) -> Labels {
+        lock(&self.accounting).sent()
+    }
+
     /// A channel's owner message.
     pub fn owner(&self, digest: Hash32) -> Result<(), LogError> {
         lock(&self.accounting).owner(digest)

@@ -394,6 +394,9 @@ impl Broker {
         let subtree = matches!(args, ToolArgs::ListDir(_));
         let read = args.reads();
         let note = Prep::of(&args);
+        // The session logs are loopd's word: what a search of them finds is labelled as
+        // high as anything loopd was ever sent (docs/decisions.md X7).
+        let of_logs = matches!(args, ToolArgs::SessionSearch(_));
         // A search reaches the index partitions up to its deciding grant's `max_class`.
         let reach = decision
             .grant()
@@ -424,6 +427,11 @@ impl Broker {
                 }
             }
             Err(e) => (labels, RunOutcome::failed(e.to_string())),
+        };
+        let labels = if of_logs {
+            labels.join(self.witness.sent())
+        } else {
+            labels
         };
         let Labels { class, untrusted } = labels;
         lock(&self.sessions)

@@ -8,7 +8,6 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-
 mod agent;
 pub mod corpus;
 mod gateway;
