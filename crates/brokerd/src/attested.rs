@@ -107,9 +107,14 @@ impl Attested {
         }
     }
 
-    /// The highest label brokerd has ever sent loopd.
-    pub fn sent(&self) -> Labels {
-        lock(&self.accounting).sent()
+    /// What a result drawn from loopd's session logs (`logs`) is labelled at, besides its
+    /// own labels: the highest label brokerd has ever sent loopd; nothing for any other.
+    pub fn for_logs(&self, logs: bool) -> Labels {
+        if logs {
+            lock(&self.accounting).sent()
+        } else {
+            Labels::NONE
+        }
     }
 
     /// A channel's owner message.

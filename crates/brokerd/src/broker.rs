@@ -428,11 +428,7 @@ impl Broker {
             }
             Err(e) => (labels, RunOutcome::failed(e.to_string())),
         };
-        let labels = if of_logs {
-            labels.join(self.witness.sent())
-        } else {
-            labels
-        };
+        let labels = labels.join(self.witness.for_logs(of_logs));
         let Labels { class, untrusted } = labels;
         lock(&self.sessions)
             .record(
