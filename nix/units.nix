@@ -85,6 +85,7 @@ let
       admin_broker = "${runDir}/admin-broker";
       loop_infer = "${runDir}/loop-infer";
       chat_loop = "${runDir}/chat-loop";
+      chat_broker = "${runDir}/chat-broker";
       infer_broker = "${runDir}/infer-broker";
     };
     peers = {
@@ -142,6 +143,7 @@ let
     { path = s.admin_broker; group = adminGroup; }
     { path = s.loop_infer; group = loopInferGroup; }
     { path = s.chat_loop; group = chatGroup; }
+    { path = s.chat_broker; group = chatGroup; } # the owner's words, registered (X4)
     { path = s.infer_broker; group = inferBrokerGroup; }
   ] ++ (if gateway == null then [ ] else [ { path = s.broker_gateway; group = brokerGatewayGroup; } ]) ++ jobUnits.socketDirs;
 
@@ -273,14 +275,14 @@ in
     boxmaker-brokerd = role {
       name = "brokerd";
       description = "boxmaker policy point (brokerd)";
-      sockets = [ "boxmaker-brokerd-loop" "boxmaker-brokerd-admin" "boxmaker-brokerd-witness" ] ++ jobUnits.roleSockets "brokerd";
+      sockets = [ "boxmaker-brokerd-loop" "boxmaker-brokerd-admin" "boxmaker-brokerd-chat" "boxmaker-brokerd-witness" ] ++ jobUnits.roleSockets "brokerd";
       extra = {
         # Loosening: brokerd starts each tool run as a transient unit over the system bus
         # (BRIEF decision 1), so it alone sees /run/dbus. Host names resolve through
         # resolved's or nscd's AF_UNIX sockets, so PrivateNetwork stays on.
         InaccessiblePaths = [ "-/run/systemd/private" ];
-        # Loosening: the audit chain, the sessions' taint (and labels), the notes and theirs, the witness store.
-        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/session-labels" "${stateDir}/notes" "${stateDir}/note-state" "${stateDir}/witness" ];
+        # Loosening: the audit chain, the sessions' taint (and labels), the notes and theirs, the witness store, the accounting.
+        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/session-labels" "${stateDir}/notes" "${stateDir}/note-state" "${stateDir}/witness" "${stateDir}/accounting" ];
         StateDirectoryMode = "0700";
         # The secrets the grants may hand to tool units (BRIEF decision 3); a tool unit's
         # LoadCredential= reads them from brokerd's credentials directory.
@@ -349,9 +351,9 @@ in
       sockets = [ "boxmaker-gatewayd" ] ++ jobUnits.roleSockets "gatewayd";
       unit = {
         # It follows Mattermost from boot (no connection starts it) and chats through
-        # loopd's socket-activated loop.sock.
-        Wants = [ "network-online.target" "boxmaker-loopd.socket" ];
-        After = [ "network-online.target" "boxmaker-loopd.socket" ];
+        # loopd's socket-activated loop.sock (each message registered on brokerd's first).
+        Wants = [ "network-online.target" "boxmaker-loopd.socket" "boxmaker-brokerd-chat.socket" ];
+        After = [ "network-online.target" "boxmaker-loopd.socket" "boxmaker-brokerd-chat.socket" ];
       };
       # Loosening: Mattermost over HTTPS and WebSocket, so the host's network namespace with
       # IP sockets; names resolve through the host's resolver. With allowedAddresses the
@@ -359,7 +361,7 @@ in
       extra =
         ipNetwork
         // {
-          # No loosening: loopd's chat pair directory, entered by the owner's chat group.
+          # No loosening: the chat pair directories, entered by the owner's chat group.
           SupplementaryGroups = [ chatGroup ];
           # Its threads, the posts it handled and its approval posts.
           StateDirectory = "${stateDir}/gateway";
@@ -420,6 +422,7 @@ in
       dir = dirOf s.admin_broker;
       file = "broker.sock";
     };
+    boxmaker-brokerd-chat = socket { service = "brokerd"; fdName = "chat"; dir = dirOf s.chat_broker; file = "broker.sock"; };
     boxmaker-brokerd-witness = socket { service = "brokerd"; fdName = "witness"; dir = dirOf s.infer_broker; file = "witness.sock"; };
     boxmaker-inferproxy = socket {
       service = "inferproxy";

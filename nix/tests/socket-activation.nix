@@ -5,7 +5,7 @@
 
   testScript = ''
     machine.wait_for_unit("sockets.target")
-    for socket in ["boxmaker-brokerd-loop", "boxmaker-brokerd-admin", "boxmaker-brokerd-witness", "boxmaker-loopd", "boxmaker-inferproxy"]:
+    for socket in ["boxmaker-brokerd-loop", "boxmaker-brokerd-admin", "boxmaker-brokerd-chat", "boxmaker-brokerd-witness", "boxmaker-loopd", "boxmaker-inferproxy"]:
         machine.wait_for_unit(f"{socket}.socket")
 
     with subtest("no role runs before a connection"):
@@ -15,6 +15,7 @@
     with subtest("each pair directory admits only its pair's group"):
         for d, group in [("loop-broker", "boxmaker-loop-broker"), ("admin-broker", "boxmaker-admin"),
                          ("loop-infer", "boxmaker-loop-infer"), ("chat-loop", "boxmaker-chat"),
+                         ("chat-broker", "boxmaker-chat"),
                          ("infer-broker", "boxmaker-infer-broker")]:
             machine.succeed(f"test \"$(stat -c '%a %U %G' /run/boxmaker/{d})\" = '750 root {group}'")
         machine.succeed("test -S /run/boxmaker/admin-broker/broker.sock")

@@ -38,7 +38,7 @@ make_owner
 
 # ---- (a) socket activation and readiness --------------------------------------------------
 scenario "(a) socket activation: no role runs before its first connection; READY"
-for s in boxmaker-brokerd-loop boxmaker-brokerd-admin boxmaker-brokerd-witness boxmaker-loopd boxmaker-inferproxy; do
+for s in boxmaker-brokerd-loop boxmaker-brokerd-admin boxmaker-brokerd-chat boxmaker-brokerd-witness boxmaker-loopd boxmaker-inferproxy; do
     wait_for 10 "$s.socket is listening" "systemctl is-active --quiet $s.socket"
 done
 for role in brokerd loopd inferproxy; do
@@ -46,7 +46,7 @@ for role in brokerd loopd inferproxy; do
         "active boxmaker-$role.service"
 done
 for pair in loop-broker:boxmaker-loop-broker admin-broker:boxmaker-admin \
-    loop-infer:boxmaker-loop-infer chat-loop:boxmaker-chat infer-broker:boxmaker-infer-broker; do
+    loop-infer:boxmaker-loop-infer chat-loop:boxmaker-chat chat-broker:boxmaker-chat infer-broker:boxmaker-infer-broker; do
     expect "/run/boxmaker/${pair%%:*} is 750 root:${pair#*:}" \
         "test \"\$(stat -c '%a %U %G' /run/boxmaker/${pair%%:*})\" = '750 root ${pair#*:}'"
 done

@@ -45,7 +45,7 @@ declare -A limit=(
 )
 expected=(
     boxmaker-brokerd.service boxmaker-brokerd-loop.socket boxmaker-brokerd-admin.socket
-    boxmaker-brokerd-witness.socket
+    boxmaker-brokerd-chat.socket boxmaker-brokerd-witness.socket
     boxmaker-loopd.service boxmaker-loopd.socket
     boxmaker-inferproxy.service boxmaker-inferproxy.socket
     boxmaker-fake-llama-server.service

@@ -20,6 +20,7 @@ use proto::{
 
 use crate::Fatal;
 use crate::approvals::{self, Answer, NotRegistered, Wake};
+use crate::attested::Attested;
 use crate::audit::AuditLog;
 use crate::bind;
 use crate::desk::{self, Desk, Heard};
@@ -31,7 +32,6 @@ use crate::policy::{self, Decision, Labels, Outcome};
 use crate::runner::{RunOutcome, Runner};
 use crate::sessions::{SessionState, Sessions};
 use crate::tool_spec;
-use crate::witness::Witness;
 use grants::Snapshot;
 
 #[derive(Debug)]
@@ -54,8 +54,9 @@ pub struct Broker {
     pub(crate) notes: Notes,
     /// The job runs in progress, each with the session brokerd minted for it.
     pub(crate) runs: Runs,
-    /// What inferproxy witnessed: only those calls run, each once.
-    pub(crate) witness: Witness,
+    /// What inferproxy witnessed (only those calls run, each once) and the labels of what
+    /// loopd may send the model.
+    pub(crate) witness: Attested,
 }
 
 impl Broker {
@@ -66,7 +67,7 @@ impl Broker {
         sessions: Sessions,
         runner: Runner,
         notes: Notes,
-        witness: Witness,
+        witness: Attested,
     ) -> Self {
         let desk = Desk::new(config.broker.max_pending_approvals);
         let outbox = Outbox::new(config.gateway.is_some());
@@ -85,6 +86,12 @@ impl Broker {
             runs: Runs::default(),
             witness,
         }
+    }
+
+    /// A channel handed loopd the owner's message of `digest` (`ChatMessage::user`'s): it
+    /// is on disk, private and trusted, before the channel is told.
+    pub(crate) fn register_owner(&self, digest: proto::Hash32) -> Result<(), Fatal> {
+        self.witness.owner(digest).map_err(Fatal::Accounting)
     }
 
     /// Appends one audit line (a job run's start or end, say), fsynced.
@@ -171,16 +178,19 @@ impl Broker {
             .claim(&req.witness, &req.tool, &req.arguments)
             .map_err(Fatal::Witness)?;
         let now = Timestamp::now();
+        // Decided on the session's taint raised by the labels of the call's prompt.
+        let claimed = witnessed.as_ref().ok().cloned();
+        let view = claimed
+            .as_ref()
+            .map_or(state.view(), |c| state.view().raised(c.prompt));
         let mut decision = match (witnessed, &parsed, self.runs.scope(&req.session)) {
             (Err((reason, detail)), _, _) => policy::unwitnessed(reason, detail),
-            (Ok(()), _, Scope::NotRunning) => policy::job_not_running(),
-            (Ok(()), Ok(args), Scope::Ordinary) => {
-                policy::decide(&snapshot, args, state.view(), now)
+            (Ok(_), _, Scope::NotRunning) => policy::job_not_running(),
+            (Ok(_), Ok(args), Scope::Ordinary) => policy::decide(&snapshot, args, view, now),
+            (Ok(_), Ok(args), Scope::Job(job)) => {
+                policy::decide_in(&snapshot, args, view, Some(&job), now)
             }
-            (Ok(()), Ok(args), Scope::Job(job)) => {
-                policy::decide_in(&snapshot, args, state.view(), Some(&job), now)
-            }
-            (Ok(()), Err(e), _) => policy::invalid(e),
+            (Ok(_), Err(e), _) => policy::invalid(e),
         };
         // The arguments as the grant covered them, which is also what runs.
         let effective = match (&parsed, decision.grant()) {
@@ -216,19 +226,31 @@ impl Broker {
                 canonical,
             })
         })?;
-        let response = match (decision.outcome(), effective) {
-            (Outcome::Allow { .. }, Some(args)) => self.run(req, args, decision, &snapshot)?,
-            (Outcome::Deny { reason, detail, .. }, _) => ToolResponse::Denied {
-                reason,
-                detail: Some(detail.to_owned()),
-            },
+        let (response, ran) = match (decision.outcome(), effective) {
+            (Outcome::Allow { .. }, Some(args)) => {
+                let (r, labels) = self.run(req, args, decision, &snapshot)?;
+                (r, Some(labels))
+            }
+            (Outcome::Deny { reason, detail, .. }, _) => (
+                ToolResponse::Denied {
+                    reason,
+                    detail: Some(detail.to_owned()),
+                },
+                None,
+            ),
             // An allow without parsed arguments, or an ask left unanswered, cannot happen;
             // answer as a denial rather than run anything.
-            _ => ToolResponse::Denied {
-                reason: DenyReason::ApprovalRefused,
-                detail: None,
-            },
+            _ => (
+                ToolResponse::Denied {
+                    reason: DenyReason::ApprovalRefused,
+                    detail: None,
+                },
+                None,
+            ),
         };
+        (self.witness)
+            .returned(claimed.as_ref(), &response, ran)
+            .map_err(Fatal::Accounting)?;
         send(Envelope::last(id, Message::ToolResponse(response)));
         Ok(())
     }
@@ -365,13 +387,16 @@ impl Broker {
         args: ToolArgs,
         decision: Decision,
         snapshot: &Snapshot,
-    ) -> Result<ToolResponse, Fatal> {
+    ) -> Result<(ToolResponse, Labels), Fatal> {
         let Some(labels) = decision.labels() else {
-            return Ok(ToolResponse::failed("internal: no grant"));
+            return Ok((ToolResponse::failed("internal: no grant"), Labels::NONE));
         };
         let subtree = matches!(args, ToolArgs::ListDir(_));
         let read = args.reads();
         let note = Prep::of(&args);
+        // The session logs are loopd's word: what a search of them finds is labelled as
+        // high as anything loopd was ever sent (docs/decisions.md X7).
+        let of_logs = matches!(args, ToolArgs::SessionSearch(_));
         // A search reaches the index partitions up to its deciding grant's `max_class`.
         let reach = decision
             .grant()
@@ -403,6 +428,7 @@ impl Broker {
             }
             Err(e) => (labels, RunOutcome::failed(e.to_string())),
         };
+        let labels = labels.join(self.witness.for_logs(of_logs));
         let Labels { class, untrusted } = labels;
         lock(&self.sessions)
             .record(
@@ -423,7 +449,7 @@ impl Broker {
         {
             lock(&self.audit).tool_failed(req, failure)?;
         }
-        Ok(match outcome {
+        let response = match outcome {
             RunOutcome::Ok { content, truncated } => ToolResponse::Result {
                 content,
                 class,
@@ -431,7 +457,8 @@ impl Broker {
                 truncated,
             },
             RunOutcome::Failed { message, failure } => ToolResponse::Failed { message, failure },
-        })
+        };
+        Ok((response, labels))
     }
 }
 

@@ -44,12 +44,16 @@ pub enum Error {
     Sessions(StateError),
     /// The notes directory or brokerd's record of it could not be made ready.
     Notes(crate::notes::NoteError),
+    /// The accounting could not be opened or read.
+    Accounting(crate::accounting::LogError),
     /// The grants brokerd starts with could not be audited.
     FirstSnapshot(Fatal),
     /// One of the two broker sockets could not be taken or bound.
     Socket { side: Side, source: ListenError },
     /// The jobs socket could not be taken or bound.
     JobsSocket(ListenError),
+    /// The chat socket could not be taken or bound.
+    ChatSocket(ListenError),
     /// The configuration names no `peers.infer`: no witness, so no call could ever run.
     NoInferPeer,
     /// The witness store could not be opened or read back.
@@ -74,6 +78,7 @@ impl Error {
             | Self::Grants(_)
             | Self::JobGrants(_)
             | Self::JobsSocket(_)
+            | Self::ChatSocket(_)
             | Self::NoInferPeer
             | Self::Witness(_)
             | Self::WitnessSocket(_)
@@ -82,6 +87,7 @@ impl Error {
             | Self::AuditOpen(_)
             | Self::Sessions(_)
             | Self::Notes(_)
+            | Self::Accounting(_)
             | Self::FirstSnapshot(_)
             | Self::Socket { .. }
             | Self::Service(_) => EXIT_FAILURE,
@@ -95,6 +101,7 @@ impl fmt::Display for Error {
             Self::Inherit(e)
             | Self::Socket { source: e, .. }
             | Self::JobsSocket(e)
+            | Self::ChatSocket(e)
             | Self::WitnessSocket(e) => e.fmt(f),
             Self::NoInferPeer => f.write_str(
                 "peers.infer is not set: brokerd runs only calls inferproxy witnessed, and \
@@ -112,6 +119,7 @@ impl fmt::Display for Error {
                 write!(f, "{}: {source}", path.display())
             }
             Self::Notes(e) => e.fmt(f),
+            Self::Accounting(e) => e.fmt(f),
             Self::FirstSnapshot(e) => e.fmt(f),
             Self::Service(e) => e.fmt(f),
             Self::Stopped { by, source } => {
@@ -127,6 +135,7 @@ impl std::error::Error for Error {
             Self::Inherit(e)
             | Self::Socket { source: e, .. }
             | Self::JobsSocket(e)
+            | Self::ChatSocket(e)
             | Self::WitnessSocket(e) => Some(e),
             Self::NoInferPeer => None,
             Self::Witness(e) => Some(e),
@@ -138,6 +147,7 @@ impl std::error::Error for Error {
             Self::AuditOpen(e) => Some(e),
             Self::Sessions(e) => Some(e),
             Self::Notes(e) => Some(e),
+            Self::Accounting(e) => Some(e),
             Self::FirstSnapshot(e) | Self::Stopped { source: e, .. } => Some(e),
             Self::Service(e) => Some(e),
         }

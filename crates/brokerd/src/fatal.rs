@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::accounting::LogError;
 use crate::audit::AuditError;
 use crate::sessions::StateError;
 
@@ -14,6 +15,8 @@ pub enum Fatal {
     Sessions(StateError),
     /// The OS random source failed while making an approval id.
     Rng(getrandom::Error),
+    /// The accounting took no record.
+    Accounting(LogError),
     /// The witness store took no record (a report, or a call's use).
     Witness(crate::witness::StoreError),
 }
@@ -24,6 +27,7 @@ impl fmt::Display for Fatal {
             Self::Audit(e) => e.fmt(f),
             Self::Sessions(e) => write!(f, "session state: {e}"),
             Self::Rng(e) => write!(f, "OS RNG: {e}"),
+            Self::Accounting(e) => write!(f, "accounting: {e}"),
             Self::Witness(e) => write!(f, "witness store: {e}"),
         }
     }
@@ -34,6 +38,7 @@ impl std::error::Error for Fatal {
         match self {
             Self::Audit(e) => Some(e),
             Self::Sessions(e) => Some(e),
+            Self::Accounting(e) => Some(e),
             Self::Witness(e) => Some(e),
             // getrandom implements std's Error only with its "std" feature, which the
             // workspace leaves off: its code is in the text.

@@ -22,6 +22,7 @@ use daemon::log;
 use daemon::peer;
 use daemon::serve::{self, Policy};
 use daemon::service::Halt;
+use proto::attest::ChatMessage;
 use proto::job::{JobOutcome, JobRegister, JobRegistered, RunEnd};
 use proto::{AuditEvent, AuditLine, Envelope, ErrorCode, JobName, Message, SessionId};
 
@@ -160,7 +161,14 @@ fn register(
                     peer,
                 })
             });
-            if let Err(fatal) = audited {
+            // The prompt the runner hands loopd is the owner's, from the configuration
+            // brokerd read itself: accounted before the run may begin (docs/decisions.md X4).
+            let prompt = broker.config.jobs.iter().find(|j| j.name == job);
+            let registered = audited.and_then(|()| match prompt {
+                Some(j) => broker.register_owner(ChatMessage::user(j.prompt.as_str()).digest()),
+                None => Ok(()),
+            });
+            if let Err(fatal) = registered {
                 // Not on disk, so not begun.
                 broker.runs.end(&session);
                 return Err(fatal);

@@ -4,12 +4,15 @@
 //! writes a hash-chained audit record for every decision, and runs the tool in its own
 //! sandbox. It trusts nothing loopd says beyond the request itself.
 
+pub mod accounting;
 pub mod admin;
 pub mod approvals;
+pub mod attested;
 pub mod audit;
 pub mod bind;
 mod board;
 pub mod broker;
+mod chat_socket;
 mod desk;
 mod error;
 mod fatal;

@@ -43,7 +43,8 @@ use grants::constraints::{self, Covered};
 
 /// What a result is labelled: the class it raises the session to, and whether it may carry
 /// injected text. Joined over grants: the highest class, the OR of the flags.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Labels {
     pub class: DataClass,
     pub untrusted: bool,
@@ -79,6 +80,18 @@ impl Labels {
 pub struct SessionView {
     pub taint: DataClass,
     pub untrusted: bool,
+}
+
+impl SessionView {
+    /// What a call is decided on: the session's taint and flag (as the owner sees them)
+    /// raised by the labels of the prompt that produced the call (`accounting`).
+    #[must_use]
+    pub fn raised(self, prompt: Labels) -> Self {
+        Self {
+            taint: self.taint.max(prompt.class),
+            untrusted: self.untrusted || prompt.untrusted,
+        }
+    }
 }
 
 #[derive(Debug)]

@@ -2,6 +2,7 @@
 //! before any thread starts; READY is sent only once both sockets serve.
 
 use std::fmt;
+use std::os::unix::fs::DirBuilderExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,13 +12,14 @@ use daemon::service::{Halt, Service};
 use daemon::{CommonArgs, log};
 
 use crate::Error;
+use crate::accounting::{self, Accounting};
 use crate::audit::AuditLog;
 use crate::broker::Broker;
 use crate::notes::Notes;
 use crate::runner::{DirectRunner, Runner, SystemdRunner};
 use crate::server::{self, Side};
 use crate::sessions::Sessions;
-use crate::{jobs, jobs_socket, witness, witness_socket};
+use crate::{chat_socket, jobs, jobs_socket, witness, witness_socket};
 use grants::Snapshot;
 
 #[derive(Debug, clap::Parser)]
@@ -73,6 +75,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         &config.index_dir(),
     )
     .map_err(Error::Notes)?;
+    let accounting = open_accounting(&config)?;
     let (store, opened) =
         witness::Store::open(&config.witness_dir(), config.broker.max_witness_records)
             .map_err(Error::Witness)?;
@@ -87,7 +90,13 @@ pub fn run(args: Args) -> Result<(), Error> {
     ));
     let witness = witness::Witness::new(store, config.broker.witness_wait);
     let broker = Arc::new(Broker::new(
-        config, snapshot, audit, sessions, runner, notes, witness,
+        config,
+        snapshot,
+        audit,
+        sessions,
+        runner,
+        notes,
+        crate::attested::Attested::new(witness, accounting),
     ));
     broker
         .audit_first_snapshot()
@@ -106,6 +115,14 @@ pub fn run(args: Args) -> Result<(), Error> {
         service
             .framed(&path, &server::policy(&broker, side), handle)
             .map_err(|source| Error::Socket { side, source })?;
+    }
+    // The channels' side, where anyone may chat: they register the owner's words here.
+    if broker.config.peers.chat.is_some() || broker.config.peers.gateway.is_some() {
+        let path = broker.config.sockets.chat_broker_sock();
+        let handle = chat_socket::handler(broker.clone(), service.activity(), halt.clone());
+        service
+            .framed(&path, &chat_socket::policy(&broker), handle)
+            .map_err(Error::ChatSocket)?;
     }
     // inferproxy's side: its reports of the completions it forwards.
     let path = broker.config.sockets.infer_broker_sock();
@@ -153,6 +170,33 @@ pub fn run(args: Args) -> Result<(), Error> {
         },
     );
     Ok(service.run(&crate::status::serving(&broker.snapshot()))?)
+}
+
+/// The accounting in `accounting/records.jsonl` (the directory made 0700 if missing).
+fn open_accounting(config: &Config) -> Result<Accounting, Error> {
+    let dir = config.accounting_dir();
+    let made = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir);
+    made.map_err(|source| {
+        Error::Accounting(accounting::LogError::Io {
+            path: dir.clone(),
+            source,
+        })
+    })?;
+    let a = Accounting::open(
+        &dir.join("records.jsonl"),
+        accounting::DEFAULT_MAX_RECORDS,
+        config.r#loop.max_tool_calls,
+    )
+    .map_err(Error::Accounting)?;
+    log::info(format_args!(
+        "accounting: {}, the highest label sent {}",
+        a.path().display(),
+        accounting::show(a.sent())
+    ));
+    Ok(a)
 }
 
 fn runner(config: &Config) -> Runner {

@@ -127,6 +127,8 @@ pub enum Sent {
 #[derive(Debug)]
 pub struct Owner<'a> {
     pub bxctl: &'a str,
+    /// brokerd's chat side, where the owner's words are registered before loopd gets them.
+    pub broker: std::path::PathBuf,
     pub approver: Option<&'a Approver<'a>>,
     pub interrupt: &'a Interrupt,
 }
@@ -143,9 +145,11 @@ pub fn send(
 ) -> Result<Sent, Error> {
     let Owner {
         bxctl,
+        ref broker,
         approver,
         interrupt,
     } = *owner;
+    crate::owner::register(broker, text, out)?;
     let msg = Message::ChatSend(ChatSend {
         session,
         text: text.to_owned(),
@@ -254,6 +258,7 @@ pub fn once(
     let mut conn = connect(config)?;
     let owner = Owner {
         bxctl,
+        broker: config.sockets.chat_broker_sock(),
         approver: None,
         interrupt,
     };
@@ -284,6 +289,7 @@ pub fn interactive(
     let approver = Approver::on_terminal(config, bxctl);
     let owner = Owner {
         bxctl,
+        broker: config.sockets.chat_broker_sock(),
         approver: approver.as_ref(),
         interrupt,
     };

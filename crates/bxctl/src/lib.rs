@@ -21,6 +21,7 @@ mod hint;
 mod inline;
 mod jobs;
 mod notes;
+mod owner;
 mod policy;
 mod signals;
 mod spinner;

@@ -287,6 +287,7 @@ impl Config {
             ("sockets.admin_broker", &self.sockets.admin_broker),
             ("sockets.loop_infer", &self.sockets.loop_infer),
             ("sockets.chat_loop", &self.sockets.chat_loop),
+            ("sockets.chat_broker", &self.sockets.chat_broker),
             ("sockets.broker_gateway", &self.sockets.broker_gateway),
             ("sockets.jobs_broker", &self.sockets.jobs_broker),
             ("sockets.jobs_loop", &self.sockets.jobs_loop),
@@ -312,6 +313,7 @@ impl Config {
             &self.sockets.admin_broker,
             &self.sockets.loop_infer,
             &self.sockets.chat_loop,
+            &self.sockets.chat_broker,
             &self.sockets.broker_gateway,
             &self.sockets.jobs_broker,
             &self.sockets.jobs_loop,
@@ -405,6 +407,11 @@ impl Config {
     /// directories write units write into.
     pub fn note_state_dir(&self) -> PathBuf {
         self.home.join("note-state")
+    }
+
+    /// brokerd's accounting of what loopd may send the model (`records.jsonl`).
+    pub fn accounting_dir(&self) -> PathBuf {
+        self.home.join("accounting")
     }
 
     /// The indexer's: its published partitions, working copies and progress.

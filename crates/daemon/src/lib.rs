@@ -17,6 +17,7 @@ pub mod keyed;
 pub mod listen;
 pub mod log;
 pub mod notify;
+pub mod owner;
 pub mod parent;
 pub mod peer;
 pub mod serve;

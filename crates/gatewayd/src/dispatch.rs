@@ -27,6 +27,8 @@ pub struct Dispatch {
     bot: String,
     gateway: Gateway,
     loop_sock: PathBuf,
+    /// brokerd's chat side: each owner's post is registered there before loopd gets it.
+    broker_sock: PathBuf,
     busy: Mutex<Busy>,
 }
 
@@ -53,6 +55,7 @@ impl Dispatch {
         bot: String,
         gateway: Gateway,
         loop_sock: PathBuf,
+        broker_sock: PathBuf,
     ) -> Self {
         Self {
             ctx,
@@ -60,6 +63,7 @@ impl Dispatch {
             bot,
             gateway,
             loop_sock,
+            broker_sock,
             busy: Mutex::new(Busy::default()),
         }
     }
@@ -179,6 +183,7 @@ impl Dispatch {
             interval: self.gateway.edit_interval,
             typing: self.gateway.typing_interval,
             loop_sock: &self.loop_sock,
+            broker_sock: &self.broker_sock,
             server: &self.gateway.server,
             approval_post: &|approval| self.ctx.store().approval(approval).map(|a| a.post.clone()),
         };

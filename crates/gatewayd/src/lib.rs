@@ -145,10 +145,11 @@ pub fn run(args: Args) -> Result<(), Error> {
     let (c, d) = (ctx.clone(), desk.clone());
     service.thread("follow", move || follow::run(&c, &d, &token, &tx));
     let loop_sock = config.sockets.chat_loop_sock();
+    let broker_sock = config.sockets.chat_broker_sock();
     log::info(format_args!("gateway to {} started", g.server));
     service.thread("dispatch", move || {
         let bot = bot_id(ctx.client());
-        let dispatch = Arc::new(Dispatch::new(ctx, desk, bot, g, loop_sock));
+        let dispatch = Arc::new(Dispatch::new(ctx, desk, bot, g, loop_sock, broker_sock));
         dispatch.cut_off();
         for post in rx {
             dispatch.post(post);

@@ -10,7 +10,6 @@ use proto::chat::TurnEnd;
 use proto::{LogRecord, Timestamp, ToolCall, Withdrawal};
 
 use crate::llm::Completion;
-use crate::prompt;
 
 /// One answer, sorted.
 #[derive(Debug)]
@@ -36,7 +35,7 @@ pub fn sort(Completion { answer: c, witness }: Completion, now: Timestamp) -> So
     let normal = c.runnable();
     let (run, withdrawn): (Indexed, Indexed) = (0u32..)
         .zip(c.tool_calls)
-        .partition(|(_, call)| normal && prompt::is_json(&call.arguments));
+        .partition(|(_, call)| proto::composed::kept(normal, call));
     let witness = witness.map(|completion| AnswerWitness {
         completion,
         calls: run.iter().map(|(i, _)| *i).collect(),
@@ -142,6 +141,34 @@ mod tests {
         // A cut answer whose call happens to be whole JSON is not run either.
         let s = sort(completion(Some("length"), vec![call("{}")]), now());
         assert!(s.run.is_empty());
+    }
+
+    /// What brokerd accounts an answer as (its message and `composed::answer_forms`) holds
+    /// the message loopd replays it as, byte for byte, whatever becomes of its calls.
+    #[test]
+    fn an_answer_is_replayed_as_one_of_the_forms_brokerd_accounts_for() {
+        let cases = [
+            (Some("tool_calls"), vec![call("{\"path\": \"/n\"}")]),
+            (Some("tool_calls"), vec![call("{}"), call("{\"a\":")]),
+            (Some("length"), vec![call("{\"path\": \"/no")]),
+            (Some("stop"), vec![]),
+        ];
+        for (finish, calls) in cases {
+            let c = completion(finish, calls);
+            let a = c.answer.clone();
+            let mut known = proto::composed::answer_forms(&a);
+            known.push(a.message().digest());
+            let s = sort(c, now());
+            let mut records = vec![s.assistant];
+            records.extend(s.withdrawn);
+            let sent = crate::prompt::messages("sys", None, &records);
+            let replayed: proto::attest::ChatMessage =
+                serde_json::from_value(sent[1].clone()).expect("a message");
+            assert!(
+                known.contains(&replayed.digest()),
+                "{finish:?}: {replayed:?}"
+            );
+        }
     }
 
     #[test]

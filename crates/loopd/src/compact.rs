@@ -20,23 +20,10 @@ use crate::llm::{self, LlmError};
 use crate::prompt;
 use crate::store::Session;
 
-/// The request for a summary when the context is nearly full. The local model writes it:
-/// it is the only one that has read the conversation, and nothing leaves the host.
-const SUMMARY_PROMPT: &str = "The conversation is about to be cut short. Write a concise \
-summary of everything above that you will need to continue: the owner's requests, facts \
-learned, decisions taken and open tasks. Write only the summary, as plain text.";
-
-/// The request when the first summary was cut by its cap.
-const SHORT_PROMPT: &str = "The conversation is about to be cut short. In at most three \
-short sentences, write what the owner asked for and what is still open. Write only that, \
-as plain text.";
+use proto::composed::{SHORT_PROMPT, SUMMARY_PROMPT};
 
 /// The summary when the model could not write one.
-pub const NO_SUMMARY: &str = "(The earlier part of this conversation could not be \
-summarised; ask the owner for anything needed from it.)";
-
-/// How much of a tool result the summary of an overflowed history keeps.
-const SUMMARY_RESULT_BYTES: usize = 2048;
+pub use proto::composed::NO_SUMMARY;
 
 /// The most tokens a summary may take: an eighth of the context (so the next epoch starts
 /// at most that full, plus the system prompt), and never more than `loop.max_tokens`.
@@ -47,37 +34,16 @@ pub fn cap(n_ctx: u64, max_tokens: u32) -> u32 {
     eighth.min(max_tokens)
 }
 
-fn trim_result(r: LogRecord) -> LogRecord {
-    match r {
-        LogRecord::ToolResult {
-            time,
-            call,
-            tool_call_id,
-            mut content,
-            class,
-            untrusted,
-            outcome,
-            ..
-        } if content.len() > SUMMARY_RESULT_BYTES => {
-            let mut cut = SUMMARY_RESULT_BYTES;
-            while !content.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            content.truncate(cut);
-            content.push_str(" [cut for the summary]");
-            LogRecord::ToolResult {
-                time,
-                call,
-                tool_call_id,
-                content,
-                class,
-                untrusted,
-                truncated: true,
-                outcome,
-            }
-        }
-        other => other,
+fn trim_result(mut r: LogRecord) -> LogRecord {
+    if let LogRecord::ToolResult {
+        content, truncated, ..
+    } = &mut r
+        && let Some(cut) = proto::composed::trimmed(content)
+    {
+        *content = cut;
+        *truncated = true;
     }
+    r
 }
 
 /// What one summary request gave.
@@ -101,7 +67,7 @@ fn ask(
     slot: u32,
     cap: u32,
 ) -> Asked {
-    messages.push(proto::attest::ChatMessage::user(instruction).to_value());
+    messages.push(proto::composed::instruction(instruction).to_value());
     let mut body = prompt::body(messages, slot, cap);
     body["tool_choice"] = json!("none");
     match llm::complete(sock, timeout, &body, None, |_| {}) {

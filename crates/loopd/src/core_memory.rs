@@ -8,10 +8,9 @@
 
 use std::path::Path;
 
-/// What the model is told when no `memory/core.md` exists.
-pub const DEFAULT_CORE: &str = "You are boxmaker, the owner's personal assistant. Use the \
-tools when they help; every tool call is checked against the owner's grants and may be \
-refused.";
+/// What the model is told when no `memory/core.md` exists (proto's: brokerd accounts for
+/// the system message it makes).
+pub use proto::composed::DEFAULT_CORE;
 
 /// The largest `core.md` loopd takes: it is in every request, so it must leave the context
 /// room. A larger one is refused (logged) and the default used.

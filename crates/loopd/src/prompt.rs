@@ -4,11 +4,9 @@
 //! out (and their results): the server could not render them.
 
 use proto::attest::ChatMessage;
+use proto::composed;
 use proto::{LogRecord, ToolCall, Withdrawal};
 use serde_json::{Value, json};
-
-/// How the summary an epoch starts from is introduced.
-const SUMMARY_HEAD: &str = "Summary of the conversation so far:\n";
 
 /// The messages an epoch starts from: the system prompt and, after the first epoch, the
 /// summary the model wrote of the one before. The summary is a message of its own after
@@ -17,10 +15,9 @@ const SUMMARY_HEAD: &str = "Summary of the conversation so far:\n";
 /// cached after them, out of the server's prompt cache (docs/decisions.md L18). It is an
 /// assistant message: the model wrote it, and it may quote what tools read.
 pub fn start(system: &str, summary: Option<&str>) -> Vec<Value> {
-    let mut out = vec![ChatMessage::system(system).to_value()];
+    let mut out = vec![composed::system(system).to_value()];
     if let Some(summary) = summary {
-        let text = format!("{SUMMARY_HEAD}{summary}");
-        out.push(ChatMessage::assistant(Some(text), None, &[]).to_value());
+        out.push(composed::summary(summary).to_value());
     }
     out
 }
@@ -41,11 +38,7 @@ pub fn unrenderable(records: &[LogRecord]) -> Vec<ToolCall> {
         .collect()
 }
 
-/// Whether a tool call's arguments are JSON text (any value: the server renders `"s"` and
-/// `[1]`; it refuses only what does not parse).
-pub fn is_json(arguments: &str) -> bool {
-    serde_json::from_str::<serde::de::IgnoredAny>(arguments).is_ok()
-}
+pub use composed::is_json;
 
 fn withdrawn(records: &[LogRecord]) -> Vec<&ToolCall> {
     records
@@ -108,15 +101,12 @@ pub fn messages(system: &str, summary: Option<&str>, records: &[LogRecord]) -> V
                         ..
                     })
                 );
-                if (cut || !gone.is_empty())
-                    && kept.is_empty()
-                    && content.as_deref().is_none_or(str::is_empty)
-                    && reasoning_content.is_none()
+                let withdrew = cut || !gone.is_empty();
+                if let Some(m) =
+                    composed::replay(content.clone(), reasoning_content.clone(), &kept, withdrew)
                 {
-                    continue;
+                    out.push(m.to_value());
                 }
-                let m = ChatMessage::assistant(content.clone(), reasoning_content.clone(), &kept);
-                out.push(m.to_value());
             }
             LogRecord::ToolResult {
                 tool_call_id,

@@ -6,34 +6,19 @@ use proto::{DataClass, ToolResponse};
 /// What the model reads of a tool's answer, and the labels brokerd gave it (loopd keeps
 /// them for the owner's eyes only; brokerd holds the session's real taint).
 pub fn for_model(r: &ToolResponse) -> (String, DataClass, bool, bool) {
+    // The text is proto's (`composed::tool_text`): brokerd recomputes the tool message.
+    let text = proto::composed::tool_text(r);
     match r {
         ToolResponse::Result {
-            content,
             class,
             untrusted,
             truncated,
-        } => (content.clone(), *class, *untrusted, *truncated),
-        ToolResponse::Denied { reason, detail } => {
-            let detail = detail
-                .as_deref()
-                .map(|d| format!(": {d}"))
-                .unwrap_or_default();
-            (
-                format!("denied by the owner's policy ({}){detail}", reason.as_str()),
-                DataClass::Private,
-                false,
-                false,
-            )
+            ..
+        } => (text, *class, *untrusted, *truncated),
+        ToolResponse::Denied { .. } | ToolResponse::PendingApproval { .. } => {
+            (text, DataClass::Private, false, false)
         }
-        ToolResponse::Failed { message, .. } => (
-            format!("the tool failed: {message}"),
-            DataClass::Private,
-            true,
-            false,
-        ),
-        ToolResponse::PendingApproval { .. } => {
-            ("no answer".into(), DataClass::Private, false, false)
-        }
+        ToolResponse::Failed { .. } => (text, DataClass::Private, true, false),
     }
 }
 

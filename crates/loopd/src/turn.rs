@@ -10,6 +10,7 @@ use daemon::config::Config;
 use daemon::keyed::KeyedLocks;
 use daemon::lock;
 use proto::chat::{ChatEvent, ChatReply, ChatSend, TurnEnd};
+use proto::composed;
 use proto::{
     CallId, DataClass, Epoch, Hash32, LogRecord, SessionId, Timestamp, ToolCall, ToolRequest,
     ToolResponse, Withdrawal,
@@ -176,8 +177,7 @@ impl Looper {
                     time: Timestamp::now(),
                     call: CallId(first + u64::try_from(i).unwrap_or(0)),
                     tool_call_id: tc.id,
-                    content: "the tool failed: interrupted (loopd stopped before its result)"
-                        .into(),
+                    content: composed::tool_text(&ToolResponse::failed(composed::INTERRUPTED)),
                     class: DataClass::Private,
                     untrusted: true,
                     truncated: false,
@@ -406,12 +406,10 @@ impl Looper {
                 let call = CallId(session.last_call);
                 calls += 1;
                 let response = if calls > cap {
-                    ToolResponse::failed(format!(
-                        "not run: the limit of {cap} tool calls per turn was reached"
-                    ))
+                    ToolResponse::failed(composed::over_cap(cap))
                 } else if cancel.is_cancelled() {
                     // Every call the model asked for gets its result, so the log stays whole.
-                    ToolResponse::failed("not run: the owner cancelled the turn")
+                    ToolResponse::failed(composed::CANCELLED)
                 } else if let Some(witness) = sorted.witness.as_ref().and_then(|w| w.of_call(i)) {
                     emit(ChatEvent::ToolCall {
                         call,
@@ -429,7 +427,7 @@ impl Looper {
                         emit(ChatEvent::ToolResponse { call, response: p });
                     })
                 } else {
-                    ToolResponse::failed("not run: inferproxy did not witness the answer")
+                    ToolResponse::failed(composed::UNWITNESSED)
                 };
                 let (content, class, untrusted, truncated) = for_model(&response);
                 self.append(

@@ -16,6 +16,7 @@ mod audit;
 pub mod chain;
 pub mod chat;
 mod class;
+pub mod composed;
 mod error;
 pub mod frame;
 pub mod gateway;

@@ -133,6 +133,10 @@ pub enum Message {
     /// its `[DONE]`. Answered with `witness_recorded` once the record is on disk.
     WitnessReport(crate::attest::WitnessReport),
     WitnessRecorded(crate::attest::WitnessRecorded),
+    /// chat-broker's `broker.sock` (`bxctl chat`, gatewayd to brokerd): the owner's message
+    /// about to be handed to loopd. Answered with `owner_registered` once it is on disk.
+    OwnerMessage(crate::attest::OwnerMessage),
+    OwnerRegistered(crate::attest::OwnerMessage),
 }
 
 impl Message {
@@ -184,6 +188,8 @@ impl Message {
             Self::JobDelivered(_) => "job_delivered",
             Self::WitnessReport(_) => "witness_report",
             Self::WitnessRecorded(_) => "witness_recorded",
+            Self::OwnerMessage(_) => "owner_message",
+            Self::OwnerRegistered(_) => "owner_registered",
         }
     }
 

@@ -8,8 +8,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use daemon::conn::Conn;
-
+mod agent;
 pub mod corpus;
 mod gateway;
 pub mod real_server;
@@ -19,15 +18,18 @@ mod requests;
 mod systemd;
 mod wait;
 pub mod witness;
+pub use agent::{Agent, Turn};
 pub use gateway::{
     BOT, BOT_USER, CHANNEL, Gateway, OFF_TOPIC, OWNER, STRANGER, User, http, http_as, post_id,
     posts, replies, replies_with,
 };
-use proto::{AuditEvent, AuditLine, Message, SessionId};
+use proto::{AuditEvent, AuditLine};
 pub use requests::{request, request_as, response, tool};
 pub use systemd::root;
 pub use wait::{Ready, poll_until, wait_until};
-pub use witness::{fresh_completion, report_witness, try_witnessed, witnessed};
+pub use witness::{
+    chat_body, complete, fresh_completion, report_witness, try_witnessed, witnessed,
+};
 
 /// A built binary of this workspace. `cargo test --workspace` builds them next to the test
 /// executables' `deps/` directory.
@@ -94,6 +96,7 @@ impl Home {
             "run/admin-broker",
             "run/loop-infer",
             "run/chat-loop",
+            "run/chat-broker",
             "run/broker-gateway",
             "run/infer-broker",
         ] {
@@ -104,7 +107,7 @@ impl Home {
             "home = \"{r}/home\"\ngrants = \"{r}/grants\"\n\
              [sockets]\nloop_broker = \"{r}/run/loop-broker\"\nadmin_broker = \"{r}/run/admin-broker\"\n\
              loop_infer = \"{r}/run/loop-infer\"\nchat_loop = \"{r}/run/chat-loop\"\n\
-             broker_gateway = \"{r}/run/broker-gateway\"\ninfer_broker = \"{r}/run/infer-broker\"\n\
+             chat_broker = \"{r}/run/chat-broker\"\nbroker_gateway = \"{r}/run/broker-gateway\"\ninfer_broker = \"{r}/run/infer-broker\"\n\
              [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\nchat = {{ uid = {uid} }}\n\
              gateway = {{ uid = {uid} }}\nbroker = {{ uid = {uid} }}\ninfer = {{ uid = {uid} }}\n\
              [broker]\nrunner = \"direct\"\ntool = \"{tool}\"\n{broker}\n",
@@ -241,6 +244,7 @@ impl Home {
         Agent {
             addr: addr.to_owned(),
             chat: self.chat_sock(),
+            broker: self.chat_broker_sock(),
             daemons: vec![loopd, brokerd, inferproxy],
         }
     }
@@ -400,64 +404,4 @@ pub fn wait_for_approval(config: &Path) -> String {
             .find_map(|l| l.strip_prefix("approval "))
             .map(|id| id.trim().to_owned())
     })
-}
-
-/// The whole stack: fake llama-server, inferproxy, brokerd and loopd.
-#[derive(Debug)]
-pub struct Agent {
-    /// The fake llama-server's `host:port`.
-    pub addr: String,
-    pub chat: PathBuf,
-    pub daemons: Vec<Daemon>,
-}
-
-/// One turn as the owner's client sees it.
-#[derive(Debug, Clone)]
-pub struct Turn {
-    pub events: Vec<proto::chat::ChatEvent>,
-    pub reply: proto::chat::ChatReply,
-}
-
-impl Agent {
-    /// Sends one chat message and collects the turn.
-    pub fn chat(&self, session: Option<&SessionId>, text: &str) -> Turn {
-        let mut conn = Conn::connect(&self.chat).expect("connect chat");
-        let mut events = Vec::new();
-        let last = conn
-            .call(
-                1,
-                Message::ChatSend(proto::chat::ChatSend {
-                    session: session.cloned(),
-                    text: text.to_owned(),
-                    cancel_on_hangup: false,
-                }),
-                |e| {
-                    if let Message::ChatEvent(ev) = &e.msg {
-                        events.push(ev.clone());
-                    }
-                },
-            )
-            .expect("chat");
-        match last.msg {
-            Message::ChatReply(reply) => Turn { events, reply },
-            other => panic!("not a chat reply: {other:?}"),
-        }
-    }
-
-    /// The fake server's request log (`GET /fake/requests`).
-    pub fn requests(&self) -> serde_json::Value {
-        let mut s = std::net::TcpStream::connect(&self.addr).expect("fake");
-        std::io::Write::write_all(
-            &mut s,
-            b"GET /fake/requests HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-        )
-        .expect("request");
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut s, &mut text).expect("response");
-        let body = text
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b)
-            .unwrap_or_default();
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
-    }
 }

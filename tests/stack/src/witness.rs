@@ -37,6 +37,13 @@ pub fn try_witnessed(witness_sock: &Path, tool: &str, arguments: &str) -> Option
         name: tool.to_owned(),
         arguments: arguments.to_owned(),
     };
+    // The prompt is an owner's message, registered as a channel does.
+    let chat = witness_sock
+        .parent()
+        .and_then(Path::parent)
+        .expect("a home's run directory")
+        .join("chat-broker/broker.sock");
+    daemon::owner::register(&chat, "test").ok()?;
     let report = WitnessReport {
         completion: fresh_completion(),
         prompt: vec![ChatMessage::user("test").digest()],
@@ -76,4 +83,53 @@ pub fn fresh_completion() -> CompletionId {
     let mut bytes = [0u8; 16];
     bytes.copy_from_slice(&digest.as_bytes()[..16]);
     CompletionId::from_random(bytes)
+}
+
+/// A chat request of `messages` as loopd builds it (proto's tools, streamed), with `extra`
+/// fields merged in.
+pub fn chat_body(messages: &[ChatMessage], extra: serde_json::Value) -> serde_json::Value {
+    let mut body = serde_json::json!({
+        "messages": messages.iter().map(ChatMessage::to_value).collect::<Vec<_>>(),
+        "tools": proto::attest::definitions(),
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "max_tokens": 256,
+        "id_slot": 0,
+        "cache_prompt": true,
+    });
+    if let (Some(o), serde_json::Value::Object(more)) = (body.as_object_mut(), extra) {
+        o.extend(more);
+    }
+    body
+}
+
+/// One completion of `messages` through `home`'s inferproxy ([`chat_body`]): the completion
+/// it was witnessed as, and the answer. Panics unless the stream ends with `[DONE]` (brokerd
+/// recorded the report).
+pub fn complete(
+    home: &crate::Home,
+    messages: &[ChatMessage],
+    extra: serde_json::Value,
+) -> (CompletionId, proto::attest::Answer) {
+    let body = chat_body(messages, extra);
+    let sock = home.root.join("run/loop-infer/infer.sock");
+    let stream = std::os::unix::net::UnixStream::connect(sock).expect("infer.sock");
+    let bytes = serde_json::to_vec(&body).expect("body");
+    let resp =
+        strict_http::request(stream, "POST", "/v1/chat/completions", &[], &bytes).expect("request");
+    assert_eq!(resp.status, 200);
+    let id = resp
+        .headers
+        .get(proto::attest::COMPLETION_HEADER)
+        .expect("a completion");
+    let id = CompletionId::new(id).expect("an id");
+    let mut sse = strict_http::SseReader::new(resp.body);
+    let mut answer = proto::attest::Answer::default();
+    while let Some(e) = sse.next_event().expect("event") {
+        if e.data == "[DONE]" {
+            return (id, answer);
+        }
+        answer.feed(&e.data, |_| {}).expect("chunk");
+    }
+    panic!("no [DONE]: the report was not recorded");
 }

@@ -1,6 +1,7 @@
 //! brokerd's integration tests, one binary with a module per concern: the binary on its
 //! own, and each public part of the library through its public API.
 
+mod accounting;
 mod approvals;
 mod audit;
 mod bind;

@@ -9,7 +9,7 @@ use grants::Snapshot;
 use proto::tools::ToolArgs;
 use proto::{DataClass, DenyReason, Timestamp};
 
-fn snapshot(grants: &[(&str, &str)]) -> Snapshot {
+pub(crate) fn snapshot(grants: &[(&str, &str)]) -> Snapshot {
     let files: BTreeMap<String, (PathBuf, String)> = grants
         .iter()
         .map(|(id, text)| {
@@ -24,11 +24,11 @@ fn snapshot(grants: &[(&str, &str)]) -> Snapshot {
 
 const NOW: u64 = 1_789_632_300_000;
 
-fn now() -> Timestamp {
+pub(crate) fn now() -> Timestamp {
     Timestamp::from_millis(NOW).expect("now")
 }
 
-const PRIVATE: SessionView = SessionView {
+pub(crate) const PRIVATE: SessionView = SessionView {
     taint: DataClass::Private,
     untrusted: false,
 };
@@ -37,7 +37,7 @@ fn read(path: &str) -> ToolArgs {
     ToolArgs::parse("read_file", &format!(r#"{{"path":"{path}"}}"#)).expect("args")
 }
 
-fn fetch(url: &str) -> ToolArgs {
+pub(crate) fn fetch(url: &str) -> ToolArgs {
     ToolArgs::parse("http_fetch", &format!(r#"{{"url":"{url}"}}"#)).expect("args")
 }
 
@@ -48,14 +48,14 @@ fn notes(mode: &str, max_taint: &str) -> String {
     )
 }
 
-fn web(mode: &str, extra: &str) -> String {
+pub(crate) fn web(mode: &str, extra: &str) -> String {
     format!(
         "tool = \"http_fetch\"\nmode = \"{mode}\"\nmax_taint = \"private\"\nresult_class = \
          \"public\"\n{extra}\n[constraints]\nhosts = [\"example.org\", \"*.wikipedia.org\"]\n"
     )
 }
 
-fn deny_reason(o: Outcome<'_>) -> Option<DenyReason> {
+pub(crate) fn deny_reason(o: Outcome<'_>) -> Option<DenyReason> {
     match o {
         Outcome::Deny { reason, .. } => Some(reason),
         _ => None,

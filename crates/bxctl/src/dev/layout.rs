@@ -12,13 +12,14 @@ use crate::error::DevError;
 const DEMO_SCRIPT: &str = include_str!("../demo-script.toml");
 
 /// The directories every run needs.
-const DIRS: [&str; 11] = [
+const DIRS: [&str; 12] = [
     "home/memory",
     "logs",
     "run/loop-broker",
     "run/admin-broker",
     "run/loop-infer",
     "run/chat-loop",
+    "run/chat-broker",
     "run/jobs-broker",
     "run/jobs-loop",
     "run/jobs-gateway",
@@ -142,7 +143,7 @@ pub fn config(
              # no root, no systemd.\n\
              home = {}\ngrants = {}\n\
              [sockets]\nloop_broker = {}\nadmin_broker = {}\nloop_infer = {}\nchat_loop = {}\n\
-             jobs_broker = {}\njobs_loop = {}\njobs_gateway = {}\ninfer_broker = {}\n\
+             chat_broker = {}\njobs_broker = {}\njobs_loop = {}\njobs_gateway = {}\ninfer_broker = {}\n\
              [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\nchat = {{ uid = {uid} }}\n\
              jobs = {{ uid = {uid} }}\ninfer = {{ uid = {uid} }}\n\
              [broker]\nrunner = \"direct\"\ntool = {}\n\
@@ -154,6 +155,7 @@ pub fn config(
             under("run/admin-broker"),
             under("run/loop-infer"),
             under("run/chat-loop"),
+            under("run/chat-broker"),
             under("run/jobs-broker"),
             under("run/jobs-loop"),
             under("run/jobs-gateway"),

@@ -70,9 +70,19 @@ fn chat_shows_model_text_as_a_block_and_every_field_as_one_line() {
             detail: HOSTILE.into(),
         },
     }));
+    let registered = proto::attest::OwnerMessage::of("hi");
+    let broker = home.answer(
+        &home.chat_broker(),
+        vec![Message::OwnerRegistered(registered.clone())],
+    );
     let served = home.answer(&home.loopd(), answers);
     let out = home.bxctl(&["chat", "-m", "hi"]);
     served.join().expect("loopd");
+    // The owner's words went to brokerd first.
+    assert_eq!(
+        broker.join().expect("brokerd"),
+        Message::OwnerMessage(registered)
+    );
     // The model could not answer: exit 1, with what was shown.
     assert_eq!(out.status.code(), Some(1));
     let bx = hint(&home);

@@ -57,6 +57,7 @@ impl Home {
             "run/loop-broker",
             "run/admin-broker",
             "run/chat-loop",
+            "run/chat-broker",
         ] {
             std::fs::create_dir_all(root.join(d)).expect("mkdir");
         }
@@ -67,7 +68,7 @@ impl Home {
             format!(
                 "home = \"{r}/home\"\ngrants = \"{r}/grants\"\n[sockets]\n\
                  loop_broker = \"{r}/run/loop-broker\"\nadmin_broker = \"{r}/run/admin-broker\"\n\
-                 chat_loop = \"{r}/run/chat-loop\"\n\
+                 chat_loop = \"{r}/run/chat-loop\"\nchat_broker = \"{r}/run/chat-broker\"\n\
                  [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\n"
             ),
         )
@@ -86,6 +87,11 @@ impl Home {
 
     pub fn brokerd(&self) -> PathBuf {
         self.root.join("run/admin-broker/broker.sock")
+    }
+
+    /// brokerd's chat side, where `bxctl chat` registers the owner's words.
+    pub fn chat_broker(&self) -> PathBuf {
+        self.root.join("run/chat-broker/broker.sock")
     }
 
     pub fn loopd(&self) -> PathBuf {

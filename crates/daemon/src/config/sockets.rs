@@ -19,6 +19,10 @@ pub struct Sockets {
     /// Shared by the owner's chat group (`bxctl chat`) and loopd: `loop.sock`.
     #[serde(default = "default_chat_loop")]
     pub chat_loop: PathBuf,
+    /// Shared by the owner's chat group (`bxctl chat`), gatewayd and brokerd: `broker.sock`,
+    /// the owner's messages registered before they reach loopd (`owner_message` only).
+    #[serde(default = "default_chat_broker")]
+    pub chat_broker: PathBuf,
     /// Shared by brokerd and gatewayd: `gateway.sock`, gatewayd listening, brokerd asking
     /// the owner for approvals through it.
     #[serde(default = "default_broker_gateway")]
@@ -64,6 +68,11 @@ impl Sockets {
         self.chat_loop.join("loop.sock")
     }
 
+    /// brokerd's chat side, for `bxctl chat` and gatewayd.
+    pub fn chat_broker_sock(&self) -> PathBuf {
+        self.chat_broker.join("broker.sock")
+    }
+
     /// brokerd's jobs side, for the job runners.
     pub fn jobs_broker_sock(&self) -> PathBuf {
         self.jobs_broker.join("jobs.sock")
@@ -96,6 +105,10 @@ fn default_loop_infer() -> PathBuf {
 
 fn default_chat_loop() -> PathBuf {
     PathBuf::from("/run/boxmaker/chat-loop")
+}
+
+fn default_chat_broker() -> PathBuf {
+    PathBuf::from("/run/boxmaker/chat-broker")
 }
 
 fn default_jobs_broker() -> PathBuf {

@@ -123,6 +123,23 @@ pub struct WitnessRecorded {
     pub completion: CompletionId,
 }
 
+/// An owner's message a channel hands loopd: the digest of its `user` message
+/// ([`crate::composed::owner`]). brokerd accounts it private and trusted (docs/decisions.md X4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OwnerMessage {
+    pub digest: Hash32,
+}
+
+impl OwnerMessage {
+    /// The registration of the owner's `text`.
+    pub fn of(text: &str) -> Self {
+        Self {
+            digest: ChatMessage::user(text).digest(),
+        }
+    }
+}
+
 /// Which witnessed call a tool request is: the completion and the call's position in that
 /// answer's `tool_calls`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -82,7 +82,9 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::JobResult(_)
             | Message::JobDelivered(_)
             | Message::WitnessReport(_)
-            | Message::WitnessRecorded(_)) => m.kind(),
+            | Message::WitnessRecorded(_)
+            | Message::OwnerMessage(_)
+            | Message::OwnerRegistered(_)) => m.kind(),
         };
         assert!(
             name.starts_with(&format!("message_{}", kind.replace('/', "_"))),
@@ -139,6 +141,8 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "job_delivered",
         "witness_report",
         "witness_recorded",
+        "owner_message",
+        "owner_registered",
     ]
     .into_iter()
     .collect();

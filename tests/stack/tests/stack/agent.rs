@@ -163,6 +163,9 @@ fn a_conversation_with_allowed_denied_and_approved_tool_calls() {
         3
     );
     home.assert_audit_good();
+    // Every message of every prompt of this honest session was accounted for by brokerd:
+    // the owner's (registered), the answers (witnessed), the results, denials and approvals.
+    assert_eq!(agent.fallbacks(), Vec::<String>::new());
 }
 
 #[test]

@@ -21,6 +21,7 @@ fn loopd_killed_mid_turn_leaves_a_whole_log_and_call_numbers_never_repeat() {
     let mut agent = home.start_agent(&SCRIPT.replace("NOTES", &notes.display().to_string()), "");
     // A turn whose tool call waits for the owner…
     let chat = agent.chat.clone();
+    agent.register("Please list my notes");
     let waiting = std::thread::spawn(move || {
         let mut conn = daemon::conn::Conn::connect(&chat).expect("connect");
         let msg = proto::Message::ChatSend(proto::chat::ChatSend {

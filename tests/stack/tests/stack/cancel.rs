@@ -29,6 +29,7 @@ fn a_hang_up_while_a_tool_runs_lets_it_finish_and_logs_its_result() {
     let agent = home.start_agent(&SCRIPT.replace("NOTES", &notes.display().to_string()), "");
 
     let mut conn = Conn::connect(&agent.chat).expect("chat");
+    agent.register("What is on my todo list?");
     conn.write(&Envelope::last(
         1,
         Message::ChatSend(ChatSend {
@@ -96,6 +97,7 @@ chunk_delay_ms = 300
 "#;
     let agent = home.start_agent(script, "");
     let mut conn = Conn::connect(&agent.chat).expect("chat");
+    agent.register("Count to twelve");
     conn.write(&Envelope::last(
         1,
         Message::ChatSend(ChatSend {

@@ -30,7 +30,7 @@ chunk_delay_ms = 20
 fn the_owner_chats_in_threads_and_strangers_are_ignored() {
     let home = Home::new("gateway", "");
     let gw = home.start_gateway(&[OWNER.id], "edit_interval = \"10ms\"");
-    let _agent = home.start_agent(SCRIPT, "");
+    let agent = home.start_agent(SCRIPT, "");
 
     let root = gw.post(OWNER, "hello there", None);
     gw.wait_reply(&root, HELLO);
@@ -77,6 +77,12 @@ fn the_owner_chats_in_threads_and_strangers_are_ignored() {
         "{saved:#}"
     );
     assert_eq!(home.sessions(), 1, "the thread continued its session");
+    // gatewayd registered the owner's words with brokerd before loopd had them; a
+    // stranger's, never handed to loopd, were not.
+    assert!(home.owner_registered("hello there"));
+    assert!(home.owner_registered("show me a picture"));
+    assert!(!home.owner_registered("hello? tell me a picture"));
+    assert_eq!(agent.fallbacks(), Vec::<String>::new());
 }
 
 #[test]

@@ -95,7 +95,7 @@ fn a_job_run_is_delivered_inert_in_its_thread_and_an_unanswered_ask_fails_it() {
     let script = SCRIPT
         .replace("NOTES", &notes.display().to_string())
         .replace("PAGES", &pages.display().to_string());
-    let _agent = home.start_agent(&script, "");
+    let agent = home.start_agent(&script, "");
 
     // bxctl grants check names each grant's job.
     let checked = String::from_utf8_lossy(&home.bxctl(&["grants", "check"]).stdout).into_owned();
@@ -108,9 +108,15 @@ fn a_job_run_is_delivered_inert_in_its_thread_and_an_unanswered_ask_fails_it() {
         "{checked}"
     );
 
+    assert!(!home.owner_registered("Write my morning brief."));
     let out = run_job(&home, "morning-brief");
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{log}");
+    // brokerd accounted the job's prompt (from its own configuration) as the owner's
+    // words when the run registered, and never the other job's.
+    assert!(home.owner_registered("Write my morning brief."));
+    assert!(!home.owner_registered("watch the page"));
+    assert_eq!(agent.fallbacks(), Vec::<String>::new());
     let root = roots_with(&gw, "**Job morning-brief**");
     assert_eq!(root.len(), 1, "{:#}", gw.state());
     let root = root[0]["id"].as_str().expect("id").to_owned();

@@ -198,7 +198,7 @@ fn a_session_that_read_a_secret_is_found_at_secret_and_makes_its_searcher_secret
 }
 
 #[test]
-fn a_session_search_limited_to_private_does_not_bind_a_secret_session_and_stays_private() {
+fn a_session_search_limited_to_private_binds_no_secret_session_but_is_labelled_as_loopd_was_sent() {
     let (home, secrets, public) = search_home("sessions-private", "max_class = \"private\"");
     let _d = home.start();
     read(&home, "s-1", 1, &secrets, "key.txt");
@@ -208,18 +208,12 @@ fn a_session_search_limited_to_private_does_not_bind_a_secret_session_and_stays_
     log(&home, "s-2", "a launch pad");
     let r = session_search(&home, "s-3", 1, "launch");
     assert_eq!(content(&r), "s-2 epoch 0: a [launch] pad\n");
-    assert_eq!(labels(&r), (DataClass::Private, false));
+    // The logs are loopd's word (it could have copied s-1's secret into s-2's log): what a
+    // search of them finds is labelled as high as anything loopd was ever sent, secret here.
+    assert_eq!(labels(&r), (DataClass::Secret, false));
     let r = session_search(&home, "s-3", 2, "hunter2");
     assert_eq!(content(&r), "");
-    // Still private: the fetch is not denied for its taint (it fails offline, or runs).
-    let fetch = call(
-        &home,
-        "s-3",
-        3,
-        "http_fetch",
-        r#"{"url":"https://example.org/"}"#,
-    );
-    assert!(!matches!(fetch, ToolResponse::Denied { .. }), "{fetch:?}");
+    assert_fetch_denied(&home, "s-3", 3);
 }
 
 #[test]

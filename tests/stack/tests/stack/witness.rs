@@ -5,11 +5,10 @@
 use std::os::unix::net::UnixStream;
 
 use daemon::conn::Conn;
-use proto::attest::{Answer, COMPLETION_HEADER, ChatMessage, CompletionId, WitnessRef};
+use proto::attest::{Answer, ChatMessage, CompletionId, WitnessRef};
 use proto::{AuditLine, DecisionRecord, DenyReason, ToolResponse};
 use serde_json::json;
 use stack::{Agent, Home, read_grant, request_as, response};
-use strict_http::SseReader;
 
 const SCRIPT: &str = r#"
 [[rule]]
@@ -47,50 +46,18 @@ fn infer_sock(home: &Home) -> std::path::PathBuf {
     home.root.join("run/loop-infer/infer.sock")
 }
 
+fn prompt(user: &str) -> [ChatMessage; 2] {
+    [ChatMessage::system("sys"), ChatMessage::user(user)]
+}
+
 /// A chat request as loopd builds it, with `extra` fields merged in.
 fn body(user: &str, extra: serde_json::Value) -> Vec<u8> {
-    let messages = [ChatMessage::system("sys"), ChatMessage::user(user)];
-    let mut b = json!({
-        "messages": messages.iter().map(ChatMessage::to_value).collect::<Vec<_>>(),
-        "tools": proto::attest::definitions(),
-        "stream": true,
-        "stream_options": {"include_usage": true},
-        "max_tokens": 256,
-        "id_slot": 0,
-        "cache_prompt": true,
-    });
-    if let (Some(o), serde_json::Value::Object(more)) = (b.as_object_mut(), extra) {
-        o.extend(more);
-    }
-    serde_json::to_vec(&b).expect("body")
+    serde_json::to_vec(&stack::chat_body(&prompt(user), extra)).expect("body")
 }
 
 /// One completion through inferproxy: the id it was witnessed as, and the answer.
 fn complete(home: &Home, user: &str, extra: serde_json::Value) -> (CompletionId, Answer) {
-    let stream = UnixStream::connect(infer_sock(home)).expect("infer.sock");
-    let resp = strict_http::request(
-        stream,
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        &body(user, extra),
-    )
-    .expect("request");
-    assert_eq!(resp.status, 200);
-    let id = resp.headers.get(COMPLETION_HEADER).expect("a completion");
-    let id = CompletionId::new(id).expect("an id");
-    let mut sse = SseReader::new(resp.body);
-    let mut answer = Answer::default();
-    let mut done = false;
-    while let Some(e) = sse.next_event().expect("event") {
-        if e.data == "[DONE]" {
-            done = true;
-            break;
-        }
-        answer.feed(&e.data, |_| {}).expect("chunk");
-    }
-    assert!(done, "[DONE] after the witness");
-    (id, answer)
+    stack::complete(home, &prompt(user), extra)
 }
 
 fn ask(home: &Home, call: u64, tool: &str, args: &str, witness: WitnessRef) -> ToolResponse {

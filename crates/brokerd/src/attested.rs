@@ -1,0 +1,124 @@
+//! What brokerd knows of the context a call came from (issue 17): what inferproxy witnessed
+//! (`witness`) and the label of every message brokerd can account for (`accounting`), kept
+//! together so that each report is accounted before it is acknowledged, and each call is
+//! decided on the labels of the prompt that produced it.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use daemon::lock;
+use proto::attest::{WitnessRef, WitnessReport};
+use proto::{Hash32, ToolResponse};
+
+use crate::accounting::{Accounting, LogError, of_response};
+use crate::policy::Labels;
+use crate::witness::{NotRecorded, StoreError, Unwitnessed, Witness};
+
+#[derive(Debug)]
+pub struct Attested {
+    witness: Witness,
+    accounting: Mutex<Accounting>,
+}
+
+/// A witnessed call that may run: the labels of the prompt that produced it, and the id
+/// the model gave it (`None`: the accounting no longer knows its completion, so its result
+/// is not accounted either and the prompt counts as unaccounted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claimed {
+    pub prompt: Labels,
+    pub call_id: Option<String>,
+}
+
+/// An accounting write that failed, as the witness socket reports a store that failed: it
+/// stops brokerd before anything is acknowledged.
+fn as_store(e: LogError) -> StoreError {
+    match e {
+        LogError::Io { path, source } => StoreError::Io { path, source },
+        LogError::Corrupt { path, line, reason } => StoreError::Corrupt { path, line, reason },
+    }
+}
+
+impl Attested {
+    pub fn new(witness: Witness, accounting: Accounting) -> Self {
+        Self {
+            witness,
+            accounting: Mutex::new(accounting),
+        }
+    }
+
+    /// Whether both can be reached (for the watchdog).
+    pub fn alive(&self) -> bool {
+        self.witness.alive() && daemon::reachable(&self.accounting, Duration::from_secs(1))
+    }
+
+    /// A report from inferproxy: accounted (its answer at its prompt's labels), then
+    /// recorded; both on disk before it is acknowledged.
+    pub fn record(&self, report: WitnessReport) -> Result<Result<(), NotRecorded>, StoreError> {
+        // The other forms of the answer are not in the report yet (docs/decisions.md X2).
+        lock(&self.accounting)
+            .witnessed(&report, &[])
+            .map_err(as_store)?;
+        self.witness.record(report)
+    }
+
+    /// [`Witness::claim`], and the labels of the call's prompt.
+    pub fn claim(
+        &self,
+        w: &WitnessRef,
+        tool: &str,
+        arguments: &str,
+    ) -> Result<Result<Claimed, Unwitnessed>, StoreError> {
+        if let Err(why) = self.witness.claim(w, tool, arguments)? {
+            return Ok(Err(why));
+        }
+        let accounting = lock(&self.accounting);
+        let at = usize::try_from(w.index).unwrap_or(usize::MAX);
+        Ok(Ok(match accounting.completion(&w.completion) {
+            Some((prompt, calls)) => Claimed {
+                prompt,
+                call_id: calls.get(at).cloned(),
+            },
+            None => {
+                daemon::log::warn(format_args!(
+                    "accounting: completion {} is no longer kept; its call is labelled at \
+                     the highest label brokerd has sent",
+                    w.completion
+                ));
+                Claimed {
+                    prompt: accounting.sent(),
+                    call_id: None,
+                }
+            }
+        }))
+    }
+
+    /// brokerd answers the witnessed call `claimed` (none: a call that was not) with `r`:
+    /// the tool message loopd makes of it is accounted at its labels (those of the run,
+    /// `ran`, for a failure), on disk before the answer leaves.
+    pub fn returned(
+        &self,
+        claimed: Option<&Claimed>,
+        r: &ToolResponse,
+        ran: Option<Labels>,
+    ) -> Result<(), LogError> {
+        match claimed.and_then(|c| c.call_id.as_deref()) {
+            Some(id) => lock(&self.accounting).returned(id, r, of_response(r, ran)),
+            None => Ok(()),
+        }
+    }
+
+    /// What a result drawn from loopd's session logs (`logs`) is labelled at, besides its
+    /// own labels: the highest label brokerd has ever sent loopd; nothing for any other.
+    pub fn for_logs(&self, logs: bool) -> Labels {
+        if logs {
+            lock(&self.accounting).sent()
+        } else {
+            Labels::NONE
+        }
+    }
+
+    /// A channel's owner message.
+    pub fn owner(&self, digest: Hash32) -> Result<(), LogError> {
+        lock(&self.accounting).owner(digest)
+    }
+}
