@@ -54,9 +54,8 @@ impl Attested {
     /// A report from inferproxy: accounted (its answer at its prompt's labels), then
     /// recorded; both on disk before it is acknowledged.
     pub fn record(&self, report: WitnessReport) -> Result<Result<(), NotRecorded>, StoreError> {
-        // The other forms of the answer are not in the report yet (docs/decisions.md X2).
         lock(&self.accounting)
-            .witnessed(&report, &[])
+            .witnessed(&report)
             .map_err(as_store)?;
         self.witness.record(report)
     }

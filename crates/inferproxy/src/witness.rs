@@ -169,6 +169,7 @@ impl Tee {
             calls: self.answer.tool_calls.clone(),
             finish: self.answer.finish.clone().unwrap_or_else(|| "none".into()),
             runnable: self.answer.runnable(),
+            forms: proto::composed::answer_forms(&self.answer),
         }
     }
 }

@@ -51,6 +51,7 @@ pub fn try_witnessed(witness_sock: &Path, tool: &str, arguments: &str) -> Option
         calls: vec![call],
         finish: "tool_calls".into(),
         runnable: true,
+        forms: Vec::new(),
     };
     try_report(witness_sock, report)
 }

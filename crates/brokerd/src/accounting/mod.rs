@@ -188,16 +188,12 @@ impl Accounting {
         Accounted { label, unaccounted }
     }
 
-    /// A completion inferproxy witnessed: its answer, and `forms`, the other forms loopd may
+    /// A completion inferproxy witnessed: its answer, and its `forms`, the other forms loopd may
     /// send it as (`composed::answer_forms`, which only inferproxy can compute: brokerd
     /// never sees the answer's text), are accounted at the label of its prompt, and the
     /// notices loopd may write in place of its calls' results at private. On disk before
     /// it returns.
-    pub fn witnessed(
-        &mut self,
-        report: &WitnessReport,
-        forms: &[Hash32],
-    ) -> Result<Accounted, LogError> {
+    pub fn witnessed(&mut self, report: &WitnessReport) -> Result<Accounted, LogError> {
         let accounted = self.label_of(&report.prompt);
         if accounted.unaccounted > 0 {
             daemon::log::warn(format_args!(
@@ -210,7 +206,7 @@ impl Accounting {
             ));
         }
         let mut records: Vec<Record> = std::iter::once(report.answer)
-            .chain(forms.iter().copied())
+            .chain(report.forms.iter().copied())
             .map(|digest| Record {
                 kind: Kind::Answer,
                 digest,

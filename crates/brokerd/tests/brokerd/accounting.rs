@@ -67,14 +67,13 @@ fn report(n: u8, prompt: &[ChatMessage], answer: &Answer) -> WitnessReport {
         calls: answer.tool_calls.clone(),
         finish: answer.finish.clone().unwrap_or_default(),
         runnable: answer.runnable(),
+        forms: composed::answer_forms(answer),
     }
 }
 
 /// `report` and the other forms of its answer, as inferproxy computes them.
 fn witness(a: &mut Accounting, n: u8, prompt: &[ChatMessage], answer: &Answer) -> Accounted {
-    let forms = composed::answer_forms(answer);
-    a.witnessed(&report(n, prompt, answer), &forms)
-        .expect("witnessed")
+    a.witnessed(&report(n, prompt, answer)).expect("witnessed")
 }
 
 fn answer(finish: &str, content: Option<&str>, calls: Vec<ToolCall>) -> Answer {

@@ -32,6 +32,7 @@ fn report(n: u8, finish: &str) -> WitnessReport {
         }],
         finish: finish.into(),
         runnable: finish == "tool_calls",
+        forms: Vec::new(),
     }
 }
 

@@ -114,6 +114,11 @@ pub struct WitnessReport {
     /// Whether `finish` is a normal end (`stop` or `tool_calls`): only then may its calls
     /// run.
     pub runnable: bool,
+    /// The digests of the other forms an honest loopd may send the answer back as
+    /// ([`crate::composed::answer_forms`]: its replay without withdrawn calls, the summary
+    /// message of a summary), which brokerd accounts at the same labels as `answer`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forms: Vec<Hash32>,
 }
 
 /// brokerd's answer to a [`WitnessReport`]: the record is on disk.

@@ -155,6 +155,11 @@ fn a_summary_continues_the_epochs_cache_and_the_next_epoch_reuses_the_tools() {
         "no fallback for a summary that ended normally"
     );
     assert_cache_reused(&all, "SUMMARY: the owner sent filler lines.");
+    // The next epoch's prompt holds the summary as a message of its own, which brokerd
+    // accounts from the summary answer's witnessed forms: nothing falls back.
+    let t = agent.chat(Some(&session), "and one more");
+    assert_eq!(t.reply.end, TurnEnd::Answered);
+    assert_eq!(agent.fallbacks(), Vec::<String>::new());
 }
 
 #[test]

@@ -183,5 +183,9 @@ fn a_secret_copied_into_a_fresh_prompt_is_judged_secret_however_dressed() {
     let next = [system(), composed::summary(&text), send];
     let (_, r) = call(&home, "s-fresh-summary", 1, &next);
     assert_eq!(denied(&r), Some(DenyReason::TaintTooHigh), "{r:?}");
+    // Denied by the summary's own label: inferproxy reported it among the answer's forms,
+    // so brokerd accounted it at the label of the prompt that produced it (secret), and
+    // nothing fell back.
+    assert_eq!(fallbacks(), 2, "{:?}", agent.fallbacks());
     home.assert_audit_good();
 }

@@ -283,6 +283,7 @@ fn witness_sock_takes_only_reports_and_a_bad_one_gets_a_typed_error_and_brokerd_
         calls: vec![call],
         finish: "tool_calls".into(),
         runnable: true,
+        forms: Vec::new(),
     };
     let mut conn = Conn::connect(&sock).expect("witness.sock");
     let got = conn
