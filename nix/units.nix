@@ -80,6 +80,9 @@ let
   defaults = {
     inherit home;
     grants = "/etc/boxmaker/grants";
+    # The owner's, root's to write: no role can change it, and brokerd accounts for the
+    # system message loopd makes of it (docs/decisions.md X5).
+    core_memory = "/etc/boxmaker/core.md";
     sockets = {
       loop_broker = "${runDir}/loop-broker";
       admin_broker = "${runDir}/admin-broker";
@@ -319,8 +322,8 @@ in
       extra = {
         # No loosening: its two peers are in pair directories it enters by group.
         SupplementaryGroups = [ loopBrokerGroup loopInferGroup ];
-        # Its sessions and the owner's core memory.
-        StateDirectory = [ "${stateDir}/sessions" "${stateDir}/memory" ];
+        # Its sessions (the owner's core memory is /etc/boxmaker/core.md, read-only here).
+        StateDirectory = [ "${stateDir}/sessions" ];
         StateDirectoryMode = "0700";
         TimeoutStopSec = "20s";
       };

@@ -182,3 +182,8 @@ source /opt/boxmaker-test/jobs.sh
 # ---- (l) the indexer under systemd: its path unit, its DynamicUser, what it can reach ----------
 # shellcheck source=tests/container/indexer.sh
 source /opt/boxmaker-test/indexer.sh
+
+# ---- every honest prompt above was accounted for (issue 17) ----------------------------------
+scenario "attested context: no honest prompt fell back to the highest label sent"
+expect "brokerd read the owner's core memory from /etc/boxmaker/core.md and accounted every prompt" \
+    "test \"\$(journal -u boxmaker-brokerd.service | grep -c 'are not accounted for')\" = 0"

@@ -27,8 +27,10 @@ refuse "inferproxy's user cannot read loopd's sessions" \
     "\$(as_role inferproxy) ls /var/lib/private/boxmaker/sessions"
 refuse "brokerd's user cannot read loopd's sessions" \
     "\$(as_role brokerd) ls /var/lib/private/boxmaker/sessions"
-refuse "brokerd's user cannot read loopd's memory" \
-    "\$(as_role brokerd) ls /var/lib/private/boxmaker/memory"
+expect "loopd reads the owner's core memory, /etc/boxmaker/core.md" \
+    "\$(in_role loopd) cat /etc/boxmaker/core.md >/dev/null"
+refuse "loopd cannot change the owner's core memory" \
+    "\$(in_role loopd) sh -c 'echo x >>/etc/boxmaker/core.md'"
 # Inside a role's own mount namespace the other roles' directories are not even there.
 expect "control: in loopd's namespace, as loopd, its sessions are readable" \
     "\$(in_role loopd) ls /var/lib/private/boxmaker/sessions"

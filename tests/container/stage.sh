@@ -82,6 +82,9 @@ for tool in "${tools[@]}"; do
         die "the rendered config.toml has no tool = \"/opt/boxmaker/bin/boxmaker-tool\" line to replace"
 done
 cat "${rules[@]}" >"$etc/fake-llama.toml"
+# The owner's core memory where the NixOS module names it: root's, read by loopd (every
+# prompt) and brokerd (which accounts for it).
+echo "You are the container tier's assistant: answer briefly, use the tools." >"$etc/core.md"
 chmod -R a+rX "$work"
 # The fake's bot token, root-only as a deployed secret is; PID 1 reads it (LoadCredential=).
 mkdir -m 0700 "$etc/secrets"

@@ -3,6 +3,7 @@
 //! together so that each report is accounted before it is acknowledged, and each call is
 //! decided on the labels of the prompt that produced it.
 
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -18,6 +19,9 @@ use crate::witness::{NotRecorded, StoreError, Unwitnessed, Witness};
 pub struct Attested {
     witness: Witness,
     accounting: Mutex<Accounting>,
+    /// The owner's core memory file (`Config::core_memory_path`), read before each report
+    /// is accounted: the system message built from it is the owner's (X5).
+    core_file: PathBuf,
 }
 
 /// A witnessed call that may run: the labels of the prompt that produced it, and the id
@@ -39,10 +43,11 @@ fn as_store(e: LogError) -> StoreError {
 }
 
 impl Attested {
-    pub fn new(witness: Witness, accounting: Accounting) -> Self {
+    pub fn new(witness: Witness, accounting: Accounting, core_file: PathBuf) -> Self {
         Self {
             witness,
             accounting: Mutex::new(accounting),
+            core_file,
         }
     }
 
@@ -51,12 +56,15 @@ impl Attested {
         self.witness.alive() && daemon::reachable(&self.accounting, Duration::from_secs(1))
     }
 
-    /// A report from inferproxy: accounted (its answer at its prompt's labels), then
-    /// recorded; both on disk before it is acknowledged.
+    /// A report from inferproxy: accounted (its answer at its prompt's labels, the owner's
+    /// core memory as it is now first), then recorded; both on disk before it is
+    /// acknowledged.
     pub fn record(&self, report: WitnessReport) -> Result<Result<(), NotRecorded>, StoreError> {
-        lock(&self.accounting)
-            .witnessed(&report)
-            .map_err(as_store)?;
+        let core = daemon::core_memory::read(&self.core_file, "brokerd");
+        let mut accounting = lock(&self.accounting);
+        accounting.core(&core).map_err(as_store)?;
+        accounting.witnessed(&report).map_err(as_store)?;
+        drop(accounting);
         self.witness.record(report)
     }
 

@@ -89,6 +89,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         }
     ));
     let witness = witness::Witness::new(store, config.broker.witness_wait);
+    let core_file = config.core_memory_path();
     let broker = Arc::new(Broker::new(
         config,
         snapshot,
@@ -96,7 +97,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         sessions,
         runner,
         notes,
-        crate::attested::Attested::new(witness, accounting),
+        crate::attested::Attested::new(witness, accounting, core_file),
     ));
     broker
         .audit_first_snapshot()

@@ -45,6 +45,11 @@ pub struct Config {
     /// Scheduled jobs (docs/jobs.md), each `[[jobs]]`.
     #[serde(default)]
     pub jobs: Vec<Job>,
+    /// The owner's core memory (docs/memory.md): `<home>/memory/core.md` unless set. loopd
+    /// puts it in every prompt; brokerd accounts for it, so it must be a file loopd cannot
+    /// write (the NixOS module sets `/etc/boxmaker/core.md`).
+    #[serde(default)]
+    pub core_memory: Option<PathBuf>,
 }
 
 /// Who may connect on each side, checked with SO_PEERCRED on every connection (defence in
@@ -393,6 +398,13 @@ impl Config {
     /// brokerd's witness store: what inferproxy witnessed, and which calls were used.
     pub fn witness_dir(&self) -> PathBuf {
         self.home.join("witness")
+    }
+
+    /// The owner's core memory file (`memory/core.md` unless `core_memory` says otherwise).
+    pub fn core_memory_path(&self) -> PathBuf {
+        self.core_memory
+            .clone()
+            .unwrap_or_else(|| self.home.join("memory/core.md"))
     }
 
     /// The notes (`memory/notes` unless `broker.notes` says otherwise).

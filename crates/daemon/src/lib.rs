@@ -11,6 +11,7 @@
 pub mod accept;
 pub mod config;
 pub mod conn;
+pub mod core_memory;
 pub mod durable;
 pub mod hangup;
 pub mod keyed;

@@ -1,4 +1,5 @@
-//! Core memory, pinned per epoch. `memory/core.md` is the owner's; an epoch starts from the
+//! Core memory, pinned per epoch. The owner's file (`core_memory`, `memory/core.md` by
+//! default) is the owner's; an epoch starts from the
 //! bytes it held then, which loopd keeps beside the epoch's log (`sessions/<id>/<epoch>.core`)
 //! before the epoch's first record is written. Every request of the epoch, and a replay
 //! after a restart, uses the pinned bytes: an edit of `core.md` reaches the next epoch only,
@@ -12,33 +13,12 @@ use std::path::Path;
 /// the system message it makes).
 pub use proto::composed::DEFAULT_CORE;
 
-/// The largest `core.md` loopd takes: it is in every request, so it must leave the context
-/// room. A larger one is refused (logged) and the default used.
-pub const MAX_CORE: u64 = 256 * 1024;
+/// The largest core memory loopd takes (daemon's, which brokerd reads by too).
+pub use daemon::core_memory::MAX_CORE;
 
-/// The owner's core memory as it is now: `memory/core.md`, or the default when there is none
-/// (or it cannot be taken: too large, not UTF-8, unreadable; each logged).
-pub fn current(home: &Path) -> String {
-    let path = home.join("memory/core.md");
-    match std::fs::metadata(&path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return DEFAULT_CORE.to_owned(),
-        Ok(m) if m.len() > MAX_CORE => {
-            daemon::log::warn(format_args!(
-                "{}: {} bytes, over the {MAX_CORE} loopd takes; the default core memory is used",
-                path.display(),
-                m.len()
-            ));
-            return DEFAULT_CORE.to_owned();
-        }
-        _ => {}
-    }
-    std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        daemon::log::warn(format_args!(
-            "{}: {e}; the default core memory is used",
-            path.display()
-        ));
-        DEFAULT_CORE.to_owned()
-    })
+/// The owner's core memory as it is now (`daemon::core_memory::read`).
+pub fn current(path: &Path) -> String {
+    daemon::core_memory::read(path, "loopd")
 }
 
 /// The hash an epoch's `SessionStart.baseline` holds: of what its requests start from, the

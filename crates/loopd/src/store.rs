@@ -200,11 +200,11 @@ impl Store {
     /// Pins the owner's current core memory for a new epoch, durably, and returns it.
     pub fn pin_current_core(
         &self,
-        home: &Path,
+        core_file: &Path,
         id: &SessionId,
         epoch: Epoch,
     ) -> Result<String, StoreError> {
-        let core = core_memory::current(home);
+        let core = core_memory::current(core_file);
         self.pin_core(id, epoch, &core)?;
         Ok(core)
     }
@@ -212,12 +212,12 @@ impl Store {
     /// The core memory a loaded epoch started from. An epoch written before loopd pinned
     /// core memory has no pin: the current `core.md` is pinned for it from now on, and a
     /// warning says when that is not what its baseline was computed from.
-    pub fn core_of_epoch(&self, home: &Path, session: &Session) -> Result<String, StoreError> {
+    pub fn core_of_epoch(&self, core_file: &Path, session: &Session) -> Result<String, StoreError> {
         let (id, epoch) = (&session.id, session.epoch);
         if let Some(core) = self.pinned_core(id, epoch)? {
             return Ok(core);
         }
-        let core = self.pin_current_core(home, id, epoch)?;
+        let core = self.pin_current_core(core_file, id, epoch)?;
         let start = core_memory::baseline(&core, session.summary.as_deref());
         if session.baseline().is_some_and(|b| b != start) {
             daemon::log::warn(format_args!(

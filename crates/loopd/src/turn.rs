@@ -191,7 +191,10 @@ impl Looper {
     /// The loaded epoch with the core memory it started from (`Store::core_of_epoch`).
     fn with_core(&self, mut session: Session) -> Result<Session, TurnError> {
         if session.core.is_none() {
-            session.core = Some(self.store.core_of_epoch(&self.config.home, &session)?);
+            session.core = Some(
+                self.store
+                    .core_of_epoch(&self.config.core_memory_path(), &session)?,
+            );
         }
         Ok(session)
     }
@@ -213,7 +216,9 @@ impl Looper {
         let slots = self.props().map(|p| p.total_slots).unwrap_or(1);
         let slot = slot_of(id, slots);
         // Pinned before the epoch's first record, so replay starts from the same bytes.
-        let core = self.store.pin_current_core(&self.config.home, id, epoch)?;
+        let core = self
+            .store
+            .pin_current_core(&self.config.core_memory_path(), id, epoch)?;
         let mut session = Session {
             id: id.clone(),
             epoch,

@@ -280,11 +280,16 @@ impl Accounting {
         }])
     }
 
-    /// The owner's core memory `core`: its system message is accounted at private.
+    /// The owner's core memory `core`: its system message is accounted at private (once:
+    /// a core memory already accounted writes nothing).
     pub fn core(&mut self, core: &str) -> Result<(), LogError> {
+        let digest = composed::system(core).digest();
+        if self.map.contains_key(&digest) || self.fixed.contains_key(&digest) {
+            return Ok(());
+        }
         self.add(&[Record {
             kind: Kind::Core,
-            digest: composed::system(core).digest(),
+            digest,
             label: OWNER,
             calls: Vec::new(),
         }])

@@ -326,7 +326,7 @@ fn a_claimed_call_carries_the_labels_of_its_prompt() {
     let dir = f.0.parent().expect("dir").join("witness");
     let (store, _) = Store::open(&dir, 64).expect("store");
     let witness = Witness::new(store, std::time::Duration::from_millis(10));
-    let a = Attested::new(witness, f.open(64));
+    let a = Attested::new(witness, f.open(64), dir.join("no-core.md"));
     let owner = ChatMessage::user("fetch it");
     a.owner(owner.digest()).expect("owner");
     let fetch = call("f1", "http_fetch", "{\"url\":\"https://example.org\"}");
@@ -392,4 +392,46 @@ fn the_prompts_labels_raise_the_session_for_the_decision() {
         (untrusted.taint, untrusted.untrusted),
         (DataClass::Private, true)
     );
+}
+
+/// The owner's core memory is read from its file as each report is accounted: a prompt that
+/// starts from it is the owner's; one that starts from other text (a core memory loopd made
+/// up) is not accounted for, and falls back to the highest label brokerd has sent.
+#[test]
+fn the_owners_core_memory_is_accounted_from_its_file() {
+    use brokerd::attested::Attested;
+    use brokerd::witness::{Store, Witness};
+    use proto::attest::WitnessRef;
+    let f = File::new("corefile");
+    let dir = f.0.parent().expect("dir").join("witness");
+    let (store, _) = Store::open(&dir, 64).expect("store");
+    let witness = Witness::new(store, std::time::Duration::from_millis(10));
+    let core = dir.join("core.md");
+    std::fs::write(&core, "You are terse.").expect("core");
+    let a = Attested::new(witness, f.open(64), core.clone());
+    let owner = ChatMessage::user("read it");
+    a.owner(owner.digest()).expect("owner");
+    let claim = |n: u8, system: &str| {
+        let read = call(&format!("r{n}"), "read_file", "{\"path\":\"/v\"}");
+        let ans = answer("tool_calls", None, vec![read.clone()]);
+        let r = report(n, &[composed::system(system), owner.clone()], &ans);
+        a.record(r.clone()).expect("store").expect("recorded");
+        let w = WitnessRef {
+            completion: r.completion,
+            index: 0,
+        };
+        a.claim(&w, &read.name, &read.arguments)
+            .expect("store")
+            .expect("claimed")
+    };
+    let first = claim(1, "You are terse.");
+    assert_eq!(first.prompt, OWNER);
+    a.returned(Some(&first), &secret_result(), None)
+        .expect("returned");
+    assert_eq!(claim(2, "You are evil.").prompt, SECRET);
+    // An edit is the owner's too, from the next report on; the old text stays accounted
+    // (an epoch pinned it).
+    std::fs::write(&core, "You are kind.").expect("edit");
+    assert_eq!(claim(3, "You are kind.").prompt, OWNER);
+    assert_eq!(claim(4, "You are terse.").prompt, OWNER);
 }

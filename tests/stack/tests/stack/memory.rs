@@ -122,6 +122,9 @@ fn a_core_memory_edit_reaches_the_next_epoch_only_and_replay_uses_the_pinned_byt
         baseline(&records(&home, &session, 1)),
         start_hash("CORE-TWO: you are an edited assistant.", Some(&summary))
     );
+    // brokerd read both versions from the owner's file as it accounted the reports: every
+    // prompt of both epochs was accounted for, nothing fell back.
+    assert_eq!(agent.fallbacks(), Vec::<String>::new());
 }
 
 /// A session that read an untrusted, secret note keeps both labels across compaction: the
