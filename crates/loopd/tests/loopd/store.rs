@@ -115,7 +115,12 @@ fn the_pinned_core_memory_loads_with_its_epoch_and_a_planted_one_is_refused() {
     assert_eq!(s.core, None, "an epoch from before pinning has no pin");
     std::fs::create_dir_all(home.join("memory")).expect("memory");
     std::fs::write(home.join("memory/core.md"), "CORE").expect("core");
-    assert_eq!(store.core_of_epoch(&home, &s).expect("pin"), "CORE");
+    assert_eq!(
+        store
+            .core_of_epoch(&home.join("memory/core.md"), &s)
+            .expect("pin"),
+        "CORE"
+    );
     // The owner's edit does not reach the pinned epoch.
     std::fs::write(home.join("memory/core.md"), "EDITED").expect("edit");
     let s = store.load(&id).expect("load").expect("session");
