@@ -6,8 +6,7 @@
  * (witness store, at-most-once use, prompt accounting failing closed, the grant, approvals),
  * the owner's channel and the owner. Content is abstracted as labels: a class (public,
  * private, secret) and an untrusted flag, joined (highest class, OR of the flag). Each step
- * names the code it stands for: "today:" code on main, "planned:" the names issue 17's
- * protocol fixes for code yet to land (docs/attest-model.md has the table).
+ * names the code on main it stands for (docs/attest-model.md has the table).
  *
  * Properties (assertions, each marked in a comment on its line):
  *   P1a an http_fetch the owner did not approve carries only content whose label its grant
@@ -71,11 +70,11 @@ byte g_unt;             /* if_untrusted: AUTO (none), ASK or DENY */
 
 /* brokerd's state */
 byte taint[NS] = PRIV;  /* today: sessions.rs SessionState::new (private), Sessions::record */
-byte hs = PRIV;         /* planned accounting.rs: the highest label brokerd ever sent loopd */
-bit owner_registered;   /* planned: the channel registered the owner message's digest */
+byte hs = PRIV;         /* brokerd accounting/mod.rs `Accounting::sent`: the highest label brokerd ever sent loopd */
+bit owner_registered;   /* brokerd chat_socket.rs, `Attested::owner`: the channel registered the owner message's digest */
 bit returned_read;      /* brokerd returned a read_file result (it knows its digest) */
 bit returned_fetch;     /* ... an http_fetch result */
-bit w_rec[NC];          /* planned witness/ store: a record for completion c */
+bit w_rec[NC];          /* brokerd witness/store.rs `Store`: a record for completion c */
 byte w_tool[NC];        /*   its call (one per answer, at index 0): tool */
 byte w_args[NC];        /*   and arguments (abstracted to the label of what they carry) */
 byte w_label[NC];       /*   the label of its prompt, as accounting gave it */
@@ -108,7 +107,7 @@ hidden byte h_mask, h_truth, h_s, h_c, h_i, h_tool, h_args, h_b, k;
 chan to_infer = [0] of { byte, byte, bit };
 chan to_broker = [0] of { byte, byte, byte, byte, byte };
 
-/* planned accounting.rs: the label of a prompt from its message digests, each accounted
+/* brokerd accounting/mod.rs `Accounting::label_of`: the label of a prompt from its message digests, each accounted
  * from what brokerd itself returned or registered; what it cannot account for gets the
  * highest label brokerd ever sent loopd (fail closed). Computed when the record is stored. */
 inline account(mask, out) {
@@ -145,10 +144,10 @@ inline truth_of(mask, out) {
     od
 }
 
-/* The owner's channel (planned: `bxctl chat`, gatewayd, the job runner register the digest
+/* The owner's channel (bxctl owner.rs `register`, gatewayd reply.rs, and for a job brokerd jobs_socket.rs from its own configuration, register the digest
  * of each owner message with brokerd when they hand it to loopd). */
 proctype owner_channel() {
-    owner_registered = 1;                       /* planned: registration with brokerd */
+    owner_registered = 1;                       /* daemon owner.rs `register` on chat-broker/broker.sock */
     atomic { l_has = l_has | M_OWNER; l_know = JOIN(l_know, PRIV) }   /* handed to loopd */
 }
 
@@ -168,7 +167,7 @@ end:
 /* A compromised loopd: sends inferproxy any prompt built from what it was sent, and brokerd
  * any tool request naming any session, completion, index, tool and arguments it can write.
  * It has no other socket (today: server.rs `handle` takes only `tool_request` on loop.sock;
- * planned: witness.sock admits inferproxy's peer alone). */
+ * witness_socket.rs `policy`: witness.sock admits inferproxy's peer alone). */
 proctype loopd() {
 end:
     do
@@ -217,7 +216,7 @@ end:
     do
 #ifndef WITNESS_FORCING
     :: atomic {
-        /* planned witness.rs: a request that is not witnessable is refused with HTTP 400
+        /* inferproxy forward.rs with proto attest/request.rs `witnessable`: a request that is not witnessable is refused with HTTP 400
          * (`unwitnessable_request`) and never forwarded */
         to_infer ? mask, h_truth, 1;
         printf("inferproxy: refused, unwitnessable_request\n");
@@ -225,7 +224,7 @@ end:
        }
 #endif
     :: atomic {
-        /* planned witness.rs: a witnessable request (fields on the fixed list, tools by
+        /* inferproxy witness.rs `Witnessing::start`: a witnessable request (fields on the fixed list, tools by
          * hash, no prefill) gets `x-boxmaker-completion`; forward.rs `exchange` sends it on */
 #ifndef WITNESS_FORCING
         to_infer ? mask, h_truth, 0;
@@ -246,7 +245,7 @@ end:
         /* today: forward.rs `relay`: the answer reaches loopd while a copy is parsed */
         l_has = l_has | M_ANSWER(c)
        };
-        /* planned witness.rs: at [DONE], the witness_report; brokerd witness/ stores it
+        /* inferproxy witness.rs `report`: at [DONE], the witness_report; brokerd witness_socket.rs and `Attested::record` store it
          * (fsync) before witness_recorded, and only then is [DONE] forwarded */
         atomic {
             w_tool[c] = tool;
@@ -271,7 +270,7 @@ end:
     :: atomic {
         to_broker ? s, c, h_i, tool, args;
         b_busy = 1;
-        /* planned broker.rs decision step with witness/ lookup, before any grant (the wait
+        /* brokerd broker.rs `serve_call`, `Attested::claim` (witness/ lookup), before any grant (the wait
          * for the record is abstracted: a record not there now is never there in time) */
         if
         :: !w_rec[c] || h_i != 0 || w_tool[c] == NONE ->
