@@ -112,7 +112,8 @@ found() {
 export -f found
 expect "each note_search found the 10 notes with zanzibar (note-00000, note-01000, ...), no other" \
     "found note_search 'test \"\$(grep -oE \"note-[0-9]{5}\" | sort -u | paste -sd \" \")\" = \"\$(seq -f note-0%g000 0 9 | paste -sd \" \")\"'"
-expect "each session_search found corpus logs with quokka" "found session_search 'grep -q quokka && grep -qE \"bench-[0-9]{4}\"'"
+expect "each session_search found the 10 logs with quokka (bench-0000, bench-0050, ...), no other" \
+    "found session_search 'test \"\$(grep -oE \"bench-[0-9]{4}\" | sort -u | paste -sd \" \")\" = \"\$(seq -f bench-%04g 0 50 450 | paste -sd \" \")\"'"
 expect "each read_file read the todo list" "found read_file 'grep -q \"buy milk\"'"
 python3 - /tmp/measure.calls <<'PY'
 import sys
