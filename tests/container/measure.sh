@@ -25,13 +25,7 @@ ROUNDS=$(cat /opt/boxmaker-measure/rounds)
 corpus=/opt/boxmaker-corpus
 state=/var/lib/private/boxmaker
 
-finish() {
-    tier_summary "container tier, search measure" "$started"
-    echo "$RC" >/run/boxmaker-container-test.rc
-    systemctl --no-block exit "$RC"
-    exit 0
-}
-trap finish EXIT
+trap 'end_container "container tier, search measure" "$started"' EXIT
 
 scenario "setup: the corpus into the roles' state, before they first start"
 echo "systemd $(systemctl --version | awk 'NR == 1 { print $2 }') as PID 1; load average $(cut -d' ' -f1-3 /proc/loadavg)"
