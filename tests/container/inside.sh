@@ -18,14 +18,7 @@ export -f owner active main_pid role_uid role_gid as_role in_role journal
 export PROBE
 started=$(date +%s.%N)
 
-finish() {
-    tier_summary "container tier" "$started"
-    # The test unit's ExecStopPost= ends the container with a failure unless this file exists.
-    echo "$RC" >/run/boxmaker-container-test.rc
-    systemctl --no-block exit "$RC"
-    exit 0
-}
-trap finish EXIT
+trap 'end_container "container tier" "$started"' EXIT
 
 scenario "setup: what runs here, and the owner's files"
 echo "systemd $(systemctl --version | awk 'NR == 1 { print $2 }') as PID 1; system bus:" \

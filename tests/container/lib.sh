@@ -193,6 +193,16 @@ tier_summary() {
     fi
 }
 
+# end_container TIER STARTED: the container's test unit's end (its EXIT trap): the tier's
+# summary, then the container ends with RC as its exit code. The unit's ExecStopPost= ends it
+# with a failure unless the .rc file exists.
+end_container() {
+    tier_summary "$1" "$2"
+    echo "$RC" >/run/boxmaker-container-test.rc
+    systemctl --no-block exit "$RC"
+    exit 0
+}
+
 # indexer_probe LOG [LINE...]: runs tests/container/indexer-probe.py once as
 # boxmaker-indexer.service (a runtime drop-in replaces ExecStart= and binds the probe in;
 # every other rendered property stays; each LINE is added to the drop-in's [Service], e.g.

@@ -14,14 +14,21 @@
 # scenario (l): the indexer's oneshot started by its path unit, searched through brokerd,
 # and what its unit can reach (tests/container/indexer.sh, indexer-probe.py).
 #
-# Usage: tests/container/run.sh BIN_DIR
+# With --measure-search it runs no scenario but the search measure (tests/container/measure.sh,
+# issue 14): the cached corpus of tests/stack/src/corpus.rs staged into the roles' state, the
+# real indexer unit run on it, and note_search / session_search timed through brokerd and
+# their transient units. Not part of the gate (it takes minutes); docs/container-tests.md.
+#
+# Usage: tests/container/run.sh [--measure-search] BIN_DIR
 #   BIN_DIR holds the workspace's binaries (target/debug or target/release): brokerd,
 #   loopd, inferproxy, gatewayd, bxctl, boxmaker-tool, boxmaker-job, fake-llama-server,
 #   fake-mattermost.
 # Environment:
 #   BOXMAKER_CACHE              the root file system is built once under
 #                               $BOXMAKER_CACHE/rootfs-bookworm (default ~/.cache/boxmaker)
-#   BOXMAKER_CONTAINER_TIMEOUT  seconds before the container is stopped (default 300)
+#   BOXMAKER_CONTAINER_TIMEOUT  seconds before the container is stopped (default 300; with
+#                               --measure-search 1800)
+#   BOXMAKER_MEASURE_ROUNDS     --measure-search: timed calls of each tool (default 30)
 # Needs root (systemd-nspawn, debootstrap); installs systemd-container and debootstrap with
 # apt when they are missing. One container at a time, in its own cgroup folder.
 set -euo pipefail
@@ -29,10 +36,15 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 CACHE=${BOXMAKER_CACHE:-$HOME/.cache/boxmaker}
-TIMEOUT=${BOXMAKER_CONTAINER_TIMEOUT:-300}
 TIER=container
 # shellcheck source=tests/container/host.sh
 source "$here/host.sh"
+measure=no
+if [[ ${1:-} == --measure-search ]]; then
+    measure=yes
+    shift
+fi
+TIMEOUT=${BOXMAKER_CONTAINER_TIMEOUT:-$([[ $measure == yes ]] && echo 1800 || echo 300)}
 bin=$(bin_dir "$@") || exit 1
 
 start_all=$(now)
@@ -65,7 +77,20 @@ cleanup() {
     done
 }
 trap cleanup EXIT
-"$here/stage.sh" "$work" "$bin" 252 \
+test_unit=boxmaker-container-test.service
+extra=()
+if [[ $measure == yes ]]; then
+    say "step 3a: the search corpus (tests/stack/src/corpus.rs), made whole by its generator"
+    # The bench's --corpus-only: regenerates ~/.cache/boxmaker/search-corpus-v2 unless its
+    # stamp matches what is on disk, the check the stack bench itself makes.
+    (cd "$repo" && cargo bench -q --locked --profile dev -p stack --bench search -- --corpus-only) ||
+        die "the corpus generator failed"
+    corpus=${HOME:-/root}/.cache/boxmaker/search-corpus-v2/home
+    [[ -d $corpus/memory/notes ]] || die "no corpus at $corpus"
+    test_unit=boxmaker-container-measure.service
+    extra=(--rules "$here/measure-rules.toml")
+fi
+"$here/stage.sh" "$work" "$bin" 252 "${extra[@]}" \
     --tool sibling-tool=/opt/boxmaker-test/sibling-tool.py \
     --tool notes-tool=/opt/boxmaker-test/notes-tool.py
 # What stage.sh placed, bound in read-only; then the test unit, the test scripts and the
@@ -75,16 +100,21 @@ while read -r source destination; do
     binds+=("--bind-ro=$work/$source:$destination")
 done <"$work/install.list"
 binds+=(
-    "--bind-ro=$here/boxmaker-container-test.service:/etc/systemd/system/boxmaker-container-test.service"
+    "--bind-ro=$here/$test_unit:/etc/systemd/system/$test_unit"
     "--bind-ro=$here:/opt/boxmaker-test"
 )
+if [[ $measure == yes ]]; then
+    mkdir "$work/measure"
+    echo "${BOXMAKER_MEASURE_ROUNDS:-30}" >"$work/measure/rounds"
+    binds+=("--bind-ro=$corpus:/opt/boxmaker-corpus" "--bind-ro=$work/measure:/opt/boxmaker-measure")
+fi
 for b in "${BINARIES[@]}"; do
     binds+=("--bind-ro=$bin/$b:/opt/boxmaker/bin/$b")
 done
 
 # ---- 4. boot ------------------------------------------------------------------------------
 say "step 4: booting $root (ephemeral copy) with systemd as PID 1; the scenarios run inside"
-echo "the test unit boxmaker-container-test.service runs tests/container/inside.sh and ends"
+echo "the test unit $test_unit runs tests/container/$([[ $measure == yes ]] && echo measure.sh || echo inside.sh) and ends"
 echo "the container with its exit code (systemctl exit); stopped after ${TIMEOUT}s at most"
 # Its own cgroup folder, so that it never collides with another container on this host.
 for c in /sys/fs/cgroup/systemd /sys/fs/cgroup/unified; do
@@ -102,7 +132,7 @@ rc=0
         "${binds[@]}" \
         -- systemd.unit=multi-user.target systemd.wants=boxmaker-fake-llama-server.service \
         systemd.wants=boxmaker-fake-mattermost.service systemd.wants=boxmaker-gatewayd.service \
-        systemd.wants=boxmaker-container-test.service systemd.show_status=error
+        "systemd.wants=$test_unit" systemd.show_status=error
 ) || rc=$?
 boot=$(since "$t")
 

@@ -16,7 +16,9 @@
 //!
 //! Run: `cargo build --workspace --bins && cargo bench --profile dev -p stack --bench search`.
 //! Environment: `BENCH_ROUNDS` (query rounds, default 101), `BENCH_REBUILDS` (default 3),
-//! `BENCH_UPDATES` (default 11).
+//! `BENCH_UPDATES` (default 11). With `-- --corpus-only` it only makes the cached corpus
+//! whole and says so (tests/container/run.sh --measure-search, which measures the tool call
+//! through brokerd's real systemd unit on it).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -319,6 +321,12 @@ fn grants(home: &Home) {
 
 fn main() {
     let mut out = std::io::stdout().lock();
+    if std::env::args().any(|a| a == "--corpus-only") {
+        // tests/container/run.sh --measure-search: the cached corpus, made whole, and no more.
+        let (built, corpus) = timed(Corpus::cached);
+        let _ = writeln!(out, "corpus: {} (ready in {built:?})", corpus.describe());
+        return;
+    }
     if !std::env::args().any(|a| a == "--bench") {
         // `cargo test --benches` runs this without `--bench`: measure nothing there.
         let _ = writeln!(
