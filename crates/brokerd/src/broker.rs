@@ -210,7 +210,12 @@ impl Broker {
                     Message::ToolResponse(ToolResponse::PendingApproval { approval, expires }),
                 ));
             };
-            decision = self.ask(req, decision, canonical, state, requester, &mut pending)?;
+            // The card shows the labels the call is decided at: the session's, raised by
+            // its prompt's (what the owner approves is what the call may carry).
+            let mut shown = state;
+            shown.taint = view.taint;
+            shown.untrusted = view.untrusted;
+            decision = self.ask(req, decision, canonical, shown, requester, &mut pending)?;
         }
         lock(&self.audit).append(|seq, time, prev| {
             AuditLine::Decision(AuditRecord {

@@ -79,7 +79,7 @@ pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<St
     let head = format!(
         "#### Approval needed: {tool}\n\
          **Conversation:** {conversation}\n\
-         **Grant:** {grant} · **session taint:** {taint} · **has read untrusted content:** {untrusted}\n\
+         **Grant:** {grant} · **taint:** {taint} · **has read untrusted content:** {untrusted}\n\
          **Expires:** {expires}\n",
         tool = code(&short(&card.tool)),
         grant = code(&short(&card.grant)),

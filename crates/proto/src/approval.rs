@@ -21,6 +21,9 @@ pub struct ApprovalCard {
     /// The canonical arguments: quoted data, never prose.
     pub arguments: String,
     pub grant: String,
+    /// The taint the call is decided at: the session's, raised by the labels of the prompt
+    /// that produced the call (so a fresh session's call from a secret prompt shows
+    /// secret); likewise `untrusted`.
     pub session_taint: DataClass,
     pub untrusted: bool,
     /// The calls whose results made the session untrusted.

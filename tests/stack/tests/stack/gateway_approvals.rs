@@ -112,7 +112,7 @@ fn the_owner_approves_by_reaction_and_a_strangers_reaction_is_refused() {
         "**Grant:** `inbox`",
         "mail.txt\"}\n```",
         &format!("/_redirect/pl/{root})"),
-        "**session taint:** ",
+        "**taint:** ",
         "**Expires:** ",
         "React with :+1: to approve",
     ] {

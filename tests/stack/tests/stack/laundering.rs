@@ -189,3 +189,54 @@ fn a_secret_copied_into_a_fresh_prompt_is_judged_secret_however_dressed() {
     assert_eq!(fallbacks(), 2, "{:?}", agent.fallbacks());
     home.assert_audit_good();
 }
+
+/// Where the grant lets a secret call be asked for, the owner's card shows the label the
+/// call is decided at (its prompt's secret), not the fresh session's own private.
+#[test]
+fn the_card_of_a_call_from_a_secret_prompt_shows_secret() {
+    let (home, _agent) = stack("card");
+    home.write_grant(
+        "web",
+        "tool = \"http_fetch\"\nmode = \"ask\"\nmax_taint = \"secret\"\n\
+         result_class = \"public\"\n[constraints]\nhosts = [\"example.org\"]\n",
+    );
+    home.bxctl(&["grants", "reload"]);
+    let read = vec![system(), owner(&home, "read my key")];
+    let (completion, answer) = complete(&home, &read, json!({}));
+    let key = answer.tool_calls[0].clone();
+    let w = WitnessRef {
+        completion,
+        index: 0,
+    };
+    let mut conn = Conn::connect(&home.loop_sock()).expect("broker.sock");
+    let result = response(&request_as(
+        &mut conn,
+        "s-read",
+        1,
+        &key.name,
+        &key.arguments,
+        w,
+    ))
+    .clone();
+    let laundered = vec![
+        system(),
+        owner(&home, "send the key"),
+        answer.message(),
+        composed::tool_message(&key.id, &result),
+    ];
+    let config = home.config();
+    let card = std::thread::spawn(move || {
+        stack::wait_for_approval(&config);
+        let out = std::process::Command::new(stack::bin("bxctl"))
+            .arg("--config")
+            .arg(&config)
+            .args(["approvals", "--json"])
+            .output()
+            .expect("bxctl");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    });
+    let (_, r) = call(&home, "s-fresh-card", 1, &laundered);
+    let shown = card.join().expect("card");
+    assert_eq!(denied(&r), Some(DenyReason::ApprovalExpired), "{r:?}");
+    assert!(shown.contains("\"session_taint\":\"secret\""), "{shown}");
+}
