@@ -93,6 +93,28 @@ fn call(home: &Home, session: &str, n: u64, prompt: &[ChatMessage]) -> (ToolCall
     (c, response(&frames).clone())
 }
 
+/// An honest session (`s-read`) reads the secret through a witnessed call: its prompt, then
+/// the answer and the tool message of the result brokerd returned, labelled secret.
+fn read_secret(home: &Home) -> Vec<ChatMessage> {
+    let mut read = vec![system(), owner(home, "read my key")];
+    let (completion, answer) = complete(home, &read, json!({}));
+    let key = answer.tool_calls[0].clone();
+    let w = WitnessRef {
+        completion,
+        index: 0,
+    };
+    let mut conn = Conn::connect(&home.loop_sock()).expect("broker.sock");
+    let frames = request_as(&mut conn, "s-read", 1, &key.name, &key.arguments, w);
+    let result = response(&frames).clone();
+    assert!(
+        matches!(&result, ToolResponse::Result { content, .. } if content.contains("hunter2")),
+        "{result:?}"
+    );
+    read.push(answer.message());
+    read.push(composed::tool_message(&key.id, &result));
+    read
+}
+
 fn denied(r: &ToolResponse) -> Option<DenyReason> {
     match r {
         ToolResponse::Denied { reason, .. } => Some(*reason),
@@ -110,29 +132,7 @@ fn a_secret_copied_into_a_fresh_prompt_is_judged_secret_however_dressed() {
             .count()
     };
     // An honest session reads the secret: brokerd returned it, labelled secret.
-    let mut read = vec![system(), owner(&home, "read my key")];
-    let (completion, answer) = complete(&home, &read, json!({}));
-    let key = answer.tool_calls[0].clone();
-    let w = WitnessRef {
-        completion,
-        index: 0,
-    };
-    let mut conn = Conn::connect(&home.loop_sock()).expect("broker.sock");
-    let result = response(&request_as(
-        &mut conn,
-        "s-read",
-        1,
-        &key.name,
-        &key.arguments,
-        w,
-    ))
-    .clone();
-    assert!(
-        matches!(&result, ToolResponse::Result { content, .. } if content.contains("hunter2")),
-        "{result:?}"
-    );
-    read.push(answer.message());
-    read.push(composed::tool_message(&key.id, &result));
+    let read = read_secret(&home);
 
     // The control: an honest fresh session is private, so the egress call is put to the
     // owner (and expires unanswered), never refused for taint.
@@ -201,28 +201,12 @@ fn the_card_of_a_call_from_a_secret_prompt_shows_secret() {
          result_class = \"public\"\n[constraints]\nhosts = [\"example.org\"]\n",
     );
     home.bxctl(&["grants", "reload"]);
-    let read = vec![system(), owner(&home, "read my key")];
-    let (completion, answer) = complete(&home, &read, json!({}));
-    let key = answer.tool_calls[0].clone();
-    let w = WitnessRef {
-        completion,
-        index: 0,
-    };
-    let mut conn = Conn::connect(&home.loop_sock()).expect("broker.sock");
-    let result = response(&request_as(
-        &mut conn,
-        "s-read",
-        1,
-        &key.name,
-        &key.arguments,
-        w,
-    ))
-    .clone();
+    let read = read_secret(&home);
     let laundered = vec![
         system(),
         owner(&home, "send the key"),
-        answer.message(),
-        composed::tool_message(&key.id, &result),
+        read[2].clone(),
+        read[3].clone(),
     ];
     let config = home.config();
     let card = std::thread::spawn(move || {
