@@ -210,11 +210,8 @@ impl Broker {
                     Message::ToolResponse(ToolResponse::PendingApproval { approval, expires }),
                 ));
             };
-            // The card shows the labels the call is decided at: the session's, raised by
-            // its prompt's (what the owner approves is what the call may carry).
-            let mut shown = state;
-            shown.taint = view.taint;
-            shown.untrusted = view.untrusted;
+            // The card shows the labels the call is decided at (its prompt's raise them).
+            let shown = state.at(view);
             decision = self.ask(req, decision, canonical, shown, requester, &mut pending)?;
         }
         lock(&self.audit).append(|seq, time, prev| {

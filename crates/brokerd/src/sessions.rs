@@ -43,6 +43,16 @@ impl SessionState {
         }
     }
 
+    /// This state with the labels `view` holds (a call's: the session's raised by its
+    /// prompt's), as the call's approval card shows it.
+    pub fn at(self, view: SessionView) -> Self {
+        Self {
+            taint: view.taint,
+            untrusted: view.untrusted,
+            ..self
+        }
+    }
+
     pub fn view(&self) -> SessionView {
         SessionView {
             taint: self.taint,
