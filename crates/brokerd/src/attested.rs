@@ -19,9 +19,27 @@ use crate::witness::{NotRecorded, StoreError, Unwitnessed, Witness};
 pub struct Attested {
     witness: Witness,
     accounting: Mutex<Accounting>,
-    /// The owner's core memory file (`Config::core_memory_path`), read before each report
-    /// is accounted: the system message built from it is the owner's (X5).
+    /// The owner's core memory file (`Config::core_memory_path`), read before a report is
+    /// accounted when it changed: the system message built from it is the owner's (X5).
     core_file: PathBuf,
+    /// The file's stamp when it was last read (`None`: not read yet, or not there).
+    core_seen: Mutex<Option<CoreStamp>>,
+}
+
+/// What tells one version of the core memory file from another without reading it.
+type CoreStamp = (u64, u64, i64, i64, i64, i64);
+
+fn core_stamp(path: &std::path::Path) -> Option<CoreStamp> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+    ))
 }
 
 /// A witnessed call that may run: the labels of the prompt that produced it, and the id
@@ -48,6 +66,7 @@ impl Attested {
             witness,
             accounting: Mutex::new(accounting),
             core_file,
+            core_seen: Mutex::new(None),
         }
     }
 
@@ -60,9 +79,15 @@ impl Attested {
     /// core memory as it is now first), then recorded; both on disk before it is
     /// acknowledged.
     pub fn record(&self, report: WitnessReport) -> Result<Result<(), NotRecorded>, StoreError> {
-        let core = daemon::core_memory::read(&self.core_file, "brokerd");
         let mut accounting = lock(&self.accounting);
-        accounting.core(&core).map_err(as_store)?;
+        let mut seen = lock(&self.core_seen);
+        let now = core_stamp(&self.core_file);
+        if now.is_none() || *seen != now {
+            let core = daemon::core_memory::read(&self.core_file, "brokerd");
+            accounting.core(&core).map_err(as_store)?;
+            *seen = now;
+        }
+        drop(seen);
         accounting.witnessed(&report).map_err(as_store)?;
         drop(accounting);
         self.witness.record(report)

@@ -13,7 +13,6 @@
 mod note;
 
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::Duration;
 
 use daemon::accept::Activity;
@@ -46,16 +45,8 @@ pub fn policy(broker: &Broker) -> Policy {
     }
 }
 
-/// What serves each admitted runner.
-pub fn handler(
-    broker: Arc<Broker>,
-    activity: Arc<Activity>,
-    halt: Halt,
-) -> impl Fn(Conn, &str) + Send + Sync + 'static {
-    move |conn: Conn, who: &str| serve(&broker, conn, who, &activity, &halt)
-}
-
-fn serve(broker: &Broker, mut conn: Conn, who: &str, activity: &Activity, halt: &Halt) {
+/// Serves each admitted runner (`start::framed` calls it for each).
+pub fn serve(broker: &Broker, mut conn: Conn, who: &str, activity: &Activity, halt: &Halt) {
     let mut run: Option<(JobName, SessionId)> = None;
     let stop = |fatal: Fatal| halt.stop("a request on the jobs socket", fatal);
     let served: Result<(), Infallible> =

@@ -3,11 +3,15 @@
 
 use std::fmt;
 use std::os::unix::fs::DirBuilderExt;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use daemon::accept::Activity;
 use daemon::config::{Config, RunnerKind};
-use daemon::listen::Inherited;
+use daemon::conn::Conn;
+use daemon::listen::{Inherited, ListenError};
+use daemon::serve::Policy;
 use daemon::service::{Halt, Service};
 use daemon::{CommonArgs, log};
 
@@ -120,24 +124,39 @@ pub fn run(args: Args) -> Result<(), Error> {
     // The channels' side, where anyone may chat: they register the owner's words here.
     if broker.config.peers.chat.is_some() || broker.config.peers.gateway.is_some() {
         let path = broker.config.sockets.chat_broker_sock();
-        let handle = chat_socket::handler(broker.clone(), service.activity(), halt.clone());
-        service
-            .framed(&path, &chat_socket::policy(&broker), handle)
-            .map_err(Error::ChatSocket)?;
+        framed(
+            &mut service,
+            &broker,
+            &halt,
+            &path,
+            chat_socket::policy(&broker),
+            chat_socket::serve,
+        )
+        .map_err(Error::ChatSocket)?;
     }
     // inferproxy's side: its reports of the completions it forwards.
     let path = broker.config.sockets.infer_broker_sock();
-    let handle = witness_socket::handler(broker.clone(), service.activity(), halt.clone());
-    service
-        .framed(&path, &witness_socket::policy(&broker), handle)
-        .map_err(Error::WitnessSocket)?;
+    framed(
+        &mut service,
+        &broker,
+        &halt,
+        &path,
+        witness_socket::policy(&broker),
+        witness_socket::serve,
+    )
+    .map_err(Error::WitnessSocket)?;
     // The job runners' side, when jobs are configured.
     if !broker.config.jobs.is_empty() {
         let path = broker.config.sockets.jobs_broker_sock();
-        let handle = jobs_socket::handler(broker.clone(), service.activity(), halt.clone());
-        service
-            .framed(&path, &jobs_socket::policy(&broker), handle)
-            .map_err(Error::JobsSocket)?;
+        framed(
+            &mut service,
+            &broker,
+            &halt,
+            &path,
+            jobs_socket::policy(&broker),
+            jobs_socket::serve,
+        )
+        .map_err(Error::JobsSocket)?;
     }
     if let Some(outbox) = broker.outbox.take() {
         let (b, halt) = (broker.clone(), halt.clone());
@@ -245,4 +264,22 @@ impl fmt::Display for crate::audit::OpenReport {
         }
         Ok(())
     }
+}
+
+/// How one of brokerd's own sockets serves an admitted connection.
+type Serve = fn(&Broker, Conn, &str, &Activity, &Halt);
+
+/// Listens on `path` under `policy`, serving each admitted connection with `serve`.
+fn framed(
+    service: &mut Service,
+    broker: &Arc<Broker>,
+    halt: &Halt,
+    path: &Path,
+    policy: Policy,
+    serve: Serve,
+) -> Result<(), ListenError> {
+    let (broker, activity, halt) = (broker.clone(), service.activity(), halt.clone());
+    service.framed(path, &policy, move |conn: Conn, who: &str| {
+        serve(&broker, conn, who, &activity, &halt)
+    })
 }

@@ -6,7 +6,6 @@
 //! unrecorded may be acknowledged.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 
 use daemon::accept::Activity;
 use daemon::conn::Conn;
@@ -35,16 +34,8 @@ pub fn policy(broker: &Broker) -> Policy {
     }
 }
 
-/// What serves each admitted inferproxy connection.
-pub fn handler(
-    broker: Arc<Broker>,
-    activity: Arc<Activity>,
-    halt: Halt,
-) -> impl Fn(Conn, &str) + Send + Sync + 'static {
-    move |conn: Conn, who: &str| serve(&broker, conn, who, &activity, &halt)
-}
-
-fn serve(broker: &Broker, mut conn: Conn, who: &str, activity: &Activity, halt: &Halt) {
+/// Serves each admitted inferproxy connection (`start::framed` calls it for each).
+pub fn serve(broker: &Broker, mut conn: Conn, who: &str, activity: &Activity, halt: &Halt) {
     let served: Result<(), Infallible> = serve::requests(
         &mut conn,
         NAME,
