@@ -338,6 +338,7 @@ fn main() {
 
     let total = mib * 1024 * 1024;
     let mut rows: Vec<(String, Vec<f64>)> = Vec::new();
+    let mut pairs: Vec<(String, Vec<f64>)> = Vec::new();
     // Runs are interleaved across the routes, so that whatever else the machine does
     // weighs on each of them alike.
     for (size, total) in [(1024, total), (200, total / 4)] {
@@ -357,6 +358,9 @@ fn main() {
         if std::env::var_os("BENCH_VERBOSE").is_some() {
             let _ = writeln!(out, "{name}: {all:.0?}");
         }
+        // The round's own ratio: what else the machine did in that round weighs on both.
+        let paired: Vec<f64> = all[1].iter().zip(&all[2]).map(|(w, n)| w / n).collect();
+        pairs.push((name.clone(), paired));
         rows.push((name, all.into_iter().map(median).collect()));
     }
     let name = format!("time to first byte (µs, median of {ttfb_runs})");
@@ -403,7 +407,21 @@ fn main() {
             values[1] / values[2]
         );
     }
+    for (name, ratios) in pairs {
+        let (low, mid, high) = quartiles(ratios);
+        let _ = writeln!(
+            out,
+            "witnessed over not witnessed in the same round, {name}: median {mid:.3} \
+             (quartiles {low:.3} to {high:.3})"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The first quartile, the median and the third quartile.
+fn quartiles(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(|a, b| a.partial_cmp(b).expect("comparable"));
+    (v[v.len() / 4], v[v.len() / 2], v[v.len() * 3 / 4])
 }
 
 fn load() -> String {

@@ -23,7 +23,8 @@ use crate::abort::{Abort, Cut, MAX_INTERIM, Refused, before_head};
 use crate::proxy::Proxy;
 use crate::reply;
 use crate::upstream::{Deadline, Failure, UpstreamReader};
-use crate::witness::{self, Pushed, Tee, WitnessError, Witnessing};
+use crate::watch::Watch;
+use crate::witness::{self, Pushed, WitnessError, Witnessing};
 
 /// The requests forwarded: what loopd needs and nothing else. The target must match
 /// exactly (no query, no other spelling).
@@ -321,9 +322,9 @@ fn relay(
         }
     };
     // Only a 200's body is an answer loopd reads as a stream.
-    let mut tee = witness
+    let mut watch = witness
         .filter(|_| head.status == 200)
-        .map(|w| (w, Tee::new()));
+        .map(|w| (w, Watch::new()));
     let mut send = |bytes: &[u8], total: &mut u64, tail: &mut Tail| {
         if bytes.is_empty() {
             return Ok(());
@@ -343,13 +344,17 @@ fn relay(
             Ok(n) => n,
             Err(e) => return cut(Cut::Upstream(e), &tail, total),
         };
-        let Some((w, t)) = tee.as_mut() else {
+        let next = match watch.as_mut() {
+            Some((w, copy)) => copy.push(&buf[..n]).map(|p| (*w, copy, p)),
+            None => None,
+        };
+        let Some((w, copy, pushed)) = next else {
             if let Err(e) = send(&buf[..n], &mut total, &mut tail) {
                 return cut(Cut::Client(e), &tail, total);
             }
             continue;
         };
-        let (before, after) = match t.push(&buf[..n]) {
+        let (before, after) = match pushed {
             Pushed::Forward(bytes) => (bytes, Ok(None)),
             Pushed::Done { before, held } => (before, Ok(Some(held))),
             Pushed::Broken { before, why } => (before, Err(why)),
@@ -360,12 +365,15 @@ fn relay(
         match after {
             Ok(None) => {}
             Ok(Some(held)) => {
-                let report = t.report(w);
+                let report = match copy.here() {
+                    Ok(tee) => tee.report(w),
+                    Err(why) => return Err(Abort::Cut(Cut::Witness(WitnessError::Copy(why)))),
+                };
                 let timeout = proxy.infer.witness_timeout;
                 if let Err(e) = witness::report(&proxy.witness_sock, timeout, report) {
                     return Err(Abort::Cut(Cut::Witness(e)));
                 }
-                tee = None;
+                watch = None;
                 if let Err(e) = send(&held, &mut total, &mut tail) {
                     return cut(Cut::Client(e), &tail, total);
                 }
@@ -373,8 +381,8 @@ fn relay(
             Err(why) => return Err(Abort::Cut(Cut::Witness(WitnessError::Copy(why)))),
         }
     }
-    if let Some((_, t)) = tee
-        && let Err(e) = send(&t.rest(), &mut total, &mut tail)
+    if let Some((_, c)) = watch
+        && let Err(e) = send(&c.rest(), &mut total, &mut tail)
     {
         return cut(Cut::Client(e), &tail, total);
     }

@@ -18,6 +18,7 @@ mod forward;
 mod proxy;
 mod reply;
 mod upstream;
+mod watch;
 mod witness;
 
 use std::fmt;

@@ -14,7 +14,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use daemon::conn::{CallError, Conn};
-use proto::attest::{Answer, CompletionId, WitnessReport};
+use proto::attest::{Answer, CompletionId, Piece, WitnessReport};
+use proto::composed::AnswerDigests;
 use proto::{Hash32, Message};
 use strict_http::{EventParser, HttpError, MAX_SSE_EVENT, MAX_SSE_LINE, sse_line};
 
@@ -88,27 +89,76 @@ pub(crate) enum WitnessErrorKind {
 }
 
 /// The copy of an answer's stream: whole lines parsed as loopd's reader parses them, the
-/// answer assembled, and the bytes of a line not yet whole kept back until it is.
+/// answer assembled and its digests kept up, and the bytes of a line not yet whole kept
+/// back until it is. Bytes that already went on ([`Tee::seen`]) are not given back again.
 #[derive(Debug, Default)]
 pub(crate) struct Tee {
     partial: Vec<u8>,
+    /// How many bytes at the front of `partial` already went on.
+    ahead: usize,
     first: bool,
     events: EventParser,
     pub answer: Answer,
+    digests: AnswerDigests,
 }
 
 impl Tee {
     pub fn new() -> Self {
         Self {
             partial: Vec::new(),
+            ahead: 0,
             first: true,
             events: EventParser::new(MAX_SSE_EVENT),
             answer: Answer::default(),
+            digests: AnswerDigests::new(),
         }
     }
 
-    /// Takes the next bytes of the body.
+    /// Takes the next bytes of the body: what goes on now, and whether the stream ends here.
     pub fn push(&mut self, bytes: &[u8]) -> Pushed {
+        let mut pushed = self.lines(bytes);
+        match &mut pushed {
+            Pushed::Forward(before) | Pushed::Broken { before, .. } => self.strip(before),
+            Pushed::Done { before, held } => {
+                self.strip(before);
+                self.strip(held);
+            }
+        }
+        pushed
+    }
+
+    /// Takes bytes of the body that already went on, which cannot hold the end of the stream
+    /// (they do not hold `[DONE]`): `Err` when the copy cannot be witnessed.
+    pub fn seen(&mut self, bytes: &[u8]) -> Result<(), WitnessErrorKind> {
+        match self.lines(bytes) {
+            Pushed::Forward(_) => {
+                self.ahead = self.partial.len();
+                Ok(())
+            }
+            Pushed::Broken { why, .. } => Err(why),
+            Pushed::Done { .. } => Err(WitnessErrorKind::Stream(
+                "the stream's end went on before it was witnessed".into(),
+            )),
+        }
+    }
+
+    /// The bytes kept back that did not go on yet, which go on now: from here the copy
+    /// takes the body with [`Tee::seen`].
+    pub fn release(&mut self) -> Vec<u8> {
+        let out = self.partial[self.ahead..].to_vec();
+        self.ahead = self.partial.len();
+        out
+    }
+
+    /// Drops from the front of `out` the bytes that already went on.
+    fn strip(&mut self, out: &mut Vec<u8>) {
+        let n = self.ahead.min(out.len());
+        out.drain(..n);
+        self.ahead -= n;
+    }
+
+    /// The next bytes of the body, every byte they complete given back.
+    fn lines(&mut self, bytes: &[u8]) -> Pushed {
         let mut data = std::mem::take(&mut self.partial);
         data.extend_from_slice(bytes);
         let mut start = 0;
@@ -132,7 +182,13 @@ impl Tee {
             }
             match self.events.line(line) {
                 Ok(Some(event)) => {
-                    if let Err(e) = self.answer.feed(&event.data, |_| {}) {
+                    let digests = &mut self.digests;
+                    let text = |piece: Piece<'_>| {
+                        if let Piece::Text(t) = piece {
+                            digests.text(t);
+                        }
+                    };
+                    if let Err(e) = self.answer.feed(&event.data, text) {
                         return broken(WitnessErrorKind::Answer(e.to_string()), &mut data);
                     }
                 }
@@ -155,21 +211,23 @@ impl Tee {
         Pushed::Forward(data)
     }
 
-    /// What is still kept back at the end of the body (a last line without its end).
-    pub fn rest(self) -> Vec<u8> {
-        self.partial
+    /// What is still kept back at the end of the body (a last line without its end) and
+    /// did not go on yet.
+    pub fn rest(mut self) -> Vec<u8> {
+        self.partial.split_off(self.ahead)
     }
 
     /// The report of this answer.
     pub fn report(&self, w: &Witnessing) -> WitnessReport {
+        let (answer, forms) = self.digests.finish(&self.answer);
         WitnessReport {
             completion: w.completion.clone(),
             prompt: w.prompt.clone(),
-            answer: self.answer.message().digest(),
+            answer,
             calls: self.answer.tool_calls.clone(),
             finish: self.answer.finish.clone().unwrap_or_else(|| "none".into()),
             runnable: self.answer.runnable(),
-            forms: proto::composed::answer_forms(&self.answer),
+            forms,
         }
     }
 }

@@ -11,6 +11,10 @@
 use crate::attest::{Answer, ChatMessage};
 use crate::{Hash32, ToolCall, ToolResponse};
 
+mod streamed;
+
+pub use streamed::AnswerDigests;
+
 /// The core memory when the owner has written none (`memory/core.md` absent).
 pub const DEFAULT_CORE: &str = "You are boxmaker, the owner's personal assistant. Use the \
 tools when they help; every tool call is checked against the owner's grants and may be \
@@ -139,9 +143,48 @@ pub fn replay(
 /// Every digest an honest loopd may send `answer` as, besides [`Answer::message`] itself:
 /// its replay without the calls it withdraws, and the summary message an epoch starts from
 /// when the answer is a summary (it ended with `stop` and has text). brokerd accounts each
-/// at the label of the prompt that produced the answer.
+/// at the label of the prompt that produced the answer. inferproxy computes the same digests
+/// as the answer streams ([`AnswerDigests`]).
 pub fn answer_forms(answer: &Answer) -> Vec<Hash32> {
-    let whole = answer.message().digest();
+    let text = answer.content.as_deref();
+    let (whole, others) = forms(answer);
+    let whole = whole.digest(text);
+    distinct(whole, others.iter().map(|f| f.digest(text)))
+}
+
+/// One message an answer may be sent as, its text left out: its content is `head` and the
+/// answer's text (`None`: the answer has no text, and the message's content is null).
+#[derive(Debug)]
+struct Form {
+    head: &'static str,
+    /// The message with an empty content where the text goes.
+    message: ChatMessage,
+}
+
+impl Form {
+    fn of(message: ChatMessage) -> Self {
+        Self { head: "", message }
+    }
+
+    /// The digest of this form for the answer's `text`.
+    fn digest(&self, text: Option<&str>) -> Hash32 {
+        let content = text.map(|t| format!("{}{t}", self.head));
+        ChatMessage {
+            content,
+            ..self.message.clone()
+        }
+        .digest()
+    }
+}
+
+/// The answer's own message and its other forms, each without the answer's text (the one
+/// list of forms both [`answer_forms`] and [`AnswerDigests`] digest).
+fn forms(answer: &Answer) -> (Form, Vec<Form>) {
+    let text = answer.content.as_deref();
+    let left_out = text.map(|_| String::new());
+    let every: Vec<&ToolCall> = answer.tool_calls.iter().collect();
+    let reasoning = answer.reasoning.clone();
+    let whole = Form::of(ChatMessage::assistant(left_out.clone(), reasoning.clone(), &every));
     let runnable = answer.runnable();
     let calls: Vec<&ToolCall> = answer
         .tool_calls
@@ -149,23 +192,27 @@ pub fn answer_forms(answer: &Answer) -> Vec<Hash32> {
         .filter(|c| kept(runnable, c))
         .collect();
     let withdrew = calls.len() < answer.tool_calls.len();
-    let mut out = Vec::new();
-    let replayed = replay(
-        answer.content.clone(),
-        answer.reasoning.clone(),
-        &calls,
-        withdrew,
-    );
-    if let Some(m) = replayed {
-        out.push(m.digest());
+    let mut others = Vec::new();
+    // Whether the replay is left out depends on whether the text is empty, not on the text.
+    let emptiness = text.map(|t| if t.is_empty() { "" } else { "text" }.to_owned());
+    if replay(emptiness, reasoning.clone(), &calls, withdrew).is_some() {
+        others.push(Form::of(ChatMessage::assistant(left_out, reasoning, &calls)));
     }
-    if answer.finish.as_deref() == Some("stop")
-        && let Some(text) = answer.content.as_deref()
-        && !text.trim().is_empty()
-    {
-        out.push(summary(text).digest());
+    if answer.finish.as_deref() == Some("stop") && text.is_some_and(|t| !t.trim().is_empty()) {
+        others.push(Form {
+            head: SUMMARY_HEAD,
+            message: ChatMessage {
+                content: Some(String::new()),
+                ..summary("")
+            },
+        });
     }
-    out.retain(|d| *d != whole);
+    (whole, others)
+}
+
+/// The forms' digests other than the whole message's, each once.
+fn distinct(whole: Hash32, others: impl Iterator<Item = Hash32>) -> Vec<Hash32> {
+    let mut out: Vec<Hash32> = others.filter(|d| *d != whole).collect();
     out.dedup();
     out
 }

@@ -125,7 +125,97 @@ fn each_forcing_field_an_unknown_field_other_tools_and_a_prefill_are_400_and_nev
 
 #[test]
 fn an_answer_is_reported_as_the_model_made_it_before_done_and_relayed_byte_for_byte() {
-    let events = tool_call_events("tool_calls");
+    let report = held_until_acknowledged(tool_call_events("tool_calls"));
+    let messages = [
+        ChatMessage::system("sys"),
+        ChatMessage::user("What is 2+2?"),
+    ];
+    let digests: Vec<_> = messages.iter().map(ChatMessage::digest).collect();
+    assert_eq!(report.prompt, digests);
+    let call = read_file_call();
+    assert_eq!(report.calls, std::slice::from_ref(&call));
+    assert_eq!(
+        (report.finish.as_str(), report.runnable),
+        ("tool_calls", true)
+    );
+    // What loopd logs and replays of this answer has the digest reported.
+    assert_eq!(
+        report.answer,
+        ChatMessage::assistant(None, None, &[&call]).digest()
+    );
+}
+
+/// Past its first 64 KiB an answer's copy is parsed on a thread of its own while the bytes
+/// go on (src/watch.rs): witnessed alike, its end held alike, the text's digests right
+/// (characters serde_json escapes included), an `[DONE]` in the text no end.
+#[test]
+fn a_long_answer_is_witnessed_alike_and_its_end_still_held() {
+    let text: Vec<String> = (0..1500)
+        .map(|i| {
+            let end = if i == 1200 { "[DONE]" } else { "" };
+            format!("{i:03} quote\" back\\slash é✓ {end} {} ", "x".repeat(300))
+        })
+        .collect();
+    let mut events: Vec<String> = text
+        .iter()
+        .map(|t| {
+            let delta = json!({"choices": [{"index": 0, "delta": {"content": t}}]});
+            format!("data: {delta}\n\n")
+        })
+        .collect();
+    events.extend(tool_call_events("tool_calls"));
+    assert!(events.concat().len() > 200 * 1024);
+    let report = held_until_acknowledged(events);
+    let call = read_file_call();
+    assert_eq!(report.calls, std::slice::from_ref(&call));
+    assert_eq!(
+        report.answer,
+        ChatMessage::assistant(Some(text.concat()), None, &[&call]).digest()
+    );
+    let mut answer = proto::attest::Answer::default();
+    answer.content = Some(text.concat());
+    answer.tool_calls = vec![call];
+    answer.finish = Some("tool_calls".into());
+    assert_eq!(report.forms, proto::composed::answer_forms(&answer));
+}
+
+/// An error chunk past the first 64 KiB: the stream is cut, never ended with `[DONE]`.
+#[test]
+fn a_long_answer_that_breaks_is_cut_before_its_end() {
+    let piece = json!({"choices": [{"index": 0, "delta": {"content": "y".repeat(1000)}}]});
+    let mut events = vec![format!("data: {piece}\n\n"); 200];
+    events.push("data: {\"error\":{\"code\":500,\"message\":\"boom\"}}\n\n".into());
+    events.extend(vec![format!("data: {piece}\n\n"); 100]);
+    events.extend(tool_call_events("tool_calls"));
+    let up = streaming(events);
+    let p = proxy(&up, "", Ack::Now);
+    let resp = p.chat().expect("request");
+    let mut sse = SseReader::new(resp.body);
+    let mut data = Vec::new();
+    let end = loop {
+        match sse.next_event() {
+            Ok(Some(e)) => data.push(e.data),
+            Ok(None) => break None,
+            Err(e) => break Some(e),
+        }
+    };
+    assert!(end.is_some(), "the stream is cut, not ended");
+    assert!(data.len() >= 200, "the answer before it went through");
+    assert!(!data.iter().any(|d| d == "[DONE]"));
+    assert!(p.witness.reports.try_recv().is_err(), "nothing was witnessed");
+}
+
+fn read_file_call() -> ToolCall {
+    ToolCall {
+        id: "xffiZ".into(),
+        name: "read_file".into(),
+        arguments: "{\"path\": \"/n\"}".into(),
+    }
+}
+
+/// Streams `events` through inferproxy: every byte up to the one that completes `[DONE]`
+/// arrives as sent, then nothing until the report is acknowledged; the report.
+fn held_until_acknowledged(events: Vec<String>) -> proto::attest::WitnessReport {
     let up = streaming(events.clone());
     let gate = Gate::new();
     let p = proxy(&up, "", Ack::After(gate.clone()));
@@ -145,30 +235,9 @@ fn an_answer_is_reported_as_the_model_made_it_before_done_and_relayed_byte_for_b
     stream
         .read_exact(&mut before)
         .expect("all but the last byte");
-    assert_eq!(before, whole[..whole.len() - 1]);
+    assert!(before == whole[..whole.len() - 1], "relayed byte for byte");
     let report = p.witness.next();
     assert_eq!(report.completion, id);
-    let messages = [
-        ChatMessage::system("sys"),
-        ChatMessage::user("What is 2+2?"),
-    ];
-    let digests: Vec<_> = messages.iter().map(ChatMessage::digest).collect();
-    assert_eq!(report.prompt, digests);
-    let call = ToolCall {
-        id: "xffiZ".into(),
-        name: "read_file".into(),
-        arguments: "{\"path\": \"/n\"}".into(),
-    };
-    assert_eq!(report.calls, std::slice::from_ref(&call));
-    assert_eq!(
-        (report.finish.as_str(), report.runnable),
-        ("tool_calls", true)
-    );
-    // What loopd logs and replays of this answer has the digest reported.
-    assert_eq!(
-        report.answer,
-        ChatMessage::assistant(None, None, &[&call]).digest()
-    );
     // No more than that until brokerd acknowledges.
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -188,6 +257,7 @@ fn an_answer_is_reported_as_the_model_made_it_before_done_and_relayed_byte_for_b
     assert_eq!(last.expect("read"), *b"\n");
     let end = rx.recv_timeout(PATIENCE).expect("the end");
     assert!(end.is_ok(), "the stream ends whole: {end:?}");
+    report
 }
 
 #[test]
