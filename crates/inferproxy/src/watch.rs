@@ -111,17 +111,19 @@ impl Watch {
         let (queue, batches) = mpsc::sync_channel::<Vec<u8>>(QUEUED);
         // The copy goes to the thread once it runs, so that it stays here if none can start.
         let (give, take) = mpsc::channel::<Tee>();
-        let spawned = thread::Builder::new().name("witness".into()).spawn(move || {
-            let Ok(mut tee) = take.recv() else {
-                return (Tee::new(), Err(lost()));
-            };
-            for batch in batches {
-                if let Err(why) = tee.seen(&batch) {
-                    return (tee, Err(why));
+        let spawned = thread::Builder::new()
+            .name("witness".into())
+            .spawn(move || {
+                let Ok(mut tee) = take.recv() else {
+                    return (Tee::new(), Err(lost()));
+                };
+                for batch in batches {
+                    if let Err(why) = tee.seen(&batch) {
+                        return (tee, Err(why));
+                    }
                 }
-            }
-            (tee, Ok(()))
-        });
+                (tee, Ok(()))
+            });
         self.at = match spawned {
             Ok(thread) => match give.send(tee) {
                 Ok(()) => At::Behind {
@@ -251,7 +253,10 @@ mod tests {
             out.extend(held);
             assert!(out == stream, "{size}: every byte once, in order");
             let whole = size == stream.len();
-            assert_eq!(behind, !whole, "{size}: on the thread past the first 64 KiB");
+            assert_eq!(
+                behind, !whole,
+                "{size}: on the thread past the first 64 KiB"
+            );
             let tee = watch.here().expect("the copy");
             assert_eq!(tee.answer, alone.answer, "{size}");
         }

@@ -184,7 +184,11 @@ fn forms(answer: &Answer) -> (Form, Vec<Form>) {
     let left_out = text.map(|_| String::new());
     let every: Vec<&ToolCall> = answer.tool_calls.iter().collect();
     let reasoning = answer.reasoning.clone();
-    let whole = Form::of(ChatMessage::assistant(left_out.clone(), reasoning.clone(), &every));
+    let whole = Form::of(ChatMessage::assistant(
+        left_out.clone(),
+        reasoning.clone(),
+        &every,
+    ));
     let runnable = answer.runnable();
     let calls: Vec<&ToolCall> = answer
         .tool_calls
@@ -196,7 +200,9 @@ fn forms(answer: &Answer) -> (Form, Vec<Form>) {
     // Whether the replay is left out depends on whether the text is empty, not on the text.
     let emptiness = text.map(|t| if t.is_empty() { "" } else { "text" }.to_owned());
     if replay(emptiness, reasoning.clone(), &calls, withdrew).is_some() {
-        others.push(Form::of(ChatMessage::assistant(left_out, reasoning, &calls)));
+        others.push(Form::of(ChatMessage::assistant(
+            left_out, reasoning, &calls,
+        )));
     }
     if answer.finish.as_deref() == Some("stop") && text.is_some_and(|t| !t.trim().is_empty()) {
         others.push(Form {

@@ -202,7 +202,10 @@ fn a_long_answer_that_breaks_is_cut_before_its_end() {
     assert!(end.is_some(), "the stream is cut, not ended");
     assert!(data.len() >= 200, "the answer before it went through");
     assert!(!data.iter().any(|d| d == "[DONE]"));
-    assert!(p.witness.reports.try_recv().is_err(), "nothing was witnessed");
+    assert!(
+        p.witness.reports.try_recv().is_err(),
+        "nothing was witnessed"
+    );
 }
 
 fn read_file_call() -> ToolCall {

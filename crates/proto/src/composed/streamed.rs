@@ -116,7 +116,12 @@ mod tests {
             Some(&[""]),
             Some(&["  ", "\n"]),
             Some(&["Hi", " there"]),
-            Some(&["quote \" back\\slash ", "\u{1}\t\r\n", "é✓\u{2028}", "</script>"]),
+            Some(&[
+                "quote \" back\\slash ",
+                "\u{1}\t\r\n",
+                "é✓\u{2028}",
+                "</script>",
+            ]),
             Some(&["a"; 300]),
         ];
         let reasonings = [None, Some("thinking \"hard\"\n".to_owned())];
@@ -134,7 +139,10 @@ mod tests {
                         let mut digests = AnswerDigests::new();
                         for piece in text.into_iter().flatten() {
                             digests.text(piece);
-                            answer.content.get_or_insert_with(String::new).push_str(piece);
+                            answer
+                                .content
+                                .get_or_insert_with(String::new)
+                                .push_str(piece);
                         }
                         answer.reasoning = reasoning.clone();
                         answer.tool_calls = calls.clone();
