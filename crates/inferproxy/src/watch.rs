@@ -3,7 +3,8 @@
 //!
 //! The first [`ALONE`] bytes are parsed on the relay's own thread, every byte going through
 //! [`Tee::push`] before it goes on: most answers end there, and a thread would cost them
-//! more than it saves. Past that, until the stream can end, the bytes read go on at once,
+//! more than it saves. Past that, from a read after which no event is half taken (its data
+//! line could be the end's) and until the stream can end, the bytes read go on at once,
 //! as they would unwitnessed, and a thread of the exchange's own parses them
 //! ([`Tee::seen`]), taking them in batches. The end is the `data: [DONE]` event, whose data
 //! line holds the bytes `[DONE]` whole: the first read that holds them (counting a match
@@ -70,7 +71,7 @@ impl Watch {
         keep_last(&mut self.last, bytes);
         self.read += bytes.len();
         match &mut self.at {
-            At::Start(tee) if !ends && self.read > ALONE => {
+            At::Start(tee) if !ends && self.read > ALONE && tee.between_events() => {
                 let pushed = tee.push(bytes);
                 let Pushed::Forward(mut out) = pushed else {
                     return Some(pushed);
@@ -231,6 +232,25 @@ mod tests {
             }
         }
         panic!("no end");
+    }
+
+    /// The end's data line read before the copy could move, its blank line after: held.
+    #[test]
+    fn an_end_begun_before_the_copy_moves_is_held() {
+        let mut watch = Watch::new();
+        // The first read ends 5 bytes short of the copy's 64 KiB alone; the next passes it.
+        let framing = stream(&[String::new()]).len() - "data: [DONE]\n\n".len();
+        let first = stream(&["x".repeat(ALONE - 5 - framing)]);
+        let first = &first[..first.len() - "data: [DONE]\n\n".len()];
+        assert_eq!(first.len(), ALONE - 5);
+        let got = watch.push(first);
+        assert!(matches!(got, Some(Pushed::Forward(_))), "{got:?}");
+        for read in [&b"data: [DONE]\n"[..], b"id: 1\n"] {
+            let got = watch.push(read);
+            assert!(matches!(got, Some(Pushed::Forward(_))), "{got:?}");
+        }
+        let got = watch.push(b"\n");
+        assert!(matches!(got, Some(Pushed::Done { .. })), "{got:?}");
     }
 
     #[test]

@@ -142,6 +142,12 @@ impl Tee {
         }
     }
 
+    /// Whether no event is half taken: none of its data lines was read without the blank
+    /// line that ends it.
+    pub fn between_events(&self) -> bool {
+        self.events.data().is_none()
+    }
+
     /// The bytes kept back that did not go on yet, which go on now: from here the copy
     /// takes the body with [`Tee::seen`].
     pub fn release(&mut self) -> Vec<u8> {
