@@ -324,7 +324,7 @@ fn relay(
     // Only a 200's body is an answer loopd reads as a stream.
     let mut watch = witness
         .filter(|_| head.status == 200)
-        .map(|w| (w, Watch::new()));
+        .map(|w| (w, Watch::new(proto::composed::asks_summary(&w.prompt))));
     let mut send = |bytes: &[u8], total: &mut u64, tail: &mut Tail| {
         if bytes.is_empty() {
             return Ok(());

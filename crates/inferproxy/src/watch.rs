@@ -56,9 +56,10 @@ enum At {
 }
 
 impl Watch {
-    pub fn new() -> Self {
+    /// The copy of an answer to a prompt that asked for a summary (`summary`) or not.
+    pub fn new(summary: bool) -> Self {
         Self {
-            at: At::Start(Tee::new()),
+            at: At::Start(Tee::new(summary)),
             read: 0,
             last: Vec::new(),
         }
@@ -116,7 +117,7 @@ impl Watch {
             .name("witness".into())
             .spawn(move || {
                 let Ok(mut tee) = take.recv() else {
-                    return (Tee::new(), Err(lost()));
+                    return (Tee::new(false), Err(lost()));
                 };
                 for batch in batches {
                     if let Err(why) = tee.seen(&batch) {
@@ -216,7 +217,7 @@ mod tests {
     /// Pushes `stream` in reads of `size`: every byte that goes on, in order, up to the
     /// held end; the held bytes; whether the copy was on its thread at some read.
     fn run(stream: &[u8], size: usize) -> (Vec<u8>, Vec<u8>, bool, Watch) {
-        let mut watch = Watch::new();
+        let mut watch = Watch::new(false);
         let mut out = Vec::new();
         let mut behind = false;
         for read in stream.chunks(size) {
@@ -237,7 +238,7 @@ mod tests {
     /// The end's data line read before the copy could move, its blank line after: held.
     #[test]
     fn an_end_begun_before_the_copy_moves_is_held() {
-        let mut watch = Watch::new();
+        let mut watch = Watch::new(false);
         // The first read ends 5 bytes short of the copy's 64 KiB alone; the next passes it.
         let framing = stream(&[String::new()]).len() - "data: [DONE]\n\n".len();
         let first = stream(&["x".repeat(ALONE - 5 - framing)]);
@@ -263,7 +264,7 @@ mod tests {
             })
             .collect();
         let stream = stream(&texts);
-        let mut alone = Tee::new();
+        let mut alone = Tee::new(false);
         let Pushed::Done { .. } = alone.push(&stream) else {
             panic!("no end")
         };

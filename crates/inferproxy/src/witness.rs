@@ -91,7 +91,7 @@ pub(crate) enum WitnessErrorKind {
 /// The copy of an answer's stream: whole lines parsed as loopd's reader parses them, the
 /// answer assembled and its digests kept up, and the bytes of a line not yet whole kept
 /// back until it is. Bytes that already went on ([`Tee::seen`]) are not given back again.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Tee {
     partial: Vec<u8>,
     /// How many bytes at the front of `partial` already went on.
@@ -103,14 +103,16 @@ pub(crate) struct Tee {
 }
 
 impl Tee {
-    pub fn new() -> Self {
+    /// The copy of an answer to a prompt that asked for a summary (`summary`,
+    /// `composed::asks_summary`) or not.
+    pub fn new(summary: bool) -> Self {
         Self {
             partial: Vec::new(),
             ahead: 0,
             first: true,
             events: EventParser::new(MAX_SSE_EVENT),
             answer: Answer::default(),
-            digests: AnswerDigests::new(),
+            digests: AnswerDigests::new(summary),
         }
     }
 
@@ -283,7 +285,7 @@ mod tests {
         .as_bytes();
         // Cut at every place: what goes on, then what is held, is the stream itself.
         for cut in 0..stream.len() {
-            let mut tee = Tee::new();
+            let mut tee = Tee::new(false);
             let mut out = forwarded(tee.push(&stream[..cut]));
             match tee.push(&stream[cut..]) {
                 Pushed::Done { before, held } => {
@@ -303,14 +305,14 @@ mod tests {
 
     #[test]
     fn a_line_loopd_would_refuse_or_an_error_chunk_breaks_the_witness() {
-        let mut tee = Tee::new();
+        let mut tee = Tee::new(false);
         let got = tee.push(b"data: {\"error\":{\"code\":500}}\n\ndata: [DONE]\n\n");
         assert!(
             matches!(&got, Pushed::Broken { before, why: WitnessErrorKind::Answer(_) }
                 if before == b"data: {\"error\":{\"code\":500}}\n\n"),
             "{got:?}"
         );
-        let mut tee = Tee::new();
+        let mut tee = Tee::new(false);
         let got = tee.push(b"data: x\rdata: [DONE]\n\n");
         assert!(
             matches!(
@@ -323,7 +325,7 @@ mod tests {
             "{got:?}"
         );
         // A [DONE] spread over two data lines is not the end loopd reads: not held.
-        let mut tee = Tee::new();
+        let mut tee = Tee::new(false);
         let got = tee.push(b"data: [DONE]\ndata: x\n\n");
         assert!(matches!(got, Pushed::Broken { .. }), "{got:?}");
     }

@@ -156,7 +156,7 @@ mod tests {
         for (finish, calls) in cases {
             let c = completion(finish, calls);
             let a = c.answer.clone();
-            let mut known = proto::composed::answer_forms(&a);
+            let mut known = proto::composed::answer_forms(&a, false);
             known.push(a.message().digest());
             let s = sort(c, now());
             let mut records = vec![s.assistant];

@@ -142,14 +142,26 @@ pub fn replay(
 
 /// Every digest an honest loopd may send `answer` as, besides [`Answer::message`] itself:
 /// its replay without the calls it withdraws, and the summary message an epoch starts from
-/// when the answer is a summary (it ended with `stop` and has text). brokerd accounts each
-/// at the label of the prompt that produced the answer. inferproxy computes the same digests
-/// as the answer streams ([`AnswerDigests`]).
-pub fn answer_forms(answer: &Answer) -> Vec<Hash32> {
+/// when the answer is a summary (`summary`: its prompt asked for one, [`asks_summary`]; it
+/// ended with `stop` and has text). brokerd accounts each at the label of the prompt that
+/// produced the answer. inferproxy computes the same digests as the answer streams
+/// ([`AnswerDigests`]).
+pub fn answer_forms(answer: &Answer, summary: bool) -> Vec<Hash32> {
     let text = answer.content.as_deref();
-    let (whole, others) = forms(answer);
+    let (whole, others) = forms(answer, summary);
     let whole = whole.digest(text);
     distinct(whole, others.iter().map(|f| f.digest(text)))
+}
+
+/// Whether a prompt (its messages' digests) asks for a summary: its last message is loopd's
+/// instruction to write one ([`SUMMARY_PROMPT`], [`SHORT_PROMPT`]). Only the answer to such
+/// a prompt has a summary form: an epoch an honest loopd starts from any other answer's
+/// text is not accounted for (fail closed).
+pub fn asks_summary(prompt: &[Hash32]) -> bool {
+    static ASKS: std::sync::OnceLock<[Hash32; 2]> = std::sync::OnceLock::new();
+    let asks =
+        ASKS.get_or_init(|| [SUMMARY_PROMPT, SHORT_PROMPT].map(|text| instruction(text).digest()));
+    prompt.last().is_some_and(|last| asks.contains(last))
 }
 
 /// One message an answer may be sent as, its text left out: its content is `head` and the
@@ -179,7 +191,7 @@ impl Form {
 
 /// The answer's own message and its other forms, each without the answer's text (the one
 /// list of forms both [`answer_forms`] and [`AnswerDigests`] digest).
-fn forms(answer: &Answer) -> (Form, Vec<Form>) {
+fn forms(answer: &Answer, summary_asked: bool) -> (Form, Vec<Form>) {
     let text = answer.content.as_deref();
     let left_out = text.map(|_| String::new());
     let every: Vec<&ToolCall> = answer.tool_calls.iter().collect();
@@ -204,7 +216,8 @@ fn forms(answer: &Answer) -> (Form, Vec<Form>) {
             left_out, reasoning, &calls,
         )));
     }
-    if answer.finish.as_deref() == Some("stop") && text.is_some_and(|t| !t.trim().is_empty()) {
+    let written = answer.finish.as_deref() == Some("stop");
+    if summary_asked && written && text.is_some_and(|t| !t.trim().is_empty()) {
         others.push(Form {
             head: SUMMARY_HEAD,
             message: ChatMessage {
@@ -288,25 +301,39 @@ mod tests {
     fn an_answer_has_a_form_for_each_way_loopd_may_send_it() {
         // Whole and runnable: the answer itself is the only form.
         let whole = answer("tool_calls", None, vec![call("a", "{}")]);
-        assert!(answer_forms(&whole).is_empty());
+        assert!(answer_forms(&whole, false).is_empty());
         // Cut: replayed without its call, or not at all when nothing else is left.
         let cut = answer("length", Some("Fetching."), vec![call("a", "{\"url\": ")]);
         let want = ChatMessage::assistant(Some("Fetching.".into()), None, &[]).digest();
-        assert_eq!(answer_forms(&cut), vec![want]);
+        assert_eq!(answer_forms(&cut, false), vec![want]);
         let bare = answer("length", None, vec![call("a", "{\"url\": ")]);
-        assert!(answer_forms(&bare).is_empty());
+        assert!(answer_forms(&bare, false).is_empty());
         // One call not JSON in a normal answer: the rest stays.
         let good = call("g", "{}");
         let mixed = answer("tool_calls", None, vec![good.clone(), call("b", "{")]);
         let want = ChatMessage::assistant(None, None, &[&good]).digest();
-        assert_eq!(answer_forms(&mixed), vec![want]);
-        // A summary: the message the next epoch starts from.
+        assert_eq!(answer_forms(&mixed, false), vec![want]);
+        // A summary: the message the next epoch starts from, for an answer to loopd's ask.
         let s = answer("stop", Some("the owner likes tea"), vec![]);
         assert_eq!(
-            answer_forms(&s),
+            answer_forms(&s, true),
             vec![summary("the owner likes tea").digest()]
         );
-        assert!(answer_forms(&answer("stop", Some("  "), vec![])).is_empty());
-        assert!(answer_forms(&answer("length", Some("t"), vec![])).is_empty());
+        assert!(
+            answer_forms(&s, false).is_empty(),
+            "no summary was asked for"
+        );
+        assert!(answer_forms(&answer("stop", Some("  "), vec![]), true).is_empty());
+        assert!(answer_forms(&answer("length", Some("t"), vec![]), true).is_empty());
+    }
+
+    #[test]
+    fn a_prompt_asks_for_a_summary_when_it_ends_with_loopds_instruction() {
+        let asked = |last: ChatMessage| asks_summary(&[system("core").digest(), last.digest()]);
+        assert!(asked(instruction(SUMMARY_PROMPT)));
+        assert!(asked(instruction(SHORT_PROMPT)));
+        assert!(!asked(owner(SUMMARY_PROMPT.trim_end_matches('.'))));
+        assert!(!asked(ChatMessage::system(SUMMARY_PROMPT)));
+        assert!(!asks_summary(&[]));
     }
 }

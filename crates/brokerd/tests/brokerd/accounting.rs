@@ -60,14 +60,15 @@ fn completion(n: u8) -> CompletionId {
 
 /// The report inferproxy makes of `answer` to `prompt`.
 fn report(n: u8, prompt: &[ChatMessage], answer: &Answer) -> WitnessReport {
+    let prompt: Vec<_> = prompt.iter().map(ChatMessage::digest).collect();
     WitnessReport {
         completion: completion(n),
-        prompt: prompt.iter().map(ChatMessage::digest).collect(),
+        forms: composed::answer_forms(answer, composed::asks_summary(&prompt)),
+        prompt,
         answer: answer.message().digest(),
         calls: answer.tool_calls.clone(),
         finish: answer.finish.clone().unwrap_or_default(),
         runnable: answer.runnable(),
-        forms: composed::answer_forms(answer),
     }
 }
 

@@ -176,7 +176,7 @@ fn a_long_answer_is_witnessed_alike_and_its_end_still_held() {
     answer.content = Some(text.concat());
     answer.tool_calls = vec![call];
     answer.finish = Some("tool_calls".into());
-    assert_eq!(report.forms, proto::composed::answer_forms(&answer));
+    assert_eq!(report.forms, proto::composed::answer_forms(&answer, false));
 }
 
 /// An error chunk past the first 64 KiB: the stream is cut, never ended with `[DONE]`.

@@ -21,23 +21,22 @@ const OPEN: &[u8] = b"{\"content\":\"";
 pub struct AnswerDigests {
     /// `OPEN` and the text so far.
     plain: Sha256,
-    /// `OPEN`, the summary's head and the text so far.
-    summary: Sha256,
+    /// `OPEN`, the summary's head and the text so far, when the prompt asked for a summary.
+    summary: Option<Sha256>,
     escaped: Vec<u8>,
 }
 
-impl Default for AnswerDigests {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl AnswerDigests {
-    pub fn new() -> Self {
+    /// The digests of an answer to a prompt that asked for a summary (`summary`,
+    /// [`super::asks_summary`]) or not.
+    pub fn new(summary: bool) -> Self {
         let mut plain = Sha256::new();
         plain.update(OPEN);
-        let mut summary = plain.clone();
-        summary.update(escape(SUMMARY_HEAD, &mut Vec::new()));
+        let summary = summary.then(|| {
+            let mut state = plain.clone();
+            state.update(escape(SUMMARY_HEAD, &mut Vec::new()));
+            state
+        });
         Self {
             plain,
             summary,
@@ -49,26 +48,30 @@ impl AnswerDigests {
     pub fn text(&mut self, piece: &str) {
         let escaped = escape(piece, &mut self.escaped);
         self.plain.update(escaped);
-        self.summary.update(escaped);
+        if let Some(state) = &mut self.summary {
+            state.update(escaped);
+        }
     }
 
     /// The digest of the answer's message and its other forms' ([`super::answer_forms`]),
     /// for the answer whose every text piece this took.
     pub fn finish(&self, answer: &Answer) -> (Hash32, Vec<Hash32>) {
         let text = answer.content.as_deref();
-        let (whole, others) = forms(answer);
-        let digest = |f: &Form| match text {
-            // No text: the content is null and nothing big is in the message.
-            None => f.digest(None),
-            Some(_) => {
-                let mut state = if f.head.is_empty() {
-                    self.plain.clone()
-                } else {
-                    self.summary.clone()
-                };
-                state.update(after_text(&f.message));
-                Hash32::from_bytes(state.finalize().into())
-            }
+        let (whole, others) = forms(answer, self.summary.is_some());
+        let digest = |f: &Form| {
+            let state = match text {
+                Some(_) if f.head.is_empty() => Some(&self.plain),
+                Some(_) => self.summary.as_ref(),
+                None => None,
+            };
+            // No text (the content is null: nothing big in the message), or a form no state
+            // was kept up for: digested whole.
+            let Some(state) = state else {
+                return f.digest(text);
+            };
+            let mut state = state.clone();
+            state.update(after_text(&f.message));
+            Hash32::from_bytes(state.finalize().into())
         };
         let whole = digest(&whole);
         (whole, distinct(whole, others.iter().map(digest)))
@@ -134,9 +137,12 @@ mod tests {
         for text in texts {
             for reasoning in &reasonings {
                 for calls in &calls {
-                    for finish in [None, Some("stop"), Some("tool_calls"), Some("length")] {
+                    for (finish, asked) in [None, Some("stop"), Some("tool_calls"), Some("length")]
+                        .into_iter()
+                        .flat_map(|f| [(f, false), (f, true)])
+                    {
                         let mut answer = Answer::default();
-                        let mut digests = AnswerDigests::new();
+                        let mut digests = AnswerDigests::new(asked);
                         for piece in text.into_iter().flatten() {
                             digests.text(piece);
                             answer
@@ -149,7 +155,7 @@ mod tests {
                         answer.finish = finish.map(str::to_owned);
                         let (whole, others) = digests.finish(&answer);
                         assert_eq!(whole, answer.message().digest(), "{answer:?}");
-                        assert_eq!(others, answer_forms(&answer), "{answer:?}");
+                        assert_eq!(others, answer_forms(&answer, asked), "{answer:?}");
                         seen += others.len();
                     }
                 }
