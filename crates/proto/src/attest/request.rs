@@ -139,20 +139,26 @@ enum ToolChoice {
     None,
 }
 
-/// Checks a chat request's body; `Ok` holds the digest of each of its messages, in order.
-pub fn witnessable(body: &[u8]) -> Result<Vec<Hash32>, Unwitnessable> {
+/// Why the typed parse refused `body`: not an object, the first field off the list, or the
+/// parse's own word (a shape, a field given twice).
+fn refused(body: &[u8], typed: &serde_json::Error) -> Unwitnessable {
     let Ok(Value::Object(top)) = serde_json::from_slice::<Value>(body) else {
-        return Err(Unwitnessable::NotAnObject);
+        return Unwitnessable::NotAnObject;
     };
-    if let Some(name) = top
+    match top
         .keys()
         .find(|k| !WITNESSABLE_FIELDS.contains(&k.as_str()))
     {
-        return Err(Unwitnessable::Field(name.chars().take(MAX_NAMED).collect()));
+        Some(name) => Unwitnessable::Field(name.chars().take(MAX_NAMED).collect()),
+        None => Unwitnessable::Shape(typed.to_string()),
     }
-    // The typed parse refuses a field given twice, which the map above took the last of.
-    let request: Request =
-        serde_json::from_slice(body).map_err(|e| Unwitnessable::Shape(e.to_string()))?;
+}
+
+/// Checks a chat request's body; `Ok` holds the digest of each of its messages, in order.
+pub fn witnessable(body: &[u8]) -> Result<Vec<Hash32>, Unwitnessable> {
+    // The typed parse refuses an unknown field and a field given twice; only a refused body
+    // is parsed again, to say which field it was.
+    let request: Request = serde_json::from_slice(body).map_err(|e| refused(body, &e))?;
     if !request.stream {
         return Err(Unwitnessable::NotStreamed);
     }
