@@ -3,6 +3,7 @@
 //! carries id and name, the rest only more argument bytes) and the finish reason. loopd
 //! assembles the answer it acts on and inferproxy the copy it witnesses with this one code.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserialize;
@@ -81,38 +82,47 @@ pub enum Piece<'a> {
     Reasoning(&'a str),
 }
 
+// The text pieces are borrowed from the event's data when they hold no escapes.
 #[derive(Deserialize)]
-struct Chunk {
-    #[serde(default)]
-    choices: Vec<Choice>,
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<Choice<'a>>,
     timings: Option<Timings>,
     error: Option<Value>,
 }
 
 #[derive(Deserialize)]
-struct Choice {
-    delta: Option<DeltaMsg>,
+struct Choice<'a> {
+    #[serde(borrow)]
+    delta: Option<DeltaMsg<'a>>,
     finish_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
-struct DeltaMsg {
-    content: Option<String>,
-    reasoning_content: Option<String>,
-    tool_calls: Option<Vec<CallDelta>>,
+struct DeltaMsg<'a> {
+    #[serde(borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    tool_calls: Option<Vec<CallDelta<'a>>>,
 }
 
 #[derive(Deserialize)]
-struct CallDelta {
+struct CallDelta<'a> {
     index: usize,
-    id: Option<String>,
-    function: Option<FnDelta>,
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    function: Option<FnDelta<'a>>,
 }
 
 #[derive(Deserialize)]
-struct FnDelta {
-    name: Option<String>,
-    arguments: Option<String>,
+struct FnDelta<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    arguments: Option<Cow<'a, str>>,
 }
 
 impl Answer {
@@ -204,14 +214,21 @@ mod tests {
     #[test]
     fn tool_call_fragments_join_per_index() {
         let mut calls = Vec::new();
-        let d = |index, id: Option<&str>, name: Option<&str>, args: &str| CallDelta {
-            index,
-            id: id.map(str::to_owned),
-            function: Some(FnDelta {
-                name: name.map(str::to_owned),
-                arguments: Some(args.to_owned()),
-            }),
-        };
+        fn d<'a>(
+            index: usize,
+            id: Option<&'a str>,
+            name: Option<&'a str>,
+            args: &'a str,
+        ) -> CallDelta<'a> {
+            CallDelta {
+                index,
+                id: id.map(Cow::Borrowed),
+                function: Some(FnDelta {
+                    name: name.map(Cow::Borrowed),
+                    arguments: Some(Cow::Borrowed(args)),
+                }),
+            }
+        }
         for delta in [
             d(0, Some("a"), Some("read_file"), "{"),
             d(0, None, None, "\"path\":"),

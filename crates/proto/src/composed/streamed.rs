@@ -78,8 +78,12 @@ impl AnswerDigests {
     }
 }
 
-/// `text` escaped as serde_json writes it inside a string, without the quotes.
-fn escape<'a>(text: &str, buf: &'a mut Vec<u8>) -> &'a [u8] {
+/// `text` escaped as serde_json writes it inside a string, without the quotes: itself when
+/// it holds nothing serde_json escapes (a control character, `"`, `\`), as most text does.
+fn escape<'a>(text: &'a str, buf: &'a mut Vec<u8>) -> &'a [u8] {
+    if !text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        return text.as_bytes();
+    }
     buf.clear();
     // Writing a string to a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *buf, text);
@@ -113,7 +117,7 @@ mod tests {
     /// reasoning, calls kept and withdrawn, every finish.
     #[test]
     fn the_streamed_digests_are_the_forms_digests() {
-        let texts: [Option<&[&str]>; 7] = [
+        let texts: [Option<&[&str]>; 8] = [
             None,
             Some(&[]),
             Some(&[""]),
@@ -126,6 +130,8 @@ mod tests {
                 "</script>",
             ]),
             Some(&["a"; 300]),
+            // Each character serde_json escapes alone in its piece, and one it does not.
+            Some(&["say \"hi\"", "back\\slash", "tab\t", "\u{1f}", "\u{7f} del"]),
         ];
         let reasonings = [None, Some("thinking \"hard\"\n".to_owned())];
         let calls = [
