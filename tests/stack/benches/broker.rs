@@ -341,6 +341,7 @@ fn synthesize(dir: &Path, size: u64) -> std::path::PathBuf {
                 grant: "notes".into(),
             },
             canonical: Some(r#"{"path":"/home/owner/notes/todo.md"}"#.into()),
+            witness: None,
         }))
         .expect("line");
         prev = proto::chain::line_hash(&line);

@@ -340,7 +340,6 @@ fn a_claimed_call_carries_the_labels_of_its_prompt() {
     };
     let claimed = a
         .claim(&w, &fetch.name, &fetch.arguments)
-        .expect("store")
         .expect("claimed");
     assert_eq!(
         claimed,
@@ -363,7 +362,6 @@ fn a_claimed_call_carries_the_labels_of_its_prompt() {
     };
     let claimed = a
         .claim(&w2, "http_fetch", "{}")
-        .expect("store")
         .expect("claimed");
     assert_eq!(claimed.prompt, SECRET);
 }
@@ -421,7 +419,6 @@ fn the_owners_core_memory_is_accounted_from_its_file() {
             index: 0,
         };
         a.claim(&w, &read.name, &read.arguments)
-            .expect("store")
             .expect("claimed")
     };
     let first = claim(1, "You are terse.");
