@@ -226,22 +226,34 @@ fn witness_records_survive_a_restart_and_a_call_naming_a_lost_one_is_denied() {
         ask(&home, 1, "read_file", &calls[2].1, at(2)),
         ToolResponse::Result { .. }
     ));
+    // A line after the use's (the chain check judges a line when the next one comes).
+    let none = WitnessRef {
+        completion: calls[1].0.clone(),
+        index: 1,
+    };
+    assert_eq!(
+        denied(&ask(&home, 6, "read_file", &calls[1].1, none)),
+        Some(DenyReason::NotWitnessed)
+    );
     // brokerd stops hard and starts again.
     agent.daemons[1].kill();
     // The use is in the audit log alone: the witness store holds no use line.
     let store = std::fs::read_to_string(home.root.join("home/witness/witness.jsonl"))
         .expect("the witness store");
     assert!(!store.contains(r#""used""#), "{store}");
-    // And in an audit file that is not the current one any more: the day file is renamed to
-    // an earlier day, so the restarted brokerd writes to a new one.
+    // And in an audit file that is not the newest any more: the day file is renamed to an
+    // earlier day, so the restarted brokerd writes to a new one.
     let days = day_files(&home);
     let [today] = &days[..] else {
         panic!("one audit file: {days:?}")
     };
     let older = home.audit_dir().join("2000-01-01.jsonl");
     std::fs::rename(home.audit_dir().join(today), &older).expect("rename");
-    let _brokerd = home.start();
+    let mut brokerd = home.start();
     assert_eq!(day_files(&home), ["2000-01-01.jsonl", today.as_str()]);
+    // Once more, so that the start reads the use from a file before the newest.
+    brokerd.kill();
+    let _brokerd = home.start();
     let old = std::fs::read_to_string(&older).expect("the older file");
     assert!(old.contains(calls[2].0.as_str()), "the use is there: {old}");
     // A record from before the restart still runs, once; a used one stays used.
