@@ -257,6 +257,15 @@ impl Store {
         Ok(())
     }
 
+    /// Forgets every report, on disk before it returns: their calls are `not_witnessed` from
+    /// now on. For an audit log that starts anew (the owner moved a broken one aside, A3)
+    /// while reports are kept: the uses of their calls were in the old log.
+    pub fn forget_all(&mut self) -> Result<(), StoreError> {
+        self.entries.clear();
+        self.order.clear();
+        self.rewrite()
+    }
+
     /// Rewrites the file with what is kept: each report, then the uses `used` lines recorded.
     fn rewrite(&mut self) -> Result<(), StoreError> {
         let path = self.dir.join(FILE);

@@ -277,6 +277,34 @@ fn witness_records_survive_a_restart_and_a_call_naming_a_lost_one_is_denied() {
     home.assert_audit_good();
 }
 
+#[test]
+fn an_audit_log_moved_aside_takes_the_uses_with_it_so_the_kept_records_are_forgotten() {
+    let (home, mut agent, _) = stack("witness-new-audit", "");
+    let (id, a) = complete(&home, "read my note", json!({}));
+    let args = a.tool_calls[0].arguments.clone();
+    let w = WitnessRef {
+        completion: id,
+        index: 0,
+    };
+    assert!(matches!(
+        ask(&home, 1, "read_file", &args, w.clone()),
+        ToolResponse::Result { .. }
+    ));
+    // The owner moves the audit log aside (as for a broken chain, decisions.md A3).
+    agent.daemons[1].kill();
+    let aside = home.root.join("home/audit-aside");
+    std::fs::rename(home.audit_dir(), &aside).expect("move aside");
+    let _brokerd = home.start();
+    assert_eq!(
+        denied(&ask(&home, 2, "read_file", &args, w)),
+        Some(DenyReason::NotWitnessed),
+        "the call does not run again"
+    );
+    let store = std::fs::read_to_string(home.root.join("home/witness/witness.jsonl"))
+        .expect("the witness store");
+    assert_eq!(store, "", "forgotten on disk");
+}
+
 /// The audit log's day files, sorted.
 fn day_files(home: &Home) -> Vec<String> {
     let mut days: Vec<String> = std::fs::read_dir(home.audit_dir())
