@@ -94,7 +94,12 @@ impl Attested {
     }
 
     /// [`Witness::claim`], and the labels of the call's prompt.
-    pub fn claim(&self, w: &WitnessRef, tool: &str, arguments: &str) -> Result<Claimed, Unwitnessed> {
+    pub fn claim(
+        &self,
+        w: &WitnessRef,
+        tool: &str,
+        arguments: &str,
+    ) -> Result<Claimed, Unwitnessed> {
         self.witness.claim(w, tool, arguments)?;
         let accounting = lock(&self.accounting);
         let at = usize::try_from(w.index).unwrap_or(usize::MAX);

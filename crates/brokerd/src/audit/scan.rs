@@ -12,8 +12,8 @@
 use std::fs;
 use std::path::Path;
 
-use proto::{AuditLine, TornLine};
 use proto::chain::{ChainError, ChainHead, ChainVerifier};
+use proto::{AuditLine, TornLine};
 
 use super::AuditError;
 use super::files::{self, Entry};

@@ -159,7 +159,11 @@ fn decided(log: &mut AuditLog, call: u64, w: Option<WitnessRef>) {
 fn two_days(next_day: &Arc<AtomicBool>) -> Clock {
     let next = Arc::clone(next_day);
     Box::new(move || {
-        let day = if next.load(Ordering::SeqCst) { "18" } else { "17" };
+        let day = if next.load(Ordering::SeqCst) {
+            "18"
+        } else {
+            "17"
+        };
         Timestamp::parse(&format!("2026-09-{day}T12:00:00.000Z")).expect("time")
     })
 }
@@ -167,7 +171,10 @@ fn two_days(next_day: &Arc<AtomicBool>) -> Clock {
 /// The store's file holds no `used` line.
 fn no_use_lines(d: &Path) {
     let text = std::fs::read_to_string(d.join("witness.jsonl")).expect("file");
-    assert!(!text.contains("\"used\""), "a use line in the store:\n{text}");
+    assert!(
+        !text.contains("\"used\""),
+        "a use line in the store:\n{text}"
+    );
 }
 
 #[test]
@@ -284,7 +291,11 @@ fn a_use_line_of_an_older_store_is_a_use_and_the_rewrite_keeps_it() {
     }
     let text = std::fs::read_to_string(d.join("witness.jsonl")).expect("file");
     assert_eq!(text.lines().count(), 3, "rewritten:\n{text}");
-    assert_eq!(used(&text), 1, "the kept record's old use stays, no new one:\n{text}");
+    assert_eq!(
+        used(&text),
+        1,
+        "the kept record's old use stays, no new one:\n{text}"
+    );
     let (store, _) = Store::open(&d, 3).expect("reopen");
     let w = Witness::new(store, Duration::from_millis(50));
     assert_eq!(

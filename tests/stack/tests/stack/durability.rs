@@ -135,8 +135,7 @@ struct Sent {
 }
 
 #[test]
-fn brokerd_killed_at_random_moments_never_loses_an_acknowledged_decision_nor_runs_a_call_twice()
- {
+fn brokerd_killed_at_random_moments_never_loses_an_acknowledged_decision_nor_runs_a_call_twice() {
     let rounds: u64 = std::env::var("BOXMAKER_KILL_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -266,7 +265,13 @@ fn brokerd_killed_at_random_moments_never_loses_an_acknowledged_decision_nor_run
         if !answered.insert(&s.witness) {
             retried += 1;
             assert!(
-                matches!(answer, ToolResponse::Denied { reason: DenyReason::AlreadyRun, .. }),
+                matches!(
+                    answer,
+                    ToolResponse::Denied {
+                        reason: DenyReason::AlreadyRun,
+                        ..
+                    }
+                ),
                 "call {} ran again: {answer:?}",
                 s.call
             );

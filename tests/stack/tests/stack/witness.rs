@@ -341,10 +341,7 @@ fn of_requests_for_one_witnessed_call_at_once_from_two_sessions_exactly_one_runs
                 })
             })
             .collect();
-        let got: Vec<ToolResponse> = asks
-            .into_iter()
-            .map(|t| t.join().expect("ask"))
-            .collect();
+        let got: Vec<ToolResponse> = asks.into_iter().map(|t| t.join().expect("ask")).collect();
         let ran = got
             .iter()
             .filter(|r| matches!(r, ToolResponse::Result { .. }))
