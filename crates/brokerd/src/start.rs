@@ -75,7 +75,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         witness::Store::open(&config.witness_dir(), config.broker.max_witness_records)
             .map_err(Error::Witness)?;
     // The calls used are marked again from the decisions' audit lines, in the pass that
-    // verifies the whole chain anyway (W8).
+    // verifies the whole chain anyway (W9).
     let mut uses = 0usize;
     let (audit, report) = locked
         .open(Box::new(proto::Timestamp::now), &mut |line| {

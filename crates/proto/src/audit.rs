@@ -49,7 +49,7 @@ pub struct AuditRecord {
     /// witness check (whatever the grant then decided), absent when it was denied before
     /// (`not_witnessed`, `witness_not_runnable`, `witness_mismatch`, `already_run`). This
     /// line is the durable record of the use: brokerd rebuilds the calls used from it at
-    /// start (docs/decisions.md W8).
+    /// start (docs/decisions.md W9).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub witness: Option<WitnessRef>,
 }

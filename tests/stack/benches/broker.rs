@@ -6,7 +6,7 @@
 //!   line of the denied record's length in the audit directory itself: every decision is
 //!   one audit line fsynced before its answer, so that loop is the floor; since issue 17 a
 //!   decision also looks the witness up and marks the call used (in memory: the audit line,
-//!   which names the witness, is the durable use, docs/decisions.md W8), and the answer's
+//!   which names the witness, is the durable use, docs/decisions.md W9), and the answer's
 //!   tool message is accounted (a line in brokerd's accounting, fsynced, X3);
 //! - `bxctl audit verify` throughput beside `sha256sum` over the same 64 MiB log.
 //!

@@ -5,7 +5,7 @@
 //! [`Witness::claim`] waits a bounded time for that completion's record, checks the call
 //! against it and marks it used, under the store's lock, so no second request for it
 //! passes. The use is durable in the decision's audit line, written before anything runs or
-//! is answered, and marked again from the audit log at start (docs/decisions.md W8).
+//! is answered, and marked again from the audit log at start (docs/decisions.md W9).
 
 mod store;
 

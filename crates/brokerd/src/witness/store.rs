@@ -1,4 +1,4 @@
-//! The durable witness store (docs/decisions.md W4, W8): one append-only file in a directory
+//! The durable witness store (docs/decisions.md W4, W9): one append-only file in a directory
 //! of its own (`home/witness/`, made 0700 when missing), `witness.jsonl`, a line per witness
 //! report, fdatasynced before the report's `witness_recorded`. Which calls were used is kept
 //! here in memory only: a use is durable in the audit line of its decision
@@ -7,7 +7,7 @@
 //! forgotten (their calls are then `not_witnessed`); the file is rewritten with what is kept
 //! (temp file, fsync, rename) once it holds twice that many lines. At start the file is read
 //! back: a torn last line (a write that died) is cut off, any other line that does not parse
-//! refuses the start. A `used` line, which brokerd wrote before W8, is read as a use and kept
+//! refuses the start. A `used` line, which brokerd wrote before W9, is read as a use and kept
 //! by the rewrite (the audit lines of those uses do not name them).
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -27,7 +27,7 @@ const TMP: &str = "witness.jsonl.tmp";
 /// Mode bits the store never sets: a file others may write or read is refused.
 const FORBIDDEN: u32 = 0o077;
 
-/// One line of the store. `Used` is only ever read (and kept by the rewrite): see W8.
+/// One line of the store. `Used` is only ever read (and kept by the rewrite): see W9.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 enum Line {
@@ -85,7 +85,7 @@ impl std::error::Error for StoreError {
 pub struct Entry {
     pub report: WitnessReport,
     pub used: BTreeSet<u32>,
-    /// The uses this file records in `used` lines (written before W8), a subset of `used`.
+    /// The uses this file records in `used` lines (written before W9), a subset of `used`.
     recorded: BTreeSet<u32>,
 }
 

@@ -2,7 +2,7 @@
 //! acknowledged, bounded, read back after a restart (a torn last line cut off, any other bad
 //! line refusing the start), and each witnessed call used at most once: marked under the
 //! store's lock, durable in its decision's audit line, marked again from every audit file at
-//! start (docs/decisions.md W8).
+//! start (docs/decisions.md W9).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
