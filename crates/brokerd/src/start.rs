@@ -92,6 +92,15 @@ pub fn run(args: Args) -> Result<(), Error> {
             ""
         }
     ));
+    if report.lines == 0 && opened.kept > 0 {
+        // A new audit log holds none of the uses of the reports kept (W9).
+        store.forget_all().map_err(Error::Witness)?;
+        log::warn(format_args!(
+            "witness store: the audit log is new, so the uses of the {} records kept are \
+             unknown; they are forgotten (their calls are not_witnessed)",
+            opened.kept
+        ));
+    }
     let sessions = Sessions::open(&config.broker_state_dir(), &config.session_labels_dir())
         .map_err(Error::Sessions)?;
     let notes = Notes::open(

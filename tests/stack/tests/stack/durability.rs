@@ -30,6 +30,7 @@ fn each_decision_is_fsynced_before_its_answer_is_written() {
     let mut cmd = Command::new("strace");
     cmd.args([
         "-f",
+        "-y",
         "-s",
         "8192",
         "-e",
@@ -91,7 +92,7 @@ fn each_decision_is_fsynced_before_its_answer_is_written() {
             .or_else(|| call.strip_prefix("sendto("))
             .or_else(|| call.strip_prefix("sendmsg("))
         {
-            let fd = rest.split(',').next().unwrap_or_default().to_owned();
+            let fd: String = rest.chars().take_while(char::is_ascii_digit).collect();
             if rest.contains(r#""{\"seq\":"#) {
                 if let Some(c) = number_after(rest, r#"\"call\":"#) {
                     last_write.insert(pid.to_owned(), (fd, c));
@@ -123,6 +124,19 @@ fn each_decision_is_fsynced_before_its_answer_is_written() {
         }
     }
     assert_eq!(answered.len(), 6, "strace saw {answered:?}:\n{trace}");
+    // The witness store is synced once per report (six, one per request) and never for a
+    // call's use: that is in the decision's audit line (decisions.md W9).
+    let store = |l: &&str| l.contains("witness.jsonl>");
+    let synced = trace
+        .lines()
+        .filter(store)
+        .filter(|l| l.contains("fdatasync("))
+        .count();
+    assert_eq!(synced, 6, "{trace}");
+    assert!(
+        !trace.lines().filter(store).any(|l| l.contains(r#"\"used\""#)),
+        "a use line in the witness store:\n{trace}"
+    );
 }
 
 /// What a client of the SIGKILL loop sent: its call number, the witnessed call it named, the
