@@ -134,7 +134,10 @@ fn each_decision_is_fsynced_before_its_answer_is_written() {
         .count();
     assert_eq!(synced, 6, "{trace}");
     assert!(
-        !trace.lines().filter(store).any(|l| l.contains(r#"\"used\""#)),
+        !trace
+            .lines()
+            .filter(store)
+            .any(|l| l.contains(r#"\"used\""#)),
         "a use line in the witness store:\n{trace}"
     );
 }
