@@ -78,7 +78,8 @@ bit w_rec[NC];          /* brokerd witness/store.rs `Store`: a record for comple
 byte w_tool[NC];        /*   its call (one per answer, at index 0): tool */
 byte w_args[NC];        /*   and arguments (abstracted to the label of what they carry) */
 byte w_label[NC];       /*   the label of its prompt, as accounting gave it */
-bit w_used[NC];         /*   (completion, 0) was used (recorded before the decision goes on) */
+bit w_used[NC];         /*   (completion, 0) was used: witness/mod.rs `Witness::claim` marks it under the store's lock; durable in the
+                         *   decision's audit line (`AuditRecord::witness`), rebuilt at start by store.rs `Store::mark_audited` */
 byte a_state;           /* the approval waiting or last answered, and its card */
 byte a_s;
 byte a_c;
@@ -298,7 +299,7 @@ end:
 #endif
             :: else
             fi;
-            w_used[c] = 1;
+            w_used[c] = 1;                      /* `Witness::claim`: `Store::mark_used`; broker.rs `serve_call` fsyncs the audit line naming it before anything runs or is answered */
             witnessed = (w_tool[c] == tool && w_args[c] == args);
 #ifdef LABEL_BY_SESSION
             label = taint[s]                    /* mutant: today's serve_call, session taint only */

@@ -99,13 +99,11 @@ impl Attested {
         w: &WitnessRef,
         tool: &str,
         arguments: &str,
-    ) -> Result<Result<Claimed, Unwitnessed>, StoreError> {
-        if let Err(why) = self.witness.claim(w, tool, arguments)? {
-            return Ok(Err(why));
-        }
+    ) -> Result<Claimed, Unwitnessed> {
+        self.witness.claim(w, tool, arguments)?;
         let accounting = lock(&self.accounting);
         let at = usize::try_from(w.index).unwrap_or(usize::MAX);
-        Ok(Ok(match accounting.completion(&w.completion) {
+        Ok(match accounting.completion(&w.completion) {
             Some((prompt, calls)) => Claimed {
                 prompt,
                 call_id: calls.get(at).cloned(),
@@ -121,7 +119,7 @@ impl Attested {
                     call_id: None,
                 }
             }
-        }))
+        })
     }
 
     /// brokerd answers the witnessed call `claimed` (none: a call that was not) with `r`:

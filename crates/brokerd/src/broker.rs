@@ -174,9 +174,8 @@ impl Broker {
         let taint = state.taint;
         let parsed = ToolArgs::parse(&req.tool, &req.arguments);
         // Before any grant: the model made this call, exactly so, and it never ran.
-        let witnessed = (self.witness)
-            .claim(&req.witness, &req.tool, &req.arguments)
-            .map_err(Fatal::Witness)?;
+        // The use is marked here and made durable by the decision's audit line below.
+        let witnessed = (self.witness).claim(&req.witness, &req.tool, &req.arguments);
         let now = Timestamp::now();
         // Decided on the session's taint raised by the labels of the call's prompt.
         let claimed = witnessed.as_ref().ok().cloned();
@@ -226,6 +225,7 @@ impl Broker {
                 session_taint: taint,
                 decision: policy::record(&decision),
                 canonical,
+                witness: claimed.is_some().then(|| req.witness.clone()),
             })
         })?;
         let (response, ran) = match (decision.outcome(), effective) {

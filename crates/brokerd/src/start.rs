@@ -69,8 +69,38 @@ pub fn run(args: Args) -> Result<(), Error> {
             .map_err(Error::Stdout);
     }
 
-    let (audit, report) = AuditLog::open(&config.audit_dir()).map_err(Error::AuditOpen)?;
+    // The audit log's lock first: a second brokerd stops there, before it opens anything.
+    let locked = AuditLog::lock(&config.audit_dir()).map_err(Error::AuditOpen)?;
+    let (mut store, opened) =
+        witness::Store::open(&config.witness_dir(), config.broker.max_witness_records)
+            .map_err(Error::Witness)?;
+    // The calls used are marked again from the decisions' audit lines, in the pass that
+    // verifies the whole chain anyway (W9).
+    let mut uses = 0usize;
+    let (audit, report) = locked
+        .open(Box::new(proto::Timestamp::now), &mut |line| {
+            uses += usize::from(store.mark_audited(line));
+        })
+        .map_err(Error::AuditOpen)?;
     log::info(format_args!("audit log: {report}"));
+    log::info(format_args!(
+        "witness store: {} records kept, {uses} of their calls used (from the audit log){}",
+        opened.kept,
+        if opened.torn {
+            "; a torn last line cut off"
+        } else {
+            ""
+        }
+    ));
+    if report.lines == 0 && opened.kept > 0 {
+        // A new audit log holds none of the uses of the reports kept (W9).
+        store.forget_all().map_err(Error::Witness)?;
+        log::warn(format_args!(
+            "witness store: the audit log is new, so the uses of the {} records kept are \
+             unknown; they are forgotten (their calls are not_witnessed)",
+            opened.kept
+        ));
+    }
     let sessions = Sessions::open(&config.broker_state_dir(), &config.session_labels_dir())
         .map_err(Error::Sessions)?;
     let notes = Notes::open(
@@ -80,18 +110,6 @@ pub fn run(args: Args) -> Result<(), Error> {
     )
     .map_err(Error::Notes)?;
     let accounting = open_accounting(&config)?;
-    let (store, opened) =
-        witness::Store::open(&config.witness_dir(), config.broker.max_witness_records)
-            .map_err(Error::Witness)?;
-    log::info(format_args!(
-        "witness store: {} records kept{}",
-        opened.kept,
-        if opened.torn {
-            "; a torn last line cut off"
-        } else {
-            ""
-        }
-    ));
     let witness = witness::Witness::new(store, config.broker.witness_wait);
     let core_file = config.core_memory_path();
     let broker = Arc::new(Broker::new(

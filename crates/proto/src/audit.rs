@@ -3,6 +3,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::approval::Refusal;
+use crate::attest::WitnessRef;
 use crate::job::{JobOutcome, RunEnd};
 use crate::{CallId, DataClass, DenyReason, Hash32, JobName, SessionId, Timestamp, ToolFailure};
 
@@ -44,6 +45,13 @@ pub struct AuditRecord {
     /// The canonical arguments (sorted keys, no whitespace), when they parsed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canonical: Option<String>,
+    /// The witnessed call this decision used: present exactly when the call passed the
+    /// witness check (whatever the grant then decided), absent when it was denied before
+    /// (`not_witnessed`, `witness_not_runnable`, `witness_mismatch`, `already_run`). This
+    /// line is the durable record of the use: brokerd rebuilds the calls used from it at
+    /// start (docs/decisions.md W9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness: Option<WitnessRef>,
 }
 
 /// The audit log's other line kinds, tagged by `kind`. Like decisions, every line carries
@@ -309,6 +317,7 @@ mod tests {
                 detail: Some("no grant covers \"x\"".into()),
             },
             canonical: None,
+            witness: None,
         }))
         .expect("encode");
         let parsed = AuditLine::from_slice(&line).expect("good line");

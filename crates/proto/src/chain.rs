@@ -113,6 +113,18 @@ impl ChainVerifier {
 
     /// Feeds one line (without its newline).
     pub fn push(&mut self, file: &str, line: u64, bytes: &[u8]) -> Result<(), ChainError> {
+        self.push_visiting(file, line, bytes, &mut |_| {})
+    }
+
+    /// [`ChainVerifier::push`], showing `linked` each line the moment it is judged a link
+    /// of the chain (in chain order; a line held back is shown when it is judged).
+    pub fn push_visiting(
+        &mut self,
+        file: &str,
+        line: u64,
+        bytes: &[u8],
+        linked: &mut dyn FnMut(&AuditLine),
+    ) -> Result<(), ChainError> {
         let current = Held {
             file: file.to_owned(),
             line,
@@ -123,7 +135,7 @@ impl ChainVerifier {
         if !self.run.is_empty() {
             if recovers(&current, &self.run) {
                 self.closed = true;
-            } else if let Err(e) = self.settle() {
+            } else if let Err(e) = self.settle(linked) {
                 // The run cannot be settled: only the recovery line of a start that was
                 // cut short may follow it.
                 if current.parsed.is_ok() || !may_be_torn_recovery(bytes) {
@@ -141,12 +153,22 @@ impl ChainVerifier {
     /// So are they when the last line ended with a newline but is not an audit line: a
     /// torn line that an interrupted start ended before it died (whoever can rewrite the
     /// last line can as well drop its newline, so this weakens nothing).
-    pub fn finish(mut self, last_had_newline: bool) -> Result<ChainSummary, ChainError> {
+    pub fn finish(self, last_had_newline: bool) -> Result<ChainSummary, ChainError> {
+        self.finish_visiting(last_had_newline, &mut |_| {})
+    }
+
+    /// [`ChainVerifier::finish`], showing `linked` the last links, as
+    /// [`ChainVerifier::push_visiting`] does.
+    pub fn finish_visiting(
+        mut self,
+        last_had_newline: bool,
+        linked: &mut dyn FnMut(&AuditLine),
+    ) -> Result<ChainSummary, ChainError> {
         let open = !last_had_newline || self.run.last().is_some_and(|l| l.parsed.is_err());
         let torn_tail = if open {
             self.run.drain(..).map(Held::torn).collect()
         } else {
-            self.settle()?;
+            self.settle(linked)?;
             Vec::new()
         };
         Ok(ChainSummary {
@@ -159,7 +181,7 @@ impl ChainVerifier {
 
     /// Judges the run: its last line must be a link, and the lines before it, if any, must
     /// be what that line (a recovery record) names. Changes nothing when it fails.
-    fn settle(&mut self) -> Result<(), ChainError> {
+    fn settle(&mut self, linked: &mut dyn FnMut(&AuditLine)) -> Result<(), ChainError> {
         if self.run.len() > 1 && !self.closed {
             let first = &self.run[0];
             return Err(ChainError {
@@ -176,6 +198,9 @@ impl ChainVerifier {
         if let Some(last) = self.run.last() {
             self.head = link(self.head, last)?;
             self.lines += 1;
+            if let Ok(line) = &last.parsed {
+                linked(line);
+            }
         }
         self.recovered += u64::try_from(self.run.len().saturating_sub(1)).unwrap_or(u64::MAX);
         self.run.clear();

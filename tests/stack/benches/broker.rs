@@ -5,8 +5,9 @@
 //!   inferproxy sends it before loopd has the answer), beside a bare write + fdatasync of a
 //!   line of the denied record's length in the audit directory itself: every decision is
 //!   one audit line fsynced before its answer, so that loop is the floor; since issue 17 a
-//!   decision also looks the witness up and records the call's use (a second fdatasync,
-//!   in the witness store) before it goes on;
+//!   decision also looks the witness up and marks the call used (in memory: the audit line,
+//!   which names the witness, is the durable use, docs/decisions.md W9), and the answer's
+//!   tool message is accounted (a line in brokerd's accounting, fsynced, X3);
 //! - `bxctl audit verify` throughput beside `sha256sum` over the same 64 MiB log.
 //!
 //! Floor and measure alternate (one append, one request; one sha256sum, one verify), so
@@ -341,6 +342,7 @@ fn synthesize(dir: &Path, size: u64) -> std::path::PathBuf {
                 grant: "notes".into(),
             },
             canonical: Some(r#"{"path":"/home/owner/notes/todo.md"}"#.into()),
+            witness: None,
         }))
         .expect("line");
         prev = proto::chain::line_hash(&line);

@@ -128,9 +128,45 @@ impl AuditLog {
 
     /// As [`AuditLog::open`], with record times taken from `clock`.
     pub fn open_with_clock(dir: &Path, clock: Clock) -> Result<(Self, OpenReport), AuditError> {
-        let dir_handle = files::open_dir(dir)?;
-        let lock = files::take_lock(dir)?;
-        let scan = scan::scan(dir)?;
+        Self::lock(dir)?.open(clock, &mut |_| {})
+    }
+
+    /// Takes the log's lock, the first step of opening it: what else brokerd opens at start
+    /// is opened once it holds this, so that a second brokerd stops here before it touches
+    /// anything.
+    pub fn lock(dir: &Path) -> Result<Locked, AuditError> {
+        Ok(Locked {
+            dir_handle: files::open_dir(dir)?,
+            lock: files::take_lock(dir)?,
+            dir: dir.to_owned(),
+        })
+    }
+}
+
+/// The audit log's lock, held: [`Locked::open`] then verifies the log and opens its writer.
+#[derive(Debug)]
+pub struct Locked {
+    dir: PathBuf,
+    dir_handle: File,
+    lock: Flock<File>,
+}
+
+impl Locked {
+    /// Verifies the whole log, showing `linked` every line that is a link of the chain, in
+    /// order (what brokerd rebuilds from the log, the calls used, it reads here, in the one
+    /// pass the verification makes), and opens the writer after its last line.
+    pub fn open(
+        self,
+        clock: Clock,
+        linked: &mut dyn FnMut(&AuditLine),
+    ) -> Result<(AuditLog, OpenReport), AuditError> {
+        let Self {
+            dir,
+            dir_handle,
+            lock,
+        } = self;
+        let dir = dir.as_path();
+        let scan = scan::scan(dir, linked)?;
         let current = match scan.files.last() {
             Some(name) => {
                 let path = dir.join(name);
@@ -155,7 +191,7 @@ impl AuditLog {
             op: "fsync the directory",
             source,
         })?;
-        let mut log = Self {
+        let mut log = AuditLog {
             dir: dir.to_owned(),
             dir_handle,
             _lock: lock,
@@ -176,7 +212,9 @@ impl AuditLog {
         };
         Ok((log, report))
     }
+}
 
+impl AuditLog {
     /// Sets the durability observer (replacing any earlier one).
     pub fn set_observer(&mut self, observer: Observer) {
         self.observer = Some(observer);

@@ -12,8 +12,8 @@
 use std::fs;
 use std::path::Path;
 
-use proto::TornLine;
 use proto::chain::{ChainError, ChainHead, ChainVerifier};
+use proto::{AuditLine, TornLine};
 
 use super::AuditError;
 use super::files::{self, Entry};
@@ -40,7 +40,8 @@ pub(super) struct Tail {
     pub needs_newline: bool,
 }
 
-pub(super) fn scan(dir: &Path) -> Result<Scan, AuditError> {
+/// `linked` is shown every link of the chain, in order.
+pub(super) fn scan(dir: &Path, linked: &mut dyn FnMut(&AuditLine)) -> Result<Scan, AuditError> {
     let files = day_files(dir)?;
     let chain_err = |source: ChainError| AuditError::Chain {
         dir: dir.to_owned(),
@@ -68,10 +69,14 @@ pub(super) fn scan(dir: &Path) -> Result<Scan, AuditError> {
         }
         for (n, text) in body.split(|b| *b == b'\n').enumerate() {
             let line = u64::try_from(n).unwrap_or(u64::MAX).saturating_add(1);
-            verifier.push(name, line, text).map_err(&chain_err)?;
+            verifier
+                .push_visiting(name, line, text, linked)
+                .map_err(&chain_err)?;
         }
     }
-    let summary = verifier.finish(terminated).map_err(&chain_err)?;
+    let summary = verifier
+        .finish_visiting(terminated, linked)
+        .map_err(&chain_err)?;
     let tail = (!summary.torn_tail.is_empty()).then_some(Tail {
         lines: summary.torn_tail,
         needs_newline: !terminated,

@@ -3,7 +3,9 @@
 //! disk ([`store`]) before it is acknowledged, and so before loopd has the answer's
 //! `[DONE]`. A tool request names the witnessed call it is ([`proto::attest::WitnessRef`]);
 //! [`Witness::claim`] waits a bounded time for that completion's record, checks the call
-//! against it and records its use durably before the decision goes on.
+//! against it and marks it used, under the store's lock, so no second request for it
+//! passes. The use is durable in the decision's audit line, written before anything runs or
+//! is answered, and marked again from the audit log at start (docs/decisions.md W9).
 
 mod store;
 
@@ -64,27 +66,23 @@ impl Witness {
 
     /// Whether the call `w` names may run as `tool` with `arguments`: the model made it,
     /// exactly so, in an answer that ended normally, and it was never used before. Waits up
-    /// to `broker.witness_wait` for the completion's report. A call that may run is
-    /// recorded as used, durably, before this returns.
-    pub fn claim(
-        &self,
-        w: &WitnessRef,
-        tool: &str,
-        arguments: &str,
-    ) -> Result<Result<(), Unwitnessed>, StoreError> {
+    /// to `broker.witness_wait` for the completion's report. A call that may run is marked
+    /// used before this returns; the caller's audit line of its decision makes that durable
+    /// (`AuditRecord::witness`), and nothing may run or be answered before that line is.
+    pub fn claim(&self, w: &WitnessRef, tool: &str, arguments: &str) -> Result<(), Unwitnessed> {
         let until = Instant::now() + self.wait;
         let mut store = lock(&self.store);
         while store.get(&w.completion).is_none() {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Ok(Err((
+                return Err((
                     DenyReason::NotWitnessed,
                     format!(
                         "inferproxy witnessed no completion {} (none reported within {:?}, \
                          or its record is no longer kept)",
                         w.completion, self.wait
                     ),
-                )));
+                ));
             }
             store = self
                 .arrived
@@ -93,12 +91,12 @@ impl Witness {
                 .0;
         }
         let Some(entry) = store.get(&w.completion) else {
-            return Ok(Err((DenyReason::NotWitnessed, "no record".into())));
+            return Err((DenyReason::NotWitnessed, "no record".into()));
         };
         let report = &entry.report;
         let at = usize::try_from(w.index).unwrap_or(usize::MAX);
         let Some(call) = report.calls.get(at) else {
-            return Ok(Err((
+            return Err((
                 DenyReason::NotWitnessed,
                 format!(
                     "completion {} has {} tool calls, none at index {}",
@@ -106,36 +104,36 @@ impl Witness {
                     report.calls.len(),
                     w.index
                 ),
-            )));
+            ));
         };
         if !report.runnable {
-            return Ok(Err((
+            return Err((
                 DenyReason::WitnessNotRunnable,
                 format!(
                     "the answer of completion {} ended with finish_reason {:?}: its calls never run",
                     w.completion, report.finish
                 ),
-            )));
+            ));
         }
         if call.name != tool || call.arguments != arguments {
-            return Ok(Err((
+            return Err((
                 DenyReason::WitnessMismatch,
                 format!(
                     "the model's call {} of completion {} is {} with other arguments than these",
                     w.index, w.completion, call.name
                 ),
-            )));
+            ));
         }
         if entry.used.contains(&w.index) {
-            return Ok(Err((
+            return Err((
                 DenyReason::AlreadyRun,
                 format!(
                     "call {} of completion {} was run before: each runs once",
                     w.index, w.completion
                 ),
-            )));
+            ));
         }
-        store.use_call(&w.completion, w.index)?;
-        Ok(Ok(()))
+        store.mark_used(w);
+        Ok(())
     }
 }

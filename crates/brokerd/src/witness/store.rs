@@ -1,12 +1,14 @@
-//! The durable witness store (docs/decisions.md W4): one append-only file in a directory of
-//! its own (`home/witness/`, made 0700 when missing), `witness.jsonl`, a line per witness report and a line per witnessed call used.
-//! A line is fdatasynced before what it records is acknowledged (the report's
-//! `witness_recorded`) or acted on (the call's decision). Bounded: the last
-//! `broker.max_witness_records` reports are kept with their uses, older ones forgotten
-//! (their calls are then `not_witnessed`); the file is rewritten with what is kept (temp
-//! file, fsync, rename) once it holds twice that many lines. At start the file is read back:
-//! a torn last line (a write that died) is cut off, any other line that does not parse
-//! refuses the start.
+//! The durable witness store (docs/decisions.md W4, W9): one append-only file in a directory
+//! of its own (`home/witness/`, made 0700 when missing), `witness.jsonl`, a line per witness
+//! report, fdatasynced before the report's `witness_recorded`. Which calls were used is kept
+//! here in memory only: a use is durable in the audit line of its decision
+//! (`AuditRecord::witness`), and [`Store::mark_used`] marks it again from the audit log at
+//! start. Bounded: the last `broker.max_witness_records` reports are kept, older ones
+//! forgotten (their calls are then `not_witnessed`); the file is rewritten with what is kept
+//! (temp file, fsync, rename) once it holds twice that many lines. At start the file is read
+//! back: a torn last line (a write that died) is cut off, any other line that does not parse
+//! refuses the start. A `used` line, which brokerd wrote before W9, is read as a use and kept
+//! by the rewrite (the audit lines of those uses do not name them).
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fmt;
@@ -16,7 +18,8 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use daemon::durable::{self, ReadError};
-use proto::attest::{CompletionId, WitnessReport};
+use proto::attest::{CompletionId, WitnessRef, WitnessReport};
+use proto::{AuditLine, AuditRecord};
 use serde::{Deserialize, Serialize};
 
 const FILE: &str = "witness.jsonl";
@@ -24,7 +27,7 @@ const TMP: &str = "witness.jsonl.tmp";
 /// Mode bits the store never sets: a file others may write or read is refused.
 const FORBIDDEN: u32 = 0o077;
 
-/// One line of the store.
+/// One line of the store. `Used` is only ever read (and kept by the rewrite): see W9.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 enum Line {
@@ -82,6 +85,8 @@ impl std::error::Error for StoreError {
 pub struct Entry {
     pub report: WitnessReport,
     pub used: BTreeSet<u32>,
+    /// The uses this file records in `used` lines (written before W9), a subset of `used`.
+    recorded: BTreeSet<u32>,
 }
 
 /// What the store holds, and its file.
@@ -176,6 +181,7 @@ impl Store {
                     Entry {
                         report,
                         used: BTreeSet::new(),
+                        recorded: BTreeSet::new(),
                     },
                 );
                 self.order.push_back(id);
@@ -188,8 +194,21 @@ impl Store {
             Line::Used { completion, index } => {
                 if let Some(e) = self.entries.get_mut(&completion) {
                     e.used.insert(index);
+                    e.recorded.insert(index);
                 }
             }
+        }
+    }
+
+    /// Marks the use an audit line records, if it is a decision that used a witnessed call
+    /// (`AuditRecord::witness`): how the uses are rebuilt at start, from every link of the
+    /// audit log's chain. `true`: it named a completion the store keeps.
+    pub fn mark_audited(&mut self, line: &AuditLine) -> bool {
+        match line {
+            AuditLine::Decision(AuditRecord {
+                witness: Some(w), ..
+            }) => self.mark_used(w),
+            _ => false,
         }
     }
 
@@ -207,12 +226,17 @@ impl Store {
         Ok(true)
     }
 
-    /// Records that the call at `index` of `completion` is used, on disk before it returns.
-    pub fn use_call(&mut self, completion: &CompletionId, index: u32) -> Result<(), StoreError> {
-        self.write(Line::Used {
-            completion: completion.clone(),
-            index,
-        })
+    /// Marks the call `w` names as used, in memory: its decision's audit line is the durable
+    /// record. `false`: no such completion is kept (a use of a forgotten record is moot:
+    /// its calls are `not_witnessed`).
+    pub fn mark_used(&mut self, w: &WitnessRef) -> bool {
+        match self.entries.get_mut(&w.completion) {
+            Some(e) => {
+                e.used.insert(w.index);
+                true
+            }
+            None => false,
+        }
     }
 
     fn write(&mut self, line: Line) -> Result<(), StoreError> {
@@ -233,7 +257,16 @@ impl Store {
         Ok(())
     }
 
-    /// Rewrites the file with what is kept: each report, then its uses.
+    /// Forgets every report, on disk before it returns: their calls are `not_witnessed` from
+    /// now on. For an audit log that starts anew (the owner moved a broken one aside, A3)
+    /// while reports are kept: the uses of their calls were in the old log.
+    pub fn forget_all(&mut self) -> Result<(), StoreError> {
+        self.entries.clear();
+        self.order.clear();
+        self.rewrite()
+    }
+
+    /// Rewrites the file with what is kept: each report, then the uses `used` lines recorded.
     fn rewrite(&mut self) -> Result<(), StoreError> {
         let path = self.dir.join(FILE);
         let mut bytes = Vec::new();
@@ -245,7 +278,7 @@ impl Store {
             let report = Line::Report {
                 report: e.report.clone(),
             };
-            let uses = e.used.iter().map(|&index| Line::Used {
+            let uses = e.recorded.iter().map(|&index| Line::Used {
                 completion: id.clone(),
                 index,
             });

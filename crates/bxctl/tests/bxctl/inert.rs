@@ -189,6 +189,7 @@ fn audit_show_keeps_every_record_on_its_own_line() {
             session_taint: DataClass::Private,
             decision,
             canonical: None,
+            witness: None,
         })
     };
     let records = [

@@ -1,13 +1,14 @@
 //! Nothing acknowledged is lost: every decision is on disk before its answer leaves
 //! (observed with strace on the real binary), and brokerd killed at random moments never
-//! loses a decision a client received (a SIGKILL loop).
+//! loses a decision a client received nor runs a witnessed call twice (a SIGKILL loop).
 
 use std::collections::{HashMap, HashSet};
 use std::process::Command;
 use std::time::Duration;
 
 use daemon::conn::Conn;
-use proto::{AuditLine, DecisionRecord, Message, ToolResponse};
+use proto::attest::WitnessRef;
+use proto::{AuditLine, DecisionRecord, DenyReason, Message, ToolResponse};
 use stack::{Daemon, Home, read_grant, request};
 
 /// The number after `key` in strace's escaped rendering, e.g. `\"call\":7`.
@@ -29,6 +30,7 @@ fn each_decision_is_fsynced_before_its_answer_is_written() {
     let mut cmd = Command::new("strace");
     cmd.args([
         "-f",
+        "-y",
         "-s",
         "8192",
         "-e",
@@ -90,7 +92,7 @@ fn each_decision_is_fsynced_before_its_answer_is_written() {
             .or_else(|| call.strip_prefix("sendto("))
             .or_else(|| call.strip_prefix("sendmsg("))
         {
-            let fd = rest.split(',').next().unwrap_or_default().to_owned();
+            let fd: String = rest.chars().take_while(char::is_ascii_digit).collect();
             if rest.contains(r#""{\"seq\":"#) {
                 if let Some(c) = number_after(rest, r#"\"call\":"#) {
                     last_write.insert(pid.to_owned(), (fd, c));
@@ -122,10 +124,35 @@ fn each_decision_is_fsynced_before_its_answer_is_written() {
         }
     }
     assert_eq!(answered.len(), 6, "strace saw {answered:?}:\n{trace}");
+    // The witness store is synced once per report (six, one per request) and never for a
+    // call's use: that is in the decision's audit line (decisions.md W9).
+    let store = |l: &&str| l.contains("witness.jsonl>");
+    let synced = trace
+        .lines()
+        .filter(store)
+        .filter(|l| l.contains("fdatasync("))
+        .count();
+    assert_eq!(synced, 6, "{trace}");
+    assert!(
+        !trace
+            .lines()
+            .filter(store)
+            .any(|l| l.contains(r#"\"used\""#)),
+        "a use line in the witness store:\n{trace}"
+    );
+}
+
+/// What a client of the SIGKILL loop sent: its call number, the witnessed call it named, the
+/// arguments, and what it was answered (`None`: brokerd was killed first).
+struct Sent {
+    call: u64,
+    witness: WitnessRef,
+    args: String,
+    answer: Option<ToolResponse>,
 }
 
 #[test]
-fn brokerd_killed_at_random_moments_never_loses_an_acknowledged_decision() {
+fn brokerd_killed_at_random_moments_never_loses_an_acknowledged_decision_nor_runs_a_call_twice() {
     let rounds: u64 = std::env::var("BOXMAKER_KILL_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -141,7 +168,7 @@ fn brokerd_killed_at_random_moments_never_loses_an_acknowledged_decision() {
         seed ^= seed << 17;
         seed
     };
-    let mut received: Vec<(u64, bool)> = Vec::new();
+    let mut sent: Vec<Sent> = Vec::new();
     let mut call = 0u64;
     for _ in 0..rounds {
         let mut d = home.start();
@@ -149,37 +176,54 @@ fn brokerd_killed_at_random_moments_never_loses_an_acknowledged_decision() {
         let witness_sock = home.witness_sock();
         let first = call + 1;
         let good = good.clone();
+        // Each round first sends the witnessed call the last round sent last again, whether
+        // or not it was answered before the kill.
+        let again = sent.last().map(|s| (s.witness.clone(), s.args.clone()));
         let (tx, rx) = std::sync::mpsc::channel();
         let client = std::thread::spawn(move || {
             let mut got = Vec::new();
             let mut call = first;
+            let mut again = again;
             while let Ok(mut conn) = Conn::connect(&sock) {
-                let args = if call.is_multiple_of(2) {
-                    good.as_str()
-                } else {
-                    r#"{"path":"/etc/passwd"}"#
-                };
-                let Some(witness) = stack::try_witnessed(&witness_sock, "read_file", args) else {
-                    break;
+                let (witness, args) = match again.take() {
+                    Some(w) => w,
+                    None => {
+                        let args = if call.is_multiple_of(2) {
+                            good.clone()
+                        } else {
+                            r#"{"path":"/etc/passwd"}"#.to_owned()
+                        };
+                        let Some(w) = stack::try_witnessed(&witness_sock, "read_file", &args)
+                        else {
+                            break;
+                        };
+                        (w, args)
+                    }
                 };
                 let msg = Message::ToolRequest(proto::ToolRequest {
                     session: proto::SessionId::new("s-kill").expect("id"),
                     call: proto::CallId(call),
                     tool: "read_file".into(),
-                    arguments: args.to_owned(),
-                    witness,
+                    arguments: args.clone(),
+                    witness: witness.clone(),
                 });
-                match conn.call(call, msg, |_| {}) {
+                let answer = match conn.call(call, msg, |_| {}) {
                     Ok(env) => match env.msg {
-                        Message::ToolResponse(ToolResponse::Result { .. }) => {
-                            got.push((call, true))
-                        }
-                        Message::ToolResponse(ToolResponse::Denied { .. }) => {
-                            got.push((call, false));
-                        }
+                        Message::ToolResponse(r @ ToolResponse::Result { .. })
+                        | Message::ToolResponse(r @ ToolResponse::Denied { .. }) => Some(r),
                         other => panic!("unexpected {other:?}"),
                     },
-                    Err(_) => break,
+                    Err(_) => None,
+                };
+                let answered = answer.is_some();
+                got.push(Sent {
+                    call,
+                    witness,
+                    args,
+                    answer,
+                });
+                if !answered {
+                    break;
                 }
                 let _ = tx.send(());
                 call += 1;
@@ -192,16 +236,17 @@ fn brokerd_killed_at_random_moments_never_loses_an_acknowledged_decision() {
         std::thread::sleep(Duration::from_micros(next() % 30_000));
         d.kill();
         let (got, last) = client.join().expect("client");
-        received.extend(got);
-        call = last;
+        sent.extend(got);
+        call = last + 1;
     }
+    let received: Vec<&Sent> = sent.iter().filter(|s| s.answer.is_some()).collect();
     assert!(
         received.len() > usize::try_from(rounds).expect("rounds"),
         "too few answers to prove anything"
     );
-    let decisions: HashMap<u64, bool> = home
-        .audit_lines()
-        .into_iter()
+    let lines = home.audit_lines();
+    let decisions: HashMap<u64, bool> = lines
+        .iter()
         .filter_map(|l| match l {
             AuditLine::Decision(r) => Some((
                 r.call.0,
@@ -210,12 +255,45 @@ fn brokerd_killed_at_random_moments_never_loses_an_acknowledged_decision() {
             _ => None,
         })
         .collect();
-    for (call, allowed) in &received {
+    for s in &received {
+        let allowed = matches!(s.answer, Some(ToolResponse::Result { .. }));
         assert_eq!(
-            decisions.get(call),
-            Some(allowed),
-            "call {call} was answered but its decision is not in the log"
+            decisions.get(&s.call),
+            Some(&allowed),
+            "call {} was answered but its decision is not in the log",
+            s.call
         );
     }
+    // No witnessed call was used twice: one decision line at most names each, and a call
+    // sent again after one answer of it was received is already_run.
+    let mut uses: HashMap<&WitnessRef, usize> = HashMap::new();
+    for l in &lines {
+        if let AuditLine::Decision(r) = l
+            && let Some(w) = &r.witness
+        {
+            *uses.entry(w).or_default() += 1;
+        }
+    }
+    assert!(uses.values().all(|&n| n == 1), "a call used twice");
+    let mut answered: HashSet<&WitnessRef> = HashSet::new();
+    let mut retried = 0;
+    for s in &sent {
+        let Some(answer) = &s.answer else { continue };
+        if !answered.insert(&s.witness) {
+            retried += 1;
+            assert!(
+                matches!(
+                    answer,
+                    ToolResponse::Denied {
+                        reason: DenyReason::AlreadyRun,
+                        ..
+                    }
+                ),
+                "call {} ran again: {answer:?}",
+                s.call
+            );
+        }
+    }
+    assert!(retried > 0, "no call was sent again after its answer");
     home.assert_audit_good();
 }

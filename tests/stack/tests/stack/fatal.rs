@@ -19,10 +19,10 @@ fn an_audit_fsync_failing_under_a_request_exits_70_through_main() {
         return;
     }
     let (home, notes, mut brokerd) = started("fatal-audit", "auto");
-    // Witnessed before the fault; the call's first fdatasync records its use in the witness
-    // store, the second is the decision's audit line, which fails.
+    // Witnessed before the fault; the call's first fdatasync is the decision's audit line
+    // (which also records the call's use, decisions.md W9), and it fails.
     let witness = note_witness(&home, &notes);
-    let mut strace = Stall::inject(&home, &brokerd, "fdatasync:error=EIO:when=2+");
+    let mut strace = Stall::inject(&home, &brokerd, "fdatasync:error=EIO");
     // The call is never answered (what it decided is not on disk): brokerd stops instead.
     let call = read_note(&home, &notes, witness);
     let log = exits_70(&mut brokerd, &mut strace, "a request on the loop socket");

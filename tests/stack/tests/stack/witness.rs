@@ -146,6 +146,16 @@ fn a_compromised_loopd_runs_only_the_models_calls_exactly_and_once() {
             DenyReason::AlreadyRun
         ]
     );
+    // Only the call that passed the witness check names it: that line is its use.
+    let named: Vec<Option<WitnessRef>> = home
+        .audit_lines()
+        .into_iter()
+        .filter_map(|l| match l {
+            AuditLine::Decision(r) => Some(r.witness),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(named, [None, None, None, None, Some(at(0)), None]);
     home.assert_audit_good();
 }
 
@@ -216,9 +226,36 @@ fn witness_records_survive_a_restart_and_a_call_naming_a_lost_one_is_denied() {
         ask(&home, 1, "read_file", &calls[2].1, at(2)),
         ToolResponse::Result { .. }
     ));
+    // A line after the use's (the chain check judges a line when the next one comes).
+    let none = WitnessRef {
+        completion: calls[1].0.clone(),
+        index: 1,
+    };
+    assert_eq!(
+        denied(&ask(&home, 6, "read_file", &calls[1].1, none)),
+        Some(DenyReason::NotWitnessed)
+    );
     // brokerd stops hard and starts again.
     agent.daemons[1].kill();
+    // The use is in the audit log alone: the witness store holds no use line.
+    let store = std::fs::read_to_string(home.root.join("home/witness/witness.jsonl"))
+        .expect("the witness store");
+    assert!(!store.contains(r#""used""#), "{store}");
+    // And in an audit file that is not the newest any more: the day file is renamed to an
+    // earlier day, so the restarted brokerd writes to a new one.
+    let days = day_files(&home);
+    let [today] = &days[..] else {
+        panic!("one audit file: {days:?}")
+    };
+    let older = home.audit_dir().join("2000-01-01.jsonl");
+    std::fs::rename(home.audit_dir().join(today), &older).expect("rename");
+    let mut brokerd = home.start();
+    assert_eq!(day_files(&home), ["2000-01-01.jsonl", today.as_str()]);
+    // Once more, so that the start reads the use from a file before the newest.
+    brokerd.kill();
     let _brokerd = home.start();
+    let old = std::fs::read_to_string(&older).expect("the older file");
+    assert!(old.contains(calls[2].0.as_str()), "the use is there: {old}");
     // A record from before the restart still runs, once; a used one stays used.
     assert!(matches!(
         ask(&home, 2, "read_file", &calls[1].1, at(1)),
@@ -237,6 +274,91 @@ fn witness_records_survive_a_restart_and_a_call_naming_a_lost_one_is_denied() {
         denied(&ask(&home, 5, "read_file", &calls[0].1, at(0))),
         Some(DenyReason::NotWitnessed)
     );
+    home.assert_audit_good();
+}
+
+#[test]
+fn an_audit_log_moved_aside_takes_the_uses_with_it_so_the_kept_records_are_forgotten() {
+    let (home, mut agent, _) = stack("witness-new-audit", "");
+    let (id, a) = complete(&home, "read my note", json!({}));
+    let args = a.tool_calls[0].arguments.clone();
+    let w = WitnessRef {
+        completion: id,
+        index: 0,
+    };
+    assert!(matches!(
+        ask(&home, 1, "read_file", &args, w.clone()),
+        ToolResponse::Result { .. }
+    ));
+    // The owner moves the audit log aside (as for a broken chain, decisions.md A3).
+    agent.daemons[1].kill();
+    let aside = home.root.join("home/audit-aside");
+    std::fs::rename(home.audit_dir(), &aside).expect("move aside");
+    let _brokerd = home.start();
+    assert_eq!(
+        denied(&ask(&home, 2, "read_file", &args, w)),
+        Some(DenyReason::NotWitnessed),
+        "the call does not run again"
+    );
+    let store = std::fs::read_to_string(home.root.join("home/witness/witness.jsonl"))
+        .expect("the witness store");
+    assert_eq!(store, "", "forgotten on disk");
+}
+
+/// The audit log's day files, sorted.
+fn day_files(home: &Home) -> Vec<String> {
+    let mut days: Vec<String> = std::fs::read_dir(home.audit_dir())
+        .expect("audit dir")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".jsonl"))
+        .collect();
+    days.sort();
+    days
+}
+
+#[test]
+fn of_requests_for_one_witnessed_call_at_once_from_two_sessions_exactly_one_runs() {
+    let (home, _agent, _) = stack("witness-race", "");
+    for round in 0..8u64 {
+        let (id, answer) = complete(&home, "read my note", json!({}));
+        let args = answer.tool_calls[0].arguments.clone();
+        let w = WitnessRef {
+            completion: id,
+            index: 0,
+        };
+        // Two sessions, so the two requests do not wait on one session's lock.
+        let start = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let asks: Vec<_> = ["s-a", "s-b"]
+            .into_iter()
+            .map(|session| {
+                let (sock, args, w) = (home.loop_sock(), args.clone(), w.clone());
+                let start = std::sync::Arc::clone(&start);
+                std::thread::spawn(move || {
+                    let mut conn = Conn::connect(&sock).expect("broker.sock");
+                    start.wait();
+                    let frames = request_as(&mut conn, session, round, "read_file", &args, w);
+                    response(&frames).clone()
+                })
+            })
+            .collect();
+        let got: Vec<ToolResponse> = asks.into_iter().map(|t| t.join().expect("ask")).collect();
+        let ran = got
+            .iter()
+            .filter(|r| matches!(r, ToolResponse::Result { .. }))
+            .count();
+        assert_eq!(ran, 1, "round {round}: {got:?}");
+        assert!(
+            got.iter()
+                .any(|r| denied(r) == Some(DenyReason::AlreadyRun)),
+            "{got:?}"
+        );
+        let uses = home
+            .audit_lines()
+            .iter()
+            .filter(|l| matches!(l, AuditLine::Decision(r) if r.witness.as_ref() == Some(&w)))
+            .count();
+        assert_eq!(uses, 1, "one decision line names the use");
+    }
 }
 
 #[test]

@@ -33,6 +33,7 @@ fn denial(seq: u64, time: Timestamp, prev: Hash32) -> AuditLine {
             detail: None,
         },
         canonical: None,
+        witness: None,
     })
 }
 
