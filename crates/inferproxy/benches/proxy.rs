@@ -10,13 +10,17 @@
 //! relay without witnessing, in the same binary and the same run. No configuration turns
 //! witnessing off, so that path is the only copy without it.
 //!
-//! The upstream is synthetic and as fast as it can write (a real llama-server produces a
-//! few hundred events per second), so the table shows the proxy's cost at its worst. What
-//! it streams is said by the request's `x-bench` field (`stream <event bytes> <total>` or
-//! `first`), which inferproxy forwards.
+//! The upstream is synthetic. In the throughput rows it is as fast as it can write (a real
+//! llama-server produces a few hundred events per second), so they show the proxy's cost
+//! at its worst; in the paced row it writes a long answer an event at a time at ten times
+//! the fastest pace this machine's real server streamed, and the row is the time to the
+//! answer's end. What it streams is said by the request's `x-bench` field (`stream <event
+//! bytes> <total>`, `paced <event bytes> <events> <per second>` or `first`), which
+//! inferproxy forwards.
 //! Environment: `BENCH_MIB` (default and at most 3: the longest answer is 4 MiB,
 //! `proto::attest::MAX_ANSWER_BYTES`), `BENCH_RUNS` (throughput runs, default 15),
-//! `BENCH_TTFB_RUNS` (default 300), `BENCH_VERBOSE` (print every run, to see the spread).
+//! `BENCH_TTFB_RUNS` (default 300), `BENCH_PACED_EVENTS` (default 3000: two seconds),
+//! `BENCH_PACED_RUNS` (default 5), `BENCH_VERBOSE` (print every run, to see the spread).
 
 use std::io::{self, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -143,7 +147,21 @@ fn serve(mut stream: TcpStream) -> io::Result<()> {
     strict_http::read_to_end_limited(body, 1 << 20)?;
     let request = head.headers.get("x-bench").unwrap_or_default().to_owned();
     let words: Vec<&str> = request.split(' ').collect();
-    if let ["stream", size, total] = words[..] {
+    if let ["paced", size, count, rate] = words[..] {
+        // As llama-server writes: an event at a time, at its own pace.
+        let piece = chunk(&event(size.parse().expect("event size")));
+        let count: u32 = count.parse().expect("count");
+        let every = Duration::from_secs(1) / rate.parse::<u32>().expect("rate");
+        stream.write_all(HEAD)?;
+        let start = Instant::now();
+        for n in 1..=count {
+            stream.write_all(&piece)?;
+            if let Some(wait) = (start + every * n).checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+        }
+        stream.write_all(&chunk(DONE))?;
+    } else if let ["stream", size, total] = words[..] {
         let size: usize = size.parse().expect("event size");
         let total: usize = total.parse().expect("total");
         let piece = chunk(&event(size));
@@ -195,6 +213,17 @@ fn throughput(route: &Route, ask: Ask, size: usize, total: usize) -> f64 {
     let secs = start.elapsed().as_secs_f64();
     assert_eq!(got, total / size * size + DONE.len(), "every byte arrived");
     got as f64 / (1024.0 * 1024.0) / secs
+}
+
+/// The time from connect to the end of a stream of `count` events of `size` bytes that the
+/// upstream writes at `rate` a second.
+fn paced(route: &Route, ask: Ask, size: usize, count: u32, rate: u32) -> Duration {
+    let start = Instant::now();
+    let resp = ask.send(route.connect(), &format!("paced {size} {count} {rate}"));
+    assert_eq!(resp.status, 200);
+    let got = io::copy(&mut { resp.body }, &mut io::sink()).expect("stream");
+    assert_eq!(got, size as u64 * u64::from(count) + DONE.len() as u64);
+    start.elapsed()
 }
 
 /// Time from connect to the first byte of the body.
@@ -363,6 +392,22 @@ fn main() {
         pairs.push((name.clone(), paired));
         rows.push((name, all.into_iter().map(median).collect()));
     }
+    // A long answer at llama-server's pace: the fastest this machine's real server streamed
+    // (148 tokens a second, reference/llama-server's timings) ten times over, in events of
+    // its size; what witnessing adds is then the time to the end (the copy, the report).
+    let (size, count, rate) = (220, env_or("BENCH_PACED_EVENTS", 3000) as u32, 1500);
+    let paced_runs = env_or("BENCH_PACED_RUNS", 5);
+    let name = format!(
+        "a long answer at a server's pace: {count} events of {size} bytes at {rate} a second \
+         (ms to the end, median of {paced_runs})"
+    );
+    let mut all = vec![Vec::new(); routes.len()];
+    for _ in 0..paced_runs {
+        for (i, (_, route, ask)) in routes.iter().enumerate() {
+            all[i].push(paced(route, *ask, size, count, rate).as_secs_f64() * 1e3);
+        }
+    }
+    let paced_row = (name.clone(), all.into_iter().map(median).collect::<Vec<f64>>());
     let name = format!("time to first byte (µs, median of {ttfb_runs})");
     let mut all = vec![Vec::new(); routes.len()];
     for run in 0..ttfb_runs + 10 {
@@ -374,6 +419,8 @@ fn main() {
         }
     }
     rows.push((name, all.into_iter().map(median).collect()));
+    let added = paced_row.1[1] - paced_row.1[2];
+    rows.push(paced_row);
 
     let _ = writeln!(
         out,
@@ -407,6 +454,10 @@ fn main() {
             values[1] / values[2]
         );
     }
+    let _ = writeln!(
+        out,
+        "witnessing added {added:.2} ms to the end of the answer at a server's pace"
+    );
     for (name, ratios) in pairs {
         let (low, mid, high) = quartiles(ratios);
         let _ = writeln!(
