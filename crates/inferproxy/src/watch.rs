@@ -51,7 +51,7 @@ enum At {
     },
     /// Parsed here, once the stream can end (or when no thread could start).
     End(Tee),
-    /// The thread stopped without giving the copy back (it panicked).
+    /// The copy is gone: its thread stopped on a copy that cannot be witnessed, or panicked.
     Lost,
 }
 
