@@ -407,7 +407,10 @@ fn main() {
             all[i].push(paced(route, *ask, size, count, rate).as_secs_f64() * 1e3);
         }
     }
-    let paced_row = (name.clone(), all.into_iter().map(median).collect::<Vec<f64>>());
+    let paced_row = (
+        name.clone(),
+        all.into_iter().map(median).collect::<Vec<f64>>(),
+    );
     let name = format!("time to first byte (µs, median of {ttfb_runs})");
     let mut all = vec![Vec::new(); routes.len()];
     for run in 0..ttfb_runs + 10 {

@@ -241,7 +241,7 @@ mod tests {
     use super::*;
     use crate::DenyReason;
 
-    fn call(id: &str, arguments: &str) -> ToolCall {
+    pub(super) fn call(id: &str, arguments: &str) -> ToolCall {
         ToolCall {
             id: id.into(),
             name: "http_fetch".into(),

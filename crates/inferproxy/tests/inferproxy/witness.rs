@@ -189,16 +189,7 @@ fn a_long_answer_that_breaks_is_cut_before_its_end() {
     events.extend(tool_call_events("tool_calls"));
     let up = streaming(events);
     let p = proxy(&up, "", Ack::Now);
-    let resp = p.chat().expect("request");
-    let mut sse = SseReader::new(resp.body);
-    let mut data = Vec::new();
-    let end = loop {
-        match sse.next_event() {
-            Ok(Some(e)) => data.push(e.data),
-            Ok(None) => break None,
-            Err(e) => break Some(e),
-        }
-    };
+    let (data, end) = events_to_the_end(p.chat().expect("request"));
     assert!(end.is_some(), "the stream is cut, not ended");
     assert!(data.len() >= 200, "the answer before it went through");
     assert!(!data.iter().any(|d| d == "[DONE]"));
@@ -206,6 +197,22 @@ fn a_long_answer_that_breaks_is_cut_before_its_end() {
         p.witness.reports.try_recv().is_err(),
         "nothing was witnessed"
     );
+}
+
+/// The data of every event of an answer, and how its stream ended: `None` whole, else the
+/// error that cut it.
+fn events_to_the_end<B: Read>(
+    resp: strict_http::Response<B>,
+) -> (Vec<String>, Option<strict_http::HttpError>) {
+    let mut sse = SseReader::new(resp.body);
+    let mut data = Vec::new();
+    loop {
+        match sse.next_event() {
+            Ok(Some(e)) => data.push(e.data),
+            Ok(None) => return (data, None),
+            Err(e) => return (data, Some(e)),
+        }
+    }
 }
 
 fn read_file_call() -> ToolCall {
@@ -295,16 +302,7 @@ fn without_the_acknowledgement_the_stream_ends_without_done() {
             .expect("remove witness.sock");
         }
         let start = Instant::now();
-        let resp = p.chat().expect("request");
-        let mut sse = SseReader::new(resp.body);
-        let mut data = Vec::new();
-        let end = loop {
-            match sse.next_event() {
-                Ok(Some(e)) => data.push(e.data),
-                Ok(None) => break None,
-                Err(e) => break Some(e),
-            }
-        };
+        let (data, end) = events_to_the_end(p.chat().expect("request"));
         assert!(end.is_some(), "the stream is cut, not ended: {data:?}");
         assert!(!data.iter().any(|d| d == "[DONE]"), "{data:?}");
         assert!(data.len() > 5, "the answer itself went through: {data:?}");

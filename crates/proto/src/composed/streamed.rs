@@ -102,16 +102,8 @@ fn after_text(message: &ChatMessage) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ToolCall;
     use crate::composed::answer_forms;
-
-    fn call(id: &str, arguments: &str) -> ToolCall {
-        ToolCall {
-            id: id.into(),
-            name: "http_fetch".into(),
-            arguments: arguments.into(),
-        }
-    }
+    use crate::composed::tests::call;
 
     /// Every kind of answer: text or none, empty or blank, characters serde_json escapes,
     /// reasoning, calls kept and withdrawn, every finish.
