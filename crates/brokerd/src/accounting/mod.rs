@@ -1,7 +1,8 @@
 //! The label of a prompt from its messages' digests (issue 17 point 3, docs/decisions.md
 //! X1–X3). brokerd keeps, durably, the label of every message an honest loopd can send the
 //! model that brokerd knows of: each tool message it can expect from what it returned
-//! (a result at the result's labels, a denial at private), each witnessed answer and the
+//! (a result at the result's labels, a denial at private, durable in its decision's audit
+//! line and accounted again from it at start: X8), each witnessed answer and the
 //! other forms loopd may replay it as (the label of the prompt that produced it), each owner
 //! message a channel registered (private), and the system message of each registered core
 //! memory (private). The label of a prompt is the highest label of its messages; a message
