@@ -12,10 +12,7 @@ use brokerd::audit::AuditLog;
 use brokerd::witness::{Store, Witness};
 use proto::attest::{ChatMessage, CompletionId, WitnessRef, WitnessReport};
 use proto::composed;
-use proto::{
-    AuditLine, AuditRecord, CallId, DataClass, DecisionRecord, DenyReason, SessionId, ToolCall,
-    ToolResponse,
-};
+use proto::{DecisionRecord, DenyReason, ToolCall, ToolResponse};
 
 const FETCH: &str = "{\"url\":\"https://example.org/\"}";
 
@@ -76,22 +73,8 @@ fn at(n: u8) -> WitnessRef {
 
 /// The decision line brokerd writes for call `n`, naming its witnessed call when `w`.
 fn decided(log: &mut AuditLog, n: u8, w: bool, decision: &DecisionRecord) {
-    log.append(|seq, time, prev| {
-        AuditLine::Decision(AuditRecord {
-            seq,
-            time,
-            prev,
-            session: SessionId::new("s-1").expect("session"),
-            call: CallId(u64::from(n)),
-            tool: "http_fetch".into(),
-            arguments: FETCH.into(),
-            session_taint: DataClass::Private,
-            decision: decision.clone(),
-            canonical: None,
-            witness: w.then(|| at(n)),
-        })
-    })
-    .expect("append");
+    let call = ("http_fetch", FETCH);
+    crate::witness::decision_line(log, u64::from(n), call, w.then(|| at(n)), decision);
 }
 
 fn denial(reason: DenyReason, detail: &str) -> DecisionRecord {

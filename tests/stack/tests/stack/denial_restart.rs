@@ -10,34 +10,15 @@ use proto::attest::WitnessRef;
 use proto::composed;
 use proto::{DenyReason, ToolResponse};
 use serde_json::json;
-use stack::{Home, complete, request_as, response};
+use stack::{complete, request_as, response};
 
-const SCRIPT: &str = r#"
-[[rule]]
-[rule.match]
-user_contains = "send"
-[[rule.answer.tool_calls]]
-name = "http_fetch"
-arguments = '{"url":"https://example.org/?q=k"}'
-
-[default]
-text = "Hello."
-"#;
+use crate::laundering::{owner, stack, system};
 
 #[test]
 fn a_denial_is_accounted_after_brokerd_is_killed_right_after_it_and_its_record_lost() {
-    let home = Home::new("denial-restart", "approval_ttl = \"1s\"");
-    home.write_grant(
-        "web",
-        "tool = \"http_fetch\"\nmode = \"ask\"\nmax_taint = \"private\"\n\
-         result_class = \"public\"\n[constraints]\nhosts = [\"example.org\"]\n",
-    );
-    let mut agent = home.start_agent(SCRIPT, "");
-    daemon::owner::register(&home.chat_broker_sock(), "send it").expect("registered");
-    let mut prompt = vec![
-        composed::system(composed::DEFAULT_CORE),
-        composed::owner("send it"),
-    ];
+    // An `ask` egress grant, 1 s to answer; the model calls http_fetch when asked to send.
+    let (home, mut agent) = stack("denial-restart");
+    let mut prompt = vec![system(), owner(&home, "send it")];
     let (completion, answer) = complete(&home, &prompt, json!({}));
     let call = answer.tool_calls[0].clone();
     let records = home.root.join("home/accounting/records.jsonl");
@@ -81,8 +62,7 @@ fn a_denial_is_accounted_after_brokerd_is_killed_right_after_it_and_its_record_l
     // loopd's next prompt holds the answer and the denial's notice.
     prompt.push(answer.message());
     prompt.push(composed::tool_message(&call.id, &denied));
-    prompt.push(composed::owner("and now?"));
-    daemon::owner::register(&home.chat_broker_sock(), "and now?").expect("registered");
+    prompt.push(owner(&home, "and now?"));
     let _ = complete(&home, &prompt, json!({}));
     assert_eq!(agent.fallbacks(), Vec::<String>::new());
     let log = agent.daemons[1].log();
