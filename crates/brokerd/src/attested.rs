@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use daemon::lock;
 use proto::attest::{WitnessRef, WitnessReport};
-use proto::{Hash32, ToolResponse};
+use proto::{AuditLine, AuditRecord, Hash32, ToolResponse};
 
-use crate::accounting::{Accounting, LogError, of_response};
+use crate::accounting::{Accounting, Durable, LogError, of_response};
 use crate::policy::Labels;
-use crate::witness::{NotRecorded, StoreError, Unwitnessed, Witness};
+use crate::witness::{NotRecorded, Store, StoreError, Unwitnessed, Witness};
 
 #[derive(Debug)]
 pub struct Attested {
@@ -124,15 +124,22 @@ impl Attested {
 
     /// brokerd answers the witnessed call `claimed` (none: a call that was not) with `r`:
     /// the tool message loopd makes of it is accounted at its labels (those of the run,
-    /// `ran`, for a failure), on disk before the answer leaves.
+    /// `ran`, for a failure) before the answer leaves. A result's or a failure's record is on
+    /// disk by then; a denial's is durable in its decision's audit line, written before
+    /// this (it names the witnessed call and holds the denial), so its record here is not
+    /// synced, and the start accounts it again from that line ([`Rebuilt`], X8).
     pub fn returned(
         &self,
         claimed: Option<&Claimed>,
         r: &ToolResponse,
         ran: Option<Labels>,
     ) -> Result<(), LogError> {
+        let durable = match r {
+            ToolResponse::Denied { .. } => Durable::InAudit,
+            _ => Durable::Here,
+        };
         match claimed.and_then(|c| c.call_id.as_deref()) {
-            Some(id) => lock(&self.accounting).returned(id, r, of_response(r, ran)),
+            Some(id) => lock(&self.accounting).returned(id, r, of_response(r, ran), durable),
             None => Ok(()),
         }
     }
@@ -151,4 +158,41 @@ impl Attested {
     pub fn owner(&self, digest: Hash32) -> Result<(), LogError> {
         lock(&self.accounting).owner(digest)
     }
+}
+
+/// What the start takes from its pass over the audit log, one decision line at a time
+/// ([`Rebuilt::visit`]): the uses of the kept reports' calls, marked in the store (W9), and
+/// the denials of those calls, whose tool messages [`Accounting::rebuild`] then accounts
+/// again (X8). Bounded as the uses are, by the calls of the kept reports.
+#[derive(Debug, Default)]
+pub struct Rebuilt {
+    /// How many decision lines named a call of a kept report.
+    pub uses: usize,
+    /// Each denied call's model id (from its report) and what loopd was answered.
+    pub denials: Vec<(String, ToolResponse)>,
+}
+
+impl Rebuilt {
+    pub fn visit(&mut self, store: &mut Store, line: &AuditLine) {
+        self.uses += usize::from(store.mark_audited(line));
+        self.denials.extend(denial_of(store, line));
+    }
+}
+
+/// The denial an audit line holds for a witnessed call whose report `store` keeps: the
+/// model's id of the call and what loopd was answered ([`crate::policy::denied`] of the
+/// line's record, the one way that answer is made).
+fn denial_of(store: &Store, line: &AuditLine) -> Option<(String, ToolResponse)> {
+    let AuditLine::Decision(AuditRecord {
+        witness: Some(w),
+        decision,
+        ..
+    }) = line
+    else {
+        return None;
+    };
+    let denied = crate::policy::denied(decision)?;
+    let at = usize::try_from(w.index).ok()?;
+    let call = store.get(&w.completion)?.report.calls.get(at)?;
+    Some((call.id.clone(), denied))
 }

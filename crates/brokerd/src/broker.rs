@@ -213,6 +213,9 @@ impl Broker {
             let shown = state.at(view);
             decision = self.ask(req, decision, canonical, shown, requester, &mut pending)?;
         }
+        // The answer of a denial is made from this record (`policy::denied`), so the audit
+        // line says exactly what loopd is told (X8).
+        let record = policy::record(&decision);
         lock(&self.audit).append(|seq, time, prev| {
             AuditLine::Decision(AuditRecord {
                 seq,
@@ -223,30 +226,21 @@ impl Broker {
                 tool: req.tool.clone(),
                 arguments: req.arguments.clone(),
                 session_taint: taint,
-                decision: policy::record(&decision),
+                decision: record.clone(),
                 canonical,
                 witness: claimed.is_some().then(|| req.witness.clone()),
             })
         })?;
-        let (response, ran) = match (decision.outcome(), effective) {
-            (Outcome::Allow { .. }, Some(args)) => {
+        let (response, ran) = match (policy::denied(&record), effective) {
+            (Some(denied), _) => (denied, None),
+            (None, Some(args)) => {
                 let (r, labels) = self.run(req, args, decision, &snapshot)?;
                 (r, Some(labels))
             }
-            (Outcome::Deny { reason, detail, .. }, _) => (
-                ToolResponse::Denied {
-                    reason,
-                    detail: Some(detail.to_owned()),
-                },
-                None,
-            ),
-            // An allow without parsed arguments, or an ask left unanswered, cannot happen;
-            // answer as a denial rather than run anything.
-            _ => (
-                ToolResponse::Denied {
-                    reason: DenyReason::ApprovalRefused,
-                    detail: None,
-                },
+            // An allow without parsed arguments cannot happen (an allow needs a grant that
+            // covered them); nothing runs.
+            (None, None) => (
+                ToolResponse::failed("internal: an allow without arguments"),
                 None,
             ),
         };

@@ -447,3 +447,17 @@ pub(crate) fn record(decision: &Decision) -> DecisionRecord {
         },
     }
 }
+
+/// What loopd is answered for a decision its audit record says was denied: the reason and
+/// the detail the record holds, exactly (`None`: it was not denied). The one way a denial's
+/// answer is made, so the audit line of a witnessed denial is also the durable record of
+/// the tool message loopd makes of it (docs/decisions.md X8).
+pub fn denied(record: &DecisionRecord) -> Option<proto::ToolResponse> {
+    match record {
+        DecisionRecord::Denied { reason, detail, .. } => Some(proto::ToolResponse::Denied {
+            reason: *reason,
+            detail: detail.clone(),
+        }),
+        DecisionRecord::Allowed { .. } | DecisionRecord::Approved { .. } => None,
+    }
+}

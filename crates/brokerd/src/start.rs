@@ -75,17 +75,19 @@ pub fn run(args: Args) -> Result<(), Error> {
         witness::Store::open(&config.witness_dir(), config.broker.max_witness_records)
             .map_err(Error::Witness)?;
     // The calls used are marked again from the decisions' audit lines, in the pass that
-    // verifies the whole chain anyway (W9).
-    let mut uses = 0usize;
+    // verifies the whole chain anyway (W9), and the denials of the kept reports' calls
+    // found, to account their tool messages again (X8).
+    let mut rebuilt = crate::attested::Rebuilt::default();
     let (audit, report) = locked
         .open(Box::new(proto::Timestamp::now), &mut |line| {
-            uses += usize::from(store.mark_audited(line));
+            rebuilt.visit(&mut store, line);
         })
         .map_err(Error::AuditOpen)?;
     log::info(format_args!("audit log: {report}"));
     log::info(format_args!(
-        "witness store: {} records kept, {uses} of their calls used (from the audit log){}",
+        "witness store: {} records kept, {} of their calls used (from the audit log){}",
         opened.kept,
+        rebuilt.uses,
         if opened.torn {
             "; a torn last line cut off"
         } else {
@@ -109,7 +111,16 @@ pub fn run(args: Args) -> Result<(), Error> {
         &config.index_dir(),
     )
     .map_err(Error::Notes)?;
-    let accounting = open_accounting(&config)?;
+    let mut accounting = open_accounting(&config)?;
+    let again = accounting
+        .rebuild(&rebuilt.denials)
+        .map_err(Error::Accounting)?;
+    log::info(format_args!(
+        "accounting: {} denials of kept witnessed calls in the audit log, {again} of their \
+         records written again",
+        rebuilt.denials.len()
+    ));
+    drop(rebuilt);
     let witness = witness::Witness::new(store, config.broker.witness_wait);
     let core_file = config.core_memory_path();
     let broker = Arc::new(Broker::new(

@@ -1,7 +1,8 @@
 //! The label of a prompt from its messages' digests (issue 17 point 3, docs/decisions.md
 //! X1–X3). brokerd keeps, durably, the label of every message an honest loopd can send the
 //! model that brokerd knows of: each tool message it can expect from what it returned
-//! (a result at the result's labels, a denial at private), each witnessed answer and the
+//! (a result at the result's labels, a denial at private, durable in its decision's audit
+//! line and accounted again from it at start: X8), each witnessed answer and the
 //! other forms loopd may replay it as (the label of the prompt that produced it), each owner
 //! message a channel registered (private), and the system message of each registered core
 //! memory (private). The label of a prompt is the highest label of its messages; a message
@@ -92,6 +93,36 @@ pub struct Record {
 /// JSON objects).
 pub fn completion_key(completion: &CompletionId) -> Hash32 {
     Hash32::digest(format!("completion {completion}").as_bytes())
+}
+
+/// Where the record of a tool message brokerd returned is durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durable {
+    /// In this file: synced before the call that made it returns. A result's or a
+    /// failure's (its label comes from the run, and its text is in no audit line), and every
+    /// record that is not a tool message.
+    Here,
+    /// In the audit line of its decision, which names the witnessed call and holds the
+    /// denial loopd was answered (docs/decisions.md X8): appended here unsynced (the next
+    /// synced append makes it durable with everything before it) and accounted again at
+    /// start from the audit log ([`Accounting::rebuild`]) if a crash of the machine lost it.
+    InAudit,
+}
+
+/// The records of the tool message loopd makes of `r` for the call `tool_call_id`, and of
+/// its form cut short for a summary, at `label`.
+fn tool_records(tool_call_id: &str, r: &ToolResponse, label: Labels) -> Vec<Record> {
+    let text = composed::tool_text(r);
+    let cut = composed::trimmed(&text);
+    std::iter::once(text)
+        .chain(cut)
+        .map(|t| Record {
+            kind: Kind::Tool,
+            digest: ChatMessage::tool(tool_call_id, t.as_str()).digest(),
+            label,
+            calls: Vec::new(),
+        })
+        .collect()
 }
 
 /// The label of one prompt, and how many of its messages brokerd could not account for.
@@ -236,48 +267,60 @@ impl Accounting {
                 });
             }
         }
-        self.add(&records)?;
+        self.add(&records, Durable::Here)?;
         Ok(accounted)
     }
 
     /// brokerd answered the witnessed call whose model id is `tool_call_id` with `r`, at
     /// `label` (a result's own labels, or those of the run a failure came from; a denial's
     /// is [`OWNER`]). The tool message loopd makes of it, and its form cut short for
-    /// a summary, are accounted at `label`, which also raises [`Accounting::sent`]. On disk
-    /// before it returns: call it before the answer leaves.
+    /// a summary, are accounted at `label`, which also raises [`Accounting::sent`]. Taken
+    /// in before it returns, and on disk as `durable` says: call it before the answer leaves.
     pub fn returned(
         &mut self,
         tool_call_id: &str,
         r: &ToolResponse,
         label: Labels,
+        durable: Durable,
     ) -> Result<(), LogError> {
-        let text = composed::tool_text(r);
-        let mut records = vec![Record {
-            kind: Kind::Tool,
-            digest: ChatMessage::tool(tool_call_id, text.as_str()).digest(),
-            label,
-            calls: Vec::new(),
-        }];
-        if let Some(cut) = composed::trimmed(&text) {
-            records.push(Record {
-                kind: Kind::Tool,
-                digest: ChatMessage::tool(tool_call_id, cut).digest(),
-                label,
-                calls: Vec::new(),
-            });
+        self.add(&tool_records(tool_call_id, r, label), durable)
+    }
+
+    /// At start: the denials the audit log's decision lines hold for witnessed calls whose
+    /// reports the witness store keeps (`(model call id, denial)`, oldest first), accounted
+    /// again at [`OWNER`] where the file lost them (a crash of the machine before a later
+    /// sync: [`Durable::InAudit`]). What is missing is written, synced, in one batch; the
+    /// number of records it wrote.
+    pub fn rebuild(&mut self, denials: &[(String, ToolResponse)]) -> Result<usize, LogError> {
+        let mut missing: Vec<Record> = Vec::new();
+        for (id, r) in denials {
+            for record in tool_records(id, r, OWNER) {
+                let known = self.label(&record.digest).is_some()
+                    || missing.iter().any(|m| m.digest == record.digest);
+                if !known {
+                    missing.push(record);
+                }
+            }
         }
-        self.add(&records)
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        self.add(&missing, Durable::Here)?;
+        Ok(missing.len())
     }
 
     /// A channel handed loopd the owner's message whose [`ChatMessage::user`] digest is
     /// `digest`.
     pub fn owner(&mut self, digest: Hash32) -> Result<(), LogError> {
-        self.add(&[Record {
-            kind: Kind::Owner,
-            digest,
-            label: OWNER,
-            calls: Vec::new(),
-        }])
+        self.add(
+            &[Record {
+                kind: Kind::Owner,
+                digest,
+                label: OWNER,
+                calls: Vec::new(),
+            }],
+            Durable::Here,
+        )
     }
 
     /// The owner's core memory `core`: its system message is accounted at private (once:
@@ -287,21 +330,26 @@ impl Accounting {
         if self.map.contains_key(&digest) || self.fixed.contains_key(&digest) {
             return Ok(());
         }
-        self.add(&[Record {
-            kind: Kind::Core,
-            digest,
-            label: OWNER,
-            calls: Vec::new(),
-        }])
+        self.add(
+            &[Record {
+                kind: Kind::Core,
+                digest,
+                label: OWNER,
+                calls: Vec::new(),
+            }],
+            Durable::Here,
+        )
     }
 
-    /// Writes `records` (one sync), then takes them in.
-    fn add(&mut self, records: &[Record]) -> Result<(), LogError> {
+    /// Writes `records` (one sync, or none when their durable record is elsewhere), then
+    /// takes them in.
+    fn add(&mut self, records: &[Record], durable: Durable) -> Result<(), LogError> {
         let sent = records
             .iter()
             .filter(|r| r.kind == Kind::Tool)
             .fold(self.sent, |s, r| s.join(r.label));
-        self.log.append(records, sent, &self.order)?;
+        self.log
+            .append(records, sent, &self.order, durable == Durable::Here)?;
         for r in records {
             self.remember(r.clone());
         }

@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use brokerd::accounting::{Accounted, Accounting, LogError, OWNER, of_response};
+use brokerd::accounting::{Accounted, Accounting, Durable, LogError, OWNER, of_response};
 use brokerd::policy::{Labels, SessionView};
 
 use crate::policy::{PRIVATE, deny_reason, fetch, now, snapshot, web};
@@ -111,7 +111,7 @@ fn read_a_secret(a: &mut Accounting) -> Vec<ChatMessage> {
     );
     let got = witness(a, 1, &prompt, &ans);
     assert_eq!((got.label, got.unaccounted), (OWNER, 0));
-    a.returned("k1", &secret_result(), SECRET)
+    a.returned("k1", &secret_result(), SECRET, Durable::Here)
         .expect("returned");
     prompt.push(ans.message());
     prompt.push(composed::tool_message("k1", &secret_result()));
@@ -137,12 +137,14 @@ fn an_honest_session_is_accounted_for_whole_at_the_labels_it_read() {
         untrusted: true,
         truncated: false,
     };
-    a.returned("w1", &page, PUBLIC_UNTRUSTED).expect("returned");
+    a.returned("w1", &page, PUBLIC_UNTRUSTED, Durable::Here)
+        .expect("returned");
     let denied = ToolResponse::Denied {
         reason: DenyReason::NoGrant,
         detail: None,
     };
-    a.returned("w2", &denied, OWNER).expect("returned");
+    a.returned("w2", &denied, OWNER, Durable::InAudit)
+        .expect("returned");
     // loopd replays the answer without its cut call, then the two results.
     let kept = [&ans.tool_calls[0], &ans.tool_calls[1]];
     prompt.push(ChatMessage::assistant(

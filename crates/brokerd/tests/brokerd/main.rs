@@ -6,6 +6,7 @@ mod approvals;
 mod audit;
 mod bind;
 mod check_config;
+mod denials;
 mod exit_code;
 mod jobs;
 mod notes;

@@ -132,9 +132,23 @@ fn a_request_waits_for_a_report_that_arrives_within_the_wait() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// A decision line as brokerd writes it for a call that passed the witness check (`w`), or
-/// for one denied before it (`None`).
+/// A read_file call allowed, as brokerd writes its decision line ([`decision_line`]).
 fn decided(log: &mut AuditLog, call: u64, w: Option<WitnessRef>) {
+    let allowed = DecisionRecord::Allowed {
+        grant: "notes".into(),
+    };
+    decision_line(log, call, ("read_file", ARGS), w, &allowed);
+}
+
+/// A decision line as brokerd writes it for the call `(tool, arguments)` that passed the
+/// witness check (`w`), or for one denied before it (`None`).
+pub(crate) fn decision_line(
+    log: &mut AuditLog,
+    call: u64,
+    (tool, arguments): (&str, &str),
+    w: Option<WitnessRef>,
+    decision: &DecisionRecord,
+) {
     log.append(|seq, time, prev| {
         AuditLine::Decision(AuditRecord {
             seq,
@@ -142,12 +156,10 @@ fn decided(log: &mut AuditLog, call: u64, w: Option<WitnessRef>) {
             prev,
             session: SessionId::new("s-1").expect("session"),
             call: CallId(call),
-            tool: "read_file".into(),
-            arguments: ARGS.into(),
+            tool: tool.into(),
+            arguments: arguments.into(),
             session_taint: DataClass::Private,
-            decision: DecisionRecord::Allowed {
-                grant: "notes".into(),
-            },
+            decision: decision.clone(),
             canonical: None,
             witness: w,
         })

@@ -72,6 +72,10 @@ fn each_decision_is_fsynced_before_its_answer_is_written() {
     let mut synced: HashMap<String, HashSet<u64>> = HashMap::new();
     let mut pending_sync: HashMap<String, String> = HashMap::new();
     let mut answered = HashSet::new();
+    // Per thread: the syncs, and whether the accounting's file was written, since its last
+    // answer; and for each answer, what its thread did since the one before.
+    let mut since: HashMap<String, (usize, bool)> = HashMap::new();
+    let mut served: HashMap<u64, (usize, bool)> = HashMap::new();
     for line in trace.lines() {
         let Some((pid, call)) = line.split_once(' ') else {
             continue;
@@ -93,6 +97,9 @@ fn each_decision_is_fsynced_before_its_answer_is_written() {
             .or_else(|| call.strip_prefix("sendmsg("))
         {
             let fd: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            if rest.contains("records.jsonl>") {
+                since.entry(pid.to_owned()).or_default().1 = true;
+            }
             if rest.contains(r#""{\"seq\":"#) {
                 if let Some(c) = number_after(rest, r#"\"call\":"#) {
                     last_write.insert(pid.to_owned(), (fd, c));
@@ -104,12 +111,14 @@ fn each_decision_is_fsynced_before_its_answer_is_written() {
                     "the answer to call {id} was written before its audit record was synced:\n{trace}"
                 );
                 answered.insert(id);
+                served.insert(id, since.remove(pid).unwrap_or_default());
             }
         } else if let Some(rest) = call
             .strip_prefix("fdatasync(")
             .or_else(|| call.strip_prefix("fsync("))
         {
             let fd: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            since.entry(pid.to_owned()).or_default().0 += 1;
             if rest.contains("unfinished") {
                 pending_sync.insert(pid.to_owned(), fd);
             } else if rest.trim_end().ends_with("= 0") {
@@ -124,6 +133,23 @@ fn each_decision_is_fsynced_before_its_answer_is_written() {
         }
     }
     assert_eq!(answered.len(), 6, "strace saw {answered:?}:\n{trace}");
+    // A denied witnessed decision makes one fdatasync, its audit line's: the accounting's
+    // record of its tool message is written, unsynced (decisions.md X8). An allowed one
+    // syncs the record of its result too.
+    for (id, (syncs, accounted)) in &served {
+        if id % 2 == 1 {
+            assert_eq!(
+                (*syncs, *accounted),
+                (1, true),
+                "denied call {id}: syncs, and the accounting written:\n{trace}"
+            );
+        } else {
+            assert!(
+                *syncs >= 2 && *accounted,
+                "allowed call {id}: {syncs} syncs"
+            );
+        }
+    }
     // The witness store is synced once per report (six, one per request) and never for a
     // call's use: that is in the decision's audit line (decisions.md W9).
     let store = |l: &&str| l.contains("witness.jsonl>");

@@ -48,7 +48,7 @@ const FETCH: &str = r#"{"url":"https://example.org/?q=k"}"#;
 
 /// The secrets directory (secret, read without asking) and an `ask` egress grant whose
 /// `max_taint` is private, with a short approval time.
-fn stack(name: &str) -> (Home, Agent) {
+pub(crate) fn stack(name: &str) -> (Home, Agent) {
     let home = Home::new(name, "approval_ttl = \"1s\"");
     let secrets = home.files("secrets", &[("key.txt", "hunter2")]);
     home.write_grant(
@@ -66,12 +66,12 @@ fn stack(name: &str) -> (Home, Agent) {
 }
 
 /// The owner's words, registered as a channel does before loopd has them.
-fn owner(home: &Home, text: &str) -> ChatMessage {
+pub(crate) fn owner(home: &Home, text: &str) -> ChatMessage {
     daemon::owner::register(&home.chat_broker_sock(), text).expect("registered");
     composed::owner(text)
 }
 
-fn system() -> ChatMessage {
+pub(crate) fn system() -> ChatMessage {
     composed::system(composed::DEFAULT_CORE)
 }
 

@@ -10,6 +10,7 @@ mod cancel;
 mod chat_approval;
 mod compaction;
 mod cut;
+mod denial_restart;
 mod dev;
 mod dev_jobs;
 mod dev_session;
