@@ -36,6 +36,11 @@ def main():
     ap.add_argument("--template", default=os.path.join(here, "chatml-tools.jinja"))
     ap.add_argument("--metrics", action="store_true", help="serve /metrics (llama-server --metrics)")
     ap.add_argument("--slot-save-path", help="allow POST /slots/N?action=save into DIR")
+    ap.add_argument(
+        "--greedy",
+        action="store_true",
+        help="sample the likeliest token (temperature 0): the same prompt, the same answer",
+    )
     args = ap.parse_args()
 
     params = xllamacpp.CommonParams()
@@ -58,6 +63,10 @@ def main():
     params.endpoint_metrics = args.metrics
     if args.slot_save_path:
         params.slot_save_path = args.slot_save_path
+    if args.greedy:
+        # llama-server's default samples at 0.8 with a random seed: now and then the model
+        # answers otherwise than a test's script needs.
+        params.sampling.temp = 0.0
 
     server = xllamacpp.Server(params)
     url = f"http://127.0.0.1:{params.port}/health"

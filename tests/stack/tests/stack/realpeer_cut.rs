@@ -23,15 +23,17 @@ fn env_path(name: &str) -> PathBuf {
     }
 }
 
-/// The stack with the real server in the fake's place; loopd's answers capped at
-/// `max_tokens` 24, which cuts a `list_dir` call in its path.
+/// The stack with the real server in the fake's place, sampling greedily (its default
+/// temperature and random seed made the model answer in text now and then, a run in
+/// several); loopd's answers capped at `max_tokens` 24, which cuts a `list_dir` call in its
+/// path.
 fn real_agent(home: &Home) -> Agent {
     let serve = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../realpeer/serve.py");
     let mut cmd = Command::new(env_path("BOXMAKER_REALPEER_PYTHON"));
     cmd.arg(serve)
         .arg("--model")
         .arg(env_path("BOXMAKER_REALPEER_MODEL"))
-        .args(["--n-ctx", "4096", "--slots", "1"])
+        .args(["--n-ctx", "4096", "--slots", "1", "--greedy"])
         // serve.py runs until its stdin closes: the pipe stays open while the child lives.
         .stdin(Stdio::piped());
     let (real, addr) = home.spawn_peer(cmd, "real.log");
