@@ -113,13 +113,27 @@ echo "share: $share ($(du -sh "$share" | cut -f1))"
 
 # ---- 5. boot ------------------------------------------------------------------------------
 say "step 5: booting the guest under $accel; the scenarios run inside (stopped after ${TIMEOUT}s)"
+# The guest's own clock: kernel start to its first scenario line ("" before it got there).
+started() {
+    grep -a -o 'ci-run: start at [0-9.]*' "$share/console.log" 2>/dev/null | head -n1 |
+        awk '{ print $4 }' || true
+}
 t=$(now)
 rc=0
 qemu "$accel" "$share" "$TIMEOUT" || rc=$?
+boot=$(started)
+if [[ ! -f $share/out/rc && -z $boot ]]; then
+    # The guest never reached its scenarios (it died booting): nothing of ours ran, so
+    # the boot is tried once more, and what the console said is shown first.
+    echo "the guest did not reach its scenarios (QEMU exit $rc); console tail:"
+    tail -n 40 "$share/console.log" 2>/dev/null || true
+    say "step 5 again: booting the guest a second time"
+    rc=0
+    qemu "$accel" "$share" "$TIMEOUT" || rc=$?
+    boot=$(started)
+fi
 ran=$(since "$t")
 [[ -f $share/out/log ]] && cat "$share/out/log"
-# The guest's own clock: kernel start to its first scenario line, and the scenarios.
-boot=$(grep -a -o 'ci-run: start at [0-9.]*' "$share/console.log" | head -n1 | awk '{ print $4 }')
 timing boot "${boot:-?}"
 timing guest "$ran"
 say "result"
