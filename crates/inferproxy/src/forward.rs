@@ -381,10 +381,13 @@ fn relay(
             Err(why) => return Err(Abort::Cut(Cut::Witness(WitnessError::Copy(why)))),
         }
     }
-    if let Some((_, c)) = watch
-        && let Err(e) = send(&c.rest(), &mut total, &mut tail)
-    {
-        return cut(Cut::Client(e), &tail, total);
+    if let Some((_, copy)) = watch {
+        let rest = copy
+            .rest()
+            .map_err(|why| Abort::Cut(Cut::Witness(WitnessError::Copy(why))))?;
+        if let Err(e) = send(&rest, &mut total, &mut tail) {
+            return cut(Cut::Client(e), &tail, total);
+        }
     }
     if let Some(w) = chunked
         && let Err(e) = w.finish()

@@ -3,15 +3,17 @@
 //!
 //! The first [`ALONE`] bytes are parsed on the relay's own thread, every byte going through
 //! [`Tee::push`] before it goes on: most answers end there, and a thread would cost them
-//! more than it saves. Past that, from a read after which no event is half taken (its data
-//! line could be the end's) and until the stream can end, the bytes read go on at once,
+//! more than it saves. Past that, from a read after which no event is half taken and the
+//! line kept back does not hold `[DONE]` (either could be the end's data line), and until the
+//! stream can end, the bytes read go on at once,
 //! as they would unwitnessed, and a thread of the exchange's own parses them
 //! ([`Tee::seen`]), taking them in batches. The end is the `data: [DONE]` event, whose data
 //! line holds the bytes `[DONE]` whole: the first read that holds them (counting a match
 //! across reads) brings the copy back to the relay, which waits for the thread to catch up;
 //! from there on every byte goes through [`Tee::push`] again, so that the event's closing
 //! blank line is held until brokerd has the report. A copy that cannot be witnessed stops
-//! its thread; the relay sees it at its next read and cuts the stream there.
+//! its thread; the relay sees it at its next read, or at the end of the body, and cuts the
+//! stream there.
 
 use std::sync::mpsc::{self, SyncSender};
 use std::thread::{self, JoinHandle};
@@ -72,13 +74,18 @@ impl Watch {
         keep_last(&mut self.last, bytes);
         self.read += bytes.len();
         match &mut self.at {
-            At::Start(tee) if !ends && self.read > ALONE && tee.between_events() => {
+            At::Start(tee) if !ends && self.read > ALONE => {
                 let pushed = tee.push(bytes);
+                // Only once these bytes are taken, and only where no event is half taken and
+                // the line kept back does not hold the end: else the end's data line may be
+                // behind us, its blank line still to come.
                 let Pushed::Forward(mut out) = pushed else {
                     return Some(pushed);
                 };
-                out.extend(tee.release());
-                self.behind();
+                if tee.between_events() && !tee.kept_back_holds(END) {
+                    out.extend(tee.release());
+                    self.behind();
+                }
                 Some(Pushed::Forward(out))
             }
             At::Start(tee) | At::End(tee) => Some(tee.push(bytes)),
@@ -167,12 +174,11 @@ impl Watch {
         }
     }
 
-    /// What is still kept back at the end of the body and did not go on yet.
-    pub fn rest(self) -> Vec<u8> {
-        match self.at {
-            At::Start(tee) | At::End(tee) => tee.rest(),
-            At::Behind { .. } | At::Lost => Vec::new(),
-        }
+    /// What is still kept back at the end of the body and did not go on yet; `Err` when
+    /// the copy could not be witnessed, so that the stream is cut rather than ended.
+    pub fn rest(mut self) -> Result<Vec<u8>, WitnessErrorKind> {
+        let tee = self.here()?;
+        Ok(std::mem::replace(tee, Tee::new(false)).rest())
     }
 }
 
@@ -235,23 +241,51 @@ mod tests {
         panic!("no end");
     }
 
-    /// The end's data line read before the copy could move, its blank line after: held.
+    /// The end's data line read up to the copy's 64 KiB alone, the rest of its event after
+    /// (every way an event's lines can end and follow): its closing blank line is held.
     #[test]
-    fn an_end_begun_before_the_copy_moves_is_held() {
-        let mut watch = Watch::new(false);
-        // The first read ends 5 bytes short of the copy's 64 KiB alone; the next passes it.
-        let framing = stream(&[String::new()]).len() - "data: [DONE]\n\n".len();
-        let first = stream(&["x".repeat(ALONE - 5 - framing)]);
-        let first = &first[..first.len() - "data: [DONE]\n\n".len()];
-        assert_eq!(first.len(), ALONE - 5);
-        let got = watch.push(first);
-        assert!(matches!(got, Some(Pushed::Forward(_))), "{got:?}");
-        for read in [&b"data: [DONE]\n"[..], b"id: 1\n"] {
-            let got = watch.push(read);
-            assert!(matches!(got, Some(Pushed::Forward(_))), "{got:?}");
+    fn an_end_begun_before_the_copy_could_move_is_held() {
+        let tails: [&[&[u8]]; 5] = [
+            &[b"\n", b"\n"],
+            &[b"\r", b"\n", b"\r\n"],
+            &[b"\n", b"id: 1\n", b"\n"],
+            &[b"\n", b": c\n", b"\n"],
+            &[b"\n\n"],
+        ];
+        let head = b"data: [DONE]";
+        for tail in tails {
+            // The first read ends with the end's data line, at exactly 64 KiB of body.
+            let framing = stream(&[String::new()]).len() - "data: [DONE]\n\n".len();
+            let mut first = stream(&["x".repeat(ALONE - head.len() - framing)]);
+            first.truncate(first.len() - "\n\n".len());
+            assert!(
+                first.ends_with(head) && first.len() == ALONE,
+                "{}",
+                first.len()
+            );
+            let reads: Vec<&[u8]> = std::iter::once(&first[..])
+                .chain(tail.iter().copied())
+                .collect();
+            let mut watch = Watch::new(false);
+            let mut out = Vec::new();
+            let mut held = None;
+            for read in &reads {
+                assert!(held.is_none(), "{tail:?}: bytes after the end");
+                match watch.push(read) {
+                    None => out.extend_from_slice(read),
+                    Some(Pushed::Forward(b)) => out.extend(b),
+                    Some(Pushed::Done { before, held: h }) => {
+                        out.extend(before);
+                        held = Some(h);
+                    }
+                    Some(Pushed::Broken { why, .. }) => panic!("{tail:?}: {why:?}"),
+                }
+            }
+            let held = held.unwrap_or_else(|| panic!("{tail:?}: the end went on unheld"));
+            assert!(!held.is_empty(), "{tail:?}");
+            out.extend(held);
+            assert!(out == reads.concat(), "{tail:?}: every byte once, in order");
         }
-        let got = watch.push(b"\n");
-        assert!(matches!(got, Some(Pushed::Done { .. })), "{got:?}");
     }
 
     #[test]

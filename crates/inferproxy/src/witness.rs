@@ -150,6 +150,11 @@ impl Tee {
         self.events.data().is_none()
     }
 
+    /// Whether the line kept back (not yet whole) holds `bytes`.
+    pub fn kept_back_holds(&self, bytes: &[u8]) -> bool {
+        memchr::memmem::find(&self.partial, bytes).is_some()
+    }
+
     /// The bytes kept back that did not go on yet, which go on now: from here the copy
     /// takes the body with [`Tee::seen`].
     pub fn release(&mut self) -> Vec<u8> {

@@ -179,24 +179,32 @@ fn a_long_answer_is_witnessed_alike_and_its_end_still_held() {
     assert_eq!(report.forms, proto::composed::answer_forms(&answer, false));
 }
 
-/// An error chunk past the first 64 KiB: the stream is cut, never ended with `[DONE]`.
+/// An error chunk past the first 64 KiB: the stream is cut, never ended with `[DONE]`,
+/// whether the upstream goes on to `[DONE]` or ends its body without it.
 #[test]
 fn a_long_answer_that_breaks_is_cut_before_its_end() {
     let piece = json!({"choices": [{"index": 0, "delta": {"content": "y".repeat(1000)}}]});
-    let mut events = vec![format!("data: {piece}\n\n"); 200];
-    events.push("data: {\"error\":{\"code\":500,\"message\":\"boom\"}}\n\n".into());
-    events.extend(vec![format!("data: {piece}\n\n"); 100]);
-    events.extend(tool_call_events("tool_calls"));
-    let up = streaming(events);
-    let p = proxy(&up, "", Ack::Now);
-    let (data, end) = events_to_the_end(p.chat().expect("request"));
-    assert!(end.is_some(), "the stream is cut, not ended");
-    assert!(data.len() >= 200, "the answer before it went through");
-    assert!(!data.iter().any(|d| d == "[DONE]"));
-    assert!(
-        p.witness.reports.try_recv().is_err(),
-        "nothing was witnessed"
-    );
+    for ends in [true, false] {
+        let mut events = vec![format!("data: {piece}\n\n"); 200];
+        events.push("data: {\"error\":{\"code\":500,\"message\":\"boom\"}}\n\n".into());
+        events.extend(vec![format!("data: {piece}\n\n"); 100]);
+        if ends {
+            events.extend(tool_call_events("tool_calls"));
+        }
+        let up = streaming(events);
+        let p = proxy(&up, "", Ack::Now);
+        let (data, end) = events_to_the_end(p.chat().expect("request"));
+        assert!(end.is_some(), "{ends}: the stream is cut, not ended");
+        assert!(
+            data.len() >= 200,
+            "{ends}: the answer before it went through"
+        );
+        assert!(!data.iter().any(|d| d == "[DONE]"), "{ends}");
+        assert!(
+            p.witness.reports.try_recv().is_err(),
+            "{ends}: nothing was witnessed"
+        );
+    }
 }
 
 /// The data of every event of an answer, and how its stream ended: `None` whole, else the
