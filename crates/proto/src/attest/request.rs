@@ -6,8 +6,10 @@
 //! prefill can force what the model emits: a request carrying any of them is refused.
 
 use std::fmt;
+use std::marker::PhantomData;
 
 use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor, value::MapAccessDeserializer};
 use serde_json::{Number, Value};
 
 use super::canonical::{ChatMessage, ChatRole, canonical_json};
@@ -92,7 +94,7 @@ impl std::error::Error for Unwitnessable {}
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)] // read by the typed parse only: what it refuses is the point
 struct Request {
-    messages: Vec<ChatMessage>,
+    messages: Vec<Object<ChatMessage>>,
     tools: Value,
     stream: bool,
     #[serde(default)]
@@ -139,6 +141,27 @@ enum ToolChoice {
     None,
 }
 
+/// `T` parsed from a JSON object only: serde's derived structs also take an array of their
+/// fields in order, which llama-server would read otherwise (or refuse), so the witness
+/// refuses it.
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Only<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Only<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Only(PhantomData)).map(Object)
+    }
+}
+
 /// Why the typed parse refused `body`: not an object, the first field off the list, or the
 /// parse's own word (a shape, a field given twice).
 fn refused(body: &[u8], typed: &serde_json::Error) -> Unwitnessable {
@@ -158,21 +181,23 @@ fn refused(body: &[u8], typed: &serde_json::Error) -> Unwitnessable {
 pub fn witnessable(body: &[u8]) -> Result<Vec<Hash32>, Unwitnessable> {
     // The typed parse refuses an unknown field and a field given twice; only a refused body
     // is parsed again, to say which field it was.
-    let request: Request = serde_json::from_slice(body).map_err(|e| refused(body, &e))?;
+    let Object(request): Object<Request> =
+        serde_json::from_slice(body).map_err(|e| refused(body, &e))?;
+    let messages: Vec<&ChatMessage> = request.messages.iter().map(|Object(m)| m).collect();
     if !request.stream {
         return Err(Unwitnessable::NotStreamed);
     }
     if Hash32::digest(&canonical_json(&request.tools)) != super::tools_hash() {
         return Err(Unwitnessable::Tools);
     }
-    for (index, m) in request.messages.iter().enumerate() {
+    for (index, m) in messages.iter().enumerate() {
         m.check()
             .map_err(|key| Unwitnessable::Message { index, key })?;
     }
-    match request.messages.last() {
+    match messages.last() {
         None => return Err(Unwitnessable::NoMessages),
         Some(m) if m.role == ChatRole::Assistant => return Err(Unwitnessable::Prefill),
         Some(_) => {}
     }
-    Ok(request.messages.iter().map(ChatMessage::digest).collect())
+    Ok(messages.iter().map(|m| m.digest()).collect())
 }

@@ -117,6 +117,11 @@ fn each_forcing_field_an_unknown_field_and_a_prefill_are_refused() {
         Err(Unwitnessable::NoMessages)
     );
     assert_eq!(witnessable(b"[1]"), Err(Unwitnessable::NotAnObject));
+    // A request's fields in order as an array (serde's derived parse would take it).
+    let top: Value = serde_json::from_slice(&request(honest(), json!({}))).expect("json");
+    let fields = ["messages", "tools", "stream"].map(|k| top[k].clone());
+    let array = serde_json::to_vec(&fields).expect("array");
+    assert_eq!(witnessable(&array), Err(Unwitnessable::NotAnObject));
     assert_eq!(
         witnessable(b"{\"messages\":"),
         Err(Unwitnessable::NotAnObject)
@@ -134,6 +139,8 @@ fn a_message_out_of_canonical_shape_and_a_field_given_twice_are_refused() {
         json!([{"role": "user", "content": "hi", "name": "owner"}]),
         json!([{"role": "developer", "content": "hi"}]),
         json!([{"role": "user", "content": [{"type": "text", "text": "hi"}]}]),
+        // A message's fields in order as an array.
+        json!([["user", "hi"]]),
         json!([{"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "custom",
             "function": {"name": "x", "arguments": "{}"}}]}, {"role": "user", "content": "x"}]),
     ] {
