@@ -126,8 +126,8 @@ impl Attested {
     /// the tool message loopd makes of it is accounted at its labels (those of the run,
     /// `ran`, for a failure) before the answer leaves. A result's or a failure's record is on
     /// disk by then; a denial's is durable in its decision's audit line, written before
-    /// this (it names the witnessed call and holds the denial), so its record here is not
-    /// synced, and the start accounts it again from that line ([`Rebuilt`], X8).
+    /// this (it names the witnessed call and holds the denial), so its record is kept in
+    /// memory only, and every start accounts it again from that line ([`Rebuilt`], X8).
     pub fn returned(
         &self,
         claimed: Option<&Claimed>,

@@ -1,7 +1,6 @@
 //! The accounting's file: one JSON line per record, appended and synced (`sync_data`)
-//! before the call that made it returns, or appended unsynced when its durable record is
-//! elsewhere (a denial's, in its decision's audit line: X8); the next synced append, or the
-//! rewrite, makes it durable with everything before it. When it holds twice the records kept, it is
+//! before the call that made it returns (a denial's record is not written when it is made:
+//! its decision's audit line is its durable record, X8). When it holds twice the records kept, it is
 //! rewritten (temp file, fsync, rename, directory fsync) with the highest label sent first
 //! and then the records kept. A torn last line (a write that died before its sync, so never
 //! acknowledged) is cut off at open; any other line that does not parse refuses start.
@@ -141,15 +140,13 @@ impl Log {
         &self.path
     }
 
-    /// Appends `records` and syncs them when `synced`; or, when the file would pass twice
-    /// the records kept, rewrites it (synced) with `sent` and the last records of `kept`
-    /// then `records`.
+    /// Appends `records` and syncs; or, when the file would pass twice the records kept,
+    /// rewrites it with `sent` and the last records of `kept` then `records`.
     pub fn append(
         &mut self,
         records: &[Record],
         sent: Labels,
         kept: &VecDeque<Record>,
-        synced: bool,
     ) -> Result<(), LogError> {
         if self.lines + records.len() > 2 * self.max {
             return self.rewrite(records, sent, kept);
@@ -160,9 +157,7 @@ impl Log {
         }
         let path = &self.path;
         self.file.write_all(&out).map_err(io(path))?;
-        if synced {
-            self.file.sync_data().map_err(io(path))?;
-        }
+        self.file.sync_data().map_err(io(path))?;
         self.lines += records.len();
         Ok(())
     }

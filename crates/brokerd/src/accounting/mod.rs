@@ -103,9 +103,10 @@ pub enum Durable {
     /// record that is not a tool message.
     Here,
     /// In the audit line of its decision, which names the witnessed call and holds the
-    /// denial loopd was answered (docs/decisions.md X8): appended here unsynced (the next
-    /// synced append makes it durable with everything before it) and accounted again at
-    /// start from the audit log ([`Accounting::rebuild`]) if a crash of the machine lost it.
+    /// denial loopd was answered (docs/decisions.md X8): kept in memory only (no bytes
+    /// written unsynced, so a crash cannot leave a damaged line behind a good one), and
+    /// accounted again at every start from the audit log ([`Accounting::rebuild`]), which
+    /// writes it here then; a rewrite of the file keeps it too.
     InAudit,
 }
 
@@ -288,9 +289,9 @@ impl Accounting {
 
     /// At start: the denials the audit log's decision lines hold for witnessed calls whose
     /// reports the witness store keeps (`(model call id, denial)`, oldest first), accounted
-    /// again at [`OWNER`] where the file lost them (a crash of the machine before a later
-    /// sync: [`Durable::InAudit`]). What is missing is written, synced, in one batch; the
-    /// number of records it wrote.
+    /// again at [`OWNER`] where the file does not hold them (they were kept in memory only:
+    /// [`Durable::InAudit`]). What is missing is written, synced, in one batch; the number
+    /// of records it wrote.
     pub fn rebuild(&mut self, denials: &[(String, ToolResponse)]) -> Result<usize, LogError> {
         let mut missing: Vec<Record> = Vec::new();
         for (id, r) in denials {
@@ -341,15 +342,16 @@ impl Accounting {
         )
     }
 
-    /// Writes `records` (one sync, or none when their durable record is elsewhere), then
-    /// takes them in.
+    /// Writes `records` (one sync) when this file is where they are durable, then takes
+    /// them in.
     fn add(&mut self, records: &[Record], durable: Durable) -> Result<(), LogError> {
-        let sent = records
-            .iter()
-            .filter(|r| r.kind == Kind::Tool)
-            .fold(self.sent, |s, r| s.join(r.label));
-        self.log
-            .append(records, sent, &self.order, durable == Durable::Here)?;
+        if durable == Durable::Here {
+            let sent = records
+                .iter()
+                .filter(|r| r.kind == Kind::Tool)
+                .fold(self.sent, |s, r| s.join(r.label));
+            self.log.append(records, sent, &self.order)?;
+        }
         for r in records {
             self.remember(r.clone());
         }
