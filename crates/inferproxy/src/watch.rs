@@ -177,8 +177,7 @@ impl Watch {
     /// What is still kept back at the end of the body and did not go on yet; `Err` when
     /// the copy could not be witnessed, so that the stream is cut rather than ended.
     pub fn rest(mut self) -> Result<Vec<u8>, WitnessErrorKind> {
-        let tee = self.here()?;
-        Ok(std::mem::replace(tee, Tee::new(false)).rest())
+        Ok(self.here()?.release())
     }
 }
 

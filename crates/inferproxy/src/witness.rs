@@ -155,8 +155,9 @@ impl Tee {
         memchr::memmem::find(&self.partial, bytes).is_some()
     }
 
-    /// The bytes kept back that did not go on yet, which go on now: from here the copy
-    /// takes the body with [`Tee::seen`].
+    /// The bytes kept back that did not go on yet, which go on now: before the copy takes
+    /// the rest of the body with [`Tee::seen`], or at the body's end (a last line without
+    /// its end).
     pub fn release(&mut self) -> Vec<u8> {
         let out = self.partial[self.ahead..].to_vec();
         self.ahead = self.partial.len();
@@ -222,12 +223,6 @@ impl Tee {
             return Pushed::Broken { before: data, why };
         }
         Pushed::Forward(data)
-    }
-
-    /// What is still kept back at the end of the body (a last line without its end) and
-    /// did not go on yet.
-    pub fn rest(mut self) -> Vec<u8> {
-        self.partial.split_off(self.ahead)
     }
 
     /// The report of this answer.
