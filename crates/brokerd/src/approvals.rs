@@ -12,7 +12,7 @@ use proto::{Hash32, Timestamp};
 /// How many answered ids are remembered, to tell "already used" from "unknown".
 const REMEMBERED: usize = 4096;
 
-/// The owner's answer, delivered to the connection that waits for it.
+/// The owner's answer, as a channel hands it to the desk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
     pub verdict: Verdict,
@@ -20,10 +20,36 @@ pub struct Answer {
     pub post: Option<String>,
 }
 
+/// The owner approved the card that was shown, and it still held: the one thing that turns
+/// an `ask` into an allow (`policy::approve`). Only [`Approvals::answer`] makes one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approved {
+    by: String,
+    post: Option<String>,
+}
+
+impl Approved {
+    /// Who approved: a Mattermost user id, or the local admin's uid and name.
+    pub fn by(&self) -> &str {
+        &self.by
+    }
+
+    /// The Mattermost post the approval came from, if it came from one.
+    pub fn post(&self) -> Option<&str> {
+        self.post.as_deref()
+    }
+}
+
 /// What the waiting request is told.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Wake {
-    Answered(Answer),
+    /// The owner approved the card as it was shown.
+    Approved(Approved),
+    /// The owner refused it (`by`, `post`: who, and where).
+    Refused { by: String, post: Option<String> },
+    /// The owner answered, but the card no longer held: the session's labels rose after it
+    /// was shown. The call is denied by brokerd (`approval_changed`), not by the owner.
+    Changed,
     /// brokerd is stopping: the call is denied now, not left to the drain.
     Stopping,
     /// loopd hung up its request while it waited (the owner cancelled the turn): the call
@@ -141,8 +167,11 @@ impl Approvals {
         was
     }
 
-    /// Applies an owner's answer. `current` is the binding recomputed from the session as
-    /// it stands now; it must equal both the card's and the answer's.
+    /// Applies an owner's answer. The answer must carry the binding of the card that was
+    /// shown; `current` is that card's binding recomputed from the labels as they stand now
+    /// (the session's, which the decision raised to the label the call was decided at), and
+    /// must still equal it: otherwise the card no longer holds, the answer is refused
+    /// `changed`, and the call is denied as changed, never in the owner's name.
     pub fn answer(
         &mut self,
         approval: &str,
@@ -179,19 +208,25 @@ impl Approvals {
         };
         self.remember(approval, Refusal::AlreadyUsed);
         if !still {
-            // The session moved on (its taint rose): what the owner saw is no longer the
-            // request. It can never be approved; end it with a denial.
-            let _ = entry.waiter.send(Wake::Answered(Answer {
-                verdict: Verdict::Deny,
-                by: answer.by,
-                post: answer.post,
-            }));
+            // The session moved on (its labels rose): what the owner saw is no longer the
+            // request. It can never be approved; end it with brokerd's denial.
+            let _ = entry.waiter.send(Wake::Changed);
             return Err(Refused {
                 refusal: Refusal::Changed,
             });
         }
+        let wake = match answer.verdict {
+            Verdict::Approve => Wake::Approved(Approved {
+                by: answer.by,
+                post: answer.post,
+            }),
+            Verdict::Deny => Wake::Refused {
+                by: answer.by,
+                post: answer.post,
+            },
+        };
         // The waiter may have just given up (expiry); then the answer is simply unread.
-        let _ = entry.waiter.send(Wake::Answered(answer));
+        let _ = entry.waiter.send(wake);
         Ok(())
     }
 

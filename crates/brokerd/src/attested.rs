@@ -11,7 +11,7 @@ use daemon::lock;
 use proto::attest::{WitnessRef, WitnessReport};
 use proto::{AuditLine, AuditRecord, Hash32, ToolResponse};
 
-use crate::accounting::{Accounting, Durable, LogError, of_response};
+use crate::accounting::{Accounted, Accounting, Durable, LogError, of_response};
 use crate::policy::Labels;
 use crate::witness::{NotRecorded, Store, StoreError, Unwitnessed, Witness};
 
@@ -42,12 +42,13 @@ fn core_stamp(path: &std::path::Path) -> Option<CoreStamp> {
     ))
 }
 
-/// A witnessed call that may run: the labels of the prompt that produced it, and the id
-/// the model gave it (`None`: the accounting no longer knows its completion, so its result
-/// is not accounted either and the prompt counts as unaccounted).
+/// A witnessed call that may run: the labels of the prompt that produced it (and the calls
+/// that made it untrusted), and the id the model gave it (`None`: the accounting no longer
+/// knows its completion, so its result is not accounted either and the prompt counts as
+/// unaccounted).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claimed {
-    pub prompt: Labels,
+    pub prompt: Accounted,
     pub call_id: Option<String>,
 }
 
@@ -115,32 +116,56 @@ impl Attested {
                     w.completion
                 ));
                 Claimed {
-                    prompt: accounting.sent(),
+                    prompt: accounting.sent_accounted(),
                     call_id: None,
                 }
             }
         })
     }
 
-    /// brokerd answers the witnessed call `claimed` (none: a call that was not) with `r`:
-    /// the tool message loopd makes of it is accounted at its labels (those of the run,
-    /// `ran`, for a failure) before the answer leaves. A result's or a failure's record is on
-    /// disk by then; a denial's is durable in its decision's audit line, written before
-    /// this (it names the witnessed call and holds the denial), so its record is kept in
+    /// brokerd answers the witnessed call `claimed` (none: a call that was not), decided at
+    /// `decided` (made untrusted by `sources`), with `r`: the tool message loopd makes of it
+    /// is accounted at its labels ([`of_response`]: a result's, which carry `decided`
+    /// already; a failure's, those of the run, `ran`; a denial's, `decided`) before the
+    /// answer leaves. A result's or a failure's record is on disk by then; a denial's is
+    /// durable in its decision's audit line, written before this (it names the witnessed
+    /// call, holds the denial and the label it was decided at), so its record is kept in
     /// memory only, and every start accounts it again from that line ([`Rebuilt`], X8).
     pub fn returned(
         &self,
         claimed: Option<&Claimed>,
         r: &ToolResponse,
         ran: Option<Labels>,
+        decided: Labels,
+        sources: &[proto::approval::CallRef],
     ) -> Result<(), LogError> {
         let durable = match r {
             ToolResponse::Denied { .. } => Durable::InAudit,
             _ => Durable::Here,
         };
         match claimed.and_then(|c| c.call_id.as_deref()) {
-            Some(id) => lock(&self.accounting).returned(id, r, of_response(r, ran), durable),
+            Some(id) => lock(&self.accounting).returned(
+                id,
+                r,
+                of_response(r, ran, decided),
+                sources,
+                durable,
+            ),
             None => Ok(()),
+        }
+    }
+
+    /// The label of an answer loopd returned as its final text (a job's delivery):
+    /// what brokerd accounted the witnessed answer of that text at, the label of the
+    /// prompt that produced it; an answer brokerd cannot account for (or none) counts as
+    /// the highest label it has sent, as any unaccounted message does.
+    pub fn answer(&self, text: Option<&str>) -> Accounted {
+        let accounting = lock(&self.accounting);
+        let digest = text
+            .map(|t| proto::attest::ChatMessage::assistant(Some(t.to_owned()), None, &[]).digest());
+        match digest {
+            Some(d) => accounting.label_of(&[d]),
+            None => accounting.sent_accounted(),
         }
     }
 
@@ -168,8 +193,9 @@ impl Attested {
 pub struct Rebuilt {
     /// How many decision lines named a call of a kept report.
     pub uses: usize,
-    /// Each denied call's model id (from its report) and what loopd was answered.
-    pub denials: Vec<(String, ToolResponse)>,
+    /// Each denied call's model id (from its report), what loopd was answered, and the
+    /// label the line says the call was decided at.
+    pub denials: Vec<(String, ToolResponse, Labels)>,
 }
 
 impl Rebuilt {
@@ -180,12 +206,14 @@ impl Rebuilt {
 }
 
 /// The denial an audit line holds for a witnessed call whose report `store` keeps: the
-/// model's id of the call and what loopd was answered ([`crate::policy::denied`] of the
-/// line's record, the one way that answer is made).
-fn denial_of(store: &Store, line: &AuditLine) -> Option<(String, ToolResponse)> {
+/// model's id of the call, what loopd was answered ([`crate::policy::denied`] of the line's
+/// record, the one way that answer is made) and the label it was decided at.
+fn denial_of(store: &Store, line: &AuditLine) -> Option<(String, ToolResponse, Labels)> {
     let AuditLine::Decision(AuditRecord {
         witness: Some(w),
         decision,
+        session_taint,
+        untrusted,
         ..
     }) = line
     else {
@@ -194,5 +222,9 @@ fn denial_of(store: &Store, line: &AuditLine) -> Option<(String, ToolResponse)> 
     let denied = crate::policy::denied(decision)?;
     let at = usize::try_from(w.index).ok()?;
     let call = store.get(&w.completion)?.report.calls.get(at)?;
-    Some((call.id.clone(), denied))
+    let decided = Labels {
+        class: *session_taint,
+        untrusted: *untrusted,
+    };
+    Some((call.id.clone(), denied, decided))
 }

@@ -20,6 +20,10 @@ use crate::outbox::{Outbox, Outgoing};
 /// Who denied a call that loopd withdrew, as gatewayd shows it.
 pub const WITHDRAWN_BY: &str = "loopd (the turn was cancelled)";
 
+/// Who denied a call whose card no longer held when the owner answered, as gatewayd shows
+/// it: brokerd, never the owner.
+pub const CHANGED_BY: &str = "brokerd (the labels rose after the card was shown)";
+
 #[derive(Debug)]
 pub struct Desk {
     approvals: Mutex<Approvals>,
@@ -137,9 +141,17 @@ impl Desk {
         outbox.tell(Outgoing::Update(ApprovalUpdate {
             approval,
             update: match &wake {
-                Some(Wake::Answered(a)) => Update::Decided {
-                    verdict: a.verdict,
-                    by: a.by.clone(),
+                Some(Wake::Approved(a)) => Update::Decided {
+                    verdict: Verdict::Approve,
+                    by: a.by().to_owned(),
+                },
+                Some(Wake::Refused { by, .. }) => Update::Decided {
+                    verdict: Verdict::Deny,
+                    by: by.clone(),
+                },
+                Some(Wake::Changed) => Update::Decided {
+                    verdict: Verdict::Deny,
+                    by: CHANGED_BY.to_owned(),
                 },
                 Some(Wake::Stopping) => Update::Stopped,
                 Some(Wake::Withdrawn) => Update::Decided {
@@ -153,8 +165,8 @@ impl Desk {
     }
 
     /// Applies an owner's answer; a refused one is audited here (an accepted one is audited
-    /// by the waiting request as its decision). `current` is the card's binding as the card
-    /// would be shown now.
+    /// by the waiting request as its decision). `current` is the shown card's binding
+    /// recomputed from the labels as they stand now (see [`Approvals::answer`]).
     pub fn answer(
         &self,
         answer: &ApprovalAnswer,

@@ -81,7 +81,7 @@ pub fn serve(broker: &Broker, mut conn: Conn, who: &str, activity: &Activity, ha
                     false
                 }
                 (Message::JobNote(note), Some((job, session))) => {
-                    match broker.job_note(job, session, &note.text) {
+                    match broker.job_note(job, session, &note.text, note.answer.as_deref()) {
                         Ok(Ok(noted)) => {
                             log::info(format_args!(
                                 "job {job}: result written to note {}",

@@ -53,6 +53,23 @@ impl SessionState {
         }
     }
 
+    /// This state raised by `class` and `untrusted`, the calls in `sources` (those that
+    /// made it untrusted) added to its untrusted sources, each once, at most
+    /// [`MAX_UNTRUSTED_BY`]. Taint never goes down and the flag never clears.
+    #[must_use]
+    pub fn raised(mut self, class: DataClass, untrusted: bool, sources: &[CallRef]) -> Self {
+        self.taint = self.taint.max(class);
+        if untrusted {
+            self.untrusted = true;
+            for call in sources {
+                if self.untrusted_by.len() < MAX_UNTRUSTED_BY && !self.untrusted_by.contains(call) {
+                    self.untrusted_by.push(call.clone());
+                }
+            }
+        }
+        self
+    }
+
     pub fn view(&self) -> SessionView {
         SessionView {
             taint: self.taint,
@@ -171,26 +188,49 @@ impl Sessions {
         untrusted: bool,
         call: CallRef,
     ) -> Result<(), StateError> {
-        let mut state = self.get(session);
-        let before = state.clone();
-        state.taint = state.taint.max(class);
-        if untrusted {
-            state.untrusted = true;
-            if state.untrusted_by.len() < MAX_UNTRUSTED_BY {
-                state.untrusted_by.push(call);
-            }
-        }
+        let state = self
+            .get(session)
+            .raised(class, untrusted, std::slice::from_ref(&call));
         // A session seen for the first time is stored and exported even at its starting
         // label: a log without an exported label is indexed as secret and untrusted.
-        if state == before && self.map.contains_key(session) {
-            return Ok(());
+        self.put(state, true).map(|_| ())
+    }
+
+    /// Raises the session to the label a call of it is decided at (`decided`: the session's
+    /// own raised by the prompt that produced the call; `sources`, the calls that made that
+    /// prompt untrusted) and makes it durable, exported for the indexer too, before
+    /// returning: what loopd logs in this session from now on holds that prompt's content,
+    /// and everything the call produces is attached at that label (docs/decisions.md X9).
+    /// Writes nothing when the session is already there. Returns the session as raised.
+    pub fn raise(
+        &mut self,
+        session: &SessionId,
+        decided: SessionView,
+        sources: &[CallRef],
+    ) -> Result<SessionState, StateError> {
+        let state = self
+            .get(session)
+            .raised(decided.taint, decided.untrusted, sources);
+        self.put(state, false)
+    }
+
+    /// Makes `state` the session's, on disk and exported, unless nothing changed (and, with
+    /// `store_new`, the session is known already).
+    fn put(&mut self, state: SessionState, store_new: bool) -> Result<SessionState, StateError> {
+        let session = state.session.clone();
+        let known = self.map.contains_key(&session);
+        if self.map.get(&session) == Some(&state)
+            || (!known && !store_new && state == SessionState::new(session.clone()))
+        {
+            return Ok(state);
         }
         // Memory first: if the disk write fails, this process still treats the session
         // as raised (the safe direction), and the caller withholds the result.
-        self.map.insert(session.clone(), state.clone());
+        self.map.insert(session, state.clone());
         store(&self.dir, &state)?;
         // Before the result leaves: the log line that holds it is indexed by this label.
-        export_label(&self.export, &state)
+        export_label(&self.export, &state)?;
+        Ok(state)
     }
 }
 

@@ -9,12 +9,12 @@ use std::path::PathBuf;
 use daemon::config::Config;
 use proto::ToolRequest;
 use proto::toolrun::{ConsultTarget, ToolInvocation};
-use proto::tools::{HttpFetchArgs, ListDirArgs, ReadFileArgs, ToolArgs};
+use proto::tools::ToolArgs;
 
 use crate::bind::{self, BindError};
 use crate::policy::Decision;
 use crate::runner::{CheckError, Limits, RunSpec, Runner, Secret, unit_name};
-use grants::constraints::{Covered, Reach, UrlError, normalize_url};
+use grants::constraints::{Reach, UrlError, normalize_url};
 
 /// Why an allowed call has no run: its text is the failed result the model and the audit
 /// see.
@@ -105,32 +105,15 @@ impl std::error::Error for UnitError {
     }
 }
 
-/// The arguments as the grant covered them: the normalised path or URL. This is what the
-/// approval binds to, the audit keeps as canonical, and the tool runs with, so that what
-/// was checked is what runs.
-pub fn effective(args: &ToolArgs, covered: &Covered) -> ToolArgs {
-    match (args, &covered.path, &covered.url) {
-        (ToolArgs::ReadFile(_), Some(path), _) => {
-            ToolArgs::ReadFile(ReadFileArgs { path: path.clone() })
-        }
-        (ToolArgs::ListDir(_), Some(path), _) => {
-            ToolArgs::ListDir(ListDirArgs { path: path.clone() })
-        }
-        (ToolArgs::HttpFetch(_), _, Some(url)) => ToolArgs::HttpFetch(HttpFetchArgs {
-            url: url.as_str().to_owned(),
-        }),
-        _ => args.clone(),
-    }
-}
-
-/// The run of an allowed call; `args` are [`effective`] already.
+/// The run of an allowed call: the arguments it authorises ([`Decision::args`], as the
+/// grant covered them), bound and limited as its grant says.
 pub fn build(
     config: &Config,
     req: &ToolRequest,
-    args: ToolArgs,
     decision: &Decision,
 ) -> Result<RunSpec, SpecError> {
     let (grant, covered) = decision.grant().ok_or(SpecError::NoGrant)?;
+    let args = decision.args().ok_or(SpecError::NoGrant)?.clone();
     let b = &config.broker;
     let consult = match &args {
         ToolArgs::Consult(_) => Some(consult_target(config, grant.secret.as_deref())?),

@@ -30,11 +30,15 @@ pub fn card(c: &ApprovalCard) -> String {
     s
 }
 
-/// An untrusted call as bxctl shows it: the tool, the call and what it read, each escaped
-/// to one line.
+/// An untrusted call as bxctl shows it: the tool, the call (and its session, when another
+/// session's result made the label untrusted) and what it read, each escaped to one line.
 pub(crate) fn source(r: &proto::approval::CallRef) -> String {
+    let call = match &r.session {
+        Some(session) => format!("call {} of session {}", r.call.0, line(session.as_str())),
+        None => format!("call {}", r.call.0),
+    };
     match &r.read {
-        Some(read) => format!("{} (call {}, read {})", line(&r.tool), r.call.0, line(read)),
-        None => format!("{} (call {})", line(&r.tool), r.call.0),
+        Some(read) => format!("{} ({call}, read {})", line(&r.tool), line(read)),
+        None => format!("{} ({call})", line(&r.tool)),
     }
 }

@@ -124,6 +124,9 @@ fn sources(calls: &[CallRef]) -> String {
     let mut used = 0;
     for c in calls.iter().take(MAX_SOURCES) {
         let mut one = format!("{} call {}", code(&short(&c.tool)), c.call.0);
+        if let Some(session) = &c.session {
+            one.push_str(&format!(" of session {}", code(session.as_str())));
+        }
         if let Some(read) = &c.read {
             one.push_str(&format!(" (read {})", code(read)));
         }

@@ -7,12 +7,14 @@
 //! waits on a terminal: an `ask` is answered on Mattermost or expires.
 
 mod error;
+mod report;
 mod run;
 
 use daemon::config::Config;
 
 pub use error::Error;
-pub use run::{Finished, Report};
+pub use report::{Report, Said};
+pub use run::Finished;
 
 #[derive(Debug, clap::Parser)]
 #[command(

@@ -16,50 +16,13 @@ use proto::chat::{ChatEvent, ChatSend, TurnEnd};
 use proto::job::{JobFinish, JobNote, JobOutcome, JobRegister, JobResult};
 use proto::{DenyReason, Envelope, Message, SessionId, Timestamp, ToolResponse};
 
+use crate::report::{Report, Said};
+
 /// How the run ended, for the unit's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Finished {
     Done,
     Failed,
-}
-
-/// What the run came to, before it is delivered.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Report {
-    /// The agent's answer (empty when it gave none).
-    pub answer: String,
-    /// Each call that was denied or not approved: `call N tool (reason: detail)`.
-    pub denied: Vec<String>,
-    /// What failed besides: brokerd's refusal, the model, the time limit.
-    pub failure: Option<String>,
-}
-
-impl Report {
-    pub fn outcome(&self) -> JobOutcome {
-        if self.failure.is_none() && self.denied.is_empty() {
-            JobOutcome::Done
-        } else {
-            JobOutcome::Failed
-        }
-    }
-
-    /// The text delivered: what failed first, then the calls not allowed, then the answer.
-    pub fn text(&self) -> String {
-        let mut text = String::new();
-        if let Some(f) = &self.failure {
-            text.push_str(f);
-            text.push_str("\n\n");
-        }
-        for d in &self.denied {
-            text.push_str(d);
-            text.push('\n');
-        }
-        if !self.denied.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(&self.answer);
-        text.trim_end().to_owned()
-    }
 }
 
 /// Runs `job` once and delivers what came of it.
@@ -85,7 +48,7 @@ pub fn run(config: &Config, job: &Job) -> Result<Finished, crate::Error> {
         }
         Err(failure) => (
             Report {
-                failure: Some(failure),
+                failure: Some(Said::own(failure)),
                 ..Report::default()
             },
             None,
@@ -115,8 +78,8 @@ pub fn run(config: &Config, job: &Job) -> Result<Finished, crate::Error> {
             job.name,
             report
                 .failure
-                .as_deref()
-                .unwrap_or("a call was not allowed")
+                .as_ref()
+                .map_or("a call was not allowed".to_owned(), Said::full)
         )),
         (Err(e), _) => log::error(format_args!(
             "job {}: its result ({outcome:?}) could not be delivered: {e}",
@@ -159,10 +122,10 @@ fn turn(config: &Config, job: &Job, session: &SessionId) -> Report {
     let stream = match UnixStream::connect(&sock).and_then(|s| Ok((s.try_clone()?, s))) {
         Ok(s) => s,
         Err(e) => {
-            report.failure = Some(format!(
+            report.failure = Some(Said::own(format!(
                 "loopd could not be reached: {}: {e}",
                 sock.display()
-            ));
+            )));
             return report;
         }
     };
@@ -191,7 +154,10 @@ fn turn(config: &Config, job: &Job, session: &SessionId) -> Report {
             }
         });
         let reply = conn.call(1, send, |env: &Envelope| match &env.msg {
-            Message::ChatEvent(ChatEvent::ToolCall { call, tool, .. }) => {
+            // loopd's word: only a tool's own name is written as the runner's.
+            Message::ChatEvent(ChatEvent::ToolCall { call, tool, .. })
+                if proto::tools::TOOL_NAMES.contains(&tool.as_str()) =>
+            {
                 tools.insert(call.0, tool.clone());
             }
             Message::ChatEvent(ChatEvent::ToolResponse {
@@ -208,10 +174,10 @@ fn turn(config: &Config, job: &Job, session: &SessionId) -> Report {
     });
     report.denied = denied;
     if timed_out.load(Ordering::SeqCst) {
-        report.failure = Some(format!(
+        report.failure = Some(Said::own(format!(
             "The time limit of {}s was reached.",
             job.time_limit.as_secs()
-        ));
+        )));
         return report;
     }
     match reply.map(|e| e.msg) {
@@ -219,36 +185,51 @@ fn turn(config: &Config, job: &Job, session: &SessionId) -> Report {
             report.answer = r.text;
             report.failure = match r.end {
                 TurnEnd::Answered => None,
-                TurnEnd::ToolCap { calls } => Some(format!(
+                TurnEnd::ToolCap { calls } => Some(Said::own(format!(
                     "The run reached the cap of {calls} tool calls before the agent answered."
-                )),
+                ))),
                 TurnEnd::ModelError { detail } => {
-                    Some(format!("The model could not be reached: {detail}"))
+                    Some(Said::with("The model could not be reached", detail))
                 }
-                TurnEnd::Cut { finish, withdrawn } => Some(format!(
-                    "The answer {}.",
-                    TurnEnd::cut_words(&finish, withdrawn)
-                )),
+                // A finish reason is a short word (`length`); anything else is loopd's text.
+                TurnEnd::Cut { finish, withdrawn } => Some(
+                    if !finish.is_empty()
+                        && finish.len() <= 32
+                        && finish.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+                    {
+                        Said::own(format!(
+                            "The answer {}.",
+                            TurnEnd::cut_words(&finish, withdrawn)
+                        ))
+                    } else {
+                        Said::with("The answer was cut off", finish)
+                    },
+                ),
                 // Only a client that asked for it and hung up gets this; a run does neither.
-                TurnEnd::Cancelled => Some("The run was cancelled.".to_owned()),
+                TurnEnd::Cancelled => Some(Said::own("The run was cancelled.")),
             };
         }
-        Ok(Message::Error(e)) => report.failure = Some(format!("loopd: {}", e.detail)),
-        Ok(other) => report.failure = Some(format!("loopd answered {}", other.kind())),
-        Err(e) => report.failure = Some(format!("loopd: {e}")),
+        Ok(Message::Error(e)) => report.failure = Some(Said::with("loopd", e.detail)),
+        Ok(other) => {
+            report.failure = Some(Said::own(format!("loopd answered {}", other.kind())));
+        }
+        Err(e) => report.failure = Some(Said::own(format!("loopd: {e}"))),
     }
     report
 }
 
-/// One call that did not run, as the owner reads it.
-fn denial(call: u64, tool: &str, reason: DenyReason, detail: Option<&str>) -> String {
+/// One call that did not run, as the owner reads it: the runner's words from the typed
+/// event, and loopd's detail beside them.
+fn denial(call: u64, tool: &str, reason: DenyReason, detail: Option<&str>) -> Said {
     let what = match reason {
         DenyReason::ApprovalExpired => "not approved: nobody answered before the approval expired",
         DenyReason::ApprovalRefused => "not approved: refused",
         _ => "denied",
     };
-    let detail = detail.map(|d| format!(": {d}")).unwrap_or_default();
-    format!("Call {call} ({tool}) {what} ({}{detail})", reason.as_str())
+    Said {
+        own: format!("Call {call} ({tool}) {what} ({})", reason.as_str()),
+        detail: detail.map(str::to_owned),
+    }
 }
 
 /// Posts the result through gatewayd, in the job's thread.
@@ -279,7 +260,7 @@ fn note_text(job: &Job, started: Timestamp, report: &Report) -> String {
     let mut text = format!(
         "# Job {}, run of {started}: {outcome}\n\n{}\n",
         job.name,
-        report.text()
+        report.note_text()
     );
     let most = proto::tools::MAX_ARGUMENTS;
     if text.len() > most {
@@ -299,7 +280,9 @@ fn note_text(job: &Job, started: Timestamp, report: &Report) -> String {
 /// Asks brokerd, on the run's own connection, to write the result to the job's note.
 fn note(run: &mut Conn, job: &Job, started: Timestamp, report: &Report) -> Result<(), String> {
     let text = note_text(job, started, report);
-    match run.call(2, Message::JobNote(JobNote { text }), |_| {}) {
+    // The answer beside the note, so brokerd labels the note by what produced it.
+    let answer = Some(report.answer.clone()).filter(|a| !a.is_empty());
+    match run.call(2, Message::JobNote(JobNote { text, answer }), |_| {}) {
         Ok(Envelope {
             msg: Message::JobNoted(n),
             ..

@@ -23,10 +23,14 @@ pub struct ApprovalCard {
     pub grant: String,
     /// The taint the call is decided at: the session's, raised by the labels of the prompt
     /// that produced the call (so a fresh session's call from a secret prompt shows
-    /// secret); likewise `untrusted`.
+    /// secret); likewise `untrusted`. The same label the decision's audit line records
+    /// (`AuditRecord::session_taint` and `AuditRecord::untrusted`), and the label
+    /// everything the call produces takes (docs/decisions.md X9).
     pub session_taint: DataClass,
     pub untrusted: bool,
-    /// The calls whose results made the session untrusted.
+    /// The calls whose results made the call's label untrusted: the session's own, and
+    /// those of other sessions whose results its prompt replays (each then names its
+    /// session).
     pub untrusted_by: Vec<CallRef>,
     pub expires: Timestamp,
 }
@@ -67,6 +71,10 @@ impl ApprovalCard {
                 marker,
                 source.read.as_deref().unwrap_or_default().as_bytes(),
             ]);
+            // Another session's call adds its session; a card without one binds as before.
+            if let Some(session) = &source.session {
+                parts.extend([b"s".as_slice(), session.as_str().as_bytes()]);
+            }
         }
         Hash32::of_parts(parts)
     }
@@ -83,6 +91,12 @@ pub struct CallRef {
     /// nothing named, and in records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read: Option<String>,
+    /// The session the call was made in, when it is not the session this reference is
+    /// kept for: a prompt that replays what another session read is raised by that call
+    /// (docs/decisions.md X9). Absent for the session's own calls, and in records written
+    /// before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionId>,
 }
 
 /// The longest [`CallRef::read`] kept.

@@ -40,6 +40,9 @@ pub struct AuditRecord {
     pub tool: String,
     /// The model's arguments text, in full.
     pub arguments: String,
+    /// The taint the call was decided at: the session's own, raised by the label of the
+    /// prompt that produced the call (docs/broker.md, "The audit log"). Lines written
+    /// before issue 23 hold the session's own taint.
     pub session_taint: DataClass,
     pub decision: DecisionRecord,
     /// The canonical arguments (sorted keys, no whitespace), when they parsed.
@@ -52,6 +55,10 @@ pub struct AuditRecord {
     /// start (docs/decisions.md W9).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub witness: Option<WitnessRef>,
+    /// Whether the call was decided untrusted (the session's flag raised by its prompt's):
+    /// written only when it was, so a trusted decision's line is as before.
+    #[serde(default, skip_serializing_if = "crate::grant::is_false")]
+    pub untrusted: bool,
 }
 
 /// The audit log's other line kinds, tagged by `kind`. Like decisions, every line carries
@@ -318,6 +325,7 @@ mod tests {
             },
             canonical: None,
             witness: None,
+            untrusted: false,
         }))
         .expect("encode");
         let parsed = AuditLine::from_slice(&line).expect("good line");

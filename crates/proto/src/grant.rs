@@ -97,7 +97,7 @@ pub struct Constraints {
 
 /// Leaves `private_networks = false` out when a grant is written back, so a grant that
 /// does not use the key reads as it did before the key existed.
-fn is_false(b: &bool) -> bool {
+pub(crate) fn is_false(b: &bool) -> bool {
     !*b
 }
 

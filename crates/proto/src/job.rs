@@ -114,14 +114,23 @@ pub struct JobFinish {
 
 /// The runner's result for a job that delivers to a note (`deliver = "note:NAME"`), sent
 /// on its run's connection before `job_finish`. brokerd writes it as a `note_write`
-/// (`replace`) from the run's session would be written: the note takes the session's
-/// label at that moment. The note is the one brokerd's own configuration names for the job,
-/// never one the runner says. Answered with `job_noted`.
+/// (`replace`) from the run's session would be written, at the label the delivery is
+/// decided at: the session's own, raised by the label of the answer it carries (the
+/// prompt that produced it, docs/decisions.md X9). The note is the one brokerd's own
+/// configuration names for the job, never one the runner says. Answered with `job_noted`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobNote {
-    /// The whole note: the run's name and time, its outcome, what came of it.
+    /// The whole note: the run's name and time, its outcome, what came of it. Besides
+    /// `answer`, the runner writes only what it composed from typed data (the outcome,
+    /// each call's number, tool and reason), never text loopd gave it.
     pub text: String,
+    /// The agent's answer as loopd returned it, which `text` holds: brokerd labels it by
+    /// its accounting (the witnessed answer of that text). Absent (a runner from before
+    /// it existed, or no answer): the note is labelled at the highest label brokerd has
+    /// sent loopd, as any text brokerd cannot account for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
 }
 
 /// The note is written: its name and the label it took.

@@ -82,6 +82,10 @@ pub enum DenyReason {
     WitnessMismatch,
     /// That witnessed call was run (or decided) before: each runs at most once.
     AlreadyRun,
+    /// The owner answered a card whose labels no longer held: the session rose after the
+    /// card was shown, so what the owner saw is no longer the request. brokerd's denial,
+    /// never the owner's.
+    ApprovalChanged,
 }
 
 impl DenyReason {
@@ -103,6 +107,7 @@ impl DenyReason {
             Self::WitnessNotRunnable => "witness_not_runnable",
             Self::WitnessMismatch => "witness_mismatch",
             Self::AlreadyRun => "already_run",
+            Self::ApprovalChanged => "approval_changed",
         }
     }
 }

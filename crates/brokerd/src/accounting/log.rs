@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{OWNER, Record};
+use proto::approval::CallRef;
+
+use super::{OWNER, Record, add_sources};
 use crate::policy::Labels;
 
 /// The longest line the file may hold.
@@ -60,9 +62,17 @@ impl std::error::Error for LogError {
 #[derive(Serialize, Deserialize)]
 #[serde(untagged)]
 enum Line {
-    Sent { sent: Labels },
+    Sent {
+        sent: Labels,
+        /// The calls that made `sent` untrusted (absent in files written before them).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        sources: Vec<CallRef>,
+    },
     Record(Record),
 }
+
+/// The highest label sent, and the calls that made it untrusted.
+pub type Sent = (Labels, Vec<CallRef>);
 
 #[derive(Debug)]
 pub struct Log {
@@ -93,10 +103,11 @@ fn open_append(path: &Path) -> Result<File, LogError> {
 impl Log {
     /// The file at `path` (created if missing): the highest label sent it records and its
     /// records, oldest first.
-    pub fn open(path: &Path, max: usize) -> Result<(Self, Labels, Vec<Record>), LogError> {
+    pub fn open(path: &Path, max: usize) -> Result<(Self, Sent, Vec<Record>), LogError> {
         let file = open_append(path)?;
         let mut reader = BufReader::new(&file);
         let mut sent = OWNER;
+        let mut sources = Vec::new();
         let mut records = Vec::new();
         let (mut n, mut good) = (0usize, 0u64);
         let mut buf = Vec::new();
@@ -121,7 +132,13 @@ impl Log {
                 return Err(corrupt(format!("longer than {MAX_LINE} bytes")));
             }
             match serde_json::from_slice::<Line>(&buf) {
-                Ok(Line::Sent { sent: s }) => sent = sent.join(s),
+                Ok(Line::Sent {
+                    sent: s,
+                    sources: from,
+                }) => {
+                    sent = sent.join(s);
+                    add_sources(&mut sources, &from);
+                }
                 Ok(Line::Record(r)) => records.push(r),
                 Err(e) => return Err(corrupt(e.to_string())),
             }
@@ -133,7 +150,7 @@ impl Log {
             lines: n,
             max: max.max(1),
         };
-        Ok((log, sent, records))
+        Ok((log, (sent, sources), records))
     }
 
     pub fn path(&self) -> &PathBuf {
@@ -145,7 +162,7 @@ impl Log {
     pub fn append(
         &mut self,
         records: &[Record],
-        sent: Labels,
+        sent: (Labels, &[CallRef]),
         kept: &VecDeque<Record>,
     ) -> Result<(), LogError> {
         if self.lines + records.len() > 2 * self.max {
@@ -165,13 +182,19 @@ impl Log {
     fn rewrite(
         &mut self,
         records: &[Record],
-        sent: Labels,
+        (sent, sources): (Labels, &[CallRef]),
         kept: &VecDeque<Record>,
     ) -> Result<(), LogError> {
         let all: Vec<&Record> = kept.iter().chain(records).collect();
         let from = all.len().saturating_sub(self.max);
         let mut out = Vec::new();
-        line(&mut out, &Line::Sent { sent });
+        line(
+            &mut out,
+            &Line::Sent {
+                sent,
+                sources: sources.to_vec(),
+            },
+        );
         for r in &all[from..] {
             line(&mut out, &Line::Record((*r).clone()));
         }

@@ -12,18 +12,21 @@
 //! channel.
 
 mod log;
+mod record;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
-use proto::attest::{ChatMessage, CompletionId, WitnessReport};
+use proto::approval::CallRef;
+use proto::attest::{CompletionId, WitnessReport};
 use proto::composed;
 use proto::{DataClass, Hash32, ToolResponse};
-use serde::{Deserialize, Serialize};
 
 use crate::policy::Labels;
 
 pub use log::LogError;
+pub use record::{Kind, MAX_SOURCES, Record};
+use record::{add_sources, chain, chain_start, record, tool_records};
 
 /// How many records the accounting keeps by default: older ones are forgotten, and a prompt
 /// that holds a forgotten message is labelled as if it were unaccounted (fail closed).
@@ -45,9 +48,12 @@ pub fn show(labels: Labels) -> String {
     format!("{} {trust}", labels.class)
 }
 
-/// The labels of the tool message loopd makes of `r`: a result's own, a failure's those of
-/// the run it came from (`ran`; none: it never ran), a denial's [`OWNER`].
-pub fn of_response(r: &ToolResponse, ran: Option<Labels>) -> Labels {
+/// The labels of the tool message loopd makes of `r`, answered to a call decided at
+/// `decided`: a result's own (which the run joined with `decided` already), a failure's
+/// those of the run it came from (`ran`; none: it never ran, and then `decided`), a
+/// denial's `decided` (its detail can echo the call's arguments, which the prompt at that
+/// label produced; docs/decisions.md X9).
+pub fn of_response(r: &ToolResponse, ran: Option<Labels>, decided: Labels) -> Labels {
     match r {
         ToolResponse::Result {
             class, untrusted, ..
@@ -55,38 +61,9 @@ pub fn of_response(r: &ToolResponse, ran: Option<Labels>) -> Labels {
             class: *class,
             untrusted: *untrusted,
         },
-        ToolResponse::Failed { .. } => ran.unwrap_or(OWNER),
-        ToolResponse::Denied { .. } | ToolResponse::PendingApproval { .. } => OWNER,
+        ToolResponse::Failed { .. } => ran.unwrap_or(decided).join(decided),
+        ToolResponse::Denied { .. } | ToolResponse::PendingApproval { .. } => decided.join(OWNER),
     }
-}
-
-/// Why a digest is accounted for (kept in the record, for the reader of the file).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    /// A tool message brokerd can expect from what it returned, or a notice loopd writes for
-    /// a witnessed call in place of a result.
-    Tool,
-    /// A witnessed answer, or another form loopd may replay it as.
-    Answer,
-    /// An owner's message a channel registered.
-    Owner,
-    /// The system message of a registered core memory.
-    Core,
-    /// A witnessed completion ([`completion_key`]): its prompt's labels and its calls' ids.
-    Completion,
-}
-
-/// One durable record: `digest` is accounted at `label`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Record {
-    pub kind: Kind,
-    pub digest: Hash32,
-    pub label: Labels,
-    /// A completion's calls' ids, as the model gave them (the tool messages name them).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub calls: Vec<String>,
 }
 
 /// The key a completion's record is kept under (never a message's digest: those are of
@@ -110,27 +87,13 @@ pub enum Durable {
     InAudit,
 }
 
-/// The records of the tool message loopd makes of `r` for the call `tool_call_id`, and of
-/// its form cut short for a summary, at `label`.
-fn tool_records(tool_call_id: &str, r: &ToolResponse, label: Labels) -> Vec<Record> {
-    let text = composed::tool_text(r);
-    let cut = composed::trimmed(&text);
-    std::iter::once(text)
-        .chain(cut)
-        .map(|t| Record {
-            kind: Kind::Tool,
-            digest: ChatMessage::tool(tool_call_id, t.as_str()).digest(),
-            label,
-            calls: Vec::new(),
-        })
-        .collect()
-}
-
-/// The label of one prompt, and how many of its messages brokerd could not account for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The label of one prompt, how many of its messages brokerd could not account for, and
+/// the calls that made it untrusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Accounted {
     pub label: Labels,
     pub unaccounted: usize,
+    pub sources: Vec<CallRef>,
 }
 
 #[derive(Debug)]
@@ -140,12 +103,16 @@ pub struct Accounting {
     /// Each digest's label (the join, when a digest was recorded more than once) and how
     /// many of the kept records name it.
     map: HashMap<Hash32, (Labels, usize)>,
+    /// Each untrusted digest's sources ([`Record::sources`], joined).
+    sources: HashMap<Hash32, Vec<CallRef>>,
     /// The records in the order they were made, for forgetting the oldest.
     order: VecDeque<Record>,
     /// Each kept completion's calls' ids.
     calls: HashMap<Hash32, Vec<String>>,
     /// The highest label brokerd has ever sent loopd: what an unaccounted message counts as.
     sent: Labels,
+    /// The calls that made [`Accounting::sent`] untrusted (the first [`MAX_SOURCES`]).
+    sent_sources: Vec<CallRef>,
     /// Fixed messages loopd composes that carry nothing but proto's own text.
     fixed: HashMap<Hash32, Labels>,
     /// `loop.max_tool_calls`: the cap notice loopd writes names it.
@@ -156,7 +123,7 @@ impl Accounting {
     /// Opens (or creates) the accounting at `path`, keeping at most `max` records; `cap` is
     /// `loop.max_tool_calls`. A record file that does not parse refuses start.
     pub fn open(path: &Path, max: usize, cap: u32) -> Result<Self, LogError> {
-        let (log, sent, records) = log::Log::open(path, max)?;
+        let (log, (sent, sent_sources), records) = log::Log::open(path, max)?;
         let fixed = [
             composed::system(composed::DEFAULT_CORE),
             composed::instruction(composed::SUMMARY_PROMPT),
@@ -170,9 +137,11 @@ impl Accounting {
             log,
             max: max.max(1),
             map: HashMap::new(),
+            sources: HashMap::new(),
             order: VecDeque::new(),
             calls: HashMap::new(),
             sent: sent.join(OWNER),
+            sent_sources,
             fixed,
             cap,
         };
@@ -191,6 +160,15 @@ impl Accounting {
         self.sent
     }
 
+    /// [`Accounting::sent`] as a prompt of one unaccounted message is accounted.
+    pub fn sent_accounted(&self) -> Accounted {
+        Accounted {
+            label: self.sent,
+            unaccounted: 1,
+            sources: self.sent_sources.clone(),
+        }
+    }
+
     /// The label `digest` is accounted at, if any.
     pub fn label(&self, digest: &Hash32) -> Option<Labels> {
         self.fixed
@@ -199,25 +177,59 @@ impl Accounting {
             .or_else(|| self.map.get(digest).map(|(l, _)| *l))
     }
 
-    /// A witnessed completion's prompt labels and its calls' ids, while its record is kept.
-    pub fn completion(&self, completion: &CompletionId) -> Option<(Labels, &[String])> {
+    /// A witnessed completion's prompt (its label and what made it untrusted) and its calls'
+    /// ids, while its record is kept.
+    pub fn completion(&self, completion: &CompletionId) -> Option<(Accounted, &[String])> {
         let key = completion_key(completion);
         let (label, _) = self.map.get(&key)?;
-        Some((*label, self.calls.get(&key).map_or(&[][..], Vec::as_slice)))
+        let accounted = Accounted {
+            label: *label,
+            unaccounted: 0,
+            sources: self.sources.get(&key).cloned().unwrap_or_default(),
+        };
+        Some((
+            accounted,
+            self.calls.get(&key).map_or(&[][..], Vec::as_slice),
+        ))
+    }
+
+    /// The label a message of digest `digest` takes at the place whose chain is `at`: the
+    /// session's own answer there ([`Kind::Reply`]), else what the digest is accounted at
+    /// (joined over everyone who received it), with what made it untrusted.
+    fn lookup(&self, at: &Hash32, digest: &Hash32) -> Option<(Labels, &[CallRef])> {
+        let sources = |key: &Hash32| self.sources.get(key).map_or(&[][..], Vec::as_slice);
+        if let Some((l, _)) = self.map.get(at) {
+            return Some((*l, sources(at)));
+        }
+        self.label(digest).map(|l| (l, sources(digest)))
     }
 
     /// The label of a prompt: the join of its messages' labels, an unaccounted one counting
-    /// as [`Accounting::sent`]. Never below private (an empty prompt is the owner's).
+    /// as [`Accounting::sent`]. A witnessed answer where it follows exactly the prompt that
+    /// produced it counts as that prompt's label (the session's own answer), anywhere else
+    /// as the join over every prompt that produced the same text. Never below private (an
+    /// empty prompt is the owner's).
     pub fn label_of(&self, prompt: &[Hash32]) -> Accounted {
         let mut label = OWNER;
         let mut unaccounted = 0;
+        let mut sources = Vec::new();
+        let mut at = chain_start();
         for d in prompt {
-            label = label.join(self.label(d).unwrap_or_else(|| {
+            at = chain(at, d);
+            let (l, from) = self.lookup(&at, d).unwrap_or_else(|| {
                 unaccounted += 1;
-                self.sent
-            }));
+                (self.sent, self.sent_sources.as_slice())
+            });
+            if l.untrusted {
+                add_sources(&mut sources, from);
+            }
+            label = label.join(l);
         }
-        Accounted { label, unaccounted }
+        Accounted {
+            label,
+            unaccounted,
+            sources,
+        }
     }
 
     /// A completion inferproxy witnessed: its answer, and its `forms`, the other forms loopd may
@@ -237,20 +249,30 @@ impl Accounting {
                 show(self.sent)
             ));
         }
-        let mut records: Vec<Record> = std::iter::once(report.answer)
+        let (label, sources) = (accounted.label, accounted.sources.as_slice());
+        let prompt = report.prompt.iter().fold(chain_start(), chain);
+        let answers: Vec<Hash32> = std::iter::once(report.answer)
             .chain(report.forms.iter().copied())
-            .map(|digest| Record {
-                kind: Kind::Answer,
-                digest,
-                label: accounted.label,
-                calls: Vec::new(),
-            })
             .collect();
+        let mut records: Vec<Record> = answers
+            .iter()
+            .map(|d| record(Kind::Answer, *d, label, sources))
+            .collect();
+        // Each form as this prompt's own reply too (a summary form never follows its
+        // prompt, so its reply record is never found: it is kept for one shape of record).
+        records.extend(
+            answers
+                .iter()
+                .map(|d| record(Kind::Reply, chain(prompt, d), label, sources)),
+        );
         records.push(Record {
-            kind: Kind::Completion,
-            digest: completion_key(&report.completion),
-            label: accounted.label,
             calls: report.calls.iter().map(|c| c.id.clone()).collect(),
+            ..record(
+                Kind::Completion,
+                completion_key(&report.completion),
+                label,
+                sources,
+            )
         });
         let notices = [
             composed::INTERRUPTED.to_owned(),
@@ -260,12 +282,7 @@ impl Accounting {
         for call in &report.calls {
             for n in &notices {
                 let m = composed::tool_message(&call.id, &ToolResponse::failed(n.as_str()));
-                records.push(Record {
-                    kind: Kind::Tool,
-                    digest: m.digest(),
-                    label: OWNER,
-                    calls: Vec::new(),
-                });
+                records.push(record(Kind::Tool, m.digest(), OWNER, &[]));
             }
         }
         self.add(&records, Durable::Here)?;
@@ -273,29 +290,36 @@ impl Accounting {
     }
 
     /// brokerd answered the witnessed call whose model id is `tool_call_id` with `r`, at
-    /// `label` (a result's own labels, or those of the run a failure came from; a denial's
-    /// is [`OWNER`]). The tool message loopd makes of it, and its form cut short for
-    /// a summary, are accounted at `label`, which also raises [`Accounting::sent`]. Taken
-    /// in before it returns, and on disk as `durable` says: call it before the answer leaves.
+    /// `label` ([`of_response`]), made untrusted by `sources`. The tool message loopd makes
+    /// of it, and its form cut short for a summary, are accounted at `label`, which also
+    /// raises [`Accounting::sent`]. Taken in before it returns, and on disk as `durable`
+    /// says: call it before the answer leaves.
     pub fn returned(
         &mut self,
         tool_call_id: &str,
         r: &ToolResponse,
         label: Labels,
+        sources: &[CallRef],
         durable: Durable,
     ) -> Result<(), LogError> {
-        self.add(&tool_records(tool_call_id, r, label), durable)
+        self.add(&tool_records(tool_call_id, r, label, sources), durable)
     }
 
     /// At start: the denials the audit log's decision lines hold for witnessed calls whose
-    /// reports the witness store keeps (`(model call id, denial)`, oldest first), accounted
-    /// again at [`OWNER`] where the file does not hold them (they were kept in memory only:
-    /// [`Durable::InAudit`]). What is missing is written, synced, in one batch; the number
-    /// of records it wrote.
-    pub fn rebuild(&mut self, denials: &[(String, ToolResponse)]) -> Result<usize, LogError> {
+    /// reports the witness store keeps (`(model call id, denial, the label the line says it
+    /// was decided at)`, oldest first), accounted again at that label where the file does
+    /// not hold them (they were kept in memory only: [`Durable::InAudit`]). What is missing
+    /// is written, synced, in one batch; the number of records it wrote.
+    pub fn rebuild(
+        &mut self,
+        denials: &[(String, ToolResponse, Labels)],
+    ) -> Result<usize, LogError> {
         let mut missing: Vec<Record> = Vec::new();
-        for (id, r) in denials {
-            for record in tool_records(id, r, OWNER) {
+        for (id, r, decided) in denials {
+            let label = of_response(r, None, *decided);
+            // The line keeps the label, not its sources: the card of a later call names
+            // the call its session's own state holds.
+            for record in tool_records(id, r, label, &[]) {
                 let known = self.label(&record.digest).is_some()
                     || missing.iter().any(|m| m.digest == record.digest);
                 if !known {
@@ -313,15 +337,7 @@ impl Accounting {
     /// A channel handed loopd the owner's message whose [`ChatMessage::user`] digest is
     /// `digest`.
     pub fn owner(&mut self, digest: Hash32) -> Result<(), LogError> {
-        self.add(
-            &[Record {
-                kind: Kind::Owner,
-                digest,
-                label: OWNER,
-                calls: Vec::new(),
-            }],
-            Durable::Here,
-        )
+        self.add(&[record(Kind::Owner, digest, OWNER, &[])], Durable::Here)
     }
 
     /// The owner's core memory `core`: its system message is accounted at private (once:
@@ -331,15 +347,7 @@ impl Accounting {
         if self.map.contains_key(&digest) || self.fixed.contains_key(&digest) {
             return Ok(());
         }
-        self.add(
-            &[Record {
-                kind: Kind::Core,
-                digest,
-                label: OWNER,
-                calls: Vec::new(),
-            }],
-            Durable::Here,
-        )
+        self.add(&[record(Kind::Core, digest, OWNER, &[])], Durable::Here)
     }
 
     /// Writes `records` (one sync) when this file is where they are durable, then takes
@@ -350,7 +358,11 @@ impl Accounting {
                 .iter()
                 .filter(|r| r.kind == Kind::Tool)
                 .fold(self.sent, |s, r| s.join(r.label));
-            self.log.append(records, sent, &self.order)?;
+            let mut sources = self.sent_sources.clone();
+            for r in records.iter().filter(|r| r.kind == Kind::Tool) {
+                add_sources(&mut sources, &r.sources);
+            }
+            self.log.append(records, (sent, &sources), &self.order)?;
         }
         for r in records {
             self.remember(r.clone());
@@ -361,9 +373,13 @@ impl Accounting {
     fn remember(&mut self, r: Record) {
         if r.kind == Kind::Tool {
             self.sent = self.sent.join(r.label);
+            add_sources(&mut self.sent_sources, &r.sources);
         }
         let e = self.map.entry(r.digest).or_insert((r.label, 0));
         *e = (e.0.join(r.label), e.1 + 1);
+        if !r.sources.is_empty() {
+            add_sources(self.sources.entry(r.digest).or_default(), &r.sources);
+        }
         if r.kind == Kind::Completion {
             self.calls.insert(r.digest, r.calls.clone());
         }
@@ -378,6 +394,7 @@ impl Accounting {
                 if e.1 == 0 {
                     self.map.remove(&old.digest);
                     self.calls.remove(&old.digest);
+                    self.sources.remove(&old.digest);
                 }
             }
         }

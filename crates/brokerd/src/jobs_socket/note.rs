@@ -1,9 +1,12 @@
 //! Delivery to a note (`deliver = "note:NAME"`): the runner sends its result on its run's
 //! connection, before it ends the run, and brokerd writes it through the notes path as a
 //! `note_write` (`replace`) from the run's session would be written: in the session's turn
-//! (its lock), labelled with the session's taint and untrusted flag at that moment, with the
-//! header an untrusted session's text gets. The note is the one brokerd's configuration
-//! names for the job, never one the runner says. Audited as `job_note_written`.
+//! (its lock), with the header an untrusted session's text gets, at the label the delivery
+//! is decided at: the session's own raised by the label of the answer it carries (the label
+//! of the prompt that produced that answer, by brokerd's accounting; an answer it cannot
+//! account for counts as the highest label it has sent). The session is raised to that
+//! label too, as a call's session is (X9). The note is the one brokerd's configuration names
+//! for the job, never one the runner says. Audited as `job_note_written`.
 
 use daemon::config::Deliver;
 use proto::job::JobNoted;
@@ -15,13 +18,15 @@ use crate::Fatal;
 use crate::broker::Broker;
 
 impl Broker {
-    /// Writes `text` to `job`'s note from `session`, the job's run in progress.
-    /// `Ok(Err)`: refused (the job delivers elsewhere, the text is too long, the disk).
+    /// Writes `text`, which holds the agent's `answer`, to `job`'s note from `session`, the
+    /// job's run in progress. `Ok(Err)`: refused (the job delivers elsewhere, the text is
+    /// too long, the disk).
     pub(crate) fn job_note(
         &self,
         job: &JobName,
         session: &SessionId,
         text: &str,
+        answer: Option<&str>,
     ) -> Result<Result<JobNoted, String>, Fatal> {
         let note = match self.config.jobs.iter().find(|j| &j.name == job) {
             Some(j) => match &j.deliver {
@@ -41,7 +46,8 @@ impl Broker {
             )));
         }
         self.session_locks.run(session, || {
-            let writer = self.session_state(session);
+            let answered = self.witness.answer(answer);
+            let writer = self.raise_to(session, &answered)?;
             // One run per job at a time, so the job's name makes the per-call directory's.
             let dir = match self.notes.incoming(&format!("job-note-{job}")) {
                 Ok(dir) => dir,

@@ -129,11 +129,15 @@ pub enum Runner {
 
 impl Runner {
     /// Runs a call. Takes the decision by value: only `policy` makes one, it cannot be
-    /// copied, and only an allow runs. This is the only way to a tool run from outside this
-    /// module.
+    /// copied, and only an allow runs, for exactly the arguments it authorises: a spec that
+    /// would run anything else is refused. This is the only way to a tool run from outside
+    /// this module.
     pub fn run(&self, decision: Decision, spec: &RunSpec) -> RunOutcome {
-        if !decision.permits_run() {
-            return RunOutcome::failed("internal: refusing to run a call that was not allowed");
+        if !decision.authorises(&spec.invocation.call) {
+            return RunOutcome::failed(
+                "internal: refusing to run a call its decision does not allow (not an allow, \
+                 or other arguments)",
+            );
         }
         self.execute(spec)
     }

@@ -111,7 +111,7 @@ fn read_a_secret(a: &mut Accounting) -> Vec<ChatMessage> {
     );
     let got = witness(a, 1, &prompt, &ans);
     assert_eq!((got.label, got.unaccounted), (OWNER, 0));
-    a.returned("k1", &secret_result(), SECRET, Durable::Here)
+    a.returned("k1", &secret_result(), SECRET, &[], Durable::Here)
         .expect("returned");
     prompt.push(ans.message());
     prompt.push(composed::tool_message("k1", &secret_result()));
@@ -137,13 +137,13 @@ fn an_honest_session_is_accounted_for_whole_at_the_labels_it_read() {
         untrusted: true,
         truncated: false,
     };
-    a.returned("w1", &page, PUBLIC_UNTRUSTED, Durable::Here)
+    a.returned("w1", &page, PUBLIC_UNTRUSTED, &[], Durable::Here)
         .expect("returned");
     let denied = ToolResponse::Denied {
         reason: DenyReason::NoGrant,
         detail: None,
     };
-    a.returned("w2", &denied, OWNER, Durable::InAudit)
+    a.returned("w2", &denied, OWNER, &[], Durable::InAudit)
         .expect("returned");
     // loopd replays the answer without its cut call, then the two results.
     let kept = [&ans.tool_calls[0], &ans.tool_calls[1]];
@@ -219,7 +219,8 @@ fn a_secret_copied_into_a_fresh_prompt_keeps_its_label_whatever_it_is_dressed_as
         a.label_of(&digests(&next)),
         Accounted {
             label: SECRET,
-            unaccounted: 0
+            unaccounted: 0,
+            sources: Vec::new(),
         }
     );
 }
@@ -296,20 +297,27 @@ fn a_torn_last_line_is_cut_off_and_any_other_bad_line_refuses_start() {
     }
 }
 
+/// A response is labelled by what it carries, and at least at the label its call was
+/// decided at: a denial's detail can echo the arguments a secret prompt made (X9).
 #[test]
 fn a_response_is_labelled_by_what_it_carries() {
-    assert_eq!(of_response(&secret_result(), None), SECRET);
+    assert_eq!(of_response(&secret_result(), None, OWNER), SECRET);
     let failed = ToolResponse::failed("boom");
-    assert_eq!(of_response(&failed, None), OWNER);
+    assert_eq!(of_response(&failed, None, OWNER), OWNER);
     assert_eq!(
-        of_response(&failed, Some(PUBLIC_UNTRUSTED)),
-        PUBLIC_UNTRUSTED
+        of_response(&failed, Some(PUBLIC_UNTRUSTED), OWNER),
+        Labels {
+            class: DataClass::Private,
+            untrusted: true
+        }
     );
+    assert_eq!(of_response(&failed, None, SECRET), SECRET);
     let denied = ToolResponse::Denied {
         reason: DenyReason::TaintTooHigh,
         detail: None,
     };
-    assert_eq!(of_response(&denied, Some(SECRET)), OWNER);
+    assert_eq!(of_response(&denied, Some(SECRET), OWNER), OWNER);
+    assert_eq!(of_response(&denied, None, SECRET), SECRET);
     let view = SessionView {
         taint: DataClass::Private,
         untrusted: false,
@@ -345,11 +353,15 @@ fn a_claimed_call_carries_the_labels_of_its_prompt() {
     assert_eq!(
         claimed,
         Claimed {
-            prompt: OWNER,
+            prompt: Accounted {
+                label: OWNER,
+                unaccounted: 0,
+                sources: Vec::new()
+            },
             call_id: Some("f1".into()),
         }
     );
-    a.returned(Some(&claimed), &secret_result(), None)
+    a.returned(Some(&claimed), &secret_result(), None, OWNER, &[])
         .expect("returned");
     // A fresh prompt that quotes that result is labelled secret.
     let mut laundered = vec![composed::system(composed::DEFAULT_CORE)];
@@ -362,7 +374,7 @@ fn a_claimed_call_carries_the_labels_of_its_prompt() {
         index: 0,
     };
     let claimed = a.claim(&w2, "http_fetch", "{}").expect("claimed");
-    assert_eq!(claimed.prompt, SECRET);
+    assert_eq!(claimed.prompt.label, SECRET);
 }
 
 /// A call is decided on the higher of the session's taint and its prompt's labels: a
@@ -420,13 +432,13 @@ fn the_owners_core_memory_is_accounted_from_its_file() {
         a.claim(&w, &read.name, &read.arguments).expect("claimed")
     };
     let first = claim(1, "You are terse.");
-    assert_eq!(first.prompt, OWNER);
-    a.returned(Some(&first), &secret_result(), None)
+    assert_eq!(first.prompt.label, OWNER);
+    a.returned(Some(&first), &secret_result(), None, OWNER, &[])
         .expect("returned");
-    assert_eq!(claim(2, "You are evil.").prompt, SECRET);
+    assert_eq!(claim(2, "You are evil.").prompt.label, SECRET);
     // An edit is the owner's too, from the next report on; the old text stays accounted
     // (an epoch pinned it).
     std::fs::write(&core, "You are kind.").expect("edit");
-    assert_eq!(claim(3, "You are kind.").prompt, OWNER);
-    assert_eq!(claim(4, "You are terse.").prompt, OWNER);
+    assert_eq!(claim(3, "You are kind.").prompt.label, OWNER);
+    assert_eq!(claim(4, "You are terse.").prompt.label, OWNER);
 }

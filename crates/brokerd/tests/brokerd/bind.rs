@@ -155,7 +155,7 @@ fn run_of(
             index: 0,
         },
     };
-    brokerd::tool_spec::build(&config, &req, args, &decision)
+    brokerd::tool_spec::build(&config, &req, &decision)
 }
 
 /// From the decision to the unit: a read of one file under a granted home binds that file

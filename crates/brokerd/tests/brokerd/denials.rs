@@ -146,7 +146,7 @@ fn a_denials_tool_message_is_accounted_after_a_restart_from_its_audit_line_alone
         // record is taken in, in memory only, and nothing is written.
         let before = std::fs::read(d.records()).expect("records");
         let claimed = a.claim(&at(2), "http_fetch", FETCH).expect("claimed");
-        a.returned(Some(&claimed), &answers[0], None)
+        a.returned(Some(&claimed), &answers[0], None, OWNER, &[])
             .expect("returned");
         let after = std::fs::read(d.records()).expect("records");
         assert!(after == before, "the denial's record is not written");
@@ -167,7 +167,7 @@ fn a_denials_tool_message_is_accounted_after_a_restart_from_its_audit_line_alone
     );
     assert_eq!(
         rebuilt.denials,
-        [("f2".to_owned(), answers[0].clone())],
+        [("f2".to_owned(), answers[0].clone(), OWNER)],
         "only the denial of a kept report's call that passed the witness check"
     );
     assert_eq!(again, 1);

@@ -102,11 +102,14 @@ fn ask_needs_the_owner_and_approval_records_who() {
         now(),
     );
     assert_eq!(d.outcome(), Outcome::Ask { grant_id: "web" });
+    // Only the desk makes the approval that turns an ask into an allow: the owner's
+    // approve of the card as it was shown.
+    let approved = crate::approvals::approved_by("uid 1000 (owner)");
+    let d = policy::approve(d, approved);
     let approval = Approval {
         approver: "uid 1000 (owner)".into(),
         post: None,
     };
-    let d = policy::approve(d, approval.clone());
     assert_eq!(
         d.outcome(),
         Outcome::Allow {

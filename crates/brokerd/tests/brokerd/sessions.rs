@@ -62,6 +62,7 @@ fn good() -> String {
         tool: "http_fetch".into(),
         call: CallId(3),
         read: None,
+        session: None,
     });
     serde_json::to_string(&state).expect("json")
 }
@@ -74,6 +75,7 @@ fn what_brokerd_wrote_is_loaded_again() {
         tool: "http_fetch".into(),
         call: CallId(3),
         read: None,
+        session: None,
     };
     sessions
         .record(&session(), DataClass::Secret, true, call)
@@ -186,6 +188,7 @@ fn the_largest_untrusted_sources_are_kept_and_load_again() {
             tool: "read_file".into(),
             call: CallId(call),
             read: read.clone(),
+            session: None,
         };
         sessions
             .record(&session, DataClass::Private, true, source)
@@ -207,6 +210,7 @@ fn a_session_seen_first_at_its_starting_label_is_exported_too() {
         tool: "read_file".into(),
         call: CallId(1),
         read: None,
+        session: None,
     };
     sessions
         .record(&session(), DataClass::Public, false, call)

@@ -162,6 +162,7 @@ pub(crate) fn decision_line(
             decision: decision.clone(),
             canonical: None,
             witness: w,
+            untrusted: false,
         })
     })
     .expect("append");

@@ -119,6 +119,7 @@ fn approvals_show_every_field_of_a_card_as_one_line() {
             tool: HOSTILE.into(),
             call: CallId(3),
             read: Some(HOSTILE.into()),
+            session: None,
         }],
         expires: time(),
     };
@@ -190,6 +191,7 @@ fn audit_show_keeps_every_record_on_its_own_line() {
             decision,
             canonical: None,
             witness: None,
+            untrusted: false,
         })
     };
     let records = [
@@ -342,6 +344,7 @@ fn session_shows_each_tool_as_one_line() {
                 tool: HOSTILE.into(),
                 call: CallId(3),
                 read: None,
+                session: None,
             }],
         })],
     );

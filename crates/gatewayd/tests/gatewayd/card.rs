@@ -23,6 +23,7 @@ fn every_post_of_a_huge_card_fits_and_keeps_all_arguments() {
             tool: "http_fetch".into(),
             call: proto::CallId(i),
             read: Some(format!("https://e.org/{}", "p".repeat(200))),
+            session: None,
         })
         .collect();
     let posts = render(&card, "https://m", Some("root"));
@@ -46,6 +47,7 @@ fn the_provenance_line_names_what_each_untrusted_call_read_as_inert_code() {
         tool: tool.into(),
         call: proto::CallId(call),
         read: read.map(str::to_owned),
+        session: None,
     };
     card.untrusted_by = vec![
         source(
@@ -56,6 +58,8 @@ fn the_provenance_line_names_what_each_untrusted_call_read_as_inert_code() {
         source("read_file", 3, Some("/home/o/x.md")),
         source("consult", 4, None),
     ];
+    // A call of another session, whose result the prompt replayed, names its session.
+    card.untrusted_by[1].session = Some(proto::SessionId::new("s-page").expect("id"));
     let post = &render(&card, "https://m", None)[0];
     let line = post
         .lines()
@@ -64,7 +68,7 @@ fn the_provenance_line_names_what_each_untrusted_call_read_as_inert_code() {
     assert!(
         line.ends_with(
             "**yes**, from `http_fetch` call 2 (read ``https://evil.example/a?b=`c`\\u{202e}[x](y)\\u{000a}``), \
-             `read_file` call 3 (read `/home/o/x.md`), `consult` call 4"
+             `read_file` call 3 of session `s-page` (read `/home/o/x.md`), `consult` call 4"
         ),
         "{line}"
     );

@@ -1,4 +1,4 @@
-use jobrunner::Report;
+use jobrunner::{Report, Said};
 use proto::job::JobOutcome;
 
 #[test]
@@ -11,7 +11,7 @@ fn a_report_is_done_only_when_nothing_failed_and_nothing_was_denied() {
     assert_eq!(done.text(), "Three meetings today.");
     let denied = Report {
         answer: "I could not fetch the page.".into(),
-        denied: vec!["Call 1 (http_fetch) not approved".into()],
+        denied: vec![Said::own("Call 1 (http_fetch) not approved")],
         failure: None,
     };
     assert_eq!(denied.outcome(), JobOutcome::Failed);
@@ -20,9 +20,14 @@ fn a_report_is_done_only_when_nothing_failed_and_nothing_was_denied() {
         "Call 1 (http_fetch) not approved\n\nI could not fetch the page."
     );
     let failed = Report {
-        failure: Some("The model could not be reached: 503".into()),
+        failure: Some(Said::with("The model could not be reached", "503")),
         ..Report::default()
     };
     assert_eq!(failed.outcome(), JobOutcome::Failed);
     assert_eq!(failed.text(), "The model could not be reached: 503");
+    // A note holds none of loopd's words but the answer (brokerd labels that).
+    assert_eq!(
+        failed.note_text(),
+        "The model could not be reached (the detail is in the journal)."
+    );
 }

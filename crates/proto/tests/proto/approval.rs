@@ -18,6 +18,7 @@ fn card() -> ApprovalCard {
             tool: "http_fetch".into(),
             call: CallId(2),
             read: Some("https://e.org/".into()),
+            session: None,
         }],
         expires: Timestamp::from_millis(1_789_632_300_000).expect("time"),
     }

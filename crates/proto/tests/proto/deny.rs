@@ -3,7 +3,7 @@
 use proto::DenyReason;
 
 /// Every variant; the match makes a new variant fail to compile until it is listed.
-fn all() -> [DenyReason; 15] {
+fn all() -> [DenyReason; 16] {
     let all = [
         DenyReason::NoGrant,
         DenyReason::GrantExpired,
@@ -20,6 +20,7 @@ fn all() -> [DenyReason; 15] {
         DenyReason::WitnessNotRunnable,
         DenyReason::WitnessMismatch,
         DenyReason::AlreadyRun,
+        DenyReason::ApprovalChanged,
     ];
     for reason in all {
         match reason {
@@ -37,7 +38,8 @@ fn all() -> [DenyReason; 15] {
             | DenyReason::NotWitnessed
             | DenyReason::WitnessNotRunnable
             | DenyReason::WitnessMismatch
-            | DenyReason::AlreadyRun => {}
+            | DenyReason::AlreadyRun
+            | DenyReason::ApprovalChanged => {}
         }
     }
     all

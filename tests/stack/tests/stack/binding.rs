@@ -49,7 +49,7 @@ fn untrusted_then_ask(home: &Home) -> (String, String, std::thread::JoinHandle<V
 }
 
 /// How many bound fields [`variants`] changes.
-const FIELDS: usize = 11;
+const FIELDS: usize = 12;
 
 /// One copy of the card per bound field, with only that field changed.
 fn variants(card: &ApprovalCard) -> Vec<(&'static str, ApprovalCard)> {
@@ -62,6 +62,9 @@ fn variants(card: &ApprovalCard) -> Vec<(&'static str, ApprovalCard)> {
         ("what was read", |c| c.untrusted_by[0].read = None),
         ("untrusted sources", |c| c.untrusted_by.clear()),
         ("source call", |c| c.untrusted_by[0].call = CallId(7)),
+        ("source session", |c| {
+            c.untrusted_by[0].session = Some(SessionId::new("s-9").expect("id"));
+        }),
         ("session", |c| {
             c.session = SessionId::new("s-2").expect("id")
         }),
@@ -126,6 +129,7 @@ fn on_the_admin_socket_an_answer_differing_in_any_bound_field_is_refused_and_aud
             tool: "read_file".into(),
             call: CallId(1),
             read: Some(page),
+            session: None,
         }]
     );
     assert_eq!(card.binding, card.bound());

@@ -135,7 +135,10 @@ fn a_job_delivering_to_mattermost_cannot_write_a_note() {
     let home = crate::jobs::jobs_home("job-note-refused");
     let _d = home.start();
     let (mut conn, _) = crate::jobs::register(&home, "morning-brief").expect("registered");
-    let note = Message::JobNote(JobNote { text: "x".into() });
+    let note = Message::JobNote(JobNote {
+        text: "x".into(),
+        answer: None,
+    });
     match conn.call(2, note, |_| {}).expect("answered").msg {
         Message::Error(e) => assert!(e.detail.contains("delivers to Mattermost"), "{e:?}"),
         other => panic!("{other:?}"),

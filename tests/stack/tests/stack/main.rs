@@ -10,6 +10,8 @@ mod cancel;
 mod chat_approval;
 mod compaction;
 mod cut;
+mod decided;
+mod decided_cards;
 mod denial_restart;
 mod dev;
 mod dev_jobs;

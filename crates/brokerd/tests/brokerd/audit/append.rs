@@ -34,6 +34,7 @@ fn denial(seq: u64, time: Timestamp, prev: Hash32) -> AuditLine {
         },
         canonical: None,
         witness: None,
+        untrusted: false,
     })
 }
 

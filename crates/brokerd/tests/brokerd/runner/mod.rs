@@ -132,29 +132,74 @@ impl Drop for Scratch {
     }
 }
 
-/// A decision that allows a run: a tool runs only through [`Runner::run`], on a decision.
-fn allowed() -> Decision {
-    let grant = "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
-                 [constraints]\npaths = [\"/srv/notes\"]\n";
+/// A decision that allows exactly `call` (a `read_file` under /srv/notes, or an
+/// `http_fetch` of example.com): a tool runs only through [`Runner::run`], on a decision
+/// that authorises what it runs.
+pub(super) fn allowed(call: &ToolArgs) -> Decision {
+    let grant = match call {
+        ToolArgs::HttpFetch(_) => {
+            "tool = \"http_fetch\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+                                  [constraints]\nhosts = [\"example.com\"]\n"
+        }
+        _ => {
+            "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+              [constraints]\npaths = [\"/srv/notes\"]\n"
+        }
+    };
     let snapshot = grants::Snapshot::from_texts(
-        [(
-            "notes".to_owned(),
-            (PathBuf::from("notes.toml"), grant.to_owned()),
-        )]
-        .into_iter()
-        .collect(),
+        [("g".to_owned(), (PathBuf::from("g.toml"), grant.to_owned()))]
+            .into_iter()
+            .collect(),
     )
     .expect("grants");
-    let args = ToolArgs::ReadFile(ReadFileArgs {
-        path: "/srv/notes/todo.md".into(),
-    });
     let session = SessionView {
         taint: proto::DataClass::Private,
         untrusted: false,
     };
-    let decision = policy::decide(&snapshot, &args, session, proto::Timestamp::now());
+    let decision = policy::decide(&snapshot, call, session, proto::Timestamp::now());
     assert!(matches!(decision.outcome(), policy::Outcome::Allow { .. }));
     decision
+}
+
+/// A decision authorises one run: the runner refuses a spec for other arguments than the
+/// ones its allow covers, and runs nothing (issue 23 point 3).
+#[test]
+fn a_decision_runs_only_what_it_authorises() {
+    let dir = Scratch::new("authorised");
+    let ran = dir.path().join("ran");
+    let tool = direct::script(
+        dir.path(),
+        "tool",
+        &format!(
+            "touch {}\nprintf '%s' '{{\"status\":\"ok\",\"content\":\"x\",\"truncated\":false}}'",
+            ran.display()
+        ),
+    );
+    let runner = Runner::Direct(DirectRunner { tool });
+    let spec = read_file_spec();
+    let mut other = spec.clone();
+    other.invocation.call = ToolArgs::ReadFile(ReadFileArgs {
+        path: "/srv/notes/other.md".into(),
+    });
+    let outcome = runner.run(allowed(&spec.invocation.call), &other);
+    match outcome {
+        RunOutcome::Failed { message, .. } => {
+            assert!(message.contains("does not allow"), "{message}");
+        }
+        ok => panic!("ran what the decision did not authorise: {ok:?}"),
+    }
+    assert!(!ran.exists(), "the tool was started");
+    // An allow of another tool does not run this one either.
+    let fetch = http_fetch_spec();
+    assert!(matches!(
+        runner.run(allowed(&fetch.invocation.call), &spec),
+        RunOutcome::Failed { .. }
+    ));
+    assert!(!ran.exists(), "the tool was started");
+    // The control: the spec it authorises runs.
+    let outcome = direct::run_retrying(|| runner.run(allowed(&spec.invocation.call), &spec));
+    assert!(matches!(outcome, RunOutcome::Ok { .. }), "{outcome:?}");
+    assert!(ran.exists());
 }
 
 /// Runs a spec on a runner through its one door, with a decision that allows the run.
@@ -164,12 +209,12 @@ pub(super) trait Execute {
 
 impl Execute for DirectRunner {
     fn execute(&self, spec: &RunSpec) -> RunOutcome {
-        Runner::Direct(self.clone()).run(allowed(), spec)
+        Runner::Direct(self.clone()).run(allowed(&spec.invocation.call), spec)
     }
 }
 
 impl Execute for SystemdRunner {
     fn execute(&self, spec: &RunSpec) -> RunOutcome {
-        Runner::Systemd(self.clone()).run(allowed(), spec)
+        Runner::Systemd(self.clone()).run(allowed(&spec.invocation.call), spec)
     }
 }

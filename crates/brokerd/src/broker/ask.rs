@@ -1,0 +1,143 @@
+//! An `ask` put to the owner, and the owner's answers.
+
+use std::os::unix::net::UnixStream;
+
+use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Refusal};
+use proto::{DenyReason, Timestamp, ToolRequest};
+
+use super::Broker;
+use crate::Fatal;
+use crate::approvals::{self, NotRegistered, Wake};
+use crate::desk::{self, Heard};
+use crate::policy::{self, Decision, Outcome};
+use crate::sessions::SessionState;
+
+impl Broker {
+    /// Puts an `ask` to the owner and waits for the answer, the expiry or the requester's
+    /// hang-up. `state` is the session at the label the call is decided at, which the card
+    /// shows and binds; `pending` tells the requester the approval's id and expiry once it
+    /// waits.
+    pub(super) fn ask(
+        &self,
+        req: &ToolRequest,
+        decision: Decision,
+        canonical: &str,
+        state: &SessionState,
+        requester: Option<UnixStream>,
+        pending: &mut dyn FnMut(String, Timestamp),
+    ) -> Result<Decision, Fatal> {
+        let grant_id = match decision.outcome() {
+            Outcome::Ask { grant_id } => grant_id.to_owned(),
+            _ => return Ok(decision),
+        };
+        let now = Timestamp::now();
+        let expires = now.saturating_add(self.config.broker.approval_ttl);
+        let approval = approvals::new_id().map_err(Fatal::Rng)?;
+        let mut card = ApprovalCard {
+            approval: approval.clone(),
+            binding: proto::Hash32::ZERO,
+            session: req.session.clone(),
+            call: req.call,
+            tool: req.tool.clone(),
+            arguments: canonical.to_owned(),
+            grant: grant_id.clone(),
+            session_taint: state.taint,
+            untrusted: state.untrusted,
+            untrusted_by: state.untrusted_by.clone(),
+            expires,
+        };
+        card.binding = card.bound();
+        let heard = self
+            .desk
+            .put(card, now, &self.audit, &self.outbox, requester, || {
+                pending(approval, expires);
+            })?;
+        Ok(match heard {
+            Heard::NotAsked(why) => self.not_asked(decision, why),
+            Heard::Woke(Wake::Approved(approved)) => policy::approve(decision, approved),
+            Heard::Woke(Wake::Changed) => policy::refuse(
+                decision,
+                DenyReason::ApprovalChanged,
+                "the owner answered a card whose labels no longer held: the session rose \
+                 after it was shown",
+            ),
+            Heard::Woke(Wake::Stopping) => policy::refuse(
+                decision,
+                DenyReason::ShuttingDown,
+                "brokerd stopped before the owner answered",
+            ),
+            Heard::Woke(Wake::Withdrawn) => policy::refuse(
+                decision,
+                DenyReason::ApprovalRefused,
+                "loopd withdrew the request: its turn was cancelled (or loopd stopped)",
+            ),
+            Heard::Woke(Wake::Refused { by, post }) => policy::refuse(
+                decision,
+                DenyReason::ApprovalRefused,
+                match post {
+                    Some(post) => format!("{by} refused on Mattermost post {post}"),
+                    None => format!("{by} refused"),
+                },
+            ),
+            Heard::Expired => policy::refuse(
+                decision,
+                DenyReason::ApprovalExpired,
+                "the owner did not answer in time",
+            ),
+        })
+    }
+
+    /// An `ask` that cannot be put to the owner, decided at once.
+    fn not_asked(&self, asked: Decision, why: NotRegistered) -> Decision {
+        match why {
+            NotRegistered::Full => {
+                policy::too_many_pending(asked, self.config.broker.max_pending_approvals)
+            }
+            NotRegistered::Stopping => policy::refuse(
+                asked,
+                DenyReason::ShuttingDown,
+                "brokerd is stopping and asks the owner nothing more",
+            ),
+        }
+    }
+
+    /// brokerd is stopping: every call waiting for the owner is denied now (each waiting
+    /// request audits its decision and answers loopd, then the drain sees it finish), and
+    /// no call asks from now on.
+    pub fn stop_approvals(&self) -> usize {
+        self.desk.stop()
+    }
+
+    /// Applies an owner's answer at the desk. It must carry the binding of the card that
+    /// was shown (built at the label the call was decided at, which the session was raised
+    /// to), and that card must still hold: recomputed from the session as it stands now,
+    /// it is the same unless the session rose since, and then the call is denied as changed
+    /// (by brokerd, never in the owner's name).
+    pub fn answer(
+        &self,
+        answer: &ApprovalAnswer,
+        by: String,
+        post: Option<String>,
+    ) -> Result<AnswerOutcome, Fatal> {
+        let current = |card: &ApprovalCard| {
+            let now = self.session_state(&card.session);
+            let mut card = card.clone();
+            card.session_taint = now.taint;
+            card.untrusted = now.untrusted;
+            card.untrusted_by = now.untrusted_by;
+            card.bound()
+        };
+        self.desk.answer(answer, by, post, current, &self.audit)
+    }
+
+    /// Audits an answer refused before it reached the desk (not an owner's) and says so.
+    pub(crate) fn refuse_answer(
+        &self,
+        approval: &str,
+        by: String,
+        post: Option<String>,
+        refusal: Refusal,
+    ) -> Result<AnswerOutcome, Fatal> {
+        desk::refuse_answer(approval, by, post, refusal, &self.audit)
+    }
+}

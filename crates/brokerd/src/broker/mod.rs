@@ -1,0 +1,300 @@
+//! The broker: the parts it owns (the grants in force, the audit writer, each session's
+//! state, the approval desk, the runner, the outbox to gatewayd), and the life of one tool
+//! request through them: validate, decide, audit, maybe ask the owner, run, raise the
+//! session, answer. Every decision is on disk before its answer leaves. The sockets
+//! (`server`, `admin`) and the link to gatewayd (`gateway`) reach it from outside.
+
+use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use daemon::config::Config;
+use daemon::keyed::KeyedLocks;
+use daemon::lock;
+use proto::approval::{ApprovalCard, CallRef};
+use proto::tools::ToolArgs;
+use proto::{
+    AuditLine, AuditRecord, Envelope, Message, SessionId, Timestamp, ToolRequest, ToolResponse,
+};
+
+mod ask;
+mod label;
+mod run;
+
+pub(crate) use label::labels_of;
+use label::tagged;
+
+use crate::Fatal;
+use crate::attested::Attested;
+use crate::audit::AuditLog;
+use crate::desk::Desk;
+use crate::grants_in_force::GrantsInForce;
+use crate::jobs::{Runs, Scope};
+use crate::notes::Notes;
+use crate::outbox::Outbox;
+use crate::policy::{self, Outcome};
+use crate::runner::Runner;
+use crate::sessions::{SessionState, Sessions};
+use grants::Snapshot;
+
+#[derive(Debug)]
+pub struct Broker {
+    pub config: Config,
+    grants: GrantsInForce,
+    audit: Mutex<AuditLog>,
+    sessions: Mutex<Sessions>,
+    desk: Desk,
+    runner: Runner,
+    /// One lock per session: a session's calls are decided and run one at a time, so a
+    /// call is never decided on a taint that a concurrent call of the same session is
+    /// about to raise.
+    pub(crate) session_locks: KeyedLocks<SessionId>,
+    /// To gatewayd, when `[gateway]` is configured: cards to post, outcomes to show.
+    pub(crate) outbox: Outbox,
+    /// The last reload and the link to gatewayd, for `bxctl status`.
+    pub(crate) board: crate::board::Board,
+    /// The notes brokerd owns, and their labels.
+    pub(crate) notes: Notes,
+    /// The job runs in progress, each with the session brokerd minted for it.
+    pub(crate) runs: Runs,
+    /// What inferproxy witnessed (only those calls run, each once) and the labels of what
+    /// loopd may send the model.
+    pub(crate) witness: Attested,
+}
+
+impl Broker {
+    pub fn new(
+        config: Config,
+        snapshot: Snapshot,
+        audit: AuditLog,
+        sessions: Sessions,
+        runner: Runner,
+        notes: Notes,
+        witness: Attested,
+    ) -> Self {
+        let desk = Desk::new(config.broker.max_pending_approvals);
+        let outbox = Outbox::new(config.gateway.is_some());
+        let board = crate::board::Board::new(config.gateway.is_some());
+        Self {
+            config,
+            grants: GrantsInForce::new(snapshot),
+            audit: Mutex::new(audit),
+            sessions: Mutex::new(sessions),
+            desk,
+            runner,
+            session_locks: KeyedLocks::default(),
+            outbox,
+            board,
+            notes,
+            runs: Runs::default(),
+            witness,
+        }
+    }
+
+    /// A channel handed loopd the owner's message of `digest` (`ChatMessage::user`'s): it
+    /// is on disk, private and trusted, before the channel is told.
+    pub(crate) fn register_owner(&self, digest: proto::Hash32) -> Result<(), Fatal> {
+        self.witness.owner(digest).map_err(Fatal::Accounting)
+    }
+
+    /// Appends one audit line (a job run's start or end, say), fsynced.
+    pub(crate) fn audit_event(
+        &self,
+        build: impl FnOnce(u64, Timestamp, proto::Hash32) -> AuditLine,
+    ) -> Result<(), Fatal> {
+        lock(&self.audit).append(build)?;
+        Ok(())
+    }
+
+    /// Every approval waiting for the owner.
+    pub(crate) fn pending_cards(&self) -> Vec<ApprovalCard> {
+        self.desk.list()
+    }
+
+    pub(crate) fn is_pending(&self, approval: &str) -> bool {
+        self.desk.is_pending(approval)
+    }
+
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.grants.current()
+    }
+
+    /// Makes `snapshot` the policy for later calls, after auditing it (`GrantsInForce::install`).
+    pub fn install(&self, snapshot: Snapshot) -> Result<(), Fatal> {
+        self.grants.install(snapshot, &self.audit)
+    }
+
+    /// Audits the snapshot brokerd started with, the text of every grant in full.
+    pub fn audit_first_snapshot(&self) -> Result<(), Fatal> {
+        self.grants.audit_first(&self.audit)
+    }
+
+    /// Audits a reload that did not load (`reason`): the snapshot in force stays.
+    pub fn refuse_reload(&self, reason: &str) -> Result<(), Fatal> {
+        self.grants.refuse(reason, &self.audit)
+    }
+
+    /// The seq and hash the next audit line takes.
+    pub fn audit_head(&self) -> proto::chain::ChainHead {
+        lock(&self.audit).head()
+    }
+
+    /// Whether the audit writer can be reached: free, or freed within a second (a write
+    /// and its fsync). A writer stuck longer means the broker is wedged.
+    pub fn audit_alive(&self) -> bool {
+        daemon::reachable(&self.audit, Duration::from_secs(1))
+    }
+
+    pub fn session_state(&self, session: &SessionId) -> SessionState {
+        lock(&self.sessions).get(session)
+    }
+
+    /// Serves one tool request from loopd. `send` writes one frame to the peer;
+    /// `requester` is the peer's connection, watched for a hang-up while an approval waits.
+    pub fn tool_request(
+        &self,
+        id: u64,
+        req: &ToolRequest,
+        requester: Option<&UnixStream>,
+        send: &mut dyn FnMut(Envelope),
+    ) -> Result<(), Fatal> {
+        // Held through the owner's answer too: the session cannot change under a pending
+        // approval, so what the owner sees is what runs.
+        self.session_locks
+            .run(&req.session, || self.serve_call(id, req, requester, send))
+    }
+
+    fn serve_call(
+        &self,
+        id: u64,
+        req: &ToolRequest,
+        requester: Option<&UnixStream>,
+        send: &mut dyn FnMut(Envelope),
+    ) -> Result<(), Fatal> {
+        let snapshot = self.snapshot();
+        let parsed = ToolArgs::parse(&req.tool, &req.arguments);
+        // Before any grant: the model made this call, exactly so, and it never ran.
+        // The use is marked here and made durable by the decision's audit line below.
+        let witnessed = (self.witness).claim(&req.witness, &req.tool, &req.arguments);
+        let claimed = witnessed.as_ref().ok().cloned();
+        // The label the call is decided at: the session's own, raised by the labels of the
+        // prompt that produced it. The session is raised to it first, on disk, so that
+        // everything attached after the decision (the card, the audit line, the result, a
+        // note, the session's export for the index) takes this one label (X9).
+        let decided = match &claimed {
+            Some(c) => self.raise(req, &c.prompt)?,
+            None => self.session_state(&req.session),
+        };
+        let view = decided.view();
+        let now = Timestamp::now();
+        let mut decision = match (witnessed, &parsed, self.runs.scope(&req.session)) {
+            (Err((reason, detail)), _, _) => policy::unwitnessed(reason, detail),
+            (Ok(_), _, Scope::NotRunning) => policy::job_not_running(),
+            (Ok(_), Ok(args), Scope::Ordinary) => policy::decide(&snapshot, args, view, now),
+            (Ok(_), Ok(args), Scope::Job(job)) => {
+                policy::decide_in(&snapshot, args, view, Some(&job), now)
+            }
+            (Ok(_), Err(e), _) => policy::invalid(e),
+        };
+        // The arguments as the grant covered them (what an allow authorises and runs), else
+        // as they parsed.
+        let canonical = match (decision.args(), &parsed) {
+            (Some(args), _) | (None, Ok(args)) => Some(args.canonical()),
+            (None, Err(_)) => None,
+        };
+        if matches!(decision.outcome(), Outcome::Ask { .. }) {
+            let canonical = canonical.as_deref().unwrap_or_default();
+            let requester = requester.and_then(|s| s.try_clone().ok());
+            let mut pending = |approval, expires| {
+                send(Envelope::partial(
+                    id,
+                    Message::ToolResponse(ToolResponse::PendingApproval { approval, expires }),
+                ));
+            };
+            decision = self.ask(req, decision, canonical, &decided, requester, &mut pending)?;
+        }
+        // The answer of a denial is made from this record (`policy::denied`), so the audit
+        // line says exactly what loopd is told (X8).
+        let record = policy::record(&decision);
+        lock(&self.audit).append(|seq, time, prev| {
+            AuditLine::Decision(AuditRecord {
+                seq,
+                time,
+                prev,
+                session: req.session.clone(),
+                call: req.call,
+                tool: req.tool.clone(),
+                arguments: req.arguments.clone(),
+                session_taint: decided.taint,
+                decision: record.clone(),
+                canonical,
+                witness: claimed.is_some().then(|| req.witness.clone()),
+                untrusted: decided.untrusted,
+            })
+        })?;
+        // What the session's untrusted label comes from, each call named with its session
+        // for the accounting (a record outlives the session it came from).
+        let mut sources = tagged(&req.session, &decided.untrusted_by);
+        let this = CallRef {
+            tool: req.tool.clone(),
+            call: req.call,
+            read: decision.args().and_then(ToolArgs::reads),
+            session: Some(req.session.clone()),
+        };
+        let (response, ran) = match policy::denied(&record) {
+            Some(denied) => (denied, None),
+            None => {
+                let (r, labels) = self.run(req, decision, &snapshot, &decided)?;
+                (r, Some(labels))
+            }
+        };
+        if ran.is_some_and(|l| l.untrusted) && !sources.contains(&this) {
+            sources.insert(0, this);
+        }
+        (self.witness)
+            .returned(
+                claimed.as_ref(),
+                &response,
+                ran,
+                labels_of(&decided),
+                &sources,
+            )
+            .map_err(Fatal::Accounting)?;
+        send(Envelope::last(id, Message::ToolResponse(response)));
+        Ok(())
+    }
+}
+
+impl Broker {
+    /// The owner's `note_relabel`, audited with the old label, the new one and the hash
+    /// before it takes effect. `Ok(Err)`: refused (no such note, a bad name, a full disk).
+    pub(crate) fn relabel_note(
+        &self,
+        r: &proto::notes::NoteRelabel,
+        by: &str,
+    ) -> Result<Result<proto::notes::NoteRelabelled, crate::notes::NoteError>, Fatal> {
+        let audit = |done: &proto::notes::NoteRelabelled| {
+            lock(&self.audit)
+                .append(|seq, time, prev| {
+                    AuditLine::Event(proto::AuditEvent::NoteRelabelled {
+                        seq,
+                        time,
+                        prev,
+                        by: by.to_owned(),
+                        name: done.name.clone(),
+                        hash: done.hash,
+                        old_class: done.old_class,
+                        old_untrusted: done.old_untrusted,
+                        class: done.class,
+                        untrusted: done.untrusted,
+                    })
+                })
+                .map(|_| ())
+        };
+        match self.notes.relabel(&r.name, r.class, r.untrusted, audit) {
+            Ok(Ok(done)) => Ok(Ok(done)),
+            Ok(Err(fatal)) => Err(fatal.into()),
+            Err(refused) => Ok(Err(refused)),
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! An allowed call's run, and the labels its result takes.
+
+use proto::approval::CallRef;
+use proto::tools::ToolArgs;
+use proto::{ToolRequest, ToolResponse};
+
+use super::Broker;
+use super::label::labels_of;
+use crate::Fatal;
+use crate::bind;
+use crate::notes::Prep;
+use crate::policy::{self, Decision, Labels};
+use crate::runner::RunOutcome;
+use crate::sessions::SessionState;
+use crate::tool_spec;
+use daemon::lock;
+use grants::Snapshot;
+
+impl Broker {
+    /// Runs an allowed call (the arguments its decision authorises) and raises the session
+    /// by the result's labels before the result leaves: those of every grant that covers the
+    /// call, joined with those of every grant that reaches what the tool unit had bound, and
+    /// with `decided`, the label the call was decided at (its arguments came from a prompt
+    /// at that label, and a result can echo them: X9). A failure's message reaches the
+    /// model too, so it raises alike. A note the call writes takes `decided` too.
+    pub(super) fn run(
+        &self,
+        req: &ToolRequest,
+        decision: Decision,
+        snapshot: &Snapshot,
+        decided: &SessionState,
+    ) -> Result<(ToolResponse, Labels), Fatal> {
+        let (Some(labels), Some(args)) = (decision.labels(), decision.args()) else {
+            return Ok((ToolResponse::failed("internal: no grant"), Labels::NONE));
+        };
+        let subtree = matches!(args, ToolArgs::ListDir(_));
+        let read = args.reads();
+        let note = Prep::of(args);
+        // The session logs are loopd's word: what a search of them finds is labelled as
+        // high as anything loopd was ever sent (docs/decisions.md X7).
+        let of_logs = matches!(args, ToolArgs::SessionSearch(_));
+        // A search reaches the index partitions up to its deciding grant's `max_class`.
+        let reach = decision
+            .grant()
+            .and_then(|(g, _)| g.constraints.max_class)
+            .unwrap_or(proto::DataClass::Secret);
+        let (labels, outcome) = match tool_spec::build(&self.config, req, &decision) {
+            Ok(mut spec) => {
+                let labels = match &spec.bind {
+                    Some(b) => {
+                        let granted = snapshot
+                            .iter()
+                            .flat_map(|(_, g)| g.constraints.paths.iter().map(String::as_str));
+                        let names = bind::names(b, granted);
+                        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                        labels.join(policy::bound_labels(snapshot, &names, subtree))
+                    }
+                    None => labels,
+                };
+                // A note call's unit binds notes; their labels are brokerd's record's.
+                match note.bind(&self.notes, &mut spec, self.runner.binds(), reach) {
+                    Ok(bound) => {
+                        let outcome = self.runner.run(decision, &spec);
+                        let (bound, outcome) = bound.finish(&self.notes, outcome, decided);
+                        (labels.join(bound), outcome)
+                    }
+                    Err(e) => (labels, RunOutcome::failed(e.to_string())),
+                }
+            }
+            Err(e) => (labels, RunOutcome::failed(e.to_string())),
+        };
+        let labels = labels
+            .join(self.witness.for_logs(of_logs))
+            .join(labels_of(decided));
+        let Labels { class, untrusted } = labels;
+        lock(&self.sessions)
+            .record(
+                &req.session,
+                class,
+                untrusted,
+                CallRef {
+                    tool: req.tool.clone(),
+                    call: req.call,
+                    read,
+                    session: None,
+                },
+            )
+            .map_err(Fatal::Sessions)?;
+        if let RunOutcome::Failed {
+            failure: Some(failure),
+            ..
+        } = &outcome
+        {
+            lock(&self.audit).tool_failed(req, failure)?;
+        }
+        let response = match outcome {
+            RunOutcome::Ok { content, truncated } => ToolResponse::Result {
+                content,
+                class,
+                untrusted,
+                truncated,
+            },
+            RunOutcome::Failed { message, failure } => ToolResponse::Failed { message, failure },
+        };
+        Ok((response, labels))
+    }
+}

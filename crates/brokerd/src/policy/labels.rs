@@ -1,0 +1,58 @@
+//! The labels brokerd attaches: what a result carries ([`Labels`]), and what a session is
+//! decided at ([`SessionView`]).
+
+use proto::DataClass;
+use proto::Grant;
+
+/// What a result is labelled: the class it raises the session to, and whether it may carry
+/// injected text. Joined over grants: the highest class, the OR of the flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Labels {
+    pub class: DataClass,
+    pub untrusted: bool,
+}
+
+impl Labels {
+    /// The identity of [`Labels::join`]: public and trusted.
+    pub const NONE: Self = Self {
+        class: DataClass::Public,
+        untrusted: false,
+    };
+
+    /// The labels of a grant's results.
+    pub fn of(grant: &Grant) -> Self {
+        Self {
+            class: grant.result_class,
+            untrusted: grant.untrusted,
+        }
+    }
+
+    /// Both labels at least as strict as either side's.
+    #[must_use]
+    pub fn join(self, other: Self) -> Self {
+        Self {
+            class: self.class.max(other.class),
+            untrusted: self.untrusted || other.untrusted,
+        }
+    }
+}
+
+/// What brokerd knows of a session when it decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionView {
+    pub taint: DataClass,
+    pub untrusted: bool,
+}
+
+impl SessionView {
+    /// What a call is decided on: the session's taint and flag (as the owner sees them)
+    /// raised by the labels of the prompt that produced the call (`accounting`).
+    #[must_use]
+    pub fn raised(self, prompt: Labels) -> Self {
+        Self {
+            taint: self.taint.max(prompt.class),
+            untrusted: self.untrusted || prompt.untrusted,
+        }
+    }
+}
