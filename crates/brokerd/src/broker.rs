@@ -175,7 +175,7 @@ impl Broker {
         let parsed = ToolArgs::parse(&req.tool, &req.arguments);
         // Before any grant: the model made this call, exactly so, and it never ran.
         // The use is marked here and made durable by the decision's audit line below.
-        let witnessed = (self.witness).claim(&req.witness, &req.tool, &req.arguments);
+        let witnessed = (self.witness).claim(req.witness.as_ref(), &req.tool, &req.arguments);
         let now = Timestamp::now();
         // Decided on the session's taint raised by the labels of the call's prompt.
         let claimed = witnessed.as_ref().ok().cloned();
@@ -228,7 +228,7 @@ impl Broker {
                 session_taint: taint,
                 decision: record.clone(),
                 canonical,
-                witness: claimed.is_some().then(|| req.witness.clone()),
+                witness: claimed.as_ref().and(req.witness.clone()),
             })
         })?;
         let (response, ran) = match (policy::denied(&record), effective) {

@@ -38,6 +38,7 @@ mod recovery;
 mod refusal;
 mod resolve;
 mod search;
+mod seed_request;
 mod session_search;
 mod shutdown;
 mod status;
