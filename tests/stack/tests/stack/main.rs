@@ -28,6 +28,7 @@ mod laundering;
 mod memory;
 mod notes;
 mod notes_bad;
+mod notes_forged;
 mod notes_json;
 mod owner_words;
 mod policy_history;
