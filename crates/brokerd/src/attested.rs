@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use daemon::lock;
 use proto::attest::{WitnessRef, WitnessReport};
-use proto::{AuditLine, AuditRecord, Hash32, ToolResponse};
+use proto::{AuditLine, AuditRecord, DenyReason, Hash32, ToolResponse};
 
 use crate::accounting::{Accounted, Accounting, Durable, LogError, of_response};
 use crate::policy::Labels;
@@ -94,13 +94,21 @@ impl Attested {
         self.witness.record(report)
     }
 
-    /// [`Witness::claim`], and the labels of the call's prompt.
+    /// [`Witness::claim`], and the labels of the call's prompt. A request that names no
+    /// witnessed call (`None`: the pre-M1 shape, which proto still parses) is denied as one
+    /// naming a call nobody witnessed is.
     pub fn claim(
         &self,
-        w: &WitnessRef,
+        w: Option<&WitnessRef>,
         tool: &str,
         arguments: &str,
     ) -> Result<Claimed, Unwitnessed> {
+        let Some(w) = w else {
+            return Err((
+                DenyReason::NotWitnessed,
+                "the request names no call inferproxy witnessed (it has no witness)".into(),
+            ));
+        };
         self.witness.claim(w, tool, arguments)?;
         let accounting = lock(&self.accounting);
         let at = usize::try_from(w.index).unwrap_or(usize::MAX);

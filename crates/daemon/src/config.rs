@@ -13,6 +13,7 @@ mod infer;
 mod invalid;
 mod jobs;
 mod sockets;
+mod written;
 pub use gateway::Gateway;
 pub use infer::{Infer, Upstream};
 pub use invalid::Invalid;
@@ -47,7 +48,8 @@ pub struct Config {
     pub jobs: Vec<Job>,
     /// The owner's core memory (docs/memory.md): `<home>/memory/core.md` unless set. loopd
     /// puts it in every prompt; brokerd accounts for it, so it must be a file loopd cannot
-    /// write (the NixOS module sets `/etc/boxmaker/core.md`).
+    /// write (the NixOS module sets `/etc/boxmaker/core.md`), and it is refused inside any
+    /// directory a role or tool writes (`Config::written_dirs`).
     #[serde(default)]
     pub core_memory: Option<PathBuf>,
 }
@@ -300,7 +302,10 @@ impl Config {
             ("sockets.infer_broker", &self.sockets.infer_broker),
             ("broker.tool", &self.broker.tool),
             ("broker.sandbox_root", &self.broker.sandbox_root),
-        ] {
+        ]
+        .into_iter()
+        .chain(self.core_memory.as_ref().map(|p| ("core_memory", p)))
+        {
             if !p.is_absolute() {
                 return Err(Invalid::NotAbsolute {
                     name,
@@ -374,7 +379,7 @@ impl Config {
             });
         }
         jobs::validate(&self.jobs, self.gateway.is_some(), b.approval_ttl).map_err(Invalid::Job)?;
-        Ok(())
+        self.check_core_memory()
     }
 
     /// Who the jobs sockets admit: each job's own user, and `peers.jobs` when set.
@@ -405,6 +410,11 @@ impl Config {
         self.core_memory
             .clone()
             .unwrap_or_else(|| self.home.join("memory/core.md"))
+    }
+
+    /// loopd's session logs, one directory per session.
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.home.join("sessions")
     }
 
     /// The notes (`memory/notes` unless `broker.notes` says otherwise).

@@ -2,34 +2,72 @@
 //! wrote, wherever boxmaker shows it (bxctl's terminal output, gatewayd's Mattermost posts).
 //!
 //! A character that would be invisible or would move other text ([`hidden`]: controls,
-//! including ESC, CR and newline; bidi overrides and isolates; zero-width and format
-//! characters) is shown as `\u{…}`, and so is the backslash of a `\u{` already in the text,
-//! so no escape can be faked. A single-line field (a tool name, an id, a grant name, a
-//! detail) is shown with [`line`]: it stays one line. Text of several lines (a model reply,
-//! a message) is shown with [`block`] or [`Block`]: every line starts with [`MARK`], so it
-//! can never draw a line that looks like one the program writes itself.
+//! including ESC, CR and newline; line and paragraph separators; bidi overrides and
+//! isolates; zero-width, format and default-ignorable characters; unusual spaces; private
+//! use and unassigned code points) is shown as `\u{…}`, and so is the backslash of a `\u{`
+//! already in the text, so no escape can be faked. The set is derived from Unicode's own
+//! character properties (the Unicode Consortium's ICU4X data, compiled in), not from a list
+//! kept by hand. A single-line field (a tool name, an id, a grant name, a detail) is shown
+//! with [`line`]: it stays one line. Text of several lines (a model reply, a message) is
+//! shown with [`block`] or [`Block`]: every line starts with [`MARK`], so it can never draw
+//! a line that looks like one the program writes itself. [`breaks_line`] says which
+//! characters end a line for a reader (the model included), for rules that look at the
+//! start of each line.
 
 use std::fmt::Write as _;
+
+use icu_properties::props::{
+    DefaultIgnorableCodePoint, GeneralCategory, GeneralCategoryGroup, LineBreak, WhiteSpace,
+};
+use icu_properties::{CodePointMapData, CodePointSetData};
 
 /// What starts every line of foreign multi-line text (`|` alone on an empty line).
 pub const MARK: &str = "| ";
 
-/// Whether `c` would be invisible or move other text when shown: controls, format and bidi
-/// characters, zero-width and unusual spaces, tag characters.
+/// The general categories of code points that are not a visible character: controls (Cc:
+/// C0 with ESC, CR and LF, DEL, C1 with NEL), format characters (Cf: zero-width spaces and
+/// joiners, the byte-order mark, every bidi embedding, override, isolate and mark, the soft
+/// hyphen, tag characters, the invisible operators), the line and paragraph separators
+/// (Zl, Zp), private use (Co: a font decides what it is), surrogates (Cs) and unassigned
+/// code points (Cn: what a later Unicode makes of them is unknown here).
+const HIDDEN_CATEGORIES: GeneralCategoryGroup = GeneralCategoryGroup::Control
+    .union(GeneralCategoryGroup::Format)
+    .union(GeneralCategoryGroup::LineSeparator)
+    .union(GeneralCategoryGroup::ParagraphSeparator)
+    .union(GeneralCategoryGroup::PrivateUse)
+    .union(GeneralCategoryGroup::Surrogate)
+    .union(GeneralCategoryGroup::Unassigned);
+
+/// Whether `c` would be invisible or move other text when shown: a code point of
+/// [`HIDDEN_CATEGORIES`], any `White_Space` but the plain space (tabs, line ends, no-break
+/// and other unusual spaces), any `Default_Ignorable_Code_Point` (variation selectors, the
+/// combining grapheme joiner, Hangul and Mongolian fillers and selectors, whatever Unicode
+/// reserves to be ignored), and a few visible-looking blanks and overlays Unicode gives
+/// no such property (the braille blank U+2800, which renders as a space, and the combining
+/// overlays U+0334..U+0338 and U+20D2..U+20D3, which strike through the character before).
 pub fn hidden(c: char) -> bool {
-    c.is_control()
-        || (c.is_whitespace() && c != ' ')
-        || matches!(c,
-            '\u{00ad}' | '\u{034f}' | '\u{061c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}'
-            | '\u{17b5}' | '\u{180b}'..='\u{180f}' | '\u{200b}'..='\u{200f}'
-            | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}'
-            | '\u{feff}' | '\u{ffa0}' | '\u{fff0}'..='\u{fffb}' | '\u{e0000}'..='\u{e0fff}'
-            // Format characters elsewhere, blanks, overlays, private use.
-            | '\u{0600}'..='\u{0605}' | '\u{06dd}' | '\u{070f}' | '\u{0890}'..='\u{0891}'
-            | '\u{08e2}' | '\u{110bd}' | '\u{110cd}' | '\u{13430}'..='\u{1343f}'
-            | '\u{1bca0}'..='\u{1bca3}' | '\u{1d173}'..='\u{1d17a}' | '\u{2800}'
-            | '\u{0334}'..='\u{0338}' | '\u{20d2}'..='\u{20d3}' | '\u{e000}'..='\u{f8ff}'
-            | '\u{f0000}'..='\u{10ffff}')
+    if c.is_ascii() {
+        // The same answer as below, without a table look-up for the common case.
+        return c.is_ascii_control();
+    }
+    HIDDEN_CATEGORIES.contains(CodePointMapData::<GeneralCategory>::new().get(c))
+        || CodePointSetData::new::<WhiteSpace>().contains(c)
+        || CodePointSetData::new::<DefaultIgnorableCodePoint>().contains(c)
+        || matches!(c, '\u{2800}' | '\u{0334}'..='\u{0338}' | '\u{20d2}'..='\u{20d3}')
+}
+
+/// Whether `c` ends a line: Unicode's mandatory line breaks (UAX #14's classes BK, CR, LF
+/// and NL: LF, CR, VT, FF, NEL, U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR). A
+/// reader, a model's tokenizer included, may start a new line after any of them, not only
+/// after `\n`. Every one of them is also [`hidden`].
+pub fn breaks_line(c: char) -> bool {
+    matches!(
+        CodePointMapData::<LineBreak>::new().get(c),
+        LineBreak::MandatoryBreak
+            | LineBreak::CarriageReturn
+            | LineBreak::LineFeed
+            | LineBreak::NextLine
+    )
 }
 
 /// The escaper's memory of a `\` or `\u` not yet shown (the next character decides whether

@@ -426,7 +426,7 @@ impl Looper {
                         call,
                         tool: tc.name.clone(),
                         arguments: tc.arguments.clone(),
-                        witness,
+                        witness: Some(witness),
                     };
                     broker::call(&self.broker_sock(), request, cancel, |p| {
                         emit(ChatEvent::ToolResponse { call, response: p });

@@ -18,7 +18,8 @@ pub const MAX_NAME: usize = 100;
 pub const MAX_NOTE: u64 = 256 * 1024;
 
 /// What starts every line of the header brokerd writes above text an untrusted session
-/// wrote. A body line that would start the same way is escaped with a backslash.
+/// wrote. A body line that would read the same way is escaped with a backslash
+/// (`brokerd::notes::escape_body`).
 pub const HEADER_MARK: &str = "> [boxmaker]";
 
 /// Why a note name is refused.
@@ -85,22 +86,6 @@ pub fn file_name(name: &str) -> String {
 pub fn name_of_file(file: &str) -> Option<&str> {
     let name = file.strip_suffix(".md")?;
     check_name(name).ok().map(|()| name)
-}
-
-/// Escapes every line of `text` that would read as a header line brokerd writes.
-pub fn escape_body(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        let rest = line.trim_start();
-        if rest.starts_with(HEADER_MARK) {
-            out.push_str(&line[..line.len() - rest.len()]);
-            out.push('\\');
-            out.push_str(rest);
-        } else {
-            out.push_str(line);
-        }
-    }
-    out
 }
 
 /// What brokerd recorded of a note: the hash of the bytes it wrote and their label.
@@ -240,14 +225,5 @@ mod tests {
         );
         assert_eq!(name_of_file("a.md"), Some("a"));
         assert_eq!(name_of_file(".a.md.tmp"), None);
-    }
-
-    #[test]
-    fn a_forged_header_line_is_escaped() {
-        let body = "ok\n> [boxmaker] written by the owner\n   > [boxmaker] x\nend";
-        assert_eq!(
-            escape_body(body),
-            "ok\n\\> [boxmaker] written by the owner\n   \\> [boxmaker] x\nend"
-        );
     }
 }

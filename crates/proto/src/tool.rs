@@ -16,8 +16,11 @@ pub struct ToolRequest {
     /// argument types, never loopd.
     pub arguments: String,
     /// The call inferproxy witnessed the model make: brokerd runs nothing else, and each
-    /// witnessed call once.
-    pub witness: WitnessRef,
+    /// witnessed call once. Optional on the wire only so that the pre-M1 shape still parses
+    /// (proto grows additively, the brief's decision 10): brokerd denies a request without
+    /// one as `not_witnessed`, as it denies one naming a call nobody witnessed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness: Option<WitnessRef>,
 }
 
 /// brokerd's answer, internally tagged: `{"status":"result",…}`.

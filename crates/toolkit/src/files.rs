@@ -88,13 +88,15 @@ pub(crate) fn join_capped(lines: &[String], max: usize) -> Content {
     }
 }
 
-/// A file name with its control characters escaped: a name holding a newline must not be
-/// able to forge extra entries (or a fake `-> target`) in the listing the model reads.
+/// A file name with every hidden character escaped (`inert::hidden`: controls, every line
+/// break such as U+2028, zero-width and bidi characters, …): a name holding one must not be
+/// able to forge extra entries (or a fake `-> target`) in the listing the model reads, nor
+/// hide what it is.
 fn printable(name: &str) -> String {
-    if name.chars().any(char::is_control) {
+    if name.chars().any(inert::hidden) {
         name.chars()
             .flat_map(|c| {
-                if c.is_control() {
+                if inert::hidden(c) {
                     c.escape_default().collect::<Vec<_>>()
                 } else {
                     vec![c]
@@ -218,5 +220,20 @@ mod tests {
         assert_eq!(printable("plain name"), "plain name");
         assert_eq!(printable("evil\nsecret -> /etc"), "evil\\nsecret -> /etc");
         assert_eq!(printable("tab\there"), "tab\\there");
+    }
+
+    #[test]
+    fn every_line_break_and_invisible_character_in_names_is_escaped() {
+        for (name, shown) in [
+            ("evil\u{2028}secret -> /etc", "evil\\u{2028}secret -> /etc"),
+            ("evil\u{2029}x", "evil\\u{2029}x"),
+            ("evil\u{85}x", "evil\\u{85}x"),
+            ("\u{200b}zero", "\\u{200b}zero"),
+            ("\u{feff}bom", "\\u{feff}bom"),
+            ("txt.\u{202e}exe", "txt.\\u{202e}exe"),
+            ("日本語 é", "日本語 é"),
+        ] {
+            assert_eq!(printable(name), shown, "{name:?}");
+        }
     }
 }

@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use proto::notes::{HEADER_MARK, NoteRecord, SessionLabel, escape_body, file_name};
+use proto::notes::{HEADER_MARK, NoteRecord, SessionLabel, file_name};
 use proto::{CallId, DataClass, Epoch, Hash32, LogRecord, SessionId, Timestamp, ToolCall};
 
 /// How many notes, sessions and logs (two epochs a session).
@@ -133,8 +133,8 @@ fn notes(root: &Path, rng: &mut Lcg, files: &mut Vec<PathBuf>) -> u64 {
             body.push_str(RARE_NOTE_WORD);
         }
         body.push('\n');
-        // As brokerd writes a note: its header above an untrusted session's text, every body
-        // line that would read as one escaped.
+        // As brokerd writes a note: its header above an untrusted session's text (the body,
+        // words of letters, has no line brokerd's escape would change).
         let mut text = String::new();
         if untrusted {
             text.push_str(&format!(
@@ -143,7 +143,7 @@ fn notes(root: &Path, rng: &mut Lcg, files: &mut Vec<PathBuf>) -> u64 {
                 time(i)
             ));
         }
-        text.push_str(&escape_body(&body));
+        text.push_str(&body);
         let record = NoteRecord {
             name: name.clone(),
             hash: Hash32::digest(text.as_bytes()),

@@ -29,21 +29,22 @@ pub fn request(
     request_as(conn, session, call, tool, arguments, witness)
 }
 
-/// One tool request naming `witness`, as loopd (or a compromised loopd) sends it.
+/// One tool request naming `witness` (or none, `None`: the pre-M1 shape), as loopd (or a
+/// compromised loopd) sends it.
 pub fn request_as(
     conn: &mut Conn,
     session: &str,
     call: u64,
     tool: &str,
     arguments: &str,
-    witness: WitnessRef,
+    witness: impl Into<Option<WitnessRef>>,
 ) -> Vec<Envelope> {
     let msg = Message::ToolRequest(ToolRequest {
         session: SessionId::new(session).expect("session id"),
         call: proto::CallId(call),
         tool: tool.to_owned(),
         arguments: arguments.to_owned(),
-        witness,
+        witness: witness.into(),
     });
     let mut frames = Vec::new();
     let last = conn

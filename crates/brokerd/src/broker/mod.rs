@@ -175,7 +175,7 @@ impl Broker {
         let parsed = ToolArgs::parse(&req.tool, &req.arguments);
         // Before any grant: the model made this call, exactly so, and it never ran.
         // The use is marked here and made durable by the decision's audit line below.
-        let witnessed = (self.witness).claim(&req.witness, &req.tool, &req.arguments);
+        let witnessed = (self.witness).claim(req.witness.as_ref(), &req.tool, &req.arguments);
         let claimed = witnessed.as_ref().ok().cloned();
         // The label the call is decided at: the session's own, raised by the labels of the
         // prompt that produced it. The session is raised to it first, on disk, so that
@@ -228,7 +228,7 @@ impl Broker {
                 session_taint: decided.taint,
                 decision: record.clone(),
                 canonical,
-                witness: claimed.is_some().then(|| req.witness.clone()),
+                witness: claimed.as_ref().and(req.witness.clone()),
                 untrusted: decided.untrusted,
             })
         })?;

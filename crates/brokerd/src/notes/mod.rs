@@ -10,6 +10,7 @@
 //! into which it writes the new text, which brokerd checks and moves into place (`write`).
 
 mod error;
+mod forged;
 mod index;
 mod run;
 mod write;
@@ -23,6 +24,7 @@ use proto::notes::{MAX_NOTE, NoteInfo, NoteRecord, NotesListing, file_name, name
 
 use crate::policy::Labels;
 pub use error::NoteError;
+pub use forged::escape_body;
 pub use index::NoteIndex;
 pub use run::{Bound, Prep};
 

@@ -8,11 +8,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use proto::approval::CallRef;
-use proto::notes::{HEADER_MARK, MAX_NOTE, NoteRecord, NoteRelabelled, escape_body, file_name};
+use proto::notes::{HEADER_MARK, MAX_NOTE, NoteRecord, NoteRelabelled, file_name};
 use proto::tools::{MAX_ARGUMENTS, NoteMode};
 use proto::{DataClass, Hash32, Timestamp};
 
-use super::{NoteError, Notes};
+use super::{NoteError, Notes, escape_body};
 use crate::policy::Labels;
 use crate::sessions::{MAX_UNTRUSTED_BY, SessionState};
 
@@ -237,9 +237,11 @@ fn source(call: &CallRef) -> String {
         .read
         .as_deref()
         .map(|r| {
+            // Nothing hidden, no line break: the header stays one line, and no text after
+            // a break inside it could read as a header line of its own.
             let r: String = r
                 .chars()
-                .map(|c| if c.is_control() { '?' } else { c })
+                .map(|c| if inert::hidden(c) { '?' } else { c })
                 .collect();
             format!(" ({r})")
         })

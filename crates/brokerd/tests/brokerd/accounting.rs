@@ -349,7 +349,9 @@ fn a_claimed_call_carries_the_labels_of_its_prompt() {
         completion: r.completion.clone(),
         index: 0,
     };
-    let claimed = a.claim(&w, &fetch.name, &fetch.arguments).expect("claimed");
+    let claimed = a
+        .claim(Some(&w), &fetch.name, &fetch.arguments)
+        .expect("claimed");
     assert_eq!(
         claimed,
         Claimed {
@@ -373,7 +375,7 @@ fn a_claimed_call_carries_the_labels_of_its_prompt() {
         completion: r2.completion,
         index: 0,
     };
-    let claimed = a.claim(&w2, "http_fetch", "{}").expect("claimed");
+    let claimed = a.claim(Some(&w2), "http_fetch", "{}").expect("claimed");
     assert_eq!(claimed.prompt.label, SECRET);
 }
 
@@ -429,7 +431,8 @@ fn the_owners_core_memory_is_accounted_from_its_file() {
             completion: r.completion,
             index: 0,
         };
-        a.claim(&w, &read.name, &read.arguments).expect("claimed")
+        a.claim(Some(&w), &read.name, &read.arguments)
+            .expect("claimed")
     };
     let first = claim(1, "You are terse.");
     assert_eq!(first.prompt.label, OWNER);

@@ -150,10 +150,10 @@ fn run_of(
         tool: tool.into(),
         arguments: arguments.into(),
         // The unit a decided call gets; the witness was checked before the decision.
-        witness: proto::attest::WitnessRef {
+        witness: Some(proto::attest::WitnessRef {
             completion: proto::attest::CompletionId::from_random([1; 16]),
             index: 0,
-        },
+        }),
     };
     brokerd::tool_spec::build(&config, &req, &decision)
 }

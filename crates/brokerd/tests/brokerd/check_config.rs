@@ -71,3 +71,74 @@ fn check_config_refuses_a_config_without_the_witness_peer() {
     assert!(err.contains("peers.infer is not set"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The owner's core memory is refused inside the notes (where `note_write` units leave the
+/// model's text) or the session logs: `--check-config` names both paths, and brokerd
+/// would not start.
+#[test]
+fn check_config_refuses_core_memory_where_a_role_writes() {
+    let good = "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+                [constraints]\npaths = [\"/srv/notes\"]\n";
+    let dir = setup("core", good);
+    let config = dir.join("config.toml");
+    let text = std::fs::read_to_string(&config).expect("config");
+    for (core, inside) in [
+        ("home/memory/notes/core.md", "home/memory/notes"),
+        ("home/sessions/core.md", "home/sessions"),
+    ] {
+        let core = dir.join(core);
+        std::fs::write(
+            &config,
+            format!("core_memory = \"{}\"\n{text}", core.display()),
+        )
+        .expect("config");
+        let out = check_config(&config);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "core_memory {} is inside {}",
+                core.display(),
+                dir.join(inside).display()
+            )),
+            "{err}"
+        );
+    }
+    std::fs::write(
+        &config,
+        format!("core_memory = \"{}/owner/core.md\"\n{text}", dir.display()),
+    )
+    .expect("config");
+    let out = check_config(&config);
+    assert!(out.status.success(), "{out:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An approval waits at most an hour: a longer `broker.approval_ttl` is refused when brokerd
+/// loads its configuration, and one hour is taken.
+#[test]
+fn check_config_refuses_an_approval_ttl_over_one_hour() {
+    let good = "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+                [constraints]\npaths = [\"/srv/notes\"]\n";
+    let dir = setup("ttl", good);
+    let config = dir.join("config.toml");
+    let text = std::fs::read_to_string(&config).expect("config");
+    for (ttl, ok) in [("1h 1s", false), ("1h", true)] {
+        std::fs::write(
+            &config,
+            format!("{text}[broker]\napproval_ttl = \"{ttl}\"\n"),
+        )
+        .expect("config");
+        let out = check_config(&config);
+        assert_eq!(out.status.success(), ok, "{ttl}: {out:?}");
+        if !ok {
+            assert_eq!(out.status.code(), Some(1));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("broker.approval_ttl must be more than 0 and at most 1h"),
+                "{err}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -145,7 +145,7 @@ fn a_denials_tool_message_is_accounted_after_a_restart_from_its_audit_line_alone
         // What brokerd's serving of completion 2's call does once its line is on disk: the
         // record is taken in, in memory only, and nothing is written.
         let before = std::fs::read(d.records()).expect("records");
-        let claimed = a.claim(&at(2), "http_fetch", FETCH).expect("claimed");
+        let claimed = a.claim(Some(&at(2)), "http_fetch", FETCH).expect("claimed");
         a.returned(Some(&claimed), &answers[0], None, OWNER, &[])
             .expect("returned");
         let after = std::fs::read(d.records()).expect("records");

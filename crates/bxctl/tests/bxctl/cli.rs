@@ -214,6 +214,45 @@ fn boxmaker_config_names_the_configuration_for_every_subcommand() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A configuration whose core memory is inside a directory a role writes (here the notes,
+/// where `note_write` units leave the model's text) is refused by bxctl as by the roles, with
+/// both paths named.
+#[test]
+fn grants_check_refuses_a_configuration_with_core_memory_in_the_notes() {
+    let dir = temp("core");
+    std::fs::create_dir_all(dir.join("grants")).expect("grants");
+    let config = dir.join("config.toml");
+    let core = dir.join("home/memory/notes/core.md");
+    std::fs::write(
+        &config,
+        format!(
+            "core_memory = \"{1}\"\nhome = \"{0}/home\"\ngrants = \"{0}/grants\"\n\
+             [sockets]\nloop_broker = \"{0}/lb\"\nadmin_broker = \"{0}/ab\"\n\
+             [peers]\nloopd = {{ uid = 1 }}\nadmin = {{ uid = 1 }}\n",
+            dir.display(),
+            core.display()
+        ),
+    )
+    .expect("config");
+    let out = bxctl(&[
+        "--config",
+        config.to_str().expect("utf8"),
+        "grants",
+        "check",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "core_memory {} is inside {} (the notes",
+            core.display(),
+            dir.join("home/memory/notes").display()
+        )),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn help_lists_the_exit_codes() {
     let out = bxctl(&["--help"]);

@@ -41,6 +41,13 @@ pub enum Invalid {
     GatewayTokenCredential { name: String },
     /// A `[[jobs]]` entry (`super::jobs`).
     Job(super::JobInvalid),
+    /// `core_memory` (or its default) is inside `dir`, which a role or a tool writes
+    /// (`what`): model text there could become the owner's system prompt.
+    CoreMemoryWritten {
+        core: PathBuf,
+        dir: PathBuf,
+        what: &'static str,
+    },
 }
 
 impl fmt::Display for Invalid {
@@ -92,6 +99,14 @@ impl fmt::Display for Invalid {
                 f.write_str("gateway.token_credential must be a plain credential name")
             }
             Self::Job(e) => e.fmt(f),
+            Self::CoreMemoryWritten { core, dir, what } => write!(
+                f,
+                "core_memory {} is inside {} ({what}), which a role or a tool writes: text the \
+                 model wrote could become the owner's system prompt; keep core memory where no \
+                 role writes (the NixOS module uses /etc/boxmaker/core.md)",
+                core.display(),
+                dir.display()
+            ),
         }
     }
 }

@@ -39,6 +39,36 @@ fn compact_percent_may_be_10_to_80() {
     }
 }
 
+/// An approval waits at most one hour (brief decision 5): one hour is taken, a second more is
+/// refused at load, with its own variant.
+#[test]
+fn approval_ttl_is_at_most_one_hour() {
+    for ttl in ["1h", "60m", "3600s", "1s"] {
+        let text = format!("{MINIMAL}[broker]\napproval_ttl = \"{ttl}\"\n");
+        let c = Config::parse(Path::new("c.toml"), &text).unwrap_or_else(|e| panic!("{ttl}: {e}"));
+        assert!(c.broker.approval_ttl <= MAX_APPROVAL_TTL, "{ttl}");
+    }
+    assert_eq!(MAX_APPROVAL_TTL, Duration::from_secs(3600));
+    for (ttl, secs) in [
+        ("1h 1s", 3601),
+        ("61m", 3660),
+        ("2h", 7200),
+        ("30days", 2_592_000),
+    ] {
+        let text = format!("{MINIMAL}[broker]\napproval_ttl = \"{ttl}\"\n");
+        match Config::parse(Path::new("c.toml"), &text) {
+            Err(ConfigError::Invalid { reason, .. }) => assert_eq!(
+                reason,
+                Invalid::ApprovalTtl {
+                    ttl: Duration::from_secs(secs)
+                },
+                "{ttl}"
+            ),
+            other => panic!("{ttl}: {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn bad_configs_say_where_and_why() {
     let cases = [

@@ -279,3 +279,27 @@ fn a_fixture_travels_through_a_frame_unchanged() {
     let back = read_envelope(&mut wire.as_slice()).expect("read");
     assert_eq!(back, env);
 }
+
+/// The pre-M1 seed's tool request (no witness: it predates them) still parses and writes
+/// back byte for byte (the brief's decision 10); the witness is absent, not defaulted to
+/// something brokerd could claim, and a witnessed request still carries it.
+#[test]
+fn the_seed_tool_request_parses_without_a_witness() {
+    for name in [
+        "message_tool_request.json",
+        "message_tool_request_seed.json",
+    ] {
+        let bytes = std::fs::read(crate::fixture_dir().join(name)).expect("fixture");
+        let env: Envelope = round_trip(name, &bytes);
+        let Message::ToolRequest(req) = env.msg else {
+            panic!("{name} holds a tool request");
+        };
+        assert_eq!(req.witness, None, "{name}");
+    }
+    let (name, bytes) = fixtures("message_tool_request_witnessed").remove(0);
+    let env: Envelope = round_trip(&name, &bytes);
+    let Message::ToolRequest(req) = env.msg else {
+        panic!("{name} holds a tool request");
+    };
+    assert!(req.witness.is_some(), "{name}");
+}

@@ -25,7 +25,7 @@ pub(crate) fn ask(
             call: proto::CallId(call),
             tool: "read_file".into(),
             arguments,
-            witness,
+            witness: Some(witness),
         });
         let mut frames = Vec::new();
         let last = conn

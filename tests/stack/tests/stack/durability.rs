@@ -231,7 +231,7 @@ fn brokerd_killed_at_random_moments_never_loses_an_acknowledged_decision_nor_run
                     call: proto::CallId(call),
                     tool: "read_file".into(),
                     arguments: args.clone(),
-                    witness: witness.clone(),
+                    witness: Some(witness.clone()),
                 });
                 let answer = match conn.call(call, msg, |_| {}) {
                     Ok(env) => match env.msg {

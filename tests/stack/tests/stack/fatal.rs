@@ -135,7 +135,7 @@ fn read_note(
             call: proto::CallId(1),
             tool: "read_file".into(),
             arguments: path,
-            witness,
+            witness: Some(witness),
         });
         let mut conn = Conn::connect(&loop_sock).expect("connect loop side");
         conn.call(1, msg, |_| {}).map(|env| env.msg)

@@ -346,10 +346,10 @@ fn gateway_sock_posts_each_approval_once_and_refuses_other_kinds() {
         call: proto::CallId(1),
         tool: "read_file".into(),
         arguments: "{}".into(),
-        witness: proto::attest::WitnessRef {
+        witness: Some(proto::attest::WitnessRef {
             completion: stack::fresh_completion(),
             index: 0,
-        },
+        }),
     });
     match conn.call(5, request, |_| {}).expect("answer").msg {
         Message::Error(e) => assert_eq!(e.code, ErrorCode::ForbiddenKind),

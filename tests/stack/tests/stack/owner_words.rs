@@ -41,10 +41,10 @@ fn bxctl_chat_registers_the_owners_message_and_loopd_cannot() {
         call: CallId(1),
         tool: "list_dir".into(),
         arguments: "{}".into(),
-        witness: proto::attest::WitnessRef {
+        witness: Some(proto::attest::WitnessRef {
             completion: stack::fresh_completion(),
             index: 0,
-        },
+        }),
     });
     let reply = chat.call(1, request, |_| {}).expect("reply");
     assert!(
