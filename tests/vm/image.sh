@@ -108,7 +108,9 @@ rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/cache/apt/*.bin "$root"/
 mkdir -p "$tmp/img"
 cp "$root"/boot/vmlinuz-* "$tmp/img/vmlinuz"
 cp "$root"/boot/initrd.img-* "$tmp/img/initrd.img"
-mkfs.ext4 -q -F -L ci-root -d "$root" "$tmp/img/root.raw" 2G
+# Its stdout is this script's answer (the image's path): mke2fs says "Creating regular file"
+# there even with -q, so what it prints goes to stderr (a cold cache once failed on it).
+mkfs.ext4 -q -F -L ci-root -d "$root" "$tmp/img/root.raw" 2G >&2
 touch "$tmp/img/.built"
 # Older images (another key) go: only the current one is kept.
 find "$cache" -mindepth 1 -maxdepth 1 -type d ! -name debs ! -name "$(basename "$tmp")" -exec rm -rf {} +
