@@ -6,7 +6,7 @@
 use proto::approval::{ApprovalCard, CallRef, Refusal, Verdict};
 use proto::gateway::Update;
 
-use crate::render::{POST_LIMIT, code, longest_run, permalink};
+use crate::render::{POST_LIMIT, code, inert, longest_run, permalink};
 
 /// The line that starts the how-to; an outcome replaces it and what follows.
 pub const HOW_TO: &str = "React with :+1: to approve";
@@ -206,4 +206,20 @@ mod tests {
             }
         }
     }
+}
+
+/// brokerd's alert that its audit log does not verify (the daily full check), as the owner
+/// reads it: brokerd's words inert (they name files and quote nothing the model wrote, but
+/// one rule for all text keeps it simple), cut to one post.
+pub fn alert(a: &proto::gateway::AuditAlert) -> String {
+    let mut detail = inert(&a.detail);
+    if detail.chars().count() > 4000 {
+        detail = detail.chars().take(4000).collect::<String>() + "…";
+    }
+    format!(
+        "**boxmaker: the audit log does not verify** (brokerd's check of the whole chain, {})\n\n\
+         {detail}\n\nbrokerd serves on; it refuses to start on a break past its checkpoint. On \
+         the host, `sudo bxctl audit verify` names the first bad file and line (docs/broker.md).",
+        a.time
+    )
 }

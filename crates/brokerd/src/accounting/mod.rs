@@ -13,7 +13,7 @@
 
 mod log;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use proto::attest::{ChatMessage, CompletionId, WitnessReport};
@@ -150,6 +150,10 @@ pub struct Accounting {
     fixed: HashMap<Hash32, Labels>,
     /// `loop.max_tool_calls`: the cap notice loopd writes names it.
     cap: u32,
+    /// The digests of records kept in memory only ([`Durable::InAudit`]) and not written
+    /// since: what [`Accounting::rebuild`] writes when a full verification's checkpoint is
+    /// to cover their audit lines (A8).
+    unwritten: HashSet<Hash32>,
 }
 
 impl Accounting {
@@ -175,6 +179,7 @@ impl Accounting {
             sent: sent.join(OWNER),
             fixed,
             cap,
+            unwritten: HashSet::new(),
         };
         for r in records {
             a.remember(r);
@@ -291,12 +296,14 @@ impl Accounting {
     /// reports the witness store keeps (`(model call id, denial)`, oldest first), accounted
     /// again at [`OWNER`] where the file does not hold them (they were kept in memory only:
     /// [`Durable::InAudit`]). What is missing is written, synced, in one batch; the number
-    /// of records it wrote.
+    /// of records it wrote. While brokerd serves, before a checkpoint covers their lines
+    /// (A8), the same writes those kept in memory only.
     pub fn rebuild(&mut self, denials: &[(String, ToolResponse)]) -> Result<usize, LogError> {
         let mut missing: Vec<Record> = Vec::new();
         for (id, r) in denials {
             for record in tool_records(id, r, OWNER) {
-                let known = self.label(&record.digest).is_some()
+                let known = (self.label(&record.digest).is_some()
+                    && !self.unwritten.contains(&record.digest))
                     || missing.iter().any(|m| m.digest == record.digest);
                 if !known {
                     missing.push(record);
@@ -351,6 +358,11 @@ impl Accounting {
                 .filter(|r| r.kind == Kind::Tool)
                 .fold(self.sent, |s, r| s.join(r.label));
             self.log.append(records, sent, &self.order)?;
+            for r in records {
+                self.unwritten.remove(&r.digest);
+            }
+        } else {
+            self.unwritten.extend(records.iter().map(|r| r.digest));
         }
         for r in records {
             self.remember(r.clone());
@@ -377,6 +389,7 @@ impl Accounting {
                 e.1 -= 1;
                 if e.1 == 0 {
                     self.map.remove(&old.digest);
+                    self.unwritten.remove(&old.digest);
                     self.calls.remove(&old.digest);
                 }
             }
