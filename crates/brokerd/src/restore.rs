@@ -97,7 +97,11 @@ impl Restored {
             "witness store: {} records kept, {} of their calls used (from the audit log){}",
             self.kept,
             self.uses,
-            if torn { "; a torn last line cut off" } else { "" }
+            if torn {
+                "; a torn last line cut off"
+            } else {
+                ""
+            }
         ));
         if self.forgotten > 0 {
             log::warn(format_args!(

@@ -259,7 +259,11 @@ impl fmt::Display for crate::audit::OpenReport {
                 "; verified past its checkpoint (seq {}, {} line {}): {} bytes read",
                 cp.seq, cp.file, cp.line, self.read
             )?,
-            None => write!(f, "; verified from its first line: {} bytes read", self.read)?,
+            None => write!(
+                f,
+                "; verified from its first line: {} bytes read",
+                self.read
+            )?,
         }
         if let Some(r) = &self.recovered
             && let Some(first) = r.torn.first()

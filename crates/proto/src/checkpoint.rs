@@ -105,9 +105,10 @@ impl Checkpoint {
             return fail("it has no hash line (torn)");
         };
         let (body, hash) = (&text[..at], &text[at + 1..]);
-        let Ok(hash) = std::str::from_utf8(hash).map_err(drop).and_then(|h| {
-            Hash32::from_hex(h).map_err(drop)
-        }) else {
+        let Ok(hash) = std::str::from_utf8(hash)
+            .map_err(drop)
+            .and_then(|h| Hash32::from_hex(h).map_err(drop))
+        else {
             return fail("its second line is not a SHA-256 in hex (garbled)");
         };
         if Hash32::digest(body) != hash {

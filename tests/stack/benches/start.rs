@@ -79,7 +79,10 @@ fn home(name: &str) -> Home {
 fn main() {
     let mut out = std::io::stdout().lock();
     if !std::env::args().any(|a| a == "--bench") {
-        let _ = writeln!(out, "start bench: run it with `cargo bench -p stack --bench start`");
+        let _ = writeln!(
+            out,
+            "start bench: run it with `cargo bench -p stack --bench start`"
+        );
         return;
     }
     let mib = env_or("BENCH_AUDIT_MIB", 1024);

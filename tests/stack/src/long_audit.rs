@@ -51,7 +51,11 @@ impl Lcg {
     fn completion(&mut self) -> CompletionId {
         let mut bytes = [0u8; 16];
         for chunk in bytes.chunks_mut(4) {
-            chunk.copy_from_slice(&u32::try_from(self.next() & 0xffff_ffff).unwrap_or(0).to_le_bytes());
+            chunk.copy_from_slice(
+                &u32::try_from(self.next() & 0xffff_ffff)
+                    .unwrap_or(0)
+                    .to_le_bytes(),
+            );
         }
         CompletionId::from_random(bytes)
     }
@@ -221,8 +225,7 @@ impl LongAudit {
         std::fs::set_permissions(audit, std::fs::Permissions::from_mode(0o700)).expect("chmod");
         for (n, file) in self.files.iter().enumerate() {
             let to = audit.join(file.file_name().expect("a name"));
-            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))
-                .expect("chmod");
+            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
             if n + 1 == self.files.len() {
                 std::fs::copy(file, &to).expect("copy the newest day file");
             } else {

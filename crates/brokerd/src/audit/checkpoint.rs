@@ -65,6 +65,12 @@ pub(super) fn check(dir: &Path, cp: &Checkpoint) -> Result<(), AuditError> {
         problem: Problem::Mismatch(why),
     };
     let day = dir.join(&cp.file);
+    if !day.exists() {
+        return Err(mismatch(format!(
+            "it names {}, which is not there",
+            cp.file
+        )));
+    }
     let file = files::open_read(&day)?;
     let len = file
         .metadata()
@@ -106,11 +112,12 @@ pub(super) fn check(dir: &Path, cp: &Checkpoint) -> Result<(), AuditError> {
 fn line_before(file: &File, path: &Path, end: u64) -> Result<Option<Vec<u8>>, AuditError> {
     const BLOCK: u64 = 64 << 10;
     let read_at = |buf: &mut [u8], at: u64| {
-        file.read_exact_at(buf, at).map_err(|source| AuditError::Io {
-            path: path.to_owned(),
-            op: "read",
-            source,
-        })
+        file.read_exact_at(buf, at)
+            .map_err(|source| AuditError::Io {
+                path: path.to_owned(),
+                op: "read",
+                source,
+            })
     };
     let mut last = [0u8; 1];
     read_at(&mut last, end - 1)?;

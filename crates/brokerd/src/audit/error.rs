@@ -98,7 +98,9 @@ impl fmt::Display for AuditError {
                     path.display()
                 )
             }
-            Self::Stopped => f.write_str("audit log: the verification stopped: brokerd is stopping"),
+            Self::Stopped => {
+                f.write_str("audit log: the verification stopped: brokerd is stopping")
+            }
         }
     }
 }

@@ -41,8 +41,8 @@ use proto::{AuditEvent, AuditLine, Hash32, Timestamp, TornLine};
 
 pub use checkpoint::Problem;
 pub use error::AuditError;
-pub use scan::{Position, Spot};
 use scan::Range;
+pub use scan::{Position, Spot};
 pub use whole::{Whole, verify_whole, write_checkpoint};
 
 /// Where record times come from. Injectable so tests can cross a day boundary.

@@ -53,7 +53,8 @@ pub(super) struct Range<'a> {
     pub to: Option<&'a Position>,
     /// A checkpoint the lines read must agree with: the link of its seq ends where it says.
     pub agree: Option<&'a Checkpoint>,
-    /// Set when brokerd stops: the walk ends early with [`AuditError::Stopped`].
+    /// Set when brokerd stops: the walk ends early with [`AuditError::Stopped`] (it looks
+    /// before each file and every 4096 lines).
     pub stop: Option<&'a AtomicBool>,
 }
 
@@ -115,7 +116,12 @@ pub(super) fn scan(
                 end: cp.end,
                 line: cp.line,
             };
-            (i, ChainVerifier::new(head), Some(at), (cp.seq + 1, cp.recovered))
+            (
+                i,
+                ChainVerifier::new(head),
+                Some(at),
+                (cp.seq + 1, cp.recovered),
+            )
         }
     };
     // The spot of the last line pushed, and of the last link judged: the verifier judges a
@@ -137,6 +143,9 @@ pub(super) fn scan(
             Some(cp) if index == first => (cp.end, cp.line),
             _ => (0, 0),
         };
+        if range.stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
+            return Err(AuditError::Stopped);
+        }
         let bound = range.to.filter(|p| p.at.file == *name).map(|p| p.at.end);
         let path = dir.join(name);
         let file = files::open_read(&path)?;
@@ -145,7 +154,10 @@ pub(super) fn scan(
         let walked = lines(&file, &path, from, bound, |text, at, newline| {
             n += 1;
             count += 1;
-            if range.stop.is_some_and(|s| count % 4096 == 0 && s.load(Ordering::SeqCst)) {
+            if range
+                .stop
+                .is_some_and(|s| count % 4096 == 0 && s.load(Ordering::SeqCst))
+            {
                 return Err(AuditError::Stopped);
             }
             open_line = !newline;

@@ -241,7 +241,12 @@ impl Store {
         Kept(
             self.entries
                 .iter()
-                .map(|(id, e)| (id.clone(), e.report.calls.iter().map(|c| c.id.clone()).collect()))
+                .map(|(id, e)| {
+                    (
+                        id.clone(),
+                        e.report.calls.iter().map(|c| c.id.clone()).collect(),
+                    )
+                })
                 .collect(),
         )
     }
