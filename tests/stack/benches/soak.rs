@@ -8,7 +8,8 @@
 //!
 //! Run: `cargo build --release --workspace --bins && cargo bench -p stack --bench soak`.
 //! Environment: `BENCH_SESSIONS` (default 20, a fifth of them in Mattermost),
-//! `BENCH_TURNS` (default 10).
+//! `BENCH_TURNS` (default 10), `BENCH_BROKER` (more `[broker]` lines, say
+//! `max_witness_records = 64`, to see what a bound holds).
 
 use std::io::Write;
 use std::time::Instant;
@@ -73,7 +74,7 @@ fn main() {
     let sessions = env_or("BENCH_SESSIONS", 20);
     let turns = env_or("BENCH_TURNS", 10);
     let in_mattermost = sessions / 5;
-    let home = Home::new("soak", "");
+    let home = Home::new("soak", &std::env::var("BENCH_BROKER").unwrap_or_default());
     let notes = home.files("notes", &[("todo.md", "buy milk")]);
     home.write_grant("notes-read", &read_grant("auto", &notes, ""));
     // gatewayd first: brokerd reads `[gateway]` at its start.
