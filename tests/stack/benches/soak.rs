@@ -68,7 +68,10 @@ fn mib(kib: u64) -> String {
 fn main() {
     let mut out = std::io::stdout().lock();
     if !std::env::args().any(|a| a == "--bench") {
-        let _ = writeln!(out, "soak bench: run it with `cargo bench -p stack --bench soak`");
+        let _ = writeln!(
+            out,
+            "soak bench: run it with `cargo bench -p stack --bench soak`"
+        );
         return;
     }
     let sessions = env_or("BENCH_SESSIONS", 20);

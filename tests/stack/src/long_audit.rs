@@ -107,7 +107,7 @@ fn generate(dir: &Path, size: u64) -> LongAudit {
         let mut i = 1u64;
         while written < per_day {
             let path = format!(r#"{{"path":"/home/owner/notes/{:08x}.md"}}"#, rng.next());
-            let denied = i % 4 == 0;
+            let denied = i.is_multiple_of(4);
             let decision = if denied {
                 DecisionRecord::Denied {
                     reason: DenyReason::NoGrant,

@@ -156,7 +156,7 @@ pub(super) fn scan(
             count += 1;
             if range
                 .stop
-                .is_some_and(|s| count % 4096 == 0 && s.load(Ordering::SeqCst))
+                .is_some_and(|s| count.is_multiple_of(4096) && s.load(Ordering::SeqCst))
             {
                 return Err(AuditError::Stopped);
             }

@@ -45,6 +45,9 @@ fn rewrite(dir: &Path, change: impl FnOnce(&mut Checkpoint)) {
     fs::write(cp_file(dir), cp.encode()).expect("write");
 }
 
+/// A change made to a checkpoint.
+type Change = Box<dyn Fn(&mut Checkpoint)>;
+
 fn refused(result: Result<(AuditLog, OpenReport), AuditError>) -> (Problem, String) {
     let err = result.expect_err("refused");
     let text = err.to_string();
@@ -257,7 +260,7 @@ fn a_checkpoint_that_disagrees_with_the_bytes_refuses_start() {
     let dir = scratch.audit();
     let (clock, cp) = checkpointed(&scratch, 3, 2);
     let other = line_hash(&lines(&dir, DAY)[1]);
-    let changes: Vec<(&str, Box<dyn Fn(&mut Checkpoint)>)> = vec![
+    let changes: Vec<(&str, Change)> = vec![
         ("another seq", Box::new(|c| c.seq += 1)),
         ("another line's hash", Box::new(move |c| c.hash = other)),
         ("an offset inside a line", Box::new(|c| c.end -= 3)),
