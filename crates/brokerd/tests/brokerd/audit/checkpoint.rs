@@ -196,11 +196,13 @@ fn a_torn_or_garbled_checkpoint_refuses_start_and_says_how_to_recover() {
     let dir = scratch.audit();
     let (clock, _) = checkpointed(&scratch, 3, 1);
     let good = fs::read(cp_file(&dir)).expect("read");
+    // A digit of its seq changed: still a checkpoint, only its hash line tells.
     let mut garbled = good.clone();
     let digit = garbled
-        .iter()
-        .position(u8::is_ascii_digit)
-        .expect("a digit");
+        .windows(6)
+        .position(|w| w == b"\"seq\":")
+        .expect("a seq")
+        + 6;
     garbled[digit] = if garbled[digit] == b'9' {
         b'8'
     } else {
@@ -308,6 +310,22 @@ fn the_whole_verification_checks_the_checkpoint_against_the_bytes() {
     // A checkpoint whose line number is not its line's: the start cannot tell (it reads
     // no line before it), the whole verification can.
     rewrite(&dir, |c| c.line = 2);
+    let err = audit::verify_whole(&dir, &to, &stop, &mut |_| {}).expect_err("disagrees");
+    assert!(
+        matches!(
+            err,
+            AuditError::Checkpoint {
+                problem: Problem::Mismatch(_),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // One whose hash is not its line's (the position, line and seq right): only the line
+    // read at its offset can tell.
+    fs::write(cp_file(&dir), cp.encode()).expect("write");
+    let other = line_hash(&lines(&dir, DAY)[0]);
+    rewrite(&dir, |c| c.hash = other);
     let err = audit::verify_whole(&dir, &to, &stop, &mut |_| {}).expect_err("disagrees");
     assert!(
         matches!(
