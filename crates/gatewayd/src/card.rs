@@ -226,7 +226,7 @@ mod tests {
     #[test]
     fn an_audit_alert_shows_brokerds_words_inert_and_fits_a_post() {
         let alert = |detail: String| {
-            super::alert(&proto::gateway::AuditAlert {
+            alert(&proto::gateway::AuditAlert {
                 time: proto::Timestamp::parse("2026-12-01T04:00:12.345Z").expect("time"),
                 detail,
             })

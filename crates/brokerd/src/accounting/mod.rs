@@ -105,8 +105,9 @@ pub enum Durable {
     /// In the audit line of its decision, which names the witnessed call and holds the
     /// denial loopd was answered (docs/decisions.md X8): kept in memory only (no bytes
     /// written unsynced, so a crash cannot leave a damaged line behind a good one), and
-    /// accounted again at every start from the audit log ([`Accounting::rebuild`]), which
-    /// writes it here then; a rewrite of the file keeps it too.
+    /// accounted again at the next start from the audit log ([`Accounting::rebuild`]), which
+    /// writes it here then, or earlier, before a checkpoint of the audit log covers its line
+    /// (A8); a rewrite of the file keeps it too.
     InAudit,
 }
 
