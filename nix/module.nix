@@ -50,6 +50,7 @@ let
         null;
     fakeMattermost = if cfg.fakeMattermost.enable then { inherit (cfg.fakeMattermost) listen; } else null;
     jobs = mapAttrs (_: j: removeAttrs j [ "grants" ]) cfg.jobs;
+    auditVerifySchedule = cfg.auditVerify.schedule;
     grantPaths = lib.unique (
       lib.concatLists (
         mapAttrsToList (
@@ -278,6 +279,19 @@ in
         default = "127.0.0.1:8065";
         description = "Loopback address the fake listens on; its bot token is `bot-token`, and its people `owner` and `stranger` post with their own (docs/gateway.md).";
       };
+    };
+
+    auditVerify.schedule = mkOption {
+      type = types.str;
+      default = "daily";
+      example = "*-*-* 04:30:00";
+      description = ''
+        When brokerd verifies its whole audit log (a systemd calendar expression, the
+        `boxmaker-audit-verify.timer`'s OnCalendar=). Its start verifies only what follows
+        its checkpoint; this run reads every line, checks the checkpoint and moves it. A
+        failure is in brokerd's journal, fails the `boxmaker-audit-verify` unit, and is
+        posted on Mattermost when the gateway is on (docs/broker.md).
+      '';
     };
 
     adminGroup = mkOption {

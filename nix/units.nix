@@ -45,6 +45,8 @@
   adminMembers ? null,
   # Scheduled jobs, name -> { schedule; prompt; … } (nix/jobs.nix says which keys).
   jobs ? { },
+  # When brokerd verifies its whole audit log (nix/audit-verify.nix; OnCalendar=).
+  auditVerifySchedule ? "daily",
 }:
 let
   inherit (builtins)
@@ -129,6 +131,11 @@ let
     inherit package configFile runDir hardening home stateDir;
     inherit (config.broker) notes;
     sandboxBinds = config.broker.sandbox_binds;
+  };
+
+  auditVerify = import ./audit-verify.nix {
+    inherit package configFile hardening adminGroup;
+    schedule = auditVerifySchedule;
   };
 
   config = merge (merge (if gateway == null then defaults else merge defaults gatewayDefaults) jobUnits.config) settings;
@@ -264,7 +271,10 @@ in
 {
   inherit config hardening socketDirs;
   jobProblems = jobUnits.problems;
-  timers = jobUnits.timers // { boxmaker-indexer = indexer.timer; };
+  timers = jobUnits.timers // {
+    boxmaker-indexer = indexer.timer;
+    boxmaker-audit-verify = auditVerify.timer;
+  };
   paths.boxmaker-indexer = indexer.path;
 
   # What a change restarts or reloads, and what the configuration cannot do (nix/changes.nix).
@@ -410,7 +420,10 @@ in
           exec = "fake-llama-server --listen ${fakeLlama.listen or "127.0.0.1:8080"} --script ${fakeLlama.script}";
         };
       }
-  ) // jobUnits.services // { boxmaker-indexer = indexer.service; };
+  ) // jobUnits.services // {
+    boxmaker-indexer = indexer.service;
+    boxmaker-audit-verify = auditVerify.service;
+  };
 
   sockets = {
     boxmaker-brokerd-loop = socket {

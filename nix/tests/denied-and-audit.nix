@@ -1,5 +1,8 @@
 # (c) A tool call no grant covers is denied, the model is told so, and the audit chain
-# that records it verifies; a tampered copy of the chain does not.
+# that records it verifies; a tampered copy of the chain does not. The daily verification
+# (boxmaker-audit-verify, docs/decisions.md A8) asks brokerd, which verifies the whole chain
+# and moves its checkpoint; a changed line before the checkpoint leaves brokerd's start
+# untroubled and fails the daily run, in the journal.
 {
   nodes.machine.imports = [ ./lib/node.nix ];
 
@@ -28,6 +31,22 @@
         # only as a different head (measured in tests/container/inside.sh).
         machine.succeed("sed -i '1s/\"time\":\"2/\"time\":\"1/' /root/audit-copy/*.jsonl")
         machine.fail("bxctl audit verify --dir /root/audit-copy")
+
+    with subtest("the daily verification: brokerd verifies the whole chain, its unit succeeds"):
+        machine.succeed("systemctl is-active boxmaker-audit-verify.timer")
+        machine.succeed("systemctl start boxmaker-audit-verify.service")
+        machine.succeed("journalctl -u boxmaker-audit-verify.service | grep -q 'audit chain good (verified by brokerd)'")
+        machine.succeed("bxctl audit verify | grep -q 'checkpoint at seq .* agrees'")
+
+    with subtest("a changed line before the checkpoint: brokerd starts, the daily run fails"):
+        machine.succeed("cp -p /var/lib/private/boxmaker/audit/*.jsonl /root/")
+        machine.succeed("sed -i '1s/\"time\":\"2/\"time\":\"1/' /var/lib/private/boxmaker/audit/*.jsonl")
+        machine.succeed("systemctl restart boxmaker-brokerd.service")
+        machine.succeed("journalctl -u boxmaker-brokerd.service | grep -q 'verified past its checkpoint'")
+        machine.fail("systemctl start boxmaker-audit-verify.service")
+        machine.succeed("journalctl -u boxmaker-brokerd.service -p err | grep -q 'verification of the whole chain FAILED'")
+        machine.succeed("cp -p /root/*.jsonl /var/lib/private/boxmaker/audit/")
+        machine.succeed("systemctl start boxmaker-audit-verify.service")
 
     with subtest("the audit log is brokerd's alone"):
         machine.fail("runuser -u owner -- ls /var/lib/private/boxmaker/audit")

@@ -12,7 +12,9 @@
 # compromised note tool (tests/container/notes.sh, notes-tool.py), and scenario (k): a
 # scheduled job's timer fires and its run is delivered (tests/container/jobs.sh), and
 # scenario (l): the indexer's oneshot started by its path unit, searched through brokerd,
-# and what its unit can reach (tests/container/indexer.sh, indexer-probe.py).
+# and what its unit can reach (tests/container/indexer.sh, indexer-probe.py), and scenario
+# (m): the audit log's daily full verification, its timer's oneshot asking brokerd, a change
+# before the checkpoint found and posted on Mattermost (tests/container/audit-verify.sh).
 #
 # With --measure-search it runs no scenario but the search measure (tests/container/measure.sh,
 # issue 14): the cached corpus of tests/stack/src/corpus.rs staged into the roles' state, the

@@ -11,6 +11,8 @@
 #   each scheduled job's oneshot (boxmaker-job-*)     at most 1.0
 #   the indexer's oneshot (boxmaker-indexer)          at most 1.0, and no socket of
 #     any family, no network, CAP_DAC_READ_SEARCH its one capability, an empty root
+#   the audit verification's oneshot (boxmaker-audit-verify) at most 1.0: it asks brokerd
+#     on the admin socket (`bxctl audit verify --brokerd`), in the admin group, daily
 # Each rendered timer's OnCalendar= must parse (`systemd-analyze calendar`), and the core
 # must refuse a job it cannot render (checked with a bad name, a missing gateway, a bad
 # delivery target or note name, and a
@@ -42,6 +44,7 @@ declare -A limit=(
     [boxmaker-gatewayd]=1.4
     [boxmaker-job-morning-brief]=1.0
     [boxmaker-indexer]=1.0
+    [boxmaker-audit-verify]=1.0
 )
 expected=(
     boxmaker-brokerd.service boxmaker-brokerd-loop.socket boxmaker-brokerd-admin.socket
@@ -53,6 +56,7 @@ expected=(
     boxmaker-job-morning-brief.service boxmaker-job-morning-brief.timer
     boxmaker-brokerd-jobs.socket boxmaker-loopd-jobs.socket boxmaker-gatewayd-jobs.socket
     boxmaker-indexer.service boxmaker-indexer.path boxmaker-indexer.timer
+    boxmaker-audit-verify.service boxmaker-audit-verify.timer
     tmpfiles.conf sysusers.conf polkit.rules config.toml
 )
 
@@ -95,7 +99,7 @@ render() {
 # score DIR LABEL: systemd-analyze security on every role's service in DIR.
 score() {
     local dir=$1 label=$2 role unit max threshold rc report figure
-    for role in boxmaker-brokerd boxmaker-loopd boxmaker-inferproxy boxmaker-gatewayd boxmaker-job-morning-brief boxmaker-indexer; do
+    for role in boxmaker-brokerd boxmaker-loopd boxmaker-inferproxy boxmaker-gatewayd boxmaker-job-morning-brief boxmaker-indexer boxmaker-audit-verify; do
         unit=$dir/$role.service
         [[ -f $unit ]] || continue
         max=${limit[$role]}
@@ -159,7 +163,7 @@ if ! grep -qx 'IPAddressAllow=203.0.113.7' "$out/allow/boxmaker-gatewayd.service
     echo "units: allowedAddresses did not become gatewayd's IPAddressAllow=" >&2
     status=1
 fi
-rm "$out"/allow/boxmaker-{brokerd,loopd,inferproxy,job-morning-brief,indexer}.service
+rm "$out"/allow/boxmaker-{brokerd,loopd,inferproxy,job-morning-brief,indexer,audit-verify}.service
 score "$out/allow" allow
 
 calendars "$out/nix" || status=1
@@ -183,6 +187,7 @@ def unit(name):
 h = "/var/lib/private/boxmaker"
 idx, path, brokerd = unit("boxmaker-indexer.service"), unit("boxmaker-indexer.path"), unit("boxmaker-brokerd.service")
 timer = unit("boxmaker-indexer.timer")
+verify, vtimer = unit("boxmaker-audit-verify.service"), unit("boxmaker-audit-verify.timer")
 sources = [f"-{h}/notes", f"-{h}/note-state/labels", f"-{h}/session-labels", f"-{h}/sessions"]
 runtime = ["/usr", "-/lib", "-/lib64", "/opt/boxmaker", "/etc/boxmaker/config.toml"]
 checks = [
@@ -198,6 +203,9 @@ checks = [
     (path.get("WantedBy") == ["paths.target"], "the path unit is enabled (paths.target)"),
     (idx.get("StartLimitIntervalSec") == ["0"], "no start limit: a turn starts several runs"),
     (timer.get("OnUnitInactiveSec") == ["5min"] and timer.get("Unit") == ["boxmaker-indexer.service"] and timer.get("WantedBy") == ["timers.target"], "a run five minutes after the last, for a merged trigger"),
+    (verify.get("ExecStart") == ["/opt/boxmaker/bin/bxctl --config /etc/boxmaker/config.toml audit verify --brokerd"] and verify.get("Type") == ["oneshot"], f"the audit verification asks brokerd, once: {verify.get('ExecStart')}"),
+    (verify.get("Group") == ["boxmaker-admin"] and verify.get("DynamicUser") == ["yes"] and verify.get("User") == ["boxmaker-audit-verify"] and "SupplementaryGroups" not in verify, "the audit verification runs as its own user in the admin group (brokerd's admin side admits it), nothing more"),
+    (vtimer.get("OnCalendar") == ["daily"] and vtimer.get("Persistent") == ["yes"] and vtimer.get("Unit") == ["boxmaker-audit-verify.service"] and vtimer.get("WantedBy") == ["timers.target"], "the audit verification runs daily, and after boot when a run was missed"),
     (not any(d.endswith("/index") for d in " ".join(brokerd["StateDirectory"]).split()) and "boxmaker/session-labels" in " ".join(brokerd["StateDirectory"]).split(), f"brokerd's StateDirectory has session-labels and no index: {brokerd['StateDirectory']}"),
     (f"-{h}/index" in brokerd.get("BindReadOnlyPaths", []), "brokerd sees the published index read-only"),
     ("boxmaker-indexer.service" in brokerd.get("Wants", []) and "boxmaker-indexer.service" in brokerd.get("After", []), "brokerd waits for an indexer run at its start"),

@@ -160,6 +160,22 @@ fn serve(
                         return Err(e);
                     }
                 },
+                // On the link's next connection if it breaks; not posted again if
+                // Mattermost refused it (it is in brokerd's journal either way).
+                Outgoing::Alert(a) => match call(conn, Message::AuditAlert(a.clone())) {
+                    Ok(Message::AuditAlerted(p)) => {
+                        log::info(format_args!("audit alert posted as {}", p.post));
+                    }
+                    Ok(Message::Error(e)) => log::warn(format_args!(
+                        "gatewayd could not post the audit alert ({})",
+                        e.detail
+                    )),
+                    Ok(other) => return Err(answered("audit_alert", &other)),
+                    Err(e) => {
+                        *carry = Some(Outgoing::Alert(a));
+                        return Err(e);
+                    }
+                },
             }
         }
         if sweep.elapsed() >= RETRY {

@@ -1,5 +1,5 @@
-//! What brokerd queues for gatewayd when `[gateway]` is configured: cards to post and
-//! outcomes to show, taken by the link thread (`gateway::run`). It counts the outcomes not
+//! What brokerd queues for gatewayd when `[gateway]` is configured: cards to post,
+//! outcomes to show and alerts (the audit chain does not verify), taken by the link thread (`gateway::run`). It counts the outcomes not
 //! yet shown, so that stopping can wait a little until the cards of the calls it just
 //! denied say so.
 
@@ -9,13 +9,15 @@ use std::time::{Duration, Instant};
 
 use daemon::lock;
 use proto::approval::ApprovalCard;
-use proto::gateway::ApprovalUpdate;
+use proto::gateway::{ApprovalUpdate, AuditAlert};
 
 /// What the link sends to gatewayd.
 #[derive(Debug, Clone)]
 pub enum Outgoing {
     Post(ApprovalCard),
     Update(ApprovalUpdate),
+    /// A full verification of the audit log failed (`audit_verify`).
+    Alert(AuditAlert),
 }
 
 #[derive(Debug)]

@@ -1,6 +1,6 @@
 //! The two broker sockets. What a connection may ask is decided by the socket it arrived
-//! on: the loopd side takes tool requests only, the admin side approvals, answers and
-//! read-only queries. Peers, the connection cap and threads are `daemon::serve`'s; a
+//! on: the loopd side takes tool requests only, the admin side approvals, answers,
+//! read-only queries and the full verification of the audit log (`audit_verify`). Peers, the connection cap and threads are `daemon::serve`'s; a
 //! malformed frame gets a typed error and the connection is closed, the daemon serves on.
 
 use std::convert::Infallible;
@@ -66,7 +66,7 @@ fn serve(broker: &Broker, side: Side, mut conn: Conn, who: &str, activity: &Acti
     let served: Result<(), Infallible> =
         serve::requests(&mut conn, side.name(), who, activity, |conn, env| {
             Ok(
-                handle(broker, side, conn, env, who).unwrap_or_else(|fatal| {
+                handle(broker, side, conn, env, who, activity).unwrap_or_else(|fatal| {
                     halt.stop(&format!("a request on the {} socket", side.name()), fatal);
                     false
                 }),
@@ -82,9 +82,16 @@ fn handle(
     conn: &mut Conn,
     env: Envelope,
     who: &str,
+    activity: &Activity,
 ) -> Result<bool, Fatal> {
     let id = env.id;
     let refused = match (side, env.msg) {
+        // The whole chain, read while brokerd serves; ended early when brokerd stops.
+        (Side::Admin, Message::AuditVerify(_)) => {
+            let verified = crate::audit_verify::verify(broker, &activity.stopping)?;
+            let reply = Envelope::last(id, Message::AuditVerified(verified));
+            return Ok(conn.write(&reply).is_ok());
+        }
         (Side::Loop, Message::ToolRequest(req)) => {
             let mut alive = true;
             let requester = conn.handle().ok();

@@ -71,38 +71,26 @@ pub fn run(args: Args) -> Result<(), Error> {
 
     // The audit log's lock first: a second brokerd stops there, before it opens anything.
     let locked = AuditLog::lock(&config.audit_dir()).map_err(Error::AuditOpen)?;
-    let (mut store, opened) =
+    let (store, opened) =
         witness::Store::open(&config.witness_dir(), config.broker.max_witness_records)
             .map_err(Error::Witness)?;
-    // The calls used are marked again from the decisions' audit lines, in the pass that
-    // verifies the whole chain anyway (W9), and the denials of the kept reports' calls
-    // found, to account their tool messages again (X8).
-    let mut rebuilt = crate::attested::Rebuilt::default();
-    let (audit, report) = locked
-        .open(Box::new(proto::Timestamp::now), &mut |line| {
-            rebuilt.visit(&mut store, line);
-        })
-        .map_err(Error::AuditOpen)?;
-    log::info(format_args!("audit log: {report}"));
-    log::info(format_args!(
-        "witness store: {} records kept, {} of their calls used (from the audit log){}",
+    // The log verified from its checkpoint; the calls used marked again from the
+    // checkpoint and the decisions' audit lines past it (W9), the denials of the kept
+    // reports' calls accounted again (X8), and a new checkpoint written (A8).
+    let restored = crate::restore::restore(
+        locked,
+        Box::new(proto::Timestamp::now),
+        store,
         opened.kept,
-        rebuilt.uses,
-        if opened.torn {
-            "; a torn last line cut off"
-        } else {
-            ""
-        }
-    ));
-    if report.lines == 0 && opened.kept > 0 {
-        // A new audit log holds none of the uses of the reports kept (W9).
-        store.forget_all().map_err(Error::Witness)?;
-        log::warn(format_args!(
-            "witness store: the audit log is new, so the uses of the {} records kept are \
-             unknown; they are forgotten (their calls are not_witnessed)",
-            opened.kept
-        ));
-    }
+        || open_accounting(&config),
+    )?;
+    restored.log(opened.torn);
+    let crate::restore::Restored {
+        audit,
+        store,
+        accounting,
+        ..
+    } = restored;
     let sessions = Sessions::open(&config.broker_state_dir(), &config.session_labels_dir())
         .map_err(Error::Sessions)?;
     let notes = Notes::open(
@@ -111,16 +99,6 @@ pub fn run(args: Args) -> Result<(), Error> {
         &config.index_dir(),
     )
     .map_err(Error::Notes)?;
-    let mut accounting = open_accounting(&config)?;
-    let again = accounting
-        .rebuild(&rebuilt.denials)
-        .map_err(Error::Accounting)?;
-    log::info(format_args!(
-        "accounting: {} denials of kept witnessed calls in the audit log, {again} of their \
-         records written again",
-        rebuilt.denials.len()
-    ));
-    drop(rebuilt);
     let witness = witness::Witness::new(store, config.broker.witness_wait);
     let core_file = config.core_memory_path();
     let broker = Arc::new(Broker::new(
@@ -275,6 +253,18 @@ impl fmt::Display for crate::audit::OpenReport {
             "{} records in {} files, next seq {}",
             self.lines, self.files, self.head.next_seq
         )?;
+        match &self.from {
+            Some(cp) => write!(
+                f,
+                "; verified past its checkpoint (seq {}, {} line {}): {} bytes read",
+                cp.seq, cp.file, cp.line, self.read
+            )?,
+            None => write!(
+                f,
+                "; verified from its first line: {} bytes read",
+                self.read
+            )?,
+        }
         if let Some(r) = &self.recovered
             && let Some(first) = r.torn.first()
         {

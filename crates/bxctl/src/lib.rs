@@ -197,11 +197,17 @@ pub enum JobCmd {
 
 #[derive(Debug, clap::Subcommand)]
 pub enum AuditCmd {
-    /// Check the whole hash chain from the stored bytes; name the first bad file and line.
+    /// Check the whole hash chain from the stored bytes, and brokerd's checkpoint against
+    /// them; name the first bad file and line.
     Verify {
         /// Default: `audit/` under the configured home.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "brokerd")]
         dir: Option<PathBuf>,
+        /// Ask brokerd to verify its whole chain instead, and to write its checkpoint at the
+        /// end (the daily timer's check; a failure is also in brokerd's journal and, with
+        /// the gateway on, posted on Mattermost).
+        #[arg(long)]
+        brokerd: bool,
         #[arg(long)]
         json: bool,
     },
@@ -251,7 +257,12 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             .and_then(|()| approval::answer(&config()?, &approval, Verdict::Deny, out)),
         Command::Session { session, json } => admin::session(&config()?, &session, json, out),
         Command::Status { json } => status::status(&config()?, json, out),
-        Command::Audit(AuditCmd::Verify { dir, json }) => {
+        Command::Audit(AuditCmd::Verify {
+            brokerd: true,
+            json,
+            ..
+        }) => audit::verify_by_brokerd(&config()?, json, out),
+        Command::Audit(AuditCmd::Verify { dir, json, .. }) => {
             let dir = match dir {
                 Some(d) => d,
                 None => config()?.audit_dir(),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use daemon::{lock, log};
 use proto::approval::{ApprovalAnswer, ApprovalCard};
-use proto::gateway::{ApprovalUpdate, MAX_HEARD, Update};
+use proto::gateway::{ApprovalUpdate, AuditAlert, MAX_HEARD, Update};
 
 use crate::card;
 use crate::context::Context;
@@ -143,6 +143,11 @@ impl Desk {
             s.save_or_log();
         }
         Ok(root)
+    }
+
+    /// Posts brokerd's audit alert as a root post of the channel; its id.
+    pub fn alert(&self, a: &AuditAlert) -> Result<String, DeskError> {
+        Ok(self.ctx.post("", &card::alert(a))?)
     }
 
     /// Shows what became of an answer (a reply in the thread, once per user) or of the

@@ -1,4 +1,5 @@
-//! gateway.sock: brokerd's requests (approval_post, approval_wait, approval_update); any
+//! gateway.sock: brokerd's requests (approval_post, approval_wait, approval_update,
+//! audit_alert); any
 //! other kind is refused with `forbidden_kind`. Only brokerd (`[peers] broker`) may connect.
 
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use daemon::conn::Conn;
 use daemon::log;
 use daemon::serve;
 use proto::approval::Empty;
-use proto::gateway::{ApprovalHeard, ApprovalPosted, MAX_WAIT_MS};
+use proto::gateway::{ApprovalHeard, ApprovalPosted, AuditAlerted, MAX_WAIT_MS};
 use proto::{Envelope, ErrorCode, Message};
 
 use crate::desk::Desk;
@@ -46,6 +47,16 @@ fn request(desk: &Desk, conn: &mut Conn, env: Envelope, who: &str) -> bool {
                 version: Some(env!("CARGO_PKG_VERSION").to_owned()),
             })
         }
+        Message::AuditAlert(alert) => match desk.alert(&alert) {
+            Ok(post) => {
+                log::warn(format_args!("brokerd's audit alert posted as {post}"));
+                Message::AuditAlerted(AuditAlerted { post })
+            }
+            Err(e) => {
+                log::warn(format_args!("posting brokerd's audit alert: {e}"));
+                Message::error(ErrorCode::Internal, "Mattermost did not take the post")
+            }
+        },
         Message::ApprovalUpdate(update) => {
             if let Err(e) = desk.update(&update) {
                 // Shown or not, the outcome stands (it is brokerd's, on its audit log).

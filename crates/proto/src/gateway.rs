@@ -11,6 +11,8 @@
 //!   Whether an answer counts (an owner's, in time, not used, not changed) is brokerd's call.
 //! - `approval_update` → `approval_updated`: what became of an answer or of the approval,
 //!   shown on the post.
+//! - `audit_alert` → `audit_alerted`: brokerd's verification of its whole audit chain failed
+//!   (the daily timer's); gatewayd posts it in the channel for the owner.
 
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +29,22 @@ pub const MAX_HEARD: usize = 64;
 pub struct ApprovalPosted {
     pub approval: String,
     /// The Mattermost post id of the approval's root post.
+    pub post: String,
+}
+
+/// The audit log does not verify: `detail` is brokerd's (the file and line, why), `time`
+/// when brokerd found it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditAlert {
+    pub time: crate::Timestamp,
+    pub detail: String,
+}
+
+/// The alert's post.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditAlerted {
     pub post: String,
 }
 

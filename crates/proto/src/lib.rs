@@ -15,6 +15,7 @@ pub mod attest;
 mod audit;
 pub mod chain;
 pub mod chat;
+pub mod checkpoint;
 mod class;
 pub mod composed;
 mod error;

@@ -137,6 +137,14 @@ pub enum Message {
     /// about to be handed to loopd. Answered with `owner_registered` once it is on disk.
     OwnerMessage(crate::attest::OwnerMessage),
     OwnerRegistered(crate::attest::OwnerMessage),
+    /// Owner channel: verify the whole audit chain, and write the checkpoint there.
+    /// Answered with `audit_verified` (docs/decisions.md A8).
+    AuditVerify(Empty),
+    AuditVerified(crate::checkpoint::AuditVerified),
+    /// gateway.sock: that verification failed; post it for the owner. Answered with
+    /// `audit_alerted`.
+    AuditAlert(crate::gateway::AuditAlert),
+    AuditAlerted(crate::gateway::AuditAlerted),
 }
 
 impl Message {
@@ -190,6 +198,10 @@ impl Message {
             Self::WitnessRecorded(_) => "witness_recorded",
             Self::OwnerMessage(_) => "owner_message",
             Self::OwnerRegistered(_) => "owner_registered",
+            Self::AuditVerify(_) => "audit_verify",
+            Self::AuditVerified(_) => "audit_verified",
+            Self::AuditAlert(_) => "audit_alert",
+            Self::AuditAlerted(_) => "audit_alerted",
         }
     }
 

@@ -11,6 +11,7 @@ use std::time::Duration;
 mod agent;
 pub mod corpus;
 mod gateway;
+pub mod long_audit;
 pub mod real_server;
 pub mod real_session;
 pub mod recorder;

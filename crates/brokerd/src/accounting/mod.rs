@@ -14,7 +14,7 @@
 mod log;
 mod record;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use proto::approval::CallRef;
@@ -82,8 +82,9 @@ pub enum Durable {
     /// In the audit line of its decision, which names the witnessed call and holds the
     /// denial loopd was answered (docs/decisions.md X8): kept in memory only (no bytes
     /// written unsynced, so a crash cannot leave a damaged line behind a good one), and
-    /// accounted again at every start from the audit log ([`Accounting::rebuild`]), which
-    /// writes it here then; a rewrite of the file keeps it too.
+    /// accounted again at the next start from the audit log ([`Accounting::rebuild`]), which
+    /// writes it here then, or earlier, before a checkpoint of the audit log covers its line
+    /// (A8); a rewrite of the file keeps it too.
     InAudit,
 }
 
@@ -117,6 +118,10 @@ pub struct Accounting {
     fixed: HashMap<Hash32, Labels>,
     /// `loop.max_tool_calls`: the cap notice loopd writes names it.
     cap: u32,
+    /// The digests of records kept in memory only ([`Durable::InAudit`]) and not written
+    /// since: what [`Accounting::rebuild`] writes when a full verification's checkpoint is
+    /// to cover their audit lines (A8).
+    unwritten: HashSet<Hash32>,
 }
 
 impl Accounting {
@@ -144,6 +149,7 @@ impl Accounting {
             sent_sources,
             fixed,
             cap,
+            unwritten: HashSet::new(),
         };
         for r in records {
             a.remember(r);
@@ -309,7 +315,9 @@ impl Accounting {
     /// reports the witness store keeps (`(model call id, denial, the label the line says it
     /// was decided at)`, oldest first), accounted again at that label where the file does
     /// not hold them (they were kept in memory only: [`Durable::InAudit`]). What is missing
-    /// is written, synced, in one batch; the number of records it wrote.
+    /// is written, synced, in one batch; the number of records it wrote. While brokerd
+    /// serves, before a checkpoint covers their lines (A8), the same writes those kept in
+    /// memory only.
     pub fn rebuild(
         &mut self,
         denials: &[(String, ToolResponse, Labels)],
@@ -320,7 +328,8 @@ impl Accounting {
             // The line keeps the label, not its sources: the card of a later call names
             // the call its session's own state holds.
             for record in tool_records(id, r, label, &[]) {
-                let known = self.label(&record.digest).is_some()
+                let known = (self.label(&record.digest).is_some()
+                    && !self.unwritten.contains(&record.digest))
                     || missing.iter().any(|m| m.digest == record.digest);
                 if !known {
                     missing.push(record);
@@ -363,6 +372,11 @@ impl Accounting {
                 add_sources(&mut sources, &r.sources);
             }
             self.log.append(records, (sent, &sources), &self.order)?;
+            for r in records {
+                self.unwritten.remove(&r.digest);
+            }
+        } else {
+            self.unwritten.extend(records.iter().map(|r| r.digest));
         }
         for r in records {
             self.remember(r.clone());
@@ -393,6 +407,7 @@ impl Accounting {
                 e.1 -= 1;
                 if e.1 == 0 {
                     self.map.remove(&old.digest);
+                    self.unwritten.remove(&old.digest);
                     self.calls.remove(&old.digest);
                     self.sources.remove(&old.digest);
                 }

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use proto::chain::ChainError;
 
+use super::checkpoint::Problem;
+
 /// Why the audit log could not be opened or a record could not be appended. Every variant
 /// names what a person needs to act on: the path, and for a broken chain the file and line.
 #[derive(Debug)]
@@ -31,6 +33,11 @@ pub enum AuditError {
     /// An earlier write or fsync failed, so what is on disk is unknown; the log takes no
     /// more records until brokerd restarts (and recovers it at start).
     Poisoned { dir: PathBuf, cause: String },
+    /// The checkpoint cannot be read, or does not match the log's bytes. brokerd does not
+    /// start on it (docs/decisions.md A8).
+    Checkpoint { path: PathBuf, problem: Problem },
+    /// A verification while serving ended because brokerd is stopping.
+    Stopped,
 }
 
 impl fmt::Display for AuditError {
@@ -76,6 +83,24 @@ impl fmt::Display for AuditError {
                  restart brokerd, which checks and recovers the log at start",
                 dir.display()
             ),
+            Self::Checkpoint { path, problem } => {
+                let (what, why) = match problem {
+                    Problem::Unreadable(why) => ("cannot be read as brokerd writes it", why),
+                    Problem::Mismatch(why) => ("does not match the audit log", why),
+                };
+                write!(
+                    f,
+                    "audit log: the checkpoint {} {what}: {why}. brokerd does not start on it; \
+                     nothing was changed. Run `bxctl audit verify` to check the whole chain; if \
+                     it is good, remove {} and brokerd verifies the whole log at its next start \
+                     and writes a new checkpoint",
+                    path.display(),
+                    path.display()
+                )
+            }
+            Self::Stopped => {
+                f.write_str("audit log: the verification stopped: brokerd is stopping")
+            }
         }
     }
 }
@@ -89,7 +114,9 @@ impl std::error::Error for AuditError {
             Self::Locked { .. }
             | Self::Unsafe { .. }
             | Self::Mismatch { .. }
-            | Self::Poisoned { .. } => None,
+            | Self::Poisoned { .. }
+            | Self::Checkpoint { .. }
+            | Self::Stopped => None,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! link planted between a check and an open cannot redirect a write.
 
 use std::fs::{DirBuilder, File, OpenOptions, Permissions};
-use std::io::{self, ErrorKind, Read};
+use std::io::{self, ErrorKind};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
@@ -152,17 +152,15 @@ fn check_regular(file: &File, path: &Path, private: bool) -> Result<(), AuditErr
     Ok(())
 }
 
-/// Reads a whole log file.
-pub(super) fn read_log(path: &Path) -> Result<Vec<u8>, AuditError> {
-    let mut file = OpenOptions::new()
+/// Opens a log file for reading: never through a link, a regular file, 0600.
+pub(super) fn open_read(path: &Path) -> Result<File, AuditError> {
+    let file = OpenOptions::new()
         .read(true)
         .custom_flags(flags())
         .open(path)
         .map_err(io_err(path, "open"))?;
     check_regular(&file, path, true)?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(io_err(path, "read"))?;
-    Ok(bytes)
+    Ok(file)
 }
 
 /// Opens an existing log file for appending.

@@ -13,14 +13,20 @@
 //! reached the disk is unknown and a failed fsync cannot be retried safely (the kernel may
 //! have dropped the dirty pages), so the caller must stop serving and restart.
 //!
-//! At open the whole log is verified with proto's `ChainVerifier`; see `scan.rs` for what
+//! At open the log is verified with proto's `ChainVerifier` from its checkpoint (the whole
+//! log when there is none; `checkpoint.rs`, docs/decisions.md A8); see `scan.rs` for what
 //! is recovered and what refuses start. Nothing is ever truncated or rewritten.
+//! [`verify_whole`] verifies the whole log while brokerd serves, up to a link the writer
+//! reached ([`AuditLog::position`]), and [`write_checkpoint`] writes a checkpoint there.
 
+mod checkpoint;
 mod error;
 mod files;
+mod recover;
 mod scan;
 #[cfg(test)]
 mod tests;
+mod whole;
 
 use std::cell::Cell;
 use std::fmt;
@@ -30,10 +36,14 @@ use std::path::{Path, PathBuf};
 
 use nix::fcntl::Flock;
 use proto::chain::{ChainHead, line_hash};
+use proto::checkpoint::Checkpoint;
 use proto::{AuditEvent, AuditLine, Hash32, Timestamp, TornLine};
 
+pub use checkpoint::Problem;
 pub use error::AuditError;
-use scan::Tail;
+use scan::Range;
+pub use scan::{Position, Spot};
+pub use whole::{Whole, verify_whole, write_checkpoint};
 
 /// Where record times come from. Injectable so tests can cross a day boundary.
 pub type Clock = Box<dyn Fn() -> Timestamp + Send>;
@@ -71,6 +81,10 @@ pub struct OpenReport {
     pub recovered: Option<Recovered>,
     /// Where the next line continues.
     pub head: ChainHead,
+    /// The checkpoint the verification began after (none: it began at the first line).
+    pub from: Option<Checkpoint>,
+    /// Bytes of day files read, past the checkpoint.
+    pub read: u64,
 }
 
 /// The lines at the end of the log that this open kept and accounted for with one
@@ -94,6 +108,10 @@ pub struct AuditLog {
     _lock: Flock<File>,
     current: Option<DayFile>,
     head: ChainHead,
+    /// Where the last link ends (none: the log has no line).
+    last: Option<Spot>,
+    /// Torn lines that recovery lines account for.
+    recovered: u64,
     clock: Clock,
     observer: Option<Observer>,
     /// Why the log was poisoned, if it was.
@@ -105,6 +123,9 @@ pub struct AuditLog {
 struct DayFile {
     name: String,
     file: File,
+    /// Its length, and how many lines it holds.
+    len: u64,
+    lines: u64,
 }
 
 /// Points in an append where a test can make the I/O fail.
@@ -152,9 +173,11 @@ pub struct Locked {
 }
 
 impl Locked {
-    /// Verifies the whole log, showing `linked` every line that is a link of the chain, in
-    /// order (what brokerd rebuilds from the log, the calls used, it reads here, in the one
-    /// pass the verification makes), and opens the writer after its last line.
+    /// Verifies the log from its checkpoint (after checking that the checkpoint matches the
+    /// bytes; the whole log when there is none), showing `linked` every line past it that is
+    /// a link of the chain, in order (what brokerd rebuilds from the log, the calls used,
+    /// it reads here, in the one pass the verification makes; the checkpoint in the report
+    /// holds what the lines before it left), and opens the writer after its last line.
     pub fn open(
         self,
         clock: Clock,
@@ -166,9 +189,21 @@ impl Locked {
             lock,
         } = self;
         let dir = dir.as_path();
-        let scan = scan::scan(dir, linked)?;
+        let from = checkpoint::read(dir)?;
+        if let Some(cp) = &from {
+            checkpoint::check(dir, cp)?;
+        }
+        let range = Range {
+            from: from.as_ref(),
+            ..Range::default()
+        };
+        let scan = scan::scan(dir, range, linked)?;
         let current = match scan.files.last() {
             Some(name) => {
+                let (len, lines) = match &scan.end {
+                    Some(end) if end.file == *name => (end.end, end.line),
+                    _ => (0, 0),
+                };
                 let path = dir.join(name);
                 let file = files::open_log(&path)?;
                 // A previous brokerd may have died between a write and its fsync. Those
@@ -182,6 +217,8 @@ impl Locked {
                 Some(DayFile {
                     name: name.clone(),
                     file,
+                    len,
+                    lines,
                 })
             }
             None => None,
@@ -197,6 +234,8 @@ impl Locked {
             _lock: lock,
             current,
             head: scan.head,
+            last: scan.last,
+            recovered: scan.recovered,
             clock,
             observer: None,
             poisoned: None,
@@ -209,6 +248,8 @@ impl Locked {
             earlier_recoveries: scan.recovered,
             recovered,
             head: log.head,
+            from,
+            read: scan.read,
         };
         Ok((log, report))
     }
@@ -278,11 +319,12 @@ impl AuditLog {
         let hash = line_hash(&bytes);
         bytes.push(b'\n');
         match self.write_line(&files::day_name(time), &bytes, seq) {
-            Ok(()) => {
+            Ok(spot) => {
                 self.head = ChainHead {
                     next_seq: seq + 1,
                     prev: hash,
                 };
+                self.last = Some(spot);
                 Ok(Appended { seq, hash })
             }
             Err(Failure { error, poison }) => {
@@ -304,7 +346,25 @@ impl AuditLog {
         self.poisoned.is_some()
     }
 
-    fn write_line(&mut self, day: &str, bytes: &[u8], seq: u64) -> Result<(), Failure> {
+    /// The last link, on disk, and where it ends: where a checkpoint written now points.
+    /// `None` while the log has no line.
+    pub fn position(&self) -> Option<Position> {
+        let at = self.last.clone()?;
+        let seq = self.head.next_seq.checked_sub(1)?;
+        Some(Position {
+            at,
+            seq,
+            hash: self.head.prev,
+            recovered: self.recovered,
+        })
+    }
+
+    /// The audit directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn write_line(&mut self, day: &str, bytes: &[u8], seq: u64) -> Result<Spot, Failure> {
         // Only ever forward: a record whose date is before the current file's (the clock
         // went back) joins the current file, so name order stays chain order.
         let current = match self.current.take() {
@@ -318,8 +378,17 @@ impl AuditLog {
             },
         };
         let result = self.write_to(&current, bytes, seq);
+        let mut current = current;
+        // Counted even when the write failed: the log is poisoned then, and never read again.
+        current.len += u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+        current.lines += 1;
+        let spot = Spot {
+            file: current.name.clone(),
+            end: current.len,
+            line: current.lines,
+        };
         self.current = Some(current);
-        result
+        result.map(|()| spot)
     }
 
     fn write_to(&self, current: &DayFile, bytes: &[u8], seq: u64) -> Result<(), Failure> {
@@ -363,59 +432,8 @@ impl AuditLog {
         Ok(DayFile {
             name: day.to_owned(),
             file,
-        })
-    }
-
-    /// Keeps the torn lines at the end and accounts for them with one recovery line.
-    fn recover(&mut self, tail: Tail) -> Result<Recovered, AuditError> {
-        let Tail {
-            lines: torn,
-            needs_newline,
-        } = tail;
-        let Some((first, interrupted)) = torn.split_first() else {
-            return Err(AuditError::Unsafe {
-                path: self.dir.clone(),
-                reason: "recovery of no torn line".into(),
-            });
-        };
-        if needs_newline {
-            // The open line is always in the newest file (scan refuses it anywhere else).
-            let last = torn.last().unwrap_or(first);
-            let path = self.dir.join(&last.file);
-            let Some(current) = self.current.as_ref().filter(|c| c.name == last.file) else {
-                return Err(AuditError::Unsafe {
-                    path,
-                    reason: "a torn line outside the newest file".into(),
-                });
-            };
-            // Separately from the recovery line, which may go to a newer day's file. If
-            // brokerd dies in between, or inside the recovery line, the next start finds
-            // these lines again, and its recovery line names them all.
-            (&current.file)
-                .write_all(b"\n")
-                .and_then(|()| current.file.sync_data())
-                .map_err(|source| AuditError::Io {
-                    path,
-                    op: "end the torn line in",
-                    source,
-                })?;
-        }
-        let recovery = self.append(|seq, time, prev| {
-            AuditLine::Event(AuditEvent::Recovery {
-                seq,
-                time,
-                prev,
-                file: first.file.clone(),
-                line: first.line,
-                torn_bytes: first.torn_bytes,
-                torn_sha256: first.torn_sha256,
-                interrupted: interrupted.to_vec(),
-            })
-        })?;
-        Ok(Recovered {
-            torn,
-            newline_added: needs_newline,
-            recovery,
+            len: 0,
+            lines: 0,
         })
     }
 

@@ -41,7 +41,7 @@ use grants::Snapshot;
 pub struct Broker {
     pub config: Config,
     grants: GrantsInForce,
-    audit: Mutex<AuditLog>,
+    pub(crate) audit: Mutex<AuditLog>,
     sessions: Mutex<Sessions>,
     desk: Desk,
     runner: Runner,

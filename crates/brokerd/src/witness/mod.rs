@@ -16,7 +16,7 @@ use daemon::lock;
 use proto::DenyReason;
 use proto::attest::{WitnessRef, WitnessReport};
 
-pub use store::{Opened, Store, StoreError};
+pub use store::{Kept, Opened, Store, StoreError};
 
 /// The store, and the wait of a tool request for a report that has not arrived yet.
 #[derive(Debug)]
@@ -52,6 +52,11 @@ impl Witness {
     /// writer does; the watchdog then stops pinging.
     pub fn alive(&self) -> bool {
         daemon::reachable(&self.store, Duration::from_secs(1))
+    }
+
+    /// A snapshot of the reports the store keeps.
+    pub fn kept(&self) -> Kept {
+        lock(&self.store).kept()
     }
 
     /// Records a report durably. `Err` only when the store cannot be written.

@@ -89,6 +89,21 @@ pub struct Entry {
     recorded: BTreeSet<u32>,
 }
 
+/// The reports a store kept when [`Store::kept`] was taken: each one's calls' model ids.
+#[derive(Debug, Default, Clone)]
+pub struct Kept(HashMap<CompletionId, Vec<String>>);
+
+impl Kept {
+    pub fn keeps(&self, id: &CompletionId) -> bool {
+        self.0.contains_key(id)
+    }
+
+    /// The model's id of call `at` of report `id`.
+    pub fn call_id(&self, id: &CompletionId, at: usize) -> Option<String> {
+        self.0.get(id)?.get(at).cloned()
+    }
+}
+
 /// What the store holds, and its file.
 #[derive(Debug)]
 pub struct Store {
@@ -214,6 +229,26 @@ impl Store {
 
     pub fn get(&self, id: &CompletionId) -> Option<&Entry> {
         self.entries.get(id)
+    }
+
+    /// The model's id of call `at` of the kept report `id`.
+    pub fn call_id(&self, id: &CompletionId, at: usize) -> Option<String> {
+        Some(self.entries.get(id)?.report.calls.get(at)?.id.clone())
+    }
+
+    /// A snapshot of the reports kept: each one's calls' model ids.
+    pub fn kept(&self) -> Kept {
+        Kept(
+            self.entries
+                .iter()
+                .map(|(id, e)| {
+                    (
+                        id.clone(),
+                        e.report.calls.iter().map(|c| c.id.clone()).collect(),
+                    )
+                })
+                .collect(),
+        )
     }
 
     /// Records a report, on disk before it returns. `Ok(false)`: that completion is

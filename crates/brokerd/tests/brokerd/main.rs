@@ -11,6 +11,7 @@ mod exit_code;
 mod jobs;
 mod notes;
 mod policy;
+mod restore;
 mod runner;
 mod sessions;
 mod witness;

@@ -84,7 +84,11 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::WitnessReport(_)
             | Message::WitnessRecorded(_)
             | Message::OwnerMessage(_)
-            | Message::OwnerRegistered(_)) => m.kind(),
+            | Message::OwnerRegistered(_)
+            | Message::AuditVerify(_)
+            | Message::AuditVerified(_)
+            | Message::AuditAlert(_)
+            | Message::AuditAlerted(_)) => m.kind(),
         };
         assert!(
             name.starts_with(&format!("message_{}", kind.replace('/', "_"))),
@@ -143,6 +147,10 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "witness_recorded",
         "owner_message",
         "owner_registered",
+        "audit_verify",
+        "audit_verified",
+        "audit_alert",
+        "audit_alerted",
     ]
     .into_iter()
     .collect();

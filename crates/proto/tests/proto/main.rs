@@ -5,6 +5,7 @@
 mod approval;
 mod attest;
 mod chain;
+mod checkpoint;
 mod deny;
 mod fixtures;
 mod frames;

@@ -8,6 +8,7 @@ mod binding;
 mod broker;
 mod cancel;
 mod chat_approval;
+mod checkpoint;
 mod compaction;
 mod cut;
 mod decided;

@@ -19,9 +19,16 @@ fn newest(home: &Home) -> PathBuf {
     files.pop().expect("a day file")
 }
 
+/// brokerd's audit checkpoint, if there is one (docs/decisions.md A8).
+fn checkpoint(home: &Home) -> Option<Vec<u8>> {
+    std::fs::read(home.audit_dir().join(proto::checkpoint::FILE)).ok()
+}
+
 /// What power lost inside the start's recovery line leaves: the file ends part way into
-/// that line, without its newline, and nothing the start wrote after it is there.
-fn cut_inside_last_recovery(home: &Home) {
+/// that line, without its newline, and nothing the start wrote after it is there: not the
+/// lines after it, and not the checkpoint it writes once that line is on disk (`before`,
+/// the checkpoint as it was before that start, is put back).
+fn cut_inside_last_recovery(home: &Home, before: Option<Vec<u8>>) {
     let path = newest(home);
     let bytes = std::fs::read(&path).expect("read");
     let at = bytes
@@ -31,6 +38,11 @@ fn cut_inside_last_recovery(home: &Home) {
         + 1;
     let line_len = bytes[at..].iter().position(|b| *b == b'\n').expect("whole");
     std::fs::write(&path, &bytes[..at + line_len / 2]).expect("cut");
+    let file = home.audit_dir().join(proto::checkpoint::FILE);
+    match before {
+        Some(bytes) => std::fs::write(&file, bytes).expect("the checkpoint before"),
+        None => std::fs::remove_file(&file).expect("no checkpoint before"),
+    }
 }
 
 fn read_ok(home: &Home, call: u64, path: &str) {
@@ -60,8 +72,9 @@ fn starts_cut_short_while_recovering_a_torn_line_are_recovered_at_the_next() {
     std::fs::write(newest(&home), torn).expect("tear");
 
     for start in 1..=3 {
+        let before = checkpoint(&home);
         home.start().kill();
-        cut_inside_last_recovery(&home);
+        cut_inside_last_recovery(&home, before);
         // bxctl sees what the next start recovers, as brokerd does.
         let text = home.assert_audit_good();
         assert!(

@@ -3,6 +3,7 @@
 //! writer's own scan at open), so a bug in the writer's reading cannot hide itself.
 
 mod append;
+mod checkpoint;
 mod open;
 
 use std::fs;

@@ -1,19 +1,23 @@
 //! Reading the audit log: verification with `proto`'s chain verifier over the stored bytes
-//! (never re-serialised), and a listing for a person: one line per record, whatever the
+//! (never re-serialised) and of brokerd's checkpoint against them (`verify`), the same asked
+//! of brokerd (`brokerd`), and a listing for a person: one line per record, whatever the
 //! record holds (a detail quoting the model, a tool name with a newline) shown by
 //! `inert`'s single-line rule, so no record can draw a line that looks like another.
+
+mod brokerd;
+mod verify;
+
+pub use brokerd::verify as verify_by_brokerd;
+pub use verify::verify;
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use proto::chain::ChainVerifier;
 use proto::{AuditEvent, AuditLine, DecisionRecord};
 
 use crate::Error;
-use crate::admin::print_json;
-use serde_json::json;
 
 /// The day files, in name (and so date) order.
 fn files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
@@ -100,99 +104,6 @@ fn newline(bytes: &[u8]) -> Option<usize> {
         at += 8;
     }
     bytes[at..].iter().position(|&b| b == b'\n').map(|i| at + i)
-}
-
-/// Exit 0 when the chain is good, 1 when it is broken or there is no audit log to check.
-pub fn verify(dir: &Path, json: bool, out: &mut dyn Write) -> Result<ExitCode, Error> {
-    // A directory with no day file is no chain: say so rather than call nothing good.
-    if files(dir)?.is_empty() {
-        if json {
-            print_json(
-                &json!({ "good": false, "dir": dir.display().to_string(), "error": "no audit log" }),
-                out,
-            )?;
-        } else {
-            writeln!(
-                out,
-                "no audit log in {}: no `*.jsonl` day files to verify\nhelp: brokerd writes them \
-                 under `audit/` in the configured home; give that directory with --dir, or \
-                 --config for the stack whose log it is",
-                dir.display()
-            )
-            .map_err(Error::Output)?;
-        }
-        return Ok(ExitCode::from(1));
-    }
-    let mut verifier = ChainVerifier::default();
-    let mut broken = None;
-    let ended = lines(dir, |file, line, bytes| {
-        if broken.is_none()
-            && let Err(e) = verifier.push(file, line, bytes)
-        {
-            broken = Some(e);
-        }
-        Ok(())
-    })?;
-    let result = match broken {
-        Some(e) => Err(e),
-        None => verifier.finish(ended),
-    };
-    if json {
-        let value = match &result {
-            Ok(s) => json!({
-                "good": true,
-                "dir": dir.display().to_string(),
-                "records": s.lines,
-                "recovered": s.recovered,
-                "next_seq": s.head.next_seq,
-                "head": s.head.prev,
-                "torn_tail": s.torn_tail.iter().map(|t| json!({"file": t.file, "line": t.line})).collect::<Vec<_>>(),
-            }),
-            Err(e) => json!({
-                "good": false,
-                "dir": dir.display().to_string(),
-                "error": e.to_string(),
-                "file": e.file,
-                "line": e.line,
-            }),
-        };
-        print_json(&value, out)?;
-        return Ok(if result.is_ok() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        });
-    }
-    match result {
-        Ok(s) => {
-            writeln!(
-                out,
-                "audit chain good: {} records, {} torn lines recovered, next seq {}, head {}",
-                s.lines, s.recovered, s.head.next_seq, s.head.prev
-            )
-            .map_err(Error::Output)?;
-            if let Some(first) = s.torn_tail.first() {
-                writeln!(
-                    out,
-                    "note: {} line {} is torn (brokerd stopped while writing it){}; brokerd \
-                     records its recovery at its next start",
-                    first.file,
-                    first.line,
-                    match s.torn_tail.len() - 1 {
-                        0 => String::new(),
-                        n => format!(", and so are the {n} recovery lines after it"),
-                    }
-                )
-                .map_err(Error::Output)?;
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(e) => {
-            writeln!(out, "audit chain BROKEN at {}", inert::line(&e.to_string()))
-                .map_err(Error::Output)?;
-            Ok(ExitCode::from(1))
-        }
-    }
 }
 
 pub fn show(dir: &Path, json: bool, out: &mut dyn Write) -> Result<ExitCode, Error> {
