@@ -26,7 +26,7 @@ pub use client::{
 };
 pub use content::CallResult;
 pub use error::{MAX_SERVER_WORDS, McpError};
-pub use pin::{Pin, PinError, tools_hash};
+pub use pin::{Pin, PinError, canonical_tools, tools_hash};
 pub use schema::Schema;
 
 /// The protocol version this client asks for and accepts: the newest that the reference

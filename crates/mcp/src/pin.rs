@@ -95,12 +95,19 @@ impl fmt::Display for PinError {
 
 impl std::error::Error for PinError {}
 
-/// The hash of a tool list (see the module's note). Pagination and order do not change it.
-pub fn tools_hash(tools: &[ListedTool]) -> Hash32 {
+/// The canonical JSON of a tool list as it is pinned: each tool's offered members, sorted
+/// by name (see the module's note).
+pub fn canonical_tools(tools: &[ListedTool]) -> String {
     let mut sorted: Vec<&ListedTool> = tools.iter().collect();
     sorted.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
     let list: Vec<Value> = sorted.into_iter().map(offered_json).collect();
-    Hash32::digest(canonical(&Value::Array(list)).as_bytes())
+    canonical(&Value::Array(list))
+}
+
+/// The hash of a tool list: SHA-256 of [`canonical_tools`]. Pagination and order do not
+/// change it.
+pub fn tools_hash(tools: &[ListedTool]) -> Hash32 {
+    Hash32::digest(canonical_tools(tools).as_bytes())
 }
 
 fn offered_json(tool: &ListedTool) -> Value {
