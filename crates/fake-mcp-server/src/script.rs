@@ -43,6 +43,10 @@ pub struct Script {
     /// Ignore SIGTERM (SIGKILL still ends it).
     #[serde(default)]
     pub ignore_sigterm: bool,
+    /// A file the fake appends `pid N` to at start and the method of every message it
+    /// receives to, one a line: what a test reads to know what the server was asked.
+    #[serde(default)]
+    pub log_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -133,6 +137,8 @@ pub enum Block {
     Resource(String, String),
     /// The call's arguments, as JSON text.
     EchoArguments,
+    /// The value of this environment variable of the fake (`(unset)` when it has none).
+    Env(String),
 }
 
 #[derive(Debug)]

@@ -22,6 +22,7 @@ pub fn run(script: &Script, reader: impl BufRead, writer: impl Write) -> u8 {
         );
     }
     let tools = script.tools_for_this_run().to_vec();
+    log(script, &format!("pid {}", std::process::id()));
     let mut fake = Fake {
         script,
         tools,
@@ -67,6 +68,7 @@ impl<R: BufRead, W: Write> Fake<'_, R, W> {
             let Some(method) = message.get("method").and_then(Value::as_str) else {
                 continue; // a stray answer
             };
+            log(self.script, method);
             let params = message.get("params").cloned().unwrap_or(json!({}));
             let Some(id) = id else {
                 if method == "notifications/initialized" {
@@ -267,6 +269,24 @@ impl<R: BufRead, W: Write> Fake<'_, R, W> {
     }
 }
 
+/// Appends `line` to the script's log file, if it has one.
+fn log(script: &Script, line: &str) {
+    if let Some(path) = &script.log_file {
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| writeln!(f, "{line}"));
+        if appended.is_err() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "fake-mcp-server: cannot log to {}",
+                path.display()
+            );
+        }
+    }
+}
+
 enum CallEnd {
     Answer(Result<Value, (i64, String)>),
     Exit(u8),
@@ -293,6 +313,10 @@ fn reply(reply: &Reply, arguments: &Value) -> Result<Value, (i64, String)> {
                 "type": "resource", "resource": {"uri": uri, "mimeType": "text/plain", "text": text},
             }),
             Block::EchoArguments => json!({"type": "text", "text": arguments.to_string()}),
+            Block::Env(name) => json!({
+                "type": "text",
+                "text": std::env::var(name).unwrap_or_else(|_| "(unset)".into()),
+            }),
         })
         .collect();
     Ok(json!({"content": content, "isError": reply.is_error}))
