@@ -319,5 +319,10 @@ fn reply(reply: &Reply, arguments: &Value) -> Result<Value, (i64, String)> {
             }),
         })
         .collect();
-    Ok(json!({"content": content, "isError": reply.is_error}))
+    // server-everything writes isError only when it is true (the Python servers always).
+    let mut result = json!({ "content": content });
+    if reply.is_error {
+        result["isError"] = json!(true);
+    }
+    Ok(result)
 }

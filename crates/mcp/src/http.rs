@@ -3,7 +3,8 @@
 //! `application/json` and `text/event-stream`. A JSON answer is one message; an event
 //! stream is read lazily, one event per receive, so the client can answer a request the
 //! server makes in the middle of it (the answer is a POST of its own, which gets
-//! `202 Accepted`). The `Mcp-Session-Id` the server gives is sent back on every later POST,
+//! `202 Accepted`). A new stream takes the place of an older one still open, whose answer
+//! the client has already read. The `Mcp-Session-Id` the server gives is sent back on every later POST,
 //! with `MCP-Protocol-Version`. The GET stream for unsolicited server messages is never
 //! opened: nothing the server says unasked is wanted.
 //!
@@ -170,11 +171,8 @@ impl Transport for StreamableHttp {
                 Ok(())
             }
             (200, Some("text/event-stream")) => {
-                if self.stream.is_some() {
-                    return Err(McpError::protocol(
-                        "a second event stream while one is still open",
-                    ));
-                }
+                // The client asks one thing at a time: a stream still open belongs to an
+                // earlier request whose answer was taken (a server should have closed it).
                 let max = self.max_message;
                 self.stream = Some((SseReader::with_limits(response.body, max, max), control));
                 Ok(())

@@ -5,6 +5,7 @@ mod client;
 mod json;
 mod jsonrpc;
 mod pins;
+mod realpeer;
 mod schema;
 
 use std::io::BufReader;
