@@ -280,11 +280,6 @@ fn each_reference_server_is_pinned_and_called() {
             [],
             "{name} asked nothing of a client that declares nothing"
         );
-        println!(
-            "{name} {}: {} tools pinned, {tool} called",
-            info.version,
-            tools.len()
-        );
     }
 }
 
