@@ -27,6 +27,9 @@ pub struct Script {
     /// The version `initialize` answers with; by default the one the client asked for.
     #[serde(default)]
     pub protocol_version: Option<String>,
+    /// Declare no tools capability in `initialize` (the tools are listed all the same).
+    #[serde(default)]
+    pub no_tools_capability: bool,
     /// Tools per page of `tools/list`; 0 for one page.
     #[serde(default)]
     pub page_size: usize,

@@ -145,8 +145,13 @@ impl<R: BufRead, W: Write> Fake<'_, R, W> {
             .as_deref()
             .or(asked)
             .unwrap_or("2025-11-25");
+        let capabilities = if self.script.no_tools_capability {
+            json!({})
+        } else {
+            json!({"tools": {"listChanged": false}})
+        };
         json!({
-            "capabilities": {"tools": {"listChanged": false}},
+            "capabilities": capabilities,
             "protocolVersion": version,
             "serverInfo": {"name": self.script.server_info.name, "version": self.script.server_info.version},
         })

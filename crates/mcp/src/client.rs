@@ -81,6 +81,8 @@ pub struct ServerInfo {
     pub name: String,
     pub version: String,
     pub protocol_version: String,
+    /// Whether the server declared the tools capability (without it, it has no tools).
+    pub tools: bool,
 }
 
 /// A server's request to the client, which was refused.
@@ -154,6 +156,7 @@ pub struct Client<T: Transport> {
     next_id: i64,
     received: u64,
     report: Report,
+    tools_declared: bool,
 }
 
 impl<T: Transport> Client<T> {
@@ -167,11 +170,12 @@ impl<T: Transport> Client<T> {
             next_id: 1,
             received: 0,
             report: Report::default(),
+            tools_declared: false,
         }
     }
 
     /// `initialize` with [`PROTOCOL_VERSION`], then `notifications/initialized`. A server
-    /// that answers with another version, or does not declare tools, is refused.
+    /// that answers with another version is refused.
     pub fn initialize(
         &mut self,
         info: &ClientInfo,
@@ -213,30 +217,35 @@ impl<T: Transport> Client<T> {
                 .map(str::to_owned)
                 .ok_or_else(|| McpError::protocol(format!("initialize: serverInfo has no {name}")))
         };
+        let tools = match result
+            .get("capabilities")
+            .and_then(Value::as_object)
+            .ok_or_else(|| McpError::protocol("initialize: no capabilities"))?
+            .get("tools")
+        {
+            None => false,
+            Some(Value::Object(_)) => true,
+            Some(_) => return Err(McpError::protocol("initialize: tools is not an object")),
+        };
         let info = ServerInfo {
             name: field("name")?,
             version: field("version")?,
             protocol_version: version.to_owned(),
+            tools,
         };
-        let tools = result
-            .get("capabilities")
-            .and_then(Value::as_object)
-            .ok_or_else(|| McpError::protocol("initialize: no capabilities"))?
-            .get("tools");
-        if !tools.is_some_and(Value::is_object) {
-            return Err(McpError::protocol(
-                "initialize: the server does not declare the tools capability",
-            ));
-        }
+        self.tools_declared = tools;
         self.transport
-            .send(&notification("notifications/initialized"), self.deadline)?;
+            .send_notice(&notification("notifications/initialized"), self.deadline)?;
         Ok(info)
     }
 
     /// Every tool, over all pages (`nextCursor`), in the server's order. A name listed twice
-    /// is refused.
+    /// is refused. A server that did not declare tools has none (and is not asked).
     pub fn list_tools(&mut self) -> Result<Vec<ListedTool>, McpError> {
         let mut tools: Vec<ListedTool> = Vec::new();
+        if !self.tools_declared {
+            return Ok(tools);
+        }
         let mut cursor: Option<String> = None;
         for _ in 0..self.limits.max_pages {
             let params = match &cursor {
@@ -363,7 +372,7 @@ impl<T: Transport> Client<T> {
                 limit: self.limits.max_requests,
             });
         }
-        self.transport.send(&answer, self.deadline)
+        self.transport.send_notice(&answer, self.deadline)
     }
 }
 

@@ -95,31 +95,10 @@ impl StreamableHttp {
     }
 }
 
-fn remaining(deadline: Instant, waiting_for: &str) -> Result<std::time::Duration, McpError> {
-    let wait = deadline.saturating_duration_since(Instant::now());
-    if wait.is_zero() {
-        return Err(McpError::Timeout {
-            waiting_for: waiting_for.to_owned(),
-            after: wait,
-        });
-    }
-    Ok(wait)
-}
-
-fn http_error(e: HttpError, waiting_for: &str) -> McpError {
-    if e.is_timeout() {
-        return McpError::Timeout {
-            waiting_for: waiting_for.to_owned(),
-            after: std::time::Duration::ZERO,
-        };
-    }
-    McpError::Io {
-        detail: format!("HTTP: {e}"),
-    }
-}
-
-impl Transport for StreamableHttp {
-    fn send(&mut self, message: &str, deadline: Instant) -> Result<(), McpError> {
+impl StreamableHttp {
+    /// One POST of `message`; its answer queued (JSON) or its stream kept (events), unless
+    /// no answer is `wanted`.
+    fn post(&mut self, message: &str, deadline: Instant, wanted: bool) -> Result<(), McpError> {
         let stream = self.connect(deadline)?;
         let control = stream.try_clone().map_err(|e| McpError::Io {
             detail: e.to_string(),
@@ -158,6 +137,7 @@ impl Transport for StreamableHttp {
         });
         match (response.status, kind.as_deref()) {
             (202, _) => Ok(()),
+            (200..=299, _) if !wanted => Ok(()),
             (200, Some("application/json")) => {
                 let body = response
                     .read_body(self.max_message as u64)
@@ -181,6 +161,41 @@ impl Transport for StreamableHttp {
                 detail: format!("HTTP {status} (content type {})", kind.unwrap_or("none")),
             }),
         }
+    }
+}
+
+fn remaining(deadline: Instant, waiting_for: &str) -> Result<std::time::Duration, McpError> {
+    let wait = deadline.saturating_duration_since(Instant::now());
+    if wait.is_zero() {
+        return Err(McpError::Timeout {
+            waiting_for: waiting_for.to_owned(),
+            after: wait,
+        });
+    }
+    Ok(wait)
+}
+
+fn http_error(e: HttpError, waiting_for: &str) -> McpError {
+    if e.is_timeout() {
+        return McpError::Timeout {
+            waiting_for: waiting_for.to_owned(),
+            after: std::time::Duration::ZERO,
+        };
+    }
+    McpError::Io {
+        detail: format!("HTTP: {e}"),
+    }
+}
+
+impl Transport for StreamableHttp {
+    fn send(&mut self, message: &str, deadline: Instant) -> Result<(), McpError> {
+        self.post(message, deadline, true)
+    }
+
+    /// A server should answer a notification with `202 Accepted` and no body; whatever else
+    /// a success carries is not read.
+    fn send_notice(&mut self, message: &str, deadline: Instant) -> Result<(), McpError> {
+        self.post(message, deadline, false)
     }
 
     fn receive(&mut self, deadline: Instant, waiting_for: &str) -> Result<Vec<u8>, McpError> {

@@ -217,6 +217,7 @@ impl Pin {
             name: file.server_info.name,
             version: file.server_info.version,
             protocol_version: file.protocol_version,
+            tools: true,
         };
         let listed: Vec<ListedTool> = file
             .tools

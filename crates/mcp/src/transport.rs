@@ -15,6 +15,12 @@ pub trait Transport {
     /// server while sending waits at most until `deadline`.
     fn send(&mut self, message: &str, deadline: Instant) -> Result<(), McpError>;
 
+    /// Sends a message no answer is due for (a notification, or the answer to the server's
+    /// request): a transport that gets a reply to it anyway drops the reply unread.
+    fn send_notice(&mut self, message: &str, deadline: Instant) -> Result<(), McpError> {
+        self.send(message, deadline)
+    }
+
     /// The next message from the server, waiting at most until `deadline`. `waiting_for`
     /// names the answer due, for the error.
     fn receive(&mut self, deadline: Instant, waiting_for: &str) -> Result<Vec<u8>, McpError>;

@@ -272,3 +272,11 @@ fn too_many_tools_or_pages_are_refused() {
         Err(McpError::TooManyPages { limit: 3 })
     );
 }
+
+#[test]
+fn a_server_without_the_tools_capability_has_no_tools_and_is_not_asked() {
+    let (mut client, _server) = fake(r#"{"no_tools_capability": true, "tools": [{"name": "t"}]}"#);
+    let info = init(&mut client);
+    assert!(!info.tools);
+    assert_eq!(client.list_tools(), Ok(Vec::new()));
+}

@@ -17,6 +17,7 @@ fn info() -> ServerInfo {
         name: "fake".into(),
         version: "1.0.0".into(),
         protocol_version: mcp::PROTOCOL_VERSION.into(),
+        tools: true,
     }
 }
 
