@@ -40,6 +40,9 @@ pub struct Script {
     /// Sent right after `notifications/initialized`, before anything is asked.
     #[serde(default)]
     pub on_initialized: Vec<Step>,
+    /// Done right after each answer to `tools/list` (a server that stops reading, say).
+    #[serde(default)]
+    pub on_listed: Vec<Step>,
     /// Go on after stdin ends (until killed).
     #[serde(default)]
     pub ignore_stdin_close: bool,

@@ -100,6 +100,15 @@ impl<R: BufRead, W: Write> Fake<'_, R, W> {
                 }),
             };
             self.write(&line.to_string());
+            if method == "tools/list" {
+                for step in self.script.on_listed.clone() {
+                    match self.step(&step) {
+                        Flow::Exit(code) => return code,
+                        Flow::Ended => return 0,
+                        Flow::Go | Flow::Refused(_) => {}
+                    }
+                }
+            }
         }
         0
     }

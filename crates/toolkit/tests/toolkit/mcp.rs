@@ -435,3 +435,29 @@ fn realpeer_pin_and_call_the_reference_servers() {
         );
     }
 }
+
+#[test]
+fn a_server_that_stops_reading_is_killed_by_the_watchdog() {
+    let dir = TempDir::new();
+    let script =
+        r#"{"log_file": "LOG", "on_listed": [{"sleep_ms": 20000}], "tools": [{"name": "t"}]}"#;
+    let server = server(&dir, script);
+    let pin = match pin(&server) {
+        McpPinOutput::Ok { hash, .. } => hash,
+        other => panic!("{other:?}"),
+    };
+    // After listing, the fake sleeps and reads nothing: arguments larger than a pipe's
+    // buffer block the call's write, which no read deadline can end.
+    let big = format!(r#"{{"x":"{}"}}"#, "a".repeat(300 * 1024));
+    let mut inv = invocation(&server, "t", &big, pin);
+    inv.timeout_ms = 800;
+    let (out, took) = call_with(&inv, None);
+    assert_eq!(failure(&out).0, &McpFailure::Closed, "{out:?}");
+    assert!(
+        took < Duration::from_millis(800)
+            + toolkit::mcp_session::WATCHDOG_GRACE
+            + Duration::from_secs(2),
+        "{took:?}"
+    );
+    assert_gone(&dir);
+}
