@@ -2,6 +2,7 @@
 //! the scripted fake server (`fake-mcp-server`), run in this process over pipes.
 
 mod client;
+mod http;
 mod json;
 mod jsonrpc;
 mod pins;

@@ -14,8 +14,11 @@ use proto::mcp::{
 
 use crate::support::TempDir;
 
+mod realpeer;
+mod stop;
+
 /// The fake server's binary, next to this test's directory of executables.
-fn fake_bin() -> PathBuf {
+pub(super) fn fake_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable");
     let path = exe
         .parent()
@@ -31,7 +34,7 @@ fn fake_bin() -> PathBuf {
 }
 
 /// Writes `script` (with `LOG` replaced by the log file's path) and names a server running it.
-fn server(dir: &TempDir, script: &str) -> McpServer {
+pub(super) fn server(dir: &TempDir, script: &str) -> McpServer {
     let script = script
         .replace("LOG", &dir.s("log"))
         .replace("STATE", &dir.s("state"));
@@ -46,7 +49,7 @@ fn server(dir: &TempDir, script: &str) -> McpServer {
     }
 }
 
-fn log(dir: &TempDir) -> Vec<String> {
+pub(super) fn log(dir: &TempDir) -> Vec<String> {
     std::fs::read_to_string(dir.path("log"))
         .unwrap_or_default()
         .lines()
@@ -54,7 +57,11 @@ fn log(dir: &TempDir) -> Vec<String> {
         .collect()
 }
 
-fn tool(mode: &str, stdin: &[u8], credentials: Option<&Path>) -> (std::process::Output, Duration) {
+pub(super) fn tool(
+    mode: &str,
+    stdin: &[u8],
+    credentials: Option<&Path>,
+) -> (std::process::Output, Duration) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_boxmaker-tool"));
     cmd.arg(mode)
         .stdin(Stdio::piped())
@@ -77,7 +84,7 @@ fn tool(mode: &str, stdin: &[u8], credentials: Option<&Path>) -> (std::process::
     (out, started.elapsed())
 }
 
-fn pin(server: &McpServer) -> McpPinOutput {
+pub(super) fn pin(server: &McpServer) -> McpPinOutput {
     let inv = McpPinInvocation {
         server: server.clone(),
         timeout_ms: 10_000,
@@ -91,14 +98,17 @@ fn pin(server: &McpServer) -> McpPinOutput {
     serde_json::from_slice(&out.stdout).expect("one McpPinOutput")
 }
 
-fn pinned_hash(server: &McpServer) -> Hash32 {
+pub(super) fn pinned_hash(server: &McpServer) -> Hash32 {
     match pin(server) {
         McpPinOutput::Ok { hash, .. } => hash,
         other => panic!("pin failed: {other:?}"),
     }
 }
 
-fn call_with(inv: &McpCallInvocation, credentials: Option<&Path>) -> (McpCallOutput, Duration) {
+pub(super) fn call_with(
+    inv: &McpCallInvocation,
+    credentials: Option<&Path>,
+) -> (McpCallOutput, Duration) {
     let (out, took) = tool(
         "mcp-call",
         &serde_json::to_vec(inv).expect("encode"),
@@ -115,7 +125,12 @@ fn call_with(inv: &McpCallInvocation, credentials: Option<&Path>) -> (McpCallOut
     )
 }
 
-fn invocation(server: &McpServer, tool: &str, arguments: &str, pin: Hash32) -> McpCallInvocation {
+pub(super) fn invocation(
+    server: &McpServer,
+    tool: &str,
+    arguments: &str,
+    pin: Hash32,
+) -> McpCallInvocation {
     McpCallInvocation {
         server: server.clone(),
         tool: tool.into(),
@@ -126,7 +141,7 @@ fn invocation(server: &McpServer, tool: &str, arguments: &str, pin: Hash32) -> M
     }
 }
 
-fn failure(out: &McpCallOutput) -> (&McpFailure, &str) {
+pub(super) fn failure(out: &McpCallOutput) -> (&McpFailure, &str) {
     match out {
         McpCallOutput::Failed {
             failure, message, ..
@@ -135,7 +150,7 @@ fn failure(out: &McpCallOutput) -> (&McpFailure, &str) {
     }
 }
 
-const TOOLS: &str = r#"{"log_file": "LOG", "tools": [
+pub(super) const TOOLS: &str = r#"{"log_file": "LOG", "tools": [
   {"name": "echo", "description": "Echoes", "inputSchema": {"type": "object", "properties": {"x": {"type": "string"}}},
    "result": {"content": [{"echo_arguments": null}]}},
   {"name": "env", "result": {"content": [{"env": "TOKEN"}, {"env": "PLAIN"}, {"env": "BOXMAKER_TEST_LEAK"}]}},
@@ -280,65 +295,6 @@ fn results_are_capped_and_oversized_messages_refused() {
 }
 
 #[test]
-fn a_slow_server_is_cut_at_the_deadline_and_stopped() {
-    let dir = TempDir::new();
-    let server = server(&dir, TOOLS);
-    let mut inv = invocation(&server, "slow", "{}", pinned_hash(&server));
-    inv.timeout_ms = 800;
-    let (out, took) = call_with(&inv, None);
-    assert_eq!(failure(&out).0, &McpFailure::Timeout);
-    // The deadline, then stdin's end (the fake sleeps on), then SIGTERM.
-    assert!(
-        took < Duration::from_millis(800) + mcp_stop() * 2,
-        "{took:?}"
-    );
-    assert_gone(&dir);
-}
-
-fn mcp_stop() -> Duration {
-    toolkit::mcp_session::STOP_WAIT + Duration::from_secs(1)
-}
-
-/// The fake's process (its pid is the log's first line) is gone, not even a zombie.
-fn assert_gone(dir: &TempDir) {
-    let first = log(dir).first().cloned().expect("the fake logged its pid");
-    let pid = first.strip_prefix("pid ").expect("pid line");
-    assert!(
-        !Path::new(&format!("/proc/{pid}")).exists(),
-        "the server {pid} outlived the call"
-    );
-}
-
-#[test]
-fn a_server_deaf_to_stdins_end_and_sigterm_is_killed() {
-    for (extra, least) in [
-        (
-            r#""ignore_stdin_close": true,"#,
-            toolkit::mcp_session::STOP_WAIT,
-        ),
-        (
-            r#""ignore_stdin_close": true, "ignore_sigterm": true,"#,
-            toolkit::mcp_session::STOP_WAIT * 2,
-        ),
-    ] {
-        let dir = TempDir::new();
-        let script = format!(
-            r#"{{{extra} "log_file": "LOG", "tools": [{{"name": "t", "result": {{"content": [{{"text": "ok"}}]}}}}]}}"#
-        );
-        let server = server(&dir, &script);
-        let pin = pinned_hash(&server);
-        let _ = std::fs::remove_file(dir.path("log"));
-        let (out, took) = call_with(&invocation(&server, "t", "{}", pin), None);
-        assert!(matches!(out, McpCallOutput::Ok { .. }), "{out:?}");
-        assert!(
-            took >= least && took < least + Duration::from_secs(2),
-            "{extra}: {took:?}"
-        );
-        assert_gone(&dir);
-    }
-}
-
-#[test]
 fn the_server_gets_path_and_its_own_environment_only() {
     let dir = TempDir::new();
     let mut server = server(&dir, TOOLS);
@@ -389,75 +345,4 @@ fn bad_invocations_and_missing_servers_are_typed_failures() {
     assert!(message.contains("did not start"), "{message}");
     let (out, _) = tool("mcp-other", b"", None);
     assert_eq!(out.status.code(), Some(4));
-}
-
-/// Real-peer tier (ignored; `tests/gate` step `mcp` runs it after `tests/mcp/setup.sh`): the
-/// tool's own session with mcp-server-time from PyPI and server-everything from npm.
-#[test]
-#[ignore = "real peer: needs tests/mcp/setup.sh"]
-fn realpeer_pin_and_call_the_reference_servers() {
-    let bin = |var: &str, name: &str| match std::env::var_os(var) {
-        Some(dir) => PathBuf::from(dir).join(name).to_string_lossy().into_owned(),
-        None => panic!("{var} is not set: eval \"$(tests/mcp/setup.sh)\" (tests/gate mcp does)"),
-    };
-    for (command, tool, arguments, expect) in [
-        (
-            bin("BOXMAKER_MCP_PYTHON_BIN", "mcp-server-time"),
-            "get_current_time",
-            r#"{"timezone":"UTC"}"#,
-            "\"timezone\": \"UTC\"",
-        ),
-        (
-            bin("BOXMAKER_MCP_NODE_BIN", "mcp-server-everything"),
-            "get-sum",
-            r#"{"a":2,"b":3.5}"#,
-            "5.5",
-        ),
-    ] {
-        let server = McpServer {
-            name: "real".into(),
-            command: vec![command],
-            env: Vec::new(),
-        };
-        let McpPinOutput::Ok { hash, tools, .. } = pin(&server) else {
-            panic!("pin {server:?}")
-        };
-        assert_eq!(hash, Hash32::digest(tools.as_bytes()));
-        let (out, _) = call_with(&invocation(&server, tool, arguments, hash), None);
-        let McpCallOutput::Ok { content, .. } = out else {
-            panic!("{tool}: {out:?}")
-        };
-        assert!(content.contains(expect), "{tool}: {content}");
-        let (out, _) = call_with(&invocation(&server, tool, arguments, Hash32::ZERO), None);
-        assert!(
-            matches!(failure(&out).0, McpFailure::McpChanged { .. }),
-            "{out:?}"
-        );
-    }
-}
-
-#[test]
-fn a_server_that_stops_reading_is_killed_by_the_watchdog() {
-    let dir = TempDir::new();
-    let script =
-        r#"{"log_file": "LOG", "on_listed": [{"sleep_ms": 20000}], "tools": [{"name": "t"}]}"#;
-    let server = server(&dir, script);
-    let pin = match pin(&server) {
-        McpPinOutput::Ok { hash, .. } => hash,
-        other => panic!("{other:?}"),
-    };
-    // After listing, the fake sleeps and reads nothing: arguments larger than a pipe's
-    // buffer block the call's write, which no read deadline can end.
-    let big = format!(r#"{{"x":"{}"}}"#, "a".repeat(300 * 1024));
-    let mut inv = invocation(&server, "t", &big, pin);
-    inv.timeout_ms = 800;
-    let (out, took) = call_with(&inv, None);
-    assert_eq!(failure(&out).0, &McpFailure::Closed, "{out:?}");
-    assert!(
-        took < Duration::from_millis(800)
-            + toolkit::mcp_session::WATCHDOG_GRACE
-            + Duration::from_secs(2),
-        "{took:?}"
-    );
-    assert_gone(&dir);
 }
