@@ -37,7 +37,7 @@ fn main() -> ExitCode {
 fn run(url: &str, scenario: &str) -> Result<String, Box<dyn std::error::Error>> {
     let limits = Limits::default();
     let transport = StreamableHttp::new(url, limits.max_message)?;
-    let mut client = Client::new(transport, limits, Duration::from_secs(20));
+    let mut client = Client::new(transport, limits, Duration::from_secs(10));
     let info = client.initialize(&ClientInfo::default(), Declared::default())?;
     let tools = client.list_tools()?;
     if scenario == "initialize" {

@@ -12,8 +12,9 @@
 //! at most the limit, and every HTTP message goes through `strict-http`.
 
 use std::collections::VecDeque;
-use std::io::BufReader;
+use std::io::{self, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use strict_http::{Body, HttpError, SseReader};
@@ -22,7 +23,53 @@ use crate::PROTOCOL_VERSION;
 use crate::error::McpError;
 use crate::transport::Transport;
 
-type EventStream = SseReader<Body<BufReader<TcpStream>>>;
+type EventStream = SseReader<Body<BufReader<Timed>>>;
+
+/// A connection whose every read and write waits only until the session's deadline as it
+/// stands: a socket timeout counts from each read, so a server trickling bytes (an event
+/// stream's keep-alive comments every 15 s, say) would hold a plain one forever.
+#[derive(Debug)]
+struct Timed {
+    stream: TcpStream,
+    deadline: Arc<Mutex<Instant>>,
+}
+
+impl Timed {
+    fn left(&self) -> io::Result<std::time::Duration> {
+        let deadline = *self
+            .deadline
+            .lock()
+            .map_err(|_| io::Error::other("the deadline's lock is poisoned"))?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the session's deadline passed",
+            ));
+        }
+        Ok(left)
+    }
+}
+
+impl Read for Timed {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.left()?;
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf)
+    }
+}
+
+impl Write for Timed {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let left = self.left()?;
+        self.stream.set_write_timeout(Some(left))?;
+        self.stream.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.stream.flush()
+    }
+}
 
 /// A Streamable HTTP endpoint, `http://host[:port]/path`.
 #[derive(Debug)]
@@ -33,8 +80,11 @@ pub struct StreamableHttp {
     max_message: usize,
     session: Option<String>,
     queue: VecDeque<Vec<u8>>,
-    /// The event stream an answer is still coming on, with a handle to set its timeout.
-    stream: Option<(EventStream, TcpStream)>,
+    /// The event stream an answer is still coming on.
+    stream: Option<EventStream>,
+    /// The deadline of the call under way, which every read and write of every connection
+    /// waits on.
+    deadline: Arc<Mutex<Instant>>,
 }
 
 impl StreamableHttp {
@@ -73,7 +123,14 @@ impl StreamableHttp {
             session: None,
             queue: VecDeque::new(),
             stream: None,
+            deadline: Arc::new(Mutex::new(Instant::now())),
         })
+    }
+
+    fn set_deadline(&self, deadline: Instant) {
+        if let Ok(mut d) = self.deadline.lock() {
+            *d = deadline;
+        }
     }
 
     fn connect(&self, deadline: Instant) -> Result<TcpStream, McpError> {
@@ -99,19 +156,11 @@ impl StreamableHttp {
     /// One POST of `message`; its answer queued (JSON) or its stream kept (events), unless
     /// no answer is `wanted`.
     fn post(&mut self, message: &str, deadline: Instant, wanted: bool) -> Result<(), McpError> {
-        let stream = self.connect(deadline)?;
-        let control = stream.try_clone().map_err(|e| McpError::Io {
-            detail: e.to_string(),
-        })?;
-        let set = |s: &TcpStream| {
-            let wait = remaining(deadline, "an HTTP answer")?;
-            s.set_read_timeout(Some(wait))
-                .and_then(|()| s.set_write_timeout(Some(wait)))
-                .map_err(|e| McpError::Io {
-                    detail: e.to_string(),
-                })
+        self.set_deadline(deadline);
+        let stream = Timed {
+            stream: self.connect(deadline)?,
+            deadline: self.deadline.clone(),
         };
-        set(&control)?;
         let mut headers = vec![
             ("Host", self.host.as_str()),
             ("Content-Type", "application/json"),
@@ -154,7 +203,7 @@ impl StreamableHttp {
                 // The client asks one thing at a time: a stream still open belongs to an
                 // earlier request whose answer was taken (a server should have closed it).
                 let max = self.max_message;
-                self.stream = Some((SseReader::with_limits(response.body, max, max), control));
+                self.stream = Some(SseReader::with_limits(response.body, max, max));
                 Ok(())
             }
             (status, kind) => Err(McpError::Io {
@@ -203,17 +252,12 @@ impl Transport for StreamableHttp {
             if let Some(message) = self.queue.pop_front() {
                 return Ok(message);
             }
-            let Some((events, control)) = self.stream.as_mut() else {
+            self.set_deadline(deadline);
+            let Some(events) = self.stream.as_mut() else {
                 return Err(McpError::Closed {
                     waiting_for: waiting_for.to_owned(),
                 });
             };
-            let wait = remaining(deadline, waiting_for)?;
-            control
-                .set_read_timeout(Some(wait))
-                .map_err(|e| McpError::Io {
-                    detail: e.to_string(),
-                })?;
             match events.next_event() {
                 // A priming event (an id and empty data) carries no message.
                 Ok(Some(event)) if event.data.trim().is_empty() => {}

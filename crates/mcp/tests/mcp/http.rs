@@ -86,6 +86,17 @@ fn serve(stream: TcpStream, seen: &Seen, answered: &Mutex<Sender<()>>, wait: &Mu
             let result = json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}});
             let _ = write!(s, "event: message\ndata: {result}\n\n");
         }
+        Some("tools/call") if body["params"]["name"] == "trickle" => {
+            let mut s = &stream;
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+            );
+            for _ in 0..50 {
+                let _ = write!(s, ": keepalive\n\n");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
         Some("tools/call") => {
             let mut s = &stream;
             let _ = write!(
@@ -196,4 +207,24 @@ fn only_plain_http_urls_are_taken() {
     ] {
         assert!(StreamableHttp::new(url, 1024).is_err(), "{url}");
     }
+}
+
+#[test]
+fn a_trickling_stream_ends_at_the_deadline() {
+    let (url, _seen) = start();
+    let transport = StreamableHttp::new(&url, Limits::default().max_message).expect("url");
+    let mut client = Client::new(transport, Limits::default(), Duration::from_millis(1000));
+    client
+        .initialize(&ClientInfo::default(), Declared::default())
+        .expect("initialize");
+    let started = std::time::Instant::now();
+    let err = client
+        .call_tool("trickle", &json!({}))
+        .expect_err("timeout");
+    assert!(matches!(err, McpError::Timeout { .. }), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
 }
