@@ -31,5 +31,5 @@ pub use schema::Schema;
 
 /// The protocol version this client asks for and accepts: the newest that the reference
 /// servers and both official SDKs (Python `mcp` 2.3, TypeScript 1.32) reach through the
-/// `initialize` handshake (docs/decisions.md M1).
+/// `initialize` handshake (docs/decisions.md P1).
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
