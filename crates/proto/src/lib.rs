@@ -25,6 +25,7 @@ mod grant;
 mod ids;
 pub mod job;
 mod log;
+pub mod mcp;
 mod message;
 pub mod notes;
 pub mod status;

@@ -23,6 +23,7 @@ mod consult;
 mod error;
 mod fetch;
 mod files;
+pub mod mcp_session;
 mod net;
 mod notes;
 mod text;

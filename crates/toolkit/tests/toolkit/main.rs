@@ -10,5 +10,6 @@ mod exit_status;
 mod fetch;
 mod files;
 mod input;
+mod mcp;
 mod notes;
 mod support;

@@ -1,0 +1,24 @@
+//! `fake-mcp-server SCRIPT.json`: serves the script over stdin and stdout (MCP's stdio
+//! transport) until stdin ends, or as the script says. Exit status 0 at the end of stdin,
+//! 2 when the script cannot be read, or the status a script step exits with.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [path] = args.as_slice() else {
+        let _ = writeln!(std::io::stderr(), "usage: fake-mcp-server SCRIPT.json");
+        return ExitCode::from(2);
+    };
+    let script = match fake_mcp_server::Script::load(std::path::Path::new(path)) {
+        Ok(script) => script,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "fake-mcp-server: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let stdin = std::io::stdin().lock();
+    let stdout = std::io::stdout().lock();
+    ExitCode::from(fake_mcp_server::run(&script, stdin, stdout))
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# tests/mcp/conformance.sh: the official MCP conformance suite against boxmaker's client.
+#
+# Runs @modelcontextprotocol/conformance (installed by tests/mcp/setup.sh, which must have
+# been evaluated: BOXMAKER_MCP_NODE and BOXMAKER_MCP_NODE_BIN) on the client scenarios that
+# apply, with crates/mcp/examples/conformance-client.rs as the client. `initialize` and
+# `tools_call` must pass; the scenarios in conformance-baseline.yml must fail (the suite
+# itself says when one of them starts to pass). The OAuth scenarios (auth/*) do not apply:
+# the client does no OAuth. Results go to a temporary directory, never the checkout.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+: "${BOXMAKER_MCP_NODE:?run eval \"\$(tests/mcp/setup.sh)\" first}"
+: "${BOXMAKER_MCP_NODE_BIN:?run eval \"\$(tests/mcp/setup.sh)\" first}"
+SUITE=$BOXMAKER_MCP_NODE_BIN/../@modelcontextprotocol/conformance/dist/index.js
+
+cargo build --locked -q -p mcp --example conformance-client
+CLIENT=$(pwd)/${CARGO_TARGET_DIR:-target}/debug/examples/conformance-client
+OUT=$(mktemp -d /tmp/boxmaker-mcp-conformance.XXXXXX)
+trap 'rm -rf "$OUT"' EXIT
+
+failed=0
+for scenario in initialize tools_call elicitation-sep1034-client-defaults sse-retry; do
+    if "$BOXMAKER_MCP_NODE" "$SUITE" client --command "$CLIENT" --scenario "$scenario" \
+        --expected-failures tests/mcp/conformance-baseline.yml --timeout 30000 \
+        -o "$OUT/$scenario" >"$OUT/$scenario.log" 2>&1; then
+        if grep -q -- "- $scenario\$" tests/mcp/conformance-baseline.yml; then
+            echo "conformance: $scenario fails, as the baseline says"
+        else
+            echo "conformance: $scenario passes"
+        fi
+    else
+        echo "conformance: $scenario: UNEXPECTED (the suite's output follows)" >&2
+        sed 's/\x1b\[[0-9;]*m//g' "$OUT/$scenario.log" >&2
+        failed=1
+    fi
+done
+exit "$failed"
