@@ -50,6 +50,36 @@ pub struct DevArgs {
     pub session: Option<String>,
 }
 
+/// What the banner calls the demo model.
+const DEMO_MODEL: &str = "demo (scripted; see docs/model.md)";
+
+/// The demo note was written just now, so brokerd has no record of it, and a note it has no
+/// record of reads as secret and untrusted (docs/memory.md). You wrote it (through `bxctl
+/// dev`), so it is labelled as yours, private and trusted, as `bxctl notes relabel` does
+/// (audited).
+fn label_demo_note(
+    config: &Config,
+    state: &std::path::Path,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let msg = proto::Message::NoteRelabel(proto::notes::NoteRelabel {
+        name: layout::DEMO_NOTE.to_owned(),
+        class: proto::DataClass::Private,
+        untrusted: false,
+    });
+    match crate::admin::call(config, msg)? {
+        proto::Message::NoteRelabelled(_) => writeln!(
+            out,
+            "demo note {} written to {}/home/memory/notes and labelled private, as yours \
+             (audited; `bxctl notes list` shows it)",
+            layout::DEMO_NOTE,
+            state.display()
+        )
+        .map_err(Error::Output),
+        other => Err(crate::error::unexpected(&other)),
+    }
+}
+
 fn bin(name: &str) -> Result<PathBuf, DevError> {
     let exe = std::env::current_exe().map_err(DevError::CurrentExe)?;
     let path = exe.parent().map(|d| d.join(name)).unwrap_or_default();
@@ -80,7 +110,8 @@ pub fn run(args: &DevArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
     // First, before anything under `state` changes: one stack per directory.
     let mut held = lock::StateLock::take(&state)?;
     let grants_arg = args.grants.as_deref().map(absolute).transpose()?;
-    if layout::prepare(&state, grants_arg.as_deref(), args.reset)? {
+    let prepared = layout::prepare(&state, grants_arg.as_deref(), args.reset)?;
+    if prepared.grants {
         writeln!(out, "sample grants written to {}/grants", state.display())
             .map_err(Error::Output)?;
     }
@@ -88,28 +119,37 @@ pub fn run(args: &DevArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
     let interrupt = Arc::new(Interrupt::default());
     let on_stop = stack.clone();
     signals::watch(interrupt.clone(), move || on_stop.stop()).map_err(DevError::Signals)?;
-    let code = up(args, &state, grants_arg, &stack, &mut held, &interrupt, out);
+    let code = up(
+        args, &state, grants_arg, prepared, &stack, &mut held, &interrupt, out,
+    );
     stack.stop();
     code
 }
 
+#[allow(clippy::too_many_arguments)]
 fn up(
     args: &DevArgs,
     state: &std::path::Path,
     grants: Option<PathBuf>,
+    prepared: layout::Prepared,
     stack: &Stack,
     held: &mut lock::StateLock,
     interrupt: &Interrupt,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
-    let upstream = match &args.llama_url {
-        Some(url) => url.clone(),
+    let (upstream, model) = match &args.llama_url {
+        Some(url) => (url.clone(), url.clone()),
         None => {
-            let script = match &args.script {
-                Some(s) => absolute(s)?,
-                None => layout::demo_script(state)?,
+            let (script, model) = match &args.script {
+                Some(s) => {
+                    let s = absolute(s)?;
+                    let model = format!("fake-llama-server playing {}", s.display());
+                    (s, model)
+                }
+                None => (layout::demo_script(state)?, DEMO_MODEL.to_owned()),
             };
-            stack.start_fake(&bin("fake-llama-server")?, &script, state, held)?
+            let url = stack.start_fake(&bin("fake-llama-server")?, &script, state, held)?;
+            (url, model)
         }
     };
     let grants = grants.unwrap_or_else(|| state.join("grants"));
@@ -132,9 +172,12 @@ fn up(
     )
     .map_err(Error::Output)?;
     let bxctl = hint::bxctl(&config_path);
+    if prepared.note {
+        label_demo_note(&config, state, out)?;
+    }
     writeln!(
         out,
-        "boxmaker dev stack is up under {} (model: {upstream}; logs in {}/logs).\n\
+        "boxmaker dev stack is up under {} (model: {model}; logs in {}/logs).\n\
          For bxctl in another terminal:\n  export {}={}\n\
          Approve waiting tool calls there with\n  {bxctl}approve ID",
         state.display(),

@@ -250,9 +250,13 @@ pub enum DevError {
         source: NotReady,
         log: PathBuf,
     },
-    /// The fake llama-server's first line, when it is not where it listens.
-    FakeSaid {
-        first: String,
+    /// The fake llama-server printed no address: it refused `script` (its log says why);
+    /// `status` when it exited by itself.
+    FakeRefused {
+        fake: PathBuf,
+        script: PathBuf,
+        status: Option<ExitStatus>,
+        log: String,
     },
     FakeRead(io::Error),
     /// Another `bxctl dev` holds the state directory's lock: nothing was touched.
@@ -305,7 +309,25 @@ impl fmt::Display for DevError {
             Self::NotReady { name, source, log } => {
                 write!(f, "{name}: {source}; see {}", log.display())
             }
-            Self::FakeSaid { first } => write!(f, "fake-llama-server said {first:?}"),
+            Self::FakeRefused {
+                fake,
+                script,
+                status,
+                log,
+            } => {
+                let how = status.map_or("did not start".to_owned(), |s| format!("exited ({s})"));
+                // Its words quote the script, which is the owner's but may be anything.
+                write!(
+                    f,
+                    "fake-llama-server {how} with the script {}:\n{}\nhelp: check the script \
+                     with `{} --script {} --check`; its format is in \
+                     docs/fake-llama-server.md",
+                    script.display(),
+                    inert::block(log.trim_end()).trim_end(),
+                    crate::hint::quote(&fake.display().to_string()),
+                    crate::hint::quote(&script.display().to_string()),
+                )
+            }
             Self::Locked { path, pid } => {
                 let dir = path.parent().unwrap_or(path).display();
                 match pid {
@@ -356,7 +378,7 @@ impl std::error::Error for DevError {
             | Self::Silent { .. }
             | Self::Locked { .. }
             | Self::NoGrants { .. }
-            | Self::FakeSaid { .. } => None,
+            | Self::FakeRefused { .. } => None,
             Self::Jobs { source, .. } => Some(source),
         }
     }

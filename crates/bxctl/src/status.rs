@@ -164,7 +164,10 @@ fn loop_text(l: &LoopStatus) -> String {
             Reach::Unreachable { reason } => format!("NOT REACHABLE from loopd: {}", line(reason)),
         },
         match &l.model {
-            ModelHealth::Ok => "ok".to_owned(),
+            ModelHealth::Ok => match &l.model_path {
+                Some(path) => format!("ok: {}", line(path)),
+                None => "ok".to_owned(),
+            },
             ModelHealth::Loading => "loading".to_owned(),
             ModelHealth::Unhealthy { reason } => format!("NOT HEALTHY: {}", line(reason)),
         }

@@ -127,7 +127,8 @@ impl Stack {
         cmd.args(["--listen", "127.0.0.1:0", "--exit-on-eof", "--script"])
             .arg(script);
         self.prepare(&mut cmd);
-        let (_, log) = open_log(&state.join("logs/fake-llama-server.log"))?;
+        let log_path = state.join("logs/fake-llama-server.log");
+        let (from, log) = open_log(&log_path)?;
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -137,24 +138,48 @@ impl Stack {
                 name: "fake-llama-server",
                 source,
             })?;
-        lock(&self.inner).fake_stdin = child.stdin.take();
+        let stdin = child.stdin.take();
         let out = child.stdout.take();
-        self.add("fake-llama-server", child, held)?;
         let mut first = String::new();
         if let Some(out) = out {
             BufReader::new(out)
                 .read_line(&mut first)
                 .map_err(DevError::FakeRead)?;
         }
-        let addr =
-            first
-                .trim()
-                .strip_prefix("listening on ")
-                .ok_or_else(|| DevError::FakeSaid {
-                    first: first.clone(),
-                })?;
+        let Some(addr) = first.trim().strip_prefix("listening on ") else {
+            // It said nothing on stdout: it refused the script (or its address), and said
+            // why on stderr, in its log.
+            let status = wait_exit(&mut child, FAKE_EXIT_WITHIN);
+            return Err(DevError::FakeRefused {
+                fake: fake.to_owned(),
+                script: script.to_owned(),
+                status,
+                log: read_from(&log_path, from),
+            });
+        };
+        let addr = addr.to_owned();
+        lock(&self.inner).fake_stdin = stdin;
+        self.add("fake-llama-server", child, held)?;
         Ok(format!("http://{addr}"))
     }
+}
+
+/// How long a fake-llama-server that printed no address is given to exit and say why.
+const FAKE_EXIT_WITHIN: Duration = Duration::from_secs(5);
+
+/// Waits up to `within` for `child` to exit; kills it past that. Its status, when it exited
+/// by itself.
+pub fn wait_exit(child: &mut Child, within: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
 }
 
 /// A child's log, opened to append: a line marks where this run begins. Returns the
