@@ -91,7 +91,21 @@ pub fn session(
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
     let session = SessionId::new(session).map_err(Error::SessionId)?;
-    match call(config, Message::SessionQuery(SessionQuery { session }))? {
+    let info = call(
+        config,
+        Message::SessionQuery(SessionQuery {
+            session: session.clone(),
+        }),
+    )?;
+    // brokerd answers every id, with its defaults for one it never saw: whether the session
+    // exists is loopd's to say (it keeps the logs). Where loopd cannot be asked (a member of
+    // the admin group only), brokerd's answer is shown with a line saying so.
+    let unchecked = match crate::sessions::records(config, &session, false) {
+        Ok(_) => None,
+        Err(e @ Error::NoSession { .. }) => return Err(e),
+        Err(e) => Some(e),
+    };
+    match info {
         Message::SessionInfo(i) if json => print_json(&i, out),
         Message::SessionInfo(i) => {
             writeln!(
@@ -102,6 +116,15 @@ pub fn session(
             .map_err(Error::Output)?;
             for r in &i.untrusted_by {
                 writeln!(out, "  untrusted by {}", source(r)).map_err(Error::Output)?;
+            }
+            if let Some(e) = unchecked {
+                writeln!(
+                    out,
+                    "  (whether loopd keeps this session was not asked: {}; brokerd answers an \
+                     id it never saw with its defaults)",
+                    line(e.to_string().lines().next().unwrap_or_default())
+                )
+                .map_err(Error::Output)?;
             }
             Ok(ExitCode::SUCCESS)
         }

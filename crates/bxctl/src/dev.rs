@@ -45,9 +45,12 @@ pub struct DevArgs {
     /// Send this one message instead of opening the prompt.
     #[arg(short, long)]
     pub message: Option<String>,
-    /// Continue this session (default: a new one).
-    #[arg(long)]
+    /// Continue this session, showing its last turns (default: a new one).
+    #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    /// Continue the most recently active session, showing its last turns.
+    #[arg(long = "continue", short = 'c', conflicts_with = "session")]
+    pub resume: bool,
 }
 
 /// What the banner calls the demo model.
@@ -186,12 +189,7 @@ fn up(
         hint::quote(&config_path.display().to_string()),
     )
     .map_err(Error::Output)?;
-    let session = args
-        .session
-        .clone()
-        .map(proto::SessionId::new)
-        .transpose()
-        .map_err(Error::SessionId)?;
+    let start = crate::chat_start(args.session.clone(), args.resume)?;
     // The stack ends with the chat: a session is continued by starting it again, with
     // the same state directory, by a command that works as printed.
     let program = hint::quote(&hint::program());
@@ -204,8 +202,8 @@ fn up(
         )
     };
     match &args.message {
-        Some(text) => chat::once(&config, &bxctl, session, text, interrupt, out),
-        None => chat::interactive(&config, &bxctl, &resume, session, interrupt, out),
+        Some(text) => chat::once(&config, &bxctl, start, text, interrupt, out),
+        None => chat::interactive(&config, &bxctl, &resume, start, interrupt, out),
     }
 }
 

@@ -66,6 +66,15 @@ pub enum Error {
     Usage(String),
     /// `bxctl dev`.
     Dev(DevError),
+    /// loopd keeps no log of this session; `recent` are the most recently active ones;
+    /// `chat` when a chat was to continue it.
+    NoSession {
+        session: proto::SessionId,
+        recent: Vec<proto::SessionId>,
+        chat: bool,
+    },
+    /// `--continue` with no session at all.
+    NothingToContinue,
 }
 
 impl Error {
@@ -76,6 +85,8 @@ impl Error {
             // The server heard the request and refused it (`no session X`, a kind this
             // socket does not take): a refused request. A server that failed is not.
             Self::Answered { refusal, .. } if refusal.code != ErrorCode::Internal => 1,
+            // Asked of a session that is not there: a refused request.
+            Self::NoSession { .. } | Self::NothingToContinue => 1,
             _ => 2,
         }
     }
@@ -142,6 +153,27 @@ impl fmt::Display for Error {
             Self::Prompt(e) => e.fmt(f),
             Self::Usage(what) => f.write_str(what),
             Self::Dev(e) => e.fmt(f),
+            Self::NoSession {
+                session,
+                recent,
+                chat,
+            } => {
+                write!(f, "no session {session}: loopd keeps no log of it\nhelp: ")?;
+                if recent.is_empty() {
+                    f.write_str("there are no sessions yet")?;
+                } else {
+                    let ids: Vec<String> = recent.iter().map(ToString::to_string).collect();
+                    write!(f, "the most recent are {}", ids.join(", "))?;
+                }
+                if *chat {
+                    f.write_str("; leave out --session to start a new one")?;
+                }
+                Ok(())
+            }
+            Self::NothingToContinue => f.write_str(
+                "no session to continue: loopd keeps none yet\nhelp: leave out --continue to \
+                 start one",
+            ),
         }
     }
 }
@@ -162,6 +194,8 @@ impl std::error::Error for Error {
             | Self::Unexpected { .. }
             | Self::NoConfig { .. }
             | Self::Usage(_)
+            | Self::NoSession { .. }
+            | Self::NothingToContinue
             | Self::Omitted { .. } => None,
         }
     }

@@ -18,12 +18,15 @@ mod check;
 mod dev;
 mod error;
 mod hint;
+mod history;
 mod inline;
 mod jobs;
 mod notes;
 mod owner;
 mod policy;
+mod sessions;
 mod signals;
+mod slash;
 mod spinner;
 mod status;
 
@@ -98,9 +101,12 @@ pub enum Command {
         /// Send this one message, print the reply, and exit.
         #[arg(short, long)]
         message: Option<String>,
-        /// Continue this session (default: a new one).
-        #[arg(long)]
+        /// Continue this session, showing its last turns (default: a new one).
+        #[arg(long, value_name = "ID")]
         session: Option<String>,
+        /// Continue the most recently active session, showing its last turns.
+        #[arg(long = "continue", short = 'c', conflicts_with = "session")]
+        resume: bool,
     },
     /// List the sessions, or show one.
     Sessions {
@@ -221,6 +227,15 @@ pub enum AuditCmd {
 
 pub use crate::error::{DevError, Error};
 
+/// The session a chat starts from: `--session ID`, `--continue`, or a new one.
+pub(crate) fn chat_start(session: Option<String>, resume: bool) -> Result<chat::Start, Error> {
+    Ok(match session {
+        Some(id) => chat::Start::Session(SessionId::new(id).map_err(Error::SessionId)?),
+        None if resume => chat::Start::Latest,
+        None => chat::Start::New,
+    })
+}
+
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
     let config = || {
         if !cli.config.exists() {
@@ -258,19 +273,20 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             };
             audit::verify(&dir, json, out)
         }
-        Command::Chat { message, session } => {
-            let session = session
-                .map(SessionId::new)
-                .transpose()
-                .map_err(Error::SessionId)?;
+        Command::Chat {
+            message,
+            session,
+            resume,
+        } => {
+            let start = chat_start(session, resume)?;
             let config = config()?;
             let interrupt = std::sync::Arc::new(signals::Interrupt::default());
             signals::watch(interrupt.clone(), || {}).map_err(DevError::Signals)?;
             match message {
-                Some(text) => chat::once(&config, &bxctl, session, &text, &interrupt, out),
+                Some(text) => chat::once(&config, &bxctl, start, &text, &interrupt, out),
                 None => {
                     let resume = format!("{bxctl}chat --session ");
-                    chat::interactive(&config, &bxctl, &resume, session, &interrupt, out)
+                    chat::interactive(&config, &bxctl, &resume, start, &interrupt, out)
                 }
             }
         }
@@ -293,7 +309,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
                 .map(SessionId::new)
                 .transpose()
                 .map_err(Error::SessionId)?;
-            chat::sessions(&config()?, session, json, out)
+            sessions::sessions(&config()?, session, json, out)
         }
         Command::Audit(AuditCmd::Show {
             dir,
