@@ -9,6 +9,7 @@
 
 mod layout;
 mod lock;
+mod model;
 mod ready;
 mod stack;
 
@@ -30,8 +31,27 @@ pub struct DevArgs {
     #[arg(long, default_value = ".state")]
     pub state: PathBuf,
     /// Use a real llama-server at this loopback URL instead of the fake one.
-    #[arg(long, value_name = "URL", conflicts_with = "script")]
+    #[arg(long, value_name = "URL", conflicts_with_all = ["script", "model"])]
     pub llama_url: Option<String>,
+    /// Start llama-server with this model (GGUF) and the settings boxmaker needs
+    /// (docs/model.md), as part of the stack.
+    #[arg(long, value_name = "FILE.gguf", conflicts_with = "script")]
+    pub model: Option<PathBuf>,
+    /// The llama-server program for --model (default: `llama-server` on PATH).
+    #[arg(long, value_name = "PATH", requires = "model")]
+    pub llama_server: Option<PathBuf>,
+    /// A chat template with tool support for --model, when the model's own has none
+    /// (llama-server's --chat-template-file).
+    #[arg(long, value_name = "FILE", requires = "model")]
+    pub chat_template: Option<PathBuf>,
+    /// The context llama-server keeps for --model, in tokens, shared by its 2 slots.
+    #[arg(
+        long,
+        value_name = "TOKENS",
+        default_value_t = 16384,
+        requires = "model"
+    )]
+    pub ctx_size: u32,
     /// Have the fake llama-server play this script instead of the demo
     /// (docs/fake-llama-server.md).
     #[arg(long, value_name = "FILE")]
@@ -52,9 +72,6 @@ pub struct DevArgs {
     #[arg(long = "continue", short = 'c', conflicts_with = "session")]
     pub resume: bool,
 }
-
-/// What the banner calls the demo model.
-const DEMO_MODEL: &str = "demo (scripted; see docs/model.md)";
 
 /// The demo note was written just now, so brokerd has no record of it, and a note it has no
 /// record of reads as secret and untrusted (docs/memory.md). You wrote it (through `bxctl
@@ -83,6 +100,24 @@ fn label_demo_note(
     }
 }
 
+/// `bxctl dev-exec PROGRAM ARGS…`: asks the kernel to stop this process when the `bxctl
+/// dev` that started it exits (`daemon::parent`; the request outlives `exec`), then becomes
+/// PROGRAM. So a program that knows nothing of boxmaker (llama-server) ends with the stack
+/// however bxctl dies.
+pub fn exec(program: &[std::ffi::OsString]) -> Result<ExitCode, Error> {
+    use std::os::unix::process::CommandExt;
+    daemon::parent::follow();
+    let (first, rest) = program
+        .split_first()
+        .ok_or_else(|| Error::Usage("dev-exec: no program".to_owned()))?;
+    let source = Command::new(first).args(rest).exec();
+    Err(DevError::Spawn {
+        name: "dev-exec",
+        source,
+    }
+    .into())
+}
+
 fn bin(name: &str) -> Result<PathBuf, DevError> {
     let exe = std::env::current_exe().map_err(DevError::CurrentExe)?;
     let path = exe.parent().map(|d| d.join(name)).unwrap_or_default();
@@ -101,6 +136,8 @@ fn absolute(path: &std::path::Path) -> Result<PathBuf, DevError> {
 }
 
 pub fn run(args: &DevArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
+    // The flags first: a bad one is said before anything is started or written.
+    model::check_url(args)?;
     let state = absolute(&args.state)?;
     // The demo script carries paths inside JSON inside TOML; keep them plain.
     if state
@@ -140,23 +177,9 @@ fn up(
     interrupt: &Interrupt,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
-    let (upstream, model) = match &args.llama_url {
-        Some(url) => (url.clone(), url.clone()),
-        None => {
-            let (script, model) = match &args.script {
-                Some(s) => {
-                    let s = absolute(s)?;
-                    let model = format!("fake-llama-server playing {}", s.display());
-                    (s, model)
-                }
-                None => (layout::demo_script(state)?, DEMO_MODEL.to_owned()),
-            };
-            let url = stack.start_fake(&bin("fake-llama-server")?, &script, state, held)?;
-            (url, model)
-        }
-    };
+    let model = model::start(args, state, stack, held)?;
     let grants = grants.unwrap_or_else(|| state.join("grants"));
-    let config_path = layout::config(state, &grants, &bin("boxmaker-tool")?, &upstream)?;
+    let config_path = layout::config(state, &grants, &bin("boxmaker-tool")?, &model.upstream)?;
     for name in ["inferproxy", "brokerd", "loopd"] {
         let mut cmd = Command::new(bin(name)?);
         cmd.arg("--config").arg(&config_path);
@@ -170,20 +193,22 @@ fn up(
     let config = Config::load(&config_path)?;
     ready::wait(
         &config.sockets.loop_infer_sock(),
+        &model.ready,
         std::io::stdout().is_terminal(),
+        &mut || model.gone(stack),
         out,
-    )
-    .map_err(Error::Output)?;
+    )?;
     let bxctl = hint::bxctl(&config_path);
     if prepared.note {
         label_demo_note(&config, state, out)?;
     }
     writeln!(
         out,
-        "boxmaker dev stack is up under {} (model: {model}; logs in {}/logs).\n\
+        "boxmaker dev stack is up under {} (model: {}; logs in {}/logs).\n\
          For bxctl in another terminal:\n  export {}={}\n\
          Approve waiting tool calls there with\n  {bxctl}approve ID",
         state.display(),
+        model.banner,
         state.display(),
         hint::CONFIG_ENV,
         hint::quote(&config_path.display().to_string()),

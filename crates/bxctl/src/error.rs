@@ -22,7 +22,7 @@ pub enum Error {
     /// No configuration file at `path`; `from` says who named it.
     NoConfig {
         path: PathBuf,
-        from: &'static str,
+        from: String,
     },
     /// Writing what bxctl prints.
     Output(io::Error),
@@ -66,6 +66,12 @@ pub enum Error {
     Usage(String),
     /// `bxctl dev`.
     Dev(DevError),
+    /// The grants directory to check cannot be read; `from` says who named it.
+    GrantsDir {
+        path: PathBuf,
+        from: &'static str,
+        source: io::Error,
+    },
     /// loopd keeps no log of this session; `recent` are the most recently active ones;
     /// `chat` when a chat was to continue it.
     NoSession {
@@ -153,6 +159,13 @@ impl fmt::Display for Error {
             Self::Prompt(e) => e.fmt(f),
             Self::Usage(what) => f.write_str(what),
             Self::Dev(e) => e.fmt(f),
+            Self::GrantsDir { path, from, source } => write!(
+                f,
+                "cannot read the grants directory {} ({from}): {source}\nhelp: name the \
+                 directory that holds the grant files, `bxctl grants check DIR`, or set \
+                 `grants` in the configuration (docs/grants.md)",
+                path.display()
+            ),
             Self::NoSession {
                 session,
                 recent,
@@ -182,9 +195,10 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Config(e) => Some(e),
-            Self::Output(e) | Self::File { source: e, .. } | Self::Reach { source: e, .. } => {
-                Some(e)
-            }
+            Self::Output(e)
+            | Self::File { source: e, .. }
+            | Self::Reach { source: e, .. }
+            | Self::GrantsDir { source: e, .. } => Some(e),
             Self::SessionId(e) => Some(e),
             Self::Call(e) => Some(e),
             Self::Prompt(e) => Some(e),
@@ -309,6 +323,33 @@ pub enum DevError {
     },
     /// The signal thread could not be set up.
     Signals(io::Error),
+    /// Writing what `bxctl dev` says while it starts.
+    Say(io::Error),
+    /// `--llama-url` is not a URL inferproxy may use.
+    LlamaUrl {
+        url: String,
+        reason: &'static str,
+    },
+    /// No llama-server to start: not on `PATH` (`given` none), or `--llama-server` names no file.
+    NoLlamaServer {
+        given: Option<PathBuf>,
+    },
+    /// `--model` cannot be read.
+    ModelFile {
+        path: PathBuf,
+        source: io::Error,
+    },
+    /// No free port for llama-server.
+    Port(io::Error),
+    /// The model did not answer within the wait: at `url`, named by `given_by`, after
+    /// `waited` seconds, because `why`; `help` says where to look.
+    ModelUnready {
+        url: String,
+        given_by: &'static str,
+        waited: u64,
+        why: String,
+        help: String,
+    },
 }
 
 impl fmt::Display for DevError {
@@ -392,6 +433,41 @@ impl fmt::Display for DevError {
                 path.display()
             ),
             Self::Signals(e) => write!(f, "cannot watch signals: {e}"),
+            Self::Say(e) => e.fmt(f),
+            Self::LlamaUrl { url, reason } => write!(
+                f,
+                "--llama-url {url:?}: {reason}\nhelp: give the address llama-server listens on, \
+                 on this machine, for example `--llama-url http://127.0.0.1:8080` \
+                 (docs/model.md)"
+            ),
+            Self::NoLlamaServer { given: None } => f.write_str(
+                "llama-server is not on PATH\nhelp: install llama.cpp's server (docs/model.md \
+                 says where to get it), or name it with --llama-server PATH",
+            ),
+            Self::NoLlamaServer { given: Some(path) } => write!(
+                f,
+                "--llama-server {}: no such file\nhelp: name llama.cpp's `llama-server` \
+                 program (docs/model.md), or leave --llama-server out to use the one on PATH",
+                path.display()
+            ),
+            Self::ModelFile { path, source } => write!(
+                f,
+                "--model {}: {source}\nhelp: give the path of a model file in GGUF form \
+                 (docs/model.md says which models call tools)",
+                path.display()
+            ),
+            Self::Port(e) => write!(f, "no free port on 127.0.0.1 for llama-server: {e}"),
+            Self::ModelUnready {
+                url,
+                given_by,
+                waited,
+                why,
+                help,
+            } => write!(
+                f,
+                "the model at {url} ({given_by}) is not usable after {waited}s: {why}\nhelp: \
+                 {help}"
+            ),
         }
     }
 }
@@ -402,6 +478,9 @@ impl std::error::Error for DevError {
             Self::CurrentExe(e)
             | Self::FakeRead(e)
             | Self::Signals(e)
+            | Self::Say(e)
+            | Self::Port(e)
+            | Self::ModelFile { source: e, .. }
             | Self::StateDir { source: e, .. }
             | Self::Write { source: e, .. }
             | Self::Spawn { source: e, .. } => Some(e),
@@ -412,7 +491,10 @@ impl std::error::Error for DevError {
             | Self::Silent { .. }
             | Self::Locked { .. }
             | Self::NoGrants { .. }
-            | Self::FakeRefused { .. } => None,
+            | Self::FakeRefused { .. }
+            | Self::LlamaUrl { .. }
+            | Self::NoLlamaServer { .. }
+            | Self::ModelUnready { .. } => None,
             Self::Jobs { source, .. } => Some(source),
         }
     }

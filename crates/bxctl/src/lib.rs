@@ -34,7 +34,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use daemon::config::{Config, DEFAULT_PATH};
+use daemon::config::Config;
 use proto::SessionId;
 use proto::approval::Verdict;
 
@@ -55,15 +55,11 @@ pub const EXIT_CODES: &str = "Exit codes:\n  \
     after_help = EXIT_CODES
 )]
 pub struct Cli {
-    /// The configuration file (for the socket and state paths).
-    #[arg(
-        long,
-        global = true,
-        value_name = "PATH",
-        env = "BOXMAKER_CONFIG",
-        default_value = DEFAULT_PATH
-    )]
-    pub config: PathBuf,
+    /// The configuration file (for the socket and state paths). Without it (or
+    /// BOXMAKER_CONFIG): the first `.state/config.toml` in this directory or one above it
+    /// (what `bxctl dev` writes), else /etc/boxmaker/config.toml.
+    #[arg(long, global = true, value_name = "PATH", env = "BOXMAKER_CONFIG")]
+    pub config: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -125,6 +121,12 @@ pub enum Command {
     Job(JobCmd),
     /// Start the whole stack under .state/ (no root, no systemd) and chat with it.
     Dev(dev::DevArgs),
+    /// `bxctl dev`'s own: runs PROGRAM as a child that stops when its bxctl does.
+    #[command(name = "dev-exec", hide = true)]
+    DevExec {
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        program: Vec<std::ffi::OsString>,
+    },
     /// The agent's notes and the labels brokerd keeps for them.
     #[command(subcommand)]
     Notes(NotesCmd),
@@ -237,24 +239,25 @@ pub(crate) fn chat_start(session: Option<String>, resume: bool) -> Result<chat::
 }
 
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
+    let (config_path, from) = hint::find_config(cli.config.clone());
     let config = || {
-        if !cli.config.exists() {
+        if !config_path.exists() {
             return Err(Error::NoConfig {
-                path: cli.config.clone(),
-                from: hint::config_source(&cli.config),
+                path: config_path.clone(),
+                from,
             });
         }
-        Config::load(&cli.config).map_err(Error::Config)
+        Config::load(&config_path).map_err(Error::Config)
     };
     // How to call bxctl again for this same stack, for the hints bxctl prints.
-    let bxctl = hint::bxctl(&cli.config);
+    let bxctl = hint::bxctl(&config_path);
     match cli.command {
         Command::Grants(GrantsCmd::Check { dir, json }) => {
-            let dir = match dir {
-                Some(d) => d,
-                None => config()?.grants,
+            let (dir, from) = match dir {
+                Some(d) => (d, "given"),
+                None => (config()?.grants, "the configuration's `grants`"),
             };
-            check::grants(&dir, json, out)
+            check::grants(&dir, from, json, out)
         }
         Command::Grants(GrantsCmd::Show { json }) => admin::grants(&config()?, json, out),
         Command::Grants(GrantsCmd::Reload { json }) => status::reload(&config()?, json, out),
@@ -291,6 +294,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             }
         }
         Command::Dev(args) => dev::run(&args, out),
+        Command::DevExec { program } => dev::exec(&program),
         Command::Notes(NotesCmd::List { json }) => notes::list(&config()?, json, out),
         Command::Notes(NotesCmd::Show { name, json }) => notes::show(&config()?, &name, json, out),
         Command::Notes(NotesCmd::Relabel {
@@ -302,7 +306,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
         Command::Search { query, json } => notes::search(&config()?, &query, json, out),
         Command::Jobs { json } => jobs::list(&config()?, json, out),
         Command::Job(JobCmd::Run { name, json }) => {
-            jobs::run(&config()?, &cli.config, &name, json, out)
+            jobs::run(&config()?, &config_path, &name, json, out)
         }
         Command::Sessions { session, json } => {
             let session = session

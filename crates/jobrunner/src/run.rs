@@ -118,9 +118,15 @@ pub fn run(config: &Config, job: &Job) -> Result<Finished, crate::Error> {
                 .as_deref()
                 .unwrap_or("a call was not allowed")
         )),
+        // Why the run failed comes first: that it could not be delivered follows from it.
         (Err(e), _) => log::error(format_args!(
-            "job {}: its result ({outcome:?}) could not be delivered: {e}",
-            job.name
+            "job {}: {}its result ({outcome:?}) could not be delivered: {e}",
+            job.name,
+            report
+                .failure
+                .as_deref()
+                .map(|f| format!("{f}; "))
+                .unwrap_or_default()
         )),
     }
     Ok(match (delivered, outcome) {

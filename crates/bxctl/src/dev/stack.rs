@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -114,6 +114,39 @@ impl Stack {
         }
     }
 
+    /// Starts `cmd`, a program that knows nothing of READY=1 (llama-server), as role
+    /// `name` of the stack, its stdout and stderr appended to `log`; returns where this
+    /// run's part of the log begins.
+    pub fn start_plain(
+        &self,
+        name: &'static str,
+        mut cmd: Command,
+        log: &Path,
+        held: &mut StateLock,
+    ) -> Result<u64, DevError> {
+        self.prepare(&mut cmd);
+        let (from, file) = open_log(log)?;
+        let err = file.try_clone().map_err(|source| DevError::Write {
+            path: log.to_owned(),
+            source,
+        })?;
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(file)
+            .stderr(err)
+            .spawn()
+            .map_err(|source| DevError::Spawn { name, source })?;
+        self.add(name, child, held)?;
+        Ok(from)
+    }
+
+    /// How role `name` exited, if it has.
+    pub fn exited(&self, name: &str) -> Option<std::process::ExitStatus> {
+        let mut inner = lock(&self.inner);
+        let (_, child) = inner.children.iter_mut().find(|(n, _)| *n == name)?;
+        child.try_wait().ok().flatten()
+    }
+
     /// Starts the fake llama-server playing `script` on a free loopback port; returns its
     /// URL.
     pub fn start_fake(
@@ -206,7 +239,7 @@ fn open_log(path: &Path) -> Result<(u64, std::fs::File), DevError> {
 }
 
 /// What a log holds from `from` on (this run's part).
-fn read_from(path: &PathBuf, from: u64) -> String {
+pub fn read_from(path: &Path, from: u64) -> String {
     let text = std::fs::read(path).unwrap_or_default();
     let from = usize::try_from(from).unwrap_or(0).min(text.len());
     String::from_utf8_lossy(&text[from..]).into_owned()

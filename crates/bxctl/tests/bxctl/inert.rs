@@ -350,7 +350,7 @@ fn session_shows_each_tool_as_one_line() {
         &home.loopd(),
         vec![Message::SessionRecords(SessionRecords {
             session: s1(),
-            epoch: proto::Epoch(0),
+            epoch: Epoch(0),
             records: Vec::new(),
             truncated: false,
         })],
