@@ -121,6 +121,17 @@ pub enum Command {
     Job(JobCmd),
     /// Start the whole stack under .state/ (no root, no systemd) and chat with it.
     Dev(dev::DevArgs),
+    /// Print shell completions for bxctl, generated from this command line.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print bxctl's man page (roff), generated from this command line; with --dir, write
+    /// bxctl.1 and a page per subcommand (bxctl-dev.1, ...) there instead.
+    Man {
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// `bxctl dev`'s own: runs PROGRAM as a child that stops when its bxctl does.
     #[command(name = "dev-exec", hide = true)]
     DevExec {
@@ -295,6 +306,25 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
         }
         Command::Dev(args) => dev::run(&args, out),
         Command::DevExec { program } => dev::exec(&program),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            // Into memory first: the generator panics on a write error (a closed pipe).
+            let mut text = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "bxctl", &mut text);
+            out.write_all(&text).map_err(Error::Output)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { dir } => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            match dir {
+                Some(dir) => clap_mangen::generate_to(cmd, &dir)
+                    .map_err(|source| Error::File { path: dir, source })?,
+                None => clap_mangen::Man::new(cmd)
+                    .render(out)
+                    .map_err(Error::Output)?,
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Notes(NotesCmd::List { json }) => notes::list(&config()?, json, out),
         Command::Notes(NotesCmd::Show { name, json }) => notes::show(&config()?, &name, json, out),
         Command::Notes(NotesCmd::Relabel {

@@ -35,6 +35,9 @@ pub struct Plan {
     /// `loop.max_tokens`: uncapped, one such session took 6 minutes.
     pub max_tokens: u32,
     pub compact_percent: u8,
+    /// The server samples at temperature 0 (`serve.py --greedy`): the same run, the same
+    /// answers.
+    pub greedy: bool,
 }
 
 impl Default for Plan {
@@ -43,6 +46,7 @@ impl Default for Plan {
             turns: 20,
             max_tokens: 64,
             compact_percent: 70,
+            greedy: false,
         }
     }
 }
@@ -250,7 +254,11 @@ pub fn run(plan: &Plan) -> Session {
         "notes-list",
         &read_grant("auto", &notes, "").replace("read_file", "list_dir"),
     );
-    let server = RealServer::start(&home, N_CTX);
+    let server = if plan.greedy {
+        RealServer::start_with(&home, N_CTX, &["--greedy"])
+    } else {
+        RealServer::start(&home, N_CTX)
+    };
     let api = server.api.clone();
     let recorder = Recorder::start(api.addr.clone(), move || api.slot_tokens(0));
     let id = SessionId::new("s-realpeer-session").expect("id");
