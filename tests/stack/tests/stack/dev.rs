@@ -55,7 +55,7 @@ pub fn dev(state: &Path, extra: &[&str]) -> PtySession {
 }
 
 /// The roles a run started, from its lock file.
-fn roles(state: &Path) -> Vec<(String, i32)> {
+pub fn roles(state: &Path) -> Vec<(String, i32)> {
     let text = std::fs::read_to_string(state.join("dev.lock")).expect("dev.lock");
     text.lines()
         .filter_map(|l| {
@@ -85,7 +85,7 @@ fn alive(pid: i32) -> bool {
 }
 
 /// Asserts that every role of `state`'s run is gone within `within`.
-fn all_gone(state: &Path, within: Duration) {
+pub fn all_gone(state: &Path, within: Duration) {
     let roles = roles(state);
     // The fake llama-server, inferproxy, brokerd, loopd and the indexer.
     assert_eq!(roles.len(), 5, "{roles:?}");

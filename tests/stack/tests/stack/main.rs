@@ -34,6 +34,7 @@ mod policy_history;
 mod prompt_cache;
 mod real_session;
 mod realpeer_cut;
+mod realpeer_model;
 mod realpeer_summary;
 mod recovery;
 mod refusal;
