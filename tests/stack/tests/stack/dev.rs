@@ -29,17 +29,19 @@ pub fn state_dir(name: &str) -> PathBuf {
     dir
 }
 
-fn dev_command(state: &Path, extra: &[&str]) -> Command {
+pub fn dev_command(state: &Path, extra: &[&str]) -> Command {
     let mut cmd = Command::new(stack::bin("bxctl"));
     cmd.arg("dev").arg("--state").arg(state).args(extra);
+    // The chat's input history is kept per run's state directory, not in the home's.
     cmd.env_remove("BOXMAKER_CONFIG")
+        .env("XDG_STATE_HOME", state.join("xdg"))
         .current_dir(std::env::temp_dir());
     cmd
 }
 
 /// `bxctl dev` on a terminal of its own (an xterm: the line editor in raw mode, as an
 /// owner's terminal has it).
-fn on_pty(state: &Path, extra: &[&str]) -> PtySession {
+pub fn on_pty(state: &Path, extra: &[&str]) -> PtySession {
     let mut cmd = dev_command(state, extra);
     cmd.env("TERM", "xterm");
     let mut s = PtySession::spawn(cmd).expect("bxctl dev on a pty");
@@ -100,7 +102,7 @@ pub fn all_gone(state: &Path, within: Duration) {
 
 /// How bxctl ended: its exit code, or `None` if a signal ended it (or it still runs after
 /// `within`).
-fn exit_code(s: &PtySession, within: Duration) -> Option<i32> {
+pub fn exit_code(s: &PtySession, within: Duration) -> Option<i32> {
     let status = stack::poll_until(within, || match s.get_process().status() {
         Ok(WaitStatus::StillAlive) | Err(_) => None,
         Ok(other) => Some(other),
@@ -112,7 +114,7 @@ fn exit_code(s: &PtySession, within: Duration) -> Option<i32> {
 }
 
 /// bxctl exits with `code` within 15 s, and every role it started is gone 10 s later.
-fn ends(s: &PtySession, state: &Path, code: i32) {
+pub fn ends(s: &PtySession, state: &Path, code: i32) {
     assert_eq!(
         exit_code(s, Duration::from_secs(15)),
         Some(code),

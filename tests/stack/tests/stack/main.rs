@@ -13,6 +13,7 @@ mod cut;
 mod denial_restart;
 mod dev;
 mod dev_jobs;
+mod daily;
 mod dev_session;
 mod docs;
 mod durability;
