@@ -216,7 +216,9 @@ fn cause(said: &str, job: &str) -> String {
         .find_map(|l| l.strip_prefix("error: "))
         .unwrap_or("the runner said nothing of why");
     let last = last.strip_prefix("boxmaker-job: ").unwrap_or(last);
-    last.strip_prefix(&format!("job {job}: "))
+    let last = last.strip_prefix(&format!("job {job}: ")).unwrap_or(last);
+    // "the run failed" is said already.
+    last.strip_prefix("failed (delivered): ")
         .unwrap_or(last)
         .to_owned()
 }

@@ -110,13 +110,14 @@ pub fn run(config: &Config, job: &Job) -> Result<Finished, crate::Error> {
         (Ok(()), JobOutcome::Done) => {
             log::info(format_args!("job {}: done, result delivered", job.name));
         }
+        // What failed, or else the calls that were not allowed, by name.
         (Ok(()), JobOutcome::Failed) => log::error(format_args!(
             "job {}: failed (delivered): {}",
             job.name,
             report
                 .failure
-                .as_deref()
-                .unwrap_or("a call was not allowed")
+                .clone()
+                .unwrap_or_else(|| report.denied.join("; "))
         )),
         // Why the run failed comes first: that it could not be delivered follows from it.
         (Err(e), _) => log::error(format_args!(

@@ -39,7 +39,8 @@ fn the_demo_says_it_is_one_and_matches_words_not_substrings() {
         "{listed:?}"
     );
     // "playlist" holds "list": no listing, no approval card; the demo says what it can show.
-    s.send_line("recommend a playlist for tea time").expect("send");
+    s.send_line("recommend a playlist for tea time")
+        .expect("send");
     let said = s
         .expect("For a real model, see docs/model.md.")
         .expect("the demo's own answer");
@@ -55,14 +56,21 @@ fn the_demo_says_it_is_one_and_matches_words_not_substrings() {
     s.send_line("What is on my todo list?").expect("send");
     s.expect("[tool note_read (call 1): {\"name\":\"todo\"}]")
         .expect("the note tool");
-    s.expect("[-> 30 bytes, private]").expect("the owner's label");
+    s.expect("[-> 30 bytes, private]")
+        .expect("the owner's label");
     s.expect("| Your todo list has two items: buy milk, and ship boxmaker M1.")
         .expect("the answer");
     let notes = bxctl(&state, &["notes", "list"]);
     assert!(stdout(&notes).starts_with("todo.md  private"), "{notes:?}");
     // Every note tool has a sample grant.
     let grants = stdout(&bxctl(&state, &["grants", "show"]));
-    for id in ["notes-list", "notes-read", "notes-search", "notes-write", "web-ask"] {
+    for id in [
+        "notes-list",
+        "notes-read",
+        "notes-search",
+        "notes-write",
+        "web-ask",
+    ] {
         assert!(grants.contains(id), "{id}: {grants}");
     }
     quit(&mut s, &state);
@@ -106,10 +114,17 @@ fn the_chat_has_help_status_and_session_and_ctrl_d_leaves_with_the_hint() {
     );
     s.send_line("/session").expect("session");
     let found = s
-        .expect(Regex(r"continue it later with `[^`]+ dev --state \S+ --session s-[0-9a-f-]+`"))
+        .expect(Regex(
+            r"continue it later with `[^`]+ dev --state \S+ --session s-[0-9a-f-]+`",
+        ))
         .expect("the session and its command");
     let hint = String::from_utf8_lossy(found.get(0).expect("match")).into_owned();
-    let id = hint.rsplit(' ').next().expect("id").trim_end_matches('`').to_owned();
+    let id = hint
+        .rsplit(' ')
+        .next()
+        .expect("id")
+        .trim_end_matches('`')
+        .to_owned();
     s.expect(PROMPT).expect("prompt");
     // Ctrl-D at the prompt: the same hint as /quit, and the stack stops.
     s.send("\u{4}").expect("ctrl-d");
@@ -138,10 +153,13 @@ fn continue_and_session_show_the_last_turns_and_history_survives_the_run() {
     s.set_expect_timeout(Some(Duration::from_secs(30)));
     s.expect(format!("[session {id}: its last 1 turn of epoch 0]").as_str())
         .expect("the continued session");
-    s.expect("you> What is on my todo list?").expect("your words");
-    s.expect("  [tool note_read: {\"name\":\"todo\"}]").expect("the call");
+    s.expect("you> What is on my todo list?")
+        .expect("your words");
+    s.expect("  [tool note_read: {\"name\":\"todo\"}]")
+        .expect("the call");
     s.expect("  [-> 30 bytes, private]").expect("its result");
-    s.expect("| Your todo list has two items").expect("the answer");
+    s.expect("| Your todo list has two items")
+        .expect("the answer");
     s.expect(PROMPT).expect("prompt");
     s.send_line("hello from the second run").expect("send");
     s.expect("For a real model").expect("answered");
@@ -153,7 +171,10 @@ fn continue_and_session_show_the_last_turns_and_history_survives_the_run() {
     ends(&s, &state, 0);
     // The history file is private, and holds what was typed.
     let history = state.join("xdg/boxmaker/chat-history");
-    let mode = std::fs::metadata(&history).expect("history").permissions().mode();
+    let mode = std::fs::metadata(&history)
+        .expect("history")
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600, "{mode:o}");
     assert!(
         std::fs::read_to_string(&history)
@@ -165,13 +186,15 @@ fn continue_and_session_show_the_last_turns_and_history_survives_the_run() {
     s.set_expect_timeout(Some(Duration::from_secs(30)));
     s.expect(format!("[session {id}: its last 2 turns of epoch 0]").as_str())
         .expect("the session's last turns");
-    s.expect("you> hello from the second run").expect("the last turn");
+    s.expect("you> hello from the second run")
+        .expect("the last turn");
     s.expect(PROMPT).expect("prompt");
     // The earlier run's last line was `/quit`; the one before it is the message.
     s.send("\u{1b}[A").expect("up");
     s.expect("/quit").expect("the earlier run's last line");
     s.send("\u{1b}[A").expect("up");
-    s.expect("hello from the second run").expect("the line before it");
+    s.expect("hello from the second run")
+        .expect("the line before it");
     s.send("\r").expect("enter");
     s.expect("For a real model").expect("sent again");
     quit(&mut s, &state);

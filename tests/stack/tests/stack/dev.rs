@@ -88,9 +88,15 @@ fn alive(pid: i32) -> bool {
 
 /// Asserts that every role of `state`'s run is gone within `within`.
 pub fn all_gone(state: &Path, within: Duration) {
+    // The model server (the fake llama-server, or llama-server), inferproxy, brokerd, loopd
+    // and the indexer.
+    roles_gone(state, 5, within);
+}
+
+/// Asserts that the `count` roles of `state`'s run are gone within `within`.
+pub fn roles_gone(state: &Path, count: usize, within: Duration) {
     let roles = roles(state);
-    // The fake llama-server, inferproxy, brokerd, loopd and the indexer.
-    assert_eq!(roles.len(), 5, "{roles:?}");
+    assert_eq!(roles.len(), count, "{roles:?}");
     let left = stack::poll_until(within, || roles.iter().all(|(_, p)| !alive(*p)));
     let survivors: Vec<_> = roles.iter().filter(|(_, p)| alive(*p)).collect();
     // A failing test leaves nothing running either.

@@ -51,10 +51,7 @@ fn dev_model_starts_llama_server_with_the_settings_and_it_ends_with_bxctl() {
         .filter(|w| !w.is_empty())
         .map(|w| String::from_utf8_lossy(w).into_owned())
         .collect();
-    let at = words
-        .iter()
-        .position(|w| w == "--model")
-        .expect("--model");
+    let at = words.iter().position(|w| w == "--model").expect("--model");
     let port = words
         .iter()
         .position(|w| w == "--port")
@@ -76,10 +73,14 @@ fn dev_model_starts_llama_server_with_the_settings_and_it_ends_with_bxctl() {
         .expect("bxctl status");
     let said = String::from_utf8_lossy(&status.stdout);
     assert!(status.status.success(), "{status:?}");
-    assert!(said.contains(&format!("model       ok: {model}\n")), "{said}");
+    assert!(
+        said.contains(&format!("model       ok: {model}\n")),
+        "{said}"
+    );
     s.set_expect_timeout(Some(Duration::from_secs(300)));
     s.send_line("Say hello.").expect("send");
-    s.expect("you> ").expect("the turn ended and the prompt came back");
+    s.expect("you> ")
+        .expect("the turn ended and the prompt came back");
     // However bxctl dies, llama-server goes with the stack.
     s.get_process_mut()
         .signal(PtySignal::SIGKILL)
