@@ -66,6 +66,8 @@ pub enum Error {
     Usage(String),
     /// `bxctl dev`.
     Dev(DevError),
+    /// `bxctl gateway setup` could not find what it looked up.
+    Setup(Box<crate::gateway::SetupError>),
     /// The grants directory to check cannot be read; `from` says who named it.
     GrantsDir {
         path: PathBuf,
@@ -159,6 +161,7 @@ impl fmt::Display for Error {
             Self::Prompt(e) => e.fmt(f),
             Self::Usage(what) => f.write_str(what),
             Self::Dev(e) => e.fmt(f),
+            Self::Setup(e) => e.fmt(f),
             Self::GrantsDir { path, from, source } => write!(
                 f,
                 "cannot read the grants directory {} ({from}): {source}\nhelp: name the \
@@ -203,6 +206,7 @@ impl std::error::Error for Error {
             Self::Call(e) => Some(e),
             Self::Prompt(e) => Some(e),
             Self::Dev(e) => Some(e),
+            Self::Setup(e) => Some(e),
             Self::Refused { .. }
             | Self::Answered { .. }
             | Self::Unexpected { .. }

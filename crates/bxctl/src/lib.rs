@@ -17,10 +17,12 @@ mod chat;
 mod check;
 mod dev;
 mod error;
+mod gateway;
 mod hint;
 mod history;
 mod inline;
 mod jobs;
+mod mm;
 mod notes;
 mod owner;
 mod policy;
@@ -121,6 +123,9 @@ pub enum Command {
     Job(JobCmd),
     /// Start the whole stack under .state/ (no root, no systemd) and chat with it.
     Dev(dev::DevArgs),
+    /// Mattermost for gatewayd.
+    #[command(subcommand)]
+    Gateway(GatewayCmd),
     /// Print shell completions for bxctl, generated from this command line.
     Completions {
         #[arg(value_enum)]
@@ -201,6 +206,13 @@ pub enum GrantsCmd {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum GatewayCmd {
+    /// Find the ids gatewayd needs by their names (the bot's token, the owner's user name,
+    /// TEAM/CHANNEL) and print the NixOS module's `services.boxmaker.gateway`.
+    Setup(gateway::SetupArgs),
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -306,6 +318,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
         }
         Command::Dev(args) => dev::run(&args, out),
         Command::DevExec { program } => dev::exec(&program),
+        Command::Gateway(GatewayCmd::Setup(args)) => gateway::setup(&args, out),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             // Into memory first: the generator panics on a write error (a closed pipe).

@@ -21,6 +21,7 @@ mod errors;
 mod fatal;
 mod gateway;
 mod gateway_approvals;
+mod gateway_setup;
 mod indexer;
 mod job_notes;
 mod job_runs;
