@@ -9,6 +9,7 @@
 
 mod layout;
 mod lock;
+mod mattermost;
 mod model;
 mod ready;
 mod stack;
@@ -65,6 +66,10 @@ pub struct DevArgs {
     /// Send this one message instead of opening the prompt.
     #[arg(short, long)]
     pub message: Option<String>,
+    /// Try Mattermost locally: a fake Mattermost server and gatewayd join the stack, and the
+    /// chat posts as the owner in its channel (docs/gateway.md).
+    #[arg(long, conflicts_with_all = ["message", "session", "resume"])]
+    pub mattermost: bool,
     /// Continue this session, showing its last turns (default: a new one).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
@@ -179,8 +184,25 @@ fn up(
 ) -> Result<ExitCode, Error> {
     let model = model::start(args, state, stack, held)?;
     let grants = grants.unwrap_or_else(|| state.join("grants"));
-    let config_path = layout::config(state, &grants, &bin("boxmaker-tool")?, &model.upstream)?;
-    for name in ["inferproxy", "brokerd", "loopd"] {
+    let trial = if args.mattermost {
+        Some(mattermost::start(state, stack, held)?)
+    } else {
+        None
+    };
+    let config_path = layout::config(
+        state,
+        &grants,
+        &bin("boxmaker-tool")?,
+        &model.upstream,
+        trial.as_ref().map(|t| &t.gateway),
+    )?;
+    // gatewayd before brokerd, which reads `[gateway]` and links to it at start.
+    let roles: &[&'static str] = if trial.is_some() {
+        &["inferproxy", "gatewayd", "brokerd", "loopd"]
+    } else {
+        &["inferproxy", "brokerd", "loopd"]
+    };
+    for &name in roles {
         let mut cmd = Command::new(bin(name)?);
         cmd.arg("--config").arg(&config_path);
         stack.start(name, cmd, state, held)?;
@@ -214,6 +236,22 @@ fn up(
         hint::quote(&config_path.display().to_string()),
     )
     .map_err(Error::Output)?;
+    if let Some(trial) = trial {
+        writeln!(
+            out,
+            "Mattermost (a fake server, on this machine only) at {}; gatewayd's log is {}/logs/gatewayd.log",
+            trial.gateway.server,
+            state.display()
+        )
+        .map_err(Error::Output)?;
+        let view = crate::mmview::Trial {
+            mm: crate::mm::Mattermost::new(&trial.gateway.server, mattermost::OWNER_TOKEN),
+            owner: mattermost::OWNER_ID.to_owned(),
+            bot: mattermost::BOT_ID.to_owned(),
+            channel: mattermost::CHANNEL.to_owned(),
+        };
+        return crate::mmview::chat(view, out);
+    }
     let start = crate::chat_start(args.session.clone(), args.resume)?;
     // The stack ends with the chat: a session is continued by starting it again, with
     // the same state directory, by a command that works as printed.

@@ -23,6 +23,7 @@ mod history;
 mod inline;
 mod jobs;
 mod mm;
+mod mmview;
 mod notes;
 mod owner;
 mod policy;

@@ -131,6 +131,30 @@ pub fn demo_script(state: &Path) -> Result<PathBuf, DevError> {
     Ok(script)
 }
 
+/// The fake Mattermost of `bxctl dev --mattermost`, as gatewayd is configured for it.
+#[derive(Debug, Clone)]
+pub struct Gateway {
+    /// The fake's URL.
+    pub server: String,
+    /// The file with the bot's token.
+    pub token_file: PathBuf,
+    pub owner: String,
+    pub channel: String,
+}
+
+impl Gateway {
+    fn table(&self) -> String {
+        format!(
+            "# The fake Mattermost of `bxctl dev --mattermost` (docs/gateway.md):\n\
+             [gateway]\nserver = {}\ntoken_file = {}\nowners = [{}]\nchannel = {}\n",
+            serde_json::to_string(&self.server).unwrap_or_default(),
+            q(&self.token_file),
+            serde_json::to_string(&self.owner).unwrap_or_default(),
+            serde_json::to_string(&self.channel).unwrap_or_default(),
+        )
+    }
+}
+
 /// The owner's `[[jobs]]` entries, `STATE/jobs.toml` (never written by bxctl), as text to
 /// add to the configuration: empty when there is no such file.
 fn jobs(state: &Path) -> Result<String, DevError> {
@@ -157,6 +181,7 @@ pub fn config(
     grants: &Path,
     tool: &Path,
     upstream: &str,
+    gateway: Option<&Gateway>,
 ) -> Result<PathBuf, DevError> {
     let uid = nix::unistd::getuid().as_raw();
     let under = |rel: &str| q(&state.join(rel));
@@ -169,10 +194,12 @@ pub fn config(
              home = {}\ngrants = {}\n\
              [sockets]\nloop_broker = {}\nadmin_broker = {}\nloop_infer = {}\nchat_loop = {}\n\
              chat_broker = {}\njobs_broker = {}\njobs_loop = {}\njobs_gateway = {}\ninfer_broker = {}\n\
+             broker_gateway = {}\n\
              [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\nchat = {{ uid = {uid} }}\n\
-             jobs = {{ uid = {uid} }}\ninfer = {{ uid = {uid} }}\n\
+             jobs = {{ uid = {uid} }}\ninfer = {{ uid = {uid} }}\ngateway = {{ uid = {uid} }}\n\
+             broker = {{ uid = {uid} }}\n\
              [broker]\nrunner = \"direct\"\ntool = {}\n\
-             [infer]\nupstream = {}\n{}",
+             [infer]\nupstream = {}\n{}{}",
             state.display(),
             under("home"),
             q(grants),
@@ -185,9 +212,11 @@ pub fn config(
             under("run/jobs-loop"),
             under("run/jobs-gateway"),
             under("run/infer-broker"),
+            under("run/broker-gateway"),
             q(tool),
             serde_json::to_string(upstream).unwrap_or_default(),
             jobs(state)?,
+            gateway.map(|g| g.table()).unwrap_or_default(),
         ),
     )?;
     Ok(config)

@@ -140,6 +140,53 @@ impl Stack {
         Ok(from)
     }
 
+    /// Starts `cmd`, a peer that prints `listening on ADDR` first on its stdout (the fake
+    /// Mattermost), as role `name`, its stderr appended to `log`; returns ADDR. A peer that
+    /// prints anything else exited or was stopped, and its log says why.
+    pub fn start_listening(
+        &self,
+        name: &'static str,
+        mut cmd: Command,
+        log: &Path,
+        held: &mut StateLock,
+    ) -> Result<String, DevError> {
+        self.prepare(&mut cmd);
+        let (from, file) = open_log(log)?;
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(file)
+            .spawn()
+            .map_err(|source| DevError::Spawn { name, source })?;
+        let out = child.stdout.take();
+        let mut first = String::new();
+        if let Some(out) = out {
+            BufReader::new(out)
+                .read_line(&mut first)
+                .map_err(DevError::FakeRead)?;
+        }
+        let Some(addr) = first
+            .trim()
+            .strip_prefix("listening on ")
+            .map(str::to_owned)
+        else {
+            let status = wait_exit(&mut child, FAKE_EXIT_WITHIN);
+            return Err(match status {
+                Some(status) => DevError::Exited {
+                    name,
+                    status,
+                    log: read_from(log, from),
+                },
+                None => DevError::Silent {
+                    name,
+                    log: log.to_owned(),
+                },
+            });
+        };
+        self.add(name, child, held)?;
+        Ok(addr)
+    }
+
     /// How role `name` exited, if it has.
     pub fn exited(&self, name: &str) -> Option<std::process::ExitStatus> {
         let mut inner = lock(&self.inner);
