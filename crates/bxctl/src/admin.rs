@@ -12,6 +12,7 @@ use proto::{Message, SessionId};
 use crate::Error;
 use crate::card::{card, source};
 use crate::error::{answered, call_failed, unexpected};
+use crate::output::print_json;
 
 pub(crate) fn call(config: &Config, msg: Message) -> Result<Message, Error> {
     let path = config.sockets.admin_broker_sock();
@@ -70,17 +71,6 @@ pub fn approvals(
         )
         .map_err(Error::Output)?;
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// A wire body as one line of JSON: `--json` prints what brokerd or loopd answered, in
-/// the shapes `docs/bxctl.md` names.
-pub(crate) fn print_json(
-    value: &impl serde::Serialize,
-    out: &mut dyn Write,
-) -> Result<ExitCode, Error> {
-    let text = serde_json::to_string(value).map_err(|e| Error::Output(e.into()))?;
-    writeln!(out, "{text}").map_err(Error::Output)?;
     Ok(ExitCode::SUCCESS)
 }
 

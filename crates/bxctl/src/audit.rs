@@ -12,7 +12,7 @@ use proto::chain::ChainVerifier;
 use proto::{AuditEvent, AuditLine, DecisionRecord};
 
 use crate::Error;
-use crate::admin::print_json;
+use crate::output::print_json;
 use serde_json::json;
 
 /// The day files, in name (and so date) order.

@@ -17,6 +17,7 @@ use rustyline::DefaultEditor;
 
 use crate::error::{answered, call_failed, unexpected};
 use crate::inline::Approver;
+use crate::loopconn::connect;
 use crate::signals::Interrupt;
 use crate::slash::{self, Slash};
 use crate::spinner::Spinner;
@@ -25,15 +26,6 @@ use crate::{Error, history, sessions};
 /// Lines in a row that may be refused as not UTF-8 before the prompt gives up (an input
 /// that is nothing but bad bytes would otherwise be read for ever).
 const MAX_BAD_INPUT: u32 = 100;
-
-pub(crate) fn connect(config: &Config) -> Result<Conn, Error> {
-    let path = config.sockets.chat_loop_sock();
-    Conn::connect(&path).map_err(|source| Error::Reach {
-        server: "loopd",
-        path,
-        source,
-    })
-}
 
 /// How a turn reads in a terminal: bxctl's own lines (tool calls, outcomes, approvals), and
 /// the model's text as a block whose every line starts with `| ` (`inert`), so the

@@ -13,7 +13,7 @@ use proto::Timestamp;
 use serde_json::json;
 
 use crate::Error;
-use crate::admin::print_json;
+use crate::output::print_json;
 
 /// Exit 0 when the directory loads (warnings or not), 1 when it does not, 2 when it is not
 /// a directory bxctl can read.

@@ -5,11 +5,8 @@
 //! the channel), then prints the NixOS module's `services.boxmaker.gateway` with those ids.
 //! It changes nothing on the server or here.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-use crate::Error;
 use crate::mm::{Mattermost, MmError};
 
 /// What `bxctl gateway setup` was given.
@@ -39,7 +36,9 @@ pub enum SetupError {
     /// `--server` is not an http(s) URL.
     Server { server: String },
     /// A call failed: `step` says what was looked up.
-    Call { step: Step, source: MmError },
+    Call { step: Step, source: Box<MmError> },
+    /// The server answered an id that is not a Mattermost id.
+    BadId { id: String },
 }
 
 /// The look-ups, in order.
@@ -76,6 +75,12 @@ impl std::fmt::Display for SetupError {
                 "--server {}: not an http:// or https:// URL\nhelp: the address you open \
                  Mattermost at, https://chat.example.com",
                 inert::line(server)
+            ),
+            Self::BadId { id } => write!(
+                f,
+                "the server answered an id that is not a Mattermost id: {}\nhelp: is --server \
+                 a Mattermost server?",
+                inert::line(id)
             ),
             Self::Call { step, source } => {
                 let (what, help) = match step {
@@ -144,12 +149,12 @@ fn id_of(v: &serde_json::Value) -> String {
     v["id"].as_str().unwrap_or_default().to_owned()
 }
 
-pub fn setup(args: &SetupArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
-    let fail = |e: SetupError| Error::Setup(Box::new(e));
+/// Looks the ids up; the text to print.
+pub fn setup(args: &SetupArgs) -> Result<String, SetupError> {
     if !(args.server.starts_with("https://") || args.server.starts_with("http://")) {
-        return Err(fail(SetupError::Server {
+        return Err(SetupError::Server {
             server: args.server.clone(),
-        }));
+        });
     }
     let token = std::fs::read_to_string(&args.token_file)
         .map_err(|e| e.to_string())
@@ -161,32 +166,32 @@ pub fn setup(args: &SetupArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
                 Ok(t)
             }
         })
-        .map_err(|why| {
-            fail(SetupError::Token {
-                path: args.token_file.clone(),
-                why,
-            })
+        .map_err(|why| SetupError::Token {
+            path: args.token_file.clone(),
+            why,
         })?;
     if !name_ok(&args.owner, true) {
-        return Err(fail(SetupError::Name {
+        return Err(SetupError::Name {
             what: "owner",
             name: args.owner.clone(),
-        }));
+        });
     }
     let Some((team, channel)) = args
         .channel
         .split_once('/')
         .filter(|(t, c)| name_ok(t, false) && name_ok(c, false))
     else {
-        return Err(fail(SetupError::Name {
+        return Err(SetupError::Name {
             what: "channel",
             name: args.channel.clone(),
-        }));
+        });
     };
     let mm = Mattermost::new(&args.server, &token);
     let call = |step: Step, path: String| {
-        mm.get(&path)
-            .map_err(|source| fail(SetupError::Call { step, source }))
+        mm.get(&path).map_err(|source| SetupError::Call {
+            step,
+            source: Box::new(source),
+        })
     };
     let bot = call(Step::Bot, "/users/me".to_owned())?;
     let owner = call(
@@ -203,29 +208,20 @@ pub fn setup(args: &SetupArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
     // Ids go into configuration: only what has an id's form is printed.
     for id in [&owner_id, &channel_id] {
         if !(id.len() == 26 && id.bytes().all(|b| b.is_ascii_alphanumeric())) {
-            return Err(Error::Usage(format!(
-                "the server answered an id that is not a Mattermost id: {}",
-                inert::line(id)
-            )));
+            return Err(SetupError::BadId { id: id.clone() });
         }
     }
     let token_file = std::path::absolute(&args.token_file).unwrap_or(args.token_file.clone());
-    write!(
-        out,
-        "{}",
-        snippet(
-            &args.server,
-            &bot,
-            &args.owner,
-            &owner_id,
-            team,
-            channel,
-            &channel_id,
-            &token_file
-        )
-    )
-    .map_err(Error::Output)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(snippet(
+        &args.server,
+        &bot,
+        &args.owner,
+        &owner_id,
+        team,
+        channel,
+        &channel_id,
+        &token_file,
+    ))
 }
 
 #[allow(clippy::too_many_arguments)]

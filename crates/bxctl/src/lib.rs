@@ -16,15 +16,18 @@ mod card;
 mod chat;
 mod check;
 mod dev;
+mod deverror;
 mod error;
 mod gateway;
 mod hint;
 mod history;
 mod inline;
 mod jobs;
+mod loopconn;
 mod mm;
 mod mmview;
 mod notes;
+mod output;
 mod owner;
 mod policy;
 mod sessions;
@@ -319,7 +322,11 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
         }
         Command::Dev(args) => dev::run(&args, out),
         Command::DevExec { program } => dev::exec(&program),
-        Command::Gateway(GatewayCmd::Setup(args)) => gateway::setup(&args, out),
+        Command::Gateway(GatewayCmd::Setup(args)) => {
+            let text = gateway::setup(&args).map_err(|e| Error::Setup(Box::new(e)))?;
+            out.write_all(text.as_bytes()).map_err(Error::Output)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             // Into memory first: the generator panics on a write error (a closed pipe).

@@ -12,8 +12,8 @@ use proto::chat::{SessionRecords, SessionShow};
 use proto::{CallOutcome, ErrorCode, LogRecord, Message, SessionId};
 
 use crate::Error;
-use crate::chat::connect;
 use crate::error::{answered, call_failed, unexpected};
+use crate::loopconn::connect;
 
 /// How many turns of a continued session the chat shows before its prompt.
 pub const SHOWN_TURNS: usize = 3;
@@ -166,8 +166,8 @@ pub fn sessions(
         .call(1, msg, |_| {})
         .map_err(call_failed("loopd", "chat"))?;
     match answered("loopd", reply.msg)? {
-        Message::SessionListing(l) if json => return crate::admin::print_json(&l, out),
-        Message::SessionRecords(r) if json => return crate::admin::print_json(&r, out),
+        Message::SessionListing(l) if json => return crate::output::print_json(&l, out),
+        Message::SessionRecords(r) if json => return crate::output::print_json(&r, out),
         Message::SessionListing(l) => {
             if l.sessions.is_empty() {
                 writeln!(out, "no sessions").map_err(Error::Output)?;

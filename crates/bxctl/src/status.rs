@@ -16,8 +16,9 @@ use proto::status::{BrokerStatus, GatewayLink, LoopStatus, ModelHealth, OnDisk, 
 use serde_json::{Value, json};
 
 use crate::Error;
-use crate::admin::{call, print_json};
+use crate::admin::call;
 use crate::error::{answered, call_failed, unexpected};
+use crate::output::print_json;
 
 /// The units `bxctl status` asks systemd about, when systemd runs.
 const UNITS: &[&str] = &[

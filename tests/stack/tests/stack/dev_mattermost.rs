@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use expectrl::{Expect, Regex};
+use expectrl::Expect;
+use expectrl::session::OsSession;
 
 use crate::dev::{on_pty, roles, roles_gone, state_dir};
 
@@ -32,16 +33,12 @@ fn mattermost_locally_threads_streamed_edits_and_reaction_approvals() {
     s.expect("[you reacted :+1: on the approval post]")
         .expect("the reaction");
     // The approval post shows the outcome, and the call ran and the bot answered: two posts
-    // the watcher may see in either order.
-    let mut saw = Vec::new();
-    for _ in 0..2 {
-        let found = s
-            .expect(Regex(r"\*\*Approved\*\* by|Those are your notes"))
-            .expect("the outcome and the answer");
-        saw.push(String::from_utf8_lossy(found.get(0).expect("match")).into_owned());
-    }
-    saw.sort();
-    assert_eq!(saw, ["**Approved** by", "Those are your notes"]);
+    // the watcher may show in either order, so the output is read until both are in it.
+    let shown = read_until_all(&mut s, &["**Approved** by", "Those are your notes"]);
+    assert!(
+        shown.is_some(),
+        "the outcome and the answer were not both shown"
+    );
     // gatewayd and the fake Mattermost are roles of the stack: they go with it.
     let names: Vec<String> = roles(&state).into_iter().map(|(n, _)| n).collect();
     assert!(
@@ -56,4 +53,22 @@ fn mattermost_locally_threads_streamed_edits_and_reaction_approvals() {
     );
     roles_gone(&state, 7, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&state);
+}
+
+/// Reads what the terminal shows for up to 30 s, until every one of `wanted` was in it.
+fn read_until_all(s: &mut OsSession, wanted: &[&str]) -> Option<String> {
+    let mut all = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        if let Ok(n) = s.try_read(&mut buf) {
+            all.extend_from_slice(&buf[..n]);
+        }
+        let text = String::from_utf8_lossy(&all);
+        if wanted.iter().all(|w| text.contains(w)) {
+            return Some(text.into_owned());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
 }

@@ -14,6 +14,7 @@ mod daily;
 mod denial_restart;
 mod dev;
 mod dev_jobs;
+mod dev_lock;
 mod dev_mattermost;
 mod dev_session;
 mod docs;
