@@ -10,6 +10,7 @@ use std::time::Duration;
 
 mod agent;
 pub mod corpus;
+pub mod overhead;
 mod gateway;
 pub mod real_server;
 pub mod real_session;

@@ -140,7 +140,7 @@ impl Run {
     }
 }
 
-const NOTES: [(&str, &str); 4] = [
+pub const NOTES: [(&str, &str); 4] = [
     (
         "todo.md",
         "- buy milk\n- call the plumber on Tuesday\n- renew the passport\n",
@@ -158,11 +158,11 @@ const NOTES: [(&str, &str); 4] = [
 
 /// The owner's core memory for the session: like the few-shot weather conversation of the
 /// reference transcripts, it tells the tiny model to answer with tools.
-const CORE: &str = "You are a helpful assistant. Always answer questions about the owner's \
+pub const CORE: &str = "You are a helpful assistant. Always answer questions about the owner's \
 notes by calling read_file or list_dir with the full path.";
 
 /// The session's log before the run: four tool exchanges on the notes directory.
-fn prepared_log(id: &SessionId, notes: &str) -> Vec<LogRecord> {
+pub fn prepared_log(id: &SessionId, notes: &str) -> Vec<LogRecord> {
     let t = Timestamp::now();
     let user = |content: String| LogRecord::User { time: t, content };
     let call = |n: u64, name: &str, path: String| LogRecord::Assistant {
@@ -222,7 +222,7 @@ fn prepared_log(id: &SessionId, notes: &str) -> Vec<LogRecord> {
 
 /// The owner's messages, in turn: mostly file requests phrased as in the prepared log
 /// (which makes the model call a tool), now and then a question about what it read.
-fn message(turn: usize, notes: &str) -> String {
+pub fn message(turn: usize, notes: &str) -> String {
     let files = ["trip.md", "todo.md", "shopping.md", "ideas.md"];
     let file = files[turn % files.len()];
     match turn % 5 {
