@@ -2,7 +2,7 @@
 
 Usage: python serve.py --model PATH [--port 0] [--n-ctx 4096] [--slots 2]
                        [--template tests/realpeer/chatml-tools.jinja]
-                       [--metrics] [--slot-save-path DIR] [--greedy] [--cache-ram MIB]
+                       [--metrics] [--slot-save-path DIR] [--greedy] [--cache-ram MIB] [--threads N]
 
 Listens on 127.0.0.1 only. Prints `listening on 127.0.0.1:PORT` as its first stdout line once
 the model is loaded and the server answers, like fake-llama-server, and runs until its stdin
@@ -37,6 +37,11 @@ def main():
     ap.add_argument("--metrics", action="store_true", help="serve /metrics (llama-server --metrics)")
     ap.add_argument("--slot-save-path", help="allow POST /slots/N?action=save into DIR")
     ap.add_argument(
+        "--threads",
+        type=int,
+        help="the CPU threads llama.cpp computes with (default: up to 4, at most the CPUs)",
+    )
+    ap.add_argument(
         "--cache-ram",
         type=int,
         help="llama-server's --cache-ram MiB: the prompt cache in host memory shared by the "
@@ -59,7 +64,7 @@ def main():
     params.use_jinja = True
     with open(args.template, encoding="utf-8") as f:
         params.chat_template = f.read()
-    params.cpuparams.n_threads = max(1, min(4, os.cpu_count() or 1))
+    params.cpuparams.n_threads = args.threads or max(1, min(4, os.cpu_count() or 1))
     params.warmup = False
     # What witnessing relies on (docs/threat-model.md): an answer depends on the witnessed
     # prompt alone, so no chunk reuse (`--cache-reuse`) and no context shift. Both are

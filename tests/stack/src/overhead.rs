@@ -10,7 +10,10 @@
 //! for byte but for `"id_slot":1`, to slot 1. Sampling is greedy and the host-memory prompt
 //! cache shared by slots is off (`--cache-ram 0`), so each slot sees the same prompts, reuses
 //! only what it computed itself and generates the same tokens: the work is the same, and the
-//! table shows it (prompt tokens processed and tokens predicted on each side). The stack's
+//! table shows it (prompt tokens processed and tokens predicted on each side). The server
+//! computes with one thread: on a machine shared with other work, llama.cpp's threads that
+//! wait by spinning make a request many times slower whenever anything else runs, and one
+//! thread leaves a core to the stack's processes and to the rest. The stack's
 //! time per turn is bxctl's wall time, its process start included; per request, the relay's
 //! time from the request's head to the answer's last byte.
 
@@ -112,7 +115,15 @@ pub fn run(turns: usize, max_tokens: u32) -> Measured {
     let server = RealServer::start_with(
         &home,
         N_CTX,
-        &["--greedy", "--slots", "2", "--cache-ram", "0"],
+        &[
+            "--greedy",
+            "--slots",
+            "2",
+            "--cache-ram",
+            "0",
+            "--threads",
+            "1",
+        ],
     );
     let recorder = Recorder::start(server.api.addr.clone(), Vec::new);
     let id = SessionId::new("s-realpeer-overhead").expect("id");
