@@ -10,8 +10,8 @@ use std::time::Duration;
 
 mod agent;
 pub mod corpus;
-pub mod overhead;
 mod gateway;
+pub mod overhead;
 pub mod real_server;
 pub mod real_session;
 pub mod recorder;

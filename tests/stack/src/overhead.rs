@@ -98,7 +98,8 @@ fn on_slot_1(body: &[u8]) -> Vec<u8> {
         1,
         "the stack's request is not pinned to slot 0: {text}"
     );
-    text.replacen("\"id_slot\":0", "\"id_slot\":1", 1).into_bytes()
+    text.replacen("\"id_slot\":0", "\"id_slot\":1", 1)
+        .into_bytes()
 }
 
 /// Runs `turns` turns both ways.
@@ -148,7 +149,13 @@ pub fn run(turns: usize, max_tokens: u32) -> Measured {
     for turn in 1..=turns {
         let before = recorder.exchanges().len();
         let started = Instant::now();
-        let out = home.bxctl(&["chat", "--session", id.as_str(), "-m", &message(turn, &notes_text)]);
+        let out = home.bxctl(&[
+            "chat",
+            "--session",
+            id.as_str(),
+            "-m",
+            &message(turn, &notes_text),
+        ]);
         let bxctl = started.elapsed();
         // 0, or 1 for an answer cut at max_tokens: either way the turn ran.
         assert!(
@@ -204,9 +211,8 @@ impl Measured {
 
     pub fn table(&self) -> String {
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-        let mut out = String::from(
-            "req turn  stack_ms direct_ms  ratio  prompt_n(s/d)  predicted_n(s/d)\n",
-        );
+        let mut out =
+            String::from("req turn  stack_ms direct_ms  ratio  prompt_n(s/d)  predicted_n(s/d)\n");
         for (i, r) in self.rows.iter().enumerate() {
             out.push_str(&format!(
                 "{:>3} {:>4} {:>9.0} {:>9.0} {:>6.3} {:>6}/{:<6} {:>7}/{:<7}\n",
