@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::{files, lines};
 use crate::Error;
-use crate::admin::print_json;
+use crate::output::print_json;
 
 /// What became of the checkpoint.
 enum Judged {
