@@ -12,9 +12,9 @@ use grants::GrantsError;
 use crate::Fatal;
 use crate::audit::AuditError;
 use crate::jobs::JobGrantError;
-use crate::server::Side;
+use crate::run::tool_spec::UnitError;
 use crate::sessions::StateError;
-use crate::tool_spec::UnitError;
+use crate::sockets::loopd::Side;
 
 /// The exit status when brokerd could not start (or a one-shot mode failed).
 pub const EXIT_FAILURE: u8 = 1;
@@ -45,7 +45,7 @@ pub enum Error {
     /// The notes directory or brokerd's record of it could not be made ready.
     Notes(crate::notes::NoteError),
     /// The accounting could not be opened or read.
-    Accounting(crate::accounting::LogError),
+    Accounting(crate::context::accounting::LogError),
     /// The grants brokerd starts with could not be audited.
     FirstSnapshot(Fatal),
     /// One of the two broker sockets could not be taken or bound.
@@ -57,7 +57,7 @@ pub enum Error {
     /// The configuration names no `peers.infer`: no witness, so no call could ever run.
     NoInferPeer,
     /// The witness store could not be opened or read back.
-    Witness(crate::witness::StoreError),
+    Witness(crate::context::witness::StoreError),
     /// The witness socket could not be taken or bound.
     WitnessSocket(ListenError),
     /// The start-up could not watch signals or start a thread.

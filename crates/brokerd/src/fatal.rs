@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-use crate::accounting::LogError;
 use crate::audit::AuditError;
+use crate::context::accounting::LogError;
 use crate::sessions::StateError;
 
 #[derive(Debug)]
@@ -18,7 +18,7 @@ pub enum Fatal {
     /// The accounting took no record.
     Accounting(LogError),
     /// The witness store took no record (a report, or a call's use).
-    Witness(crate::witness::StoreError),
+    Witness(crate::context::witness::StoreError),
 }
 
 impl fmt::Display for Fatal {

@@ -7,8 +7,8 @@ use proto::{DenyReason, Timestamp, ToolRequest};
 
 use super::Broker;
 use crate::Fatal;
-use crate::approvals::{self, NotRegistered, Wake};
-use crate::desk::{self, Heard};
+use crate::ask::approvals::{self, NotRegistered, Wake};
+use crate::ask::desk::{self, Heard};
 use crate::policy::{self, Decision, Outcome};
 use crate::sessions::SessionState;
 

@@ -6,7 +6,7 @@ use proto::{SessionId, ToolRequest};
 
 use super::Broker;
 use crate::Fatal;
-use crate::accounting::Accounted;
+use crate::context::accounting::Accounted;
 use crate::policy::{Labels, SessionView};
 use crate::sessions::SessionState;
 use daemon::lock;

@@ -18,22 +18,26 @@ use proto::{
 };
 
 mod ask;
+pub mod audit_verify;
+pub mod board;
+pub mod in_force;
 mod label;
 mod run;
+pub mod status;
 
 pub(crate) use label::labels_of;
 use label::tagged;
 
 use crate::Fatal;
-use crate::attested::Attested;
+use crate::ask::desk::Desk;
+use crate::ask::outbox::Outbox;
 use crate::audit::AuditLog;
-use crate::desk::Desk;
-use crate::grants_in_force::GrantsInForce;
+use crate::broker::in_force::GrantsInForce;
+use crate::context::Attested;
 use crate::jobs::{Runs, Scope};
 use crate::notes::Notes;
-use crate::outbox::Outbox;
 use crate::policy::{self, Outcome};
-use crate::runner::Runner;
+use crate::run::runner::Runner;
 use crate::sessions::{SessionState, Sessions};
 use grants::Snapshot;
 
@@ -52,7 +56,7 @@ pub struct Broker {
     /// To gatewayd, when `[gateway]` is configured: cards to post, outcomes to show.
     pub(crate) outbox: Outbox,
     /// The last reload and the link to gatewayd, for `bxctl status`.
-    pub(crate) board: crate::board::Board,
+    pub(crate) board: board::Board,
     /// The notes brokerd owns, and their labels.
     pub(crate) notes: Notes,
     /// The job runs in progress, each with the session brokerd minted for it.
@@ -74,7 +78,7 @@ impl Broker {
     ) -> Self {
         let desk = Desk::new(config.broker.max_pending_approvals);
         let outbox = Outbox::new(config.gateway.is_some());
-        let board = crate::board::Board::new(config.gateway.is_some());
+        let board = board::Board::new(config.gateway.is_some());
         Self {
             config,
             grants: GrantsInForce::new(snapshot),

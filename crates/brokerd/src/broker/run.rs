@@ -7,12 +7,12 @@ use proto::{ToolRequest, ToolResponse};
 use super::Broker;
 use super::label::labels_of;
 use crate::Fatal;
-use crate::bind;
 use crate::notes::Prep;
 use crate::policy::{self, Decision, Labels};
-use crate::runner::RunOutcome;
+use crate::run::bind;
+use crate::run::runner::RunOutcome;
+use crate::run::tool_spec;
 use crate::sessions::SessionState;
-use crate::tool_spec;
 use daemon::lock;
 use grants::Snapshot;
 

@@ -5,7 +5,7 @@
 //! only this module can make one, and the runner takes it by value: a tool runs only on a
 //! decision this module made, and each decision runs at most once. An allow carries the
 //! arguments it authorises, and the runner runs nothing else; an `ask` becomes an allow only
-//! with the approval desk's [`crate::approvals::Approved`], which no code outside
+//! with the approval desk's [`crate::ask::approvals::Approved`], which no code outside
 //! `approvals` can make.
 //!
 //! ```compile_fail,E0451

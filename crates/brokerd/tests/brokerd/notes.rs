@@ -4,7 +4,7 @@
 
 use brokerd::notes::{Bound, Notes, UNKNOWN};
 use brokerd::policy::Labels;
-use brokerd::runner::RunOutcome;
+use brokerd::run::runner::RunOutcome;
 use brokerd::sessions::SessionState;
 use proto::tools::NoteMode;
 use proto::{DataClass, SessionId};

@@ -20,10 +20,10 @@ use proto::checkpoint::AuditVerified;
 use proto::gateway::AuditAlert;
 
 use crate::Fatal;
-use crate::attested::Rebuilt;
+use crate::ask::outbox::Outgoing;
 use crate::audit::{self, AuditError};
 use crate::broker::Broker;
-use crate::outbox::Outgoing;
+use crate::context::Rebuilt;
 
 /// One verification at a time: a second request waits for the first to end.
 static ONE: Mutex<()> = Mutex::new(());

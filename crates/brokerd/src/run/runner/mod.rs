@@ -75,14 +75,14 @@ pub struct RunSpec {
     /// normalised), which the tool checks the path against again.
     pub invocation: proto::toolrun::ToolInvocation,
     /// For a path call, the one path the systemd runner binds read-only into the tool's
-    /// root: what the call covers, resolved by brokerd ([`crate::bind`]).
-    pub bind: Option<crate::bind::Bind>,
+    /// root: what the call covers, resolved by brokerd ([`crate::run::bind`]).
+    pub bind: Option<crate::run::bind::Bind>,
     /// For `note_write`: the empty per-call directory bound writable (the only writable
     /// place the unit has), where the tool leaves the note's text for brokerd.
-    pub write_bind: Option<crate::bind::Bind>,
+    pub write_bind: Option<crate::run::bind::Bind>,
     /// For a search: the published index partitions it reaches, each a file bound
     /// read-only (published files never change, so the unit reads them whole).
-    pub index_binds: Vec<crate::bind::Bind>,
+    pub index_binds: Vec<crate::run::bind::Bind>,
     /// The resolved addresses of the granted hosts; empty means no network at all.
     pub addresses: Vec<IpAddr>,
     pub secret: Option<Secret>,
@@ -91,7 +91,7 @@ pub struct RunSpec {
 
 impl RunSpec {
     /// Every path bound read-only: the call's, then the index partitions.
-    pub fn read_binds(&self) -> impl Iterator<Item = &crate::bind::Bind> {
+    pub fn read_binds(&self) -> impl Iterator<Item = &crate::run::bind::Bind> {
         self.bind.iter().chain(self.index_binds.iter())
     }
 }

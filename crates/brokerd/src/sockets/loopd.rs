@@ -13,8 +13,8 @@ use daemon::service::Halt;
 use proto::{Envelope, Message};
 
 use crate::Fatal;
-use crate::admin::{self, AdminRequest};
 use crate::broker::Broker;
+use crate::sockets::admin::{self, AdminRequest};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -88,7 +88,7 @@ fn handle(
     let refused = match (side, env.msg) {
         // The whole chain, read while brokerd serves; ended early when brokerd stops.
         (Side::Admin, Message::AuditVerify(_)) => {
-            let verified = crate::audit_verify::verify(broker, &activity.stopping)?;
+            let verified = crate::broker::audit_verify::verify(broker, &activity.stopping)?;
             let reply = Envelope::last(id, Message::AuditVerified(verified));
             return Ok(conn.write(&reply).is_ok());
         }

@@ -15,15 +15,19 @@ use daemon::serve::Policy;
 use daemon::service::{Halt, Service};
 use daemon::{CommonArgs, log};
 
+pub mod restore;
+
 use crate::Error;
-use crate::accounting::{self, Accounting};
 use crate::audit::AuditLog;
 use crate::broker::Broker;
+use crate::context::accounting::{self, Accounting};
+use crate::context::witness;
+use crate::jobs;
 use crate::notes::Notes;
-use crate::runner::{DirectRunner, Runner, SystemdRunner};
-use crate::server::{self, Side};
+use crate::run::runner::{DirectRunner, Runner, SystemdRunner};
 use crate::sessions::Sessions;
-use crate::{chat_socket, jobs, jobs_socket, witness, witness_socket};
+use crate::sockets::loopd::{self as server, Side};
+use crate::sockets::{chat as chat_socket, jobs as jobs_socket, witness as witness_socket};
 use grants::Snapshot;
 
 #[derive(Debug, clap::Parser)]
@@ -63,7 +67,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     }
     let runner = runner(&config);
     if let Some(id) = &args.print_tool_unit {
-        let unit = crate::tool_spec::print_unit(&config, &runner, &snapshot, id)
+        let unit = crate::run::tool_spec::print_unit(&config, &runner, &snapshot, id)
             .map_err(Error::ToolUnit)?;
         return std::io::Write::write_all(&mut std::io::stdout().lock(), unit.as_bytes())
             .map_err(Error::Stdout);
@@ -77,7 +81,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     // The log verified from its checkpoint; the calls used marked again from the
     // checkpoint and the decisions' audit lines past it (W9), the denials of the kept
     // reports' calls accounted again (X8), and a new checkpoint written (A8).
-    let restored = crate::restore::restore(
+    let restored = restore::restore(
         locked,
         Box::new(proto::Timestamp::now),
         store,
@@ -85,7 +89,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         || open_accounting(&config),
     )?;
     restored.log(opened.torn);
-    let crate::restore::Restored {
+    let restore::Restored {
         audit,
         store,
         accounting,
@@ -108,7 +112,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         sessions,
         runner,
         notes,
-        crate::attested::Attested::new(witness, accounting, core_file),
+        crate::context::Attested::new(witness, accounting, core_file),
     ));
     broker
         .audit_first_snapshot()
@@ -167,7 +171,9 @@ pub fn run(args: Args) -> Result<(), Error> {
     }
     if let Some(outbox) = broker.outbox.take() {
         let (b, halt) = (broker.clone(), halt.clone());
-        service.thread("gateway", move || crate::gateway::run(&b, &outbox, &halt));
+        service.thread("gateway", move || {
+            crate::sockets::gateway::run(&b, &outbox, &halt)
+        });
     }
     // Pinged while the audit writer, the heart of the broker, and the witness store every
     // call goes through can be reached.
@@ -196,7 +202,7 @@ pub fn run(args: Args) -> Result<(), Error> {
             }
         },
     );
-    Ok(service.run(&crate::status::serving(&broker.snapshot()))?)
+    Ok(service.run(&crate::broker::status::serving(&broker.snapshot()))?)
 }
 
 /// The accounting in `accounting/records.jsonl` (the directory made 0700 if missing).
@@ -241,7 +247,7 @@ fn runner(config: &Config) -> Runner {
 /// SIGHUP: a new snapshot for later calls (`status::reload`); a reload that cannot be
 /// audited stops brokerd (B10).
 fn reload(broker: &Broker, halt: &Halt) {
-    if let Err(fatal) = crate::status::reload(broker) {
+    if let Err(fatal) = crate::broker::status::reload(broker) {
         halt.stop("the grants reload", fatal);
     }
 }

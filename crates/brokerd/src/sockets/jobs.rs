@@ -10,8 +10,6 @@
 //! admits one uid (`bxctl dev`, every process the developer's) is the claim taken, since
 //! SO_PEERCRED cannot tell jobs apart there (docs/threat-model.md).
 
-mod note;
-
 use std::convert::Infallible;
 use std::time::Duration;
 

@@ -13,9 +13,9 @@ use proto::gateway::{ApprovalUpdate, Update};
 use proto::{AuditEvent, AuditLine, Hash32, Timestamp};
 
 use crate::Fatal;
-use crate::approvals::{Answer, Approvals, NotRegistered, Wake};
+use crate::ask::approvals::{Answer, Approvals, NotRegistered, Wake};
+use crate::ask::outbox::{Outbox, Outgoing};
 use crate::audit::AuditLog;
-use crate::outbox::{Outbox, Outgoing};
 
 /// Who denied a call that loopd withdrew, as gatewayd shows it.
 pub const WITHDRAWN_BY: &str = "loopd (the turn was cancelled)";

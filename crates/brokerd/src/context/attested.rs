@@ -11,9 +11,9 @@ use daemon::lock;
 use proto::attest::{CompletionId, WitnessRef, WitnessReport};
 use proto::{AuditLine, AuditRecord, DenyReason, Hash32, ToolResponse};
 
-use crate::accounting::{Accounted, Accounting, Durable, LogError, of_response};
+use crate::context::accounting::{Accounted, Accounting, Durable, LogError, of_response};
+use crate::context::witness::{Kept, NotRecorded, Store, StoreError, Unwitnessed, Witness};
 use crate::policy::Labels;
-use crate::witness::{Kept, NotRecorded, Store, StoreError, Unwitnessed, Witness};
 
 #[derive(Debug)]
 pub struct Attested {

@@ -10,10 +10,10 @@ use daemon::log;
 use proto::checkpoint::Checkpoint;
 
 use crate::Error;
-use crate::accounting::Accounting;
-use crate::attested::Rebuilt;
 use crate::audit::{self, AuditError, AuditLog, Clock, Locked, OpenReport};
-use crate::witness::Store;
+use crate::context::Rebuilt;
+use crate::context::accounting::Accounting;
+use crate::context::witness::Store;
 
 /// The state a start opened, and what it rebuilt.
 #[derive(Debug)]

@@ -17,7 +17,7 @@ use proto::{Envelope, ErrorCode, Message};
 
 use crate::Fatal;
 use crate::broker::Broker;
-use crate::witness::NotRecorded;
+use crate::context::witness::NotRecorded;
 
 /// The socket's name in logs and refusals.
 pub const NAME: &str = "witness";

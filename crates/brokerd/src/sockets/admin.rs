@@ -66,9 +66,11 @@ pub fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, F
                 grants: snapshot.ids(),
             })
         }
-        AdminRequest::StatusQuery => Message::BrokerStatus(crate::status::status(broker)),
+        AdminRequest::StatusQuery => Message::BrokerStatus(crate::broker::status::status(broker)),
         // The reload SIGHUP makes, on the socket only the owner reaches.
-        AdminRequest::GrantsReload => Message::GrantsReloaded(crate::status::reload(broker)?),
+        AdminRequest::GrantsReload => {
+            Message::GrantsReloaded(crate::broker::status::reload(broker)?)
+        }
         AdminRequest::NotesQuery(q) => match broker.notes.listing(q.name.as_deref()) {
             Ok(listing) => Message::NotesListing(listing),
             Err(e) => refused(&e),

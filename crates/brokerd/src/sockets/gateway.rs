@@ -23,8 +23,8 @@ use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Refusal};
 use proto::gateway::{ApprovalUpdate, ApprovalWait, Update};
 
 use crate::Fatal;
+use crate::ask::outbox::Outgoing;
 use crate::broker::Broker;
-use crate::outbox::Outgoing;
 
 /// How long one `approval_wait` may be held: also how soon a new card goes out.
 const WAIT_MS: u32 = 300;

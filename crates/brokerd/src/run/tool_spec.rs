@@ -1,6 +1,6 @@
 //! From an allowed decision to what the runner needs: the invocation the tool reads, the
-//! one path to bind (resolved by [`crate::bind`]), the addresses it may reach (resolved by
-//! [`crate::resolve`]), the secret to hand over, and the limits.
+//! one path to bind (resolved by [`crate::run::bind`]), the addresses it may reach (resolved by
+//! [`crate::run::resolve`]), the secret to hand over, and the limits.
 
 use std::fmt;
 use std::net::IpAddr;
@@ -11,9 +11,9 @@ use proto::ToolRequest;
 use proto::toolrun::{ConsultTarget, ToolInvocation};
 use proto::tools::ToolArgs;
 
-use crate::bind::{self, BindError};
 use crate::policy::Decision;
-use crate::runner::{CheckError, Limits, RunSpec, Runner, Secret, unit_name};
+use crate::run::bind::{self, BindError};
+use crate::run::runner::{CheckError, Limits, RunSpec, Runner, Secret, unit_name};
 use grants::constraints::{Reach, UrlError, normalize_url};
 
 /// Why an allowed call has no run: its text is the failed result the model and the audit
@@ -31,7 +31,7 @@ pub enum SpecError {
     /// The URL has neither a port nor a scheme with a known one.
     NoPort,
     /// The host gives nothing to connect to.
-    Resolve(crate::resolve::Error),
+    Resolve(crate::run::resolve::Error),
     /// The covered path cannot be bound.
     Bind(BindError),
     /// The grant names a secret, but brokerd was given no credentials.
@@ -131,7 +131,7 @@ pub fn build(
     let mut sockets = Vec::new();
     if let Some((host, port)) = target_host {
         let port = port.ok_or(SpecError::NoPort)?;
-        addresses = crate::resolve::addresses(&host, port, &Reach::of(grant))
+        addresses = crate::run::resolve::addresses(&host, port, &Reach::of(grant))
             .map_err(SpecError::Resolve)?;
         sockets = addresses
             .iter()
