@@ -12,10 +12,9 @@ use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Refusal, Verd
 use proto::gateway::{ApprovalUpdate, Update};
 use proto::{AuditEvent, AuditLine, Hash32, Timestamp};
 
-use crate::Fatal;
 use crate::ask::approvals::{Answer, Approvals, NotRegistered, Wake};
 use crate::ask::outbox::{Outbox, Outgoing};
-use crate::audit::AuditLog;
+use crate::audit::{AuditError, AuditLog};
 
 /// Who denied a call that loopd withdrew, as gatewayd shows it.
 pub const WITHDRAWN_BY: &str = "loopd (the turn was cancelled)";
@@ -74,7 +73,7 @@ impl Desk {
         outbox: &Outbox,
         requester: Option<UnixStream>,
         pending: impl FnOnce(),
-    ) -> Result<Heard, Fatal> {
+    ) -> Result<Heard, AuditError> {
         let approval = card.approval.clone();
         let (tx, rx) = mpsc::channel();
         let hung_up = tx.clone();
@@ -174,7 +173,7 @@ impl Desk {
         post: Option<String>,
         current: impl FnOnce(&ApprovalCard) -> Hash32,
         audit: &Mutex<AuditLog>,
-    ) -> Result<AnswerOutcome, Fatal> {
+    ) -> Result<AnswerOutcome, AuditError> {
         let result = lock(&self.approvals).answer(
             &answer.approval,
             answer.binding,
@@ -200,7 +199,7 @@ pub fn refuse_answer(
     post: Option<String>,
     refusal: Refusal,
     audit: &Mutex<AuditLog>,
-) -> Result<AnswerOutcome, Fatal> {
+) -> Result<AnswerOutcome, AuditError> {
     lock(audit).append(|seq, time, prev| {
         AuditLine::Event(AuditEvent::ApprovalRefused {
             seq,

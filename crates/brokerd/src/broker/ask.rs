@@ -127,7 +127,7 @@ impl Broker {
             card.untrusted_by = now.untrusted_by;
             card.bound()
         };
-        self.desk.answer(answer, by, post, current, &self.audit)
+        Ok(self.desk.answer(answer, by, post, current, &self.audit)?)
     }
 
     /// Audits an answer refused before it reached the desk (not an owner's) and says so.
@@ -138,6 +138,12 @@ impl Broker {
         post: Option<String>,
         refusal: Refusal,
     ) -> Result<AnswerOutcome, Fatal> {
-        desk::refuse_answer(approval, by, post, refusal, &self.audit)
+        Ok(desk::refuse_answer(
+            approval,
+            by,
+            post,
+            refusal,
+            &self.audit,
+        )?)
     }
 }
