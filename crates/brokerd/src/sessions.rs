@@ -17,7 +17,7 @@ use proto::notes::SessionLabel;
 use proto::{DataClass, SessionId};
 use serde::{Deserialize, Serialize};
 
-use crate::policy::SessionView;
+use crate::policy::{Labels, SessionView};
 
 /// The most calls remembered as the reason a session is untrusted (for approval cards).
 pub const MAX_UNTRUSTED_BY: usize = 32;
@@ -75,6 +75,25 @@ impl SessionState {
             taint: self.taint,
             untrusted: self.untrusted,
         }
+    }
+
+    /// The labels this state holds, as a result carries them.
+    pub fn labels(&self) -> Labels {
+        Labels {
+            class: self.taint,
+            untrusted: self.untrusted,
+        }
+    }
+
+    /// The calls that made this session untrusted, each naming its session (the state
+    /// keeps its own calls without one): a record outlives the session it came from.
+    pub fn sources_named(&self) -> Vec<CallRef> {
+        (self.untrusted_by.iter())
+            .map(|c| CallRef {
+                session: Some(c.session.clone().unwrap_or_else(|| self.session.clone())),
+                ..c.clone()
+            })
+            .collect()
     }
 }
 

@@ -1,21 +1,20 @@
-//! Delivery to a note (`deliver = "note:NAME"`): the runner sends its result on its run's
-//! connection, before it ends the run, and brokerd writes it through the notes path as a
-//! `note_write` (`replace`) from the run's session would be written: in the session's turn
-//! (its lock), with the header an untrusted session's text gets, at the label the delivery
-//! is decided at: the session's own raised by the label of the answer it carries (the label
-//! of the prompt that produced that answer, by brokerd's accounting; an answer it cannot
-//! account for counts as the highest label it has sent). The session is raised to that
-//! label too, as a call's session is (X9). The note is the one brokerd's configuration names
-//! for the job, never one the runner says. Audited as `job_note_written`.
+//! A job's result delivered to a note (`deliver = "note:NAME"`, J10), written through the
+//! notes path as a `note_write` (`replace`) from the run's session would be written: in the
+//! session's turn (its lock), with the header an untrusted session's text gets, at the label
+//! the delivery is decided at: the session's own raised by the label of the answer it carries
+//! (the label of the prompt that produced that answer, by brokerd's accounting; an answer it
+//! cannot account for counts as the highest label it has sent). The session is raised to that
+//! label too, as a call's session is (X9). Which note, and what it may hold, is the job's
+//! (`jobs::note`). Audited as `job_note_written`.
 
-use daemon::config::Deliver;
 use proto::job::JobNoted;
 use proto::notes::file_name;
-use proto::tools::{MAX_ARGUMENTS, NoteMode};
+use proto::tools::NoteMode;
 use proto::{AuditEvent, AuditLine, JobName, SessionId};
 
+use super::Broker;
 use crate::Fatal;
-use crate::broker::Broker;
+use crate::jobs::note;
 
 impl Broker {
     /// Writes `text`, which holds the agent's `answer`, to `job`'s note from `session`, the
@@ -28,23 +27,10 @@ impl Broker {
         text: &str,
         answer: Option<&str>,
     ) -> Result<Result<JobNoted, String>, Fatal> {
-        let note = match self.config.jobs.iter().find(|j| &j.name == job) {
-            Some(j) => match &j.deliver {
-                Deliver::Note(note) => note.clone(),
-                Deliver::Mattermost => {
-                    return Ok(Err(format!(
-                        "job {job} delivers to Mattermost, not to a note"
-                    )));
-                }
-            },
-            None => return Ok(Err(format!("no job {job} is configured"))),
+        let note = match note::target(&self.config, job, text) {
+            Ok(note) => note,
+            Err(refused) => return Ok(Err(refused)),
         };
-        if text.len() > MAX_ARGUMENTS {
-            return Ok(Err(format!(
-                "the result is {} bytes, more than the {MAX_ARGUMENTS} one note write carries",
-                text.len()
-            )));
-        }
         self.session_locks.run(session, || {
             let answered = self.witness.answer(answer);
             let writer = self.raise_to(session, &answered)?;

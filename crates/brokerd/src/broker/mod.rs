@@ -21,12 +21,10 @@ mod ask;
 pub mod audit_verify;
 pub mod board;
 pub mod in_force;
+mod job_note;
 mod label;
 mod run;
 pub mod status;
-
-pub(crate) use label::labels_of;
-use label::tagged;
 
 use crate::Fatal;
 use crate::ask::desk::Desk;
@@ -93,6 +91,15 @@ impl Broker {
             runs: Runs::default(),
             witness,
         }
+    }
+
+    /// The owner's `note_relabel` (`Notes::relabel`), asked by `by`. `Ok(Err)`: refused.
+    pub(crate) fn relabel_note(
+        &self,
+        r: &proto::notes::NoteRelabel,
+        by: &str,
+    ) -> Result<Result<proto::notes::NoteRelabelled, crate::notes::NoteError>, Fatal> {
+        Ok(self.notes.relabel(r, by, &self.audit)?)
     }
 
     /// A channel handed loopd the owner's message of `digest` (`ChatMessage::user`'s): it
@@ -238,7 +245,7 @@ impl Broker {
         })?;
         // What the session's untrusted label comes from, each call named with its session
         // for the accounting (a record outlives the session it came from).
-        let mut sources = tagged(&req.session, &decided.untrusted_by);
+        let mut sources = decided.sources_named();
         let this = CallRef {
             tool: req.tool.clone(),
             call: req.call,
@@ -256,49 +263,9 @@ impl Broker {
             sources.insert(0, this);
         }
         (self.witness)
-            .returned(
-                claimed.as_ref(),
-                &response,
-                ran,
-                labels_of(&decided),
-                &sources,
-            )
+            .returned(claimed.as_ref(), &response, ran, decided.labels(), &sources)
             .map_err(Fatal::Accounting)?;
         send(Envelope::last(id, Message::ToolResponse(response)));
         Ok(())
-    }
-}
-
-impl Broker {
-    /// The owner's `note_relabel`, audited with the old label, the new one and the hash
-    /// before it takes effect. `Ok(Err)`: refused (no such note, a bad name, a full disk).
-    pub(crate) fn relabel_note(
-        &self,
-        r: &proto::notes::NoteRelabel,
-        by: &str,
-    ) -> Result<Result<proto::notes::NoteRelabelled, crate::notes::NoteError>, Fatal> {
-        let audit = |done: &proto::notes::NoteRelabelled| {
-            lock(&self.audit)
-                .append(|seq, time, prev| {
-                    AuditLine::Event(proto::AuditEvent::NoteRelabelled {
-                        seq,
-                        time,
-                        prev,
-                        by: by.to_owned(),
-                        name: done.name.clone(),
-                        hash: done.hash,
-                        old_class: done.old_class,
-                        old_untrusted: done.old_untrusted,
-                        class: done.class,
-                        untrusted: done.untrusted,
-                    })
-                })
-                .map(|_| ())
-        };
-        match self.notes.relabel(&r.name, r.class, r.untrusted, audit) {
-            Ok(Ok(done)) => Ok(Ok(done)),
-            Ok(Err(fatal)) => Err(fatal.into()),
-            Err(refused) => Ok(Err(refused)),
-        }
     }
 }

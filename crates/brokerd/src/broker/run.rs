@@ -5,9 +5,8 @@ use proto::tools::ToolArgs;
 use proto::{ToolRequest, ToolResponse};
 
 use super::Broker;
-use super::label::labels_of;
 use crate::Fatal;
-use crate::notes::Prep;
+use crate::notes::run::Prep;
 use crate::policy::{self, Decision, Labels};
 use crate::run::bind;
 use crate::run::runner::RunOutcome;
@@ -71,7 +70,7 @@ impl Broker {
         };
         let labels = labels
             .join(self.witness.for_logs(of_logs))
-            .join(labels_of(decided));
+            .join(decided.labels());
         let Labels { class, untrusted } = labels;
         lock(&self.sessions)
             .record(

@@ -10,7 +10,7 @@
 //! session can never fall back to the ordinary grants.
 
 mod check;
-mod note;
+pub mod note;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
