@@ -8,11 +8,12 @@
 //! both read-only, and each is labelled by what was bound (a listing by every file in the
 //! directory); `note_write` has only an empty per-call directory (`note-state/incoming/<unit>`)
 //! into which it writes the new text, which brokerd checks and moves into place (`write`).
+//! A note call's run builds on these (`run`).
 
 mod error;
 mod forged;
 mod index;
-mod run;
+pub mod run;
 mod write;
 
 use std::collections::BTreeMap;
@@ -26,7 +27,6 @@ use crate::policy::Labels;
 pub use error::NoteError;
 pub use forged::escape_body;
 pub use index::NoteIndex;
-pub use run::{Bound, Prep};
 
 /// What a note reads as when brokerd cannot vouch for its bytes.
 pub const UNKNOWN: Labels = Labels {

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use proto::approval::CallRef;
 
-use super::{OWNER, Record, add_sources};
+use super::record::{OWNER, Record, add_sources};
 use crate::policy::Labels;
 
 /// The longest line the file may hold.

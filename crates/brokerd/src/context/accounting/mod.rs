@@ -20,23 +20,17 @@ use std::path::{Path, PathBuf};
 use proto::approval::CallRef;
 use proto::attest::{CompletionId, WitnessReport};
 use proto::composed;
-use proto::{DataClass, Hash32, ToolResponse};
+use proto::{Hash32, ToolResponse};
 
 use crate::policy::Labels;
 
 pub use log::LogError;
-pub use record::{Kind, MAX_SOURCES, Record};
+pub use record::{Kind, MAX_SOURCES, OWNER, Record};
 use record::{add_sources, chain, chain_start, record, tool_records};
 
 /// How many records the accounting keeps by default: older ones are forgotten, and a prompt
 /// that holds a forgotten message is labelled as if it were unaccounted (fail closed).
 pub const DEFAULT_MAX_RECORDS: usize = 65536;
-
-/// What the owner's words, brokerd's notices and the core memory are: private, trusted.
-pub const OWNER: Labels = Labels {
-    class: DataClass::Private,
-    untrusted: false,
-};
 
 /// `labels` as a person reads them.
 pub fn show(labels: Labels) -> String {

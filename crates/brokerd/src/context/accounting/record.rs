@@ -5,10 +5,16 @@
 use proto::approval::CallRef;
 use proto::attest::ChatMessage;
 use proto::composed;
-use proto::{Hash32, ToolResponse};
+use proto::{DataClass, Hash32, ToolResponse};
 use serde::{Deserialize, Serialize};
 
 use crate::policy::Labels;
+
+/// What the owner's words, brokerd's notices and the core memory are: private, trusted.
+pub const OWNER: Labels = Labels {
+    class: DataClass::Private,
+    untrusted: false,
+};
 
 /// The most calls kept as the reason one record is untrusted (for approval cards).
 pub const MAX_SOURCES: usize = 4;

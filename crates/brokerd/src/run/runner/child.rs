@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use proto::ToolFailure;
 use proto::toolrun::{ToolOutput, cap_str};
 
-use super::{Limits, RunOutcome, seconds};
+use super::spec::{Limits, RunOutcome};
 
 /// How much of the tool's stderr a failure message quotes (its end, where the cause is).
 pub(super) const STDERR_TAIL: usize = 2048;
@@ -318,4 +318,14 @@ fn quote(what: String, stderr: &str) -> String {
     }
     let ellipsis = if start > 0 { "…" } else { "" };
     format!("{what}; stderr: {ellipsis}{}", &text[start..])
+}
+
+/// A duration for a person: `30 s`, `1.5 s`.
+fn seconds(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{} s", d.as_secs_f64())
+    }
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::child::{self, Job};
-use super::{RunOutcome, RunSpec, Secret, check_common};
+use super::spec::{RunOutcome, RunSpec, Secret, check_common};
 
 /// Runs the tool without isolation. Build it with [`DirectRunner::new`], which warns.
 #[derive(Debug, Clone)]

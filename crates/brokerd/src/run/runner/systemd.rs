@@ -16,11 +16,9 @@ use grants::constraints::is_under;
 use proto::ToolFailure;
 
 use super::child::{self, Explained, Job};
+use super::spec::{CheckError, RunOutcome, RunSpec, UNIT_PREFIX, check_common};
 use super::unit_result;
-use super::{
-    CheckError, RunOutcome, RunSpec, UNIT_PREFIX, check_common, check_granted_path,
-    check_unit_path, systemd_span,
-};
+use super::{check_granted_path, check_unit_path};
 
 /// How much longer than the time limit brokerd waits for `systemd-run` itself: the unit's
 /// RuntimeMaxSec= counts from its start, which follows a D-Bus round trip and the namespace
@@ -270,7 +268,7 @@ impl SystemdRunner {
 
         // Limits: systemd's own clock ends the run even if brokerd is gone.
         let limits = &spec.limits;
-        p.set("RuntimeMaxSec", systemd_span(limits.time_limit));
+        p.set("RuntimeMaxSec", limits.runtime_max_sec());
         p.set("MemoryMax", limits.memory_max_bytes);
         p.set("TasksMax", limits.tasks_max);
         // No core dump, which could hold the secret or the data read.
