@@ -32,7 +32,7 @@ impl Broker {
             Err(refused) => return Ok(Err(refused)),
         };
         self.session_locks.run(session, || {
-            let answered = self.witness.answer(answer);
+            let answered = self.context.answer(answer);
             let writer = self.raise_to(session, &answered)?;
             // One run per job at a time, so the job's name makes the per-call directory's.
             let dir = match self.notes.incoming(&format!("job-note-{job}")) {

@@ -1,8 +1,14 @@
-//! The broker: the parts it owns (the grants in force, the audit writer, each session's
-//! state, the approval desk, the runner, the outbox to gatewayd), and the life of one tool
-//! request through them: validate, decide, audit, maybe ask the owner, run, raise the
-//! session, answer. Every decision is on disk before its answer leaves. The sockets
-//! (`server`, `admin`) and the link to gatewayd (`gateway`) reach it from outside.
+//! The broker: the parts it owns, and what a request does with them.
+//!
+//! The parts: the grants in force (`in_force`), the audit writer, each session's state, the
+//! approval desk, the runner, the outbox to gatewayd and the status board (`board`), the
+//! notes, the job runs, the context (`context::Attested`). The life of one tool request
+//! through them: validate, decide, audit, maybe ask the owner (`ask`), run (`run`), raise
+//! the session (`label`), answer; every decision is on disk before its answer leaves. And
+//! what the other requests do across the parts: a job's note (`job_note`), the reload and
+//! the status (`status`), the full verification of the audit log (`audit_verify`). The
+//! sockets (`crate::sockets`) reach it from outside. A new tool changes nothing here but its
+//! arguments' labels; a new kind of request is a method in a file of its own here.
 
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
@@ -59,9 +65,9 @@ pub struct Broker {
     pub(crate) notes: Notes,
     /// The job runs in progress, each with the session brokerd minted for it.
     pub(crate) runs: Runs,
-    /// What inferproxy witnessed (only those calls run, each once) and the labels of what
-    /// loopd may send the model.
-    pub(crate) witness: Attested,
+    /// What brokerd knows of the context a call came from: what inferproxy witnessed (only
+    /// those calls run, each once) and the labels of what loopd may send the model.
+    pub(crate) context: Attested,
 }
 
 impl Broker {
@@ -72,7 +78,7 @@ impl Broker {
         sessions: Sessions,
         runner: Runner,
         notes: Notes,
-        witness: Attested,
+        context: Attested,
     ) -> Self {
         let desk = Desk::new(config.broker.max_pending_approvals);
         let outbox = Outbox::new(config.gateway.is_some());
@@ -89,7 +95,7 @@ impl Broker {
             board,
             notes,
             runs: Runs::default(),
-            witness,
+            context,
         }
     }
 
@@ -105,7 +111,7 @@ impl Broker {
     /// A channel handed loopd the owner's message of `digest` (`ChatMessage::user`'s): it
     /// is on disk, private and trusted, before the channel is told.
     pub(crate) fn register_owner(&self, digest: proto::Hash32) -> Result<(), Fatal> {
-        self.witness.owner(digest).map_err(Fatal::Accounting)
+        self.context.owner(digest).map_err(Fatal::Accounting)
     }
 
     /// Appends one audit line (a job run's start or end, say), fsynced.
@@ -186,7 +192,7 @@ impl Broker {
         let parsed = ToolArgs::parse(&req.tool, &req.arguments);
         // Before any grant: the model made this call, exactly so, and it never ran.
         // The use is marked here and made durable by the decision's audit line below.
-        let witnessed = (self.witness).claim(req.witness.as_ref(), &req.tool, &req.arguments);
+        let witnessed = (self.context).claim(req.witness.as_ref(), &req.tool, &req.arguments);
         let claimed = witnessed.as_ref().ok().cloned();
         // The label the call is decided at: the session's own, raised by the labels of the
         // prompt that produced it. The session is raised to it first, on disk, so that
@@ -262,7 +268,7 @@ impl Broker {
         if ran.is_some_and(|l| l.untrusted) && !sources.contains(&this) {
             sources.insert(0, this);
         }
-        (self.witness)
+        (self.context)
             .returned(claimed.as_ref(), &response, ran, decided.labels(), &sources)
             .map_err(Fatal::Accounting)?;
         send(Envelope::last(id, Message::ToolResponse(response)));

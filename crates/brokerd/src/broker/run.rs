@@ -69,7 +69,7 @@ impl Broker {
             Err(e) => (labels, RunOutcome::failed(e.to_string())),
         };
         let labels = labels
-            .join(self.witness.for_logs(of_logs))
+            .join(self.context.for_logs(of_logs))
             .join(decided.labels());
         let Labels { class, untrusted } = labels;
         lock(&self.sessions)

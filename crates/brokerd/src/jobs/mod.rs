@@ -1,8 +1,11 @@
-//! Job sessions: a scheduled job's runner registers its run on `jobs.sock`
+//! Job sessions: the runs in progress, each with the session brokerd minted for it.
+//!
+//! A scheduled job's runner registers its run on `jobs.sock`
 //! (`crate::sockets::jobs`) and brokerd mints the run's session, bound to the job it took
-//! from the runner's user (SO_PEERCRED), never from what the runner or loopd says. A job session gets only its
-//! job's grants, and only while its run lasts; `check` refuses a configuration whose job
-//! grants could not work.
+//! from the runner's user (SO_PEERCRED), never from what the runner or loopd says. A job
+//! session gets only its job's grants, and only while its run lasts; `check` refuses a
+//! configuration whose job grants could not work; `note` says which note a job delivers to
+//! (a new kind of delivery goes beside it).
 //!
 //! Job session ids are `job-<name>-<128 random bits>`, a prefix loopd never mints (its ids
 //! are `s-…`): any session id of that shape that is not a run in progress — finished, from

@@ -1,4 +1,6 @@
-//! The notes, and their labels. brokerd is the one owner of the notes directory: only it
+//! The notes and their labels, of which brokerd is the one writer.
+//!
+//! brokerd is the one owner of the notes directory: only it
 //! writes there, each write through temp file, fsync and rename, and it records each note's
 //! hash and label in its own state (`note-state/labels/<name>.json`, written the same way),
 //! never the tool's word. A note whose bytes do not match the record (edited on disk, or

@@ -110,7 +110,7 @@ impl Notes {
             }
             return Err(NoteError::Io {
                 path: e.path,
-                source: e.source,
+                error: e.source,
             });
         }
         // 0644, whatever brokerd's umask: a read unit runs as another user; on the host only
@@ -201,7 +201,7 @@ impl Notes {
         // 0644: the indexer, another user under systemd, reads it.
         daemon::durable::replace_file(&path, &tmp, &text, 0o644).map_err(|e| NoteError::Io {
             path: e.path,
-            source: e.source,
+            error: e.source,
         })
     }
 }

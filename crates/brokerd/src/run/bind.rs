@@ -9,7 +9,6 @@
 //! owner's layout) are followed, and what is bound is the real path, at the path the tool
 //! reads. Only metadata is read (lstat, realpath), never a file's content.
 
-use std::fmt;
 use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
@@ -27,52 +26,32 @@ pub struct Bind {
 }
 
 /// Why a covered path binds nothing; the text is for the model and the audit, and never
-/// names where a link points.
-#[derive(Debug)]
+/// names where a link points. Each text is whole (docs/decisions.md F16).
+#[derive(Debug, thiserror::Error)]
 pub enum BindError {
     /// A component below the granted root is a symbolic link.
+    #[error("{path} goes through a symlink below the granted directory; links are not followed")]
     Link { path: String },
     /// lstat of a component below the root failed (it does not exist, say).
-    Io { path: String, source: io::Error },
+    #[error("{}", lstat_failed(path, error))]
+    Io { path: String, error: io::Error },
     /// The granted root itself cannot be resolved.
-    Root { root: String, source: io::Error },
+    #[error("brokerd cannot see the granted directory {root}: {error}")]
+    Root { root: String, error: io::Error },
     /// The granted root's real path is not UTF-8.
+    #[error("the real path of {root} is not UTF-8")]
     RootNotUtf8 { root: String },
     /// No granted root holds the path.
+    #[error("{path} is outside the granted paths")]
     Outside { path: String },
 }
 
-impl fmt::Display for BindError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Link { path } => write!(
-                f,
-                "{path} goes through a symlink below the granted directory; links are not \
-                 followed"
-            ),
-            Self::Io { path, source } => match source.kind() {
-                io::ErrorKind::NotFound => write!(f, "{path} does not exist"),
-                io::ErrorKind::PermissionDenied => write!(f, "{path}: permission denied"),
-                _ => write!(f, "{path}: {source}"),
-            },
-            Self::Root { root, source } => {
-                write!(
-                    f,
-                    "brokerd cannot see the granted directory {root}: {source}"
-                )
-            }
-            Self::RootNotUtf8 { root } => write!(f, "the real path of {root} is not UTF-8"),
-            Self::Outside { path } => write!(f, "{path} is outside the granted paths"),
-        }
-    }
-}
-
-impl std::error::Error for BindError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Io { source, .. } | Self::Root { source, .. } => Some(source),
-            Self::Link { .. } | Self::RootNotUtf8 { .. } | Self::Outside { .. } => None,
-        }
+/// A component that could not be looked at, as the model reads it.
+fn lstat_failed(path: &str, error: &io::Error) -> String {
+    match error.kind() {
+        io::ErrorKind::NotFound => format!("{path} does not exist"),
+        io::ErrorKind::PermissionDenied => format!("{path}: permission denied"),
+        _ => format!("{path}: {error}"),
     }
 }
 
@@ -146,14 +125,14 @@ fn resolve_under(path: &str, root: &str) -> Result<String, BindError> {
             Err(source) => {
                 return Err(BindError::Io {
                     path: path.to_owned(),
-                    source,
+                    error: source,
                 });
             }
         }
     }
     let real_root = fs::canonicalize(root).map_err(|source| BindError::Root {
         root: root.to_owned(),
-        source,
+        error: source,
     })?;
     let real = join(&real_root, rest);
     real.into_os_string()

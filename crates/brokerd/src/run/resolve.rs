@@ -6,7 +6,6 @@
 //!
 //! The lookup is a parameter, so tests stand in for DNS without touching the system's.
 
-use std::fmt;
 use std::io;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::time::Duration;
@@ -27,41 +26,22 @@ fn system(name: &str, port: u16) -> io::Result<Vec<IpAddr>> {
 /// can add up to much more, and the session's calls wait meanwhile (its lock is held).
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Why a call's host gives nothing to connect to.
-#[derive(Debug)]
+/// Why a call's host gives nothing to connect to. Each text is whole: it prints what it
+/// wraps (docs/decisions.md F16).
+#[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The lookup thread could not start.
-    Thread { name: String, source: io::Error },
+    #[error("cannot resolve {name}: {error}")]
+    Thread { name: String, error: io::Error },
     /// The resolver answered with an error.
-    Lookup { name: String, source: io::Error },
+    #[error("cannot resolve {name}: {error}")]
+    Lookup { name: String, error: io::Error },
     /// The resolver did not answer in time.
+    #[error("cannot resolve {name}: no answer within {after:?}")]
     Timeout { name: String, after: Duration },
     /// The answer left nothing the grant reaches.
+    #[error("{0}")]
     Unreachable(Unreachable),
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Thread { name, source } | Self::Lookup { name, source } => {
-                write!(f, "cannot resolve {name}: {source}")
-            }
-            Self::Timeout { name, after } => {
-                write!(f, "cannot resolve {name}: no answer within {after:?}")
-            }
-            Self::Unreachable(u) => u.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Thread { source, .. } | Self::Lookup { source, .. } => Some(source),
-            Self::Timeout { .. } => None,
-            Self::Unreachable(u) => Some(u),
-        }
-    }
 }
 
 /// The addresses of `host` a call under `reach` may connect to, sorted. An IP literal in the
@@ -92,12 +72,12 @@ fn addresses_with(
         })
         .map_err(|source| Error::Thread {
             name: name.clone(),
-            source,
+            error: source,
         })?;
     let answer = match rx.recv_timeout(timeout) {
         Ok(found) => found.map_err(|source| Error::Lookup {
             name: name.clone(),
-            source,
+            error: source,
         })?,
         Err(_) => {
             return Err(Error::Timeout {

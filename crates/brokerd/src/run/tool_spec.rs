@@ -2,7 +2,6 @@
 //! one path to bind (resolved by [`crate::run::bind`]), the addresses it may reach (resolved by
 //! [`crate::run::resolve`]), the secret to hand over, and the limits.
 
-use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
 
@@ -17,92 +16,53 @@ use crate::run::runner::{CheckError, Limits, RunSpec, Runner, Secret, unit_name}
 use grants::constraints::{Reach, UrlError, normalize_url};
 
 /// Why an allowed call has no run: its text is the failed result the model and the audit
-/// see.
-#[derive(Debug)]
+/// see. Each text is whole: it prints what it wraps (docs/decisions.md F16).
+#[derive(Debug, thiserror::Error)]
 pub enum SpecError {
     /// The decision carries no grant (a bug: only an allow is built).
+    #[error("internal: no grant")]
     NoGrant,
     /// A consult call, but `[broker.consult]` is missing.
+    #[error("consult is not configured (broker.consult)")]
     ConsultNotConfigured,
     /// The consult grant names no secret for the API key.
+    #[error("the consult grant names no secret for the API key")]
     ConsultNoSecret,
     /// `broker.consult.url` is not a URL brokerd accepts.
+    #[error("broker.consult.url: {0}")]
     ConsultUrl(UrlError),
     /// The URL has neither a port nor a scheme with a known one.
+    #[error("the URL has no port and no known default")]
     NoPort,
     /// The host gives nothing to connect to.
+    #[error("{0}")]
     Resolve(crate::run::resolve::Error),
     /// The covered path cannot be bound.
+    #[error("{0}")]
     Bind(BindError),
     /// The grant names a secret, but brokerd was given no credentials.
+    #[error(
+        "the grant names a secret, but brokerd has no $CREDENTIALS_DIRECTORY \
+         (services.boxmaker.secrets)"
+    )]
     NoCredentials,
 }
 
-impl fmt::Display for SpecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NoGrant => f.write_str("internal: no grant"),
-            Self::ConsultNotConfigured => f.write_str("consult is not configured (broker.consult)"),
-            Self::ConsultNoSecret => {
-                f.write_str("the consult grant names no secret for the API key")
-            }
-            Self::ConsultUrl(e) => write!(f, "broker.consult.url: {e}"),
-            Self::NoPort => f.write_str("the URL has no port and no known default"),
-            Self::Resolve(e) => e.fmt(f),
-            Self::Bind(e) => e.fmt(f),
-            Self::NoCredentials => f.write_str(
-                "the grant names a secret, but brokerd has no $CREDENTIALS_DIRECTORY \
-                 (services.boxmaker.secrets)",
-            ),
-        }
-    }
-}
-
-impl std::error::Error for SpecError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::ConsultUrl(e) => Some(e),
-            Self::Resolve(e) => Some(e),
-            Self::Bind(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
 /// Why `--print-tool-unit` has no unit to print.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum UnitError {
     /// The direct runner starts no units.
+    #[error("broker.runner is not \"systemd\": the direct runner has no unit")]
     NotSystemd,
     /// No grant has this id.
+    #[error("no grant {grant:?} in {}", dir.display())]
     NoGrant { grant: String, dir: PathBuf },
     /// The grant id makes no valid session id for the example unit name.
+    #[error("{0}")]
     Session(proto::InvalidValue),
     /// The systemd runner refuses the example run.
+    #[error("{0}")]
     Refused(CheckError),
-}
-
-impl fmt::Display for UnitError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotSystemd => {
-                f.write_str("broker.runner is not \"systemd\": the direct runner has no unit")
-            }
-            Self::NoGrant { grant, dir } => write!(f, "no grant {grant:?} in {}", dir.display()),
-            Self::Session(e) => e.fmt(f),
-            Self::Refused(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for UnitError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Session(e) => Some(e),
-            Self::Refused(e) => Some(e),
-            Self::NotSystemd | Self::NoGrant { .. } => None,
-        }
-    }
 }
 
 /// The run of an allowed call: the arguments it authorises ([`Decision::args`], as the

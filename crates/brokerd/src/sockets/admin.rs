@@ -1,11 +1,54 @@
-//! The owner's side: approvals, answers and read-only queries. Reached only through the
-//! admin socket (and, with the gateway, gateway.sock); the socket decides, never the peer.
+//! brokerd's admin side, `broker.sock` in the admin ↔ broker pair directory
+//! (`sockets.admin_broker`), reached only by the owner's admin group (`peers.admin`):
+//! approvals and answers, read-only queries (sessions, grants, status, notes, search), the
+//! grants reload, a note's relabel, and the full verification of the audit log
+//! (`audit_verify`). With the gateway, answers heard on Mattermost come the same way
+//! through the link (`gateway`); the socket decides what may be asked, never the peer.
 
-use proto::Message;
+use std::sync::atomic::AtomicBool;
+
+use daemon::accept::Activity;
+use daemon::conn::Conn;
+use daemon::serve::{self, Policy};
 use proto::approval::{ApprovalAnswer, ApprovalListing, GrantsInfo, SessionInfo, SessionQuery};
+use proto::{Envelope, Message};
 
+use super::side::{self, Side};
 use crate::Fatal;
 use crate::broker::Broker;
+
+/// Who may connect: the owner's admin group (`peers.admin`).
+pub fn policy(broker: &Broker) -> Policy {
+    side::admitting(broker, Side::Admin, vec![broker.config.peers.admin.clone()])
+}
+
+/// One admin request; `Ok(false)` closes the connection. `activity` says when brokerd
+/// stops, which ends a full verification early.
+pub fn handle(
+    broker: &Broker,
+    conn: &mut Conn,
+    env: Envelope,
+    who: &str,
+    activity: &Activity,
+) -> Result<bool, Fatal> {
+    let id = env.id;
+    let reply = match env.msg {
+        // The whole chain, read while brokerd serves; ended early when brokerd stops.
+        Message::AuditVerify(_) => verify(broker, &activity.stopping)?,
+        msg => match AdminRequest::try_from(msg) {
+            Ok(req) => reply(broker, req, who)?,
+            Err(msg) => {
+                serve::forbid(conn, id, Side::Admin.name(), who, msg.kind());
+                return Ok(false);
+            }
+        },
+    };
+    Ok(conn.write(&Envelope::last(id, reply)).is_ok())
+}
+
+fn verify(broker: &Broker, stop: &AtomicBool) -> Result<Message, Fatal> {
+    Ok(Message::AuditVerified(broker.verify_audit(stop)?))
+}
 
 /// What the admin side takes; every other kind is refused there like on any socket.
 #[derive(Debug)]
@@ -42,7 +85,7 @@ impl TryFrom<Message> for AdminRequest {
 }
 
 /// Answers one admin request; `who` is the peer as the kernel names it.
-pub fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, Fatal> {
+fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, Fatal> {
     Ok(match req {
         AdminRequest::ApprovalList => Message::ApprovalListing(fit(broker.pending_cards())),
         AdminRequest::ApprovalAnswer(answer) => {
@@ -66,11 +109,9 @@ pub fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, F
                 grants: snapshot.ids(),
             })
         }
-        AdminRequest::StatusQuery => Message::BrokerStatus(crate::broker::status::status(broker)),
+        AdminRequest::StatusQuery => Message::BrokerStatus(broker.status()),
         // The reload SIGHUP makes, on the socket only the owner reaches.
-        AdminRequest::GrantsReload => {
-            Message::GrantsReloaded(crate::broker::status::reload(broker)?)
-        }
+        AdminRequest::GrantsReload => Message::GrantsReloaded(broker.reload()?),
         AdminRequest::NotesQuery(q) => match broker.notes.listing(q.name.as_deref()) {
             Ok(listing) => Message::NotesListing(listing),
             Err(e) => refused(&e),

@@ -5,57 +5,33 @@
 //! peers loopd's chat socket admits (`peers.chat`, `peers.gateway`): whoever may chat with
 //! loopd as the owner may say what the owner said. Nothing else is decided here.
 
-use std::convert::Infallible;
-
-use daemon::accept::Activity;
 use daemon::conn::Conn;
 use daemon::serve::{self, Policy};
-use daemon::service::Halt;
 use proto::{Envelope, Message};
 
+use super::side::{self, Side};
+use crate::Fatal;
 use crate::broker::Broker;
-
-/// The socket's name in logs and refusals.
-pub const NAME: &str = "chat";
 
 /// Who may connect: those who may chat with loopd.
 pub fn policy(broker: &Broker) -> Policy {
-    let c = &broker.config;
-    Policy {
-        name: NAME,
-        peers: c
-            .peers
-            .chat
-            .iter()
-            .chain(c.peers.gateway.iter())
-            .cloned()
-            .collect(),
-        max_connections: c.broker.max_connections,
-        idle: c.broker.idle_timeout,
-        frame: c.broker.frame_deadline,
-    }
+    let peers = &broker.config.peers;
+    let chatting = peers.chat.iter().chain(peers.gateway.iter());
+    side::admitting(broker, Side::Chat, chatting.cloned().collect())
 }
 
-/// Serves each admitted channel (`start::framed` calls it for each).
-pub fn serve(broker: &Broker, mut conn: Conn, who: &str, activity: &Activity, halt: &Halt) {
-    let served: Result<(), Infallible> =
-        serve::requests(&mut conn, NAME, who, activity, |conn, env| {
-            let id = env.id;
-            Ok(match env.msg {
-                Message::OwnerMessage(m) => match broker.register_owner(m.digest) {
-                    Ok(()) => conn
-                        .write(&Envelope::last(id, Message::OwnerRegistered(m)))
-                        .is_ok(),
-                    Err(fatal) => {
-                        halt.stop("a request on the chat socket", fatal);
-                        false
-                    }
-                },
-                msg => {
-                    serve::forbid(conn, id, NAME, who, msg.kind());
-                    false
-                }
-            })
-        });
-    let Ok(()) = served;
+/// One request of a channel: its owner message, registered before it is acknowledged.
+pub fn handle(broker: &Broker, conn: &mut Conn, env: Envelope, who: &str) -> Result<bool, Fatal> {
+    let id = env.id;
+    Ok(match env.msg {
+        Message::OwnerMessage(m) => {
+            broker.register_owner(m.digest)?;
+            conn.write(&Envelope::last(id, Message::OwnerRegistered(m)))
+                .is_ok()
+        }
+        msg => {
+            serve::forbid(conn, id, Side::Chat.name(), who, msg.kind());
+            false
+        }
+    })
 }

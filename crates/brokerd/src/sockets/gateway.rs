@@ -8,7 +8,6 @@
 //! unused, unchanged). Every refusal is audited and shown on the post.
 
 use std::collections::HashSet;
-use std::fmt;
 use std::io;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -71,32 +70,23 @@ pub fn run(broker: &Broker, outbox: &Receiver<Outgoing>, halt: &Halt) {
 }
 
 /// Why the link ended: it broke (said once per outage, then tried again), or brokerd must
-/// stop ([`Fatal`]).
+/// stop ([`Fatal`]). Each text is whole: it prints what it wraps (docs/decisions.md F16).
+#[derive(Debug, thiserror::Error)]
 enum Error {
     /// gateway.sock cannot be reached.
-    Connect {
-        sock: PathBuf,
-        source: io::Error,
-    },
+    #[error("{}: {error}", sock.display())]
+    Connect { sock: PathBuf, error: io::Error },
     /// A request to gatewayd failed on the wire.
+    #[error("{0}")]
     Call(CallError),
     /// gatewayd answered a request with something else than its answer.
+    #[error("{asked} answered by {answered}")]
     Answered {
         asked: &'static str,
         answered: &'static str,
     },
+    #[error("{0}")]
     Fatal(Fatal),
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Connect { sock, source } => write!(f, "{}: {source}", sock.display()),
-            Self::Call(e) => e.fmt(f),
-            Self::Answered { asked, answered } => write!(f, "{asked} answered by {answered}"),
-            Self::Fatal(e) => e.fmt(f),
-        }
-    }
 }
 
 fn answered(asked: &'static str, answer: &Message) -> Error {
@@ -110,9 +100,9 @@ fn connect(sock: &Path) -> Result<Conn, Error> {
     // Only gatewayd and brokerd may enter the socket's directory. The listener's SO_PEERCRED
     // would name whoever called listen(): systemd itself under socket activation, so it
     // proves nothing here.
-    let stream = UnixStream::connect(sock).map_err(|source| Error::Connect {
+    let stream = UnixStream::connect(sock).map_err(|error| Error::Connect {
         sock: sock.to_path_buf(),
-        source,
+        error,
     })?;
     // Posting a long card is several Mattermost calls of up to 30 s each: a connection
     // that says nothing for this long is dropped, never one that is merely slow.

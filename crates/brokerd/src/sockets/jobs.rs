@@ -3,14 +3,13 @@
 //! connection open while the run lasts; the run ends when it sends `job_finish` or the
 //! connection closes (its unit stopped) or idles out.
 //! While it lasts, a job that delivers to a note sends its result (`job_note`), which
-//! brokerd writes as the run's session's note (`note`, J10).
+//! brokerd writes as the run's session's note (`Broker::job_note`, J10).
 //!
 //! The job is the one the runner's user names (`boxmaker-job-<name>`, each job unit's own
 //! DynamicUser): a claim of another job is refused and audited. Only where the socket
 //! admits one uid (`bxctl dev`, every process the developer's) is the claim taken, since
 //! SO_PEERCRED cannot tell jobs apart there (docs/threat-model.md).
 
-use std::convert::Infallible;
 use std::time::Duration;
 
 use daemon::accept::Activity;
@@ -23,94 +22,87 @@ use proto::attest::ChatMessage;
 use proto::job::{JobOutcome, JobRegister, JobRegistered, RunEnd};
 use proto::{AuditEvent, AuditLine, Envelope, ErrorCode, JobName, Message, SessionId};
 
+use super::side::{self, Side};
 use crate::Fatal;
 use crate::broker::Broker;
 use crate::jobs::NotStarted;
-
-/// The socket's name in logs and refusals.
-pub const NAME: &str = "jobs";
 
 /// Who may connect, and how long a run may sit silent: the longest job's time limit.
 pub fn policy(broker: &Broker) -> Policy {
     let c = &broker.config;
     let longest = c.jobs.iter().map(|j| j.time_limit).max();
     Policy {
-        name: NAME,
-        peers: c.job_runners(),
-        max_connections: c.broker.max_connections,
         idle: longest.unwrap_or(Duration::from_secs(60)) + Duration::from_secs(60),
-        frame: c.broker.frame_deadline,
+        ..side::admitting(broker, Side::Jobs, c.job_runners())
     }
 }
 
-/// Serves each admitted runner (`start::framed` calls it for each).
-pub fn serve(broker: &Broker, mut conn: Conn, who: &str, activity: &Activity, halt: &Halt) {
+/// Serves one runner's connection: the run it registers lasts until it finishes, or the
+/// connection closes or idles out.
+pub fn serve(broker: &Broker, conn: &mut Conn, who: &str, activity: &Activity, halt: &Halt) {
     let mut run: Option<(JobName, SessionId)> = None;
-    let stop = |fatal: Fatal| halt.stop("a request on the jobs socket", fatal);
-    let served: Result<(), Infallible> =
-        serve::requests(&mut conn, NAME, who, activity, |conn, env| {
-            let id = env.id;
-            Ok(match (env.msg, &run) {
-                (Message::JobRegister(req), None) => match register(broker, conn, id, who, &req) {
-                    Ok(Some((job, session))) => {
-                        let reply = JobRegistered {
-                            job: job.clone(),
-                            session: session.clone(),
-                        };
-                        run = Some((job, session));
-                        conn.write(&Envelope::last(id, Message::JobRegistered(reply)))
-                            .is_ok()
-                    }
-                    Ok(None) => false,
-                    Err(fatal) => {
-                        stop(fatal);
-                        false
-                    }
-                },
-                (Message::JobFinish(finish), Some(_)) => {
-                    if let Some((job, session)) = run.take()
-                        && let Err(fatal) = end(broker, job, &session, Some(finish.outcome))
-                    {
-                        stop(fatal);
-                        return Ok(false);
-                    }
-                    let done = Message::JobFinished(proto::approval::Empty {});
-                    let _ = conn.write(&Envelope::last(id, done));
-                    false
-                }
-                (Message::JobNote(note), Some((job, session))) => {
-                    match broker.job_note(job, session, &note.text, note.answer.as_deref()) {
-                        Ok(Ok(noted)) => {
-                            log::info(format_args!(
-                                "job {job}: result written to note {}",
-                                noted.note
-                            ));
-                            conn.write(&Envelope::last(id, Message::JobNoted(noted)))
-                                .is_ok()
-                        }
-                        Ok(Err(reason)) => {
-                            log::warn(format_args!("job {job}: note refused: {reason}"));
-                            conn.refuse(id, ErrorCode::Refused, &reason);
-                            true
-                        }
-                        Err(fatal) => {
-                            stop(fatal);
-                            false
-                        }
-                    }
-                }
-                (msg, _) => {
-                    serve::forbid(conn, id, NAME, who, msg.kind());
-                    false
-                }
-            })
-        });
-    let Ok(()) = served;
+    side::requests(Side::Jobs, conn, who, activity, halt, |conn, env| {
+        handle(broker, conn, env, who, &mut run)
+    });
     if let Some((job, session)) = run.take()
         && let Err(fatal) = end(broker, job, &session, None)
     {
-        stop(fatal);
+        halt.stop("a request on the jobs socket", fatal);
     }
+}
+
+/// One request of the runner whose run so far is `run`; `Ok(false)` closes the connection.
+fn handle(
+    broker: &Broker,
+    conn: &mut Conn,
+    env: Envelope,
+    who: &str,
+    run: &mut Option<(JobName, SessionId)>,
+) -> Result<bool, Fatal> {
+    let id = env.id;
+    Ok(match (env.msg, &*run) {
+        (Message::JobRegister(req), None) => match register(broker, conn, id, who, &req)? {
+            Some((job, session)) => {
+                let reply = JobRegistered {
+                    job: job.clone(),
+                    session: session.clone(),
+                };
+                *run = Some((job, session));
+                conn.write(&Envelope::last(id, Message::JobRegistered(reply)))
+                    .is_ok()
+            }
+            None => false,
+        },
+        (Message::JobFinish(finish), Some(_)) => {
+            if let Some((job, session)) = run.take() {
+                end(broker, job, &session, Some(finish.outcome))?;
+            }
+            let done = Message::JobFinished(proto::approval::Empty {});
+            let _ = conn.write(&Envelope::last(id, done));
+            false
+        }
+        (Message::JobNote(note), Some((job, session))) => {
+            match broker.job_note(job, session, &note.text, note.answer.as_deref())? {
+                Ok(noted) => {
+                    log::info(format_args!(
+                        "job {job}: result written to note {}",
+                        noted.note
+                    ));
+                    conn.write(&Envelope::last(id, Message::JobNoted(noted)))
+                        .is_ok()
+                }
+                Err(reason) => {
+                    log::warn(format_args!("job {job}: note refused: {reason}"));
+                    conn.refuse(id, ErrorCode::Refused, &reason);
+                    true
+                }
+            }
+        }
+        (msg, _) => {
+            serve::forbid(conn, id, Side::Jobs.name(), who, msg.kind());
+            false
+        }
+    })
 }
 
 /// Registers a run, or refuses (audited, answered) and returns `None`.

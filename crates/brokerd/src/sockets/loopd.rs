@@ -1,98 +1,27 @@
-//! The two broker sockets. What a connection may ask is decided by the socket it arrived
-//! on: the loopd side takes tool requests only, the admin side approvals, answers,
-//! read-only queries and the full verification of the audit log (`audit_verify`). Peers, the connection cap and threads are `daemon::serve`'s; a
-//! malformed frame gets a typed error and the connection is closed, the daemon serves on.
+//! brokerd's loop side, `broker.sock` in the loop ↔ broker pair directory
+//! (`sockets.loop_broker`), shared with loopd: tool requests only. Each is served by the
+//! broker (`Broker::tool_request`) while loopd's connection waits, and answered with the
+//! decision, or the result; a `pending_approval` frame first when the owner is asked. Any
+//! other kind is refused and the connection closed, brokerd serves on.
 
-use std::convert::Infallible;
-use std::sync::Arc;
-
-use daemon::accept::Activity;
 use daemon::conn::Conn;
 use daemon::serve::{self, Policy};
-use daemon::service::Halt;
 use proto::{Envelope, Message};
 
+use super::side::{self, Side};
 use crate::Fatal;
 use crate::broker::Broker;
-use crate::sockets::admin::{self, AdminRequest};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    /// Shared with loopd: tool requests only.
-    Loop,
-    /// Shared with the owner's admin group: approvals, answers, queries.
-    Admin,
+/// Who may connect: loopd (`peers.loopd`).
+pub fn policy(broker: &Broker) -> Policy {
+    side::admitting(broker, Side::Loop, vec![broker.config.peers.loopd.clone()])
 }
 
-impl Side {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Loop => "loop",
-            Self::Admin => "admin",
-        }
-    }
-}
-
-/// How one side serves: its peer, and the broker's cap and deadlines.
-pub fn policy(broker: &Broker, side: Side) -> Policy {
-    let b = &broker.config.broker;
-    Policy {
-        name: side.name(),
-        peers: vec![match side {
-            Side::Loop => broker.config.peers.loopd.clone(),
-            Side::Admin => broker.config.peers.admin.clone(),
-        }],
-        max_connections: b.max_connections,
-        idle: b.idle_timeout,
-        frame: b.frame_deadline,
-    }
-}
-
-/// What serves each admitted connection on one side.
-pub fn handler(
-    broker: Arc<Broker>,
-    side: Side,
-    activity: Arc<Activity>,
-    halt: Halt,
-) -> impl Fn(Conn, &str) + Send + Sync + 'static {
-    move |conn: Conn, who: &str| serve(&broker, side, conn, who, &activity, &halt)
-}
-
-/// Serves one connection until it closes, errs or idles out. A durable-state failure stops
-/// the role (main exits 70; systemd restarts us and recovery runs): answering anything now
-/// could acknowledge what is not on disk. It is reported while its request still counts as
-/// in flight, so a drain under way cannot end, and the role return success, before it.
-fn serve(broker: &Broker, side: Side, mut conn: Conn, who: &str, activity: &Activity, halt: &Halt) {
-    let served: Result<(), Infallible> =
-        serve::requests(&mut conn, side.name(), who, activity, |conn, env| {
-            Ok(
-                handle(broker, side, conn, env, who, activity).unwrap_or_else(|fatal| {
-                    halt.stop(&format!("a request on the {} socket", side.name()), fatal);
-                    false
-                }),
-            )
-        });
-    let Ok(()) = served;
-}
-
-/// Handles one request; `Ok(false)` closes the connection.
-fn handle(
-    broker: &Broker,
-    side: Side,
-    conn: &mut Conn,
-    env: Envelope,
-    who: &str,
-    activity: &Activity,
-) -> Result<bool, Fatal> {
+/// One tool request; `Ok(false)` closes the connection (loopd went away, or another kind).
+pub fn handle(broker: &Broker, conn: &mut Conn, env: Envelope, who: &str) -> Result<bool, Fatal> {
     let id = env.id;
-    let refused = match (side, env.msg) {
-        // The whole chain, read while brokerd serves; ended early when brokerd stops.
-        (Side::Admin, Message::AuditVerify(_)) => {
-            let verified = crate::broker::audit_verify::verify(broker, &activity.stopping)?;
-            let reply = Envelope::last(id, Message::AuditVerified(verified));
-            return Ok(conn.write(&reply).is_ok());
-        }
-        (Side::Loop, Message::ToolRequest(req)) => {
+    match env.msg {
+        Message::ToolRequest(req) => {
             let mut alive = true;
             let requester = conn.handle().ok();
             broker.tool_request(id, &req, requester.as_ref(), &mut |frame| {
@@ -101,17 +30,11 @@ fn handle(
                     alive = false;
                 }
             })?;
-            return Ok(alive);
+            Ok(alive)
         }
-        (Side::Admin, msg) => match AdminRequest::try_from(msg) {
-            Ok(req) => {
-                let reply = admin::reply(broker, req, who)?;
-                return Ok(conn.write(&Envelope::last(id, reply)).is_ok());
-            }
-            Err(msg) => msg,
-        },
-        (Side::Loop, msg) => msg,
-    };
-    serve::forbid(conn, id, side.name(), who, refused.kind());
-    Ok(false)
+        msg => {
+            serve::forbid(conn, id, Side::Loop.name(), who, msg.kind());
+            Ok(false)
+        }
+    }
 }

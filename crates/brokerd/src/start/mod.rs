@@ -1,17 +1,19 @@
-//! Start-up, reload and shutdown, through `daemon::service`: the inherited sockets are taken
-//! before any thread starts; READY is sent only once both sockets serve.
+//! Start-up, reload and shutdown, through `daemon::service`.
+//!
+//! The inherited sockets are taken before any thread starts; the configuration and the
+//! grants are checked (`--check-config` stops there); the audit log is locked, verified and
+//! what it holds rebuilt (`restore`); the session state, the notes and the context opened;
+//! every listening side bound (`sockets::listen`) and the link to gatewayd started; READY is
+//! sent only once every side serves. SIGHUP reloads the grants; SIGTERM denies what waits
+//! for the owner, drains the requests in flight and waits a little for gatewayd to show
+//! their outcomes. What a new part needs at start (MCP servers' pins, say) is opened here.
 
-use std::fmt;
 use std::os::unix::fs::DirBuilderExt;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use daemon::accept::Activity;
 use daemon::config::{Config, RunnerKind};
-use daemon::conn::Conn;
-use daemon::listen::{Inherited, ListenError};
-use daemon::serve::Policy;
+use daemon::listen::Inherited;
 use daemon::service::{Halt, Service};
 use daemon::{CommonArgs, log};
 
@@ -26,8 +28,7 @@ use crate::jobs;
 use crate::notes::Notes;
 use crate::run::runner::{DirectRunner, Runner, SystemdRunner};
 use crate::sessions::Sessions;
-use crate::sockets::loopd::{self as server, Side};
-use crate::sockets::{chat as chat_socket, jobs as jobs_socket, witness as witness_socket};
+use crate::sockets;
 use grants::Snapshot;
 
 #[derive(Debug, clap::Parser)]
@@ -121,64 +122,17 @@ pub fn run(args: Args) -> Result<(), Error> {
     let mut service = Service::new("brokerd", inherited);
     // A thread whose durable state fails stops brokerd through this; `main` exits 70.
     let halt = service.halt();
-    for side in [Side::Loop, Side::Admin] {
-        let sockets = &broker.config.sockets;
-        let path = match side {
-            Side::Loop => sockets.loop_broker_sock(),
-            Side::Admin => sockets.admin_broker_sock(),
-        };
-        let handle = server::handler(broker.clone(), side, service.activity(), halt.clone());
-        service
-            .framed(&path, &server::policy(&broker, side), handle)
-            .map_err(|source| Error::Socket { side, source })?;
-    }
-    // The channels' side, where anyone may chat: they register the owner's words here.
-    if broker.config.peers.chat.is_some() || broker.config.peers.gateway.is_some() {
-        let path = broker.config.sockets.chat_broker_sock();
-        framed(
-            &mut service,
-            &broker,
-            &halt,
-            &path,
-            chat_socket::policy(&broker),
-            chat_socket::serve,
-        )
-        .map_err(Error::ChatSocket)?;
-    }
-    // inferproxy's side: its reports of the completions it forwards.
-    let path = broker.config.sockets.infer_broker_sock();
-    framed(
-        &mut service,
-        &broker,
-        &halt,
-        &path,
-        witness_socket::policy(&broker),
-        witness_socket::serve,
-    )
-    .map_err(Error::WitnessSocket)?;
-    // The job runners' side, when jobs are configured.
-    if !broker.config.jobs.is_empty() {
-        let path = broker.config.sockets.jobs_broker_sock();
-        framed(
-            &mut service,
-            &broker,
-            &halt,
-            &path,
-            jobs_socket::policy(&broker),
-            jobs_socket::serve,
-        )
-        .map_err(Error::JobsSocket)?;
-    }
+    // Every listening side the configuration has, bound before READY.
+    sockets::listen(&mut service, &broker, &halt)?;
+    // The link to gatewayd, when one is configured: brokerd is its client.
     if let Some(outbox) = broker.outbox.take() {
         let (b, halt) = (broker.clone(), halt.clone());
-        service.thread("gateway", move || {
-            crate::sockets::gateway::run(&b, &outbox, &halt)
-        });
+        service.thread("gateway", move || sockets::gateway::run(&b, &outbox, &halt));
     }
     // Pinged while the audit writer, the heart of the broker, and the witness store every
     // call goes through can be reached.
     let b = broker.clone();
-    service.watchdog(move || b.audit_alive() && b.witness.alive());
+    service.watchdog(move || b.audit_alive() && b.context.alive());
     let b = broker.clone();
     service.reload(move || reload(&b, &halt));
     service.drain(DRAIN);
@@ -215,7 +169,7 @@ fn open_accounting(config: &Config) -> Result<Accounting, Error> {
     made.map_err(|source| {
         Error::Accounting(accounting::LogError::Io {
             path: dir.clone(),
-            source,
+            error: source,
         })
     })?;
     let a = Accounting::open(
@@ -244,67 +198,10 @@ fn runner(config: &Config) -> Runner {
     }
 }
 
-/// SIGHUP: a new snapshot for later calls (`status::reload`); a reload that cannot be
+/// SIGHUP: a new snapshot for later calls (`Broker::reload`); a reload that cannot be
 /// audited stops brokerd (B10).
 fn reload(broker: &Broker, halt: &Halt) {
-    if let Err(fatal) = crate::broker::status::reload(broker) {
+    if let Err(fatal) = broker.reload() {
         halt.stop("the grants reload", fatal);
     }
-}
-
-impl fmt::Display for crate::audit::OpenReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} records in {} files, next seq {}",
-            self.lines, self.files, self.head.next_seq
-        )?;
-        match &self.from {
-            Some(cp) => write!(
-                f,
-                "; verified past its checkpoint (seq {}, {} line {}): {} bytes read",
-                cp.seq, cp.file, cp.line, self.read
-            )?,
-            None => write!(
-                f,
-                "; verified from its first line: {} bytes read",
-                self.read
-            )?,
-        }
-        if let Some(r) = &self.recovered
-            && let Some(first) = r.torn.first()
-        {
-            write!(
-                f,
-                "; recovered a torn line ({} bytes) at {} line {}",
-                first.torn_bytes, first.file, first.line
-            )?;
-            if r.torn.len() > 1 {
-                write!(
-                    f,
-                    " and the {} torn recovery lines of starts cut short after it",
-                    r.torn.len() - 1
-                )?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// How one of brokerd's own sockets serves an admitted connection.
-type Serve = fn(&Broker, Conn, &str, &Activity, &Halt);
-
-/// Listens on `path` under `policy`, serving each admitted connection with `serve`.
-fn framed(
-    service: &mut Service,
-    broker: &Arc<Broker>,
-    halt: &Halt,
-    path: &Path,
-    policy: Policy,
-    serve: Serve,
-) -> Result<(), ListenError> {
-    let (broker, activity, halt) = (broker.clone(), service.activity(), halt.clone());
-    service.framed(path, &policy, move |conn: Conn, who: &str| {
-        serve(&broker, conn, who, &activity, &halt)
-    })
 }

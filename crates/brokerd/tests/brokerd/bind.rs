@@ -242,7 +242,11 @@ fn a_consult_url_brokerd_does_not_accept_gives_no_run() {
         "broker.consult.url: \"ftp://api.example/v1\": only http and https URLs can be \
          fetched, not ftp:"
     );
-    let source = std::error::Error::source(&err).and_then(|e| e.downcast_ref::<UrlError>());
+    // The URL's own error is kept, typed; its text is printed, not chained (F16).
+    let source = match &err {
+        SpecError::ConsultUrl(e) => Some(e),
+        _ => None,
+    };
     assert_eq!(
         source,
         Some(&UrlError::Scheme {

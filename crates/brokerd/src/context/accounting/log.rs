@@ -6,7 +6,6 @@
 //! acknowledged) is cut off at open; any other line that does not parse refuses start.
 
 use std::collections::VecDeque;
-use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -22,41 +21,26 @@ use crate::policy::Labels;
 /// The longest line the file may hold.
 const MAX_LINE: usize = 64 * 1024;
 
-#[derive(Debug)]
+/// Why the accounting cannot be used. Each text is whole: it prints what it wraps
+/// (docs/decisions.md F16).
+#[derive(Debug, thiserror::Error)]
 pub enum LogError {
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
+    #[error(
+        "{}: line {line}: {reason}; brokerd will not start on an accounting it cannot read \
+         (removing the file makes every prompt fail closed until the messages are accounted \
+         again)",
+        path.display()
+    )]
     Corrupt {
         path: PathBuf,
         line: usize,
         reason: String,
     },
-}
-
-impl fmt::Display for LogError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Io { path, source } => write!(f, "{}: {source}", path.display()),
-            Self::Corrupt { path, line, reason } => write!(
-                f,
-                "{}: line {line}: {reason}; brokerd will not start on an accounting it \
-                 cannot read (removing the file makes every prompt fail closed until the \
-                 messages are accounted again)",
-                path.display()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for LogError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Io { source, .. } => Some(source),
-            Self::Corrupt { .. } => None,
-        }
-    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -85,7 +69,7 @@ pub struct Log {
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LogError + '_ {
     move |source| LogError::Io {
         path: path.to_owned(),
-        source,
+        error: source,
     }
 }
 

@@ -11,7 +11,6 @@
 //! by the rewrite (the audit lines of those uses do not name them).
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::fs::DirBuilderExt;
@@ -40,44 +39,20 @@ enum Line {
     },
 }
 
-/// Why the store cannot be used.
-#[derive(Debug)]
+/// Why the store cannot be used. Each text is whole: it prints what it wraps
+/// (docs/decisions.md F16).
+#[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    Io {
-        path: PathBuf,
-        source: io::Error,
-    },
-    Refused {
-        path: PathBuf,
-        source: ReadError,
-    },
+    #[error("{}: {error}", path.display())]
+    Io { path: PathBuf, error: io::Error },
+    #[error("{}: {error}", path.display())]
+    Refused { path: PathBuf, error: ReadError },
+    #[error("{} line {line}: {reason}", path.display())]
     Corrupt {
         path: PathBuf,
         line: usize,
         reason: String,
     },
-}
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Io { path, source } => write!(f, "{}: {source}", path.display()),
-            Self::Refused { path, source } => write!(f, "{}: {source}", path.display()),
-            Self::Corrupt { path, line, reason } => {
-                write!(f, "{} line {line}: {reason}", path.display())
-            }
-        }
-    }
-}
-
-impl std::error::Error for StoreError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Io { source, .. } => Some(source),
-            Self::Refused { source, .. } => Some(source),
-            Self::Corrupt { .. } => None,
-        }
-    }
 }
 
 /// A report kept, and which of its calls were used.
@@ -130,7 +105,7 @@ impl Store {
         let path = dir.join(FILE);
         let io = |source| StoreError::Io {
             path: path.clone(),
-            source,
+            error: source,
         };
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -138,14 +113,14 @@ impl Store {
             .create(dir)
             .map_err(|source| StoreError::Io {
                 path: dir.to_owned(),
-                source,
+                error: source,
             })?;
         let mut store = Self {
             dir: dir.to_owned(),
             file: durable::open(&path, Some(0o600), FORBIDDEN).map_err(|source| {
                 StoreError::Refused {
                     path: path.clone(),
-                    source,
+                    error: source,
                 }
             })?,
             lines: 0,
@@ -155,7 +130,7 @@ impl Store {
         };
         let read = durable::open(&path, None, FORBIDDEN).map_err(|source| StoreError::Refused {
             path: path.clone(),
-            source,
+            error: source,
         })?;
         let mut reader = BufReader::new(read);
         let (mut good, mut torn) = (0u64, false);
@@ -278,7 +253,7 @@ impl Store {
         let path = self.dir.join(FILE);
         let io = |source| StoreError::Io {
             path: path.clone(),
-            source,
+            error: source,
         };
         let mut bytes = serde_json::to_vec(&line).map_err(|e| io(e.into()))?;
         bytes.push(b'\n');
@@ -320,7 +295,7 @@ impl Store {
             for line in std::iter::once(report).chain(uses) {
                 serde_json::to_writer(&mut bytes, &line).map_err(|e| StoreError::Io {
                     path: path.clone(),
-                    source: e.into(),
+                    error: e.into(),
                 })?;
                 bytes.push(b'\n');
                 lines += 1;
@@ -329,13 +304,13 @@ impl Store {
         durable::replace_file(&path, &self.dir.join(TMP), &bytes, 0o600).map_err(|e| {
             StoreError::Io {
                 path: e.path,
-                source: e.source,
+                error: e.source,
             }
         })?;
         self.file =
             durable::open(&path, Some(0o600), FORBIDDEN).map_err(|source| StoreError::Refused {
                 path: path.clone(),
-                source,
+                error: source,
             })?;
         self.lines = lines;
         Ok(())

@@ -12,19 +12,19 @@
 //! outside this module can start one without a decision that allows it.
 //!
 //! ```compile_fail,E0624
-//! fn bypass(r: &brokerd::runner::Runner, s: &brokerd::runner::RunSpec) {
+//! fn bypass(r: &brokerd::run::runner::Runner, s: &brokerd::run::runner::RunSpec) {
 //!     let _ = r.execute(s);
 //! }
 //! ```
 //!
 //! ```compile_fail,E0624
-//! fn bypass(r: &brokerd::runner::DirectRunner, s: &brokerd::runner::RunSpec) {
+//! fn bypass(r: &brokerd::run::runner::DirectRunner, s: &brokerd::run::runner::RunSpec) {
 //!     let _ = r.execute(s);
 //! }
 //! ```
 //!
 //! ```compile_fail,E0624
-//! fn bypass(r: &brokerd::runner::SystemdRunner, s: &brokerd::runner::RunSpec) {
+//! fn bypass(r: &brokerd::run::runner::SystemdRunner, s: &brokerd::run::runner::RunSpec) {
 //!     let _ = r.execute(s);
 //! }
 //! ```

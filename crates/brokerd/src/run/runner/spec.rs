@@ -2,7 +2,6 @@
 //! addresses it may reach, its secret and limits), what it produced, its unit's name, and
 //! the checks every runner makes before it starts anything.
 
-use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -109,42 +108,34 @@ pub fn unit_name(session: &proto::SessionId, call: proto::CallId) -> String {
 pub(super) const UNIT_PREFIX: &str = "boxmaker-tool-";
 
 /// Why a runner refuses a run before starting anything.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CheckError {
     /// A result, time or memory limit of zero.
+    #[error("every limit must be above zero")]
     ZeroLimit,
     /// A `tasks_max` of zero.
+    #[error("tasks_max must be above zero")]
     ZeroTasks,
     /// The secret's name is no credential name (`grants::unitpath`'s reason).
+    #[error("{0}")]
     Credential(String),
     /// The unit name is not `boxmaker-tool-[a-z0-9-]+`.
+    #[error("unit name {0:?} is not {UNIT_PREFIX}[a-z0-9-]+")]
     UnitName(String),
     /// A path systemd would not read literally, or a granted path it must not bind
     /// (`grants::unitpath`'s reason).
+    #[error("{0}")]
     Path(String),
     /// A path that is not UTF-8.
+    #[error("path {} is not UTF-8", .0.display())]
     NotUtf8(PathBuf),
     /// A bind entry of the runner's with a bad part.
+    #[error("bind {bind:?}: {reason}")]
     Bind { bind: String, reason: String },
     /// An address no granted host may have.
+    #[error("address {0} cannot be a granted host's address")]
     Address(IpAddr),
 }
-
-impl fmt::Display for CheckError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::ZeroLimit => f.write_str("every limit must be above zero"),
-            Self::ZeroTasks => f.write_str("tasks_max must be above zero"),
-            Self::Credential(reason) | Self::Path(reason) => f.write_str(reason),
-            Self::UnitName(unit) => write!(f, "unit name {unit:?} is not {UNIT_PREFIX}[a-z0-9-]+"),
-            Self::NotUtf8(path) => write!(f, "path {} is not UTF-8", path.display()),
-            Self::Bind { bind, reason } => write!(f, "bind {bind:?}: {reason}"),
-            Self::Address(a) => write!(f, "address {a} cannot be a granted host's address"),
-        }
-    }
-}
-
-impl std::error::Error for CheckError {}
 
 /// What both runners check before starting anything.
 pub(super) fn check_common(spec: &RunSpec) -> Result<(), CheckError> {
