@@ -1,5 +1,5 @@
 //! brokerd runs only witnessed calls (issue 17, docs/decisions.md W1–W4). inferproxy
-//! reports every completion it forwards on `witness.sock` (`witness_socket`); the report is on
+//! reports every completion it forwards on `witness.sock` (`sockets::witness`); the report is on
 //! disk ([`store`]) before it is acknowledged, and so before loopd has the answer's
 //! `[DONE]`. A tool request names the witnessed call it is ([`proto::attest::WitnessRef`]);
 //! [`Witness::claim`] waits a bounded time for that completion's record, checks the call
