@@ -12,7 +12,7 @@ use proto::chain::{ChainVerifier, line_hash};
 use proto::checkpoint::{self, Checkpoint};
 use serde_json::json;
 
-use super::{files, lines};
+use super::read::{files, lines};
 use crate::Error;
 use crate::output::print_json;
 
