@@ -7,10 +7,12 @@
 //! the prompt, SIGTERM or the terminal's hang-up; should bxctl die otherwise, the roles
 //! stop with it (`daemon::parent`, the fake through its standard input).
 
+mod args;
 mod layout;
 mod lock;
 mod mattermost;
 mod model;
+mod paths;
 mod ready;
 mod stack;
 
@@ -26,57 +28,8 @@ use crate::signals::{self, Interrupt};
 use crate::{Error, chat, hint};
 use stack::Stack;
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct DevArgs {
-    /// Where the stack keeps its state, sockets and logs.
-    #[arg(long, default_value = ".state")]
-    pub state: PathBuf,
-    /// Use a real llama-server at this loopback URL instead of the fake one.
-    #[arg(long, value_name = "URL", conflicts_with_all = ["script", "model"])]
-    pub llama_url: Option<String>,
-    /// Start llama-server with this model (GGUF) and the settings boxmaker needs
-    /// (docs/model.md), as part of the stack.
-    #[arg(long, value_name = "FILE.gguf", conflicts_with = "script")]
-    pub model: Option<PathBuf>,
-    /// The llama-server program for --model (default: `llama-server` on PATH).
-    #[arg(long, value_name = "PATH", requires = "model")]
-    pub llama_server: Option<PathBuf>,
-    /// A chat template with tool support for --model, when the model's own has none
-    /// (llama-server's --chat-template-file).
-    #[arg(long, value_name = "FILE", requires = "model")]
-    pub chat_template: Option<PathBuf>,
-    /// The context llama-server keeps for --model, in tokens, shared by its 2 slots.
-    #[arg(
-        long,
-        value_name = "TOKENS",
-        default_value_t = 16384,
-        requires = "model"
-    )]
-    pub ctx_size: u32,
-    /// Have the fake llama-server play this script instead of the demo
-    /// (docs/fake-llama-server.md).
-    #[arg(long, value_name = "FILE")]
-    pub script: Option<PathBuf>,
-    /// Use the grants in this directory (read, never written) instead of STATE/grants.
-    #[arg(long, value_name = "DIR")]
-    pub grants: Option<PathBuf>,
-    /// Write the sample grants and demo notes again, over any edits of them.
-    #[arg(long)]
-    pub reset: bool,
-    /// Send this one message instead of opening the prompt.
-    #[arg(short, long)]
-    pub message: Option<String>,
-    /// Try Mattermost locally: a fake Mattermost server and gatewayd join the stack, and the
-    /// chat posts as the owner in its channel (docs/gateway.md).
-    #[arg(long, conflicts_with_all = ["message", "session", "resume"])]
-    pub mattermost: bool,
-    /// Continue this session, showing its last turns (default: a new one).
-    #[arg(long, value_name = "ID")]
-    pub session: Option<String>,
-    /// Continue the most recently active session, showing its last turns.
-    #[arg(long = "continue", short = 'c', conflicts_with = "session")]
-    pub resume: bool,
-}
+pub use args::DevArgs;
+use paths::{absolute, bin};
 
 /// The demo note was written just now, so brokerd has no record of it, and a note it has no
 /// record of reads as secret and untrusted (docs/memory.md). You wrote it (through `bxctl
@@ -121,23 +74,6 @@ pub fn exec(program: &[std::ffi::OsString]) -> Result<ExitCode, Error> {
         source,
     }
     .into())
-}
-
-fn bin(name: &str) -> Result<PathBuf, DevError> {
-    let exe = std::env::current_exe().map_err(DevError::CurrentExe)?;
-    let path = exe.parent().map(|d| d.join(name)).unwrap_or_default();
-    if path.exists() {
-        Ok(path)
-    } else {
-        Err(DevError::NotBuilt { path })
-    }
-}
-
-fn absolute(path: &std::path::Path) -> Result<PathBuf, DevError> {
-    std::path::absolute(path).map_err(|source| DevError::StateDir {
-        path: path.to_owned(),
-        source,
-    })
 }
 
 pub fn run(args: &DevArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {

@@ -12,6 +12,20 @@
 //! with the approval desk's [`crate::ask::approvals::Approved`], which no code outside
 //! `approvals` can make.
 //!
+//! ```
+//! // What the refusals below name exists, as they name it: each refusal fails to compile
+//! // for its own reason (rustdoc on stable does not check the error code).
+//! fn allow(
+//!     asked: brokerd::policy::Decision,
+//!     owner: brokerd::ask::approvals::Approved,
+//! ) -> brokerd::policy::Decision {
+//!     brokerd::policy::approve(asked, owner)
+//! }
+//! fn what(d: &brokerd::policy::Decision) -> Option<&proto::tools::ToolArgs> {
+//!     d.args()
+//! }
+//! ```
+//!
 //! ```compile_fail,E0451
 //! // Outside `brokerd::policy` a Decision cannot be built: its field is private.
 //! let d = brokerd::policy::Decision { kind: unreachable!() };

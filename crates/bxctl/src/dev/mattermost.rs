@@ -8,9 +8,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::bin;
 use super::layout::Gateway;
 use super::lock::StateLock;
+use super::paths::bin;
 use super::stack::Stack;
 use crate::error::DevError;
 

@@ -8,10 +8,12 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 
+use super::args::DevArgs;
+use super::layout;
 use super::lock::StateLock;
+use super::paths::{absolute, bin};
 use super::ready;
 use super::stack::{Stack, read_from};
-use super::{DevArgs, absolute, bin, layout};
 use crate::error::DevError;
 
 /// What the banner calls the demo model.

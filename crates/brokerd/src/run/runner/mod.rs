@@ -11,6 +11,18 @@
 //! A tool runs only through [`Runner::run`], which takes a [`Decision`] by value: no code
 //! outside this module can start one without a decision that allows it.
 //!
+//! ```
+//! // The one door, as the refusals below name the types (each fails for its own reason).
+//! fn door(
+//!     r: &brokerd::run::runner::Runner,
+//!     d: brokerd::policy::Decision,
+//!     s: &brokerd::run::runner::RunSpec,
+//! ) -> brokerd::run::runner::RunOutcome {
+//!     r.run(d, s)
+//! }
+//! fn runners(_: &brokerd::run::runner::DirectRunner, _: &brokerd::run::runner::SystemdRunner) {}
+//! ```
+//!
 //! ```compile_fail,E0624
 //! fn bypass(r: &brokerd::run::runner::Runner, s: &brokerd::run::runner::RunSpec) {
 //!     let _ = r.execute(s);
