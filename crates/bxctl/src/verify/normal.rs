@@ -61,11 +61,7 @@ pub fn normal(kind: Kind, values: &[String], live: bool) -> Vec<String> {
             }
         }
         Kind::Credentials if live => words(values, true, |w| vec![w.to_owned()]),
-        Kind::Credentials => values
-            .iter()
-            .filter(|v| !v.is_empty())
-            .cloned()
-            .collect(),
+        Kind::Credentials => values.iter().filter(|v| !v.is_empty()).cloned().collect(),
         Kind::CredentialIds if live => words(values, true, |w| vec![w.to_owned()]),
         Kind::CredentialIds => values
             .iter()

@@ -165,8 +165,12 @@ pub const SOCKET: &[Property] = &[
     p("FileDescriptorName", Word, false),
     p("Accept", Word, false),
     from("Triggers", &["Service"], Word, false),
-    from("ExecStartPreEx", &["ExecStartPre"], Exec, true),
-    from("ExecStartPostEx", &["ExecStartPost"], Exec, true),
+    // A socket's commands have no `…Ex` form on the bus: the argv alone (a prefix's flags
+    // are not shown; a command added at all is found).
+    p("ExecStartPre", Exec, true),
+    p("ExecStartPost", Exec, true),
+    p("ExecStopPre", Exec, true),
+    p("ExecStopPost", Exec, true),
 ];
 
 /// What is compared for a timer or a path unit: what it starts.

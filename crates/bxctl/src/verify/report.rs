@@ -32,6 +32,35 @@ impl Level {
             Self::Fail => "FAIL",
         }
     }
+
+    /// The syslog priority journald reads from a `<N>` line prefix: err, warning, info.
+    fn priority(self) -> u8 {
+        match self {
+            Self::Ok => 6,
+            Self::Warn => 4,
+            Self::Fail => 3,
+        }
+    }
+}
+
+/// Whether standard output is the journal (systemd says so in `JOURNAL_STREAM`, the device
+/// and inode of the stream it connected): then each line carries its priority, so
+/// `journalctl -u boxmaker-verify -p err` shows the failures.
+fn to_journal() -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let Some(stream) = std::env::var_os("JOURNAL_STREAM") else {
+        return false;
+    };
+    let Some(meta) = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .and_then(|fd| std::fs::File::from(fd).metadata().ok())
+    else {
+        return false;
+    };
+    stream.to_string_lossy() == format!("{}:{}", meta.dev(), meta.ino())
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -121,6 +150,14 @@ pub fn print(checks: &[Check], json: bool, out: &mut dyn Write) -> Result<(), Er
         )?;
         return Ok(());
     }
+    let journal = to_journal();
+    let prefix = |level: Level| {
+        if journal {
+            format!("<{}>", level.priority())
+        } else {
+            String::new()
+        }
+    };
     for c in checks {
         let line = format!(
             "{:<4}  {:<5}  {}: {}",
@@ -129,14 +166,17 @@ pub fn print(checks: &[Check], json: bool, out: &mut dyn Write) -> Result<(), Er
             c.check,
             c.said
         );
-        writeln!(out, "{}", inert::line(&line)).map_err(Error::Output)?;
+        let p = prefix(c.level);
+        writeln!(out, "{p}{}", inert::line(&line)).map_err(Error::Output)?;
         if let Some(help) = &c.help {
-            writeln!(out, "            help: {}", inert::line(help)).map_err(Error::Output)?;
+            writeln!(out, "{p}            help: {}", inert::line(help)).map_err(Error::Output)?;
         }
     }
+    let last = if fail > 0 { Level::Fail } else { Level::Ok };
     writeln!(
         out,
-        "verify: {ok} ok, {warn} warn, {fail} FAIL{}",
+        "{}verify: {ok} ok, {warn} warn, {fail} FAIL{}",
+        prefix(last),
         if checks.iter().any(|c| c.unreached) && fail == 0 {
             " (some checks could not be made by this user: see the warn lines)"
         } else {

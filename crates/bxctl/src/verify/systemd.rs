@@ -77,19 +77,53 @@ pub fn object_path(unit: &str) -> String {
     path
 }
 
+/// The unit type's bus interface (`org.freedesktop.systemd1.Service` and the like).
+fn interface(unit: &str) -> String {
+    let kind = unit.rsplit('.').next().unwrap_or_default();
+    let mut chars = kind.chars();
+    let first = chars
+        .next()
+        .map(|c| c.to_ascii_uppercase())
+        .unwrap_or_default();
+    format!("org.freedesktop.systemd1.{first}{}", chars.as_str())
+}
+
+/// The bus properties `names` of `unit`, one JSON value each (`{"type", "data"}`).
+fn bus_properties(unit: &str, names: &[&str]) -> Result<Vec<Value>, String> {
+    let path = object_path(unit);
+    let iface = interface(unit);
+    let mut args = vec![
+        "--json=short",
+        "get-property",
+        "org.freedesktop.systemd1",
+        &path,
+        &iface,
+    ];
+    args.extend_from_slice(names);
+    let text = run("busctl", &args)?;
+    text.lines()
+        .map(|l| serde_json::from_str(l).map_err(|e| format!("busctl {}: {e}", names.join(" "))))
+        .collect()
+}
+
 fn bus_property(unit: &str, name: &str) -> Result<Value, String> {
-    let text = run(
-        "busctl",
-        &[
-            "--json=short",
-            "get-property",
-            "org.freedesktop.systemd1",
-            &object_path(unit),
-            "org.freedesktop.systemd1.Service",
-            name,
-        ],
-    )?;
-    serde_json::from_str(text.trim()).map_err(|e| format!("busctl {name}: {e}"))
+    bus_properties(unit, &[name])?
+        .pop()
+        .ok_or_else(|| format!("busctl {name}: no answer"))
+}
+
+/// Of `names`, which properties `unit` has and are empty on the bus: `systemctl show`
+/// prints nothing for an empty command list (`ExecStartPreEx=`) or file list, even asked by
+/// name, and nothing either for a property this systemd does not have; the bus tells the
+/// two apart (it refuses an unknown property).
+pub fn empty_on_bus<'a>(unit: &str, names: &[&'a str]) -> Vec<&'a str> {
+    names
+        .iter()
+        .filter(|n| {
+            bus_property(unit, n).is_ok_and(|v| v["data"].as_array().is_some_and(Vec::is_empty))
+        })
+        .copied()
+        .collect()
 }
 
 /// A service's `LoadCredential` as `ID:PATH` words and its `SetCredential` as ids (never
@@ -141,6 +175,12 @@ pub fn exposure_of(text: &str, unit: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_unit_type_has_its_interface() {
+        assert_eq!(interface("a.service"), "org.freedesktop.systemd1.Service");
+        assert_eq!(interface("a.socket"), "org.freedesktop.systemd1.Socket");
+    }
 
     #[test]
     fn object_paths_escape_as_systemds() {

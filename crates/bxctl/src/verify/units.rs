@@ -158,6 +158,16 @@ fn one(name: &str, unit: &Unit) -> Check {
         )
         .help("`nixos-rebuild switch` installs what the module generates; then `systemctl daemon-reload`");
     }
+    // What `systemctl show` left out, if the bus says it is there and empty, is empty.
+    let missing: Vec<&str> = table
+        .iter()
+        .filter(|p| p.empty_default && !live.contains_key(p.shown))
+        .filter(|p| !matches!(p.kind, Kind::Credentials | Kind::CredentialIds))
+        .map(|p| p.shown)
+        .collect();
+    for empty in systemd::empty_on_bus(name, &missing) {
+        live.insert(empty.to_owned(), String::new());
+    }
     if name.ends_with(".service") {
         match systemd::credentials(name) {
             Ok(c) => live.extend(c),
