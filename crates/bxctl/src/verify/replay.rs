@@ -172,20 +172,23 @@ fn judge(sent: &Sent, records: &[LogRecord], llama: bool, session: &SessionId) -
         })
         .flatten()
         .collect();
-    let worst = losses
+    let over: Vec<&(usize, u64, u64)> = losses
         .iter()
-        .max_by_key(|(_, expected, got)| expected.saturating_sub(*got));
-    if let Some(&(request, expected, got)) = worst
-        && expected.saturating_sub(got) > WASTE_BOUND
-    {
+        .filter(|(_, expected, got)| expected.saturating_sub(*got) > WASTE_BOUND)
+        .collect();
+    if let Some(&&(request, expected, got)) = over.first() {
         return Check::fail(
             P,
             "replay",
             format!(
                 "request {request} of the replay (session {session}) processed again {} tokens \
                  of what the slot held (it held {expected}, the request reused {got}; the \
-                 bound is {WASTE_BOUND})",
-                expected - got
+                 bound is {WASTE_BOUND}){}",
+                expected - got,
+                match over.len() {
+                    1 => String::new(),
+                    n => format!("; {n} requests of the replay went over it"),
+                }
             ),
         )
         .help(
@@ -196,6 +199,9 @@ fn judge(sent: &Sent, records: &[LogRecord], llama: bool, session: &SessionId) -
              (docs/verify.md)",
         );
     }
+    let worst = losses
+        .iter()
+        .max_by_key(|(_, expected, got)| expected.saturating_sub(*got));
     let wasted = worst.map_or(0, |(_, e, g)| e.saturating_sub(*g));
     let measured = requests.saturating_sub(1);
     let found = format!(
@@ -276,6 +282,14 @@ mod tests {
         assert_eq!(c.level, super::super::Level::Fail, "{}", c.said);
         assert!(c.said.starts_with("request 3 of the replay"), "{}", c.said);
         assert!(c.said.contains("processed again 20 tokens"), "{}", c.said);
+        let twice = [answer(), loss(50, 30), answer(), loss(80, 60), answer()];
+        let c = judge(&sent(3), &twice, true, &s);
+        assert!(c.said.starts_with("request 2 of the replay"), "{}", c.said);
+        assert!(
+            c.said.ends_with("; 2 requests of the replay went over it"),
+            "{}",
+            c.said
+        );
         let within = [answer(), loss(50, 42), answer(), answer()];
         let c = judge(&sent(3), &within, true, &s);
         assert_eq!(c.level, super::super::Level::Ok, "{}", c.said);

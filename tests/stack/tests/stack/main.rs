@@ -46,5 +46,6 @@ mod seed_request;
 mod session_search;
 mod shutdown;
 mod status;
+mod verify;
 mod watchdog;
 mod witness;
