@@ -38,6 +38,7 @@ mod policy_history;
 mod prompt_cache;
 mod real_session;
 mod realpeer_cut;
+mod realpeer_verify;
 mod recovery;
 mod refusal;
 mod resolve;
