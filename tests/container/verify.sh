@@ -17,7 +17,7 @@ expect "as root: bxctl verify passes (exit 0), no FAIL" \
     "bxctl verify > /tmp/verify.out; rc=\$?; sed 's/^/    | /' /tmp/verify.out; test \$rc = 0 && ! grep -q '^FAIL' /tmp/verify.out"
 sed 's/^/    | /' /tmp/verify.out
 expect "every generated unit is as generated and within its limit ($units_generated ok lines)" \
-    "grep '  units  ' /tmp/verify.out | grep -v '^ok'; test \"\$(grep -c '^ok    units  boxmaker-' /tmp/verify.out)\" = $units_generated && grep -q '^ok    units  boxmaker-loopd.service: exposure 0.4 (limit 1.0); [0-9]* properties as generated' /tmp/verify.out"
+    "grep '  units  ' /tmp/verify.out | grep -v '^ok'; test \"\$(grep -c '^ok    units  boxmaker-' /tmp/verify.out)\" = $units_generated && grep -q '^ok    units  boxmaker-loopd.service: exposure 0.4 (limit 1.0); its [0-9]* compared properties as generated' /tmp/verify.out"
 expect "the test's own unit is named as one the module did not generate" \
     "grep -q '^warn  units  boxmaker-container-test.service: a boxmaker unit the module did not generate' /tmp/verify.out"
 expect "the model: reached through inferproxy, its /props read, the replay within 8 tokens a request" \

@@ -214,14 +214,13 @@ fn one(name: &str, unit: &Unit) -> Check {
              `systemctl daemon-reload` and restart it"
         ));
     }
-    let compared = count;
+    let compared = match count {
+        1 => "its 1 compared property as generated".to_owned(),
+        n => format!("its {n} compared properties as generated"),
+    };
     let mut said = match exposure {
-        Some((e, max)) => format!(
-            "exposure {} (limit {}); {compared} properties as generated",
-            tenths(e),
-            tenths(max)
-        ),
-        None => format!("{compared} properties as generated"),
+        Some((e, max)) => format!("exposure {} (limit {}); {compared}", tenths(e), tenths(max)),
+        None => compared,
     };
     said.push_str(&dropins);
     if !unread.is_empty() {
