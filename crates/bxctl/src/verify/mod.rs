@@ -104,7 +104,7 @@ pub fn run(
             .units
             .clone()
             .unwrap_or_else(|| units::beside(config_path));
-        checks.extend(units::checks(&expected));
+        checks.extend(units::checks(config, &expected));
     }
     if wanted(Part::State) {
         checks.extend(state::checks(config));
