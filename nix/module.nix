@@ -144,7 +144,10 @@ let
   };
 in
 {
-  imports = [ ./module-jobs.nix ];
+  imports = [
+    ./module-jobs.nix
+    ./module-llama.nix
+  ];
 
   options.services.boxmaker = {
     enable = mkEnableOption "boxmaker, the personal AI agent appliance (brokerd, loopd, inferproxy; gatewayd with gateway.enable)";

@@ -3,6 +3,8 @@
 {
   lib,
   rustPlatform,
+  installShellFiles,
+  stdenv,
 }:
 let
   cargoToml = lib.importTOML ../Cargo.toml;
@@ -24,10 +26,25 @@ rustPlatform.buildRustPackage {
   # in the crates themselves, because this sandbox has none of them.
   doCheck = true;
 
+  nativeBuildInputs = [ installShellFiles ];
+
   # gatecheck is a workspace member so that `cargo test` covers it, but it is
   # the gate's house-rule checker, not part of the appliance.
+  # bxctl's shell completions and man pages are generated from its own clap
+  # definition by the binary just built (`bxctl completions`, `bxctl man`), so
+  # they say what this very bxctl accepts; not when cross-compiling, where it
+  # cannot run here.
   postInstall = ''
     rm -f "$out/bin/gatecheck"
+  ''
+  + lib.optionalString (stdenv.buildPlatform.canExecute stdenv.hostPlatform) ''
+    installShellCompletion --cmd bxctl \
+      --bash <("$out/bin/bxctl" completions bash) \
+      --zsh <("$out/bin/bxctl" completions zsh) \
+      --fish <("$out/bin/bxctl" completions fish)
+    mkdir -p man
+    "$out/bin/bxctl" man --dir man
+    installManPage man/*.1
   '';
 
   meta = {

@@ -2,7 +2,7 @@
 
 Usage: python serve.py --model PATH [--port 0] [--n-ctx 4096] [--slots 2]
                        [--template tests/realpeer/chatml-tools.jinja | --model-template]
-                       [--metrics] [--slot-save-path DIR] [--greedy]
+                       [--metrics] [--slot-save-path DIR] [--greedy] [--cache-ram MIB] [--threads N]
                        [--cache-reuse N] [--context-shift]
 
 Listens on 127.0.0.1 only. Prints `listening on 127.0.0.1:PORT` as its first stdout line once
@@ -54,6 +54,17 @@ def main():
     ap.add_argument("--metrics", action="store_true", help="serve /metrics (llama-server --metrics)")
     ap.add_argument("--slot-save-path", help="allow POST /slots/N?action=save into DIR")
     ap.add_argument(
+        "--threads",
+        type=int,
+        help="the CPU threads llama.cpp computes with (default: up to 4, at most the CPUs)",
+    )
+    ap.add_argument(
+        "--cache-ram",
+        type=int,
+        help="llama-server's --cache-ram MiB: the prompt cache in host memory shared by the "
+        "slots (0 turns it off, so a slot reuses only what it computed itself)",
+    )
+    ap.add_argument(
         "--greedy",
         action="store_true",
         help="sample the likeliest token (temperature 0): the same prompt, the same answer",
@@ -71,7 +82,7 @@ def main():
     if not args.model_template:
         with open(args.template, encoding="utf-8") as f:
             params.chat_template = f.read()
-    params.cpuparams.n_threads = max(1, min(4, os.cpu_count() or 1))
+    params.cpuparams.n_threads = args.threads or max(1, min(4, os.cpu_count() or 1))
     params.warmup = False
     # What witnessing relies on (docs/threat-model.md): an answer depends on the witnessed
     # prompt alone, so no chunk reuse (`--cache-reuse`) and no context shift. Both are
@@ -82,6 +93,8 @@ def main():
     params.endpoint_metrics = args.metrics
     if args.slot_save_path:
         params.slot_save_path = args.slot_save_path
+    if args.cache_ram is not None:
+        params.cache_ram_mib = args.cache_ram
     if args.greedy:
         # llama-server's default samples at 0.8 with a random seed: now and then the model
         # answers otherwise than a test's script needs.

@@ -36,7 +36,7 @@ expect_run "control: without TasksMax= the same unit forks 48 children" hog_says
 
 brokerd_config "$config" "tests/vm/limits.sh only"
 # What systemd-run --wait itself says of that end (without --quiet, as brokerd runs it): the
-# text crates/brokerd/src/runner/unit_result/tests.rs parses.
+# text crates/brokerd/src/run/runner/unit_result/tests.rs parses.
 tool_props notes-read "$config"
 systemd-run --wait --pipe --collect --service-type=exec "${PROPS[@]}" -- "$tool" \
     <"/tmp/invocation-memory.json" 2>&1 >/dev/null | sed 's/^/    systemd-run says: /'

@@ -1,7 +1,8 @@
 //! Why brokerd could not start, or stopped serving, and the exit status each gives: `main`
-//! prints the error once and exits with [`Error::exit_code`] (the table is in `main.rs`).
+//! prints the error once and exits with its status (`daemon::exit`; the table is in
+//! `main.rs`). Each variant's text is whole: it prints what it wraps (docs/decisions.md
+//! F16), and names the file, socket or grant a person needs to act on.
 
-use std::fmt;
 use std::io;
 
 use daemon::config::ConfigError;
@@ -11,10 +12,12 @@ use grants::GrantsError;
 
 use crate::Fatal;
 use crate::audit::AuditError;
+use crate::context::accounting::LogError;
+use crate::context::witness::StoreError;
 use crate::jobs::JobGrantError;
-use crate::server::Side;
+use crate::notes::NoteError;
+use crate::run::tool_spec::UnitError;
 use crate::sessions::StateError;
-use crate::tool_spec::UnitError;
 
 /// The exit status when brokerd could not start (or a one-shot mode failed).
 pub const EXIT_FAILURE: u8 = 1;
@@ -22,66 +25,76 @@ pub const EXIT_FAILURE: u8 = 1;
 /// restarts brokerd on it, and the start recovers the audit log.
 pub const EXIT_FATAL: u8 = 70;
 
-/// Each variant's source names the file, socket or grant a person needs to act on.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The sockets systemd passed could not be taken.
+    #[error("{0}")]
     Inherit(ListenError),
     /// The configuration file could not be read or is not valid.
+    #[error("{0}")]
     Config(ConfigError),
     /// A grant file could not be read or is not valid.
+    #[error("{0}")]
     Grants(GrantsError),
     /// A job grant could not work with the configuration (an unknown job, an `ask` with no
     /// gateway).
+    #[error("{0}")]
     JobGrants(JobGrantError),
     /// `--print-tool-unit` has no unit to print for the grant.
+    #[error("{0}")]
     ToolUnit(UnitError),
     /// What `--check-config` or `--print-tool-unit` prints could not be written.
+    #[error("cannot write to stdout: {0}")]
     Stdout(io::Error),
     /// The audit log could not be opened, or its chain does not verify.
+    #[error("{0}")]
     AuditOpen(AuditError),
     /// The session state could not be read.
+    #[error("{0}")]
     Sessions(StateError),
     /// The notes directory or brokerd's record of it could not be made ready.
-    Notes(crate::notes::NoteError),
+    #[error("{}", .0.for_owner())]
+    Notes(NoteError),
     /// The accounting could not be opened or read.
-    Accounting(crate::accounting::LogError),
+    #[error("{0}")]
+    Accounting(LogError),
     /// The grants brokerd starts with could not be audited.
+    #[error("{0}")]
     FirstSnapshot(Fatal),
-    /// One of the two broker sockets could not be taken or bound.
-    Socket { side: Side, source: ListenError },
-    /// The jobs socket could not be taken or bound.
-    JobsSocket(ListenError),
-    /// The chat socket could not be taken or bound.
-    ChatSocket(ListenError),
+    /// One of brokerd's listening sides (`sockets::Side::name`) could not be taken or bound.
+    #[error("{error}")]
+    Listen {
+        socket: &'static str,
+        error: ListenError,
+    },
     /// The configuration names no `peers.infer`: no witness, so no call could ever run.
+    #[error(
+        "peers.infer is not set: brokerd runs only calls inferproxy witnessed, and admits \
+         inferproxy on witness.sock by it"
+    )]
     NoInferPeer,
     /// The witness store could not be opened or read back.
-    Witness(crate::witness::StoreError),
-    /// The witness socket could not be taken or bound.
-    WitnessSocket(ListenError),
+    #[error("witness store: {0}")]
+    Witness(StoreError),
     /// The start-up could not watch signals or start a thread.
+    #[error("{0}")]
     Service(StartError),
     /// Serving stopped: durable state failed under `by` (a socket's request, the gateway
     /// link, the grants reload), so nothing more may be answered.
-    Stopped { by: String, source: Fatal },
+    #[error("fatal ({by}): {fatal}; stopping")]
+    Stopped { by: String, fatal: Fatal },
 }
 
-impl Error {
-    /// What `main` exits with: [`EXIT_FATAL`] once serving stopped on durable state,
-    /// [`EXIT_FAILURE`] for everything that kept brokerd from starting.
-    pub fn exit_code(&self) -> u8 {
+impl daemon::exit::Status for Error {
+    /// [`EXIT_FATAL`] once serving stopped on durable state, [`EXIT_FAILURE`] for everything
+    /// that kept brokerd from starting.
+    fn exit_code(&self) -> u8 {
         match self {
             Self::Stopped { .. } => EXIT_FATAL,
             Self::Inherit(_)
             | Self::Config(_)
             | Self::Grants(_)
             | Self::JobGrants(_)
-            | Self::JobsSocket(_)
-            | Self::ChatSocket(_)
-            | Self::NoInferPeer
-            | Self::Witness(_)
-            | Self::WitnessSocket(_)
             | Self::ToolUnit(_)
             | Self::Stdout(_)
             | Self::AuditOpen(_)
@@ -89,67 +102,10 @@ impl Error {
             | Self::Notes(_)
             | Self::Accounting(_)
             | Self::FirstSnapshot(_)
-            | Self::Socket { .. }
+            | Self::Listen { .. }
+            | Self::NoInferPeer
+            | Self::Witness(_)
             | Self::Service(_) => EXIT_FAILURE,
-        }
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Inherit(e)
-            | Self::Socket { source: e, .. }
-            | Self::JobsSocket(e)
-            | Self::ChatSocket(e)
-            | Self::WitnessSocket(e) => e.fmt(f),
-            Self::NoInferPeer => f.write_str(
-                "peers.infer is not set: brokerd runs only calls inferproxy witnessed, and \
-                 admits inferproxy on witness.sock by it",
-            ),
-            Self::Witness(e) => write!(f, "witness store: {e}"),
-            Self::Config(e) => e.fmt(f),
-            Self::JobGrants(e) => e.fmt(f),
-            Self::Grants(e) => e.fmt(f),
-            Self::ToolUnit(e) => e.fmt(f),
-            Self::Stdout(e) => write!(f, "cannot write to stdout: {e}"),
-            Self::AuditOpen(e) => e.fmt(f),
-            Self::Sessions(e) => e.fmt(f),
-            Self::Notes(crate::notes::NoteError::Io { path, source }) => {
-                write!(f, "{}: {source}", path.display())
-            }
-            Self::Notes(e) => e.fmt(f),
-            Self::Accounting(e) => e.fmt(f),
-            Self::FirstSnapshot(e) => e.fmt(f),
-            Self::Service(e) => e.fmt(f),
-            Self::Stopped { by, source } => {
-                write!(f, "fatal ({by}): {source}; stopping")
-            }
-        }
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Inherit(e)
-            | Self::Socket { source: e, .. }
-            | Self::JobsSocket(e)
-            | Self::ChatSocket(e)
-            | Self::WitnessSocket(e) => Some(e),
-            Self::NoInferPeer => None,
-            Self::Witness(e) => Some(e),
-            Self::Config(e) => Some(e),
-            Self::JobGrants(e) => Some(e),
-            Self::Grants(e) => Some(e),
-            Self::ToolUnit(e) => Some(e),
-            Self::Stdout(e) => Some(e),
-            Self::AuditOpen(e) => Some(e),
-            Self::Sessions(e) => Some(e),
-            Self::Notes(e) => Some(e),
-            Self::Accounting(e) => Some(e),
-            Self::FirstSnapshot(e) | Self::Stopped { source: e, .. } => Some(e),
-            Self::Service(e) => Some(e),
         }
     }
 }
@@ -159,7 +115,7 @@ impl From<StartError> for Error {
     fn from(e: StartError) -> Self {
         match e {
             StartError::Halted { by, source } => match source.downcast::<Fatal>() {
-                Ok(fatal) => Self::Stopped { by, source: *fatal },
+                Ok(fatal) => Self::Stopped { by, fatal: *fatal },
                 Err(source) => Self::Service(StartError::Halted { by, source }),
             },
             other => Self::Service(other),

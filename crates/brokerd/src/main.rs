@@ -1,5 +1,5 @@
 //! brokerd's entry point: parses the arguments, runs, prints an error once and exits with
-//! its status (`brokerd::Error::exit_code`):
+//! its status (`daemon::exit::Status` of `brokerd::Error`):
 //!
 //! | status | when |
 //! |---|---|
@@ -12,11 +12,5 @@ use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     daemon::parent::follow();
-    match brokerd::run(brokerd::Args::parse()) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            daemon::log::error(format_args!("brokerd: {e}"));
-            std::process::ExitCode::from(e.exit_code())
-        }
-    }
+    daemon::exit::finish("brokerd", brokerd::run(brokerd::Args::parse()))
 }

@@ -8,7 +8,6 @@
 //! raised it leaves; at start every export that differs from the state is written again.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -17,7 +16,7 @@ use proto::notes::SessionLabel;
 use proto::{DataClass, SessionId};
 use serde::{Deserialize, Serialize};
 
-use crate::policy::SessionView;
+use crate::policy::{Labels, SessionView};
 
 /// The most calls remembered as the reason a session is untrusted (for approval cards).
 pub const MAX_UNTRUSTED_BY: usize = 32;
@@ -76,41 +75,42 @@ impl SessionState {
             untrusted: self.untrusted,
         }
     }
+
+    /// The labels this state holds, as a result carries them.
+    pub fn labels(&self) -> Labels {
+        Labels {
+            class: self.taint,
+            untrusted: self.untrusted,
+        }
+    }
+
+    /// The calls that made this session untrusted, each naming its session (the state
+    /// keeps its own calls without one): a record outlives the session it came from.
+    pub fn sources_named(&self) -> Vec<CallRef> {
+        (self.untrusted_by.iter())
+            .map(|c| CallRef {
+                session: Some(c.session.clone().unwrap_or_else(|| self.session.clone())),
+                ..c.clone()
+            })
+            .collect()
+    }
 }
 
-#[derive(Debug)]
+/// Why the session state cannot be used. Each text is whole: it prints what it wraps
+/// (docs/decisions.md F16).
+#[derive(Debug, thiserror::Error)]
 pub enum StateError {
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    Corrupt {
-        path: PathBuf,
-        reason: String,
-    },
-}
-
-impl fmt::Display for StateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Io { path, source } => write!(f, "{}: {source}", path.display()),
-            Self::Corrupt { path, reason } => write!(
-                f,
-                "{}: {reason}; brokerd will not start on session state it cannot trust \
-                 (inspect the file; removing it would reset that session's taint)",
-                path.display()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for StateError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Io { source, .. } => Some(source),
-            Self::Corrupt { .. } => None,
-        }
-    }
+    #[error(
+        "{}: {reason}; brokerd will not start on session state it cannot trust (inspect the \
+         file; removing it would reset that session's taint)",
+        path.display()
+    )]
+    Corrupt { path: PathBuf, reason: String },
 }
 
 #[derive(Debug)]
@@ -126,7 +126,10 @@ impl Sessions {
     pub fn open(dir: &Path, export: &Path) -> Result<Self, StateError> {
         let io = |path: &Path| {
             let path = path.to_owned();
-            move |source| StateError::Io { path, source }
+            move |source| StateError::Io {
+                path,
+                error: source,
+            }
         };
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -248,13 +251,13 @@ fn export_label(dir: &Path, state: &SessionState) -> Result<(), StateError> {
     let text = serde_json::to_vec(&label_of(state)).map_err(|e| corrupt(&path, e.to_string()))?;
     daemon::durable::replace_file(&path, &tmp, &text, 0o644).map_err(|e| StateError::Io {
         path: e.path,
-        source: e.source,
+        error: e.source,
     })?;
     // Whatever brokerd's umask.
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).map_err(|source| {
         StateError::Io {
             path: path.clone(),
-            source,
+            error: source,
         }
     })
 }
@@ -301,6 +304,6 @@ fn store(dir: &Path, state: &SessionState) -> Result<(), StateError> {
     let text = serde_json::to_vec(state).map_err(|e| corrupt(&path, e.to_string()))?;
     daemon::durable::replace_file(&path, &tmp, &text, 0o600).map_err(|e| StateError::Io {
         path: e.path,
-        source: e.source,
+        error: e.source,
     })
 }

@@ -12,6 +12,7 @@ use proto::{Message, SessionId};
 use crate::Error;
 use crate::card::{card, source};
 use crate::error::{answered, call_failed, unexpected};
+use crate::output::print_json;
 
 pub(crate) fn call(config: &Config, msg: Message) -> Result<Message, Error> {
     let path = config.sockets.admin_broker_sock();
@@ -73,17 +74,6 @@ pub fn approvals(
     Ok(ExitCode::SUCCESS)
 }
 
-/// A wire body as one line of JSON: `--json` prints what brokerd or loopd answered, in
-/// the shapes `docs/bxctl.md` names.
-pub(crate) fn print_json(
-    value: &impl serde::Serialize,
-    out: &mut dyn Write,
-) -> Result<ExitCode, Error> {
-    let text = serde_json::to_string(value).map_err(|e| Error::Output(e.into()))?;
-    writeln!(out, "{text}").map_err(Error::Output)?;
-    Ok(ExitCode::SUCCESS)
-}
-
 pub fn session(
     config: &Config,
     session: &str,
@@ -91,7 +81,21 @@ pub fn session(
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
     let session = SessionId::new(session).map_err(Error::SessionId)?;
-    match call(config, Message::SessionQuery(SessionQuery { session }))? {
+    let info = call(
+        config,
+        Message::SessionQuery(SessionQuery {
+            session: session.clone(),
+        }),
+    )?;
+    // brokerd answers every id, with its defaults for one it never saw: whether the session
+    // exists is loopd's to say (it keeps the logs). Where loopd cannot be asked (a member of
+    // the admin group only), brokerd's answer is shown with a line saying so.
+    let unchecked = match crate::sessions::records(config, &session, false) {
+        Ok(_) => None,
+        Err(e @ Error::NoSession { .. }) => return Err(e),
+        Err(e) => Some(e),
+    };
+    match info {
         Message::SessionInfo(i) if json => print_json(&i, out),
         Message::SessionInfo(i) => {
             writeln!(
@@ -102,6 +106,15 @@ pub fn session(
             .map_err(Error::Output)?;
             for r in &i.untrusted_by {
                 writeln!(out, "  untrusted by {}", source(r)).map_err(Error::Output)?;
+            }
+            if let Some(e) = unchecked {
+                writeln!(
+                    out,
+                    "  (whether loopd keeps this session was not asked: {}; brokerd answers an \
+                     id it never saw with its defaults)",
+                    line(e.to_string().lines().next().unwrap_or_default())
+                )
+                .map_err(Error::Output)?;
             }
             Ok(ExitCode::SUCCESS)
         }

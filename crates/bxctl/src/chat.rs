@@ -1,35 +1,31 @@
-//! `bxctl chat` and `bxctl sessions`: the owner's side of loop.sock. Replies stream as they
-//! arrive; tool calls and their outcomes are shown; a pending approval shows the command
-//! that answers it.
+//! `bxctl chat`: the owner's side of loop.sock. Replies stream as they arrive; tool calls and
+//! their outcomes are shown; a pending approval shows the command that answers it (or its
+//! card, `inline`). A continued session (`--session ID`, `--continue`) shows its last turns
+//! first; the prompt keeps its history across runs (`history`) and has commands of its own
+//! (`slash`).
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use daemon::config::Config;
 use daemon::conn::Conn;
-use inert::{Block, block, line};
-use proto::approval::Empty;
-use proto::chat::{ChatEvent, ChatSend, SessionShow, TurnEnd};
-use proto::{CallId, CallOutcome, LogRecord, Message, SessionId, ToolResponse};
+use inert::{Block, line};
+use proto::chat::{ChatEvent, ChatSend, SessionRecords, TurnEnd};
+use proto::{CallId, Message, SessionId, ToolResponse};
+use rustyline::DefaultEditor;
 
-use crate::Error;
 use crate::error::{answered, call_failed, unexpected};
 use crate::inline::Approver;
+use crate::loopconn::connect;
 use crate::signals::Interrupt;
+use crate::slash::{self, Slash};
 use crate::spinner::Spinner;
+use crate::{Error, history, sessions};
 
 /// Lines in a row that may be refused as not UTF-8 before the prompt gives up (an input
 /// that is nothing but bad bytes would otherwise be read for ever).
 const MAX_BAD_INPUT: u32 = 100;
-
-fn connect(config: &Config) -> Result<Conn, Error> {
-    let path = config.sockets.chat_loop_sock();
-    Conn::connect(&path).map_err(|source| Error::Reach {
-        server: "loopd",
-        path,
-        source,
-    })
-}
 
 /// How a turn reads in a terminal: bxctl's own lines (tool calls, outcomes, approvals), and
 /// the model's text as a block whose every line starts with `| ` (`inert`), so the
@@ -128,7 +124,7 @@ pub enum Sent {
 pub struct Owner<'a> {
     pub bxctl: &'a str,
     /// brokerd's chat side, where the owner's words are registered before loopd gets them.
-    pub broker: std::path::PathBuf,
+    pub broker: PathBuf,
     pub approver: Option<&'a Approver<'a>>,
     pub interrupt: &'a Interrupt,
 }
@@ -246,15 +242,37 @@ pub fn send(
     }
 }
 
+/// Which session a chat continues.
+#[derive(Debug, Clone)]
+pub enum Start {
+    New,
+    /// `--session ID`.
+    Session(SessionId),
+    /// `--continue`: the most recently active.
+    Latest,
+}
+
+/// The session a chat continues, asked of loopd before anything is sent, so that a session
+/// that is not there is said at once (`None`: a new one).
+pub fn begin(config: &Config, start: Start) -> Result<Option<SessionRecords>, Error> {
+    let id = match start {
+        Start::New => return Ok(None),
+        Start::Session(id) => id,
+        Start::Latest => sessions::latest(config)?,
+    };
+    sessions::records(config, &id, true).map(Some)
+}
+
 /// `bxctl chat -m TEXT`: one message.
 pub fn once(
     config: &Config,
     bxctl: &str,
-    session: Option<SessionId>,
+    start: Start,
     text: &str,
     interrupt: &Interrupt,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
+    let session = begin(config, start)?.map(|r| r.session);
     let mut conn = connect(config)?;
     let owner = Owner {
         bxctl,
@@ -273,19 +291,51 @@ pub fn once(
     })
 }
 
+/// The line editor, with the history of earlier runs when there is a file for it (and a
+/// line saying why not, when there is none).
+fn editor(out: &mut dyn Write) -> Result<(DefaultEditor, Option<PathBuf>), Error> {
+    let config = rustyline::Config::builder()
+        .max_history_size(history::MAX_LINES)
+        .map_err(Error::Prompt)?
+        .auto_add_history(false)
+        .build();
+    let mut editor = DefaultEditor::with_config(config).map_err(Error::Prompt)?;
+    let Some(path) = history::path() else {
+        writeln!(
+            out,
+            "[no input history: neither XDG_STATE_HOME nor HOME names a directory]"
+        )
+        .map_err(Error::Output)?;
+        return Ok((editor, None));
+    };
+    let loaded = history::prepare(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|()| editor.load_history(&path).map_err(|e| e.to_string()));
+    match loaded {
+        Ok(()) => Ok((editor, Some(path))),
+        Err(e) => {
+            writeln!(out, "[no input history: {}: {}]", path.display(), line(&e))
+                .map_err(Error::Output)?;
+            Ok((editor, None))
+        }
+    }
+}
+
 /// `bxctl chat`: a prompt with line editing and history, until end of input or `/quit`;
-/// then the command that continues the session, `{resume}ID`.
+/// then the command that continues the session, `{resume}ID`. A continued session
+/// (`begun`) shows its last turns first.
 pub fn interactive(
     config: &Config,
     bxctl: &str,
     resume: &str,
-    mut session: Option<SessionId>,
+    start: Start,
     interrupt: &Interrupt,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
+    let begun = begin(config, start)?;
     let mut conn = connect(config)?;
     let mut last = std::time::Instant::now();
-    let mut editor = rustyline::DefaultEditor::new().map_err(Error::Prompt)?;
+    let (mut editor, history) = editor(out)?;
     let approver = Approver::on_terminal(config, bxctl);
     let owner = Owner {
         bxctl,
@@ -295,9 +345,16 @@ pub fn interactive(
     };
     writeln!(
         out,
-        "boxmaker chat: type a message; /quit or Ctrl-C leaves, Ctrl-C during a turn cancels it"
+        "boxmaker chat: type a message; /help lists the commands; /quit, Ctrl-D or Ctrl-C \
+         leaves, Ctrl-C during a turn cancels it"
     )
     .map_err(Error::Output)?;
+    let mut session = None;
+    if let Some(r) = begun {
+        write!(out, "{}", sessions::last_turns(&r, sessions::SHOWN_TURNS))
+            .map_err(Error::Output)?;
+        session = Some(r.session);
+    }
     let mut id = 0u64;
     let mut bad_input = 0u32;
     loop {
@@ -326,10 +383,26 @@ pub fn interactive(
         if text.is_empty() {
             continue;
         }
-        if text == "/quit" {
-            break;
-        }
         let _ = editor.add_history_entry(text);
+        if let Some(path) = &history {
+            // Kept as it is typed; a history that cannot be written is no reason to stop.
+            let _ = editor.append_history(path);
+        }
+        let shown = match slash::parse(text) {
+            None => None,
+            Some(Slash::Quit) => break,
+            Some(Slash::Help) => Some(slash::HELP.to_owned()),
+            Some(Slash::Session) => Some(slash::session(session.as_ref(), resume)),
+            Some(Slash::Status) => Some(slash::status(config, session.as_ref())),
+            Some(Slash::Unknown(word)) => Some(format!(
+                "  no command {}: /help lists them (nothing was sent)\n",
+                inert::line(&word)
+            )),
+        };
+        if let Some(shown) = shown {
+            write!(out, "{shown}").map_err(Error::Output)?;
+            continue;
+        }
         id += 1;
         // loopd drops a connection idle for an hour; open a fresh one well before that.
         if last.elapsed() > std::time::Duration::from_secs(45 * 60) {
@@ -349,145 +422,4 @@ pub fn interactive(
         writeln!(out, "[session {s}; continue it with `{resume}{s}`]").map_err(Error::Output)?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-pub fn sessions(
-    config: &Config,
-    show: Option<SessionId>,
-    json: bool,
-    out: &mut dyn Write,
-) -> Result<ExitCode, Error> {
-    let mut conn = connect(config)?;
-    let msg = match &show {
-        Some(session) => Message::SessionShow(SessionShow {
-            session: session.clone(),
-            epoch: None,
-        }),
-        None => Message::SessionList(Empty {}),
-    };
-    let reply = conn
-        .call(1, msg, |_| {})
-        .map_err(call_failed("loopd", "chat"))?;
-    match answered("loopd", reply.msg)? {
-        Message::SessionListing(l) if json => return crate::admin::print_json(&l, out),
-        Message::SessionRecords(r) if json => return crate::admin::print_json(&r, out),
-        Message::SessionListing(l) => {
-            if l.sessions.is_empty() {
-                writeln!(out, "no sessions").map_err(Error::Output)?;
-            }
-            // loopd lists the most recently active first.
-            for s in l.sessions {
-                writeln!(
-                    out,
-                    "{}  last {}  {} turns  epoch {}  {}",
-                    s.session,
-                    s.last,
-                    s.all_turns.unwrap_or(s.turns),
-                    s.epoch.0,
-                    line(s.preview.as_deref().unwrap_or(""))
-                )
-                .map_err(Error::Output)?;
-            }
-        }
-        Message::SessionRecords(r) => {
-            writeln!(
-                out,
-                "session {} epoch {}{}",
-                r.session,
-                r.epoch.0,
-                if r.truncated {
-                    " (oldest records left out)"
-                } else {
-                    ""
-                }
-            )
-            .map_err(Error::Output)?;
-            for rec in &r.records {
-                write!(out, "{}", describe(rec)).map_err(Error::Output)?;
-            }
-        }
-        other => return Err(unexpected(&other)),
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Tool calls on one line, each name and arguments inert.
-fn calls_line(calls: &[proto::ToolCall]) -> String {
-    let calls: Vec<String> = calls
-        .iter()
-        .map(|c| format!("{} {}", line(&c.name), line(&c.arguments)))
-        .collect();
-    calls.join("; ")
-}
-
-/// One record of a session log: a line of bxctl's own, and what was said as a block.
-fn describe(r: &LogRecord) -> String {
-    match r {
-        LogRecord::SessionStart { time, slot, .. } => {
-            format!("{time} -- session start (slot {slot})\n")
-        }
-        LogRecord::User { time, content } => format!("{time} you:\n{}", block(content)),
-        LogRecord::Assistant {
-            time,
-            content,
-            tool_calls,
-            ..
-        } => {
-            format!(
-                "{time} boxmaker:{}\n{}",
-                if tool_calls.is_empty() {
-                    String::new()
-                } else {
-                    format!(" [calls: {}]", calls_line(tool_calls))
-                },
-                block(content.as_deref().unwrap_or(""))
-            )
-        }
-        LogRecord::ToolResult {
-            time,
-            call,
-            content,
-            class,
-            outcome,
-            ..
-        } => match outcome {
-            Some(CallOutcome::Denied { reason }) => {
-                format!("{time}   call {} -> denied: {}\n", call.0, reason.as_str())
-            }
-            Some(CallOutcome::Failed) => {
-                format!("{time}   call {} -> failed: {}\n", call.0, line(content))
-            }
-            None => format!(
-                "{time}   call {} -> {} bytes ({class})\n",
-                call.0,
-                content.len()
-            ),
-        },
-        LogRecord::CacheLoss {
-            time,
-            expected,
-            got,
-        } => {
-            format!("{time} -- prompt cache lost: {got} of {expected} tokens reused\n")
-        }
-        LogRecord::EpochEnd { time, next, .. } => {
-            format!("{time} -- epoch ends, next {}\n", next.0)
-        }
-        LogRecord::Withdrawn {
-            time,
-            cause,
-            detail,
-            calls,
-        } => {
-            let cause = match cause {
-                proto::Withdrawal::Cut => "cut answer, not run",
-                proto::Withdrawal::Unrenderable => "unrenderable, left out",
-            };
-            format!(
-                "{time} -- tool calls withdrawn ({cause}: {}): {}\n",
-                line(detail),
-                calls_line(calls)
-            )
-        }
-    }
 }

@@ -7,8 +7,12 @@
 //! the prompt, SIGTERM or the terminal's hang-up; should bxctl die otherwise, the roles
 //! stop with it (`daemon::parent`, the fake through its standard input).
 
+mod args;
 mod layout;
 mod lock;
+mod mattermost;
+mod model;
+mod paths;
 mod ready;
 mod stack;
 
@@ -24,50 +28,57 @@ use crate::signals::{self, Interrupt};
 use crate::{Error, chat, hint};
 use stack::Stack;
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct DevArgs {
-    /// Where the stack keeps its state, sockets and logs.
-    #[arg(long, default_value = ".state")]
-    pub state: PathBuf,
-    /// Use a real llama-server at this loopback URL instead of the fake one.
-    #[arg(long, value_name = "URL", conflicts_with = "script")]
-    pub llama_url: Option<String>,
-    /// Have the fake llama-server play this script instead of the demo
-    /// (docs/fake-llama-server.md).
-    #[arg(long, value_name = "FILE")]
-    pub script: Option<PathBuf>,
-    /// Use the grants in this directory (read, never written) instead of STATE/grants.
-    #[arg(long, value_name = "DIR")]
-    pub grants: Option<PathBuf>,
-    /// Write the sample grants and demo notes again, over any edits of them.
-    #[arg(long)]
-    pub reset: bool,
-    /// Send this one message instead of opening the prompt.
-    #[arg(short, long)]
-    pub message: Option<String>,
-    /// Continue this session (default: a new one).
-    #[arg(long)]
-    pub session: Option<String>,
-}
+pub use args::DevArgs;
+use paths::{absolute, bin};
 
-fn bin(name: &str) -> Result<PathBuf, DevError> {
-    let exe = std::env::current_exe().map_err(DevError::CurrentExe)?;
-    let path = exe.parent().map(|d| d.join(name)).unwrap_or_default();
-    if path.exists() {
-        Ok(path)
-    } else {
-        Err(DevError::NotBuilt { path })
+/// The demo note was written just now, so brokerd has no record of it, and a note it has no
+/// record of reads as secret and untrusted (docs/memory.md). You wrote it (through `bxctl
+/// dev`), so it is labelled as yours, private and trusted, as `bxctl notes relabel` does
+/// (audited).
+fn label_demo_note(
+    config: &Config,
+    state: &std::path::Path,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let msg = proto::Message::NoteRelabel(proto::notes::NoteRelabel {
+        name: layout::DEMO_NOTE.to_owned(),
+        class: proto::DataClass::Private,
+        untrusted: false,
+    });
+    match crate::admin::call(config, msg)? {
+        proto::Message::NoteRelabelled(_) => writeln!(
+            out,
+            "demo note {} written to {}/home/memory/notes and labelled private, as yours \
+             (audited; `bxctl notes list` shows it)",
+            layout::DEMO_NOTE,
+            state.display()
+        )
+        .map_err(Error::Output),
+        other => Err(crate::error::unexpected(&other)),
     }
 }
 
-fn absolute(path: &std::path::Path) -> Result<PathBuf, DevError> {
-    std::path::absolute(path).map_err(|source| DevError::StateDir {
-        path: path.to_owned(),
+/// `bxctl dev-exec PROGRAM ARGS…`: asks the kernel to stop this process when the `bxctl
+/// dev` that started it exits (`daemon::parent`; the request outlives `exec`), then becomes
+/// PROGRAM. So a program that knows nothing of boxmaker (llama-server) ends with the stack
+/// however bxctl dies.
+pub fn exec(program: &[std::ffi::OsString]) -> Result<ExitCode, Error> {
+    use std::os::unix::process::CommandExt;
+    daemon::parent::follow();
+    let (first, rest) = program
+        .split_first()
+        .ok_or_else(|| Error::Usage("dev-exec: no program".to_owned()))?;
+    let source = Command::new(first).args(rest).exec();
+    Err(DevError::Spawn {
+        name: "dev-exec",
         source,
-    })
+    }
+    .into())
 }
 
 pub fn run(args: &DevArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
+    // The flags first: a bad one is said before anything is started or written.
+    model::check_url(args)?;
     let state = absolute(&args.state)?;
     // The demo script carries paths inside JSON inside TOML; keep them plain.
     if state
@@ -80,7 +91,8 @@ pub fn run(args: &DevArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
     // First, before anything under `state` changes: one stack per directory.
     let mut held = lock::StateLock::take(&state)?;
     let grants_arg = args.grants.as_deref().map(absolute).transpose()?;
-    if layout::prepare(&state, grants_arg.as_deref(), args.reset)? {
+    let prepared = layout::prepare(&state, grants_arg.as_deref(), args.reset)?;
+    if prepared.grants {
         writeln!(out, "sample grants written to {}/grants", state.display())
             .map_err(Error::Output)?;
     }
@@ -88,33 +100,45 @@ pub fn run(args: &DevArgs, out: &mut dyn Write) -> Result<ExitCode, Error> {
     let interrupt = Arc::new(Interrupt::default());
     let on_stop = stack.clone();
     signals::watch(interrupt.clone(), move || on_stop.stop()).map_err(DevError::Signals)?;
-    let code = up(args, &state, grants_arg, &stack, &mut held, &interrupt, out);
+    let code = up(
+        args, &state, grants_arg, prepared, &stack, &mut held, &interrupt, out,
+    );
     stack.stop();
     code
 }
 
+#[allow(clippy::too_many_arguments)]
 fn up(
     args: &DevArgs,
     state: &std::path::Path,
     grants: Option<PathBuf>,
+    prepared: layout::Prepared,
     stack: &Stack,
     held: &mut lock::StateLock,
     interrupt: &Interrupt,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
-    let upstream = match &args.llama_url {
-        Some(url) => url.clone(),
-        None => {
-            let script = match &args.script {
-                Some(s) => absolute(s)?,
-                None => layout::demo_script(state)?,
-            };
-            stack.start_fake(&bin("fake-llama-server")?, &script, state, held)?
-        }
-    };
+    let model = model::start(args, state, stack, held)?;
     let grants = grants.unwrap_or_else(|| state.join("grants"));
-    let config_path = layout::config(state, &grants, &bin("boxmaker-tool")?, &upstream)?;
-    for name in ["inferproxy", "brokerd", "loopd"] {
+    let trial = if args.mattermost {
+        Some(mattermost::start(state, stack, held)?)
+    } else {
+        None
+    };
+    let config_path = layout::config(
+        state,
+        &grants,
+        &bin("boxmaker-tool")?,
+        &model.upstream,
+        trial.as_ref().map(|t| &t.gateway),
+    )?;
+    // gatewayd before brokerd, which reads `[gateway]` and links to it at start.
+    let roles: &[&'static str] = if trial.is_some() {
+        &["inferproxy", "gatewayd", "brokerd", "loopd"]
+    } else {
+        &["inferproxy", "brokerd", "loopd"]
+    };
+    for &name in roles {
         let mut cmd = Command::new(bin(name)?);
         cmd.arg("--config").arg(&config_path);
         stack.start(name, cmd, state, held)?;
@@ -127,28 +151,44 @@ fn up(
     let config = Config::load(&config_path)?;
     ready::wait(
         &config.sockets.loop_infer_sock(),
+        &model.ready,
         std::io::stdout().is_terminal(),
+        &mut || model.gone(stack),
         out,
-    )
-    .map_err(Error::Output)?;
+    )?;
     let bxctl = hint::bxctl(&config_path);
+    if prepared.note {
+        label_demo_note(&config, state, out)?;
+    }
     writeln!(
         out,
-        "boxmaker dev stack is up under {} (model: {upstream}; logs in {}/logs).\n\
+        "boxmaker dev stack is up under {} (model: {}; logs in {}/logs).\n\
          For bxctl in another terminal:\n  export {}={}\n\
          Approve waiting tool calls there with\n  {bxctl}approve ID",
         state.display(),
+        model.banner,
         state.display(),
         hint::CONFIG_ENV,
         hint::quote(&config_path.display().to_string()),
     )
     .map_err(Error::Output)?;
-    let session = args
-        .session
-        .clone()
-        .map(proto::SessionId::new)
-        .transpose()
-        .map_err(Error::SessionId)?;
+    if let Some(trial) = trial {
+        writeln!(
+            out,
+            "Mattermost (a fake server, on this machine only) at {}; gatewayd's log is {}/logs/gatewayd.log",
+            trial.gateway.server,
+            state.display()
+        )
+        .map_err(Error::Output)?;
+        let view = crate::mmview::Trial {
+            mm: crate::mm::Mattermost::new(&trial.gateway.server, mattermost::OWNER_TOKEN),
+            owner: mattermost::OWNER_ID.to_owned(),
+            bot: mattermost::BOT_ID.to_owned(),
+            channel: mattermost::CHANNEL.to_owned(),
+        };
+        return crate::mmview::chat(view, out);
+    }
+    let start = crate::chat_start(args.session.clone(), args.resume)?;
     // The stack ends with the chat: a session is continued by starting it again, with
     // the same state directory, by a command that works as printed.
     let program = hint::quote(&hint::program());
@@ -161,8 +201,8 @@ fn up(
         )
     };
     match &args.message {
-        Some(text) => chat::once(&config, &bxctl, session, text, interrupt, out),
-        None => chat::interactive(&config, &bxctl, &resume, session, interrupt, out),
+        Some(text) => chat::once(&config, &bxctl, start, text, interrupt, out),
+        None => chat::interactive(&config, &bxctl, &resume, start, interrupt, out),
     }
 }
 

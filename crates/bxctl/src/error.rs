@@ -3,17 +3,17 @@
 //! [`Error::exit_code`]: 2 (could not do it), or 1 for a request the server refused; a thing
 //! checked and found bad is no error, its command returns 1 itself.
 //! Text that comes in part from a peer (a refusal's detail, a decode error quoting a frame)
-//! is shown as one inert line. `bxctl dev`'s own reasons, [`DevError`], live here with the
-//! rest, so that `dev` and this module do not import each other.
+//! is shown as one inert line. `bxctl dev`'s own reasons are [`DevError`] (`deverror`), a
+//! module of its own, so that `dev` and this module do not import each other.
 
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
-use std::process::ExitStatus;
 
 use daemon::config::ConfigError;
+
+pub use crate::deverror::DevError;
 use daemon::conn::CallError;
-use daemon::supervise::NotReady;
 use proto::{ErrorCode, WireError};
 
 #[derive(Debug)]
@@ -22,7 +22,7 @@ pub enum Error {
     /// No configuration file at `path`; `from` says who named it.
     NoConfig {
         path: PathBuf,
-        from: &'static str,
+        from: String,
     },
     /// Writing what bxctl prints.
     Output(io::Error),
@@ -66,6 +66,23 @@ pub enum Error {
     Usage(String),
     /// `bxctl dev`.
     Dev(DevError),
+    /// `bxctl gateway setup` could not find what it looked up.
+    Setup(Box<crate::gateway::SetupError>),
+    /// The grants directory to check cannot be read; `from` says who named it.
+    GrantsDir {
+        path: PathBuf,
+        from: &'static str,
+        source: io::Error,
+    },
+    /// loopd keeps no log of this session; `recent` are the most recently active ones;
+    /// `chat` when a chat was to continue it.
+    NoSession {
+        session: proto::SessionId,
+        recent: Vec<proto::SessionId>,
+        chat: bool,
+    },
+    /// `--continue` with no session at all.
+    NothingToContinue,
 }
 
 impl Error {
@@ -76,6 +93,8 @@ impl Error {
             // The server heard the request and refused it (`no session X`, a kind this
             // socket does not take): a refused request. A server that failed is not.
             Self::Answered { refusal, .. } if refusal.code != ErrorCode::Internal => 1,
+            // Asked of a session that is not there: a refused request.
+            Self::NoSession { .. } | Self::NothingToContinue => 1,
             _ => 2,
         }
     }
@@ -142,6 +161,35 @@ impl fmt::Display for Error {
             Self::Prompt(e) => e.fmt(f),
             Self::Usage(what) => f.write_str(what),
             Self::Dev(e) => e.fmt(f),
+            Self::Setup(e) => e.fmt(f),
+            Self::GrantsDir { path, from, source } => write!(
+                f,
+                "cannot read the grants directory {} ({from}): {source}\nhelp: name the \
+                 directory that holds the grant files, `bxctl grants check DIR`, or set \
+                 `grants` in the configuration (docs/grants.md)",
+                path.display()
+            ),
+            Self::NoSession {
+                session,
+                recent,
+                chat,
+            } => {
+                write!(f, "no session {session}: loopd keeps no log of it\nhelp: ")?;
+                if recent.is_empty() {
+                    f.write_str("there are no sessions yet")?;
+                } else {
+                    let ids: Vec<String> = recent.iter().map(ToString::to_string).collect();
+                    write!(f, "the most recent are {}", ids.join(", "))?;
+                }
+                if *chat {
+                    f.write_str("; leave out --session to start a new one")?;
+                }
+                Ok(())
+            }
+            Self::NothingToContinue => f.write_str(
+                "no session to continue: loopd keeps none yet\nhelp: leave out --continue to \
+                 start one",
+            ),
         }
     }
 }
@@ -150,18 +198,22 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Config(e) => Some(e),
-            Self::Output(e) | Self::File { source: e, .. } | Self::Reach { source: e, .. } => {
-                Some(e)
-            }
+            Self::Output(e)
+            | Self::File { source: e, .. }
+            | Self::Reach { source: e, .. }
+            | Self::GrantsDir { source: e, .. } => Some(e),
             Self::SessionId(e) => Some(e),
             Self::Call(e) => Some(e),
             Self::Prompt(e) => Some(e),
             Self::Dev(e) => Some(e),
+            Self::Setup(e) => Some(e),
             Self::Refused { .. }
             | Self::Answered { .. }
             | Self::Unexpected { .. }
             | Self::NoConfig { .. }
             | Self::Usage(_)
+            | Self::NoSession { .. }
+            | Self::NothingToContinue
             | Self::Omitted { .. } => None,
         }
     }
@@ -202,163 +254,6 @@ fn reach_help(server: &str, path: &std::path::Path, source: &io::Error) -> Optio
             })
         }
         _ => None,
-    }
-}
-
-/// Why `bxctl dev` could not start the stack.
-#[derive(Debug)]
-pub enum DevError {
-    /// Where bxctl itself is (to find the roles next to it).
-    CurrentExe(io::Error),
-    /// A role's binary is not next to bxctl.
-    NotBuilt {
-        path: PathBuf,
-    },
-    /// The state directory (or a log in it) could not be made absolute or created.
-    StateDir {
-        path: PathBuf,
-        source: io::Error,
-    },
-    /// The state directory's path could not go into the configuration safely.
-    UnsafeStatePath {
-        path: PathBuf,
-    },
-    /// A file or directory under the state directory (the config, the grants, a log).
-    Write {
-        path: PathBuf,
-        source: io::Error,
-    },
-    /// `name` could not be started.
-    Spawn {
-        name: &'static str,
-        source: io::Error,
-    },
-    /// `name` exited before READY=1; `log` is what it wrote.
-    Exited {
-        name: &'static str,
-        status: ExitStatus,
-        log: String,
-    },
-    /// `name` said nothing within the time allowed.
-    Silent {
-        name: &'static str,
-        log: PathBuf,
-    },
-    /// `name`'s notify socket failed.
-    NotReady {
-        name: &'static str,
-        source: NotReady,
-        log: PathBuf,
-    },
-    /// The fake llama-server's first line, when it is not where it listens.
-    FakeSaid {
-        first: String,
-    },
-    FakeRead(io::Error),
-    /// Another `bxctl dev` holds the state directory's lock: nothing was touched.
-    Locked {
-        path: PathBuf,
-        pid: Option<u32>,
-    },
-    /// `--grants DIR` is not a directory.
-    NoGrants {
-        path: PathBuf,
-    },
-    /// `STATE/jobs.toml` is not `[[jobs]]` entries alone.
-    Jobs {
-        path: PathBuf,
-        source: proto::TomlError,
-    },
-    /// The signal thread could not be set up.
-    Signals(io::Error),
-}
-
-impl fmt::Display for DevError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            // The system's words alone, as bxctl has always shown them.
-            Self::CurrentExe(e) | Self::FakeRead(e) => e.fmt(f),
-            Self::StateDir { source, .. } => source.fmt(f),
-            Self::NotBuilt { path } => write!(
-                f,
-                "{} is not built next to bxctl: run `cargo build --release` (or without \
-                 --release) first",
-                path.display()
-            ),
-            Self::UnsafeStatePath { path } => write!(
-                f,
-                "{}: choose a state directory whose path has no spaces, quotes, backslashes or \
-                 control characters (--state)",
-                path.display()
-            ),
-            Self::Write { path, source } => write!(f, "{}: {source}", path.display()),
-            Self::Spawn { name, source } => write!(f, "{name}: {source}"),
-            // The log may quote what the model or a tool wrote: set apart, inert.
-            Self::Exited { name, status, log } => write!(
-                f,
-                "{name} exited ({status}):\n{}",
-                inert::block(log).trim_end()
-            ),
-            Self::Silent { name, log } => {
-                write!(f, "{name} did not become ready; see {}", log.display())
-            }
-            Self::NotReady { name, source, log } => {
-                write!(f, "{name}: {source}; see {}", log.display())
-            }
-            Self::FakeSaid { first } => write!(f, "fake-llama-server said {first:?}"),
-            Self::Locked { path, pid } => {
-                let dir = path.parent().unwrap_or(path).display();
-                match pid {
-                    Some(pid) => write!(
-                        f,
-                        "another `bxctl dev` (PID {pid}) runs the stack under {dir}; nothing \
-                         was changed\nhelp: stop it with /quit or Ctrl-C in its terminal, or \
-                         `kill {pid}`; or give this one another --state"
-                    ),
-                    None => write!(
-                        f,
-                        "another `bxctl dev` holds {}; nothing was changed\nhelp: stop it, or \
-                         give this one another --state",
-                        path.display()
-                    ),
-                }
-            }
-            Self::NoGrants { path } => write!(
-                f,
-                "--grants {}: not a directory (it holds one grant file per grant, \
-                 docs/grants.md)",
-                path.display()
-            ),
-            Self::Jobs { path, source } => write!(
-                f,
-                "{}: {source}\nhelp: it holds only [[jobs]] entries (docs/jobs.md), which \
-                 `bxctl dev` adds to its config.toml",
-                path.display()
-            ),
-            Self::Signals(e) => write!(f, "cannot watch signals: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for DevError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::CurrentExe(e)
-            | Self::FakeRead(e)
-            | Self::Signals(e)
-            | Self::StateDir { source: e, .. }
-            | Self::Write { source: e, .. }
-            | Self::Spawn { source: e, .. } => Some(e),
-            Self::NotReady { source, .. } => Some(source),
-            Self::NotBuilt { .. }
-            | Self::UnsafeStatePath { .. }
-            | Self::Exited { .. }
-            | Self::Silent { .. }
-            | Self::Locked { .. }
-            | Self::NoGrants { .. }
-            | Self::FakeSaid { .. } => None,
-            Self::Jobs { source, .. } => Some(source),
-        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! that name on `PATH` is this very program, else its absolute path; and `--config PATH`
 //! (absolute) when the configuration is not the default one.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use daemon::config::DEFAULT_PATH;
 
@@ -49,11 +49,38 @@ pub fn quote(s: &str) -> String {
     }
 }
 
-/// Where the configuration was said to be, for a missing one.
-pub fn config_source(config: &Path) -> &'static str {
-    match std::env::var_os(CONFIG_ENV) {
-        Some(v) if Path::new(&v) == config => "from BOXMAKER_CONFIG",
-        _ if config == Path::new(DEFAULT_PATH) => "the default",
-        _ => "from --config",
+/// Where bxctl looks for a configuration no flag or variable names: `.state/config.toml`,
+/// what `bxctl dev` writes under its default state directory.
+pub const DEV_CONFIG: &str = ".state/config.toml";
+
+/// The configuration to use and who named it (for a missing one's message): the one given
+/// (`--config`, or `BOXMAKER_CONFIG`, which clap folds into it), else the first
+/// [`DEV_CONFIG`] in the current directory or one above it, as cargo finds its manifest,
+/// else the default.
+pub fn find_config(given: Option<PathBuf>) -> (PathBuf, String) {
+    if let Some(path) = given {
+        let from = match std::env::var_os(CONFIG_ENV) {
+            Some(v) if Path::new(&v) == path => "from BOXMAKER_CONFIG",
+            _ => "from --config",
+        };
+        return (path, from.to_owned());
     }
+    let here = std::env::current_dir().ok();
+    if let Some(found) = here
+        .iter()
+        .flat_map(|d| d.ancestors())
+        .map(|d| d.join(DEV_CONFIG))
+        .find(|p| p.is_file())
+    {
+        let from = format!(
+            "found from {} upwards",
+            here.as_deref().unwrap_or(Path::new(".")).display()
+        );
+        return (found, from);
+    }
+    let from = format!(
+        "the default: no {DEV_CONFIG} in {} or above",
+        here.as_deref().unwrap_or(Path::new(".")).display()
+    );
+    (PathBuf::from(DEFAULT_PATH), from)
 }

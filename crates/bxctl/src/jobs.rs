@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, ExitCode};
 
-use daemon::config::{Config, Job, Peer};
+use daemon::config::{Config, Deliver, Job, Peer};
 use proto::job::JobOutcome;
 use proto::{AuditEvent, AuditLine, JobName, Timestamp};
 use serde_json::json;
@@ -156,30 +156,42 @@ pub fn run(
         return Ok(ExitCode::from(2));
     };
     let me = nix::unistd::getuid().as_raw();
-    let mut cmd = match &config.peers.jobs {
-        // Development: the runner, as the developer (brokerd takes its claim).
-        Some(Peer::Uid(uid)) if *uid == me => runner(config_path, job)?,
-        _ => {
-            let mut c = Command::new("systemctl");
-            c.args(["start", &format!("{}.service", job.name.unit_user())]);
-            c
-        }
+    // Development: the runner, as the developer (brokerd takes its claim); its words are
+    // kept to say why a run failed. Under systemd: the job's unit, whose journal says why.
+    let here = matches!(&config.peers.jobs, Some(Peer::Uid(uid)) if *uid == me);
+    let mut cmd = if here {
+        let mut c = runner(config_path, job)?;
+        c.stderr(std::process::Stdio::piped());
+        c
+    } else {
+        let mut c = Command::new("systemctl");
+        c.args(["start", &format!("{}.service", job.name.unit_user())]);
+        c
     };
-    let status = cmd.status().map_err(|source| Error::File {
+    let done = cmd.output().map_err(|source| Error::File {
         path: cmd.get_program().into(),
         source,
     })?;
+    let status = done.status;
+    let said = String::from_utf8_lossy(&done.stderr);
+    let why = || {
+        if here {
+            format!(": {}", inert::line(&cause(&said, job.name.as_str())))
+        } else {
+            String::new()
+        }
+    };
     let (code, outcome, text) = match status.code() {
         Some(0) => (0, "done", "done, result delivered".to_owned()),
         Some(1) => (
             1,
             "failed",
-            "the run failed; its result says why (and the journal)".to_owned(),
+            format!("the run failed{}\nhelp: {}", why(), failed_help(job, here)),
         ),
         _ => (
             2,
             "not_started",
-            format!("the run could not be started ({status})"),
+            format!("the run could not be started ({status}){}", why()),
         ),
     };
     if json_out {
@@ -193,6 +205,46 @@ pub fn run(
     }
     .map_err(Error::Output)?;
     Ok(ExitCode::from(code))
+}
+
+/// Why the runner said its run failed: its last error line, without the level and the
+/// job's name it starts with.
+fn cause(said: &str, job: &str) -> String {
+    let last = said
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("error: "))
+        .unwrap_or("the runner said nothing of why");
+    let last = last.strip_prefix("boxmaker-job: ").unwrap_or(last);
+    let last = last.strip_prefix(&format!("job {job}: ")).unwrap_or(last);
+    // "the run failed" is said already.
+    last.strip_prefix("failed (delivered): ")
+        .unwrap_or(last)
+        .to_owned()
+}
+
+/// Where to look further at a failed run: the run's turn in its session (`bxctl dev`, where
+/// the runner ran here), or the unit's journal (under systemd).
+fn failed_help(job: &Job, here: bool) -> String {
+    let note = match &job.deliver {
+        Deliver::Note(name) => {
+            format!("; its result, when delivered, is in note {name} (`bxctl notes show {name}`)")
+        }
+        Deliver::Mattermost => {
+            "; its result, when delivered, is in the job's thread in Mattermost".to_owned()
+        }
+    };
+    if here {
+        format!(
+            "`bxctl sessions` lists the run's session (job-{}-…) with the turn that failed{note}",
+            job.name
+        )
+    } else {
+        format!(
+            "`journalctl -u {}.service` shows the runner's log{note}",
+            job.name.unit_user()
+        )
+    }
 }
 
 /// The runner next to this bxctl, for `job`.

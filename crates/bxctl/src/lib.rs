@@ -16,14 +16,23 @@ mod card;
 mod chat;
 mod check;
 mod dev;
+mod deverror;
 mod error;
+mod gateway;
 mod hint;
+mod history;
 mod inline;
 mod jobs;
+mod loopconn;
+mod mm;
+mod mmview;
 mod notes;
+mod output;
 mod owner;
 mod policy;
+mod sessions;
 mod signals;
+mod slash;
 mod spinner;
 mod status;
 mod verify;
@@ -32,7 +41,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use daemon::config::{Config, DEFAULT_PATH};
+use daemon::config::Config;
 use proto::SessionId;
 use proto::approval::Verdict;
 
@@ -53,15 +62,11 @@ pub const EXIT_CODES: &str = "Exit codes:\n  \
     after_help = EXIT_CODES
 )]
 pub struct Cli {
-    /// The configuration file (for the socket and state paths).
-    #[arg(
-        long,
-        global = true,
-        value_name = "PATH",
-        env = "BOXMAKER_CONFIG",
-        default_value = DEFAULT_PATH
-    )]
-    pub config: PathBuf,
+    /// The configuration file (for the socket and state paths). Without it (or
+    /// BOXMAKER_CONFIG): the first `.state/config.toml` in this directory or one above it
+    /// (what `bxctl dev` writes), else /etc/boxmaker/config.toml.
+    #[arg(long, global = true, value_name = "PATH", env = "BOXMAKER_CONFIG")]
+    pub config: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -99,9 +104,12 @@ pub enum Command {
         /// Send this one message, print the reply, and exit.
         #[arg(short, long)]
         message: Option<String>,
-        /// Continue this session (default: a new one).
-        #[arg(long)]
+        /// Continue this session, showing its last turns (default: a new one).
+        #[arg(long, value_name = "ID")]
         session: Option<String>,
+        /// Continue the most recently active session, showing its last turns.
+        #[arg(long = "continue", short = 'c', conflicts_with = "session")]
+        resume: bool,
     },
     /// List the sessions, or show one.
     Sessions {
@@ -120,6 +128,26 @@ pub enum Command {
     Job(JobCmd),
     /// Start the whole stack under .state/ (no root, no systemd) and chat with it.
     Dev(dev::DevArgs),
+    /// Mattermost for gatewayd.
+    #[command(subcommand)]
+    Gateway(GatewayCmd),
+    /// Print shell completions for bxctl, generated from this command line.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print bxctl's man page (roff), generated from this command line; with --dir, write
+    /// bxctl.1 and a page per subcommand (bxctl-dev.1, ...) there instead.
+    Man {
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// `bxctl dev`'s own: runs PROGRAM as a child that stops when its bxctl does.
+    #[command(name = "dev-exec", hide = true)]
+    DevExec {
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        program: Vec<std::ffi::OsString>,
+    },
     /// The agent's notes and the labels brokerd keeps for them.
     #[command(subcommand)]
     Notes(NotesCmd),
@@ -189,6 +217,13 @@ pub enum GrantsCmd {
 }
 
 #[derive(Debug, clap::Subcommand)]
+pub enum GatewayCmd {
+    /// Find the ids gatewayd needs by their names (the bot's token, the owner's user name,
+    /// TEAM/CHANNEL) and print the NixOS module's `services.boxmaker.gateway`.
+    Setup(gateway::SetupArgs),
+}
+
+#[derive(Debug, clap::Subcommand)]
 pub enum JobCmd {
     /// Run the job now and wait for it: starts its unit (under `bxctl dev`, its runner).
     Run {
@@ -231,25 +266,35 @@ pub enum AuditCmd {
 
 pub use crate::error::{DevError, Error};
 
+/// The session a chat starts from: `--session ID`, `--continue`, or a new one.
+pub(crate) fn chat_start(session: Option<String>, resume: bool) -> Result<chat::Start, Error> {
+    Ok(match session {
+        Some(id) => chat::Start::Session(SessionId::new(id).map_err(Error::SessionId)?),
+        None if resume => chat::Start::Latest,
+        None => chat::Start::New,
+    })
+}
+
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
+    let (config_path, from) = hint::find_config(cli.config.clone());
     let config = || {
-        if !cli.config.exists() {
+        if !config_path.exists() {
             return Err(Error::NoConfig {
-                path: cli.config.clone(),
-                from: hint::config_source(&cli.config),
+                path: config_path.clone(),
+                from,
             });
         }
-        Config::load(&cli.config).map_err(Error::Config)
+        Config::load(&config_path).map_err(Error::Config)
     };
     // How to call bxctl again for this same stack, for the hints bxctl prints.
-    let bxctl = hint::bxctl(&cli.config);
+    let bxctl = hint::bxctl(&config_path);
     match cli.command {
         Command::Grants(GrantsCmd::Check { dir, json }) => {
-            let dir = match dir {
-                Some(d) => d,
-                None => config()?.grants,
+            let (dir, from) = match dir {
+                Some(d) => (d, "given"),
+                None => (config()?.grants, "the configuration's `grants`"),
             };
-            check::grants(&dir, json, out)
+            check::grants(&dir, from, json, out)
         }
         Command::Grants(GrantsCmd::Show { json }) => admin::grants(&config()?, json, out),
         Command::Grants(GrantsCmd::Reload { json }) => status::reload(&config()?, json, out),
@@ -273,23 +318,49 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             };
             audit::verify(&dir, json, out)
         }
-        Command::Chat { message, session } => {
-            let session = session
-                .map(SessionId::new)
-                .transpose()
-                .map_err(Error::SessionId)?;
+        Command::Chat {
+            message,
+            session,
+            resume,
+        } => {
+            let start = chat_start(session, resume)?;
             let config = config()?;
             let interrupt = std::sync::Arc::new(signals::Interrupt::default());
             signals::watch(interrupt.clone(), || {}).map_err(DevError::Signals)?;
             match message {
-                Some(text) => chat::once(&config, &bxctl, session, &text, &interrupt, out),
+                Some(text) => chat::once(&config, &bxctl, start, &text, &interrupt, out),
                 None => {
                     let resume = format!("{bxctl}chat --session ");
-                    chat::interactive(&config, &bxctl, &resume, session, &interrupt, out)
+                    chat::interactive(&config, &bxctl, &resume, start, &interrupt, out)
                 }
             }
         }
         Command::Dev(args) => dev::run(&args, out),
+        Command::DevExec { program } => dev::exec(&program),
+        Command::Gateway(GatewayCmd::Setup(args)) => {
+            let text = gateway::setup(&args).map_err(|e| Error::Setup(Box::new(e)))?;
+            out.write_all(text.as_bytes()).map_err(Error::Output)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            // Into memory first: the generator panics on a write error (a closed pipe).
+            let mut text = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "bxctl", &mut text);
+            out.write_all(&text).map_err(Error::Output)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { dir } => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            match dir {
+                Some(dir) => clap_mangen::generate_to(cmd, &dir)
+                    .map_err(|source| Error::File { path: dir, source })?,
+                None => clap_mangen::Man::new(cmd)
+                    .render(out)
+                    .map_err(Error::Output)?,
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Notes(NotesCmd::List { json }) => notes::list(&config()?, json, out),
         Command::Notes(NotesCmd::Show { name, json }) => notes::show(&config()?, &name, json, out),
         Command::Notes(NotesCmd::Relabel {
@@ -300,19 +371,19 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
         }) => notes::relabel(&config()?, &name, class, untrusted, json, out),
         Command::Verify(args) => match &args.probe_infer {
             Some(sock) => verify::probe(sock, out),
-            None => verify::run(&config()?, &cli.config, &args, out),
+            None => verify::run(&config()?, &config_path, &args, out),
         },
         Command::Search { query, json } => notes::search(&config()?, &query, json, out),
         Command::Jobs { json } => jobs::list(&config()?, json, out),
         Command::Job(JobCmd::Run { name, json }) => {
-            jobs::run(&config()?, &cli.config, &name, json, out)
+            jobs::run(&config()?, &config_path, &name, json, out)
         }
         Command::Sessions { session, json } => {
             let session = session
                 .map(SessionId::new)
                 .transpose()
                 .map_err(Error::SessionId)?;
-            chat::sessions(&config()?, session, json, out)
+            sessions::sessions(&config()?, session, json, out)
         }
         Command::Audit(AuditCmd::Show {
             dir,

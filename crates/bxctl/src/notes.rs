@@ -14,8 +14,9 @@ use proto::notes::{NoteInfo, NoteRelabel, NotesQuery, NotesSearch};
 use proto::{DataClass, Message};
 
 use crate::Error;
-use crate::admin::{call, print_json};
+use crate::admin::call;
 use crate::error::unexpected;
+use crate::output::print_json;
 
 fn label(class: DataClass, untrusted: bool) -> String {
     format!("{class}{}", if untrusted { ", untrusted" } else { "" })

@@ -16,8 +16,9 @@ use proto::status::{BrokerStatus, GatewayLink, LoopStatus, ModelHealth, OnDisk, 
 use serde_json::{Value, json};
 
 use crate::Error;
-use crate::admin::{call, print_json};
+use crate::admin::call;
 use crate::error::{answered, call_failed, unexpected};
+use crate::output::print_json;
 
 /// The units `bxctl status` asks systemd about, when systemd runs.
 const UNITS: &[&str] = &[
@@ -32,7 +33,7 @@ const UNITS: &[&str] = &[
     "boxmaker-gatewayd.socket",
 ];
 
-fn loop_status(config: &Config) -> Result<LoopStatus, Error> {
+pub(crate) fn loop_status(config: &Config) -> Result<LoopStatus, Error> {
     let path = config.sockets.chat_loop_sock();
     let mut conn = Conn::connect(&path).map_err(|source| Error::Reach {
         server: "loopd",
@@ -48,7 +49,7 @@ fn loop_status(config: &Config) -> Result<LoopStatus, Error> {
     }
 }
 
-fn broker_status(config: &Config) -> Result<BrokerStatus, Error> {
+pub(crate) fn broker_status(config: &Config) -> Result<BrokerStatus, Error> {
     match call(config, Message::StatusQuery(Empty {}))? {
         Message::BrokerStatus(s) => Ok(s),
         other => Err(unexpected(&other)),
@@ -163,12 +164,20 @@ fn loop_text(l: &LoopStatus) -> String {
             }
             Reach::Unreachable { reason } => format!("NOT REACHABLE from loopd: {}", line(reason)),
         },
-        match &l.model {
-            ModelHealth::Ok => "ok".to_owned(),
-            ModelHealth::Loading => "loading".to_owned(),
-            ModelHealth::Unhealthy { reason } => format!("NOT HEALTHY: {}", line(reason)),
-        }
+        model_text(l)
     )
+}
+
+/// The model as loopd sees it: `ok` with the model the server names, `loading`, or why not.
+pub(crate) fn model_text(l: &LoopStatus) -> String {
+    match &l.model {
+        ModelHealth::Ok => match &l.model_path {
+            Some(path) => format!("ok: {}", line(path)),
+            None => "ok".to_owned(),
+        },
+        ModelHealth::Loading => "loading".to_owned(),
+        ModelHealth::Unhealthy { reason } => format!("NOT HEALTHY: {}", line(reason)),
+    }
 }
 
 /// The boxmaker units systemd knows: (unit, active state, sub state). Empty when systemd

@@ -6,14 +6,16 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
+mod duration;
 mod gateway;
 mod infer;
 mod invalid;
 mod jobs;
 mod sockets;
 mod written;
+use duration::duration;
 pub use gateway::Gateway;
 pub use infer::{Infer, Upstream};
 pub use invalid::Invalid;
@@ -217,12 +219,6 @@ fn default_home() -> PathBuf {
 
 fn default_grants() -> PathBuf {
     PathBuf::from("/etc/boxmaker/grants")
-}
-
-fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    let text = String::deserialize(d)?;
-    humantime::parse_duration(&text)
-        .map_err(|e| serde::de::Error::custom(format!("{text:?} is not a duration: {e}")))
 }
 
 /// Why the configuration cannot be used.

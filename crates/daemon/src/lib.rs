@@ -2,7 +2,8 @@
 //! systemd service and talking framed JSON over Unix sockets, written once. The config
 //! file, the one start-up (`service`: the systemd socket handoff, readiness, the watchdog,
 //! reload and drain), SO_PEERCRED peer checks, the one accept loop (`accept`) and framed
-//! connections with deadlines, log lines journald files at the right priority, per-key
+//! connections with deadlines, log lines journald files at the right priority, how a role's
+//! `main` ends on an error (`exit`), per-key
 //! locks, durable state files, starting a role as systemd does (`supervise`), and a role
 //! that ends with the `bxctl dev` that started it (`parent`). Not a role: it decides
 //! nothing (the grant files are the `grants` crate's, HTTP is `strict-http`'s, the display
@@ -13,6 +14,7 @@ pub mod config;
 pub mod conn;
 pub mod core_memory;
 pub mod durable;
+pub mod exit;
 pub mod hangup;
 pub mod keyed;
 pub mod listen;

@@ -44,6 +44,7 @@
 //! [rule.match]             # all given conditions must hold; none given: always matches
 //! turn = 1                 # number of user messages in the request
 //! user_contains = "weather"        # the last user message contains this
+//! user_words = ["weather", "rain"]  # ... has one of these words (whole, any case)
 //! user_equals = "What is the weather?"
 //! tool_result_contains = "sunny"   # the last message is a tool result containing this ("": any)
 //! last_tool = "get_weather"        # the most recent tool call in the history is to this function

@@ -91,6 +91,9 @@ pub struct Match {
     pub turn: Option<usize>,
     /// The last `user` message's text contains this.
     pub user_contains: Option<String>,
+    /// The last `user` message's text has one of these words: a whole word, letters and
+    /// digits between anything else, compared without case (`list` is not in `playlist`).
+    pub user_words: Option<Vec<String>>,
     /// The last `user` message's text is exactly this.
     pub user_equals: Option<String>,
     /// The last message is a `tool` result whose content contains this (`""`: any result).
@@ -205,6 +208,9 @@ impl Script {
             rule.answer
                 .check(s.reasoning)
                 .map_err(|e| ScriptError(format!("{label}: {e}")))?;
+            rule.when
+                .check()
+                .map_err(|e| ScriptError(format!("{label}: {e}")))?;
         }
         if let Some(answer) = &self.default {
             answer
@@ -274,7 +280,28 @@ impl Answer {
     }
 }
 
+/// The words of `text`: runs of letters and digits, lower-cased.
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+}
+
 impl Match {
+    fn check(&self) -> Result<(), String> {
+        for word in self.user_words.iter().flatten() {
+            if word.is_empty() || !word.chars().all(char::is_alphanumeric) {
+                return Err(format!(
+                    "user_words entry {word:?} is not one word (letters and digits only)"
+                ));
+            }
+        }
+        if self.user_words.as_ref().is_some_and(Vec::is_empty) {
+            return Err("user_words is empty: give at least one word".into());
+        }
+        Ok(())
+    }
+
     /// Whether every condition given holds for `messages`.
     pub fn matches(&self, messages: &[Msg]) -> bool {
         let user_text = messages
@@ -297,6 +324,10 @@ impl Match {
                 .user_contains
                 .as_ref()
                 .is_none_or(|needle| user_text.is_some_and(|t| t.contains(needle.as_str())))
+            && self.user_words.as_ref().is_none_or(|wanted| {
+                user_text
+                    .is_some_and(|t| words(t).any(|w| wanted.iter().any(|x| x.to_lowercase() == w)))
+            })
             && self
                 .user_equals
                 .as_ref()

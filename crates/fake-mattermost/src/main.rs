@@ -13,8 +13,13 @@
 //! - `GET /fake/state`: every post and reaction, how often each post was edited, typing
 //!   notices, connections (ever, and live).
 //!
+//! The team is `home` ("Home"), with the channels `town-square` and `off-topic`: the names
+//! `bxctl gateway setup` looks up (`GET /users/username/{username}`, `GET /teams/name/{name}`,
+//! `GET /teams/{team_id}/channels/name/{channel_name}`).
+//!
 //! Prints `listening on 127.0.0.1:PORT` first on stdout.
 
+mod directory;
 mod model;
 mod rest;
 mod ws;

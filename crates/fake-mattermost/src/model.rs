@@ -38,6 +38,9 @@ pub struct State {
     /// gatewayd follows, first; Off-Topic, where posts are made that gatewayd must ignore.
     pub channels: Vec<(String, String, String)>,
     pub team: String,
+    /// The team's name (its URL part) and display name.
+    pub team_name: String,
+    pub team_display: String,
     pub posts: Vec<Value>,
     pub reactions: Vec<Value>,
     /// How often each post was edited.
@@ -62,6 +65,8 @@ impl State {
             users,
             channels,
             team,
+            team_name: "home".to_owned(),
+            team_display: "Home".to_owned(),
             ..Self::default()
         }
     }

@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
-use crate::Request;
 use crate::model::{self, Shared, State, app_error, lock, post_list, status_ok};
+use crate::{Request, directory};
 
 fn not_found() -> (u16, Value) {
     app_error(
@@ -43,6 +43,11 @@ pub fn route(req: &Request, state: &Shared) -> (u16, Value) {
     };
     let result = match (req.method.as_str(), api) {
         ("GET", ["users", "me"]) => s.user_json(&me.id).ok_or_else(not_found).map(|u| (200, u)),
+        ("GET", ["users", "username", name]) => directory::user_by_name(&s, name),
+        ("GET", ["teams", "name", name]) => directory::team_by_name(&s, name),
+        ("GET", ["teams", team, "channels", "name", name]) => {
+            directory::channel_by_name(&s, team, name)
+        }
         ("GET", ["users", id]) => s
             .user_json(id)
             .ok_or_else(|| {

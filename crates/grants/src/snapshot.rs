@@ -102,50 +102,91 @@ impl From<UnitPathError> for Refused {
 /// The largest grant file read; a grant is a few lines.
 const MAX_GRANT_FILE: u64 = 64 * 1024;
 
+/// A reason about the whole of `file` (no line).
+fn whole(file: &Path, reason: Refused) -> GrantsError {
+    GrantsError {
+        file: file.to_owned(),
+        line: 0,
+        column: 0,
+        reason: reason.to_string(),
+    }
+}
+
+/// One entry of the grants directory: `(id, text)` for a grant file, `None` for a dot file
+/// that is not one, or why it is refused.
+fn read_entry(path: &Path) -> Result<Option<(String, String)>, GrantsError> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    if name.starts_with('.') {
+        // An editor's backup or a hidden grant: a hidden `.toml` would be a grant silently
+        // dropped (a deny, say), so it is refused; other dot files are not grants.
+        if name.ends_with(".toml") {
+            return Err(whole(path, Refused::Hidden));
+        }
+        return Ok(None);
+    }
+    let Some(id) = name.strip_suffix(".toml") else {
+        return Err(whole(path, Refused::NotGrantFile));
+    };
+    check_id(id).map_err(|reason| whole(path, reason))?;
+    // NixOS links /etc files into the store, so links are followed here; the grants
+    // directory is the owner's, written by the module, never by a role.
+    let meta = std::fs::metadata(path).map_err(|e| whole(path, Refused::Io(e)))?;
+    if !meta.is_file() {
+        return Err(whole(path, Refused::NotRegular));
+    }
+    if meta.len() > MAX_GRANT_FILE {
+        return Err(whole(path, Refused::TooLarge));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| whole(path, Refused::Io(e)))?;
+    Ok(Some((id.to_owned(), text)))
+}
+
 impl Snapshot {
     /// Loads every grant in `dir`. Any bad file refuses the whole snapshot: a policy is
     /// never half loaded.
     pub fn load(dir: &Path) -> Result<Self, GrantsError> {
-        let whole = |file: &Path, reason: Refused| GrantsError {
-            file: file.to_owned(),
-            line: 0,
-            column: 0,
-            reason: reason.to_string(),
-        };
         let entries = std::fs::read_dir(dir).map_err(|e| whole(dir, Refused::Io(e)))?;
         let mut files = BTreeMap::new();
         for entry in entries {
             let path = entry.map_err(|e| whole(dir, Refused::Io(e)))?.path();
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
-            if name.starts_with('.') {
-                // An editor's backup or a hidden grant: a hidden `.toml` would be a grant
-                // silently dropped (a deny, say), so it is refused; other dot files are not
-                // grants.
-                if name.ends_with(".toml") {
-                    return Err(whole(&path, Refused::Hidden));
-                }
-                continue;
+            if let Some((id, text)) = read_entry(&path)? {
+                files.insert(id, (path, text));
             }
-            let Some(id) = name.strip_suffix(".toml") else {
-                return Err(whole(&path, Refused::NotGrantFile));
-            };
-            check_id(id).map_err(|reason| whole(&path, reason))?;
-            // NixOS links /etc files into the store, so links are followed here; the
-            // grants directory is the owner's, written by the module, never by a role.
-            let meta = std::fs::metadata(&path).map_err(|e| whole(&path, Refused::Io(e)))?;
-            if !meta.is_file() {
-                return Err(whole(&path, Refused::NotRegular));
-            }
-            if meta.len() > MAX_GRANT_FILE {
-                return Err(whole(&path, Refused::TooLarge));
-            }
-            let text = std::fs::read_to_string(&path).map_err(|e| whole(&path, Refused::Io(e)))?;
-            files.insert(id.to_owned(), (path, text));
         }
         Self::from_texts(files)
+    }
+
+    /// Every reason `dir` does not load, each file on its own (where [`Snapshot::load`]
+    /// stops at the first), in the order of the file names; empty when it loads.
+    pub fn problems(dir: &Path) -> Vec<GrantsError> {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) => return vec![whole(dir, Refused::Io(e))],
+        };
+        let mut paths = Vec::new();
+        let mut problems = Vec::new();
+        for entry in entries {
+            match entry {
+                Ok(e) => paths.push(e.path()),
+                Err(e) => problems.push(whole(dir, Refused::Io(e))),
+            }
+        }
+        paths.sort();
+        for path in paths {
+            let one = read_entry(&path).and_then(|found| match found {
+                Some((id, text)) => {
+                    Self::from_texts(BTreeMap::from([(id, (path.clone(), text))])).map(drop)
+                }
+                None => Ok(()),
+            });
+            if let Err(e) = one {
+                problems.push(e);
+            }
+        }
+        problems
     }
 
     /// Builds a snapshot from `(id → (path, text))`.

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use daemon::conn::{CallError, Conn};
 use proto::attest::{Answer, CompletionId, Piece, WitnessReport};
-use proto::composed::AnswerDigests;
+use proto::composed::streamed::AnswerDigests;
 use proto::{Hash32, Message};
 use strict_http::{EventParser, HttpError, MAX_SSE_EVENT, MAX_SSE_LINE, sse_line};
 

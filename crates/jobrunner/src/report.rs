@@ -11,6 +11,9 @@ use proto::job::JobOutcome;
 pub struct Said {
     pub own: String,
     pub detail: Option<String>,
+    /// Whether the detail goes inside the closing parenthesis that ends `own`
+    /// (`denied (no_grant: DETAIL)`) rather than after it.
+    pub inside: bool,
 }
 
 impl Said {
@@ -18,7 +21,7 @@ impl Said {
     pub fn own(text: impl Into<String>) -> Self {
         Self {
             own: text.into(),
-            detail: None,
+            ..Self::default()
         }
     }
 
@@ -27,14 +30,17 @@ impl Said {
         Self {
             own: own.into(),
             detail: Some(detail.into()),
+            inside: false,
         }
     }
 
-    /// The whole line: `own: detail.` (or `own.` with the period it may already have).
+    /// The whole line: `own: detail` (`own` without its final period), or with
+    /// [`Said::inside`] `own` with `: detail` before its closing parenthesis.
     pub fn full(&self) -> String {
-        match &self.detail {
-            Some(d) => format!("{}: {d}", self.own.trim_end_matches('.')),
-            None => self.own.clone(),
+        match (&self.detail, self.own.strip_suffix(')')) {
+            (Some(d), Some(open)) if self.inside => format!("{open}: {d})"),
+            (Some(d), _) => format!("{}: {d}", self.own.trim_end_matches('.')),
+            (None, _) => self.own.clone(),
         }
     }
 

@@ -73,17 +73,24 @@ pub fn run(config: &Config, job: &Job) -> Result<Finished, crate::Error> {
         (Ok(()), JobOutcome::Done) => {
             log::info(format_args!("job {}: done, result delivered", job.name));
         }
+        // What failed, or else the calls that were not allowed, by name.
         (Ok(()), JobOutcome::Failed) => log::error(format_args!(
             "job {}: failed (delivered): {}",
+            job.name,
+            report.failure.as_ref().map(Said::full).unwrap_or_else(|| {
+                let denied: Vec<String> = report.denied.iter().map(Said::full).collect();
+                denied.join("; ")
+            })
+        )),
+        // Why the run failed comes first: that it could not be delivered follows from it.
+        (Err(e), _) => log::error(format_args!(
+            "job {}: {}its result ({outcome:?}) could not be delivered: {e}",
             job.name,
             report
                 .failure
                 .as_ref()
-                .map_or("a call was not allowed".to_owned(), Said::full)
-        )),
-        (Err(e), _) => log::error(format_args!(
-            "job {}: its result ({outcome:?}) could not be delivered: {e}",
-            job.name
+                .map(|f| format!("{}; ", f.full()))
+                .unwrap_or_default()
         )),
     }
     Ok(match (delivered, outcome) {
@@ -229,6 +236,7 @@ fn denial(call: u64, tool: &str, reason: DenyReason, detail: Option<&str>) -> Sa
     Said {
         own: format!("Call {call} ({tool}) {what} ({})", reason.as_str()),
         detail: detail.map(str::to_owned),
+        inside: true,
     }
 }
 

@@ -46,6 +46,35 @@ fn trim_result(mut r: LogRecord) -> LogRecord {
     r
 }
 
+/// Words in a row of the instruction that an answer repeating it has.
+const ECHO_RUN: usize = 4;
+
+/// Words of its own (not in the instruction) that an answer repeating the instruction needs
+/// to count as a summary all the same.
+const MIN_NEW_WORDS: usize = 6;
+
+/// Lower-cased words: runs of letters and digits.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Whether `answer` gives the instruction back instead of a summary: it repeats
+/// [`ECHO_RUN`] of the instruction's words in a row, and has fewer than [`MIN_NEW_WORDS`]
+/// words the instruction does not have. A summary that starts by quoting the instruction
+/// and goes on to say what happened is kept.
+pub fn echoes(instruction: &str, answer: &str) -> bool {
+    let own = words(instruction);
+    let said = words(answer);
+    let repeats = own
+        .windows(ECHO_RUN)
+        .any(|run| said.windows(ECHO_RUN).any(|w| w == run));
+    let new = said.iter().filter(|w| !own.contains(w)).count();
+    repeats && new < MIN_NEW_WORDS
+}
+
 /// What one summary request gave.
 enum Asked {
     /// A summary that ended normally (`stop`) with text.
@@ -72,7 +101,11 @@ fn ask(
     body["tool_choice"] = json!("none");
     match llm::complete(sock, timeout, &body, None, |_| {}) {
         Ok(c) => match (c.answer.finish.as_deref(), c.answer.content) {
-            (Some("stop"), Some(t)) if !t.trim().is_empty() => Asked::Written(t),
+            // The instruction given back is no summary (llama.cpp's server with a small
+            // model did that at temperature 0): asked again, as a cut one is.
+            (Some("stop"), Some(t)) if !t.trim().is_empty() && !echoes(instruction, &t) => {
+                Asked::Written(t)
+            }
             _ => Asked::Unusable,
         },
         Err(e) if e.context_full() || e.unrenderable() => Asked::Overflow,
@@ -127,6 +160,40 @@ pub fn summary(
 
 #[cfg(test)]
 mod tests {
+    use super::echoes;
+    use proto::composed::{SHORT_PROMPT, SUMMARY_PROMPT};
+
+    #[test]
+    fn the_instruction_given_back_is_no_summary() {
+        assert!(echoes(SHORT_PROMPT, SHORT_PROMPT));
+        // What llama.cpp's server with SmolLM2 answered at temperature 0 (the real-peer
+        // tier's `realpeer_summary`), twice.
+        assert!(echoes(
+            SUMMARY_PROMPT,
+            "The conversation is about to be cut short. Write a concise summary of everything \
+             above that you will need to continue: the owner's requests, facts learned, \
+             decisions taken, open tasks."
+        ));
+        for echo in [
+            SUMMARY_PROMPT,
+            "The conversation is about to be cut short.",
+            "Write a concise summary of everything above that you will need to continue.",
+            "Summary: write only the summary, as plain text.",
+            "  the conversation is ABOUT TO BE CUT short!! ",
+        ] {
+            assert!(echoes(SUMMARY_PROMPT, echo), "{echo}");
+        }
+        for summary in [
+            "The owner asked for the todo list and the shopping list; the milk is still to buy.",
+            "The conversation is about to be cut short. The owner asked for trip.md: a train \
+             to Lyon on the 14th, and the hotel Bellecour.",
+            "Owner wants notes read.",
+            "Open tasks: call the plumber.",
+        ] {
+            assert!(!echoes(SUMMARY_PROMPT, summary), "{summary}");
+        }
+    }
+
     #[test]
     fn the_cap_is_an_eighth_of_the_context_and_at_most_max_tokens() {
         assert_eq!(super::cap(2048, 2048), 256);

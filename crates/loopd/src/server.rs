@@ -111,6 +111,12 @@ pub(crate) fn streamed(
     });
     match result {
         Ok(reply) => Message::ChatReply(reply),
+        // A session that is not there is the client's mistake, said in its words (the id
+        // is the client's own).
+        Err(e @ TurnError::NoSession(_)) => {
+            log::info(format_args!("chat: {e}"));
+            Message::error(ErrorCode::BadMessage, e.to_string())
+        }
         Err(e) => {
             log::error(format_args!("chat: {e}"));
             Message::error(

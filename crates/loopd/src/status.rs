@@ -11,6 +11,8 @@ use proto::status::{LoopStatus, ModelHealth, Reach};
 const HEALTH_DEADLINE: Duration = Duration::from_secs(5);
 /// The most of a `/health` answer read.
 const MAX_BODY: u64 = 16 * 1024;
+/// The most of a `/props` answer read (it carries the chat template).
+const MAX_PROPS: u64 = 4 * 1024 * 1024;
 
 pub fn status(infer_sock: &Path) -> LoopStatus {
     let (inferproxy, model) = match health(infer_sock) {
@@ -24,11 +26,32 @@ pub fn status(infer_sock: &Path) -> LoopStatus {
             },
         ),
     };
+    let model_path = match model {
+        ModelHealth::Ok => model_path(infer_sock),
+        _ => None,
+    };
     LoopStatus {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         inferproxy,
         model,
+        model_path,
     }
+}
+
+/// What the server's `/props` names its model (`model_path`), kept short; `None` when it
+/// does not answer or says nothing of it.
+fn model_path(sock: &Path) -> Option<String> {
+    let stream = UnixStream::connect(sock).ok()?;
+    stream.set_read_timeout(Some(HEALTH_DEADLINE)).ok()?;
+    stream.set_write_timeout(Some(HEALTH_DEADLINE)).ok()?;
+    let resp = strict_http::request(stream, "GET", "/props", &[], b"").ok()?;
+    if resp.status != 200 {
+        return None;
+    }
+    let body = resp.read_body(MAX_PROPS).ok()?;
+    let props: serde_json::Value = serde_json::from_slice(&body).ok()?;
+    let path = props["model_path"].as_str()?;
+    Some(path.chars().take(200).collect())
 }
 
 /// inferproxy's version (from its header) and the model's health, or why inferproxy could

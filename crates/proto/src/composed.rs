@@ -11,9 +11,7 @@
 use crate::attest::{Answer, ChatMessage};
 use crate::{Hash32, ToolCall, ToolResponse};
 
-mod streamed;
-
-pub use streamed::AnswerDigests;
+pub mod streamed;
 
 /// The core memory when the owner has written none (`memory/core.md` absent).
 pub const DEFAULT_CORE: &str = "You are boxmaker, the owner's personal assistant. Use the \
@@ -145,7 +143,7 @@ pub fn replay(
 /// when the answer is a summary (`summary`: its prompt asked for one, [`asks_summary`]; it
 /// ended with `stop` and has text). brokerd accounts each at the label of the prompt that
 /// produced the answer. inferproxy computes the same digests as the answer streams
-/// ([`AnswerDigests`]).
+/// ([`streamed::AnswerDigests`]).
 pub fn answer_forms(answer: &Answer, summary: bool) -> Vec<Hash32> {
     let text = answer.content.as_deref();
     let (whole, others) = forms(answer, summary);
@@ -190,7 +188,7 @@ impl Form {
 }
 
 /// The answer's own message and its other forms, each without the answer's text (the one
-/// list of forms both [`answer_forms`] and [`AnswerDigests`] digest).
+/// list of forms both [`answer_forms`] and [`streamed::AnswerDigests`] digest).
 fn forms(answer: &Answer, summary_asked: bool) -> (Form, Vec<Form>) {
     let text = answer.content.as_deref();
     let left_out = text.map(|_| String::new());

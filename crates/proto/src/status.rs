@@ -96,6 +96,10 @@ pub struct LoopStatus {
     pub inferproxy: Reach,
     /// The model's `GET /health` through inferproxy.
     pub model: ModelHealth,
+    /// The model the server runs, as its `GET /props` names it (`model_path`), when it
+    /// answered: the server's words (the fake's demo names itself a demo).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_path: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,7 +5,8 @@
 //! - [`roles`]: every workspace member declares its kind, and the kinds depend on each other
 //!   only as the brief allows (role crates never depend on each other).
 //! - [`modules`]: within each workspace member, no two top-level modules import each other
-//!   in a circle (`crate::` paths, read as text).
+//!   in a circle (`crate::` paths, read as text), and no module and one of its children
+//!   (`super::` paths too).
 //! - [`deps`]: every dependency named in any `Cargo.toml` has a row with a reason in
 //!   `docs/dependencies.md` (format in [`doc`]).
 //!

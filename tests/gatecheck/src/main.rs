@@ -10,7 +10,8 @@ const USAGE: &str = "\
 gatecheck CHECK [ROOT]
   CHECK: lines    no source file has more than 500 lines
          roles    workspace members declare their kind; roles never depend on roles
-         modules  no two top-level modules of a crate import each other in a circle
+         modules  no two top-level modules of a crate, nor a module and its child,
+                  import each other in a circle
          deps     every dependency in any Cargo.toml is documented in docs/dependencies.md
          all      all four
   ROOT:  the repository root (default: the current directory)

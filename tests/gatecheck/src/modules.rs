@@ -1,4 +1,6 @@
-//! No two top-level modules of a crate import each other in a circle.
+//! No two top-level modules of a crate import each other in a circle, and no module and one
+//! of its children either ([`nested`]: the child names the parent's own items while the
+//! parent names the child's).
 //!
 //! For every workspace member, the files under its `src/` form a graph of top-level modules:
 //! `src/x.rs`, `src/x/mod.rs` and every file under `src/x/` are module `x`. The crate roots
@@ -10,13 +12,15 @@
 //! module (`pub use error::NetError;` in `lib.rs`, then `crate::NetError` in `net` is an edge
 //! `net -> error`); a path to an item defined in the root itself is no edge.
 //! Every circle `a -> b -> ... -> a` between distinct modules is a problem that names the
-//! lines making each step, unless [`ALLOWED`] lists it with a reason.
+//! lines making each step, unless [`ALLOWED`] lists it with a reason (a parent/child circle
+//! as its two modules, `["a::b", "a::b::c"]`).
 //!
 //! The parsing is text-level, and has these limits:
 //! - comments (`//`, `/* */`, doc comments), string literals (raw and byte strings too) and
 //!   character literals are blanked before the search, so a path in them is no import;
-//! - `super::` and `self::` paths are ignored: from `src/a/b.rs`, `super::super::c` reaches
-//!   module `c` but is not seen (the house writes `crate::c` for that);
+//! - `super::` and `self::` paths are ignored here: from `src/a/b.rs`, `super::super::c`
+//!   reaches module `c` but is not seen (the house writes `crate::c` for that); [`nested`]
+//!   follows them within a module;
 //! - a name brought in under another name (`use crate::b as other;`, then `other::f()`) counts
 //!   once, at its `use`; a glob in the root (`pub use b::*;`) brings in no names this check
 //!   knows, and a `use` inside a function of the root counts as one at its top;
@@ -34,6 +38,7 @@ use serde::Deserialize;
 
 use crate::{Check, Error, Outcome};
 
+pub mod nested;
 pub mod text;
 
 pub use text::{crate_paths, root_names};
@@ -112,6 +117,7 @@ pub fn check(
         };
         let mut modules: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
         let mut roots = Vec::new();
+        let mut sources = Vec::new();
         for rel in files {
             let Some(inner) = rel.strip_prefix(&src) else {
                 continue;
@@ -126,6 +132,13 @@ pub fn check(
                 path: path.clone(),
                 source,
             })?;
+            if let Some(module) = nested::module_path(inner) {
+                sources.push(nested::Source {
+                    rel: rel.clone(),
+                    module,
+                    text: text.clone(),
+                });
+            }
             match module {
                 Some(module) => modules
                     .entry(module.to_owned())
@@ -156,6 +169,17 @@ pub fn check(
             outcome.problems.push(format!(
                 "crate `{name}`: {more} more module cycle(s) not shown"
             ));
+        }
+        for (pair, problem) in nested::circles(name, &sources) {
+            match allowed
+                .iter()
+                .position(|(krate, allowed, _)| krate == name && *allowed == pair)
+            {
+                Some(index) => {
+                    allowed_seen.insert(index);
+                }
+                None => outcome.problems.push(problem),
+            }
         }
     }
     for (index, (krate, cycle, _)) in allowed.iter().enumerate() {

@@ -203,7 +203,7 @@ impl Bench {
         let (idle, _) = timed(|| self.home.index());
         let what = log
             .lines()
-            .find_map(|l| l.strip_prefix("<6>boxmaker-indexer: "))
+            .find_map(|l| l.strip_prefix("boxmaker-indexer: "))
             .unwrap_or("nothing changed");
         self.line(&format!(
             "| the indexer run after brokerd restarts ({what}) | {} | | {:.2} |",

@@ -30,6 +30,7 @@ fn main() {
         turns: env_or("BENCH_TURNS", d.turns),
         max_tokens: env_or("BENCH_MAX_TOKENS", d.max_tokens),
         compact_percent: env_or("BENCH_COMPACT_PERCENT", d.compact_percent),
+        greedy: env_or("BENCH_GREEDY", d.greedy),
     };
     let mut session = real_session::run(&plan);
     session.measure();

@@ -51,6 +51,11 @@ impl RealServer {
     /// One slot of `n_ctx` tokens, the repository's ChatML tool template, slot saving into
     /// a directory under `home`.
     pub fn start(home: &Home, n_ctx: u32) -> Self {
+        Self::start_with(home, n_ctx, &[])
+    }
+
+    /// As [`RealServer::start`], with more of serve.py's flags (`--greedy`).
+    pub fn start_with(home: &Home, n_ctx: u32, extra: &[&str]) -> Self {
         let serve = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../realpeer/serve.py");
         let slots_dir = home.root.join("slots");
         std::fs::create_dir_all(&slots_dir).expect("slots dir");
@@ -62,6 +67,7 @@ impl RealServer {
             .arg("--slot-save-path")
             // llama.cpp joins this and the file name without a separator.
             .arg(format!("{}/", slots_dir.display()))
+            .args(extra)
             // serve.py runs until its stdin closes: the pipe lives as long as the child.
             .stdin(Stdio::piped());
         let (daemon, addr) = home.spawn_peer(cmd, "real-server.log");

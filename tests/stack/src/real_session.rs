@@ -35,6 +35,9 @@ pub struct Plan {
     /// `loop.max_tokens`: uncapped, one such session took 6 minutes.
     pub max_tokens: u32,
     pub compact_percent: u8,
+    /// The server samples at temperature 0 (`serve.py --greedy`): the same run, the same
+    /// answers.
+    pub greedy: bool,
 }
 
 impl Default for Plan {
@@ -43,6 +46,7 @@ impl Default for Plan {
             turns: 20,
             max_tokens: 64,
             compact_percent: 70,
+            greedy: false,
         }
     }
 }
@@ -136,7 +140,7 @@ impl Run {
     }
 }
 
-const NOTES: [(&str, &str); 4] = [
+pub const NOTES: [(&str, &str); 4] = [
     (
         "todo.md",
         "- buy milk\n- call the plumber on Tuesday\n- renew the passport\n",
@@ -154,11 +158,11 @@ const NOTES: [(&str, &str); 4] = [
 
 /// The owner's core memory for the session: like the few-shot weather conversation of the
 /// reference transcripts, it tells the tiny model to answer with tools.
-const CORE: &str = "You are a helpful assistant. Always answer questions about the owner's \
+pub const CORE: &str = "You are a helpful assistant. Always answer questions about the owner's \
 notes by calling read_file or list_dir with the full path.";
 
 /// The session's log before the run: four tool exchanges on the notes directory.
-fn prepared_log(id: &SessionId, notes: &str) -> Vec<LogRecord> {
+pub fn prepared_log(id: &SessionId, notes: &str) -> Vec<LogRecord> {
     let t = Timestamp::now();
     let user = |content: String| LogRecord::User { time: t, content };
     let call = |n: u64, name: &str, path: String| LogRecord::Assistant {
@@ -218,7 +222,7 @@ fn prepared_log(id: &SessionId, notes: &str) -> Vec<LogRecord> {
 
 /// The owner's messages, in turn: mostly file requests phrased as in the prepared log
 /// (which makes the model call a tool), now and then a question about what it read.
-fn message(turn: usize, notes: &str) -> String {
+pub fn message(turn: usize, notes: &str) -> String {
     let files = ["trip.md", "todo.md", "shopping.md", "ideas.md"];
     let file = files[turn % files.len()];
     match turn % 5 {
@@ -250,7 +254,11 @@ pub fn run(plan: &Plan) -> Session {
         "notes-list",
         &read_grant("auto", &notes, "").replace("read_file", "list_dir"),
     );
-    let server = RealServer::start(&home, N_CTX);
+    let server = if plan.greedy {
+        RealServer::start_with(&home, N_CTX, &["--greedy"])
+    } else {
+        RealServer::start(&home, N_CTX)
+    };
     let api = server.api.clone();
     let recorder = Recorder::start(api.addr.clone(), move || api.slot_tokens(0));
     let id = SessionId::new("s-realpeer-session").expect("id");

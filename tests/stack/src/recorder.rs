@@ -8,7 +8,7 @@ use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use strict_http::{Body, ChunkedWriter, read_request_head, read_to_end_limited};
@@ -17,6 +17,10 @@ use strict_http::{Body, ChunkedWriter, read_request_head, read_to_end_limited};
 #[derive(Debug, Clone)]
 pub struct Exchange {
     pub request: Value,
+    /// The request body's bytes, as they came.
+    pub body: Vec<u8>,
+    /// From the request's head read to the answer's last byte relayed.
+    pub elapsed: Duration,
     /// The tokens the slot held before this request.
     pub held: Vec<i64>,
     pub status: u16,
@@ -108,6 +112,7 @@ fn relay(client: TcpStream, upstream: &str, held: &Hook, log: &Log) {
     let Ok(head) = read_request_head(&mut reader) else {
         return;
     };
+    let started = Instant::now();
     let body = Body::new(&mut reader, head.framing, None)
         .and_then(|b| read_to_end_limited(b, 64 * 1024 * 1024))
         .expect("request body");
@@ -173,6 +178,8 @@ fn relay(client: TcpStream, upstream: &str, held: &Hook, log: &Log) {
         if let Ok(mut log) = log.done.lock() {
             log.push(Exchange {
                 request,
+                body: body.clone(),
+                elapsed: started.elapsed(),
                 held: before,
                 status,
                 events,

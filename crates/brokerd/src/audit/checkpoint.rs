@@ -77,7 +77,7 @@ pub(super) fn check(dir: &Path, cp: &Checkpoint) -> Result<(), AuditError> {
         .map_err(|source| AuditError::Io {
             path: day.clone(),
             op: "stat",
-            source,
+            error: source,
         })?
         .len();
     if cp.end > len {
@@ -116,7 +116,7 @@ fn line_before(file: &File, path: &Path, end: u64) -> Result<Option<Vec<u8>>, Au
             .map_err(|source| AuditError::Io {
                 path: path.to_owned(),
                 op: "read",
-                source,
+                error: source,
             })
     };
     let mut last = [0u8; 1];
@@ -159,7 +159,7 @@ pub(super) fn write(dir: &Path, cp: &Checkpoint) -> Result<(), AuditError> {
         AuditError::Io {
             path: e.path,
             op: "write the checkpoint",
-            source: e.source,
+            error: e.source,
         }
     })
 }

@@ -35,7 +35,7 @@ fn io_err(path: &Path, op: &'static str) -> impl FnOnce(io::Error) -> AuditError
             AuditError::Io {
                 path: path.to_owned(),
                 op,
-                source,
+                error: source,
             }
         }
     }
@@ -124,7 +124,7 @@ fn try_lock(dir: &Path) -> Result<Flock<File>, AuditError> {
         } else {
             AuditError::Lock {
                 lock: path.clone(),
-                source: errno.into(),
+                error: errno.into(),
             }
         }
     })

@@ -1,3 +1,5 @@
+//! The audit log: its one writer, its checkpoint, and its verification at start and daily.
+//!
 //! brokerd's single audit writer (pre-M1 design section 6, brief decision 10).
 //!
 //! Files are `DIR/YYYY-MM-DD.jsonl`, one line per record, each ending in `\n`. `prev` is
@@ -23,6 +25,7 @@ mod checkpoint;
 mod error;
 mod files;
 mod recover;
+mod report;
 mod scan;
 #[cfg(test)]
 mod tests;
@@ -36,11 +39,12 @@ use std::path::{Path, PathBuf};
 
 use nix::fcntl::Flock;
 use proto::chain::{ChainHead, line_hash};
-use proto::checkpoint::Checkpoint;
-use proto::{AuditEvent, AuditLine, Hash32, Timestamp, TornLine};
+
+use proto::{AuditEvent, AuditLine, Hash32, Timestamp};
 
 pub use checkpoint::Problem;
 pub use error::AuditError;
+pub use report::{Appended, OpenReport, Recovered};
 use scan::Range;
 pub use scan::{Position, Spot};
 pub use whole::{Whole, verify_whole, write_checkpoint};
@@ -58,46 +62,6 @@ pub enum DurabilityEvent {
     Written { seq: u64 },
     /// `sync_data` returned: the line is on disk.
     Synced { seq: u64 },
-}
-
-/// A line that is on disk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Appended {
-    pub seq: u64,
-    /// SHA-256 of the stored line: the next line's `prev`.
-    pub hash: Hash32,
-}
-
-/// What `open` found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OpenReport {
-    /// Day files found, empty ones included.
-    pub files: usize,
-    /// Chain links found (not counting a recovery line this open wrote).
-    pub lines: u64,
-    /// Torn lines that earlier starts had already recovered.
-    pub earlier_recoveries: u64,
-    /// The torn lines this open recovered, if the log ended with any.
-    pub recovered: Option<Recovered>,
-    /// Where the next line continues.
-    pub head: ChainHead,
-    /// The checkpoint the verification began after (none: it began at the first line).
-    pub from: Option<Checkpoint>,
-    /// Bytes of day files read, past the checkpoint.
-    pub read: u64,
-}
-
-/// The lines at the end of the log that this open kept and accounted for with one
-/// `recovery` line: a torn line, then the torn recovery lines of starts cut short.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Recovered {
-    /// In order; never empty.
-    pub torn: Vec<TornLine>,
-    /// Whether this open had to end the last of them with a newline (false when an
-    /// earlier, interrupted start already had).
-    pub newline_added: bool,
-    /// The recovery line.
-    pub recovery: Appended,
 }
 
 /// The single audit writer. Holds the directory lock until dropped.
@@ -212,7 +176,7 @@ impl Locked {
                 file.sync_data().map_err(|source| AuditError::Io {
                     path,
                     op: "fsync",
-                    source,
+                    error: source,
                 })?;
                 Some(DayFile {
                     name: name.clone(),
@@ -226,7 +190,7 @@ impl Locked {
         dir_handle.sync_all().map_err(|source| AuditError::Io {
             path: dir.to_owned(),
             op: "fsync the directory",
-            source,
+            error: source,
         })?;
         let mut log = AuditLog {
             dir: dir.to_owned(),
@@ -309,8 +273,8 @@ impl AuditLog {
         if line.time() != time {
             return mismatch("time");
         }
-        let mut bytes =
-            serde_json::to_vec(&line).map_err(|source| AuditError::Encode { seq, source })?;
+        let mut bytes = serde_json::to_vec(&line)
+            .map_err(|source| AuditError::Encode { seq, error: source })?;
         // serde_json escapes control characters in strings, so this cannot happen; a line
         // with a raw newline would split into two lines on disk, so it is checked anyway.
         if bytes.contains(&b'\n') {
@@ -396,7 +360,7 @@ impl AuditLog {
             error: AuditError::Io {
                 path: self.dir.join(&current.name),
                 op,
-                source,
+                error: source,
             },
             poison: true,
         };
@@ -425,7 +389,7 @@ impl AuditLog {
             error: AuditError::Io {
                 path: self.dir.clone(),
                 op: "fsync the directory",
-                source,
+                error: source,
             },
             poison: true,
         })?;

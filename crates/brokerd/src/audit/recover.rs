@@ -40,7 +40,7 @@ impl AuditLog {
                 .map_err(|source| AuditError::Io {
                     path,
                     op: "end the torn line in",
-                    source,
+                    error: source,
                 })?;
             current.len += 1;
         }

@@ -95,7 +95,7 @@ pub(super) fn scan(
     let files = day_files(dir)?;
     let chain_err = |source: ChainError| AuditError::Chain {
         dir: dir.to_owned(),
-        source,
+        chain: source,
     };
     let cp_err = |why: String| AuditError::Checkpoint {
         path: super::checkpoint::path(dir),
@@ -265,7 +265,7 @@ fn lines(
     let io = |source| AuditError::Io {
         path: path.to_owned(),
         op: "read",
-        source,
+        error: source,
     };
     let mut f = file;
     f.seek(SeekFrom::Start(from)).map_err(io)?;
@@ -310,7 +310,7 @@ fn day_files(dir: &Path) -> Result<Vec<String>, AuditError> {
         move |source| AuditError::Io {
             path: dir.to_owned(),
             op,
-            source,
+            error: source,
         }
     };
     let mut names = Vec::new();

@@ -7,8 +7,8 @@ use proto::{DenyReason, Timestamp, ToolRequest};
 
 use super::Broker;
 use crate::Fatal;
-use crate::approvals::{self, NotRegistered, Wake};
-use crate::desk::{self, Heard};
+use crate::ask::approvals::{self, NotRegistered, Wake};
+use crate::ask::desk::{self, Heard};
 use crate::policy::{self, Decision, Outcome};
 use crate::sessions::SessionState;
 
@@ -127,7 +127,7 @@ impl Broker {
             card.untrusted_by = now.untrusted_by;
             card.bound()
         };
-        self.desk.answer(answer, by, post, current, &self.audit)
+        Ok(self.desk.answer(answer, by, post, current, &self.audit)?)
     }
 
     /// Audits an answer refused before it reached the desk (not an owner's) and says so.
@@ -138,6 +138,12 @@ impl Broker {
         post: Option<String>,
         refusal: Refusal,
     ) -> Result<AnswerOutcome, Fatal> {
-        desk::refuse_answer(approval, by, post, refusal, &self.audit)
+        Ok(desk::refuse_answer(
+            approval,
+            by,
+            post,
+            refusal,
+            &self.audit,
+        )?)
     }
 }

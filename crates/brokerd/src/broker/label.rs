@@ -6,8 +6,8 @@ use proto::{SessionId, ToolRequest};
 
 use super::Broker;
 use crate::Fatal;
-use crate::accounting::Accounted;
-use crate::policy::{Labels, SessionView};
+use crate::context::accounting::Accounted;
+use crate::policy::SessionView;
 use crate::sessions::SessionState;
 use daemon::lock;
 
@@ -64,25 +64,6 @@ impl Broker {
             .raise(session, view, &sources)
             .map_err(Fatal::Sessions)
     }
-}
-
-/// The labels a session state holds.
-pub(crate) fn labels_of(state: &SessionState) -> Labels {
-    Labels {
-        class: state.taint,
-        untrusted: state.untrusted,
-    }
-}
-
-/// `calls` of `session`'s state, each naming its session.
-pub(super) fn tagged(session: &SessionId, calls: &[CallRef]) -> Vec<CallRef> {
-    calls
-        .iter()
-        .map(|c| CallRef {
-            session: Some(c.session.clone().unwrap_or_else(|| session.clone())),
-            ..c.clone()
-        })
-        .collect()
 }
 
 /// What a prompt untrusted for no call brokerd can name is said to come from, on the card.

@@ -1,8 +1,14 @@
-//! The broker: the parts it owns (the grants in force, the audit writer, each session's
-//! state, the approval desk, the runner, the outbox to gatewayd), and the life of one tool
-//! request through them: validate, decide, audit, maybe ask the owner, run, raise the
-//! session, answer. Every decision is on disk before its answer leaves. The sockets
-//! (`server`, `admin`) and the link to gatewayd (`gateway`) reach it from outside.
+//! The broker: the parts it owns, and what a request does with them.
+//!
+//! The parts: the grants in force (`in_force`), the audit writer, each session's state, the
+//! approval desk, the runner, the outbox to gatewayd and the status board (`board`), the
+//! notes, the job runs, the context (`context::Attested`). The life of one tool request
+//! through them: validate, decide, audit, maybe ask the owner (`ask`), run (`run`), raise
+//! the session (`label`), answer; every decision is on disk before its answer leaves. And
+//! what the other requests do across the parts: a job's note (`job_note`), the reload and
+//! the status (`status`), the full verification of the audit log (`audit_verify`). The
+//! sockets (`crate::sockets`) reach it from outside. A new tool changes nothing here but its
+//! arguments' labels; a new kind of request is a method in a file of its own here.
 
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
@@ -18,22 +24,24 @@ use proto::{
 };
 
 mod ask;
+pub mod audit_verify;
+pub mod board;
+pub mod in_force;
+mod job_note;
 mod label;
 mod run;
-
-pub(crate) use label::labels_of;
-use label::tagged;
+pub mod status;
 
 use crate::Fatal;
-use crate::attested::Attested;
+use crate::ask::desk::Desk;
+use crate::ask::outbox::Outbox;
 use crate::audit::AuditLog;
-use crate::desk::Desk;
-use crate::grants_in_force::GrantsInForce;
+use crate::broker::in_force::GrantsInForce;
+use crate::context::Attested;
 use crate::jobs::{Runs, Scope};
 use crate::notes::Notes;
-use crate::outbox::Outbox;
 use crate::policy::{self, Outcome};
-use crate::runner::Runner;
+use crate::run::runner::Runner;
 use crate::sessions::{SessionState, Sessions};
 use grants::Snapshot;
 
@@ -52,14 +60,14 @@ pub struct Broker {
     /// To gatewayd, when `[gateway]` is configured: cards to post, outcomes to show.
     pub(crate) outbox: Outbox,
     /// The last reload and the link to gatewayd, for `bxctl status`.
-    pub(crate) board: crate::board::Board,
+    pub(crate) board: board::Board,
     /// The notes brokerd owns, and their labels.
     pub(crate) notes: Notes,
     /// The job runs in progress, each with the session brokerd minted for it.
     pub(crate) runs: Runs,
-    /// What inferproxy witnessed (only those calls run, each once) and the labels of what
-    /// loopd may send the model.
-    pub(crate) witness: Attested,
+    /// What brokerd knows of the context a call came from: what inferproxy witnessed (only
+    /// those calls run, each once) and the labels of what loopd may send the model.
+    pub(crate) context: Attested,
 }
 
 impl Broker {
@@ -70,11 +78,11 @@ impl Broker {
         sessions: Sessions,
         runner: Runner,
         notes: Notes,
-        witness: Attested,
+        context: Attested,
     ) -> Self {
         let desk = Desk::new(config.broker.max_pending_approvals);
         let outbox = Outbox::new(config.gateway.is_some());
-        let board = crate::board::Board::new(config.gateway.is_some());
+        let board = board::Board::new(config.gateway.is_some());
         Self {
             config,
             grants: GrantsInForce::new(snapshot),
@@ -87,14 +95,23 @@ impl Broker {
             board,
             notes,
             runs: Runs::default(),
-            witness,
+            context,
         }
+    }
+
+    /// The owner's `note_relabel` (`Notes::relabel`), asked by `by`. `Ok(Err)`: refused.
+    pub(crate) fn relabel_note(
+        &self,
+        r: &proto::notes::NoteRelabel,
+        by: &str,
+    ) -> Result<Result<proto::notes::NoteRelabelled, crate::notes::NoteError>, Fatal> {
+        Ok(self.notes.relabel(r, by, &self.audit)?)
     }
 
     /// A channel handed loopd the owner's message of `digest` (`ChatMessage::user`'s): it
     /// is on disk, private and trusted, before the channel is told.
     pub(crate) fn register_owner(&self, digest: proto::Hash32) -> Result<(), Fatal> {
-        self.witness.owner(digest).map_err(Fatal::Accounting)
+        self.context.owner(digest).map_err(Fatal::Accounting)
     }
 
     /// Appends one audit line (a job run's start or end, say), fsynced.
@@ -175,7 +192,7 @@ impl Broker {
         let parsed = ToolArgs::parse(&req.tool, &req.arguments);
         // Before any grant: the model made this call, exactly so, and it never ran.
         // The use is marked here and made durable by the decision's audit line below.
-        let witnessed = (self.witness).claim(req.witness.as_ref(), &req.tool, &req.arguments);
+        let witnessed = (self.context).claim(req.witness.as_ref(), &req.tool, &req.arguments);
         let claimed = witnessed.as_ref().ok().cloned();
         // The label the call is decided at: the session's own, raised by the labels of the
         // prompt that produced it. The session is raised to it first, on disk, so that
@@ -234,7 +251,7 @@ impl Broker {
         })?;
         // What the session's untrusted label comes from, each call named with its session
         // for the accounting (a record outlives the session it came from).
-        let mut sources = tagged(&req.session, &decided.untrusted_by);
+        let mut sources = decided.sources_named();
         let this = CallRef {
             tool: req.tool.clone(),
             call: req.call,
@@ -251,50 +268,10 @@ impl Broker {
         if ran.is_some_and(|l| l.untrusted) && !sources.contains(&this) {
             sources.insert(0, this);
         }
-        (self.witness)
-            .returned(
-                claimed.as_ref(),
-                &response,
-                ran,
-                labels_of(&decided),
-                &sources,
-            )
+        (self.context)
+            .returned(claimed.as_ref(), &response, ran, decided.labels(), &sources)
             .map_err(Fatal::Accounting)?;
         send(Envelope::last(id, Message::ToolResponse(response)));
         Ok(())
-    }
-}
-
-impl Broker {
-    /// The owner's `note_relabel`, audited with the old label, the new one and the hash
-    /// before it takes effect. `Ok(Err)`: refused (no such note, a bad name, a full disk).
-    pub(crate) fn relabel_note(
-        &self,
-        r: &proto::notes::NoteRelabel,
-        by: &str,
-    ) -> Result<Result<proto::notes::NoteRelabelled, crate::notes::NoteError>, Fatal> {
-        let audit = |done: &proto::notes::NoteRelabelled| {
-            lock(&self.audit)
-                .append(|seq, time, prev| {
-                    AuditLine::Event(proto::AuditEvent::NoteRelabelled {
-                        seq,
-                        time,
-                        prev,
-                        by: by.to_owned(),
-                        name: done.name.clone(),
-                        hash: done.hash,
-                        old_class: done.old_class,
-                        old_untrusted: done.old_untrusted,
-                        class: done.class,
-                        untrusted: done.untrusted,
-                    })
-                })
-                .map(|_| ())
-        };
-        match self.notes.relabel(&r.name, r.class, r.untrusted, audit) {
-            Ok(Ok(done)) => Ok(Ok(done)),
-            Ok(Err(fatal)) => Err(fatal.into()),
-            Err(refused) => Ok(Err(refused)),
-        }
     }
 }

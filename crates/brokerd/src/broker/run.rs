@@ -5,14 +5,13 @@ use proto::tools::ToolArgs;
 use proto::{ToolRequest, ToolResponse};
 
 use super::Broker;
-use super::label::labels_of;
 use crate::Fatal;
-use crate::bind;
-use crate::notes::Prep;
+use crate::notes::run::Prep;
 use crate::policy::{self, Decision, Labels};
-use crate::runner::RunOutcome;
+use crate::run::bind;
+use crate::run::runner::RunOutcome;
+use crate::run::tool_spec;
 use crate::sessions::SessionState;
-use crate::tool_spec;
 use daemon::lock;
 use grants::Snapshot;
 
@@ -70,8 +69,8 @@ impl Broker {
             Err(e) => (labels, RunOutcome::failed(e.to_string())),
         };
         let labels = labels
-            .join(self.witness.for_logs(of_logs))
-            .join(labels_of(decided));
+            .join(self.context.for_logs(of_logs))
+            .join(decided.labels());
         let Labels { class, untrusted } = labels;
         lock(&self.sessions)
             .record(

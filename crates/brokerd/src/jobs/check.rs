@@ -1,41 +1,28 @@
 //! The checks that need both the configuration and the grants: run by `--check-config`
 //! (and so by the NixOS build), at start and at every reload.
 
-use std::fmt;
-
 use daemon::config::Config;
 use grants::Snapshot;
 use proto::{IfUntrusted, JobName, Mode};
 
 /// A job grant that could not work.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum JobGrantError {
     /// The grant names a job that `[[jobs]]` does not define.
+    #[error(
+        "grant {grant} names job {job}, which no [[jobs]] entry defines: add the job, or \
+         correct the grant's job"
+    )]
     UnknownJob { grant: String, job: JobName },
     /// The grant may ask the owner, and no gateway is there to ask through: a job runs
     /// unattended and never waits on a terminal.
+    #[error(
+        "grant {grant} of job {job} can ask the owner, but no [gateway] is configured to ask \
+         through (a job never waits on a terminal): configure the gateway, or make the grant \
+         auto or deny"
+    )]
     AskWithoutGateway { grant: String, job: JobName },
 }
-
-impl fmt::Display for JobGrantError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::UnknownJob { grant, job } => write!(
-                f,
-                "grant {grant} names job {job}, which no [[jobs]] entry defines: add the job, \
-                 or correct the grant's job"
-            ),
-            Self::AskWithoutGateway { grant, job } => write!(
-                f,
-                "grant {grant} of job {job} can ask the owner, but no [gateway] is configured \
-                 to ask through (a job never waits on a terminal): configure the gateway, or \
-                 make the grant auto or deny"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for JobGrantError {}
 
 /// Every job grant names a configured job, and asks only where the gateway can carry it.
 pub fn check(config: &Config, snapshot: &Snapshot) -> Result<(), JobGrantError> {

@@ -1,8 +1,11 @@
-//! Job sessions: a scheduled job's runner registers its run on `jobs.sock`
-//! (`crate::jobs_socket`) and brokerd mints the run's session, bound to the job it took
-//! from the runner's user (SO_PEERCRED), never from what the runner or loopd says. A job session gets only its
-//! job's grants, and only while its run lasts; `check` refuses a configuration whose job
-//! grants could not work.
+//! Job sessions: the runs in progress, each with the session brokerd minted for it.
+//!
+//! A scheduled job's runner registers its run on `jobs.sock`
+//! (`crate::sockets::jobs`) and brokerd mints the run's session, bound to the job it took
+//! from the runner's user (SO_PEERCRED), never from what the runner or loopd says. A job
+//! session gets only its job's grants, and only while its run lasts; `check` refuses a
+//! configuration whose job grants could not work; `note` says which note a job delivers to
+//! (a new kind of delivery goes beside it).
 //!
 //! Job session ids are `job-<name>-<128 random bits>`, a prefix loopd never mints (its ids
 //! are `s-…`): any session id of that shape that is not a run in progress — finished, from
@@ -10,6 +13,7 @@
 //! session can never fall back to the ordinary grants.
 
 mod check;
+pub mod note;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -64,7 +68,7 @@ impl Runs {
         if live.values().any(|j| j == job) {
             return Err(NotStarted::Overlap);
         }
-        let id = crate::approvals::new_id().map_err(NotStarted::Rng)?;
+        let id = crate::ask::approvals::new_id().map_err(NotStarted::Rng)?;
         let session = SessionId::new(format!("{SESSION_PREFIX}{job}-{id}"))
             .expect("a job name and hex always form a session id");
         live.insert(session.clone(), job.clone());

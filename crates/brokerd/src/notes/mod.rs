@@ -1,4 +1,6 @@
-//! The notes, and their labels. brokerd is the one owner of the notes directory: only it
+//! The notes and their labels, of which brokerd is the one writer.
+//!
+//! brokerd is the one owner of the notes directory: only it
 //! writes there, each write through temp file, fsync and rename, and it records each note's
 //! hash and label in its own state (`note-state/labels/<name>.json`, written the same way),
 //! never the tool's word. A note whose bytes do not match the record (edited on disk, or
@@ -8,11 +10,12 @@
 //! both read-only, and each is labelled by what was bound (a listing by every file in the
 //! directory); `note_write` has only an empty per-call directory (`note-state/incoming/<unit>`)
 //! into which it writes the new text, which brokerd checks and moves into place (`write`).
+//! A note call's run builds on these (`run`).
 
 mod error;
 mod forged;
 mod index;
-mod run;
+pub mod run;
 mod write;
 
 use std::collections::BTreeMap;
@@ -26,7 +29,6 @@ use crate::policy::Labels;
 pub use error::NoteError;
 pub use forged::escape_body;
 pub use index::NoteIndex;
-pub use run::{Bound, Prep};
 
 /// What a note reads as when brokerd cannot vouch for its bytes.
 pub const UNKNOWN: Labels = Labels {

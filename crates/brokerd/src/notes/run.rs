@@ -8,9 +8,9 @@ use std::sync::MutexGuard;
 use proto::tools::{NoteMode, ToolArgs};
 
 use super::{NoteError, Notes, UNKNOWN};
-use crate::bind::Bind;
 use crate::policy::Labels;
-use crate::runner::{RunOutcome, RunSpec};
+use crate::run::bind::Bind;
+use crate::run::runner::{RunOutcome, RunSpec};
 use crate::sessions::SessionState;
 
 /// Where a unit finds the one note it reads, the notes it lists, and the directory it

@@ -6,14 +6,15 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use proto::approval::CallRef;
-use proto::notes::{HEADER_MARK, MAX_NOTE, NoteRecord, NoteRelabelled, file_name};
+use proto::notes::{HEADER_MARK, MAX_NOTE, NoteRecord, NoteRelabel, NoteRelabelled, file_name};
 use proto::tools::{MAX_ARGUMENTS, NoteMode};
-use proto::{DataClass, Hash32, Timestamp};
+use proto::{AuditEvent, AuditLine, DataClass, Hash32, Timestamp};
 
 use super::{NoteError, Notes, escape_body};
-use crate::policy::Labels;
+use crate::audit::{AuditError, AuditLog};
 use crate::sessions::{MAX_UNTRUSTED_BY, SessionState};
 
 impl Notes {
@@ -65,9 +66,9 @@ impl Notes {
                 }
                 bytes.extend_from_slice(block.as_bytes());
                 let sources = old.record.map(|r| r.untrusted_by).unwrap_or_default();
-                (bytes, old.labels.join(labels_of(writer)), sources)
+                (bytes, old.labels.join(writer.labels()), sources)
             }
-            _ => (block.into_bytes(), labels_of(writer), Vec::new()),
+            _ => (block.into_bytes(), writer.labels(), Vec::new()),
         };
         let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
         if size > MAX_NOTE {
@@ -109,7 +110,7 @@ impl Notes {
             }
             return Err(NoteError::Io {
                 path: e.path,
-                source: e.source,
+                error: e.source,
             });
         }
         // 0644, whatever brokerd's umask: a read unit runs as another user; on the host only
@@ -124,16 +125,31 @@ impl Notes {
         ))
     }
 
-    /// The owner's relabel: the note's bytes as they are now get `class` and `untrusted`.
-    /// `audit` records it before the record changes; its error (a fatal one) is returned
-    /// as `Ok(Err)` with nothing changed.
-    pub fn relabel<E>(
+    /// The owner's relabel (`r`, asked by `by`): the note's bytes as they are now get the
+    /// label asked for, audited with the old label, the new one and the hash before the
+    /// record changes. `Ok(Err)`: refused (no such note, a bad name, a full disk); `Err`:
+    /// the audit took no line, and nothing changed.
+    pub fn relabel(
+        &self,
+        r: &NoteRelabel,
+        by: &str,
+        audit: &Mutex<AuditLog>,
+    ) -> Result<Result<NoteRelabelled, NoteError>, AuditError> {
+        match self.relabel_audited(&r.name, r.class, r.untrusted, by, audit) {
+            Ok(Ok(done)) => Ok(Ok(done)),
+            Ok(Err(fatal)) => Err(fatal),
+            Err(refused) => Ok(Err(refused)),
+        }
+    }
+
+    fn relabel_audited(
         &self,
         name: &str,
         class: DataClass,
         untrusted: bool,
-        audit: impl FnOnce(&NoteRelabelled) -> Result<(), E>,
-    ) -> Result<Result<NoteRelabelled, E>, NoteError> {
+        by: &str,
+        audit: &Mutex<AuditLog>,
+    ) -> Result<Result<NoteRelabelled, AuditError>, NoteError> {
         proto::notes::check_name(name).map_err(NoteError::Name)?;
         let _held = self.lock();
         let found = self.find(name);
@@ -149,7 +165,21 @@ impl Notes {
             class,
             untrusted,
         };
-        if let Err(e) = audit(&done) {
+        let audited = daemon::lock(audit).append(|seq, time, prev| {
+            AuditLine::Event(AuditEvent::NoteRelabelled {
+                seq,
+                time,
+                prev,
+                by: by.to_owned(),
+                name: done.name.clone(),
+                hash: done.hash,
+                old_class: done.old_class,
+                old_untrusted: done.old_untrusted,
+                class: done.class,
+                untrusted: done.untrusted,
+            })
+        });
+        if let Err(e) = audited {
             return Ok(Err(e));
         }
         self.store_record(&NoteRecord {
@@ -171,15 +201,8 @@ impl Notes {
         // 0644: the indexer, another user under systemd, reads it.
         daemon::durable::replace_file(&path, &tmp, &text, 0o644).map_err(|e| NoteError::Io {
             path: e.path,
-            source: e.source,
+            error: e.source,
         })
-    }
-}
-
-fn labels_of(writer: &SessionState) -> Labels {
-    Labels {
-        class: writer.taint,
-        untrusted: writer.untrusted,
     }
 }
 

@@ -10,7 +10,7 @@ use proto::{DecisionRecord, DenyReason, Grant};
 use grants::constraints::Covered;
 
 use super::Labels;
-use crate::approvals::Approved;
+use crate::ask::approvals::Approved;
 
 #[derive(Debug)]
 pub struct Decision {

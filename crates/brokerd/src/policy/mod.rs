@@ -1,12 +1,30 @@
+//! Decisions: whether a call runs, asks or is denied, and the labels a result takes.
+//!
 //! The one place a decision is made: a pure, deterministic function of the grant snapshot,
-//! the validated request and the session's state (and the time, passed in).
+//! the validated request and the session's state (and the time, passed in). A new tool's
+//! rules go here with its grant's: a write's no write down and untrusted write (issue 25), an
+//! MCP tool's `constraints.args` (issue 26).
 //!
 //! [`Decision`] has a private field and implements neither `Clone` nor `Deserialize`, so
 //! only this module can make one, and the runner takes it by value: a tool runs only on a
 //! decision this module made, and each decision runs at most once. An allow carries the
 //! arguments it authorises, and the runner runs nothing else; an `ask` becomes an allow only
-//! with the approval desk's [`crate::approvals::Approved`], which no code outside
+//! with the approval desk's [`crate::ask::approvals::Approved`], which no code outside
 //! `approvals` can make.
+//!
+//! ```
+//! // What the refusals below name exists, as they name it: each refusal fails to compile
+//! // for its own reason (rustdoc on stable does not check the error code).
+//! fn allow(
+//!     asked: brokerd::policy::Decision,
+//!     owner: brokerd::ask::approvals::Approved,
+//! ) -> brokerd::policy::Decision {
+//!     brokerd::policy::approve(asked, owner)
+//! }
+//! fn what(d: &brokerd::policy::Decision) -> Option<&proto::tools::ToolArgs> {
+//!     d.args()
+//! }
+//! ```
 //!
 //! ```compile_fail,E0451
 //! // Outside `brokerd::policy` a Decision cannot be built: its field is private.
@@ -27,7 +45,7 @@
 //! // Nor turned from an ask into an allow without the owner: only the approval desk makes
 //! // an `Approved`, and its fields are private.
 //! fn allow(asked: brokerd::policy::Decision) -> brokerd::policy::Decision {
-//!     let token = brokerd::approvals::Approved { by: "loopd".into(), post: None };
+//!     let token = brokerd::ask::approvals::Approved { by: "loopd".into(), post: None };
 //!     brokerd::policy::approve(asked, token)
 //! }
 //! ```

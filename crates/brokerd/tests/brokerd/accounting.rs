@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use brokerd::accounting::{Accounted, Accounting, Durable, LogError, OWNER, of_response};
+use brokerd::context::accounting::{Accounted, Accounting, Durable, LogError, OWNER, of_response};
 use brokerd::policy::{Labels, SessionView};
 
 use crate::policy::{PRIVATE, deny_reason, fetch, now, snapshot, web};
@@ -330,8 +330,8 @@ fn a_response_is_labelled_by_what_it_carries() {
 /// result is then accounted.
 #[test]
 fn a_claimed_call_carries_the_labels_of_its_prompt() {
-    use brokerd::attested::{Attested, Claimed};
-    use brokerd::witness::{Store, Witness};
+    use brokerd::context::witness::{Store, Witness};
+    use brokerd::context::{Attested, Claimed};
     use proto::attest::WitnessRef;
     let f = File::new("attested");
     let dir = f.0.parent().expect("dir").join("witness");
@@ -410,8 +410,8 @@ fn the_prompts_labels_raise_the_session_for_the_decision() {
 /// up) is not accounted for, and falls back to the highest label brokerd has sent.
 #[test]
 fn the_owners_core_memory_is_accounted_from_its_file() {
-    use brokerd::attested::Attested;
-    use brokerd::witness::{Store, Witness};
+    use brokerd::context::Attested;
+    use brokerd::context::witness::{Store, Witness};
     use proto::attest::WitnessRef;
     let f = File::new("corefile");
     let dir = f.0.parent().expect("dir").join("witness");

@@ -1,7 +1,7 @@
 //! The approvals waiting for the owner: single use, capped, and ended all at once when
 //! brokerd stops.
 
-use brokerd::approvals::{Answer, Approvals, Approved, NotRegistered, Wake};
+use brokerd::ask::approvals::{Answer, Approvals, Approved, NotRegistered, Wake};
 use proto::approval::{ApprovalCard, Refusal, Verdict};
 use proto::{Hash32, Timestamp};
 

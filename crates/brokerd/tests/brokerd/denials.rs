@@ -6,10 +6,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use brokerd::accounting::{Accounting, OWNER};
-use brokerd::attested::{Attested, Rebuilt};
 use brokerd::audit::AuditLog;
-use brokerd::witness::{Store, Witness};
+use brokerd::context::accounting::{Accounting, OWNER};
+use brokerd::context::witness::{Store, Witness};
+use brokerd::context::{Attested, Rebuilt};
 use proto::attest::{ChatMessage, CompletionId, WitnessRef, WitnessReport};
 use proto::composed;
 use proto::{DecisionRecord, DenyReason, ToolCall, ToolResponse};

@@ -2,9 +2,10 @@
 //! vouched for, a record brokerd cannot read vouches for nothing, and a start clears what
 //! write units left.
 
-use brokerd::notes::{Bound, Notes, UNKNOWN};
+use brokerd::notes::run::Bound;
+use brokerd::notes::{Notes, UNKNOWN};
 use brokerd::policy::Labels;
-use brokerd::runner::RunOutcome;
+use brokerd::run::runner::RunOutcome;
 use brokerd::sessions::SessionState;
 use proto::tools::NoteMode;
 use proto::{DataClass, SessionId};

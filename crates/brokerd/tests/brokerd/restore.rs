@@ -1,4 +1,4 @@
-//! A start as brokerd's makes it (`brokerd::restore`): the audit log verified from its
+//! A start as brokerd's makes it (`brokerd::start::restore`): the audit log verified from its
 //! checkpoint, and what the lines before the checkpoint left still there after a restart
 //! that reads none of them (docs/decisions.md A8): the uses of kept reports' calls (W9), in
 //! the checkpoint, and the accounting records of their denials (X8), in the accounting
@@ -8,11 +8,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use brokerd::accounting::{Accounting, OWNER};
-use brokerd::attested::Attested;
 use brokerd::audit::AuditLog;
-use brokerd::restore::{Restored, restore};
-use brokerd::witness::{Store, Witness};
+use brokerd::context::Attested;
+use brokerd::context::accounting::{Accounting, OWNER};
+use brokerd::context::witness::{Store, Witness};
+use brokerd::start::restore::{Restored, restore};
 use proto::attest::{ChatMessage, CompletionId, WitnessRef, WitnessReport};
 use proto::{DecisionRecord, DenyReason, ToolCall, ToolResponse, composed};
 

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use brokerd::audit::{AuditLog, Clock};
-use brokerd::witness::{Store, StoreError, Witness};
+use brokerd::context::witness::{Store, StoreError, Witness};
 use proto::attest::{CompletionId, WitnessRef, WitnessReport};
 use proto::{
     AuditLine, AuditRecord, CallId, DataClass, DecisionRecord, DenyReason, Hash32, SessionId,

@@ -13,8 +13,9 @@ use proto::checkpoint::AuditVerified;
 use serde_json::json;
 
 use crate::Error;
-use crate::admin::{call, print_json};
+use crate::admin::call;
 use crate::error::unexpected;
+use crate::output::print_json;
 
 /// Exit 0 when brokerd found the chain good, 1 when not, 2 when it could not say (it is
 /// stopping, or cannot be reached).

@@ -12,9 +12,9 @@ use proto::chain::{ChainVerifier, line_hash};
 use proto::checkpoint::{self, Checkpoint};
 use serde_json::json;
 
-use super::{files, lines};
+use super::read::{files, lines};
 use crate::Error;
-use crate::admin::print_json;
+use crate::output::print_json;
 
 /// What became of the checkpoint.
 enum Judged {

@@ -13,7 +13,7 @@ const DEMO_SCRIPT: &str = include_str!("../demo-script.toml");
 
 /// The directories every run needs.
 const DIRS: [&str; 12] = [
-    "home/memory",
+    "home/memory/notes",
     "logs",
     "run/loop-broker",
     "run/admin-broker",
@@ -24,8 +24,12 @@ const DIRS: [&str; 12] = [
     "run/jobs-loop",
     "run/jobs-gateway",
     "run/infer-broker",
-    "notes",
+    "run/broker-gateway",
 ];
+
+/// The demo's note: in the notes brokerd keeps (`home/memory/notes`, what `bxctl notes`
+/// lists and the note tools read), by the name the demo script reads it by.
+pub const DEMO_NOTE: &str = "todo";
 
 fn write(path: &Path, text: &str) -> Result<(), DevError> {
     std::fs::write(path, text).map_err(|source| DevError::Write {
@@ -38,23 +42,65 @@ fn q(p: &Path) -> String {
     serde_json::to_string(&p.display().to_string()).unwrap_or_default()
 }
 
+/// What `prepare` wrote.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Prepared {
+    /// The sample grants.
+    pub grants: bool,
+    /// The demo note, which brokerd has no record of yet: it is to be labelled as yours.
+    pub note: bool,
+}
+
+/// The sample grants: the note tools (reading and searching without asking, listing only
+/// with your approval, writing), and a web fetch that always asks.
+const SAMPLE_GRANTS: [(&str, &str); 5] = [
+    (
+        "notes-read",
+        "# Read a note without asking; the answer takes the note's label.\n\
+         tool = \"note_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\nuntrusted = false\n",
+    ),
+    (
+        "notes-list",
+        "# List the notes' names, each time with your approval.\n\
+         tool = \"note_list\"\nmode = \"ask\"\nmax_taint = \"secret\"\nuntrusted = false\n",
+    ),
+    (
+        "notes-search",
+        "# Search the notes' words without asking; labelled like a read of what it could find.\n\
+         tool = \"note_search\"\nmode = \"auto\"\nmax_taint = \"secret\"\nuntrusted = false\n",
+    ),
+    (
+        "notes-write",
+        "# Write notes without asking: a note takes the label of the session that wrote it.\n\
+         tool = \"note_write\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+         result_class = \"public\"\nuntrusted = false\n",
+    ),
+    (
+        "web-ask",
+        "# Fetch from Wikipedia, asking each time.\ntool = \"http_fetch\"\nmode = \"ask\"\n\
+         max_taint = \"private\"\nresult_class = \"public\"\n[constraints]\n\
+         hosts = [\"en.wikipedia.org\"]\n",
+    ),
+];
+
 /// Creates what is missing under `state`; with `reset`, writes the samples again.
-/// Returns whether the sample grants were written.
-pub fn prepare(state: &Path, grants: Option<&Path>, reset: bool) -> Result<bool, DevError> {
+pub fn prepare(state: &Path, grants: Option<&Path>, reset: bool) -> Result<Prepared, DevError> {
     for d in DIRS {
         std::fs::create_dir_all(state.join(d)).map_err(|source| DevError::Write {
             path: state.join(d),
             source,
         })?;
     }
-    let notes = state.join("notes");
-    if reset || !notes.join("todo.md").exists() {
-        write(&notes.join("todo.md"), "- buy milk\n- ship boxmaker M1\n")?;
+    let mut done = Prepared::default();
+    let note = state.join(format!("home/memory/notes/{DEMO_NOTE}.md"));
+    if reset || !note.exists() {
+        write(&note, "- buy milk\n- ship boxmaker M1\n")?;
+        done.note = true;
     }
     if let Some(dir) = grants {
         // The owner's own directory: only read, never written.
         return if dir.is_dir() {
-            Ok(false)
+            Ok(done)
         } else {
             Err(DevError::NoGrants {
                 path: dir.to_owned(),
@@ -65,45 +111,48 @@ pub fn prepare(state: &Path, grants: Option<&Path>, reset: bool) -> Result<bool,
     // deleted stays deleted.
     let dir = state.join("grants");
     if dir.exists() && !reset {
-        return Ok(false);
+        return Ok(done);
     }
     std::fs::create_dir_all(&dir).map_err(|source| DevError::Write {
         path: dir.clone(),
         source,
     })?;
-    write(
-        &dir.join("notes-read.toml"),
-        &format!(
-            "# Read the demo notes without asking; only you write them.\ntool = \"read_file\"\n\
-             mode = \"auto\"\nmax_taint = \"secret\"\nuntrusted = false\n[constraints]\npaths = [{}]\n",
-            q(&notes)
-        ),
-    )?;
-    write(
-        &dir.join("notes-list.toml"),
-        &format!(
-            "tool = \"list_dir\"\nmode = \"ask\"\nmax_taint = \"secret\"\nuntrusted = false\n\
-             [constraints]\npaths = [{}]\n",
-            q(&notes)
-        ),
-    )?;
-    write(
-        &dir.join("web-ask.toml"),
-        "# Fetch from Wikipedia, asking each time.\ntool = \"http_fetch\"\nmode = \"ask\"\n\
-         max_taint = \"private\"\nresult_class = \"public\"\n[constraints]\nhosts = [\"en.wikipedia.org\"]\n",
-    )?;
-    Ok(true)
+    for (id, text) in SAMPLE_GRANTS {
+        write(&dir.join(format!("{id}.toml")), text)?;
+    }
+    done.grants = true;
+    Ok(done)
 }
 
-/// Writes the demo script for the notes under `state`; returns its path.
+/// Writes the demo script under `state`; returns its path.
 pub fn demo_script(state: &Path) -> Result<PathBuf, DevError> {
     let script = state.join("demo-script.toml");
-    let notes = state.join("notes");
-    write(
-        &script,
-        &DEMO_SCRIPT.replace("{notes}", &notes.display().to_string()),
-    )?;
+    write(&script, DEMO_SCRIPT)?;
     Ok(script)
+}
+
+/// The fake Mattermost of `bxctl dev --mattermost`, as gatewayd is configured for it.
+#[derive(Debug, Clone)]
+pub struct Gateway {
+    /// The fake's URL.
+    pub server: String,
+    /// The file with the bot's token.
+    pub token_file: PathBuf,
+    pub owner: String,
+    pub channel: String,
+}
+
+impl Gateway {
+    fn table(&self) -> String {
+        format!(
+            "# The fake Mattermost of `bxctl dev --mattermost` (docs/gateway.md):\n\
+             [gateway]\nserver = {}\ntoken_file = {}\nowners = [{}]\nchannel = {}\n",
+            serde_json::to_string(&self.server).unwrap_or_default(),
+            q(&self.token_file),
+            serde_json::to_string(&self.owner).unwrap_or_default(),
+            serde_json::to_string(&self.channel).unwrap_or_default(),
+        )
+    }
 }
 
 /// The owner's `[[jobs]]` entries, `STATE/jobs.toml` (never written by bxctl), as text to
@@ -132,6 +181,7 @@ pub fn config(
     grants: &Path,
     tool: &Path,
     upstream: &str,
+    gateway: Option<&Gateway>,
 ) -> Result<PathBuf, DevError> {
     let uid = nix::unistd::getuid().as_raw();
     let under = |rel: &str| q(&state.join(rel));
@@ -144,10 +194,12 @@ pub fn config(
              home = {}\ngrants = {}\n\
              [sockets]\nloop_broker = {}\nadmin_broker = {}\nloop_infer = {}\nchat_loop = {}\n\
              chat_broker = {}\njobs_broker = {}\njobs_loop = {}\njobs_gateway = {}\ninfer_broker = {}\n\
+             broker_gateway = {}\n\
              [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\nchat = {{ uid = {uid} }}\n\
-             jobs = {{ uid = {uid} }}\ninfer = {{ uid = {uid} }}\n\
+             jobs = {{ uid = {uid} }}\ninfer = {{ uid = {uid} }}\ngateway = {{ uid = {uid} }}\n\
+             broker = {{ uid = {uid} }}\n\
              [broker]\nrunner = \"direct\"\ntool = {}\n\
-             [infer]\nupstream = {}\n{}",
+             [infer]\nupstream = {}\n{}{}",
             state.display(),
             under("home"),
             q(grants),
@@ -160,9 +212,11 @@ pub fn config(
             under("run/jobs-loop"),
             under("run/jobs-gateway"),
             under("run/infer-broker"),
+            under("run/broker-gateway"),
             q(tool),
             serde_json::to_string(upstream).unwrap_or_default(),
             jobs(state)?,
+            gateway.map(|g| g.table()).unwrap_or_default(),
         ),
     )?;
     Ok(config)

@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -114,6 +114,86 @@ impl Stack {
         }
     }
 
+    /// Starts `cmd`, a program that knows nothing of READY=1 (llama-server), as role
+    /// `name` of the stack, its stdout and stderr appended to `log`; returns where this
+    /// run's part of the log begins.
+    pub fn start_plain(
+        &self,
+        name: &'static str,
+        mut cmd: Command,
+        log: &Path,
+        held: &mut StateLock,
+    ) -> Result<u64, DevError> {
+        self.prepare(&mut cmd);
+        let (from, file) = open_log(log)?;
+        let err = file.try_clone().map_err(|source| DevError::Write {
+            path: log.to_owned(),
+            source,
+        })?;
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(file)
+            .stderr(err)
+            .spawn()
+            .map_err(|source| DevError::Spawn { name, source })?;
+        self.add(name, child, held)?;
+        Ok(from)
+    }
+
+    /// Starts `cmd`, a peer that prints `listening on ADDR` first on its stdout (the fake
+    /// Mattermost), as role `name`, its stderr appended to `log`; returns ADDR. A peer that
+    /// prints anything else exited or was stopped, and its log says why.
+    pub fn start_listening(
+        &self,
+        name: &'static str,
+        mut cmd: Command,
+        log: &Path,
+        held: &mut StateLock,
+    ) -> Result<String, DevError> {
+        self.prepare(&mut cmd);
+        let (from, file) = open_log(log)?;
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(file)
+            .spawn()
+            .map_err(|source| DevError::Spawn { name, source })?;
+        let out = child.stdout.take();
+        let mut first = String::new();
+        if let Some(out) = out {
+            BufReader::new(out)
+                .read_line(&mut first)
+                .map_err(DevError::FakeRead)?;
+        }
+        let Some(addr) = first
+            .trim()
+            .strip_prefix("listening on ")
+            .map(str::to_owned)
+        else {
+            let status = wait_exit(&mut child, FAKE_EXIT_WITHIN);
+            return Err(match status {
+                Some(status) => DevError::Exited {
+                    name,
+                    status,
+                    log: read_from(log, from),
+                },
+                None => DevError::Silent {
+                    name,
+                    log: log.to_owned(),
+                },
+            });
+        };
+        self.add(name, child, held)?;
+        Ok(addr)
+    }
+
+    /// How role `name` exited, if it has.
+    pub fn exited(&self, name: &str) -> Option<std::process::ExitStatus> {
+        let mut inner = lock(&self.inner);
+        let (_, child) = inner.children.iter_mut().find(|(n, _)| *n == name)?;
+        child.try_wait().ok().flatten()
+    }
+
     /// Starts the fake llama-server playing `script` on a free loopback port; returns its
     /// URL.
     pub fn start_fake(
@@ -127,7 +207,8 @@ impl Stack {
         cmd.args(["--listen", "127.0.0.1:0", "--exit-on-eof", "--script"])
             .arg(script);
         self.prepare(&mut cmd);
-        let (_, log) = open_log(&state.join("logs/fake-llama-server.log"))?;
+        let log_path = state.join("logs/fake-llama-server.log");
+        let (from, log) = open_log(&log_path)?;
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -137,24 +218,48 @@ impl Stack {
                 name: "fake-llama-server",
                 source,
             })?;
-        lock(&self.inner).fake_stdin = child.stdin.take();
+        let stdin = child.stdin.take();
         let out = child.stdout.take();
-        self.add("fake-llama-server", child, held)?;
         let mut first = String::new();
         if let Some(out) = out {
             BufReader::new(out)
                 .read_line(&mut first)
                 .map_err(DevError::FakeRead)?;
         }
-        let addr =
-            first
-                .trim()
-                .strip_prefix("listening on ")
-                .ok_or_else(|| DevError::FakeSaid {
-                    first: first.clone(),
-                })?;
+        let Some(addr) = first.trim().strip_prefix("listening on ") else {
+            // It said nothing on stdout: it refused the script (or its address), and said
+            // why on stderr, in its log.
+            let status = wait_exit(&mut child, FAKE_EXIT_WITHIN);
+            return Err(DevError::FakeRefused {
+                fake: fake.to_owned(),
+                script: script.to_owned(),
+                status,
+                log: read_from(&log_path, from),
+            });
+        };
+        let addr = addr.to_owned();
+        lock(&self.inner).fake_stdin = stdin;
+        self.add("fake-llama-server", child, held)?;
         Ok(format!("http://{addr}"))
     }
+}
+
+/// How long a fake-llama-server that printed no address is given to exit and say why.
+const FAKE_EXIT_WITHIN: Duration = Duration::from_secs(5);
+
+/// Waits up to `within` for `child` to exit; kills it past that. Its status, when it exited
+/// by itself.
+pub fn wait_exit(child: &mut Child, within: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
 }
 
 /// A child's log, opened to append: a line marks where this run begins. Returns the
@@ -181,7 +286,7 @@ fn open_log(path: &Path) -> Result<(u64, std::fs::File), DevError> {
 }
 
 /// What a log holds from `from` on (this run's part).
-fn read_from(path: &PathBuf, from: u64) -> String {
+pub fn read_from(path: &Path, from: u64) -> String {
     let text = std::fs::read(path).unwrap_or_default();
     let from = usize::try_from(from).unwrap_or(0).min(text.len());
     String::from_utf8_lossy(&text[from..]).into_owned()

@@ -17,6 +17,7 @@ use daemon::config::{Config, Peer};
 use daemon::conn::{CallError, Conn};
 use proto::{ErrorCode, Message};
 
+use super::report::{Check, Part};
 use crate::Error;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,8 +165,7 @@ pub fn call(config: &Config, side: Side, msg: Message) -> Result<Message, Troubl
 
 /// A failed call's verdict for the check `check`: `FAIL` when the deployment does not
 /// answer or broke, an unreached `warn` when this user may not ask.
-pub fn judged(part: super::Part, check: &str, trouble: Trouble) -> super::Check {
-    use super::Check;
+pub fn judged(part: Part, check: &str, trouble: Trouble) -> Check {
     match trouble {
         Trouble::Down { said, help } => {
             let c = Check::fail(part, check, said);

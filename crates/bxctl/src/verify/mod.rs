@@ -33,9 +33,7 @@ use std::process::ExitCode;
 use daemon::config::Config;
 
 use crate::Error;
-pub use report::Check;
-#[cfg(test)]
-pub use report::Level;
+pub use report::Part;
 
 /// `bxctl verify`'s arguments.
 #[derive(Debug, clap::Args)]
@@ -58,25 +56,6 @@ pub struct VerifyArgs {
     /// transient unit root starts as loopd's user runs).
     #[arg(long, hide = true, value_name = "SOCK", exclusive = true)]
     pub probe_infer: Option<PathBuf>,
-}
-
-/// The parts of the verification, in the order they run and print.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Part {
-    Model,
-    Units,
-    State,
-}
-
-impl Part {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Model => "model",
-            Self::Units => "units",
-            Self::State => "state",
-        }
-    }
 }
 
 /// `bxctl verify --probe-infer SOCK` (`slots.rs`).

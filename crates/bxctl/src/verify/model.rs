@@ -23,7 +23,8 @@ use proto::status::{ModelHealth, Reach};
 use serde_json::Value;
 
 use super::access::{self, Side};
-use super::{Check, Part, replay, slots};
+use super::report::{Check, Part};
+use super::{replay, slots};
 
 const P: Part = Part::Model;
 
@@ -267,7 +268,7 @@ mod tests {
         assert_eq!(p.tools, Some((true, true)));
         let checks = judge_props(&Ok(p));
         let levels: Vec<_> = checks.iter().map(|c| (c.check.as_str(), c.level)).collect();
-        use super::super::Level::{Ok as Good, Warn};
+        use super::super::report::Level::{Ok as Good, Warn};
         assert_eq!(
             levels,
             [
@@ -285,6 +286,6 @@ mod tests {
         assert_eq!(parse_props(&v), Err("default_generation_settings.n_ctx"));
         let checks = judge_props(&Err("GET x/props is not llama.cpp's server's".into()));
         assert_eq!(checks.len(), 1);
-        assert_eq!(checks[0].level, super::super::Level::Fail);
+        assert_eq!(checks[0].level, super::super::report::Level::Fail);
     }
 }

@@ -24,7 +24,7 @@ use proto::{LogRecord, Message, SessionId};
 
 use super::access::{self, Side};
 use super::model::Props;
-use super::{Check, Part};
+use super::report::{Check, Part};
 
 const P: Part = Part::Model;
 
@@ -279,7 +279,7 @@ mod tests {
         let s = SessionId::new("s-20261201-0123456789abcdef").expect("id");
         let records = [answer(), loss(50, 45), answer(), loss(80, 60), answer()];
         let c = judge(&sent(3), &records, true, &s);
-        assert_eq!(c.level, super::super::Level::Fail, "{}", c.said);
+        assert_eq!(c.level, super::super::report::Level::Fail, "{}", c.said);
         assert!(c.said.starts_with("request 3 of the replay"), "{}", c.said);
         assert!(c.said.contains("processed again 20 tokens"), "{}", c.said);
         let twice = [answer(), loss(50, 30), answer(), loss(80, 60), answer()];
@@ -292,10 +292,10 @@ mod tests {
         );
         let within = [answer(), loss(50, 42), answer(), answer()];
         let c = judge(&sent(3), &within, true, &s);
-        assert_eq!(c.level, super::super::Level::Ok, "{}", c.said);
+        assert_eq!(c.level, super::super::report::Level::Ok, "{}", c.said);
         assert!(c.said.contains("the most wasted 8 token(s)"), "{}", c.said);
         // Without llama.cpp's /props nothing says the server reported what loopd measures.
         let c = judge(&sent(3), &[answer(), answer(), answer()], false, &s);
-        assert_eq!(c.level, super::super::Level::Warn, "{}", c.said);
+        assert_eq!(c.level, super::super::report::Level::Warn, "{}", c.said);
     }
 }

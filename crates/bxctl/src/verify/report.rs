@@ -8,9 +8,27 @@ use std::io::Write;
 use serde::Serialize;
 use serde_json::json;
 
-use super::Part;
 use crate::Error;
-use crate::admin::print_json;
+use crate::output::print_json;
+
+/// The parts of the verification, in the order they run and print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Part {
+    Model,
+    Units,
+    State,
+}
+
+impl Part {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Model => "model",
+            Self::Units => "units",
+            Self::State => "state",
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -21,7 +21,7 @@ use std::time::Duration;
 use daemon::config::{Config, Peer};
 use serde::{Deserialize, Serialize};
 
-use super::{Check, Part};
+use super::report::{Check, Part};
 
 const P: Part = Part::Model;
 

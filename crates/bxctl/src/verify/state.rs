@@ -20,7 +20,7 @@ use proto::{Message, Timestamp};
 use serde_json::Value;
 
 use super::access::{self, Side};
-use super::{Check, Part};
+use super::report::{Check, Part};
 
 /// How long past its expiry an approval may still be listed: brokerd's waiter withdraws it
 /// when its wait times out, which may be a moment after the expiry itself.
@@ -323,12 +323,12 @@ mod tests {
         let good = serde_json::json!({"good": true, "records": 6, "next_seq": 6,
             "checkpoint": {"seq": 5, "file": "f", "line": 6, "agrees": true}});
         let c = judge_offline(&good, dir);
-        assert_eq!(c.level, super::super::Level::Ok);
+        assert_eq!(c.level, super::super::report::Level::Ok);
         assert!(c.said.ends_with("checkpoint at seq 5 agrees"), "{}", c.said);
         let broken = serde_json::json!({"good": false, "error": "line 3: prev mismatch",
             "file": "2026-12-01.jsonl", "line": 3, "checkpoint": {"agrees": null}});
         let c = judge_offline(&broken, dir);
-        assert_eq!(c.level, super::super::Level::Fail);
+        assert_eq!(c.level, super::super::report::Level::Fail);
         assert!(
             c.said
                 .starts_with("audit chain BROKEN (2026-12-01.jsonl line 3)"),

@@ -17,8 +17,8 @@ use daemon::config::{Config, RunnerKind};
 use serde::Deserialize;
 
 use super::props::{self, Kind};
+use super::report::{Check, Part};
 use super::systemd;
-use super::{Check, Part};
 
 const P: Part = Part::Units;
 

@@ -101,7 +101,7 @@ fn what_bxctl_cannot_do_is_its_own_variant_and_exits_2() {
     let config = missing.to_str().expect("utf8");
     assert!(matches!(
         run(&["--config", config, "approvals"]),
-        Err(bxctl::Error::NoConfig { path, from: "from --config" }) if path == missing
+        Err(bxctl::Error::NoConfig { path, from }) if path == missing && from == "from --config"
     ));
     let out = bxctl(&["--config", config, "approvals"]);
     assert_eq!(out.status.code(), Some(2));
@@ -339,7 +339,7 @@ fn grants_check_warns_of_expired_grants_and_explains_toml_dates() {
     let grant = |expires: &str| {
         format!(
             "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n{expires}\n\
-             [constraints]\npaths = [\"/home/owner/notes\"]\n"
+             [constraints]\npaths = [\"{d}\"]\n"
         )
     };
     std::fs::write(
@@ -422,4 +422,69 @@ fn a_short_approval_prefix_is_a_usage_error_before_anything_is_asked() {
         "{stderr}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// As cargo finds its manifest: without --config or BOXMAKER_CONFIG, the first
+/// `.state/config.toml` in the current directory or one above it, before the default.
+#[test]
+fn the_configuration_is_found_by_walking_up_to_a_state_directory() {
+    let dir = temp("walk");
+    let state = dir.join(".state");
+    let grants = state.join("grants");
+    std::fs::create_dir_all(&grants).expect("grants");
+    std::fs::write(
+        grants.join("notes.toml"),
+        "tool = \"note_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\n",
+    )
+    .expect("grant");
+    std::fs::write(
+        state.join("config.toml"),
+        format!(
+            "home = \"{0}/home\"\ngrants = \"{0}/grants\"\n[sockets]\nloop_broker = \"{0}/lb\"\n\
+             admin_broker = \"{0}/ab\"\nchat_loop = \"{0}/cl\"\n\
+             [peers]\nloopd = {{ uid = 1 }}\nadmin = {{ uid = 1 }}\n",
+            state.display()
+        ),
+    )
+    .expect("config");
+    let deep = dir.join("src/a/b");
+    std::fs::create_dir_all(&deep).expect("deep");
+    let from = |cwd: &std::path::Path, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_bxctl"))
+            .args(args)
+            .current_dir(cwd)
+            .env_remove("BOXMAKER_CONFIG")
+            .output()
+            .expect("bxctl")
+    };
+    let out = from(&deep, &["grants", "check"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .starts_with(&format!("{}: 1 grants good", grants.display())),
+        "{out:?}"
+    );
+    // The commands it prints name the configuration it found, so they work from anywhere.
+    let out = from(&deep, &["approvals"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{}/ab/broker.sock", state.display())),
+        "{err}"
+    );
+    // Nowhere above: the default, and the message says where it looked.
+    let elsewhere = temp("walk-none");
+    let out = from(&elsewhere, &["approvals"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "bxctl: no configuration at /etc/boxmaker/config.toml (the default: no \
+             .state/config.toml in {} or above)\nhelp: ",
+            elsewhere.display()
+        )) || std::path::Path::new("/etc/boxmaker/config.toml").exists()
+            || std::env::temp_dir().join(".state/config.toml").exists(),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&elsewhere);
 }

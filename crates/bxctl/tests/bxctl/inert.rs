@@ -348,11 +348,56 @@ fn session_shows_each_tool_as_one_line() {
             }],
         })],
     );
+    // loopd keeps the session: brokerd's answer is shown as it is.
+    let kept = home.answer(
+        &home.loopd(),
+        vec![Message::SessionRecords(SessionRecords {
+            session: s1(),
+            epoch: Epoch(0),
+            records: Vec::new(),
+            truncated: false,
+        })],
+    );
     let out = stdout(&home.bxctl(&["session", "s-1"]));
     served.join().expect("brokerd");
+    kept.join().expect("loopd");
     assert_eq!(
         out,
         format!("session s-1: taint secret, untrusted true\n  untrusted by {ESCAPED} (call 3)\n")
+    );
+}
+
+/// brokerd answers an id it never saw with its defaults: a session loopd keeps no log of is
+/// said not to exist, exit 1, with the sessions there are (issue 28).
+#[test]
+fn session_that_does_not_exist_exits_1_and_says_so() {
+    let home = Home::new("no-session");
+    let served = home.answer(
+        &home.brokerd(),
+        vec![Message::SessionInfo(SessionInfo {
+            session: s1(),
+            taint: DataClass::Private,
+            untrusted: false,
+            untrusted_by: Vec::new(),
+        })],
+    );
+    let asked = home.answer_each(
+        &home.loopd(),
+        vec![
+            Message::error(ErrorCode::BadMessage, "no session s-1"),
+            Message::SessionListing(proto::chat::SessionListing {
+                sessions: Vec::new(),
+            }),
+        ],
+    );
+    let out = home.bxctl(&["session", "s-1"]);
+    served.join().expect("brokerd");
+    asked.join().expect("loopd");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "bxctl: no session s-1: loopd keeps no log of it\nhelp: there are no sessions yet\n"
     );
 }
 

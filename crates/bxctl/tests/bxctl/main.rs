@@ -3,6 +3,7 @@
 
 mod answer;
 mod cli;
+mod grants_check;
 mod inert;
 mod peer;
 mod status;

@@ -44,6 +44,7 @@ fn looped() -> LoopStatus {
         model: ModelHealth::Unhealthy {
             reason: HOSTILE.into(),
         },
+        model_path: None,
     }
 }
 

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{Invalid, duration};
+use super::Invalid;
+use super::duration::duration;
 
 /// gatewayd chats with loopd on `sockets.chat_loop/loop.sock` and serves brokerd on
 /// `sockets.broker_gateway/gateway.sock`.

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{Invalid, duration};
+use super::Invalid;
+use super::duration::duration;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -117,9 +118,11 @@ pub enum BadUpstream {
     PortNotNumber,
 }
 
-impl fmt::Display for UpstreamError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let why = match self.why {
+impl UpstreamError {
+    /// What is wrong with the URL, without naming the setting it came from (a command-line
+    /// flag says its own name).
+    pub fn reason(&self) -> &'static str {
+        match self.why {
             BadUpstream::NotHttp => "must start with http:// (llama-server on loopback)",
             BadUpstream::NotHostPort => "must be http://HOST[:PORT] without user, path or query",
             BadUpstream::UnclosedBracket => "unclosed [",
@@ -131,8 +134,13 @@ impl fmt::Display for UpstreamError {
             }
             BadUpstream::PortOutOfRange => "port out of range",
             BadUpstream::PortNotNumber => "port is not a number",
-        };
-        write!(f, "infer.upstream {:?}: {why}", self.url)
+        }
+    }
+}
+
+impl fmt::Display for UpstreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "infer.upstream {:?}: {}", self.url, self.reason())
     }
 }
 

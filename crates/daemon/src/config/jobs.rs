@@ -11,7 +11,7 @@ use std::time::Duration;
 use proto::JobName;
 use serde::Deserialize;
 
-use super::duration;
+use super::duration::duration;
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]

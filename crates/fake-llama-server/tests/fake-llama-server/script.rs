@@ -85,6 +85,28 @@ fn matches_turn_user_text_tool_result_and_last_tool() {
 }
 
 #[test]
+fn user_words_match_whole_words_without_case() {
+    let m = |toml: &str| -> Match { toml::from_str(toml).expect("match table") };
+    let said = |text: &str| vec![msg("system", "s"), msg("user", text)];
+    let list = m("user_words = [\"list\", \"notes\"]");
+    assert!(list.matches(&said("Can you LIST my things?")));
+    assert!(list.matches(&said("what notes, please")));
+    assert!(list.matches(&said("list")));
+    // A word inside another is not that word (issue 28: a playlist raised a list card).
+    assert!(!list.matches(&said("recommend a playlist for tea time")));
+    assert!(!list.matches(&said("listing noted")));
+    assert!(!list.matches(&[msg("system", "s")]), "no user message");
+    for bad in [
+        "[[rule]]\nmatch = { user_words = [\"to-do\"] }\nanswer = { text = \"x\" }\n",
+        "[[rule]]\nmatch = { user_words = [\"\"] }\nanswer = { text = \"x\" }\n",
+        "[[rule]]\nmatch = { user_words = [] }\nanswer = { text = \"x\" }\n",
+    ] {
+        let e = Script::parse(bad).expect_err(bad).to_string();
+        assert!(e.starts_with("rule 1: user_words"), "{e}");
+    }
+}
+
+#[test]
 fn first_match_with_uses_left_wins() {
     let script = Script::parse(
         "[[rule]]\nmax_uses = 1\nanswer = { text = \"a\" }\n\

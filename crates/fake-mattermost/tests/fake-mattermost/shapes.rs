@@ -235,3 +235,63 @@ fn events_come_in_the_documented_envelope_with_the_documented_data() {
         "api.web_socket_router.bad_action.app_error"
     );
 }
+
+/// The look-ups by name an admin tool makes (`bxctl gateway setup`): users/username,
+/// teams/name, teams/{id}/channels/name, each found and not found, the errors with the ids
+/// and texts of Mattermost's server (`server/channels/app/{user,team,channel}.go`,
+/// `server/i18n/en.json`).
+#[test]
+fn users_teams_and_channels_are_found_by_name_in_the_documented_shapes() {
+    let fake = start();
+    let get = |path: &str| fake.call("GET", path, BOT.1, &Value::Null);
+    let (status, owner) = get("/api/v4/users/username/owner");
+    assert_shape("user", Some(status), &owner);
+    assert_eq!(owner["id"], OWNER.0);
+    let (status, missing) = get("/api/v4/users/username/nobody");
+    assert_eq!(status, 404);
+    assert_shape("app_error", None, &missing);
+    assert_eq!(
+        (missing["id"].as_str(), missing["message"].as_str()),
+        (
+            Some("app.user.get_by_username.app_error"),
+            Some(
+                "Unable to find an existing account matching your username for this team. This \
+                 team may require an invite from the team owner to join."
+            )
+        )
+    );
+
+    let (status, team) = get("/api/v4/teams/name/home");
+    assert_shape("team", Some(status), &team);
+    let team_id = team["id"].as_str().expect("team id").to_owned();
+    let (status, missing) = get("/api/v4/teams/name/away");
+    assert_eq!(status, 404);
+    assert_eq!(
+        (missing["id"].as_str(), missing["message"].as_str()),
+        (
+            Some("app.team.get_by_name.missing.app_error"),
+            Some("Unable to find the existing team.")
+        )
+    );
+
+    let (status, channel) = get(&format!(
+        "/api/v4/teams/{team_id}/channels/name/town-square"
+    ));
+    assert_shape("channel", Some(status), &channel);
+    assert_eq!(
+        (channel["id"].as_str(), channel["team_id"].as_str()),
+        (Some(CHANNEL), Some(team_id.as_str()))
+    );
+    let (status, missing) = get(&format!("/api/v4/teams/{team_id}/channels/name/nowhere"));
+    assert_eq!(status, 404);
+    assert_eq!(
+        (missing["id"].as_str(), missing["message"].as_str()),
+        (
+            Some("app.channel.get_by_name.missing.app_error"),
+            Some("Channel does not exist.")
+        )
+    );
+    // A session is needed, as for every call but the ping.
+    let (status, _) = fake.call("GET", "/api/v4/users/username/owner", "", &Value::Null);
+    assert_eq!(status, 401);
+}

@@ -113,7 +113,7 @@ fn the_binary_exits_with_the_documented_status_and_says_why_once() {
     let (status, _, stderr) = binary(&config(&dir, true, None), false);
     assert_eq!(status, Some(1), "{stderr}");
     let want = format!(
-        "<3>gatewayd: {}: no [gateway] table: name the Mattermost server, owners and channel\n",
+        "error: gatewayd: {}: no [gateway] table: name the Mattermost server, owners and channel\n",
         dir.join("config.toml").display()
     );
     assert_eq!(stderr, want);
@@ -126,7 +126,7 @@ fn the_binary_exits_with_the_documented_status_and_says_why_once() {
     );
     let (status, _, stderr) = binary(&path, false);
     assert_eq!(status, Some(1), "{stderr}");
-    let want = format!("<3>gatewayd: the bot token {}: ", token.display());
+    let want = format!("error: gatewayd: the bot token {}: ", token.display());
     assert!(stderr.starts_with(&want), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 
@@ -135,7 +135,7 @@ fn the_binary_exits_with_the_documented_status_and_says_why_once() {
     assert_eq!(status, Some(1), "{stderr}");
     assert_eq!(stdout, "");
     let want = format!(
-        "<3>gatewayd: gateway.token_file {}: No such file or directory (os error 2): put the \
+        "error: gatewayd: gateway.token_file {}: No such file or directory (os error 2): put the \
          bot's token there, or remove token_file to read the systemd credential \
          gateway.token_credential\n",
         token.display()

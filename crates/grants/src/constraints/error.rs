@@ -8,7 +8,8 @@ use std::net::Ipv4Addr;
 
 use proto::tools::TOOL_NAMES;
 
-use super::{Host, Subject};
+use super::Host;
+use super::subject::Subject;
 
 /// Why a path is refused: a call's, or a grant's entry.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,6 +10,7 @@ mod host;
 mod path;
 mod pattern;
 mod reach;
+mod subject;
 
 use proto::Grant;
 use proto::Mode;
@@ -19,6 +20,7 @@ pub use error::{HostError, InvalidGrant, LabelError, Mismatch, PathError, Patter
 pub use host::{Host, normalize_url};
 pub use path::{is_under, normalize_path};
 pub use reach::{Place, Reach, Unreachable, Zone, admit, place};
+pub use subject::Subject;
 
 use host::Entry;
 use pattern::Pattern;
@@ -33,20 +35,6 @@ pub struct Covered {
     pub host: Option<Host>,
     /// `http_fetch`: the normalised URL, the one to fetch.
     pub url: Option<url::Url>,
-}
-
-/// What a tool's arguments are matched as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Subject {
-    /// `read_file`, `list_dir`: an absolute path.
-    Path,
-    /// `http_fetch`: a URL.
-    Url,
-    /// `consult`: the prompt.
-    Prompt,
-    /// `note_write`, `note_read`: the note's name (`note_list`, `note_search` and
-    /// `session_search` have none: patterns do not apply to them).
-    Note,
 }
 
 fn subject_of(tool: &str) -> Result<Subject, InvalidGrant> {

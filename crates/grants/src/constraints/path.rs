@@ -3,7 +3,7 @@
 //! A decision must not depend on what the file system looks like at the moment, so nothing
 //! here touches it. `..` is refused rather than resolved because `a/link/..` is not `a` when
 //! `link` is a symlink; symlinks below a granted directory are refused by brokerd before it
-//! binds the one covered path into the tool's unit (`brokerd::bind`), and again by the tool,
+//! binds the one covered path into the tool's unit (`brokerd::run::bind`), and again by the tool,
 //! which re-checks the real path against the roots.
 
 use super::PathError;

@@ -45,6 +45,9 @@ fn a_non_loopback_upstream_or_a_typo_is_refused() {
         let (ok, text) = check(upstream, infer);
         assert!(!ok, "{upstream} {infer}: {text}");
         assert!(text.contains(word), "{upstream} {infer}: {text}");
-        assert!(text.starts_with("<3>inferproxy: configuration: "), "{text}");
+        assert!(
+            text.starts_with("error: inferproxy: configuration: "),
+            "{text}"
+        );
     }
 }

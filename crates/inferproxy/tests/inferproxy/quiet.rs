@@ -78,7 +78,7 @@ fn exchange(sent: usize, ending: Ending) -> String {
 
 fn warnings(log: &str) -> Vec<&str> {
     log.lines()
-        .filter(|l| l.starts_with("<4>") || l.starts_with("<3>"))
+        .filter(|l| l.starts_with("warning: ") || l.starts_with("error: "))
         .collect()
 }
 

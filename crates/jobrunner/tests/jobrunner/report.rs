@@ -31,3 +31,26 @@ fn a_report_is_done_only_when_nothing_failed_and_nothing_was_denied() {
         "The model could not be reached (the detail is in the journal)."
     );
 }
+
+/// A denied call's line keeps loopd's detail inside its reason's parenthesis on Mattermost,
+/// and leaves it to the journal in a note.
+#[test]
+fn a_denial_line_puts_its_detail_inside_the_reason() {
+    let line = Said {
+        own: "Call 1 (read_file) denied (no_grant)".into(),
+        detail: Some("no grant for read_file".into()),
+        inside: true,
+    };
+    assert_eq!(
+        line.full(),
+        "Call 1 (read_file) denied (no_grant: no grant for read_file)"
+    );
+    let report = Report {
+        denied: vec![line],
+        ..Report::default()
+    };
+    assert_eq!(
+        report.note_text(),
+        "Call 1 (read_file) denied (no_grant) (the detail is in the journal)."
+    );
+}

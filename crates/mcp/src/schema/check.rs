@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 
 use serde_json::{Number, Value};
 
-use super::{Node, Rules, Type, Violation};
+use super::tree::{Node, Rules, Type, Violation};
 use crate::json::escape_token;
 
 pub(super) fn node(node: &Node, value: &Value, at: &mut String) -> Result<(), Violation> {

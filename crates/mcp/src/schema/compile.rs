@@ -2,7 +2,7 @@
 
 use serde_json::{Number, Value};
 
-use super::{Node, Rules, SchemaError, Type};
+use super::tree::{Node, Rules, SchemaError, Type};
 use crate::json::escape_token;
 
 /// The deepest nesting of schemas within schemas.

@@ -17,99 +17,19 @@
 
 mod check;
 mod compile;
+mod tree;
 
-use std::fmt;
-
-use serde_json::{Number, Value};
+use serde_json::Value;
 
 pub use compile::{MAX_DEPTH, MAX_NODES};
+use tree::Node;
+pub use tree::{SchemaError, Violation};
 
 /// A compiled input schema. Its root is an object schema (`"type": "object"`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schema {
     root: Node,
 }
-
-/// One schema position: a boolean schema, or the rules of an object schema.
-#[derive(Debug, Clone, PartialEq)]
-enum Node {
-    /// `true`, or an object schema with no validation keyword: anything.
-    Any,
-    /// `false`: nothing.
-    Nothing,
-    Rules(Box<Rules>),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Type {
-    Null,
-    Boolean,
-    Integer,
-    Number,
-    String,
-    Array,
-    Object,
-}
-
-/// The validation keywords of one object schema.
-#[derive(Debug, Clone, Default, PartialEq)]
-struct Rules {
-    types: Option<Vec<Type>>,
-    properties: Vec<(String, Node)>,
-    required: Vec<String>,
-    additional: Option<Node>,
-    /// An object schema (`type` names object, or `properties` are given) without
-    /// `additionalProperties`: undeclared members are refused (see the module's note).
-    closed: bool,
-    items: Option<Node>,
-    min_items: Option<u64>,
-    max_items: Option<u64>,
-    enumeration: Option<Vec<Value>>,
-    constant: Option<Value>,
-    minimum: Option<Number>,
-    maximum: Option<Number>,
-    exclusive_minimum: Option<Number>,
-    exclusive_maximum: Option<Number>,
-    min_length: Option<u64>,
-    max_length: Option<u64>,
-    any_of: Vec<Node>,
-    one_of: Vec<Node>,
-}
-
-/// Why a schema was refused: where in it (a JSON pointer) and what.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SchemaError {
-    pub at: String,
-    pub detail: String,
-}
-
-impl fmt::Display for SchemaError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.at.is_empty() { "/" } else { &self.at };
-        write!(f, "input schema at {at}: {}", self.detail)
-    }
-}
-
-impl std::error::Error for SchemaError {}
-
-/// Why arguments do not meet a schema: where in them (a JSON pointer) and what.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Violation {
-    pub at: String,
-    pub detail: String,
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.at.is_empty() {
-            f.write_str(&self.detail)
-        } else {
-            write!(f, "at {}: {}", self.at, self.detail)
-        }
-    }
-}
-
-impl std::error::Error for Violation {}
 
 impl Schema {
     /// Compiles an input schema, refusing any keyword outside the subset, a malformed

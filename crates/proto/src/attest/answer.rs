@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::ChatMessage;
-use super::ToolCall;
+use super::call::ToolCall;
 
 /// The most an answer may bring (text, reasoning and tool arguments together, counted as
 /// event data); a server that goes on past it is cut off.

@@ -10,6 +10,7 @@
 //! [`WitnessRef`].
 
 pub mod answer;
+mod call;
 pub mod canonical;
 pub mod request;
 pub mod tools;
@@ -21,6 +22,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::{Hash32, InvalidValue};
 
 pub use answer::{Answer, AnswerError, MAX_ANSWER_BYTES, Piece, Timings};
+pub use call::{ToolCall, WitnessedCall};
 pub use canonical::{ChatMessage, ChatRole, MessageCall, MessageFunction};
 pub use request::{Unwitnessable, WITNESSABLE_FIELDS, witnessable};
 pub use tools::{definitions, tools_hash};
@@ -81,20 +83,6 @@ impl<'de> Deserialize<'de> for CompletionId {
         crate::error::deserialize_str(d, |text| Self::new(text))
     }
 }
-
-/// A tool call exactly as the server returned it; `arguments` is the JSON text (the session
-/// log's, and what a witness report carries).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolCall {
-    pub id: String,
-    pub name: String,
-    pub arguments: String,
-}
-
-/// A tool call exactly as the model emitted it: id, name, and the arguments as the unparsed
-/// text the stream carried.
-pub type WitnessedCall = ToolCall;
 
 /// inferproxy to brokerd on `witness.sock`: one completion it forwarded, sent before the
 /// stream's `[DONE]` reaches loopd.

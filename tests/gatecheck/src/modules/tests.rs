@@ -251,3 +251,116 @@ fn reads_the_names_a_root_brings_in() {
         vec![("Front", "b"), ("X", "a"), ("Z", "a"), ("c", "c")]
     );
 }
+
+#[test]
+fn finds_a_parent_and_child_that_import_each_other() {
+    // accounting/mod.rs re-exports its child's error while the child takes a constant the
+    // parent defines: the circle `accounting` <-> `accounting::log` (brokerd's, once).
+    let outcome = run(&[
+        ("src/lib.rs", "pub mod accounting;\n"),
+        (
+            "src/accounting/mod.rs",
+            "mod log;\nmod record;\npub use log::LogError;\npub use record::Record;\n\
+             pub const OWNER: u8 = 1;\n",
+        ),
+        (
+            "src/accounting/log.rs",
+            "use super::{OWNER, Record};\npub enum LogError {}\n",
+        ),
+        ("src/accounting/record.rs", "pub struct Record;\n"),
+    ]);
+    assert_eq!(
+        outcome.problems,
+        vec![
+            "crate `demo`: module `accounting` and its child `accounting::log` import each \
+             other (`accounting::log` uses `accounting`'s own items at \
+             crates/demo/src/accounting/log.rs:1 (`super::OWNER`); `accounting` names \
+             `accounting::log`'s at crates/demo/src/accounting/mod.rs:3 (`log::LogError`)); \
+             move what they share into a module of its own beside `accounting::log`, or into \
+             the one that owns it"
+                .to_owned()
+        ]
+    );
+    assert!(
+        run_allowing(
+            &[
+                ("src/lib.rs", "pub mod accounting;\n"),
+                (
+                    "src/accounting/mod.rs",
+                    "mod log;\npub use log::L;\nfn f() {}\n"
+                ),
+                (
+                    "src/accounting/log.rs",
+                    "pub struct L;\nfn g() { super::f() }\n"
+                ),
+            ],
+            &[("demo", &["accounting", "accounting::log"], "a reason")]
+        )
+        .passed()
+    );
+}
+
+#[test]
+fn a_parent_and_child_circle_is_seen_at_any_depth_and_through_crate_paths() {
+    let outcome = run(&[
+        ("src/lib.rs", "mod a;\n"),
+        ("src/a/mod.rs", "mod b;\n"),
+        (
+            "src/a/b/mod.rs",
+            "mod c;\npub(crate) fn shared() {}\nfn go() { c::d::run() }\n",
+        ),
+        ("src/a/b/c/mod.rs", "pub mod d;\n"),
+        (
+            "src/a/b/c/d.rs",
+            "pub fn run() { super::super::shared(); crate::a::b::shared() }\n",
+        ),
+    ]);
+    assert_eq!(outcome.problems.len(), 1, "{outcome}");
+    let problem = &outcome.problems[0];
+    assert!(
+        problem.starts_with("crate `demo`: module `a::b` and its child `a::b::c` import"),
+        "{problem}"
+    );
+    assert!(
+        problem.contains(
+            "d.rs:1 (`super::super::shared`), crates/demo/src/a/b/c/d.rs:1 \
+                          (`crate::a::b::shared`)"
+        ),
+        "{problem}"
+    );
+    assert!(problem.contains("mod.rs:3 (`c::d::run`)"), "{problem}");
+}
+
+#[test]
+fn what_a_parent_shares_from_a_sibling_its_root_and_its_tests_are_no_circle() {
+    let outcome = run(&[
+        // The crate root is no parent: its crate-wide error is the crate's.
+        (
+            "src/lib.rs",
+            "mod error;\nmod net;\npub use net::Net;\npub struct Error;\n",
+        ),
+        ("src/net.rs", "use crate::Error;\npub struct Net;\n"),
+        ("src/error.rs", "pub fn f() {}\n"),
+        // A name the parent brings in from a child is that child's: a sibling's import.
+        (
+            "src/notes/mod.rs",
+            "mod error;\nmod run;\npub use error::NoteError;\npub use run::Prep;\n\
+             pub struct Notes;\n#[cfg(test)]\nmod tests;\n\
+             mod inline { use super::Notes; }\n",
+        ),
+        ("src/notes/error.rs", "pub struct NoteError;\n"),
+        (
+            "src/notes/run.rs",
+            "use super::NoteError;\npub enum Prep {}\n",
+        ),
+        // A test module below a child may build the parent's whole.
+        ("src/notes/tests.rs", "use super::{Notes, run::Prep};\n"),
+        ("src/a/mod.rs", "mod b;\npub use b::B;\npub struct A;\n"),
+        (
+            "src/a/b/mod.rs",
+            "pub struct B;\n#[cfg(test)]\nmod tests;\n",
+        ),
+        ("src/a/b/tests.rs", "use super::super::A;\n"),
+    ]);
+    assert!(outcome.passed(), "{outcome}");
+}

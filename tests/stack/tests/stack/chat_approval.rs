@@ -61,8 +61,10 @@ fn setup(name: &str) -> (Home, stack::Agent) {
 fn chat(config: &std::path::Path) -> Session {
     let mut cmd = Command::new(bin("bxctl"));
     cmd.arg("--config").arg(config).arg("chat");
-    // A plain terminal: rustyline then only reads lines, with no cursor queries.
-    cmd.env("TERM", "dumb");
+    // A plain terminal: rustyline then only reads lines, with no cursor queries. The input
+    // history goes next to the configuration, not into the home's.
+    cmd.env("TERM", "dumb")
+        .env("XDG_STATE_HOME", config.with_file_name("xdg"));
     let mut p = Session::spawn(cmd).expect("bxctl chat in a pty");
     p.set_expect_timeout(Some(Duration::from_secs(30)));
     p

@@ -144,7 +144,7 @@ fn a_change_before_the_checkpoint_is_found_by_the_full_verifications_not_by_the_
     );
     assert!(
         d.log()
-            .contains("<3>audit log: the verification of the whole chain FAILED"),
+            .contains("error: audit log: the verification of the whole chain FAILED"),
         "{}",
         d.log()
     );

@@ -86,7 +86,7 @@ fn exits_70(brokerd: &mut stack::Daemon, strace: &mut Stall, by: &str) -> String
     assert_eq!(status.code(), Some(70), "{log}");
     let line = log
         .lines()
-        .find(|l| l.starts_with("<3>brokerd: fatal"))
+        .find(|l| l.starts_with("error: brokerd: fatal"))
         .unwrap_or_else(|| panic!("main did not report it: {log}"));
     assert!(
         line.contains("audit log: cannot fsync")
@@ -96,7 +96,7 @@ fn exits_70(brokerd: &mut stack::Daemon, strace: &mut Stall, by: &str) -> String
         "{line}"
     );
     assert_eq!(
-        log.lines().filter(|l| l.starts_with("<3>")).count(),
+        log.lines().filter(|l| l.starts_with("error: ")).count(),
         1,
         "{log}"
     );

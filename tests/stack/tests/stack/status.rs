@@ -66,7 +66,8 @@ fn status_reports_roles_model_audit_and_grants_and_reload_reports_its_outcome() 
             "inferproxy  reachable (from loopd), version {}\n",
             version()
         ),
-        "model       ok\n".to_owned(),
+        // The model the server names in /props (the fake's default).
+        "model       ok: /models/fake-llama-server.gguf\n".to_owned(),
         "approvals   0 waiting\n".to_owned(),
         "grants      on disk: the same\n".to_owned(),
         "gatewayd    not configured\n".to_owned(),

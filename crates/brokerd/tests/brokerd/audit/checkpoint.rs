@@ -117,7 +117,7 @@ fn a_start_verifies_and_reads_only_past_the_checkpoint() {
     let to = log.position().expect("a line");
     let whole = audit::verify_whole(&dir, &to, &AtomicBool::new(false), &mut |_| {});
     match whole {
-        Err(AuditError::Chain { source, .. }) => {
+        Err(AuditError::Chain { chain: source, .. }) => {
             assert_eq!((source.file, source.line), (DAY.into(), 3))
         }
         other => panic!("expected a broken chain at line 3, got {other:?}"),

@@ -25,7 +25,7 @@ fn chain_error(result: Result<(AuditLog, OpenReport), AuditError>) -> (String, u
     let err = result.expect_err("a broken chain refuses start");
     let text = err.to_string();
     match err {
-        AuditError::Chain { source, .. } => (source.file, source.line, text),
+        AuditError::Chain { chain: source, .. } => (source.file, source.line, text),
         other => panic!("expected a broken chain, got {other:?}"),
     }
 }

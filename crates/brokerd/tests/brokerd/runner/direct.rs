@@ -5,7 +5,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use brokerd::runner::{DirectRunner, RunOutcome, RunSpec};
+use brokerd::run::runner::{DirectRunner, RunOutcome, RunSpec};
 
 use super::{Execute, Scratch, read_file_spec, secret_spec};
 

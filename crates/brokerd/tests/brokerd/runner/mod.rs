@@ -10,9 +10,9 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use brokerd::bind::Bind;
 use brokerd::policy::{self, Decision, SessionView};
-use brokerd::runner::{
+use brokerd::run::bind::Bind;
+use brokerd::run::runner::{
     DirectRunner, Limits, RunOutcome, RunSpec, Runner, Secret, SystemdRunner, unit_name,
 };
 use proto::toolrun::ToolInvocation;

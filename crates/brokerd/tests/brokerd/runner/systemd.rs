@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use brokerd::runner::{RunOutcome, RunSpec, SystemdRunner, check_granted_path, check_unit_path};
+use brokerd::run::runner::{
+    RunOutcome, RunSpec, SystemdRunner, check_granted_path, check_unit_path,
+};
 
 use super::{Execute, bind_at, http_fetch_spec, read_file_spec, secret_spec};
 
@@ -267,7 +269,7 @@ fn a_search_unit_binds_each_reached_partition_read_only() {
     let mut spec = read_file_spec();
     spec.bind = None;
     for file in ["private.sqlite", "secret-untrusted.sqlite"] {
-        spec.index_binds.push(brokerd::bind::Bind {
+        spec.index_binds.push(brokerd::run::bind::Bind {
             source: format!("/var/lib/private/boxmaker/index/{file}"),
             target: format!("/index/{file}"),
         });

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use brokerd::runner::{RunOutcome, RunSpec, SystemdRunner};
+use brokerd::run::runner::{RunOutcome, RunSpec, SystemdRunner};
 use proto::ToolFailure;
 
 use super::direct::{run_retrying, script};

@@ -1,0 +1,215 @@
+//! The approval desk: puts an `ask` to the owner and waits for the answer, and takes the
+//! owner's answers. Every request and every refused answer is audited; what waits is shown
+//! to gatewayd through the outbox. Which decision an answer makes is the broker's.
+
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use daemon::{hangup, lock};
+use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Refusal, Verdict};
+use proto::gateway::{ApprovalUpdate, Update};
+use proto::{AuditEvent, AuditLine, Hash32, Timestamp};
+
+use crate::ask::approvals::{Answer, Approvals, NotRegistered, Wake};
+use crate::ask::outbox::{Outbox, Outgoing};
+use crate::audit::{AuditError, AuditLog};
+
+/// Who denied a call that loopd withdrew, as gatewayd shows it.
+pub const WITHDRAWN_BY: &str = "loopd (the turn was cancelled)";
+
+/// Who denied a call whose card no longer held when the owner answered, as gatewayd shows
+/// it: brokerd, never the owner.
+pub const CHANGED_BY: &str = "brokerd (the labels rose after the card was shown)";
+
+#[derive(Debug)]
+pub struct Desk {
+    approvals: Mutex<Approvals>,
+}
+
+/// What became of a card put to the owner.
+#[derive(Debug)]
+pub enum Heard {
+    /// It was not put: too many wait, or brokerd is stopping.
+    NotAsked(NotRegistered),
+    Woke(Wake),
+    /// The owner did not answer before the card expired.
+    Expired,
+}
+
+impl Desk {
+    /// A desk that holds at most `cap` approvals at a time.
+    pub fn new(cap: usize) -> Self {
+        Self {
+            approvals: Mutex::new(Approvals::new(cap)),
+        }
+    }
+
+    /// Every approval waiting for the owner.
+    pub fn list(&self) -> Vec<ApprovalCard> {
+        lock(&self.approvals).list()
+    }
+
+    pub fn is_pending(&self, approval: &str) -> bool {
+        lock(&self.approvals).is_pending(approval)
+    }
+
+    /// brokerd is stopping: every call waiting for the owner is woken to be denied, and
+    /// nothing is asked from now on. Returns how many were waiting.
+    pub fn stop(&self) -> usize {
+        lock(&self.approvals).stop()
+    }
+
+    /// Puts `card` (its expiry counted from `asked`) to the owner and waits for the answer,
+    /// the expiry, or the requester's hang-up on `requester` (its connection: loopd
+    /// withdraws a call this way when the owner cancels the turn). `pending` is called once
+    /// the card waits, to tell the caller so.
+    pub fn put(
+        &self,
+        card: ApprovalCard,
+        asked: Timestamp,
+        audit: &Mutex<AuditLog>,
+        outbox: &Outbox,
+        requester: Option<UnixStream>,
+        pending: impl FnOnce(),
+    ) -> Result<Heard, AuditError> {
+        let approval = card.approval.clone();
+        let (tx, rx) = mpsc::channel();
+        let hung_up = tx.clone();
+        if let Some(why) = lock(&self.approvals).refuses() {
+            return Ok(Heard::NotAsked(why));
+        }
+        lock(audit).append(|seq, time, prev| {
+            AuditLine::Event(AuditEvent::ApprovalRequested {
+                seq,
+                time,
+                prev,
+                approval: approval.clone(),
+                binding: card.binding,
+                session: card.session.clone(),
+                call: card.call,
+                tool: card.tool.clone(),
+                grant: card.grant.clone(),
+                expires: card.expires,
+            })
+        })?;
+        let expires = card.expires;
+        // Only once the request is on disk can an answer to it be taken. Connections are
+        // served one request at a time per session, so the count cannot have filled up
+        // for this session since the check above; another session may have (or brokerd
+        // began to stop), and then this request is refused rather than left waiting.
+        if let Err(why) = lock(&self.approvals).register(card.clone(), tx) {
+            return Ok(Heard::NotAsked(why));
+        }
+        outbox.tell(Outgoing::Post(card));
+        pending();
+        let watching = Arc::new(AtomicBool::new(false));
+        if let Some(stream) = requester {
+            let watching = watching.clone();
+            // Without the watch the call still ends (answer, expiry, stop): not fatal.
+            let _ = std::thread::Builder::new()
+                .name("hangup".into())
+                .spawn(move || {
+                    if hangup::wait(&stream, &watching) {
+                        let _ = hung_up.send(Wake::Withdrawn);
+                    }
+                });
+        }
+        let wait = Duration::from_millis(expires.as_millis().saturating_sub(asked.as_millis()));
+        let woke = rx.recv_timeout(wait);
+        watching.store(true, Ordering::Release);
+        let wake = match woke {
+            Ok(Wake::Withdrawn) => {
+                if lock(&self.approvals).withdraw(&approval, Refusal::AlreadyUsed) {
+                    Some(Wake::Withdrawn)
+                } else {
+                    // Answered (or stopped) in the instant before the withdrawal.
+                    rx.try_recv().ok()
+                }
+            }
+            Ok(w) => Some(w),
+            Err(_) => {
+                if lock(&self.approvals).withdraw(&approval, Refusal::Expired) {
+                    None
+                } else {
+                    rx.try_recv().ok()
+                }
+            }
+        };
+        outbox.tell(Outgoing::Update(ApprovalUpdate {
+            approval,
+            update: match &wake {
+                Some(Wake::Approved(a)) => Update::Decided {
+                    verdict: Verdict::Approve,
+                    by: a.by().to_owned(),
+                },
+                Some(Wake::Refused { by, .. }) => Update::Decided {
+                    verdict: Verdict::Deny,
+                    by: by.clone(),
+                },
+                Some(Wake::Changed) => Update::Decided {
+                    verdict: Verdict::Deny,
+                    by: CHANGED_BY.to_owned(),
+                },
+                Some(Wake::Stopping) => Update::Stopped,
+                Some(Wake::Withdrawn) => Update::Decided {
+                    verdict: Verdict::Deny,
+                    by: WITHDRAWN_BY.to_owned(),
+                },
+                None => Update::Expired,
+            },
+        }));
+        Ok(wake.map_or(Heard::Expired, Heard::Woke))
+    }
+
+    /// Applies an owner's answer; a refused one is audited here (an accepted one is audited
+    /// by the waiting request as its decision). `current` is the shown card's binding
+    /// recomputed from the labels as they stand now (see [`Approvals::answer`]).
+    pub fn answer(
+        &self,
+        answer: &ApprovalAnswer,
+        by: String,
+        post: Option<String>,
+        current: impl FnOnce(&ApprovalCard) -> Hash32,
+        audit: &Mutex<AuditLog>,
+    ) -> Result<AnswerOutcome, AuditError> {
+        let result = lock(&self.approvals).answer(
+            &answer.approval,
+            answer.binding,
+            current,
+            Answer {
+                verdict: answer.verdict,
+                by: by.clone(),
+                post: post.clone(),
+            },
+            Timestamp::now(),
+        );
+        match result {
+            Ok(()) => Ok(AnswerOutcome::Accepted),
+            Err(refused) => refuse_answer(&answer.approval, by, post, refused.refusal, audit),
+        }
+    }
+}
+
+/// Audits a refused answer and says so.
+pub fn refuse_answer(
+    approval: &str,
+    by: String,
+    post: Option<String>,
+    refusal: Refusal,
+    audit: &Mutex<AuditLog>,
+) -> Result<AnswerOutcome, AuditError> {
+    lock(audit).append(|seq, time, prev| {
+        AuditLine::Event(AuditEvent::ApprovalRefused {
+            seq,
+            time,
+            prev,
+            approval: approval.to_owned(),
+            by,
+            post,
+            refusal,
+        })
+    })?;
+    Ok(AnswerOutcome::Refused { refusal })
+}

@@ -1,0 +1,15 @@
+//! An allowed call's run in a unit of its own: its spec, its bind, its addresses, its runner.
+//!
+//! `tool_spec` makes what the unit gets from the decision, `bind` the one path it binds,
+//! `resolve` the addresses it may reach, `runner` starts it (a transient systemd unit, or a
+//! plain child for development) and reads its answer.
+//!
+//! A new tool's run goes here: `write_file`'s and `edit_file`'s writable target, `run`'s
+//! program, arguments and closure, an MCP server started in its own unit and spoken to over
+//! its stdio. Whether the call may run is `policy`'s; the labels its result takes come from
+//! what its unit had bound (`broker/run.rs`).
+
+pub mod bind;
+mod resolve;
+pub mod runner;
+pub mod tool_spec;

@@ -1,0 +1,92 @@
+//! Tool runs: one `boxmaker-tool` process per call, request on stdin, result on stdout.
+//!
+//! Two runners behind one interface. [`SystemdRunner`] starts each call as its own transient
+//! service unit (BRIEF decision 1): the isolation is systemd's, brokerd only builds the
+//! property list. [`DirectRunner`] runs the tool as a plain child process, for development
+//! and the stack tests only. Both share the same process handling ([`child`]): the request
+//! is written and stdin closed, stdout is read with a hard cap, stderr is kept as a short
+//! tail for messages, the time limit is enforced from brokerd's side, and the tool's answer
+//! is parsed strictly and cut to the limit again (a tool never vouches for its own output).
+//!
+//! A tool runs only through [`Runner::run`], which takes a [`Decision`] by value: no code
+//! outside this module can start one without a decision that allows it.
+//!
+//! ```
+//! // The one door, as the refusals below name the types (each fails for its own reason).
+//! fn door(
+//!     r: &brokerd::run::runner::Runner,
+//!     d: brokerd::policy::Decision,
+//!     s: &brokerd::run::runner::RunSpec,
+//! ) -> brokerd::run::runner::RunOutcome {
+//!     r.run(d, s)
+//! }
+//! fn runners(_: &brokerd::run::runner::DirectRunner, _: &brokerd::run::runner::SystemdRunner) {}
+//! ```
+//!
+//! ```compile_fail,E0624
+//! fn bypass(r: &brokerd::run::runner::Runner, s: &brokerd::run::runner::RunSpec) {
+//!     let _ = r.execute(s);
+//! }
+//! ```
+//!
+//! ```compile_fail,E0624
+//! fn bypass(r: &brokerd::run::runner::DirectRunner, s: &brokerd::run::runner::RunSpec) {
+//!     let _ = r.execute(s);
+//! }
+//! ```
+//!
+//! ```compile_fail,E0624
+//! fn bypass(r: &brokerd::run::runner::SystemdRunner, s: &brokerd::run::runner::RunSpec) {
+//!     let _ = r.execute(s);
+//! }
+//! ```
+
+mod child;
+mod direct;
+mod spec;
+mod systemd;
+mod unit_result;
+
+use crate::policy::Decision;
+pub use direct::DirectRunner;
+pub use grants::unitpath::{check_credential_name, check_granted_path, check_unit_path};
+pub use spec::{CheckError, Limits, RunOutcome, RunSpec, Secret, unit_name};
+pub use systemd::SystemdRunner;
+
+/// The configured runner. The NixOS module always configures `Systemd`.
+#[derive(Debug, Clone)]
+pub enum Runner {
+    Direct(DirectRunner),
+    Systemd(SystemdRunner),
+}
+
+impl Runner {
+    /// Runs a call. Takes the decision by value: only `policy` makes one, it cannot be
+    /// copied, and only an allow runs, for exactly the arguments it authorises: a spec that
+    /// would run anything else is refused. This is the only way to a tool run from outside
+    /// this module.
+    pub fn run(&self, decision: Decision, spec: &RunSpec) -> RunOutcome {
+        if !decision.authorises(&spec.invocation.call) {
+            return RunOutcome::failed(
+                "internal: refusing to run a call its decision does not allow (not an allow, \
+                 or other arguments)",
+            );
+        }
+        self.execute(spec)
+    }
+
+    /// Whether a run sees only what its spec binds (the systemd runner), so that the tool
+    /// finds a bound path at its `target`; the direct runner binds nothing.
+    pub fn binds(&self) -> bool {
+        matches!(self, Self::Systemd(_))
+    }
+
+    /// Runs one call to completion (or to its limits). Never panics on tool behaviour: every
+    /// failure, including a spec this runner refuses, is a [`RunOutcome::Failed`].
+    fn execute(&self, spec: &RunSpec) -> RunOutcome {
+        match self {
+            Self::Direct(r) => r.execute(spec),
+            Self::Systemd(r) => r.execute(spec),
+        }
+    }
+}

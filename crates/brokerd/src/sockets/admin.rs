@@ -1,0 +1,181 @@
+//! brokerd's admin side, `broker.sock` in the admin ↔ broker pair directory
+//! (`sockets.admin_broker`), reached only by the owner's admin group (`peers.admin`):
+//! approvals and answers, read-only queries (sessions, grants, status, notes, search), the
+//! grants reload, a note's relabel, and the full verification of the audit log
+//! (`audit_verify`). With the gateway, answers heard on Mattermost come the same way
+//! through the link (`gateway`); the socket decides what may be asked, never the peer.
+
+use std::sync::atomic::AtomicBool;
+
+use daemon::accept::Activity;
+use daemon::conn::Conn;
+use daemon::serve::{self, Policy};
+use proto::approval::{ApprovalAnswer, ApprovalListing, GrantsInfo, SessionInfo, SessionQuery};
+use proto::{Envelope, Message};
+
+use super::side::{self, Side};
+use crate::Fatal;
+use crate::broker::Broker;
+
+/// Who may connect: the owner's admin group (`peers.admin`).
+pub fn policy(broker: &Broker) -> Policy {
+    side::admitting(broker, Side::Admin, vec![broker.config.peers.admin.clone()])
+}
+
+/// One admin request; `Ok(false)` closes the connection. `activity` says when brokerd
+/// stops, which ends a full verification early.
+pub fn handle(
+    broker: &Broker,
+    conn: &mut Conn,
+    env: Envelope,
+    who: &str,
+    activity: &Activity,
+) -> Result<bool, Fatal> {
+    let id = env.id;
+    let reply = match env.msg {
+        // The whole chain, read while brokerd serves; ended early when brokerd stops.
+        Message::AuditVerify(_) => verify(broker, &activity.stopping)?,
+        msg => match AdminRequest::try_from(msg) {
+            Ok(req) => reply(broker, req, who)?,
+            Err(msg) => {
+                serve::forbid(conn, id, Side::Admin.name(), who, msg.kind());
+                return Ok(false);
+            }
+        },
+    };
+    Ok(conn.write(&Envelope::last(id, reply)).is_ok())
+}
+
+fn verify(broker: &Broker, stop: &AtomicBool) -> Result<Message, Fatal> {
+    Ok(Message::AuditVerified(broker.verify_audit(stop)?))
+}
+
+/// What the admin side takes; every other kind is refused there like on any socket.
+#[derive(Debug)]
+pub enum AdminRequest {
+    ApprovalList,
+    ApprovalAnswer(ApprovalAnswer),
+    SessionQuery(SessionQuery),
+    GrantsQuery,
+    StatusQuery,
+    GrantsReload,
+    NotesQuery(proto::notes::NotesQuery),
+    NoteRelabel(proto::notes::NoteRelabel),
+    NotesSearch(proto::notes::NotesSearch),
+}
+
+impl TryFrom<Message> for AdminRequest {
+    /// The message, when it is not an admin kind.
+    type Error = Message;
+
+    fn try_from(msg: Message) -> Result<Self, Message> {
+        Ok(match msg {
+            Message::ApprovalList(_) => Self::ApprovalList,
+            Message::ApprovalAnswer(answer) => Self::ApprovalAnswer(answer),
+            Message::SessionQuery(q) => Self::SessionQuery(q),
+            Message::GrantsQuery(_) => Self::GrantsQuery,
+            Message::StatusQuery(_) => Self::StatusQuery,
+            Message::GrantsReload(_) => Self::GrantsReload,
+            Message::NotesQuery(q) => Self::NotesQuery(q),
+            Message::NoteRelabel(r) => Self::NoteRelabel(r),
+            Message::NotesSearch(q) => Self::NotesSearch(q),
+            other => return Err(other),
+        })
+    }
+}
+
+/// Answers one admin request; `who` is the peer as the kernel names it.
+fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, Fatal> {
+    Ok(match req {
+        AdminRequest::ApprovalList => Message::ApprovalListing(fit(broker.pending_cards())),
+        AdminRequest::ApprovalAnswer(answer) => {
+            // On the admin socket the approver is the peer's uid and user name; what the
+            // message claims (`by`, `post`) is not taken.
+            Message::ApprovalAnswered(broker.answer(&answer, who.to_owned(), None)?)
+        }
+        AdminRequest::SessionQuery(q) => {
+            let state = broker.session_state(&q.session);
+            Message::SessionInfo(SessionInfo {
+                session: state.session,
+                taint: state.taint,
+                untrusted: state.untrusted,
+                untrusted_by: state.untrusted_by,
+            })
+        }
+        AdminRequest::GrantsQuery => {
+            let snapshot = broker.snapshot();
+            Message::GrantsInfo(GrantsInfo {
+                snapshot: snapshot.hash(),
+                grants: snapshot.ids(),
+            })
+        }
+        AdminRequest::StatusQuery => Message::BrokerStatus(broker.status()),
+        // The reload SIGHUP makes, on the socket only the owner reaches.
+        AdminRequest::GrantsReload => Message::GrantsReloaded(broker.reload()?),
+        AdminRequest::NotesQuery(q) => match broker.notes.listing(q.name.as_deref()) {
+            Ok(listing) => Message::NotesListing(listing),
+            Err(e) => refused(&e),
+        },
+        AdminRequest::NoteRelabel(r) => match broker.relabel_note(&r, who)? {
+            Ok(done) => Message::NoteRelabelled(done),
+            Err(e) => refused(&e),
+        },
+        // The owner's search reaches every partition; each hit says its label.
+        AdminRequest::NotesSearch(q) => match broker.notes.index().search_all(&q.query) {
+            Ok(hits) => Message::NotesFound(proto::notes::NotesFound {
+                hits: hits.into_iter().map(|(h, l)| hit(h, l)).collect(),
+            }),
+            Err(e) => refused(&crate::notes::NoteError::Index(e)),
+        },
+    })
+}
+
+/// One hit for the owner: a note by its name, a session record by its session and epoch.
+fn hit(h: noteindex::Hit, l: noteindex::Label) -> proto::notes::NoteHit {
+    let session = match h.kind {
+        noteindex::Kind::Session => proto::SessionId::new(h.name.clone()).ok(),
+        noteindex::Kind::Note => None,
+    };
+    proto::notes::NoteHit {
+        kind: match h.kind {
+            noteindex::Kind::Note => proto::notes::HitKind::Note,
+            noteindex::Kind::Session => proto::notes::HitKind::Session,
+        },
+        name: session.is_none().then_some(h.name),
+        session,
+        epoch: h.epoch,
+        snippet: h.snippet,
+        class: l.class,
+        untrusted: l.untrusted,
+    }
+}
+
+/// A notes request refused: the owner's tool shows the reason (the owner's own note names
+/// and brokerd's paths, on the owner's channel).
+fn refused(e: &crate::notes::NoteError) -> Message {
+    Message::Error(proto::WireError {
+        code: proto::ErrorCode::NoteRefused,
+        detail: e.to_string(),
+    })
+}
+
+/// The listing must fit in one frame: cards are taken soonest-expiring first while they fit
+/// in a budget well under `MAX_FRAME`; the rest are counted as omitted.
+fn fit(cards: Vec<proto::approval::ApprovalCard>) -> ApprovalListing {
+    const BUDGET: usize = proto::MAX_FRAME * 3 / 4;
+    let mut used = 0;
+    let mut listing = ApprovalListing {
+        pending: Vec::new(),
+        omitted: 0,
+    };
+    for card in cards {
+        let size = serde_json::to_vec(&card).map_or(usize::MAX, |v| v.len());
+        if used + size <= BUDGET {
+            used += size;
+            listing.pending.push(card);
+        } else {
+            listing.omitted += 1;
+        }
+    }
+    listing
+}
