@@ -130,9 +130,12 @@ score() {
         printf '%-28s %-6s exposure %s (limit %s)\n' "$role" "$label" "${figure:-?}" "$max"
     done < <(limits "$dir")
     # The roles' limits are there at all (a units.json without them would score nothing).
-    local r
+    # Read whole first: `grep -q` on the pipe would close it under python, and pipefail
+    # would call the pipeline failed.
+    local r listed
+    listed=$(limits "$dir")
     for r in boxmaker-brokerd boxmaker-loopd boxmaker-inferproxy; do
-        if ! limits "$dir" | grep -q "^$r [0-9]"; then
+        if ! grep -q "^$r [0-9]" <<<"$listed"; then
             echo "units: $dir/units.json holds no exposure limit for $r" >&2
             status=1
         fi
