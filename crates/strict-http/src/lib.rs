@@ -230,9 +230,10 @@ impl HttpError {
         }
     }
 
-    /// Whether this is only a read or write timeout on the underlying stream.
+    /// Whether this is only a read or write timeout on the underlying stream: `WouldBlock`
+    /// (what a socket with a timeout says on Unix) or `TimedOut`.
     pub fn is_timeout(&self) -> bool {
-        matches!(self, Self::Io(e) if daemon::conn::is_timeout_io(e))
+        matches!(self, Self::Io(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut))
     }
 
     /// The status a server answers a request that failed this way with.
