@@ -5,7 +5,7 @@
 
 use std::io;
 
-use daemon::config::ConfigError;
+use config::ConfigError;
 use daemon::listen::ListenError;
 use daemon::service::StartError;
 use grants::GrantsError;

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use daemon::config::Config;
+use config::Config;
 use daemon::conn::Conn;
 use inert::line;
 use proto::approval::{ApprovalCard, ApprovalListing, Empty, SessionQuery};

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 
-use daemon::config::Config;
+use config::Config;
 
 use crate::error::DevError;
 use crate::signals::{self, Interrupt};

@@ -10,7 +10,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use daemon::config::ConfigError;
+use config::ConfigError;
 
 pub use crate::deverror::DevError;
 use daemon::conn::CallError;

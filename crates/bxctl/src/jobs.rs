@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, ExitCode};
 
-use daemon::config::{Config, Deliver, Job, Peer};
+use config::{Config, Deliver, Job, Peer};
 use proto::job::JobOutcome;
 use proto::{AuditEvent, AuditLine, JobName, Timestamp};
 use serde_json::json;

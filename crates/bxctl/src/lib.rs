@@ -40,7 +40,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use daemon::config::Config;
+use config::Config;
 use proto::SessionId;
 use proto::approval::Verdict;
 

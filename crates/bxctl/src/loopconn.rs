@@ -1,7 +1,7 @@
 //! The connection to loopd's chat socket (`loop.sock`), for the chat and the session
 //! commands.
 
-use daemon::config::Config;
+use config::Config;
 use daemon::conn::Conn;
 
 use crate::Error;

@@ -1,6 +1,10 @@
-//! The one configuration file, `/etc/boxmaker/config.toml`, shared by every role: each role
-//! reads its own section. Unknown fields are refused, so a typo is an error at
-//! `--check-config` (and at the NixOS build, which runs it) rather than a silent default.
+//! config: the schema of boxmaker's one configuration file, `/etc/boxmaker/config.toml`,
+//! shared by every role and bxctl: each role reads its own section. One purpose: reading
+//! and checking that file (its sections, the sockets' names, the peers, the jobs, which
+//! directories something writes) and the paths it implies; it starts nothing and talks to
+//! no one (that is the runtime's, `daemon`). Unknown fields are refused, so a typo is an
+//! error at `--check-config` (and at the NixOS build, which runs it) rather than a silent
+//! default.
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -10,7 +10,6 @@
 //! rule for foreign text is `inert`'s).
 
 pub mod accept;
-pub mod config;
 pub mod conn;
 pub mod core_memory;
 pub mod durable;

@@ -24,7 +24,7 @@ pub mod verdict;
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
-use daemon::config::{Config, Gateway};
+use config::{Config, Gateway};
 use daemon::listen::Inherited;
 use daemon::serve::Policy;
 use daemon::service::Service;

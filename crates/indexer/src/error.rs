@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use daemon::config::ConfigError;
+use config::ConfigError;
 use noteindex::IndexError;
 
 #[derive(Debug)]

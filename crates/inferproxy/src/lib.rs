@@ -25,9 +25,9 @@ use std::fmt;
 use std::io::{self, Write};
 use std::sync::Arc;
 
+use config::{Config, ConfigError};
 use daemon::CommonArgs;
 use daemon::accept::Admission;
-use daemon::config::{Config, ConfigError};
 use daemon::listen::{Inherited, ListenError};
 use daemon::service::{Service, StartError};
 
@@ -81,7 +81,7 @@ impl std::error::Error for Error {
 /// The name of the socket in the .socket unit (FileDescriptorName=).
 pub const SOCKET_NAME: &str = "infer";
 /// The socket's file name in `sockets.loop_infer`.
-pub const SOCKET_FILE: &str = daemon::config::INFER_SOCK;
+pub const SOCKET_FILE: &str = config::INFER_SOCK;
 
 pub fn run(args: Args) -> Result<(), Error> {
     // First, before any thread exists: listenfd clears LISTEN_FDS as it reads them.

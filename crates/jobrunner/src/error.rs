@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use daemon::config::ConfigError;
+use config::ConfigError;
 
 #[derive(Debug)]
 pub enum Error {

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
-use daemon::config::{Config, Deliver, Job};
+use config::{Config, Deliver, Job};
 use daemon::conn::Conn;
 use daemon::log;
 use proto::chat::{ChatEvent, ChatSend, TurnEnd};

@@ -6,7 +6,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use daemon::config::ConfigError;
+use config::ConfigError;
 use daemon::listen::ListenError;
 use daemon::service::StartError;
 

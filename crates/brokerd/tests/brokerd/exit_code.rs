@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use brokerd::audit::AuditError;
 use brokerd::{EXIT_FAILURE, EXIT_FATAL, Error, Fatal};
-use daemon::config::{ConfigError, Invalid};
+use config::{ConfigError, Invalid};
 use daemon::exit::Status as _;
 use daemon::service::StartError;
 

@@ -165,7 +165,7 @@ fn jobs(state: &Path) -> Result<String, DevError> {
         Err(source) => return Err(DevError::Write { path, source }),
     };
     // Only jobs: the rest of the configuration is bxctl's.
-    daemon::config::jobs_file(&text).map_err(|source| DevError::Jobs {
+    config::jobs_file(&text).map_err(|source| DevError::Jobs {
         path: path.clone(),
         source,
     })?;
