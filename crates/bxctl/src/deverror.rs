@@ -6,7 +6,7 @@ use std::io;
 use std::path::PathBuf;
 use std::process::ExitStatus;
 
-use daemon::supervise::NotReady;
+use supervise::NotReady;
 
 /// Why `bxctl dev` could not start the stack.
 #[derive(Debug)]

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use std::sync::Mutex;
 
 use daemon::lock;
-use daemon::supervise::{self, NotReady};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use supervise::NotReady;
 
 use crate::dev::lock::StateLock;
 use crate::error::DevError;

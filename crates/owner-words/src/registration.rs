@@ -11,7 +11,7 @@ use std::time::Duration;
 use proto::Message;
 use proto::attest::OwnerMessage;
 
-use crate::conn::{CallError, Conn};
+use daemon::conn::{CallError, Conn};
 
 /// How long brokerd may take to put a registration on disk.
 const DEADLINE: Duration = Duration::from_secs(10);

@@ -1,6 +1,9 @@
-//! Starting a role as systemd starts a `Type=notify` service: with a NOTIFY_SOCKET of its
-//! own, waiting until it says READY=1. For `bxctl dev`, the stack tests, inferproxy's tests
-//! and its bench: one way to do it.
+//! supervise: starting a role as systemd starts a `Type=notify` service, for development
+//! and tests only: with a NOTIFY_SOCKET of its own, waiting until it says READY=1, and
+//! noticing a child that exits first. For `bxctl dev`, the stack tests, inferproxy's tests
+//! and its bench: one way to do it. The role's own half (READY=1, and ending with the `bxctl
+//! dev` that started it) is the runtime's, `daemon::notify` and `daemon::parent`; under
+//! systemd nothing of this crate runs, so no role links it.
 
 use std::fmt;
 use std::io;
@@ -101,7 +104,7 @@ pub fn await_ready(
                 return Ok(());
             }
             Ok(_) => {}
-            Err(e) if crate::conn::is_timeout_io(&e) => {}
+            Err(e) if daemon::conn::is_timeout_io(&e) => {}
             // With a read timeout set, a signal interrupts recv even under SA_RESTART
             // (signal(7)); the wait goes on. Seen once in the stack tests' kill loop.
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
