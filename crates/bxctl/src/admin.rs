@@ -22,7 +22,7 @@ pub(crate) fn call(config: &Config, msg: Message) -> Result<Message, Error> {
             return Err(Error::Reach {
                 server: "brokerd",
                 path,
-                source,
+                error: source,
             });
         }
     };

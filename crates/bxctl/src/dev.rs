@@ -71,7 +71,7 @@ pub fn exec(program: &[std::ffi::OsString]) -> Result<ExitCode, Error> {
     let source = Command::new(first).args(rest).exec();
     Err(DevError::Spawn {
         name: "dev-exec",
-        source,
+        error: source,
     }
     .into())
 }

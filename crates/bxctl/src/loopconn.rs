@@ -11,6 +11,6 @@ pub fn connect(config: &Config) -> Result<Conn, Error> {
     Conn::connect(&path).map_err(|source| Error::Reach {
         server: "loopd",
         path,
-        source,
+        error: source,
     })
 }

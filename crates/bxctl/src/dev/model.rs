@@ -159,7 +159,7 @@ fn start_llama(
     if let Err(source) = std::fs::File::open(&model) {
         return Err(DevError::ModelFile {
             path: model,
-            source,
+            error: source,
         });
     }
     let template = args.chat_template.as_deref().map(absolute).transpose()?;
