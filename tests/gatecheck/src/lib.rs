@@ -9,12 +9,14 @@
 //!   (`super::` paths too).
 //! - [`deps`]: every dependency named in any `Cargo.toml` has a row with a reason in
 //!   `docs/dependencies.md` (format in [`doc`]).
+//! - [`docrefs`]: every repository path and socket name the docs mention exists.
 //!
 //! Each check returns an [`Outcome`]: what was checked and the rule violations found. An
 //! [`Error`] means the check could not run at all (git or cargo failed, a file did not parse).
 
 pub mod deps;
 pub mod doc;
+pub mod docrefs;
 pub mod lines;
 pub mod modules;
 pub mod roles;
@@ -70,11 +72,18 @@ pub enum Check {
     Roles,
     Modules,
     Deps,
+    Docs,
 }
 
 impl Check {
     /// Every check, in the order `gatecheck all` runs them.
-    pub const ALL: [Self; 4] = [Self::Lines, Self::Roles, Self::Modules, Self::Deps];
+    pub const ALL: [Self; 5] = [
+        Self::Lines,
+        Self::Roles,
+        Self::Modules,
+        Self::Deps,
+        Self::Docs,
+    ];
 
     /// The subcommand name.
     pub fn name(self) -> &'static str {
@@ -83,6 +92,7 @@ impl Check {
             Self::Roles => "roles",
             Self::Modules => "modules",
             Self::Deps => "deps",
+            Self::Docs => "docs",
         }
     }
 
@@ -98,6 +108,7 @@ impl Check {
             Self::Roles => "workspace members",
             Self::Modules => "top-level modules",
             Self::Deps => "dependency declarations",
+            Self::Docs => "docs",
         }
     }
 }
@@ -182,7 +193,29 @@ pub fn run(check: Check, root: &Path, files: &mut RepoFiles) -> Result<Outcome, 
             };
             deps::check(&manifests, doc.as_deref())
         }
+        Check::Docs => docs(root, files.get(root)?),
     }
+}
+
+/// The `docs` check: reads each doc and `sockets.rs` and reports what [`docrefs`] finds.
+fn docs(root: &Path, files: &[String]) -> Result<Outcome, Error> {
+    let read = |rel: &str| {
+        let path = root.join(rel);
+        std::fs::read_to_string(&path).map_err(|source| Error::Io { path, source })
+    };
+    let socks = docrefs::sockets(&read(docrefs::SOCKETS_PATH)?);
+    let tree = docrefs::Tree::new(files);
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for doc in files.iter().filter(|f| docrefs::is_doc(f)) {
+        checked += 1;
+        problems.extend(docrefs::check_doc(doc, &read(doc)?, &tree, &socks));
+    }
+    Ok(Outcome {
+        check: Check::Docs,
+        checked,
+        problems,
+    })
 }
 
 /// The repository's files that git tracks or would track (untracked but not ignored), as

@@ -13,7 +13,8 @@ gatecheck CHECK [ROOT]
          modules  no two top-level modules of a crate, nor a module and its child,
                   import each other in a circle
          deps     every dependency in any Cargo.toml is documented in docs/dependencies.md
-         all      all four
+         docs     every repository path and socket name README.md and docs/ mention exists
+         all      all five
   ROOT:  the repository root (default: the current directory)
 Exit status: 0 all passed, 1 a rule is broken or a check could not run, 2 usage.";
 
