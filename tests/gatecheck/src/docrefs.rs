@@ -18,7 +18,7 @@
 //!   `sockets.rs` defines, and when it names the directory too (`chat-loop/loop.sock`), that
 //!   directory holds that socket there.
 //!
-//! A mention with a placeholder (`*`, `<…>`, `{…}`, `$…`, or a segment in capitals such as
+//! A mention with a placeholder (`*`, `<…>`, `{…}`, `$…`, `…`, or a segment in capitals such as
 //! `NAME` or `STATE`) names no one path and is not checked; neither is an absolute path (a
 //! path on the host, not in the repository) nor a URL.
 
@@ -213,7 +213,7 @@ fn path_of(text: &str) -> Option<&str> {
         _ => text,
     };
     let text = text.trim_end_matches('/');
-    let placeholder = text.contains(['*', '<', '>', '{', '}', '$', ' ', '|', '?', '='])
+    let placeholder = text.contains(['*', '<', '>', '{', '}', '$', ' ', '|', '?', '=', '…'])
         || text.split('/').any(|segment| {
             let stem = segment.split('.').next().unwrap_or(segment);
             stem.len() > 1
