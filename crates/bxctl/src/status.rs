@@ -1,4 +1,4 @@
-//! `bxctl status` and `bxctl grants reload`, through the two sockets bxctl may use: brokerd's
+//! `bxctl status` and `bxctl grants reload`, through two of the owner's sockets: brokerd's
 //! admin side says how brokerd is (audit head, grants, its link to gatewayd), loopd's chat
 //! socket how loopd is and what only it reaches (inferproxy, the model's `/health`). bxctl
 //! never enters another pair's directory. Under systemd the units' state is added from

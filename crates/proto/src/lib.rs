@@ -1,7 +1,9 @@
 //! `proto`: the types every boxmaker role speaks, and the frame codec.
 //!
-//! This crate holds data and the codec only. It has no policy, and it does no I/O except
-//! reading and writing frames on a stream the caller supplies. The byte-exact fixtures in
+//! This crate holds data, the codec and the pure functions both ends of a message must
+//! compute alike (the messages loopd composes and brokerd recomputes, in `composed`; the
+//! audit chain's hashes, in `chain`). It has no policy, and it does no I/O except reading
+//! and writing frames on a stream the caller supplies. The byte-exact fixtures in
 //! `tests/fixtures/` are the wire specification; every type here rejects unknown fields,
 //! floats and free-form maps, and every constructor validates (invalid input is an error,
 //! never a panic).
