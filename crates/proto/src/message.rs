@@ -145,6 +145,10 @@ pub enum Message {
     /// `audit_alerted`.
     AuditAlert(crate::gateway::AuditAlert),
     AuditAlerted(crate::gateway::AuditAlerted),
+    /// Owner channel: what the grants let a hostile model do without asking. Answered with
+    /// `flows_report` (docs/verify.md).
+    FlowsQuery(Empty),
+    FlowsReport(crate::flows::FlowsReport),
 }
 
 impl Message {
@@ -202,6 +206,8 @@ impl Message {
             Self::AuditVerified(_) => "audit_verified",
             Self::AuditAlert(_) => "audit_alert",
             Self::AuditAlerted(_) => "audit_alerted",
+            Self::FlowsQuery(_) => "flows_query",
+            Self::FlowsReport(_) => "flows_report",
         }
     }
 

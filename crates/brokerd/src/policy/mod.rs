@@ -73,6 +73,7 @@
 //!   mismatch as the detail).
 
 mod decision;
+pub mod flows;
 mod labels;
 
 use proto::tools::{HttpFetchArgs, ListDirArgs, ReadFileArgs, ToolArgs};

@@ -8,6 +8,7 @@ mod bind;
 mod check_config;
 mod denials;
 mod exit_code;
+mod flows;
 mod jobs;
 mod notes;
 mod policy;

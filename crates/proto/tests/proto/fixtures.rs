@@ -88,7 +88,9 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::AuditVerify(_)
             | Message::AuditVerified(_)
             | Message::AuditAlert(_)
-            | Message::AuditAlerted(_)) => m.kind(),
+            | Message::AuditAlerted(_)
+            | Message::FlowsQuery(_)
+            | Message::FlowsReport(_)) => m.kind(),
         };
         assert!(
             name.starts_with(&format!("message_{}", kind.replace('/', "_"))),
@@ -151,6 +153,8 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "audit_verified",
         "audit_alert",
         "audit_alerted",
+        "flows_query",
+        "flows_report",
     ]
     .into_iter()
     .collect();

@@ -1,0 +1,167 @@
+//! Representative calls: from the grants' own constraints, calls of each granted tool that a
+//! model could make. The analysis never decides whether one is allowed: `decide_in` does, as
+//! it would for the model. So a value here is only a guess that the policy then judges, and
+//! a guess that no grant covers simply comes out denied.
+//!
+//! The values of a tool are gathered from every grant of that tool (so a call one grant
+//! allows is tried against the grants that overlap it: a deny below it, a higher label on a
+//! subtree) and, for the tools that take paths, from every grant that names paths.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proto::tools::{
+    ConsultArgs, HttpFetchArgs, ListDirArgs, NoteListArgs, NoteMode, NoteReadArgs,
+    NoteSearchArgs, NoteWriteArgs, ReadFileArgs, SessionSearchArgs, ToolArgs,
+};
+
+use grants::Snapshot;
+
+/// What stands for a value no constraint names: a note's name, a prompt, a query, the
+/// label of a host below a `*.` entry.
+const SAMPLE: &str = "x";
+
+/// A grant whose tool this analysis cannot make a call of.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("grant {grant}: the flow analysis cannot make a call of tool {tool}")]
+pub struct UnknownTool {
+    pub grant: String,
+    pub tool: String,
+}
+
+/// The calls to try, per tool, in a stable order.
+pub fn candidates(snapshot: &Snapshot) -> Result<Vec<ToolArgs>, UnknownTool> {
+    let paths: BTreeSet<String> = snapshot
+        .iter()
+        .flat_map(|(_, g)| g.constraints.paths.iter().cloned())
+        .collect();
+    let mut values: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for (_, grant) in snapshot.iter() {
+        let c = &grant.constraints;
+        let set = values.entry(grant.tool.as_str()).or_default();
+        set.insert(SAMPLE.to_owned());
+        set.extend(c.hosts.iter().map(|h| url_of(h)));
+        set.extend(c.patterns.iter().map(|p| instance(p)));
+        if !c.paths.is_empty() {
+            set.extend(paths.iter().cloned());
+        }
+    }
+    let mut calls = Vec::new();
+    for (tool, set) in values {
+        for value in set {
+            match build(tool, &value) {
+                Some(Ok(call)) => calls.push(call),
+                Some(Err(())) => {}
+                None => {
+                    let grant = snapshot.for_tool(tool).next().map_or("", |(id, _)| id);
+                    return Err(UnknownTool {
+                        grant: grant.to_owned(),
+                        tool: tool.to_owned(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(calls)
+}
+
+/// A call of `tool` with `value` where its subject goes. `None`: a tool this analysis does
+/// not know (a test keeps every tool of [`proto::tools::TOOL_NAMES`] known); `Some(Err)`:
+/// a value that is no call of the tool (a URL that is no path), left out.
+pub fn build(tool: &str, value: &str) -> Option<Result<ToolArgs, ()>> {
+    let v = value.to_owned();
+    let path = || {
+        if v.starts_with('/') {
+            Ok(v.clone())
+        } else {
+            Err(())
+        }
+    };
+    let url = || {
+        if v.starts_with("https://") || v.starts_with("http://") {
+            Ok(v.clone())
+        } else {
+            Err(())
+        }
+    };
+    let word = || {
+        if v.starts_with('/') || v.contains("://") {
+            Err(())
+        } else {
+            Ok(v.clone())
+        }
+    };
+    Some(match tool {
+        "read_file" => path().map(|path| ToolArgs::ReadFile(ReadFileArgs { path })),
+        "list_dir" => path().map(|path| ToolArgs::ListDir(ListDirArgs { path })),
+        "http_fetch" => url().map(|url| ToolArgs::HttpFetch(HttpFetchArgs { url })),
+        "consult" => word().map(|prompt| ToolArgs::Consult(ConsultArgs { prompt })),
+        "note_write" => word().map(|name| {
+            ToolArgs::NoteWrite(NoteWriteArgs {
+                mode: NoteMode::Replace,
+                name,
+                text: SAMPLE.to_owned(),
+            })
+        }),
+        "note_read" => word().map(|name| ToolArgs::NoteRead(NoteReadArgs { name })),
+        "note_list" => Ok(ToolArgs::NoteList(NoteListArgs {})),
+        "note_search" => word().map(|query| ToolArgs::NoteSearch(NoteSearchArgs { query })),
+        "session_search" => {
+            word().map(|query| ToolArgs::SessionSearch(SessionSearchArgs { query }))
+        }
+        _ => return None,
+    })
+}
+
+/// A URL on a `hosts` entry: the name itself, a name below a `*.` entry, an IP literal.
+fn url_of(entry: &str) -> String {
+    let host = match entry.strip_prefix("*.") {
+        Some(suffix) => format!("{SAMPLE}.{suffix}"),
+        None if entry.parse::<std::net::Ipv6Addr>().is_ok() => format!("[{entry}]"),
+        None => entry.to_owned(),
+    };
+    format!("https://{host}/")
+}
+
+/// A value a pattern matches: each `*` and `?` one sample character, escapes undone.
+fn instance(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' | '?' => out.push_str(SAMPLE),
+            '\\' => out.extend(chars.next()),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_boxmaker_knows_has_a_call() {
+        for tool in proto::tools::TOOL_NAMES {
+            let value = match tool {
+                "read_file" | "list_dir" => "/srv/x",
+                "http_fetch" => "https://example.org/",
+                _ => SAMPLE,
+            };
+            let call = build(tool, value)
+                .unwrap_or_else(|| panic!("{tool}: no call"))
+                .unwrap_or_else(|()| panic!("{tool}: {value} refused"));
+            assert_eq!(call.tool(), tool);
+        }
+        assert!(build("no_such_tool", SAMPLE).is_none());
+    }
+
+    #[test]
+    fn values_from_entries_and_patterns() {
+        assert_eq!(url_of("*.example.org"), "https://x.example.org/");
+        assert_eq!(url_of("::1"), "https://[::1]/");
+        assert_eq!(url_of("10.0.0.1"), "https://10.0.0.1/");
+        assert_eq!(instance("/srv/*.md"), "/srv/x.md");
+        assert_eq!(instance("a\\*b?"), "a*bx");
+    }
+}

@@ -1,0 +1,227 @@
+//! Flows: what the grants let a hostile model do without asking (issue 27 point 2,
+//! docs/verify.md, docs/decisions.md V12-V16).
+//!
+//! A flow is a *source*, a call whose result leaves the session private, secret or
+//! untrusted, followed by a *sink*, a call that carries data out of the session, each
+//! allowed with no approval. Both are judged by [`decide_in`], the function brokerd decides
+//! every call with: the source in a fresh session (public, trusted), the sink at the label
+//! the source left the session at, in the same scope (an ordinary session, or one job's
+//! runs). Only an allow without asking counts; an `ask`, a denial, a taint above
+//! `max_taint`, an `if_untrusted` mode, an expired grant or a grant of another scope stops
+//! the flow exactly as it would stop the model. The model is taken as hostile from its
+//! first turn (a backdoored model, a pasted text): the session is untrusted only when the
+//! source made it so.
+//!
+//! The calls tried are built from the grants' own constraints (`calls`); what each tool is
+//! to a flow is an exhaustive match (`role`), so a new tool is classified before it builds.
+
+mod calls;
+mod role;
+mod text;
+
+use std::collections::BTreeSet;
+
+use proto::flows::{Flow, Severity, Step};
+use proto::tools::ToolArgs;
+use proto::{DataClass, JobName, Timestamp};
+
+use grants::Snapshot;
+
+pub use calls::UnknownTool;
+
+use super::{Labels, Outcome, SessionView, bound_labels, decide_in};
+use role::Role;
+
+/// What the analysis needs of the configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Setting {
+    /// Each job, and whether its delivery leaves the box (Mattermost: yes; a note: no, it
+    /// takes the run's label).
+    pub jobs: Vec<(JobName, bool)>,
+    /// The host of `broker.consult.url`, when one is configured.
+    pub consult: Option<String>,
+}
+
+impl Setting {
+    pub fn of(config: &config::Config) -> Self {
+        Self {
+            jobs: config
+                .jobs
+                .iter()
+                .map(|j| {
+                    let out = match &j.deliver {
+                        config::Deliver::Mattermost => true,
+                        config::Deliver::Note(_) => false,
+                    };
+                    (j.name.clone(), out)
+                })
+                .collect(),
+            consult: config.broker.consult.as_ref().map(|c| {
+                grants::constraints::normalize_url(&c.url)
+                    .map_or_else(|_| c.url.clone(), |(_, host)| host.to_string())
+            }),
+        }
+    }
+}
+
+/// A fresh session: what a source is decided at.
+const FRESH: SessionView = SessionView {
+    taint: DataClass::Public,
+    untrusted: false,
+};
+
+/// One source: the call, its deciding grant, the label it leaves the session at.
+struct Source {
+    grant: String,
+    role: Role,
+    call: ToolArgs,
+    labels: Labels,
+}
+
+/// Every flow of `snapshot` at `now`, most severe first.
+pub fn analyse(
+    snapshot: &Snapshot,
+    setting: &Setting,
+    now: Timestamp,
+) -> Result<Vec<Flow>, UnknownTool> {
+    let calls = calls::candidates(snapshot)?;
+    let mut scopes: Vec<(Option<&JobName>, bool)> = vec![(None, false)];
+    scopes.extend(setting.jobs.iter().map(|(j, out)| (Some(j), *out)));
+    let mut flows = Vec::new();
+    for (job, delivers_out) in scopes {
+        let consult = setting.consult.as_deref();
+        for source in sources(snapshot, &calls, job, consult, now) {
+            let severity = match source.labels.class {
+                DataClass::Secret => Severity::SecretOut,
+                DataClass::Private => Severity::PrivateOut,
+                // Public data going out is no leak; untrusted content driving a write is a
+                // flow once a tool writes where the data reads back lower (issue 25).
+                DataClass::Public => continue,
+            };
+            let view = FRESH.raised(source.labels);
+            let mut seen = BTreeSet::new();
+            for call in &calls {
+                if *call == source.call {
+                    continue;
+                }
+                let decision = decide_in(snapshot, call, view, job, now);
+                let Outcome::Allow {
+                    grant_id,
+                    approval: None,
+                } = decision.outcome()
+                else {
+                    continue;
+                };
+                let Some(role) = role::of(&decision, consult) else {
+                    continue;
+                };
+                let Some(sink) = &role.sink else { continue };
+                if !seen.insert((grant_id.to_owned(), role.what.clone())) {
+                    continue;
+                }
+                let sink_step = Step {
+                    grant: Some(grant_id.to_owned()),
+                    tool: call.tool().to_owned(),
+                    what: role.what.clone(),
+                };
+                let text = text::to_grant(
+                    snapshot,
+                    job,
+                    &source,
+                    &role::sends(sink, &role.what),
+                    grant_id,
+                );
+                flows.push(flow(severity, job, &source, sink_step, text));
+            }
+            if delivers_out && let Some(job) = job {
+                let sink = Step {
+                    grant: None,
+                    tool: "deliver".into(),
+                    what: "mattermost".into(),
+                };
+                let text = text::to_delivery(snapshot, job, &source);
+                flows.push(flow(severity, Some(job), &source, sink, text));
+            }
+        }
+    }
+    flows.sort_by(|a, b| {
+        (a.severity, &a.job, &a.source.grant, &a.sink.grant, &a.sink.what).cmp(&(
+            b.severity,
+            &b.job,
+            &b.source.grant,
+            &b.sink.grant,
+            &b.sink.what,
+        ))
+    });
+    flows.dedup_by(|a, b| {
+        (a.severity, &a.job, &a.source.grant, &a.sink.grant, &a.sink.what)
+            == (b.severity, &b.job, &b.source.grant, &b.sink.grant, &b.sink.what)
+    });
+    Ok(flows)
+}
+
+fn flow(severity: Severity, job: Option<&JobName>, s: &Source, sink: Step, text: String) -> Flow {
+    Flow {
+        severity,
+        job: job.cloned(),
+        source: Step {
+            grant: Some(s.grant.clone()),
+            tool: s.call.tool().to_owned(),
+            what: s.role.what.clone(),
+        },
+        class: s.labels.class,
+        untrusted: s.labels.untrusted,
+        sink,
+        text,
+    }
+}
+
+/// The calls a fresh session of `job`'s scope is allowed without asking whose result
+/// carries a label, each with the label it leaves the session at: the labels of every
+/// grant covering the call (what `decide_in` joins) and of every grant reaching the path a
+/// tool unit binds (what the runner joins, `bound_labels`). One per grant and label.
+fn sources(
+    snapshot: &Snapshot,
+    calls: &[ToolArgs],
+    job: Option<&JobName>,
+    consult: Option<&str>,
+    now: Timestamp,
+) -> Vec<Source> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for call in calls {
+        let decision = decide_in(snapshot, call, FRESH, job, now);
+        let Outcome::Allow {
+            grant_id,
+            approval: None,
+        } = decision.outcome()
+        else {
+            continue;
+        };
+        let (Some(labels), Some(args), Some(role)) = (
+            decision.labels(),
+            decision.args(),
+            role::of(&decision, consult),
+        ) else {
+            continue;
+        };
+        let labels = match args {
+            ToolArgs::ReadFile(a) => labels.join(bound_labels(snapshot, &[&a.path], false)),
+            ToolArgs::ListDir(a) => labels.join(bound_labels(snapshot, &[&a.path], true)),
+            _ => labels,
+        };
+        if labels == Labels::NONE {
+            continue;
+        }
+        let key = (grant_id.to_owned(), labels.class, labels.untrusted);
+        if seen.insert(key) {
+            out.push(Source {
+                grant: grant_id.to_owned(),
+                role,
+                call: args.clone(),
+                labels,
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,78 @@
+//! What each tool is to a flow: what a call of it reads, and whether it carries data out of
+//! the session. An exhaustive `match` over [`ToolArgs`], no wildcard: a tool added to
+//! `proto::tools` does not compile here until someone says whether it is a sink.
+
+use proto::tools::ToolArgs;
+
+use crate::policy::Decision;
+
+/// Where a sink sends what the session holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sink {
+    /// `http_fetch`: the URL (its path, its query) reaches the host.
+    Egress,
+    /// `consult`: the prompt reaches the remote model.
+    Consult,
+}
+
+/// One allowed call as a flow step: what it names, and how a sentence says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Role {
+    /// The path, the host, the note: what the step names.
+    pub what: String,
+    /// As a source: the verb phrase ("read /srv/notes").
+    pub reads: String,
+    /// `Some` when the call carries data out.
+    pub sink: Option<Sink>,
+}
+
+/// The role of an allowed call, with what its deciding grant covered. `consult` names the
+/// host of `broker.consult.url` (`None`: no consult model configured).
+pub fn of(decision: &Decision, consult: Option<&str>) -> Option<Role> {
+    let args = decision.args()?;
+    let host = decision
+        .grant()
+        .and_then(|(_, c)| c.host.as_ref().map(ToString::to_string));
+    let consult = consult.map_or_else(
+        || "the consult model".to_owned(),
+        |h| format!("the consult model at {h}"),
+    );
+    let (what, reads, sink) = match args {
+        ToolArgs::ReadFile(a) => (a.path.clone(), format!("read {}", a.path), None),
+        ToolArgs::ListDir(a) => (a.path.clone(), format!("list {}", a.path), None),
+        // A fetch's URL is chosen by the model: whatever it read can ride in it.
+        ToolArgs::HttpFetch(a) => {
+            let host = host.unwrap_or_else(|| a.url.clone());
+            (host.clone(), format!("fetch from {host}"), Some(Sink::Egress))
+        }
+        // A prompt is the model's words, sent whole to a model outside the box.
+        ToolArgs::Consult(_) => (consult.clone(), format!("ask {consult}"), Some(Sink::Consult)),
+        // A note takes the label of the session that writes it and raises every reader by
+        // it (docs/memory.md): what a write puts in the box reads back no lower.
+        ToolArgs::NoteWrite(a) => (
+            format!("note {}", a.name),
+            format!("write note {}", a.name),
+            None,
+        ),
+        ToolArgs::NoteRead(a) => (
+            format!("note {}", a.name),
+            format!("read note {}", a.name),
+            None,
+        ),
+        ToolArgs::NoteList(_) => ("the notes".into(), "list the notes".into(), None),
+        ToolArgs::NoteSearch(_) => ("the notes".into(), "search the notes".into(), None),
+        ToolArgs::SessionSearch(_) => (
+            "the session logs".into(),
+            "search the session logs".into(),
+            None,
+        ),
+    };
+    Some(Role { what, reads, sink })
+}
+
+/// How a sentence says sending to a sink.
+pub fn sends(sink: &Sink, what: &str) -> String {
+    match sink {
+        Sink::Egress | Sink::Consult => format!("send it to {what}"),
+    }
+}
