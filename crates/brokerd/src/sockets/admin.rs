@@ -1,7 +1,7 @@
 //! brokerd's admin side, `broker.sock` in the admin ↔ broker pair directory
 //! (`sockets.admin_broker`), reached only by the owner's admin group (`peers.admin`):
 //! approvals and answers, read-only queries (sessions, grants, status, notes, search), the
-//! grants reload, a note's relabel, and the full verification of the audit log
+//! grants reload, a note's relabel, the flows the grants allow (`flows_query`), and the full verification of the audit log
 //! (`audit_verify`). With the gateway, answers heard on Mattermost come the same way
 //! through the link (`gateway`); the socket decides what may be asked, never the peer.
 
@@ -11,7 +11,7 @@ use daemon::accept::Activity;
 use daemon::conn::Conn;
 use daemon::serve::{self, Policy};
 use proto::approval::{ApprovalAnswer, ApprovalListing, GrantsInfo, SessionInfo, SessionQuery};
-use proto::{Envelope, Message};
+use proto::{Envelope, Message, Timestamp};
 
 use super::side::{self, Side};
 use crate::Fatal;
@@ -62,6 +62,7 @@ pub enum AdminRequest {
     NotesQuery(proto::notes::NotesQuery),
     NoteRelabel(proto::notes::NoteRelabel),
     NotesSearch(proto::notes::NotesSearch),
+    FlowsQuery,
 }
 
 impl TryFrom<Message> for AdminRequest {
@@ -79,6 +80,7 @@ impl TryFrom<Message> for AdminRequest {
             Message::NotesQuery(q) => Self::NotesQuery(q),
             Message::NoteRelabel(r) => Self::NoteRelabel(r),
             Message::NotesSearch(q) => Self::NotesSearch(q),
+            Message::FlowsQuery(_) => Self::FlowsQuery,
             other => return Err(other),
         })
     }
@@ -127,6 +129,21 @@ fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, Fatal
             }),
             Err(e) => refused(&crate::notes::NoteError::Index(e)),
         },
+        // What the grants in force let a hostile model do without asking, by the policy
+        // that decides (docs/verify.md).
+        AdminRequest::FlowsQuery => {
+            let setting = crate::policy::flows::Setting::of(&broker.config);
+            match crate::policy::flows::report(&broker.snapshot(), &setting, Timestamp::now()) {
+                Ok(report) => Message::FlowsReport(report),
+                Err(e) => {
+                    daemon::log::error(format_args!("flows: {e}"));
+                    Message::Error(proto::WireError {
+                        code: proto::ErrorCode::Internal,
+                        detail: "the flow analysis failed; brokerd's log says why".into(),
+                    })
+                }
+            }
+        }
     })
 }
 

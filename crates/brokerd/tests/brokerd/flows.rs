@@ -30,7 +30,13 @@ fn job(name: &str) -> JobName {
 }
 
 /// (severity, job, source grant, sink grant or `deliver`, sink what).
-type Row = (&'static str, Option<&'static str>, &'static str, &'static str, &'static str);
+type Row = (
+    &'static str,
+    Option<&'static str>,
+    &'static str,
+    &'static str,
+    &'static str,
+);
 
 fn found(flows: &[Flow]) -> Vec<(String, Option<String>, String, String, String)> {
     flows
@@ -108,7 +114,10 @@ fn the_table() {
             "ask mode on the sink",
             vec![
                 ("notes-read", notes.clone()),
-                ("web", web_private.replace("mode = \"auto\"", "mode = \"ask\"")),
+                (
+                    "web",
+                    web_private.replace("mode = \"auto\"", "mode = \"ask\""),
+                ),
             ],
             none.clone(),
             vec![],
@@ -116,7 +125,10 @@ fn the_table() {
         (
             "ask mode on the source",
             vec![
-                ("notes-read", notes.replace("mode = \"auto\"", "mode = \"ask\"")),
+                (
+                    "notes-read",
+                    notes.replace("mode = \"auto\"", "mode = \"ask\""),
+                ),
                 ("web", web_private.clone()),
             ],
             none.clone(),
@@ -145,7 +157,10 @@ fn the_table() {
         ),
         (
             "an expired sink grant carries nothing",
-            vec![("notes-read", notes.clone()), ("web", fetch("private", PAST, ORG))],
+            vec![
+                ("notes-read", notes.clone()),
+                ("web", fetch("private", PAST, ORG)),
+            ],
             none.clone(),
             vec![],
         ),
@@ -278,7 +293,11 @@ fn the_table() {
                 ),
                 (
                     "brief-web",
-                    fetch("private", "job = \"brief\"", "\"api.example.org\", \"b.example.org\""),
+                    fetch(
+                        "private",
+                        "job = \"brief\"",
+                        "\"api.example.org\", \"b.example.org\"",
+                    ),
                 ),
                 (
                     "b-deny",
@@ -362,4 +381,78 @@ fn a_flow_is_one_line_that_says_what_to_do() {
              without asking you: set max_taint = \"public\" on web, or mode = \"ask\"",
         ]
     );
+}
+
+/// `brokerd --flows [--json]` reads the configuration and the grants, prints the flows and
+/// starts nothing; the jobs and the consult model come from the configuration.
+#[test]
+fn the_binary_prints_the_flows_from_config_and_grants() {
+    let dir = std::env::temp_dir().join(format!("bx-brokerd-flows-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("grants")).expect("dir");
+    let grants = [
+        ("notes-read", read("/home/owner/notes", "private", "")),
+        ("web", fetch("private", "", ORG)),
+        (
+            "brief-notes",
+            read("/srv/notes", "secret", "job = \"morning-brief\""),
+        ),
+    ];
+    for (id, text) in &grants {
+        std::fs::write(dir.join(format!("grants/{id}.toml")), text).expect("grant");
+    }
+    std::fs::write(
+        dir.join("config.toml"),
+        format!(
+            "home = \"{0}/home\"\ngrants = \"{0}/grants\"\n[sockets]\nloop_broker = \"{0}/l\"\n\
+             admin_broker = \"{0}/a\"\n[peers]\nloopd = {{ uid = 1 }}\nadmin = {{ uid = 2 }}\n\
+             infer = {{ uid = 3 }}\njobs = {{ uid = 4 }}\ngateway = {{ uid = 5 }}\n\
+             [[jobs]]\nname = \"morning-brief\"\nschedule = \"daily\"\nprompt = \"p\"\n\
+             deliver = \"mattermost\"\n[gateway]\nserver = \"https://chat.example.com\"\n\
+             owners = [\"ownerkp1dx4oy7wqbsm3e9t6ua\"]\nchannel = \"c\"\n",
+            dir.display()
+        ),
+    )
+    .expect("config");
+    let run = |json: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_brokerd"));
+        cmd.arg("--config")
+            .arg(dir.join("config.toml"))
+            .arg("--flows");
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().expect("brokerd");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let text = run(false);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(
+        lines[0].starts_with(
+            "secret_out   a hijacked model in job morning-brief's runs can \
+                              read /srv/notes (secret) via grant brief-notes and post it to \
+                              Mattermost"
+        ),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with("private_out  a hijacked model can read /home/owner/notes"),
+        "{text}"
+    );
+    assert!(
+        lines[2].starts_with("flows: 1 secret_out, 1 private_out from 3 grant(s), snapshot "),
+        "{text}"
+    );
+    let report: proto::flows::FlowsReport =
+        serde_json::from_str(run(true).trim_end()).expect("one line of JSON");
+    assert_eq!(report.flows.len(), 2);
+    assert_eq!(report.grants, ["brief-notes", "notes-read", "web"]);
+    assert!(!dir.join("home").exists(), "--flows started something");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -10,8 +10,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use proto::tools::{
-    ConsultArgs, HttpFetchArgs, ListDirArgs, NoteListArgs, NoteMode, NoteReadArgs,
-    NoteSearchArgs, NoteWriteArgs, ReadFileArgs, SessionSearchArgs, ToolArgs,
+    ConsultArgs, HttpFetchArgs, ListDirArgs, NoteListArgs, NoteMode, NoteReadArgs, NoteSearchArgs,
+    NoteWriteArgs, ReadFileArgs, SessionSearchArgs, ToolArgs,
 };
 
 use grants::Snapshot;

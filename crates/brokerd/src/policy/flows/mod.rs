@@ -145,17 +145,35 @@ pub fn analyse(
         }
     }
     flows.sort_by(|a, b| {
-        (a.severity, &a.job, &a.source.grant, &a.sink.grant, &a.sink.what).cmp(&(
+        (
+            a.severity,
+            &a.job,
+            &a.source.grant,
+            &a.sink.grant,
+            &a.sink.what,
+        )
+            .cmp(&(
+                b.severity,
+                &b.job,
+                &b.source.grant,
+                &b.sink.grant,
+                &b.sink.what,
+            ))
+    });
+    flows.dedup_by(|a, b| {
+        (
+            a.severity,
+            &a.job,
+            &a.source.grant,
+            &a.sink.grant,
+            &a.sink.what,
+        ) == (
             b.severity,
             &b.job,
             &b.source.grant,
             &b.sink.grant,
             &b.sink.what,
-        ))
-    });
-    flows.dedup_by(|a, b| {
-        (a.severity, &a.job, &a.source.grant, &a.sink.grant, &a.sink.what)
-            == (b.severity, &b.job, &b.source.grant, &b.sink.grant, &b.sink.what)
+        )
     });
     Ok(flows)
 }
@@ -223,5 +241,36 @@ fn sources(
             });
         }
     }
+    out
+}
+
+/// The report brokerd answers `flows_query` with and `brokerd --flows --json` prints.
+pub fn report(
+    snapshot: &Snapshot,
+    setting: &Setting,
+    now: Timestamp,
+) -> Result<proto::flows::FlowsReport, UnknownTool> {
+    Ok(proto::flows::FlowsReport {
+        snapshot: snapshot.hash(),
+        grants: snapshot.ids(),
+        flows: analyse(snapshot, setting, now)?,
+    })
+}
+
+/// `brokerd --flows` without `--json`: each flow on a line after its severity, then a
+/// summary line.
+pub fn text(report: &proto::flows::FlowsReport) -> String {
+    let mut out = String::new();
+    for f in &report.flows {
+        out.push_str(&format!("{:<12} {}\n", f.severity.as_str(), f.text));
+    }
+    let count = |s: Severity| report.flows.iter().filter(|f| f.severity == s).count();
+    out.push_str(&format!(
+        "flows: {} secret_out, {} private_out from {} grant(s), snapshot {}\n",
+        count(Severity::SecretOut),
+        count(Severity::PrivateOut),
+        report.grants.len(),
+        report.snapshot
+    ));
     out
 }

@@ -43,10 +43,18 @@ pub fn of(decision: &Decision, consult: Option<&str>) -> Option<Role> {
         // A fetch's URL is chosen by the model: whatever it read can ride in it.
         ToolArgs::HttpFetch(a) => {
             let host = host.unwrap_or_else(|| a.url.clone());
-            (host.clone(), format!("fetch from {host}"), Some(Sink::Egress))
+            (
+                host.clone(),
+                format!("fetch from {host}"),
+                Some(Sink::Egress),
+            )
         }
         // A prompt is the model's words, sent whole to a model outside the box.
-        ToolArgs::Consult(_) => (consult.clone(), format!("ask {consult}"), Some(Sink::Consult)),
+        ToolArgs::Consult(_) => (
+            consult.clone(),
+            format!("ask {consult}"),
+            Some(Sink::Consult),
+        ),
         // A note takes the label of the session that writes it and raises every reader by
         // it (docs/memory.md): what a write puts in the box reads back no lower.
         ToolArgs::NoteWrite(a) => (

@@ -37,7 +37,11 @@ fn source(snapshot: &Snapshot, s: &Source) -> String {
     } else {
         s.labels.class.as_str().to_owned()
     };
-    format!("{} ({label}) via {}", s.role.reads, grant(snapshot, &s.grant))
+    format!(
+        "{} ({label}) via {}",
+        s.role.reads,
+        grant(snapshot, &s.grant)
+    )
 }
 
 /// A flow to a grant's sink: stopped by a lower `max_taint` on the sink, by asking, and,
