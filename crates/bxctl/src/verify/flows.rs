@@ -137,8 +137,20 @@ mod tests {
                 ("private_out", Level::Ok),
             ]
         );
-        assert!(checks[0].help.as_deref().unwrap_or("").contains("grants.web"));
-        assert!(checks[1].help.as_deref().unwrap_or("").contains("jobs.brief.deliver"));
+        assert!(
+            checks[0]
+                .help
+                .as_deref()
+                .unwrap_or("")
+                .contains("grants.web")
+        );
+        assert!(
+            checks[1]
+                .help
+                .as_deref()
+                .unwrap_or("")
+                .contains("jobs.brief.deliver")
+        );
         let report = FlowsReport {
             flows: vec![flow(Severity::PrivateOut, None, Some("web"))],
             ..report

@@ -55,5 +55,6 @@ mod session_search;
 mod shutdown;
 mod status;
 mod verify;
+mod verify_flows;
 mod watchdog;
 mod witness;

@@ -1,0 +1,129 @@
+//! `bxctl verify flows` against the real stack (brokerd, loopd, inferproxy and the fake
+//! llama-server as `bxctl dev` runs them; issue 27 point 2): brokerd's answer for the grants
+//! it decides by, a `warn` for private data out, a `FAIL` for secret data out after the
+//! grants are reloaded, and an `ok` per severity when none.
+
+use std::process::Output;
+
+use serde_json::Value;
+use stack::{Home, read_grant};
+
+const SCRIPT: &str = "[server]\nn_ctx = 8192\ntotal_slots = 2\n\n[default]\ntext = \"ok\"\n";
+
+fn text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn checks(out: &Output) -> Vec<(String, String, String)> {
+    let t = text(out);
+    let v: Value = serde_json::from_str(&t).unwrap_or_else(|e| panic!("{e}: {t}"));
+    v["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(|c| {
+            assert_eq!(c["part"], "flows", "{v}");
+            (
+                c["check"].as_str().expect("check").to_owned(),
+                c["level"].as_str().expect("level").to_owned(),
+                c["said"].as_str().expect("said").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn web(max_taint: &str) -> String {
+    format!(
+        "tool = \"http_fetch\"\nmode = \"auto\"\nmax_taint = \"{max_taint}\"\n\
+         result_class = \"public\"\n[constraints]\nhosts = [\"api.example.org\"]\n"
+    )
+}
+
+#[test]
+fn verify_flows_reports_what_the_loaded_grants_let_out() {
+    let home = Home::new("verify-flows", "");
+    let notes = home.files("notes", &[("todo.md", "- buy milk\n")]);
+    let vault = home.files("vault", &[("key", "hunter2\n")]);
+    home.write_grant(
+        "notes-read",
+        &read_grant("auto", &notes, "untrusted = false"),
+    );
+    home.write_grant("web", &web("private"));
+    let _agent = home.start_agent(SCRIPT, "");
+
+    // Private notes and a fetch that applies at private: one warn, exit 0.
+    let out = home.bxctl(&["verify", "flows", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let found = checks(&out);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(
+        (found[0].0.as_str(), found[0].1.as_str()),
+        ("private_out", "warn")
+    );
+    assert_eq!(
+        found[0].2,
+        format!(
+            "a hijacked model can read {} (private) via grant notes-read and send it to \
+             api.example.org via grant web, without asking you: set max_taint = \"public\" on \
+             web, or mode = \"ask\"",
+            notes.display()
+        )
+    );
+    assert_eq!(
+        (found[1].0.as_str(), found[1].1.as_str()),
+        ("secret_out", "ok")
+    );
+
+    // A secret grant and a fetch at secret, on disk: brokerd decides by what it loaded,
+    // so nothing changes until the reload; then secret out fails, exit 1.
+    home.write_grant(
+        "vault-read",
+        &read_grant(
+            "auto",
+            &vault,
+            "result_class = \"secret\"\nuntrusted = false",
+        ),
+    );
+    home.write_grant("web", &web("secret"));
+    let before = checks(&home.bxctl(&["verify", "flows", "--json"]));
+    assert_eq!(before, found);
+    assert!(text(&home.bxctl(&["grants", "reload"])).starts_with("grants reloaded"));
+    let out = home.bxctl(&["verify", "flows"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines.len(), 5, "{t}");
+    assert_eq!(
+        lines[0],
+        format!(
+            "FAIL  flows  secret_out: a hijacked model can read {} (secret) via grant \
+             vault-read and send it to api.example.org via grant web, without asking you: set \
+             max_taint = \"private\" on web, or mode = \"ask\"",
+            vault.display()
+        )
+    );
+    assert!(
+        lines[1].starts_with("            help: change ")
+            && lines[1].contains("/web.toml as the line says"),
+        "{t}"
+    );
+    assert!(
+        lines[2].starts_with("warn  flows  private_out: a hijacked model can read "),
+        "{t}"
+    );
+    assert_eq!(lines[4], "verify: 0 ok, 1 warn, 1 FAIL");
+
+    // The owner's fix: ask before a fetch; no flow is left.
+    home.write_grant("web", &web("secret").replace("\"auto\"", "\"ask\""));
+    assert!(text(&home.bxctl(&["grants", "reload"])).starts_with("grants reloaded"));
+    let out = home.bxctl(&["verify", "flows", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let levels: Vec<(String, String)> = checks(&out).into_iter().map(|(c, l, _)| (c, l)).collect();
+    assert_eq!(
+        levels,
+        [
+            ("secret_out".to_owned(), "ok".to_owned()),
+            ("private_out".to_owned(), "ok".to_owned()),
+        ]
+    );
+}
