@@ -66,6 +66,8 @@ enum Refused {
     Path(UnitPathError),
     /// What `constraints::validate` says of the grant's constraints.
     Constraints(constraints::InvalidGrant),
+    /// `always_ask = true` on a grant that never asks.
+    AlwaysAsk,
 }
 
 impl fmt::Display for Refused {
@@ -83,6 +85,10 @@ impl fmt::Display for Refused {
             Self::Secret(e) => e.fmt(f),
             Self::Path(e) => e.fmt(f),
             Self::Constraints(e) => e.fmt(f),
+            Self::AlwaysAsk => f.write_str(
+                "always_ask = true means nothing on a grant that never asks (it is for mode = \"ask\", \
+                 or if_untrusted = \"ask\"): remove it, or make the grant ask",
+            ),
         }
     }
 }
@@ -276,6 +282,16 @@ fn check_id(id: &str) -> Result<(), Refused> {
 }
 
 fn check_grant(grant: &Grant) -> Result<(), Refused> {
+    // A key that changes nothing is refused, so a grant never silently means less than it
+    // says: `always_ask` only withholds the session answer from a grant that asks.
+    let asks = match grant.mode {
+        proto::Mode::Ask => true,
+        proto::Mode::Auto => grant.if_untrusted == Some(proto::IfUntrusted::Ask),
+        proto::Mode::Deny => false,
+    };
+    if grant.always_ask && !asks {
+        return Err(Refused::AlwaysAsk);
+    }
     if let Some(secret) = &grant.secret {
         crate::unitpath::check_credential_name(secret)?;
     }

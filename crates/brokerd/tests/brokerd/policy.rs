@@ -109,6 +109,7 @@ fn ask_needs_the_owner_and_approval_records_who() {
     let approval = Approval {
         approver: "uid 1000 (owner)".into(),
         post: None,
+        allowance: None,
     };
     assert_eq!(
         d.outcome(),

@@ -17,6 +17,9 @@ pub enum Invalid {
     SharedSocketDirectory { dir: PathBuf },
     /// `broker.approval_ttl` is 0 or above [`super::MAX_APPROVAL_TTL`].
     ApprovalTtl { ttl: Duration },
+    /// `broker.allowance_ttl` is under a second, not whole seconds, or above
+    /// [`super::MAX_ALLOWANCE_TTL`].
+    AllowanceTtl { ttl: Duration },
     /// A count or duration, named, that must be more than 0.
     Zero { name: &'static str },
     /// `broker.max_result_bytes` is above `most`, what one frame can carry.
@@ -67,6 +70,9 @@ impl fmt::Display for Invalid {
             Self::ApprovalTtl { .. } => {
                 f.write_str("broker.approval_ttl must be more than 0 and at most 1h")
             }
+            Self::AllowanceTtl { .. } => f.write_str(
+                "broker.allowance_ttl must be whole seconds, at least 1s and at most 1h",
+            ),
             Self::Zero { name } => write!(f, "{name} must be more than 0"),
             Self::ResultTooLarge { most, .. } => write!(
                 f,

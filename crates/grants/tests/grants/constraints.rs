@@ -30,6 +30,7 @@ pub(crate) fn grant(
         },
         if_untrusted: None,
         job: None,
+        always_ask: false,
     }
 }
 
