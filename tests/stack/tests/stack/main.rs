@@ -3,6 +3,7 @@
 mod activation;
 mod agent;
 mod agent_faults;
+mod allowance;
 mod approvals;
 mod binding;
 mod broker;
