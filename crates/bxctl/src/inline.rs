@@ -85,14 +85,16 @@ impl<'a> Approver<'a> {
         };
         let offered = c.session_offer.is_some();
         let session = if offered { "  [s] this session" } else { "" };
-        write!(
-            out,
+        let prompt = format!(
             "{}  answer: [a] approve{session}  [d] deny  [l] later ",
             card(c, Timestamp::now()),
-        )
-        .map_err(Error::Output)?;
-        out.flush().map_err(Error::Output)?;
-        let key = read_key(offered, &|| interrupt.is_cancelled())?;
+        );
+        let draw = || {
+            write!(out, "{prompt}")
+                .and_then(|()| out.flush())
+                .map_err(Error::Output)
+        };
+        let key = read_key(offered, &|| interrupt.is_cancelled(), draw)?;
         let verdict = match key {
             Key::Interrupt if interrupt.is_cancelled() => {
                 writeln!(out, "\n  [interrupted]").map_err(Error::Output)?;
@@ -142,8 +144,13 @@ pub fn key(byte: u8, offered: bool) -> Option<Key> {
 
 /// Discards what was typed before now, then reads keys one at a time, unechoed, until
 /// one answers or `cancelled` says the turn was cancelled by a signal meanwhile
-/// (`Key::Interrupt`). The end of input is "later".
-fn read_key(offered: bool, cancelled: &dyn Fn() -> bool) -> Result<Key, Error> {
+/// (`Key::Interrupt`). The end of input is "later". The card is drawn by `draw` once the
+/// earlier input is gone, so that no key pressed after the card appeared is lost.
+fn read_key(
+    offered: bool,
+    cancelled: &dyn Fn() -> bool,
+    draw: impl FnOnce() -> Result<(), Error>,
+) -> Result<Key, Error> {
     let stdin = std::io::stdin();
     let fd = stdin.as_fd();
     let tty = |e: nix::Error| Error::Output(std::io::Error::from(e));
@@ -157,7 +164,7 @@ fn read_key(offered: bool, cancelled: &dyn Fn() -> bool) -> Result<Key, Error> {
     // and the change are one step (TCSAFLUSH), so a Ctrl-C is either a signal before it
     // (ISIG still on) or a byte read after it, never discarded between the two.
     let changed = termios::tcsetattr(fd, SetArg::TCSAFLUSH, &raw).map_err(tty);
-    let key = changed.and_then(|()| {
+    let key = changed.and_then(|()| draw()).and_then(|()| {
         loop {
             if cancelled() {
                 break Ok(Key::Interrupt);

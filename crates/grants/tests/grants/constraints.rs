@@ -435,6 +435,15 @@ tool = "consult"
 mode = "deny"
 max_taint = "secret"
 "#,
+        r#"# /etc/boxmaker/grants/bank.toml
+tool = "http_fetch"
+mode = "ask"
+max_taint = "private"
+always_ask = true
+
+[constraints]
+hosts = ["bank.example.com"]
+"#,
     ] {
         let g = Grant::from_toml(text).expect(text);
         validate(&g).expect(text);

@@ -370,3 +370,26 @@ fn always_ask_refuses_the_session_answer_and_asks_every_time() {
     assert!(granted(&home).is_empty());
     home.assert_audit_good();
 }
+
+/// An allowance is for the grant as the owner allowed it: a reload that changes the grant's
+/// text (here only its comment-free `max_taint`) leaves it covering nothing, and the next
+/// call asks.
+#[test]
+fn a_changed_grant_is_not_the_grant_the_owner_allowed() {
+    let (home, root) = setup("allow-reload", "", "");
+    let d = home.start();
+    let notes = listed(&root.join("notes"));
+    let (id, first) = send(&home, "s-1", 1, "list_dir", &notes).waits();
+    allow(&home, &id, first);
+    // A comment changes nothing the grant says: still covered after the reload.
+    let text = list_grant(&root, "");
+    home.write_grant("notes", &format!("# the owner's note\n{text}"));
+    home.reload(&d, 2);
+    send(&home, "s-1", 2, "list_dir", &notes).done();
+    home.write_grant("notes", &text.replace("\"secret\"", "\"private\""));
+    home.reload(&d, 3);
+    let (asked, t) = send(&home, "s-1", 3, "list_dir", &notes).waits();
+    assert!(home.bxctl(&["deny", &asked]).status.success());
+    drop(t.join());
+    home.assert_audit_good();
+}

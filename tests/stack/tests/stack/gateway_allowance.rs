@@ -95,12 +95,18 @@ fn cards(state: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// Waits for the `n`th approval post; its id and text.
-fn card(gw: &Gateway, n: usize) -> (String, String) {
+/// Waits for the `n`th approval post, and until gatewayd has recorded it (a reaction it
+/// sees before then is not yet on an approval post of its); its id and text.
+fn card(home: &Home, gw: &Gateway, n: usize) -> (String, String) {
     let state = gw.wait(&format!("approval post {n}"), |s| cards(s).len() >= n);
     let post = cards(&state).remove(n - 1);
     let text = post["message"].as_str().expect("message").to_owned();
-    (post_id(&post), text)
+    let id = post_id(&post);
+    let file = home.gateway_state_file();
+    stack::wait_until("the card recorded", Duration::from_secs(10), || {
+        std::fs::read_to_string(&file).is_ok_and(|t| t.contains(&id))
+    });
+    (id, text)
 }
 
 /// Posts `text` in the thread of `root` and waits until the bot has said `answer` there
@@ -147,7 +153,7 @@ fn granted(home: &Home) -> Vec<(String, String, Option<String>, Scope)> {
 fn the_owners_repeat_reaction_allows_the_session_until_revoked_or_its_label_rises() {
     let (home, gw, _agent, mail) = setup("gw-allow", "", "");
     let root = gw.post(OWNER, "read my mail please", None);
-    let (a, text) = card(&gw, 1);
+    let (a, text) = card(&home, &gw, 1);
     for part in [
         format!("**For this session:** `read_file` at or under `{mail}`, for 1 h, while the label stays private or below\n"),
         "React with :+1: to approve, :repeat: to approve for this session".to_owned(),
@@ -176,7 +182,7 @@ fn the_owners_repeat_reaction_allows_the_session_until_revoked_or_its_label_rise
     // the next call posts a card again.
     assert!(home.bxctl(&["approvals", "revoke", &allowance]).status.success());
     gw.post(OWNER, "the mail once more", Some(&root));
-    let (b, _) = card(&gw, 2);
+    let (b, _) = card(&home, &gw, 2);
     gw.react(OWNER, &b, "repeat");
     gw.wait(&"the third answer".to_owned(), |s| {
         replies_with(s, &root, "The mail says hello.").len() >= 3
@@ -187,7 +193,7 @@ fn the_owners_repeat_reaction_allows_the_session_until_revoked_or_its_label_rise
     // and the next call posts a card again, at secret.
     turn(&gw, &root, "read the key", "The key is read.", 1);
     gw.post(OWNER, "and my mail", Some(&root));
-    let (c, text) = card(&gw, 3);
+    let (c, text) = card(&home, &gw, 3);
     assert!(text.contains("**taint:** secret"), "{text}");
     gw.react(OWNER, &c, "-1");
     gw.wait_reply(&root, "That was refused.");
@@ -198,7 +204,7 @@ fn the_owners_repeat_reaction_allows_the_session_until_revoked_or_its_label_rise
 fn an_allowance_given_on_mattermost_expires() {
     let (home, gw, _agent, _mail) = setup("gw-allow-ttl", "allowance_ttl = \"8s\"\n", "");
     let root = gw.post(OWNER, "read my mail please", None);
-    let (a, text) = card(&gw, 1);
+    let (a, text) = card(&home, &gw, 1);
     assert!(text.contains("for 8 s, while"), "{text}");
     gw.react(OWNER, &a, "repeat");
     gw.wait_reply(&root, "The mail says hello.");
@@ -214,7 +220,7 @@ fn an_allowance_given_on_mattermost_expires() {
         .saturating_sub(proto::Timestamp::now().as_millis());
     std::thread::sleep(Duration::from_millis(wait + 200));
     gw.post(OWNER, "the mail once more", Some(&root));
-    let (b, _) = card(&gw, 2);
+    let (b, _) = card(&home, &gw, 2);
     gw.react(OWNER, &b, "-1");
     gw.wait_reply(&root, "That was refused.");
     home.assert_audit_good();
@@ -224,7 +230,7 @@ fn an_allowance_given_on_mattermost_expires() {
 fn on_an_always_ask_card_the_repeat_reaction_is_refused_said_and_audited() {
     let (home, gw, _agent, _mail) = setup("gw-allow-always", "", "always_ask = true");
     let root = gw.post(OWNER, "read my mail please", None);
-    let (a, text) = card(&gw, 1);
+    let (a, text) = card(&home, &gw, 1);
     assert!(!text.contains("For this session"), "{text}");
     assert!(!text.contains(":repeat:"), "{text}");
     gw.react(OWNER, &a, "repeat");
@@ -242,7 +248,7 @@ fn on_an_always_ask_card_the_repeat_reaction_is_refused_said_and_audited() {
     gw.wait_reply(&root, "The mail says hello.");
     // And the next call asks again.
     gw.post(OWNER, "read my mail again", Some(&root));
-    let (b, _) = card(&gw, 2);
+    let (b, _) = card(&home, &gw, 2);
     gw.react(OWNER, &b, "-1");
     gw.wait_reply(&root, "That was refused.");
     assert!(granted(&home).is_empty());
