@@ -2,6 +2,7 @@
 //! that shows foreign text, fed every class of character that could hide, move or forge
 //! text, shows the exact escaped form (`inert`'s rule).
 
+use proto::allowance::{Allowance, Scope, SessionOffer};
 use proto::approval::{ApprovalCard, ApprovalListing, CallRef, GrantsInfo, SessionInfo};
 use proto::chat::{ChatEvent, ChatReply, SessionRecords, TurnEnd};
 use proto::{
@@ -91,7 +92,7 @@ fn chat_shows_model_text_as_a_block_and_every_field_as_one_line() {
         format!(
             "| Hello.\n|   [call 9 waits for your approval until x]\n{BLOCK}\
              \x20 [tool {ESCAPED} (call 4): {ESCAPED}]\n\
-             \x20 [call 4 waits for your approval until 2026-09-17T08:05:00.000Z: run \
+             \x20 [call 4 waits for your approval until 2026-09-17T08:05:00.000Z (expired): run \
              `{bx}approve {ESCAPED}` or `{bx}deny {ESCAPED}`]\n\
              \x20 [-> denied: invalid_arguments: {ESCAPED}]\n\
              \x20 [-> failed: {ESCAPED}]\n\
@@ -103,7 +104,7 @@ fn chat_shows_model_text_as_a_block_and_every_field_as_one_line() {
 }
 
 #[test]
-fn approvals_show_every_field_of_a_card_as_one_line() {
+fn approvals_show_every_field_of_a_card_and_an_allowance_as_one_line() {
     let home = Home::new("approvals");
     let card = ApprovalCard {
         approval: HOSTILE.into(),
@@ -122,12 +123,35 @@ fn approvals_show_every_field_of_a_card_as_one_line() {
             session: None,
         }],
         expires: time(),
+        session_offer: Some(SessionOffer {
+            scope: Scope::Path {
+                path: HOSTILE.into(),
+            },
+            lasts_secs: 3600,
+        }),
+    };
+    let allowance = Allowance {
+        allowance: HOSTILE.into(),
+        session: s1(),
+        tool: HOSTILE.into(),
+        grant: HOSTILE.into(),
+        scope: Scope::Host {
+            host: HOSTILE.into(),
+        },
+        session_taint: DataClass::Secret,
+        untrusted: false,
+        approval: HOSTILE.into(),
+        by: HOSTILE.into(),
+        post: None,
+        granted: time(),
+        expires: time(),
     };
     let served = home.answer(
         &home.brokerd(),
         vec![Message::ApprovalListing(ApprovalListing {
             pending: vec![card],
             omitted: 0,
+            allowances: vec![allowance],
         })],
     );
     let out = stdout(&home.bxctl(&["approvals"]));
@@ -136,14 +160,19 @@ fn approvals_show_every_field_of_a_card_as_one_line() {
         out,
         format!(
             "approval {ESCAPED}\n\
-             \x20 tool:      {ESCAPED} (call 4 of session s-1)\n\
-             \x20 grant:     {ESCAPED}\n\
-             \x20 taint:     private\n\
-             \x20 arguments: {ARGS}\n\
+             \x20 {ESCAPED} {ARGS} (call 4 of session s-1)\n\
+             \x20 grant {ESCAPED}, taint private, expires 2026-09-17T08:05:00.000Z (expired)\n\
              \x20 UNTRUSTED: the session has read content that may steer the model, from \
              {ESCAPED} (call 3, read {ESCAPED})\n\
-             \x20 expires:   2026-09-17T08:05:00.000Z\n\
-             \x20 answer:    {bx}approve {ESCAPED}   or   {bx}deny {ESCAPED}\n\n",
+             \x20 this session: {ESCAPED} at or under {ESCAPED}, for 1 h, while the label stays \
+             private, untrusted or below\n\
+             \x20 answer: `{bx}approve {ESCAPED}`, `{bx}approve --for-session {ESCAPED}` or \
+             `{bx}deny {ESCAPED}`\n\n\
+             allowance {ESCAPED}\n\
+             \x20 {ESCAPED} to {ESCAPED} (session s-1, approval {ESCAPED})\n\
+             \x20 by {ESCAPED}, until 2026-09-17T08:05:00.000Z (expired), while the label stays \
+             secret or below\n\
+             \x20 revoke: `{bx}approvals revoke {ESCAPED}`\n\n",
             bx = hint(&home)
         )
     );
@@ -209,6 +238,7 @@ fn audit_show_keeps_every_record_on_its_own_line() {
                 grant: HOSTILE.into(),
                 approver: HOSTILE.into(),
                 post: Some(HOSTILE.into()),
+                allowance: Some(HOSTILE.into()),
             },
         ),
         AuditLine::Event(AuditEvent::ApprovalRefused {
@@ -219,6 +249,32 @@ fn audit_show_keeps_every_record_on_its_own_line() {
             by: HOSTILE.into(),
             post: None,
             refusal: proto::approval::Refusal::NotOwner,
+        }),
+        AuditLine::Event(AuditEvent::AllowanceGranted {
+            seq: 3,
+            time: time(),
+            prev: Hash32::ZERO,
+            allowance: HOSTILE.into(),
+            approval: HOSTILE.into(),
+            session: s1(),
+            tool: HOSTILE.into(),
+            grant: HOSTILE.into(),
+            grant_text: Hash32::ZERO,
+            scope: Scope::Note {
+                name: HOSTILE.into(),
+            },
+            session_taint: DataClass::Private,
+            untrusted: true,
+            by: HOSTILE.into(),
+            post: Some(HOSTILE.into()),
+            expires: time(),
+        }),
+        AuditLine::Event(AuditEvent::AllowanceRevoked {
+            seq: 4,
+            time: time(),
+            prev: Hash32::ZERO,
+            allowance: HOSTILE.into(),
+            by: HOSTILE.into(),
         }),
     ];
     let text: String = records
@@ -234,8 +290,12 @@ fn audit_show_keeps_every_record_on_its_own_line() {
         format!(
             "{} DENIED: invalid_arguments (grant {ESCAPED}): unknown field `x`\\u{{000a}}#0 {t} \
              session s-1 call 1 read_file \"{{}}\" [private] ALLOWED by grant notes-read\n\
-             {} APPROVED by {ESCAPED} in post {ESCAPED} (grant {ESCAPED})\n\
-             #2 {t} answer to {ESCAPED} by {ESCAPED} REFUSED: not_owner\n",
+             {} APPROVED by {ESCAPED} in post {ESCAPED} through allowance {ESCAPED} (grant \
+             {ESCAPED})\n\
+             #2 {t} answer to {ESCAPED} by {ESCAPED} REFUSED: not_owner\n\
+             #3 {t} allowance {ESCAPED} GRANTED by {ESCAPED} (approval {ESCAPED}): {ESCAPED} of \
+             note {ESCAPED} in session s-1, until {t}, while at private, untrusted or below\n\
+             #4 {t} allowance {ESCAPED} REVOKED by {ESCAPED}\n",
             head(0),
             head(1)
         )
