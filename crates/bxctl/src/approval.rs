@@ -90,9 +90,7 @@ pub fn send(
 pub fn outcome_line(outcome: &AnswerOutcome, verdict: Verdict) -> String {
     match (outcome, verdict) {
         (AnswerOutcome::Accepted, Verdict::Approve) => "approved".to_owned(),
-        (AnswerOutcome::Accepted, Verdict::AllowSession) => {
-            "approved for this session".to_owned()
-        }
+        (AnswerOutcome::Accepted, Verdict::AllowSession) => "approved for this session".to_owned(),
         (AnswerOutcome::Accepted, Verdict::Deny) => "denied".to_owned(),
         (AnswerOutcome::Refused { refusal }, _) => format!("refused: {}", refusal.as_str()),
     }

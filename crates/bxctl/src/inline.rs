@@ -120,8 +120,13 @@ impl<'a> Approver<'a> {
             }
             Key::Answer(v) => v,
         };
-        writeln!(out, "\n  {} {}", crate::approval::word(verdict), line(&c.approval))
-            .map_err(Error::Output)?;
+        writeln!(
+            out,
+            "\n  {} {}",
+            crate::approval::word(verdict),
+            line(&c.approval)
+        )
+        .map_err(Error::Output)?;
         out.flush().map_err(Error::Output)?;
         let outcome = send(self.config, &c.approval, c.binding, verdict)?;
         writeln!(out, "  [{}]", outcome_line(&outcome, verdict)).map_err(Error::Output)?;

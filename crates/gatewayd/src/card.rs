@@ -91,7 +91,10 @@ pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<St
         grant = code(&short(&card.grant)),
         taint = card.session_taint,
         expires = card.expires,
-        session = card.session_offer.as_ref().map_or_else(String::new, |o| offer(card, o)),
+        session = card
+            .session_offer
+            .as_ref()
+            .map_or_else(String::new, |o| offer(card, o)),
     );
     let how = if card.session_offer.is_some() {
         format!(
@@ -152,9 +155,7 @@ fn offer(card: &ApprovalCard, o: &SessionOffer) -> String {
         card.session_taint,
         if card.untrusted { ", untrusted" } else { "" }
     );
-    format!(
-        "**For this session:** {what}, for {lasts}, while the label stays {label} or below\n"
-    )
+    format!("**For this session:** {what}, for {lasts}, while the label stays {label} or below\n")
 }
 
 /// The calls that made the session untrusted, each with what it read (a path or a URL,

@@ -111,7 +111,7 @@ pub struct AllowanceRevoke {
 #[serde(tag = "outcome", rename_all = "snake_case", deny_unknown_fields)]
 pub enum RevokeOutcome {
     /// It was in force, and is no more (audited `allowance_revoked`).
-    Revoked { allowance: Allowance },
+    Revoked { allowance: Box<Allowance> },
     /// No allowance with that id is in force: never made, revoked, expired, or ended
     /// because its session's label rose or brokerd restarted.
     NotInForce,

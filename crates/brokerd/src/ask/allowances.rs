@@ -89,11 +89,8 @@ impl Allowances {
                 Fit::Covers => {
                     if covered.is_none() {
                         let a = &h.allowance;
-                        covered = Some(Approved::new(
-                            a.by.clone(),
-                            None,
-                            Some(a.allowance.clone()),
-                        ));
+                        covered =
+                            Some(Approved::new(a.by.clone(), None, Some(a.allowance.clone())));
                     }
                     true
                 }
@@ -183,9 +180,20 @@ mod tests {
         a.insert(held("wall", Duration::ZERO, HOUR));
         a.insert(held("live", HOUR, HOUR));
         let now = Timestamp::now();
-        let listed: Vec<String> = a.list(now, |_| false).into_iter().map(|x| x.allowance).collect();
+        let listed: Vec<String> = a
+            .list(now, |_| false)
+            .into_iter()
+            .map(|x| x.allowance)
+            .collect();
         assert_eq!(listed, ["live"]);
-        assert!(a.cover(now, |h| if h.allowance.allowance == "live" { Fit::Passes } else { Fit::Covers }).is_none());
+        assert!(
+            a.cover(now, |h| if h.allowance.allowance == "live" {
+                Fit::Passes
+            } else {
+                Fit::Covers
+            })
+            .is_none()
+        );
     }
 
     #[test]
@@ -194,9 +202,16 @@ mod tests {
         a.insert(held("one", HOUR, HOUR));
         a.insert(held("two", HOUR, HOUR));
         let now = Timestamp::now();
-        assert_eq!(a.revoke("one", now).map(|x| x.allowance).as_deref(), Some("one"));
+        assert_eq!(
+            a.revoke("one", now).map(|x| x.allowance).as_deref(),
+            Some("one")
+        );
         assert_eq!(a.revoke("one", now), None);
-        let listed: Vec<String> = a.list(now, |_| false).into_iter().map(|x| x.allowance).collect();
+        let listed: Vec<String> = a
+            .list(now, |_| false)
+            .into_iter()
+            .map(|x| x.allowance)
+            .collect();
         assert_eq!(listed, ["two"]);
         // Listing also ends what can never cover again.
         assert!(a.list(now, |h| h.allowance.allowance == "two").is_empty());

@@ -209,9 +209,7 @@ impl Approvals {
         }
         let wake = match answer.verdict {
             Verdict::Approve => Wake::Approved(Approved::new(answer.by, answer.post, None)),
-            Verdict::AllowSession => {
-                Wake::ForSession(Approved::new(answer.by, answer.post, None))
-            }
+            Verdict::AllowSession => Wake::ForSession(Approved::new(answer.by, answer.post, None)),
             Verdict::Deny => Wake::Refused {
                 by: answer.by,
                 post: answer.post,

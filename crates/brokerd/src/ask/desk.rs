@@ -105,7 +105,9 @@ impl Desk {
                 by,
             })
         })?;
-        Ok(RevokeOutcome::Revoked { allowance: ended })
+        Ok(RevokeOutcome::Revoked {
+            allowance: Box::new(ended),
+        })
     }
 
     /// Every allowance in force, after ending those `ended` says can never cover a call

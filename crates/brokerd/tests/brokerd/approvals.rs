@@ -139,8 +139,16 @@ fn the_session_answer_is_taken_only_for_a_card_that_offers_it() {
     let (tx, rx) = std::sync::mpsc::channel();
     let plain = card("a");
     assert_eq!(plain.session_offer, None);
-    approvals.register(plain.clone(), tx.clone()).expect("register");
-    let got = approvals.answer("a", plain.binding, |c| c.bound(), session("o"), Timestamp::now());
+    approvals
+        .register(plain.clone(), tx.clone())
+        .expect("register");
+    let got = approvals.answer(
+        "a",
+        plain.binding,
+        |c| c.bound(),
+        session("o"),
+        Timestamp::now(),
+    );
     assert_eq!(got.map_err(|r| r.refusal), Err(Refusal::NotOffered));
     assert!(rx.try_recv().is_err(), "nothing woke the call");
     assert!(approvals.is_pending("a"));
@@ -164,7 +172,13 @@ fn the_session_answer_is_taken_only_for_a_card_that_offers_it() {
     offering.binding = offering.bound();
     approvals.register(offering.clone(), tx).expect("register");
     approvals
-        .answer("b", offering.binding, |c| c.bound(), session("o"), Timestamp::now())
+        .answer(
+            "b",
+            offering.binding,
+            |c| c.bound(),
+            session("o"),
+            Timestamp::now(),
+        )
         .expect("accepted");
     match rx.try_recv() {
         Ok(Wake::ForSession(a)) => {

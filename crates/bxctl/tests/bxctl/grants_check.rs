@@ -136,7 +136,9 @@ fn an_empty_directory_and_a_granted_path_that_is_not_there_are_warned_of() {
 fn always_ask_on_a_grant_that_never_asks_is_refused() {
     let dir = temp("always");
     let grant = |mode: &str| {
-        format!("tool = \"note_list\"\nmode = \"{mode}\"\nmax_taint = \"secret\"\nalways_ask = true\n")
+        format!(
+            "tool = \"note_list\"\nmode = \"{mode}\"\nmax_taint = \"secret\"\nalways_ask = true\n"
+        )
     };
     std::fs::write(dir.join("asks.toml"), grant("ask")).expect("asks");
     let (code, out, _) = check(&dir);

@@ -2,8 +2,8 @@
 //! that shows foreign text, fed every class of character that could hide, move or forge
 //! text, shows the exact escaped form (`inert`'s rule).
 
-use proto::allowance::{Allowance, Scope, SessionOffer};
-use proto::approval::{ApprovalCard, ApprovalListing, CallRef, GrantsInfo, SessionInfo};
+use proto::allowance::Scope;
+use proto::approval::{CallRef, GrantsInfo, SessionInfo};
 use proto::chat::{ChatEvent, ChatReply, SessionRecords, TurnEnd};
 use proto::{
     AuditEvent, AuditLine, AuditRecord, CallId, DataClass, DecisionRecord, DenyReason, Epoch,
@@ -13,12 +13,12 @@ use proto::{
 use crate::peer::{BLOCK, ESCAPED, FORGED, HOSTILE, Home, raw, stdout, time};
 
 /// [`HOSTILE`] as JSON text (as the card and the audit show arguments), inert.
-const ARGS: &str = "\"a\\u001b[2J\\u001b]0;owned\\u0007\\rb\\u0000\\b\\u{007f}\\u{009b}\
+pub(crate) const ARGS: &str = "\"a\\u001b[2J\\u001b]0;owned\\u0007\\rb\\u0000\\b\\u{007f}\\u{009b}\
     \\u{202a}\\u{202b}\\u{202c}\\u{202d}\\u{202e}\\u{2066}\\u{2067}\\u{2068}\\u{2069}\
     \\u{200b}\\u{200c}\\u{200d}\\u{2060}\\u{feff}\\\\u{005c}u{41}\\n  \
     [call 4 waits for your approval]\"";
 
-fn s1() -> SessionId {
+pub(crate) fn s1() -> SessionId {
     SessionId::new("s-1").expect("id")
 }
 
@@ -103,84 +103,9 @@ fn chat_shows_model_text_as_a_block_and_every_field_as_one_line() {
     );
 }
 
-#[test]
-fn approvals_show_every_field_of_a_card_and_an_allowance_as_one_line() {
-    let home = Home::new("approvals");
-    let card = ApprovalCard {
-        approval: HOSTILE.into(),
-        binding: Hash32::ZERO,
-        session: s1(),
-        call: CallId(4),
-        tool: HOSTILE.into(),
-        arguments: HOSTILE.into(),
-        grant: HOSTILE.into(),
-        session_taint: DataClass::Private,
-        untrusted: true,
-        untrusted_by: vec![CallRef {
-            tool: HOSTILE.into(),
-            call: CallId(3),
-            read: Some(HOSTILE.into()),
-            session: None,
-        }],
-        expires: time(),
-        session_offer: Some(SessionOffer {
-            scope: Scope::Path {
-                path: HOSTILE.into(),
-            },
-            lasts_secs: 3600,
-        }),
-    };
-    let allowance = Allowance {
-        allowance: HOSTILE.into(),
-        session: s1(),
-        tool: HOSTILE.into(),
-        grant: HOSTILE.into(),
-        scope: Scope::Host {
-            host: HOSTILE.into(),
-        },
-        session_taint: DataClass::Secret,
-        untrusted: false,
-        approval: HOSTILE.into(),
-        by: HOSTILE.into(),
-        post: None,
-        granted: time(),
-        expires: time(),
-    };
-    let served = home.answer(
-        &home.brokerd(),
-        vec![Message::ApprovalListing(ApprovalListing {
-            pending: vec![card],
-            omitted: 0,
-            allowances: vec![allowance],
-        })],
-    );
-    let out = stdout(&home.bxctl(&["approvals"]));
-    served.join().expect("brokerd");
-    assert_eq!(
-        out,
-        format!(
-            "approval {ESCAPED}\n\
-             \x20 {ESCAPED} {ARGS} (call 4 of session s-1)\n\
-             \x20 grant {ESCAPED}, taint private, expires 2026-09-17T08:05:00.000Z (expired)\n\
-             \x20 UNTRUSTED: the session has read content that may steer the model, from \
-             {ESCAPED} (call 3, read {ESCAPED})\n\
-             \x20 this session: {ESCAPED} at or under {ESCAPED}, for 1 h, while the label stays \
-             private, untrusted or below\n\
-             \x20 answer: `{bx}approve {ESCAPED}`, `{bx}approve --for-session {ESCAPED}` or \
-             `{bx}deny {ESCAPED}`\n\n\
-             allowance {ESCAPED}\n\
-             \x20 {ESCAPED} to {ESCAPED} (session s-1, approval {ESCAPED})\n\
-             \x20 by {ESCAPED}, until 2026-09-17T08:05:00.000Z (expired), while the label stays \
-             secret or below\n\
-             \x20 revoke: `{bx}approvals revoke {ESCAPED}`\n\n",
-            bx = hint(&home)
-        )
-    );
-}
-
 /// How bxctl names itself in the commands it prints, so that each works as printed: its own
 /// absolute path (it is not on PATH here), with the configuration it was given.
-fn hint(home: &Home) -> String {
+pub(crate) fn hint(home: &Home) -> String {
     let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_bxctl")).expect("bxctl");
     format!(
         "{} --config {} ",

@@ -81,7 +81,12 @@ fn allowance_ttl_is_whole_seconds_and_at_most_one_hour() {
         let c = Config::parse(Path::new("c.toml"), &text).unwrap_or_else(|e| panic!("{ttl}: {e}"));
         assert_eq!(c.broker.allowance_ttl, Duration::from_secs(secs), "{ttl}");
     }
-    for (ttl, ms) in [("1h 1s", 3_601_000), ("0s", 0), ("1500ms", 1500), ("2h", 7_200_000)] {
+    for (ttl, ms) in [
+        ("1h 1s", 3_601_000),
+        ("0s", 0),
+        ("1500ms", 1500),
+        ("2h", 7_200_000),
+    ] {
         let text = format!("{MINIMAL}[broker]\nallowance_ttl = \"{ttl}\"\n");
         match Config::parse(Path::new("c.toml"), &text) {
             Err(ConfigError::Invalid { reason, .. }) => {

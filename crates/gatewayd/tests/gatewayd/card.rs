@@ -118,7 +118,10 @@ fn the_session_offer_is_shown_with_its_answer_only_where_it_is_offered() {
         by: "o".into(),
     };
     let after = settled(offered, &card.approval, &decided).expect("settled");
-    assert!(after.contains("**For this session:**"), "the offer stays: {after}");
+    assert!(
+        after.contains("**For this session:**"),
+        "the offer stays: {after}"
+    );
     assert!(
         after.ends_with(":repeat: **Approved for this session** by `o`."),
         "{after}"

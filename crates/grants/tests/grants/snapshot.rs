@@ -127,7 +127,10 @@ fn always_ask_is_refused_on_a_grant_that_never_asks() {
     let never = [
         always(NOTES),
         always(&NOTES.replace("auto", "deny")),
-        always(&format!("if_untrusted = \"ask\"\n{}", NOTES.replace("auto", "deny"))),
+        always(&format!(
+            "if_untrusted = \"ask\"\n{}",
+            NOTES.replace("auto", "deny")
+        )),
         always(&format!("if_untrusted = \"deny\"\n{NOTES}")),
     ];
     for text in &never {

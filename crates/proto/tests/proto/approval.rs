@@ -124,7 +124,12 @@ fn the_binding_covers_the_session_offer() {
     }
     // An empty value and the whole grant differ by the kind.
     assert_ne!(
-        offered(Scope::Host { host: String::new() }, 1),
+        offered(
+            Scope::Host {
+                host: String::new()
+            },
+            1
+        ),
         offered(Scope::Grant, 1)
     );
 }

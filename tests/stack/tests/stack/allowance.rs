@@ -144,7 +144,10 @@ fn allow(home: &Home, id: &str, thread: std::thread::JoinHandle<Vec<Envelope>>) 
     let out = home.bxctl(&["approve", "--for-session", &id[..8]]);
     let said = text(&out);
     assert!(out.status.success(), "{said}");
-    assert!(said.contains(&format!("approve for this session {id}\n")), "{said}");
+    assert!(
+        said.contains(&format!("approve for this session {id}\n")),
+        "{said}"
+    );
     assert!(said.ends_with("approved for this session\n"), "{said}");
     let frames = thread.join().expect("request");
     assert!(matches!(response(&frames), ToolResponse::Result { .. }));
@@ -158,16 +161,26 @@ fn allowed_for_the_session_later_calls_under_the_path_run_without_asking_and_are
     let (id, first) = send(&home, "s-1", 1, "list_dir", &listed(&notes)).waits();
     // The card offers it, and says what it covers.
     let shown = text(&home.bxctl(&["approvals"]));
-    let scope = format!("this session: list_dir at or under {}, for 1 h", notes.display());
+    let scope = format!(
+        "this session: list_dir at or under {}, for 1 h",
+        notes.display()
+    );
     assert!(shown.contains(&scope), "{shown}");
-    assert!(shown.contains(&format!("approve --for-session {id}`")), "{shown}");
+    assert!(
+        shown.contains(&format!("approve --for-session {id}`")),
+        "{shown}"
+    );
     allow(&home, &id, first);
 
     // At the path and below it, in the same session: no card.
     let again = send(&home, "s-1", 2, "list_dir", &listed(&notes)).done();
-    assert!(matches!(response(&again), ToolResponse::Result { content, .. } if content.contains("a.txt")));
+    assert!(
+        matches!(response(&again), ToolResponse::Result { content, .. } if content.contains("a.txt"))
+    );
     let below = send(&home, "s-1", 3, "list_dir", &listed(&notes.join("sub"))).done();
-    assert!(matches!(response(&below), ToolResponse::Result { content, .. } if content.contains("b.txt")));
+    assert!(
+        matches!(response(&below), ToolResponse::Result { content, .. } if content.contains("b.txt"))
+    );
     // Beside it (the same grant covers it), or in another session: asked.
     let (beside, t) = send(&home, "s-1", 4, "list_dir", &listed(&root.join("other"))).waits();
     assert!(home.bxctl(&["deny", &beside]).status.success());
@@ -210,7 +223,10 @@ fn allowed_for_the_session_later_calls_under_the_path_run_without_asking_and_are
             path: notes.display().to_string()
         }
     );
-    assert_eq!((*session_taint, *untrusted, post), (DataClass::Private, false, &None));
+    assert_eq!(
+        (*session_taint, *untrusted, post),
+        (DataClass::Private, false, &None)
+    );
     let me = nix::unistd::getuid().as_raw();
     assert!(by.starts_with(&format!("uid {me}")), "{by}");
     let hour = expires.as_millis() - time.as_millis();
@@ -219,20 +235,38 @@ fn allowed_for_the_session_later_calls_under_the_path_run_without_asking_and_are
         AuditLine::Decision(r) if r.call.0 == 1 => Some(r.seq),
         _ => None,
     });
-    assert!(first_decision.is_some_and(|s| s > *seq), "granted before the call's decision");
+    assert!(
+        first_decision.is_some_and(|s| s > *seq),
+        "granted before the call's decision"
+    );
     let a = Some(allowance.clone());
     assert_eq!(approved(&home), [(1, None), (2, a.clone()), (3, a)]);
 
     // Shown by `bxctl approvals` and `bxctl status`.
     let shown = text(&home.bxctl(&["approvals"]));
-    assert!(shown.contains(&format!("allowance {allowance}\n")), "{shown}");
-    assert!(shown.contains(&format!("approvals revoke {allowance}`")), "{shown}");
+    assert!(
+        shown.contains(&format!("allowance {allowance}\n")),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!("approvals revoke {allowance}`")),
+        "{shown}"
+    );
     let status = text(&home.bxctl(&["status"]));
-    let line = format!("allowance   list_dir at or under {} in session s-1", notes.display());
+    let line = format!(
+        "allowance   list_dir at or under {} in session s-1",
+        notes.display()
+    );
     assert!(status.contains(&line), "{status}");
     let shown = text(&home.bxctl(&["audit", "show"]));
-    assert!(shown.contains(&format!("allowance {allowance} GRANTED by uid {me}")), "{shown}");
-    assert!(shown.contains(&format!("through allowance {allowance}")), "{shown}");
+    assert!(
+        shown.contains(&format!("allowance {allowance} GRANTED by uid {me}")),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!("through allowance {allowance}")),
+        "{shown}"
+    );
     home.assert_audit_good();
 }
 
@@ -300,7 +334,10 @@ fn a_revoked_allowance_covers_nothing_more_and_the_revocation_is_audited() {
     let out = home.bxctl(&["approvals", "revoke", &allowance[..6]]);
     let said = text(&out);
     assert!(out.status.success(), "{said}");
-    assert!(said.contains(&format!("revoke {allowance}\nrevoked\n")), "{said}");
+    assert!(
+        said.contains(&format!("revoke {allowance}\nrevoked\n")),
+        "{said}"
+    );
     let me = nix::unistd::getuid().as_raw();
     assert!(home.audit_lines().iter().any(|l| matches!(
         l,
@@ -349,7 +386,11 @@ fn always_ask_refuses_the_session_answer_and_asks_every_time() {
     assert!(!shown.contains("--for-session"), "{shown}");
     let out = home.bxctl(&["approve", "--for-session", &id]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).ends_with("refused: not_offered\n"), "{}", text(&out));
+    assert!(
+        text(&out).ends_with("refused: not_offered\n"),
+        "{}",
+        text(&out)
+    );
     assert!(home.audit_lines().iter().any(|l| matches!(
         l,
         AuditLine::Event(AuditEvent::ApprovalRefused {

@@ -108,7 +108,9 @@ fn the_compact_card_offers_the_session_and_s_allows_the_calls_under_its_path() {
     // Below the path: no card, it runs.
     p.expect("you> ").expect("prompt");
     p.send_line("and the sub").expect("send");
-    let ran = p.expect("The sub holds b.txt.").expect("ran without asking");
+    let ran = p
+        .expect("The sub holds b.txt.")
+        .expect("ran without asking");
     let shown = String::from_utf8_lossy(ran.before()).into_owned();
     assert!(!shown.contains("approval "), "no card: {shown}");
     assert!(!shown.contains("waits for your approval"), "{shown}");
@@ -164,8 +166,10 @@ fn an_always_ask_card_offers_no_session_answer_and_s_answers_nothing() {
         "{:?}",
         decided(&home)
     );
-    assert!(!home.audit_lines().iter().any(|l| matches!(
-        l,
-        AuditLine::Event(AuditEvent::ApprovalRefused { .. })
-    )));
+    assert!(
+        !home
+            .audit_lines()
+            .iter()
+            .any(|l| matches!(l, AuditLine::Event(AuditEvent::ApprovalRefused { .. })))
+    );
 }

@@ -90,7 +90,10 @@ pub(crate) fn compact(screen: &str, tool: &str) -> String {
     let expiry = lines[2];
     assert!(expiry.starts_with("  grant "), "{card}");
     assert!(expiry.contains(", taint private, expires 20"), "{card}");
-    assert!(expiry.ends_with(" min)") && expiry.contains("Z (in "), "{card}");
+    assert!(
+        expiry.ends_with(" min)") && expiry.contains("Z (in "),
+        "{card}"
+    );
     card.to_owned()
 }
 

@@ -29,7 +29,8 @@ fn mattermost_locally_threads_streamed_edits_and_reaction_approvals() {
     .expect("the approval post");
     s.expect("Approval needed").expect("the card");
     s.expect("note_list").expect("its tool");
-    s.expect("**For this session:**").expect("the card offers the session answer");
+    s.expect("**For this session:**")
+        .expect("the card offers the session answer");
     s.send_line("/session").expect("approve for the session");
     s.expect("[you reacted :repeat: on the approval post]")
         .expect("the reaction");

@@ -65,10 +65,7 @@ fn setup(name: &str, broker: &str, extra: &str) -> (Home, Gateway, stack::Agent,
         )
     };
     home.write_grant("inbox", &grant("ask", extra, &inbox));
-    home.write_grant(
-        "vault",
-        &grant("auto", "result_class = \"secret\"", &vault),
-    );
+    home.write_grant("vault", &grant("auto", "result_class = \"secret\"", &vault));
     let gw = home.start_gateway(
         &[OWNER.id],
         "edit_interval = \"10ms\"\ntyping_interval = \"50ms\"",
@@ -155,7 +152,9 @@ fn the_owners_repeat_reaction_allows_the_session_until_revoked_or_its_label_rise
     let root = gw.post(OWNER, "read my mail please", None);
     let (a, text) = card(&home, &gw, 1);
     for part in [
-        format!("**For this session:** `read_file` at or under `{mail}`, for 1 h, while the label stays private or below\n"),
+        format!(
+            "**For this session:** `read_file` at or under `{mail}`, for 1 h, while the label stays private or below\n"
+        ),
         "React with :+1: to approve, :repeat: to approve for this session".to_owned(),
     ] {
         assert!(text.contains(&part), "{part:?} in {text}");
@@ -163,7 +162,10 @@ fn the_owners_repeat_reaction_allows_the_session_until_revoked_or_its_label_rise
     gw.react(OWNER, &a, "repeat");
     gw.wait_reply(&root, "The mail says hello.");
     gw.wait_post("the post shows the outcome", &a, |m| {
-        m.ends_with(&format!(":repeat: **Approved for this session** by `{}`.", OWNER.id))
+        m.ends_with(&format!(
+            ":repeat: **Approved for this session** by `{}`.",
+            OWNER.id
+        ))
     });
     // The same file again, in the same conversation: no card, it runs.
     turn(&gw, &root, "read my mail again", "The mail says hello.", 2);
@@ -180,11 +182,15 @@ fn the_owners_repeat_reaction_allows_the_session_until_revoked_or_its_label_rise
 
     // Revoked (the terminal's command; the allowance is one, whatever channel made it):
     // the next call posts a card again.
-    assert!(home.bxctl(&["approvals", "revoke", &allowance]).status.success());
+    assert!(
+        home.bxctl(&["approvals", "revoke", &allowance])
+            .status
+            .success()
+    );
     gw.post(OWNER, "the mail once more", Some(&root));
     let (b, _) = card(&home, &gw, 2);
     gw.react(OWNER, &b, "repeat");
-    gw.wait(&"the third answer".to_owned(), |s| {
+    gw.wait("the third answer", |s| {
         replies_with(s, &root, "The mail says hello.").len() >= 3
     });
     assert_eq!(granted(&home).len(), 2);
