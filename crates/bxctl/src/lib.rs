@@ -35,6 +35,7 @@ mod signals;
 mod slash;
 mod spinner;
 mod status;
+mod verify;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -159,6 +160,9 @@ pub enum Command {
     /// The agent's notes and the labels brokerd keeps for them.
     #[command(subcommand)]
     Notes(NotesCmd),
+    /// Check the live deployment: the model server, the units, the audit log, grants and
+    /// approvals (docs/verify.md). Exit 1 when a check failed, 2 when some could not be made.
+    Verify(verify::VerifyArgs),
     /// Search every note (full-text, FTS5 query syntax), each hit with its label.
     Search {
         query: String,
@@ -395,6 +399,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             untrusted,
             json,
         }) => notes::relabel(&config()?, &name, class, untrusted, json, out),
+        Command::Verify(args) => match &args.probe_infer {
+            Some(sock) => verify::probe(sock, out),
+            None => verify::run(&config()?, &config_path, &args, out),
+        },
         Command::Search { query, json } => notes::search(&config()?, &query, json, out),
         Command::Jobs { json } => jobs::list(&config()?, json, out),
         Command::Job(JobCmd::Run { name, json }) => {
