@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use daemon::config::Config;
+use config::Config;
 use inert::line;
 use proto::allowance::{AllowanceRevoke, RevokeOutcome};
 use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Verdict};
