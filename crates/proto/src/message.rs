@@ -145,6 +145,10 @@ pub enum Message {
     /// `audit_alerted`.
     AuditAlert(crate::gateway::AuditAlert),
     AuditAlerted(crate::gateway::AuditAlerted),
+    /// Owner channel (admin side only): end a session allowance now. Answered with
+    /// `allowance_revoked`.
+    AllowanceRevoke(crate::allowance::AllowanceRevoke),
+    AllowanceRevoked(crate::allowance::RevokeOutcome),
 }
 
 impl Message {
@@ -202,6 +206,8 @@ impl Message {
             Self::AuditVerified(_) => "audit_verified",
             Self::AuditAlert(_) => "audit_alert",
             Self::AuditAlerted(_) => "audit_alerted",
+            Self::AllowanceRevoke(_) => "allowance_revoke",
+            Self::AllowanceRevoked(_) => "allowance_revoked",
         }
     }
 
