@@ -7,10 +7,10 @@ use config::Config;
 use daemon::conn::Conn;
 use inert::line;
 use proto::approval::{ApprovalCard, ApprovalListing, Empty, SessionQuery};
-use proto::{Message, SessionId};
+use proto::{Message, SessionId, Timestamp};
 
 use crate::Error;
-use crate::card::{card, source};
+use crate::card::{allowance, card, source};
 use crate::error::{answered, call_failed, unexpected};
 use crate::output::print_json;
 
@@ -32,42 +32,60 @@ pub(crate) fn call(config: &Config, msg: Message) -> Result<Message, Error> {
     answered("brokerd", reply.msg)
 }
 
-pub(crate) fn listing(config: &Config) -> Result<Vec<ApprovalCard>, Error> {
+/// The approvals waiting and the allowances in force, every card included (a listing
+/// that had to leave cards out is an error).
+pub(crate) fn full_listing(config: &Config) -> Result<ApprovalListing, Error> {
     match call(config, Message::ApprovalList(Empty {}))? {
         Message::ApprovalListing(l) => {
             if l.omitted > 0 {
                 return Err(Error::Omitted { omitted: l.omitted });
             }
-            Ok(l.pending)
+            Ok(l)
         }
         other => Err(unexpected(&other)),
     }
 }
 
-/// `bxctl` is how to call bxctl again for this stack (`hint`), for the answer commands.
+pub(crate) fn listing(config: &Config) -> Result<Vec<ApprovalCard>, Error> {
+    full_listing(config).map(|l| l.pending)
+}
+
+/// `bxctl approvals`: each waiting card with the commands that answer it, then each
+/// session allowance in force with the one that revokes it. `bxctl` is how to call bxctl
+/// again for this stack (`hint`).
 pub fn approvals(
     config: &Config,
     bxctl: &str,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
-    let cards = listing(config)?;
+    let listed = full_listing(config)?;
     if json {
-        let listing = ApprovalListing {
-            pending: cards,
-            omitted: 0,
-        };
-        return print_json(&listing, out);
+        return print_json(&listed, out);
     }
-    if cards.is_empty() {
+    let now = Timestamp::now();
+    if listed.pending.is_empty() {
         writeln!(out, "no approvals waiting").map_err(Error::Output)?;
     }
-    for c in &cards {
-        write!(out, "{}", card(c)).map_err(Error::Output)?;
+    for c in &listed.pending {
+        let id = line(&c.approval);
+        let session = match c.session_offer {
+            Some(_) => format!(", `{bxctl}approve --for-session {id}`"),
+            None => String::new(),
+        };
+        write!(out, "{}", card(c, now)).map_err(Error::Output)?;
         writeln!(
             out,
-            "  answer:    {bxctl}approve {0}   or   {bxctl}deny {0}\n",
-            line(&c.approval)
+            "  answer: `{bxctl}approve {id}`{session} or `{bxctl}deny {id}`\n"
+        )
+        .map_err(Error::Output)?;
+    }
+    for a in &listed.allowances {
+        write!(out, "{}", allowance(a, now)).map_err(Error::Output)?;
+        writeln!(
+            out,
+            "  revoke: `{bxctl}approvals revoke {}`\n",
+            line(&a.allowance)
         )
         .map_err(Error::Output)?;
     }

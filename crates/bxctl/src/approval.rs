@@ -1,19 +1,22 @@
 //! Answering approvals, from `bxctl approve`/`deny` and from the chat's inline prompt alike:
 //! the card as brokerd holds it (never as the chat stream tells it), an id found from a
 //! prefix among the approvals waiting now only, the full id echoed, and the answer sent on
-//! the admin side with the binding of the card shown, where brokerd audits it.
+//! the admin side with the binding of the card shown, where brokerd audits it. `bxctl
+//! approve --for-session` answers "allow for this session" with the same binding; `bxctl
+//! approvals revoke` ends an allowance, found the same way among those in force.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use config::Config;
 use inert::line;
-use proto::Message;
+use proto::allowance::{AllowanceRevoke, RevokeOutcome};
 use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Verdict};
+use proto::{Message, Timestamp};
 
 use crate::Error;
-use crate::admin::{call, listing};
-use crate::card::card;
+use crate::admin::{call, full_listing, listing};
+use crate::card::{allowance, card};
 use crate::error::unexpected;
 
 /// The shortest prefix of an approval id taken for the whole id.
@@ -82,17 +85,29 @@ pub fn send(
     }
 }
 
-/// What an answer came to, as one line: `approved`, `denied`, or the refusal's wire name.
+/// What an answer came to, as one line: `approved`, `approved for this session`,
+/// `denied`, or the refusal's wire name.
 pub fn outcome_line(outcome: &AnswerOutcome, verdict: Verdict) -> String {
     match (outcome, verdict) {
         (AnswerOutcome::Accepted, Verdict::Approve) => "approved".to_owned(),
+        (AnswerOutcome::Accepted, Verdict::AllowSession) => "approved for this session".to_owned(),
         (AnswerOutcome::Accepted, Verdict::Deny) => "denied".to_owned(),
         (AnswerOutcome::Refused { refusal }, _) => format!("refused: {}", refusal.as_str()),
     }
 }
 
-/// `bxctl approve` / `bxctl deny`: exit 0 when brokerd took the answer, 1 when it or the
-/// prefix was refused (none waiting, several waiting).
+/// The word echoed with the whole id before an answer leaves.
+pub fn word(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Approve => "approve",
+        Verdict::AllowSession => "approve for this session",
+        Verdict::Deny => "deny",
+    }
+}
+
+/// `bxctl approve` / `bxctl deny` (and `approve --for-session`): exit 0 when brokerd took
+/// the answer, 1 when it or the prefix was refused (none waiting, several waiting). A
+/// session answer to a card that offers none is still sent, so brokerd audits it.
 pub fn answer(
     config: &Config,
     given: &str,
@@ -102,7 +117,7 @@ pub fn answer(
     let cards = listing(config)?;
     let (approval, binding) = match find(&cards, given)? {
         Found::One(c) => {
-            write!(out, "{}", card(c)).map_err(Error::Output)?;
+            write!(out, "{}", card(c, Timestamp::now())).map_err(Error::Output)?;
             (c.approval.clone(), c.binding)
         }
         Found::Several(ids) => {
@@ -137,12 +152,8 @@ pub fn answer(
             return Ok(ExitCode::from(1));
         }
     };
-    let word = match verdict {
-        Verdict::Approve => "approve",
-        Verdict::Deny => "deny",
-    };
     // The whole id, before the answer leaves: what a prefix stood for is never a guess.
-    writeln!(out, "{word} {}", line(&approval)).map_err(Error::Output)?;
+    writeln!(out, "{} {}", word(verdict), line(&approval)).map_err(Error::Output)?;
     out.flush().map_err(Error::Output)?;
     let outcome = send(config, &approval, binding, verdict)?;
     writeln!(out, "{}", outcome_line(&outcome, verdict)).map_err(Error::Output)?;
@@ -152,10 +163,67 @@ pub fn answer(
     })
 }
 
+/// `bxctl approvals revoke`: ends one allowance in force, named by its whole id or a
+/// prefix of at least [`MIN_PREFIX`] characters among those in force. Exit 0 when brokerd
+/// revoked it, 1 when it or the prefix was refused.
+pub fn revoke(config: &Config, given: &str, out: &mut dyn Write) -> Result<ExitCode, Error> {
+    long_enough(given)?;
+    let listed = full_listing(config)?;
+    let matching: Vec<&proto::allowance::Allowance> = listed
+        .allowances
+        .iter()
+        .filter(|a| a.allowance == given || a.allowance.starts_with(given))
+        .collect();
+    let whole = match matching.as_slice() {
+        [one] => {
+            write!(out, "{}", allowance(one, Timestamp::now())).map_err(Error::Output)?;
+            one.allowance.clone()
+        }
+        [] if given.len() == ID_LEN => given.to_owned(),
+        [] => {
+            writeln!(
+                out,
+                "refused: no allowance in force starts with {} (revoked, expired, or never \
+                 given)",
+                line(given)
+            )
+            .map_err(Error::Output)?;
+            return Ok(ExitCode::from(1));
+        }
+        several => {
+            let ids: Vec<&str> = several.iter().map(|a| a.allowance.as_str()).collect();
+            writeln!(
+                out,
+                "refused: {} allowances in force start with {}: {}; give more of the id",
+                ids.len(),
+                line(given),
+                ids.join(", ")
+            )
+            .map_err(Error::Output)?;
+            return Ok(ExitCode::from(1));
+        }
+    };
+    writeln!(out, "revoke {}", line(&whole)).map_err(Error::Output)?;
+    out.flush().map_err(Error::Output)?;
+    let msg = Message::AllowanceRevoke(AllowanceRevoke { allowance: whole });
+    match call(config, msg)? {
+        Message::AllowanceRevoked(RevokeOutcome::Revoked { .. }) => {
+            writeln!(out, "revoked").map_err(Error::Output)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Message::AllowanceRevoked(RevokeOutcome::NotInForce) => {
+            writeln!(out, "refused: not in force (revoked, expired, or ended)")
+                .map_err(Error::Output)?;
+            Ok(ExitCode::from(1))
+        }
+        other => Err(unexpected(&other)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proto::{CallId, DataClass, Hash32, SessionId, Timestamp};
+    use proto::{CallId, DataClass, Hash32, SessionId};
 
     fn card(id: &str) -> ApprovalCard {
         ApprovalCard {
@@ -170,6 +238,7 @@ mod tests {
             untrusted: false,
             untrusted_by: Vec::new(),
             expires: Timestamp::from_millis(1_789_632_300_000).expect("time"),
+            session_offer: None,
         }
     }
 

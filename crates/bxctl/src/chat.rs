@@ -35,13 +35,16 @@ const MAX_BAD_INPUT: u32 = 100;
 pub struct Screen<'a> {
     /// How to call bxctl for this stack (with its `--config` when that is not the default).
     bxctl: &'a str,
+    /// Whether a waiting call's card is drawn (`inline`): the card is then its only line.
+    cards: bool,
     text: Block,
 }
 
 impl<'a> Screen<'a> {
-    pub fn new(bxctl: &'a str) -> Self {
+    pub fn new(bxctl: &'a str, cards: bool) -> Self {
         Self {
             bxctl,
+            cards,
             text: Block::default(),
         }
     }
@@ -70,13 +73,10 @@ impl<'a> Screen<'a> {
     fn response(&self, call: CallId, response: &ToolResponse) -> String {
         let bxctl = self.bxctl;
         match response {
+            // The card says it all, once; without one, the commands that answer it.
+            ToolResponse::PendingApproval { .. } if self.cards => String::new(),
             ToolResponse::PendingApproval { approval, expires } => {
-                let approval = line(approval);
-                format!(
-                    "  [call {} waits for your approval until {expires}: run `{bxctl}approve {approval}` \
-                     or `{bxctl}deny {approval}`]\n",
-                    call.0
-                )
+                crate::card::waiting(bxctl, call.0, approval, *expires)
             }
             ToolResponse::Result {
                 content,
@@ -153,7 +153,7 @@ pub fn send(
         cancel_on_hangup: true,
     });
     let mut write_err = None;
-    let mut screen = Screen::new(bxctl);
+    let mut screen = Screen::new(bxctl, approver.is_some());
     let mut spinner = Spinner::new();
     spinner.start();
     let mut started = None;
@@ -164,7 +164,9 @@ pub fn send(
                 started = Some(session.clone());
             }
             let text = screen.event(ev);
-            if text.is_empty() {
+            let pending = matches!(ev, ChatEvent::ToolResponse { response, .. }
+                if matches!(response, ToolResponse::PendingApproval { .. }));
+            if text.is_empty() && !pending {
                 return;
             }
             spinner.stop();
@@ -172,17 +174,15 @@ pub fn send(
                 write_err = Some(Error::Output(e));
             }
             // The stream gives the id only; the card and the answer are brokerd's.
-            if let (Some(a), ChatEvent::ToolResponse { response, .. }) = (approver, ev)
-                && let ToolResponse::PendingApproval { approval, .. } = response
+            if let (Some(a), ChatEvent::ToolResponse { call, response }) = (approver, ev)
+                && let ToolResponse::PendingApproval { approval, expires } = response
                 && write_err.is_none()
-                && let Err(e) = a.offer(approval, interrupt, out)
+                && let Err(e) = a.offer(*call, approval, *expires, interrupt, out)
             {
                 write_err = Some(e);
             }
             // A tool's answer goes back to the model: it is awaited again.
-            if matches!(ev, ChatEvent::ToolResponse { response, .. }
-                if !matches!(response, ToolResponse::PendingApproval { .. }))
-            {
+            if matches!(ev, ChatEvent::ToolResponse { .. }) && !pending {
                 spinner.start();
             }
         }

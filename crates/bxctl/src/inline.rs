@@ -6,8 +6,8 @@
 //! the line that names the command to run.
 //!
 //! No keystroke typed before the card was drawn can answer it: pending input is discarded
-//! once the card is on the screen, and the answer is one explicit key (`a`, `d`, `l`),
-//! never Enter alone. Ctrl-C at the card answers nothing: it restores the terminal and is
+//! once the card is on the screen, and the answer is one explicit key (`a`, `d`, `l`, and
+//! `s` where the card offers "allow for this session"), never Enter alone. Ctrl-C at the card answers nothing: it restores the terminal and is
 //! then raised as the SIGINT it is, so it does what it does anywhere in a turn (it cancels
 //! the turn, and loopd withdraws the call).
 
@@ -19,11 +19,12 @@ use inert::line;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::termios::{self, LocalFlags, SetArg, SpecialCharacterIndices};
 use proto::approval::Verdict;
+use proto::{CallId, Timestamp};
 
 use crate::Error;
 use crate::admin::listing;
 use crate::approval::{outcome_line, send};
-use crate::card::card;
+use crate::card::{card, waiting};
 use crate::signals::Interrupt;
 
 /// The chat's way to answer approvals, when it has one.
@@ -51,14 +52,17 @@ impl<'a> Approver<'a> {
             .then_some(Self { config, bxctl })
     }
 
-    /// Shows the card of `approval` and answers it as the owner says. A failure to reach
-    /// the admin side is said in one line: the chat goes on, and the command to run stays
-    /// on the screen above.
+    /// Shows the card of `approval` (call `call`, waiting until `expires`) and answers it
+    /// as the owner says. The card is the only line about the call: when it cannot be
+    /// fetched, the line with the commands that answer it is shown instead, with why, and
+    /// the chat goes on.
     /// A Ctrl-C that came as a signal while the card was fetched or drawn (the turn is
     /// then cancelled already, and its call withdrawn) ends the card too: `interrupt` says so.
     pub fn offer(
         &self,
+        call: CallId,
         approval: &str,
+        expires: Timestamp,
         interrupt: &Interrupt,
         out: &mut dyn Write,
     ) -> Result<(), Error> {
@@ -67,6 +71,8 @@ impl<'a> Approver<'a> {
             Err(e) => {
                 let first = e.to_string();
                 let first = first.lines().next().unwrap_or_default();
+                write!(out, "{}", waiting(self.bxctl, call.0, approval, expires))
+                    .map_err(Error::Output)?;
                 writeln!(out, "  [not answerable here: {}]", line(first)).map_err(Error::Output)?;
                 return Ok(());
             }
@@ -77,16 +83,18 @@ impl<'a> Approver<'a> {
                 .map_err(Error::Output)?;
             return Ok(());
         };
-        write!(
-            out,
-            "{}  answer: [a] approve  [d] deny  [l] later (then `{}approve {}`) ",
-            card(c),
-            self.bxctl,
-            line(&c.approval)
-        )
-        .map_err(Error::Output)?;
-        out.flush().map_err(Error::Output)?;
-        let key = read_key(&|| interrupt.is_cancelled())?;
+        let offered = c.session_offer.is_some();
+        let session = if offered { "  [s] this session" } else { "" };
+        let prompt = format!(
+            "{}  answer: [a] approve{session}  [d] deny  [l] later ",
+            card(c, Timestamp::now()),
+        );
+        let draw = || {
+            write!(out, "{prompt}")
+                .and_then(|()| out.flush())
+                .map_err(Error::Output)
+        };
+        let key = read_key(offered, &|| interrupt.is_cancelled(), draw)?;
         let verdict = match key {
             Key::Interrupt if interrupt.is_cancelled() => {
                 writeln!(out, "\n  [interrupted]").map_err(Error::Output)?;
@@ -100,17 +108,25 @@ impl<'a> Approver<'a> {
                 return Ok(());
             }
             Key::Later => {
-                writeln!(out, "\n  [later: the call waits until {}]", c.expires)
-                    .map_err(Error::Output)?;
+                writeln!(
+                    out,
+                    "\n  [later: the call waits until {}; answer it with `{}approve {}`]",
+                    c.expires,
+                    self.bxctl,
+                    line(&c.approval)
+                )
+                .map_err(Error::Output)?;
                 return Ok(());
             }
             Key::Answer(v) => v,
         };
-        let word = match verdict {
-            Verdict::Approve => "approve",
-            Verdict::Deny => "deny",
-        };
-        writeln!(out, "\n  {word} {}", line(&c.approval)).map_err(Error::Output)?;
+        writeln!(
+            out,
+            "\n  {} {}",
+            crate::approval::word(verdict),
+            line(&c.approval)
+        )
+        .map_err(Error::Output)?;
         out.flush().map_err(Error::Output)?;
         let outcome = send(self.config, &c.approval, c.binding, verdict)?;
         writeln!(out, "  [{}]", outcome_line(&outcome, verdict)).map_err(Error::Output)?;
@@ -118,10 +134,12 @@ impl<'a> Approver<'a> {
     }
 }
 
-/// The key a byte stands for, if any: Enter, a space or any other byte is none.
-pub fn key(byte: u8) -> Option<Key> {
+/// The key a byte stands for, if any: Enter, a space or any other byte is none, and so is
+/// `s` on a card that does not offer "allow for this session" (`offered`).
+pub fn key(byte: u8, offered: bool) -> Option<Key> {
     match byte {
         b'a' | b'A' => Some(Key::Answer(Verdict::Approve)),
+        b's' | b'S' if offered => Some(Key::Answer(Verdict::AllowSession)),
         b'd' | b'D' => Some(Key::Answer(Verdict::Deny)),
         b'l' | b'L' => Some(Key::Later),
         0x03 => Some(Key::Interrupt),
@@ -131,8 +149,13 @@ pub fn key(byte: u8) -> Option<Key> {
 
 /// Discards what was typed before now, then reads keys one at a time, unechoed, until
 /// one answers or `cancelled` says the turn was cancelled by a signal meanwhile
-/// (`Key::Interrupt`). The end of input is "later".
-fn read_key(cancelled: &dyn Fn() -> bool) -> Result<Key, Error> {
+/// (`Key::Interrupt`). The end of input is "later". The card is drawn by `draw` once the
+/// earlier input is gone, so that no key pressed after the card appeared is lost.
+fn read_key(
+    offered: bool,
+    cancelled: &dyn Fn() -> bool,
+    draw: impl FnOnce() -> Result<(), Error>,
+) -> Result<Key, Error> {
     let stdin = std::io::stdin();
     let fd = stdin.as_fd();
     let tty = |e: nix::Error| Error::Output(std::io::Error::from(e));
@@ -146,7 +169,7 @@ fn read_key(cancelled: &dyn Fn() -> bool) -> Result<Key, Error> {
     // and the change are one step (TCSAFLUSH), so a Ctrl-C is either a signal before it
     // (ISIG still on) or a byte read after it, never discarded between the two.
     let changed = termios::tcsetattr(fd, SetArg::TCSAFLUSH, &raw).map_err(tty);
-    let key = changed.and_then(|()| {
+    let key = changed.and_then(|()| draw()).and_then(|()| {
         loop {
             if cancelled() {
                 break Ok(Key::Interrupt);
@@ -162,7 +185,7 @@ fn read_key(cancelled: &dyn Fn() -> bool) -> Result<Key, Error> {
             match nix::unistd::read(fd, &mut byte) {
                 Ok(0) => break Ok(Key::Later),
                 Ok(_) => {
-                    if let Some(k) = key(byte[0]) {
+                    if let Some(k) = key(byte[0], offered) {
                         break Ok(k);
                     }
                 }
@@ -183,13 +206,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_three_keys_answer() {
-        assert_eq!(key(b'a'), Some(Key::Answer(Verdict::Approve)));
-        assert_eq!(key(b'D'), Some(Key::Answer(Verdict::Deny)));
-        assert_eq!(key(b'l'), Some(Key::Later));
-        assert_eq!(key(0x03), Some(Key::Interrupt));
-        for b in [b'\r', b'\n', b' ', b'y', 0x04, 0xff] {
-            assert_eq!(key(b), None, "{b:#x}");
+    fn only_the_cards_keys_answer() {
+        for offered in [false, true] {
+            assert_eq!(key(b'a', offered), Some(Key::Answer(Verdict::Approve)));
+            assert_eq!(key(b'D', offered), Some(Key::Answer(Verdict::Deny)));
+            assert_eq!(key(b'l', offered), Some(Key::Later));
+            assert_eq!(key(0x03, offered), Some(Key::Interrupt));
+            for b in [b'\r', b'\n', b' ', b'y', 0x04, 0xff] {
+                assert_eq!(key(b, offered), None, "{b:#x}");
+            }
         }
+        // The session answer only where the card offers it.
+        assert_eq!(key(b's', true), Some(Key::Answer(Verdict::AllowSession)));
+        assert_eq!(key(b'S', true), Some(Key::Answer(Verdict::AllowSession)));
+        assert_eq!(key(b's', false), None);
     }
 }

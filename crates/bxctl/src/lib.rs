@@ -76,13 +76,22 @@ pub enum Command {
     /// Grant files.
     #[command(subcommand)]
     Grants(GrantsCmd),
-    /// List the approvals waiting for you.
+    /// List the approvals waiting for you and the session allowances in force.
     Approvals {
         #[arg(long)]
         json: bool,
+        #[command(subcommand)]
+        command: Option<ApprovalsCmd>,
     },
     /// Approve one waiting tool call: its id, or a unique prefix of at least 6 characters.
-    Approve { approval: String },
+    Approve {
+        approval: String,
+        /// Approve, and allow for this session what the card offers: later calls of the
+        /// session under the same grant that fall in its scope run without asking, for at
+        /// most an hour, while the session's label stays at or below the card's.
+        #[arg(long)]
+        for_session: bool,
+    },
     /// Deny one waiting tool call: its id, or a unique prefix of at least 6 characters.
     Deny { approval: String },
     /// Show what brokerd knows of a session: its taint and untrusted flag.
@@ -161,6 +170,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ApprovalsCmd {
+    /// End a session allowance now: its id, or a unique prefix of at least 6 characters.
+    Revoke { allowance: String },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -298,10 +313,25 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
         }
         Command::Grants(GrantsCmd::Show { json }) => admin::grants(&config()?, json, out),
         Command::Grants(GrantsCmd::Reload { json }) => status::reload(&config()?, json, out),
-        Command::Approvals { json } => admin::approvals(&config()?, &bxctl, json, out),
+        Command::Approvals {
+            command: Some(ApprovalsCmd::Revoke { allowance }),
+            ..
+        } => approval::long_enough(&allowance)
+            .and_then(|()| approval::revoke(&config()?, &allowance, out)),
+        Command::Approvals { json, .. } => admin::approvals(&config()?, &bxctl, json, out),
         // A prefix too short is said before anything else is looked at.
-        Command::Approve { approval } => approval::long_enough(&approval)
-            .and_then(|()| approval::answer(&config()?, &approval, Verdict::Approve, out)),
+        Command::Approve {
+            approval,
+            for_session,
+        } => {
+            let verdict = if for_session {
+                Verdict::AllowSession
+            } else {
+                Verdict::Approve
+            };
+            approval::long_enough(&approval)
+                .and_then(|()| approval::answer(&config()?, &approval, verdict, out))
+        }
         Command::Deny { approval } => approval::long_enough(&approval)
             .and_then(|()| approval::answer(&config()?, &approval, Verdict::Deny, out)),
         Command::Session { session, json } => admin::session(&config()?, &session, json, out),

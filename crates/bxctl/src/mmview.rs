@@ -2,7 +2,7 @@
 //! terminal. What you type is posted as the owner (the first message as a root post, the rest
 //! in its thread, as in a Mattermost client); a watcher reads the channel every quarter of a
 //! second through the REST API (`GET /channels/{id}/posts?since=`) and shows the bot's posts
-//! as they come and grow by edits, and its approval posts, which `/approve` and `/deny`
+//! as they come and grow by edits, and its approval posts, which `/approve`, `/session` and `/deny`
 //! answer with a reaction, as you would in Mattermost. Everything the bot posted is shown
 //! inert: a block whose lines start with `| `.
 
@@ -37,7 +37,7 @@ pub struct Trial {
 struct Seen {
     /// Each of the bot's posts and the text shown of it.
     shown: HashMap<String, String>,
-    /// The newest approval post, for `/approve` and `/deny`.
+    /// The newest approval post, for `/approve`, `/session` and `/deny`.
     approval: Option<String>,
     /// The newest `update_at` read.
     since: i64,
@@ -45,6 +45,7 @@ struct Seen {
 
 const HELP: &str = "\
   /approve, /deny   answer the newest approval post with a +1 or -1 reaction, as the owner
+  /session          approve it for this session (the :repeat: reaction), where it offers that
   /new              start a new thread (a new conversation) with the next message
   /quit             leave (so do Ctrl-D and Ctrl-C); the stack stops
   Anything else is posted in Town Square as the owner.
@@ -72,8 +73,8 @@ fn news(posts: &Value, bot: &str, seen: &mut Seen) -> Vec<String> {
             None if root => {
                 seen.approval = Some(id.clone());
                 lines.push(format!(
-                    "[a root post of the bot (an approval: /approve or /deny answers it with a \
-                     reaction)]\n{}",
+                    "[a root post of the bot (an approval: /approve, /session or /deny answers \
+                     it with a reaction)]\n{}",
                     inert::block(&text)
                 ));
             }
@@ -166,8 +167,12 @@ pub fn chat(trial: Trial, out: &mut dyn Write) -> Result<ExitCode, Error> {
                 root = None;
                 "  [your next message starts a new thread]\n".to_owned()
             }
-            "/approve" | "/deny" => {
-                let emoji = if text == "/approve" { "+1" } else { "-1" };
+            "/approve" | "/session" | "/deny" => {
+                let emoji = match text {
+                    "/approve" => "+1",
+                    "/session" => "repeat",
+                    _ => "-1",
+                };
                 match daemon::lock(&seen).approval.clone() {
                     None => "  [no approval post yet]\n".to_owned(),
                     Some(post_id) => {

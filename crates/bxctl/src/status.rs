@@ -113,6 +113,22 @@ fn broker_text(b: &BrokerStatus) -> String {
         g.loaded,
         line(&g.grants.join(", ")),
     );
+    // Each session allowance in force, after the approvals (`bxctl approvals` lists them
+    // whole, with the command that revokes each).
+    let now = proto::Timestamp::now();
+    let at = s.find("audit       ").unwrap_or(s.len());
+    let allowances: String = (b.allowances.iter())
+        .map(|a| {
+            format!(
+                "allowance   {} in session {}, until {} ({}; `bxctl approvals`)\n",
+                crate::card::scope(&a.tool, &a.grant, &a.scope),
+                a.session,
+                a.expires,
+                crate::card::left(a.expires, now),
+            )
+        })
+        .collect();
+    s.insert_str(at, &allowances);
     s += &match &g.on_disk {
         OnDisk::Loads { snapshot } if *snapshot == g.loaded => {
             "grants      on disk: the same\n".to_owned()

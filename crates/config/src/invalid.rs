@@ -26,6 +26,10 @@ pub enum Invalid {
     /// `broker.approval_ttl` is 0 or above [`super::MAX_APPROVAL_TTL`].
     #[error("broker.approval_ttl must be more than 0 and at most 1h")]
     ApprovalTtl { ttl: Duration },
+    /// `broker.allowance_ttl` is under a second, not whole seconds, or above
+    /// [`super::MAX_ALLOWANCE_TTL`].
+    #[error("broker.allowance_ttl must be whole seconds, at least 1s and at most 1h")]
+    AllowanceTtl { ttl: Duration },
     /// A count or duration, named, that must be more than 0.
     #[error("{name} must be more than 0")]
     Zero { name: &'static str },

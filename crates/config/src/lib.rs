@@ -128,6 +128,10 @@ pub struct Broker {
     /// How long an approval waits for the owner. At most one hour.
     #[serde(deserialize_with = "duration")]
     pub approval_ttl: Duration,
+    /// How long an owner's "allow for this session" lasts from the answer. At most one
+    /// hour (docs/broker.md).
+    #[serde(deserialize_with = "duration")]
+    pub allowance_ttl: Duration,
     pub max_pending_approvals: usize,
     pub max_connections: usize,
     /// How long a peer may take to send one frame once it has started it.
@@ -199,6 +203,7 @@ impl Default for Broker {
             runner: RunnerKind::Systemd,
             tool: PathBuf::from("/run/current-system/sw/bin/boxmaker-tool"),
             approval_ttl: Duration::from_secs(600),
+            allowance_ttl: MAX_ALLOWANCE_TTL,
             max_pending_approvals: 16,
             max_connections: 64,
             frame_deadline: Duration::from_secs(10),
@@ -245,6 +250,9 @@ pub enum ConfigError {
 
 /// The longest an approval may wait (brief decision 5).
 pub const MAX_APPROVAL_TTL: Duration = Duration::from_secs(3600);
+
+/// The longest an owner's "allow for this session" lasts (issue 28 point 4).
+pub const MAX_ALLOWANCE_TTL: Duration = Duration::from_secs(3600);
 
 impl Config {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
@@ -324,6 +332,15 @@ impl Config {
         if b.approval_ttl.is_zero() || b.approval_ttl > MAX_APPROVAL_TTL {
             return Err(Invalid::ApprovalTtl {
                 ttl: b.approval_ttl,
+            });
+        }
+        // Whole seconds, as the card states it and the binding covers it.
+        if b.allowance_ttl.as_secs() == 0
+            || b.allowance_ttl > MAX_ALLOWANCE_TTL
+            || b.allowance_ttl.subsec_nanos() != 0
+        {
+            return Err(Invalid::AllowanceTtl {
+                ttl: b.allowance_ttl,
             });
         }
         for (name, zero) in [

@@ -69,6 +69,41 @@ fn approval_ttl_is_at_most_one_hour() {
     }
 }
 
+/// An allowance lasts at most one hour (issue 28 point 4), default the hour, in whole
+/// seconds (the card states it in seconds and its binding covers it).
+#[test]
+fn allowance_ttl_is_whole_seconds_and_at_most_one_hour() {
+    let c = Config::parse(Path::new("c.toml"), MINIMAL).expect("valid");
+    assert_eq!(c.broker.allowance_ttl, MAX_ALLOWANCE_TTL);
+    assert_eq!(MAX_ALLOWANCE_TTL, Duration::from_secs(3600));
+    for (ttl, secs) in [("1h", 3600), ("5m", 300), ("1s", 1)] {
+        let text = format!("{MINIMAL}[broker]\nallowance_ttl = \"{ttl}\"\n");
+        let c = Config::parse(Path::new("c.toml"), &text).unwrap_or_else(|e| panic!("{ttl}: {e}"));
+        assert_eq!(c.broker.allowance_ttl, Duration::from_secs(secs), "{ttl}");
+    }
+    for (ttl, ms) in [
+        ("1h 1s", 3_601_000),
+        ("0s", 0),
+        ("1500ms", 1500),
+        ("2h", 7_200_000),
+    ] {
+        let text = format!("{MINIMAL}[broker]\nallowance_ttl = \"{ttl}\"\n");
+        match Config::parse(Path::new("c.toml"), &text) {
+            Err(ConfigError::Invalid { reason, .. }) => {
+                assert_eq!(
+                    reason,
+                    Invalid::AllowanceTtl {
+                        ttl: Duration::from_millis(ms)
+                    },
+                    "{ttl}"
+                );
+                assert!(reason.to_string().contains("at most 1h"), "{reason}");
+            }
+            other => panic!("{ttl}: {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn bad_configs_say_where_and_why() {
     let cases = [

@@ -1,8 +1,10 @@
 //! An approval as the owner sees it in Mattermost: a root post of its own (BRIEF decision
 //! 11) with the tool, the arguments as quoted data in a fence longer than any backtick run
 //! inside them (never prose), the grant, the session's taint and untrusted sources, the
-//! expiry, and how to answer. What became of it replaces the how-to line.
+//! expiry, what "allow for this session" would allow when the card offers it, and how to
+//! answer. What became of it replaces the how-to line.
 
+use proto::allowance::{Scope, SessionOffer};
 use proto::approval::{ApprovalCard, CallRef, Refusal, Verdict};
 use proto::gateway::Update;
 
@@ -10,6 +12,10 @@ use crate::render::{POST_LIMIT, code, inert, longest_run, permalink};
 
 /// The line that starts the how-to; an outcome replaces it and what follows.
 pub const HOW_TO: &str = "React with :+1: to approve";
+
+/// The reaction that answers "approve for this session" (Mattermost's system emoji
+/// `repeat`, U+1F501), on a card that offers it.
+pub const SESSION_EMOJI: &str = "repeat";
 
 /// Characters kept free in every post for the words around the arguments.
 const ROOM: usize = 100;
@@ -80,16 +86,26 @@ pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<St
         "#### Approval needed: {tool}\n\
          **Conversation:** {conversation}\n\
          **Grant:** {grant} · **taint:** {taint} · **has read untrusted content:** {untrusted}\n\
-         **Expires:** {expires}\n",
+         **Expires:** {expires}\n{session}",
         tool = code(&short(&card.tool)),
         grant = code(&short(&card.grant)),
         taint = card.session_taint,
         expires = card.expires,
+        session = card
+            .session_offer
+            .as_ref()
+            .map_or_else(String::new, |o| offer(card, o)),
     );
+    let how = if card.session_offer.is_some() {
+        format!(
+            "{HOW_TO}, :{SESSION_EMOJI}: to approve for this session, or :-1: to deny; or \
+             reply `approve`, `session` or `deny` in this thread."
+        )
+    } else {
+        format!("{HOW_TO} or :-1: to deny, or reply `approve` or `deny` in this thread.")
+    };
     let foot = format!(
-        "\nApproval {id}\n\
-         {HOW_TO} or :-1: to deny, or reply `approve` or `deny` in this thread. \
-         Only an owner's answer counts.",
+        "\nApproval {id}\n{how} Only an owner's answer counts.",
         id = code(&card.approval),
     );
     let parts = fenced_parts(
@@ -115,6 +131,31 @@ pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<St
         ));
     }
     posts
+}
+
+/// What "approve for this session" would allow, as the card offers it: the scope's value
+/// as inline code (escaped, never a link).
+fn offer(card: &ApprovalCard, o: &SessionOffer) -> String {
+    let tool = code(&short(&card.tool));
+    let what = match &o.scope {
+        Scope::Path { path } => format!("{tool} at or under {}", code(path)),
+        Scope::Host { host } => format!("{tool} to {}", code(host)),
+        Scope::Note { name } => format!("{tool} of note {}", code(name)),
+        Scope::Grant => format!("every {tool} call of grant {}", code(&short(&card.grant))),
+    };
+    let secs = o.lasts_secs;
+    let lasts = match (secs / 3600, secs % 3600 / 60) {
+        (0, 0) => format!("{secs} s"),
+        (0, m) => format!("{m} min"),
+        (h, 0) => format!("{h} h"),
+        (h, m) => format!("{h} h {m} min"),
+    };
+    let label = format!(
+        "{}{}",
+        card.session_taint,
+        if card.untrusted { ", untrusted" } else { "" }
+    );
+    format!("**For this session:** {what}, for {lasts}, while the label stays {label} or below\n")
 }
 
 /// The calls that made the session untrusted, each with what it read (a path or a URL,
@@ -159,10 +200,12 @@ pub fn settled(message: &str, approval: &str, update: &Update) -> Option<String>
         Update::Decided { verdict, by } => {
             let word = match verdict {
                 Verdict::Approve => "Approved",
+                Verdict::AllowSession => "Approved for this session",
                 Verdict::Deny => "Denied",
             };
             let mark = match verdict {
                 Verdict::Approve => ":white_check_mark:",
+                Verdict::AllowSession => ":repeat:",
                 Verdict::Deny => ":no_entry:",
             };
             format!("{mark} **{word}** by {}.", code(by))
@@ -186,6 +229,14 @@ pub fn refused(by: &str, refusal: Refusal) -> String {
         Refusal::AlreadyUsed => "the approval was already answered",
         Refusal::Changed => "the request changed since it was shown",
         Refusal::Unknown => "brokerd does not know this approval (it may have restarted)",
+        Refusal::NotOffered => {
+            "this approval cannot be approved for the session (its grant asks every time): \
+             approve or deny it"
+        }
+        Refusal::AllowancesFull => {
+            "brokerd holds as many session allowances as it keeps: approve once, or revoke one \
+             with `bxctl approvals revoke`"
+        }
     };
     format!("The answer from {} was refused: {why}.", code(by))
 }

@@ -71,6 +71,12 @@ enum Refused {
     /// What `constraints::validate` says of the grant's constraints.
     #[error("{0}")]
     Constraints(constraints::InvalidGrant),
+    /// `always_ask = true` on a grant that never asks.
+    #[error(
+        "always_ask = true means nothing on a grant that never asks (it is for mode = \"ask\", \
+         or if_untrusted = \"ask\"): remove it, or make the grant ask"
+    )]
+    AlwaysAsk,
 }
 
 impl From<CredentialNameError> for Refused {
@@ -262,6 +268,16 @@ fn check_id(id: &str) -> Result<(), Refused> {
 }
 
 fn check_grant(grant: &Grant) -> Result<(), Refused> {
+    // A key that changes nothing is refused, so a grant never silently means less than it
+    // says: `always_ask` only withholds the session answer from a grant that asks.
+    let asks = match grant.mode {
+        proto::Mode::Ask => true,
+        proto::Mode::Auto => grant.if_untrusted == Some(proto::IfUntrusted::Ask),
+        proto::Mode::Deny => false,
+    };
+    if grant.always_ask && !asks {
+        return Err(Refused::AlwaysAsk);
+    }
     if let Some(secret) = &grant.secret {
         crate::unitpath::check_credential_name(secret)?;
     }

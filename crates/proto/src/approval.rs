@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::allowance::{Allowance, SessionOffer};
 use crate::{CallId, DataClass, Hash32, SessionId, Timestamp};
 
 /// Everything the owner sees before answering, and what the answer binds to.
@@ -33,12 +34,19 @@ pub struct ApprovalCard {
     /// session).
     pub untrusted_by: Vec<CallRef>,
     pub expires: Timestamp,
+    /// What "allow for this session" would allow (docs/broker.md): absent when the card
+    /// does not offer it. An `allow_session` answer to a card without it is refused
+    /// `not_offered`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_offer: Option<SessionOffer>,
 }
 
 impl ApprovalCard {
     /// The binding of this card: length-prefixed fields, so no two different cards hash
     /// alike. Covers session, call, tool, arguments, grant, session taint, the untrusted
-    /// flag and its sources (what each read) and the expiry: what the owner is shown.
+    /// flag and its sources (what each read), the expiry and the session offer (its scope
+    /// and how long it lasts): what the owner is shown. A card without an offer binds as
+    /// cards did before offers existed.
     pub fn bound(&self) -> Hash32 {
         let call = self.call.0.to_be_bytes();
         let expires = self.expires.as_millis().to_be_bytes();
@@ -76,7 +84,19 @@ impl ApprovalCard {
                 parts.extend([b"s".as_slice(), session.as_str().as_bytes()]);
             }
         }
-        Hash32::of_parts(parts)
+        let base = Hash32::of_parts(parts);
+        // An offer binds the card's binding without it, then the offer: a card with an
+        // offer can never hash like one without (that would be a SHA-256 collision).
+        match &self.session_offer {
+            None => base,
+            Some(offer) => Hash32::of_parts([
+                base.as_bytes().as_slice(),
+                b"offer",
+                offer.scope.kind().as_bytes(),
+                offer.scope.value().unwrap_or_default().as_bytes(),
+                &offer.lasts_secs.to_be_bytes(),
+            ]),
+        }
     }
 }
 
@@ -114,6 +134,9 @@ pub struct ApprovalListing {
     /// Cards left out so that the listing fits in one frame (the ones expiring last).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub omitted: u32,
+    /// The session allowances in force, soonest expiring first (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowances: Vec<Allowance>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -125,6 +148,16 @@ fn is_zero(n: &u32) -> bool {
 pub enum Verdict {
     Approve,
     Deny,
+    /// Approve, and allow for this session what the card's `session_offer` says: only to
+    /// a card that offers it (else refused `not_offered`).
+    AllowSession,
+}
+
+impl Verdict {
+    /// Whether the call runs on this answer (`approve` or `allow_session`).
+    pub fn runs(self) -> bool {
+        matches!(self, Self::Approve | Self::AllowSession)
+    }
 }
 
 /// The owner's answer to one approval.
@@ -157,6 +190,12 @@ pub enum Refusal {
     /// The answer came from someone who is not an owner (a Mattermost user id not in
     /// `[gateway] owners`).
     NotOwner,
+    /// An `allow_session` answer to a card that does not offer it (its grant says
+    /// `always_ask = true`, say). The approval waits on for another answer.
+    NotOffered,
+    /// An `allow_session` answer while the most allowances brokerd keeps are in force
+    /// (revoke one, or approve once). The approval waits on.
+    AllowancesFull,
 }
 
 impl Refusal {
@@ -168,6 +207,8 @@ impl Refusal {
             Self::AlreadyUsed => "already_used",
             Self::Changed => "changed",
             Self::NotOwner => "not_owner",
+            Self::NotOffered => "not_offered",
+            Self::AllowancesFull => "allowances_full",
         }
     }
 }

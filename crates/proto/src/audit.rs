@@ -2,6 +2,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::allowance::Scope;
 use crate::approval::Refusal;
 use crate::attest::WitnessRef;
 use crate::job::{JobOutcome, RunEnd};
@@ -18,6 +19,11 @@ pub enum DecisionRecord {
         grant: String,
         approver: String,
         post: Option<String>,
+        /// The session allowance that approved this call without asking (the owner's
+        /// `allow_session` answer to an earlier card, `allowance_granted`); absent when the
+        /// owner answered this call's own card.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        allowance: Option<String>,
     },
     Denied {
         reason: DenyReason,
@@ -203,6 +209,38 @@ pub enum AuditEvent {
         claimed: JobName,
         reason: String,
     },
+    /// A grant change for one session: the owner answered approval `approval` with
+    /// `allow_session`, so later calls of `session` under grant `grant` (as its text was:
+    /// `grant_text`, the SHA-256 of its canonical text) whose subject falls in `scope` run
+    /// without asking until `expires`, while the label each is decided at stays at or below
+    /// `session_taint` and `untrusted`. Written before the call it came with is decided.
+    AllowanceGranted {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        allowance: String,
+        approval: String,
+        session: SessionId,
+        tool: String,
+        grant: String,
+        grant_text: Hash32,
+        scope: Scope,
+        session_taint: DataClass,
+        #[serde(default, skip_serializing_if = "crate::grant::is_false")]
+        untrusted: bool,
+        by: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        post: Option<String>,
+        expires: Timestamp,
+    },
+    /// The owner ended an allowance before its time (`bxctl approvals revoke`).
+    AllowanceRevoked {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        allowance: String,
+        by: String,
+    },
 }
 
 /// One stored line that is not a link of the chain, as a recovery record names it.
@@ -257,7 +295,9 @@ impl AuditLine {
                 | AuditEvent::JobRunEnded { seq, .. }
                 | AuditEvent::ToolFailed { seq, .. }
                 | AuditEvent::JobNoteWritten { seq, .. }
-                | AuditEvent::JobRunRefused { seq, .. },
+                | AuditEvent::JobRunRefused { seq, .. }
+                | AuditEvent::AllowanceGranted { seq, .. }
+                | AuditEvent::AllowanceRevoked { seq, .. },
             ) => *seq,
         }
     }
@@ -276,7 +316,9 @@ impl AuditLine {
                 | AuditEvent::JobRunEnded { prev, .. }
                 | AuditEvent::ToolFailed { prev, .. }
                 | AuditEvent::JobNoteWritten { prev, .. }
-                | AuditEvent::JobRunRefused { prev, .. },
+                | AuditEvent::JobRunRefused { prev, .. }
+                | AuditEvent::AllowanceGranted { prev, .. }
+                | AuditEvent::AllowanceRevoked { prev, .. },
             ) => *prev,
         }
     }
@@ -295,7 +337,9 @@ impl AuditLine {
                 | AuditEvent::JobRunEnded { time, .. }
                 | AuditEvent::ToolFailed { time, .. }
                 | AuditEvent::JobNoteWritten { time, .. }
-                | AuditEvent::JobRunRefused { time, .. },
+                | AuditEvent::JobRunRefused { time, .. }
+                | AuditEvent::AllowanceGranted { time, .. }
+                | AuditEvent::AllowanceRevoked { time, .. },
             ) => *time,
         }
     }

@@ -43,6 +43,11 @@ pub struct Grant {
     /// sessions too (docs/jobs.md). Absent means an ordinary grant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<JobName>,
+    /// Ask for every call, every time: the owner's answer is never "allow for this
+    /// session" (docs/grants.md). Only on a grant that asks (`mode = "ask"`, or
+    /// `if_untrusted = "ask"`); absent means false.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub always_ask: bool,
 }
 
 /// The mode a grant takes in an untrusted session.

@@ -145,6 +145,10 @@ pub enum Message {
     /// `audit_alerted`.
     AuditAlert(crate::gateway::AuditAlert),
     AuditAlerted(crate::gateway::AuditAlerted),
+    /// Owner channel (admin side only): end a session allowance now. Answered with
+    /// `allowance_revoked`.
+    AllowanceRevoke(crate::allowance::AllowanceRevoke),
+    AllowanceRevoked(crate::allowance::RevokeOutcome),
     /// Owner channel: what the grants let a hostile model do without asking. Answered with
     /// `flows_report` (docs/verify.md).
     FlowsQuery(Empty),
@@ -206,6 +210,8 @@ impl Message {
             Self::AuditVerified(_) => "audit_verified",
             Self::AuditAlert(_) => "audit_alert",
             Self::AuditAlerted(_) => "audit_alerted",
+            Self::AllowanceRevoke(_) => "allowance_revoke",
+            Self::AllowanceRevoked(_) => "allowance_revoked",
             Self::FlowsQuery(_) => "flows_query",
             Self::FlowsReport(_) => "flows_report",
         }

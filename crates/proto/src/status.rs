@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::allowance::Allowance;
 use crate::{Hash32, Timestamp};
 
 /// The response header in which inferproxy states its version on every answer it gives
@@ -28,6 +29,9 @@ pub struct BrokerStatus {
     /// The link to gatewayd; absent when no `[gateway]` is configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<GatewayLink>,
+    /// The session allowances in force, soonest expiring first (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowances: Vec<Allowance>,
 }
 
 /// The grants in force against the grants on disk.

@@ -9,6 +9,8 @@ use std::sync::mpsc::Sender;
 use proto::approval::{ApprovalCard, Refusal, Verdict};
 use proto::{Hash32, Timestamp};
 
+pub use super::approved::Approved;
+
 /// How many answered ids are remembered, to tell "already used" from "unknown".
 const REMEMBERED: usize = 4096;
 
@@ -20,31 +22,14 @@ pub struct Answer {
     pub post: Option<String>,
 }
 
-/// The owner approved the card that was shown, and it still held: the one thing that turns
-/// an `ask` into an allow (`policy::approve`). Only [`Approvals::answer`] makes one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Approved {
-    by: String,
-    post: Option<String>,
-}
-
-impl Approved {
-    /// Who approved: a Mattermost user id, or the local admin's uid and name.
-    pub fn by(&self) -> &str {
-        &self.by
-    }
-
-    /// The Mattermost post the approval came from, if it came from one.
-    pub fn post(&self) -> Option<&str> {
-        self.post.as_deref()
-    }
-}
-
 /// What the waiting request is told.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Wake {
     /// The owner approved the card as it was shown.
     Approved(Approved),
+    /// The owner approved it and allowed for the session what the card offered: the
+    /// waiting request records the allowance, then runs the call.
+    ForSession(Approved),
     /// The owner refused it (`by`, `post`: who, and where).
     Refused { by: String, post: Option<String> },
     /// The owner answered, but the card no longer held: the session's labels rose after it
@@ -200,6 +185,13 @@ impl Approvals {
                 refusal: Refusal::Changed,
             });
         }
+        if answer.verdict == Verdict::AllowSession && entry.card.session_offer.is_none() {
+            // The card offered no session answer (its grant always asks, say): refuse this
+            // one, keep the request for an approve or a deny.
+            return Err(Refused {
+                refusal: Refusal::NotOffered,
+            });
+        }
         let still = current(&entry.card) == entry.card.binding;
         let Some(entry) = self.pending.remove(approval) else {
             return Err(Refused {
@@ -216,10 +208,8 @@ impl Approvals {
             });
         }
         let wake = match answer.verdict {
-            Verdict::Approve => Wake::Approved(Approved {
-                by: answer.by,
-                post: answer.post,
-            }),
+            Verdict::Approve => Wake::Approved(Approved::new(answer.by, answer.post, None)),
+            Verdict::AllowSession => Wake::ForSession(Approved::new(answer.by, answer.post, None)),
             Verdict::Deny => Wake::Refused {
                 by: answer.by,
                 post: answer.post,

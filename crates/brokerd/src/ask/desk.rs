@@ -1,6 +1,8 @@
 //! The approval desk: puts an `ask` to the owner and waits for the answer, and takes the
-//! owner's answers. Every request and every refused answer is audited; what waits is shown
-//! to gatewayd through the outbox. Which decision an answer makes is the broker's.
+//! owner's answers; it holds the session allowances those answers made (`allowances`).
+//! Every request, every refused answer and every allowance granted or revoked is audited;
+//! what waits is shown to gatewayd through the outbox. Which decision an answer makes, and
+//! which calls an allowance covers, are the broker's.
 
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,11 +10,13 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use daemon::{hangup, lock};
+use proto::allowance::{Allowance, RevokeOutcome};
 use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Refusal, Verdict};
 use proto::gateway::{ApprovalUpdate, Update};
 use proto::{AuditEvent, AuditLine, Hash32, Timestamp};
 
-use crate::ask::approvals::{Answer, Approvals, NotRegistered, Wake};
+use crate::ask::allowances::{Allowances, Fit, Held};
+use crate::ask::approvals::{Answer, Approvals, Approved, NotRegistered, Wake};
 use crate::ask::outbox::{Outbox, Outgoing};
 use crate::audit::{AuditError, AuditLog};
 
@@ -26,6 +30,7 @@ pub const CHANGED_BY: &str = "brokerd (the labels rose after the card was shown)
 #[derive(Debug)]
 pub struct Desk {
     approvals: Mutex<Approvals>,
+    allowances: Mutex<Allowances>,
 }
 
 /// What became of a card put to the owner.
@@ -43,7 +48,72 @@ impl Desk {
     pub fn new(cap: usize) -> Self {
         Self {
             approvals: Mutex::new(Approvals::new(cap)),
+            allowances: Mutex::new(Allowances::default()),
         }
+    }
+
+    /// The owner's approval for a call an allowance in force covers, judged by `fit`, if
+    /// one does (`Allowances::cover`): the call then runs without asking.
+    pub fn covered(&self, now: Timestamp, fit: impl Fn(&Held) -> Fit) -> Option<Approved> {
+        lock(&self.allowances).cover(now, fit)
+    }
+
+    /// Puts an allowance the owner's `allow_session` answer made in force, audited first
+    /// (`allowance_granted`, a grant change with its scope).
+    pub fn allow(&self, held: Held, audit: &Mutex<AuditLog>) -> Result<(), AuditError> {
+        let a = &held.allowance;
+        lock(audit).append(|seq, time, prev| {
+            AuditLine::Event(AuditEvent::AllowanceGranted {
+                seq,
+                time,
+                prev,
+                allowance: a.allowance.clone(),
+                approval: a.approval.clone(),
+                session: a.session.clone(),
+                tool: a.tool.clone(),
+                grant: a.grant.clone(),
+                grant_text: held.grant_text,
+                scope: a.scope.clone(),
+                session_taint: a.session_taint,
+                untrusted: a.untrusted,
+                by: a.by.clone(),
+                post: a.post.clone(),
+                expires: a.expires,
+            })
+        })?;
+        lock(&self.allowances).insert(held);
+        Ok(())
+    }
+
+    /// The owner ends an allowance now (audited `allowance_revoked` once it is out of
+    /// force); one not in force is said so.
+    pub fn revoke(
+        &self,
+        allowance: &str,
+        by: String,
+        audit: &Mutex<AuditLog>,
+    ) -> Result<RevokeOutcome, AuditError> {
+        let Some(ended) = lock(&self.allowances).revoke(allowance, Timestamp::now()) else {
+            return Ok(RevokeOutcome::NotInForce);
+        };
+        lock(audit).append(|seq, time, prev| {
+            AuditLine::Event(AuditEvent::AllowanceRevoked {
+                seq,
+                time,
+                prev,
+                allowance: ended.allowance.clone(),
+                by,
+            })
+        })?;
+        Ok(RevokeOutcome::Revoked {
+            allowance: Box::new(ended),
+        })
+    }
+
+    /// Every allowance in force, after ending those `ended` says can never cover a call
+    /// again.
+    pub fn allowances(&self, ended: impl Fn(&Held) -> bool) -> Vec<Allowance> {
+        lock(&self.allowances).list(Timestamp::now(), ended)
     }
 
     /// Every approval waiting for the owner.
@@ -144,6 +214,10 @@ impl Desk {
                     verdict: Verdict::Approve,
                     by: a.by().to_owned(),
                 },
+                Some(Wake::ForSession(a)) => Update::Decided {
+                    verdict: Verdict::AllowSession,
+                    by: a.by().to_owned(),
+                },
                 Some(Wake::Refused { by, .. }) => Update::Decided {
                     verdict: Verdict::Deny,
                     by: by.clone(),
@@ -174,6 +248,12 @@ impl Desk {
         current: impl FnOnce(&ApprovalCard) -> Hash32,
         audit: &Mutex<AuditLog>,
     ) -> Result<AnswerOutcome, AuditError> {
+        if answer.verdict == Verdict::AllowSession
+            && lock(&self.allowances).is_full(Timestamp::now())
+        {
+            let refusal = Refusal::AllowancesFull;
+            return refuse_answer(&answer.approval, by, post, refusal, audit);
+        }
         let result = lock(&self.approvals).answer(
             &answer.approval,
             answer.binding,

@@ -1,16 +1,59 @@
-//! An `ask` put to the owner, and the owner's answers.
+//! An `ask` put to the owner, and the owner's answers; an allowance the owner gave for the
+//! session, covering the call instead (`policy::allowance`'s rules, the desk's `Approved`).
 
 use std::os::unix::net::UnixStream;
+use std::time::Duration;
 
+use proto::allowance::{Allowance, RevokeOutcome, Scope};
 use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Refusal};
-use proto::{DenyReason, Timestamp, ToolRequest};
+use proto::{DenyReason, Hash32, SessionId, Timestamp, ToolRequest};
 
 use super::Broker;
 use crate::Fatal;
+use crate::ask::allowances::{Fit, Held};
 use crate::ask::approvals::{self, NotRegistered, Wake};
+use crate::ask::approved::Approved;
 use crate::ask::desk::{self, Heard};
-use crate::policy::{self, Decision, Outcome};
+use crate::policy::allowance::{self as allow, within};
+use crate::policy::{self, Decision, Outcome, SessionView};
 use crate::sessions::SessionState;
+
+/// A call an allowance may cover: its session, the grant that asks for it (by id and by
+/// text), its scope and the label it is decided at.
+struct Call<'a> {
+    session: &'a SessionId,
+    grant: &'a str,
+    text: Hash32,
+    scope: Scope,
+    view: SessionView,
+}
+
+impl Call<'_> {
+    /// What `held` is to this call (`policy::allowance`'s rules).
+    fn fit(&self, held: &Held) -> Fit {
+        let a = &held.allowance;
+        if a.session != *self.session
+            || a.grant != self.grant
+            || held.grant_text != self.text
+            || !allow::holds(&a.scope, &self.scope)
+        {
+            return Fit::Passes;
+        }
+        if within(self.view, ceiling(a)) {
+            Fit::Covers
+        } else {
+            Fit::Ends
+        }
+    }
+}
+
+/// The label an allowance was given at.
+fn ceiling(a: &Allowance) -> SessionView {
+    SessionView {
+        taint: a.session_taint,
+        untrusted: a.untrusted,
+    }
+}
 
 impl Broker {
     /// Puts an `ask` to the owner and waits for the answer, the expiry or the requester's
@@ -31,11 +74,29 @@ impl Broker {
             _ => return Ok(decision),
         };
         let now = Timestamp::now();
+        // An allowance the owner gave for this session may cover the call: it then runs as
+        // the owner approved, through the desk's `Approved` like any approval.
+        let call = match (decision.grant(), allow::scope(&decision)) {
+            (Some((grant, _)), Some(scope)) if !decision.always_ask() => Some(Call {
+                session: &req.session,
+                grant: &grant_id,
+                text: allow::grant_text(grant),
+                scope,
+                view: state.view(),
+            }),
+            _ => None,
+        };
+        if let Some(call) = &call
+            && let Some(approved) = self.desk.covered(now, |held| call.fit(held))
+        {
+            return Ok(policy::approve(decision, approved));
+        }
+        let lasts = self.config.broker.allowance_ttl;
         let expires = now.saturating_add(self.config.broker.approval_ttl);
         let approval = approvals::new_id().map_err(Fatal::Rng)?;
         let mut card = ApprovalCard {
             approval: approval.clone(),
-            binding: proto::Hash32::ZERO,
+            binding: Hash32::ZERO,
             session: req.session.clone(),
             call: req.call,
             tool: req.tool.clone(),
@@ -45,8 +106,10 @@ impl Broker {
             untrusted: state.untrusted,
             untrusted_by: state.untrusted_by.clone(),
             expires,
+            session_offer: allow::offer(&decision, state.view(), lasts),
         };
         card.binding = card.bound();
+        let offered = card.clone();
         let heard = self
             .desk
             .put(card, now, &self.audit, &self.outbox, requester, || {
@@ -55,6 +118,14 @@ impl Broker {
         Ok(match heard {
             Heard::NotAsked(why) => self.not_asked(decision, why),
             Heard::Woke(Wake::Approved(approved)) => policy::approve(decision, approved),
+            Heard::Woke(Wake::ForSession(approved)) => {
+                // Only a card with an offer takes this answer (`Approvals::answer`), and only
+                // a call with a scope gets an offer.
+                if let Some(call) = &call {
+                    self.allow(&offered, call.text, &approved, lasts)?;
+                }
+                policy::approve(decision, approved)
+            }
             Heard::Woke(Wake::Changed) => policy::refuse(
                 decision,
                 DenyReason::ApprovalChanged,
@@ -85,6 +156,52 @@ impl Broker {
                 "the owner did not answer in time",
             ),
         })
+    }
+
+    /// Puts in force what the owner allowed for the session by answering `card` (audited
+    /// before the call it came with is decided).
+    fn allow(
+        &self,
+        card: &ApprovalCard,
+        grant_text: Hash32,
+        approved: &Approved,
+        lasts: Duration,
+    ) -> Result<(), Fatal> {
+        let Some(offer) = &card.session_offer else {
+            return Ok(());
+        };
+        let granted = Timestamp::now();
+        let allowance = Allowance {
+            allowance: approvals::new_id().map_err(Fatal::Rng)?,
+            session: card.session.clone(),
+            tool: card.tool.clone(),
+            grant: card.grant.clone(),
+            scope: offer.scope.clone(),
+            session_taint: card.session_taint,
+            untrusted: card.untrusted,
+            approval: card.approval.clone(),
+            by: approved.by().to_owned(),
+            post: approved.post().map(str::to_owned),
+            granted,
+            expires: granted.saturating_add(lasts),
+        };
+        let held = Held::new(allowance, grant_text, lasts);
+        Ok(self.desk.allow(held, &self.audit)?)
+    }
+
+    /// The session allowances in force, after ending those whose session's label rose
+    /// above the one each was given at (the label of the session's every later call is at
+    /// least its own, so none of them can cover a call again).
+    pub(crate) fn allowances(&self) -> Vec<Allowance> {
+        self.desk.allowances(|held| {
+            let now = self.session_state(&held.allowance.session).view();
+            !within(now, ceiling(&held.allowance))
+        })
+    }
+
+    /// The owner's `bxctl approvals revoke`, asked by `by`.
+    pub(crate) fn revoke(&self, allowance: &str, by: String) -> Result<RevokeOutcome, Fatal> {
+        Ok(self.desk.revoke(allowance, by, &self.audit)?)
     }
 
     /// An `ask` that cannot be put to the owner, decided at once.

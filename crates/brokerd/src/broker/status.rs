@@ -70,6 +70,7 @@ impl Broker {
                 last_reload: board.last_reload(),
             },
             gateway: board.gateway(),
+            allowances: self.allowances(),
         }
     }
 

@@ -1,6 +1,7 @@
 //! What a decision is, and the only ways one changes after it is made: an `ask` the owner
-//! approved becomes an allow (only with the desk's [`Approved`], which only
-//! `approvals::Approvals::answer` makes), anything else becomes a denial. An allow carries
+//! approved becomes an allow (only with the desk's [`Approved`], which only the desk makes:
+//! for the owner's answer to the card, or for a call an allowance the owner gave for the
+//! session covers), anything else becomes a denial. An allow carries
 //! exactly what it authorises: the call's arguments as the deciding grant covered them, which
 //! the runner compares with what it is asked to run.
 
@@ -10,7 +11,7 @@ use proto::{DecisionRecord, DenyReason, Grant};
 use grants::constraints::Covered;
 
 use super::Labels;
-use crate::ask::approvals::Approved;
+use crate::ask::approved::Approved;
 
 #[derive(Debug)]
 pub struct Decision {
@@ -34,6 +35,9 @@ pub(super) enum Kind {
         covered: Covered,
         labels: Labels,
         args: ToolArgs,
+        /// A grant that asks for this call says `always_ask = true`: the owner answers each
+        /// time, and no allowance covers it.
+        always_ask: bool,
     },
     Deny {
         reason: DenyReason,
@@ -47,6 +51,8 @@ pub(super) enum Kind {
 pub struct Approval {
     pub approver: String,
     pub post: Option<String>,
+    /// The session allowance that approved it without asking.
+    pub allowance: Option<String>,
 }
 
 /// A read-only view of a decision, for the caller's control flow and the audit record.
@@ -117,6 +123,18 @@ impl Decision {
         }
     }
 
+    /// Whether a grant that asks for this call says `always_ask = true` (false for
+    /// anything but an `ask`).
+    pub fn always_ask(&self) -> bool {
+        matches!(
+            &self.kind,
+            Kind::Ask {
+                always_ask: true,
+                ..
+            }
+        )
+    }
+
     /// Whether this decision lets the runner run `call`: an allow, for exactly the
     /// arguments it authorises (compared in canonical form).
     pub(crate) fn authorises(&self, call: &ToolArgs) -> bool {
@@ -164,10 +182,11 @@ pub fn too_many_pending(asked: Decision, cap: usize) -> Decision {
     )
 }
 
-/// The owner approved an `ask`: it becomes an allow that records who approved. Only the
-/// approval desk holds an [`Approved`] (the owner's approve, taken for the card that was
-/// shown), so no other code can turn an `ask` into an allow. Anything else is returned
-/// unchanged.
+/// The owner approved an `ask`: it becomes an allow that records who approved (and the
+/// allowance, when one covered it). Only the approval desk makes an [`Approved`] (the
+/// owner's approve, taken for the card that was shown; or an allowance the owner gave for
+/// the session, for a call it covers), so no other code can turn an `ask` into an allow.
+/// Anything else is returned unchanged.
 pub fn approve(asked: Decision, approved: Approved) -> Decision {
     match asked.kind {
         Kind::Ask {
@@ -176,6 +195,7 @@ pub fn approve(asked: Decision, approved: Approved) -> Decision {
             covered,
             labels,
             args,
+            always_ask: _,
         } => Decision {
             kind: Kind::Allow {
                 grant_id,
@@ -186,6 +206,7 @@ pub fn approve(asked: Decision, approved: Approved) -> Decision {
                 approval: Some(Approval {
                     approver: approved.by().to_owned(),
                     post: approved.post().map(str::to_owned),
+                    allowance: approved.allowance().map(str::to_owned),
                 }),
             },
         },
@@ -233,6 +254,7 @@ pub(crate) fn record(decision: &Decision) -> DecisionRecord {
             grant: grant_id.to_owned(),
             approver: a.approver.clone(),
             post: a.post.clone(),
+            allowance: a.allowance.clone(),
         },
         Outcome::Ask { grant_id } => DecisionRecord::Denied {
             reason: DenyReason::ApprovalRefused,

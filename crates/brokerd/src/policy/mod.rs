@@ -9,17 +9,21 @@
 //! only this module can make one, and the runner takes it by value: a tool runs only on a
 //! decision this module made, and each decision runs at most once. An allow carries the
 //! arguments it authorises, and the runner runs nothing else; an `ask` becomes an allow only
-//! with the approval desk's [`crate::ask::approvals::Approved`], which no code outside
-//! `approvals` can make.
+//! with the approval desk's [`crate::ask::approved::Approved`], which no code outside `ask`
+//! can make (the owner's answer to the card, or an allowance the owner gave for the
+//! session: which calls an allowance covers is [`allowance`]'s rule).
 //!
 //! ```
 //! // What the refusals below name exists, as they name it: each refusal fails to compile
 //! // for its own reason (rustdoc on stable does not check the error code).
 //! fn allow(
 //!     asked: brokerd::policy::Decision,
-//!     owner: brokerd::ask::approvals::Approved,
+//!     owner: brokerd::ask::approved::Approved,
 //! ) -> brokerd::policy::Decision {
 //!     brokerd::policy::approve(asked, owner)
+//! }
+//! fn who(owner: &brokerd::ask::approved::Approved) -> (&str, Option<&str>) {
+//!     (owner.by(), owner.allowance())
 //! }
 //! fn what(d: &brokerd::policy::Decision) -> Option<&proto::tools::ToolArgs> {
 //!     d.args()
@@ -45,7 +49,20 @@
 //! // Nor turned from an ask into an allow without the owner: only the approval desk makes
 //! // an `Approved`, and its fields are private.
 //! fn allow(asked: brokerd::policy::Decision) -> brokerd::policy::Decision {
-//!     let token = brokerd::ask::approvals::Approved { by: "loopd".into(), post: None };
+//!     let token = brokerd::ask::approved::Approved {
+//!         by: "loopd".into(),
+//!         post: None,
+//!         allowance: None,
+//!     };
+//!     brokerd::policy::approve(asked, token)
+//! }
+//! ```
+//!
+//! ```compile_fail,E0624
+//! // Nor through its constructor, which is the desk's alone: not even by naming an
+//! // allowance the owner gave.
+//! fn allow(asked: brokerd::policy::Decision) -> brokerd::policy::Decision {
+//!     let token = brokerd::ask::approved::Approved::new("loopd".into(), None, Some("x".into()));
 //!     brokerd::policy::approve(asked, token)
 //! }
 //! ```
@@ -72,6 +89,7 @@
 //!   the call: taint too high, else grant expired, else no grant (with the constraint
 //!   mismatch as the detail).
 
+pub mod allowance;
 mod decision;
 pub mod flows;
 mod labels;
@@ -177,6 +195,8 @@ pub fn decide_in(
     let mut too_tainted: Option<&str> = None;
     let mut expired: Option<&str> = None;
     let mut mismatch: Option<String> = None;
+    // Whether a grant that would ask says `always_ask` (the owner is asked every time).
+    let mut always_ask = false;
     for (id, grant) in snapshot.for_tool(tool) {
         let covered = match constraints::check(grant, args) {
             Ok(c) => c,
@@ -199,6 +219,7 @@ pub fn decide_in(
             too_tainted.get_or_insert(id);
             continue;
         }
+        always_ask |= mode == Mode::Ask && grant.always_ask;
         if best.as_ref().is_none_or(|(r, ..)| rank(mode) > *r) {
             best = Some((rank(mode), id, grant, covered));
         }
@@ -220,6 +241,7 @@ pub fn decide_in(
                         covered,
                         labels,
                         args,
+                        always_ask,
                     }
                 } else {
                     Kind::Allow {

@@ -1,7 +1,8 @@
 //! brokerd's admin side, `broker.sock` in the admin ↔ broker pair directory
 //! (`sockets.admin_broker`), reached only by the owner's admin group (`peers.admin`):
-//! approvals and answers, read-only queries (sessions, grants, status, notes, search), the
-//! grants reload, a note's relabel, the flows the grants allow (`flows_query`), and the full verification of the audit log
+//! approvals and answers, the session allowances and their revocation, read-only queries
+//! (sessions, grants, status, notes, search), the grants reload, a note's relabel, the flows
+//! the grants allow (`flows_query`), and the full verification of the audit log
 //! (`audit_verify`). With the gateway, answers heard on Mattermost come the same way
 //! through the link (`gateway`); the socket decides what may be asked, never the peer.
 
@@ -62,6 +63,7 @@ pub enum AdminRequest {
     NotesQuery(proto::notes::NotesQuery),
     NoteRelabel(proto::notes::NoteRelabel),
     NotesSearch(proto::notes::NotesSearch),
+    AllowanceRevoke(proto::allowance::AllowanceRevoke),
     FlowsQuery,
 }
 
@@ -80,6 +82,7 @@ impl TryFrom<Message> for AdminRequest {
             Message::NotesQuery(q) => Self::NotesQuery(q),
             Message::NoteRelabel(r) => Self::NoteRelabel(r),
             Message::NotesSearch(q) => Self::NotesSearch(q),
+            Message::AllowanceRevoke(r) => Self::AllowanceRevoke(r),
             Message::FlowsQuery(_) => Self::FlowsQuery,
             other => return Err(other),
         })
@@ -89,7 +92,13 @@ impl TryFrom<Message> for AdminRequest {
 /// Answers one admin request; `who` is the peer as the kernel names it.
 fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, Fatal> {
     Ok(match req {
-        AdminRequest::ApprovalList => Message::ApprovalListing(fit(broker.pending_cards())),
+        AdminRequest::ApprovalList => {
+            Message::ApprovalListing(fit(broker.pending_cards(), broker.allowances()))
+        }
+        // On the admin socket the owner is the peer's uid and user name.
+        AdminRequest::AllowanceRevoke(r) => {
+            Message::AllowanceRevoked(broker.revoke(&r.allowance, who.to_owned())?)
+        }
         AdminRequest::ApprovalAnswer(answer) => {
             // On the admin socket the approver is the peer's uid and user name; what the
             // message claims (`by`, `post`) is not taken.
@@ -177,13 +186,19 @@ fn refused(e: &crate::notes::NoteError) -> Message {
 }
 
 /// The listing must fit in one frame: cards are taken soonest-expiring first while they fit
-/// in a budget well under `MAX_FRAME`; the rest are counted as omitted.
-fn fit(cards: Vec<proto::approval::ApprovalCard>) -> ApprovalListing {
+/// in a budget well under `MAX_FRAME`; the rest are counted as omitted. The allowances (at
+/// most `ask::allowances::MAX_ALLOWANCES` and their pending answers, each a few hundred
+/// bytes) fit in the quarter left.
+fn fit(
+    cards: Vec<proto::approval::ApprovalCard>,
+    allowances: Vec<proto::allowance::Allowance>,
+) -> ApprovalListing {
     const BUDGET: usize = proto::MAX_FRAME * 3 / 4;
     let mut used = 0;
     let mut listing = ApprovalListing {
         pending: Vec::new(),
         omitted: 0,
+        allowances,
     };
     for card in cards {
         let size = serde_json::to_vec(&card).map_or(usize::MAX, |v| v.len());

@@ -123,3 +123,67 @@ fn the_owners_answer_to_the_card_as_shown_is_the_owners() {
         })
     );
 }
+
+/// The session answer is taken only for a card that offers it (a card of an `always_ask`
+/// grant offers none): otherwise it is refused `not_offered`, and the approval waits on for
+/// an approve or a deny. For a card that offers it, it wakes the call to record the
+/// allowance, with the owner's approval.
+#[test]
+fn the_session_answer_is_taken_only_for_a_card_that_offers_it() {
+    let session = |by: &str| Answer {
+        verdict: Verdict::AllowSession,
+        by: by.into(),
+        post: Some("p1".into()),
+    };
+    let mut approvals = Approvals::new(2);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let plain = card("a");
+    assert_eq!(plain.session_offer, None);
+    approvals
+        .register(plain.clone(), tx.clone())
+        .expect("register");
+    let got = approvals.answer(
+        "a",
+        plain.binding,
+        |c| c.bound(),
+        session("o"),
+        Timestamp::now(),
+    );
+    assert_eq!(got.map_err(|r| r.refusal), Err(Refusal::NotOffered));
+    assert!(rx.try_recv().is_err(), "nothing woke the call");
+    assert!(approvals.is_pending("a"));
+    let yes = Answer {
+        verdict: Verdict::Approve,
+        by: "o".into(),
+        post: None,
+    };
+    approvals
+        .answer("a", plain.binding, |c| c.bound(), yes, Timestamp::now())
+        .expect("an approve still answers it");
+    assert!(matches!(rx.try_recv(), Ok(Wake::Approved(_))));
+
+    let mut offering = card("b");
+    offering.session_offer = Some(proto::allowance::SessionOffer {
+        scope: proto::allowance::Scope::Grant,
+        lasts_secs: 3600,
+    });
+    // The offer is bound: the card without it is another card.
+    assert_ne!(offering.bound(), offering.binding);
+    offering.binding = offering.bound();
+    approvals.register(offering.clone(), tx).expect("register");
+    approvals
+        .answer(
+            "b",
+            offering.binding,
+            |c| c.bound(),
+            session("o"),
+            Timestamp::now(),
+        )
+        .expect("accepted");
+    match rx.try_recv() {
+        Ok(Wake::ForSession(a)) => {
+            assert_eq!((a.by(), a.post(), a.allowance()), ("o", Some("p1"), None));
+        }
+        other => panic!("{other:?}"),
+    }
+}

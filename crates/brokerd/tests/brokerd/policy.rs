@@ -95,12 +95,8 @@ fn no_grant_denies_with_the_mismatch_as_detail() {
 #[test]
 fn ask_needs_the_owner_and_approval_records_who() {
     let s = snapshot(&[("web", &web("ask", ""))]);
-    let d = policy::decide(
-        &s,
-        &fetch("https://en.wikipedia.org/wiki/X"),
-        PRIVATE,
-        now(),
-    );
+    let wiki = fetch("https://en.wikipedia.org/wiki/X");
+    let d = policy::decide(&s, &wiki, PRIVATE, now());
     assert_eq!(d.outcome(), Outcome::Ask { grant_id: "web" });
     // Only the desk makes the approval that turns an ask into an allow: the owner's
     // approve of the card as it was shown.
@@ -109,6 +105,7 @@ fn ask_needs_the_owner_and_approval_records_who() {
     let approval = Approval {
         approver: "uid 1000 (owner)".into(),
         post: None,
+        allowance: None,
     };
     assert_eq!(
         d.outcome(),

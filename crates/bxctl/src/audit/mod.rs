@@ -47,10 +47,15 @@ fn describe(line: &AuditLine) -> String {
                     grant,
                     approver,
                     post,
+                    allowance,
                 } => format!(
-                    "APPROVED by {approver}{} (grant {grant})",
+                    "APPROVED by {approver}{}{} (grant {grant})",
                     post.as_ref()
                         .map(|p| format!(" in post {p}"))
+                        .unwrap_or_default(),
+                    allowance
+                        .as_ref()
+                        .map(|a| format!(" through allowance {a}"))
                         .unwrap_or_default()
                 ),
                 DecisionRecord::Denied {
@@ -229,6 +234,33 @@ fn describe(line: &AuditLine) -> String {
                 reason,
                 ..
             } => format!("#{seq} {time} job run REFUSED: {peer} claimed job {claimed}: {reason}"),
+            AuditEvent::AllowanceGranted {
+                seq,
+                time,
+                allowance,
+                approval,
+                session,
+                tool,
+                grant,
+                scope,
+                session_taint,
+                untrusted,
+                by,
+                expires,
+                ..
+            } => format!(
+                "#{seq} {time} allowance {allowance} GRANTED by {by} (approval {approval}): \
+                 {} in session {session}, until {expires}, while at {session_taint}{} or below",
+                crate::card::words(tool, grant, scope),
+                if *untrusted { ", untrusted" } else { "" }
+            ),
+            AuditEvent::AllowanceRevoked {
+                seq,
+                time,
+                allowance,
+                by,
+                ..
+            } => format!("#{seq} {time} allowance {allowance} REVOKED by {by}"),
         },
     }
 }

@@ -294,6 +294,7 @@ mod tests {
             untrusted: false,
             untrusted_by: Vec::new(),
             expires: Timestamp::from_millis(expires).expect("time"),
+            session_offer: None,
         };
         c.binding = c.bound();
         c

@@ -20,6 +20,7 @@ fn card(id: &str, binding: u8) -> ApprovalCard {
         untrusted: false,
         untrusted_by: Vec::new(),
         expires: time(),
+        session_offer: None,
     }
 }
 
@@ -31,6 +32,7 @@ fn listing() -> Message {
             card("77aa00cccccccccccccccccccccccccc", 3),
         ],
         omitted: 0,
+        allowances: Vec::new(),
     })
 }
 

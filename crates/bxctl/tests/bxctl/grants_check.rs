@@ -71,7 +71,7 @@ fn every_bad_file_is_reported_with_the_word_it_was_probably_meant_to_be() {
              help: did you mean `read_file`?\n\
              {d}/b.toml:2:1: unknown field `mdoe`, expected one of `tool`, `mode`, `max_taint`, \
              `result_class`, `untrusted`, `expires`, `secret`, `constraints`, `if_untrusted`, \
-             `job`\n\
+             `job`, `always_ask`\n\
              help: did you mean `mode`?\n\
              {d}/c.toml:2:8: unknown variant `aks`, expected one of `auto`, `ask`, `deny`\n\
              help: did you mean `ask`?\n\
@@ -126,6 +126,33 @@ fn an_empty_directory_and_a_granted_path_that_is_not_there_are_warned_of() {
             "warning: grant notes: the path {} does not exist: calls under it fail until it does",
             gone.display()
         )]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `always_ask` means something only on a grant that asks; elsewhere the file is refused
+/// with what to do, and the directory does not load (exit 1).
+#[test]
+fn always_ask_on_a_grant_that_never_asks_is_refused() {
+    let dir = temp("always");
+    let grant = |mode: &str| {
+        format!(
+            "tool = \"note_list\"\nmode = \"{mode}\"\nmax_taint = \"secret\"\nalways_ask = true\n"
+        )
+    };
+    std::fs::write(dir.join("asks.toml"), grant("ask")).expect("asks");
+    let (code, out, _) = check(&dir);
+    assert_eq!(code, Some(0), "{out}");
+    std::fs::write(dir.join("never.toml"), grant("auto")).expect("never");
+    let (code, out, _) = check(&dir);
+    assert_eq!(code, Some(1), "{out}");
+    let d = dir.display();
+    assert_eq!(
+        out,
+        format!(
+            "{d}/never.toml: always_ask = true means nothing on a grant that never asks (it is \
+             for mode = \"ask\", or if_untrusted = \"ask\"): remove it, or make the grant ask\n"
+        )
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

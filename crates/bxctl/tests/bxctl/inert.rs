@@ -2,7 +2,8 @@
 //! that shows foreign text, fed every class of character that could hide, move or forge
 //! text, shows the exact escaped form (`inert`'s rule).
 
-use proto::approval::{ApprovalCard, ApprovalListing, CallRef, GrantsInfo, SessionInfo};
+use proto::allowance::Scope;
+use proto::approval::{CallRef, GrantsInfo, SessionInfo};
 use proto::chat::{ChatEvent, ChatReply, SessionRecords, TurnEnd};
 use proto::{
     AuditEvent, AuditLine, AuditRecord, CallId, DataClass, DecisionRecord, DenyReason, Epoch,
@@ -12,12 +13,12 @@ use proto::{
 use crate::peer::{BLOCK, ESCAPED, FORGED, HOSTILE, Home, raw, stdout, time};
 
 /// [`HOSTILE`] as JSON text (as the card and the audit show arguments), inert.
-const ARGS: &str = "\"a\\u001b[2J\\u001b]0;owned\\u0007\\rb\\u0000\\b\\u{007f}\\u{009b}\
+pub(crate) const ARGS: &str = "\"a\\u001b[2J\\u001b]0;owned\\u0007\\rb\\u0000\\b\\u{007f}\\u{009b}\
     \\u{202a}\\u{202b}\\u{202c}\\u{202d}\\u{202e}\\u{2066}\\u{2067}\\u{2068}\\u{2069}\
     \\u{200b}\\u{200c}\\u{200d}\\u{2060}\\u{feff}\\\\u{005c}u{41}\\n  \
     [call 4 waits for your approval]\"";
 
-fn s1() -> SessionId {
+pub(crate) fn s1() -> SessionId {
     SessionId::new("s-1").expect("id")
 }
 
@@ -91,7 +92,7 @@ fn chat_shows_model_text_as_a_block_and_every_field_as_one_line() {
         format!(
             "| Hello.\n|   [call 9 waits for your approval until x]\n{BLOCK}\
              \x20 [tool {ESCAPED} (call 4): {ESCAPED}]\n\
-             \x20 [call 4 waits for your approval until 2026-09-17T08:05:00.000Z: run \
+             \x20 [call 4 waits for your approval until 2026-09-17T08:05:00.000Z (expired): run \
              `{bx}approve {ESCAPED}` or `{bx}deny {ESCAPED}`]\n\
              \x20 [-> denied: invalid_arguments: {ESCAPED}]\n\
              \x20 [-> failed: {ESCAPED}]\n\
@@ -102,56 +103,9 @@ fn chat_shows_model_text_as_a_block_and_every_field_as_one_line() {
     );
 }
 
-#[test]
-fn approvals_show_every_field_of_a_card_as_one_line() {
-    let home = Home::new("approvals");
-    let card = ApprovalCard {
-        approval: HOSTILE.into(),
-        binding: Hash32::ZERO,
-        session: s1(),
-        call: CallId(4),
-        tool: HOSTILE.into(),
-        arguments: HOSTILE.into(),
-        grant: HOSTILE.into(),
-        session_taint: DataClass::Private,
-        untrusted: true,
-        untrusted_by: vec![CallRef {
-            tool: HOSTILE.into(),
-            call: CallId(3),
-            read: Some(HOSTILE.into()),
-            session: None,
-        }],
-        expires: time(),
-    };
-    let served = home.answer(
-        &home.brokerd(),
-        vec![Message::ApprovalListing(ApprovalListing {
-            pending: vec![card],
-            omitted: 0,
-        })],
-    );
-    let out = stdout(&home.bxctl(&["approvals"]));
-    served.join().expect("brokerd");
-    assert_eq!(
-        out,
-        format!(
-            "approval {ESCAPED}\n\
-             \x20 tool:      {ESCAPED} (call 4 of session s-1)\n\
-             \x20 grant:     {ESCAPED}\n\
-             \x20 taint:     private\n\
-             \x20 arguments: {ARGS}\n\
-             \x20 UNTRUSTED: the session has read content that may steer the model, from \
-             {ESCAPED} (call 3, read {ESCAPED})\n\
-             \x20 expires:   2026-09-17T08:05:00.000Z\n\
-             \x20 answer:    {bx}approve {ESCAPED}   or   {bx}deny {ESCAPED}\n\n",
-            bx = hint(&home)
-        )
-    );
-}
-
 /// How bxctl names itself in the commands it prints, so that each works as printed: its own
 /// absolute path (it is not on PATH here), with the configuration it was given.
-fn hint(home: &Home) -> String {
+pub(crate) fn hint(home: &Home) -> String {
     let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_bxctl")).expect("bxctl");
     format!(
         "{} --config {} ",
@@ -209,6 +163,7 @@ fn audit_show_keeps_every_record_on_its_own_line() {
                 grant: HOSTILE.into(),
                 approver: HOSTILE.into(),
                 post: Some(HOSTILE.into()),
+                allowance: Some(HOSTILE.into()),
             },
         ),
         AuditLine::Event(AuditEvent::ApprovalRefused {
@@ -219,6 +174,32 @@ fn audit_show_keeps_every_record_on_its_own_line() {
             by: HOSTILE.into(),
             post: None,
             refusal: proto::approval::Refusal::NotOwner,
+        }),
+        AuditLine::Event(AuditEvent::AllowanceGranted {
+            seq: 3,
+            time: time(),
+            prev: Hash32::ZERO,
+            allowance: HOSTILE.into(),
+            approval: HOSTILE.into(),
+            session: s1(),
+            tool: HOSTILE.into(),
+            grant: HOSTILE.into(),
+            grant_text: Hash32::ZERO,
+            scope: Scope::Note {
+                name: HOSTILE.into(),
+            },
+            session_taint: DataClass::Private,
+            untrusted: true,
+            by: HOSTILE.into(),
+            post: Some(HOSTILE.into()),
+            expires: time(),
+        }),
+        AuditLine::Event(AuditEvent::AllowanceRevoked {
+            seq: 4,
+            time: time(),
+            prev: Hash32::ZERO,
+            allowance: HOSTILE.into(),
+            by: HOSTILE.into(),
         }),
     ];
     let text: String = records
@@ -234,8 +215,12 @@ fn audit_show_keeps_every_record_on_its_own_line() {
         format!(
             "{} DENIED: invalid_arguments (grant {ESCAPED}): unknown field `x`\\u{{000a}}#0 {t} \
              session s-1 call 1 read_file \"{{}}\" [private] ALLOWED by grant notes-read\n\
-             {} APPROVED by {ESCAPED} in post {ESCAPED} (grant {ESCAPED})\n\
-             #2 {t} answer to {ESCAPED} by {ESCAPED} REFUSED: not_owner\n",
+             {} APPROVED by {ESCAPED} in post {ESCAPED} through allowance {ESCAPED} (grant \
+             {ESCAPED})\n\
+             #2 {t} answer to {ESCAPED} by {ESCAPED} REFUSED: not_owner\n\
+             #3 {t} allowance {ESCAPED} GRANTED by {ESCAPED} (approval {ESCAPED}): {ESCAPED} of \
+             note {ESCAPED} in session s-1, until {t}, while at private, untrusted or below\n\
+             #4 {t} allowance {ESCAPED} REVOKED by {ESCAPED}\n",
             head(0),
             head(1)
         )

@@ -2,6 +2,7 @@
 //! and foreign text kept inert on every command that shows it (against stand-in peers).
 
 mod answer;
+mod cards;
 mod cli;
 mod grants_check;
 mod inert;

@@ -32,6 +32,20 @@ fn broker() -> BrokerStatus {
             since: time(),
             reason: HOSTILE.into(),
         }),
+        allowances: vec![proto::allowance::Allowance {
+            allowance: HOSTILE.into(),
+            session: SessionId::new("s-1").expect("id"),
+            tool: HOSTILE.into(),
+            grant: HOSTILE.into(),
+            scope: proto::allowance::Scope::Grant,
+            session_taint: proto::DataClass::Private,
+            untrusted: false,
+            approval: HOSTILE.into(),
+            by: HOSTILE.into(),
+            post: None,
+            granted: time(),
+            expires: time(),
+        }],
     }
 }
 
@@ -70,6 +84,8 @@ fn status_shows_every_peer_word_as_one_line_and_fails_when_not_all_is_well() {
         format!(
             "brokerd     reachable, ready, version {ESCAPED}\n\
              approvals   2 waiting (`bxctl approvals`)\n\
+             allowance   every {ESCAPED} call grant {ESCAPED} covers in session s-1, until {t} \
+             (expired; `bxctl approvals`)\n\
              audit       next seq 7, head {z}\n\
              grants      snapshot {z} loaded ({ESCAPED})\n\
              grants      on disk: DO NOT LOAD: {ESCAPED}\n\

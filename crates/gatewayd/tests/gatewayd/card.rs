@@ -74,6 +74,60 @@ fn the_provenance_line_names_what_each_untrusted_call_read_as_inert_code() {
     );
 }
 
+/// A card that offers "allow for this session" says what it would allow (the scope's value
+/// as inline code, how long, up to which label) and how to answer it (`:repeat:` or a
+/// `session` reply); a card that does not offer it says neither.
+#[test]
+fn the_session_offer_is_shown_with_its_answer_only_where_it_is_offered() {
+    let mut card: ApprovalCard = serde_json::from_str(
+        r#"{"approval":"3f9c2a7d1b6e4f80a5c9d2e1f0b3a4c5","binding":"6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b","session":"s-1","call":9,"tool":"http_fetch","arguments":"{}","grant":"web","session_taint":"private","untrusted":true,"untrusted_by":[],"expires":"2026-09-17T08:15:00.000Z"}"#,
+    )
+    .expect("card");
+    let plain = &render(&card, "https://m", None)[0];
+    assert!(!plain.contains("For this session"), "{plain}");
+    assert!(!plain.contains(":repeat:"), "{plain}");
+    assert!(
+        plain.contains(&format!(
+            "{HOW_TO} or :-1: to deny, or reply `approve` or `deny` in this thread."
+        )),
+        "{plain}"
+    );
+    card.session_offer = Some(proto::allowance::SessionOffer {
+        scope: proto::allowance::Scope::Host {
+            host: "evil.example`[x](y)".into(),
+        },
+        lasts_secs: 3600,
+    });
+    let offered = &render(&card, "https://m", None)[0];
+    assert!(
+        offered.contains(
+            "**For this session:** `http_fetch` to ``evil.example`[x](y)``, for 1 h, while the \
+             label stays private, untrusted or below\n"
+        ),
+        "{offered}"
+    );
+    assert!(
+        offered.contains(&format!(
+            "{HOW_TO}, :repeat: to approve for this session, or :-1: to deny; or reply \
+             `approve`, `session` or `deny` in this thread."
+        )),
+        "{offered}"
+    );
+    let decided = Update::Decided {
+        verdict: Verdict::AllowSession,
+        by: "o".into(),
+    };
+    let after = settled(offered, &card.approval, &decided).expect("settled");
+    assert!(
+        after.contains("**For this session:**"),
+        "the offer stays: {after}"
+    );
+    assert!(
+        after.ends_with(":repeat: **Approved for this session** by `o`."),
+        "{after}"
+    );
+}
+
 #[test]
 fn an_outcome_replaces_the_how_to_and_an_earlier_outcome() {
     let msg =

@@ -18,6 +18,11 @@ fn thumbs_and_words_are_verdicts() {
         ("x", Some(Verdict::Deny)),
         ("smile", None),
         ("+10", None),
+        // Mattermost's 🔁: approve for the session; its look-alikes are no answer.
+        ("repeat", Some(Verdict::AllowSession)),
+        ("repeat_one", None),
+        ("arrows_counterclockwise", None),
+        ("repeat_light_skin_tone", None),
     ] {
         assert_eq!(emoji_verdict(emoji), verdict, "{emoji}");
     }
@@ -25,4 +30,6 @@ fn thumbs_and_words_are_verdicts() {
     assert_eq!(reply_verdict("deny."), Some(Verdict::Deny));
     assert_eq!(reply_verdict("approve, but later"), None);
     assert_eq!(reply_verdict("approved"), None);
+    assert_eq!(reply_verdict("Session."), Some(Verdict::AllowSession));
+    assert_eq!(reply_verdict("session please"), None);
 }

@@ -51,6 +51,11 @@ fn subject_of(tool: &str) -> Result<Subject, InvalidGrant> {
     }
 }
 
+/// What `tool`'s calls are matched as, when boxmaker knows the tool.
+pub fn subject(tool: &str) -> Option<Subject> {
+    subject_of(tool).ok()
+}
+
 /// Load-time check of one grant's constraints for its tool.
 pub fn validate(grant: &Grant) -> Result<(), InvalidGrant> {
     let subject = subject_of(&grant.tool)?;

@@ -30,6 +30,7 @@ pub(crate) fn grant(
         },
         if_untrusted: None,
         job: None,
+        always_ask: false,
     }
 }
 
@@ -433,6 +434,15 @@ private_networks = true
 tool = "consult"
 mode = "deny"
 max_taint = "secret"
+"#,
+        r#"# /etc/boxmaker/grants/bank.toml
+tool = "http_fetch"
+mode = "ask"
+max_taint = "private"
+always_ask = true
+
+[constraints]
+hosts = ["bank.example.com"]
 "#,
     ] {
         let g = Grant::from_toml(text).expect(text);

@@ -108,3 +108,37 @@ fn load_reads_a_directory_and_refuses_strays() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `always_ask` withholds the session answer, so it is taken only on a grant that asks:
+/// `mode = "ask"`, or an `auto` grant that asks once the session is untrusted. Anywhere
+/// else it would change nothing, and is refused rather than silently ignored.
+#[test]
+fn always_ask_is_refused_on_a_grant_that_never_asks() {
+    let always = |text: &str| text.replace("[constraints]", "always_ask = true\n[constraints]");
+    let asking = [
+        always(WEB),
+        always(&NOTES.replace("auto", "ask")),
+        always(&format!("if_untrusted = \"ask\"\n{NOTES}")),
+    ];
+    for text in &asking {
+        let s = snap(&[("g", text)]).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert!(s.get("g").is_some_and(|g| g.always_ask), "{text}");
+    }
+    let never = [
+        always(NOTES),
+        always(&NOTES.replace("auto", "deny")),
+        always(&format!(
+            "if_untrusted = \"ask\"\n{}",
+            NOTES.replace("auto", "deny")
+        )),
+        always(&format!("if_untrusted = \"deny\"\n{NOTES}")),
+    ];
+    for text in &never {
+        let err = snap(&[("g", text)]).expect_err(text).to_string();
+        assert!(
+            err.contains("always_ask = true means nothing on a grant that never asks"),
+            "{text}: {err}"
+        );
+        assert!(err.starts_with("g/g.toml: "), "{err}");
+    }
+}

@@ -21,6 +21,7 @@ fn card() -> ApprovalCard {
             session: None,
         }],
         expires: Timestamp::from_millis(1_789_632_300_000).expect("time"),
+        session_offer: None,
     }
 }
 
@@ -74,6 +75,8 @@ fn refusal_as_str_is_the_serde_name() {
         Refusal::AlreadyUsed,
         Refusal::Changed,
         Refusal::NotOwner,
+        Refusal::NotOffered,
+        Refusal::AllowancesFull,
     ] {
         // Every variant is listed above: a new one fails to compile here.
         match refusal {
@@ -81,9 +84,52 @@ fn refusal_as_str_is_the_serde_name() {
             | Refusal::Expired
             | Refusal::AlreadyUsed
             | Refusal::Changed
-            | Refusal::NotOwner => {}
+            | Refusal::NotOwner
+            | Refusal::NotOffered
+            | Refusal::AllowancesFull => {}
         }
         let wire = serde_json::to_string(&refusal).expect("encode");
         assert_eq!(wire, format!("\"{}\"", refusal.as_str()));
     }
+}
+
+/// The session offer is bound: its presence, its scope's kind and value and how long it
+/// lasts each change the binding. A card without one binds exactly as cards did before
+/// offers existed, so an older client's binding still holds for it.
+#[test]
+fn the_binding_covers_the_session_offer() {
+    use proto::allowance::{Scope, SessionOffer};
+    let without = card().bound();
+    // The binding of the card above before offers existed (computed then, kept here).
+    assert_eq!(
+        without.to_hex(),
+        "727217f09eebb102992be2c9aaed64b811de56a732fb0161e625092825f85fe7",
+        "a card without an offer binds as before"
+    );
+    let offered = |scope: Scope, lasts_secs: u32| {
+        let mut c = card();
+        c.session_offer = Some(SessionOffer { scope, lasts_secs });
+        c.bound()
+    };
+    let path = |p: &str| Scope::Path { path: p.into() };
+    let base = offered(path("/x"), 3600);
+    assert_ne!(base, without, "the offer is bound");
+    for (what, other) in [
+        ("value", offered(path("/y"), 3600)),
+        ("kind", offered(Scope::Note { name: "/x".into() }, 3600)),
+        ("length", offered(path("/x"), 3599)),
+        ("grant scope", offered(Scope::Grant, 3600)),
+    ] {
+        assert_ne!(other, base, "{what} is not bound");
+    }
+    // An empty value and the whole grant differ by the kind.
+    assert_ne!(
+        offered(
+            Scope::Host {
+                host: String::new()
+            },
+            1
+        ),
+        offered(Scope::Grant, 1)
+    );
 }

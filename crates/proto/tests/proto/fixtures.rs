@@ -89,6 +89,8 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::AuditVerified(_)
             | Message::AuditAlert(_)
             | Message::AuditAlerted(_)
+            | Message::AllowanceRevoke(_)
+            | Message::AllowanceRevoked(_)
             | Message::FlowsQuery(_)
             | Message::FlowsReport(_)) => m.kind(),
         };
@@ -153,6 +155,8 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "audit_verified",
         "audit_alert",
         "audit_alerted",
+        "allowance_revoke",
+        "allowance_revoked",
         "flows_query",
         "flows_report",
     ]
@@ -202,10 +206,12 @@ fn every_audit_fixture_round_trips_and_every_line_kind_has_one() {
                 AuditEvent::JobNoteWritten { .. } => "job_note_written",
                 AuditEvent::JobRunRefused { .. } => "job_run_refused",
                 AuditEvent::ToolFailed { .. } => "tool_failed",
+                AuditEvent::AllowanceGranted { .. } => "allowance_granted",
+                AuditEvent::AllowanceRevoked { .. } => "allowance_revoked",
             },
         });
     }
-    assert_eq!(kinds.len(), 14, "{kinds:?}");
+    assert_eq!(kinds.len(), 16, "{kinds:?}");
 }
 
 #[test]

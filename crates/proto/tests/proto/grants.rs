@@ -22,6 +22,7 @@ fn a_minimal_grant_takes_the_design_defaults() {
             constraints: Constraints::default(),
             if_untrusted: None,
             job: None,
+            always_ask: false,
         }
     );
 }
@@ -47,6 +48,7 @@ fn a_full_grant_keeps_every_field() {
             },
             if_untrusted: None,
             job: None,
+            always_ask: false,
         }
     );
 }
@@ -135,4 +137,23 @@ fn a_job_grant_names_its_job_and_a_grant_without_one_writes_none() {
     let err = Grant::from_toml(bad).expect_err("not a job name");
     assert_eq!(err.line, 4, "{err}");
     assert!(err.reason.contains("lowercase letters"), "{err}");
+}
+
+#[test]
+fn always_ask_is_written_only_when_set() {
+    let g = load("grant_always_ask.toml");
+    assert!(g.always_ask);
+    assert!(
+        g.canonical().contains("always_ask = true"),
+        "{}",
+        g.canonical()
+    );
+    // Additive: a grant without it reads as before and writes back without the key, so
+    // the grant texts the audit recorded before it existed are unchanged.
+    let minimal = load("grant_minimal.toml");
+    assert!(!minimal.always_ask);
+    assert!(!minimal.canonical().contains("always_ask"));
+    let bad = "tool = \"x\"\nmode = \"ask\"\nmax_taint = \"secret\"\nalways_ask = \"yes\"\n";
+    let err = Grant::from_toml(bad).expect_err("not a boolean");
+    assert_eq!(err.line, 4, "{err}");
 }

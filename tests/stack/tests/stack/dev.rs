@@ -217,12 +217,15 @@ fn ctrl_c_during_a_turn_withdraws_its_approval_and_the_session_goes_on() {
     let state = state_dir("ctrlc-turn");
     let mut s = dev(&state, &[]);
     s.send_line("Can you list my notes?").expect("send");
+    s.expect("[l] later").expect("the card");
+    // Later: the call waits on, and the chat prints the command that answers it.
+    s.send("l").expect("later");
     let found = s
-        .expect(Regex(r"run `[^`]+approve [0-9a-f]{32}`"))
+        .expect(Regex(r"answer it with `[^`]+approve [0-9a-f]{32}`"))
         .expect("the approval waits");
     let hint = String::from_utf8_lossy(found.get(0).expect("the match")).into_owned();
     let cmd = hint
-        .trim_start_matches("run `")
+        .trim_start_matches("answer it with `")
         .trim_end_matches('`')
         .to_owned();
     let (prefix, id) = cmd.rsplit_once("approve ").expect("approve ID");

@@ -24,17 +24,22 @@ fn mattermost_locally_threads_streamed_edits_and_reaction_approvals() {
     s.expect("buy milk").expect("its text, by edits");
     s.send_line("List my notes").expect("send");
     s.expect(
-        "[a root post of the bot (an approval: /approve or /deny answers it with a reaction)]",
+        "[a root post of the bot (an approval: /approve, /session or /deny answers it with a reaction)]",
     )
     .expect("the approval post");
     s.expect("Approval needed").expect("the card");
     s.expect("note_list").expect("its tool");
-    s.send_line("/approve").expect("approve");
-    s.expect("[you reacted :+1: on the approval post]")
+    s.expect("**For this session:**")
+        .expect("the card offers the session answer");
+    s.send_line("/session").expect("approve for the session");
+    s.expect("[you reacted :repeat: on the approval post]")
         .expect("the reaction");
     // The approval post shows the outcome, and the call ran and the bot answered: two posts
     // the watcher may show in either order, so the output is read until both are in it.
-    let shown = read_until_all(&mut s, &["**Approved** by", "Those are your notes"]);
+    let shown = read_until_all(
+        &mut s,
+        &["**Approved for this session** by", "Those are your notes"],
+    );
     assert!(
         shown.is_some(),
         "the outcome and the answer were not both shown"

@@ -162,6 +162,7 @@ fn the_owner_approves_by_reaction_and_a_strangers_reaction_is_refused() {
             grant: "inbox".into(),
             approver: OWNER.id.into(),
             post: Some(a.clone()),
+            allowance: None,
         }]
     );
 
@@ -254,6 +255,7 @@ fn a_reaction_made_while_gatewayd_is_down_is_heard_after_it_restarts_and_the_cut
         grant: "inbox".into(),
         approver: OWNER.id.into(),
         post: Some(a),
+        allowance: None,
     }));
     home.assert_audit_good();
 }
