@@ -231,6 +231,25 @@ fn the_table() {
             vec![("private_out", None, "home-read", "web", "api.example.org")],
         ),
         (
+            "overlapping: a file below another tool's secret grant is read secret",
+            vec![
+                ("home-read", read("/home/owner", "private", "")),
+                (
+                    "vault-list",
+                    "tool = \"list_dir\"\nmode = \"ask\"\nmax_taint = \"secret\"\n\
+                     result_class = \"secret\"\n[constraints]\npaths = [\"/home/owner/vault\"]\n"
+                        .to_owned(),
+                ),
+                ("web", web_secret.clone()),
+            ],
+            none.clone(),
+            // Reading /home/owner/vault through home-read binds what vault-list labels.
+            vec![
+                ("secret_out", None, "home-read", "web", "api.example.org"),
+                ("private_out", None, "home-read", "web", "api.example.org"),
+            ],
+        ),
+        (
             "consult is a sink",
             vec![
                 ("notes-read", notes.clone()),
