@@ -195,7 +195,7 @@ fn the_table() {
                 ),
             ],
             none.clone(),
-            vec![("private_out", None, "notes-read", "web", "x.example.org")],
+            vec![("private_out", None, "notes-read", "web", "*.example.org")],
         ),
         (
             "overlapping: listing a directory is labelled by a secret grant below it",

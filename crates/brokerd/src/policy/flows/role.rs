@@ -30,9 +30,16 @@ pub struct Role {
 /// host of `broker.consult.url` (`None`: no consult model configured).
 pub fn of(decision: &Decision, consult: Option<&str>) -> Option<Role> {
     let args = decision.args()?;
-    let host = decision
-        .grant()
-        .and_then(|(_, c)| c.host.as_ref().map(ToString::to_string));
+    let host = decision.grant().and_then(|(g, c)| {
+        let host = c.host.as_ref()?.to_string();
+        // A host tried below a `*.` entry stands for every host there: say the entry.
+        let listed = g.constraints.hosts.contains(&host);
+        let below = host
+            .split_once('.')
+            .map(|(_, rest)| format!("*.{rest}"))
+            .filter(|entry| !listed && g.constraints.hosts.contains(entry));
+        Some(below.unwrap_or(host))
+    });
     let consult = consult.map_or_else(
         || "the consult model".to_owned(),
         |h| format!("the consult model at {h}"),
