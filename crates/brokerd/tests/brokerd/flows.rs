@@ -38,6 +38,9 @@ type Row = (
     &'static str,
 );
 
+/// (what it shows, the grant files, the configuration's part, the flows expected).
+type Case = (&'static str, Vec<(&'static str, String)>, Setting, Vec<Row>);
+
 fn found(flows: &[Flow]) -> Vec<(String, Option<String>, String, String, String)> {
     flows
         .iter()
@@ -78,7 +81,7 @@ fn the_table() {
     let vault = read("/home/owner/vault", "secret", "");
     let web_private = fetch("private", "", ORG);
     let web_secret = fetch("secret", "", ORG);
-    let cases: Vec<(&str, Vec<(&str, String)>, Setting, Vec<Row>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "private notes, then an auto fetch that applies at private",
             vec![("notes-read", notes.clone()), ("web", web_private.clone())],

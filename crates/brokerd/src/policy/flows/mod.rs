@@ -17,20 +17,20 @@
 
 mod calls;
 mod role;
+mod source;
 mod text;
 
 use std::collections::BTreeSet;
 
 use proto::flows::{Flow, Severity, Step};
-use proto::tools::ToolArgs;
 use proto::{DataClass, JobName, Timestamp};
 
 use grants::Snapshot;
 
 pub use calls::UnknownTool;
 
-use super::{Labels, Outcome, SessionView, bound_labels, decide_in};
-use role::Role;
+use super::{Outcome, decide_in};
+use source::{FRESH, Source, sources};
 
 /// What the analysis needs of the configuration.
 #[derive(Debug, Clone, Default)]
@@ -62,20 +62,6 @@ impl Setting {
             }),
         }
     }
-}
-
-/// A fresh session: what a source is decided at.
-const FRESH: SessionView = SessionView {
-    taint: DataClass::Public,
-    untrusted: false,
-};
-
-/// One source: the call, its deciding grant, the label it leaves the session at.
-struct Source {
-    grant: String,
-    role: Role,
-    call: ToolArgs,
-    labels: Labels,
 }
 
 /// Every flow of `snapshot` at `now`, most severe first.
@@ -192,56 +178,6 @@ fn flow(severity: Severity, job: Option<&JobName>, s: &Source, sink: Step, text:
         sink,
         text,
     }
-}
-
-/// The calls a fresh session of `job`'s scope is allowed without asking whose result
-/// carries a label, each with the label it leaves the session at: the labels of every
-/// grant covering the call (what `decide_in` joins) and of every grant reaching the path a
-/// tool unit binds (what the runner joins, `bound_labels`). One per grant and label.
-fn sources(
-    snapshot: &Snapshot,
-    calls: &[ToolArgs],
-    job: Option<&JobName>,
-    consult: Option<&str>,
-    now: Timestamp,
-) -> Vec<Source> {
-    let mut seen = BTreeSet::new();
-    let mut out = Vec::new();
-    for call in calls {
-        let decision = decide_in(snapshot, call, FRESH, job, now);
-        let Outcome::Allow {
-            grant_id,
-            approval: None,
-        } = decision.outcome()
-        else {
-            continue;
-        };
-        let (Some(labels), Some(args), Some(role)) = (
-            decision.labels(),
-            decision.args(),
-            role::of(&decision, consult),
-        ) else {
-            continue;
-        };
-        let labels = match args {
-            ToolArgs::ReadFile(a) => labels.join(bound_labels(snapshot, &[&a.path], false)),
-            ToolArgs::ListDir(a) => labels.join(bound_labels(snapshot, &[&a.path], true)),
-            _ => labels,
-        };
-        if labels == Labels::NONE {
-            continue;
-        }
-        let key = (grant_id.to_owned(), labels.class, labels.untrusted);
-        if seen.insert(key) {
-            out.push(Source {
-                grant: grant_id.to_owned(),
-                role,
-                call: args.clone(),
-                labels,
-            });
-        }
-    }
-    out
 }
 
 /// The report brokerd answers `flows_query` with and `brokerd --flows --json` prints.

@@ -4,7 +4,7 @@ use proto::{DataClass, JobName};
 
 use grants::Snapshot;
 
-use super::Source;
+use super::source::Source;
 
 /// "a hijacked model" in an ordinary session, or in a job's runs.
 fn who(job: Option<&JobName>) -> String {
