@@ -203,6 +203,28 @@ pub enum AuditEvent {
         claimed: JobName,
         reason: String,
     },
+    /// The owner pinned an MCP server (`bxctl mcp pin`): from now on its tools are offered
+    /// as `tools` say, and a call runs only while the server's live list hashes to `hash`.
+    McpPinned {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        by: String,
+        server: String,
+        hash: Hash32,
+        tools: Vec<String>,
+    },
+    /// An MCP server asked the client something during a call (sampling, elicitation,
+    /// roots, ...): every request was refused, and none reached the model or the owner.
+    McpRefused {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        session: SessionId,
+        call: CallId,
+        server: String,
+        refused: Vec<crate::mcp::McpRefused>,
+    },
 }
 
 /// One stored line that is not a link of the chain, as a recovery record names it.
@@ -257,7 +279,9 @@ impl AuditLine {
                 | AuditEvent::JobRunEnded { seq, .. }
                 | AuditEvent::ToolFailed { seq, .. }
                 | AuditEvent::JobNoteWritten { seq, .. }
-                | AuditEvent::JobRunRefused { seq, .. },
+                | AuditEvent::JobRunRefused { seq, .. }
+                | AuditEvent::McpPinned { seq, .. }
+                | AuditEvent::McpRefused { seq, .. },
             ) => *seq,
         }
     }
@@ -276,7 +300,9 @@ impl AuditLine {
                 | AuditEvent::JobRunEnded { prev, .. }
                 | AuditEvent::ToolFailed { prev, .. }
                 | AuditEvent::JobNoteWritten { prev, .. }
-                | AuditEvent::JobRunRefused { prev, .. },
+                | AuditEvent::JobRunRefused { prev, .. }
+                | AuditEvent::McpPinned { prev, .. }
+                | AuditEvent::McpRefused { prev, .. },
             ) => *prev,
         }
     }
@@ -295,7 +321,9 @@ impl AuditLine {
                 | AuditEvent::JobRunEnded { time, .. }
                 | AuditEvent::ToolFailed { time, .. }
                 | AuditEvent::JobNoteWritten { time, .. }
-                | AuditEvent::JobRunRefused { time, .. },
+                | AuditEvent::JobRunRefused { time, .. }
+                | AuditEvent::McpPinned { time, .. }
+                | AuditEvent::McpRefused { time, .. },
             ) => *time,
         }
     }

@@ -44,6 +44,8 @@ pub enum Failure {
     Binary,
     /// A note tool's invocation names no notes directory (brokerd always sends one).
     NoNotesDir,
+    /// An MCP call sent to the plain tool mode: it runs as `boxmaker-tool mcp-call`.
+    McpNotHere,
     /// A file in the note's place larger than any note brokerd writes.
     NoteTooLarge { size: u64 },
     /// `note_search`: the query (an FTS5 syntax error, say) or an index partition.
@@ -221,6 +223,7 @@ impl fmt::Display for Failure {
                 f.write_str("not UTF-8 text (a NUL byte in the first 8 KiB: binary content)")
             }
             Self::NoNotesDir => f.write_str("the invocation names no notes directory"),
+            Self::McpNotHere => f.write_str("an MCP call runs as `boxmaker-tool mcp-call`"),
             Self::NoteTooLarge { size } => write!(
                 f,
                 "the note is {size} bytes, over the {} a note may hold (not read)",
@@ -390,7 +393,7 @@ impl std::error::Error for Failure {
             Self::Net(e) => e.source(),
             Self::Consult(e) => e.source(),
             Self::Search(e) => e.source(),
-            Self::Binary | Self::NoNotesDir | Self::NoteTooLarge { .. } => None,
+            Self::Binary | Self::NoNotesDir | Self::McpNotHere | Self::NoteTooLarge { .. } => None,
         }
     }
 }

@@ -43,7 +43,11 @@ impl Broker {
             .grant()
             .and_then(|(g, _)| g.constraints.max_class)
             .unwrap_or(proto::DataClass::Secret);
-        let (labels, outcome) = match tool_spec::build(&self.config, req, &decision) {
+        let (labels, outcome) = if let ToolArgs::Mcp(call) = args {
+            let call = call.clone();
+            self.run_mcp(req, decision, snapshot, labels, &call)?
+        } else {
+            match tool_spec::build(&self.config, req, &decision) {
             Ok(mut spec) => {
                 let labels = match &spec.bind {
                     Some(b) => {
@@ -67,6 +71,7 @@ impl Broker {
                 }
             }
             Err(e) => (labels, RunOutcome::failed(e.to_string())),
+            }
         };
         let labels = labels
             .join(self.context.for_logs(of_logs))

@@ -338,6 +338,8 @@ pub enum InvalidGrant {
     PrivateNetworksOnDeny,
     /// `constraints.private_networks` on an `http_fetch` grant that lists only addresses.
     PrivateNetworksNoNames,
+    /// An MCP grant's name, `args` or hosts (`super::mcp`).
+    Mcp(super::mcp_error::McpGrantError),
 }
 
 impl fmt::Display for InvalidGrant {
@@ -367,6 +369,7 @@ impl fmt::Display for InvalidGrant {
                          name to match"
                     }
                     Subject::Note => "it works on brokerd's notes; patterns narrow the note names",
+                    Subject::Mcp => "its arguments are matched by constraints.args pointers",
                 };
                 write!(
                     f,
@@ -396,6 +399,7 @@ impl fmt::Display for InvalidGrant {
                 "constraints.private_networks is for host names, and every entry of \
                  constraints.hosts is an IP address (reached as listed): remove it",
             ),
+            Self::Mcp(e) => e.fmt(f),
         }
     }
 }
@@ -441,6 +445,8 @@ pub enum Mismatch {
         value: String,
         patterns: Vec<String>,
     },
+    /// An MCP call's arguments against the grant's `constraints.args`.
+    Args(super::mcp_error::ArgMismatch),
 }
 
 impl fmt::Display for Mismatch {
@@ -467,12 +473,15 @@ impl fmt::Display for Mismatch {
             } => {
                 // A prompt is named, not repeated: it can be long, and it is the model's own.
                 match subject {
-                    Subject::Path | Subject::Url | Subject::Note => write!(f, "{value:?}")?,
+                    Subject::Path | Subject::Url | Subject::Note | Subject::Mcp => {
+                        write!(f, "{value:?}")?
+                    }
                     Subject::Prompt => f.write_str("the prompt")?,
                 }
                 let list: Vec<String> = patterns.iter().map(|p| format!("{p:?}")).collect();
                 write!(f, " matches none of the patterns {}", list.join(", "))
             }
+            Self::Args(e) => e.fmt(f),
         }
     }
 }
