@@ -1,4 +1,5 @@
-//! loopd's side of broker.sock: one tool request, its pending-approval notice, its answer.
+//! loopd's side of broker.sock: one tool request, its pending-approval notice, its answer;
+//! and the tools a request offers (`offered`).
 
 use std::path::Path;
 
@@ -42,5 +43,18 @@ pub fn call(
             other => failed(format!("unexpected {}", other.kind())),
         },
         Err(e) => failed(e.to_string()),
+    }
+}
+
+/// The tools a chat request offers now, as brokerd says (`tools_query`): boxmaker's own and
+/// every pinned MCP tool. loopd is not trusted for them: inferproxy refuses a request whose
+/// tools hash otherwise than brokerd's answer to it (docs/decisions.md W3).
+pub fn offered(sock: &Path) -> Result<serde_json::Value, String> {
+    let mut conn = Conn::connect(sock).map_err(|e| format!("cannot reach {}: {e}", sock.display()))?;
+    let query = Message::ToolsQuery(proto::mcp::ToolsQuery {});
+    match conn.call(0, query, |_| {}).map_err(|e| e.to_string())?.msg {
+        Message::ToolsOffered(o) => serde_json::from_str(&o.tools).map_err(|e| e.to_string()),
+        Message::Error(e) => Err(format!("refused: {:?}: {}", e.code, e.detail)),
+        other => Err(format!("unexpected {}", other.kind())),
     }
 }

@@ -252,9 +252,19 @@ impl Looper {
         let max_tokens = self.config.r#loop.max_tokens;
         let system = session.system();
         let sock = self.infer_sock();
-        let Some(summary) =
-            compact::summary(&sock, self.timeout(), &system, &session, n_ctx, max_tokens)
-        else {
+        // The tools the epoch's requests offered, so the summary continues their cache.
+        let Ok(tools) = broker::offered(&self.broker_sock()) else {
+            return Ok(session);
+        };
+        let Some(summary) = compact::summary(
+            &sock,
+            self.timeout(),
+            &system,
+            &session,
+            n_ctx,
+            max_tokens,
+            &tools,
+        ) else {
             // The model cannot be reached now: the epoch goes on, a later turn compacts.
             return Ok(session);
         };
@@ -330,7 +340,19 @@ impl Looper {
                 session.summary.as_deref(),
                 &session.records,
             );
-            let body = prompt::body(messages, slot, self.config.r#loop.max_tokens);
+            // What brokerd offers now (a pin takes effect at the next request).
+            let tools = match broker::offered(&self.broker_sock()) {
+                Ok(tools) => tools,
+                Err(why) => {
+                    return Ok(ended(
+                        session.id,
+                        TurnEnd::ModelError {
+                            detail: format!("the tools to offer: brokerd: {why}"),
+                        },
+                    ));
+                }
+            };
+            let body = prompt::body(messages, slot, self.config.r#loop.max_tokens, &tools);
             let completion = llm::complete(
                 &self.infer_sock(),
                 self.timeout(),
