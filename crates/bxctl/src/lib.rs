@@ -26,6 +26,7 @@ mod jobs;
 mod loopconn;
 mod mm;
 mod mmview;
+mod mcp;
 mod notes;
 mod output;
 mod owner;
@@ -150,10 +151,40 @@ pub enum Command {
     /// The agent's notes and the labels brokerd keeps for them.
     #[command(subcommand)]
     Notes(NotesCmd),
+    /// MCP servers: their pins, and pinning what a server offers (docs/mcp.md).
+    #[command(subcommand)]
+    Mcp(McpCmd),
     /// Search every note (full-text, FTS5 query syntax), each hit with its label.
     Search {
         query: String,
         /// Print JSON instead: `{"hits": [{"name", "snippet", "class", "untrusted"}]}`.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum McpCmd {
+    /// Every configured server and its pin.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One server's pin: every tool as the model is offered it (shown inert).
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List a server's tools in a unit of its own (no network), show them, and pin them.
+    Pin {
+        name: String,
+        /// Pin without asking (after the tools are shown).
+        #[arg(long)]
+        yes: bool,
+        /// Write the pin to FILE instead (for a configuration that names its pins).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -366,6 +397,17 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             json,
         }) => notes::relabel(&config()?, &name, class, untrusted, json, out),
         Command::Search { query, json } => notes::search(&config()?, &query, json, out),
+        Command::Mcp(McpCmd::List { json }) => mcp::list(&config()?, json, out),
+        Command::Mcp(McpCmd::Show { name, json }) => mcp::show(&config()?, &name, json, out),
+        Command::Mcp(McpCmd::Pin {
+            name,
+            yes,
+            out: file,
+            json,
+        }) => {
+            let stdin = std::io::stdin();
+            mcp::pin(&config()?, &name, yes, file.as_deref(), json, &mut stdin.lock(), out)
+        }
         Command::Jobs { json } => jobs::list(&config()?, json, out),
         Command::Job(JobCmd::Run { name, json }) => {
             jobs::run(&config()?, &config_path, &name, json, out)
