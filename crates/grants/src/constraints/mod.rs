@@ -217,9 +217,12 @@ pub fn for_call(grant: &Grant, args: &ToolArgs) -> bool {
 /// patterns narrow only a single bound file, an empty list (a deny grant's "every value")
 /// reaches everything, and a grant of a tool that reads no paths reaches nothing.
 pub fn reaches(grant: &Grant, bound: &str, subtree: bool) -> bool {
-    // An MCP grant's paths are bound into its server's unit: they reach like a read's.
-    if !matches!(subject_of(&grant.tool), Ok(Subject::Path | Subject::Mcp)) {
-        return false;
+    match subject_of(&grant.tool) {
+        Ok(Subject::Path) => {}
+        // An MCP grant's paths are bound into its server's unit: they reach like a read's.
+        // Without paths it binds nothing, so it reaches nothing (not "every value").
+        Ok(Subject::Mcp) if !grant.constraints.paths.is_empty() => {}
+        _ => return false,
     }
     let c = &grant.constraints;
     let patterns_allow = || subtree || any_pattern_matches(&c.patterns, bound);

@@ -33,6 +33,8 @@ mod job_runs;
 mod jobs;
 mod labels;
 mod laundering;
+mod mcp;
+mod mcp_poison;
 mod memory;
 mod notes;
 mod notes_bad;
