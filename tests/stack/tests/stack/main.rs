@@ -34,6 +34,7 @@ mod jobs;
 mod labels;
 mod laundering;
 mod mcp;
+mod mcp_agent;
 mod mcp_poison;
 mod memory;
 mod notes;
