@@ -76,6 +76,11 @@ pub enum DevError {
         path: PathBuf,
         source: proto::TomlError,
     },
+    /// `STATE/mcp.toml` is not `[[mcp]]` entries alone.
+    Mcp {
+        path: PathBuf,
+        source: proto::TomlError,
+    },
     /// The signal thread could not be set up.
     Signals(io::Error),
     /// Writing what `bxctl dev` says while it starts.
@@ -187,6 +192,12 @@ impl fmt::Display for DevError {
                  `bxctl dev` adds to its config.toml",
                 path.display()
             ),
+            Self::Mcp { path, source } => write!(
+                f,
+                "{}: {source}\nhelp: it holds only [[mcp]] entries (docs/mcp.md), which \
+                 `bxctl dev` adds to its config.toml",
+                path.display()
+            ),
             Self::Signals(e) => write!(f, "cannot watch signals: {e}"),
             Self::Say(e) => e.fmt(f),
             Self::LlamaUrl { url, reason } => write!(
@@ -250,7 +261,7 @@ impl std::error::Error for DevError {
             | Self::LlamaUrl { .. }
             | Self::NoLlamaServer { .. }
             | Self::ModelUnready { .. } => None,
-            Self::Jobs { source, .. } => Some(source),
+            Self::Jobs { source, .. } | Self::Mcp { source, .. } => Some(source),
         }
     }
 }

@@ -21,7 +21,7 @@ pub use gateway::Gateway;
 pub use infer::{Infer, Upstream};
 pub use invalid::Invalid;
 pub use jobs::{Deliver, Job, JobInvalid, MAX_PROMPT, jobs_file};
-pub use mcp::{McpInvalid, McpServer};
+pub use mcp::{McpInvalid, McpServer, mcp_file};
 pub use sockets::{INFER_SOCK, Sockets};
 
 pub const DEFAULT_PATH: &str = "/etc/boxmaker/config.toml";

@@ -39,8 +39,6 @@ pub(crate) enum Refused {
     Head(HttpError),
     /// The OS random source gave no completion id.
     NoId(getrandom::Error),
-    /// brokerd did not say which tools a request may offer (docs/decisions.md W3).
-    Offered(WitnessError),
 }
 
 impl Refused {
@@ -55,7 +53,6 @@ impl Refused {
             Self::Connect { .. } | Self::Send(_) | Self::Switching | Self::Interim => 502,
             Self::Head(_) => 502,
             Self::NoId(_) => 500,
-            Self::Offered(_) => 503,
         }
     }
 
@@ -79,7 +76,6 @@ impl Refused {
             Self::Head(_) if self.status() == 504 => "llama-server did not answer in time",
             Self::Switching | Self::Interim | Self::Head(_) => "llama-server answered badly",
             Self::NoId(_) => "inferproxy cannot name the completion to witness it",
-            Self::Offered(_) => "brokerd did not say which tools a request may offer",
         }
     }
 }
@@ -97,7 +93,6 @@ impl fmt::Display for Refused {
             Self::Switching => f.write_str("llama-server answered 101 Switching Protocols"),
             Self::Interim => write!(f, "more than {MAX_INTERIM} interim answers"),
             Self::NoId(e) => write!(f, "OS RNG: {e}"),
-            Self::Offered(e) => write!(f, "the tools offered: {e}"),
         }
     }
 }
@@ -111,8 +106,7 @@ impl std::error::Error for Refused {
             | Self::Expect { .. }
             | Self::Switching
             | Self::Interim
-            | Self::NoId(_)
-            | Self::Offered(_) => None,
+            | Self::NoId(_) => None,
         }
     }
 }

@@ -79,15 +79,7 @@ pub(crate) fn exchange(proxy: &Proxy, client: &UnixStream, who: &str) {
     let what = format!("{} {}", head.method, head.target);
     // A chat request is witnessed, or refused: never forwarded unwitnessed.
     let witness = if head.target == "/v1/chat/completions" {
-        let offered = match witness::offered(&proxy.witness_sock, infer.witness_timeout) {
-            Ok(hash) => hash,
-            Err(e) => {
-                let why = Refused::Offered(e);
-                log::error(format_args!("{who}: {what}: {}: {why}", why.status()));
-                return reply::error(client, why.status(), why.message());
-            }
-        };
-        match proto::attest::witnessable_with(&body, offered) {
+        match proto::attest::witnessable_with(&body, proxy.offered()) {
             Ok(prompt) => match Witnessing::start(prompt) {
                 Ok(w) => Some(w),
                 Err(e) => {

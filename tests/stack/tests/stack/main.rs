@@ -36,6 +36,7 @@ mod laundering;
 mod mcp;
 mod mcp_agent;
 mod mcp_poison;
+mod mcp_realpeer;
 mod memory;
 mod notes;
 mod notes_bad;
