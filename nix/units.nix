@@ -47,6 +47,8 @@
   jobs ? { },
   # When brokerd verifies its whole audit log (nix/audit-verify.nix; OnCalendar=).
   auditVerifySchedule ? "daily",
+  # When `bxctl verify` checks the live deployment (nix/verify.nix; OnCalendar=).
+  verifySchedule ? "daily",
 }:
 let
   inherit (builtins)
@@ -136,6 +138,11 @@ let
   auditVerify = import ./audit-verify.nix {
     inherit package configFile hardening adminGroup;
     schedule = auditVerifySchedule;
+  };
+
+  verify = import ./verify.nix {
+    inherit package configFile hardening adminGroup chatGroup;
+    schedule = verifySchedule;
   };
 
   config = merge (merge (if gateway == null then defaults else merge defaults gatewayDefaults) jobUnits.config) settings;
@@ -274,8 +281,13 @@ in
   timers = jobUnits.timers // {
     boxmaker-indexer = indexer.timer;
     boxmaker-audit-verify = auditVerify.timer;
+    boxmaker-verify = verify.timer;
   };
   paths.boxmaker-indexer = indexer.path;
+
+  # The static users the units run as (nix/verify.nix says why there is one); every role is
+  # a DynamicUser.
+  users = [ verify.user ];
 
   # What a change restarts or reloads, and what the configuration cannot do (nix/changes.nix).
   inherit (import ./changes.nix { inherit config grants gateway adminMembers adminGroup; }) triggers warnings;
@@ -423,6 +435,7 @@ in
   ) // jobUnits.services // {
     boxmaker-indexer = indexer.service;
     boxmaker-audit-verify = auditVerify.service;
+    boxmaker-verify = verify.service;
   };
 
   sockets = {

@@ -7,7 +7,8 @@
 # paths under a 0700 home and through a linked prefix (tests/container/grant-paths.sh), and
 # scenario (l), the indexer's units, with a test-only stand-in for the indexer
 # (tests/container/indexer.sh), and scenario (m), the audit log's daily full verification
-# (tests/container/audit-verify.sh). The
+# (tests/container/audit-verify.sh), and scenario (n), `bxctl verify` against the real units
+# and with a loosened drop-in (tests/container/verify.sh). The
 # units are the ones rendered from nix/units.nix; the binaries are bound at /opt/boxmaker/bin.
 # Ends the container with the number of failed checks as its exit code (0: all passed).
 set -uo pipefail
@@ -180,6 +181,10 @@ source /opt/boxmaker-test/indexer.sh
 # ---- (m) the audit log's daily full verification, and brokerd's checkpoint ----------------------
 # shellcheck source=tests/container/audit-verify.sh
 source /opt/boxmaker-test/audit-verify.sh
+
+# ---- (n) bxctl verify: the live deployment against what the module generated ------------------
+# shellcheck source=tests/container/verify.sh
+source /opt/boxmaker-test/verify.sh
 
 # ---- every honest prompt above was accounted for (issue 17) ----------------------------------
 scenario "attested context: no honest prompt fell back to the highest label sent"

@@ -36,6 +36,7 @@ mod signals;
 mod slash;
 mod spinner;
 mod status;
+mod verify;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -154,6 +155,9 @@ pub enum Command {
     /// MCP servers: their pins, and pinning what a server offers (docs/mcp.md).
     #[command(subcommand)]
     Mcp(McpCmd),
+    /// Check the live deployment: the model server, the units, the audit log, grants and
+    /// approvals (docs/verify.md). Exit 1 when a check failed, 2 when some could not be made.
+    Verify(verify::VerifyArgs),
     /// Search every note (full-text, FTS5 query syntax), each hit with its label.
     Search {
         query: String,
@@ -396,6 +400,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             untrusted,
             json,
         }) => notes::relabel(&config()?, &name, class, untrusted, json, out),
+        Command::Verify(args) => match &args.probe_infer {
+            Some(sock) => verify::probe(sock, out),
+            None => verify::run(&config()?, &config_path, &args, out),
+        },
         Command::Search { query, json } => notes::search(&config()?, &query, json, out),
         Command::Mcp(McpCmd::List { json }) => mcp::list(&config()?, json, out),
         Command::Mcp(McpCmd::Show { name, json }) => mcp::show(&config()?, &name, json, out),
