@@ -88,7 +88,15 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::AuditVerify(_)
             | Message::AuditVerified(_)
             | Message::AuditAlert(_)
-            | Message::AuditAlerted(_)) => m.kind(),
+            | Message::AuditAlerted(_)
+            | Message::McpQuery(_)
+            | Message::McpListing(_)
+            | Message::McpProbe(_)
+            | Message::McpProbed(_)
+            | Message::McpPin(_)
+            | Message::McpPinned(_)
+            | Message::ToolsQuery(_)
+            | Message::ToolsOffered(_)) => m.kind(),
         };
         assert!(
             name.starts_with(&format!("message_{}", kind.replace('/', "_"))),
@@ -151,6 +159,14 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "audit_verified",
         "audit_alert",
         "audit_alerted",
+        "mcp_query",
+        "mcp_listing",
+        "mcp_probe",
+        "mcp_probed",
+        "mcp_pin",
+        "mcp_pinned",
+        "tools_query",
+        "tools_offered",
     ]
     .into_iter()
     .collect();
@@ -198,10 +214,12 @@ fn every_audit_fixture_round_trips_and_every_line_kind_has_one() {
                 AuditEvent::JobNoteWritten { .. } => "job_note_written",
                 AuditEvent::JobRunRefused { .. } => "job_run_refused",
                 AuditEvent::ToolFailed { .. } => "tool_failed",
+                AuditEvent::McpPinned { .. } => "mcp_pinned",
+                AuditEvent::McpRefused { .. } => "mcp_refused",
             },
         });
     }
-    assert_eq!(kinds.len(), 14, "{kinds:?}");
+    assert_eq!(kinds.len(), 16, "{kinds:?}");
 }
 
 #[test]

@@ -326,3 +326,39 @@ fn the_result_takes_the_grants_labels_joined_with_the_label_it_was_decided_at() 
     let r = call(&home, "s-clean", 2, "mcp__fake__peek", "{}");
     assert_eq!(labels(r), (DataClass::Secret, true));
 }
+
+#[test]
+fn only_the_list_the_owner_was_shown_is_pinned() {
+    use daemon::conn::Conn;
+    use proto::mcp::{McpPin, McpProbe};
+    use proto::{ErrorCode, Hash32, Message};
+    let home = Home::new("mcp-shown", "");
+    home.mcp_server("fake", script(vec![echo()]));
+    let _d = home.start();
+    let admin = |msg: Message| {
+        let mut conn = Conn::connect(&home.admin_sock()).expect("admin");
+        conn.call(1, msg, |_| {}).expect("admin call").msg
+    };
+    let pin = |hash| {
+        admin(Message::McpPin(McpPin {
+            server: "fake".into(),
+            hash,
+        }))
+    };
+    // Nothing shown yet: nothing to pin.
+    assert!(matches!(pin(Hash32::ZERO), Message::Error(e) if e.code == ErrorCode::McpRefused));
+    let probed = match admin(Message::McpProbe(McpProbe {
+        server: "fake".into(),
+    })) {
+        Message::McpProbed(p) => p,
+        other => panic!("{other:?}"),
+    };
+    let proto::mcp::McpPinOutput::Ok { hash, .. } = probed.output else {
+        panic!("{probed:?}")
+    };
+    // Another list than the one shown is refused, and nothing is offered.
+    assert!(matches!(pin(Hash32::ZERO), Message::Error(e) if e.code == ErrorCode::McpRefused));
+    assert_eq!(home.offered().hash, proto::attest::tools_hash());
+    assert!(matches!(pin(hash), Message::McpPinned(p) if p.hash == hash));
+    assert_ne!(home.offered().hash, proto::attest::tools_hash());
+}
