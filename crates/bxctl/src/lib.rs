@@ -24,9 +24,9 @@ mod history;
 mod inline;
 mod jobs;
 mod loopconn;
+mod mcp;
 mod mm;
 mod mmview;
-mod mcp;
 mod notes;
 mod output;
 mod owner;
@@ -414,7 +414,15 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             json,
         }) => {
             let stdin = std::io::stdin();
-            mcp::pin(&config()?, &name, yes, file.as_deref(), json, &mut stdin.lock(), out)
+            mcp::pin(
+                &config()?,
+                &name,
+                yes,
+                file.as_deref(),
+                json,
+                &mut stdin.lock(),
+                out,
+            )
         }
         Command::Jobs { json } => jobs::list(&config()?, json, out),
         Command::Job(JobCmd::Run { name, json }) => {

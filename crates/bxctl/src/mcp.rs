@@ -55,7 +55,12 @@ pub fn list(config: &Config, json: bool, out: &mut dyn Write) -> Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn show(config: &Config, name: &str, json: bool, out: &mut dyn Write) -> Result<ExitCode, Error> {
+pub fn show(
+    config: &Config,
+    name: &str,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<ExitCode, Error> {
     let servers = query(config, Some(name.to_owned()))?;
     if json {
         return print_json(&proto::mcp::McpListing { servers }, out);
@@ -89,8 +94,11 @@ fn show_tools(
         writeln!(out, "\ntool mcp__{server}__{}", line(name)).map_err(Error::Output)?;
         match t.get("description").and_then(Value::as_str) {
             Some(d) => {
-                writeln!(out, "  description (the server's words, shown to the model):")
-                    .map_err(Error::Output)?;
+                writeln!(
+                    out,
+                    "  description (the server's words, shown to the model):"
+                )
+                .map_err(Error::Output)?;
                 write!(out, "{}", indent(&block(d))).map_err(Error::Output)?;
             }
             None => writeln!(out, "  no description").map_err(Error::Output)?,

@@ -136,12 +136,21 @@ pub fn summary(
     let slot = session.slot().unwrap_or(0);
     let cap = cap(n_ctx, max_tokens);
     let epoch = prompt::messages(system, session.summary.as_deref(), &session.records);
-    match ask(sock, timeout, epoch.clone(), SUMMARY_PROMPT, slot, cap, tools) {
+    match ask(
+        sock,
+        timeout,
+        epoch.clone(),
+        SUMMARY_PROMPT,
+        slot,
+        cap,
+        tools,
+    ) {
         Asked::Written(t) => return Some(t),
         Asked::Unreachable => return None,
         Asked::Unusable => {
             // The same prefix again: only the shorter instruction is new.
-            if let Asked::Written(t) = ask(sock, timeout, epoch, SHORT_PROMPT, slot, cap / 4, tools) {
+            if let Asked::Written(t) = ask(sock, timeout, epoch, SHORT_PROMPT, slot, cap / 4, tools)
+            {
                 return Some(t);
             }
         }
@@ -150,7 +159,9 @@ pub fn summary(
             let trimmed: Vec<LogRecord> =
                 session.records.iter().cloned().map(trim_result).collect();
             let messages = prompt::messages(system, session.summary.as_deref(), &trimmed);
-            if let Asked::Written(t) = ask(sock, timeout, messages, SUMMARY_PROMPT, slot, cap, tools) {
+            if let Asked::Written(t) =
+                ask(sock, timeout, messages, SUMMARY_PROMPT, slot, cap, tools)
+            {
                 return Some(t);
             }
         }

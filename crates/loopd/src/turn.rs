@@ -33,7 +33,7 @@ pub struct Looper {
     used: Mutex<HashMap<SessionId, Usage>>,
     locks: KeyedLocks<SessionId>,
     /// The tools brokerd last said a request offers (docs/decisions.md P14).
-    offered: Mutex<Option<serde_json::Value>>,
+    offered: broker::Offered,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -51,24 +51,8 @@ impl Looper {
             props: Mutex::new(None),
             used: Mutex::new(HashMap::new()),
             locks: KeyedLocks::default(),
-            offered: Mutex::new(None),
+            offered: broker::Offered::default(),
         })
-    }
-
-    /// The tools a request offers: brokerd's answer now, else (brokerd stopping or away)
-    /// its last answer, else boxmaker's own tools. inferproxy falls back alike, and nothing
-    /// a request makes the model call runs while brokerd is away.
-    fn tools(&self) -> serde_json::Value {
-        let mut last = lock(&self.offered);
-        match broker::offered(&self.broker_sock()) {
-            Ok(tools) => last.insert(tools).clone(),
-            Err(why) => {
-                daemon::log::warn(format_args!(
-                    "the tools to offer: brokerd: {why}; offering the last set it gave"
-                ));
-                last.clone().unwrap_or_else(proto::attest::definitions)
-            }
-        }
     }
 
     pub fn store(&self) -> &Store {
@@ -272,7 +256,7 @@ impl Looper {
         let system = session.system();
         let sock = self.infer_sock();
         // The tools the epoch's requests offered, so the summary continues their cache.
-        let tools = self.tools();
+        let tools = self.offered.get(&self.broker_sock());
         let Some(summary) = compact::summary(
             &sock,
             self.timeout(),
@@ -358,7 +342,7 @@ impl Looper {
                 &session.records,
             );
             // What brokerd offers now (a pin takes effect at the next request).
-            let tools = self.tools();
+            let tools = self.offered.get(&self.broker_sock());
             let body = prompt::body(messages, slot, self.config.r#loop.max_tokens, &tools);
             let completion = llm::complete(
                 &self.infer_sock(),

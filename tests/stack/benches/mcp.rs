@@ -66,7 +66,10 @@ fn bare(argv: &[String], tool: &str, arguments: &str, list: bool) -> Duration {
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#,
         true,
     );
-    ask(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, false);
+    ask(
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        false,
+    );
     if list {
         ask(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, true);
     }
@@ -136,22 +139,44 @@ fn main() {
         // The report first, as inferproxy sends it before loopd has the answer.
         let witness = witnessed(&home.witness_sock(), &offered, arguments);
         let started = Instant::now();
-        let frames = request_as(&mut conn, "s-bench", round as u64 + 1, &offered, arguments, witness);
+        let frames = request_as(
+            &mut conn,
+            "s-bench",
+            round as u64 + 1,
+            &offered,
+            arguments,
+            witness,
+        );
         broker.push(started.elapsed().as_secs_f64());
         assert!(
             matches!(stack::response(&frames), proto::ToolResponse::Result { .. }),
             "{frames:?}"
         );
     }
-    println!("MCP call of {name}, {rounds} rounds (median, range):");
-    println!("  minimal client (start, initialize, call, stop): {}", spread(&direct));
-    println!("  minimal client with one tools/list more:        {}", spread(&listed));
-    println!("  through brokerd (direct runner):                {}", spread(&broker));
-    println!(
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "MCP call of {name}, {rounds} rounds (median, range):");
+    let _ = writeln!(
+        out,
+        "  minimal client (start, initialize, call, stop): {}",
+        spread(&direct)
+    );
+    let _ = writeln!(
+        out,
+        "  minimal client with one tools/list more:        {}",
+        spread(&listed)
+    );
+    let _ = writeln!(
+        out,
+        "  through brokerd (direct runner):                {}",
+        spread(&broker)
+    );
+    let _ = writeln!(
+        out,
         "  brokerd / minimal client: {:.3}  (bound 1.2)",
         median(&broker) / median(&direct)
     );
-    println!(
+    let _ = writeln!(
+        out,
         "  one tools/list round trip: {:.2} ms; brokerd's whole cost over the client: {:.2} ms",
         (median(&listed) - median(&direct)) * 1e3,
         (median(&broker) - median(&direct)) * 1e3

@@ -27,12 +27,18 @@ impl Broker {
     ) -> Result<(Labels, RunOutcome), Fatal> {
         let failed = |labels, why: String| Ok((labels, RunOutcome::failed(why)));
         let Some(server) = self.pins.server(&call.server) else {
-            return failed(labels, format!("no MCP server {:?} is configured", call.server));
+            return failed(
+                labels,
+                format!("no MCP server {:?} is configured", call.server),
+            );
         };
         let offered = mcp::names::offered(&call.server, &call.tool).unwrap_or_default();
-        let Some((_, _, pinned)) = self.pins.current().lookup(&offered).map(|(s, t, h)| {
-            (s.to_owned(), t.name.clone(), h)
-        }) else {
+        let Some((_, _, pinned)) = self
+            .pins
+            .current()
+            .lookup(&offered)
+            .map(|(s, t, h)| (s.to_owned(), t.name.clone(), h))
+        else {
             return failed(labels, format!("{offered} is no longer pinned"));
         };
         if let Some(found) = self.pins.changed(&call.server) {
@@ -56,10 +62,7 @@ impl Broker {
         };
         // What the unit binds of the grant's paths brings the labels of every grant that
         // reaches them, as a read's bind does.
-        let bound: Vec<&str> = spec
-            .read_binds()
-            .map(|b| b.target.as_str())
-            .collect();
+        let bound: Vec<&str> = spec.read_binds().map(|b| b.target.as_str()).collect();
         let labels = labels.join(policy::bound_labels(snapshot, &bound, true));
         let (outcome, report) = self.runner.run_mcp(decision, &spec);
         if !report.refused.is_empty() {

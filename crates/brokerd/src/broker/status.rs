@@ -20,7 +20,9 @@ impl Broker {
         // The MCP servers' pins too (a pin file the owner put in place by hand, or the
         // module's); pins that do not read leave those in force.
         if let Err(e) = self.pins.reload() {
-            log::error(format_args!("MCP pins not reloaded, keeping the old ones: {e}"));
+            log::error(format_args!(
+                "MCP pins not reloaded, keeping the old ones: {e}"
+            ));
         }
         let outcome = match self.load() {
             Ok(snapshot) => {

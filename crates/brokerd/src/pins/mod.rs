@@ -127,7 +127,10 @@ impl Pins {
         changed.retain(|server, _| {
             old.pins.get(server).map(|p| p.hash) == set.pins.get(server).map(|p| p.hash)
         });
-        *self.set.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(set);
+        *self
+            .set
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(set);
     }
 
     pub fn current(&self) -> Arc<PinSet> {

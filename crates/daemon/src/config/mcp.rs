@@ -141,7 +141,12 @@ pub(super) fn validate(servers: &[McpServer]) -> Result<(), McpInvalid> {
                 var: var.clone(),
             });
         }
-        if let Some(path) = s.binds.iter().chain(s.pin.iter()).find(|p| !p.is_absolute()) {
+        if let Some(path) = s
+            .binds
+            .iter()
+            .chain(s.pin.iter())
+            .find(|p| !p.is_absolute())
+        {
             return Err(McpInvalid::NotAbsolute {
                 name: name(),
                 path: path.clone(),

@@ -32,8 +32,14 @@ fn a_grant_names_its_servers_tool_or_all_of_them() {
     assert!(for_call(&all, &fetch) && for_call(&all, &head));
     assert!(!for_call(&other, &fetch));
     assert!(check(&one, &fetch).is_ok());
-    assert!(matches!(check(&one, &head), Err(Mismatch::OtherTool { .. })));
-    assert!(!for_call(&grant("tool = \"read_file\"\n[constraints]\npaths = [\"/srv\"]"), &fetch));
+    assert!(matches!(
+        check(&one, &head),
+        Err(Mismatch::OtherTool { .. })
+    ));
+    assert!(!for_call(
+        &grant("tool = \"read_file\"\n[constraints]\npaths = [\"/srv\"]"),
+        &fetch
+    ));
 }
 
 #[test]
@@ -42,19 +48,35 @@ fn args_match_strings_numbers_and_booleans_and_nothing_else() {
         "tool = \"mcp:web/*\"\n[constraints.args]\n\"/url\" = [\"https://example.org/*\"]\n\
          \"/n\" = [\"1?\"]\n\"/raw\" = [\"true\"]\n",
     );
-    let ok = call("web", "fetch", r#"{"n":12,"raw":true,"url":"https://example.org/a"}"#);
+    let ok = call(
+        "web",
+        "fetch",
+        r#"{"n":12,"raw":true,"url":"https://example.org/a"}"#,
+    );
     assert!(check(&g, &ok).is_ok());
-    let miss = call("web", "fetch", r#"{"n":12,"raw":true,"url":"https://evil.example/"}"#);
+    let miss = call(
+        "web",
+        "fetch",
+        r#"{"n":12,"raw":true,"url":"https://evil.example/"}"#,
+    );
     assert!(matches!(
         check(&g, &miss),
         Err(Mismatch::Args(ArgMismatch::NoPattern { ref pointer, .. })) if pointer == "/url"
     ));
-    let gone = call("web", "fetch", r#"{"raw":true,"url":"https://example.org/a"}"#);
+    let gone = call(
+        "web",
+        "fetch",
+        r#"{"raw":true,"url":"https://example.org/a"}"#,
+    );
     assert!(matches!(
         check(&g, &gone),
         Err(Mismatch::Args(ArgMismatch::Missing { .. }))
     ));
-    let nested = call("web", "fetch", r#"{"n":[1],"raw":true,"url":"https://example.org/a"}"#);
+    let nested = call(
+        "web",
+        "fetch",
+        r#"{"n":[1],"raw":true,"url":"https://example.org/a"}"#,
+    );
     assert!(matches!(
         check(&g, &nested),
         Err(Mismatch::Args(ArgMismatch::NotScalar { .. }))
@@ -70,7 +92,13 @@ fn a_malformed_mcp_grant_is_refused_at_load() {
         Err(InvalidGrant::Mcp(e)) => e,
         other => panic!("{text}: {other:?}"),
     };
-    for name in ["mcp:Web/x", "mcp:web", "mcp:/x", "mcp:web/a.b", "mcp:-web/x"] {
+    for name in [
+        "mcp:Web/x",
+        "mcp:web",
+        "mcp:/x",
+        "mcp:web/a.b",
+        "mcp:-web/x",
+    ] {
         let e = refused(&format!("tool = \"{name}\""));
         assert!(matches!(e, McpGrantError::Name { .. }), "{name}: {e:?}");
     }
@@ -87,8 +115,13 @@ fn a_malformed_mcp_grant_is_refused_at_load() {
     );
     assert!(matches!(e, McpGrantError::ArgsNotMcp { .. }));
     assert!(matches!(
-        validate(&grant("tool = \"mcp:web/*\"\n[constraints]\npatterns = [\"*\"]\n")),
-        Err(InvalidGrant::NotApplicable { list: "patterns", .. })
+        validate(&grant(
+            "tool = \"mcp:web/*\"\n[constraints]\npatterns = [\"*\"]\n"
+        )),
+        Err(InvalidGrant::NotApplicable {
+            list: "patterns",
+            ..
+        })
     ));
     assert!(validate(&grant("tool = \"mcp:web/*\"\n[constraints]\nhosts = [\"example.org\"]\nprivate_networks = true\n")).is_ok());
 }

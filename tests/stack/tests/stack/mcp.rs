@@ -49,7 +49,11 @@ fn an_unpinned_tool_is_neither_offered_nor_run_and_a_pinned_one_is_both() {
     let log = home.mcp_server("fake", script(vec![echo()]));
     home.write_grant("echo", &mcp_grant("mcp:fake/echo", ""));
     let _d = home.start();
-    assert_eq!(home.offered().hash, proto::attest::tools_hash(), "only boxmaker's tools");
+    assert_eq!(
+        home.offered().hash,
+        proto::attest::tools_hash(),
+        "only boxmaker's tools"
+    );
     let r = call(&home, "s-1", 1, "mcp__fake__echo", r#"{"text":"hi"}"#);
     assert_eq!(denied(&r), DenyReason::UnknownTool);
     assert_eq!(starts(&log), 0, "nothing started for an unpinned tool");
@@ -106,19 +110,39 @@ fn a_changed_tool_list_is_refused_until_the_owner_pins_again() {
     let _d = home.start();
     home.mcp_pinned("fake");
     let r = call(&home, "s-1", 1, "mcp__fake__echo", r#"{"text":"hi"}"#);
-    assert!(matches!(mcp_failure(&r), McpFailure::McpChanged { .. }), "{r:?}");
-    assert!(!methods(&log).iter().any(|m| m == "tools/call"), "never called");
+    assert!(
+        matches!(mcp_failure(&r), McpFailure::McpChanged { .. }),
+        "{r:?}"
+    );
+    assert!(
+        !methods(&log).iter().any(|m| m == "tools/call"),
+        "never called"
+    );
     assert_eq!(starts(&log), 2);
     // Refused from now on without starting the server at all.
     let r = call(&home, "s-1", 2, "mcp__fake__echo", r#"{"text":"hi"}"#);
-    assert!(matches!(mcp_failure(&r), McpFailure::McpChanged { .. }), "{r:?}");
-    assert_eq!(starts(&log), 2, "a server found changed is not started again");
+    assert!(
+        matches!(mcp_failure(&r), McpFailure::McpChanged { .. }),
+        "{r:?}"
+    );
+    assert_eq!(
+        starts(&log),
+        2,
+        "a server found changed is not started again"
+    );
     let failed = home
         .audit_lines()
         .into_iter()
         .filter(|l| {
-            matches!(l, AuditLine::Event(AuditEvent::ToolFailed {
-                failure: ToolFailure::Mcp { failure: McpFailure::McpChanged { .. } }, .. }))
+            matches!(
+                l,
+                AuditLine::Event(AuditEvent::ToolFailed {
+                    failure: ToolFailure::Mcp {
+                        failure: McpFailure::McpChanged { .. }
+                    },
+                    ..
+                })
+            )
         })
         .count();
     assert_eq!(failed, 2, "each refusal audited");
@@ -172,12 +196,28 @@ fn constraints_args_match_and_miss_and_grants_check_knows_mcp_grants() {
         ),
     );
     let check = home.bxctl(&["grants", "check"]);
-    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stdout));
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
     let _d = home.start();
     home.mcp_pinned("web");
-    let ok = call(&home, "s-1", 1, "mcp__web__fetch", r#"{"url":"https://example.org/a"}"#);
+    let ok = call(
+        &home,
+        "s-1",
+        1,
+        "mcp__web__fetch",
+        r#"{"url":"https://example.org/a"}"#,
+    );
     assert!(matches!(ok, ToolResponse::Result { .. }), "{ok:?}");
-    let miss = call(&home, "s-1", 2, "mcp__web__fetch", r#"{"url":"https://evil.example/a"}"#);
+    let miss = call(
+        &home,
+        "s-1",
+        2,
+        "mcp__web__fetch",
+        r#"{"url":"https://evil.example/a"}"#,
+    );
     match &miss {
         ToolResponse::Denied { reason, detail } => {
             assert_eq!(*reason, DenyReason::NoGrant);
@@ -188,11 +228,20 @@ fn constraints_args_match_and_miss_and_grants_check_knows_mcp_grants() {
     }
     assert_eq!(starts(&log), 2, "the miss started nothing");
     // A grant of another tool of the server does not cover this one.
-    let other = call(&home, "s-1", 3, "mcp__web__fetch", r#"{"url":"https://example.org/b","max_length":5}"#);
+    let other = call(
+        &home,
+        "s-1",
+        3,
+        "mcp__web__fetch",
+        r#"{"url":"https://example.org/b","max_length":5}"#,
+    );
     assert!(matches!(other, ToolResponse::Result { .. }), "{other:?}");
 
     for (bad, says) in [
-        ("tool = \"mcp:Web/fetch\"\nmode = \"auto\"\nmax_taint = \"secret\"\n", "no MCP tool"),
+        (
+            "tool = \"mcp:Web/fetch\"\nmode = \"auto\"\nmax_taint = \"secret\"\n",
+            "no MCP tool",
+        ),
         (
             "tool = \"mcp:web/fetch\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints.args]\n\"url\" = [\"*\"]\n",
             "not a JSON pointer",
@@ -248,7 +297,10 @@ fn sampling_and_elicitation_are_refused_and_audited() {
             .into_iter()
             .find_map(|l| match l {
                 AuditLine::Event(AuditEvent::McpRefused {
-                    server, refused, call, ..
+                    server,
+                    refused,
+                    call,
+                    ..
                 }) if server == "asker" && call.0 == call_id => Some(refused),
                 _ => None,
             })
@@ -261,7 +313,10 @@ fn sampling_and_elicitation_are_refused_and_audited() {
 
 #[test]
 fn oversized_and_slow_results_are_cut_with_a_typed_failure() {
-    let home = Home::new("mcp-limits", "max_result_bytes = 1000\ntool_time_limit = \"3s\"");
+    let home = Home::new(
+        "mcp-limits",
+        "max_result_bytes = 1000\ntool_time_limit = \"3s\"",
+    );
     let tools = vec![
         json!({"name": "big", "result": {"content": [{"repeat": ["x", 5000]}]}}),
         json!({"name": "huge", "result": {"content": [{"repeat": ["y", 5_000_000]}]}}),
@@ -286,7 +341,11 @@ fn oversized_and_slow_results_are_cut_with_a_typed_failure() {
     let started = std::time::Instant::now();
     let r = call(&home, "s-1", 3, "mcp__lim__slow", "{}");
     assert_eq!(mcp_failure(&r), McpFailure::Timeout, "{r:?}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(8), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[test]
@@ -296,13 +355,23 @@ fn the_result_takes_the_grants_labels_joined_with_the_label_it_was_decided_at() 
     home.mcp_server("fake", script(vec![echo(), peek]));
     home.write_grant(
         "echo",
-        &mcp_grant("mcp:fake/echo", "result_class = \"public\"\nuntrusted = false"),
+        &mcp_grant(
+            "mcp:fake/echo",
+            "result_class = \"public\"\nuntrusted = false",
+        ),
     );
-    home.write_grant("peek", &mcp_grant("mcp:fake/peek", "result_class = \"secret\""));
+    home.write_grant(
+        "peek",
+        &mcp_grant("mcp:fake/peek", "result_class = \"secret\""),
+    );
     let secrets = home.files("secrets", &[("key.txt", "k")]);
     home.write_grant(
         "secrets",
-        &read_grant("auto", &secrets, "result_class = \"secret\"\nuntrusted = false"),
+        &read_grant(
+            "auto",
+            &secrets,
+            "result_class = \"secret\"\nuntrusted = false",
+        ),
     );
     let _d = home.start();
     home.mcp_pinned("fake");

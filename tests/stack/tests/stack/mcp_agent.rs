@@ -50,14 +50,22 @@ fn the_model_is_offered_the_pinned_tools_and_its_call_runs_through_the_stack() {
         .and_then(|r| r.last())
         .map(ToString::to_string)
         .expect("a request");
-    assert!(!offered_before.contains("mcp__fake__echo"), "not pinned yet");
+    assert!(
+        !offered_before.contains("mcp__fake__echo"),
+        "not pinned yet"
+    );
 
     home.mcp_pinned("fake");
     let t1 = agent.chat(None, "please echo");
     assert_eq!(t1.reply.end, TurnEnd::Answered, "{:?}", t1.events);
     assert_eq!(t1.reply.text, "The server echoed.");
-    assert!(t1.events.iter().any(|e| matches!(e,
-        proto::chat::ChatEvent::ToolResponse { response: ToolResponse::Result { .. }, .. })));
+    assert!(t1.events.iter().any(|e| matches!(
+        e,
+        proto::chat::ChatEvent::ToolResponse {
+            response: ToolResponse::Result { .. },
+            ..
+        }
+    )));
     // The request as the model's server rendered it offered the pinned tool.
     let requests = agent.requests();
     let last = requests
@@ -74,7 +82,7 @@ fn the_model_is_offered_the_pinned_tools_and_its_call_runs_through_the_stack() {
     let sock = home.root.join("run/loop-infer/infer.sock");
     let stream = std::os::unix::net::UnixStream::connect(sock).expect("infer.sock");
     let bytes = serde_json::to_vec(&body).expect("body");
-    let resp = strict_http::request(stream, "POST", "/v1/chat/completions", &[], &bytes)
-        .expect("request");
+    let resp =
+        strict_http::request(stream, "POST", "/v1/chat/completions", &[], &bytes).expect("request");
     assert_eq!(resp.status, 400);
 }

@@ -47,7 +47,10 @@ fn a_poisoned_description_gets_the_labels_and_decisions_of_any_untrusted_content
     let shown = home.mcp_pinned("web");
     assert!(shown.contains("Read /etc/passwd"), "{shown}");
     let offered: serde_json::Value = serde_json::from_str(&home.offered().tools).expect("tools");
-    assert!(offered.to_string().contains("Read /etc/passwd"), "offered as pinned");
+    assert!(
+        offered.to_string().contains("Read /etc/passwd"),
+        "offered as pinned"
+    );
 
     let from_mcp = response(&tool(
         &home.loop_sock(),

@@ -43,30 +43,71 @@ fn call(home: &Home, session: &str, n: u64, name: &str, args: &str) -> ToolRespo
 fn realpeer_time_pinned_called_and_its_changed_list_refused_through_brokerd() {
     let home = Home::new("mcp-real-time", "");
     let time = bin("BOXMAKER_MCP_PYTHON_BIN", "mcp-server-time");
-    server(&home, "time", &[time, "--local-timezone".into(), "UTC".into()]);
+    server(
+        &home,
+        "time",
+        &[time, "--local-timezone".into(), "UTC".into()],
+    );
     home.write_grant("time", &mcp_grant("mcp:time/*", "untrusted = false"));
     let mut brokerd = home.start();
     let shown = home.mcp_pinned("time");
     assert!(shown.contains("mcp__time__get_current_time"), "{shown}");
-    let r = call(&home, "s-1", 1, "mcp__time__get_current_time", r#"{"timezone":"Asia/Tokyo"}"#);
+    let r = call(
+        &home,
+        "s-1",
+        1,
+        "mcp__time__get_current_time",
+        r#"{"timezone":"Asia/Tokyo"}"#,
+    );
     assert!(result(&r).contains("Asia/Tokyo"), "{r:?}");
-    let bad = call(&home, "s-1", 2, "mcp__time__get_current_time", r#"{"timezone":7}"#);
-    assert!(matches!(bad, ToolResponse::Denied { reason: DenyReason::InvalidArguments, .. }));
+    let bad = call(
+        &home,
+        "s-1",
+        2,
+        "mcp__time__get_current_time",
+        r#"{"timezone":7}"#,
+    );
+    assert!(matches!(
+        bad,
+        ToolResponse::Denied {
+            reason: DenyReason::InvalidArguments,
+            ..
+        }
+    ));
     // The same server started otherwise lists other descriptions: refused until pinned.
     brokerd.kill();
     drop(brokerd);
     let config = std::fs::read_to_string(home.config()).expect("config");
     std::fs::write(home.config(), config.replace("\"UTC\"", "\"Europe/Paris\"")).expect("config");
     let _brokerd = home.start();
-    let r = call(&home, "s-1", 3, "mcp__time__get_current_time", r#"{"timezone":"UTC"}"#);
+    let r = call(
+        &home,
+        "s-1",
+        3,
+        "mcp__time__get_current_time",
+        r#"{"timezone":"UTC"}"#,
+    );
     assert!(
-        matches!(&r, ToolResponse::Failed { failure: Some(ToolFailure::Mcp {
-            failure: McpFailure::McpChanged { .. } }), .. }),
+        matches!(
+            &r,
+            ToolResponse::Failed {
+                failure: Some(ToolFailure::Mcp {
+                    failure: McpFailure::McpChanged { .. }
+                }),
+                ..
+            }
+        ),
         "{r:?}"
     );
     let shown = home.mcp_pinned("time");
     assert!(shown.contains("Europe/Paris"), "{shown}");
-    let r = call(&home, "s-1", 4, "mcp__time__get_current_time", r#"{"timezone":"UTC"}"#);
+    let r = call(
+        &home,
+        "s-1",
+        4,
+        "mcp__time__get_current_time",
+        r#"{"timezone":"UTC"}"#,
+    );
     assert!(result(&r).contains("UTC"), "{r:?}");
     home.assert_audit_good();
 }
@@ -93,7 +134,11 @@ fn realpeer_fetch_git_filesystem_and_everything_through_brokerd() {
     let node = |n: &str| bin("BOXMAKER_MCP_NODE_BIN", n);
     server(&home, "fetch", &[py("mcp-server-fetch")]);
     server(&home, "git", &[py("mcp-server-git")]);
-    server(&home, "files", &[node("mcp-server-filesystem"), files.display().to_string()]);
+    server(
+        &home,
+        "files",
+        &[node("mcp-server-filesystem"), files.display().to_string()],
+    );
     server(&home, "everything", &[node("mcp-server-everything")]);
     home.write_grant(
         "fetch",
@@ -106,7 +151,10 @@ fn realpeer_fetch_git_filesystem_and_everything_through_brokerd() {
         "git",
         &mcp_grant(
             "mcp:git/*",
-            &format!("[constraints.args]\n\"/repo_path\" = [\"{}\"]\n", repo.display()),
+            &format!(
+                "[constraints.args]\n\"/repo_path\" = [\"{}\"]\n",
+                repo.display()
+            ),
         ),
     );
     home.write_grant("files", &mcp_grant("mcp:files/*", ""));
@@ -123,11 +171,28 @@ fn realpeer_fetch_git_filesystem_and_everything_through_brokerd() {
         .iter()
         .find(|t| t["function"]["name"] == "mcp__fetch__fetch")
         .expect("fetch offered");
-    let description = fetch["function"]["description"].as_str().unwrap_or_default();
+    let description = fetch["function"]["description"]
+        .as_str()
+        .unwrap_or_default();
     assert!(description.contains("internet"), "{description}");
     // No network for the test: the grant's pattern refuses any other URL first.
-    let r = call(&home, "s-1", 1, "mcp__fetch__fetch", r#"{"url":"https://attacker.example/"}"#);
-    assert!(matches!(r, ToolResponse::Denied { reason: DenyReason::NoGrant, .. }), "{r:?}");
+    let r = call(
+        &home,
+        "s-1",
+        1,
+        "mcp__fetch__fetch",
+        r#"{"url":"https://attacker.example/"}"#,
+    );
+    assert!(
+        matches!(
+            r,
+            ToolResponse::Denied {
+                reason: DenyReason::NoGrant,
+                ..
+            }
+        ),
+        "{r:?}"
+    );
     let status = format!(r#"{{"repo_path":"{}"}}"#, repo.display());
     let r = call(&home, "s-1", 2, "mcp__git__git_status", &status);
     assert!(result(&r).contains("branch"), "{r:?}");
@@ -137,7 +202,13 @@ fn realpeer_fetch_git_filesystem_and_everything_through_brokerd() {
     let list = format!(r#"{{"path":"{}"}}"#, files.display());
     let r = call(&home, "s-1", 4, "mcp__files__list_directory", &list);
     assert!(result(&r).contains("hello.txt"), "{r:?}");
-    let r = call(&home, "s-1", 5, "mcp__everything__echo", r#"{"message":"hi"}"#);
+    let r = call(
+        &home,
+        "s-1",
+        5,
+        "mcp__everything__echo",
+        r#"{"message":"hi"}"#,
+    );
     assert!(result(&r).contains("hi"), "{r:?}");
     home.assert_audit_good();
 }

@@ -47,7 +47,9 @@ pub(super) fn explain_systemd_run_exit(label: &str, status: ExitStatus, stderr: 
         Some(ToolFailure::Exited { status }) => format!("the {label} exited with status {status}"),
         Some(ToolFailure::Unit { result }) => format!("the {label} failed (unit result {result})"),
         // systemd never says this: it is `mcp-call`'s own answer.
-        Some(ToolFailure::Mcp { failure }) => format!("the {label} failed (MCP {})", failure.kind()),
+        Some(ToolFailure::Mcp { failure }) => {
+            format!("the {label} failed (MCP {})", failure.kind())
+        }
         // systemd says success but systemd-run did not: its own failure after the run.
         None => format!("the {label} ended with result success but systemd-run failed ({status})"),
     };
@@ -57,4 +59,3 @@ pub(super) fn explain_systemd_run_exit(label: &str, status: ExitStatus, stderr: 
         stderr: tool_stderr,
     }
 }
-

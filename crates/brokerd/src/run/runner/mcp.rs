@@ -11,8 +11,8 @@ use proto::mcp::{McpArgs, McpCallOutput, McpFailure, McpPinOutput, McpReport};
 use proto::toolrun::ToolOutput;
 use proto::tools::ToolArgs;
 
-use super::spec::{McpInput, RunOutcome, RunSpec};
 use super::Runner;
+use super::spec::{McpInput, RunOutcome, RunSpec};
 use crate::policy::Decision;
 
 /// What the MCP mode said besides its content: the failure's kind, the report.
@@ -40,7 +40,8 @@ impl Runner {
         }
         let seen: Seen = RefCell::new(None);
         let decode = |stdout: &[u8]| {
-            let output: McpCallOutput = serde_json::from_slice(stdout).map_err(|e| e.to_string())?;
+            let output: McpCallOutput =
+                serde_json::from_slice(stdout).map_err(|e| e.to_string())?;
             Ok(match output {
                 McpCallOutput::Ok {
                     content,

@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use grants::constraints::is_under;
 
-
 use super::child::{self, Job};
 use super::spec::{CheckError, RunOutcome, RunSpec, UNIT_PREFIX, check_common};
 use super::{check_granted_path, check_unit_path};
@@ -68,7 +67,11 @@ impl SystemdRunner {
         }
         unit_path(path_str(&self.tool)?)?;
         unit_path(path_str(&self.root)?)?;
-        for bind in self.binds.iter().chain(spec.mcp.iter().flat_map(|m| &m.closure)) {
+        for bind in self
+            .binds
+            .iter()
+            .chain(spec.mcp.iter().flat_map(|m| &m.closure))
+        {
             check_bind(bind)?;
         }
         for bind in spec.read_binds().chain(spec.write_bind.iter()) {
@@ -137,7 +140,10 @@ impl SystemdRunner {
         // An MCP server's own files outside the runner's binds (a virtualenv, node_modules),
         // read-only; `-`: one that is gone fails the server's start, not the unit's.
         for bind in spec.mcp.iter().flat_map(|m| &m.closure) {
-            p.set("BindReadOnlyPaths", format!("-{}", bind.trim_start_matches('-')));
+            p.set(
+                "BindReadOnlyPaths",
+                format!("-{}", bind.trim_start_matches('-')),
+            );
         }
         let tool = self.tool.display().to_string();
         if !self

@@ -25,16 +25,24 @@ fn args(arguments: &str) -> McpArgs {
 fn allowed(call: &McpArgs) -> Decision {
     let grant = "tool = \"mcp:srv/echo\"\nmode = \"auto\"\nmax_taint = \"secret\"\n";
     let snapshot = grants::Snapshot::from_texts(
-        [("g".to_owned(), (std::path::PathBuf::from("g.toml"), grant.to_owned()))]
-            .into_iter()
-            .collect(),
+        [(
+            "g".to_owned(),
+            (std::path::PathBuf::from("g.toml"), grant.to_owned()),
+        )]
+        .into_iter()
+        .collect(),
     )
     .expect("grants");
     let session = SessionView {
         taint: proto::DataClass::Private,
         untrusted: false,
     };
-    let d = policy::decide(&snapshot, &ToolArgs::Mcp(call.clone()), session, proto::Timestamp::now());
+    let d = policy::decide(
+        &snapshot,
+        &ToolArgs::Mcp(call.clone()),
+        session,
+        proto::Timestamp::now(),
+    );
     assert!(matches!(d.outcome(), policy::Outcome::Allow { .. }));
     d
 }
@@ -69,7 +77,10 @@ fn tool(dir: &Path, output: &str) -> std::path::PathBuf {
     script(
         dir,
         "tool",
-        &format!("echo \"$@\" > '{}'\ncat > /dev/null\necho '{output}'", ran.display()),
+        &format!(
+            "echo \"$@\" > '{}'\ncat > /dev/null\necho '{output}'",
+            ran.display()
+        ),
     )
 }
 
@@ -82,7 +93,10 @@ fn an_mcp_call_runs_only_what_its_decision_authorises_in_the_mcp_call_mode() {
     // Another argument in the tool's input than the decision allowed: nothing runs.
     let other = spec(&call, &args(r#"{"text":"b"}"#));
     let (out, _) = runner.run_mcp(allowed(&call), &other);
-    assert!(matches!(out, RunOutcome::Failed { failure: None, .. }), "{out:?}");
+    assert!(
+        matches!(out, RunOutcome::Failed { failure: None, .. }),
+        "{out:?}"
+    );
     assert!(!dir.path().join("ran").exists(), "nothing ran");
     // Nor through the plain door, whatever the input.
     let same = spec(&call, &call);
@@ -131,14 +145,25 @@ fn an_mcp_unit_binds_the_closure_and_the_grants_paths_and_allows_jit() {
     assert!(has("BindReadOnlyPaths", "-/opt/mcp"), "{props:?}");
     assert!(has("BindReadOnlyPaths", "-/srv/git"), "{props:?}");
     assert!(has("PrivateNetwork", "yes"), "{props:?}");
-    assert!(!props.iter().any(|(k, _)| k == "MemoryDenyWriteExecute"), "{props:?}");
+    assert!(
+        !props.iter().any(|(k, _)| k == "MemoryDenyWriteExecute"),
+        "{props:?}"
+    );
     let plain = runner.properties(&read_file_spec());
-    assert!(plain.iter().any(|(k, v)| k == "MemoryDenyWriteExecute" && v == "yes"));
+    assert!(
+        plain
+            .iter()
+            .any(|(k, v)| k == "MemoryDenyWriteExecute" && v == "yes")
+    );
     let command = runner.command(&mcp);
     let argv: Vec<String> = command
         .get_args()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    assert_eq!(argv.last().map(String::as_str), Some("mcp-call"), "{argv:?}");
+    assert_eq!(
+        argv.last().map(String::as_str),
+        Some("mcp-call"),
+        "{argv:?}"
+    );
     assert!(runner.unit_file(&mcp).contains("boxmaker-tool mcp-call\n"));
 }
