@@ -108,7 +108,7 @@ fn main() {
             let script = home.root.join("fake.json");
             std::fs::write(
                 &script,
-                r#"{"tools":[{"name":"echo","inputSchema":{"type":"object"},"result":{"content":["echo_arguments"]}}]}"#,
+                r#"{"tools":[{"name":"echo","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}},"result":{"content":["echo_arguments"]}}]}"#,
             )
             .expect("script");
             (
