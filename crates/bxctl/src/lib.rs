@@ -42,7 +42,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use daemon::config::Config;
+use config::Config;
 use proto::SessionId;
 use proto::approval::Verdict;
 
@@ -384,8 +384,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
         Command::Man { dir } => {
             let cmd = <Cli as clap::CommandFactory>::command();
             match dir {
-                Some(dir) => clap_mangen::generate_to(cmd, &dir)
-                    .map_err(|source| Error::File { path: dir, source })?,
+                Some(dir) => clap_mangen::generate_to(cmd, &dir).map_err(|source| Error::File {
+                    path: dir,
+                    error: source,
+                })?,
                 None => clap_mangen::Man::new(cmd)
                     .render(out)
                     .map_err(Error::Output)?,

@@ -10,7 +10,7 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use daemon::config::Config;
+use config::Config;
 use inert::{block, line};
 use proto::Message;
 use proto::mcp::{McpPin, McpPinOutput, McpProbe, McpProbed, McpQuery, McpServerState};
@@ -192,9 +192,9 @@ pub fn pin(
     }
     if let Some(file) = out_file {
         let text = probed.pin.unwrap_or_default();
-        std::fs::write(file, text).map_err(|source| Error::File {
+        std::fs::write(file, text).map_err(|error| Error::File {
             path: file.to_owned(),
-            source,
+            error,
         })?;
         writeln!(
             out,

@@ -39,7 +39,7 @@ pub fn call(
     match last {
         Ok(env) => match env.msg {
             Message::ToolResponse(r) => r,
-            Message::Error(e) => failed(format!("refused: {:?}: {}", e.code, e.detail)),
+            Message::Error(e) => failed(format!("refused: {}: {}", e.code.name(), e.detail)),
             other => failed(format!("unexpected {}", other.kind())),
         },
         Err(e) => failed(e.to_string()),
@@ -55,7 +55,7 @@ pub fn offered(sock: &Path) -> Result<serde_json::Value, String> {
     let query = Message::ToolsQuery(proto::mcp::ToolsQuery {});
     match conn.call(0, query, |_| {}).map_err(|e| e.to_string())?.msg {
         Message::ToolsOffered(o) => serde_json::from_str(&o.tools).map_err(|e| e.to_string()),
-        Message::Error(e) => Err(format!("refused: {:?}: {}", e.code, e.detail)),
+        Message::Error(e) => Err(format!("refused: {}: {}", e.code.name(), e.detail)),
         other => Err(format!("unexpected {}", other.kind())),
     }
 }
@@ -79,5 +79,46 @@ impl Offered {
                 last.clone().unwrap_or_else(proto::attest::definitions)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::net::UnixListener;
+    use std::time::Duration;
+
+    use proto::{CallId, ErrorCode, SessionId};
+
+    use super::*;
+
+    /// A refusal reaches the model as text it reads: the code by its wire name
+    /// (`forbidden_kind`, as the protocol documents it), never Rust's name for the variant.
+    #[test]
+    fn a_refusal_names_the_code_as_the_wire_does() {
+        let dir = std::env::temp_dir().join(format!("loopd-refusal-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let sock = dir.join("broker.sock");
+        let _ = std::fs::remove_file(&sock);
+        let listener = UnixListener::bind(&sock).expect("bind");
+        let broker = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().expect("accept");
+            let mut conn = Conn::new(stream, Duration::from_secs(5), Duration::from_secs(5));
+            let asked = conn.read().expect("the request");
+            conn.refuse(asked.id, ErrorCode::ForbiddenKind, "not on this socket");
+        });
+        let request = ToolRequest {
+            session: SessionId::new("s-refused").expect("id"),
+            call: CallId(7),
+            tool: "read_file".to_owned(),
+            arguments: "{}".to_owned(),
+            witness: None,
+        };
+        let answer = call(&sock, request, &Cancel::default(), |_| {});
+        broker.join().expect("the broker thread");
+        assert_eq!(
+            answer,
+            ToolResponse::failed("brokerd: refused: forbidden_kind: not on this socket")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

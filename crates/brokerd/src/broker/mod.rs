@@ -14,7 +14,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use daemon::config::Config;
+use config::Config;
 use daemon::keyed::KeyedLocks;
 use daemon::lock;
 use proto::approval::{ApprovalCard, CallRef};

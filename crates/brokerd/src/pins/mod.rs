@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-use daemon::config::{Config, McpServer};
+use config::{Config, McpServer};
 use daemon::lock;
 use mcp::pin::PinnedTool;
 use mcp::{Pin, PinError};

@@ -3,7 +3,7 @@
 //! the server gets in `[[mcp]] secret_env`) and the pin's hash the live list must have; for
 //! the owner's probe, the server alone (no network, nothing bound, no secret).
 
-use daemon::config::{Config, McpServer};
+use config::{Config, McpServer};
 use proto::mcp::{McpArgs, McpCallInvocation, McpEnv, McpPinInvocation};
 use proto::toolrun::ToolInvocation;
 use proto::tools::ToolArgs;

@@ -34,7 +34,7 @@ pub const DEMO_NOTE: &str = "todo";
 fn write(path: &Path, text: &str) -> Result<(), DevError> {
     std::fs::write(path, text).map_err(|source| DevError::Write {
         path: path.to_owned(),
-        source,
+        error: source,
     })
 }
 
@@ -88,7 +88,7 @@ pub fn prepare(state: &Path, grants: Option<&Path>, reset: bool) -> Result<Prepa
     for d in DIRS {
         std::fs::create_dir_all(state.join(d)).map_err(|source| DevError::Write {
             path: state.join(d),
-            source,
+            error: source,
         })?;
     }
     let mut done = Prepared::default();
@@ -115,7 +115,7 @@ pub fn prepare(state: &Path, grants: Option<&Path>, reset: bool) -> Result<Prepa
     }
     std::fs::create_dir_all(&dir).map_err(|source| DevError::Write {
         path: dir.clone(),
-        source,
+        error: source,
     })?;
     for (id, text) in SAMPLE_GRANTS {
         write(&dir.join(format!("{id}.toml")), text)?;
@@ -162,12 +162,17 @@ fn jobs(state: &Path) -> Result<String, DevError> {
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
-        Err(source) => return Err(DevError::Write { path, source }),
+        Err(source) => {
+            return Err(DevError::Write {
+                path,
+                error: source,
+            });
+        }
     };
     // Only jobs: the rest of the configuration is bxctl's.
-    daemon::config::jobs_file(&text).map_err(|source| DevError::Jobs {
+    config::jobs_file(&text).map_err(|source| DevError::Jobs {
         path: path.clone(),
-        source,
+        error: source,
     })?;
     Ok(format!("# From {}:\n{text}", path.display()))
 }
@@ -179,11 +184,11 @@ fn mcp(state: &Path) -> Result<String, DevError> {
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
-        Err(source) => return Err(DevError::Write { path, source }),
+        Err(error) => return Err(DevError::Write { path, error }),
     };
-    daemon::config::mcp_file(&text).map_err(|source| DevError::Mcp {
+    config::mcp_file(&text).map_err(|error| DevError::Mcp {
         path: path.clone(),
-        source,
+        error,
     })?;
     Ok(format!("# From {}:\n{text}", path.display()))
 }

@@ -13,7 +13,7 @@
 
 use std::path::PathBuf;
 
-use daemon::config::{Config, Peer};
+use config::{Config, Peer};
 use daemon::conn::{CallError, Conn};
 use proto::{ErrorCode, Message};
 
@@ -137,7 +137,7 @@ pub fn connect(config: &Config, side: Side) -> Result<Conn, Trouble> {
             &Error::Reach {
                 server: side.server(),
                 path: path.clone(),
-                source,
+                error: source,
             },
             closed,
         )

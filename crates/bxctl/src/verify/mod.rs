@@ -30,7 +30,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use daemon::config::Config;
+use config::Config;
 
 use crate::Error;
 pub use report::Part;

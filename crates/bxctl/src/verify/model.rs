@@ -16,7 +16,7 @@
 use std::net::TcpStream;
 use std::time::Duration;
 
-use daemon::config::Config;
+use config::Config;
 use proto::Message;
 use proto::approval::Empty;
 use proto::status::{ModelHealth, Reach};

@@ -18,7 +18,7 @@
 
 use std::net::Shutdown;
 
-use daemon::config::Config;
+use config::Config;
 use proto::chat::{ChatEvent, ChatSend, SessionShow, TurnEnd};
 use proto::{LogRecord, Message, SessionId};
 
@@ -86,7 +86,7 @@ fn one_turn(config: &Config, turn: u32, sent: &mut Sent) -> Result<(), Check> {
     let text = message(turn);
     // Registered as the owner's words, as `bxctl chat` does; without it the turn still runs.
     let _ = access::as_chat_peer(config, || {
-        daemon::owner::register(&config.sockets.chat_broker_sock(), &text)
+        owner_words::register(&config.sockets.chat_broker_sock(), &text)
     });
     let mut conn =
         access::connect(config, Side::Chat).map_err(|t| access::judged(P, "replay", t))?;

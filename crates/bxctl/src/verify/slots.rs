@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use daemon::config::{Config, Peer};
+use config::{Config, Peer};
 use serde::{Deserialize, Serialize};
 
 use super::report::{Check, Part};

@@ -12,7 +12,7 @@
 //! The grants and approvals are asked first: under systemd the first connection starts
 //! brokerd, whose start writes the audit log's first lines on a fresh host.
 
-use daemon::config::Config;
+use config::Config;
 use proto::approval::{ApprovalCard, Empty};
 use proto::checkpoint::AuditVerified;
 use proto::status::OnDisk;
@@ -158,7 +158,7 @@ fn offline(dir: &std::path::Path) -> Check {
     let mut buf = Vec::new();
     if let Err(e) = crate::audit::verify(dir, true, &mut buf) {
         return match &e {
-            crate::Error::File { source, .. }
+            crate::Error::File { error: source, .. }
                 if source.kind() == std::io::ErrorKind::PermissionDenied =>
             {
                 Check::unreached(P, "audit", format!("not checked: {e}"))

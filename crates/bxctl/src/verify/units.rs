@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use daemon::config::{Config, RunnerKind};
+use config::{Config, RunnerKind};
 use serde::Deserialize;
 
 use super::props::{self, Kind};

@@ -11,7 +11,6 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -54,43 +53,25 @@ impl McpServer {
 }
 
 /// What is wrong with an `[[mcp]]` entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum McpInvalid {
+    #[error(
+        "[[mcp]] name {name:?} must be 1 to 24 of a-z, 0-9 and -, not starting with - \
+         (its tools are offered as mcp__<name>__<tool>)"
+    )]
     Name { name: String },
+    #[error("[[mcp]] {name:?} is named twice")]
     Duplicate { name: String },
+    #[error("[[mcp]] {name:?}: command must name the program, as a non-empty list")]
     NoCommand { name: String },
+    #[error(
+        "[[mcp]] {name:?}: {var:?} is no environment variable name (A-Z, a-z, 0-9 \
+         and _, not starting with a digit)"
+    )]
     EnvName { name: String, var: String },
+    #[error("[[mcp]] {name:?}: {} must be an absolute path", path.display())]
     NotAbsolute { name: String, path: PathBuf },
 }
-
-impl fmt::Display for McpInvalid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Name { name } => write!(
-                f,
-                "[[mcp]] name {name:?} must be 1 to 24 of a-z, 0-9 and -, not starting with - \
-                 (its tools are offered as mcp__<name>__<tool>)"
-            ),
-            Self::Duplicate { name } => write!(f, "[[mcp]] {name:?} is named twice"),
-            Self::NoCommand { name } => write!(
-                f,
-                "[[mcp]] {name:?}: command must name the program, as a non-empty list"
-            ),
-            Self::EnvName { name, var } => write!(
-                f,
-                "[[mcp]] {name:?}: {var:?} is no environment variable name (A-Z, a-z, 0-9 \
-                 and _, not starting with a digit)"
-            ),
-            Self::NotAbsolute { name, path } => write!(
-                f,
-                "[[mcp]] {name:?}: {} must be an absolute path",
-                path.display()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for McpInvalid {}
 
 fn server_name_ok(name: &str) -> bool {
     (1..=24).contains(&name.len())
