@@ -136,3 +136,6 @@ pub(super) fn validate(servers: &[McpServer]) -> Result<(), McpInvalid> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;
