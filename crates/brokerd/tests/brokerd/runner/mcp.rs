@@ -2,7 +2,8 @@
 //! same server, tool and arguments in the `mcp-call` input), the tool is run in its
 //! `mcp-call` mode and its typed failure and report come back; the systemd unit of an MCP
 //! call binds the server's closure and the grant's paths and goes without
-//! `MemoryDenyWriteExecute=`.
+//! `MemoryDenyWriteExecute=`; the unit brokerd builds for a call reaches the grant's hosts
+//! and paths alone.
 
 use std::path::Path;
 
@@ -166,4 +167,96 @@ fn an_mcp_unit_binds_the_closure_and_the_grants_paths_and_allows_jit() {
         "{argv:?}"
     );
     assert!(runner.unit_file(&mcp).contains("boxmaker-tool mcp-call\n"));
+}
+
+/// The unit brokerd builds for an allowed MCP call under `grant`: policy, then
+/// `run::mcp::build`, as brokerd does.
+fn built(grant: &str) -> Result<RunSpec, brokerd::run::tool_spec::SpecError> {
+    let config = config::Config::parse(
+        Path::new("c.toml"),
+        "[sockets]\nloop_broker = \"/run/b/l\"\nadmin_broker = \"/run/b/a\"\n\
+         [peers]\nloopd = { user = \"boxmaker-loopd\" }\nadmin = { group = \"boxmaker-admin\" }\n\
+         [[mcp]]\nname = \"srv\"\ncommand = [\"/opt/mcp/bin/srv\"]\nenv = { TZ = \"UTC\" }\n\
+         binds = [\"/opt/mcp\"]\n",
+    )
+    .expect("config");
+    let snapshot = grants::Snapshot::from_texts(
+        [("g".to_owned(), ("g.toml".into(), grant.to_owned()))]
+            .into_iter()
+            .collect(),
+    )
+    .expect("grants");
+    let call = args("{}");
+    let session = SessionView {
+        taint: proto::DataClass::Private,
+        untrusted: false,
+    };
+    let d = policy::decide(
+        &snapshot,
+        &ToolArgs::Mcp(call.clone()),
+        session,
+        proto::Timestamp::now(),
+    );
+    let req = proto::ToolRequest {
+        session: proto::SessionId::new("s-1").expect("id"),
+        call: proto::CallId(1),
+        tool: "mcp__srv__echo".into(),
+        arguments: call.arguments,
+        witness: None,
+    };
+    brokerd::run::mcp::build(&config, &req, &d, &config.mcp[0], Hash32::ZERO)
+}
+
+/// What an MCP call's unit may reach is the deciding grant's: no network without hosts;
+/// with hosts, their addresses alone (literal entries are their own answer, no DNS asked);
+/// the grant's paths bound, the server's closure bound, its configured environment given.
+#[test]
+fn an_mcp_unit_reaches_the_grants_hosts_and_paths_alone() {
+    let base = "tool = \"mcp:srv/echo\"\nmode = \"auto\"\nmax_taint = \"secret\"\n";
+    let runner = super::systemd::runner();
+    let none = built(base).expect("no hosts");
+    assert!(none.addresses.is_empty() && none.secret.is_none());
+    let mcp = none.mcp.as_ref().expect("an MCP run");
+    assert!(mcp.binds.is_empty(), "{:?}", mcp.binds);
+    assert_eq!(mcp.closure, ["/opt/mcp"]);
+    let McpInput::Call(input) = &mcp.input else {
+        panic!("not a call: {:?}", mcp.input)
+    };
+    assert_eq!(input.server.command, ["/opt/mcp/bin/srv"]);
+    assert_eq!(
+        input.server.env,
+        [proto::mcp::McpEnv::Value {
+            name: "TZ".into(),
+            value: "UTC".into()
+        }]
+    );
+    let props = runner.properties(&none);
+    let has = |props: &[(String, String)], k: &str, v: &str| {
+        props.iter().any(|(pk, pv)| pk == k && pv == v)
+    };
+    assert!(has(&props, "PrivateNetwork", "yes"), "{props:?}");
+    assert!(
+        !props.iter().any(|(k, _)| k == "IPAddressAllow"),
+        "{props:?}"
+    );
+
+    let reach = format!(
+        "{base}[constraints]\nhosts = [\"192.0.2.7\", \"2001:db8::1\"]\npaths = [\"/srv/git\"]\n"
+    );
+    let spec = built(&reach).expect("hosts");
+    let want: Vec<std::net::IpAddr> = vec![
+        "192.0.2.7".parse().expect("v4"),
+        "2001:db8::1".parse().expect("v6"),
+    ];
+    assert_eq!(spec.addresses, want);
+    let mcp = spec.mcp.as_ref().expect("an MCP run");
+    let bound: Vec<_> = mcp.binds.iter().map(|b| b.source.clone()).collect();
+    assert_eq!(bound, ["/srv/git"]);
+    let props = runner.properties(&spec);
+    assert!(!has(&props, "PrivateNetwork", "yes"), "{props:?}");
+    assert!(has(&props, "IPAddressDeny", "any"), "{props:?}");
+    assert!(
+        has(&props, "IPAddressAllow", "192.0.2.7 2001:db8::1"),
+        "{props:?}"
+    );
 }
