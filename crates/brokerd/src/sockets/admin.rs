@@ -2,6 +2,8 @@
 //! (`sockets.admin_broker`), reached only by the owner's admin group (`peers.admin`):
 //! approvals and answers, the session allowances and their revocation, read-only queries
 //! (sessions, grants, status, notes, search), the grants reload, a note's relabel, and the
+//! approvals and answers, read-only queries (sessions, grants, status, notes, search, MCP
+//! servers), the grants reload, a note's relabel, an MCP server's probe and pin, and the
 //! full verification of the audit log (`audit_verify`). With the gateway, answers heard on Mattermost come the same way
 //! through the link (`gateway`); the socket decides what may be asked, never the peer.
 
@@ -63,6 +65,9 @@ pub enum AdminRequest {
     NoteRelabel(proto::notes::NoteRelabel),
     NotesSearch(proto::notes::NotesSearch),
     AllowanceRevoke(proto::allowance::AllowanceRevoke),
+    McpQuery(proto::mcp::McpQuery),
+    McpProbe(proto::mcp::McpProbe),
+    McpPin(proto::mcp::McpPin),
 }
 
 impl TryFrom<Message> for AdminRequest {
@@ -81,6 +86,9 @@ impl TryFrom<Message> for AdminRequest {
             Message::NoteRelabel(r) => Self::NoteRelabel(r),
             Message::NotesSearch(q) => Self::NotesSearch(q),
             Message::AllowanceRevoke(r) => Self::AllowanceRevoke(r),
+            Message::McpQuery(q) => Self::McpQuery(q),
+            Message::McpProbe(p) => Self::McpProbe(p),
+            Message::McpPin(p) => Self::McpPin(p),
             other => return Err(other),
         })
     }
@@ -134,6 +142,16 @@ fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, Fatal
                 hits: hits.into_iter().map(|(h, l)| hit(h, l)).collect(),
             }),
             Err(e) => refused(&crate::notes::NoteError::Index(e)),
+        },
+        AdminRequest::McpQuery(q) => Message::McpListing(broker.mcp_listing(&q)),
+        // The server runs in a unit of its own while this connection waits.
+        AdminRequest::McpProbe(p) => match broker.mcp_probe(&p.server) {
+            Ok(probed) => Message::McpProbed(probed),
+            Err(why) => Message::error(proto::ErrorCode::McpRefused, why),
+        },
+        AdminRequest::McpPin(p) => match broker.mcp_pin(&p, who)? {
+            Ok(pinned) => Message::McpPinned(pinned),
+            Err(e) => Message::error(proto::ErrorCode::McpRefused, e.to_string()),
         },
     })
 }
