@@ -160,6 +160,7 @@ in
   imports = [
     ./module-jobs.nix
     ./module-llama.nix
+    ./module-mcp.nix
   ];
 
   options.services.boxmaker = {

@@ -306,8 +306,8 @@ in
         # (BRIEF decision 1), so it alone sees /run/dbus. Host names resolve through
         # resolved's or nscd's AF_UNIX sockets, so PrivateNetwork stays on.
         InaccessiblePaths = [ "-/run/systemd/private" ];
-        # Loosening: the audit chain, the sessions' taint (and labels), the notes and theirs, the witness store, the accounting.
-        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/session-labels" "${stateDir}/notes" "${stateDir}/note-state" "${stateDir}/witness" "${stateDir}/accounting" ];
+        # Loosening: the audit chain, the sessions' taint (and labels), the notes and theirs, the witness store, the accounting, the owner's MCP pins.
+        StateDirectory = [ "${stateDir}/audit" "${stateDir}/broker" "${stateDir}/session-labels" "${stateDir}/notes" "${stateDir}/note-state" "${stateDir}/witness" "${stateDir}/accounting" "${stateDir}/mcp" ];
         StateDirectoryMode = "0700";
         # The secrets the grants may hand to tool units (BRIEF decision 3); a tool unit's
         # LoadCredential= reads them from brokerd's credentials directory.

@@ -76,6 +76,9 @@ pub enum Error {
          inferproxy on witness.sock by it"
     )]
     NoInferPeer,
+    /// An MCP server's pin file does not read.
+    #[error("{0}")]
+    Pins(crate::pins::PinsError),
     /// The witness store could not be opened or read back.
     #[error("witness store: {0}")]
     Witness(StoreError),
@@ -108,6 +111,7 @@ impl daemon::exit::Status for Error {
             | Self::FirstSnapshot(_)
             | Self::Listen { .. }
             | Self::NoInferPeer
+            | Self::Pins(_)
             | Self::Witness(_)
             | Self::Service(_) => EXIT_FAILURE,
         }

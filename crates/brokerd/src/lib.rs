@@ -12,6 +12,7 @@ mod error;
 mod fatal;
 pub mod jobs;
 pub mod notes;
+pub mod pins;
 pub mod policy;
 pub mod run;
 pub mod sessions;

@@ -90,6 +90,16 @@ pub enum DevError {
         path: PathBuf,
         error: proto::TomlError,
     },
+    /// `STATE/mcp.toml` is not `[[mcp]]` entries alone.
+    #[error(
+        "{}: {error}\nhelp: it holds only [[mcp]] entries (docs/mcp.md), which \
+         `bxctl dev` adds to its config.toml",
+        path.display()
+    )]
+    Mcp {
+        path: PathBuf,
+        error: proto::TomlError,
+    },
     /// The signal thread could not be set up.
     #[error("cannot watch signals: {0}")]
     Signals(io::Error),

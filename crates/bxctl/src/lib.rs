@@ -24,6 +24,7 @@ mod history;
 mod inline;
 mod jobs;
 mod loopconn;
+mod mcp;
 mod mm;
 mod mmview;
 mod notes;
@@ -160,6 +161,9 @@ pub enum Command {
     /// The agent's notes and the labels brokerd keeps for them.
     #[command(subcommand)]
     Notes(NotesCmd),
+    /// MCP servers: their pins, and pinning what a server offers (docs/mcp.md).
+    #[command(subcommand)]
+    Mcp(McpCmd),
     /// Check the live deployment: the model server, the units, the audit log, grants and
     /// approvals (docs/verify.md). Exit 1 when a check failed, 2 when some could not be made.
     Verify(verify::VerifyArgs),
@@ -176,6 +180,33 @@ pub enum Command {
 pub enum ApprovalsCmd {
     /// End a session allowance now: its id, or a unique prefix of at least 6 characters.
     Revoke { allowance: String },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum McpCmd {
+    /// Every configured server and its pin.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One server's pin: every tool as the model is offered it (shown inert).
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List a server's tools in a unit of its own (no network), show them, and pin them.
+    Pin {
+        name: String,
+        /// Pin without asking (after the tools are shown).
+        #[arg(long)]
+        yes: bool,
+        /// Write the pin to FILE instead (for a configuration that names its pins).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -406,6 +437,25 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             None => verify::run(&config()?, &config_path, &args, out),
         },
         Command::Search { query, json } => notes::search(&config()?, &query, json, out),
+        Command::Mcp(McpCmd::List { json }) => mcp::list(&config()?, json, out),
+        Command::Mcp(McpCmd::Show { name, json }) => mcp::show(&config()?, &name, json, out),
+        Command::Mcp(McpCmd::Pin {
+            name,
+            yes,
+            out: file,
+            json,
+        }) => {
+            let stdin = std::io::stdin();
+            mcp::pin(
+                &config()?,
+                &name,
+                yes,
+                file.as_deref(),
+                json,
+                &mut stdin.lock(),
+                out,
+            )
+        }
         Command::Jobs { json } => jobs::list(&config()?, json, out),
         Command::Job(JobCmd::Run { name, json }) => {
             jobs::run(&config()?, &config_path, &name, json, out)

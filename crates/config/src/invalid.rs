@@ -74,6 +74,9 @@ pub enum Invalid {
     /// A `[[jobs]]` entry (`super::jobs`).
     #[error("{0}")]
     Job(super::JobInvalid),
+    /// An `[[mcp]]` entry (`super::mcp`).
+    #[error("{0}")]
+    Mcp(super::McpInvalid),
     /// `core_memory` (or its default) is inside `dir`, which a role or a tool writes
     /// (`what`): model text there could become the owner's system prompt.
     #[error(

@@ -17,6 +17,7 @@ mod gateway;
 mod infer;
 mod invalid;
 mod jobs;
+mod mcp;
 mod sockets;
 mod written;
 use duration::duration;
@@ -24,6 +25,7 @@ pub use gateway::Gateway;
 pub use infer::{Infer, Upstream};
 pub use invalid::Invalid;
 pub use jobs::{Deliver, Job, JobInvalid, MAX_PROMPT, jobs_file};
+pub use mcp::{McpInvalid, McpServer, mcp_file};
 pub use sockets::{INFER_SOCK, Sockets};
 
 pub const DEFAULT_PATH: &str = "/etc/boxmaker/config.toml";
@@ -52,6 +54,9 @@ pub struct Config {
     /// Scheduled jobs (docs/jobs.md), each `[[jobs]]`.
     #[serde(default)]
     pub jobs: Vec<Job>,
+    /// MCP servers (docs/mcp.md), each `[[mcp]]`.
+    #[serde(default)]
+    pub mcp: Vec<McpServer>,
     /// The owner's core memory (docs/memory.md): `<home>/memory/core.md` unless set. loopd
     /// puts it in every prompt; brokerd accounts for it, so it must be a file loopd cannot
     /// write (the NixOS module sets `/etc/boxmaker/core.md`), and it is refused inside any
@@ -377,6 +382,7 @@ impl Config {
             });
         }
         jobs::validate(&self.jobs, self.gateway.is_some(), b.approval_ttl).map_err(Invalid::Job)?;
+        mcp::validate(&self.mcp).map_err(Invalid::Mcp)?;
         self.check_core_memory()
     }
 
@@ -396,6 +402,11 @@ impl Config {
     /// brokerd's own durable state (session taint and untrusted flags).
     pub fn broker_state_dir(&self) -> PathBuf {
         self.home.join("broker")
+    }
+
+    /// The pins brokerd writes for the owner (`bxctl mcp pin`), one `<server>.json` each.
+    pub fn mcp_dir(&self) -> PathBuf {
+        self.home.join("mcp")
     }
 
     /// brokerd's witness store: what inferproxy witnessed, and which calls were used.

@@ -79,7 +79,7 @@ pub(crate) fn exchange(proxy: &Proxy, client: &UnixStream, who: &str) {
     let what = format!("{} {}", head.method, head.target);
     // A chat request is witnessed, or refused: never forwarded unwitnessed.
     let witness = if head.target == "/v1/chat/completions" {
-        match proto::attest::witnessable(&body) {
+        match proto::attest::witnessable_with(&body, proxy.offered()) {
             Ok(prompt) => match Witnessing::start(prompt) {
                 Ok(w) => Some(w),
                 Err(e) => {

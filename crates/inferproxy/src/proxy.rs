@@ -16,6 +16,8 @@ pub(crate) struct Proxy {
     pub witness_sock: PathBuf,
     /// Whether the last attempt reached llama-server; the STATUS line changes with it.
     reachable: Mutex<Option<bool>>,
+    /// The hash of the tools brokerd last said a request may offer (docs/decisions.md P14).
+    offered: Mutex<Option<proto::Hash32>>,
 }
 
 impl Proxy {
@@ -24,6 +26,23 @@ impl Proxy {
             infer,
             witness_sock,
             reachable: Mutex::new(None),
+            offered: Mutex::new(None),
+        }
+    }
+
+    /// The hash a witnessable request's tools must have: brokerd's answer now, else (brokerd
+    /// stopping or away) its last answer, else boxmaker's own tools alone. A stale set can
+    /// only be one brokerd gave, and nothing runs while brokerd is away.
+    pub fn offered(&self) -> proto::Hash32 {
+        let mut last = daemon::lock(&self.offered);
+        match crate::witness::offered(&self.witness_sock, self.infer.witness_timeout) {
+            Ok(hash) => *last.insert(hash),
+            Err(e) => {
+                daemon::log::warn(format_args!(
+                    "the tools offered: {e}; witnessing against the last set brokerd gave"
+                ));
+                last.unwrap_or_else(proto::attest::tools_hash)
+            }
         }
     }
 

@@ -231,6 +231,26 @@ impl Tee {
     }
 }
 
+/// The hash a witnessable request's `tools` must have now, as brokerd says (boxmaker's
+/// tools and the pinned MCP tools): asked before each chat request, so a pin takes effect
+/// at the next one, and loopd's word on the tools is never taken (docs/decisions.md W3).
+pub(crate) fn offered(sock: &Path, timeout: Duration) -> Result<Hash32, WitnessError> {
+    let stream = UnixStream::connect(sock).map_err(WitnessError::Connect)?;
+    let mut conn = Conn::new(stream, timeout, timeout);
+    let answer = conn
+        .call(1, Message::ToolsQuery(proto::mcp::ToolsQuery {}), |_| {})
+        .map_err(WitnessError::Report)?;
+    match answer.msg {
+        Message::ToolsOffered(o) => Ok(o.hash),
+        Message::Error(e) => Err(WitnessError::Answered(format!(
+            "error {}: {}",
+            e.code.name(),
+            e.detail
+        ))),
+        other => Err(WitnessError::Answered(other.kind().to_owned())),
+    }
+}
+
 /// Sends `report` to brokerd at `sock` and waits for its acknowledgement, each step within
 /// `timeout`.
 pub(crate) fn report(

@@ -1,4 +1,5 @@
-//! loopd's side of broker.sock: one tool request, its pending-approval notice, its answer.
+//! loopd's side of broker.sock: one tool request, its pending-approval notice, its answer;
+//! and the tools a request offers (`offered`).
 
 use std::path::Path;
 
@@ -42,6 +43,42 @@ pub fn call(
             other => failed(format!("unexpected {}", other.kind())),
         },
         Err(e) => failed(e.to_string()),
+    }
+}
+
+/// The tools a chat request offers now, as brokerd says (`tools_query`): boxmaker's own and
+/// every pinned MCP tool. loopd is not trusted for them: inferproxy refuses a request whose
+/// tools hash otherwise than brokerd's answer to it (docs/decisions.md W3).
+pub fn offered(sock: &Path) -> Result<serde_json::Value, String> {
+    let mut conn =
+        Conn::connect(sock).map_err(|e| format!("cannot reach {}: {e}", sock.display()))?;
+    let query = Message::ToolsQuery(proto::mcp::ToolsQuery {});
+    match conn.call(0, query, |_| {}).map_err(|e| e.to_string())?.msg {
+        Message::ToolsOffered(o) => serde_json::from_str(&o.tools).map_err(|e| e.to_string()),
+        Message::Error(e) => Err(format!("refused: {}: {}", e.code.name(), e.detail)),
+        other => Err(format!("unexpected {}", other.kind())),
+    }
+}
+
+/// The tools brokerd last said a request offers (docs/decisions.md P14).
+#[derive(Debug, Default)]
+pub struct Offered(std::sync::Mutex<Option<serde_json::Value>>);
+
+impl Offered {
+    /// The tools a request offers: brokerd's answer now, else (brokerd stopping or away)
+    /// its last answer, else boxmaker's own tools. inferproxy falls back alike, and nothing
+    /// a request makes the model call runs while brokerd is away.
+    pub fn get(&self, sock: &Path) -> serde_json::Value {
+        let mut last = daemon::lock(&self.0);
+        match offered(sock) {
+            Ok(tools) => last.insert(tools).clone(),
+            Err(why) => {
+                daemon::log::warn(format_args!(
+                    "the tools to offer: brokerd: {why}; offering the last set it gave"
+                ));
+                last.clone().unwrap_or_else(proto::attest::definitions)
+            }
+        }
     }
 }
 

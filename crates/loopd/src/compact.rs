@@ -95,9 +95,10 @@ fn ask(
     instruction: &str,
     slot: u32,
     cap: u32,
+    tools: &Value,
 ) -> Asked {
     messages.push(proto::composed::instruction(instruction).to_value());
-    let mut body = prompt::body(messages, slot, cap);
+    let mut body = prompt::body(messages, slot, cap, tools);
     body["tool_choice"] = json!("none");
     match llm::complete(sock, timeout, &body, None, |_| {}) {
         Ok(c) => match (c.answer.finish.as_deref(), c.answer.content) {
@@ -130,16 +131,26 @@ pub fn summary(
     session: &Session,
     n_ctx: u64,
     max_tokens: u32,
+    tools: &Value,
 ) -> Option<String> {
     let slot = session.slot().unwrap_or(0);
     let cap = cap(n_ctx, max_tokens);
     let epoch = prompt::messages(system, session.summary.as_deref(), &session.records);
-    match ask(sock, timeout, epoch.clone(), SUMMARY_PROMPT, slot, cap) {
+    match ask(
+        sock,
+        timeout,
+        epoch.clone(),
+        SUMMARY_PROMPT,
+        slot,
+        cap,
+        tools,
+    ) {
         Asked::Written(t) => return Some(t),
         Asked::Unreachable => return None,
         Asked::Unusable => {
             // The same prefix again: only the shorter instruction is new.
-            if let Asked::Written(t) = ask(sock, timeout, epoch, SHORT_PROMPT, slot, cap / 4) {
+            if let Asked::Written(t) = ask(sock, timeout, epoch, SHORT_PROMPT, slot, cap / 4, tools)
+            {
                 return Some(t);
             }
         }
@@ -148,7 +159,9 @@ pub fn summary(
             let trimmed: Vec<LogRecord> =
                 session.records.iter().cloned().map(trim_result).collect();
             let messages = prompt::messages(system, session.summary.as_deref(), &trimmed);
-            if let Asked::Written(t) = ask(sock, timeout, messages, SUMMARY_PROMPT, slot, cap) {
+            if let Asked::Written(t) =
+                ask(sock, timeout, messages, SUMMARY_PROMPT, slot, cap, tools)
+            {
                 return Some(t);
             }
         }

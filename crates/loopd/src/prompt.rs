@@ -55,13 +55,14 @@ fn withdrawn(records: &[LogRecord]) -> Vec<&ToolCall> {
         .collect()
 }
 
-/// A streamed chat request on the session's slot with every tool offered: the turn's and
-/// the summary's (which adds `tool_choice: "none"`, which leaves the rendered prompt as it
-/// is) share everything that is rendered, so the summary continues the epoch's cache.
-pub fn body(messages: Vec<Value>, slot: u32, max_tokens: u32) -> Value {
+/// A streamed chat request on the session's slot with every tool offered (`tools`, as
+/// brokerd gave them: boxmaker's own and the pinned MCP tools): the turn's and the
+/// summary's (which adds `tool_choice: "none"`, which leaves the rendered prompt as it is)
+/// share everything that is rendered, so the summary continues the epoch's cache.
+pub fn body(messages: Vec<Value>, slot: u32, max_tokens: u32, tools: &Value) -> Value {
     json!({
         "messages": messages,
-        "tools": proto::attest::definitions(),
+        "tools": tools,
         "stream": true,
         "stream_options": {"include_usage": true},
         "max_tokens": max_tokens,

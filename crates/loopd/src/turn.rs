@@ -32,6 +32,8 @@ pub struct Looper {
     /// the tokens the server could keep cached for the next request (for CacheLoss).
     used: Mutex<HashMap<SessionId, Usage>>,
     locks: KeyedLocks<SessionId>,
+    /// The tools brokerd last said a request offers (docs/decisions.md P14).
+    offered: broker::Offered,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -49,6 +51,7 @@ impl Looper {
             props: Mutex::new(None),
             used: Mutex::new(HashMap::new()),
             locks: KeyedLocks::default(),
+            offered: broker::Offered::default(),
         })
     }
 
@@ -252,9 +255,17 @@ impl Looper {
         let max_tokens = self.config.r#loop.max_tokens;
         let system = session.system();
         let sock = self.infer_sock();
-        let Some(summary) =
-            compact::summary(&sock, self.timeout(), &system, &session, n_ctx, max_tokens)
-        else {
+        // The tools the epoch's requests offered, so the summary continues their cache.
+        let tools = self.offered.get(&self.broker_sock());
+        let Some(summary) = compact::summary(
+            &sock,
+            self.timeout(),
+            &system,
+            &session,
+            n_ctx,
+            max_tokens,
+            &tools,
+        ) else {
             // The model cannot be reached now: the epoch goes on, a later turn compacts.
             return Ok(session);
         };
@@ -330,7 +341,9 @@ impl Looper {
                 session.summary.as_deref(),
                 &session.records,
             );
-            let body = prompt::body(messages, slot, self.config.r#loop.max_tokens);
+            // What brokerd offers now (a pin takes effect at the next request).
+            let tools = self.offered.get(&self.broker_sock());
+            let body = prompt::body(messages, slot, self.config.r#loop.max_tokens, &tools);
             let completion = llm::complete(
                 &self.infer_sock(),
                 self.timeout(),

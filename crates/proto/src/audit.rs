@@ -241,6 +241,28 @@ pub enum AuditEvent {
         allowance: String,
         by: String,
     },
+    /// The owner pinned an MCP server (`bxctl mcp pin`): from now on its tools are offered
+    /// as `tools` say, and a call runs only while the server's live list hashes to `hash`.
+    McpPinned {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        by: String,
+        server: String,
+        hash: Hash32,
+        tools: Vec<String>,
+    },
+    /// An MCP server asked the client something during a call (sampling, elicitation,
+    /// roots, ...): every request was refused, and none reached the model or the owner.
+    McpRefused {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        session: SessionId,
+        call: CallId,
+        server: String,
+        refused: Vec<crate::mcp::McpRefused>,
+    },
 }
 
 /// One stored line that is not a link of the chain, as a recovery record names it.
@@ -297,7 +319,9 @@ impl AuditLine {
                 | AuditEvent::JobNoteWritten { seq, .. }
                 | AuditEvent::JobRunRefused { seq, .. }
                 | AuditEvent::AllowanceGranted { seq, .. }
-                | AuditEvent::AllowanceRevoked { seq, .. },
+                | AuditEvent::AllowanceRevoked { seq, .. }
+                | AuditEvent::McpPinned { seq, .. }
+                | AuditEvent::McpRefused { seq, .. },
             ) => *seq,
         }
     }
@@ -318,7 +342,9 @@ impl AuditLine {
                 | AuditEvent::JobNoteWritten { prev, .. }
                 | AuditEvent::JobRunRefused { prev, .. }
                 | AuditEvent::AllowanceGranted { prev, .. }
-                | AuditEvent::AllowanceRevoked { prev, .. },
+                | AuditEvent::AllowanceRevoked { prev, .. }
+                | AuditEvent::McpPinned { prev, .. }
+                | AuditEvent::McpRefused { prev, .. },
             ) => *prev,
         }
     }
@@ -339,7 +365,9 @@ impl AuditLine {
                 | AuditEvent::JobNoteWritten { time, .. }
                 | AuditEvent::JobRunRefused { time, .. }
                 | AuditEvent::AllowanceGranted { time, .. }
-                | AuditEvent::AllowanceRevoked { time, .. },
+                | AuditEvent::AllowanceRevoked { time, .. }
+                | AuditEvent::McpPinned { time, .. }
+                | AuditEvent::McpRefused { time, .. },
             ) => *time,
         }
     }

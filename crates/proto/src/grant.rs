@@ -1,3 +1,5 @@
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::{DataClass, JobName, Timestamp};
@@ -96,6 +98,11 @@ pub struct Constraints {
     /// reaches (the index partitions bound into its unit). Absent: every partition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_class: Option<DataClass>,
+    /// MCP tools only: a JSON pointer (RFC 6901) into the call's arguments, and the
+    /// patterns the value there must match (any of them); every pointer must match.
+    /// `[constraints.args] "/url" = ["https://example.org/*"]`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub args: BTreeMap<String, Vec<String>>,
 }
 
 /// Leaves `private_networks = false` out when a grant is written back, so a grant that

@@ -155,3 +155,140 @@ pub enum McpPinOutput {
         report: McpReport,
     },
 }
+
+impl McpFailure {
+    /// The kind's wire name (`mcp_changed`, `timeout`, …), for messages and the audit.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::McpChanged { .. } => "mcp_changed",
+            Self::ToolError => "tool_error",
+            Self::ServerError { .. } => "server_error",
+            Self::Start => "start",
+            Self::Closed => "closed",
+            Self::Timeout => "timeout",
+            Self::TooLarge => "too_large",
+            Self::Version => "version",
+            Self::Protocol => "protocol",
+            Self::Invocation => "invocation",
+        }
+    }
+}
+
+/// A call of a pinned MCP tool as brokerd decided it: the server's name in the
+/// configuration, the tool's name as the server lists it, and the arguments checked
+/// against the pinned schema, in canonical form (what constraints matched, the approval
+/// binds to, the audit keeps and the server receives). Only brokerd makes one, after that
+/// check (`ToolArgs::parse` never does).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpArgs {
+    pub arguments: String,
+    pub server: String,
+    pub tool: String,
+}
+
+impl McpArgs {
+    /// The name a grant gives this tool: `mcp:<server>/<tool>`.
+    pub fn grant_tool(&self) -> String {
+        format!("mcp:{}/{}", self.server, self.tool)
+    }
+}
+
+/// The owner's channel: the configured MCP servers and their pins. Answered with
+/// `mcp_listing`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpQuery {
+    /// One server (its pin file's text is then included), or every one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+}
+
+/// What brokerd holds of each configured server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpListing {
+    pub servers: Vec<McpServerState>,
+}
+
+/// One configured server: its command, its pin (when it has one) and where the pin comes
+/// from, and whether a call found its tools changed since.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerState {
+    pub name: String,
+    pub command: Vec<String>,
+    /// The pin file brokerd reads for it.
+    pub pin_file: String,
+    /// Whether that file is the configuration's (`[[mcp]] pin`, the NixOS module's
+    /// `pin`), which `bxctl mcp pin` does not replace.
+    pub pin_configured: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<Hash32>,
+    /// The offered names of its pinned tools (`mcp__<server>__<tool>`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// The hash a call found instead of the pin's: its calls are refused (`mcp_changed`)
+    /// until the owner pins it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<Hash32>,
+    /// The pin file's text, when the query named this server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<String>,
+}
+
+/// The owner's channel: start the server in a unit (no network), list its tools, and hold
+/// the list for `mcp_pin`. Answered with `mcp_probed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpProbe {
+    pub server: String,
+}
+
+/// The probe's outcome: what the owner is shown (`mcp-pin`'s answer), and, when the list
+/// can be pinned, the pin file's text brokerd would write. `refused` says why it cannot
+/// be (a name that cannot be offered, a schema keyword the validator does not support).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpProbed {
+    pub server: String,
+    pub output: McpPinOutput,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+}
+
+/// The owner's channel: pin the list the last probe of `server` showed, which must hash to
+/// `hash` (what the owner saw). Answered with `mcp_pinned`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpPin {
+    pub server: String,
+    pub hash: Hash32,
+}
+
+/// The pin is on disk and in force.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpPinned {
+    pub server: String,
+    pub hash: Hash32,
+    pub pin_file: String,
+}
+
+/// loopd (on its `broker.sock`) and inferproxy (on `witness.sock`): the tools a request
+/// may offer now. Answered with `tools_offered`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsQuery {}
+
+/// boxmaker's own tools followed by every pinned MCP tool, as the `tools` of a chat
+/// request (canonical JSON), and the hash a witnessable request's `tools` must have
+/// (`crate::attest::tools::hash_of`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsOffered {
+    pub tools: String,
+    pub hash: Hash32,
+}

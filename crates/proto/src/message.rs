@@ -149,6 +149,20 @@ pub enum Message {
     /// `allowance_revoked`.
     AllowanceRevoke(crate::allowance::AllowanceRevoke),
     AllowanceRevoked(crate::allowance::RevokeOutcome),
+    /// Owner channel: the MCP servers and their pins. Answered with `mcp_listing`.
+    McpQuery(crate::mcp::McpQuery),
+    McpListing(crate::mcp::McpListing),
+    /// Owner channel: list a server's tools in a unit, for the owner to look at. Answered
+    /// with `mcp_probed`.
+    McpProbe(crate::mcp::McpProbe),
+    McpProbed(crate::mcp::McpProbed),
+    /// Owner channel: pin what the last probe showed (audited). Answered with `mcp_pinned`.
+    McpPin(crate::mcp::McpPin),
+    McpPinned(crate::mcp::McpPinned),
+    /// loopd's side of broker.sock, and witness.sock: the tools a chat request may offer
+    /// (boxmaker's and the pinned MCP tools). Answered with `tools_offered`.
+    ToolsQuery(crate::mcp::ToolsQuery),
+    ToolsOffered(crate::mcp::ToolsOffered),
     /// Owner channel: what the grants let a hostile model do without asking. Answered with
     /// `flows_report` (docs/verify.md).
     FlowsQuery(Empty),
@@ -206,6 +220,14 @@ impl Message {
             Self::WitnessRecorded(_) => "witness_recorded",
             Self::OwnerMessage(_) => "owner_message",
             Self::OwnerRegistered(_) => "owner_registered",
+            Self::McpQuery(_) => "mcp_query",
+            Self::McpListing(_) => "mcp_listing",
+            Self::McpProbe(_) => "mcp_probe",
+            Self::McpProbed(_) => "mcp_probed",
+            Self::McpPin(_) => "mcp_pin",
+            Self::McpPinned(_) => "mcp_pinned",
+            Self::ToolsQuery(_) => "tools_query",
+            Self::ToolsOffered(_) => "tools_offered",
             Self::AuditVerify(_) => "audit_verify",
             Self::AuditVerified(_) => "audit_verified",
             Self::AuditAlert(_) => "audit_alert",
@@ -257,6 +279,10 @@ pub enum ErrorCode {
     /// A notes request on the owner's channel was not done (no such note, a bad name, the
     /// disk); the detail says which.
     NoteRefused,
+    /// An MCP request on the owner's channel was not done (no such server, no list to pin,
+    /// another list than the one shown, a pin the configuration names); the detail says
+    /// which.
+    McpRefused,
 }
 
 impl ErrorCode {

@@ -144,6 +144,9 @@ pub enum ToolFailure {
     Exited { status: i32 },
     /// The unit ended with another systemd result (`resources`, `protocol`, …).
     Unit { result: String },
+    /// An MCP call gave no result: the server's tools changed since the pin, the tool said
+    /// it failed, the server broke the protocol or a limit (`boxmaker-tool mcp-call`'s kind).
+    Mcp { failure: crate::mcp::McpFailure },
 }
 
 impl fmt::Display for ToolFailure {
@@ -155,6 +158,7 @@ impl fmt::Display for ToolFailure {
             Self::Signal { signal: None } => f.write_str("killed by a signal"),
             Self::Exited { status } => write!(f, "exited with status {status}"),
             Self::Unit { result } => write!(f, "unit result {result}"),
+            Self::Mcp { failure } => write!(f, "MCP {}", failure.kind()),
         }
     }
 }

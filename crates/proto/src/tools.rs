@@ -97,6 +97,9 @@ pub enum ToolArgs {
     NoteList(NoteListArgs),
     NoteSearch(NoteSearchArgs),
     SessionSearch(SessionSearchArgs),
+    /// A pinned MCP tool's call (`mcp__<server>__<tool>`): made by brokerd from the pin,
+    /// never by [`ToolArgs::parse`]; it runs as `boxmaker-tool mcp-call`.
+    Mcp(crate::mcp::McpArgs),
 }
 
 /// The longest arguments text accepted. Arguments are shown whole on approval cards and
@@ -165,6 +168,15 @@ impl ToolArgs {
             Self::NoteList(_) => "note_list",
             Self::NoteSearch(_) => "note_search",
             Self::SessionSearch(_) => "session_search",
+            Self::Mcp(_) => "mcp",
+        }
+    }
+
+    /// The name grants give the tool: its wire name, or `mcp:<server>/<tool>`.
+    pub fn grant_tool(&self) -> std::borrow::Cow<'static, str> {
+        match self {
+            Self::Mcp(a) => a.grant_tool().into(),
+            other => other.tool().into(),
         }
     }
 
@@ -181,6 +193,8 @@ impl ToolArgs {
             Self::NoteList(a) => serde_json::to_string(a),
             Self::NoteSearch(a) => serde_json::to_string(a),
             Self::SessionSearch(a) => serde_json::to_string(a),
+            // Checked against the pinned schema and made canonical by brokerd.
+            Self::Mcp(a) => return a.arguments.clone(),
         };
         // Serialising plain structs of strings cannot fail.
         text.unwrap_or_default()
@@ -200,7 +214,7 @@ impl ToolArgs {
             Self::NoteWrite(NoteWriteArgs { name, .. }) | Self::NoteRead(NoteReadArgs { name }) => {
                 name
             }
-            Self::Consult(_) | Self::NoteList(_) => return None,
+            Self::Consult(_) | Self::NoteList(_) | Self::Mcp(_) => return None,
         };
         let max = crate::approval::MAX_READ;
         Some(if what.chars().count() <= max {

@@ -53,6 +53,9 @@ pub enum Failure {
     /// A note tool's invocation names no notes directory (brokerd always sends one).
     #[error("the invocation names no notes directory")]
     NoNotesDir,
+    /// An MCP call sent to the plain tool mode: it runs as `boxmaker-tool mcp-call`.
+    #[error("an MCP call runs as `boxmaker-tool mcp-call`")]
+    McpNotHere,
     /// A file in the note's place larger than any note brokerd writes.
     #[error(
         "the note is {size} bytes, over the {} a note may hold (not read)",

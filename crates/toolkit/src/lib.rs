@@ -113,6 +113,7 @@ pub fn execute(invocation: &ToolInvocation, credentials: Option<&Path>) -> ToolR
         ToolArgs::NoteList(_) => notes::list(invocation),
         ToolArgs::NoteSearch(a) => notes::search(&a.query, noteindex::Kind::Note, invocation),
         ToolArgs::SessionSearch(a) => notes::search(&a.query, noteindex::Kind::Session, invocation),
+        ToolArgs::Mcp(_) => Err(Failure::McpNotHere),
     };
     result.map_err(|source| ToolError::Tool {
         tool: invocation.call.tool(),

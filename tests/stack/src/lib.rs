@@ -12,6 +12,7 @@ mod agent;
 pub mod corpus;
 mod gateway;
 pub mod long_audit;
+pub mod mcp;
 pub mod overhead;
 pub mod real_server;
 pub mod real_session;

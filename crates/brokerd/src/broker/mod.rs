@@ -29,6 +29,8 @@ pub mod board;
 pub mod in_force;
 mod job_note;
 mod label;
+mod mcp;
+mod mcp_owner;
 mod run;
 pub mod status;
 
@@ -68,9 +70,14 @@ pub struct Broker {
     /// What brokerd knows of the context a call came from: what inferproxy witnessed (only
     /// those calls run, each once) and the labels of what loopd may send the model.
     pub(crate) context: Attested,
+    /// The MCP servers, their pins and what the model is offered.
+    pub(crate) pins: crate::pins::Pins,
 }
 
 impl Broker {
+    // Each part is opened by `start` on its own, with its own error; a struct of them would
+    // only move this list.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         config: Config,
         snapshot: Snapshot,
@@ -79,6 +86,7 @@ impl Broker {
         runner: Runner,
         notes: Notes,
         context: Attested,
+        pins: crate::pins::Pins,
     ) -> Self {
         let desk = Desk::new(config.broker.max_pending_approvals);
         let outbox = Outbox::new(config.gateway.is_some());
@@ -96,6 +104,7 @@ impl Broker {
             notes,
             runs: Runs::default(),
             context,
+            pins,
         }
     }
 
@@ -189,7 +198,9 @@ impl Broker {
         send: &mut dyn FnMut(Envelope),
     ) -> Result<(), Fatal> {
         let snapshot = self.snapshot();
-        let parsed = ToolArgs::parse(&req.tool, &req.arguments);
+        // An MCP tool's arguments against its pin, boxmaker's own tools' against their types.
+        let parsed = policy::mcp::parse(&self.pins.current(), &req.tool, &req.arguments)
+            .unwrap_or_else(|| ToolArgs::parse(&req.tool, &req.arguments));
         // Before any grant: the model made this call, exactly so, and it never ran.
         // The use is marked here and made durable by the decision's audit line below.
         let witnessed = (self.context).claim(req.witness.as_ref(), &req.tool, &req.arguments);

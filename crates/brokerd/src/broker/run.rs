@@ -43,30 +43,35 @@ impl Broker {
             .grant()
             .and_then(|(g, _)| g.constraints.max_class)
             .unwrap_or(proto::DataClass::Secret);
-        let (labels, outcome) = match tool_spec::build(&self.config, req, &decision) {
-            Ok(mut spec) => {
-                let labels = match &spec.bind {
-                    Some(b) => {
-                        let granted = snapshot
-                            .iter()
-                            .flat_map(|(_, g)| g.constraints.paths.iter().map(String::as_str));
-                        let names = bind::names(b, granted);
-                        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                        labels.join(policy::bound_labels(snapshot, &names, subtree))
+        let (labels, outcome) = if let ToolArgs::Mcp(call) = args {
+            let call = call.clone();
+            self.run_mcp(req, decision, snapshot, labels, &call)?
+        } else {
+            match tool_spec::build(&self.config, req, &decision) {
+                Ok(mut spec) => {
+                    let labels = match &spec.bind {
+                        Some(b) => {
+                            let granted = snapshot
+                                .iter()
+                                .flat_map(|(_, g)| g.constraints.paths.iter().map(String::as_str));
+                            let names = bind::names(b, granted);
+                            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                            labels.join(policy::bound_labels(snapshot, &names, subtree))
+                        }
+                        None => labels,
+                    };
+                    // A note call's unit binds notes; their labels are brokerd's record's.
+                    match note.bind(&self.notes, &mut spec, self.runner.binds(), reach) {
+                        Ok(bound) => {
+                            let outcome = self.runner.run(decision, &spec);
+                            let (bound, outcome) = bound.finish(&self.notes, outcome, decided);
+                            (labels.join(bound), outcome)
+                        }
+                        Err(e) => (labels, RunOutcome::failed(e.to_string())),
                     }
-                    None => labels,
-                };
-                // A note call's unit binds notes; their labels are brokerd's record's.
-                match note.bind(&self.notes, &mut spec, self.runner.binds(), reach) {
-                    Ok(bound) => {
-                        let outcome = self.runner.run(decision, &spec);
-                        let (bound, outcome) = bound.finish(&self.notes, outcome, decided);
-                        (labels.join(bound), outcome)
-                    }
-                    Err(e) => (labels, RunOutcome::failed(e.to_string())),
                 }
+                Err(e) => (labels, RunOutcome::failed(e.to_string())),
             }
-            Err(e) => (labels, RunOutcome::failed(e.to_string())),
         };
         let labels = labels
             .join(self.context.for_logs(of_logs))

@@ -17,6 +17,13 @@ impl Broker {
     /// audited is [`Fatal`] (B10).
     pub fn reload(&self) -> Result<Reloaded, Fatal> {
         let time = Timestamp::now();
+        // The MCP servers' pins too (a pin file the owner put in place by hand, or the
+        // module's); pins that do not read leave those in force.
+        if let Err(e) = self.pins.reload() {
+            log::error(format_args!(
+                "MCP pins not reloaded, keeping the old ones: {e}"
+            ));
+        }
         let outcome = match self.load() {
             Ok(snapshot) => {
                 let (hash, grants) = (snapshot.hash(), snapshot.ids());

@@ -55,6 +55,9 @@ fn named(decision: &Decision) -> Option<Scope> {
             }
             _ => None,
         },
+        // An MCP tool's arguments mean what its server says they mean: no rule yet, so an
+        // MCP call is asked every time (O14).
+        Subject::Mcp => None,
     }
 }
 

@@ -136,12 +136,11 @@ impl Decision {
     }
 
     /// Whether this decision lets the runner run `call`: an allow, for exactly the
-    /// arguments it authorises (compared in canonical form).
+    /// arguments it authorises (the same tool, for an MCP call the same server and tool,
+    /// and the same arguments).
     pub(crate) fn authorises(&self, call: &ToolArgs) -> bool {
         match &self.kind {
-            Kind::Allow { args, .. } => {
-                args.tool() == call.tool() && args.canonical() == call.canonical()
-            }
+            Kind::Allow { args, .. } => args == call,
             Kind::Ask { .. } | Kind::Deny { .. } => false,
         }
     }

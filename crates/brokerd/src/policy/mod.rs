@@ -93,6 +93,7 @@ pub mod allowance;
 mod decision;
 pub mod flows;
 mod labels;
+pub mod mcp;
 
 use proto::tools::{HttpFetchArgs, ListDirArgs, ReadFileArgs, ToolArgs};
 use proto::{DenyReason, Grant, JobName, Mode, Timestamp};
@@ -187,7 +188,7 @@ pub fn decide_in(
     job: Option<&JobName>,
     now: Timestamp,
 ) -> Decision {
-    let tool = args.tool();
+    let tool = args.grant_tool();
     // The deciding grant so far: the strictest mode, then the smallest id (grants come in id
     // order, so the first of a mode stays), so the outcome never depends on directory order.
     let mut best: Option<(u8, &str, &Grant, Covered)> = None;
@@ -197,7 +198,10 @@ pub fn decide_in(
     let mut mismatch: Option<String> = None;
     // Whether a grant that would ask says `always_ask` (the owner is asked every time).
     let mut always_ask = false;
-    for (id, grant) in snapshot.for_tool(tool) {
+    for (id, grant) in snapshot
+        .iter()
+        .filter(|(_, g)| constraints::for_call(g, args))
+    {
         let covered = match constraints::check(grant, args) {
             Ok(c) => c,
             Err(why) => {

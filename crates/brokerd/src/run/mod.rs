@@ -10,6 +10,7 @@
 //! what its unit had bound (`broker/run.rs`).
 
 pub mod bind;
+pub mod mcp;
 mod resolve;
 pub mod runner;
 pub mod tool_spec;

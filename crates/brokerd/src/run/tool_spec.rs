@@ -46,6 +46,12 @@ pub enum SpecError {
          (services.boxmaker.secrets)"
     )]
     NoCredentials,
+    /// An MCP grant's host entry that makes no host to resolve.
+    #[error("constraints.hosts: {0}")]
+    McpHost(UrlError),
+    /// The owner's probe of an MCP server has no unit (its name makes no unit name).
+    #[error("cannot list the server's tools: {0}")]
+    Probe(String),
 }
 
 /// Why `--print-tool-unit` has no unit to print.
@@ -128,6 +134,7 @@ pub fn build(
         addresses,
         secret,
         limits: limits(b),
+        mcp: None,
     })
 }
 
@@ -146,7 +153,7 @@ fn consult_target(config: &Config, secret: Option<&str>) -> Result<ConsultTarget
 }
 
 /// The limits every tool unit gets, from `[broker]`.
-fn limits(b: &config::Broker) -> Limits {
+pub(crate) fn limits(b: &config::Broker) -> Limits {
     Limits {
         max_result_bytes: b.max_result_bytes,
         time_limit: b.tool_time_limit,
@@ -156,7 +163,7 @@ fn limits(b: &config::Broker) -> Limits {
 }
 
 /// brokerd's own credentials, from systemd's LoadCredential=.
-fn credentials_dir() -> Result<PathBuf, SpecError> {
+pub(crate) fn credentials_dir() -> Result<PathBuf, SpecError> {
     std::env::var_os("CREDENTIALS_DIRECTORY")
         .map(PathBuf::from)
         .ok_or(SpecError::NoCredentials)
@@ -217,6 +224,7 @@ pub fn print_unit(
         },
         secret,
         limits: limits(b),
+        mcp: None,
     };
     systemd.check(&spec).map_err(UnitError::Refused)?;
     let mut out = format!(

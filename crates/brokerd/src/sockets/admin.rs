@@ -1,10 +1,11 @@
 //! brokerd's admin side, `broker.sock` in the admin ↔ broker pair directory
 //! (`sockets.admin_broker`), reached only by the owner's admin group (`peers.admin`):
 //! approvals and answers, the session allowances and their revocation, read-only queries
-//! (sessions, grants, status, notes, search), the grants reload, a note's relabel, the flows
-//! the grants allow (`flows_query`), and the full verification of the audit log
-//! (`audit_verify`). With the gateway, answers heard on Mattermost come the same way
-//! through the link (`gateway`); the socket decides what may be asked, never the peer.
+//! (sessions, grants, status, notes, search, MCP servers), the grants reload, a note's
+//! relabel, an MCP server's probe and pin, the flows the grants allow (`flows_query`), and
+//! the full verification of the audit log (`audit_verify`). With the gateway, answers heard
+//! on Mattermost come the same way through the link (`gateway`); the socket decides what may
+//! be asked, never the peer.
 
 use std::sync::atomic::AtomicBool;
 
@@ -64,6 +65,9 @@ pub enum AdminRequest {
     NoteRelabel(proto::notes::NoteRelabel),
     NotesSearch(proto::notes::NotesSearch),
     AllowanceRevoke(proto::allowance::AllowanceRevoke),
+    McpQuery(proto::mcp::McpQuery),
+    McpProbe(proto::mcp::McpProbe),
+    McpPin(proto::mcp::McpPin),
     FlowsQuery,
 }
 
@@ -83,6 +87,9 @@ impl TryFrom<Message> for AdminRequest {
             Message::NoteRelabel(r) => Self::NoteRelabel(r),
             Message::NotesSearch(q) => Self::NotesSearch(q),
             Message::AllowanceRevoke(r) => Self::AllowanceRevoke(r),
+            Message::McpQuery(q) => Self::McpQuery(q),
+            Message::McpProbe(p) => Self::McpProbe(p),
+            Message::McpPin(p) => Self::McpPin(p),
             Message::FlowsQuery(_) => Self::FlowsQuery,
             other => return Err(other),
         })
@@ -138,6 +145,16 @@ fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, Fatal
             }),
             Err(e) => refused(&crate::notes::NoteError::Index(e)),
         },
+        AdminRequest::McpQuery(q) => Message::McpListing(broker.mcp_listing(&q)),
+        // The server runs in a unit of its own while this connection waits.
+        AdminRequest::McpProbe(p) => match broker.mcp_probe(&p.server) {
+            Ok(probed) => Message::McpProbed(probed),
+            Err(why) => Message::error(proto::ErrorCode::McpRefused, why),
+        },
+        AdminRequest::McpPin(p) => match broker.mcp_pin(&p, who)? {
+            Ok(pinned) => Message::McpPinned(pinned),
+            Err(e) => Message::error(proto::ErrorCode::McpRefused, e.to_string()),
+        },
         // What the grants in force let a hostile model do without asking, by the policy
         // that decides (docs/verify.md).
         AdminRequest::FlowsQuery => {
@@ -146,10 +163,10 @@ fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, Fatal
                 Ok(report) => Message::FlowsReport(report),
                 Err(e) => {
                     daemon::log::error(format_args!("flows: {e}"));
-                    Message::Error(proto::WireError {
-                        code: proto::ErrorCode::Internal,
-                        detail: "the flow analysis failed; brokerd's log says why".into(),
-                    })
+                    Message::error(
+                        proto::ErrorCode::Internal,
+                        "the flow analysis failed; brokerd's log says why",
+                    )
                 }
             }
         }

@@ -1,5 +1,6 @@
 //! brokerd's loop side, `broker.sock` in the loop ↔ broker pair directory
-//! (`sockets.loop_broker`), shared with loopd: tool requests only. Each is served by the
+//! (`sockets.loop_broker`), shared with loopd: tool requests, and the tools a chat request
+//! may offer (`tools_query`). Each is served by the
 //! broker (`Broker::tool_request`) while loopd's connection waits, and answered with the
 //! decision, or the result; a `pending_approval` frame first when the owner is asked. Any
 //! other kind is refused and the connection closed, brokerd serves on.
@@ -31,6 +32,12 @@ pub fn handle(broker: &Broker, conn: &mut Conn, env: Envelope, who: &str) -> Res
                 }
             })?;
             Ok(alive)
+        }
+        // What a chat request may offer: loopd builds its requests from it, and inferproxy
+        // compares them with brokerd's own answer (docs/decisions.md W3).
+        Message::ToolsQuery(_) => {
+            let offered = Message::ToolsOffered(broker.pins.offered());
+            Ok(conn.write(&Envelope::last(id, offered)).is_ok())
         }
         msg => {
             serve::forbid(conn, id, Side::Loop.name(), who, msg.kind());

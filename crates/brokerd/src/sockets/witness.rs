@@ -1,6 +1,7 @@
 //! brokerd's witness side, `witness.sock` in the pair directory `infer-broker/` shared with
-//! inferproxy only (docs/decisions.md W1). The socket decides the kind: only
-//! `witness_report`, each answered with `witness_recorded` once it is on disk. A report
+//! inferproxy only (docs/decisions.md W1). The socket decides the kind: `witness_report`,
+//! each answered with `witness_recorded` once it is on disk, and `tools_query`, the tools a
+//! request may offer (W3). A report
 //! that cannot be recorded (a completion reported twice) gets a typed error and the
 //! connection serves on; one the store cannot write stops brokerd (exit 70), since nothing
 //! unrecorded may be acknowledged.
@@ -42,6 +43,12 @@ pub fn handle(broker: &Broker, conn: &mut Conn, env: Envelope, who: &str) -> Res
                     true
                 }
             }
+        }
+        // The hash a witnessable request's tools must have now: boxmaker's tools and the
+        // pinned MCP tools (docs/decisions.md W3).
+        Message::ToolsQuery(_) => {
+            let offered = Message::ToolsOffered(broker.pins.offered());
+            conn.write(&Envelope::last(id, offered)).is_ok()
         }
         msg => {
             serve::forbid(conn, id, Side::Witness.name(), who, msg.kind());

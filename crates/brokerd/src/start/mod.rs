@@ -2,11 +2,12 @@
 //!
 //! The inherited sockets are taken before any thread starts; the configuration and the
 //! grants are checked (`--check-config` stops there); the audit log is locked, verified and
-//! what it holds rebuilt (`restore`); the session state, the notes and the context opened;
+//! what it holds rebuilt (`restore`); the session state, the notes, the context and the MCP
+//! servers' pins opened;
 //! every listening side bound (`sockets::listen`) and the link to gatewayd started; READY is
 //! sent only once every side serves. SIGHUP reloads the grants; SIGTERM denies what waits
 //! for the owner, drains the requests in flight and waits a little for gatewayd to show
-//! their outcomes. What a new part needs at start (MCP servers' pins, say) is opened here.
+//! their outcomes. What a new part needs at start is opened here.
 
 use std::os::unix::fs::DirBuilderExt;
 use std::sync::Arc;
@@ -81,6 +82,8 @@ pub fn run(args: Args) -> Result<(), Error> {
     if config.peers.infer.is_none() {
         return Err(Error::NoInferPeer);
     }
+    // Every pin the configuration's servers have: one that does not read refuses the start.
+    let pins = crate::pins::Pins::load(&config).map_err(Error::Pins)?;
     if args.common.check_config {
         let mut out = std::io::stdout().lock();
         let line = format!(
@@ -140,6 +143,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         runner,
         notes,
         crate::context::Attested::new(witness, accounting, core_file),
+        pins,
     ));
     broker
         .audit_first_snapshot()

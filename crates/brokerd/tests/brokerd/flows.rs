@@ -21,6 +21,14 @@ fn fetch(max_taint: &str, extra: &str, hosts: &str) -> String {
     )
 }
 
+/// An `auto` MCP grant at `max_taint = "private"` with public results.
+fn mcp(tool: &str, constraints: &str, tables: &str) -> String {
+    format!(
+        "tool = \"{tool}\"\nmode = \"auto\"\nmax_taint = \"private\"\nresult_class = \
+         \"public\"\n[constraints]\n{constraints}\n{tables}"
+    )
+}
+
 const ORG: &str = "\"api.example.org\"";
 const PAST: &str = "expires = \"2020-01-01T00:00:00.000Z\"";
 const FUTURE: &str = "expires = \"2099-01-01T00:00:00.000Z\"";
@@ -338,6 +346,75 @@ fn the_table() {
                 "brief-notes",
                 "brief-web",
                 "api.example.org",
+            )],
+        ),
+        (
+            "an MCP tool whose grant lists hosts is a sink",
+            vec![
+                ("notes-read", notes.clone()),
+                (
+                    "fetch-mcp",
+                    mcp("mcp:fetch/fetch", "hosts = [\"api.example.org\"]", ""),
+                ),
+            ],
+            none.clone(),
+            vec![(
+                "private_out",
+                None,
+                "notes-read",
+                "fetch-mcp",
+                "api.example.org through MCP tool mcp:fetch/fetch",
+            )],
+        ),
+        (
+            "an MCP tool without hosts has no network: no sink",
+            vec![
+                ("notes-read", notes.clone()),
+                ("time-mcp", mcp("mcp:time/*", "", "")),
+            ],
+            none.clone(),
+            vec![],
+        ),
+        (
+            "a deny on every tool of the MCP server stops it",
+            vec![
+                ("notes-read", notes.clone()),
+                (
+                    "git-mcp",
+                    mcp(
+                        "mcp:git/*",
+                        "hosts = [\"git.example.org\"]",
+                        "[constraints.args]\n\"/repo_path\" = [\"/srv/git/*\"]\n",
+                    ),
+                ),
+                (
+                    "git-push-deny",
+                    "tool = \"mcp:git/*\"\nmode = \"deny\"\nmax_taint = \"secret\"\n".to_owned(),
+                ),
+            ],
+            none.clone(),
+            vec![],
+        ),
+        (
+            "an MCP grant's args are met by the call tried",
+            vec![
+                ("notes-read", notes.clone()),
+                (
+                    "git-mcp",
+                    mcp(
+                        "mcp:git/*",
+                        "hosts = [\"git.example.org\"]",
+                        "[constraints.args]\n\"/repo_path\" = [\"/srv/git/*\"]\n",
+                    ),
+                ),
+            ],
+            none.clone(),
+            vec![(
+                "private_out",
+                None,
+                "notes-read",
+                "git-mcp",
+                "git.example.org through MCP tool mcp:git/*",
             )],
         ),
         (

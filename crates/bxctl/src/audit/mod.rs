@@ -261,6 +261,47 @@ fn describe(line: &AuditLine) -> String {
                 by,
                 ..
             } => format!("#{seq} {time} allowance {allowance} REVOKED by {by}"),
+            AuditEvent::McpPinned {
+                seq,
+                time,
+                by,
+                server,
+                hash,
+                tools,
+                ..
+            } => format!(
+                "#{seq} {time} MCP server {server} pinned by {by}: {hash}, {} tools",
+                tools.len()
+            ),
+            AuditEvent::McpRefused {
+                seq,
+                time,
+                session,
+                call,
+                server,
+                refused,
+                ..
+            } => {
+                let asked: Vec<String> = refused.iter().map(refused_name).collect();
+                format!(
+                    "#{seq} {time} {session} call {} MCP server {server} asked the client \
+                     (REFUSED): {}",
+                    call.0,
+                    asked.join(", ")
+                )
+            }
         },
+    }
+}
+
+/// A refused server request, by its method.
+fn refused_name(r: &proto::mcp::McpRefused) -> String {
+    use proto::mcp::McpRefused;
+    match r {
+        McpRefused::Sampling => "sampling/createMessage".into(),
+        McpRefused::Elicitation => "elicitation/create".into(),
+        McpRefused::Roots => "roots/list".into(),
+        McpRefused::Ping => "ping".into(),
+        McpRefused::Other { name } => name.clone(),
     }
 }

@@ -177,8 +177,25 @@ fn jobs(state: &Path) -> Result<String, DevError> {
     Ok(format!("# From {}:\n{text}", path.display()))
 }
 
+/// The owner's `[[mcp]]` servers, `STATE/mcp.toml` (never written by bxctl), as text to add
+/// to the configuration: empty when there is no such file (docs/mcp.md).
+fn mcp(state: &Path) -> Result<String, DevError> {
+    let path = state.join("mcp.toml");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(error) => return Err(DevError::Write { path, error }),
+    };
+    config::mcp_file(&text).map_err(|error| DevError::Mcp {
+        path: path.clone(),
+        error,
+    })?;
+    Ok(format!("# From {}:\n{text}", path.display()))
+}
+
 /// Writes `config.toml` for a stack under `state` whose grants are in `grants` and whose
-/// model is at `upstream`, with the owner's jobs (`jobs.toml`); returns its path. The jobs
+/// model is at `upstream`, with the owner's jobs (`jobs.toml`) and MCP servers
+/// (`mcp.toml`); returns its path. The jobs
 /// sockets and `peers.jobs` are there always, so `bxctl job run` starts a job's runner as
 /// the developer.
 pub fn config(
@@ -204,7 +221,7 @@ pub fn config(
              jobs = {{ uid = {uid} }}\ninfer = {{ uid = {uid} }}\ngateway = {{ uid = {uid} }}\n\
              broker = {{ uid = {uid} }}\n\
              [broker]\nrunner = \"direct\"\ntool = {}\n\
-             [infer]\nupstream = {}\n{}{}",
+             [infer]\nupstream = {}\n{}{}{}",
             state.display(),
             under("home"),
             q(grants),
@@ -221,6 +238,7 @@ pub fn config(
             q(tool),
             serde_json::to_string(upstream).unwrap_or_default(),
             jobs(state)?,
+            mcp(state)?,
             gateway.map(|g| g.table()).unwrap_or_default(),
         ),
     )?;

@@ -182,6 +182,9 @@ pub enum InvalidGrant {
          constraints.hosts is an IP address (reached as listed): remove it"
     )]
     PrivateNetworksNoNames,
+    /// An MCP grant's name, `args` or hosts (`super::mcp`).
+    #[error("{0}")]
+    Mcp(super::mcp_error::McpGrantError),
 }
 
 /// Why a list of constraints cannot limit `tool`, whose arguments are `subject`.
@@ -195,6 +198,7 @@ fn not_applicable(tool: &str, subject: Subject) -> &'static str {
              name to match"
         }
         Subject::Note => "it works on brokerd's notes; patterns narrow the note names",
+        Subject::Mcp => "its arguments are matched by constraints.args pointers",
     }
 }
 
@@ -229,13 +233,16 @@ pub enum Mismatch {
         value: String,
         patterns: Vec<String>,
     },
+    /// An MCP call's arguments against the grant's `constraints.args`.
+    #[error("{0}")]
+    Args(super::mcp_error::ArgMismatch),
 }
 
 /// A value no pattern matches. A prompt is named, not repeated: it can be long, and it is
 /// the model's own.
 fn no_pattern(subject: Subject, value: &str, patterns: &[String]) -> String {
     let what = match subject {
-        Subject::Path | Subject::Url | Subject::Note => format!("{value:?}"),
+        Subject::Path | Subject::Url | Subject::Note | Subject::Mcp => format!("{value:?}"),
         Subject::Prompt => "the prompt".to_owned(),
     };
     let list: Vec<String> = patterns.iter().map(|p| format!("{p:?}")).collect();

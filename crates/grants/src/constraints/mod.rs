@@ -7,6 +7,8 @@
 
 mod error;
 mod host;
+pub mod mcp;
+mod mcp_error;
 mod path;
 mod pattern;
 mod reach;
@@ -18,6 +20,7 @@ use proto::tools::ToolArgs;
 
 pub use error::{HostError, InvalidGrant, LabelError, Mismatch, PathError, PatternError, UrlError};
 pub use host::{Host, normalize_url};
+pub use mcp_error::{ArgMismatch, McpGrantError};
 pub use path::{is_under, normalize_path};
 pub use reach::{Place, Reach, Unreachable, Zone, admit, place};
 pub use subject::Subject;
@@ -45,6 +48,7 @@ fn subject_of(tool: &str) -> Result<Subject, InvalidGrant> {
         "note_write" | "note_read" | "note_list" | "note_search" | "session_search" => {
             Ok(Subject::Note)
         }
+        other if other.starts_with(mcp::PREFIX) => Ok(Subject::Mcp),
         other => Err(InvalidGrant::UnknownTool {
             tool: other.to_owned(),
         }),
@@ -70,7 +74,15 @@ pub fn validate(grant: &Grant) -> Result<(), InvalidGrant> {
             (None, &["paths", "hosts", "patterns"])
         }
         Subject::Note => (None, &["paths", "hosts"]),
+        Subject::Mcp => (None, &["patterns"]),
     };
+    if subject == Subject::Mcp {
+        mcp::validate(grant).map_err(InvalidGrant::Mcp)?;
+    } else if !c.args.is_empty() {
+        return Err(InvalidGrant::Mcp(McpGrantError::ArgsNotMcp {
+            tool: tool.to_owned(),
+        }));
+    }
     if c.max_class.is_some() && !matches!(tool, "note_search" | "session_search") {
         return Err(InvalidGrant::NotApplicable {
             list: "max_class",
@@ -137,6 +149,16 @@ fn list_named<'a>(c: &'a proto::Constraints, name: &str) -> &'a [String] {
 /// earlier, by calling [`normalize_path`] / [`normalize_url`] itself.
 pub fn check(grant: &Grant, args: &ToolArgs) -> Result<Covered, Mismatch> {
     validate(grant).map_err(Mismatch::Invalid)?;
+    if let ToolArgs::Mcp(call) = args {
+        if !mcp::names(&grant.tool, call) {
+            return Err(Mismatch::OtherTool {
+                grant: grant.tool.clone(),
+                call: call.grant_tool(),
+            });
+        }
+        mcp::check(grant, call).map_err(Mismatch::Args)?;
+        return Ok(Covered::default());
+    }
     if grant.tool != args.tool() {
         return Err(Mismatch::OtherTool {
             grant: grant.tool.clone(),
@@ -185,11 +207,22 @@ pub fn check(grant: &Grant, args: &ToolArgs) -> Result<Covered, Mismatch> {
             check_patterns(&c.patterns, Subject::Note, name)?;
             Covered::default()
         }
-        ToolArgs::NoteList(_) | ToolArgs::NoteSearch(_) | ToolArgs::SessionSearch(_) => {
-            Covered::default()
-        }
+        ToolArgs::NoteList(_)
+        | ToolArgs::NoteSearch(_)
+        | ToolArgs::SessionSearch(_)
+        | ToolArgs::Mcp(_) => Covered::default(),
     };
     Ok(covered)
+}
+
+/// Whether `grant` is for the tool of this call: the same name, or for an MCP call the
+/// grant's `mcp:<server>/<tool>` or `mcp:<server>/*`. A grant for no such tool covers
+/// nothing of it.
+pub fn for_call(grant: &Grant, args: &ToolArgs) -> bool {
+    match args {
+        ToolArgs::Mcp(call) => mcp::names(&grant.tool, call),
+        other => grant.tool == other.tool(),
+    }
 }
 
 /// Whether a grant's `paths` reach what a tool unit has bound at `bound` (normalised): the
@@ -198,8 +231,12 @@ pub fn check(grant: &Grant, args: &ToolArgs) -> Result<Covered, Mismatch> {
 /// patterns narrow only a single bound file, an empty list (a deny grant's "every value")
 /// reaches everything, and a grant of a tool that reads no paths reaches nothing.
 pub fn reaches(grant: &Grant, bound: &str, subtree: bool) -> bool {
-    if !matches!(subject_of(&grant.tool), Ok(Subject::Path)) {
-        return false;
+    match subject_of(&grant.tool) {
+        Ok(Subject::Path) => {}
+        // An MCP grant's paths are bound into its server's unit: they reach like a read's.
+        // Without paths it binds nothing, so it reaches nothing (not "every value").
+        Ok(Subject::Mcp) if !grant.constraints.paths.is_empty() => {}
+        _ => return false,
     }
     let c = &grant.constraints;
     let patterns_allow = || subtree || any_pattern_matches(&c.patterns, bound);

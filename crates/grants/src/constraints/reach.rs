@@ -266,7 +266,7 @@ pub(super) fn validate(grant: &Grant) -> Result<(), InvalidGrant> {
         return Ok(());
     }
     let tool = grant.tool.as_str();
-    if !matches!(tool, "http_fetch" | "consult") {
+    if !matches!(tool, "http_fetch" | "consult") && !tool.starts_with(super::mcp::PREFIX) {
         return Err(InvalidGrant::PrivateNetworksNoNetwork {
             tool: tool.to_owned(),
         });

@@ -13,4 +13,7 @@ pub enum Subject {
     /// `note_write`, `note_read`: the note's name (`note_list`, `note_search` and
     /// `session_search` have none: patterns do not apply to them).
     Note,
+    /// An MCP tool (`mcp:<server>/<tool>`): its arguments are matched by `args` pointers;
+    /// `paths` and `hosts` say what its unit may reach.
+    Mcp,
 }

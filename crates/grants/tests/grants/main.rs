@@ -4,6 +4,7 @@
 
 mod constraints;
 mod invalid;
+mod mcp;
 mod mismatch;
 mod path;
 mod reach;

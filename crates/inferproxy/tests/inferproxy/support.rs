@@ -336,6 +336,17 @@ impl Witness {
                 std::thread::spawn(move || {
                     let mut conn = daemon::conn::Conn::new(stream, PATIENCE, PATIENCE);
                     let Ok(env) = conn.read() else { return };
+                    // Before each chat request: the tools it may offer (boxmaker's own).
+                    if let proto::Message::ToolsQuery(_) = env.msg {
+                        let tools = proto::attest::definitions();
+                        let offered = proto::mcp::ToolsOffered {
+                            tools: tools.to_string(),
+                            hash: proto::attest::hash_of(&tools),
+                        };
+                        let msg = proto::Message::ToolsOffered(offered);
+                        let _ = conn.write(&proto::Envelope::last(env.id, msg));
+                        return;
+                    }
                     let proto::Message::WitnessReport(report) = env.msg else {
                         return;
                     };

@@ -24,8 +24,8 @@ use crate::{Hash32, InvalidValue};
 pub use answer::{Answer, AnswerError, MAX_ANSWER_BYTES, Piece, Timings};
 pub use call::{ToolCall, WitnessedCall};
 pub use canonical::{ChatMessage, ChatRole, MessageCall, MessageFunction};
-pub use request::{Unwitnessable, WITNESSABLE_FIELDS, witnessable};
-pub use tools::{definitions, tools_hash};
+pub use request::{Unwitnessable, WITNESSABLE_FIELDS, witnessable, witnessable_with};
+pub use tools::{definitions, hash_of, mcp_function, offered, tools_hash};
 
 /// The response header in which inferproxy names the completion it witnessed.
 pub const COMPLETION_HEADER: &str = "x-boxmaker-completion";

@@ -156,8 +156,16 @@ fn refused(body: &[u8], typed: &serde_json::Error) -> Unwitnessable {
     }
 }
 
-/// Checks a chat request's body; `Ok` holds the digest of each of its messages, in order.
+/// Checks a chat request's body against boxmaker's own tools alone (no MCP tool pinned);
+/// `Ok` holds the digest of each of its messages, in order.
 pub fn witnessable(body: &[u8]) -> Result<Vec<Hash32>, Unwitnessable> {
+    witnessable_with(body, super::tools_hash())
+}
+
+/// Checks a chat request's body, its `tools` against `tools` (the hash of what brokerd
+/// offers now: boxmaker's tools and the pinned MCP tools, `ToolsOffered::hash`); `Ok`
+/// holds the digest of each of its messages, in order.
+pub fn witnessable_with(body: &[u8], tools: Hash32) -> Result<Vec<Hash32>, Unwitnessable> {
     // The typed parse refuses an unknown field and a field given twice; only a refused body
     // is parsed again, to say which field it was.
     let Object(request): Object<Request> =
@@ -166,7 +174,7 @@ pub fn witnessable(body: &[u8]) -> Result<Vec<Hash32>, Unwitnessable> {
     if !request.stream {
         return Err(Unwitnessable::NotStreamed);
     }
-    if Hash32::digest(&canonical_json(&request.tools)) != super::tools_hash() {
+    if Hash32::digest(&canonical_json(&request.tools)) != tools {
         return Err(Unwitnessable::Tools);
     }
     for (index, m) in messages.iter().enumerate() {

@@ -100,8 +100,36 @@ pub fn definitions() -> Value {
 const NOTE_NAME: &str = "The note's name: letters, digits, '.', '_' and '-', at most 100";
 
 /// The hash of [`definitions`] in canonical form: what a witnessable request's `tools` must
-/// hash to.
+/// hash to when no MCP tool is pinned.
 pub fn tools_hash() -> Hash32 {
     static HASH: std::sync::OnceLock<Hash32> = std::sync::OnceLock::new();
-    *HASH.get_or_init(|| Hash32::digest(&super::canonical::canonical_json(&definitions())))
+    *HASH.get_or_init(|| hash_of(&definitions()))
+}
+
+/// The hash of a `tools` list in canonical form.
+pub fn hash_of(tools: &Value) -> Hash32 {
+    Hash32::digest(&super::canonical::canonical_json(tools))
+}
+
+/// One pinned MCP tool as the model is offered it: its offered name
+/// (`mcp__<server>__<tool>`), the pinned description (when the server gave one) and the
+/// pinned input schema as the parameters.
+pub fn mcp_function(name: &str, description: Option<&str>, schema: &Value) -> Value {
+    let mut function = serde_json::Map::new();
+    function.insert("name".into(), json!(name));
+    if let Some(d) = description {
+        function.insert("description".into(), json!(d));
+    }
+    function.insert("parameters".into(), schema.clone());
+    json!({ "type": "function", "function": Value::Object(function) })
+}
+
+/// boxmaker's own tools, then `mcp` (the pinned MCP tools, each [`mcp_function`], in the
+/// order brokerd gives them): the `tools` a chat request offers.
+pub fn offered(mcp: Vec<Value>) -> Value {
+    let Value::Array(mut all) = definitions() else {
+        unreachable!("definitions() is an array")
+    };
+    all.extend(mcp);
+    Value::Array(all)
 }

@@ -91,6 +91,14 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::AuditAlerted(_)
             | Message::AllowanceRevoke(_)
             | Message::AllowanceRevoked(_)
+            | Message::McpQuery(_)
+            | Message::McpListing(_)
+            | Message::McpProbe(_)
+            | Message::McpProbed(_)
+            | Message::McpPin(_)
+            | Message::McpPinned(_)
+            | Message::ToolsQuery(_)
+            | Message::ToolsOffered(_)
             | Message::FlowsQuery(_)
             | Message::FlowsReport(_)) => m.kind(),
         };
@@ -157,6 +165,14 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "audit_alerted",
         "allowance_revoke",
         "allowance_revoked",
+        "mcp_query",
+        "mcp_listing",
+        "mcp_probe",
+        "mcp_probed",
+        "mcp_pin",
+        "mcp_pinned",
+        "tools_query",
+        "tools_offered",
         "flows_query",
         "flows_report",
     ]
@@ -208,10 +224,12 @@ fn every_audit_fixture_round_trips_and_every_line_kind_has_one() {
                 AuditEvent::ToolFailed { .. } => "tool_failed",
                 AuditEvent::AllowanceGranted { .. } => "allowance_granted",
                 AuditEvent::AllowanceRevoked { .. } => "allowance_revoked",
+                AuditEvent::McpPinned { .. } => "mcp_pinned",
+                AuditEvent::McpRefused { .. } => "mcp_refused",
             },
         });
     }
-    assert_eq!(kinds.len(), 16, "{kinds:?}");
+    assert_eq!(kinds.len(), 18, "{kinds:?}");
 }
 
 #[test]

@@ -15,6 +15,8 @@ use proto::tools::{
 };
 
 use grants::Snapshot;
+use grants::constraints::mcp;
+use proto::mcp::McpArgs;
 
 /// What stands for a value no constraint names: a note's name, a prompt, a query, the
 /// label of a host below a `*.` entry.
@@ -35,8 +37,16 @@ pub fn candidates(snapshot: &Snapshot) -> Result<Vec<ToolArgs>, UnknownTool> {
         .flat_map(|(_, g)| g.constraints.paths.iter().cloned())
         .collect();
     let mut values: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    let mut calls = Vec::new();
     for (_, grant) in snapshot.iter() {
         let c = &grant.constraints;
+        // An MCP grant names its own tool; its call is made from its `args`.
+        if let Some(name) = mcp::split(&grant.tool) {
+            if let Ok((server, tool)) = name {
+                calls.push(mcp_call(server, tool, &c.args));
+            }
+            continue;
+        }
         let set = values.entry(grant.tool.as_str()).or_default();
         set.insert(SAMPLE.to_owned());
         set.extend(c.hosts.iter().map(|h| url_of(h)));
@@ -45,7 +55,6 @@ pub fn candidates(snapshot: &Snapshot) -> Result<Vec<ToolArgs>, UnknownTool> {
             set.extend(paths.iter().cloned());
         }
     }
-    let mut calls = Vec::new();
     for (tool, set) in values {
         for value in set {
             match build(tool, &value) {
@@ -112,6 +121,50 @@ pub fn build(tool: &str, value: &str) -> Option<Result<ToolArgs, ()>> {
     })
 }
 
+/// A call of an MCP grant's tool (`*`: a sample tool of the server) whose arguments hold, at
+/// each pointer of `constraints.args`, a value its first pattern matches.
+fn mcp_call(server: &str, tool: &str, args: &BTreeMap<String, Vec<String>>) -> ToolArgs {
+    let mut value = serde_json::Value::Object(serde_json::Map::new());
+    for (pointer, patterns) in args {
+        let text = patterns
+            .first()
+            .map_or_else(|| SAMPLE.to_owned(), |p| instance(p));
+        put(&mut value, pointer, serde_json::Value::String(text));
+    }
+    ToolArgs::Mcp(McpArgs {
+        arguments: value.to_string(),
+        server: server.to_owned(),
+        tool: if tool == "*" { SAMPLE } else { tool }.to_owned(),
+    })
+}
+
+/// Sets the value at a JSON pointer, making the objects on the way.
+fn put(root: &mut serde_json::Value, pointer: &str, leaf: serde_json::Value) {
+    let mut at = root;
+    let keys: Vec<String> = pointer
+        .split('/')
+        .skip(1)
+        .map(|k| k.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    if keys.is_empty() {
+        *at = leaf;
+        return;
+    }
+    for (i, key) in keys.iter().enumerate() {
+        if !at.is_object() {
+            *at = serde_json::Value::Object(serde_json::Map::new());
+        }
+        let map = at.as_object_mut().expect("an object, made above");
+        if i + 1 == keys.len() {
+            map.insert(key.clone(), leaf);
+            return;
+        }
+        at = map
+            .entry(key.clone())
+            .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    }
+}
+
 /// A URL on a `hosts` entry: the name itself, a name below a `*.` entry, an IP literal.
 fn url_of(entry: &str) -> String {
     let host = match entry.strip_prefix("*.") {
@@ -163,5 +216,21 @@ mod tests {
         assert_eq!(url_of("10.0.0.1"), "https://10.0.0.1/");
         assert_eq!(instance("/srv/*.md"), "/srv/x.md");
         assert_eq!(instance("a\\*b?"), "a*bx");
+    }
+
+    #[test]
+    fn an_mcp_call_holds_a_value_at_each_pointer() {
+        let args = BTreeMap::from([
+            ("/repo_path".to_owned(), vec!["/srv/git/*".to_owned()]),
+            ("/opts/a~1b".to_owned(), vec!["yes".to_owned()]),
+        ]);
+        let ToolArgs::Mcp(call) = mcp_call("git", "*", &args) else {
+            panic!("not an MCP call");
+        };
+        assert_eq!(call.tool, "x");
+        assert_eq!(
+            call.arguments,
+            r#"{"opts":{"a/b":"yes"},"repo_path":"/srv/git/x"}"#
+        );
     }
 }

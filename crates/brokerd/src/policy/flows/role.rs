@@ -13,6 +13,9 @@ pub enum Sink {
     Egress,
     /// `consult`: the prompt reaches the remote model.
     Consult,
+    /// An MCP tool whose grant lists hosts: the server's unit reaches them, and what the
+    /// server sends there is its own (docs/mcp.md).
+    Mcp,
 }
 
 /// One allowed call as a flow step: what it names, and how a sentence says it.
@@ -76,6 +79,26 @@ pub fn of(decision: &Decision, consult: Option<&str>) -> Option<Role> {
         ),
         ToolArgs::NoteList(_) => ("the notes".into(), "list the notes".into(), None),
         ToolArgs::NoteSearch(_) => ("the notes".into(), "search the notes".into(), None),
+        // An MCP server is code of its own that gets the arguments whole; its unit reaches
+        // the network only when the deciding grant lists hosts, and then only those. Without
+        // them it has no network and binds read-only (docs/mcp.md): nothing leaves.
+        ToolArgs::Mcp(a) => {
+            // Said as the deciding grant names it (`mcp:<server>/*` for any of its tools).
+            let (tool, hosts) = decision.grant().map_or_else(
+                || (a.grant_tool(), String::new()),
+                |(g, _)| (g.tool.clone(), g.constraints.hosts.join(", ")),
+            );
+            let reads = format!("call MCP tool {tool}");
+            if hosts.is_empty() {
+                (tool, reads, None)
+            } else {
+                (
+                    format!("{hosts} through MCP tool {tool}"),
+                    reads,
+                    Some(Sink::Mcp),
+                )
+            }
+        }
         ToolArgs::SessionSearch(_) => (
             "the session logs".into(),
             "search the session logs".into(),
@@ -88,6 +111,6 @@ pub fn of(decision: &Decision, consult: Option<&str>) -> Option<Role> {
 /// How a sentence says sending to a sink.
 pub fn sends(sink: &Sink, what: &str) -> String {
     match sink {
-        Sink::Egress | Sink::Consult => format!("send it to {what}"),
+        Sink::Egress | Sink::Consult | Sink::Mcp => format!("send it to {what}"),
     }
 }

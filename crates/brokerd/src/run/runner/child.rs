@@ -38,6 +38,14 @@ pub(super) struct Job<'a> {
     pub abort: &'a dyn Fn(),
     /// Describes an exit status that is not a success (given the label and the stderr).
     pub explain_exit: fn(&str, ExitStatus, &str) -> Explained,
+    /// Reads the tool's stdout: [`tool_output`] for boxmaker's own tools, the MCP modes'
+    /// readers for an MCP session (`super::mcp`).
+    pub decode: &'a dyn Fn(&[u8]) -> Result<ToolOutput, String>,
+}
+
+/// The plain tool's answer, parsed strictly.
+pub(super) fn tool_output(stdout: &[u8]) -> Result<ToolOutput, String> {
+    serde_json::from_slice::<ToolOutput>(stdout).map_err(|e| e.to_string())
 }
 
 /// Why a process ended badly: the message's head, the typed failure when known, and the
@@ -220,7 +228,7 @@ fn finish(
     rx: &Receiver<Msg>,
     elapsed: Duration,
 ) -> RunOutcome {
-    let parsed = serde_json::from_slice::<ToolOutput>(stdout);
+    let parsed = (job.decode)(stdout);
     if status.success() {
         return match parsed {
             Ok(output) => bounded(output, job.limits.max_result_bytes),

@@ -29,11 +29,15 @@ impl DirectRunner {
         Self { tool: tool.into() }
     }
 
-    pub(super) fn execute(&self, spec: &RunSpec) -> RunOutcome {
+    pub(super) fn execute(
+        &self,
+        spec: &RunSpec,
+        decode: &dyn Fn(&[u8]) -> Result<proto::toolrun::ToolOutput, String>,
+    ) -> RunOutcome {
         if let Err(e) = check_common(spec) {
             return RunOutcome::failed(format!("tool run refused: {e}"));
         }
-        let input = match serde_json::to_vec(&spec.invocation) {
+        let (mode, input) = match spec.input() {
             Ok(input) => input,
             Err(e) => return RunOutcome::failed(format!("encoding the tool request: {e}")),
         };
@@ -51,6 +55,7 @@ impl DirectRunner {
             None => None,
         };
         let mut command = Command::new(&self.tool);
+        command.args(mode);
         // Nothing of brokerd's environment (its own $CREDENTIALS_DIRECTORY, NOTIFY_SOCKET,
         // LISTEN_FDS) reaches the tool, as with a systemd unit.
         command
@@ -70,6 +75,7 @@ impl DirectRunner {
                 deadline: spec.limits.time_limit,
                 abort: &|| {},
                 explain_exit: child::explain_tool_exit,
+                decode,
             },
         );
         drop(credentials);

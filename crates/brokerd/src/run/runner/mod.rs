@@ -43,6 +43,8 @@
 
 mod child;
 mod direct;
+mod explain;
+mod mcp;
 mod spec;
 mod systemd;
 mod unit_result;
@@ -50,7 +52,7 @@ mod unit_result;
 use crate::policy::Decision;
 pub use direct::DirectRunner;
 pub use grants::unitpath::{check_credential_name, check_granted_path, check_unit_path};
-pub use spec::{CheckError, Limits, RunOutcome, RunSpec, Secret, unit_name};
+pub use spec::{CheckError, Limits, McpInput, McpRun, RunOutcome, RunSpec, Secret, unit_name};
 pub use systemd::SystemdRunner;
 
 /// The configured runner. The NixOS module always configures `Systemd`.
@@ -66,7 +68,7 @@ impl Runner {
     /// would run anything else is refused. This is the only way to a tool run from outside
     /// this module.
     pub fn run(&self, decision: Decision, spec: &RunSpec) -> RunOutcome {
-        if !decision.authorises(&spec.invocation.call) {
+        if spec.mcp.is_some() || !decision.authorises(&spec.invocation.call) {
             return RunOutcome::failed(
                 "internal: refusing to run a call its decision does not allow (not an allow, \
                  or other arguments)",
@@ -84,9 +86,18 @@ impl Runner {
     /// Runs one call to completion (or to its limits). Never panics on tool behaviour: every
     /// failure, including a spec this runner refuses, is a [`RunOutcome::Failed`].
     fn execute(&self, spec: &RunSpec) -> RunOutcome {
+        self.execute_with(spec, &child::tool_output)
+    }
+
+    /// [`Self::execute`] with the answer read by `decode` (an MCP mode's reader).
+    fn execute_with(
+        &self,
+        spec: &RunSpec,
+        decode: &dyn Fn(&[u8]) -> Result<proto::toolrun::ToolOutput, String>,
+    ) -> RunOutcome {
         match self {
-            Self::Direct(r) => r.execute(spec),
-            Self::Systemd(r) => r.execute(spec),
+            Self::Direct(r) => r.execute(spec, decode),
+            Self::Systemd(r) => r.execute(spec, decode),
         }
     }
 }

@@ -64,12 +64,62 @@ pub struct RunSpec {
     pub addresses: Vec<IpAddr>,
     pub secret: Option<Secret>,
     pub limits: Limits,
+    /// For an MCP server's session (`boxmaker-tool mcp-call` or `mcp-pin`): what the tool
+    /// reads instead of `invocation`, and what the server's unit binds.
+    pub mcp: Option<McpRun>,
+}
+
+/// One MCP session in a unit: the tool's mode and input, the grant's paths bound
+/// read-only, and the server's own files (its closure outside the runner's binds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpRun {
+    pub input: McpInput,
+    /// The deciding grant's `paths`, each bound read-only where it is.
+    pub binds: Vec<crate::run::bind::Bind>,
+    /// `[[mcp]] binds`: bound read-only, skipped when missing.
+    pub closure: Vec<String>,
+}
+
+/// What `boxmaker-tool` is asked in an MCP unit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpInput {
+    /// `mcp-call`: one call of a pinned tool, decided by policy.
+    Call(proto::mcp::McpCallInvocation),
+    /// `mcp-pin`: the server's tool list, for the owner to look at (no call is made).
+    Pin(proto::mcp::McpPinInvocation),
+}
+
+impl McpInput {
+    /// The tool's command-line mode.
+    pub fn mode(&self) -> &'static str {
+        match self {
+            Self::Call(_) => "mcp-call",
+            Self::Pin(_) => "mcp-pin",
+        }
+    }
+
+    /// The JSON written to the tool's stdin.
+    pub fn to_vec(&self) -> serde_json::Result<Vec<u8>> {
+        match self {
+            Self::Call(c) => serde_json::to_vec(c),
+            Self::Pin(p) => serde_json::to_vec(p),
+        }
+    }
 }
 
 impl RunSpec {
-    /// Every path bound read-only: the call's, then the index partitions.
+    /// Every path bound read-only: the call's, the index partitions, an MCP grant's paths.
     pub fn read_binds(&self) -> impl Iterator<Item = &crate::run::bind::Bind> {
-        self.bind.iter().chain(self.index_binds.iter())
+        let mcp = self.mcp.iter().flat_map(|m| m.binds.iter());
+        self.bind.iter().chain(self.index_binds.iter()).chain(mcp)
+    }
+
+    /// The tool's command-line mode (none for boxmaker's own tools) and its stdin.
+    pub fn input(&self) -> serde_json::Result<(Option<&'static str>, Vec<u8>)> {
+        match &self.mcp {
+            Some(m) => Ok((Some(m.input.mode()), m.input.to_vec()?)),
+            None => Ok((None, serde_json::to_vec(&self.invocation)?)),
+        }
     }
 }
 

@@ -8,16 +8,13 @@
 //! is what runs.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use grants::constraints::is_under;
 
-use proto::ToolFailure;
-
-use super::child::{self, Explained, Job};
+use super::child::{self, Job};
 use super::spec::{CheckError, RunOutcome, RunSpec, UNIT_PREFIX, check_common};
-use super::unit_result;
 use super::{check_granted_path, check_unit_path};
 
 /// How much longer than the time limit brokerd waits for `systemd-run` itself: the unit's
@@ -70,7 +67,11 @@ impl SystemdRunner {
         }
         unit_path(path_str(&self.tool)?)?;
         unit_path(path_str(&self.root)?)?;
-        for bind in &self.binds {
+        for bind in self
+            .binds
+            .iter()
+            .chain(spec.mcp.iter().flat_map(|m| &m.closure))
+        {
             check_bind(bind)?;
         }
         for bind in spec.read_binds().chain(spec.write_bind.iter()) {
@@ -109,6 +110,7 @@ impl SystemdRunner {
             let ours = self
                 .binds
                 .iter()
+                .chain(spec.mcp.iter().flat_map(|m| &m.closure))
                 .map(|b| bind_destination(b))
                 .chain(std::iter::once(tool.as_str()))
                 .any(|d| is_under(d, &top));
@@ -134,6 +136,14 @@ impl SystemdRunner {
         p.set("PrivateMounts", "yes");
         for bind in &self.binds {
             p.set("BindReadOnlyPaths", bind);
+        }
+        // An MCP server's own files outside the runner's binds (a virtualenv, node_modules),
+        // read-only; `-`: one that is gone fails the server's start, not the unit's.
+        for bind in spec.mcp.iter().flat_map(|m| &m.closure) {
+            p.set(
+                "BindReadOnlyPaths",
+                format!("-{}", bind.trim_start_matches('-')),
+            );
         }
         let tool = self.tool.display().to_string();
         if !self
@@ -218,8 +228,12 @@ impl SystemdRunner {
         p.set("RestrictSUIDSGID", "yes");
         p.set("RestrictRealtime", "yes");
         p.set("LockPersonality", "yes");
-        // The tool is plain Rust: no JIT, so no writable and executable memory.
-        p.set("MemoryDenyWriteExecute", "yes");
+        // The tool is plain Rust: no JIT, so no writable and executable memory. An MCP
+        // server is not: Node's V8 compiles to writable and executable memory, and CPython
+        // extensions may (libffi's closures), so an MCP unit goes without.
+        if spec.mcp.is_none() {
+            p.set("MemoryDenyWriteExecute", "yes");
+        }
 
         // System calls: what an ordinary service uses, minus privileged and resource calls;
         // a refused call fails with EPERM so the tool reports it instead of dying unseen.
@@ -308,6 +322,9 @@ impl SystemdRunner {
             command.arg("-p").arg(format!("{key}={value}"));
         }
         command.arg("--").arg(&self.tool);
+        if let Some(m) = &spec.mcp {
+            command.arg(m.input.mode());
+        }
         // Only PATH of brokerd's environment (to find a bare `systemd-run`); the unit's
         // environment is systemd's, this only keeps brokerd's own variables to itself.
         command.env_clear();
@@ -329,9 +346,12 @@ impl SystemdRunner {
              \n\
              [Service]\n\
              Type=exec\n\
-             ExecStart={}\n",
+             ExecStart={}{}\n",
             spec.unit,
-            self.tool.display()
+            self.tool.display(),
+            spec.mcp
+                .as_ref()
+                .map_or(String::new(), |m| format!(" {}", m.input.mode()))
         );
         for (key, value) in self.properties(spec) {
             out.push_str(&key);
@@ -342,11 +362,16 @@ impl SystemdRunner {
         out
     }
 
-    pub(super) fn execute(&self, spec: &RunSpec) -> RunOutcome {
+    pub(super) fn execute(
+        &self,
+        spec: &RunSpec,
+        decode: &dyn Fn(&[u8]) -> Result<proto::toolrun::ToolOutput, String>,
+    ) -> RunOutcome {
         if let Err(e) = self.check(spec) {
             return RunOutcome::failed(format!("tool run refused: {e}"));
         }
-        let input = match serde_json::to_vec(&spec.invocation) {
+        // The mode is in the command line (`Self::command`).
+        let (_, input) = match spec.input() {
             Ok(input) => input,
             Err(e) => return RunOutcome::failed(format!("encoding the tool request: {e}")),
         };
@@ -366,7 +391,8 @@ impl SystemdRunner {
                     best_effort(&systemctl, &["kill", "--signal=SIGKILL", &service]);
                     best_effort(&systemctl, &["stop", "--no-block", &service]);
                 },
-                explain_exit: explain_systemd_run_exit,
+                explain_exit: super::explain::explain_systemd_run_exit,
+                decode,
             },
         )
     }
@@ -417,54 +443,6 @@ fn bind_destination(bind: &str) -> &str {
 fn path_str(path: &Path) -> Result<&str, CheckError> {
     path.to_str()
         .ok_or_else(|| CheckError::NotUtf8(path.to_path_buf()))
-}
-
-/// The unit's end from systemd-run's summary on stderr ([`unit_result`]). Without one (the
-/// unit never started: polkit refused, a bad property), only systemd-run's exit status is
-/// known: the tool's own for an exit code, 255 when it died of a signal, 1 for the rest.
-fn explain_systemd_run_exit(label: &str, status: ExitStatus, stderr: &str) -> Explained {
-    let (end, tool_stderr) = unit_result::parse(stderr);
-    let Some(end) = end else {
-        let (what, failure) = match status.code() {
-            Some(255) => (
-                format!("the {label} was killed by a signal (systemd-run exit status 255)"),
-                Some(ToolFailure::Signal { signal: None }),
-            ),
-            Some(code) => (
-                format!("the {label} failed (systemd-run exit status {code})"),
-                None,
-            ),
-            None => {
-                let label = format!("systemd-run for the {label}");
-                return child::explain_tool_exit(&label, status, stderr);
-            }
-        };
-        return Explained {
-            what,
-            failure,
-            stderr: tool_stderr,
-        };
-    };
-    let failure = end.failure();
-    let what = match &failure {
-        Some(ToolFailure::OutOfMemory) => {
-            format!("the {label} ran out of memory (stopped at its MemoryMax=)")
-        }
-        Some(ToolFailure::TimeLimit) => format!("the {label} ran out of time"),
-        Some(ToolFailure::Signal { signal: Some(s) }) => {
-            format!("the {label} was killed by signal {s}")
-        }
-        Some(ToolFailure::Signal { signal: None }) => format!("the {label} was killed by a signal"),
-        Some(ToolFailure::Exited { status }) => format!("the {label} exited with status {status}"),
-        Some(ToolFailure::Unit { result }) => format!("the {label} failed (unit result {result})"),
-        // systemd says success but systemd-run did not: its own failure after the run.
-        None => format!("the {label} ended with result success but systemd-run failed ({status})"),
-    };
-    Explained {
-        what,
-        failure,
-        stderr: tool_stderr,
-    }
 }
 
 /// Runs a `systemctl` clean-up command, waiting at most [`STOP_WAIT`] for it.

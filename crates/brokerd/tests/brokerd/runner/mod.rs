@@ -3,6 +3,7 @@
 //! sample specs, a scratch directory removed on drop, and the one door to a run.
 
 mod direct;
+mod mcp;
 mod systemd;
 mod systemd_run;
 
@@ -61,6 +62,7 @@ pub(super) fn read_file_spec() -> RunSpec {
         addresses: vec![],
         secret: None,
         limits: limits(),
+        mcp: None,
     }
 }
 
@@ -93,6 +95,7 @@ pub(super) fn http_fetch_spec() -> RunSpec {
         addresses,
         secret: None,
         limits: limits(),
+        mcp: None,
     }
 }
 

@@ -1,0 +1,171 @@
+//! An MCP server's unit: for a call, from its decision (the grant's hosts resolved to the
+//! only addresses the unit reaches, its paths bound read-only, its secret as a credential
+//! the server gets in `[[mcp]] secret_env`) and the pin's hash the live list must have; for
+//! the owner's probe, the server alone (no network, nothing bound, no secret).
+
+use config::{Config, McpServer};
+use proto::mcp::{McpArgs, McpCallInvocation, McpEnv, McpPinInvocation};
+use proto::toolrun::ToolInvocation;
+use proto::tools::ToolArgs;
+use proto::{Hash32, ToolRequest};
+
+use crate::policy::Decision;
+use crate::run::bind::Bind;
+use crate::run::runner::{McpInput, McpRun, RunSpec, Secret, unit_name};
+use crate::run::tool_spec::{self, SpecError};
+use grants::constraints::{Reach, normalize_url};
+
+/// The server as the tool starts it: its argv and environment, with the grant's secret
+/// (when the grant names one and the server takes it) as the variable `secret_env`.
+fn server(s: &McpServer, secret: Option<&str>) -> proto::mcp::McpServer {
+    let mut env: Vec<McpEnv> = s
+        .env
+        .iter()
+        .map(|(name, value)| McpEnv::Value {
+            name: name.clone(),
+            value: value.clone(),
+        })
+        .collect();
+    if let (Some(name), Some(credential)) = (&s.secret_env, secret) {
+        env.push(McpEnv::Credential {
+            name: name.clone(),
+            credential: credential.to_owned(),
+        });
+    }
+    proto::mcp::McpServer {
+        name: s.name.clone(),
+        command: s.command.clone(),
+        env,
+    }
+}
+
+/// The MCP session's own deadline inside the run's time limit: the server is stopped
+/// (stdin closed, SIGTERM, SIGKILL) within it, and `mcp-call` answers `timeout` before the
+/// runner's limit would end it without an answer.
+fn session_ms(config: &Config) -> u64 {
+    let limit = config.broker.tool_time_limit;
+    let margin = (limit / 4).min(std::time::Duration::from_secs(5));
+    u64::try_from(limit.saturating_sub(margin).as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The invocation the runner's door compares with the decision.
+fn invocation(config: &Config, call: ToolArgs) -> ToolInvocation {
+    ToolInvocation {
+        call,
+        max_bytes: config.broker.max_result_bytes,
+        roots: Vec::new(),
+        addresses: Vec::new(),
+        consult: None,
+        timeout_ms: session_ms(config),
+        notes: None,
+        index: Vec::new(),
+    }
+}
+
+/// The unit of an allowed call of `server`'s tool, checked against the pin `pin`.
+pub fn build(
+    config: &Config,
+    req: &ToolRequest,
+    decision: &Decision,
+    server_config: &McpServer,
+    pin: Hash32,
+) -> Result<RunSpec, SpecError> {
+    let (grant, _) = decision.grant().ok_or(SpecError::NoGrant)?;
+    let Some(ToolArgs::Mcp(args)) = decision.args() else {
+        return Err(SpecError::NoGrant);
+    };
+    let mut addresses = Vec::new();
+    for entry in &grant.constraints.hosts {
+        // A grant's entry is a name or an address (no suffix: grants refuse it for MCP);
+        // the port is the resolver's formality, the unit admits addresses.
+        let literal = if entry.contains(':') {
+            format!("https://[{entry}]/")
+        } else {
+            format!("https://{entry}/")
+        };
+        let (_, host) = normalize_url(&literal).map_err(SpecError::McpHost)?;
+        let found = crate::run::resolve::addresses(&host, 443, &Reach::of(grant))
+            .map_err(SpecError::Resolve)?;
+        for ip in found {
+            if !addresses.contains(&ip) {
+                addresses.push(ip);
+            }
+        }
+    }
+    let secret = match &grant.secret {
+        Some(name) => Some(Secret {
+            name: name.clone(),
+            source: tool_spec::credentials_dir()?.join(name),
+        }),
+        None => None,
+    };
+    let McpArgs {
+        arguments, tool, ..
+    } = args;
+    let call = McpCallInvocation {
+        server: server(server_config, grant.secret.as_deref()),
+        tool: tool.clone(),
+        arguments: arguments.clone(),
+        pin,
+        max_bytes: config.broker.max_result_bytes,
+        timeout_ms: session_ms(config),
+    };
+    Ok(RunSpec {
+        unit: unit_name(&req.session, req.call),
+        invocation: invocation(config, ToolArgs::Mcp(args.clone())),
+        bind: None,
+        write_bind: None,
+        index_binds: Vec::new(),
+        addresses,
+        secret,
+        limits: tool_spec::limits(&config.broker),
+        mcp: Some(McpRun {
+            input: McpInput::Call(call),
+            binds: grant
+                .constraints
+                .paths
+                .iter()
+                .map(|p| Bind {
+                    source: p.clone(),
+                    target: p.clone(),
+                })
+                .collect(),
+            closure: closure(server_config),
+        }),
+    })
+}
+
+fn closure(s: &McpServer) -> Vec<String> {
+    s.binds.iter().map(|p| p.display().to_string()).collect()
+}
+
+/// The unit of the owner's probe of `server`: its tool list only. `nonce` makes the unit's
+/// name its own (`boxmaker-tool-mcp-pin-<server>-<nonce>`).
+pub fn probe(config: &Config, server_config: &McpServer, nonce: u64) -> Result<RunSpec, SpecError> {
+    let session = proto::SessionId::new(format!("mcp-pin-{}", server_config.name))
+        .map_err(|e| SpecError::Probe(e.to_string()))?;
+    let listed = McpArgs {
+        arguments: "{}".into(),
+        server: server_config.name.clone(),
+        tool: String::new(),
+    };
+    Ok(RunSpec {
+        unit: unit_name(&session, proto::CallId(nonce)),
+        // No tool is called: the door (`Runner::run_mcp`) refuses a pin input.
+        invocation: invocation(config, ToolArgs::Mcp(listed)),
+        bind: None,
+        write_bind: None,
+        index_binds: Vec::new(),
+        addresses: Vec::new(),
+        secret: None,
+        limits: tool_spec::limits(&config.broker),
+        mcp: Some(McpRun {
+            input: McpInput::Pin(McpPinInvocation {
+                server: server(server_config, None),
+                timeout_ms: session_ms(config),
+            }),
+            binds: Vec::new(),
+            closure: closure(server_config),
+        }),
+    })
+}
