@@ -9,6 +9,7 @@ mod check_config;
 mod denials;
 mod exit_code;
 mod flows;
+mod flows_text;
 mod jobs;
 mod notes;
 mod policy;
