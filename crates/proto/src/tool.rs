@@ -82,6 +82,12 @@ pub enum DenyReason {
     WitnessMismatch,
     /// That witnessed call was run (or decided) before: each runs at most once.
     AlreadyRun,
+    /// A write from a session above the lowest label a grant covering the target gives it
+    /// (no write down, docs/decisions.md H9). Never asked.
+    WriteDown,
+    /// A write from an untrusted session where a grant covering the target says only the
+    /// owner writes (`untrusted = false`), without the write grant's `if_untrusted = "ask"`.
+    UntrustedWrite,
 }
 
 impl DenyReason {
@@ -103,6 +109,8 @@ impl DenyReason {
             Self::WitnessNotRunnable => "witness_not_runnable",
             Self::WitnessMismatch => "witness_mismatch",
             Self::AlreadyRun => "already_run",
+            Self::WriteDown => "write_down",
+            Self::UntrustedWrite => "untrusted_write",
         }
     }
 }

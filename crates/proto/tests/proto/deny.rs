@@ -3,7 +3,7 @@
 use proto::DenyReason;
 
 /// Every variant; the match makes a new variant fail to compile until it is listed.
-fn all() -> [DenyReason; 15] {
+fn all() -> [DenyReason; 17] {
     let all = [
         DenyReason::NoGrant,
         DenyReason::GrantExpired,
@@ -20,6 +20,8 @@ fn all() -> [DenyReason; 15] {
         DenyReason::WitnessNotRunnable,
         DenyReason::WitnessMismatch,
         DenyReason::AlreadyRun,
+        DenyReason::WriteDown,
+        DenyReason::UntrustedWrite,
     ];
     for reason in all {
         match reason {
@@ -37,7 +39,9 @@ fn all() -> [DenyReason; 15] {
             | DenyReason::NotWitnessed
             | DenyReason::WitnessNotRunnable
             | DenyReason::WitnessMismatch
-            | DenyReason::AlreadyRun => {}
+            | DenyReason::AlreadyRun
+            | DenyReason::WriteDown
+            | DenyReason::UntrustedWrite => {}
         }
     }
     all
@@ -49,4 +53,10 @@ fn as_str_is_the_serde_name() {
         let wire = serde_json::to_string(&reason).expect("encode");
         assert_eq!(wire, format!("\"{}\"", reason.as_str()));
     }
+}
+
+#[test]
+fn the_write_refusals_have_their_names() {
+    assert_eq!(DenyReason::WriteDown.as_str(), "write_down");
+    assert_eq!(DenyReason::UntrustedWrite.as_str(), "untrusted_write");
 }

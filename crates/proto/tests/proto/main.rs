@@ -9,6 +9,7 @@ mod deny;
 mod fixtures;
 mod frames;
 mod grants;
+mod hands;
 mod ids;
 mod malformed;
 mod time;
