@@ -83,15 +83,21 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HandsArgsError {
     /// A NUL byte in `field`: files are text, and no argument vector can carry one.
-    Nul { field: &'static str },
+    Nul {
+        field: &'static str,
+    },
     /// `edit_file` with an empty `old`: it would name no place.
     EmptyOld,
     /// `edit_file` whose `new` is its `old`: it would change nothing.
     NoChange,
     /// A program name that is not `[A-Za-z0-9][A-Za-z0-9._+-]*` of at most
     /// [`MAX_PROGRAM_NAME`] bytes (a path, a command line, an empty name).
-    ProgramName { name: String },
-    TooManyArgs { count: usize },
+    ProgramName {
+        name: String,
+    },
+    TooManyArgs {
+        count: usize,
+    },
 }
 
 impl fmt::Display for HandsArgsError {

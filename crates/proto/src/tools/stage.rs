@@ -140,9 +140,13 @@ pub enum StageFailure {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum RunEnd {
-    Exited { status: i32 },
+    Exited {
+        status: i32,
+    },
     /// Killed by a signal other than the executor's own at the deadline (`SIGKILL`).
-    Signal { signal: String },
+    Signal {
+        signal: String,
+    },
     /// The executor killed it at its deadline.
     TimeLimit,
 }

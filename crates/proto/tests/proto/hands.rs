@@ -33,7 +33,10 @@ fn write_file_parses_strictly_into_its_canonical_form() {
     );
     assert_eq!(a.reads().as_deref(), Some("/n/a.md"));
     for (bad, word) in [
-        (r#"{"path":"/a","mode":"create"}"#, "missing field `content`"),
+        (
+            r#"{"path":"/a","mode":"create"}"#,
+            "missing field `content`",
+        ),
         (
             r#"{"path":"/a","mode":"overwrite","content":""}"#,
             "unknown variant `overwrite`",
@@ -46,7 +49,10 @@ fn write_file_parses_strictly_into_its_canonical_form() {
             r#"{"path":"/a","mode":"create","content":"","owner":"x"}"#,
             "unknown field",
         ),
-        (r#"{"path":"/a","mode":"create","content":"a\u0000b"}"#, "content contains a NUL"),
+        (
+            r#"{"path":"/a","mode":"create","content":"a\u0000b"}"#,
+            "content contains a NUL",
+        ),
         (r#"["c","create","/a"]"#, "must be a JSON object"),
     ] {
         let err = refused("write_file", bad);
@@ -61,7 +67,10 @@ fn edit_file_must_name_a_change() {
     for (bad, word) in [
         (r#"{"path":"/a","old":"","new":"y"}"#, "old is empty"),
         (r#"{"path":"/a","old":"y","new":"y"}"#, "changes nothing"),
-        (r#"{"path":"/a","old":"\u0000","new":"y"}"#, "old contains a NUL"),
+        (
+            r#"{"path":"/a","old":"\u0000","new":"y"}"#,
+            "old contains a NUL",
+        ),
         (r#"{"path":"/a","old":"x"}"#, "missing field `new`"),
     ] {
         let err = refused("edit_file", bad);
@@ -71,8 +80,8 @@ fn edit_file_must_name_a_change() {
 
 #[test]
 fn run_takes_a_name_and_an_argument_vector() {
-    let a = ToolArgs::parse("run", r#"{"program":"python3","args":["-c","print(1)"]}"#)
-        .expect("valid");
+    let a =
+        ToolArgs::parse("run", r#"{"program":"python3","args":["-c","print(1)"]}"#).expect("valid");
     assert_eq!(
         a,
         ToolArgs::Run(RunArgs {
@@ -81,21 +90,42 @@ fn run_takes_a_name_and_an_argument_vector() {
             stdin: None,
         })
     );
-    assert_eq!(a.canonical(), r#"{"args":["-c","print(1)"],"program":"python3"}"#);
+    assert_eq!(
+        a.canonical(),
+        r#"{"args":["-c","print(1)"],"program":"python3"}"#
+    );
     assert_eq!(a.reads().as_deref(), Some("python3"));
     let with_stdin =
         ToolArgs::parse("run", r#"{"stdin":"x","program":"cat","args":[]}"#).expect("valid");
-    assert_eq!(with_stdin.canonical(), r#"{"args":[],"program":"cat","stdin":"x"}"#);
+    assert_eq!(
+        with_stdin.canonical(),
+        r#"{"args":[],"program":"cat","stdin":"x"}"#
+    );
     let many = serde_json::to_string(&vec!["a"; MAX_RUN_ARGS + 1]).expect("json");
     for (bad, word) in [
-        (r#"{"program":"/bin/sh","args":[]}"#, "is not a program's name"),
-        (r#"{"program":"sh -c","args":[]}"#, "is not a program's name"),
+        (
+            r#"{"program":"/bin/sh","args":[]}"#,
+            "is not a program's name",
+        ),
+        (
+            r#"{"program":"sh -c","args":[]}"#,
+            "is not a program's name",
+        ),
         (r#"{"program":"cat"}"#, "missing field `args`"),
         (r#"{"program":"cat","args":"-n"}"#, "invalid type"),
         (r#"{"program":"cat","args":[1]}"#, "invalid type"),
-        (r#"{"program":"cat","args":["a\u0000"]}"#, "an argument contains a NUL"),
-        (r#"{"program":"cat","args":[],"stdin":null}"#, "invalid type"),
-        (&format!(r#"{{"program":"cat","args":{many}}}"#), "1025 arguments"),
+        (
+            r#"{"program":"cat","args":["a\u0000"]}"#,
+            "an argument contains a NUL",
+        ),
+        (
+            r#"{"program":"cat","args":[],"stdin":null}"#,
+            "invalid type",
+        ),
+        (
+            &format!(r#"{{"program":"cat","args":{many}}}"#),
+            "1025 arguments",
+        ),
     ] {
         let err = refused("run", bad);
         assert!(err.contains(word), "{bad}: {err}");
@@ -143,7 +173,11 @@ fn stage_outputs_round_trip() {
         failure: StageFailure::NoExchange,
         message: String::new(),
     };
-    assert!(serde_json::to_string(&failed).expect("encode").contains("no_exchange"));
+    assert!(
+        serde_json::to_string(&failed)
+            .expect("encode")
+            .contains("no_exchange")
+    );
 }
 
 fn captured(text: &str, bytes: u64, truncated: bool) -> Captured {
@@ -174,7 +208,10 @@ fn a_run_report_renders_its_end_and_both_streams() {
         stderr: captured("no", 2, false),
     };
     let (text, failure) = cut.render();
-    assert!(text.contains("stdout (the first 3 of 1000 bytes):\nabc"), "{text}");
+    assert!(
+        text.contains("stdout (the first 3 of 1000 bytes):\nabc"),
+        "{text}"
+    );
     assert_eq!(failure, Some(ToolFailure::Exited { status: 2 }));
     let killed = RunReport {
         end: RunEnd::Signal {
