@@ -1,0 +1,63 @@
+//! The hands' stages (docs/decisions.md H12): an input with a `stage` key is a
+//! [`StageInvocation`], answered with one [`StageOutput`]; anything else is a
+//! `ToolInvocation`, as before.
+
+use std::fmt;
+
+use proto::tools::stage::{StageFailure, StageInvocation, StageOutput};
+use serde::Deserialize;
+
+/// Why a stage failed: its kind for brokerd, and words for a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageError {
+    pub failure: StageFailure,
+    pub message: String,
+}
+
+impl StageError {
+    pub fn new(failure: StageFailure, message: impl Into<String>) -> Self {
+        Self {
+            failure,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for StageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StageError {}
+
+/// Only the key that tells a stage from a tool call; the strict parse follows.
+#[derive(Deserialize)]
+struct Peek {
+    #[serde(default)]
+    stage: Option<serde::de::IgnoredAny>,
+}
+
+/// Whether `input` is a stage invocation (an object with a `stage` key).
+pub fn is_stage(input: &[u8]) -> bool {
+    serde_json::from_slice::<Peek>(input).is_ok_and(|p| p.stage.is_some())
+}
+
+/// Parses and executes one stage invocation; every failure is an answer.
+pub fn answer(input: &[u8]) -> StageOutput {
+    let result = serde_json::from_slice::<StageInvocation>(input)
+        .map_err(|e| StageError::new(StageFailure::Invocation, format!("not a stage: {e}")))
+        .and_then(|stage| execute(&stage));
+    result.unwrap_or_else(|e| StageOutput::Failed {
+        failure: e.failure,
+        message: e.message,
+    })
+}
+
+pub fn execute(stage: &StageInvocation) -> Result<StageOutput, StageError> {
+    match stage {
+        StageInvocation::Look(l) => crate::write::look(l),
+        StageInvocation::Commit(c) => crate::write::commit(c),
+        StageInvocation::Run(r) => crate::run::run(r),
+    }
+}
