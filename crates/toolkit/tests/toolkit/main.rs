@@ -11,4 +11,5 @@ mod fetch;
 mod files;
 mod input;
 mod notes;
+mod stages;
 mod support;
