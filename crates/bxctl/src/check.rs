@@ -1,6 +1,7 @@
 //! `bxctl grants check`: a grants directory through brokerd's own loader, without starting
-//! anything, with what a loader cannot say: grants already expired, and why a TOML date
-//! given for `expires` is refused.
+//! anything (so a `run` grant naming a shell without `shell = true` is refused here as
+//! there), with what a loader cannot say: grants already expired, `run` grants that pass any
+//! argument, and why a TOML date given for `expires` is refused.
 
 use std::io::Write;
 use std::path::Path;
@@ -17,7 +18,8 @@ use crate::admin::print_json;
 pub fn grants(dir: &Path, json: bool, out: &mut dyn Write) -> Result<ExitCode, Error> {
     match Snapshot::load(dir) {
         Ok(s) => {
-            let warnings = expired(&s, Timestamp::now());
+            let mut warnings = expired(&s, Timestamp::now());
+            warnings.extend(any_argument(&s));
             // Which grants belong to a scheduled job (and apply to its runs only).
             let jobs: serde_json::Map<String, serde_json::Value> = s
                 .iter()
@@ -93,6 +95,22 @@ fn expired(s: &Snapshot, now: Timestamp) -> Vec<String> {
                      until you change or remove it"
                 )
             })
+        })
+        .collect()
+}
+
+/// A warning for each allowing `run` grant whose patterns let any argument through: the
+/// program then runs whatever its arguments say (`python3 -c …`).
+fn any_argument(s: &Snapshot) -> Vec<String> {
+    s.iter()
+        .filter(|(_, g)| g.tool == "run" && g.mode != proto::Mode::Deny)
+        .filter(|(_, g)| g.constraints.patterns.iter().any(|p| p == "*"))
+        .map(|(id, g)| {
+            format!(
+                "grant {id} passes any argument to {}: each runs whatever its arguments tell \
+                 it to (python3 -c, say); narrow constraints.patterns to what you mean",
+                g.constraints.programs.join(", ")
+            )
         })
         .collect()
 }

@@ -45,6 +45,30 @@ fn grants_check_reports_the_file_line_and_reason() {
 }
 
 #[test]
+fn grants_check_refuses_a_shell_without_its_key_and_warns_of_any_argument() {
+    let dir = temp("grants-run");
+    let grant = "tool = \"run\"\nmode = \"ask\"\nmax_taint = \"private\"\n\
+                 [constraints]\nprograms = [\"sh\"]\npatterns = [\"*\"]\n";
+    std::fs::write(dir.join("shell.toml"), grant).expect("write");
+    let bad = bxctl(&["grants", "check", dir.to_str().expect("utf8")]);
+    assert_eq!(bad.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&bad.stdout);
+    assert!(
+        text.contains("shell.toml") && text.contains("constraints.shell = true"),
+        "{text}"
+    );
+    std::fs::write(dir.join("shell.toml"), format!("{grant}shell = true\n")).expect("write");
+    let ok = bxctl(&["grants", "check", dir.to_str().expect("utf8")]);
+    assert!(ok.status.success(), "{ok:?}");
+    let text = String::from_utf8_lossy(&ok.stdout);
+    assert!(
+        text.contains("warning: grant shell passes any argument to sh"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn audit_verify_names_the_first_bad_file_and_line() {
     let dir = temp("audit");
     let mut prev = proto::Hash32::ZERO;
