@@ -32,6 +32,7 @@ mod net;
 mod notes;
 mod run;
 pub mod stage;
+mod stage_error;
 mod text;
 mod write;
 

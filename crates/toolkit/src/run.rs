@@ -19,7 +19,7 @@ use nix::unistd::Pid;
 use proto::toolrun::cap_str;
 use proto::tools::stage::{Captured, RunEnd, RunReport, RunStage, StageFailure, StageOutput};
 
-use crate::stage::StageError;
+use crate::stage_error::StageError;
 
 /// What a stream's reader has so far: the kept bytes and how many were written in all.
 #[derive(Default)]

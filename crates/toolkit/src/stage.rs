@@ -2,34 +2,10 @@
 //! [`StageInvocation`], answered with one [`StageOutput`]; anything else is a
 //! `ToolInvocation`, as before.
 
-use std::fmt;
-
 use proto::tools::stage::{StageFailure, StageInvocation, StageOutput};
 use serde::Deserialize;
 
-/// Why a stage failed: its kind for brokerd, and words for a person.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StageError {
-    pub failure: StageFailure,
-    pub message: String,
-}
-
-impl StageError {
-    pub fn new(failure: StageFailure, message: impl Into<String>) -> Self {
-        Self {
-            failure,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for StageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for StageError {}
+pub use crate::stage_error::StageError;
 
 /// Only the key that tells a stage from a tool call; the strict parse follows.
 #[derive(Deserialize)]

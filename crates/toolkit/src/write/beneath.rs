@@ -14,7 +14,7 @@ use nix::unistd::geteuid;
 use proto::tools::hands::MAX_FILE;
 use proto::tools::stage::{StageFailure, Target};
 
-use crate::stage::StageError;
+use crate::stage_error::StageError;
 
 fn how(flags: OFlag) -> OpenHow {
     OpenHow::new().flags(flags | OFlag::O_CLOEXEC).resolve(

@@ -16,7 +16,7 @@ use proto::tools::stage::{Commit, Found, StageFailure, StageOutput, WriteCall};
 use textedit::EditError;
 
 use super::beneath::{self, sys};
-use crate::stage::StageError;
+use crate::stage_error::StageError;
 
 /// Where the commit is, for a test that changes the file system between two steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,7 @@ mod tests;
 use proto::Hash32;
 use proto::tools::stage::{Look, OldFile, StageOutput};
 
-use crate::stage::StageError;
+use crate::stage_error::StageError;
 
 pub use commit::commit;
 

@@ -11,7 +11,7 @@ use proto::tools::{EditFileArgs, WriteFileArgs, WriteMode};
 
 use super::commit::{Step, commit_with};
 use super::{commit, look};
-use crate::stage::StageError;
+use crate::stage_error::StageError;
 
 /// A fresh directory under the system's temp dir, removed on drop.
 struct Scratch(PathBuf);
