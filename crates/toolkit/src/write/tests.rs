@@ -279,6 +279,30 @@ fn a_link_below_the_root_is_never_followed() {
 }
 
 #[test]
+fn a_link_to_another_file_inside_the_root_is_not_followed_either() {
+    let s = Scratch::new("inner-link");
+    fs::write(s.at("real.md"), "real\n").expect("file");
+    symlink("real.md", s.at("alias.md")).expect("link");
+    assert_eq!(
+        failure(look(&Look {
+            target: s.target("alias.md")
+        })),
+        StageFailure::Link
+    );
+    fs::create_dir(s.at("d")).expect("d");
+    symlink("d", s.at("dlink")).expect("link");
+    let c = commit_of(
+        &s,
+        "dlink/x.md",
+        write(WriteMode::Create, "x"),
+        Found::Absent,
+        None,
+    );
+    assert_eq!(failure(commit(&c)), StageFailure::Link);
+    assert!(!s.at("d/x.md").exists());
+}
+
+#[test]
 fn a_link_swapped_in_between_look_and_commit_is_refused() {
     let s = Scratch::new("swap-between");
     let p = s.at("a.md");
