@@ -1,8 +1,11 @@
 //! The write stages on a real file system (run as root here, as in the container tier):
-//! what each writes, what each refuses, and links put in before and during the call.
+//! what each writes and what each refuses; links put in before and during the call in
+//! `links`.
+
+mod links;
 
 use std::fs;
-use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use proto::Hash32;
@@ -110,6 +113,24 @@ fn failure(r: Result<StageOutput, StageError>) -> StageFailure {
     }
 }
 
+/// Whether the test runs as root, which giving a file to another uid or group needs. A
+/// plain `cargo test` (the Nix build's check) skips those parts and says so; the gate
+/// (`BOXMAKER_GATE=1`, as root) must not.
+fn as_root(what: &str) -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("BOXMAKER_GATE").is_none(),
+        "{what} needs root, and the gate runs as root"
+    );
+    #[allow(clippy::print_stderr)] // reason: a skipped check must say so in the test log
+    {
+        eprintln!("SKIPPED (not root): {what}");
+    }
+    false
+}
+
 fn read(p: &Path) -> String {
     fs::read_to_string(p).expect("read")
 }
@@ -158,7 +179,12 @@ fn replace_keeps_mode_and_group_and_swaps_atomically() {
     let p = s.at("run.sh");
     fs::write(&p, "#!/bin/sh\necho old\n").expect("file");
     fs::set_permissions(&p, fs::Permissions::from_mode(0o754)).expect("chmod");
-    std::os::unix::fs::chown(&p, None, Some(4321)).expect("chgrp");
+    let group = if as_root("a replace keeps another group") {
+        std::os::unix::fs::chown(&p, None, Some(4321)).expect("chgrp");
+        4321
+    } else {
+        fs::metadata(&p).expect("meta").gid()
+    };
     let inode = fs::metadata(&p).expect("meta").ino();
     let old = old_of(&s, "run.sh");
     let c = commit_of(
@@ -171,7 +197,7 @@ fn replace_keeps_mode_and_group_and_swaps_atomically() {
     commit(&c).expect("replaced");
     let meta = fs::metadata(&p).expect("meta");
     assert_eq!(read(&p), "#!/bin/sh\necho new\n");
-    assert_eq!((meta.mode() & 0o7777, meta.gid()), (0o754, 4321));
+    assert_eq!((meta.mode() & 0o7777, meta.gid()), (0o754, group));
     assert_ne!(meta.ino(), inode, "a new file took the name");
     assert!(s.litter("").is_empty());
 }
@@ -246,114 +272,6 @@ fn append_creates_or_extends() {
 }
 
 #[test]
-fn a_link_below_the_root_is_never_followed() {
-    let s = Scratch::new("links");
-    symlink(s.outside(), s.at("evil.md")).expect("link");
-    assert_eq!(
-        failure(look(&Look {
-            target: s.target("evil.md")
-        })),
-        StageFailure::Link
-    );
-    let c = commit_of(
-        &s,
-        "evil.md",
-        write(WriteMode::Replace, "pwned"),
-        Found::Sha256(Hash32::digest(b"keep me\n")),
-        Some("keep me\n"),
-    );
-    assert_eq!(failure(commit(&c)), StageFailure::Link);
-    // A link as a directory on the way.
-    fs::create_dir(s.0.join("elsewhere")).expect("dir");
-    symlink(s.0.join("elsewhere"), s.at("sub")).expect("link");
-    let c = commit_of(
-        &s,
-        "sub/new.md",
-        write(WriteMode::Create, "x"),
-        Found::Absent,
-        None,
-    );
-    assert_eq!(failure(commit(&c)), StageFailure::Link);
-    assert_eq!(fs::read_dir(s.0.join("elsewhere")).expect("dir").count(), 0);
-    assert_eq!(read(&s.outside()), "keep me\n");
-}
-
-#[test]
-fn a_link_to_another_file_inside_the_root_is_not_followed_either() {
-    let s = Scratch::new("inner-link");
-    fs::write(s.at("real.md"), "real\n").expect("file");
-    symlink("real.md", s.at("alias.md")).expect("link");
-    assert_eq!(
-        failure(look(&Look {
-            target: s.target("alias.md")
-        })),
-        StageFailure::Link
-    );
-    fs::create_dir(s.at("d")).expect("d");
-    symlink("d", s.at("dlink")).expect("link");
-    let c = commit_of(
-        &s,
-        "dlink/x.md",
-        write(WriteMode::Create, "x"),
-        Found::Absent,
-        None,
-    );
-    assert_eq!(failure(commit(&c)), StageFailure::Link);
-    assert!(!s.at("d/x.md").exists());
-}
-
-#[test]
-fn a_link_swapped_in_between_look_and_commit_is_refused() {
-    let s = Scratch::new("swap-between");
-    let p = s.at("a.md");
-    // The same bytes as the outside file: only the link refuses it, not the hash.
-    fs::write(&p, "keep me\n").expect("file");
-    let old = old_of(&s, "a.md");
-    fs::remove_file(&p).expect("rm");
-    symlink(s.outside(), &p).expect("link");
-    let c = commit_of(
-        &s,
-        "a.md",
-        write(WriteMode::Replace, "pwned\n"),
-        old,
-        Some("keep me\n"),
-    );
-    assert_eq!(failure(commit(&c)), StageFailure::Link);
-    assert_eq!(read(&s.outside()), "keep me\n");
-}
-
-#[test]
-fn a_link_swapped_in_during_the_commit_is_put_back_untouched() {
-    let s = Scratch::new("swap-during");
-    let p = s.at("a.md");
-    fs::write(&p, "old\n").expect("file");
-    let old = old_of(&s, "a.md");
-    let c = commit_of(
-        &s,
-        "a.md",
-        write(WriteMode::Replace, "new\n"),
-        old,
-        Some("old\n"),
-    );
-    let out = commit_with(&c, &mut |step| {
-        if step == Step::Written {
-            fs::remove_file(&p).expect("rm");
-            symlink(s.outside(), &p).expect("link");
-        }
-    });
-    assert_eq!(failure(out), StageFailure::Changed);
-    assert!(
-        fs::symlink_metadata(&p)
-            .expect("meta")
-            .file_type()
-            .is_symlink(),
-        "put back"
-    );
-    assert_eq!(read(&s.outside()), "keep me\n");
-    assert!(s.litter("").is_empty());
-}
-
-#[test]
 fn a_write_into_the_old_file_during_the_commit_is_kept() {
     let s = Scratch::new("write-during");
     let p = s.at("a.md");
@@ -376,29 +294,6 @@ fn a_write_into_the_old_file_during_the_commit_is_kept() {
     assert_eq!(failure(c), StageFailure::Changed);
     assert_eq!(read(&p), "the owner's edit\n");
     assert!(s.litter("").is_empty());
-}
-
-#[test]
-fn a_directory_swapped_for_a_link_after_it_was_opened_changes_nothing() {
-    let s = Scratch::new("dir-swap");
-    fs::create_dir(s.at("sub")).expect("sub");
-    fs::create_dir(s.0.join("elsewhere")).expect("elsewhere");
-    let c = commit_of(
-        &s,
-        "sub/new.md",
-        write(WriteMode::Create, "x\n"),
-        Found::Absent,
-        None,
-    );
-    commit_with(&c, &mut |step| {
-        if step == Step::Checked {
-            fs::rename(s.at("sub"), s.at("moved")).expect("move");
-            symlink(s.0.join("elsewhere"), s.at("sub")).expect("link");
-        }
-    })
-    .expect("written where the directory was opened");
-    assert_eq!(read(&s.at("moved/new.md")), "x\n");
-    assert_eq!(fs::read_dir(s.0.join("elsewhere")).expect("dir").count(), 0);
 }
 
 #[test]
@@ -443,13 +338,15 @@ fn files_a_write_could_not_keep_are_refused() {
         StageFailure::SetId
     );
     fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).expect("chmod");
-    std::os::unix::fs::chown(&p, Some(4242), None).expect("chown");
-    assert_eq!(
-        failure(look(&Look {
-            target: s.target("a")
-        })),
-        StageFailure::Owner
-    );
+    if as_root("a file of another uid is refused") {
+        std::os::unix::fs::chown(&p, Some(4242), None).expect("chown");
+        assert_eq!(
+            failure(look(&Look {
+                target: s.target("a")
+            })),
+            StageFailure::Owner
+        );
+    }
     fs::write(s.at("nul"), "a\0b").expect("nul");
     assert_eq!(
         failure(look(&Look {
@@ -476,17 +373,19 @@ fn files_a_write_could_not_keep_are_refused() {
         StageFailure::NotRegular
     );
     // A directory of another owner: what is created there would not be its owner's.
-    fs::create_dir(s.at("theirs")).expect("dir");
-    std::os::unix::fs::chown(s.at("theirs"), Some(4242), None).expect("chown");
-    let c = commit_of(
-        &s,
-        "theirs/new",
-        write(WriteMode::Create, "x"),
-        Found::Absent,
-        None,
-    );
-    assert_eq!(failure(commit(&c)), StageFailure::Owner);
-    assert!(!s.at("theirs/new").exists());
+    if as_root("a directory of another uid is refused") {
+        fs::create_dir(s.at("theirs")).expect("dir");
+        std::os::unix::fs::chown(s.at("theirs"), Some(4242), None).expect("chown");
+        let c = commit_of(
+            &s,
+            "theirs/new",
+            write(WriteMode::Create, "x"),
+            Found::Absent,
+            None,
+        );
+        assert_eq!(failure(commit(&c)), StageFailure::Owner);
+        assert!(!s.at("theirs/new").exists());
+    }
 }
 
 #[test]
