@@ -89,6 +89,12 @@ pub enum DenyReason {
     /// card was shown, so what the owner saw is no longer the request. brokerd's denial,
     /// never the owner's.
     ApprovalChanged,
+    /// A write from a session above the lowest label a grant covering the target gives it
+    /// (no write down, docs/decisions.md H9). Never asked.
+    WriteDown,
+    /// A write from an untrusted session where a grant covering the target says only the
+    /// owner writes (`untrusted = false`), without the write grant's `if_untrusted = "ask"`.
+    UntrustedWrite,
 }
 
 impl DenyReason {
@@ -111,6 +117,8 @@ impl DenyReason {
             Self::WitnessMismatch => "witness_mismatch",
             Self::AlreadyRun => "already_run",
             Self::ApprovalChanged => "approval_changed",
+            Self::WriteDown => "write_down",
+            Self::UntrustedWrite => "untrusted_write",
         }
     }
 }

@@ -44,6 +44,9 @@ pub enum Failure {
     Binary,
     /// A note tool's invocation names no notes directory (brokerd always sends one).
     NoNotesDir,
+    /// `write_file`, `edit_file` or `run` as a plain invocation: they run only as the
+    /// stages brokerd sends (docs/decisions.md H12).
+    Staged,
     /// A file in the note's place larger than any note brokerd writes.
     NoteTooLarge { size: u64 },
     /// `note_search`: the query (an FTS5 syntax error, say) or an index partition.
@@ -221,6 +224,10 @@ impl fmt::Display for Failure {
                 f.write_str("not UTF-8 text (a NUL byte in the first 8 KiB: binary content)")
             }
             Self::NoNotesDir => f.write_str("the invocation names no notes directory"),
+            Self::Staged => f.write_str(
+                "this tool runs only as the stages brokerd sends (look, commit, run); a plain \
+                 invocation of it is never executed",
+            ),
             Self::NoteTooLarge { size } => write!(
                 f,
                 "the note is {size} bytes, over the {} a note may hold (not read)",
@@ -390,7 +397,7 @@ impl std::error::Error for Failure {
             Self::Net(e) => e.source(),
             Self::Consult(e) => e.source(),
             Self::Search(e) => e.source(),
-            Self::Binary | Self::NoNotesDir | Self::NoteTooLarge { .. } => None,
+            Self::Binary | Self::NoNotesDir | Self::Staged | Self::NoteTooLarge { .. } => None,
         }
     }
 }

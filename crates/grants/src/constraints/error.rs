@@ -1,14 +1,14 @@
-//! Why a constraint value, a grant or a call is refused. Each variant carries what it is
-//! about (the value as written, the list and index, the grant's and the call's tool); the
-//! text is written for the owner (`bxctl grants check`, brokerd's refusal to start) and,
-//! for [`Mismatch`], for the model and the audit, which see it in a denial's detail.
+//! Why a constraint value or a grant is refused. Each variant carries what it is about (the
+//! value as written, the list and index, the grant's tool); the text is written for the
+//! owner (`bxctl grants check`, brokerd's refusal to start). Why a grant does not cover a
+//! call is [`Mismatch`](super::Mismatch), in `mismatch.rs`.
 
 use std::fmt;
 use std::net::Ipv4Addr;
 
 use proto::tools::TOOL_NAMES;
 
-use super::Host;
+use super::hands::HandsError;
 use super::subject::Subject;
 
 /// Why a path is refused: a call's, or a grant's entry.
@@ -338,6 +338,8 @@ pub enum InvalidGrant {
     PrivateNetworksOnDeny,
     /// `constraints.private_networks` on an `http_fetch` grant that lists only addresses.
     PrivateNetworksNoNames,
+    /// A key of the hands (`modes`, `programs`, `workdir`, `stdin`, `shell`, the limits).
+    Hands(HandsError),
 }
 
 impl fmt::Display for InvalidGrant {
@@ -367,6 +369,7 @@ impl fmt::Display for InvalidGrant {
                          name to match"
                     }
                     Subject::Note => "it works on brokerd's notes; patterns narrow the note names",
+                    Subject::Program => "it runs a granted program; programs and patterns limit it",
                 };
                 write!(
                     f,
@@ -392,6 +395,7 @@ impl fmt::Display for InvalidGrant {
                 "constraints.private_networks means nothing on a deny grant (it only widens where \
                  an allowed call may connect): remove it",
             ),
+            Self::Hands(e) => e.fmt(f),
             Self::PrivateNetworksNoNames => f.write_str(
                 "constraints.private_networks is for host names, and every entry of \
                  constraints.hosts is an IP address (reached as listed): remove it",
@@ -406,83 +410,7 @@ impl std::error::Error for InvalidGrant {
             Self::Path { source, .. } => Some(source),
             Self::Host { source, .. } => Some(source),
             Self::Pattern { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-}
-
-/// Why a grant does not cover a call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Mismatch {
-    /// The grant fails [`super::validate`], and so covers nothing.
-    Invalid(InvalidGrant),
-    OtherTool {
-        grant: String,
-        call: String,
-    },
-    /// The call's path has no normal form.
-    Path(PathError),
-    /// The call's URL is refused.
-    Url(UrlError),
-    /// The normalised path is under none of the grant's `paths`.
-    NotUnder {
-        path: String,
-        roots: Vec<String>,
-    },
-    /// The URL's host is none of the grant's `hosts`; `url` is the normalised URL.
-    HostNotListed {
-        host: Host,
-        url: String,
-        hosts: Vec<String>,
-    },
-    /// The normalised path or URL, or the prompt, matches none of the grant's `patterns`.
-    NoPattern {
-        subject: Subject,
-        value: String,
-        patterns: Vec<String>,
-    },
-}
-
-impl fmt::Display for Mismatch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Invalid(e) => write!(f, "the grant is invalid: {e}"),
-            Self::OtherTool { grant, call } => {
-                write!(f, "the grant is for {grant}, the call is to {call}")
-            }
-            Self::Path(e) => e.fmt(f),
-            Self::Url(e) => e.fmt(f),
-            Self::NotUnder { path, roots } => {
-                write!(f, "{path:?} is not under any of {}", roots.join(", "))
-            }
-            Self::HostNotListed { host, url, hosts } => write!(
-                f,
-                "the host {host} of {url:?} is not any of {}",
-                hosts.join(", ")
-            ),
-            Self::NoPattern {
-                subject,
-                value,
-                patterns,
-            } => {
-                // A prompt is named, not repeated: it can be long, and it is the model's own.
-                match subject {
-                    Subject::Path | Subject::Url | Subject::Note => write!(f, "{value:?}")?,
-                    Subject::Prompt => f.write_str("the prompt")?,
-                }
-                let list: Vec<String> = patterns.iter().map(|p| format!("{p:?}")).collect();
-                write!(f, " matches none of the patterns {}", list.join(", "))
-            }
-        }
-    }
-}
-
-impl std::error::Error for Mismatch {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Invalid(e) => Some(e),
-            Self::Path(e) => Some(e),
-            Self::Url(e) => Some(e),
+            Self::Hands(e) => Some(e),
             _ => None,
         }
     }

@@ -272,7 +272,7 @@ pub(super) fn validate(grant: &Grant) -> Result<(), InvalidGrant> {
         return Ok(());
     }
     let tool = grant.tool.as_str();
-    if !matches!(tool, "http_fetch" | "consult") {
+    if !matches!(tool, "http_fetch" | "consult" | "run") {
         return Err(InvalidGrant::PrivateNetworksNoNetwork {
             tool: tool.to_owned(),
         });
@@ -284,7 +284,7 @@ pub(super) fn validate(grant: &Grant) -> Result<(), InvalidGrant> {
         .hosts
         .iter()
         .any(|h| !matches!(Entry::parse(h), Ok(Entry::Ip(_))));
-    if tool == "http_fetch" && !names {
+    if matches!(tool, "http_fetch" | "run") && !names {
         return Err(InvalidGrant::PrivateNetworksNoNames);
     }
     Ok(())

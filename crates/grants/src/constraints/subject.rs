@@ -4,7 +4,7 @@
 /// What a tool's arguments are matched as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Subject {
-    /// `read_file`, `list_dir`: an absolute path.
+    /// `read_file`, `list_dir`, `write_file`, `edit_file`: an absolute path.
     Path,
     /// `http_fetch`: a URL.
     Url,
@@ -13,4 +13,6 @@ pub enum Subject {
     /// `note_write`, `note_read`: the note's name (`note_list`, `note_search` and
     /// `session_search` have none: patterns do not apply to them).
     Note,
+    /// `run`: each argument, on its own.
+    Program,
 }

@@ -27,6 +27,7 @@ pub(crate) fn grant(
             patterns: own(patterns),
             private_networks: false,
             max_class: None,
+            ..Constraints::default()
         },
         if_untrusted: None,
         job: None,

@@ -3,9 +3,11 @@
 //! host name may lead, and the paths a tool unit may be given.
 
 mod constraints;
+mod hands;
 mod invalid;
 mod mismatch;
 mod path;
 mod reach;
 mod snapshot;
 mod unitpath;
+mod writes;

@@ -1,0 +1,30 @@
+//! Why a stage failed (shared by the write stages and the run executor, answered by
+//! `stage`).
+
+use std::fmt;
+
+use proto::tools::stage::StageFailure;
+
+/// Why a stage failed: its kind for brokerd, and words for a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageError {
+    pub failure: StageFailure,
+    pub message: String,
+}
+
+impl StageError {
+    pub fn new(failure: StageFailure, message: impl Into<String>) -> Self {
+        Self {
+            failure,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for StageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StageError {}
