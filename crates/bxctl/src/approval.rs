@@ -170,6 +170,7 @@ mod tests {
             untrusted: false,
             untrusted_by: Vec::new(),
             expires: Timestamp::from_millis(1_789_632_300_000).expect("time"),
+            write: None,
         }
     }
 

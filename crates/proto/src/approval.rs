@@ -6,6 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::{CallId, DataClass, Hash32, SessionId, Timestamp};
 
+mod write;
+pub use write::{Shows, WriteCard};
+
 /// Everything the owner sees before answering, and what the answer binds to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -33,12 +36,17 @@ pub struct ApprovalCard {
     /// session).
     pub untrusted_by: Vec<CallRef>,
     pub expires: Timestamp,
+    /// For `write_file` and `edit_file`: what will be written, over which content
+    /// (docs/decisions.md H8). Absent on every other card, which then binds as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<WriteCard>,
 }
 
 impl ApprovalCard {
     /// The binding of this card: length-prefixed fields, so no two different cards hash
     /// alike. Covers session, call, tool, arguments, grant, session taint, the untrusted
-    /// flag and its sources (what each read) and the expiry: what the owner is shown.
+    /// flag and its sources (what each read), the expiry and a write's card (the old
+    /// content's hash among it): what the owner is shown.
     pub fn bound(&self) -> Hash32 {
         let call = self.call.0.to_be_bytes();
         let expires = self.expires.as_millis().to_be_bytes();
@@ -76,6 +84,13 @@ impl ApprovalCard {
                 parts.extend([b"s".as_slice(), session.as_str().as_bytes()]);
             }
         }
+        // A write's card adds its parts after a marker; a card without one binds as before.
+        let write = self
+            .write
+            .as_ref()
+            .map(WriteCard::parts)
+            .unwrap_or_default();
+        parts.extend(write.iter().map(Vec::as_slice));
         Hash32::of_parts(parts)
     }
 }

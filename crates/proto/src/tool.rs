@@ -152,6 +152,11 @@ pub enum ToolFailure {
     Exited { status: i32 },
     /// The unit ended with another systemd result (`resources`, `protocol`, …).
     Unit { result: String },
+    /// A write's unit refused or failed (`changed`, `exists`, a link below the root, …):
+    /// nothing was written (docs/decisions.md H5, H10).
+    Write {
+        failure: crate::tools::stage::StageFailure,
+    },
 }
 
 impl fmt::Display for ToolFailure {
@@ -163,6 +168,7 @@ impl fmt::Display for ToolFailure {
             Self::Signal { signal: None } => f.write_str("killed by a signal"),
             Self::Exited { status } => write!(f, "exited with status {status}"),
             Self::Unit { result } => write!(f, "unit result {result}"),
+            Self::Write { failure } => write!(f, "write not made: {}", failure.as_str()),
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::os::unix::net::UnixStream;
 
-use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Refusal};
+use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Refusal, WriteCard};
 use proto::{DenyReason, Timestamp, ToolRequest};
 
 use super::Broker;
@@ -15,13 +15,14 @@ use crate::sessions::SessionState;
 impl Broker {
     /// Puts an `ask` to the owner and waits for the answer, the expiry or the requester's
     /// hang-up. `state` is the session at the label the call is decided at, which the card
-    /// shows and binds; `pending` tells the requester the approval's id and expiry once it
-    /// waits.
+    /// shows and binds, with the canonical arguments and a write's card (its diff and the
+    /// old content's hash, H8); `pending` tells the requester the approval's id and expiry
+    /// once it waits.
     pub(super) fn ask(
         &self,
         req: &ToolRequest,
         decision: Decision,
-        canonical: &str,
+        (canonical, write): (&str, Option<WriteCard>),
         state: &SessionState,
         requester: Option<UnixStream>,
         pending: &mut dyn FnMut(String, Timestamp),
@@ -45,6 +46,7 @@ impl Broker {
             untrusted: state.untrusted,
             untrusted_by: state.untrusted_by.clone(),
             expires,
+            write,
         };
         card.binding = card.bound();
         let heard = self

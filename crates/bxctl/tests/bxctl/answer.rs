@@ -20,6 +20,7 @@ fn card(id: &str, binding: u8) -> ApprovalCard {
         untrusted: false,
         untrusted_by: Vec::new(),
         expires: time(),
+        write: None,
     }
 }
 

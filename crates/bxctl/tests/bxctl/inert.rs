@@ -122,6 +122,7 @@ fn approvals_show_every_field_of_a_card_as_one_line() {
             session: None,
         }],
         expires: time(),
+        write: None,
     };
     let served = home.answer(
         &home.brokerd(),
@@ -192,6 +193,7 @@ fn audit_show_keeps_every_record_on_its_own_line() {
             canonical: None,
             witness: None,
             untrusted: false,
+            write: None,
         })
     };
     let records = [

@@ -41,6 +41,8 @@ pub enum Invalid {
     GatewayTokenCredential { name: String },
     /// A `[[jobs]]` entry (`super::jobs`).
     Job(super::JobInvalid),
+    /// The hands' settings (`broker.hands_user`, `broker.programs`).
+    Hands(super::HandsInvalid),
     /// `core_memory` (or its default) is inside `dir`, which a role or a tool writes
     /// (`what`): model text there could become the owner's system prompt.
     CoreMemoryWritten {
@@ -99,6 +101,7 @@ impl fmt::Display for Invalid {
                 f.write_str("gateway.token_credential must be a plain credential name")
             }
             Self::Job(e) => e.fmt(f),
+            Self::Hands(e) => e.fmt(f),
             Self::CoreMemoryWritten { core, dir, what } => write!(
                 f,
                 "core_memory {} is inside {} ({what}), which a role or a tool writes: text the \

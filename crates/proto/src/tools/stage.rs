@@ -136,6 +136,30 @@ pub enum StageFailure {
     Io,
 }
 
+impl StageFailure {
+    /// The name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Invocation => "invocation",
+            Self::Link => "link",
+            Self::NotFound => "not_found",
+            Self::Exists => "exists",
+            Self::NotRegular => "not_regular",
+            Self::NotText => "not_text",
+            Self::TooLarge => "too_large",
+            Self::Owner => "owner",
+            Self::Linked => "linked",
+            Self::SetId => "set_id",
+            Self::Changed => "changed",
+            Self::Edit => "edit",
+            Self::Disagree => "disagree",
+            Self::NoExchange => "no_exchange",
+            Self::Spawn => "spawn",
+            Self::Io => "io",
+        }
+    }
+}
+
 /// How a program's run ended, as the executor saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]

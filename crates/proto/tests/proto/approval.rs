@@ -21,6 +21,7 @@ fn card() -> ApprovalCard {
             session: None,
         }],
         expires: Timestamp::from_millis(1_789_632_300_000).expect("time"),
+        write: None,
     }
 }
 

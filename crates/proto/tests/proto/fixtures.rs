@@ -185,6 +185,7 @@ fn every_audit_fixture_round_trips_and_every_line_kind_has_one() {
                 DecisionRecord::Allowed { .. } => "allowed",
                 DecisionRecord::Approved { .. } => "approved",
                 DecisionRecord::Denied { .. } => "denied",
+                DecisionRecord::Failed { .. } => "failed",
             },
             AuditLine::Event(ev) => match ev {
                 AuditEvent::GrantsLoaded { .. } => "grants_loaded",
@@ -201,7 +202,7 @@ fn every_audit_fixture_round_trips_and_every_line_kind_has_one() {
             },
         });
     }
-    assert_eq!(kinds.len(), 14, "{kinds:?}");
+    assert_eq!(kinds.len(), 15, "{kinds:?}");
 }
 
 #[test]

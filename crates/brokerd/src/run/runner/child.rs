@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use proto::ToolFailure;
 use proto::toolrun::{ToolOutput, cap_str};
+use proto::tools::stage::StageOutput;
 
 use super::spec::{Limits, RunOutcome};
 
@@ -38,6 +39,8 @@ pub(super) struct Job<'a> {
     pub abort: &'a dyn Fn(),
     /// Describes an exit status that is not a success (given the label and the stderr).
     pub explain_exit: fn(&str, ExitStatus, &str) -> Explained,
+    /// Whether the process answers a hands stage (`StageOutput`) rather than a tool call.
+    pub stage: bool,
 }
 
 /// Why a process ended badly: the message's head, the typed failure when known, and the
@@ -220,6 +223,9 @@ fn finish(
     rx: &Receiver<Msg>,
     elapsed: Duration,
 ) -> RunOutcome {
+    if job.stage {
+        return finish_stage(job, status, stdout, stderr, rx, elapsed);
+    }
     let parsed = serde_json::from_slice::<ToolOutput>(stdout);
     if status.success() {
         return match parsed {
@@ -246,6 +252,46 @@ fn finish(
         // unit before brokerd's own (later) deadline, and systemd-run said nothing of it.
         None if elapsed >= job.limits.time_limit => timed_out(job.limits),
         failure => RunOutcome::Failed {
+            message: quote(explained.what, &explained.stderr),
+            failure,
+        },
+    }
+}
+
+/// A hands unit's end: its answer as it gave it, unless systemd says the unit ran out of
+/// memory or time, which wins over anything the executor reported (docs/decisions.md H11).
+fn finish_stage(
+    job: &Job<'_>,
+    status: ExitStatus,
+    stdout: &[u8],
+    stderr: Option<Vec<u8>>,
+    rx: &Receiver<Msg>,
+    elapsed: Duration,
+) -> RunOutcome {
+    let parsed = serde_json::from_slice::<StageOutput>(stdout);
+    if status.success() {
+        return match parsed {
+            Ok(output) => RunOutcome::Staged(output),
+            Err(e) => {
+                let stderr = collect_stderr(stderr, rx);
+                RunOutcome::failed(quote(
+                    format!("the {} printed no valid answer ({e})", job.label),
+                    &stderr,
+                ))
+            }
+        };
+    }
+    let stderr = collect_stderr(stderr, rx);
+    let explained = (job.explain_exit)(job.label, status, &stderr);
+    match (explained.failure, parsed) {
+        (Some(ToolFailure::TimeLimit), _) => timed_out(job.limits),
+        (Some(ToolFailure::OutOfMemory), _) => RunOutcome::Failed {
+            message: quote(explained.what, &explained.stderr),
+            failure: Some(ToolFailure::OutOfMemory),
+        },
+        (_, Ok(output)) => RunOutcome::Staged(output),
+        (None, Err(_)) if elapsed >= job.limits.time_limit => timed_out(job.limits),
+        (failure, Err(_)) => RunOutcome::Failed {
             message: quote(explained.what, &explained.stderr),
             failure,
         },

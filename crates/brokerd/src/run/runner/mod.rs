@@ -44,13 +44,18 @@
 mod child;
 mod direct;
 mod spec;
+mod stage;
 mod systemd;
+mod unit_props;
 mod unit_result;
+
+use proto::tools::stage::StageInvocation;
 
 use crate::policy::Decision;
 pub use direct::DirectRunner;
 pub use grants::unitpath::{check_credential_name, check_granted_path, check_unit_path};
 pub use spec::{CheckError, Limits, RunOutcome, RunSpec, Secret, unit_name};
+use stage::stage_matches;
 pub use systemd::SystemdRunner;
 
 /// The configured runner. The NixOS module always configures `Systemd`.
@@ -66,10 +71,33 @@ impl Runner {
     /// would run anything else is refused. This is the only way to a tool run from outside
     /// this module.
     pub fn run(&self, decision: Decision, spec: &RunSpec) -> RunOutcome {
-        if !decision.authorises(&spec.invocation.call) {
+        let staged = spec.stage.as_ref().is_none_or(|s| {
+            !matches!(s.invocation, StageInvocation::Look(_))
+                && stage_matches(&spec.invocation.call, s)
+        });
+        if !decision.authorises(&spec.invocation.call) || !staged {
             return RunOutcome::failed(
                 "internal: refusing to run a call its decision does not allow (not an allow, \
                  or other arguments)",
+            );
+        }
+        self.execute(spec)
+    }
+
+    /// Looks at a write's target before the owner is asked (docs/decisions.md H2): only
+    /// for a decision that may look (an allow or an ask of a write), only the look stage,
+    /// and only of the path the decision is about. The decision is kept: the commit, if
+    /// any, is its one run.
+    pub fn look(&self, decision: &Decision, spec: &RunSpec) -> RunOutcome {
+        let allowed = decision.may_look()
+            && decision.args() == Some(&spec.invocation.call)
+            && spec.stage.as_ref().is_some_and(|s| {
+                matches!(s.invocation, StageInvocation::Look(_))
+                    && stage_matches(&spec.invocation.call, s)
+            });
+        if !allowed {
+            return RunOutcome::failed(
+                "internal: refusing to look at a target its decision is not about",
             );
         }
         self.execute(spec)

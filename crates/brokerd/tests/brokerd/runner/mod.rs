@@ -61,6 +61,7 @@ pub(super) fn read_file_spec() -> RunSpec {
         addresses: vec![],
         secret: None,
         limits: limits(),
+        stage: None,
     }
 }
 
@@ -93,6 +94,7 @@ pub(super) fn http_fetch_spec() -> RunSpec {
         addresses,
         secret: None,
         limits: limits(),
+        stage: None,
     }
 }
 
