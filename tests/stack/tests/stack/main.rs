@@ -27,6 +27,7 @@ mod fatal;
 mod gateway;
 mod gateway_approvals;
 mod gateway_setup;
+mod hands;
 mod indexer;
 mod job_notes;
 mod job_runs;
