@@ -65,12 +65,6 @@ pub enum HandsError {
         program: String,
         path: PathBuf,
     },
-    #[error("broker.programs.{program}: {} is not there: {error}", path.display())]
-    Missing {
-        program: String,
-        path: PathBuf,
-        error: std::io::Error,
-    },
     #[error(
         "grant {grant} writes {place}, which reaches {what} ({}): the agent would write \
          brokerd's own files", file.display()
@@ -170,13 +164,6 @@ impl Programs {
                     grant: id.to_owned(),
                     program: name.clone(),
                     path: program.path.clone(),
-                });
-            }
-            if let Err(error) = std::fs::metadata(&program.path) {
-                return Err(HandsError::Missing {
-                    program: name.clone(),
-                    path: program.path.clone(),
-                    error,
                 });
             }
         }
