@@ -51,6 +51,13 @@ let
     fakeMattermost = if cfg.fakeMattermost.enable then { inherit (cfg.fakeMattermost) listen; } else null;
     jobs = mapAttrs (_: j: removeAttrs j [ "grants" ]) cfg.jobs;
     auditVerifySchedule = cfg.auditVerify.schedule;
+    # The hands (nix/module-hands.nix).
+    handsUser = cfg.hands.user;
+    handsSharedPids = cfg.hands.sharedPids;
+    programs = mapAttrs (_: p: lib.getExe p) cfg.programs;
+    programClosures = mapAttrs (
+      _: p: "${pkgs.closureInfo { rootPaths = [ p cfg.package ]; }}/store-paths"
+    ) cfg.programs;
     grantPaths = lib.unique (
       lib.concatLists (
         mapAttrsToList (
@@ -125,6 +132,7 @@ let
 in
 {
   imports = [
+    ./module-hands.nix
     ./module-jobs.nix
     ./module-llama.nix
   ];

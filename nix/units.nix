@@ -47,6 +47,15 @@
   jobs ? { },
   # When brokerd verifies its whole audit log (nix/audit-verify.nix; OnCalendar=).
   auditVerifySchedule ? "daily",
+  # The hands (docs/tools.md): the account the write units run as (null: no write grant can
+  # load under systemd), never root; the programs run grants may name, name -> absolute
+  # path; for each, the file listing its closure (Nix's closureInfo store-paths), all of the
+  # store its unit binds; and, on a systemd older than 257 (no PrivatePIDs=), whether the
+  # write units may share the PID namespace (the container tier's bookworm only).
+  handsUser ? null,
+  programs ? { },
+  programClosures ? { },
+  handsSharedPids ? false,
 }:
 let
   inherit (builtins)
@@ -71,6 +80,17 @@ let
     );
 
   runDir = "/run/${runName}";
+  # The major version: 257 of "257.5".
+  systemdMajor = builtins.fromJSON (builtins.head (builtins.split "[.]" (toString systemdVersion)));
+  hands =
+    if handsUser == "root" then
+      throw "services.boxmaker.hands.user must not be root: the write units would run with root's rights over the granted directories"
+    else
+      { systemd_version = systemdMajor; }
+      // (if handsUser == null then { } else { hands_user = handsUser; })
+      // (if programs == { } then { } else { inherit programs; })
+      // (if programClosures == { } then { } else { program_closures = programClosures; })
+      // (if handsSharedPids then { hands_shared_pids = true; } else { });
   onNix = substring 0 11 package == "/nix/store/";
 
   # Under DynamicUser, /var/lib/${stateDir}/audit is a symlink into /var/lib/private/, and
@@ -107,7 +127,7 @@ let
       # libraries); elsewhere (the Debian container tests) /usr and the loader's paths.
       sandbox_binds = if onNix then [ "/nix/store" ] else [ "/usr" "-/lib" "-/lib64" package ];
       notes = "${home}/notes"; # brokerd's own StateDirectory, not loopd's memory/ (M5)
-    };
+    } // hands;
     infer.upstream = "http://127.0.0.1:8080";
   };
 
