@@ -181,6 +181,10 @@ source /opt/boxmaker-test/indexer.sh
 # shellcheck source=tests/container/audit-verify.sh
 source /opt/boxmaker-test/audit-verify.sh
 
+# ---- (n) the hands: writes as the owner, runs in an empty unit ----------------------------------
+# shellcheck source=tests/container/hands.sh
+source /opt/boxmaker-test/hands.sh
+
 # ---- every honest prompt above was accounted for (issue 17) ----------------------------------
 scenario "attested context: no honest prompt fell back to the highest label sent"
 expect "brokerd read the owner's core memory from /etc/boxmaker/core.md and accounted every prompt" \

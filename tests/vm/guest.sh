@@ -76,7 +76,7 @@ expect "a chat (owner: bxctl chat -m hello) gets the model's answer; brokerd, lo
 
 note "boot: $(systemd-analyze 2>/dev/null | head -n 1)"
 note "slowest units: $(systemd-analyze blame 2>/dev/null | head -n 4 | awk '{ printf "%s %s; ", $2, $1 }')"
-for part in polkit limits network killed indexer launch; do
+for part in polkit limits network hands killed indexer launch; do
     part_started=$(date +%s.%N)
     # shellcheck source=/dev/null
     source "/opt/boxmaker-vm/$part.sh"

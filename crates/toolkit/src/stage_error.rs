@@ -21,6 +21,17 @@ impl StageError {
     }
 }
 
+impl StageError {
+    /// Names the step a system call failed in, for a failure no other kind describes.
+    #[must_use]
+    pub fn during(mut self, step: &str) -> Self {
+        if self.failure == StageFailure::Io {
+            self.message = format!("{} ({step})", self.message);
+        }
+        self
+    }
+}
+
 impl fmt::Display for StageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)

@@ -1,29 +1,22 @@
 //! Opening below a granted root without following a link (docs/decisions.md H4): the root
-//! as given, then every step below it through `openat2` with `RESOLVE_BENEATH |
-//! RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV`, so the kernel refuses a
-//! link, a step out and a mount crossed in the very call that resolves the path.
+//! as given, then every step below it through `walk::open_beneath` (`openat2` with
+//! `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV`, or the
+//! same walk by hand where a unit's filter answers `openat2` with ENOSYS), so a link, a step
+//! out and a mount crossed are refused in the very calls that resolve the path.
 
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 
 use nix::errno::Errno;
-use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
+use nix::fcntl::OFlag;
 use nix::sys::stat::{FileStat, Mode, SFlag, fstat};
 use nix::unistd::geteuid;
 use proto::tools::hands::MAX_FILE;
 use proto::tools::stage::{StageFailure, Target};
 
+use super::walk::open_beneath;
 use crate::stage_error::StageError;
-
-fn how(flags: OFlag) -> OpenHow {
-    OpenHow::new().flags(flags | OFlag::O_CLOEXEC).resolve(
-        ResolveFlag::RESOLVE_BENEATH
-            | ResolveFlag::RESOLVE_NO_SYMLINKS
-            | ResolveFlag::RESOLVE_NO_MAGICLINKS
-            | ResolveFlag::RESOLVE_NO_XDEV,
-    )
-}
 
 /// A failed system call on `path`, by kind.
 pub fn sys(path: &str, e: Errno) -> StageError {
@@ -73,8 +66,13 @@ pub fn open_parent(target: &Target) -> Result<(OwnedFd, &str), StageError> {
     .map_err(|e| sys(&target.root, e))?;
     let (dir, name) = match target.path.rsplit_once('/') {
         Some((dir, name)) => {
-            let fd = openat2(&root, dir, how(OFlag::O_DIRECTORY | OFlag::O_RDONLY))
-                .map_err(|e| sys(&target.path, e))?;
+            let fd = open_beneath(
+                &root,
+                dir,
+                OFlag::O_DIRECTORY | OFlag::O_RDONLY,
+                Mode::empty(),
+            )
+            .map_err(|e| sys(&target.path, e))?;
             (fd, name)
         }
         None => (root, target.path.as_str()),
@@ -107,10 +105,11 @@ pub fn open_file(
     name: &str,
     path: &str,
 ) -> Result<Option<(File, FileStat)>, StageError> {
-    let fd = match openat2(
+    let fd = match open_beneath(
         dir,
         name,
-        how(OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK),
+        OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK,
+        Mode::empty(),
     ) {
         Ok(fd) => fd,
         Err(Errno::ENOENT) => return Ok(None),
@@ -195,9 +194,12 @@ pub fn read_text(mut file: impl Read, path: &str) -> Result<String, StageError> 
 /// Creates `name` in `dir`, new (`O_EXCL`), beneath and not through a link, mode 0600 until
 /// the commit sets the file's own.
 pub fn create_beneath(dir: &OwnedFd, name: &str, path: &str) -> Result<File, StageError> {
-    let how = how(OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW)
-        .mode(Mode::from_bits_truncate(0o600));
-    openat2(dir, name, how)
-        .map(File::from)
-        .map_err(|e| sys(path, e))
+    open_beneath(
+        dir,
+        name,
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW,
+        Mode::from_bits_truncate(0o600),
+    )
+    .map(File::from)
+    .map_err(|e| sys(path, e).during("creating the new file"))
 }

@@ -115,7 +115,7 @@ pub(crate) fn commit_with(
         None => place_new(&dir, &tmp, name, path, creates)?,
         Some((o, _)) => exchange(&dir, &tmp, name, path, o, pause)?,
     }
-    fsync(&dir).map_err(|e| sys(path, e))?;
+    fsync(&dir).map_err(|e| sys(path, e).during("syncing the directory"))?;
     Ok(StageOutput::Committed {
         old: old.map_or(Found::Absent, |(o, _)| Found::Sha256(o.hash)),
         new: new_hash,
@@ -147,7 +147,8 @@ fn write_temp(
 ) -> Result<(), StageError> {
     let io = |e: std::io::Error| StageError::new(StageFailure::Io, format!("{path}: {e}"));
     let mut file = beneath::create_beneath(dir, tmp, path)?;
-    file.write_all(new.as_bytes()).map_err(io)?;
+    file.write_all(new.as_bytes())
+        .map_err(|e| io(e).during("writing the new file"))?;
     let mode = match old {
         Some(st) => {
             let gid = file.metadata().map_err(io)?.gid();
@@ -167,8 +168,10 @@ fn write_temp(
         }
         None => dir_st.st_mode & 0o664,
     };
-    fchmod(file.as_fd(), Mode::from_bits_truncate(mode)).map_err(|e| sys(path, e))?;
-    file.sync_all().map_err(io)
+    fchmod(file.as_fd(), Mode::from_bits_truncate(mode))
+        .map_err(|e| sys(path, e).during("setting the new file's mode"))?;
+    file.sync_all()
+        .map_err(|e| io(e).during("syncing the new file"))
 }
 
 /// A new file takes its name only if the name is still free.
@@ -193,7 +196,7 @@ fn place_new(
             StageFailure::Changed,
             format!("{path}: the file appeared since it was shown"),
         )),
-        Err(e) => Err(sys(path, e)),
+        Err(e) => Err(sys(path, e).during("renaming the new file into place")),
     }
 }
 
@@ -229,7 +232,7 @@ fn exchange(
                 format!("{path}: the file is gone since it was read"),
             ));
         }
-        Err(e) => return Err(sys(path, e)),
+        Err(e) => return Err(sys(path, e).during("exchanging the new file with the old")),
     }
     pause(Step::Exchanged);
     let out = fstatat(dir, tmp, AtFlags::AT_SYMLINK_NOFOLLOW).map_err(|e| sys(path, e));
@@ -254,7 +257,8 @@ fn exchange(
             format!("{path}: the file changed while it was written; it is left as it was"),
         ));
     }
-    unlinkat(dir, tmp, UnlinkatFlags::NoRemoveDir).map_err(|e| sys(path, e))
+    unlinkat(dir, tmp, UnlinkatFlags::NoRemoveDir)
+        .map_err(|e| sys(path, e).during("removing the old file"))
 }
 
 /// Whether the old file's bytes still hash as they did when read.

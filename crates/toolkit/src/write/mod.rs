@@ -7,6 +7,7 @@ mod beneath;
 mod commit;
 #[cfg(test)]
 mod tests;
+mod walk;
 
 use proto::Hash32;
 use proto::tools::stage::{Look, OldFile, StageOutput};
