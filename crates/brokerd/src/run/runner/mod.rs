@@ -73,7 +73,9 @@ impl Runner {
     pub fn run(&self, decision: Decision, spec: &RunSpec) -> RunOutcome {
         let staged = spec.stage.as_ref().is_none_or(|s| {
             !matches!(s.invocation, StageInvocation::Look(_))
-                && stage_matches(&spec.invocation.call, s)
+                && decision
+                    .grant()
+                    .is_some_and(|(g, _)| stage_matches(&spec.invocation.call, g, s))
         });
         if !decision.authorises(&spec.invocation.call) || !staged {
             return RunOutcome::failed(
@@ -93,7 +95,9 @@ impl Runner {
             && decision.args() == Some(&spec.invocation.call)
             && spec.stage.as_ref().is_some_and(|s| {
                 matches!(s.invocation, StageInvocation::Look(_))
-                    && stage_matches(&spec.invocation.call, s)
+                    && decision
+                        .grant()
+                        .is_some_and(|(g, _)| stage_matches(&spec.invocation.call, g, s))
             });
         if !allowed {
             return RunOutcome::failed(

@@ -1,26 +1,32 @@
 //! What both runners do with a hands unit's stage: check that it is the call its decision
 //! is about, and put the granted root and the working directory where the unit has them.
 
+use proto::Grant;
 use proto::tools::ToolArgs;
 use proto::tools::stage::{StageInvocation, Target};
 
 use crate::run::hands::{StageSpec, StageUnit, write_call};
 
-/// Whether `stage` does what `call` (the decision's arguments) says and nothing else: a
-/// look or commit of that very path through the root its unit binds (read-only for the
-/// look), a commit of that very write, a run of those arguments and input.
-pub(super) fn stage_matches(call: &ToolArgs, stage: &StageSpec) -> bool {
+/// Whether `stage` does what `call` (the decision's arguments, under `grant`) says and
+/// nothing else: a look or commit of that very path through one of the grant's roots, bound
+/// read-only for the look, a commit of that very write, a run of those arguments and input
+/// binding the grant's paths and working directory and nothing else.
+pub(super) fn stage_matches(call: &ToolArgs, grant: &Grant, stage: &StageSpec) -> bool {
+    let granted = |root: &String| grant.constraints.paths.contains(root);
     match (&stage.invocation, &stage.unit) {
         (StageInvocation::Look(l), StageUnit::Write { root, writable }) => {
-            !writable && same_target(call, root, &l.target)
+            !writable && granted(root) && same_target(call, root, &l.target)
         }
         (StageInvocation::Commit(c), StageUnit::Write { root, writable }) => {
             *writable
+                && granted(root)
                 && same_target(call, root, &c.target)
                 && write_call(call).is_some_and(|(w, _)| w == c.call)
         }
-        (StageInvocation::Run(r), StageUnit::Run { .. }) => {
-            matches!(call, ToolArgs::Run(a) if a.args == r.args && a.stdin == r.stdin)
+        (StageInvocation::Run(r), StageUnit::Run { paths, workdir, .. }) => {
+            *paths == grant.constraints.paths
+                && *workdir == grant.constraints.workdir
+                && matches!(call, ToolArgs::Run(a) if a.args == r.args && a.stdin == r.stdin)
         }
         _ => false,
     }

@@ -3,6 +3,7 @@
 //! sample specs, a scratch directory removed on drop, and the one door to a run.
 
 mod direct;
+mod stages;
 mod systemd;
 mod systemd_run;
 
