@@ -44,7 +44,7 @@ let
   toGateway = j: (j.deliver or "mattermost") == "mattermost";
   dirsOf = j: [ dirs.broker dirs.loop ] ++ (if toGateway j then [ dirs.gateway ] else [ ]);
 
-  # What one frame carries of a prompt (daemon::config::MAX_PROMPT).
+  # What one frame carries of a prompt (config::MAX_PROMPT).
   maxPrompt = (1048576 - 4096) / 6;
 
   problemsOf =

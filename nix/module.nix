@@ -51,6 +51,7 @@ let
     fakeMattermost = if cfg.fakeMattermost.enable then { inherit (cfg.fakeMattermost) listen; } else null;
     jobs = mapAttrs (_: j: removeAttrs j [ "grants" ]) cfg.jobs;
     auditVerifySchedule = cfg.auditVerify.schedule;
+    verifySchedule = cfg.verify.schedule;
     # The hands (nix/module-hands.nix).
     handsUser = cfg.hands.user;
     handsSharedPids = cfg.hands.sharedPids;
@@ -69,13 +70,32 @@ let
     # The users NixOS declares in the admin group (by primary or extra group, or as a
     # member of the group itself); an `ask` grant needs one of them or the gateway.
     adminMembers =
-      lib.attrNames (
-        filterAttrs (
-          _: u: u.group == cfg.adminGroup || lib.elem cfg.adminGroup u.extraGroups
-        ) config.users.users
-      )
-      ++ (config.users.groups.${cfg.adminGroup}.members or [ ]);
+      # The core's own static users (the daily `bxctl verify`) answer no approval.
+      lib.filter (name: !(lib.elem name (map (u: u.name) core.users))) (
+        lib.attrNames (
+          filterAttrs (
+            _: u: u.group == cfg.adminGroup || lib.elem cfg.adminGroup u.extraGroups
+          ) config.users.users
+        )
+        ++ (config.users.groups.${cfg.adminGroup}.members or [ ])
+      );
   };
+
+  # What `bxctl verify` compares the live units with (nix/expected.nix): each unit as NixOS
+  # writes its file, which holds what NixOS adds to every service (Environment=).
+  unitsJson = builtins.toJSON (
+    import ./expected.nix {
+      inherit core;
+      texts = lib.genAttrs (
+        lib.concatMap (kind: map (n: "${n}.${kind}") (lib.attrNames core."${kind}s")) [
+          "service"
+          "socket"
+          "timer"
+          "path"
+        ]
+      ) (unit: config.systemd.units.${unit}.text);
+    }
+  );
 
   # The grants as files, checked by brokerd's own loader (`bxctl grants check`): a grant
   # that brokerd would refuse fails `nixos-rebuild`, not the running system.
@@ -305,6 +325,19 @@ in
       '';
     };
 
+    verify.schedule = mkOption {
+      type = types.str;
+      default = "daily";
+      example = "*-*-* 05:00:00";
+      description = ''
+        When `bxctl verify` checks the live deployment (a systemd calendar expression, the
+        `boxmaker-verify.timer`'s OnCalendar=): the model server through the stack, every
+        unit against what this module generated, the audit log, the grants and the
+        approvals. Each check is a line in the journal (`journalctl -u boxmaker-verify`); a
+        failed check fails the unit (docs/verify.md).
+      '';
+    };
+
     adminGroup = mkOption {
       type = types.str;
       default = "boxmaker-admin";
@@ -378,10 +411,22 @@ in
 
     environment.etc."boxmaker/config.toml".source = checkedConfig;
     environment.etc."boxmaker/grants".source = grantsDir;
+    # Each unit as generated, for `bxctl verify` (its default is units.json beside config.toml).
+    environment.etc."boxmaker/units.json".text = unitsJson;
     # bxctl for the owner; it reads /etc/boxmaker/config.toml by default.
     environment.systemPackages = [ cfg.package ];
 
     users.groups = lib.genAttrs core.groups (_: { });
+    # The core's static users (nix/verify.nix says why there is one).
+    users.users = lib.listToAttrs (
+      map (u: {
+        inherit (u) name;
+        value = {
+          isSystemUser = true;
+          inherit (u) group extraGroups description;
+        };
+      }) core.users
+    );
 
     systemd.tmpfiles.rules = core.tmpfiles;
 

@@ -4,8 +4,10 @@
 #   nix-instantiate --eval --strict --json nix/render-units.nix --arg package '"/opt/boxmaker"'
 #
 # prints one JSON object, file name -> text: every .service, .socket, .timer and .path unit,
-# `tmpfiles.conf`, `sysusers.conf` (the static groups, which NixOS makes with users.groups),
-# `polkit.rules` and `config.toml`. Every argument of nix/units.nix may be passed.
+# `tmpfiles.conf`, `sysusers.conf` (the static groups and users, which NixOS makes with
+# users.groups and users.users), `polkit.rules`, `config.toml` and `units.json` (what
+# `bxctl verify` compares the live units with: nix/expected.nix). Every argument of
+# nix/units.nix may be passed.
 { ... }@args:
 let
   inherit (builtins)
@@ -82,7 +84,17 @@ listToAttrs (
     }
     {
       name = "sysusers.conf";
-      value = concatStringsSep "\n" ([ "# boxmaker's static groups (nix/units.nix); the roles' users are DynamicUser." ] ++ map (g: "g ${g} -") core.groups) + "\n";
+      value =
+        concatStringsSep "\n" (
+          [ "# boxmaker's static groups and users (nix/units.nix); the roles' users are DynamicUser." ]
+          ++ map (g: "g ${g} -") core.groups
+          ++ concatMap (u: [ "u ${u.name} -:${u.group} ${toJSON u.description} - -" ] ++ map (g: "m ${u.name} ${g}") u.extraGroups) core.users
+        )
+        + "\n";
+    }
+    {
+      name = "units.json";
+      value = toJSON (import ./expected.nix { core = checked; });
     }
     {
       name = "polkit.rules";

@@ -47,11 +47,9 @@
   jobs ? { },
   # When brokerd verifies its whole audit log (nix/audit-verify.nix; OnCalendar=).
   auditVerifySchedule ? "daily",
-  # The hands (docs/tools.md): the account the write units run as (null: no write grant can
-  # load under systemd), never root; the programs run grants may name, name -> absolute
-  # path; for each, the file listing its closure (Nix's closureInfo store-paths), all of the
-  # store its unit binds; and, on a systemd older than 257 (no PrivatePIDs=), whether the
-  # write units may share the PID namespace (the container tier's bookworm only).
+  # When `bxctl verify` checks the live deployment (nix/verify.nix; OnCalendar=).
+  verifySchedule ? "daily",
+  # The hands (nix/hands.nix says each; docs/tools.md).
   handsUser ? null,
   programs ? { },
   programClosures ? { },
@@ -80,17 +78,9 @@ let
     );
 
   runDir = "/run/${runName}";
-  # The major version: 257 of "257.5".
-  systemdMajor = builtins.fromJSON (builtins.head (builtins.split "[.]" (toString systemdVersion)));
-  hands =
-    if handsUser == "root" then
-      throw "services.boxmaker.hands.user must not be root: the write units would run with root's rights over the granted directories"
-    else
-      { systemd_version = systemdMajor; }
-      // (if handsUser == null then { } else { hands_user = handsUser; })
-      // (if programs == { } then { } else { inherit programs; })
-      // (if programClosures == { } then { } else { program_closures = programClosures; })
-      // (if handsSharedPids then { hands_shared_pids = true; } else { });
+  hands = import ./hands.nix {
+    inherit handsUser programs programClosures handsSharedPids systemdVersion;
+  };
   onNix = substring 0 11 package == "/nix/store/";
 
   # Under DynamicUser, /var/lib/${stateDir}/audit is a symlink into /var/lib/private/, and
@@ -156,6 +146,11 @@ let
   auditVerify = import ./audit-verify.nix {
     inherit package configFile hardening adminGroup;
     schedule = auditVerifySchedule;
+  };
+
+  verify = import ./verify.nix {
+    inherit package configFile hardening adminGroup chatGroup;
+    schedule = verifySchedule;
   };
 
   config = merge (merge (if gateway == null then defaults else merge defaults gatewayDefaults) jobUnits.config) settings;
@@ -294,8 +289,13 @@ in
   timers = jobUnits.timers // {
     boxmaker-indexer = indexer.timer;
     boxmaker-audit-verify = auditVerify.timer;
+    boxmaker-verify = verify.timer;
   };
   paths.boxmaker-indexer = indexer.path;
+
+  # The static users the units run as (nix/verify.nix says why there is one); every role is
+  # a DynamicUser.
+  users = [ verify.user ];
 
   # What a change restarts or reloads, and what the configuration cannot do (nix/changes.nix).
   inherit (import ./changes.nix { inherit config grants gateway adminMembers adminGroup; }) triggers warnings;
@@ -443,6 +443,7 @@ in
   ) // jobUnits.services // {
     boxmaker-indexer = indexer.service;
     boxmaker-audit-verify = auditVerify.service;
+    boxmaker-verify = verify.service;
   };
 
   sockets = {

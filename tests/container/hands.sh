@@ -1,4 +1,4 @@
-# tests/container/hands.sh: scenario (n) of the container tier, sourced by inside.sh (its
+# tests/container/hands.sh: scenario (o) of the container tier, sourced by inside.sh (its
 # helpers come from lib.sh). The hands through the real stack (issue 25): bxctl chat,
 # loopd, brokerd, a transient unit started by PID 1 through polkit.
 # - write_file (grant project-write, auto): the look and the commit run as the hands user
@@ -15,7 +15,7 @@
 #   enforce here: tests/vm/hands.sh proves it.
 # shellcheck shell=bash
 
-scenario "(n) the hands: a write lands as the owner, with the right mode, and nothing else changes; a run sees nothing of the machine"
+scenario "(o) the hands: a write lands as the owner, with the right mode, and nothing else changes; a run sees nothing of the machine"
 install -d -o owner -g owner -m 0750 /home/owner/project
 printf 'kept\n' >/home/owner/project/keep.md
 chown owner:owner /home/owner/project/keep.md

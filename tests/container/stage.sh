@@ -81,6 +81,8 @@ if ((${systemd_version%%.*} < 257)); then shared_pids=true; fi
     --arg jobs '{ morning-brief = { schedule = "2099-01-01 00:00:00"; prompt = "what is on my todo list?"; };
         watch-inbox = { schedule = "2099-01-01 00:00:00"; prompt = "what is in my inbox?"; }; }'
 cp "$units/config.toml" "$etc/config.toml"
+# What the module generated, as the module installs it beside config.toml (`bxctl verify`).
+cp "$units/units.json" "$etc/units.json"
 # A test-only tool's config: the same, with that tool in place of boxmaker-tool (a drop-in
 # points brokerd at it for one scenario; the units stay as rendered).
 for tool in "${tools[@]}"; do

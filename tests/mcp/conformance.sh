@@ -15,7 +15,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 SUITE=$BOXMAKER_MCP_NODE_BIN/../@modelcontextprotocol/conformance/dist/index.js
 
 cargo build --locked -q -p mcp --example conformance-client
-CLIENT=$(pwd)/${CARGO_TARGET_DIR:-target}/debug/examples/conformance-client
+# CARGO_TARGET_DIR may be absolute (the gate keeps it in the cache under CI) or relative.
+TARGET=${CARGO_TARGET_DIR:-target}
+[[ $TARGET == /* ]] || TARGET=$(pwd)/$TARGET
+CLIENT=$TARGET/debug/examples/conformance-client
+[[ -x $CLIENT ]] || { echo "conformance: no client at $CLIENT" >&2; exit 1; }
 OUT=$(mktemp -d /tmp/boxmaker-mcp-conformance.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 
@@ -26,8 +30,14 @@ for scenario in initialize tools_call elicitation-sep1034-client-defaults sse-re
         -o "$OUT/$scenario" >"$OUT/$scenario.log" 2>&1; then
         if grep -q -- "- $scenario\$" tests/mcp/conformance-baseline.yml; then
             echo "conformance: $scenario fails, as the baseline says"
-        else
+        elif grep -q 'Passed: [1-9][0-9]*/[1-9]' "$OUT/$scenario.log" && ! grep -q 'CLIENT EXITED WITH ERROR' "$OUT/$scenario.log"; then
             echo "conformance: $scenario passes"
+        else
+            # The suite exits 0 on a scenario whose client never ran and no check failed;
+            # a pass is a pass only when checks passed and the client exited cleanly.
+            echo "conformance: $scenario: no check passed (the suite's output follows)" >&2
+            sed 's/\x1b\[[0-9;]*m//g' "$OUT/$scenario.log" >&2
+            failed=1
         fi
     else
         echo "conformance: $scenario: UNEXPECTED (the suite's output follows)" >&2

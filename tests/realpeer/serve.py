@@ -1,8 +1,9 @@
 """Start llama.cpp's own server (xllamacpp) for boxmaker's real-peer tests.
 
 Usage: python serve.py --model PATH [--port 0] [--n-ctx 4096] [--slots 2]
-                       [--template tests/realpeer/chatml-tools.jinja]
+                       [--template tests/realpeer/chatml-tools.jinja | --model-template]
                        [--metrics] [--slot-save-path DIR] [--greedy] [--cache-ram MIB] [--threads N]
+                       [--cache-reuse N] [--context-shift]
 
 Listens on 127.0.0.1 only. Prints `listening on 127.0.0.1:PORT` as its first stdout line once
 the model is loaded and the server answers, like fake-llama-server, and runs until its stdin
@@ -34,6 +35,22 @@ def main():
     ap.add_argument("--n-ctx", type=int, default=4096, help="context per slot")
     ap.add_argument("--slots", type=int, default=2)
     ap.add_argument("--template", default=os.path.join(here, "chatml-tools.jinja"))
+    ap.add_argument(
+        "--model-template",
+        action="store_true",
+        help="the model's own chat template (SmolLM2's has no tool support) instead of --template",
+    )
+    ap.add_argument(
+        "--cache-reuse",
+        type=int,
+        default=0,
+        help="llama-server --cache-reuse N: reuse cached chunks of at least N tokens (bxctl verify's test)",
+    )
+    ap.add_argument(
+        "--context-shift",
+        action="store_true",
+        help="llama-server --context-shift (bxctl verify's test)",
+    )
     ap.add_argument("--metrics", action="store_true", help="serve /metrics (llama-server --metrics)")
     ap.add_argument("--slot-save-path", help="allow POST /slots/N?action=save into DIR")
     ap.add_argument(
@@ -62,15 +79,17 @@ def main():
     # llama.cpp splits n_ctx across the slots; ask for n_ctx per slot, as the fake reports it.
     params.n_ctx = args.n_ctx * args.slots
     params.use_jinja = True
-    with open(args.template, encoding="utf-8") as f:
-        params.chat_template = f.read()
+    if not args.model_template:
+        with open(args.template, encoding="utf-8") as f:
+            params.chat_template = f.read()
     params.cpuparams.n_threads = args.threads or max(1, min(4, os.cpu_count() or 1))
     params.warmup = False
     # What witnessing relies on (docs/threat-model.md): an answer depends on the witnessed
     # prompt alone, so no chunk reuse (`--cache-reuse`) and no context shift. Both are
-    # llama.cpp's defaults; set here so that a change of default does not go unnoticed.
-    params.n_cache_reuse = 0
-    params.ctx_shift = False
+    # llama.cpp's defaults; set here so that a change of default does not go unnoticed. The
+    # options turn them on for the test that shows /props does not report them.
+    params.n_cache_reuse = args.cache_reuse
+    params.ctx_shift = args.context_shift
     params.endpoint_metrics = args.metrics
     if args.slot_save_path:
         params.slot_save_path = args.slot_save_path

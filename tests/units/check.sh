@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
 # tests/units/check.sh: the `units` gate step. Renders the builtins-only unit core
 # (nix/render-units.nix, through tests/units/render.sh) with Debian's nix-instantiate,
-# checks that every expected file is there, and scores each role's service with
-# `systemd-analyze security --offline`:
-#   roles without outbound network (brokerd, loopd)   at most 1.0
-#   roles with outbound network (inferproxy)          at most 2.0
-#   gatewayd (Mattermost over the network)            at most 1.4, scored without an
+# checks that every expected file is there, and scores each service with
+# `systemd-analyze security --offline` against its limit in the rendered units.json
+# (nix/limits.nix through nix/expected.nix: the one source of these numbers, which the
+# NixOS module installs as /etc/boxmaker/units.json and `bxctl verify` holds the live units
+# to):
+#   services without outbound network (brokerd, loopd, the jobs' and the indexer's
+#     oneshots, the audit verification's)                  at most 1.0
+#   services with outbound network (inferproxy, the test peers, the daily `bxctl verify`,
+#     which reads llama-server's /props on loopback)       at most 2.0
+#   gatewayd (Mattermost over the network)                at most 1.4, scored without an
 #     address allow list (the default and the loosest) and with one (label `allow`:
 #     allowedAddresses = [ "203.0.113.7" "2001:db8::7" ])
-#   each scheduled job's oneshot (boxmaker-job-*)     at most 1.0
-#   the indexer's oneshot (boxmaker-indexer)          at most 1.0, and no socket of
-#     any family, no network, CAP_DAC_READ_SEARCH its one capability, an empty root
-#   the audit verification's oneshot (boxmaker-audit-verify) at most 1.0: it asks brokerd
-#     on the admin socket (`bxctl audit verify --brokerd`), in the admin group, daily
+# The indexer's oneshot also has no socket of any family, no network, CAP_DAC_READ_SEARCH
+# its one capability, an empty root; the audit verification's oneshot asks brokerd on the
+# admin socket (`bxctl audit verify --brokerd`), in the admin group, daily; `bxctl verify`'s
+# runs daily as its static user, in the admin group and a member of the chat group.
+# units.json's sections are what nix/unit-text.nix reads back from the rendered files (the
+# parser the module reads the unit files NixOS writes with), and a changed file reads
+# otherwise.
 # Each rendered timer's OnCalendar= must parse (`systemd-analyze calendar`), and the core
 # must refuse a job it cannot render (checked with a bad name, a missing gateway, a bad
 # delivery target or note name, and a
@@ -36,16 +43,6 @@ else
     trap 'rm -rf "$out"' EXIT
 fi
 
-# Role -> the most exposure it may have.
-declare -A limit=(
-    [boxmaker-brokerd]=1.0
-    [boxmaker-loopd]=1.0
-    [boxmaker-inferproxy]=2.0
-    [boxmaker-gatewayd]=1.4
-    [boxmaker-job-morning-brief]=1.0
-    [boxmaker-indexer]=1.0
-    [boxmaker-audit-verify]=1.0
-)
 expected=(
     boxmaker-brokerd.service boxmaker-brokerd-loop.socket boxmaker-brokerd-admin.socket
     boxmaker-brokerd-chat.socket boxmaker-brokerd-witness.socket
@@ -57,7 +54,8 @@ expected=(
     boxmaker-brokerd-jobs.socket boxmaker-loopd-jobs.socket boxmaker-gatewayd-jobs.socket
     boxmaker-indexer.service boxmaker-indexer.path boxmaker-indexer.timer
     boxmaker-audit-verify.service boxmaker-audit-verify.timer
-    tmpfiles.conf sysusers.conf polkit.rules config.toml
+    boxmaker-verify.service boxmaker-verify.timer
+    tmpfiles.conf sysusers.conf polkit.rules config.toml units.json
 )
 
 status=0
@@ -96,15 +94,26 @@ render() {
     done
 }
 
-# score DIR LABEL: systemd-analyze security on every role's service in DIR.
+# limits DIR: `SERVICE TENTHS` for each service of DIR/units.json with a limit.
+limits() {
+    python3 - "$1/units.json" <<'PY'
+import json, sys
+with open(sys.argv[1]) as f:
+    units = json.load(f)["units"]
+for name, unit in sorted(units.items()):
+    if name.endswith(".service") and "max_exposure" in unit:
+        print(name[: -len(".service")], unit["max_exposure"])
+PY
+}
+
+# score DIR LABEL: systemd-analyze security on every service in DIR, against its limit.
 score() {
     local dir=$1 label=$2 role unit max threshold rc report figure
-    for role in boxmaker-brokerd boxmaker-loopd boxmaker-inferproxy boxmaker-gatewayd boxmaker-job-morning-brief boxmaker-indexer boxmaker-audit-verify; do
+    while read -r role threshold; do
         unit=$dir/$role.service
         [[ -f $unit ]] || continue
-        max=${limit[$role]}
+        max=$(awk -v t="$threshold" 'BEGIN { printf "%.1f", t / 10 }')
         # --threshold is exposure x 10: exit 1 above it.
-        threshold=$(awk -v m="$max" 'BEGIN { printf "%d", m * 10 }')
         rc=0
         report=$(systemd-analyze security --offline=true --threshold="$threshold" "$unit" 2>"$dir/$role.stderr") || rc=$?
         figure=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p' <<<"$report")
@@ -118,8 +127,44 @@ score() {
             grep -v '^ *✓' <<<"$report" >&2 || true
             status=1
         fi
-        printf '%-22s %-6s exposure %s (limit %s)\n' "$role" "$label" "${figure:-?}" "$max"
+        printf '%-28s %-6s exposure %s (limit %s)\n' "$role" "$label" "${figure:-?}" "$max"
+    done < <(limits "$dir")
+    # The roles' limits are there at all (a units.json without them would score nothing).
+    # Read whole first: `grep -q` on the pipe would close it under python, and pipefail
+    # would call the pipeline failed.
+    local r listed
+    listed=$(limits "$dir")
+    for r in boxmaker-brokerd boxmaker-loopd boxmaker-inferproxy; do
+        if ! grep -q "^$r [0-9]" <<<"$listed"; then
+            echo "units: $dir/units.json holds no exposure limit for $r" >&2
+            status=1
+        fi
     done
+}
+
+# parsed DIR: units.json's section of every unit is what nix/unit-text.nix reads from its
+# rendered file; and a file with one more line reads otherwise (the control).
+parsed() {
+    local dir=$1 differ
+    differ=$(nix-instantiate --eval --strict --json --arg dir "\"$dir\"" -E '{ dir }:
+        let
+          parse = import ./nix/unit-text.nix;
+          expected = builtins.fromJSON (builtins.readFile "${dir}/units.json");
+          sectionOf = { service = "Service"; socket = "Socket"; timer = "Timer"; path = "Path"; };
+          suffix = name: builtins.elemAt (builtins.match ".*[.]([a-z]+)" name) 0;
+          text = name: builtins.readFile "${dir}/${name}";
+          same = name: parse sectionOf.${suffix name} (text name) == expected.units.${name}.set;
+          loosened = parse "Service" (text "boxmaker-loopd.service" + "\nProtectHome=no\n")
+            == expected.units."boxmaker-loopd.service".set;
+        in
+        builtins.filter (n: !same n) (builtins.attrNames expected.units)
+        ++ (if loosened then [ "(control: a line added to boxmaker-loopd.service read the same)" ] else [ ])') || differ=error
+    if [[ $differ != "[]" ]]; then
+        echo "units: nix/unit-text.nix reads these rendered files otherwise than units.json says: $differ" >&2
+        status=1
+    else
+        echo "units: units.json is what nix/unit-text.nix reads from each rendered file ($dir)"
+    fi
 }
 
 # calendars DIR: every timer's OnCalendar= parses as systemd parses it.
@@ -163,8 +208,10 @@ if ! grep -qx 'IPAddressAllow=203.0.113.7' "$out/allow/boxmaker-gatewayd.service
     echo "units: allowedAddresses did not become gatewayd's IPAddressAllow=" >&2
     status=1
 fi
-rm "$out"/allow/boxmaker-{brokerd,loopd,inferproxy,job-morning-brief,indexer,audit-verify}.service
+find "$out/allow" -name '*.service' ! -name boxmaker-gatewayd.service -delete
 score "$out/allow" allow
+parsed "$out/opt"
+parsed "$out/nix"
 
 calendars "$out/nix" || status=1
 
@@ -226,6 +273,8 @@ h = "/var/lib/private/boxmaker"
 idx, path, brokerd = unit("boxmaker-indexer.service"), unit("boxmaker-indexer.path"), unit("boxmaker-brokerd.service")
 timer = unit("boxmaker-indexer.timer")
 verify, vtimer = unit("boxmaker-audit-verify.service"), unit("boxmaker-audit-verify.timer")
+bxv, bxvtimer = unit("boxmaker-verify.service"), unit("boxmaker-verify.timer")
+sysusers = Path(sys.argv[1], "sysusers.conf").read_text().splitlines()
 sources = [f"-{h}/notes", f"-{h}/note-state/labels", f"-{h}/session-labels", f"-{h}/sessions"]
 runtime = ["/usr", "-/lib", "-/lib64", "/opt/boxmaker", "/etc/boxmaker/config.toml"]
 checks = [
@@ -246,6 +295,11 @@ checks = [
     (vtimer.get("OnCalendar") == ["daily"] and vtimer.get("Persistent") == ["yes"] and vtimer.get("Unit") == ["boxmaker-audit-verify.service"] and vtimer.get("WantedBy") == ["timers.target"], "the audit verification runs daily, and after boot when a run was missed"),
     (not any(d.endswith("/index") for d in " ".join(brokerd["StateDirectory"]).split()) and "boxmaker/session-labels" in " ".join(brokerd["StateDirectory"]).split(), f"brokerd's StateDirectory has session-labels and no index: {brokerd['StateDirectory']}"),
     (f"-{h}/index" in brokerd.get("BindReadOnlyPaths", []), "brokerd sees the published index read-only"),
+    (bxv.get("ExecStart") == ["/opt/boxmaker/bin/bxctl --config /etc/boxmaker/config.toml verify"] and bxv.get("Type") == ["oneshot"], f"the daily verification runs bxctl verify, once: {bxv.get('ExecStart')}"),
+    (bxv.get("User") == ["boxmaker-verify"] and bxv.get("DynamicUser") == ["no"] and bxv.get("Group") == ["boxmaker-admin"] and bxv.get("SupplementaryGroups") == ["boxmaker-chat"], "the daily verification runs as its static user, primary group the admin group, in the chat group"),
+    ('u boxmaker-verify -:boxmaker-admin "boxmaker\'s daily verification (bxctl verify)" - -' in sysusers and "m boxmaker-verify boxmaker-chat" in sysusers, "sysusers.conf makes that user, and a member of the chat group"),
+    (bxv.get("InaccessiblePaths") == ["-/run/systemd/private"] and bxv.get("IPAddressAllow") == ["localhost"] and bxv.get("PrivateNetwork") == ["no"], "its loosenings: the system bus (to ask systemd), loopback IP (llama-server's /props)"),
+    (bxvtimer.get("OnCalendar") == ["daily"] and bxvtimer.get("Persistent") == ["yes"] and bxvtimer.get("Unit") == ["boxmaker-verify.service"] and bxvtimer.get("WantedBy") == ["timers.target"], "the verification runs daily, and after boot when a run was missed"),
     ("boxmaker-indexer.service" in brokerd.get("Wants", []) and "boxmaker-indexer.service" in brokerd.get("After", []), "brokerd waits for an indexer run at its start"),
 ]
 for ok, what in checks:

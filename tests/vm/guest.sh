@@ -74,6 +74,11 @@ wait_for 20 "the fake llama-server listens on 127.0.0.1:8080" "python3 -c \"\$PR
 expect "a chat (owner: bxctl chat -m hello) gets the model's answer; brokerd, loopd, inferproxy run" \
     "owner bxctl chat -m hello | grep -q 'test model' && owner bxctl approvals | grep -q 'no approvals waiting'"
 
+# bxctl verify's comparison on the systemd NixOS runs (257 and later): every unit as the
+# core rendered it, each service within its limit (docs/verify.md; the container tier runs
+# the whole verification on 252).
+expect "bxctl verify --only units: every unit as generated and within its limit on systemd 257" \
+    "bxctl verify --only units > /tmp/verify.out; rc=\$?; grep -v '^ok' /tmp/verify.out; test \$rc = 0 && ! grep -q '^FAIL' /tmp/verify.out && test \"\$(grep -c '^ok    units  boxmaker-' /tmp/verify.out)\" = \"\$(python3 -c 'import json; print(len(json.load(open(\"/etc/boxmaker/units.json\"))[\"units\"]))')\""
 note "boot: $(systemd-analyze 2>/dev/null | head -n 1)"
 note "slowest units: $(systemd-analyze blame 2>/dev/null | head -n 4 | awk '{ printf "%s %s; ", $2, $1 }')"
 for part in polkit limits network hands killed indexer launch; do

@@ -5,7 +5,7 @@
 
 use std::io;
 
-use daemon::config::ConfigError;
+use config::ConfigError;
 use daemon::listen::ListenError;
 use daemon::service::StartError;
 use grants::GrantsError;
@@ -120,9 +120,9 @@ impl From<StartError> for Error {
     /// A halt carries the [`Fatal`] a brokerd thread stopped on; it is taken back out.
     fn from(e: StartError) -> Self {
         match e {
-            StartError::Halted { by, source } => match source.downcast::<Fatal>() {
+            StartError::Halted { by, error } => match error.downcast::<Fatal>() {
                 Ok(fatal) => Self::Stopped { by, fatal: *fatal },
-                Err(source) => Self::Service(StartError::Halted { by, source }),
+                Err(error) => Self::Service(StartError::Halted { by, error }),
             },
             other => Self::Service(other),
         }

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use daemon::config::Config;
+use config::Config;
 use daemon::conn::Conn;
 use inert::line;
 use proto::approval::{ApprovalCard, ApprovalListing, Empty, SessionQuery};
@@ -22,7 +22,7 @@ pub(crate) fn call(config: &Config, msg: Message) -> Result<Message, Error> {
             return Err(Error::Reach {
                 server: "brokerd",
                 path,
-                source,
+                error: source,
             });
         }
     };

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use daemon::config::Config;
+use config::Config;
 use daemon::conn::Conn;
 use inert::{Block, line};
 use proto::chat::{ChatEvent, ChatSend, SessionRecords, TurnEnd};

@@ -28,7 +28,7 @@ pub fn grants(
         return Err(Error::GrantsDir {
             path: dir.to_owned(),
             from,
-            source,
+            error: source,
         });
     }
     match Snapshot::load(dir) {

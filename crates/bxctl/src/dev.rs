@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 
-use daemon::config::Config;
+use config::Config;
 
 use crate::error::DevError;
 use crate::signals::{self, Interrupt};
@@ -72,7 +72,7 @@ pub fn exec(program: &[std::ffi::OsString]) -> Result<ExitCode, Error> {
     let source = Command::new(first).args(rest).exec();
     Err(DevError::Spawn {
         name: "dev-exec",
-        source,
+        error: source,
     }
     .into())
 }

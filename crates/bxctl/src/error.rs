@@ -1,94 +1,115 @@
 //! Why bxctl could not do what was asked: one variant per thing that can go wrong, each
-//! with what it was about. `main` prints it once, as `bxctl: …`, and exits with
-//! [`Error::exit_code`]: 2 (could not do it), or 1 for a request the server refused; a thing
-//! checked and found bad is no error, its command returns 1 itself.
+//! with what it was about. `main` prints it once, as `bxctl: …`, and exits with its status
+//! ([`daemon::exit::Status`]): 2 (could not do it), or 1 for a request the server refused; a
+//! thing checked and found bad is no error, its command returns 1 itself. Each text prints
+//! what it wraps, which `source()` does not return (docs/decisions.md F16).
 //! Text that comes in part from a peer (a refusal's detail, a decode error quoting a frame)
 //! is shown as one inert line. `bxctl dev`'s own reasons are [`DevError`] (`deverror`), a
 //! module of its own, so that `dev` and this module do not import each other.
 
-use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use daemon::config::ConfigError;
+use config::ConfigError;
 
 pub use crate::deverror::DevError;
 use daemon::conn::CallError;
 use proto::{ErrorCode, WireError};
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Error {
+    #[error("{0}")]
     Config(ConfigError),
     /// No configuration file at `path`; `from` says who named it.
-    NoConfig {
-        path: PathBuf,
-        from: String,
-    },
+    #[error(
+        "no configuration at {} ({from})\n\
+         help: name the file with --config PATH or BOXMAKER_CONFIG=PATH; for the stack \
+         `bxctl dev` runs, that is STATE/config.toml (it prints the export line)",
+        path.display()
+    )]
+    NoConfig { path: PathBuf, from: String },
     /// Writing what bxctl prints.
+    #[error("{0}")]
     Output(io::Error),
     /// A session id given on the command line.
+    #[error("{0}")]
     SessionId(proto::InvalidValue),
     /// A file or directory bxctl reads.
-    File {
-        path: PathBuf,
-        source: io::Error,
-    },
+    #[error("{}: {error}", path.display())]
+    File { path: PathBuf, error: io::Error },
     /// `server`'s socket at `path` could not be connected to.
+    #[error("{}", reach(server, path, error))]
     Reach {
         server: &'static str,
         path: PathBuf,
-        source: io::Error,
+        error: io::Error,
     },
     /// `server` refused the connection; `peers.{peers}` decides who may connect.
+    #[error("{}", refused(server, peers, refusal))]
     Refused {
         server: &'static str,
         peers: &'static str,
         refusal: WireError,
     },
     /// The call broke: a frame not sent, not read or not understood.
+    #[error("{}", inert::line(&.0.to_string()))]
     Call(CallError),
     /// `server` answered the request with an error.
+    #[error("{server} refused: {}: {}", refusal.code.name(), inert::line(&refusal.detail))]
     Answered {
         server: &'static str,
         refusal: WireError,
     },
     /// An answer of a kind this request never gets.
-    Unexpected {
-        kind: &'static str,
-    },
+    #[error("unexpected answer {kind}")]
+    Unexpected { kind: &'static str },
     /// More approvals wait than one listing carries.
-    Omitted {
-        omitted: u32,
-    },
+    #[error("{omitted} more approvals wait than fit in one answer; answer some and list again")]
+    Omitted { omitted: u32 },
     /// The chat prompt.
+    #[error("{0}")]
     Prompt(rustyline::error::ReadlineError),
     /// What was asked cannot be done as given (an approval prefix too short).
+    #[error("{0}")]
     Usage(String),
     /// `bxctl dev`.
+    #[error("{0}")]
     Dev(DevError),
     /// `bxctl gateway setup` could not find what it looked up.
+    #[error("{0}")]
     Setup(Box<crate::gateway::SetupError>),
     /// The grants directory to check cannot be read; `from` says who named it.
+    #[error(
+        "cannot read the grants directory {} ({from}): {error}\nhelp: name the \
+         directory that holds the grant files, `bxctl grants check DIR`, or set \
+         `grants` in the configuration (docs/grants.md)",
+        path.display()
+    )]
     GrantsDir {
         path: PathBuf,
         from: &'static str,
-        source: io::Error,
+        error: io::Error,
     },
     /// loopd keeps no log of this session; `recent` are the most recently active ones;
     /// `chat` when a chat was to continue it.
+    #[error("{}", no_session(session, recent, *chat))]
     NoSession {
         session: proto::SessionId,
         recent: Vec<proto::SessionId>,
         chat: bool,
     },
     /// `--continue` with no session at all.
+    #[error(
+        "no session to continue: loopd keeps none yet\nhelp: leave out --continue to \
+         start one"
+    )]
     NothingToContinue,
 }
 
-impl Error {
+impl daemon::exit::Status for Error {
     /// The status `main` exits with: 2, bxctl could not do what was asked (usage, I/O, a
     /// peer it cannot reach).
-    pub fn exit_code(&self) -> u8 {
+    fn exit_code(&self) -> u8 {
         match self {
             // The server heard the request and refused it (`no session X`, a kind this
             // socket does not take): a refused request. A server that failed is not.
@@ -100,123 +121,46 @@ impl Error {
     }
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Config(e) => e.fmt(f),
-            Self::NoConfig { path, from } => write!(
-                f,
-                "no configuration at {} ({from})\n\
-                 help: name the file with --config PATH or BOXMAKER_CONFIG=PATH; for the stack \
-                 `bxctl dev` runs, that is STATE/config.toml (it prints the export line)",
-                path.display()
-            ),
-            Self::Output(e) => e.fmt(f),
-            Self::SessionId(e) => e.fmt(f),
-            Self::File { path, source } => write!(f, "{}: {source}", path.display()),
-            Self::Reach {
-                server,
-                path,
-                source,
-            } => {
-                write!(f, "cannot reach {server} at {}: {source}", path.display())?;
-                match reach_help(server, path, source) {
-                    Some(help) => write!(f, "\nhelp: {help}"),
-                    None => Ok(()),
-                }
-            }
-            Self::Refused {
-                server,
-                peers,
-                refusal,
-            } => {
-                let help = match refusal.code {
-                    ErrorCode::Refused => format!(
-                        "run bxctl as the user, or as a member of the group, that `peers.{peers}` \
-                         in the configuration names (after joining a group, log in again)"
-                    ),
-                    ErrorCode::Unavailable => "try again in a moment".to_owned(),
-                    _ => format!("{server}'s log says more"),
-                };
-                // The detail is the server's, naming users and groups: one inert line.
-                write!(
-                    f,
-                    "{server} refused the connection ({}): {}\nhelp: {help}",
-                    refusal.code.name(),
-                    inert::line(&refusal.detail)
-                )
-            }
-            Self::Call(e) => f.write_str(&inert::line(&e.to_string())),
-            Self::Answered { server, refusal } => write!(
-                f,
-                "{server} refused: {}: {}",
-                refusal.code.name(),
-                inert::line(&refusal.detail)
-            ),
-            Self::Unexpected { kind } => write!(f, "unexpected answer {kind}"),
-            Self::Omitted { omitted } => write!(
-                f,
-                "{omitted} more approvals wait than fit in one answer; answer some and list again"
-            ),
-            Self::Prompt(e) => e.fmt(f),
-            Self::Usage(what) => f.write_str(what),
-            Self::Dev(e) => e.fmt(f),
-            Self::Setup(e) => e.fmt(f),
-            Self::GrantsDir { path, from, source } => write!(
-                f,
-                "cannot read the grants directory {} ({from}): {source}\nhelp: name the \
-                 directory that holds the grant files, `bxctl grants check DIR`, or set \
-                 `grants` in the configuration (docs/grants.md)",
-                path.display()
-            ),
-            Self::NoSession {
-                session,
-                recent,
-                chat,
-            } => {
-                write!(f, "no session {session}: loopd keeps no log of it\nhelp: ")?;
-                if recent.is_empty() {
-                    f.write_str("there are no sessions yet")?;
-                } else {
-                    let ids: Vec<String> = recent.iter().map(ToString::to_string).collect();
-                    write!(f, "the most recent are {}", ids.join(", "))?;
-                }
-                if *chat {
-                    f.write_str("; leave out --session to start a new one")?;
-                }
-                Ok(())
-            }
-            Self::NothingToContinue => f.write_str(
-                "no session to continue: loopd keeps none yet\nhelp: leave out --continue to \
-                 start one",
-            ),
-        }
+/// Why `server`'s socket at `path` could not be connected to, and what to do about it.
+fn reach(server: &str, path: &std::path::Path, error: &io::Error) -> String {
+    let text = format!("cannot reach {server} at {}: {error}", path.display());
+    match reach_help(server, path, error) {
+        Some(help) => format!("{text}\nhelp: {help}"),
+        None => text,
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Config(e) => Some(e),
-            Self::Output(e)
-            | Self::File { source: e, .. }
-            | Self::Reach { source: e, .. }
-            | Self::GrantsDir { source: e, .. } => Some(e),
-            Self::SessionId(e) => Some(e),
-            Self::Call(e) => Some(e),
-            Self::Prompt(e) => Some(e),
-            Self::Dev(e) => Some(e),
-            Self::Setup(e) => Some(e),
-            Self::Refused { .. }
-            | Self::Answered { .. }
-            | Self::Unexpected { .. }
-            | Self::NoConfig { .. }
-            | Self::Usage(_)
-            | Self::NoSession { .. }
-            | Self::NothingToContinue
-            | Self::Omitted { .. } => None,
-        }
+/// A refused connection in the server's words, as one inert line (it names users and
+/// groups), with the help its code calls for.
+fn refused(server: &str, peers: &str, refusal: &WireError) -> String {
+    let help = match refusal.code {
+        ErrorCode::Refused => format!(
+            "run bxctl as the user, or as a member of the group, that `peers.{peers}` \
+             in the configuration names (after joining a group, log in again)"
+        ),
+        ErrorCode::Unavailable => "try again in a moment".to_owned(),
+        _ => format!("{server}'s log says more"),
+    };
+    format!(
+        "{server} refused the connection ({}): {}\nhelp: {help}",
+        refusal.code.name(),
+        inert::line(&refusal.detail)
+    )
+}
+
+/// No log of `session`: the most recent ones, and how to start anew when chatting.
+fn no_session(session: &proto::SessionId, recent: &[proto::SessionId], chat: bool) -> String {
+    let mut text = format!("no session {session}: loopd keeps no log of it\nhelp: ");
+    if recent.is_empty() {
+        text.push_str("there are no sessions yet");
+    } else {
+        let ids: Vec<String> = recent.iter().map(ToString::to_string).collect();
+        text.push_str(&format!("the most recent are {}", ids.join(", ")));
     }
+    if chat {
+        text.push_str("; leave out --session to start a new one");
+    }
+    text
 }
 
 /// What to do when `server`'s socket at `path` cannot be connected to, by why: nobody
@@ -314,7 +258,7 @@ mod tests {
             let e = Error::Reach {
                 server: "brokerd",
                 path: sock.clone(),
-                source: io::Error::from(kind),
+                error: io::Error::from(kind),
             };
             let text = e.to_string();
             assert!(
@@ -333,7 +277,7 @@ mod tests {
         let e = Error::Reach {
             server: "loopd",
             path: sock,
-            source: io::Error::from(io::ErrorKind::PermissionDenied),
+            error: io::Error::from(io::ErrorKind::PermissionDenied),
         };
         assert!(
             e.to_string().ends_with(&format!(
@@ -346,7 +290,7 @@ mod tests {
         let other = Error::Reach {
             server: "loopd",
             path: dir.join("x"),
-            source: io::Error::from(io::ErrorKind::TimedOut),
+            error: io::Error::from(io::ErrorKind::TimedOut),
         };
         assert!(!other.to_string().contains("help:"), "{other}");
         let _ = std::fs::remove_dir_all(&dir);

@@ -27,18 +27,80 @@ pub struct SetupArgs {
 }
 
 /// Which look-up failed, for its message and help.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum SetupError {
     /// The token file cannot be read, or holds no token.
+    #[error(
+        "--token-file {}: {why}\nhelp: the bot's access token, as Mattermost showed it \
+         once when the bot was made (docs/gateway.md)",
+        path.display()
+    )]
     Token { path: PathBuf, why: String },
     /// A name that cannot be one (`what`: owner, team, channel).
+    #[error(
+        "--{what} {}: not a Mattermost {what} name\nhelp: {}",
+        inert::line(name),
+        name_help(what)
+    )]
     Name { what: &'static str, name: String },
     /// `--server` is not an http(s) URL.
+    #[error(
+        "--server {}: not an http:// or https:// URL\nhelp: the address you open \
+         Mattermost at, https://chat.example.com",
+        inert::line(server)
+    )]
     Server { server: String },
     /// A call failed: `step` says what was looked up.
-    Call { step: Step, source: Box<MmError> },
+    #[error("{}", call_failed(step, error))]
+    Call { step: Step, error: Box<MmError> },
     /// The server answered an id that is not a Mattermost id.
+    #[error(
+        "the server answered an id that is not a Mattermost id: {}\nhelp: is --server \
+         a Mattermost server?",
+        inert::line(id)
+    )]
     BadId { id: String },
+}
+
+/// What a name given as `--{what}` should be.
+fn name_help(what: &str) -> &'static str {
+    match what {
+        "owner" => "the owner's user name as Mattermost shows it, without @",
+        _ => {
+            "the channel as TEAM/NAME, the two names in its URL \
+              (https://chat.example.com/TEAM/channels/NAME)"
+        }
+    }
+}
+
+/// A look-up that failed: what was looked up, the server's answer, and what to check.
+fn call_failed(step: &Step, error: &MmError) -> String {
+    let (what, help) = match step {
+        Step::Bot => (
+            "the bot's token".to_owned(),
+            "is this the bot's access token, and is the server's address right? A \
+             lost token cannot be shown again: make a new one under the bot's Create \
+             New Token (docs/gateway.md)"
+                .to_owned(),
+        ),
+        Step::Owner(name) => (
+            format!("the user @{name}"),
+            "the owner's user name as Mattermost shows it, without @".to_owned(),
+        ),
+        Step::Team(team) => (
+            format!("the team {team}"),
+            "the team's name as in its URL, https://chat.example.com/TEAM/…; add the \
+             bot to the team (docs/gateway.md)"
+                .to_owned(),
+        ),
+        Step::Channel(team, name) => (
+            format!("the channel {team}/{name}"),
+            "the channel's name as in its URL, …/TEAM/channels/NAME; add the bot to \
+             the channel, a private one included (docs/gateway.md)"
+                .to_owned(),
+        ),
+    };
+    format!("looking up {what}: {error}\nhelp: {help}")
 }
 
 /// The look-ups, in order.
@@ -48,79 +110,6 @@ pub enum Step {
     Owner(String),
     Team(String),
     Channel(String, String),
-}
-
-impl std::fmt::Display for SetupError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Token { path, why } => write!(
-                f,
-                "--token-file {}: {why}\nhelp: the bot's access token, as Mattermost showed it \
-                 once when the bot was made (docs/gateway.md)",
-                path.display()
-            ),
-            Self::Name { what, name } => write!(
-                f,
-                "--{what} {}: not a Mattermost {what} name\nhelp: {}",
-                inert::line(name),
-                match *what {
-                    "owner" => "the owner's user name as Mattermost shows it, without @",
-                    _ =>
-                        "the channel as TEAM/NAME, the two names in its URL \
-                          (https://chat.example.com/TEAM/channels/NAME)",
-                }
-            ),
-            Self::Server { server } => write!(
-                f,
-                "--server {}: not an http:// or https:// URL\nhelp: the address you open \
-                 Mattermost at, https://chat.example.com",
-                inert::line(server)
-            ),
-            Self::BadId { id } => write!(
-                f,
-                "the server answered an id that is not a Mattermost id: {}\nhelp: is --server \
-                 a Mattermost server?",
-                inert::line(id)
-            ),
-            Self::Call { step, source } => {
-                let (what, help) = match step {
-                    Step::Bot => (
-                        "the bot's token".to_owned(),
-                        "is this the bot's access token, and is the server's address right? A \
-                         lost token cannot be shown again: make a new one under the bot's Create \
-                         New Token (docs/gateway.md)"
-                            .to_owned(),
-                    ),
-                    Step::Owner(name) => (
-                        format!("the user @{name}"),
-                        "the owner's user name as Mattermost shows it, without @".to_owned(),
-                    ),
-                    Step::Team(team) => (
-                        format!("the team {team}"),
-                        "the team's name as in its URL, https://chat.example.com/TEAM/…; add the \
-                         bot to the team (docs/gateway.md)"
-                            .to_owned(),
-                    ),
-                    Step::Channel(team, name) => (
-                        format!("the channel {team}/{name}"),
-                        "the channel's name as in its URL, …/TEAM/channels/NAME; add the bot to \
-                         the channel, a private one included (docs/gateway.md)"
-                            .to_owned(),
-                    ),
-                };
-                write!(f, "looking up {what}: {source}\nhelp: {help}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for SetupError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Call { source, .. } => Some(source),
-            _ => None,
-        }
-    }
 }
 
 /// A Mattermost name: lower-case letters, digits, `.`, `_` and `-` (user names may hold `.`).
@@ -190,7 +179,7 @@ pub fn setup(args: &SetupArgs) -> Result<String, SetupError> {
     let call = |step: Step, path: String| {
         mm.get(&path).map_err(|source| SetupError::Call {
             step,
-            source: Box::new(source),
+            error: Box::new(source),
         })
     };
     let bot = call(Step::Bot, "/users/me".to_owned())?;

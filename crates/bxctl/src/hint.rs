@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use daemon::config::DEFAULT_PATH;
+use config::DEFAULT_PATH;
 
 /// The variable that names the configuration file for every subcommand.
 pub const CONFIG_ENV: &str = "BOXMAKER_CONFIG";

@@ -14,7 +14,7 @@
 use std::io::{IsTerminal, Write};
 use std::os::fd::AsFd;
 
-use daemon::config::Config;
+use config::Config;
 use inert::line;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::termios::{self, LocalFlags, SetArg, SpecialCharacterIndices};

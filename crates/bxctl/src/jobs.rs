@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, ExitCode};
 
-use daemon::config::{Config, Deliver, Job, Peer};
+use config::{Config, Deliver, Job, Peer};
 use proto::job::JobOutcome;
 use proto::{AuditEvent, AuditLine, JobName, Timestamp};
 use serde_json::json;
@@ -170,7 +170,7 @@ pub fn run(
     };
     let done = cmd.output().map_err(|source| Error::File {
         path: cmd.get_program().into(),
-        source,
+        error: source,
     })?;
     let status = done.status;
     let said = String::from_utf8_lossy(&done.stderr);
@@ -251,7 +251,7 @@ fn failed_help(job: &Job, here: bool) -> String {
 fn runner(config_path: &std::path::Path, job: &Job) -> Result<Command, Error> {
     let exe = std::env::current_exe().map_err(|source| Error::File {
         path: "/proc/self/exe".into(),
-        source,
+        error: source,
     })?;
     let mut c = Command::new(exe.with_file_name("boxmaker-job"));
     c.arg("--config")

@@ -35,12 +35,13 @@ mod signals;
 mod slash;
 mod spinner;
 mod status;
+mod verify;
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use daemon::config::Config;
+use config::Config;
 use proto::SessionId;
 use proto::approval::Verdict;
 
@@ -150,6 +151,9 @@ pub enum Command {
     /// The agent's notes and the labels brokerd keeps for them.
     #[command(subcommand)]
     Notes(NotesCmd),
+    /// Check the live deployment: the model server, the units, the audit log, grants and
+    /// approvals (docs/verify.md). Exit 1 when a check failed, 2 when some could not be made.
+    Verify(verify::VerifyArgs),
     /// Search every note (full-text, FTS5 query syntax), each hit with its label.
     Search {
         query: String,
@@ -349,8 +353,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
         Command::Man { dir } => {
             let cmd = <Cli as clap::CommandFactory>::command();
             match dir {
-                Some(dir) => clap_mangen::generate_to(cmd, &dir)
-                    .map_err(|source| Error::File { path: dir, source })?,
+                Some(dir) => clap_mangen::generate_to(cmd, &dir).map_err(|source| Error::File {
+                    path: dir,
+                    error: source,
+                })?,
                 None => clap_mangen::Man::new(cmd)
                     .render(out)
                     .map_err(Error::Output)?,
@@ -365,6 +371,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, Error> {
             untrusted,
             json,
         }) => notes::relabel(&config()?, &name, class, untrusted, json, out),
+        Command::Verify(args) => match &args.probe_infer {
+            Some(sock) => verify::probe(sock, out),
+            None => verify::run(&config()?, &config_path, &args, out),
+        },
         Command::Search { query, json } => notes::search(&config()?, &query, json, out),
         Command::Jobs { json } => jobs::list(&config()?, json, out),
         Command::Job(JobCmd::Run { name, json }) => {

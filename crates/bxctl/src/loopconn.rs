@@ -1,7 +1,7 @@
 //! The connection to loopd's chat socket (`loop.sock`), for the chat and the session
 //! commands.
 
-use daemon::config::Config;
+use config::Config;
 use daemon::conn::Conn;
 
 use crate::Error;
@@ -11,6 +11,6 @@ pub fn connect(config: &Config) -> Result<Conn, Error> {
     Conn::connect(&path).map_err(|source| Error::Reach {
         server: "loopd",
         path,
-        source,
+        error: source,
     })
 }

@@ -18,11 +18,17 @@ pub struct Mattermost {
 }
 
 /// Why a call did not give what was asked.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum MmError {
     /// Nothing usable came back (no connection, TLS, a cut answer).
-    Http { url: String, source: ureq::Error },
+    #[error("{url}: {}", inert::line(&error.to_string()))]
+    Http { url: String, error: ureq::Error },
     /// The server answered with an error status: its `AppError` id and message.
+    #[error(
+        "{url} answered {status}: {} ({})",
+        inert::line(message),
+        inert::line(id)
+    )]
     Status {
         url: String,
         status: u16,
@@ -30,40 +36,11 @@ pub enum MmError {
         message: String,
     },
     /// The body is not JSON.
+    #[error("{url}: not JSON: {error}")]
     Body {
         url: String,
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
-}
-
-impl std::fmt::Display for MmError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Http { url, source } => write!(f, "{url}: {}", inert::line(&source.to_string())),
-            Self::Status {
-                url,
-                status,
-                id,
-                message,
-            } => write!(
-                f,
-                "{url} answered {status}: {} ({})",
-                inert::line(message),
-                inert::line(id)
-            ),
-            Self::Body { url, source } => write!(f, "{url}: not JSON: {source}"),
-        }
-    }
-}
-
-impl std::error::Error for MmError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Http { source, .. } => Some(source),
-            Self::Body { source, .. } => Some(source),
-            Self::Status { .. } => None,
-        }
-    }
 }
 
 impl MmError {
@@ -97,7 +74,7 @@ impl Mattermost {
     ) -> Result<Value, MmError> {
         let mut resp = result.map_err(|source| MmError::Http {
             url: url.clone(),
-            source,
+            error: source,
         })?;
         let status = resp.status().as_u16();
         let text = resp
@@ -107,11 +84,11 @@ impl Mattermost {
             .read_to_string()
             .map_err(|source| MmError::Http {
                 url: url.clone(),
-                source,
+                error: source,
             })?;
         let value: Value = serde_json::from_str(&text).map_err(|source| MmError::Body {
             url: url.clone(),
-            source,
+            error: source,
         })?;
         if status >= 300 {
             return Err(MmError::Status {

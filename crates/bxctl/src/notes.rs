@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use daemon::config::Config;
+use config::Config;
 use inert::{block, line};
 use proto::notes::{NoteInfo, NoteRelabel, NotesQuery, NotesSearch};
 use proto::{DataClass, Message};

@@ -9,7 +9,7 @@ use crate::Error;
 /// Registers `text` on brokerd's chat side `broker`. When brokerd cannot take it, the chat
 /// goes on and says what that costs: the message is then loopd's word to brokerd.
 pub fn register(broker: &Path, text: &str, out: &mut dyn Write) -> Result<(), Error> {
-    if let Err(e) = daemon::owner::register(broker, text) {
+    if let Err(e) = owner_words::register(broker, text) {
         let e = inert::line(&e.to_string());
         writeln!(
             out,

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use daemon::config::Config;
+use config::Config;
 use inert::{block, line};
 use proto::approval::Empty;
 use proto::chat::{SessionRecords, SessionShow};

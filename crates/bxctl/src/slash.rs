@@ -3,7 +3,7 @@
 //! command (an unknown one is refused, not sent); anything else, `/etc/passwd` included,
 //! is a message.
 
-use daemon::config::Config;
+use config::Config;
 use inert::line;
 use proto::approval::SessionQuery;
 use proto::{Message, SessionId};

@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use daemon::config::Config;
+use config::Config;
 use daemon::conn::Conn;
 use inert::line;
 use proto::Message;
@@ -38,7 +38,7 @@ pub(crate) fn loop_status(config: &Config) -> Result<LoopStatus, Error> {
     let mut conn = Conn::connect(&path).map_err(|source| Error::Reach {
         server: "loopd",
         path,
-        source,
+        error: source,
     })?;
     let reply = conn
         .call(1, Message::StatusQuery(Empty {}), |_| {})

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::config::Peer;
 use crate::log;
 use crate::peer::{self, PeerIdentity};
+use config::Peer;
 
 /// Counts shared by the accept loops and the main thread.
 #[derive(Debug, Default)]

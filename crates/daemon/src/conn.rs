@@ -122,31 +122,21 @@ impl Conn {
     }
 }
 
-#[derive(Debug)]
+/// Why a call got no answer. Each text prints what it wraps, which `source()` does not
+/// return (docs/decisions.md F16).
+#[derive(Debug, thiserror::Error)]
 pub enum CallError {
+    #[error("sending: {0}")]
     Send(FrameError),
+    #[error("receiving: {0}")]
     Receive(ReadError),
-    WrongId {
-        sent: u64,
-        got: u64,
-    },
+    #[error("answer for request {got}, expected {sent}")]
+    WrongId { sent: u64, got: u64 },
     /// The server refused the connection before reading the request; its error says why
     /// (`refused`: not a peer this socket admits; `unavailable`: try again later).
+    #[error("refused ({}): {}", .0.code.name(), .0.detail)]
     Refused(WireError),
 }
-
-impl std::fmt::Display for CallError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Send(e) => write!(f, "sending: {e}"),
-            Self::Receive(e) => write!(f, "receiving: {e}"),
-            Self::WrongId { sent, got } => write!(f, "answer for request {got}, expected {sent}"),
-            Self::Refused(e) => write!(f, "refused ({}): {}", e.code.name(), e.detail),
-        }
-    }
-}
-
-impl std::error::Error for CallError {}
 
 /// Whether a read error is only a deadline passing (the peer went quiet).
 pub fn is_timeout(e: &ReadError) -> bool {

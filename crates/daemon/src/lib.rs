@@ -1,18 +1,17 @@
 //! daemon: the runtime every boxmaker role process shares. One purpose: running as a
-//! systemd service and talking framed JSON over Unix sockets, written once. The config
-//! file, the one start-up (`service`: the systemd socket handoff, readiness, the watchdog,
-//! reload and drain), SO_PEERCRED peer checks, the one accept loop (`accept`) and framed
-//! connections with deadlines, log lines journald files at the right priority, how a role's
-//! `main` ends on an error (`exit`), per-key
-//! locks, durable state files, starting a role as systemd does (`supervise`), and a role
-//! that ends with the `bxctl dev` that started it (`parent`). Not a role: it decides
-//! nothing (the grant files are the `grants` crate's, HTTP is `strict-http`'s, the display
-//! rule for foreign text is `inert`'s).
+//! systemd service and talking framed JSON over Unix sockets, written once. The one start-up
+//! (`service`: the systemd socket handoff, readiness, the watchdog, reload and drain),
+//! SO_PEERCRED peer checks, the one accept loop (`accept`) and framed connections with
+//! deadlines, log lines journald files at the right priority, how a role's `main` ends on
+//! an error (`exit`), per-key locks, durable state files, and a role that ends with the
+//! `bxctl dev` that started it (`parent`: the role's half of development's supervision,
+//! nothing under systemd). Not a role: it decides nothing (the configuration's schema is the
+//! `config` crate's, the grant files `grants`', HTTP `strict-http`'s, the owner's words
+//! `owner-words`', starting a role as systemd does `supervise`'s, the display rule for
+//! foreign text `inert`'s).
 
 pub mod accept;
-pub mod config;
 pub mod conn;
-pub mod core_memory;
 pub mod durable;
 pub mod exit;
 pub mod hangup;
@@ -20,12 +19,10 @@ pub mod keyed;
 pub mod listen;
 pub mod log;
 pub mod notify;
-pub mod owner;
 pub mod parent;
 pub mod peer;
 pub mod serve;
 pub mod service;
-pub mod supervise;
 
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};

@@ -3,7 +3,6 @@
 //! the .socket unit, LISTEN_FDNAMES), so the order of units never matters.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::io;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -16,73 +15,29 @@ pub struct Inherited {
     activated: bool,
 }
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ListenError {
     /// systemd handed over sockets, but none with this name.
-    Missing {
-        name: String,
-        have: Vec<String>,
-    },
-    Inherit {
-        name: String,
-        source: io::Error,
-    },
-    Bind {
-        path: PathBuf,
-        source: io::Error,
-    },
+    #[error(
+        "systemd passed sockets {have:?} but none named {name:?} \
+         (FileDescriptorName= in the .socket unit)"
+    )]
+    Missing { name: String, have: Vec<String> },
+    #[error("inherited socket {name:?} is not a Unix listener: {error}")]
+    Inherit { name: String, error: io::Error },
+    #[error("cannot listen on {}: {error}", path.display())]
+    Bind { path: PathBuf, error: io::Error },
     /// Something other than a socket is in the way of the socket path.
-    NotASocket {
-        path: PathBuf,
-    },
+    #[error("{} exists and is not a socket; not replacing it", path.display())]
+    NotASocket { path: PathBuf },
     /// A live process still listens on the socket at this path (another stack, or this
     /// role started twice): it is left alone.
-    InUse {
-        path: PathBuf,
-    },
-}
-
-impl fmt::Display for ListenError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Missing { name, have } => write!(
-                f,
-                "systemd passed sockets {have:?} but none named {name:?} \
-                 (FileDescriptorName= in the .socket unit)"
-            ),
-            Self::Inherit { name, source } => {
-                write!(
-                    f,
-                    "inherited socket {name:?} is not a Unix listener: {source}"
-                )
-            }
-            Self::Bind { path, source } => {
-                write!(f, "cannot listen on {}: {source}", path.display())
-            }
-            Self::NotASocket { path } => {
-                write!(
-                    f,
-                    "{} exists and is not a socket; not replacing it",
-                    path.display()
-                )
-            }
-            Self::InUse { path } => write!(
-                f,
-                "{} is in use: another process listens on it; not replacing it \
-                 (stop that process first)",
-                path.display()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for ListenError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Inherit { source, .. } | Self::Bind { source, .. } => Some(source),
-            _ => None,
-        }
-    }
+    #[error(
+        "{} is in use: another process listens on it; not replacing it \
+         (stop that process first)",
+        path.display()
+    )]
+    InUse { path: PathBuf },
 }
 
 impl Inherited {
@@ -104,7 +59,7 @@ impl Inherited {
                     by_name.insert(name, l);
                 }
                 Ok(None) => {}
-                Err(source) => return Err(ListenError::Inherit { name, source }),
+                Err(error) => return Err(ListenError::Inherit { name, error }),
             }
         }
         Ok(Self { by_name, activated })
@@ -135,9 +90,9 @@ impl Inherited {
 /// when connecting to it is refused). Access is decided by the directory's permissions, so
 /// the socket itself is 0660.
 pub fn bind(path: &Path) -> Result<UnixListener, ListenError> {
-    let err = |source| ListenError::Bind {
+    let err = |error| ListenError::Bind {
         path: path.to_owned(),
-        source,
+        error,
     };
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => match UnixStream::connect(path) {

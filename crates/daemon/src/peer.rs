@@ -12,7 +12,7 @@ use nix::errno::Errno;
 use nix::sys::socket::{MsgFlags, getsockopt, recv, sockopt::PeerCredentials};
 use nix::unistd::{Group, Uid, User};
 
-use crate::config::Peer;
+use config::Peer;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerIdentity {

@@ -10,9 +10,9 @@ use std::time::Duration;
 use proto::ErrorCode;
 
 use crate::accept::{self, Activity, Admission, Refusal, Refuse};
-use crate::config::Peer;
 use crate::conn::Conn;
 use crate::log;
+use config::Peer;
 
 /// How one socket serves.
 #[derive(Debug, Clone)]

@@ -43,41 +43,21 @@ pub struct Service {
     halt: Halt,
 }
 
-/// Why a role could not start serving.
-#[derive(Debug)]
+/// Why a role could not start serving. Each text prints what it wraps, which `source()`
+/// does not return (docs/decisions.md F16).
+#[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    #[error("cannot watch signals: {0}")]
     Signals(io::Error),
-    Thread {
-        name: String,
-        source: io::Error,
-    },
+    #[error("cannot start a thread ({name}): {error}")]
+    Thread { name: String, error: io::Error },
     /// A thread of the role stopped it through its [`Halt`]: `by` says which (a socket's
-    /// connection, a thread's name, the reload), `source` is the role's own error.
+    /// connection, a thread's name, the reload), `error` is the role's own error.
+    #[error("stopped by {by}: {error}")]
     Halted {
         by: String,
-        source: Box<dyn std::error::Error + Send + Sync>,
+        error: Box<dyn std::error::Error + Send + Sync>,
     },
-}
-
-impl fmt::Display for StartError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Signals(e) => write!(f, "cannot watch signals: {e}"),
-            Self::Thread { name, source } => {
-                write!(f, "cannot start a thread ({name}): {source}")
-            }
-            Self::Halted { by, source } => write!(f, "stopped by {by}: {source}"),
-        }
-    }
-}
-
-impl std::error::Error for StartError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Signals(e) | Self::Thread { source: e, .. } => Some(e),
-            Self::Halted { source, .. } => Some(source.as_ref()),
-        }
-    }
 }
 
 impl fmt::Debug for Service {
@@ -247,9 +227,9 @@ impl Service {
             }
             alive.as_ref().is_none_or(|alive| alive())
         })
-        .map_err(|source| StartError::Thread {
+        .map_err(|error| StartError::Thread {
             name: "watchdog".into(),
-            source,
+            error,
         })?;
         log::info(format_args!("{status}"));
         notify::ready(status);
@@ -324,7 +304,7 @@ impl Halt {
     fn halted(&self) -> Result<(), StartError> {
         match lock(&self.0.why).take() {
             // Nothing more may be answered: the role's `main` exits with it.
-            Some((by, source)) => Err(StartError::Halted { by, source }),
+            Some((by, error)) => Err(StartError::Halted { by, error }),
             None => Ok(()),
         }
     }
@@ -334,9 +314,9 @@ fn spawn(name: &str, task: Task) -> Result<std::thread::JoinHandle<()>, StartErr
     std::thread::Builder::new()
         .name(name.into())
         .spawn(task)
-        .map_err(|source| StartError::Thread {
+        .map_err(|error| StartError::Thread {
             name: name.into(),
-            source,
+            error,
         })
 }
 
@@ -351,9 +331,9 @@ mod tests {
         halt.stop("the first", io::Error::other("first"));
         halt.stop("the second", io::Error::other("second"));
         match service.halt.halted() {
-            Err(StartError::Halted { by, source }) => {
+            Err(StartError::Halted { by, error }) => {
                 assert_eq!(
-                    (by.as_str(), source.to_string().as_str()),
+                    (by.as_str(), error.to_string().as_str()),
                     ("the first", "first")
                 );
             }

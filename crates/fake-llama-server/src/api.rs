@@ -179,10 +179,11 @@ pub fn props(s: &ServerSettings) -> Value {
         "ui_settings": {},
         "chat_template": CHAT_TEMPLATE,
         "chat_template_caps": {
-            "supports_object_arguments": true, "supports_parallel_tool_calls": true,
+            "supports_object_arguments": s.tools, "supports_parallel_tool_calls": s.tools,
             "supports_preserve_reasoning": s.reasoning, "supports_reasoning_effort": false,
             "supports_string_content": true, "supports_system_role": true,
-            "supports_tool_calls": true, "supports_tools": true, "supports_typed_content": false
+            "supports_tool_calls": s.tools, "supports_tools": s.tools,
+            "supports_typed_content": false
         },
         "bos_token": "<|im_start|>",
         "eos_token": "<|im_end|>",

@@ -35,6 +35,8 @@
 //! reasoning = true         # default false: the "template" has reasoning, answers may carry it
 //! chunk_chars = 4          # automatic stream split: pieces of this many characters
 //! build_info = "b0-fake-llama-server"
+//! metrics = false          # serve /metrics (llama-server --metrics)
+//! tools = true             # /props reports a template with tool support (chat_template_caps)
 //!
 //! [[rule]]                 # rules are tried in order; the first that matches answers
 //! name = "weather"         # optional label for /fake/requests

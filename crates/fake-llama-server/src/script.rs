@@ -44,6 +44,10 @@ pub struct ServerSettings {
     pub build_info: String,
     /// Serve `/metrics` (llama-server's `--metrics`); without it `/metrics` answers 501.
     pub metrics: bool,
+    /// What `/props` says of the template's tool support (`chat_template_caps`): `false`
+    /// reports what llama-server says of a template without it (SmolLM2's own). Only the
+    /// report changes; the fake renders and answers tools all the same.
+    pub tools: bool,
 }
 
 impl Default for ServerSettings {
@@ -57,6 +61,7 @@ impl Default for ServerSettings {
             chunk_chars: 4,
             build_info: "b0-fake-llama-server".to_owned(),
             metrics: false,
+            tools: true,
         }
     }
 }

@@ -3,7 +3,6 @@
 //! as answers for brokerd, which alone decides whether they count. They never reach loopd.
 
 use std::collections::{HashSet, VecDeque};
-use std::fmt;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -21,29 +20,13 @@ use crate::verdict::{emoji_verdict, reply_verdict};
 const MAX_QUEUED: usize = 1024;
 
 /// Why a card or an update was not shown: brokerd asks again, or the outcome stands unshown.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum DeskError {
     /// brokerd asked again while the first try still runs.
+    #[error("being posted")]
     BeingPosted,
+    #[error("{0}")]
     Mattermost(mm::Error),
-}
-
-impl fmt::Display for DeskError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::BeingPosted => f.write_str("being posted"),
-            Self::Mattermost(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for DeskError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::BeingPosted => None,
-            Self::Mattermost(e) => Some(e),
-        }
-    }
 }
 
 impl From<mm::Error> for DeskError {

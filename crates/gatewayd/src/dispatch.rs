@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use daemon::config::Gateway;
+use config::Gateway;
 use daemon::{lock, log};
 use proto::SessionId;
 

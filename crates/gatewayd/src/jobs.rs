@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
+use config::Peer;
 use daemon::accept::Activity;
-use daemon::config::Peer;
 use daemon::conn::Conn;
 use daemon::{log, peer, serve};
 use proto::job::{JobDelivered, JobOutcome, JobResult};

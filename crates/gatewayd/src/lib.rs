@@ -24,7 +24,7 @@ pub mod verdict;
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
-use daemon::config::{Config, Gateway};
+use config::{Config, Gateway};
 use daemon::listen::Inherited;
 use daemon::serve::Policy;
 use daemon::service::Service;
@@ -55,7 +55,7 @@ fn token(g: &Gateway) -> Result<String, Error> {
     };
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
-        Err(source) => return Err(Error::Token { path, source }),
+        Err(error) => return Err(Error::Token { path, error }),
     };
     let token = text.trim().to_owned();
     if token.is_empty() {
@@ -83,11 +83,11 @@ pub fn run(args: Args) -> Result<(), Error> {
         // The file must be there; what it holds is read and checked only at start (a build
         // that checks the config must never read the credential).
         if let Some(path) = &g.token_file
-            && let Err(source) = std::fs::metadata(path)
+            && let Err(error) = std::fs::metadata(path)
         {
             return Err(Error::TokenFileMissing {
                 path: path.clone(),
-                source,
+                error,
             });
         }
         let line = format!("{}: good\n", name.display());

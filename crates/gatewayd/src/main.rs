@@ -1,16 +1,15 @@
-//! gatewayd's exit statuses (docs/gateway.md): 0 when it stopped on SIGTERM or SIGINT, or
-//! `--check-config` found the configuration good; 1 when it could not start or serve (the
-//! configuration, the bot token, the durable state, the sockets; the reason is logged once);
-//! 2 for a bad command line (clap's).
+//! gatewayd's binary: parses the arguments, runs [`gatewayd::run`], prints its error once
+//! and exits with its status (`daemon::exit::Status` of `gatewayd::Error`;
+//! docs/architecture.md, "Exit statuses", and docs/gateway.md):
+//!
+//! | status | when |
+//! |---|---|
+//! | 0 | stopped by SIGTERM or SIGINT, or `--check-config` found the configuration good |
+//! | 1 | did not start or serve: the configuration (no `[gateway]`, no `peers.broker`), the bot token, the durable state, the sockets, or the start of serving; or `--check-config` could not write |
+//! | 2 | the command line is not understood (clap) |
 
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
-    match gatewayd::run(gatewayd::Args::parse()) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            daemon::log::error(format_args!("gatewayd: {e}"));
-            std::process::ExitCode::from(e.exit_code())
-        }
-    }
+    daemon::exit::finish("gatewayd", gatewayd::run(gatewayd::Args::parse()))
 }

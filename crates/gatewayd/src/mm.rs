@@ -1,6 +1,5 @@
 //! The Mattermost REST API v4 subset gatewayd uses, over ureq (blocking).
 
-use std::fmt;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -37,37 +36,20 @@ pub fn now_ms() -> i64 {
 }
 
 /// Why a call to Mattermost's REST API failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// No answer, or the answer's body could not be read.
+    #[error("Mattermost unreachable: {0}")]
     Http(ureq::Error),
     /// An answer of 300 or more, with Mattermost's `message`.
+    #[error("Mattermost answered {status}: {detail}")]
     Status { status: u16, detail: String },
     /// The body is not the JSON asked for.
+    #[error("Mattermost sent a body not understood: {0}")]
     Body(serde_json::Error),
     /// The body lacks what the call is for (`what`: "no post id", say).
+    #[error("Mattermost sent a body not understood: {0}")]
     Lacks(&'static str),
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Http(e) => write!(f, "Mattermost unreachable: {e}"),
-            Self::Status { status, detail } => write!(f, "Mattermost answered {status}: {detail}"),
-            Self::Body(e) => write!(f, "Mattermost sent a body not understood: {e}"),
-            Self::Lacks(what) => write!(f, "Mattermost sent a body not understood: {what}"),
-        }
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Http(e) => Some(e),
-            Self::Body(e) => Some(e),
-            Self::Status { .. } | Self::Lacks(_) => None,
-        }
-    }
 }
 
 #[derive(Debug, Clone)]

@@ -131,7 +131,7 @@ pub struct Turn<'a> {
     /// How often the typing indicator is renewed while the turn runs.
     pub typing: Duration,
     pub loop_sock: &'a std::path::Path,
-    /// brokerd's chat side (`daemon::owner`).
+    /// brokerd's chat side (`owner_words::register`).
     pub broker_sock: &'a std::path::Path,
     /// The Mattermost base URL, for links.
     pub server: &'a str,
@@ -174,7 +174,7 @@ fn turn(t: &Turn<'_>, session: Option<SessionId>, text: &str, started: &mut dyn 
     };
     // The owner's words are brokerd's to account before loopd has them; a message brokerd
     // could not take is loopd's word to it, and the turn's calls are labelled high (safe).
-    if let Err(e) = daemon::owner::register(t.broker_sock, text) {
+    if let Err(e) = owner_words::register(t.broker_sock, text) {
         log::warn(format_args!(
             "brokerd did not register the owner's message ({e}); the turn's tool calls are \
              labelled as the highest label loopd was ever sent"

@@ -4,7 +4,6 @@
 //! temporary file, fsynced and renamed over the old one.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::fmt;
 use std::path::PathBuf;
 
 use daemon::durable::{ReadError, Refusal};
@@ -71,52 +70,30 @@ pub struct Asked {
 
 /// Why the state refuses gatewayd's start: it would rather not start than trust a state
 /// file it did not write, or answer old posts again.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum StateError {
     /// The state directory could not be made.
-    Dir {
-        dir: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("{}: {error}", dir.display())]
+    Dir { dir: PathBuf, error: std::io::Error },
     /// The file is there and is not what gatewayd writes.
+    #[error("{}: {why}", path.display())]
     Refused { path: PathBuf, why: Refusal },
     /// The file is not gatewayd's JSON.
+    #[error("{}: {error}", path.display())]
     Parse {
         path: PathBuf,
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
     /// Saving: the state could not be encoded.
+    #[error("{}: {error}", path.display())]
     Encode {
         path: PathBuf,
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
     /// Saving: a step of the replacement failed (at the temp file, the rename or the
     /// directory's fsync).
+    #[error("{0}")]
     Write(daemon::durable::ReplaceError),
-}
-
-impl fmt::Display for StateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Dir { dir, source } => write!(f, "{}: {source}", dir.display()),
-            Self::Refused { path, why } => write!(f, "{}: {why}", path.display()),
-            Self::Parse { path, source } | Self::Encode { path, source } => {
-                write!(f, "{}: {source}", path.display())
-            }
-            Self::Write(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for StateError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Dir { source, .. } => Some(source),
-            Self::Refused { why, .. } => Some(why),
-            Self::Parse { source, .. } | Self::Encode { source, .. } => Some(source),
-            Self::Write(e) => Some(e),
-        }
-    }
 }
 
 #[derive(Debug)]
@@ -128,8 +105,8 @@ pub struct Store {
 impl Store {
     /// Loads the state, or starts one whose cursor is `now` (history is never answered).
     pub fn open(dir: PathBuf, now: i64) -> Result<Self, StateError> {
-        if let Err(source) = std::fs::create_dir_all(&dir) {
-            return Err(StateError::Dir { dir, source });
+        if let Err(error) = std::fs::create_dir_all(&dir) {
+            return Err(StateError::Dir { dir, error });
         }
         let path = dir.join("state.json");
         // Written 0600; one writable by group or others could have been planted. (A 0644
@@ -137,7 +114,7 @@ impl Store {
         let saved = match daemon::durable::read_file(&path, 0o022, MAX_STATE) {
             Ok(bytes) => match serde_json::from_slice(&bytes) {
                 Ok(saved) => saved,
-                Err(source) => return Err(StateError::Parse { path, source }),
+                Err(error) => return Err(StateError::Parse { path, error }),
             },
             Err(ReadError::Missing) => Saved {
                 cursor: now,
@@ -336,9 +313,9 @@ impl Store {
 
     pub fn save(&self) -> Result<(), StateError> {
         let tmp = self.path.with_extension("tmp");
-        let bytes = serde_json::to_vec(&self.saved).map_err(|source| StateError::Encode {
+        let bytes = serde_json::to_vec(&self.saved).map_err(|error| StateError::Encode {
             path: self.path.clone(),
-            source,
+            error,
         })?;
         // Only gatewayd reads it: which thread is which session, and the approval posts.
         daemon::durable::replace_file(&self.path, &tmp, &bytes, 0o600).map_err(StateError::Write)

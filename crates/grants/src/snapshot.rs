@@ -3,7 +3,6 @@
 //! in flight keeps the one it started with.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -21,7 +20,8 @@ pub struct Snapshot {
 }
 
 /// Why the grants directory cannot be loaded: the file, the place and the reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.place())]
 pub struct GrantsError {
     pub file: PathBuf,
     /// 1-based; 0 when the reason is about the whole file.
@@ -30,13 +30,13 @@ pub struct GrantsError {
     pub reason: String,
 }
 
-impl fmt::Display for GrantsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl GrantsError {
+    /// `file:line:column: reason`, or `file: reason` when the reason is the whole file's.
+    fn place(&self) -> String {
         if self.line == 0 {
-            write!(f, "{}: {}", self.file.display(), self.reason)
+            format!("{}: {}", self.file.display(), self.reason)
         } else {
-            write!(
-                f,
+            format!(
                 "{}:{}:{}: {}",
                 self.file.display(),
                 self.line,
@@ -47,44 +47,30 @@ impl fmt::Display for GrantsError {
     }
 }
 
-impl std::error::Error for GrantsError {}
-
 /// Why one file of the grants directory is refused, before the file and place are added.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 enum Refused {
     /// Reading the directory or the file.
+    #[error("{0}")]
     Io(io::Error),
+    #[error("a hidden grant file: grants are named <id>.toml")]
     Hidden,
+    #[error("not a grant file: grants are named <id>.toml")]
     NotGrantFile,
     /// The file name is not a grant id.
-    Id {
-        id: String,
-    },
+    #[error("grant id {id:?} must be 1 to 64 characters of [a-z0-9_-] (it is the file name)")]
+    Id { id: String },
+    #[error("not a regular file")]
     NotRegular,
+    #[error("larger than {MAX_GRANT_FILE} bytes")]
     TooLarge,
+    #[error("{0}")]
     Secret(CredentialNameError),
+    #[error("{0}")]
     Path(UnitPathError),
     /// What `constraints::validate` says of the grant's constraints.
+    #[error("{0}")]
     Constraints(constraints::InvalidGrant),
-}
-
-impl fmt::Display for Refused {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Io(e) => e.fmt(f),
-            Self::Hidden => f.write_str("a hidden grant file: grants are named <id>.toml"),
-            Self::NotGrantFile => f.write_str("not a grant file: grants are named <id>.toml"),
-            Self::Id { id } => write!(
-                f,
-                "grant id {id:?} must be 1 to 64 characters of [a-z0-9_-] (it is the file name)"
-            ),
-            Self::NotRegular => f.write_str("not a regular file"),
-            Self::TooLarge => write!(f, "larger than {MAX_GRANT_FILE} bytes"),
-            Self::Secret(e) => e.fmt(f),
-            Self::Path(e) => e.fmt(f),
-            Self::Constraints(e) => e.fmt(f),
-        }
-    }
 }
 
 impl From<CredentialNameError> for Refused {

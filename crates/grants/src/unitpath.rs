@@ -2,72 +2,34 @@
 //! load (so `bxctl grants check` says so) and the systemd runner refuses them again before
 //! starting a unit. One definition for both.
 
-use std::fmt;
-
 /// Why a path cannot go into a unit property, or be granted.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UnitPathError {
-    NotAbsolute {
-        path: String,
-    },
+    #[error("path {path:?} is not absolute")]
+    NotAbsolute { path: String },
     /// `bad` is a character systemd's value syntax would interpret.
-    Unquotable {
-        path: String,
-        bad: char,
-    },
+    #[error(
+        "path {path:?} contains {bad:?}, which systemd unit settings would not take \
+         literally"
+    )]
+    Unquotable { path: String, bad: char },
     /// `.`, `..`, `//` or a trailing `/`.
-    NotNormalised {
-        path: String,
-    },
+    #[error("path {path:?} is not normalised")]
+    NotNormalised { path: String },
     /// `/` itself, granted.
+    #[error("granting \"/\" would expose the whole host file system")]
     WholeHost,
     /// Granted inside `api`, an API file system systemd mounts itself.
-    ApiFileSystem {
-        path: String,
-        api: &'static str,
-    },
+    #[error("granted path {path:?} lies in {api}, which is never bound into a tool's root")]
+    ApiFileSystem { path: String, api: &'static str },
 }
-
-impl fmt::Display for UnitPathError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotAbsolute { path } => write!(f, "path {path:?} is not absolute"),
-            Self::Unquotable { path, bad } => write!(
-                f,
-                "path {path:?} contains {bad:?}, which systemd unit settings would not take \
-                 literally"
-            ),
-            Self::NotNormalised { path } => write!(f, "path {path:?} is not normalised"),
-            Self::WholeHost => {
-                f.write_str("granting \"/\" would expose the whole host file system")
-            }
-            Self::ApiFileSystem { path, api } => write!(
-                f,
-                "granted path {path:?} lies in {api}, which is never bound into a tool's root"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for UnitPathError {}
 
 /// Why a name cannot be a credential's.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("credential name {name:?} must be 1 to 255 characters of [A-Za-z0-9_.@-]")]
 pub struct CredentialNameError {
     pub name: String,
 }
-
-impl fmt::Display for CredentialNameError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "credential name {:?} must be 1 to 255 characters of [A-Za-z0-9_.@-]",
-            self.name
-        )
-    }
-}
-
-impl std::error::Error for CredentialNameError {}
 
 /// Checks a path that goes into a unit property (a bind, a granted path, the tool, the root).
 ///

@@ -2,8 +2,6 @@
 //! docs/decisions.md H9): what every grant that reaches a place says of it, and the rule
 //! brokerd's policy applies to a write there. Pure over the snapshot: no file is looked at.
 
-use std::fmt;
-
 use proto::{DataClass, DenyReason};
 
 use crate::Snapshot;
@@ -62,15 +60,24 @@ pub enum Verdict {
 }
 
 /// Why the labels refuse a write.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     /// The call is decided at a taint above the place's lowest class.
+    #[error(
+        "the session is {taint}, and what is written here reads back as {lowest} (grant \
+         {grant}): no write down"
+    )]
     WriteDown {
         taint: DataClass,
         lowest: DataClass,
         grant: String,
     },
     /// An untrusted call where these grants say only the owner writes.
+    #[error(
+        "the session has read untrusted content, and only the owner writes here (untrusted \
+         = false in {})",
+        grants.join(", ")
+    )]
     UntrustedWrite { grants: Vec<String> },
 }
 
@@ -79,28 +86,6 @@ impl Refusal {
         match self {
             Self::WriteDown { .. } => DenyReason::WriteDown,
             Self::UntrustedWrite { .. } => DenyReason::UntrustedWrite,
-        }
-    }
-}
-
-impl fmt::Display for Refusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::WriteDown {
-                taint,
-                lowest,
-                grant,
-            } => write!(
-                f,
-                "the session is {taint}, and what is written here reads back as {lowest} \
-                 (grant {grant}): no write down"
-            ),
-            Self::UntrustedWrite { grants } => write!(
-                f,
-                "the session has read untrusted content, and only the owner writes here \
-                 (untrusted = false in {})",
-                grants.join(", ")
-            ),
         }
     }
 }

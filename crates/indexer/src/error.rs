@@ -1,52 +1,45 @@
 //! Why a run of the indexer failed. Nothing it fails on is lost: the notes and logs are the
 //! source of truth, each partition's change is one transaction, and the next run redoes
-//! what this one did not record.
+//! what this one did not record. `main` prints it once and exits with its status
+//! ([`daemon::exit::Status`]); each text prints what it wraps (docs/decisions.md F16).
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-use daemon::config::ConfigError;
+use config::ConfigError;
 use noteindex::IndexError;
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The configuration cannot be read or is not valid.
+    #[error("{0}")]
     Config(ConfigError),
     /// A directory or file of the index (or a source directory) could not be read or
     /// written.
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A working partition failed (a full disk, say).
+    #[error("{0}")]
     Index(IndexError),
 }
 
 impl Error {
     pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Self + '_ {
-        move |source| Self::Io {
+        move |error| Self::Io {
             path: path.to_owned(),
-            source,
+            error,
         }
     }
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl daemon::exit::Status for Error {
+    /// Every variant is listed, so a new one is given its status on purpose: 1, nothing is
+    /// lost and the next run goes on (the table is in `main.rs`).
+    fn exit_code(&self) -> u8 {
         match self {
-            Self::Config(e) => e.fmt(f),
-            Self::Io { path, source } => write!(f, "{}: {source}", path.display()),
-            Self::Index(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Config(e) => Some(e),
-            Self::Io { source, .. } => Some(source),
-            Self::Index(e) => Some(e),
+            Self::Config(_) | Self::Io { .. } | Self::Index(_) => 1,
         }
     }
 }

@@ -21,7 +21,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use daemon::config::Config;
+use config::Config;
 use daemon::log;
 use noteindex::Label;
 

@@ -1,4 +1,5 @@
-//! boxmaker-indexer's binary (docs/memory.md, "Search"):
+//! boxmaker-indexer's binary (docs/memory.md, "Search"): its error printed once, and the
+//! status `daemon::exit::Status` of `indexer::Error` gives:
 //!
 //! | status | when |
 //! |---|---|
@@ -6,25 +7,9 @@
 //! | 1 | the configuration, or the index could not be read or written (a full disk): nothing is lost, the next run goes on |
 //! | 2 | the command line is not understood (clap) |
 
-use std::process::ExitCode;
-
 use clap::Parser;
-use indexer::Error;
 
-fn main() -> ExitCode {
+fn main() -> std::process::ExitCode {
     daemon::parent::follow();
-    match indexer::run(&indexer::Args::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            daemon::log::error(format_args!("boxmaker-indexer: {e}"));
-            status(&e)
-        }
-    }
-}
-
-/// Every variant is listed, so a new one is given its status on purpose.
-fn status(e: &Error) -> ExitCode {
-    match e {
-        Error::Config(_) | Error::Io { .. } | Error::Index(_) => ExitCode::FAILURE,
-    }
+    daemon::exit::finish("boxmaker-indexer", indexer::run(&indexer::Args::parse()))
 }

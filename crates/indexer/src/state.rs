@@ -108,7 +108,7 @@ impl State {
         let bytes = serde_json::to_vec(self).unwrap_or_default();
         daemon::durable::replace_file(path, &tmp, &bytes, 0o600).map_err(|e| Error::Io {
             path: e.path,
-            source: e.source,
+            error: e.source,
         })
     }
 }

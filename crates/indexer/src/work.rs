@@ -209,6 +209,6 @@ fn publish_one(work: &Path, dir: &Path, file: &str) -> Result<Stamp, Error> {
         .map_err(Error::io(dir))?;
     Stamp::at(&target).ok_or_else(|| Error::Io {
         path: target.clone(),
-        source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        error: std::io::Error::from(std::io::ErrorKind::NotFound),
     })
 }

@@ -277,7 +277,7 @@ fn start_proxy(dir: &Path, port: u16) -> (Running, PathBuf) {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let (child, _) =
-        daemon::supervise::spawn_ready(&mut cmd, &dir.join("notify.sock"), Duration::from_secs(20))
+        supervise::spawn_ready(&mut cmd, &dir.join("notify.sock"), Duration::from_secs(20))
             .expect("READY=1 from inferproxy");
     let running = Running(child);
     (running, dir.join("loop-infer/infer.sock"))

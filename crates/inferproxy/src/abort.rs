@@ -1,9 +1,9 @@
 //! Why an exchange did not forward a whole answer, typed: [`Refused`] when the client gets
 //! an error answer of ours (its status and one of our fixed messages), [`Cut`] when
 //! llama-server's answer had started and the connection is closed short. `Display` is the
-//! detail only the log gets: internal error text never goes to the client.
+//! detail only the log gets: internal error text never goes to the client. It prints what
+//! it wraps, which `source()` does not return (docs/decisions.md F16).
 
-use std::fmt;
 use std::io;
 use std::net::SocketAddr;
 
@@ -19,25 +19,34 @@ const FORBIDDEN: &str = "inferproxy forwards only POST /v1/chat/completions, \
                          GET /health, GET /props and GET /v1/models";
 
 /// Nothing of llama-server's answer reached the client: it gets one of our answers.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum Refused {
     /// The request is malformed, too large, too slow or of a version not understood.
+    #[error("{0}")]
     Request(HttpError),
     /// The method and target are not on the allowlist.
+    #[error("{method:?} {target:?} is not on the allowlist")]
     NotAllowed { method: String, target: String },
     /// An `Expect` other than `100-continue`.
+    #[error("an Expect other than 100-continue: {value:?}")]
     Expect { value: String },
     /// llama-server did not accept the connection (in time).
-    Connect { addr: SocketAddr, source: io::Error },
+    #[error("connect {addr}: {error}")]
+    Connect { addr: SocketAddr, error: io::Error },
     /// The request could not be sent on to llama-server.
+    #[error("sending the request: {0}")]
     Send(HttpError),
     /// llama-server answered 101 Switching Protocols.
+    #[error("llama-server answered 101 Switching Protocols")]
     Switching,
     /// llama-server sent more than [`MAX_INTERIM`] interim answers.
+    #[error("more than {MAX_INTERIM} interim answers")]
     Interim,
     /// llama-server's answer head did not come (in time) or was malformed.
+    #[error("{0}")]
     Head(HttpError),
     /// The OS random source gave no completion id.
+    #[error("OS RNG: {0}")]
     NoId(getrandom::Error),
 }
 
@@ -48,7 +57,7 @@ impl Refused {
             Self::Request(e) => e.status(),
             Self::NotAllowed { .. } => 403,
             Self::Expect { .. } => 417,
-            Self::Connect { source, .. } if daemon::conn::is_timeout_io(source) => 504,
+            Self::Connect { error, .. } if daemon::conn::is_timeout_io(error) => 504,
             Self::Head(e) if Failure::of(e) == Failure::Silent => 504,
             Self::Connect { .. } | Self::Send(_) | Self::Switching | Self::Interim => 502,
             Self::Head(_) => 502,
@@ -80,77 +89,37 @@ impl Refused {
     }
 }
 
-impl fmt::Display for Refused {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Request(e) | Self::Head(e) => e.fmt(f),
-            Self::NotAllowed { method, target } => {
-                write!(f, "{method:?} {target:?} is not on the allowlist")
-            }
-            Self::Expect { value } => write!(f, "an Expect other than 100-continue: {value:?}"),
-            Self::Connect { addr, source } => write!(f, "connect {addr}: {source}"),
-            Self::Send(e) => write!(f, "sending the request: {e}"),
-            Self::Switching => f.write_str("llama-server answered 101 Switching Protocols"),
-            Self::Interim => write!(f, "more than {MAX_INTERIM} interim answers"),
-            Self::NoId(e) => write!(f, "OS RNG: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for Refused {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Request(e) | Self::Send(e) | Self::Head(e) => Some(e),
-            Self::Connect { source, .. } => Some(source),
-            Self::NotAllowed { .. }
-            | Self::Expect { .. }
-            | Self::Switching
-            | Self::Interim
-            | Self::NoId(_) => None,
-        }
-    }
-}
-
 /// llama-server's answer had started (or the client left before it could): the client
 /// connection is closed short, which the client sees as a cut body.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum Cut {
     /// The client went away while the answer's head was awaited.
+    #[error("{0}")]
     Left(HttpError),
     /// The answer's head could not be written to the client.
+    #[error("writing the head to the client: {0}")]
     WriteHead(HttpError),
     /// The answer's framing cannot be read.
+    #[error("{0}")]
     Framing(HttpError),
     /// Reading the answer's body failed (llama-server, or a client that left meanwhile).
+    #[error("{}", upstream_text(.0))]
     Upstream(HttpError),
     /// Writing the body to the client failed.
+    #[error("the client went away: {0}")]
     Client(io::Error),
     /// The completion could not be witnessed: the stream ends without `[DONE]`.
+    #[error("not witnessed, so no [DONE]: {0}")]
     Witness(WitnessError),
 }
 
-impl fmt::Display for Cut {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Left(e) | Self::Framing(e) => e.fmt(f),
-            Self::WriteHead(e) => write!(f, "writing the head to the client: {e}"),
-            Self::Upstream(e) if Failure::of(e) == Failure::ClientGone => {
-                write!(f, "while waiting for llama-server: {e}")
-            }
-            Self::Upstream(e) => write!(f, "llama-server: {e}"),
-            Self::Client(e) => write!(f, "the client went away: {e}"),
-            Self::Witness(e) => write!(f, "not witnessed, so no [DONE]: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for Cut {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Left(e) | Self::WriteHead(e) | Self::Framing(e) | Self::Upstream(e) => Some(e),
-            Self::Client(e) => Some(e),
-            Self::Witness(e) => Some(e),
-        }
+/// A failed read of the answer's body: llama-server's, or the client's that left while
+/// llama-server was awaited.
+fn upstream_text(e: &HttpError) -> String {
+    if Failure::of(e) == Failure::ClientGone {
+        format!("while waiting for llama-server: {e}")
+    } else {
+        format!("llama-server: {e}")
     }
 }
 
@@ -181,7 +150,7 @@ mod tests {
         let addr: SocketAddr = "127.0.0.1:9".parse().expect("addr");
         let connect = |kind| Refused::Connect {
             addr,
-            source: io::Error::from(kind),
+            error: io::Error::from(kind),
         };
         let silent = HttpError::Io(io::Error::new(
             io::ErrorKind::TimedOut,

@@ -183,7 +183,7 @@ fn connect(proxy: &Proxy, head: &RequestHead, body: &[u8]) -> Result<TcpStream, 
     let infer = &proxy.infer;
     let addr = infer.upstream.addr;
     let tcp = TcpStream::connect_timeout(&addr, infer.connect_timeout)
-        .map_err(|source| Refused::Connect { addr, source })?;
+        .map_err(|error| Refused::Connect { addr, error })?;
     let _ = tcp.set_nodelay(true);
     let _ = tcp.set_write_timeout(Some(infer.idle_timeout));
     let listed = listed_in_connection(&head.headers);

@@ -21,13 +21,12 @@ mod upstream;
 mod watch;
 mod witness;
 
-use std::fmt;
 use std::io::{self, Write};
 use std::sync::Arc;
 
+use config::{Config, ConfigError};
 use daemon::CommonArgs;
 use daemon::accept::Admission;
-use daemon::config::{Config, ConfigError};
 use daemon::listen::{Inherited, ListenError};
 use daemon::service::{Service, StartError};
 
@@ -47,33 +46,26 @@ pub struct Args {
     pub common: CommonArgs,
 }
 
-/// Why inferproxy did not start; `main` prints it once.
-#[derive(Debug)]
+/// Why inferproxy did not start; `main` prints it once and exits with its status
+/// ([`daemon::exit::Status`]). Each text prints what it wraps (docs/decisions.md F16).
+#[derive(Debug, thiserror::Error)]
 pub enum Error {
+    #[error("configuration: {0}")]
     Config(ConfigError),
+    #[error("infer.sock: {0}")]
     Listen(ListenError),
+    #[error("{0}")]
     Start(StartError),
+    #[error("cannot write to stdout: {0}")]
     Output(io::Error),
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl daemon::exit::Status for Error {
+    /// Every variant is listed, so a new one is given its status on purpose: 1, inferproxy
+    /// did not start (the table is in `main.rs`).
+    fn exit_code(&self) -> u8 {
         match self {
-            Self::Config(e) => write!(f, "configuration: {e}"),
-            Self::Listen(e) => write!(f, "infer.sock: {e}"),
-            Self::Start(e) => e.fmt(f),
-            Self::Output(e) => write!(f, "cannot write to stdout: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Config(e) => Some(e),
-            Self::Listen(e) => Some(e),
-            Self::Start(e) => Some(e),
-            Self::Output(e) => Some(e),
+            Self::Config(_) | Self::Listen(_) | Self::Start(_) | Self::Output(_) => 1,
         }
     }
 }
@@ -81,7 +73,7 @@ impl std::error::Error for Error {
 /// The name of the socket in the .socket unit (FileDescriptorName=).
 pub const SOCKET_NAME: &str = "infer";
 /// The socket's file name in `sockets.loop_infer`.
-pub const SOCKET_FILE: &str = daemon::config::INFER_SOCK;
+pub const SOCKET_FILE: &str = config::INFER_SOCK;
 
 pub fn run(args: Args) -> Result<(), Error> {
     // First, before any thread exists: listenfd clears LISTEN_FDS as it reads them.

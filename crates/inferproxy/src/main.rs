@@ -1,5 +1,6 @@
 //! inferproxy's binary: parses the arguments, runs [`inferproxy::run`], prints its error
-//! once and maps it to an exit status (docs/architecture.md, "Exit statuses"):
+//! once and exits with its status (`daemon::exit::Status` of `inferproxy::Error`;
+//! docs/architecture.md, "Exit statuses"):
 //!
 //! | status | when |
 //! |---|---|
@@ -9,27 +10,9 @@
 //!
 //! A request that fails never ends the process: it is answered (or cut) on its connection.
 
-use std::process::ExitCode;
-
 use clap::Parser;
-use inferproxy::Error;
 
-fn main() -> ExitCode {
+fn main() -> std::process::ExitCode {
     daemon::parent::follow();
-    match inferproxy::run(inferproxy::Args::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            daemon::log::error(format_args!("inferproxy: {e}"));
-            status(&e)
-        }
-    }
-}
-
-/// Every variant is listed, so a new one is given its status on purpose.
-fn status(e: &Error) -> ExitCode {
-    match e {
-        Error::Config(_) | Error::Listen(_) | Error::Start(_) | Error::Output(_) => {
-            ExitCode::FAILURE
-        }
-    }
+    daemon::exit::finish("inferproxy", inferproxy::run(inferproxy::Args::parse()))
 }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use daemon::config::Infer;
+use config::Infer;
 use daemon::notify;
 
 /// What every connection shares: the proxy's settings, and what it last learnt of

@@ -3,7 +3,6 @@
 //! slices and the client's socket is checked between them, so an abandoned generation is
 //! stopped (closing the upstream connection makes llama-server stop) within a slice.
 
-use std::fmt;
 use std::io::{self, Read};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
@@ -16,33 +15,20 @@ use strict_http::HttpError;
 const LIVENESS_SLICE: Duration = Duration::from_millis(500);
 
 /// The client closed its connection while we waited for llama-server.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("the client went away")]
 pub(crate) struct ClientGone;
 
 /// llama-server sent nothing for the whole deadline.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{}", if *.before_first_byte {
+    "llama-server sent nothing before the first-byte deadline"
+} else {
+    "llama-server fell silent for the idle deadline"
+})]
 pub(crate) struct Silent {
     pub before_first_byte: bool,
 }
-
-impl fmt::Display for ClientGone {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the client went away")
-    }
-}
-
-impl fmt::Display for Silent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.before_first_byte {
-            f.write_str("llama-server sent nothing before the first-byte deadline")
-        } else {
-            f.write_str("llama-server fell silent for the idle deadline")
-        }
-    }
-}
-
-impl std::error::Error for ClientGone {}
-impl std::error::Error for Silent {}
 
 /// What went wrong while talking to llama-server, from an error that came through the
 /// HTTP readers.

@@ -8,7 +8,6 @@
 //! without the acknowledgement the stream ends without it, which loopd takes as a cut (its
 //! calls are never sent to brokerd).
 
-use std::fmt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
@@ -39,32 +38,22 @@ impl Witnessing {
 }
 
 /// Why a completion was not witnessed (the stream is then cut, without `[DONE]`).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum WitnessError {
     /// The copy of the stream is not a stream loopd would read (its own readers refuse it),
     /// or an event is not part of an answer (a server's error chunk, not a chunk at all).
+    #[error("{0}")]
     Copy(WitnessErrorKind),
     /// brokerd's witness socket cannot be reached.
+    #[error("brokerd's witness.sock: {0}")]
     Connect(std::io::Error),
     /// brokerd did not acknowledge the report (in time).
+    #[error("reporting to brokerd: {0}")]
     Report(CallError),
     /// brokerd answered otherwise than `witness_recorded` for this completion.
+    #[error("brokerd answered the report with {0}")]
     Answered(String),
 }
-
-impl fmt::Display for WitnessError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Copy(WitnessErrorKind::Stream(e)) => write!(f, "the answer's stream: {e}"),
-            Self::Copy(WitnessErrorKind::Answer(e)) => write!(f, "the answer: {e}"),
-            Self::Connect(e) => write!(f, "brokerd's witness.sock: {e}"),
-            Self::Report(e) => write!(f, "reporting to brokerd: {e}"),
-            Self::Answered(what) => write!(f, "brokerd answered the report with {what}"),
-        }
-    }
-}
-
-impl std::error::Error for WitnessError {}
 
 /// What a piece of the answer gives to forward.
 #[derive(Debug, PartialEq, Eq)]
@@ -82,9 +71,11 @@ pub(crate) enum Pushed {
 }
 
 /// [`WitnessError`]'s stream cases, comparable for tests.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum WitnessErrorKind {
+    #[error("the answer's stream: {0}")]
     Stream(String),
+    #[error("the answer: {0}")]
     Answer(String),
 }
 

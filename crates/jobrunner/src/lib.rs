@@ -10,7 +10,7 @@ mod error;
 mod report;
 mod run;
 
-use daemon::config::Config;
+use config::Config;
 
 pub use error::Error;
 pub use report::{Report, Said};

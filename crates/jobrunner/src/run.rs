@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
-use daemon::config::{Config, Deliver, Job};
+use config::{Config, Deliver, Job};
 use daemon::conn::Conn;
 use daemon::log;
 use proto::chat::{ChatEvent, ChatSend, TurnEnd};
@@ -18,11 +18,21 @@ use proto::{DenyReason, Envelope, Message, SessionId, Timestamp, ToolResponse};
 
 use crate::report::{Report, Said};
 
-/// How the run ended, for the unit's status.
+/// How the run ended, for the unit's status: 0 when done, 1 when it failed (its failure
+/// was delivered and logged; `main` adds nothing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Finished {
     Done,
     Failed,
+}
+
+impl std::process::Termination for Finished {
+    fn report(self) -> std::process::ExitCode {
+        match self {
+            Self::Done => std::process::ExitCode::SUCCESS,
+            Self::Failed => std::process::ExitCode::FAILURE,
+        }
+    }
 }
 
 /// Runs `job` once and delivers what came of it.

@@ -14,11 +14,11 @@ use std::path::Path;
 pub use proto::composed::DEFAULT_CORE;
 
 /// The largest core memory loopd takes (daemon's, which brokerd reads by too).
-pub use daemon::core_memory::MAX_CORE;
+pub use owner_words::core_memory::MAX_CORE;
 
-/// The owner's core memory as it is now (`daemon::core_memory::read`).
+/// The owner's core memory as it is now (`owner_words::core_memory::read`).
 pub fn current(path: &Path) -> String {
-    daemon::core_memory::read(path, "loopd")
+    owner_words::core_memory::read(path, "loopd")
 }
 
 /// The hash an epoch's `SessionStart.baseline` holds: of what its requests start from, the

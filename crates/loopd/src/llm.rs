@@ -1,7 +1,6 @@
 //! Talking to the model through inferproxy (HTTP over infer.sock): the request built from
 //! the session log, and the streamed answer parsed chunk by chunk.
 
-use std::fmt;
 use std::io;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -16,72 +15,52 @@ use crate::cancel::Cancel;
 
 /// Why the model could not answer. The session stays as it was. The `Display` text is
 /// what the owner reads in the turn's `model_error`.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum LlmError {
     /// infer.sock cannot be connected to.
-    Connect { sock: PathBuf, source: io::Error },
+    #[error("{UNREACHABLE}: {}: {error}", sock.display())]
+    Connect { sock: PathBuf, error: io::Error },
     /// The connection's read deadline cannot be set.
+    #[error("{UNREACHABLE}: {0}")]
     Deadline(io::Error),
     /// The request could not be sent, or no answer head came back.
+    #[error("{UNREACHABLE}: {0}")]
     Request(HttpError),
     /// The server answered with an error status (503 while loading, 5xx, 4xx).
+    #[error("{}", status_text(*status, message))]
     Status { status: u16, message: String },
     /// The answer's body broke off or is not well-formed HTTP.
+    #[error("{BROKE_OFF}: {0}")]
     Body(HttpError),
     /// The request body could not be encoded (it was not sent).
+    #[error("{BROKE_OFF}: {0}")]
     Encode(serde_json::Error),
     /// `/props` is not the JSON llama-server sends.
+    #[error("{BROKE_OFF}: /props: {0}")]
     Props(serde_json::Error),
     /// `/props` has no `n_ctx`.
+    #[error("{BROKE_OFF}: /props has no n_ctx")]
     NoContextSize,
     /// An event that cannot be part of the answer (`proto::attest::answer`).
+    #[error("{BROKE_OFF}: {0}")]
     Answer(AnswerError),
     /// The stream ended without `[DONE]`.
+    #[error("{BROKE_OFF}: the stream ended before [DONE]")]
     NoDone,
     /// The answer's head named no completion (`x-boxmaker-completion`): inferproxy did not
     /// witness it, so none of its calls could run.
+    #[error("{BROKE_OFF}: inferproxy named no completion")]
     NotWitnessed,
 }
 
-impl fmt::Display for LlmError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const UNREACHABLE: &str = "the model server cannot be reached";
-        const BROKE_OFF: &str = "the model's answer broke off";
-        match self {
-            Self::Connect { sock, source } => {
-                write!(f, "{UNREACHABLE}: {}: {source}", sock.display())
-            }
-            Self::Deadline(e) => write!(f, "{UNREACHABLE}: {e}"),
-            Self::Request(e) => write!(f, "{UNREACHABLE}: {e}"),
-            Self::Status {
-                status: 503,
-                message,
-            } => {
-                write!(f, "the model server is not ready (503): {message}")
-            }
-            Self::Status { status, message } => {
-                write!(f, "the model server answered {status}: {message}")
-            }
-            Self::Body(e) => write!(f, "{BROKE_OFF}: {e}"),
-            Self::Encode(e) => write!(f, "{BROKE_OFF}: {e}"),
-            Self::Props(e) => write!(f, "{BROKE_OFF}: /props: {e}"),
-            Self::NoContextSize => write!(f, "{BROKE_OFF}: /props has no n_ctx"),
-            Self::Answer(e) => write!(f, "{BROKE_OFF}: {e}"),
-            Self::NoDone => write!(f, "{BROKE_OFF}: the stream ended before [DONE]"),
-            Self::NotWitnessed => write!(f, "{BROKE_OFF}: inferproxy named no completion"),
-        }
-    }
-}
+const UNREACHABLE: &str = "the model server cannot be reached";
+const BROKE_OFF: &str = "the model's answer broke off";
 
-impl std::error::Error for LlmError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Connect { source: e, .. } | Self::Deadline(e) => Some(e),
-            Self::Request(e) | Self::Body(e) => Some(e),
-            Self::Encode(e) | Self::Props(e) => Some(e),
-            Self::Answer(e) => Some(e),
-            Self::Status { .. } | Self::NoContextSize | Self::NoDone | Self::NotWitnessed => None,
-        }
+/// An error status as the owner reads it: 503 is a server still loading.
+fn status_text(status: u16, message: &str) -> String {
+    match status {
+        503 => format!("the model server is not ready (503): {message}"),
+        _ => format!("the model server answered {status}: {message}"),
     }
 }
 
@@ -145,9 +124,9 @@ struct ErrorDetail {
 }
 
 fn connect(sock: &Path, timeout: Duration) -> Result<UnixStream, LlmError> {
-    let stream = UnixStream::connect(sock).map_err(|source| LlmError::Connect {
+    let stream = UnixStream::connect(sock).map_err(|error| LlmError::Connect {
         sock: sock.to_owned(),
-        source,
+        error,
     })?;
     stream
         .set_read_timeout(Some(timeout))

@@ -1,5 +1,6 @@
 //! loopd's binary: parses the arguments, runs [`loopd::run`], prints its error once and
-//! maps it to an exit status (docs/architecture.md, "Exit statuses"):
+//! exits with its status (`daemon::exit::Status` of `loopd::Error`; docs/architecture.md,
+//! "Exit statuses"):
 //!
 //! | status | when |
 //! |---|---|
@@ -9,31 +10,9 @@
 //!
 //! A turn that cannot run never ends the process: it is answered on its connection.
 
-use std::process::ExitCode;
-
 use clap::Parser;
-use loopd::Error;
 
-fn main() -> ExitCode {
+fn main() -> std::process::ExitCode {
     daemon::parent::follow();
-    match loopd::run(loopd::Args::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            daemon::log::error(format_args!("loopd: {e}"));
-            status(&e)
-        }
-    }
-}
-
-/// Every variant is listed, so a new one is given its status on purpose.
-fn status(e: &Error) -> ExitCode {
-    match e {
-        Error::Inherit(_)
-        | Error::Config(_)
-        | Error::NoChatPeer { .. }
-        | Error::Output(_)
-        | Error::Store(_)
-        | Error::Listen(_)
-        | Error::Start(_) => ExitCode::FAILURE,
-    }
+    daemon::exit::finish("loopd", loopd::run(loopd::Args::parse()))
 }

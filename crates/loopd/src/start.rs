@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use config::Config;
 use daemon::CommonArgs;
-use daemon::config::Config;
 use daemon::listen::Inherited;
 use daemon::serve::Policy;
 use daemon::service::Service;

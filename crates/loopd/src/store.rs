@@ -56,75 +56,46 @@ impl Session {
 /// Why the session log could not be read or written. Each variant names the file or
 /// directory involved (the session and epoch are in its path); the `Display` text is what
 /// `session_show` answers and the log shows.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A file or directory of the store could not be read, written or synced.
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A log that is not what loopd writes: a symbolic link, not a regular file, or open
     /// to group or others (`daemon::durable::open` says which).
+    #[error("{}: {why}", path.display())]
     Refused { path: PathBuf, why: String },
     /// The log went away between two steps of the same operation.
+    #[error("{}: vanished while {during}", path.display())]
     Vanished { path: PathBuf, during: &'static str },
     /// A whole line (1-based) that is not a record.
+    #[error("{} line {line}: {error}", path.display())]
     Corrupt {
         path: PathBuf,
         line: usize,
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
     /// A record that cannot be written as JSON (it was not written).
+    #[error("{}: a record cannot be encoded: {error}", path.display())]
     Encode {
         path: PathBuf,
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
     /// The OS gave no random bytes for a new session id.
+    #[error("OS RNG: {0}")]
     Random(getrandom::Error),
     /// The new session id was not a valid one.
+    #[error("{0}")]
     Id(proto::InvalidValue),
 }
 
-impl std::fmt::Display for StoreError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Io { path, source } => write!(f, "{}: {source}", path.display()),
-            Self::Refused { path, why } => write!(f, "{}: {why}", path.display()),
-            Self::Vanished { path, during } => {
-                write!(f, "{}: vanished while {during}", path.display())
-            }
-            Self::Corrupt { path, line, source } => {
-                write!(f, "{} line {line}: {source}", path.display())
-            }
-            Self::Encode { path, source } => {
-                write!(
-                    f,
-                    "{}: a record cannot be encoded: {source}",
-                    path.display()
-                )
-            }
-            Self::Random(e) => write!(f, "OS RNG: {e}"),
-            Self::Id(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for StoreError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Io { source, .. } => Some(source),
-            Self::Corrupt { source, .. } | Self::Encode { source, .. } => Some(source),
-            Self::Id(e) => Some(e),
-            // getrandom's error is a std error only with its `std` feature, not enabled.
-            Self::Random(_) | Self::Refused { .. } | Self::Vanished { .. } => None,
-        }
-    }
-}
-
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
+    move |error| StoreError::Io {
         path: path.to_owned(),
-        source,
+        error,
     }
 }
 
@@ -186,7 +157,7 @@ impl Store {
         daemon::durable::replace_file(&path, &tmp, core.as_bytes(), 0o600).map_err(|e| {
             StoreError::Io {
                 path: e.path,
-                source: e.source,
+                error: e.source,
             }
         })?;
         if fresh {
@@ -296,10 +267,10 @@ impl Store {
             }
             n += 1;
             let line = line.trim_end_matches('\n');
-            let record = serde_json::from_str(line).map_err(|source| StoreError::Corrupt {
+            let record = serde_json::from_str(line).map_err(|error| StoreError::Corrupt {
                 path: path.clone(),
                 line: n,
-                source,
+                error,
             })?;
             records.push(record);
         }
@@ -368,9 +339,9 @@ impl Store {
         let fresh = !dir.exists();
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
         let path = self.epoch_file(id, epoch);
-        let mut line = serde_json::to_vec(record).map_err(|source| StoreError::Encode {
+        let mut line = serde_json::to_vec(record).map_err(|error| StoreError::Encode {
             path: path.clone(),
-            source,
+            error,
         })?;
         line.push(b'\n');
         let new_file = !path.exists();

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use daemon::config::Config;
+use config::Config;
 use daemon::keyed::KeyedLocks;
 use daemon::lock;
 use proto::chat::{ChatEvent, ChatReply, ChatSend, TurnEnd};

@@ -3,8 +3,6 @@
 //! checked against the pinned schema, and put in canonical form for the constraints, the
 //! approval binding, the audit and the server.
 
-use std::fmt;
-
 use serde_json::Value;
 
 use crate::json::{canonical, parse_strict};
@@ -18,31 +16,18 @@ pub struct Arguments {
 }
 
 /// Why the model's arguments were refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ArgsError {
-    TooLarge {
-        limit: usize,
-    },
+    #[error("the arguments are over {limit} bytes")]
+    TooLarge { limit: usize },
     /// Not one JSON object, or a duplicate key.
-    NotJson {
-        detail: String,
-    },
+    #[error("the arguments are not valid JSON: {detail}")]
+    NotJson { detail: String },
+    #[error("the arguments must be a JSON object")]
     NotObject,
+    #[error("the arguments do not meet the tool's schema: {0}")]
     Schema(Violation),
 }
-
-impl fmt::Display for ArgsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::TooLarge { limit } => write!(f, "the arguments are over {limit} bytes"),
-            Self::NotJson { detail } => write!(f, "the arguments are not valid JSON: {detail}"),
-            Self::NotObject => f.write_str("the arguments must be a JSON object"),
-            Self::Schema(v) => write!(f, "the arguments do not meet the tool's schema: {v}"),
-        }
-    }
-}
-
-impl std::error::Error for ArgsError {}
 
 /// Parses and checks the model's `arguments` text against `schema`.
 pub fn parse(arguments: &str, schema: &Schema) -> Result<Arguments, ArgsError> {

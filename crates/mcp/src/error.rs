@@ -1,42 +1,58 @@
 //! Why an MCP session with a server failed. Every variant says what it is about; the
 //! server's own words (an error message) are cut to [`MAX_SERVER_WORDS`] characters.
 
-use std::fmt;
 use std::time::Duration;
 
 /// The most characters of a server's error message kept in an error.
 pub const MAX_SERVER_WORDS: usize = 512;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum McpError {
     /// The server closed its output (or the connection) while an answer was due.
+    #[error("the MCP server closed its output while {waiting_for} was due")]
     Closed { waiting_for: String },
     /// Reading from or writing to the server failed.
+    #[error("talking to the MCP server failed: {detail}")]
     Io { detail: String },
     /// The deadline passed while an answer was due.
+    #[error(
+        "the MCP server gave no {waiting_for} in time (timed out after {} ms)",
+        after.as_millis()
+    )]
     Timeout {
         waiting_for: String,
         after: Duration,
     },
     /// One message was longer than the limit (nothing of it is kept).
+    #[error("the MCP server sent a message larger than {limit} bytes (not read)")]
     MessageTooLarge { limit: usize },
     /// Everything the server sent in this session together passed the limit.
+    #[error("the MCP server sent more than {limit} bytes in this session (stopped)")]
     OutputTooLarge { limit: u64 },
     /// The server sent something that is not the protocol.
+    #[error("the MCP server broke the protocol: {detail}")]
     Protocol { detail: String },
     /// The server answered `initialize` with a protocol version this client does not speak.
+    #[error(
+        "the MCP server speaks protocol version {offered:?}, not {}",
+        crate::PROTOCOL_VERSION
+    )]
     Version { offered: String },
     /// The server answered a request of ours with a JSON-RPC error.
+    #[error("the MCP server answered {method} with error {code}: {message}")]
     Server {
         method: String,
         code: i64,
         message: String,
     },
     /// More tools than the limit.
+    #[error("the MCP server lists more than {limit} tools")]
     TooManyTools { limit: usize },
     /// More pages of `tools/list` than the limit.
+    #[error("the MCP server's tool list takes more than {limit} pages")]
     TooManyPages { limit: usize },
     /// More requests from the server than the limit (each was refused).
+    #[error("the MCP server made more than {limit} requests of the client (each refused)")]
     TooManyRequests { limit: usize },
 }
 
@@ -60,57 +76,3 @@ impl McpError {
         }
     }
 }
-
-impl fmt::Display for McpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Closed { waiting_for } => {
-                write!(
-                    f,
-                    "the MCP server closed its output while {waiting_for} was due"
-                )
-            }
-            Self::Io { detail } => write!(f, "talking to the MCP server failed: {detail}"),
-            Self::Timeout { waiting_for, after } => write!(
-                f,
-                "the MCP server gave no {waiting_for} in time (timed out after {} ms)",
-                after.as_millis()
-            ),
-            Self::MessageTooLarge { limit } => write!(
-                f,
-                "the MCP server sent a message larger than {limit} bytes (not read)"
-            ),
-            Self::OutputTooLarge { limit } => write!(
-                f,
-                "the MCP server sent more than {limit} bytes in this session (stopped)"
-            ),
-            Self::Protocol { detail } => write!(f, "the MCP server broke the protocol: {detail}"),
-            Self::Version { offered } => write!(
-                f,
-                "the MCP server speaks protocol version {offered:?}, not {}",
-                crate::PROTOCOL_VERSION
-            ),
-            Self::Server {
-                method,
-                code,
-                message,
-            } => write!(
-                f,
-                "the MCP server answered {method} with error {code}: {message}"
-            ),
-            Self::TooManyTools { limit } => {
-                write!(f, "the MCP server lists more than {limit} tools")
-            }
-            Self::TooManyPages { limit } => write!(
-                f,
-                "the MCP server's tool list takes more than {limit} pages"
-            ),
-            Self::TooManyRequests { limit } => write!(
-                f,
-                "the MCP server made more than {limit} requests of the client (each refused)"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for McpError {}

@@ -8,16 +8,9 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 /// Why a JSON text was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct JsonError(pub String);
-
-impl fmt::Display for JsonError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for JsonError {}
 
 /// Parses one JSON text into a [`Value`], refusing a duplicate key in any object and
 /// anything after the value but whitespace. Nesting is bounded by serde_json's own limit
@@ -148,29 +141,15 @@ fn quoted(key: &str) -> String {
 }
 
 /// Why a JSON pointer could not be read.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PointerError {
     /// Not empty and not starting with `/`.
+    #[error("the JSON pointer {0:?} must be empty or start with /")]
     NoLeadingSlash(String),
     /// A `~` not followed by `0` or `1`.
+    #[error("the JSON pointer {0:?} has a ~ that is not ~0 (for ~) or ~1 (for /)")]
     BadEscape(String),
 }
-
-impl fmt::Display for PointerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NoLeadingSlash(p) => {
-                write!(f, "the JSON pointer {p:?} must be empty or start with /")
-            }
-            Self::BadEscape(p) => write!(
-                f,
-                "the JSON pointer {p:?} has a ~ that is not ~0 (for ~) or ~1 (for /)"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for PointerError {}
 
 /// Checks a JSON pointer's syntax and returns its reference tokens, unescaped.
 pub fn pointer_tokens(pointer: &str) -> Result<Vec<String>, PointerError> {

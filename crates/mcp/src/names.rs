@@ -8,7 +8,6 @@
 //! under the same name are refused, and so is any name of boxmaker's own tools.
 
 use std::collections::BTreeSet;
-use std::fmt;
 
 /// Every offered MCP tool's name starts with this.
 pub const PREFIX: &str = "mcp__";
@@ -20,44 +19,30 @@ pub const MAX_OFFERED: usize = 64;
 pub const MAX_SERVER: usize = 24;
 
 /// Why a name cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
     /// The server's name in the configuration.
+    #[error(
+        "the MCP server name {name:?} must be 1 to {MAX_SERVER} of a-z, 0-9 and -, \
+         starting with a letter or digit"
+    )]
     Server { name: String },
     /// A tool name with a character outside `a-zA-Z0-9_-` (or empty).
+    #[error(
+        "server {server}: the tool name {tool:?} has characters a model's tool name \
+         cannot hold (only a-z, A-Z, 0-9, _ and -)"
+    )]
     Tool { server: String, tool: String },
     /// The offered name would be longer than [`MAX_OFFERED`].
+    #[error(
+        "the tool would be offered as {offered:?}, longer than the {MAX_OFFERED} \
+         characters a model's tool name may have"
+    )]
     TooLong { offered: String },
     /// Two tools would be offered under one name.
+    #[error("two tools would be offered as {offered:?}")]
     Collision { offered: String },
 }
-
-impl fmt::Display for NameError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Server { name } => write!(
-                f,
-                "the MCP server name {name:?} must be 1 to {MAX_SERVER} of a-z, 0-9 and -, \
-                 starting with a letter or digit"
-            ),
-            Self::Tool { server, tool } => write!(
-                f,
-                "server {server}: the tool name {tool:?} has characters a model's tool name \
-                 cannot hold (only a-z, A-Z, 0-9, _ and -)"
-            ),
-            Self::TooLong { offered } => write!(
-                f,
-                "the tool would be offered as {offered:?}, longer than the {MAX_OFFERED} \
-                 characters a model's tool name may have"
-            ),
-            Self::Collision { offered } => {
-                write!(f, "two tools would be offered as {offered:?}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for NameError {}
 
 /// Checks a server's name.
 pub fn check_server(name: &str) -> Result<(), NameError> {

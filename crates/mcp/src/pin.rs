@@ -18,8 +18,6 @@
 //!  "hash":"…64 hex digits…"}
 //! ```
 
-use std::fmt;
-
 use proto::Hash32;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -56,44 +54,26 @@ pub struct PinnedTool {
 }
 
 /// Why a pin cannot be made or read.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PinError {
     /// Not JSON, or not a pin's members.
-    Format {
-        detail: String,
-    },
+    #[error("not a pin file: {detail}")]
+    Format { detail: String },
     /// The file is larger than [`MAX_PIN_FILE`].
+    #[error("the pin file is larger than {MAX_PIN_FILE} bytes")]
     TooLarge,
+    #[error("{0}")]
     Name(NameError),
     /// A tool's input schema is outside the supported subset.
-    Schema {
-        tool: String,
-        error: SchemaError,
-    },
+    #[error("tool {tool:?}: {error}")]
+    Schema { tool: String, error: SchemaError },
     /// The hash in the file is not the hash of its tools.
-    Hash {
-        stated: Hash32,
-        computed: Hash32,
-    },
+    #[error(
+        "the pin's hash {stated} is not the hash of its tools ({computed}): the file \
+         was changed after it was written"
+    )]
+    Hash { stated: Hash32, computed: Hash32 },
 }
-
-impl fmt::Display for PinError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Format { detail } => write!(f, "not a pin file: {detail}"),
-            Self::TooLarge => write!(f, "the pin file is larger than {MAX_PIN_FILE} bytes"),
-            Self::Name(e) => e.fmt(f),
-            Self::Schema { tool, error } => write!(f, "tool {tool:?}: {error}"),
-            Self::Hash { stated, computed } => write!(
-                f,
-                "the pin's hash {stated} is not the hash of its tools ({computed}): the file \
-                 was changed after it was written"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for PinError {}
 
 /// The canonical JSON of a tool list as it is pinned: each tool's offered members, sorted
 /// by name (see the module's note).

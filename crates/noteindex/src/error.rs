@@ -1,22 +1,26 @@
-//! Why the index could not be written or searched.
+//! Why the index could not be written or searched. Each text prints what it wraps, which
+//! `source()` does not return (docs/decisions.md F16).
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum IndexError {
     /// The query is not FTS5 query syntax (an unbalanced quote, a bare operator, an unknown
     /// column): SQLite's message says where.
+    #[error("the search query is not valid: {detail}")]
     Query { detail: String },
     /// The query is empty or longer than [`crate::MAX_QUERY`] bytes.
+    #[error("a search query is 1 to {} bytes, not {len}", crate::MAX_QUERY)]
     QueryLength { len: usize },
     /// A partition is not a sound index (not SQLite, or its full-text index disagrees with
     /// its content). The indexer rebuilds it from the notes and logs.
+    #[error("the index {} is corrupt: {detail}", path.display())]
     Corrupt { path: PathBuf, detail: String },
     /// Anything else SQLite refused (a full disk, a missing file).
+    #[error("the index {} failed: {error}", path.display())]
     Sqlite {
         path: PathBuf,
-        source: rusqlite::Error,
+        error: rusqlite::Error,
     },
 }
 
@@ -35,37 +39,9 @@ impl IndexError {
             } else {
                 Self::Sqlite {
                     path: path.to_owned(),
-                    source,
+                    error: source,
                 }
             }
-        }
-    }
-}
-
-impl fmt::Display for IndexError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Query { detail } => write!(f, "the search query is not valid: {detail}"),
-            Self::QueryLength { len } => write!(
-                f,
-                "a search query is 1 to {} bytes, not {len}",
-                crate::MAX_QUERY
-            ),
-            Self::Corrupt { path, detail } => {
-                write!(f, "the index {} is corrupt: {detail}", path.display())
-            }
-            Self::Sqlite { path, source } => {
-                write!(f, "the index {} failed: {source}", path.display())
-            }
-        }
-    }
-}
-
-impl std::error::Error for IndexError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Sqlite { source, .. } => Some(source),
-            _ => None,
         }
     }
 }

@@ -3,8 +3,6 @@
 //! chain. It never re-serialises: `hash(line)` is SHA-256 over the exact stored bytes of the
 //! line without its newline.
 
-use std::fmt;
-
 use crate::{AuditEvent, AuditLine, Hash32, TornLine};
 
 pub fn line_hash(line: &[u8]) -> Hash32 {
@@ -12,21 +10,14 @@ pub fn line_hash(line: &[u8]) -> Hash32 {
 }
 
 /// Where verification stopped and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file} line {line}: {reason}")]
 pub struct ChainError {
     pub file: String,
     /// 1-based.
     pub line: u64,
     pub reason: String,
 }
-
-impl fmt::Display for ChainError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} line {}: {}", self.file, self.line, self.reason)
-    }
-}
-
-impl std::error::Error for ChainError {}
 
 /// The state after the last verified line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

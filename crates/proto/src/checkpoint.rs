@@ -10,8 +10,6 @@
 //! file that is not exactly that (torn, garbled, a hash that does not match) is refused, as
 //! is a body brokerd does not write.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use crate::Hash32;
@@ -72,16 +70,9 @@ pub enum AuditVerified {
 }
 
 /// Why checkpoint bytes were refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct CheckpointError(String);
-
-impl fmt::Display for CheckpointError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for CheckpointError {}
 
 impl Checkpoint {
     /// The file's bytes: the body, a newline, its SHA-256 in hex, a newline.

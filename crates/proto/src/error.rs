@@ -4,7 +4,8 @@ use serde::Deserializer;
 use serde::de::{self, Visitor};
 
 /// A value that does not satisfy its type's rules: what was wrong, for a person.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {what}: {reason}")]
 pub struct InvalidValue {
     what: &'static str,
     reason: String,
@@ -18,14 +19,6 @@ impl InvalidValue {
         }
     }
 }
-
-impl fmt::Display for InvalidValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid {}: {}", self.what, self.reason)
-    }
-}
-
-impl std::error::Error for InvalidValue {}
 
 /// Deserialises a string through `parse`, its type's validating constructor, without an
 /// owned copy of the text first (the audit verifier reads several such fields a line).

@@ -1,7 +1,6 @@
 //! The frame codec: a 4-byte big-endian length `N`, then `N` bytes of UTF-8 JSON holding one
 //! [`Envelope`]. No policy here, and no I/O beyond the stream the caller supplies.
 
-use std::fmt;
 use std::io::{self, Read, Write};
 
 use serde::Deserialize;
@@ -11,55 +10,27 @@ use crate::{Envelope, ErrorCode, PROTOCOL_VERSION};
 /// The largest frame body, in bytes.
 pub const MAX_FRAME: usize = 1_048_576;
 
-/// Why a frame could not be read or written.
-#[derive(Debug)]
+/// Why a frame could not be read or written. Its text prints the I/O error, which
+/// `source()` does not return (docs/decisions.md F16).
+#[derive(Debug, thiserror::Error)]
 pub enum FrameError {
     /// The stream ended cleanly before the first byte of a frame.
+    #[error("the stream closed between frames")]
     Closed,
     /// The length prefix was 0. Nothing after it was read.
+    #[error("zero-length frame")]
     Empty,
     /// The length prefix exceeds [`MAX_FRAME`]. Nothing after it was read or allocated.
-    TooLarge {
-        len: u64,
-    },
+    #[error("frame of {len} bytes exceeds the limit of {MAX_FRAME}")]
+    TooLarge { len: u64 },
     /// The stream ended inside the 4-byte length prefix.
-    TruncatedHeader {
-        got: usize,
-    },
+    #[error("stream ended after {got} of 4 length bytes")]
+    TruncatedHeader { got: usize },
     /// The stream ended before the body was complete.
-    TruncatedBody {
-        expected: usize,
-        got: usize,
-    },
+    #[error("stream ended after {got} of {expected} body bytes")]
+    TruncatedBody { expected: usize, got: usize },
+    #[error("frame i/o: {0}")]
     Io(io::Error),
-}
-
-impl fmt::Display for FrameError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Closed => f.write_str("the stream closed between frames"),
-            Self::Empty => f.write_str("zero-length frame"),
-            Self::TooLarge { len } => {
-                write!(f, "frame of {len} bytes exceeds the limit of {MAX_FRAME}")
-            }
-            Self::TruncatedHeader { got } => {
-                write!(f, "stream ended after {got} of 4 length bytes")
-            }
-            Self::TruncatedBody { expected, got } => {
-                write!(f, "stream ended after {got} of {expected} body bytes")
-            }
-            Self::Io(e) => write!(f, "frame i/o: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for FrameError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Io(e) => Some(e),
-            _ => None,
-        }
-    }
 }
 
 /// Reads one frame body. The length is checked before anything else is read or allocated.
@@ -136,20 +107,17 @@ fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> Result<usize, FrameError> {
 }
 
 /// Why an envelope could not be read. [`ReadError::code`] is the code to answer with.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ReadError {
+    #[error("{0}")]
     Frame(FrameError),
     /// `v` is not [`PROTOCOL_VERSION`]. `id` is the envelope's id when it could be read,
     /// so that the answer can carry it.
-    BadVersion {
-        id: Option<u64>,
-        v: u64,
-    },
+    #[error("protocol version {v} is not {PROTOCOL_VERSION}")]
+    BadVersion { id: Option<u64>, v: u64 },
     /// The body is not a valid envelope.
-    BadMessage {
-        id: Option<u64>,
-        detail: String,
-    },
+    #[error("bad message: {detail}")]
+    BadMessage { id: Option<u64>, detail: String },
 }
 
 impl ReadError {
@@ -166,27 +134,6 @@ impl ReadError {
         match self {
             Self::Frame(_) => None,
             Self::BadVersion { id, .. } | Self::BadMessage { id, .. } => *id,
-        }
-    }
-}
-
-impl fmt::Display for ReadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Frame(e) => e.fmt(f),
-            Self::BadVersion { v, .. } => {
-                write!(f, "protocol version {v} is not {PROTOCOL_VERSION}")
-            }
-            Self::BadMessage { detail, .. } => write!(f, "bad message: {detail}"),
-        }
-    }
-}
-
-impl std::error::Error for ReadError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Frame(e) => Some(e),
-            _ => None,
         }
     }
 }

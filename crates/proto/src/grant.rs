@@ -1,5 +1,3 @@
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use crate::tools::WriteMode;
@@ -171,25 +169,24 @@ fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
 
 /// Why a TOML file does not parse. `line` and `column` are 1-based; 0 when the parser
 /// could not point at a place (for example a missing field).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.placed())]
 pub struct TomlError {
     pub line: usize,
     pub column: usize,
     pub reason: String,
 }
 
-impl fmt::Display for TomlError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl TomlError {
+    /// `line L, column C: reason`, or the reason alone where there is no place.
+    fn placed(&self) -> String {
         if self.line == 0 {
-            f.write_str(&self.reason)
+            self.reason.clone()
         } else {
-            write!(
-                f,
+            format!(
                 "line {}, column {}: {}",
                 self.line, self.column, self.reason
             )
         }
     }
 }
-
-impl std::error::Error for TomlError {}

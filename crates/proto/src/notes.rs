@@ -3,8 +3,6 @@
 //! label (class and untrusted flag) is computed and kept by brokerd, never by a tool. The
 //! owner's channel lists and relabels them (`notes_query`, `note_relabel`).
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use crate::approval::CallRef;
@@ -23,37 +21,19 @@ pub const MAX_NOTE: u64 = 256 * 1024;
 pub const HEADER_MARK: &str = "> [boxmaker]";
 
 /// Why a note name is refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
+    #[error("a note name cannot be empty")]
     Empty,
-    TooLong {
-        len: usize,
-    },
+    #[error("a note name is at most {MAX_NAME} bytes, not {len}")]
+    TooLong { len: usize },
     /// A byte other than `A-Z a-z 0-9 . _ -` (which excludes `/`, NUL and spaces).
-    Char {
-        byte: u8,
-    },
+    #[error("a note name holds only letters, digits, '.', '_' and '-', not byte 0x{byte:02x}")]
+    Char { byte: u8 },
     /// A leading `.` (hidden and temporary files) or `..` anywhere.
+    #[error("a note name cannot start with '.' or contain '..'")]
     Dots,
 }
-
-impl fmt::Display for NameError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Empty => f.write_str("a note name cannot be empty"),
-            Self::TooLong { len } => {
-                write!(f, "a note name is at most {MAX_NAME} bytes, not {len}")
-            }
-            Self::Char { byte } => write!(
-                f,
-                "a note name holds only letters, digits, '.', '_' and '-', not byte 0x{byte:02x}"
-            ),
-            Self::Dots => f.write_str("a note name cannot start with '.' or contain '..'"),
-        }
-    }
-}
-
-impl std::error::Error for NameError {}
 
 /// Checks a note name: 1 to [`MAX_NAME`] bytes of `A-Z a-z 0-9 . _ -`, no leading `.`, no
 /// `..`. The note is the file `<name>.md`.

@@ -6,8 +6,6 @@
 //! Field names within each struct are declared in sorted order, so that serialising a
 //! value gives the canonical form: sorted keys, no whitespace.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 pub mod hands;
@@ -281,19 +279,10 @@ fn named<T: Named>(tool: &str, args: T) -> Result<T, ArgsError> {
 }
 
 /// Why the model's arguments were refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ArgsError {
+    #[error("no tool is named {0:?}")]
     UnknownTool(String),
+    #[error("arguments for {tool}: {detail}")]
     Invalid { tool: String, detail: String },
 }
-
-impl fmt::Display for ArgsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::UnknownTool(t) => write!(f, "no tool is named {t:?}"),
-            Self::Invalid { tool, detail } => write!(f, "arguments for {tool}: {detail}"),
-        }
-    }
-}
-
-impl std::error::Error for ArgsError {}

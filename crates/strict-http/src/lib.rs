@@ -16,7 +16,6 @@ mod head;
 mod line;
 mod sse;
 
-use std::fmt;
 use std::io;
 
 pub use body::{
@@ -95,125 +94,82 @@ impl Headers {
 }
 
 /// Why a message could not be read or written. Peer bytes are never quoted except a
-/// refused transfer coding (with `{:?}`), so the text is safe to log.
-#[derive(Debug)]
+/// refused transfer coding (with `{:?}`), so the text is safe to log. The I/O error's text
+/// is printed, and `source()` does not return it (docs/decisions.md F16).
+#[derive(Debug, thiserror::Error)]
 pub enum HttpError {
+    #[error("i/o: {0}")]
     Io(io::Error),
     /// The peer closed the connection before the first byte of a message head.
+    #[error("connection closed before a message")]
     Closed,
     /// The peer closed the connection in the middle of a message.
+    #[error("connection closed in the middle of a message")]
     Truncated,
-    HeadTooLarge {
-        limit: usize,
-    },
-    TooManyHeaders {
-        limit: usize,
-    },
+    #[error("message head over {limit} bytes")]
+    HeadTooLarge { limit: usize },
+    #[error("more than {limit} header fields")]
+    TooManyHeaders { limit: usize },
     /// A CR not followed by LF.
+    #[error("a CR not followed by LF")]
     BareCr,
     /// A line ended by LF alone.
+    #[error("a line ended by LF without CR")]
     BareLf,
     /// A field line starting with a space or tab (obsolete line folding).
+    #[error("a folded header line (obs-fold)")]
     ObsFold,
+    #[error("malformed request line")]
     BadRequestLine,
+    #[error("the method is not a token")]
     BadMethod,
     /// Only origin-form targets (`/path?query`) of visible ASCII are accepted.
+    #[error("the request target is not an origin-form path")]
     BadTarget,
+    #[error("not HTTP/1.1 or HTTP/1.0")]
     UnsupportedVersion,
+    #[error("malformed status line")]
     BadStatusLine,
+    #[error("a header name that is not a token")]
     BadHeaderName,
     /// Whitespace between a field name and its colon.
+    #[error("whitespace between a header name and colon")]
     SpaceBeforeColon,
-    BadHeaderValue {
-        name: String,
-    },
+    #[error("invalid characters in header {name}")]
+    BadHeaderValue { name: String },
+    #[error("Content-Length is not a decimal number")]
     BadContentLength,
+    #[error("more than one Content-Length")]
     DuplicateContentLength,
     /// Content-Length and Transfer-Encoding together: two parsers could frame it apart.
+    #[error("both Content-Length and Transfer-Encoding")]
     LengthWithTransferEncoding,
-    UnsupportedTransferEncoding {
-        value: String,
-    },
+    #[error("transfer coding {value:?} (only chunked is accepted)")]
+    UnsupportedTransferEncoding { value: String },
+    #[error("malformed chunk-size line")]
     BadChunkSize,
-    ChunkLineTooLong {
-        limit: usize,
-    },
+    #[error("chunk-size line over {limit} bytes")]
+    ChunkLineTooLong { limit: usize },
     /// Chunk data not followed by CRLF.
+    #[error("chunk data not followed by CRLF")]
     BadChunkEnd,
-    BodyTooLarge {
-        limit: u64,
-    },
+    #[error("body over {limit} bytes")]
+    BodyTooLarge { limit: u64 },
     /// A 101 Switching Protocols answer: nothing here speaks another protocol.
+    #[error("unexpected 101 Switching Protocols")]
     UnexpectedUpgrade,
-    SseLineTooLong {
-        limit: usize,
-    },
-    SseEventTooLarge {
-        limit: usize,
-    },
+    #[error("event-stream line over {limit} bytes")]
+    SseLineTooLong { limit: usize },
+    #[error("event over {limit} bytes")]
+    SseEventTooLarge { limit: usize },
+    #[error("event-stream line is not UTF-8")]
     SseNotUtf8,
     /// A field we were asked to send that we would refuse to receive.
-    InvalidHeaderToSend {
-        name: String,
-    },
+    #[error("refusing to send invalid header {name:?}")]
+    InvalidHeaderToSend { name: String },
     /// Content-Length or Transfer-Encoding given to a writer that frames the body itself.
-    FramingHeaderToSend {
-        name: String,
-    },
-}
-
-impl fmt::Display for HttpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Io(e) => write!(f, "i/o: {e}"),
-            Self::Closed => f.write_str("connection closed before a message"),
-            Self::Truncated => f.write_str("connection closed in the middle of a message"),
-            Self::HeadTooLarge { limit } => write!(f, "message head over {limit} bytes"),
-            Self::TooManyHeaders { limit } => write!(f, "more than {limit} header fields"),
-            Self::BareCr => f.write_str("a CR not followed by LF"),
-            Self::BareLf => f.write_str("a line ended by LF without CR"),
-            Self::ObsFold => f.write_str("a folded header line (obs-fold)"),
-            Self::BadRequestLine => f.write_str("malformed request line"),
-            Self::BadMethod => f.write_str("the method is not a token"),
-            Self::BadTarget => f.write_str("the request target is not an origin-form path"),
-            Self::UnsupportedVersion => f.write_str("not HTTP/1.1 or HTTP/1.0"),
-            Self::BadStatusLine => f.write_str("malformed status line"),
-            Self::BadHeaderName => f.write_str("a header name that is not a token"),
-            Self::SpaceBeforeColon => f.write_str("whitespace between a header name and colon"),
-            Self::BadHeaderValue { name } => write!(f, "invalid characters in header {name}"),
-            Self::BadContentLength => f.write_str("Content-Length is not a decimal number"),
-            Self::DuplicateContentLength => f.write_str("more than one Content-Length"),
-            Self::LengthWithTransferEncoding => {
-                f.write_str("both Content-Length and Transfer-Encoding")
-            }
-            Self::UnsupportedTransferEncoding { value } => {
-                write!(f, "transfer coding {value:?} (only chunked is accepted)")
-            }
-            Self::BadChunkSize => f.write_str("malformed chunk-size line"),
-            Self::ChunkLineTooLong { limit } => write!(f, "chunk-size line over {limit} bytes"),
-            Self::BadChunkEnd => f.write_str("chunk data not followed by CRLF"),
-            Self::BodyTooLarge { limit } => write!(f, "body over {limit} bytes"),
-            Self::UnexpectedUpgrade => f.write_str("unexpected 101 Switching Protocols"),
-            Self::SseLineTooLong { limit } => write!(f, "event-stream line over {limit} bytes"),
-            Self::SseEventTooLarge { limit } => write!(f, "event over {limit} bytes"),
-            Self::SseNotUtf8 => f.write_str("event-stream line is not UTF-8"),
-            Self::InvalidHeaderToSend { name } => {
-                write!(f, "refusing to send invalid header {name:?}")
-            }
-            Self::FramingHeaderToSend { name } => {
-                write!(f, "refusing to send {name}: the writer frames the body")
-            }
-        }
-    }
-}
-
-impl std::error::Error for HttpError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Io(e) => Some(e),
-            _ => None,
-        }
-    }
+    #[error("refusing to send {name}: the writer frames the body")]
+    FramingHeaderToSend { name: String },
 }
 
 impl HttpError {
@@ -230,9 +186,10 @@ impl HttpError {
         }
     }
 
-    /// Whether this is only a read or write timeout on the underlying stream.
+    /// Whether this is only a read or write timeout on the underlying stream: `WouldBlock`
+    /// (what a socket with a timeout says on Unix) or `TimedOut`.
     pub fn is_timeout(&self) -> bool {
-        matches!(self, Self::Io(e) if daemon::conn::is_timeout_io(e))
+        matches!(self, Self::Io(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut))
     }
 
     /// The status a server answers a request that failed this way with.

@@ -1,8 +1,6 @@
 //! The new text of each write: `create`, `replace` and `append`, and `edit_file`'s exact,
 //! unique match.
 
-use std::fmt;
-
 use proto::tools::WriteMode;
 use proto::tools::hands::MAX_FILE;
 use proto::tools::stage::WriteCall;
@@ -40,40 +38,27 @@ pub fn matches(text: &str, old: &str) -> Matches {
 }
 
 /// Why a write cannot be computed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EditError {
     /// `create` over a file that exists.
+    #[error("the file exists (mode create writes only a new file)")]
     Exists,
     /// `replace` or `edit_file` of a file that does not exist.
+    #[error("the file does not exist")]
     Missing,
     /// `edit_file`: `old` occurs nowhere.
+    #[error("old occurs nowhere in the file")]
     NotFound,
     /// `edit_file`: `old` occurs this many times.
+    #[error(
+        "old occurs {0} times in the file; include more of the text around the change so \
+         that it occurs once"
+    )]
     Several(usize),
     /// The new text would be larger than [`MAX_FILE`].
+    #[error("the file would be {size} bytes; a write leaves at most {MAX_FILE}")]
     TooLarge { size: u64 },
 }
-
-impl fmt::Display for EditError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Exists => f.write_str("the file exists (mode create writes only a new file)"),
-            Self::Missing => f.write_str("the file does not exist"),
-            Self::NotFound => f.write_str("old occurs nowhere in the file"),
-            Self::Several(n) => write!(
-                f,
-                "old occurs {n} times in the file; include more of the text around the \
-                 change so that it occurs once"
-            ),
-            Self::TooLarge { size } => write!(
-                f,
-                "the file would be {size} bytes; a write leaves at most {MAX_FILE}"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for EditError {}
 
 /// The text `call` leaves, given the file's text now (`None`: there is no file).
 pub fn apply(old: Option<&str>, call: &WriteCall) -> Result<String, EditError> {

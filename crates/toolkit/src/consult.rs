@@ -89,14 +89,14 @@ pub fn consult(
         .map_err(|source| NetError::Request {
             url: url.clone(),
             timeout_ms: inv.timeout_ms,
-            source: Box::new(source),
+            error: Box::new(source),
         })?;
     let status = response.status();
     let reader = response.into_body().into_reader();
     let (bytes, more) = read_capped(reader, MAX_RESPONSE).map_err(|source| NetError::Body {
         url: url.clone(),
         timeout_ms: inv.timeout_ms,
-        source,
+        error: source,
     })?;
     if !status.is_success() {
         let detail = error_detail(&bytes, &key);
@@ -116,7 +116,7 @@ pub fn consult(
     }
     let parsed: ChatResponse = match serde_json::from_slice(&bytes) {
         Ok(parsed) => parsed,
-        Err(source) => return Err(ConsultError::NotCompletion { url, source }.into()),
+        Err(error) => return Err(ConsultError::NotCompletion { url, error }.into()),
     };
     let Some(choice) = parsed.choices.into_iter().next() else {
         return Err(ConsultError::NoChoices { url }.into());
@@ -141,11 +141,11 @@ fn read_key(target: &ConsultTarget, credentials: Option<&Path>) -> Result<String
     };
     let file = match File::open(dir.join(&name)) {
         Ok(file) => file,
-        Err(source) => return Err(ConsultError::CredentialOpen { name, source }),
+        Err(error) => return Err(ConsultError::CredentialOpen { name, error }),
     };
     let (bytes, more) = match read_capped(file, MAX_KEY) {
         Ok(read) => read,
-        Err(source) => return Err(ConsultError::CredentialRead { name, source }),
+        Err(error) => return Err(ConsultError::CredentialRead { name, error }),
     };
     if more {
         return Err(ConsultError::CredentialTooLarge {
@@ -156,7 +156,7 @@ fn read_key(target: &ConsultTarget, credentials: Option<&Path>) -> Result<String
     // Only the position of the bad byte is kept, never the bytes (a FromUtf8Error holds them).
     let text = match std::str::from_utf8(&bytes) {
         Ok(text) => text,
-        Err(source) => return Err(ConsultError::CredentialNotUtf8 { name, source }),
+        Err(error) => return Err(ConsultError::CredentialNotUtf8 { name, error }),
     };
     // Files written with `echo` or an editor end in a newline that is not part of the key.
     let key = text.trim_end_matches(['\n', '\r']);
@@ -231,7 +231,7 @@ mod tests {
         let err = read_key(&target("missing"), Some(&dir)).expect_err("missing");
         assert!(err.to_string().contains("\"missing\""), "{err}");
         assert!(
-            matches!(&err, ConsultError::CredentialOpen { name, source }
+            matches!(&err, ConsultError::CredentialOpen { name, error: source }
                 if name == "missing" && source.kind() == std::io::ErrorKind::NotFound),
             "{err:?}"
         );

@@ -22,7 +22,7 @@ pub fn http_fetch(url: &str, inv: &ToolInvocation) -> Result<Content, Failure> {
         .map_err(|source| NetError::Request {
             url: url.clone(),
             timeout_ms: inv.timeout_ms,
-            source: Box::new(source),
+            error: Box::new(source),
         })?;
     let status = response.status();
     let max = max_bytes(inv);
@@ -47,7 +47,7 @@ pub fn http_fetch(url: &str, inv: &ToolInvocation) -> Result<Content, Failure> {
     let (bytes, more) = read_capped(body, max).map_err(|source| NetError::Body {
         url: url.clone(),
         timeout_ms: inv.timeout_ms,
-        source,
+        error: source,
     })?;
     to_content(bytes, more, max)
 }

@@ -157,7 +157,7 @@ fn within(path: &Path, root: &Path) -> bool {
 fn io_error(path: &Path, source: io::Error) -> FileError {
     FileError::Io {
         path: path.into(),
-        source,
+        error: source,
     }
 }
 

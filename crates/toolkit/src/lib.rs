@@ -37,7 +37,6 @@ mod stage_error;
 mod text;
 mod write;
 
-use std::fmt;
 use std::io::{self, Read, Write};
 use std::path::Path;
 
@@ -60,28 +59,24 @@ pub struct Content {
 /// What one call came to: its content, or why its answer is `failed`.
 pub type ToolResult = Result<Content, ToolError>;
 
-/// Why no answer could be given; `main` exits non-zero with the status its table gives.
-#[derive(Debug)]
+/// Why no answer could be given; `main` exits non-zero with the status its table gives
+/// (through [`daemon::exit::Status`]).
+#[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// stdin could not be read, so there is no invocation to answer.
+    #[error("cannot read stdin: {0}")]
     Stdin(io::Error),
     /// The answer could not be written to stdout.
+    #[error("cannot write the answer to stdout: {0}")]
     Stdout(io::Error),
 }
 
-impl fmt::Display for RunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl daemon::exit::Status for RunError {
+    /// Every variant is listed, so a new one is given its status on purpose.
+    fn exit_code(&self) -> u8 {
         match self {
-            Self::Stdin(e) => write!(f, "cannot read stdin: {e}"),
-            Self::Stdout(e) => write!(f, "cannot write the answer to stdout: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for RunError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Stdin(e) | Self::Stdout(e) => Some(e),
+            Self::Stdin(_) => 2,
+            Self::Stdout(_) => 3,
         }
     }
 }
@@ -146,7 +141,7 @@ pub fn execute(invocation: &ToolInvocation, credentials: Option<&Path>) -> ToolR
     };
     result.map_err(|source| ToolError::Tool {
         tool: invocation.call.tool(),
-        source: Box::new(source),
+        error: Box::new(source),
     })
 }
 

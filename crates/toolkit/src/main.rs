@@ -11,12 +11,11 @@
 //! | 4 | the command line is not understood (an argument other than `mcp-call` or `mcp-pin`) |
 //!
 //! A tool failure is an answer, never an exit status. brokerd turns a non-zero status (with
-//! the tail of stderr, where `main` prints the error) into a failed result.
+//! the tail of stderr, where `main` prints the error) into a failed result. The status of
+//! an error is `daemon::exit::Status` of `toolkit::RunError`.
 
 use std::io::Write;
 use std::process::ExitCode;
-
-use toolkit::RunError;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -33,19 +32,5 @@ fn main() -> ExitCode {
             return ExitCode::from(4);
         }
     };
-    match served {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "boxmaker-tool: {e}");
-            status(&e)
-        }
-    }
-}
-
-/// Every variant is listed, so a new one is given its status on purpose.
-fn status(e: &RunError) -> ExitCode {
-    match e {
-        RunError::Stdin(_) => ExitCode::from(2),
-        RunError::Stdout(_) => ExitCode::from(3),
-    }
+    daemon::exit::finish_command("boxmaker-tool", served)
 }

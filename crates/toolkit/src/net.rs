@@ -24,7 +24,7 @@ use crate::NetError;
 pub fn parse_url(text: &str) -> Result<Url, NetError> {
     let mut url = Url::parse(text).map_err(|source| NetError::InvalidUrl {
         text: text.to_owned(),
-        source,
+        error: source,
     })?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(NetError::Scheme { text: text.into() });
@@ -48,7 +48,7 @@ pub fn agent_for(url: &Url, inv: &ToolInvocation) -> Result<Agent, NetError> {
     for text in &inv.addresses {
         let addr: SocketAddr = text.parse().map_err(|source| NetError::BadAddress {
             text: text.clone(),
-            source,
+            error: source,
         })?;
         if addr.port() == port {
             addrs.push(addr);

@@ -35,7 +35,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Failure + '_ {
     move |source| {
         FileError::Io {
             path: path.to_owned(),
-            source,
+            error: source,
         }
         .into()
     }

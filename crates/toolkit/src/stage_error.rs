@@ -1,12 +1,11 @@
 //! Why a stage failed (shared by the write stages and the run executor, answered by
 //! `stage`).
 
-use std::fmt;
-
 use proto::tools::stage::StageFailure;
 
 /// Why a stage failed: its kind for brokerd, and words for a person.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
 pub struct StageError {
     pub failure: StageFailure,
     pub message: String,
@@ -31,11 +30,3 @@ impl StageError {
         self
     }
 }
-
-impl fmt::Display for StageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for StageError {}

@@ -17,7 +17,7 @@
 //! - no members depend on each other in a circle (dev-dependencies included, which cargo
 //!   alone would allow);
 //! - a `support` crate states its one purpose: its library's root file opens with a `//!`
-//!   comment.
+//!   comment, and its `Cargo.toml` has a `description`.
 //!
 //! A role may use as many support crates as it needs: what keeps the house clean is that
 //! each support crate is focused and none of them reaches up (`docs/decisions.md` F13).
@@ -96,6 +96,8 @@ struct Metadata {
 struct Package {
     name: String,
     id: String,
+    #[serde(default)]
+    description: Option<String>,
     #[serde(default)]
     dependencies: Vec<Dependency>,
     #[serde(default)]
@@ -234,7 +236,7 @@ pub fn check_metadata(json: &str) -> Result<Outcome, Error> {
             }
         }
         if kind == Kind::Support {
-            problems.extend(purpose_problem(package));
+            problems.extend(purpose_problems(package));
         }
     }
 
@@ -247,22 +249,37 @@ pub fn check_metadata(json: &str) -> Result<Outcome, Error> {
     })
 }
 
-/// A support crate whose library root does not open with a `//!` statement of purpose.
-fn purpose_problem(package: &Package) -> Option<String> {
-    let lib = package
+/// A support crate whose library root does not open with a `//!` statement of purpose, or
+/// whose `Cargo.toml` has no `description` to say it in one line.
+fn purpose_problems(package: &Package) -> Vec<String> {
+    let Some(lib) = package
         .targets
         .iter()
-        .find(|t| t.kind.iter().any(|k| k == "lib"))?;
+        .find(|t| t.kind.iter().any(|k| k == "lib"))
+    else {
+        return Vec::new();
+    };
+    let mut problems = Vec::new();
     let text = std::fs::read_to_string(&lib.src_path).unwrap_or_default();
-    if text.trim_start().starts_with("//!") {
-        None
-    } else {
-        Some(format!(
+    if !text.trim_start().starts_with("//!") {
+        problems.push(format!(
             "support crate `{}` does not state its purpose: {} must open with a `//!` \
              comment saying what the crate is for",
             package.name, lib.src_path
-        ))
+        ));
     }
+    if package
+        .description
+        .as_deref()
+        .is_none_or(|d| d.trim().is_empty())
+    {
+        problems.push(format!(
+            "support crate `{}` does not state its purpose: its Cargo.toml needs a \
+             `description` saying in one line what the crate is for",
+            package.name
+        ));
+    }
+    problems
 }
 
 /// Every circle of path dependencies among the members (any dependency kind), once each,

@@ -67,9 +67,8 @@ fn start(home: &Home) -> (Duration, Duration) {
         .stderr(std::process::Stdio::null());
     let notify = home.root.join("notify.sock");
     let began = Instant::now();
-    let (child, _sock) =
-        daemon::supervise::spawn_ready(&mut cmd, &notify, Duration::from_secs(600))
-            .unwrap_or_else(|e| panic!("brokerd did not start: {e}"));
+    let (child, _sock) = supervise::spawn_ready(&mut cmd, &notify, Duration::from_secs(600))
+        .unwrap_or_else(|e| panic!("brokerd did not start: {e}"));
     let took = began.elapsed();
     let used = cpu(child.id());
     stop(child);

@@ -54,7 +54,7 @@ pub struct Turn {
 impl Agent {
     /// Registers the owner's `text` with brokerd, as a channel does before loopd has it.
     pub fn register(&self, text: &str) {
-        daemon::owner::register(&self.broker, text).expect("register the owner's message");
+        owner_words::register(&self.broker, text).expect("register the owner's message");
     }
 
     /// The lines in which brokerd said a prompt held a message it could not account for.

@@ -351,7 +351,7 @@ impl Daemon {
         let stderr = dir.join(format!("{}.log", unique(&format!("stderr-{program}"))));
         cmd.stdout(Stdio::null())
             .stderr(std::fs::File::create(&stderr).expect("stderr file"));
-        match daemon::supervise::spawn_ready(&mut cmd, &notify, Duration::from_secs(20)) {
+        match supervise::spawn_ready(&mut cmd, &notify, Duration::from_secs(20)) {
             Ok((child, sock)) => (Self { child, stderr }, sock),
             Err(why) => panic!(
                 "{why}: {}",

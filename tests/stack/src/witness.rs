@@ -43,7 +43,7 @@ pub fn try_witnessed(witness_sock: &Path, tool: &str, arguments: &str) -> Option
         .and_then(Path::parent)
         .expect("a home's run directory")
         .join("chat-broker/broker.sock");
-    daemon::owner::register(&chat, "test").ok()?;
+    owner_words::register(&chat, "test").ok()?;
     let report = WitnessReport {
         completion: fresh_completion(),
         prompt: vec![ChatMessage::user("test").digest()],

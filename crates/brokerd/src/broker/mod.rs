@@ -14,7 +14,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use daemon::config::Config;
+use config::Config;
 use daemon::keyed::KeyedLocks;
 use daemon::lock;
 use proto::approval::{ApprovalCard, CallRef};
@@ -75,6 +75,8 @@ pub struct Broker {
 }
 
 impl Broker {
+    // Each argument is a part brokerd's start opened on its own, with its own error.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         config: Config,
         snapshot: Snapshot,

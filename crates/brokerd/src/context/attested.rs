@@ -84,7 +84,7 @@ impl Attested {
         let mut seen = lock(&self.core_seen);
         let now = core_stamp(&self.core_file);
         if now.is_none() || *seen != now {
-            let core = daemon::core_memory::read(&self.core_file, "brokerd");
+            let core = owner_words::core_memory::read(&self.core_file, "brokerd");
             accounting.core(&core).map_err(as_store)?;
             *seen = now;
         }

@@ -1,7 +1,7 @@
 //! The checks that need both the configuration and the grants: run by `--check-config`
 //! (and so by the NixOS build), at start and at every reload.
 
-use daemon::config::Config;
+use config::Config;
 use grants::Snapshot;
 use proto::{IfUntrusted, JobName, Mode};
 

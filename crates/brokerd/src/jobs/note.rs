@@ -3,7 +3,7 @@
 //! (`Broker::job_note`). The note is the one brokerd's configuration names for the job,
 //! never one the runner says, and the result must fit what one note write carries.
 
-use daemon::config::{Config, Deliver};
+use config::{Config, Deliver};
 use proto::JobName;
 use proto::tools::MAX_ARGUMENTS;
 

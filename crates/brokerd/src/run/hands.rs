@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use daemon::config::Config;
+use config::Config;
 use grants::constraints::{Host, Reach, is_under};
 use proto::toolrun::ToolInvocation;
 use proto::tools::hands::MAX_FILE;

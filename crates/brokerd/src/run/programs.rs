@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use daemon::config::{Config, RunnerKind};
+use config::{Config, RunnerKind};
 use grants::Snapshot;
 use grants::constraints::{is_launcher, is_under, normalize_path};
 use proto::{Grant, Mode};

@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use daemon::config::Config;
+use config::Config;
 use proto::ToolRequest;
 use proto::toolrun::{ConsultTarget, ToolInvocation};
 use proto::tools::ToolArgs;
@@ -147,7 +147,7 @@ fn consult_target(config: &Config, secret: Option<&str>) -> Result<ConsultTarget
 }
 
 /// The limits every tool unit gets, from `[broker]`.
-fn limits(b: &daemon::config::Broker) -> Limits {
+fn limits(b: &config::Broker) -> Limits {
     Limits {
         max_result_bytes: b.max_result_bytes,
         time_limit: b.tool_time_limit,

@@ -5,8 +5,8 @@
 use std::convert::Infallible;
 use std::path::PathBuf;
 
+use config::{Config, Peer};
 use daemon::accept::Activity;
-use daemon::config::{Config, Peer};
 use daemon::conn::Conn;
 use daemon::serve::{self, Policy};
 use daemon::service::Halt;

@@ -12,7 +12,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use daemon::config::{Config, RunnerKind};
+use config::{Config, RunnerKind};
 use daemon::listen::Inherited;
 use daemon::service::{Halt, Service};
 use daemon::{CommonArgs, log};

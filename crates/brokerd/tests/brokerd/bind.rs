@@ -119,7 +119,7 @@ fn run_of(
     use brokerd::policy::{self, SessionView};
     use proto::tools::ToolArgs;
 
-    let config = daemon::config::Config::parse(
+    let config = config::Config::parse(
         Path::new("c.toml"),
         &format!(
             "[sockets]\nloop_broker = \"/run/b/l\"\nadmin_broker = \"/run/b/a\"\n\

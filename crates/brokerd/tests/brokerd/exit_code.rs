@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use brokerd::audit::AuditError;
 use brokerd::{EXIT_FAILURE, EXIT_FATAL, Error, Fatal};
-use daemon::config::{ConfigError, Invalid};
+use config::{ConfigError, Invalid};
 use daemon::exit::Status as _;
 use daemon::service::StartError;
 
@@ -21,7 +21,7 @@ fn poisoned() -> Fatal {
 fn a_durable_state_failure_while_serving_exits_70() {
     let e = Error::from(StartError::Halted {
         by: "a request on the loop socket".into(),
-        source: Box::new(poisoned()),
+        error: Box::new(poisoned()),
     });
     assert_eq!(e.exit_code(), EXIT_FATAL);
     assert_eq!(EXIT_FATAL, 70);
@@ -59,7 +59,7 @@ fn every_failure_to_start_exits_1() {
     assert_eq!(Error::FirstSnapshot(poisoned()).exit_code(), EXIT_FAILURE);
     let threads = Error::from(StartError::Thread {
         name: "watchdog".into(),
-        source: std::io::Error::other("no threads left"),
+        error: std::io::Error::other("no threads left"),
     });
     assert_eq!(threads.exit_code(), EXIT_FAILURE);
     // A notes directory that cannot be made: its path and the OS's reason.
@@ -78,7 +78,7 @@ fn every_failure_to_start_exits_1() {
 fn a_halt_with_another_error_than_fatal_is_a_service_failure() {
     let e = Error::from(StartError::Halted {
         by: "a thread".into(),
-        source: "not brokerd's".into(),
+        error: "not brokerd's".into(),
     });
     assert!(
         matches!(e, Error::Service(StartError::Halted { .. })),

@@ -167,7 +167,7 @@ fn an_ask_job_grant_needs_the_gateway() {
     // A job that delivers to a note runs without the gateway; its ask could not.
     let asks = notes("ask", Some("morning-brief"));
     let dir = setup("ask", true, &[("brief", asks.clone())]);
-    let mut config = daemon::config::Config::load(&dir.join("config.toml")).expect("config");
+    let mut config = config::Config::load(&dir.join("config.toml")).expect("config");
     let s = snapshot(&[("brief", asks)]);
     assert_eq!(brokerd::jobs::check(&config, &s), Ok(()));
     config.gateway = None;

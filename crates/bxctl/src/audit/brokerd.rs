@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use daemon::config::Config;
+use config::Config;
 use proto::Message;
 use proto::approval::Empty;
 use proto::checkpoint::AuditVerified;

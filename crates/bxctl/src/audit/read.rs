@@ -12,7 +12,7 @@ pub(super) fn files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|source| Error::File {
             path: dir.to_owned(),
-            source,
+            error: source,
         })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
@@ -38,7 +38,7 @@ pub(crate) fn lines(
             .to_owned();
         let io = |source| Error::File {
             path: path.clone(),
-            source,
+            error: source,
         };
         let mut reader = BufReader::with_capacity(1 << 16, File::open(&path).map_err(io)?);
         let mut n = 0u64;

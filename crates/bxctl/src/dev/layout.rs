@@ -35,7 +35,7 @@ pub const DEMO_NOTE: &str = "todo";
 fn write(path: &Path, text: &str) -> Result<(), DevError> {
     std::fs::write(path, text).map_err(|source| DevError::Write {
         path: path.to_owned(),
-        source,
+        error: source,
     })
 }
 
@@ -57,7 +57,7 @@ pub fn prepare(state: &Path, grants: Option<&Path>, reset: bool) -> Result<Prepa
     for d in DIRS {
         std::fs::create_dir_all(state.join(d)).map_err(|source| DevError::Write {
             path: state.join(d),
-            source,
+            error: source,
         })?;
     }
     let mut done = Prepared::default();
@@ -68,9 +68,9 @@ pub fn prepare(state: &Path, grants: Option<&Path>, reset: bool) -> Result<Prepa
     }
     // The demo's own files, which the hands' sample grants read and write.
     let files = state.join(samples::FILES);
-    std::fs::create_dir_all(&files).map_err(|source| DevError::Write {
+    std::fs::create_dir_all(&files).map_err(|error| DevError::Write {
         path: files.clone(),
-        source,
+        error,
     })?;
     let (name, text) = samples::DEMO_FILE;
     if reset || !files.join(name).exists() {
@@ -94,7 +94,7 @@ pub fn prepare(state: &Path, grants: Option<&Path>, reset: bool) -> Result<Prepa
     }
     std::fs::create_dir_all(&dir).map_err(|source| DevError::Write {
         path: dir.clone(),
-        source,
+        error: source,
     })?;
     for (id, text) in samples::grants(state, samples::python3().as_deref()) {
         write(&dir.join(format!("{id}.toml")), &text)?;
@@ -141,12 +141,17 @@ fn jobs(state: &Path) -> Result<String, DevError> {
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
-        Err(source) => return Err(DevError::Write { path, source }),
+        Err(source) => {
+            return Err(DevError::Write {
+                path,
+                error: source,
+            });
+        }
     };
     // Only jobs: the rest of the configuration is bxctl's.
-    daemon::config::jobs_file(&text).map_err(|source| DevError::Jobs {
+    config::jobs_file(&text).map_err(|source| DevError::Jobs {
         path: path.clone(),
-        source,
+        error: source,
     })?;
     Ok(format!("# From {}:\n{text}", path.display()))
 }

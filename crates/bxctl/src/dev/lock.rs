@@ -31,7 +31,7 @@ impl StateLock {
         let path = state.join("dev.lock");
         let io = |source| DevError::Write {
             path: path.clone(),
-            source,
+            error: source,
         };
         std::fs::create_dir_all(state).map_err(io)?;
         let mut file = File::options()
@@ -75,7 +75,7 @@ impl StateLock {
     fn save(&mut self) -> Result<(), DevError> {
         let io = |source| DevError::Write {
             path: self.path.clone(),
-            source,
+            error: source,
         };
         self.file.set_len(0).map_err(io)?;
         self.file.rewind().map_err(io)?;

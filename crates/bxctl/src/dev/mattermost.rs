@@ -56,7 +56,7 @@ pub fn start(state: &Path, stack: &Stack, held: &mut StateLock) -> Result<Trial,
     let token_file = state.join("mattermost-token");
     std::fs::write(&token_file, format!("{BOT_TOKEN}\n")).map_err(|source| DevError::Write {
         path: token_file.clone(),
-        source,
+        error: source,
     })?;
     Ok(Trial {
         gateway: Gateway {

@@ -65,7 +65,7 @@ pub fn llama_args(model: &Path, template: Option<&Path>, port: u16, ctx: u32) ->
 /// Checks `--llama-url` as inferproxy will, before anything is started or written.
 pub fn check_url(args: &DevArgs) -> Result<(), DevError> {
     match &args.llama_url {
-        Some(url) => daemon::config::Upstream::try_from(url.clone())
+        Some(url) => config::Upstream::try_from(url.clone())
             .map(drop)
             .map_err(|e| DevError::LlamaUrl {
                 url: url.clone(),
@@ -159,7 +159,7 @@ fn start_llama(
     if let Err(source) = std::fs::File::open(&model) {
         return Err(DevError::ModelFile {
             path: model,
-            source,
+            error: source,
         });
     }
     let template = args.chat_template.as_deref().map(absolute).transpose()?;

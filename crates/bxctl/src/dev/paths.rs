@@ -17,6 +17,6 @@ pub(super) fn bin(name: &str) -> Result<PathBuf, DevError> {
 pub(super) fn absolute(path: &std::path::Path) -> Result<PathBuf, DevError> {
     std::path::absolute(path).map_err(|source| DevError::StateDir {
         path: path.to_owned(),
-        source,
+        error: source,
     })
 }

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use std::sync::Mutex;
 
 use daemon::lock;
-use daemon::supervise::{self, NotReady};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use supervise::NotReady;
 
 use crate::dev::lock::StateLock;
 use crate::error::DevError;
@@ -109,8 +109,15 @@ impl Stack {
                 log: read_from(&log, from),
             }),
             Err(NotReady::Timeout(_)) => Err(DevError::Silent { name, log }),
-            Err(NotReady::Spawn(source)) => Err(DevError::Spawn { name, source }),
-            Err(source) => Err(DevError::NotReady { name, source, log }),
+            Err(NotReady::Spawn(source)) => Err(DevError::Spawn {
+                name,
+                error: source,
+            }),
+            Err(source) => Err(DevError::NotReady {
+                name,
+                error: source,
+                log,
+            }),
         }
     }
 
@@ -128,14 +135,17 @@ impl Stack {
         let (from, file) = open_log(log)?;
         let err = file.try_clone().map_err(|source| DevError::Write {
             path: log.to_owned(),
-            source,
+            error: source,
         })?;
         let child = cmd
             .stdin(Stdio::null())
             .stdout(file)
             .stderr(err)
             .spawn()
-            .map_err(|source| DevError::Spawn { name, source })?;
+            .map_err(|source| DevError::Spawn {
+                name,
+                error: source,
+            })?;
         self.add(name, child, held)?;
         Ok(from)
     }
@@ -157,7 +167,10 @@ impl Stack {
             .stdout(Stdio::piped())
             .stderr(file)
             .spawn()
-            .map_err(|source| DevError::Spawn { name, source })?;
+            .map_err(|source| DevError::Spawn {
+                name,
+                error: source,
+            })?;
         let out = child.stdout.take();
         let mut first = String::new();
         if let Some(out) = out {
@@ -216,7 +229,7 @@ impl Stack {
             .spawn()
             .map_err(|source| DevError::Spawn {
                 name: "fake-llama-server",
-                source,
+                error: source,
             })?;
         let stdin = child.stdin.take();
         let out = child.stdout.take();
@@ -267,7 +280,7 @@ pub fn wait_exit(child: &mut Child, within: Duration) -> Option<std::process::Ex
 fn open_log(path: &Path) -> Result<(u64, std::fs::File), DevError> {
     let err = |source| DevError::Write {
         path: path.to_owned(),
-        source,
+        error: source,
     };
     let mut file = std::fs::File::options()
         .create(true)

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use config::Peer;
 use daemon::accept::{Accept, Activity, Admission, MAX_BACKOFF, Refusal, Refuse, accept_loop};
-use daemon::config::Peer;
 
 /// A listener that fails with EMFILE (out of descriptors) while `exhausted` is set,
 /// counting every attempt, and otherwise accepts from the real one.

@@ -8,4 +8,3 @@ mod durable;
 mod listen;
 mod peer;
 mod serve;
-mod supervise;

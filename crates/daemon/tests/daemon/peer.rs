@@ -3,7 +3,7 @@
 
 use std::os::unix::net::UnixStream;
 
-use daemon::config::Peer;
+use config::Peer;
 use daemon::peer::{admits, hung_up, identify};
 use nix::unistd::Group;
 

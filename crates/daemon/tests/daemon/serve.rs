@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use config::Peer;
 use daemon::accept::Activity;
-use daemon::config::Peer;
 use daemon::conn::{CallError, Conn};
 use daemon::serve::{Policy, accept_loop, requests};
 use proto::approval::Empty;

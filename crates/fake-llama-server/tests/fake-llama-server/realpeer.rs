@@ -45,6 +45,7 @@ fn env_path(name: &str) -> PathBuf {
     }
 }
 
+mod props;
 mod replay;
 
 /// llama.cpp's server on a free loopback port, 2 slots of 4096 tokens, our template.

@@ -78,7 +78,7 @@ fn each_reason_not_to_start_is_its_own_variant_with_what_it_was_about() {
     assert!(matches!(run(&path), Err(Error::NoBrokerPeer { config }) if config == path));
     assert!(matches!(
         run(&dir.join("absent.toml")),
-        Err(Error::Config(daemon::config::ConfigError::Read { .. }))
+        Err(Error::Config(config::ConfigError::Read { .. }))
     ));
     let token = dir.join("token");
     let path = config(
@@ -87,7 +87,10 @@ fn each_reason_not_to_start_is_its_own_variant_with_what_it_was_about() {
         Some(&format!("token_file = \"{}\"\n", token.display())),
     );
     match run(&path) {
-        Err(Error::Token { path, source }) => {
+        Err(Error::Token {
+            path,
+            error: source,
+        }) => {
             assert_eq!(path, token);
             assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
         }

@@ -3,8 +3,6 @@
 //! limits for `run`. Each key is refused where it means nothing, so a grant never silently
 //! means less than it says.
 
-use std::fmt;
-
 use proto::tools::hands::{HandsArgsError, check_program_name};
 use proto::tools::{RunArgs, WriteFileArgs};
 use proto::{Constraints, Grant, Mode};
@@ -24,93 +22,51 @@ pub const LIMITS: [(&str, u32); 4] = [
 ];
 
 /// Why a hands key is refused at load.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HandsError {
     /// The key is for another tool.
-    NotForTool {
-        key: &'static str,
-        tool: String,
-    },
+    #[error(
+        "constraints.{key} does not apply to {tool} (it is {}): remove it",
+        if *key == "modes" { "write_file's" } else { "run's" }
+    )]
+    NotForTool { key: &'static str, tool: String },
     /// The key only narrows or widens what an allowing grant lets run.
-    OnDeny {
-        key: &'static str,
-    },
-    Program {
-        index: usize,
-        source: HandsArgsError,
-    },
+    #[error(
+        "constraints.{key} means nothing on a deny grant (it only shapes what an allowed run \
+         gets): remove it"
+    )]
+    OnDeny { key: &'static str },
+    #[error("constraints.programs[{index}]: {error}")]
+    Program { index: usize, error: HandsArgsError },
     /// A shell or launcher without `shell = true`.
-    Shell {
-        program: String,
-    },
+    #[error(
+        "constraints.programs names {program:?}, a shell or a program that runs the programs \
+         named in its arguments: any command line would run through it. Grant the programs \
+         themselves, or say constraints.shell = true if that is what you mean"
+    )]
+    Shell { program: String },
     /// `shell = true` on a grant that names no shell or launcher.
+    #[error(
+        "constraints.shell = true, but none of constraints.programs is a shell or a launcher: \
+         remove it"
+    )]
     NoShell,
+    #[error("constraints.workdir: {0}")]
     Workdir(PathError),
     /// A wildcard host on `run`: brokerd resolves each host at the call, and `*.` names no
     /// one host.
-    Wildcard {
-        index: usize,
-        entry: String,
-    },
+    #[error(
+        "constraints.hosts[{index}]: {entry:?} is a wildcard; a run reaches exactly the \
+         addresses its hosts resolve to when it starts, so list each host"
+    )]
+    Wildcard { index: usize, entry: String },
     /// A limit of 0 or above its ceiling.
+    #[error("constraints.{key} = {value}: it must be between 1 and {max}")]
     Limit {
         key: &'static str,
         value: u32,
         max: u32,
     },
-}
-
-impl fmt::Display for HandsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotForTool { key, tool } => write!(
-                f,
-                "constraints.{key} does not apply to {tool} (it is {}): remove it",
-                if *key == "modes" {
-                    "write_file's"
-                } else {
-                    "run's"
-                }
-            ),
-            Self::OnDeny { key } => write!(
-                f,
-                "constraints.{key} means nothing on a deny grant (it only shapes what an \
-                 allowed run gets): remove it"
-            ),
-            Self::Program { index, source } => write!(f, "constraints.programs[{index}]: {source}"),
-            Self::Shell { program } => write!(
-                f,
-                "constraints.programs names {program:?}, a shell or a program that runs \
-                 the programs named in its arguments: any command line would run through it. \
-                 Grant the programs themselves, or say constraints.shell = true if that is \
-                 what you mean"
-            ),
-            Self::NoShell => f.write_str(
-                "constraints.shell = true, but none of constraints.programs is a shell or a \
-                 launcher: remove it",
-            ),
-            Self::Workdir(e) => write!(f, "constraints.workdir: {e}"),
-            Self::Wildcard { index, entry } => write!(
-                f,
-                "constraints.hosts[{index}]: {entry:?} is a wildcard; a run reaches exactly the \
-                 addresses its hosts resolve to when it starts, so list each host"
-            ),
-            Self::Limit { key, value, max } => write!(
-                f,
-                "constraints.{key} = {value}: it must be between 1 and {max}"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for HandsError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Program { source, .. } => Some(source),
-            Self::Workdir(e) => Some(e),
-            _ => None,
-        }
-    }
 }
 
 /// The hands keys a grant sets, by name.
@@ -154,7 +110,7 @@ pub(super) fn validate(grant: &Grant) -> Result<(), HandsError> {
         return Ok(());
     }
     for (index, p) in c.programs.iter().enumerate() {
-        check_program_name(p).map_err(|source| HandsError::Program { index, source })?;
+        check_program_name(p).map_err(|error| HandsError::Program { index, error })?;
     }
     if grant.mode == Mode::Deny {
         // A deny grant matches programs and patterns; everything else shapes a run.

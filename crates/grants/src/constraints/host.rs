@@ -84,7 +84,7 @@ impl Entry {
         let name = name.strip_suffix('.').unwrap_or(name);
         check_labels(name).map_err(|source| HostError::Label {
             entry: entry(),
-            source,
+            error: source,
         })?;
         // The url crate is the parser requests go through: an entry must be a name it keeps
         // as that same name, or it could never match (or would match something else).
@@ -102,7 +102,7 @@ impl Entry {
             Err(source) => {
                 return Err(HostError::NotName {
                     entry: entry(),
-                    source,
+                    error: source,
                 });
             }
         }
@@ -153,7 +153,7 @@ pub fn normalize_url(raw: &str) -> Result<(Url, Host), UrlError> {
     let raw_url = || raw.to_owned();
     let mut url = Url::parse(raw).map_err(|source| UrlError::NotUrl {
         url: raw_url(),
-        source,
+        error: source,
     })?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(UrlError::Scheme {
@@ -169,7 +169,7 @@ pub fn normalize_url(raw: &str) -> Result<(Url, Host), UrlError> {
             let name = d.strip_suffix('.').unwrap_or(d).to_owned();
             check_labels(&name).map_err(|source| UrlError::Label {
                 url: raw_url(),
-                source,
+                error: source,
             })?;
             Host::Name(name)
         }
@@ -181,7 +181,7 @@ pub fn normalize_url(raw: &str) -> Result<(Url, Host), UrlError> {
         url.set_host(Some(name))
             .map_err(|source| UrlError::RewriteHost {
                 url: raw_url(),
-                source,
+                error: source,
             })?;
     }
     url.set_fragment(None);

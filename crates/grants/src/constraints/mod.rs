@@ -108,13 +108,22 @@ pub fn validate(grant: &Grant) -> Result<(), InvalidGrant> {
         });
     }
     for (index, p) in c.paths.iter().enumerate() {
-        path::validate_entry(p).map_err(|source| InvalidGrant::Path { index, source })?;
+        path::validate_entry(p).map_err(|source| InvalidGrant::Path {
+            index,
+            error: source,
+        })?;
     }
     for (index, h) in c.hosts.iter().enumerate() {
-        Entry::parse(h).map_err(|source| InvalidGrant::Host { index, source })?;
+        Entry::parse(h).map_err(|source| InvalidGrant::Host {
+            index,
+            error: source,
+        })?;
     }
     for (index, p) in c.patterns.iter().enumerate() {
-        Pattern::parse(p).map_err(|source| InvalidGrant::Pattern { index, source })?;
+        Pattern::parse(p).map_err(|source| InvalidGrant::Pattern {
+            index,
+            error: source,
+        })?;
     }
     hands::validate(grant).map_err(InvalidGrant::Hands)?;
     reach::validate(grant)

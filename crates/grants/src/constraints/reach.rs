@@ -197,45 +197,39 @@ impl Reach {
 }
 
 /// Why a name's answer leaves nothing to connect to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unreachable {
     /// The resolver answered with no address at all.
+    #[error("{name} resolved to no address")]
     NoAddress { name: String },
     /// Every address was dropped; each with its place.
+    #[error("{}", all_dropped(name, dropped))]
     AllDropped {
         name: String,
         dropped: Vec<(IpAddr, Place)>,
     },
 }
 
-impl fmt::Display for Unreachable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NoAddress { name } => write!(f, "{name} resolved to no address"),
-            Self::AllDropped { name, dropped } => {
-                let listed: Vec<String> = dropped
-                    .iter()
-                    .map(|(ip, place)| format!("{ip}: {place}"))
-                    .collect();
-                write!(
-                    f,
-                    "{name} resolves only to addresses a host name may not lead to ({}): \
-                     list the address itself in the grant's hosts",
-                    listed.join("; ")
-                )?;
-                if dropped.iter().any(|(_, p)| p.zone == Zone::Private) {
-                    f.write_str(
-                        ", or set constraints.private_networks = true to let the grant's \
-                         names reach private networks",
-                    )?;
-                }
-                Ok(())
-            }
-        }
+/// Every address of `name` was dropped: each with its place, and how the grant could let
+/// the name lead there.
+fn all_dropped(name: &str, dropped: &[(IpAddr, Place)]) -> String {
+    let listed: Vec<String> = dropped
+        .iter()
+        .map(|(ip, place)| format!("{ip}: {place}"))
+        .collect();
+    let mut text = format!(
+        "{name} resolves only to addresses a host name may not lead to ({}): \
+         list the address itself in the grant's hosts",
+        listed.join("; ")
+    );
+    if dropped.iter().any(|(_, p)| p.zone == Zone::Private) {
+        text.push_str(
+            ", or set constraints.private_networks = true to let the grant's \
+             names reach private networks",
+        );
     }
+    text
 }
-
-impl std::error::Error for Unreachable {}
 
 /// The addresses of `name`'s answer a call under `reach` may connect to, sorted, without
 /// repeats. Err when none is left.

@@ -191,7 +191,7 @@ fn a_bad_path_entry_names_its_index_and_the_form_to_write() {
             err,
             InvalidGrant::Path {
                 index: 1,
-                source: want
+                error: want
             }
         );
         assert_eq!(err.to_string(), format!("constraints.paths[1]: {text}"));
@@ -284,7 +284,7 @@ fn a_bad_host_entry_names_its_index_and_what_to_write() {
             "a..org",
             HostError::Label {
                 entry: s("a..org"),
-                source: LabelError::EmptyLabel,
+                error: LabelError::EmptyLabel,
             },
             shape(
                 "a..org",
@@ -295,7 +295,7 @@ fn a_bad_host_entry_names_its_index_and_what_to_write() {
             "a!b.org",
             HostError::Label {
                 entry: s("a!b.org"),
-                source: LabelError::Char { found: '!' },
+                error: LabelError::Char { found: '!' },
             },
             shape(
                 "a!b.org",
@@ -325,7 +325,7 @@ fn a_bad_host_entry_names_its_index_and_what_to_write() {
             "xn--zz.de",
             HostError::NotName {
                 entry: s("xn--zz.de"),
-                source: url::ParseError::IdnaError,
+                error: url::ParseError::IdnaError,
             },
             s("\"xn--zz.de\" is not a host name: invalid international domain name"),
         ),
@@ -337,7 +337,7 @@ fn a_bad_host_entry_names_its_index_and_what_to_write() {
             err,
             InvalidGrant::Host {
                 index: 2,
-                source: want
+                error: want
             }
         );
         assert_eq!(err.to_string(), format!("constraints.hosts[2]: {text}"));
@@ -372,7 +372,7 @@ fn a_bad_pattern_names_its_index_and_the_escape() {
             err,
             InvalidGrant::Pattern {
                 index: 0,
-                source: want
+                error: want
             }
         );
         assert_eq!(err.to_string(), format!("constraints.patterns[0]: {text}"));

@@ -107,7 +107,7 @@ impl Proxy {
             .env_remove("LISTEN_PID")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&stderr).expect("stderr file"));
-        match daemon::supervise::spawn_ready(&mut cmd, &notify, PATIENCE) {
+        match supervise::spawn_ready(&mut cmd, &notify, PATIENCE) {
             Ok((child, _)) => Self {
                 child,
                 sock: dir.0.join("loop-infer/infer.sock"),

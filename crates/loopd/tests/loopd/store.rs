@@ -99,7 +99,10 @@ fn a_store_that_cannot_be_made_names_its_directory_and_keeps_the_cause() {
     let _ = std::fs::remove_dir_all(&home);
     std::fs::write(&home, "not a directory").expect("home");
     match Store::open(&home) {
-        Err(StoreError::Io { path, source }) => {
+        Err(StoreError::Io {
+            path,
+            error: source,
+        }) => {
             assert_eq!(path, home.join("sessions"));
             assert_eq!(source.kind(), std::io::ErrorKind::NotADirectory);
         }

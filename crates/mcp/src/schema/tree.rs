@@ -1,8 +1,6 @@
 //! What a compiled schema is made of, and the two errors: shared by the compiler and the
 //! checker, so neither takes them from the module that uses both.
 
-use std::fmt;
-
 use serde_json::{Number, Value};
 
 /// One schema position: a boolean schema, or the rules of an object schema.
@@ -52,36 +50,17 @@ pub(super) struct Rules {
 }
 
 /// Why a schema was refused: where in it (a JSON pointer) and what.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("input schema at {}: {detail}", if at.is_empty() { "/" } else { at })]
 pub struct SchemaError {
     pub at: String,
     pub detail: String,
 }
 
-impl fmt::Display for SchemaError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.at.is_empty() { "/" } else { &self.at };
-        write!(f, "input schema at {at}: {}", self.detail)
-    }
-}
-
-impl std::error::Error for SchemaError {}
-
 /// Why arguments do not meet a schema: where in them (a JSON pointer) and what.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", if at.is_empty() { detail.clone() } else { format!("at {at}: {detail}") })]
 pub struct Violation {
     pub at: String,
     pub detail: String,
 }
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.at.is_empty() {
-            f.write_str(&self.detail)
-        } else {
-            write!(f, "at {}: {}", self.at, self.detail)
-        }
-    }
-}
-
-impl std::error::Error for Violation {}

@@ -4,7 +4,6 @@
 //! assembles the answer it acts on and inferproxy the copy it witnesses with this one code.
 
 use std::borrow::Cow;
-use std::fmt;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -42,37 +41,22 @@ pub struct Answer {
     size: usize,
 }
 
-/// Why an event cannot be part of an answer.
-#[derive(Debug)]
+/// Why an event cannot be part of an answer. Its text prints what it wraps, which
+/// `source()` does not return (docs/decisions.md F16).
+#[derive(Debug, thiserror::Error)]
 pub enum AnswerError {
     /// The answer went past [`MAX_ANSWER_BYTES`].
+    #[error("the answer went past {MAX_ANSWER_BYTES} bytes")]
     TooLong,
     /// A stream event that is not a chunk.
+    #[error("not a chunk ({0})")]
     NotAChunk(serde_json::Error),
     /// A chunk that carries the server's `error`.
+    #[error("the server reported {0}")]
     Reported(Value),
     /// A tool-call delta whose index skips ahead (or past 64 calls).
+    #[error("tool call index {index} out of order")]
     CallOutOfOrder { index: usize },
-}
-
-impl fmt::Display for AnswerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::TooLong => write!(f, "the answer went past {MAX_ANSWER_BYTES} bytes"),
-            Self::NotAChunk(e) => write!(f, "not a chunk ({e})"),
-            Self::Reported(err) => write!(f, "the server reported {err}"),
-            Self::CallOutOfOrder { index } => write!(f, "tool call index {index} out of order"),
-        }
-    }
-}
-
-impl std::error::Error for AnswerError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::NotAChunk(e) => Some(e),
-            Self::TooLong | Self::Reported(_) | Self::CallOutOfOrder { .. } => None,
-        }
-    }
 }
 
 /// A piece of the answer as it streams.

@@ -39,56 +39,35 @@ pub const WITNESSABLE_FIELDS: [&str; 16] = [
 const MAX_NAMED: usize = 64;
 
 /// Why a request is not witnessable. `Display` is the refusal's message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unwitnessable {
     /// The body is not a JSON object.
+    #[error("the request is not a JSON object")]
     NotAnObject,
     /// A top-level field not on [`WITNESSABLE_FIELDS`] (its name, cut to 64 characters).
+    #[error(
+        "the field {0:?} is not one inferproxy can witness (it may force what the model emits)"
+    )]
     Field(String),
     /// A listed field (or a message) in a shape the list does not allow, or given twice.
+    #[error("a field has a shape inferproxy cannot witness: {0}")]
     Shape(String),
     /// `stream` is not `true`.
+    #[error("the field \"stream\" must be true")]
     NotStreamed,
     /// `tools` is absent or not exactly proto's tool definitions.
+    #[error("the field \"tools\" must be exactly boxmaker's tool definitions")]
     Tools,
     /// A message with a key its role does not allow.
+    #[error("message {index} has the key {key:?}, which its role does not allow")]
     Message { index: usize, key: &'static str },
     /// No messages at all.
+    #[error("the field \"messages\" is empty")]
     NoMessages,
     /// The last message is the assistant's: the model would continue it.
+    #[error("the last message is the assistant's (a prefill forces how the answer starts)")]
     Prefill,
 }
-
-impl fmt::Display for Unwitnessable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotAnObject => f.write_str("the request is not a JSON object"),
-            Self::Field(name) => write!(
-                f,
-                "the field {name:?} is not one inferproxy can witness (it may force what the model emits)"
-            ),
-            Self::Shape(detail) => {
-                write!(f, "a field has a shape inferproxy cannot witness: {detail}")
-            }
-            Self::NotStreamed => f.write_str("the field \"stream\" must be true"),
-            Self::Tools => {
-                f.write_str("the field \"tools\" must be exactly boxmaker's tool definitions")
-            }
-            Self::Message { index, key } => {
-                write!(
-                    f,
-                    "message {index} has the key {key:?}, which its role does not allow"
-                )
-            }
-            Self::NoMessages => f.write_str("the field \"messages\" is empty"),
-            Self::Prefill => f.write_str(
-                "the last message is the assistant's (a prefill forces how the answer starts)",
-            ),
-        }
-    }
-}
-
-impl std::error::Error for Unwitnessable {}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -5,8 +5,6 @@
 //! name that is a path. Fields are declared in sorted order, so serialising gives the
 //! canonical form.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 /// The largest file a write reads or leaves: the old text of a `replace`, `append` or
@@ -80,45 +78,27 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::
 }
 
 /// Why the hands' arguments are refused after they parsed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HandsArgsError {
     /// A NUL byte in `field`: files are text, and no argument vector can carry one.
-    Nul {
-        field: &'static str,
-    },
+    #[error("{field} contains a NUL byte")]
+    Nul { field: &'static str },
     /// `edit_file` with an empty `old`: it would name no place.
+    #[error("old is empty: name the exact text to replace")]
     EmptyOld,
     /// `edit_file` whose `new` is its `old`: it would change nothing.
+    #[error("new is the same as old: the edit changes nothing")]
     NoChange,
     /// A program name that is not `[A-Za-z0-9][A-Za-z0-9._+-]*` of at most
     /// [`MAX_PROGRAM_NAME`] bytes (a path, a command line, an empty name).
-    ProgramName {
-        name: String,
-    },
-    TooManyArgs {
-        count: usize,
-    },
+    #[error(
+        "program {name:?} is not a program's name (letters, digits, '.', '_', '+' and '-', \
+         at most {MAX_PROGRAM_NAME}, no path): name a granted program"
+    )]
+    ProgramName { name: String },
+    #[error("{count} arguments; a run passes at most {MAX_RUN_ARGS}")]
+    TooManyArgs { count: usize },
 }
-
-impl fmt::Display for HandsArgsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Nul { field } => write!(f, "{field} contains a NUL byte"),
-            Self::EmptyOld => f.write_str("old is empty: name the exact text to replace"),
-            Self::NoChange => f.write_str("new is the same as old: the edit changes nothing"),
-            Self::ProgramName { name } => write!(
-                f,
-                "program {name:?} is not a program's name (letters, digits, '.', '_', '+' \
-                 and '-', at most {MAX_PROGRAM_NAME}, no path): name a granted program"
-            ),
-            Self::TooManyArgs { count } => {
-                write!(f, "{count} arguments; a run passes at most {MAX_RUN_ARGS}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for HandsArgsError {}
 
 fn no_nul(field: &'static str, text: &str) -> Result<(), HandsArgsError> {
     if text.contains('\0') {

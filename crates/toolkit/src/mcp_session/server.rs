@@ -20,30 +20,15 @@ pub const STOP_WAIT: Duration = Duration::from_secs(2);
 pub const WATCHDOG_GRACE: Duration = Duration::from_millis(500);
 
 /// Why the server could not be started.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    #[error("the server's command is empty")]
     NoCommand,
     /// An environment variable names a credential that cannot be read.
-    Credential {
-        name: String,
-        detail: String,
-    },
-    Spawn {
-        program: String,
-        source: io::Error,
-    },
-}
-
-impl std::fmt::Display for StartError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::NoCommand => f.write_str("the server's command is empty"),
-            Self::Credential { name, detail } => {
-                write!(f, "the environment variable {name}: {detail}")
-            }
-            Self::Spawn { program, source } => write!(f, "cannot start {program:?}: {source}"),
-        }
-    }
+    #[error("the environment variable {name}: {detail}")]
+    Credential { name: String, detail: String },
+    #[error("cannot start {program:?}: {error}")]
+    Spawn { program: String, error: io::Error },
 }
 
 /// A running server and its watchdog.
@@ -84,7 +69,7 @@ impl Server {
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
         let mut child = command.spawn().map_err(|source| StartError::Spawn {
             program: program.clone(),
-            source,
+            error: source,
         })?;
         let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
         let pgid = Pid::from_raw(pid);
@@ -96,7 +81,7 @@ impl Server {
                 let _ = child.wait();
                 return Err(StartError::Spawn {
                     program: program.clone(),
-                    source: io::Error::other("no pipes to the child"),
+                    error: io::Error::other("no pipes to the child"),
                 });
             }
         };

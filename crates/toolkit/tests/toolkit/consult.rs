@@ -118,7 +118,7 @@ fn credential_failures_name_the_credential_never_its_value() {
             "cannot read the credential \"none\" from $CREDENTIALS_DIRECTORY: No such file or \
              directory (os error 2)",
             consult_error(|e| {
-                matches!(e, ConsultError::CredentialOpen { name, source }
+                matches!(e, ConsultError::CredentialOpen { name, error: source }
                 if name == "none" && source.kind() == io::ErrorKind::NotFound)
             }),
         ),
@@ -126,7 +126,7 @@ fn credential_failures_name_the_credential_never_its_value() {
             "dir",
             "cannot read the credential \"dir\": Is a directory (os error 21)",
             consult_error(|e| {
-                matches!(e, ConsultError::CredentialRead { name, source }
+                matches!(e, ConsultError::CredentialRead { name, error: source }
                 if name == "dir" && source.raw_os_error() == Some(21))
             }),
         ),
@@ -142,7 +142,7 @@ fn credential_failures_name_the_credential_never_its_value() {
             "latin1",
             "the credential \"latin1\" is not UTF-8 text",
             consult_error(|e| {
-                matches!(e, ConsultError::CredentialNotUtf8 { name, source }
+                matches!(e, ConsultError::CredentialNotUtf8 { name, error: source }
                 if name == "latin1" && source.valid_up_to() == 9)
             }),
         ),

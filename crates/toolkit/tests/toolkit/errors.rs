@@ -27,7 +27,10 @@ pub fn check(inv: &ToolInvocation, credentials: Option<&Path>, text: &str, is: &
 /// What `tool` failed on.
 fn failure<'a>(err: &'a ToolError, tool: &str) -> Option<&'a Failure> {
     match err {
-        ToolError::Tool { tool: t, source } if *t == tool => Some(source),
+        ToolError::Tool {
+            tool: t,
+            error: source,
+        } if *t == tool => Some(source),
         _ => None,
     }
 }
@@ -182,7 +185,7 @@ fn path_failures_name_the_path() {
 fn io_error(tool: &'static str, expected: PathBuf, source: fn(&io::Error) -> bool) -> Is {
     file(
         tool,
-        move |e| matches!(e, FileError::Io { path, source: s } if *path == expected && source(s)),
+        move |e| matches!(e, FileError::Io { path, error: s } if *path == expected && source(s)),
     )
 }
 
@@ -197,7 +200,7 @@ fn io_failures_the_tests_cannot_cause_read_the_same() {
     let path = PathBuf::from("/a/notes/x");
     let denied = FileError::Io {
         path: path.clone(),
-        source: io::Error::from(io::ErrorKind::PermissionDenied),
+        error: io::Error::from(io::ErrorKind::PermissionDenied),
     };
     assert_eq!(denied.to_string(), "/a/notes/x: permission denied");
     let changed = FileError::Changed { path };

@@ -166,12 +166,25 @@ fn a_support_crate_states_its_purpose() {
         std::fs::write(&lib, text).expect("lib");
         let mut m = member(name, Some("support"), &[]);
         m["targets"] = json!([{ "kind": ["lib"], "src_path": lib.display().to_string() }]);
+        m["description"] = json!("One thing, said once.");
         m
     };
     assert!(problems_with(with("said", "//! For one thing.\npub fn f() {}\n")).is_empty());
     let problems = problems_with(with("mute", "pub fn f() {}\n"));
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(problems[0].contains("support crate `mute` does not state its purpose"));
+    // The Cargo.toml says it too: no description, or an empty one, is a problem.
+    for description in [Value::Null, json!("  ")] {
+        let mut m = with("terse", "//! For one thing.\npub fn f() {}\n");
+        m["description"] = description;
+        let problems = problems_with(m);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0]
+                .contains("support crate `terse` does not state its purpose: its Cargo.toml"),
+            "{problems:?}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -59,7 +59,7 @@ fn the_first_connection_starts_brokerd_with_the_named_sockets() {
         .call(1, Message::GrantsQuery(Empty {}), |_| {})
         .expect("reply");
     assert!(matches!(reply.msg, Message::GrantsInfo(_)), "{reply:?}");
-    let ready = daemon::supervise::await_ready(&notify, Duration::from_secs(10), None).is_ok();
+    let ready = supervise::await_ready(&notify, Duration::from_secs(10), None).is_ok();
     assert!(ready, "no READY=1");
     // The loopd side arrived as the socket named "loop".
     let mut looped = Conn::connect(&home.loop_sock()).expect("connect loop");

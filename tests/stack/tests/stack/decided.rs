@@ -64,7 +64,7 @@ fn page(home: &Home) -> String {
 
 /// The owner's words, registered as a channel does.
 pub(crate) fn owner(home: &Home, text: &str) -> ChatMessage {
-    daemon::owner::register(&home.chat_broker_sock(), text).expect("registered");
+    owner_words::register(&home.chat_broker_sock(), text).expect("registered");
     composed::owner(text)
 }
 

@@ -36,7 +36,7 @@ fn a_script_the_fake_refuses_is_shown_with_its_cause() {
              | 2 | n_ctxx = 4096\n\
              |   | ^^^^^^\n\
              | unknown field `n_ctxx`, expected one of `n_ctx`, `total_slots`, `model`, \
-             `loading_ms`, `reasoning`, `chunk_chars`, `build_info`, `metrics`\n\
+             `loading_ms`, `reasoning`, `chunk_chars`, `build_info`, `metrics`, `tools`\n\
              help: check the script with `{} --script {s} --check`; its format is in \
              docs/fake-llama-server.md\n",
             fake.display()

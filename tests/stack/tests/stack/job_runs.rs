@@ -275,7 +275,7 @@ fn the_job_in_docs_jobs_md_is_a_job_this_build_takes() {
         "{}[gateway]\nserver = \"https://chat.example.com\"\nowners = [\"ownerkp1dx4oy7wqbsm3e9t6ua\"]\nchannel = \"c\"\n",
         blocks[0]
     ));
-    let config = daemon::config::Config::load(&home.config()).expect("the docs' job loads");
+    let config = config::Config::load(&home.config()).expect("the docs' job loads");
     assert_eq!(config.jobs[0].name.as_str(), "morning-brief");
     assert_eq!(config.jobs[0].randomized_delay.as_secs(), 300);
     let grant = proto::Grant::from_toml(blocks[1]).expect("the docs' grant loads");
@@ -284,10 +284,10 @@ fn the_job_in_docs_jobs_md_is_a_job_this_build_takes() {
     let home = Home::new("job-docs-note", "");
     add_jobs_peer(&home);
     home.append_config(blocks[2]);
-    let config = daemon::config::Config::load(&home.config()).expect("the docs' note job loads");
+    let config = config::Config::load(&home.config()).expect("the docs' note job loads");
     assert_eq!(
         config.jobs[0].deliver,
-        daemon::config::Deliver::Note("morning-brief".into())
+        config::Deliver::Note("morning-brief".into())
     );
 }
 

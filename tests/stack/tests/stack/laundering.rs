@@ -67,7 +67,7 @@ pub(crate) fn stack(name: &str) -> (Home, Agent) {
 
 /// The owner's words, registered as a channel does before loopd has them.
 pub(crate) fn owner(home: &Home, text: &str) -> ChatMessage {
-    daemon::owner::register(&home.chat_broker_sock(), text).expect("registered");
+    owner_words::register(&home.chat_broker_sock(), text).expect("registered");
     composed::owner(text)
 }
 

@@ -18,7 +18,7 @@ pub fn read(path: &Path, who: &str) -> String {
     match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return DEFAULT_CORE.to_owned(),
         Ok(m) if m.len() > MAX_CORE => {
-            crate::log::warn(format_args!(
+            daemon::log::warn(format_args!(
                 "{who}: {}: {} bytes, over the {MAX_CORE} taken; the default core memory is used",
                 path.display(),
                 m.len()
@@ -28,7 +28,7 @@ pub fn read(path: &Path, who: &str) -> String {
         _ => {}
     }
     std::fs::read_to_string(path).unwrap_or_else(|e| {
-        crate::log::warn(format_args!(
+        daemon::log::warn(format_args!(
             "{who}: {}: {e}; the default core memory is used",
             path.display()
         ));

@@ -4,49 +4,41 @@
 //! cannot add owner messages of its own: a user message no channel registered counts, in
 //! brokerd's accounting, as the highest label loopd was ever sent.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use proto::Message;
 use proto::attest::OwnerMessage;
 
-use crate::conn::{CallError, Conn};
+use daemon::conn::{CallError, Conn};
 
 /// How long brokerd may take to put a registration on disk.
 const DEADLINE: Duration = Duration::from_secs(10);
 
-#[derive(Debug)]
+/// Why a registration did not happen. Each text prints what it wraps, which `source()`
+/// does not return (docs/decisions.md F16).
+#[derive(Debug, thiserror::Error)]
 pub enum RegisterError {
     /// The socket could not be reached.
+    #[error("{}: {error}", sock.display())]
     Connect {
         sock: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The request failed on the wire, or brokerd refused it.
+    #[error("{0}")]
     Call(CallError),
     /// brokerd answered something else.
+    #[error("brokerd answered {0}")]
     Answered(&'static str),
 }
-
-impl fmt::Display for RegisterError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Connect { sock, source } => write!(f, "{}: {source}", sock.display()),
-            Self::Call(e) => e.fmt(f),
-            Self::Answered(kind) => write!(f, "brokerd answered {kind}"),
-        }
-    }
-}
-
-impl std::error::Error for RegisterError {}
 
 /// Registers the owner's `text` with brokerd at `sock`; `Ok` once it is on disk.
 pub fn register(sock: &Path, text: &str) -> Result<(), RegisterError> {
     let stream =
-        std::os::unix::net::UnixStream::connect(sock).map_err(|source| RegisterError::Connect {
+        std::os::unix::net::UnixStream::connect(sock).map_err(|error| RegisterError::Connect {
             sock: sock.to_owned(),
-            source,
+            error,
         })?;
     let mut conn = Conn::new(stream, DEADLINE, DEADLINE);
     let msg = OwnerMessage::of(text);

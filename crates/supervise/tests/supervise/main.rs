@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use daemon::supervise::{NotReady, await_ready, spawn_ready};
+use supervise::{NotReady, await_ready, spawn_ready};
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("daemon-ready-{name}-{}", std::process::id()));

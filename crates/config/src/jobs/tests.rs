@@ -111,7 +111,7 @@ fn a_name_that_cannot_form_the_unit_name_is_refused_where_it_stands() {
     for bad in ["Morning", "morning_brief", "a-very-long-job-name-1", "7am"] {
         let text = format!("{BASE}{}", BRIEF.replace("morning-brief", bad));
         match parse(&text) {
-            Err(ConfigError::Parse { source, .. }) => {
+            Err(ConfigError::Parse { error: source, .. }) => {
                 assert!(
                     source.reason.contains("invalid job name"),
                     "{bad}: {source}"
@@ -141,7 +141,7 @@ fn a_job_may_deliver_to_a_note_without_the_gateway_and_a_bad_note_name_is_refuse
         );
     }
     match parse(&format!("{BASE}{}", BRIEF.replace("mattermost", "email"))) {
-        Err(ConfigError::Parse { source, .. }) => {
+        Err(ConfigError::Parse { error: source, .. }) => {
             assert!(source.reason.contains("\"note:NAME\""), "{source}");
         }
         other => panic!("an unknown target: {other:?}"),

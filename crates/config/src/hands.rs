@@ -3,49 +3,33 @@
 //! path, with the file listing its closure, which is all of the store its unit sees).
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::PathBuf;
 
 /// Why the hands' settings cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HandsInvalid {
     /// `broker.hands_user` is empty, `root`, or not a plain user name.
+    #[error(
+        "broker.hands_user {user:?} must name the account whose files the agent may write \
+         (never root)"
+    )]
     HandsUser { user: String },
     /// A key of `broker.programs` that is not a program's name.
+    #[error(
+        "broker.programs.{name:?}: a program's name is letters, digits, '.', '_', '+' and \
+         '-' (no path), as a run grant names it"
+    )]
     ProgramName { name: String },
     /// A program's path, or a closure file, that is not absolute.
+    #[error(
+        "broker.programs.{name} (or its closure) must be an absolute path, not {}",
+        path.display()
+    )]
     NotAbsolute { name: String, path: PathBuf },
     /// A closure for a program `broker.programs` does not name.
+    #[error("broker.program_closures.{name} names no program of broker.programs")]
     ClosureWithoutProgram { name: String },
 }
-
-impl fmt::Display for HandsInvalid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::HandsUser { user } => write!(
-                f,
-                "broker.hands_user {user:?} must name the account whose files the agent may \
-                 write (never root)"
-            ),
-            Self::ProgramName { name } => write!(
-                f,
-                "broker.programs.{name:?}: a program's name is letters, digits, '.', '_', '+' \
-                 and '-' (no path), as a run grant names it"
-            ),
-            Self::NotAbsolute { name, path } => write!(
-                f,
-                "broker.programs.{name} (or its closure) must be an absolute path, not {}",
-                path.display()
-            ),
-            Self::ClosureWithoutProgram { name } => write!(
-                f,
-                "broker.program_closures.{name} names no program of broker.programs"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for HandsInvalid {}
 
 /// `broker.hands_user`, `broker.programs` and `broker.program_closures`, checked.
 pub(super) fn validate(

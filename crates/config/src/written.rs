@@ -96,7 +96,7 @@ fn resolved(path: &Path) -> Option<PathBuf> {
 mod tests {
     use std::path::Path;
 
-    use crate::config::{Config, ConfigError, Invalid};
+    use crate::{Config, ConfigError, Invalid};
 
     const BASE: &str = r#"
 [sockets]

@@ -1,8 +1,10 @@
-//! Starting a role as systemd starts a `Type=notify` service: with a NOTIFY_SOCKET of its
-//! own, waiting until it says READY=1. For `bxctl dev`, the stack tests, inferproxy's tests
-//! and its bench: one way to do it.
+//! supervise: starting a role as systemd starts a `Type=notify` service, for development
+//! and tests only: with a NOTIFY_SOCKET of its own, waiting until it says READY=1, and
+//! noticing a child that exits first. For `bxctl dev`, the stack tests, inferproxy's tests
+//! and its bench: one way to do it. The role's own half (READY=1, and ending with the `bxctl
+//! dev` that started it) is the runtime's, `daemon::notify` and `daemon::parent`; under
+//! systemd nothing of this crate runs, so no role links it.
 
-use std::fmt;
 use std::io;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
@@ -12,44 +14,24 @@ use std::time::{Duration, Instant};
 /// How often the wait looks whether the child has exited meanwhile.
 const POLL: Duration = Duration::from_millis(100);
 
-/// Why a child did not become ready.
-#[derive(Debug)]
+/// Why a child did not become ready. Each text prints what it wraps, which `source()`
+/// does not return (docs/decisions.md F16).
+#[derive(Debug, thiserror::Error)]
 pub enum NotReady {
     /// The notify socket could not be bound at this path.
-    Bind {
-        path: PathBuf,
-        source: io::Error,
-    },
+    #[error("notify socket {}: {error}", path.display())]
+    Bind { path: PathBuf, error: io::Error },
+    #[error("cannot start it: {0}")]
     Spawn(io::Error),
     /// The child exited before READY=1.
+    #[error("exited ({0}) before READY=1")]
     Exited(ExitStatus),
     /// No READY=1 within the time allowed; the child (if any) was killed.
+    #[error("no READY=1 within {0:?}")]
     Timeout(Duration),
     /// The notify socket failed.
+    #[error("no READY=1 ({0})")]
     Receive(io::Error),
-}
-
-impl fmt::Display for NotReady {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Bind { path, source } => {
-                write!(f, "notify socket {}: {source}", path.display())
-            }
-            Self::Spawn(e) => write!(f, "cannot start it: {e}"),
-            Self::Exited(status) => write!(f, "exited ({status}) before READY=1"),
-            Self::Timeout(t) => write!(f, "no READY=1 within {t:?}"),
-            Self::Receive(e) => write!(f, "no READY=1 ({e})"),
-        }
-    }
-}
-
-impl std::error::Error for NotReady {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Bind { source: e, .. } | Self::Spawn(e) | Self::Receive(e) => Some(e),
-            Self::Exited(_) | Self::Timeout(_) => None,
-        }
-    }
 }
 
 /// Binds a notify socket at `notify` (replacing a stale one), starts `cmd` with
@@ -62,9 +44,9 @@ pub fn spawn_ready(
     timeout: Duration,
 ) -> Result<(Child, UnixDatagram), NotReady> {
     let _ = std::fs::remove_file(notify);
-    let sock = UnixDatagram::bind(notify).map_err(|source| NotReady::Bind {
+    let sock = UnixDatagram::bind(notify).map_err(|error| NotReady::Bind {
         path: notify.to_owned(),
-        source,
+        error,
     })?;
     let mut child = cmd
         .env("NOTIFY_SOCKET", notify)
@@ -101,7 +83,7 @@ pub fn await_ready(
                 return Ok(());
             }
             Ok(_) => {}
-            Err(e) if crate::conn::is_timeout_io(&e) => {}
+            Err(e) if daemon::conn::is_timeout_io(&e) => {}
             // With a read timeout set, a signal interrupts recv even under SA_RESTART
             // (signal(7)); the wait goes on. Seen once in the stack tests' kill loop.
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -95,7 +95,8 @@ impl fmt::Display for Upstream {
 }
 
 /// Why `infer.upstream` is not an upstream inferproxy may use.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("infer.upstream {url:?}: {}", self.reason())]
 pub struct UpstreamError {
     /// As configured.
     pub url: String,
@@ -137,14 +138,6 @@ impl UpstreamError {
         }
     }
 }
-
-impl fmt::Display for UpstreamError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "infer.upstream {:?}: {}", self.url, self.reason())
-    }
-}
-
-impl std::error::Error for UpstreamError {}
 
 impl TryFrom<String> for Upstream {
     type Error = UpstreamError;

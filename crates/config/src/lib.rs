@@ -1,6 +1,10 @@
-//! The one configuration file, `/etc/boxmaker/config.toml`, shared by every role: each role
-//! reads its own section. Unknown fields are refused, so a typo is an error at
-//! `--check-config` (and at the NixOS build, which runs it) rather than a silent default.
+//! config: the schema of boxmaker's one configuration file, `/etc/boxmaker/config.toml`,
+//! shared by every role and bxctl: each role reads its own section. One purpose: reading
+//! and checking that file (its sections, the sockets' names, the peers, the jobs, which
+//! directories something writes) and the paths it implies; it starts nothing and talks to
+//! no one (that is the runtime's, `daemon`). Unknown fields are refused, so a typo is an
+//! error at `--check-config` (and at the NixOS build, which runs it) rather than a silent
+//! default.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -242,41 +246,22 @@ fn default_grants() -> PathBuf {
     PathBuf::from("/etc/boxmaker/grants")
 }
 
-/// Why the configuration cannot be used.
-#[derive(Debug)]
+/// Why the configuration cannot be used. Each text prints what it wraps, which `source()`
+/// does not return (docs/decisions.md F16).
+#[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    #[error("{}: {error}", path.display())]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
+    #[error("{}: {error}", path.display())]
     Parse {
         path: PathBuf,
-        source: proto::TomlError,
+        error: proto::TomlError,
     },
-    Invalid {
-        path: PathBuf,
-        reason: Invalid,
-    },
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Read { path, source } => write!(f, "{}: {source}", path.display()),
-            Self::Parse { path, source } => write!(f, "{}: {source}", path.display()),
-            Self::Invalid { path, reason } => write!(f, "{}: {reason}", path.display()),
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Read { source, .. } => Some(source),
-            Self::Parse { source, .. } => Some(source),
-            Self::Invalid { reason, .. } => Some(reason),
-        }
-    }
+    #[error("{}: {reason}", path.display())]
+    Invalid { path: PathBuf, reason: Invalid },
 }
 
 /// The longest an approval may wait (brief decision 5).
@@ -284,17 +269,17 @@ pub const MAX_APPROVAL_TTL: Duration = Duration::from_secs(3600);
 
 impl Config {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
             path: path.to_owned(),
-            source,
+            error,
         })?;
         Self::parse(path, &text)
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
-        let config: Self = proto::from_toml(text).map_err(|source| ConfigError::Parse {
+        let config: Self = proto::from_toml(text).map_err(|error| ConfigError::Parse {
             path: path.to_owned(),
-            source,
+            error,
         })?;
         config.validate().map_err(|reason| ConfigError::Invalid {
             path: path.to_owned(),

@@ -5,7 +5,6 @@
 //! build, which runs it) refuses a job that could not run.
 
 use std::collections::BTreeSet;
-use std::fmt;
 use std::time::Duration;
 
 use proto::JobName;
@@ -66,86 +65,56 @@ impl<'de> Deserialize<'de> for Deliver {
 }
 
 /// What is wrong with a `[[jobs]]` entry, and how to fix it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum JobInvalid {
-    Duplicate {
-        name: JobName,
-    },
-    Schedule {
-        name: JobName,
-        schedule: String,
-    },
-    EmptyPrompt {
-        name: JobName,
-    },
+    #[error("two jobs are named {name}: give each [[jobs]] entry a name of its own")]
+    Duplicate { name: JobName },
+    #[error(
+        "job {name}: schedule {schedule:?} must be one systemd calendar expression on \
+         one line, for example \"*-*-* 07:00:00\" (try it with `systemd-analyze \
+         calendar`)"
+    )]
+    Schedule { name: JobName, schedule: String },
+    #[error("job {name}: the prompt is empty")]
+    EmptyPrompt { name: JobName },
+    #[error(
+        "job {name}: the prompt is {bytes} bytes, more than the {most} one frame \
+         carries: shorten it, or put the material in a file the job's grants let it read"
+    )]
     PromptTooLong {
         name: JobName,
         bytes: usize,
         most: usize,
     },
     /// `deliver = "mattermost"` without the gateway.
-    DeliverNotConfigured {
-        name: JobName,
-    },
+    #[error(
+        "job {name}: deliver = \"mattermost\" needs the gateway: add a [gateway] \
+         section (services.boxmaker.gateway), or deliver to a note (\"note:NAME\")"
+    )]
+    DeliverNotConfigured { name: JobName },
     /// `deliver = "note:NAME"` with a NAME that is no note name.
+    #[error(
+        "job {name}: deliver = \"note:{note}\": {why}; name the note with 1 to 100 \
+         letters, digits, '.', '_' and '-' (not starting with '.', no \"..\"), for \
+         example \"note:{name}\""
+    )]
     DeliverNote {
         name: JobName,
         note: String,
         why: proto::notes::NameError,
     },
+    #[error(
+        "job {name}: time_limit {} must be longer than broker.approval_ttl {}, so that \
+         an approval can expire inside the run: raise time_limit or lower approval_ttl",
+        humantime::format_duration(*time_limit),
+        humantime::format_duration(*approval_ttl)
+    )]
     TimeLimit {
         name: JobName,
         time_limit: Duration,
         approval_ttl: Duration,
     },
 }
-
-impl fmt::Display for JobInvalid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Duplicate { name } => write!(
-                f,
-                "two jobs are named {name}: give each [[jobs]] entry a name of its own"
-            ),
-            Self::Schedule { name, schedule } => write!(
-                f,
-                "job {name}: schedule {schedule:?} must be one systemd calendar expression on \
-                 one line, for example \"*-*-* 07:00:00\" (try it with `systemd-analyze \
-                 calendar`)"
-            ),
-            Self::EmptyPrompt { name } => write!(f, "job {name}: the prompt is empty"),
-            Self::PromptTooLong { name, bytes, most } => write!(
-                f,
-                "job {name}: the prompt is {bytes} bytes, more than the {most} one frame \
-                 carries: shorten it, or put the material in a file the job's grants let it read"
-            ),
-            Self::DeliverNotConfigured { name } => write!(
-                f,
-                "job {name}: deliver = \"mattermost\" needs the gateway: add a [gateway] \
-                     section (services.boxmaker.gateway), or deliver to a note (\"note:NAME\")"
-            ),
-            Self::DeliverNote { name, note, why } => write!(
-                f,
-                "job {name}: deliver = \"note:{note}\": {why}; name the note with 1 to 100 \
-                 letters, digits, '.', '_' and '-' (not starting with '.', no \"..\"), for \
-                 example \"note:{name}\""
-            ),
-            Self::TimeLimit {
-                name,
-                time_limit,
-                approval_ttl,
-            } => write!(
-                f,
-                "job {name}: time_limit {} must be longer than broker.approval_ttl {}, so that \
-                 an approval can expire inside the run: raise time_limit or lower approval_ttl",
-                humantime::format_duration(*time_limit),
-                humantime::format_duration(*approval_ttl)
-            ),
-        }
-    }
-}
-
-impl std::error::Error for JobInvalid {}
 
 /// A file of `[[jobs]]` entries and nothing else (`bxctl dev`'s `jobs.toml`), parsed as the
 /// configuration's own; what they mean is checked with the configuration they join.

@@ -1,0 +1,93 @@
+//! `bxctl verify`: the live deployment checked against what the tests assumed (issue 27
+//! point 1, docs/verify.md). Three parts, each a list of checks:
+//!
+//! - `model`: llama-server as loopd reaches it through inferproxy, its `/props`, inferproxy's
+//!   refusal of `/slots*`, and a short replay through the whole stack measuring the prefill
+//!   each request wastes (`model`, `slots`, `replay`);
+//! - `units`: under systemd, every boxmaker unit's `systemd-analyze security` exposure within
+//!   its limit and its effective properties (`systemctl show`) equal to what the module
+//!   generated (`units.json` beside the configuration) (`units`);
+//! - `state`: the audit chain and its checkpoint, the grants on disk against the grants
+//!   loaded, the approvals waiting (`state`).
+//!
+//! Each check is one line, `ok`, `warn` or `FAIL`, with what to do; whatever a peer or a
+//! unit file said is shown inert. A part is a function from what it needs to its checks, so
+//! another part (the flows of issue 27 point 2) joins by adding itself to [`Part`] and
+//! [`run`]'s list.
+
+mod access;
+mod model;
+mod normal;
+mod props;
+mod replay;
+mod report;
+mod slots;
+mod state;
+mod systemd;
+mod units;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use config::Config;
+
+use crate::Error;
+pub use report::Part;
+
+/// `bxctl verify`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// Print one line of JSON instead: `{"good", "ok", "warn", "fail", "checks": [...]}`.
+    #[arg(long)]
+    pub json: bool,
+    /// Verify only these parts (comma-separated; default: all).
+    #[arg(long, value_delimiter = ',', value_name = "PART")]
+    pub only: Vec<Part>,
+    /// What the module generated: each unit's exposure limit and properties (default:
+    /// `units.json` beside the configuration file).
+    #[arg(long, value_name = "PATH")]
+    pub units: Option<PathBuf>,
+    /// Leave out the replay through the stack (it sends the model a few short turns, in a
+    /// session of its own).
+    #[arg(long)]
+    pub no_replay: bool,
+    /// Ask inferproxy at SOCK for `/slots*` and print its answers as JSON (what the
+    /// transient unit root starts as loopd's user runs).
+    #[arg(long, hide = true, value_name = "SOCK", exclusive = true)]
+    pub probe_infer: Option<PathBuf>,
+}
+
+/// `bxctl verify --probe-infer SOCK` (`slots.rs`).
+pub fn probe(sock: &Path, out: &mut dyn Write) -> Result<ExitCode, Error> {
+    slots::probe_main(sock, out).map_err(Error::Output)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the parts asked for and prints their checks. Exit 0 when nothing failed, 1 when a
+/// check failed, 2 when nothing failed but some checks could not be made by this user
+/// (a socket closed to it): it verified less than was asked.
+pub fn run(
+    config: &Config,
+    config_path: &Path,
+    args: &VerifyArgs,
+    out: &mut dyn Write,
+) -> Result<ExitCode, Error> {
+    let wanted = |p: Part| args.only.is_empty() || args.only.contains(&p);
+    let mut checks = Vec::new();
+    if wanted(Part::Model) {
+        checks.extend(model::checks(config, !args.no_replay));
+    }
+    if wanted(Part::Units) {
+        let expected = args
+            .units
+            .clone()
+            .unwrap_or_else(|| units::beside(config_path));
+        checks.extend(units::checks(config, &expected));
+    }
+    if wanted(Part::State) {
+        checks.extend(state::checks(config));
+    }
+    report::print(&checks, args.json, out)?;
+    Ok(ExitCode::from(report::exit_code(&checks)))
+}
