@@ -52,6 +52,13 @@ let
     jobs = mapAttrs (_: j: removeAttrs j [ "grants" ]) cfg.jobs;
     auditVerifySchedule = cfg.auditVerify.schedule;
     verifySchedule = cfg.verify.schedule;
+    # The hands (nix/module-hands.nix).
+    handsUser = cfg.hands.user;
+    handsSharedPids = cfg.hands.sharedPids;
+    programs = mapAttrs (_: p: lib.getExe p) cfg.programs;
+    programClosures = mapAttrs (
+      _: p: "${pkgs.closureInfo { rootPaths = [ p cfg.package ]; }}/store-paths"
+    ) cfg.programs;
     grantPaths = lib.unique (
       lib.concatLists (
         mapAttrsToList (
@@ -145,6 +152,7 @@ let
 in
 {
   imports = [
+    ./module-hands.nix
     ./module-jobs.nix
     ./module-llama.nix
     ./module-mcp.nix
