@@ -4,13 +4,15 @@
 #
 # report:    brokerd's flows report (`brokerd --flows --json`, parsed): { grants, flows }.
 # denyFlows: `services.boxmaker.verify.denyFlows`: flow kinds (`secret_out`,
-#            `private_out`) or grant ids; a flow whose kind, source grant or sink grant is
-#            named fails the build (an assertion), every other flow is a warning.
+#            `private_out`, `untrusted_write`) or grant ids; a flow whose kind, source
+#            grant or sink grant is named fails the build (an assertion), every other flow
+#            is a warning.
 { report, denyFlows }:
 let
   kinds = [
     "secret_out"
     "private_out"
+    "untrusted_write"
   ];
   names =
     f:

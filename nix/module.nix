@@ -52,6 +52,13 @@ let
     jobs = mapAttrs (_: j: removeAttrs j [ "grants" ]) cfg.jobs;
     auditVerifySchedule = cfg.auditVerify.schedule;
     verifySchedule = cfg.verify.schedule;
+    # The hands (nix/module-hands.nix).
+    handsUser = cfg.hands.user;
+    handsSharedPids = cfg.hands.sharedPids;
+    programs = mapAttrs (_: p: lib.getExe p) cfg.programs;
+    programClosures = mapAttrs (
+      _: p: "${pkgs.closureInfo { rootPaths = [ p cfg.package ]; }}/store-paths"
+    ) cfg.programs;
     grantPaths = lib.unique (
       lib.concatLists (
         mapAttrsToList (
@@ -158,6 +165,7 @@ let
 in
 {
   imports = [
+    ./module-hands.nix
     ./module-jobs.nix
     ./module-llama.nix
     ./module-mcp.nix
@@ -355,9 +363,10 @@ in
         Flows that fail the build. At build time `brokerd --flows` computes, with the policy
         brokerd decides by, every chain a hijacked model could complete without asking: a
         grant whose results are private or secret, then a grant or a job's delivery that
-        carries data out (docs/verify.md). Each is a warning of `nixos-rebuild`; one whose
-        kind (`secret_out`, `private_out`) or source or sink grant id is listed here is an
-        assertion instead. A name that is neither is an assertion too.
+        carries data out; or untrusted content, then a write of yours (docs/verify.md). Each
+        is a warning of `nixos-rebuild`; one whose kind (`secret_out`, `private_out`,
+        `untrusted_write`) or source or sink grant id is listed here is an assertion
+        instead. A name that is neither is an assertion too.
       '';
     };
 

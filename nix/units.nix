@@ -49,6 +49,11 @@
   auditVerifySchedule ? "daily",
   # When `bxctl verify` checks the live deployment (nix/verify.nix; OnCalendar=).
   verifySchedule ? "daily",
+  # The hands (nix/hands.nix says each; docs/tools.md).
+  handsUser ? null,
+  programs ? { },
+  programClosures ? { },
+  handsSharedPids ? false,
 }:
 let
   inherit (builtins)
@@ -73,6 +78,9 @@ let
     );
 
   runDir = "/run/${runName}";
+  hands = import ./hands.nix {
+    inherit handsUser programs programClosures handsSharedPids systemdVersion;
+  };
   onNix = substring 0 11 package == "/nix/store/";
 
   # Under DynamicUser, /var/lib/${stateDir}/audit is a symlink into /var/lib/private/, and
@@ -109,7 +117,7 @@ let
       # libraries); elsewhere (the Debian container tests) /usr and the loader's paths.
       sandbox_binds = if onNix then [ "/nix/store" ] else [ "/usr" "-/lib" "-/lib64" package ];
       notes = "${home}/notes"; # brokerd's own StateDirectory, not loopd's memory/ (M5)
-    };
+    } // hands;
     infer.upstream = "http://127.0.0.1:8080";
   };
 

@@ -8,8 +8,9 @@
 # scenario (l), the indexer's units, with a test-only stand-in for the indexer
 # (tests/container/indexer.sh), and scenario (m), the audit log's daily full verification
 # (tests/container/audit-verify.sh), and scenario (n), `bxctl verify` against the real units
-# and with a loosened drop-in (tests/container/verify.sh). The
-# units are the ones rendered from nix/units.nix; the binaries are bound at /opt/boxmaker/bin.
+# and with a loosened drop-in (tests/container/verify.sh), and scenario (o), the hands: a
+# write as the owner and a run in its empty unit (tests/container/hands.sh). The units are
+# the ones rendered from nix/units.nix; the binaries are bound at /opt/boxmaker/bin.
 # Ends the container with the number of failed checks as its exit code (0: all passed).
 set -uo pipefail
 
@@ -185,6 +186,10 @@ source /opt/boxmaker-test/audit-verify.sh
 # ---- (n) bxctl verify: the live deployment against what the module generated ------------------
 # shellcheck source=tests/container/verify.sh
 source /opt/boxmaker-test/verify.sh
+
+# ---- (o) the hands: writes as the owner, runs in an empty unit ----------------------------------
+# shellcheck source=tests/container/hands.sh
+source /opt/boxmaker-test/hands.sh
 
 # ---- every honest prompt above was accounted for (issue 17) ----------------------------------
 scenario "attested context: no honest prompt fell back to the highest label sent"

@@ -14,7 +14,10 @@
 # scenario (l): the indexer's oneshot started by its path unit, searched through brokerd,
 # and what its unit can reach (tests/container/indexer.sh, indexer-probe.py), and scenario
 # (m): the audit log's daily full verification, its timer's oneshot asking brokerd, a change
-# before the checkpoint found and posted on Mattermost (tests/container/audit-verify.sh).
+# before the checkpoint found and posted on Mattermost (tests/container/audit-verify.sh),
+# scenario (n): `bxctl verify` against the real units (tests/container/verify.sh), and
+# scenario (o): the hands, a write as the owner and a run in its empty unit
+# (tests/container/hands.sh).
 #
 # With --measure-search it runs no scenario but the search measure (tests/container/measure.sh,
 # issue 14): the cached corpus of tests/stack/src/corpus.rs staged into the roles' state, the

@@ -61,7 +61,15 @@ print("[ " + " ".join(json.dumps(p) for p in paths) + " ]")
 PY
 ) || die "cannot read the grant paths of $etc/grants (python3 >= 3.11, for tomllib)"
 echo "grantPaths = $grant_paths; systemd $systemd_version"
+# The hands (docs/tools.md): the owner writes as the hands user; python3 and true are the
+# programs run grants may name. Before 257 (no PrivatePIDs=) the write units may run only
+# with the owner's consent to share the PID namespace (hands.sharedPids).
+shared_pids=false
+if ((${systemd_version%%.*} < 257)); then shared_pids=true; fi
 "$repo/tests/units/render.sh" "$units" \
+    --arg handsUser '"owner"' \
+    --arg programs '{ python3 = "/usr/bin/python3"; "true" = "/usr/bin/true"; }' \
+    --arg handsSharedPids "$shared_pids" \
     --arg package '"/opt/boxmaker"' \
     --arg systemdVersion "\"$systemd_version\"" \
     --arg fakeLlama '{ script = "/etc/boxmaker/fake-llama.toml"; listen = "127.0.0.1:8080"; }' \

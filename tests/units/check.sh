@@ -215,6 +215,44 @@ parsed "$out/nix"
 
 calendars "$out/nix" || status=1
 
+# The hands (docs/tools.md): the hands user, the programs and their closures reach brokerd's
+# config.toml with the target's systemd major version (PrivatePIDs= from 257); the units
+# they start are brokerd's (`brokerd --print-tool-unit`, scored in the test step's
+# docs/tool-units.md), not the core's. A root hands user is refused by the core.
+tests/units/render.sh "$out/hands" --arg systemdVersion '"252.39"' --arg handsUser '"owner"' \
+    --arg programs '{ python3 = "/nix/store/00000000000000000000000000000000-python3/bin/python3"; }' \
+    --arg programClosures '{ python3 = "/nix/store/00000000000000000000000000000001-closure-info/store-paths"; }' \
+    --arg handsSharedPids true >/dev/null
+python3 - "$out/hands/config.toml" <<'PY' || status=1
+import sys, tomllib
+broker = tomllib.load(open(sys.argv[1], "rb"))["broker"]
+want = {
+    "hands_user": "owner",
+    "systemd_version": 252,
+    "hands_shared_pids": True,
+    "programs": {"python3": "/nix/store/00000000000000000000000000000000-python3/bin/python3"},
+    "program_closures": {"python3": "/nix/store/00000000000000000000000000000001-closure-info/store-paths"},
+}
+bad = {k: broker.get(k) for k, v in want.items() if broker.get(k) != v}
+print("units: FAILED: the hands' settings in config.toml: %s" % bad if bad else "units: the hands' settings reach config.toml (hands_user, programs, closures, systemd_version 252)")
+sys.exit(1 if bad else 0)
+PY
+if ! grep -qx 'systemd_version = 257' "$out/nix/config.toml" || grep -q 'hands_user' "$out/nix/config.toml"; then
+    echo "units: without the hands, config.toml must say systemd_version = 257 and name no hands user" >&2
+    status=1
+else
+    echo "units: without the hands, systemd_version = 257 and no hands user"
+fi
+if err=$(nix-instantiate --eval --strict --json nix/render-units.nix --arg handsUser '"root"' 2>&1 >/dev/null); then
+    echo "units: the core rendered a root hands user" >&2
+    status=1
+elif [[ $err != *"hands.user must not be root"* ]]; then
+    echo "units: refusing a root hands user, the core did not say why: $err" >&2
+    status=1
+else
+    echo "units: refused as it should be: a root hands user"
+fi
+
 # The indexer's units say what docs/decisions.md M10 says: the sources read-only and only
 # they (never note-state/incoming, never another role's state), index/ its one StateDirectory
 # and no writable bind, brokerd without index/ of its own but with the published one

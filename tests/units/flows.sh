@@ -73,11 +73,12 @@ python3 - "$dir/flows.json" \
     "$(module '[ "notes-read" ]')" \
     "$(module '[ "web" ]')" \
     "$(module '[ "no-such-grant" ]')" \
+    "$(module '[ "untrusted_write" ]')" \
     <<'PY'
 import json, sys
 
 report = json.load(open(sys.argv[1]))
-none, secret, notes, web, unknown = map(json.loads, sys.argv[2:])
+none, secret, notes, web, unknown, writes = map(json.loads, sys.argv[2:])
 failed = []
 
 def check(ok, what):
@@ -104,6 +105,7 @@ check(len(web["assertions"]) == 2 and web["warnings"] == [],
 check(unknown["warnings"] == none["warnings"] and len(unknown["assertions"]) == 1
       and "names no-such-grant, which is neither a flow kind" in unknown["assertions"][0]["message"],
       "denyFlows naming nothing known is an assertion of its own")
+check(writes == none, "denyFlows = [untrusted_write], a kind with no flow here: nothing denied, nothing unknown")
 if failed:
     sys.exit(f"{len(failed)} check(s) failed")
 PY

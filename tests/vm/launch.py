@@ -1,6 +1,9 @@
 #!/usr/bin/python3
-# tests/vm/launch.py ROUNDS PROPS_FILE INVOCATION_FILE: the launch-cost harness of
-# tests/vm/launch.sh (run as root in the guest). Alternates, ROUNDS times:
+# tests/vm/launch.py ROUNDS PROPS_FILE INVOCATION_FILE [TOOL ARGUMENTS EXPECT PROGRAM]: the
+# launch-cost harness of tests/vm/launch.sh (run as root in the guest). By default the call
+# is a read_file of the todo list and the bare unit runs boxmaker-tool; with the four more
+# arguments it is TOOL with ARGUMENTS (JSON), whose answer must hold EXPECT, and the bare
+# unit runs PROGRAM (a `run` of `true` beside a bare unit of `true`). Alternates, ROUNDS times:
 #   floor: `systemd-run --wait --pipe --collect --service-type=exec` (no --quiet, as brokerd) with the
 #          properties in PROPS_FILE (`-p` and `K=V` lines, brokerd --print-tool-unit's) of
 #          boxmaker-tool, the invocation on stdin;
@@ -23,8 +26,10 @@ props = [line for line in open(sys.argv[2]).read().splitlines() if line]
 invocation = open(sys.argv[3], "rb").read()
 SOCKET = "/run/boxmaker/loop-broker/broker.sock"
 WITNESS = "/run/boxmaker/infer-broker/witness.sock"
-ARGUMENTS = json.dumps({"path": "/srv/notes/todo.md"})
-TOOL = "/opt/boxmaker/bin/boxmaker-tool"
+extra = sys.argv[4:8]
+CALL, ARGUMENTS, EXPECT, PROGRAM = extra if len(extra) == 4 else (
+    "read_file", json.dumps({"path": "/srv/notes/todo.md"}), "buy milk",
+    "/opt/boxmaker/bin/boxmaker-tool")
 
 
 def ids(user, pair):
@@ -62,7 +67,7 @@ def witness(number):
     # the call as high as anything brokerd ever sent loopd, the earlier scenarios' results).
     report = {"v": 1, "id": number, "final": True, "msg": {"kind": "witness_report", "body": {
         "completion": completion, "prompt": [], "answer": zero,
-        "calls": [{"id": "call-%d" % number, "name": "read_file", "arguments": ARGUMENTS}],
+        "calls": [{"id": "call-%d" % number, "name": CALL, "arguments": ARGUMENTS}],
         "finish": "tool_calls", "runnable": True}}}
     w = connect_as("boxmaker-inferproxy", "boxmaker-infer-broker", WITNESS)
     body = json.dumps(report).encode()
@@ -87,7 +92,7 @@ def read_exact(s, n):
 
 def call(s, number, witnessed):
     request = {"v": 1, "id": number, "final": True, "msg": {"kind": "tool_request", "body": {
-        "session": "launch-cost", "call": number, "tool": "read_file",
+        "session": "launch-cost-" + CALL.replace("_", "-"), "call": number, "tool": CALL,
         "arguments": ARGUMENTS, "witness": witnessed}}}
     body = json.dumps(request).encode()
     s.sendall(struct.pack(">I", len(body)) + body)
@@ -96,16 +101,17 @@ def call(s, number, witnessed):
         frame = json.loads(read_exact(s, length))
         if frame["final"]:
             answer = frame["msg"]["body"]
-            if answer.get("status") != "result" or "buy milk" not in answer.get("content", ""):
+            if answer.get("status") != "result" or EXPECT not in answer.get("content", ""):
                 raise SystemExit("brokerd answered %r" % (frame,))
             return
 
 
 def bare():
     command = ["systemd-run", "--wait", "--pipe", "--collect", "--service-type=exec",
-               *props, "--", TOOL]
+               *props, "--", PROGRAM]
     out = subprocess.run(command, input=invocation, capture_output=True, check=True).stdout
-    if b"buy milk" not in out:
+    # The tool answers the read; `true` says nothing, and its exit status was checked.
+    if PROGRAM.endswith("boxmaker-tool") and EXPECT.encode() not in out:
         raise SystemExit("the bare unit answered %r" % out)
 
 

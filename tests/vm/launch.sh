@@ -18,3 +18,12 @@ wait_for 10 "inferproxy runs (its DynamicUser exists: brokerd admits it on witne
 expect "the harness ran both sides 9 times" \
     "python3 /opt/boxmaker-vm/launch.py 9 /tmp/launch-props /tmp/invocation-todo.json | tee /ci/out/launch.txt | grep -q '^ratio '"
 sed 's/^/    | /' /ci/out/launch.txt
+
+# A run of `true` (grant true-run): through brokerd (its executor in the unit starts the
+# program) against a bare `systemd-run` of /usr/bin/true with the same properties (brokerd
+# --print-tool-unit true-run). Issue 25's bound: at most 1.3 times (docs/performance.md).
+tool_props true-run
+printf '%s\n' "${PROPS[@]}" >/tmp/launch-run-props
+expect "the harness ran both sides of a run of true 9 times" \
+    "python3 /opt/boxmaker-vm/launch.py 9 /tmp/launch-run-props /dev/null run '{\"program\":\"true\",\"args\":[]}' 'exited with status 0' /usr/bin/true | tee /ci/out/launch-run.txt | grep -q '^ratio '"
+sed 's/^/    | /' /ci/out/launch-run.txt

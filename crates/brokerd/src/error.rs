@@ -16,6 +16,7 @@ use crate::context::accounting::LogError;
 use crate::context::witness::StoreError;
 use crate::jobs::JobGrantError;
 use crate::notes::NoteError;
+use crate::run::programs::HandsError;
 use crate::run::tool_spec::UnitError;
 use crate::sessions::StateError;
 
@@ -40,6 +41,10 @@ pub enum Error {
     /// gateway).
     #[error("{0}")]
     JobGrants(JobGrantError),
+    /// The hands' configuration, or a grant with it: a program not configured, a write of
+    /// brokerd's own files, no hands user, a systemd without `PrivatePIDs=`.
+    #[error("{0}")]
+    Hands(HandsError),
     /// `--print-tool-unit` has no unit to print for the grant.
     #[error("{0}")]
     ToolUnit(UnitError),
@@ -101,6 +106,7 @@ impl daemon::exit::Status for Error {
             | Self::Config(_)
             | Self::Grants(_)
             | Self::JobGrants(_)
+            | Self::Hands(_)
             | Self::ToolUnit(_)
             | Self::Flows(_)
             | Self::Stdout(_)

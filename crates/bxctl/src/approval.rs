@@ -239,6 +239,7 @@ mod tests {
             untrusted_by: Vec::new(),
             expires: Timestamp::from_millis(1_789_632_300_000).expect("time"),
             session_offer: None,
+            write: None,
         }
     }
 

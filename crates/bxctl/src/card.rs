@@ -7,7 +7,7 @@
 use inert::line;
 use proto::Timestamp;
 use proto::allowance::{Allowance, Scope};
-use proto::approval::ApprovalCard;
+use proto::approval::{ApprovalCard, Shows, WriteCard};
 
 /// A card as the owner reads it, its expiry counted from `now`.
 pub fn card(c: &ApprovalCard, now: Timestamp) -> String {
@@ -23,6 +23,9 @@ pub fn card(c: &ApprovalCard, now: Timestamp) -> String {
         c.expires,
         left(c.expires, now),
     );
+    if let Some(w) = &c.write {
+        s.push_str(&write(w));
+    }
     if c.untrusted {
         let by: Vec<String> = c.untrusted_by.iter().map(source).collect();
         s.push_str(&format!(
@@ -104,6 +107,37 @@ fn span(secs: u64) -> String {
 
 fn label(taint: proto::DataClass, untrusted: bool) -> String {
     format!("{taint}{}", if untrusted { ", untrusted" } else { "" })
+}
+
+/// What a write will do, as the owner approves it: the file, the content it replaces (its
+/// hash and size, or that the file is new) and the content it leaves, then the diff (or the
+/// new content, or the appended text) brokerd computed, each line inert and set apart.
+fn write(w: &WriteCard) -> String {
+    let old = match (w.old_sha256, w.old_size) {
+        (Some(h), Some(n)) => format!("{n} bytes, sha256 {h}"),
+        _ => "a new file".to_owned(),
+    };
+    let cut = if w.truncated {
+        format!(" (the first {} bytes)", w.text.len())
+    } else {
+        String::new()
+    };
+    format!(
+        "  write:     {}
+  over:      {old}
+  leaves:    {} bytes, sha256 {}
+  {}:{cut}
+{}",
+        line(&w.path),
+        w.new_size,
+        w.new_sha256,
+        match w.shows {
+            Shows::Diff => "diff     ",
+            Shows::Content => "content  ",
+            Shows::Appended => "appended ",
+        },
+        inert::block(&w.text)
+    )
 }
 
 /// An untrusted call as bxctl shows it: the tool, the call (and its session, when another

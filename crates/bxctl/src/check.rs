@@ -1,8 +1,9 @@
 //! `bxctl grants check`: a grants directory through brokerd's own loader, without starting
-//! anything, with what a loader cannot say: every file that does not load (the loader stops
+//! anything (so a `run` grant naming a shell without `shell = true` is refused here as
+//! there), with what a loader cannot say: every file that does not load (the loader stops
 //! at the first), the word a misspelt key, mode or tool was probably meant to be, grants
-//! already expired, a granted path that is not there, a directory with no grant at all, and
-//! why a TOML date given for `expires` is refused.
+//! already expired, `run` grants that pass any argument, a granted path that is not there,
+//! a directory with no grant at all, and why a TOML date given for `expires` is refused.
 
 use std::io::Write;
 use std::path::Path;
@@ -46,6 +47,7 @@ pub fn grants(
 fn good(dir: &Path, s: &Snapshot, json: bool, out: &mut dyn Write) -> Result<ExitCode, Error> {
     let mut warnings = expired(s, Timestamp::now());
     warnings.extend(missing_paths(s));
+    warnings.extend(any_argument(s));
     if s.ids().is_empty() {
         warnings.push(format!(
             "{} holds no grant: every tool call is denied (no_grant); a grant is a file \
@@ -183,6 +185,22 @@ fn missing_paths(s: &Snapshot) -> Vec<String> {
                         inert::line(p)
                     )
                 })
+        })
+        .collect()
+}
+
+/// A warning for each allowing `run` grant whose patterns let any argument through: the
+/// program then runs whatever its arguments say (`python3 -c …`).
+fn any_argument(s: &Snapshot) -> Vec<String> {
+    s.iter()
+        .filter(|(_, g)| g.tool == "run" && g.mode != proto::Mode::Deny)
+        .filter(|(_, g)| g.constraints.patterns.iter().any(|p| p == "*"))
+        .map(|(id, g)| {
+            format!(
+                "grant {id} passes any argument to {}: each runs whatever its arguments tell \
+                 it to (python3 -c, say); narrow constraints.patterns to what you mean",
+                g.constraints.programs.join(", ")
+            )
         })
         .collect()
 }

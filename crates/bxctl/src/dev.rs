@@ -14,6 +14,7 @@ mod mattermost;
 mod model;
 mod paths;
 mod ready;
+mod samples;
 mod stack;
 
 use std::io::{IsTerminal, Write};

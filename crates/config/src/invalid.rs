@@ -77,6 +77,9 @@ pub enum Invalid {
     /// An `[[mcp]]` entry (`super::mcp`).
     #[error("{0}")]
     Mcp(super::McpInvalid),
+    /// The hands' settings (`broker.hands_user`, `broker.programs`).
+    #[error("{0}")]
+    Hands(super::HandsInvalid),
     /// `core_memory` (or its default) is inside `dir`, which a role or a tool writes
     /// (`what`): model text there could become the owner's system prompt.
     #[error(

@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 mod duration;
 mod gateway;
+mod hands;
 mod infer;
 mod invalid;
 mod jobs;
@@ -22,6 +23,7 @@ mod sockets;
 mod written;
 use duration::duration;
 pub use gateway::Gateway;
+pub use hands::HandsInvalid;
 pub use infer::{Infer, Upstream};
 pub use invalid::Invalid;
 pub use jobs::{Deliver, Job, JobInvalid, MAX_PROMPT, jobs_file};
@@ -165,6 +167,20 @@ pub struct Broker {
     /// How many witness records brokerd keeps; older ones are forgotten (their calls are
     /// then `not_witnessed`).
     pub max_witness_records: usize,
+    /// The account the write units (and a `run` with a `workdir`) run as under systemd:
+    /// whose files the agent may write (docs/decisions.md H1). Never root.
+    pub hands_user: Option<String>,
+    /// The programs `run` grants may name: name -> absolute path (docs/decisions.md H11).
+    pub programs: std::collections::BTreeMap<String, PathBuf>,
+    /// For a program of `programs`, a file listing the store paths of its closure (Nix's
+    /// `closureInfo`'s `store-paths`, with the tool's): all of the store its unit sees.
+    pub program_closures: std::collections::BTreeMap<String, PathBuf>,
+    /// On a systemd older than 257 (no `PrivatePIDs=`), lets the write units run in the
+    /// host's PID namespace; without it brokerd refuses to start with a write grant there.
+    pub hands_shared_pids: bool,
+    /// The major version of the systemd that runs the tool units (the unit core's
+    /// `systemdVersion`): which properties a unit may have (`PrivatePIDs=` from 257).
+    pub systemd_version: u32,
 }
 
 /// The agent loop (loopd).
@@ -223,6 +239,11 @@ impl Default for Broker {
             notes: None,
             witness_wait: Duration::from_secs(5),
             max_witness_records: 4096,
+            hands_user: None,
+            programs: std::collections::BTreeMap::new(),
+            program_closures: std::collections::BTreeMap::new(),
+            hands_shared_pids: false,
+            systemd_version: 257,
         }
     }
 }
@@ -381,6 +402,8 @@ impl Config {
                 percent: l.compact_percent,
             });
         }
+        hands::validate(b.hands_user.as_ref(), &b.programs, &b.program_closures)
+            .map_err(Invalid::Hands)?;
         jobs::validate(&self.jobs, self.gateway.is_some(), b.approval_ttl).map_err(Invalid::Job)?;
         mcp::validate(&self.mcp).map_err(Invalid::Mcp)?;
         self.check_core_memory()

@@ -5,7 +5,7 @@
 //! answer. What became of it replaces the how-to line.
 
 use proto::allowance::{Scope, SessionOffer};
-use proto::approval::{ApprovalCard, CallRef, Refusal, Verdict};
+use proto::approval::{ApprovalCard, CallRef, Refusal, Shows, Verdict, WriteCard};
 use proto::gateway::Update;
 
 use crate::render::{POST_LIMIT, code, inert, longest_run, permalink};
@@ -86,10 +86,11 @@ pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<St
         "#### Approval needed: {tool}\n\
          **Conversation:** {conversation}\n\
          **Grant:** {grant} · **taint:** {taint} · **has read untrusted content:** {untrusted}\n\
-         **Expires:** {expires}\n{session}",
+         {write}**Expires:** {expires}\n{session}",
         tool = code(&short(&card.tool)),
         grant = code(&short(&card.grant)),
         taint = card.session_taint,
+        write = card.write.as_ref().map(write_line).unwrap_or_default(),
         expires = card.expires,
         session = card
             .session_offer
@@ -130,6 +131,28 @@ pub fn render(card: &ApprovalCard, server: &str, thread: Option<&str>) -> Vec<St
             fenced(part)
         ));
     }
+    // What a write leaves, as brokerd computed it, in the thread before anyone answers.
+    if let Some(w) = &card.write {
+        let what = match w.shows {
+            Shows::Diff => "The change (unified diff)",
+            Shows::Content => "The new file",
+            Shows::Appended => "The text appended",
+        };
+        let shown = fenced_parts(&inert::block(&w.text), POST_LIMIT - ROOM, POST_LIMIT - ROOM);
+        let n = shown.len();
+        let cut = if w.truncated {
+            format!(", its first {} bytes", w.text.len())
+        } else {
+            String::new()
+        };
+        for (i, part) in shown.iter().enumerate() {
+            posts.push(format!(
+                "**{what}{cut}, part {} of {n}:**\n{}",
+                i + 1,
+                fenced(part)
+            ));
+        }
+    }
     posts
 }
 
@@ -156,6 +179,22 @@ fn offer(card: &ApprovalCard, o: &SessionOffer) -> String {
         if card.untrusted { ", untrusted" } else { "" }
     );
     format!("**For this session:** {what}, for {lasts}, while the label stays {label} or below\n")
+}
+
+/// A write's line on the root post: the file, what it replaces and what it leaves; the
+/// change itself follows in the thread.
+fn write_line(w: &WriteCard) -> String {
+    let old = match (w.old_sha256, w.old_size) {
+        (Some(h), Some(n)) => format!("{n} bytes, sha256 {}", code(&h.to_hex())),
+        _ => "a new file".to_owned(),
+    };
+    format!(
+        "**Writes:** {} · **over:** {old} · **leaves:** {} bytes, sha256 {} · the change is \
+         in this thread\n",
+        code(&w.path),
+        w.new_size,
+        code(&w.new_sha256.to_hex())
+    )
 }
 
 /// The calls that made the session untrusted, each with what it read (a path or a URL,

@@ -7,10 +7,13 @@
 //! - [`Snapshot`]: every grant file, parsed by `proto`, validated, hashed;
 //! - [`constraints`]: what `paths`, `hosts` and `patterns` mean for each tool, and where a
 //!   host name may lead;
-//! - [`unitpath`]: which paths systemd may be given in a tool unit's properties.
+//! - [`unitpath`]: which paths systemd may be given in a tool unit's properties;
+//! - [`writes`]: what the grants reaching a place say of it, and the rule a write there
+//!   obeys (no write down, integrity).
 
 pub mod constraints;
 mod snapshot;
 pub mod unitpath;
+pub mod writes;
 
 pub use snapshot::{GrantsError, Snapshot};

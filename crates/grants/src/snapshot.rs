@@ -282,7 +282,9 @@ fn check_grant(grant: &Grant) -> Result<(), Refused> {
         crate::unitpath::check_credential_name(secret)?;
     }
     if grant.mode != proto::Mode::Deny {
-        for path in &grant.constraints.paths {
+        // A run's workdir is bound into its unit like the paths.
+        let c = &grant.constraints;
+        for path in c.paths.iter().chain(&c.workdir) {
             crate::unitpath::check_granted_path(path)?;
         }
     }

@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 use crate::allowance::{Allowance, SessionOffer};
 use crate::{CallId, DataClass, Hash32, SessionId, Timestamp};
 
+mod write;
+pub use write::{Shows, WriteCard};
+
 /// Everything the owner sees before answering, and what the answer binds to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -39,14 +42,18 @@ pub struct ApprovalCard {
     /// `not_offered`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_offer: Option<SessionOffer>,
+    /// For `write_file` and `edit_file`: what will be written, over which content
+    /// (docs/decisions.md H8). Absent on every other card, which then binds as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<WriteCard>,
 }
 
 impl ApprovalCard {
     /// The binding of this card: length-prefixed fields, so no two different cards hash
     /// alike. Covers session, call, tool, arguments, grant, session taint, the untrusted
-    /// flag and its sources (what each read), the expiry and the session offer (its scope
-    /// and how long it lasts): what the owner is shown. A card without an offer binds as
-    /// cards did before offers existed.
+    /// flag and its sources (what each read), the expiry, a write's card (the old content's
+    /// hash among it) and the session offer (its scope and how long it lasts): what the owner
+    /// is shown. A card without an offer or a write binds as cards did before either existed.
     pub fn bound(&self) -> Hash32 {
         let call = self.call.0.to_be_bytes();
         let expires = self.expires.as_millis().to_be_bytes();
@@ -84,6 +91,13 @@ impl ApprovalCard {
                 parts.extend([b"s".as_slice(), session.as_str().as_bytes()]);
             }
         }
+        // A write's card adds its parts after a marker; a card without one binds as before.
+        let write = self
+            .write
+            .as_ref()
+            .map(WriteCard::parts)
+            .unwrap_or_default();
+        parts.extend(write.iter().map(Vec::as_slice));
         let base = Hash32::of_parts(parts);
         // An offer binds the card's binding without it, then the offer: a card with an
         // offer can never hash like one without (that would be a SHA-256 collision).

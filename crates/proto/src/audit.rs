@@ -31,6 +31,36 @@ pub enum DecisionRecord {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
+    /// A write the grant allowed (or would have asked for) that cannot be made, found
+    /// before anything was asked or written: brokerd's look at the target refused it (a
+    /// link, not text, another owner, …), or the new text cannot be computed (an edit whose
+    /// old text occurs nowhere or several times, a create over a file that exists). The
+    /// call's answer is a failure, labelled like a read of the target (docs/decisions.md
+    /// H13). `detail` is brokerd's own words, never a unit's.
+    Failed {
+        grant: String,
+        failure: crate::tools::stage::StageFailure,
+        detail: String,
+    },
+}
+
+/// What a write's decision line proves (docs/decisions.md H10): the file, the content it
+/// replaces and the content it leaves. The commit writes only over `old_sha256` (absent:
+/// the file must not exist) and only `new_sha256`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteRecord {
+    /// The file, as the grant covered it (normalised).
+    pub path: String,
+    /// SHA-256 of the content found by brokerd's look: absent for a file that did not exist
+    /// (a create, an append to a new file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_sha256: Option<Hash32>,
+    /// SHA-256 and size of the content the write leaves: absent on a `failed` line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_sha256: Option<Hash32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_size: Option<u64>,
 }
 
 /// One line of `audit/YYYY-MM-DD.jsonl`. `prev` is the SHA-256 of the previous line's stored
@@ -65,6 +95,10 @@ pub struct AuditRecord {
     /// written only when it was, so a trusted decision's line is as before.
     #[serde(default, skip_serializing_if = "crate::grant::is_false")]
     pub untrusted: bool,
+    /// For `write_file` and `edit_file` once brokerd looked at the target: what the write
+    /// replaces and leaves. Absent on every other line, which reads as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<WriteRecord>,
 }
 
 /// The audit log's other line kinds, tagged by `kind`. Like decisions, every line carries
@@ -398,6 +432,7 @@ mod tests {
             canonical: None,
             witness: None,
             untrusted: false,
+            write: None,
         }))
         .expect("encode");
         let parsed = AuditLine::from_slice(&line).expect("good line");

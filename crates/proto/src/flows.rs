@@ -26,6 +26,8 @@ pub enum Severity {
     SecretOut,
     /// Something private can leave the box.
     PrivateOut,
+    /// Content that may carry injected text can change files of yours.
+    UntrustedWrite,
 }
 
 impl Severity {
@@ -34,12 +36,14 @@ impl Severity {
         match self {
             Self::SecretOut => "secret_out",
             Self::PrivateOut => "private_out",
+            Self::UntrustedWrite => "untrusted_write",
         }
     }
 }
 
-/// One chain: a source read in a fresh session, then a sink that applies at the label the
-/// source left the session at, each allowed without asking.
+/// One chain: a source read in a fresh session, then a sink (or, for an untrusted source, a
+/// write) that applies at the label the source left the session at, each allowed without
+/// asking.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Flow {

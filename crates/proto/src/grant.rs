@@ -2,6 +2,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::tools::WriteMode;
 use crate::{DataClass, JobName, Timestamp};
 
 /// How a matching grant lets a call through.
@@ -103,6 +104,33 @@ pub struct Constraints {
     /// `[constraints.args] "/url" = ["https://example.org/*"]`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub args: BTreeMap<String, Vec<String>>,
+    /// `write_file` only: the modes it allows (`create`, `replace`, `append`). Empty: all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modes: Vec<WriteMode>,
+    /// `run` only: the programs, by name (brokerd's configuration says which file each is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub programs: Vec<String>,
+    /// `run` only: one granted directory bound read-write as the working directory (the run
+    /// is then a write). Absent: an empty working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workdir: Option<String>,
+    /// `run` only: whether a call may give the program standard input.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub stdin: bool,
+    /// `run` only: the owner knows that one of `programs` is a shell or runs programs named
+    /// in its arguments (`sh`, `env`, `xargs`, …), and grants it all the same.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub shell: bool,
+    /// `run` only: limits of each run. Absent: brokerd's defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mib: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<u32>,
+    /// The most KiB kept of stdout, and of stderr, each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_kib: Option<u32>,
 }
 
 /// Leaves `private_networks = false` out when a grant is written back, so a grant that

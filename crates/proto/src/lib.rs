@@ -39,7 +39,7 @@ pub mod toolrun;
 pub mod tools;
 
 pub use attest::ToolCall;
-pub use audit::{AuditEvent, AuditLine, AuditRecord, DecisionRecord, TornLine};
+pub use audit::{AuditEvent, AuditLine, AuditRecord, DecisionRecord, TornLine, WriteRecord};
 pub use class::DataClass;
 pub use error::InvalidValue;
 pub use frame::{

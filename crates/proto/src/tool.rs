@@ -89,6 +89,12 @@ pub enum DenyReason {
     /// card was shown, so what the owner saw is no longer the request. brokerd's denial,
     /// never the owner's.
     ApprovalChanged,
+    /// A write from a session above the lowest label a grant covering the target gives it
+    /// (no write down, docs/decisions.md H9). Never asked.
+    WriteDown,
+    /// A write from an untrusted session where a grant covering the target says only the
+    /// owner writes (`untrusted = false`), without the write grant's `if_untrusted = "ask"`.
+    UntrustedWrite,
 }
 
 impl DenyReason {
@@ -111,6 +117,8 @@ impl DenyReason {
             Self::WitnessMismatch => "witness_mismatch",
             Self::AlreadyRun => "already_run",
             Self::ApprovalChanged => "approval_changed",
+            Self::WriteDown => "write_down",
+            Self::UntrustedWrite => "untrusted_write",
         }
     }
 }
@@ -147,6 +155,9 @@ pub enum ToolFailure {
     /// An MCP call gave no result: the server's tools changed since the pin, the tool said
     /// it failed, the server broke the protocol or a limit (`boxmaker-tool mcp-call`'s kind).
     Mcp { failure: crate::mcp::McpFailure },
+    /// A write's unit refused or failed (`changed`, `exists`, a link below the root, …):
+    /// nothing was written (docs/decisions.md H5, H10).
+    Write { failure: StageFailure },
 }
 
 impl fmt::Display for ToolFailure {
@@ -159,6 +170,70 @@ impl fmt::Display for ToolFailure {
             Self::Exited { status } => write!(f, "exited with status {status}"),
             Self::Unit { result } => write!(f, "unit result {result}"),
             Self::Mcp { failure } => write!(f, "MCP {}", failure.kind()),
+            Self::Write { failure } => write!(f, "write not made: {}", failure.as_str()),
+        }
+    }
+}
+
+/// Why a stage refused or failed, by kind; the message says it for a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageFailure {
+    /// The invocation is not one brokerd makes (a bad relative path, say).
+    Invocation,
+    /// A link, a step out of the root or a mount crossed below it.
+    Link,
+    /// A name on the way is missing, or the target is (replace, edit).
+    NotFound,
+    /// `create`: the name exists.
+    Exists,
+    /// Not a regular file, or on the way not a directory.
+    NotRegular,
+    /// Not UTF-8 text without NUL.
+    NotText,
+    /// Larger than `hands::MAX_FILE`, before or after the write.
+    TooLarge,
+    /// The directory or the file belongs to another uid than the unit's, or its group
+    /// cannot be kept.
+    Owner,
+    /// The file has other hard links.
+    Linked,
+    /// The file has set-uid or set-gid bits.
+    SetId,
+    /// The file is not what was expected (its hash, or it was replaced meanwhile).
+    Changed,
+    /// The edit does not apply (no match, several).
+    Edit,
+    /// The recomputed bytes do not hash to what brokerd expected.
+    Disagree,
+    /// The file system cannot exchange two names atomically.
+    NoExchange,
+    /// `run`: the program could not be started.
+    Spawn,
+    /// Any other system call failure.
+    Io,
+}
+
+impl StageFailure {
+    /// The name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Invocation => "invocation",
+            Self::Link => "link",
+            Self::NotFound => "not_found",
+            Self::Exists => "exists",
+            Self::NotRegular => "not_regular",
+            Self::NotText => "not_text",
+            Self::TooLarge => "too_large",
+            Self::Owner => "owner",
+            Self::Linked => "linked",
+            Self::SetId => "set_id",
+            Self::Changed => "changed",
+            Self::Edit => "edit",
+            Self::Disagree => "disagree",
+            Self::NoExchange => "no_exchange",
+            Self::Spawn => "spawn",
+            Self::Io => "io",
         }
     }
 }

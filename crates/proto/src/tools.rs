@@ -8,6 +8,11 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod hands;
+pub mod stage;
+
+pub use hands::{EditFileArgs, RunArgs, WriteFileArgs, WriteMode};
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReadFileArgs {
@@ -100,6 +105,9 @@ pub enum ToolArgs {
     /// A pinned MCP tool's call (`mcp__<server>__<tool>`): made by brokerd from the pin,
     /// never by [`ToolArgs::parse`]; it runs as `boxmaker-tool mcp-call`.
     Mcp(crate::mcp::McpArgs),
+    WriteFile(WriteFileArgs),
+    EditFile(EditFileArgs),
+    Run(RunArgs),
 }
 
 /// The longest arguments text accepted. Arguments are shown whole on approval cards and
@@ -107,7 +115,7 @@ pub enum ToolArgs {
 pub const MAX_ARGUMENTS: usize = 64 * 1024;
 
 /// Every tool boxmaker knows, by its wire name.
-pub const TOOL_NAMES: [&str; 9] = [
+pub const TOOL_NAMES: [&str; 12] = [
     "read_file",
     "list_dir",
     "http_fetch",
@@ -117,6 +125,9 @@ pub const TOOL_NAMES: [&str; 9] = [
     "note_list",
     "note_search",
     "session_search",
+    "write_file",
+    "edit_file",
+    "run",
 ];
 
 impl ToolArgs {
@@ -153,6 +164,21 @@ impl ToolArgs {
             "note_list" => Self::NoteList(strict(tool, arguments)?),
             "note_search" => Self::NoteSearch(strict(tool, arguments)?),
             "session_search" => Self::SessionSearch(strict(tool, arguments)?),
+            "write_file" => {
+                let a: WriteFileArgs = strict(tool, arguments)?;
+                checked(tool, a.check())?;
+                Self::WriteFile(a)
+            }
+            "edit_file" => {
+                let a: EditFileArgs = strict(tool, arguments)?;
+                checked(tool, a.check())?;
+                Self::EditFile(a)
+            }
+            "run" => {
+                let a: RunArgs = strict(tool, arguments)?;
+                checked(tool, a.check())?;
+                Self::Run(a)
+            }
             other => return Err(ArgsError::UnknownTool(other.to_owned())),
         })
     }
@@ -168,6 +194,9 @@ impl ToolArgs {
             Self::NoteList(_) => "note_list",
             Self::NoteSearch(_) => "note_search",
             Self::SessionSearch(_) => "session_search",
+            Self::WriteFile(_) => "write_file",
+            Self::EditFile(_) => "edit_file",
+            Self::Run(_) => "run",
             Self::Mcp(_) => "mcp",
         }
     }
@@ -195,6 +224,9 @@ impl ToolArgs {
             Self::SessionSearch(a) => serde_json::to_string(a),
             // Checked against the pinned schema and made canonical by brokerd.
             Self::Mcp(a) => return a.arguments.clone(),
+            Self::WriteFile(a) => serde_json::to_string(a),
+            Self::EditFile(a) => serde_json::to_string(a),
+            Self::Run(a) => serde_json::to_string(a),
         };
         // Serialising plain structs of strings cannot fail.
         text.unwrap_or_default()
@@ -202,8 +234,8 @@ impl ToolArgs {
 
     /// What the call reads, for approval cards: the path or the URL, at most
     /// [`MAX_READ`](crate::approval::MAX_READ) characters (a longer one ends in `…`).
-    /// For a note tool, the note's name. `None` for `consult` and `note_list`, which read
-    /// nothing named.
+    /// For a note tool, the note's name; for a write, the path it writes; for `run`, the
+    /// program's name. `None` for `consult` and `note_list`, which read nothing named.
     pub fn reads(&self) -> Option<String> {
         let what = match self {
             Self::ReadFile(a) => &a.path,
@@ -211,6 +243,9 @@ impl ToolArgs {
             Self::HttpFetch(a) => &a.url,
             Self::NoteSearch(a) => &a.query,
             Self::SessionSearch(a) => &a.query,
+            Self::WriteFile(a) => &a.path,
+            Self::EditFile(a) => &a.path,
+            Self::Run(a) => &a.program,
             Self::NoteWrite(NoteWriteArgs { name, .. }) | Self::NoteRead(NoteReadArgs { name }) => {
                 name
             }
@@ -240,6 +275,13 @@ impl Named for NoteReadArgs {
     fn name(&self) -> &str {
         &self.name
     }
+}
+
+fn checked(tool: &str, result: Result<(), hands::HandsArgsError>) -> Result<(), ArgsError> {
+    result.map_err(|e| ArgsError::Invalid {
+        tool: tool.to_owned(),
+        detail: e.to_string(),
+    })
 }
 
 fn named<T: Named>(tool: &str, args: T) -> Result<T, ArgsError> {

@@ -56,6 +56,13 @@ pub enum Failure {
     /// An MCP call sent to the plain tool mode: it runs as `boxmaker-tool mcp-call`.
     #[error("an MCP call runs as `boxmaker-tool mcp-call`")]
     McpNotHere,
+    /// `write_file`, `edit_file` or `run` as a plain invocation: they run only as the
+    /// stages brokerd sends (docs/decisions.md H12).
+    #[error(
+        "this tool runs only as the stages brokerd sends (look, commit, run); a plain \
+         invocation of it is never executed"
+    )]
+    Staged,
     /// A file in the note's place larger than any note brokerd writes.
     #[error(
         "the note is {size} bytes, over the {} a note may hold (not read)",

@@ -10,6 +10,11 @@
 //! roots, connections only to the resolved addresses), so that a mistake in the unit's
 //! properties, or the development runner, which has no sandbox, does not widen a grant.
 //!
+//! The hands (`write_file`, `edit_file`, `run`) come as stages instead
+//! ([`proto::tools::stage::StageInvocation`], told apart by its `stage` key) and are
+//! answered with a `StageOutput` (docs/decisions.md H12): `look` and `commit` in `write`,
+//! the executor in `run`.
+//!
 //! Every failure of the tool itself is a [`ToolError`], answered as a [`ToolOutput::Failed`]
 //! whose message is the error's `Display` (the texts are in `error.rs`); only an unreadable
 //! stdin or unwritable stdout ([`RunError`]) ends the process non-zero.
@@ -26,7 +31,11 @@ mod files;
 pub mod mcp_session;
 mod net;
 mod notes;
+mod run;
+pub mod stage;
+mod stage_error;
 mod text;
+mod write;
 
 use std::io::{self, Read, Write};
 use std::path::Path;
@@ -75,8 +84,18 @@ impl daemon::exit::Status for RunError {
 /// The whole process: reads one invocation from `input`, executes it and writes the one
 /// answer line to `output`. `Err` only when there can be no answer.
 pub fn serve(input: impl Read, mut output: impl Write) -> Result<(), RunError> {
-    let answer = answer(run(input).map_err(RunError::Stdin)?);
-    writeln!(output, "{}", render(&answer))
+    let bytes = read_input(input).map_err(RunError::Stdin)?;
+    let line = match &bytes {
+        Some(b) if stage::is_stage(b) => {
+            serde_json::to_string(&stage::answer(b)).unwrap_or_else(|_| {
+                r#"{"status":"failed","failure":"io","message":"cannot serialise the output"}"#
+                    .into()
+            })
+        }
+        Some(b) => render(&answer(run_bytes(b))),
+        None => render(&answer(Err(ToolError::TooLarge { limit: MAX_INPUT }))),
+    };
+    writeln!(output, "{line}")
         .and_then(|()| output.flush())
         .map_err(RunError::Stdout)
 }
@@ -84,12 +103,17 @@ pub fn serve(input: impl Read, mut output: impl Write) -> Result<(), RunError> {
 /// Reads one invocation (at most [`MAX_INPUT`] bytes) from `input` and executes it.
 /// `Err` only when `input` cannot be read; everything else is an answer.
 pub fn run(input: impl Read) -> io::Result<ToolResult> {
+    Ok(match read_input(input)? {
+        Some(bytes) => run_bytes(&bytes),
+        None => Err(ToolError::TooLarge { limit: MAX_INPUT }),
+    })
+}
+
+/// At most [`MAX_INPUT`] bytes of `input`; `None` when there was more.
+fn read_input(input: impl Read) -> io::Result<Option<Vec<u8>>> {
     let mut bytes = Vec::new();
     input.take(MAX_INPUT + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_INPUT {
-        return Ok(Err(ToolError::TooLarge { limit: MAX_INPUT }));
-    }
-    Ok(run_bytes(&bytes))
+    Ok((bytes.len() as u64 <= MAX_INPUT).then_some(bytes))
 }
 
 /// Parses and executes one invocation. The credentials directory comes from
@@ -114,6 +138,7 @@ pub fn execute(invocation: &ToolInvocation, credentials: Option<&Path>) -> ToolR
         ToolArgs::NoteSearch(a) => notes::search(&a.query, noteindex::Kind::Note, invocation),
         ToolArgs::SessionSearch(a) => notes::search(&a.query, noteindex::Kind::Session, invocation),
         ToolArgs::Mcp(_) => Err(Failure::McpNotHere),
+        ToolArgs::WriteFile(_) | ToolArgs::EditFile(_) | ToolArgs::Run(_) => Err(Failure::Staged),
     };
     result.map_err(|source| ToolError::Tool {
         tool: invocation.call.tool(),

@@ -20,7 +20,7 @@
 //!   comment, and its `Cargo.toml` has a `description`.
 //!
 //! A role may use as many support crates as it needs: what keeps the house clean is that
-//! each support crate is focused and none of them reaches up (`docs/decisions.md` H1).
+//! each support crate is focused and none of them reaches up (`docs/decisions.md` F13).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

@@ -344,6 +344,7 @@ fn synthesize(dir: &Path, size: u64) -> std::path::PathBuf {
             canonical: Some(r#"{"path":"/home/owner/notes/todo.md"}"#.into()),
             witness: None,
             untrusted: false,
+            write: None,
         }))
         .expect("line");
         prev = proto::chain::line_hash(&line);

@@ -139,6 +139,7 @@ fn generate(dir: &Path, size: u64) -> LongAudit {
                         index: 0,
                     }),
                     untrusted: false,
+                    write: None,
                 }),
                 &mut head,
             );

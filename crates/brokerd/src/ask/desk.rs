@@ -172,7 +172,7 @@ impl Desk {
         if let Err(why) = lock(&self.approvals).register(card.clone(), tx) {
             return Ok(Heard::NotAsked(why));
         }
-        outbox.tell(Outgoing::Post(card));
+        outbox.tell(Outgoing::Post(Box::new(card)));
         pending();
         let watching = Arc::new(AtomicBool::new(false));
         if let Some(stream) = requester {

@@ -1,7 +1,7 @@
 //! What brokerd queues for gatewayd when `[gateway]` is configured: cards to post,
-//! outcomes to show and alerts (the audit chain does not verify), taken by the link thread (`gateway::run`). It counts the outcomes not
-//! yet shown, so that stopping can wait a little until the cards of the calls it just
-//! denied say so.
+//! outcomes to show and alerts (the audit chain does not verify), taken by the link thread
+//! (`gateway::run`). It counts the outcomes not yet shown, so that stopping can wait a
+//! little until the cards of the calls it just denied say so.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, mpsc};
@@ -14,7 +14,8 @@ use proto::gateway::{ApprovalUpdate, AuditAlert};
 /// What the link sends to gatewayd.
 #[derive(Debug, Clone)]
 pub enum Outgoing {
-    Post(ApprovalCard),
+    /// Boxed: a write's card (its diff and hashes) makes it far larger than the others.
+    Post(Box<ApprovalCard>),
     Update(ApprovalUpdate),
     /// A full verification of the audit log failed (`audit_verify`).
     Alert(AuditAlert),

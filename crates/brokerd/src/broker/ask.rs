@@ -5,7 +5,7 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use proto::allowance::{Allowance, RevokeOutcome, Scope};
-use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Refusal};
+use proto::approval::{AnswerOutcome, ApprovalAnswer, ApprovalCard, Refusal, WriteCard};
 use proto::{DenyReason, Hash32, SessionId, Timestamp, ToolRequest};
 
 use super::Broker;
@@ -58,13 +58,14 @@ fn ceiling(a: &Allowance) -> SessionView {
 impl Broker {
     /// Puts an `ask` to the owner and waits for the answer, the expiry or the requester's
     /// hang-up. `state` is the session at the label the call is decided at, which the card
-    /// shows and binds; `pending` tells the requester the approval's id and expiry once it
-    /// waits.
+    /// shows and binds, with the canonical arguments and a write's card (its diff and the
+    /// old content's hash, H8); `pending` tells the requester the approval's id and expiry
+    /// once it waits.
     pub(super) fn ask(
         &self,
         req: &ToolRequest,
         decision: Decision,
-        canonical: &str,
+        (canonical, write): (&str, Option<WriteCard>),
         state: &SessionState,
         requester: Option<UnixStream>,
         pending: &mut dyn FnMut(String, Timestamp),
@@ -107,6 +108,7 @@ impl Broker {
             untrusted_by: state.untrusted_by.clone(),
             expires,
             session_offer: allow::offer(&decision, state.view(), lasts),
+            write,
         };
         card.binding = card.bound();
         let offered = card.clone();

@@ -26,6 +26,7 @@ use proto::{
 mod ask;
 pub mod audit_verify;
 pub mod board;
+mod hands;
 pub mod in_force;
 mod job_note;
 mod label;
@@ -42,7 +43,8 @@ use crate::broker::in_force::GrantsInForce;
 use crate::context::Attested;
 use crate::jobs::{Runs, Scope};
 use crate::notes::Notes;
-use crate::policy::{self, Outcome};
+use crate::policy::{self, Labels, Outcome};
+use crate::run::programs::Programs;
 use crate::run::runner::Runner;
 use crate::sessions::{SessionState, Sessions};
 use grants::Snapshot;
@@ -72,11 +74,12 @@ pub struct Broker {
     pub(crate) context: Attested,
     /// The MCP servers, their pins and what the model is offered.
     pub(crate) pins: crate::pins::Pins,
+    /// The programs `run` grants name (`broker.programs`).
+    pub(crate) programs: Programs,
 }
 
 impl Broker {
-    // Each part is opened by `start` on its own, with its own error; a struct of them would
-    // only move this list.
+    // Each argument is a part brokerd's start opened on its own, with its own error.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         config: Config,
@@ -87,6 +90,7 @@ impl Broker {
         notes: Notes,
         context: Attested,
         pins: crate::pins::Pins,
+        programs: Programs,
     ) -> Self {
         let desk = Desk::new(config.broker.max_pending_approvals);
         let outbox = Outbox::new(config.gateway.is_some());
@@ -105,6 +109,7 @@ impl Broker {
             runs: Runs::default(),
             context,
             pins,
+            programs,
         }
     }
 
@@ -224,6 +229,19 @@ impl Broker {
             }
             (Ok(_), Err(e), _) => policy::invalid(e),
         };
+        // A write's look and the content it leaves, after the policy and before the owner is
+        // asked (H2): a write that cannot be made fails here, asking nobody.
+        let plan = if decision.may_look() {
+            match self.plan(req, &decision) {
+                Ok(plan) => Some(plan),
+                Err((failure, detail)) => {
+                    decision = policy::write_failed(decision, failure, detail);
+                    None
+                }
+            }
+        } else {
+            None
+        };
         // The arguments as the grant covered them (what an allow authorises and runs), else
         // as they parsed.
         let canonical = match (decision.args(), &parsed) {
@@ -239,7 +257,9 @@ impl Broker {
                     Message::ToolResponse(ToolResponse::PendingApproval { approval, expires }),
                 ));
             };
-            decision = self.ask(req, decision, canonical, &decided, requester, &mut pending)?;
+            let write = plan.as_ref().map(|p| p.card.clone());
+            let asked = (canonical, write);
+            decision = self.ask(req, decision, asked, &decided, requester, &mut pending)?;
         }
         // The answer of a denial is made from this record (`policy::denied`), so the audit
         // line says exactly what loopd is told (X8).
@@ -258,6 +278,7 @@ impl Broker {
                 canonical,
                 witness: claimed.as_ref().and(req.witness.clone()),
                 untrusted: decided.untrusted,
+                write: plan.as_ref().map(|p| p.record.clone()),
             })
         })?;
         // What the session's untrusted label comes from, each call named with its session
@@ -269,10 +290,18 @@ impl Broker {
             read: decision.args().and_then(ToolArgs::reads),
             session: Some(req.session.clone()),
         };
-        let (response, ran) = match policy::denied(&record) {
-            Some(denied) => (denied, None),
-            None => {
-                let (r, labels) = self.run(req, decision, &snapshot, &decided)?;
+        let (response, ran) = match (policy::denied(&record), policy::failed(&record)) {
+            (Some(denied), _) => (denied, None),
+            // A write that failed before it was asked says something of the target's
+            // content: labelled like a read of it (H9), from its decision.
+            (None, Some(failed)) => {
+                let labels = decision.labels().unwrap_or(Labels::NONE);
+                let labels = labels.join(decided.labels());
+                self.raise_by(req, labels, this.read.clone())?;
+                (failed, Some(labels))
+            }
+            (None, None) => {
+                let (r, labels) = self.run(req, decision, &snapshot, &decided, plan.as_ref())?;
                 (r, Some(labels))
             }
         };

@@ -5,6 +5,7 @@ use proto::tools::ToolArgs;
 use proto::{ToolRequest, ToolResponse};
 
 use super::Broker;
+use super::hands::Plan;
 use crate::Fatal;
 use crate::notes::run::Prep;
 use crate::policy::{self, Decision, Labels};
@@ -28,10 +29,19 @@ impl Broker {
         decision: Decision,
         snapshot: &Snapshot,
         decided: &SessionState,
+        plan: Option<&Plan>,
     ) -> Result<(ToolResponse, Labels), Fatal> {
         let (Some(labels), Some(args)) = (decision.labels(), decision.args()) else {
             return Ok((ToolResponse::failed("internal: no grant"), Labels::NONE));
         };
+        // The hands' units are `hands`' (a write's commit over what was looked at, a run).
+        match (args, plan) {
+            (ToolArgs::WriteFile(_) | ToolArgs::EditFile(_), Some(plan)) => {
+                return self.commit(req, decision, plan, decided);
+            }
+            (ToolArgs::Run(_), _) => return self.run_program(req, decision, decided),
+            _ => {}
+        }
         let subtree = matches!(args, ToolArgs::ListDir(_));
         let read = args.reads();
         let note = Prep::of(args);
@@ -76,20 +86,20 @@ impl Broker {
         let labels = labels
             .join(self.context.for_logs(of_logs))
             .join(decided.labels());
+        self.settle(req, labels, read, outcome)
+    }
+
+    /// Raises the session by a result's `labels` (what the call `read` named) and makes
+    /// the answer: a typed failure is audited (`tool_failed`), a result carries the labels.
+    pub(super) fn settle(
+        &self,
+        req: &ToolRequest,
+        labels: Labels,
+        read: Option<String>,
+        outcome: RunOutcome,
+    ) -> Result<(ToolResponse, Labels), Fatal> {
+        self.raise_by(req, labels, read)?;
         let Labels { class, untrusted } = labels;
-        lock(&self.sessions)
-            .record(
-                &req.session,
-                class,
-                untrusted,
-                CallRef {
-                    tool: req.tool.clone(),
-                    call: req.call,
-                    read,
-                    session: None,
-                },
-            )
-            .map_err(Fatal::Sessions)?;
         if let RunOutcome::Failed {
             failure: Some(failure),
             ..
@@ -105,7 +115,31 @@ impl Broker {
                 truncated,
             },
             RunOutcome::Failed { message, failure } => ToolResponse::Failed { message, failure },
+            // A hands unit's answer is read by `hands`, never passed on as it came.
+            RunOutcome::Staged(_) => ToolResponse::failed("internal: an unread hands answer"),
         };
         Ok((response, labels))
+    }
+
+    /// Raises `req`'s session by `labels`, durably, naming the call (and what it `read`).
+    pub(super) fn raise_by(
+        &self,
+        req: &ToolRequest,
+        labels: Labels,
+        read: Option<String>,
+    ) -> Result<(), Fatal> {
+        lock(&self.sessions)
+            .record(
+                &req.session,
+                labels.class,
+                labels.untrusted,
+                CallRef {
+                    tool: req.tool.clone(),
+                    call: req.call,
+                    read,
+                    session: None,
+                },
+            )
+            .map_err(Fatal::Sessions)
     }
 }

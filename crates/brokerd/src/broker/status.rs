@@ -87,6 +87,9 @@ impl Broker {
         let snapshot = Snapshot::load(&self.config.grants).map_err(|e| e.to_string())?;
         crate::jobs::check(&self.config, &snapshot)
             .map_err(|e| format!("{}: {e}", self.config.grants.display()))?;
+        self.programs
+            .check(&self.config, &snapshot)
+            .map_err(|e| format!("{}: {e}", self.config.grants.display()))?;
         Ok(snapshot)
     }
 }

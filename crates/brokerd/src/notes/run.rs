@@ -170,7 +170,7 @@ impl Bound<'_> {
                         }
                     }
                     (RunOutcome::Failed { .. }, _) => true,
-                    (RunOutcome::Ok { .. }, None) => false,
+                    (RunOutcome::Ok { .. }, None) | (RunOutcome::Staged(_), _) => false,
                 };
                 (if vouched { labels } else { UNKNOWN }, outcome)
             }
@@ -186,6 +186,10 @@ impl Bound<'_> {
                         Err(e) => RunOutcome::failed(e.to_string()),
                     },
                     failed @ RunOutcome::Failed { .. } => failed,
+                    // A note unit is sent no stage, so it can answer none.
+                    RunOutcome::Staged(_) => {
+                        RunOutcome::failed("the note unit answered as a hands unit")
+                    }
                 };
                 notes.discard(&dir);
                 (Labels::NONE, outcome)

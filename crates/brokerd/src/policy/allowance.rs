@@ -58,6 +58,8 @@ fn named(decision: &Decision) -> Option<Scope> {
         // An MCP tool's arguments mean what its server says they mean: no rule yet, so an
         // MCP call is asked every time (O14).
         Subject::Mcp => None,
+        // A run's arguments are a program's to interpret: no rule yet either (O14).
+        Subject::Program => None,
     }
 }
 

@@ -5,8 +5,9 @@
 //! exactly what it authorises: the call's arguments as the deciding grant covered them, which
 //! the runner compares with what it is asked to run.
 
+use proto::tools::stage::StageFailure;
 use proto::tools::{ArgsError, ToolArgs};
-use proto::{DecisionRecord, DenyReason, Grant};
+use proto::{DecisionRecord, DenyReason, Grant, ToolFailure, ToolResponse};
 
 use grants::constraints::Covered;
 
@@ -44,6 +45,15 @@ pub(super) enum Kind {
         grant_id: Option<String>,
         detail: String,
     },
+    /// A write the grant allowed or asks for, which cannot be made (brokerd's look refused
+    /// the target, or the new text cannot be computed): nothing is asked or written. Its
+    /// answer is a failure labelled like a read of the target (`labels`).
+    Failed {
+        grant_id: String,
+        labels: Labels,
+        failure: StageFailure,
+        detail: String,
+    },
 }
 
 /// Who approved an `ask`, for the audit record.
@@ -70,6 +80,11 @@ pub enum Outcome<'a> {
         grant_id: Option<&'a str>,
         detail: &'a str,
     },
+    Failed {
+        grant_id: &'a str,
+        failure: StageFailure,
+        detail: &'a str,
+    },
 }
 
 impl Decision {
@@ -91,6 +106,16 @@ impl Decision {
                 grant_id: grant_id.as_deref(),
                 detail,
             },
+            Kind::Failed {
+                grant_id,
+                failure,
+                detail,
+                ..
+            } => Outcome::Failed {
+                grant_id,
+                failure: *failure,
+                detail,
+            },
         }
     }
 
@@ -100,15 +125,20 @@ impl Decision {
             Kind::Allow { grant, covered, .. } | Kind::Ask { grant, covered, .. } => {
                 Some((grant, covered))
             }
-            Kind::Deny { .. } => None,
+            Kind::Deny { .. } | Kind::Failed { .. } => None,
         }
     }
 
     /// The labels of this call's result: joined over every grant for the tool that covers
-    /// the call (the deciding one among them). The runner joins what else it binds.
+    /// the call (the deciding one among them), and for the hands every grant that reaches
+    /// the place they write or bind (`super::hands`). The runner joins what else it binds.
+    /// A write that failed before it was asked is labelled alike: its answer depends on
+    /// the target's content.
     pub fn labels(&self) -> Option<Labels> {
         match &self.kind {
-            Kind::Allow { labels, .. } | Kind::Ask { labels, .. } => Some(*labels),
+            Kind::Allow { labels, .. } | Kind::Ask { labels, .. } | Kind::Failed { labels, .. } => {
+                Some(*labels)
+            }
             Kind::Deny { .. } => None,
         }
     }
@@ -119,7 +149,7 @@ impl Decision {
     pub fn args(&self) -> Option<&ToolArgs> {
         match &self.kind {
             Kind::Allow { args, .. } | Kind::Ask { args, .. } => Some(args),
-            Kind::Deny { .. } => None,
+            Kind::Deny { .. } | Kind::Failed { .. } => None,
         }
     }
 
@@ -141,7 +171,19 @@ impl Decision {
     pub(crate) fn authorises(&self, call: &ToolArgs) -> bool {
         match &self.kind {
             Kind::Allow { args, .. } => args == call,
-            Kind::Ask { .. } | Kind::Deny { .. } => false,
+            Kind::Ask { .. } | Kind::Deny { .. } | Kind::Failed { .. } => false,
+        }
+    }
+
+    /// Whether this decision lets the runner look at a write's target before the owner is
+    /// asked: an allow or an ask of `write_file` or `edit_file` (the look only reads, and
+    /// every grant of those tools reads back what it covers: docs/decisions.md H2, H9).
+    pub(crate) fn may_look(&self) -> bool {
+        match &self.kind {
+            Kind::Allow { args, .. } | Kind::Ask { args, .. } => {
+                matches!(args, ToolArgs::WriteFile(_) | ToolArgs::EditFile(_))
+            }
+            Kind::Deny { .. } | Kind::Failed { .. } => false,
         }
     }
 }
@@ -218,8 +260,31 @@ pub fn refuse(asked: Decision, reason: DenyReason, detail: impl Into<String>) ->
     let grant_id = match &asked.kind {
         Kind::Ask { grant_id, .. } | Kind::Allow { grant_id, .. } => Some(grant_id.as_str()),
         Kind::Deny { grant_id, .. } => grant_id.as_deref(),
+        Kind::Failed { grant_id, .. } => Some(grant_id.as_str()),
     };
     deny(reason, grant_id, detail)
+}
+
+/// A write the grant allowed or asks for, which cannot be made: what brokerd's look found,
+/// or why the new text cannot be computed. Nothing is asked or written. Anything but an
+/// allow or an ask is returned unchanged.
+pub fn write_failed(decided: Decision, failure: StageFailure, detail: String) -> Decision {
+    match decided.kind {
+        Kind::Allow {
+            grant_id, labels, ..
+        }
+        | Kind::Ask {
+            grant_id, labels, ..
+        } => Decision {
+            kind: Kind::Failed {
+                grant_id,
+                labels,
+                failure,
+                detail,
+            },
+        },
+        other => Decision { kind: other },
+    }
 }
 
 /// A call in a job session whose run is not in progress: no grant is consulted.
@@ -269,6 +334,15 @@ pub(crate) fn record(decision: &Decision) -> DecisionRecord {
             grant: grant_id.map(str::to_owned),
             detail: Some(detail.to_owned()),
         },
+        Outcome::Failed {
+            grant_id,
+            failure,
+            detail,
+        } => DecisionRecord::Failed {
+            grant: grant_id.to_owned(),
+            failure,
+            detail: detail.to_owned(),
+        },
     }
 }
 
@@ -276,12 +350,28 @@ pub(crate) fn record(decision: &Decision) -> DecisionRecord {
 /// the detail the record holds, exactly (`None`: it was not denied). The one way a denial's
 /// answer is made, so the audit line of a witnessed denial is also the durable record of
 /// the tool message loopd makes of it (docs/decisions.md X8).
-pub fn denied(record: &DecisionRecord) -> Option<proto::ToolResponse> {
+pub fn denied(record: &DecisionRecord) -> Option<ToolResponse> {
     match record {
-        DecisionRecord::Denied { reason, detail, .. } => Some(proto::ToolResponse::Denied {
+        DecisionRecord::Denied { reason, detail, .. } => Some(ToolResponse::Denied {
             reason: *reason,
             detail: detail.clone(),
         }),
-        DecisionRecord::Allowed { .. } | DecisionRecord::Approved { .. } => None,
+        DecisionRecord::Allowed { .. }
+        | DecisionRecord::Approved { .. }
+        | DecisionRecord::Failed { .. } => None,
+    }
+}
+
+/// What loopd is answered for a write its audit record says failed before anything was
+/// asked or written: brokerd's words and the typed failure (`None`: it did not fail so).
+pub fn failed(record: &DecisionRecord) -> Option<ToolResponse> {
+    match record {
+        DecisionRecord::Failed {
+            failure, detail, ..
+        } => Some(ToolResponse::Failed {
+            message: detail.clone(),
+            failure: Some(ToolFailure::Write { failure: *failure }),
+        }),
+        _ => None,
     }
 }

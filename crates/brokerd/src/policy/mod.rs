@@ -2,7 +2,7 @@
 //!
 //! The one place a decision is made: a pure, deterministic function of the grant snapshot,
 //! the validated request and the session's state (and the time, passed in). A new tool's
-//! rules go here with its grant's: a write's no write down and untrusted write (issue 25), an
+//! rules go here with its grant's: a write's no write down and untrusted write (`hands`), an
 //! MCP tool's `constraints.args` (issue 26).
 //!
 //! [`Decision`] has a private field and implements neither `Clone` nor `Deserialize`, so
@@ -87,15 +87,24 @@
 //!   and the OR of `untrusted` ([`Labels`]). No grant can unlabel what another labels;
 //! - when nothing applies, the reason is the most specific one among the grants that cover
 //!   the call: taint too high, else grant expired, else no grant (with the constraint
-//!   mismatch as the detail).
+//!   mismatch as the detail);
+//! - a write (`write_file`, `edit_file`, a `run` with a `workdir`) the grants let through is
+//!   then decided by the labels of where it will be read back (`hands`, docs/decisions.md
+//!   H9): above the place's lowest class it is denied `write_down`, never asked; untrusted
+//!   where a reaching grant says only the owner writes, `untrusted_write`, unless the
+//!   deciding grant's `if_untrusted = "ask"` lets the owner approve it. The answer of a
+//!   hands call is labelled like a read of what it wrote or bound.
 
 pub mod allowance;
 mod decision;
 pub mod flows;
+mod hands;
 mod labels;
 pub mod mcp;
 
-use proto::tools::{HttpFetchArgs, ListDirArgs, ReadFileArgs, ToolArgs};
+use proto::tools::{
+    EditFileArgs, HttpFetchArgs, ListDirArgs, ReadFileArgs, ToolArgs, WriteFileArgs,
+};
 use proto::{DenyReason, Grant, JobName, Mode, Timestamp};
 
 use grants::Snapshot;
@@ -103,10 +112,11 @@ use grants::constraints::{self, Covered};
 
 pub(crate) use decision::record;
 pub use decision::{
-    Approval, Decision, Outcome, approve, denied, invalid, job_not_running, refuse,
-    too_many_pending, unwitnessed,
+    Approval, Decision, Outcome, approve, denied, failed, invalid, job_not_running, refuse,
+    too_many_pending, unwitnessed, write_failed,
 };
 use decision::{Kind, deny};
+use hands::Judged;
 pub use labels::{Labels, SessionView};
 
 /// How strict a mode is, for "deny dominates ask dominates allow".
@@ -151,6 +161,14 @@ pub fn effective(args: &ToolArgs, covered: &Covered) -> ToolArgs {
         }
         (ToolArgs::HttpFetch(_), _, Some(url)) => ToolArgs::HttpFetch(HttpFetchArgs {
             url: url.as_str().to_owned(),
+        }),
+        (ToolArgs::WriteFile(a), Some(path), _) => ToolArgs::WriteFile(WriteFileArgs {
+            path: path.clone(),
+            ..a.clone()
+        }),
+        (ToolArgs::EditFile(a), Some(path), _) => ToolArgs::EditFile(EditFileArgs {
+            path: path.clone(),
+            ..a.clone()
         }),
         _ => args.clone(),
     }
@@ -235,8 +253,15 @@ pub fn decide_in(
             format!("grant {id} denies this"),
         ),
         Some((r, id, grant, covered)) => {
-            let (grant_id, grant) = (id.to_owned(), grant.clone());
             let args = effective(args, &covered);
+            // The hands' rules come after the mode and before asking (H9): a refusal is
+            // never asked, and what they write or bind labels the answer.
+            let (r, labels) = match hands::judge(snapshot, &args, grant, session) {
+                Judged::Refused(why) => return deny(why.reason(), Some(id), why.to_string()),
+                Judged::Ask(more) => (1, labels.join(more)),
+                Judged::Stands(more) => (r, labels.join(more)),
+            };
+            let (grant_id, grant) = (id.to_owned(), grant.clone());
             Decision {
                 kind: if r == 1 {
                     Kind::Ask {

@@ -119,6 +119,7 @@ pub fn build(
         addresses,
         secret,
         limits: tool_spec::limits(&config.broker),
+        stage: None,
         mcp: Some(McpRun {
             input: McpInput::Call(call),
             binds: grant
@@ -159,6 +160,7 @@ pub fn probe(config: &Config, server_config: &McpServer, nonce: u64) -> Result<R
         addresses: Vec::new(),
         secret: None,
         limits: tool_spec::limits(&config.broker),
+        stage: None,
         mcp: Some(McpRun {
             input: McpInput::Pin(McpPinInvocation {
                 server: server(server_config, None),

@@ -135,6 +135,7 @@ pub fn build(
         secret,
         limits: limits(b),
         mcp: None,
+        stage: None,
     })
 }
 
@@ -197,7 +198,7 @@ pub fn print_unit(
             .unwrap_or_else(|_| PathBuf::from("/run/credentials/boxmaker-brokerd.service"))
             .join(name),
     });
-    let spec = RunSpec {
+    let mut spec = RunSpec {
         unit: unit_name(&session, proto::CallId(0)),
         invocation: ToolInvocation {
             call: ToolArgs::Consult(proto::tools::ConsultArgs {
@@ -225,7 +226,15 @@ pub fn print_unit(
         secret,
         limits: limits(b),
         mcp: None,
+        stage: None,
     };
+    // The hands' units: a write grant's commit (its look is the same, read-only), a run
+    // grant's program.
+    if let Some(stage) = crate::run::hands::example(config, grant) {
+        spec.bind = None;
+        spec.limits = stage.1;
+        spec.stage = Some(stage.0);
+    }
     systemd.check(&spec).map_err(UnitError::Refused)?;
     let mut out = format!(
         "# grant {grant_id} ({}, mode {:?})\n",
@@ -235,6 +244,13 @@ pub fn print_unit(
         out.push_str(
             "# IPAddressAllow= shows 192.0.2.1 (TEST-NET-1) as an example: each call gets the \
              addresses brokerd resolved for its host.\n",
+        );
+    }
+    if spec.stage.is_some() {
+        out.push_str(
+            "# The hands' unit: for a write the commit (the look is the same with the root \
+             bound read-only), for a run the program; binds show the grant's first path and \
+             program as an example.\n",
         );
     }
     if spec.bind.is_some() {

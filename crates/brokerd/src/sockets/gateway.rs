@@ -139,7 +139,7 @@ fn serve(
             match item {
                 // A card no longer pending (answered or expired meanwhile) is not posted.
                 Outgoing::Post(card) if broker.is_pending(&card.approval) => {
-                    post(&mut call, conn, card, &mut posted)?;
+                    post(&mut call, conn, *card, &mut posted)?;
                 }
                 Outgoing::Post(_) => {}
                 Outgoing::Update(u) => match call(conn, Message::ApprovalUpdate(u.clone())) {

@@ -27,6 +27,7 @@ use crate::context::accounting::{self, Accounting};
 use crate::context::witness;
 use crate::jobs;
 use crate::notes::Notes;
+use crate::run::programs::Programs;
 use crate::run::runner::{DirectRunner, Runner, SystemdRunner};
 use crate::sessions::Sessions;
 use crate::sockets;
@@ -79,6 +80,9 @@ pub fn run(args: Args) -> Result<(), Error> {
     if args.flows {
         return flows(&config, &snapshot, args.json);
     }
+    // The programs run grants name, and what every write must keep (H11, H13).
+    let programs = Programs::open(&config).map_err(Error::Hands)?;
+    programs.check(&config, &snapshot).map_err(Error::Hands)?;
     if config.peers.infer.is_none() {
         return Err(Error::NoInferPeer);
     }
@@ -144,6 +148,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         notes,
         crate::context::Attested::new(witness, accounting, core_file),
         pins,
+        programs,
     ));
     broker
         .audit_first_snapshot()
@@ -220,11 +225,15 @@ fn runner(config: &Config) -> Runner {
     let b = &config.broker;
     match b.runner {
         RunnerKind::Direct => Runner::Direct(DirectRunner::new(b.tool.clone())),
-        RunnerKind::Systemd => Runner::Systemd(SystemdRunner::new(
-            b.tool.clone(),
-            b.sandbox_root.clone(),
-            b.sandbox_binds.clone(),
-        )),
+        RunnerKind::Systemd => Runner::Systemd(SystemdRunner {
+            hands_user: b.hands_user.clone(),
+            systemd_version: b.systemd_version,
+            ..SystemdRunner::new(
+                b.tool.clone(),
+                b.sandbox_root.clone(),
+                b.sandbox_binds.clone(),
+            )
+        }),
     }
 }
 

@@ -96,18 +96,20 @@ fn the_binary_prints_the_flows_from_config_and_grants() {
     assert_eq!(lines.len(), 3, "{text}");
     assert!(
         lines[0].starts_with(
-            "secret_out   a hijacked model in job morning-brief's runs can \
+            "secret_out      a hijacked model in job morning-brief's runs can \
                               read /srv/notes (secret) via grant brief-notes and post it to \
                               Mattermost"
         ),
         "{text}"
     );
     assert!(
-        lines[1].starts_with("private_out  a hijacked model can read /home/owner/notes"),
+        lines[1].starts_with("private_out     a hijacked model can read /home/owner/notes"),
         "{text}"
     );
     assert!(
-        lines[2].starts_with("flows: 1 secret_out, 1 private_out from 3 grant(s), snapshot "),
+        lines[2].starts_with(
+            "flows: 1 secret_out, 1 private_out, 0 untrusted_write from 3 grant(s), snapshot "
+        ),
         "{text}"
     );
     let report: proto::flows::FlowsReport =

@@ -163,6 +163,7 @@ pub(crate) fn decision_line(
             canonical: None,
             witness: w,
             untrusted: false,
+            write: None,
         })
     })
     .expect("append");

@@ -74,9 +74,30 @@ fn describe(line: &AuditLine) -> String {
                         .map(|d| format!(": {d}"))
                         .unwrap_or_default()
                 ),
+                DecisionRecord::Failed {
+                    grant,
+                    failure,
+                    detail,
+                } => format!(
+                    "FAILED before anything was written: {} (grant {grant}): {detail}",
+                    failure.as_str()
+                ),
             };
+            // A write's line proves what it replaces and leaves (docs/broker.md).
+            let write = r.write.as_ref().map_or_else(String::new, |w| {
+                let hash = |h: Option<proto::Hash32>| h.map_or("none".to_owned(), |h| h.to_hex());
+                format!(
+                    " write {}: old sha256 {}, new sha256 {}{}",
+                    w.path,
+                    hash(w.old_sha256),
+                    hash(w.new_sha256),
+                    w.new_size
+                        .map(|n| format!(" ({n} bytes)"))
+                        .unwrap_or_default()
+                )
+            });
             format!(
-                "#{} {} session {} call {} {} {} [{}] {what}",
+                "#{} {} session {} call {} {} {} [{}] {what}{write}",
                 r.seq,
                 r.time,
                 r.session,

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::samples;
 use crate::error::DevError;
 
 /// The demo conversation the fake server plays (see docs/fake-llama-server.md).
@@ -51,38 +52,6 @@ pub struct Prepared {
     pub note: bool,
 }
 
-/// The sample grants: the note tools (reading and searching without asking, listing only
-/// with your approval, writing), and a web fetch that always asks.
-const SAMPLE_GRANTS: [(&str, &str); 5] = [
-    (
-        "notes-read",
-        "# Read a note without asking; the answer takes the note's label.\n\
-         tool = \"note_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\nuntrusted = false\n",
-    ),
-    (
-        "notes-list",
-        "# List the notes' names, each time with your approval.\n\
-         tool = \"note_list\"\nmode = \"ask\"\nmax_taint = \"secret\"\nuntrusted = false\n",
-    ),
-    (
-        "notes-search",
-        "# Search the notes' words without asking; labelled like a read of what it could find.\n\
-         tool = \"note_search\"\nmode = \"auto\"\nmax_taint = \"secret\"\nuntrusted = false\n",
-    ),
-    (
-        "notes-write",
-        "# Write notes without asking: a note takes the label of the session that wrote it.\n\
-         tool = \"note_write\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
-         result_class = \"public\"\nuntrusted = false\n",
-    ),
-    (
-        "web-ask",
-        "# Fetch from Wikipedia, asking each time.\ntool = \"http_fetch\"\nmode = \"ask\"\n\
-         max_taint = \"private\"\nresult_class = \"public\"\n[constraints]\n\
-         hosts = [\"en.wikipedia.org\"]\n",
-    ),
-];
-
 /// Creates what is missing under `state`; with `reset`, writes the samples again.
 pub fn prepare(state: &Path, grants: Option<&Path>, reset: bool) -> Result<Prepared, DevError> {
     for d in DIRS {
@@ -96,6 +65,16 @@ pub fn prepare(state: &Path, grants: Option<&Path>, reset: bool) -> Result<Prepa
     if reset || !note.exists() {
         write(&note, "- buy milk\n- ship boxmaker M1\n")?;
         done.note = true;
+    }
+    // The demo's own files, which the hands' sample grants read and write.
+    let files = state.join(samples::FILES);
+    std::fs::create_dir_all(&files).map_err(|error| DevError::Write {
+        path: files.clone(),
+        error,
+    })?;
+    let (name, text) = samples::DEMO_FILE;
+    if reset || !files.join(name).exists() {
+        write(&files.join(name), text)?;
     }
     if let Some(dir) = grants {
         // The owner's own directory: only read, never written.
@@ -117,8 +96,8 @@ pub fn prepare(state: &Path, grants: Option<&Path>, reset: bool) -> Result<Prepa
         path: dir.clone(),
         error: source,
     })?;
-    for (id, text) in SAMPLE_GRANTS {
-        write(&dir.join(format!("{id}.toml")), text)?;
+    for (id, text) in samples::grants(state, samples::python3().as_deref()) {
+        write(&dir.join(format!("{id}.toml")), &text)?;
     }
     done.grants = true;
     Ok(done)
@@ -220,7 +199,7 @@ pub fn config(
              [peers]\nloopd = {{ uid = {uid} }}\nadmin = {{ uid = {uid} }}\nchat = {{ uid = {uid} }}\n\
              jobs = {{ uid = {uid} }}\ninfer = {{ uid = {uid} }}\ngateway = {{ uid = {uid} }}\n\
              broker = {{ uid = {uid} }}\n\
-             [broker]\nrunner = \"direct\"\ntool = {}\n\
+             [broker]\nrunner = \"direct\"\ntool = {}\n{}\
              [infer]\nupstream = {}\n{}{}{}",
             state.display(),
             under("home"),
@@ -236,6 +215,7 @@ pub fn config(
             under("run/infer-broker"),
             under("run/broker-gateway"),
             q(tool),
+            samples::programs(samples::python3().as_deref()),
             serde_json::to_string(upstream).unwrap_or_default(),
             jobs(state)?,
             mcp(state)?,

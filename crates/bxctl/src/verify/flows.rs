@@ -1,7 +1,8 @@
 //! The `flows` part: what the grants brokerd decides by let a hostile model do without
 //! asking (issue 27 point 2). brokerd computes them with its own policy (`flows_query` on
 //! its admin side); bxctl only shows them: a `FAIL` for each flow of secret data out, a
-//! `warn` for each of private data out, an `ok` for a severity with none.
+//! `warn` for each of private data out and each write untrusted content can drive, an `ok`
+//! for a severity with none.
 
 use std::path::Path;
 
@@ -39,16 +40,25 @@ pub fn checks(config: &Config) -> Vec<Check> {
 pub fn of_report(report: &FlowsReport, grants: &Path) -> Vec<Check> {
     let mut checks: Vec<Check> = report.flows.iter().map(|f| of_flow(f, grants)).collect();
     for (severity, what) in [
-        (Severity::SecretOut, "secret"),
-        (Severity::PrivateOut, "private"),
+        (
+            Severity::SecretOut,
+            "a hijacked model send anything secret out of the box",
+        ),
+        (
+            Severity::PrivateOut,
+            "a hijacked model send anything private out of the box",
+        ),
+        (
+            Severity::UntrustedWrite,
+            "content that may carry injected text change your files",
+        ),
     ] {
         if !report.flows.iter().any(|f| f.severity == severity) {
             checks.push(Check::ok(
                 P,
                 severity.as_str(),
                 format!(
-                    "no grant lets a hijacked model send anything {what} out of the box \
-                     without asking you ({} grant(s), snapshot {})",
+                    "no grant lets {what} without asking you ({} grant(s), snapshot {})",
                     report.grants.len(),
                     short(&report.snapshot)
                 ),
@@ -65,7 +75,7 @@ fn short(h: &proto::Hash32) -> String {
 fn of_flow(f: &Flow, grants: &Path) -> Check {
     let level = match f.severity {
         Severity::SecretOut => Level::Fail,
-        Severity::PrivateOut => Level::Warn,
+        Severity::PrivateOut | Severity::UntrustedWrite => Level::Warn,
     };
     // The grant the line says to change: the sink's, or for a job's delivery the source's.
     let grant = f
@@ -135,6 +145,7 @@ mod tests {
                 ("secret_out", Level::Fail),
                 ("secret_out", Level::Fail),
                 ("private_out", Level::Ok),
+                ("untrusted_write", Level::Ok),
             ]
         );
         assert!(
@@ -152,10 +163,13 @@ mod tests {
                 .contains("jobs.brief.deliver")
         );
         let report = FlowsReport {
-            flows: vec![flow(Severity::PrivateOut, None, Some("web"))],
+            flows: vec![
+                flow(Severity::PrivateOut, None, Some("web")),
+                flow(Severity::UntrustedWrite, None, Some("www-write")),
+            ],
             ..report
         };
         let levels: Vec<Level> = of_report(&report, grants).iter().map(|c| c.level).collect();
-        assert_eq!(levels, [Level::Warn, Level::Ok]);
+        assert_eq!(levels, [Level::Warn, Level::Warn, Level::Ok]);
     }
 }

@@ -295,6 +295,7 @@ mod tests {
             untrusted_by: Vec::new(),
             expires: Timestamp::from_millis(expires).expect("time"),
             session_offer: None,
+            write: None,
         };
         c.binding = c.bound();
         c

@@ -21,6 +21,7 @@ fn card(id: &str, binding: u8) -> ApprovalCard {
         untrusted_by: Vec::new(),
         expires: time(),
         session_offer: None,
+        write: None,
     }
 }
 

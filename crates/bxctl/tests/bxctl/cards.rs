@@ -35,6 +35,7 @@ fn approvals_show_every_field_of_a_card_and_an_allowance_as_one_line() {
             },
             lasts_secs: 3600,
         }),
+        write: None,
     };
     let allowance = Allowance {
         allowance: HOSTILE.into(),

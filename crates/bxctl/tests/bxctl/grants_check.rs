@@ -67,7 +67,8 @@ fn every_bad_file_is_reported_with_the_word_it_was_probably_meant_to_be() {
         out,
         format!(
             "{d}/a.toml: no tool is named \"read_flie\" (the tools are read_file, list_dir, \
-             http_fetch, consult, note_write, note_read, note_list, note_search, session_search)\n\
+             http_fetch, consult, note_write, note_read, note_list, note_search, session_search, \
+             write_file, edit_file, run)\n\
              help: did you mean `read_file`?\n\
              {d}/b.toml:2:1: unknown field `mdoe`, expected one of `tool`, `mode`, `max_taint`, \
              `result_class`, `untrusted`, `expires`, `secret`, `constraints`, `if_untrusted`, \
@@ -153,6 +154,27 @@ fn always_ask_on_a_grant_that_never_asks_is_refused() {
             "{d}/never.toml: always_ask = true means nothing on a grant that never asks (it is \
              for mode = \"ask\", or if_untrusted = \"ask\"): remove it, or make the grant ask\n"
         )
+    );
+}
+
+#[test]
+fn grants_check_refuses_a_shell_without_its_key_and_warns_of_any_argument() {
+    let dir = temp("grants-run");
+    let grant = "tool = \"run\"\nmode = \"ask\"\nmax_taint = \"private\"\n\
+                 [constraints]\nprograms = [\"sh\"]\npatterns = [\"*\"]\n";
+    std::fs::write(dir.join("shell.toml"), grant).expect("write");
+    let (code, text, _) = check(&dir);
+    assert_eq!(code, Some(1));
+    assert!(
+        text.contains("shell.toml") && text.contains("constraints.shell = true"),
+        "{text}"
+    );
+    std::fs::write(dir.join("shell.toml"), format!("{grant}shell = true\n")).expect("write");
+    let (code, text, err) = check(&dir);
+    assert_eq!(code, Some(0), "{text}{err}");
+    assert!(
+        text.contains("warning: grant shell passes any argument to sh"),
+        "{text}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -146,6 +146,7 @@ fn audit_show_keeps_every_record_on_its_own_line() {
             canonical: None,
             witness: None,
             untrusted: false,
+            write: None,
         })
     };
     let records = [

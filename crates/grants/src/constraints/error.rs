@@ -1,15 +1,14 @@
-//! Why a constraint value, a grant or a call is refused. Each variant carries what it is
-//! about (the value as written, the list and index, the grant's and the call's tool); the
-//! text is written for the owner (`bxctl grants check`, brokerd's refusal to start) and,
-//! for [`Mismatch`], for the model and the audit, which see it in a denial's detail. A
-//! refusal that wraps another prints it, and keeps it typed; `source()` does not return it
-//! (docs/decisions.md F16).
+//! Why a constraint value or a grant is refused. Each variant carries what it is about (the
+//! value as written, the list and index, the grant's tool); the text is written for the
+//! owner (`bxctl grants check`, brokerd's refusal to start). Why a grant does not cover a
+//! call is [`Mismatch`](super::Mismatch), in `mismatch.rs`. A refusal that wraps another
+//! prints it, and keeps it typed; `source()` does not return it (docs/decisions.md F16).
 
 use std::net::Ipv4Addr;
 
 use proto::tools::TOOL_NAMES;
 
-use super::Host;
+use super::hands::HandsError;
 use super::subject::Subject;
 
 /// Why a path is refused: a call's, or a grant's entry.
@@ -185,6 +184,9 @@ pub enum InvalidGrant {
     /// An MCP grant's name, `args` or hosts (`super::mcp`).
     #[error("{0}")]
     Mcp(super::mcp_error::McpGrantError),
+    /// A key of the hands (`modes`, `programs`, `workdir`, `stdin`, `shell`, the limits).
+    #[error("{0}")]
+    Hands(HandsError),
 }
 
 /// Why a list of constraints cannot limit `tool`, whose arguments are `subject`.
@@ -199,52 +201,6 @@ fn not_applicable(tool: &str, subject: Subject) -> &'static str {
         }
         Subject::Note => "it works on brokerd's notes; patterns narrow the note names",
         Subject::Mcp => "its arguments are matched by constraints.args pointers",
+        Subject::Program => "it runs a granted program; programs and patterns limit it",
     }
-}
-
-/// Why a grant does not cover a call.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Mismatch {
-    /// The grant fails [`super::validate`], and so covers nothing.
-    #[error("the grant is invalid: {0}")]
-    Invalid(InvalidGrant),
-    #[error("the grant is for {grant}, the call is to {call}")]
-    OtherTool { grant: String, call: String },
-    /// The call's path has no normal form.
-    #[error("{0}")]
-    Path(PathError),
-    /// The call's URL is refused.
-    #[error("{0}")]
-    Url(UrlError),
-    /// The normalised path is under none of the grant's `paths`.
-    #[error("{path:?} is not under any of {}", roots.join(", "))]
-    NotUnder { path: String, roots: Vec<String> },
-    /// The URL's host is none of the grant's `hosts`; `url` is the normalised URL.
-    #[error("the host {host} of {url:?} is not any of {}", hosts.join(", "))]
-    HostNotListed {
-        host: Host,
-        url: String,
-        hosts: Vec<String>,
-    },
-    /// The normalised path or URL, or the prompt, matches none of the grant's `patterns`.
-    #[error("{}", no_pattern(*subject, value, patterns))]
-    NoPattern {
-        subject: Subject,
-        value: String,
-        patterns: Vec<String>,
-    },
-    /// An MCP call's arguments against the grant's `constraints.args`.
-    #[error("{0}")]
-    Args(super::mcp_error::ArgMismatch),
-}
-
-/// A value no pattern matches. A prompt is named, not repeated: it can be long, and it is
-/// the model's own.
-fn no_pattern(subject: Subject, value: &str, patterns: &[String]) -> String {
-    let what = match subject {
-        Subject::Path | Subject::Url | Subject::Note | Subject::Mcp => format!("{value:?}"),
-        Subject::Prompt => "the prompt".to_owned(),
-    };
-    let list: Vec<String> = patterns.iter().map(|p| format!("{p:?}")).collect();
-    format!("{what} matches none of the patterns {}", list.join(", "))
 }

@@ -1,16 +1,19 @@
-//! Grant constraints: what `paths`, `hosts`, `patterns` and `private_networks` mean, for
-//! each tool. The rules are written for owners in `docs/grants.md`; this module is their
+//! Grant constraints: what `paths`, `hosts`, `patterns`, `private_networks` and the hands'
+//! keys (`hands.rs`) mean, for each tool. The rules are written for owners in `docs/grants.md`; this module is their
 //! only implementation.
 //!
 //! Pure functions over strings: brokerd runs sandboxed and may not see the owner's files,
 //! and a decision must not depend on what the file system looks like at the moment.
 
 mod error;
+mod hands;
 mod host;
 pub mod mcp;
 mod mcp_error;
+mod mismatch;
 mod path;
 mod pattern;
+mod program;
 mod reach;
 mod subject;
 
@@ -18,10 +21,13 @@ use proto::Grant;
 use proto::Mode;
 use proto::tools::ToolArgs;
 
-pub use error::{HostError, InvalidGrant, LabelError, Mismatch, PathError, PatternError, UrlError};
+pub use error::{HostError, InvalidGrant, LabelError, PathError, PatternError, UrlError};
+pub use hands::{HandsError, LIMITS};
 pub use host::{Host, normalize_url};
 pub use mcp_error::{ArgMismatch, McpGrantError};
+pub use mismatch::Mismatch;
 pub use path::{is_under, normalize_path};
+pub use program::{LAUNCHERS, is_launcher};
 pub use reach::{Place, Reach, Unreachable, Zone, admit, place};
 pub use subject::Subject;
 
@@ -32,7 +38,7 @@ use pattern::Pattern;
 /// so that what was checked is what runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Covered {
-    /// `read_file`, `list_dir`: the normalised path.
+    /// `read_file`, `list_dir`, `write_file`, `edit_file`: the normalised path.
     pub path: Option<String>,
     /// `http_fetch`: the URL's host, the one to resolve and let through.
     pub host: Option<Host>,
@@ -42,7 +48,8 @@ pub struct Covered {
 
 fn subject_of(tool: &str) -> Result<Subject, InvalidGrant> {
     match tool {
-        "read_file" | "list_dir" => Ok(Subject::Path),
+        "read_file" | "list_dir" | "write_file" | "edit_file" => Ok(Subject::Path),
+        "run" => Ok(Subject::Program),
         "http_fetch" => Ok(Subject::Url),
         "consult" => Ok(Subject::Prompt),
         "note_write" | "note_read" | "note_list" | "note_search" | "session_search" => {
@@ -75,6 +82,8 @@ pub fn validate(grant: &Grant) -> Result<(), InvalidGrant> {
         }
         Subject::Note => (None, &["paths", "hosts"]),
         Subject::Mcp => (None, &["patterns"]),
+        // A run's paths and hosts are what its unit gets (binds, network), not matched.
+        Subject::Program => (Some("programs"), &[]),
     };
     if subject == Subject::Mcp {
         mcp::validate(grant).map_err(InvalidGrant::Mcp)?;
@@ -108,6 +117,13 @@ pub fn validate(grant: &Grant) -> Result<(), InvalidGrant> {
             tool: tool.to_owned(),
         });
     }
+    // Patterns are a run's argument allowlist: "any argument" is written, never implied.
+    if subject == Subject::Program && allowing && c.patterns.is_empty() {
+        return Err(InvalidGrant::Required {
+            list: "patterns",
+            tool: tool.to_owned(),
+        });
+    }
     for (index, p) in c.paths.iter().enumerate() {
         path::validate_entry(p).map_err(|source| InvalidGrant::Path {
             index,
@@ -126,6 +142,7 @@ pub fn validate(grant: &Grant) -> Result<(), InvalidGrant> {
             error: source,
         })?;
     }
+    hands::validate(grant).map_err(InvalidGrant::Hands)?;
     reach::validate(grant)
 }
 
@@ -134,6 +151,7 @@ fn list_named<'a>(c: &'a proto::Constraints, name: &str) -> &'a [String] {
         "paths" => &c.paths,
         "hosts" => &c.hosts,
         "patterns" => &c.patterns,
+        "programs" => &c.programs,
         _ => &[],
     }
 }
@@ -168,7 +186,12 @@ pub fn check(grant: &Grant, args: &ToolArgs) -> Result<Covered, Mismatch> {
     let c = &grant.constraints;
     let covered = match args {
         ToolArgs::ReadFile(proto::tools::ReadFileArgs { path })
-        | ToolArgs::ListDir(proto::tools::ListDirArgs { path }) => {
+        | ToolArgs::ListDir(proto::tools::ListDirArgs { path })
+        | ToolArgs::WriteFile(proto::tools::WriteFileArgs { path, .. })
+        | ToolArgs::EditFile(proto::tools::EditFileArgs { path, .. }) => {
+            if let ToolArgs::WriteFile(a) = args {
+                hands::check_mode(c, a)?;
+            }
             let path = normalize_path(path).map_err(Mismatch::Path)?;
             if !c.paths.is_empty() && !c.paths.iter().any(|root| is_under(&path, root)) {
                 return Err(Mismatch::NotUnder {
@@ -211,6 +234,10 @@ pub fn check(grant: &Grant, args: &ToolArgs) -> Result<Covered, Mismatch> {
         | ToolArgs::NoteSearch(_)
         | ToolArgs::SessionSearch(_)
         | ToolArgs::Mcp(_) => Covered::default(),
+        ToolArgs::Run(a) => {
+            hands::check_run(grant, a)?;
+            Covered::default()
+        }
     };
     Ok(covered)
 }
@@ -229,16 +256,21 @@ pub fn for_call(grant: &Grant, args: &ToolArgs) -> bool {
 /// bound path lies under one of them, or, when `subtree` (a directory is bound with all that
 /// is below it), one of them lies below it. For labelling, so it errs towards reaching:
 /// patterns narrow only a single bound file, an empty list (a deny grant's "every value")
-/// reaches everything, and a grant of a tool that reads no paths reaches nothing.
+/// reaches everything, and a grant of a tool that reads no paths reaches nothing. A `run`
+/// grant reaches what it binds (its `paths` and `workdir`, each a whole directory).
 pub fn reaches(grant: &Grant, bound: &str, subtree: bool) -> bool {
+    let c = &grant.constraints;
     match subject_of(&grant.tool) {
         Ok(Subject::Path) => {}
         // An MCP grant's paths are bound into its server's unit: they reach like a read's.
         // Without paths it binds nothing, so it reaches nothing (not "every value").
-        Ok(Subject::Mcp) if !grant.constraints.paths.is_empty() => {}
+        Ok(Subject::Mcp) if !c.paths.is_empty() => {}
+        Ok(Subject::Program) => {
+            return hands::run_binds(c)
+                .any(|root| is_under(bound, root) || subtree && is_under(root, bound));
+        }
         _ => return false,
     }
-    let c = &grant.constraints;
     let patterns_allow = || subtree || any_pattern_matches(&c.patterns, bound);
     c.paths.is_empty() && patterns_allow()
         || c.paths.iter().any(|root| {

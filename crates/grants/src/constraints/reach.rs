@@ -266,7 +266,7 @@ pub(super) fn validate(grant: &Grant) -> Result<(), InvalidGrant> {
         return Ok(());
     }
     let tool = grant.tool.as_str();
-    if !matches!(tool, "http_fetch" | "consult") && !tool.starts_with(super::mcp::PREFIX) {
+    if !matches!(tool, "http_fetch" | "consult" | "run") && !tool.starts_with(super::mcp::PREFIX) {
         return Err(InvalidGrant::PrivateNetworksNoNetwork {
             tool: tool.to_owned(),
         });
@@ -278,7 +278,7 @@ pub(super) fn validate(grant: &Grant) -> Result<(), InvalidGrant> {
         .hosts
         .iter()
         .any(|h| !matches!(Entry::parse(h), Ok(Entry::Ip(_))));
-    if tool == "http_fetch" && !names {
+    if matches!(tool, "http_fetch" | "run") && !names {
         return Err(InvalidGrant::PrivateNetworksNoNames);
     }
     Ok(())

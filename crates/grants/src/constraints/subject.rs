@@ -4,7 +4,7 @@
 /// What a tool's arguments are matched as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Subject {
-    /// `read_file`, `list_dir`: an absolute path.
+    /// `read_file`, `list_dir`, `write_file`, `edit_file`: an absolute path.
     Path,
     /// `http_fetch`: a URL.
     Url,
@@ -16,4 +16,6 @@ pub enum Subject {
     /// An MCP tool (`mcp:<server>/<tool>`): its arguments are matched by `args` pointers;
     /// `paths` and `hosts` say what its unit may reach.
     Mcp,
+    /// `run`: each argument, on its own.
+    Program,
 }

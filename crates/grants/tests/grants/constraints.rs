@@ -27,7 +27,7 @@ pub(crate) fn grant(
             patterns: own(patterns),
             private_networks: false,
             max_class: None,
-            args: Default::default(),
+            ..Constraints::default()
         },
         if_untrusted: None,
         job: None,

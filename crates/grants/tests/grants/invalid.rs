@@ -21,7 +21,8 @@ fn a_misfit_grant_says_which_list_and_tool() {
             grant("shell", Deny, &[], &[], &[]),
             InvalidGrant::UnknownTool { tool: s("shell") },
             "no tool is named \"shell\" (the tools are read_file, list_dir, http_fetch, consult, \
-             note_write, note_read, note_list, note_search, session_search)",
+             note_write, note_read, note_list, note_search, session_search, write_file, edit_file, \
+             run)",
         ),
         (
             grant("list_dir", Ask, &[], &[], &["*"]),

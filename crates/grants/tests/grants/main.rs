@@ -3,6 +3,7 @@
 //! host name may lead, and the paths a tool unit may be given.
 
 mod constraints;
+mod hands;
 mod invalid;
 mod mcp;
 mod mismatch;
@@ -10,3 +11,4 @@ mod path;
 mod reach;
 mod snapshot;
 mod unitpath;
+mod writes;

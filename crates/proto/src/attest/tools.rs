@@ -93,7 +93,62 @@ pub fn definitions() -> Value {
             "query",
             "Words to find",
         ),
+        object(
+            "write_file",
+            "Write a text file below a directory the owner has granted: create a new file, \
+             replace a file's whole text, or append to it.",
+            json!({
+                "content": { "type": "string", "description": "The text to write" },
+                "mode": { "type": "string", "enum": ["create", "replace", "append"] },
+                "path": { "type": "string", "description": "Absolute path of the file" }
+            }),
+            &["content", "mode", "path"],
+        ),
+        object(
+            "edit_file",
+            "Edit a text file the owner has granted: the one place where `old` occurs, \
+             exactly, becomes `new`. It fails if `old` occurs nowhere or more than once; \
+             include enough text around the change to make it unique.",
+            json!({
+                "new": { "type": "string", "description": "The replacement text" },
+                "old": { "type": "string", "description": "The exact text to replace" },
+                "path": { "type": "string", "description": "Absolute path of the file" }
+            }),
+            &["new", "old", "path"],
+        ),
+        object(
+            "run",
+            "Run a program the owner has granted, with arguments (no shell: each argument \
+             is passed as it is) and optional standard input.",
+            json!({
+                "args": {
+                    "type": "array",
+                    "items": { "type": "string" },
+                    "description": "The arguments, one string each"
+                },
+                "program": { "type": "string", "description": "The granted program's name" },
+                "stdin": { "type": "string", "description": "Text for its standard input" }
+            }),
+            &["args", "program"],
+        ),
     ])
+}
+
+/// A tool whose parameters are several fields (`required` among them).
+fn object(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": false
+            }
+        }
+    })
 }
 
 /// How a note is named (`proto::notes::check_name`).

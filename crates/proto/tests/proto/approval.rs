@@ -22,6 +22,7 @@ fn card() -> ApprovalCard {
         }],
         expires: Timestamp::from_millis(1_789_632_300_000).expect("time"),
         session_offer: None,
+        write: None,
     }
 }
 

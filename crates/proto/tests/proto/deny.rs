@@ -3,7 +3,7 @@
 use proto::DenyReason;
 
 /// Every variant; the match makes a new variant fail to compile until it is listed.
-fn all() -> [DenyReason; 16] {
+fn all() -> [DenyReason; 18] {
     let all = [
         DenyReason::NoGrant,
         DenyReason::GrantExpired,
@@ -21,6 +21,8 @@ fn all() -> [DenyReason; 16] {
         DenyReason::WitnessMismatch,
         DenyReason::AlreadyRun,
         DenyReason::ApprovalChanged,
+        DenyReason::WriteDown,
+        DenyReason::UntrustedWrite,
     ];
     for reason in all {
         match reason {
@@ -39,7 +41,9 @@ fn all() -> [DenyReason; 16] {
             | DenyReason::WitnessNotRunnable
             | DenyReason::WitnessMismatch
             | DenyReason::AlreadyRun
-            | DenyReason::ApprovalChanged => {}
+            | DenyReason::ApprovalChanged
+            | DenyReason::WriteDown
+            | DenyReason::UntrustedWrite => {}
         }
     }
     all
@@ -51,4 +55,10 @@ fn as_str_is_the_serde_name() {
         let wire = serde_json::to_string(&reason).expect("encode");
         assert_eq!(wire, format!("\"{}\"", reason.as_str()));
     }
+}
+
+#[test]
+fn the_write_refusals_have_their_names() {
+    assert_eq!(DenyReason::WriteDown.as_str(), "write_down");
+    assert_eq!(DenyReason::UntrustedWrite.as_str(), "untrusted_write");
 }

@@ -209,6 +209,7 @@ fn every_audit_fixture_round_trips_and_every_line_kind_has_one() {
                 DecisionRecord::Allowed { .. } => "allowed",
                 DecisionRecord::Approved { .. } => "approved",
                 DecisionRecord::Denied { .. } => "denied",
+                DecisionRecord::Failed { .. } => "failed",
             },
             AuditLine::Event(ev) => match ev {
                 AuditEvent::GrantsLoaded { .. } => "grants_loaded",
@@ -229,7 +230,7 @@ fn every_audit_fixture_round_trips_and_every_line_kind_has_one() {
             },
         });
     }
-    assert_eq!(kinds.len(), 18, "{kinds:?}");
+    assert_eq!(kinds.len(), 19, "{kinds:?}");
 }
 
 #[test]

@@ -45,7 +45,7 @@ fn a_full_grant_keeps_every_field() {
                 patterns: vec!["https://*".into()],
                 private_networks: true,
                 max_class: None,
-                args: Default::default(),
+                ..Constraints::default()
             },
             if_untrusted: None,
             job: None,

@@ -10,6 +10,7 @@ mod deny;
 mod fixtures;
 mod frames;
 mod grants;
+mod hands;
 mod ids;
 mod malformed;
 mod time;

@@ -40,7 +40,16 @@ fn every_tool_name_parses_and_names_itself() {
         r#"{"path":"/a"}"#,
         r#"{"url":"https://a/"}"#,
         r#"{"prompt":"p"}"#,
+        r#"{"mode":"replace","name":"n","text":"t"}"#,
+        r#"{"name":"n"}"#,
+        r#"{}"#,
+        r#"{"query":"q"}"#,
+        r#"{"query":"q"}"#,
+        r#"{"content":"c","mode":"create","path":"/a"}"#,
+        r#"{"new":"b","old":"a","path":"/a"}"#,
+        r#"{"args":["-V"],"program":"python3"}"#,
     ];
+    assert_eq!(samples.len(), TOOL_NAMES.len());
     for (name, args) in TOOL_NAMES.iter().zip(samples) {
         let parsed = ToolArgs::parse(name, args).expect(name);
         assert_eq!(parsed.tool(), *name);

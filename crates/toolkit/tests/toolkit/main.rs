@@ -12,4 +12,5 @@ mod files;
 mod input;
 mod mcp;
 mod notes;
+mod stages;
 mod support;

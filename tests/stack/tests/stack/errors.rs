@@ -209,12 +209,16 @@ fn a_job_that_fails_under_bxctl_dev_says_why_and_where_to_look() {
         .output()
         .expect("bxctl job run");
     assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // The sample grants read the demo's files only (a job gets no ordinary grant anyway).
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        "job daily: the run failed: Call 1 (read_file) denied (no_grant: no grant for \
-         read_file)\nhelp: `bxctl sessions` lists the run's session (job-daily-…) \
-         with the turn that failed; its result, when delivered, is in note daily-brief \
-         (`bxctl notes show daily-brief`)\n"
+        format!(
+            "job daily: the run failed: Call 1 (read_file) denied (no_grant: grant files-read: \
+             \"/etc/passwd\" is not under any of {}/files/notes)\nhelp: `bxctl sessions` lists \
+             the run's session (job-daily-…) with the turn that failed; its result, when \
+             delivered, is in note daily-brief (`bxctl notes show daily-brief`)\n",
+            state.display()
+        )
     );
     quit(&mut s, &state);
     let _ = std::fs::remove_dir_all(&state);

@@ -30,6 +30,7 @@ mod gateway;
 mod gateway_allowance;
 mod gateway_approvals;
 mod gateway_setup;
+mod hands;
 mod indexer;
 mod job_notes;
 mod job_runs;

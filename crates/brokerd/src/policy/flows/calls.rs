@@ -10,8 +10,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use proto::tools::{
-    ConsultArgs, HttpFetchArgs, ListDirArgs, NoteListArgs, NoteMode, NoteReadArgs, NoteSearchArgs,
-    NoteWriteArgs, ReadFileArgs, SessionSearchArgs, ToolArgs,
+    ConsultArgs, EditFileArgs, HttpFetchArgs, ListDirArgs, NoteListArgs, NoteMode, NoteReadArgs,
+    NoteSearchArgs, NoteWriteArgs, ReadFileArgs, RunArgs, SessionSearchArgs, ToolArgs,
+    WriteFileArgs, WriteMode,
 };
 
 use grants::Snapshot;
@@ -21,6 +22,9 @@ use proto::mcp::McpArgs;
 /// What stands for a value no constraint names: a note's name, a prompt, a query, the
 /// label of a host below a `*.` entry.
 const SAMPLE: &str = "x";
+
+/// How a program's name is told from other values of a tool (a name is never a path).
+const RUN: &str = "run:";
 
 /// A grant whose tool this analysis cannot make a call of.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -51,9 +55,21 @@ pub fn candidates(snapshot: &Snapshot) -> Result<Vec<ToolArgs>, UnknownTool> {
         set.insert(SAMPLE.to_owned());
         set.extend(c.hosts.iter().map(|h| url_of(h)));
         set.extend(c.patterns.iter().map(|p| instance(p)));
+        // A pattern matches the whole path: one like `*.md` is tried below each granted path.
+        for pattern in &c.patterns {
+            let tail = instance(pattern);
+            if !tail.starts_with('/') {
+                set.extend(c.paths.iter().map(|p| format!("{p}/{tail}")));
+            }
+        }
         if !c.paths.is_empty() {
             set.extend(paths.iter().cloned());
+            // The hands write a file below a granted directory.
+            if matches!(grant.tool.as_str(), "write_file" | "edit_file") {
+                set.extend(paths.iter().map(|p| format!("{p}/{SAMPLE}")));
+            }
         }
+        set.extend(c.programs.iter().map(|p| format!("{RUN}{p}")));
     }
     for (tool, set) in values {
         for value in set {
@@ -117,6 +133,28 @@ pub fn build(tool: &str, value: &str) -> Option<Result<ToolArgs, ()>> {
         "session_search" => {
             word().map(|query| ToolArgs::SessionSearch(SessionSearchArgs { query }))
         }
+        "write_file" => path().map(|path| {
+            ToolArgs::WriteFile(WriteFileArgs {
+                content: SAMPLE.to_owned(),
+                mode: WriteMode::Create,
+                path,
+            })
+        }),
+        "edit_file" => path().map(|path| {
+            ToolArgs::EditFile(EditFileArgs {
+                new: format!("{SAMPLE}{SAMPLE}"),
+                old: SAMPLE.to_owned(),
+                path,
+            })
+        }),
+        // A program with no arguments: an allowing grant's patterns hold every argument.
+        "run" => v.strip_prefix(RUN).ok_or(()).map(|program| {
+            ToolArgs::Run(RunArgs {
+                args: Vec::new(),
+                program: program.to_owned(),
+                stdin: None,
+            })
+        }),
         _ => return None,
     })
 }
@@ -197,7 +235,8 @@ mod tests {
     fn every_tool_boxmaker_knows_has_a_call() {
         for tool in proto::tools::TOOL_NAMES {
             let value = match tool {
-                "read_file" | "list_dir" => "/srv/x",
+                "read_file" | "list_dir" | "write_file" | "edit_file" => "/srv/x",
+                "run" => "run:python3",
                 "http_fetch" => "https://example.org/",
                 _ => SAMPLE,
             };

@@ -77,12 +77,12 @@ pub fn analyse(
     for (job, delivers_out) in scopes {
         let consult = setting.consult.as_deref();
         for source in sources(snapshot, &calls, job, consult, now) {
-            let severity = match source.labels.class {
-                DataClass::Secret => Severity::SecretOut,
-                DataClass::Private => Severity::PrivateOut,
-                // Public data going out is no leak; untrusted content driving a write is a
-                // flow once a tool writes where the data reads back lower (issue 25).
-                DataClass::Public => continue,
+            // Public data going out is no leak; untrusted content driving a write is a flow
+            // whatever its class.
+            let out = match source.labels.class {
+                DataClass::Secret => Some(Severity::SecretOut),
+                DataClass::Private => Some(Severity::PrivateOut),
+                DataClass::Public => None,
             };
             let view = FRESH.raised(source.labels);
             let mut seen = BTreeSet::new();
@@ -101,25 +101,26 @@ pub fn analyse(
                 let Some(role) = role::of(&decision, consult) else {
                     continue;
                 };
-                let Some(sink) = &role.sink else { continue };
                 if !seen.insert((grant_id.to_owned(), role.what.clone())) {
                     continue;
                 }
-                let sink_step = Step {
+                let sink_step = || Step {
                     grant: Some(grant_id.to_owned()),
                     tool: call.tool().to_owned(),
                     what: role.what.clone(),
                 };
-                let text = text::to_grant(
-                    snapshot,
-                    job,
-                    &source,
-                    &role::sends(sink, &role.what),
-                    grant_id,
-                );
-                flows.push(flow(severity, job, &source, sink_step, text));
+                if let (Some(severity), Some(sink)) = (out, &role.sink) {
+                    let sends = role::sends(sink, &role.what);
+                    let text = text::to_grant(snapshot, job, &source, &sends, grant_id);
+                    flows.push(flow(severity, job, &source, sink_step(), text));
+                }
+                if source.labels.untrusted && role.writes {
+                    let text = text::to_write(snapshot, job, &source, &role.reads, grant_id);
+                    let severity = Severity::UntrustedWrite;
+                    flows.push(flow(severity, job, &source, sink_step(), text));
+                }
             }
-            if delivers_out && let Some(job) = job {
+            if let (true, Some(job), Some(severity)) = (delivers_out, job, out) {
                 let sink = Step {
                     grant: None,
                     tool: "deliver".into(),
@@ -198,13 +199,15 @@ pub fn report(
 pub fn text(report: &proto::flows::FlowsReport) -> String {
     let mut out = String::new();
     for f in &report.flows {
-        out.push_str(&format!("{:<12} {}\n", f.severity.as_str(), f.text));
+        out.push_str(&format!("{:<15} {}\n", f.severity.as_str(), f.text));
     }
     let count = |s: Severity| report.flows.iter().filter(|f| f.severity == s).count();
     out.push_str(&format!(
-        "flows: {} secret_out, {} private_out from {} grant(s), snapshot {}\n",
+        "flows: {} secret_out, {} private_out, {} untrusted_write from {} grant(s), snapshot \
+         {}\n",
         count(Severity::SecretOut),
         count(Severity::PrivateOut),
+        count(Severity::UntrustedWrite),
         report.grants.len(),
         report.snapshot
     ));

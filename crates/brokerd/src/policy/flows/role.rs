@@ -16,6 +16,8 @@ pub enum Sink {
     /// An MCP tool whose grant lists hosts: the server's unit reaches them, and what the
     /// server sends there is its own (docs/mcp.md).
     Mcp,
+    /// A `run` whose grant lists hosts: the program reaches them.
+    Run,
 }
 
 /// One allowed call as a flow step: what it names, and how a sentence says it.
@@ -27,6 +29,9 @@ pub struct Role {
     pub reads: String,
     /// `Some` when the call carries data out.
     pub sink: Option<Sink>,
+    /// Whether the call changes files of yours (the hands): what untrusted content can
+    /// drive.
+    pub writes: bool,
 }
 
 /// The role of an allowed call, with what its deciding grant covered. `consult` names the
@@ -43,6 +48,7 @@ pub fn of(decision: &Decision, consult: Option<&str>) -> Option<Role> {
             .filter(|entry| !listed && g.constraints.hosts.contains(entry));
         Some(below.unwrap_or(host))
     });
+    let run_grant = decision.grant().map(|(g, _)| g);
     let consult = consult.map_or_else(
         || "the consult model".to_owned(),
         |h| format!("the consult model at {h}"),
@@ -99,18 +105,60 @@ pub fn of(decision: &Decision, consult: Option<&str>) -> Option<Role> {
                 )
             }
         }
+        // A write never makes data read back lower: `decide_in` refuses a write down
+        // (`write_down`) and an untrusted write where a grant says only the owner writes
+        // (`untrusted_write`, docs/decisions.md H9). What it allows is a write of yours.
+        ToolArgs::WriteFile(a) => (a.path.clone(), format!("write {}", a.path), None),
+        ToolArgs::EditFile(a) => (a.path.clone(), format!("edit {}", a.path), None),
+        // A program's unit reaches the network only when its grant lists hosts, and writes
+        // only its grant's `workdir` (docs/tools.md).
+        ToolArgs::Run(a) => {
+            let hosts = run_grant
+                .map(|g| g.constraints.hosts.join(", "))
+                .unwrap_or_default();
+            let reads = format!("run {}", a.program);
+            if hosts.is_empty() {
+                (a.program.clone(), reads, None)
+            } else {
+                (
+                    format!("{hosts} through run {}", a.program),
+                    reads,
+                    Some(Sink::Run),
+                )
+            }
+        }
         ToolArgs::SessionSearch(_) => (
             "the session logs".into(),
             "search the session logs".into(),
             None,
         ),
     };
-    Some(Role { what, reads, sink })
+    let writes = match args {
+        ToolArgs::WriteFile(_) | ToolArgs::EditFile(_) => true,
+        ToolArgs::Run(_) => run_grant.is_some_and(|g| g.constraints.workdir.is_some()),
+        // A note is boxmaker's own: labelled by its writer, read back through brokerd alone.
+        ToolArgs::NoteWrite(_)
+        | ToolArgs::ReadFile(_)
+        | ToolArgs::ListDir(_)
+        | ToolArgs::HttpFetch(_)
+        | ToolArgs::Consult(_)
+        | ToolArgs::NoteRead(_)
+        | ToolArgs::NoteList(_)
+        | ToolArgs::NoteSearch(_)
+        | ToolArgs::SessionSearch(_)
+        | ToolArgs::Mcp(_) => false,
+    };
+    Some(Role {
+        what,
+        reads,
+        sink,
+        writes,
+    })
 }
 
 /// How a sentence says sending to a sink.
 pub fn sends(sink: &Sink, what: &str) -> String {
     match sink {
-        Sink::Egress | Sink::Consult | Sink::Mcp => format!("send it to {what}"),
+        Sink::Egress | Sink::Consult | Sink::Mcp | Sink::Run => format!("send it to {what}"),
     }
 }

@@ -79,3 +79,23 @@ pub(super) fn to_delivery(snapshot: &Snapshot, job: &JobName, s: &Source) -> Str
         s.grant,
     )
 }
+
+/// Untrusted content driving a write of yours: stopped by asking, by the write grant's
+/// `if_untrusted`, or by `untrusted = false` on a grant that reads the place back (then only
+/// you write there, docs/decisions.md H9).
+pub(super) fn to_write(
+    snapshot: &Snapshot,
+    job: Option<&JobName>,
+    s: &Source,
+    writes: &str,
+    sink: &str,
+) -> String {
+    format!(
+        "{} can {} and, steered by what it read, {writes} via {}, without asking you: set \
+         if_untrusted = \"ask\" on {sink}, or mode = \"ask\", or untrusted = false on a \
+         grant that reads it (only you write there then)",
+        who(job),
+        source(snapshot, s),
+        grant(snapshot, sink),
+    )
+}

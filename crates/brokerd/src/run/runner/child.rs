@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use proto::ToolFailure;
 use proto::toolrun::{ToolOutput, cap_str};
+use proto::tools::stage::StageOutput;
 
 use super::spec::{Limits, RunOutcome};
 
@@ -41,6 +42,8 @@ pub(super) struct Job<'a> {
     /// Reads the tool's stdout: [`tool_output`] for boxmaker's own tools, the MCP modes'
     /// readers for an MCP session (`super::mcp`).
     pub decode: &'a dyn Fn(&[u8]) -> Result<ToolOutput, String>,
+    /// Whether the process answers a hands stage (`StageOutput`) rather than a tool call.
+    pub stage: bool,
 }
 
 /// The plain tool's answer, parsed strictly.
@@ -228,6 +231,9 @@ fn finish(
     rx: &Receiver<Msg>,
     elapsed: Duration,
 ) -> RunOutcome {
+    if job.stage {
+        return finish_stage(job, status, stdout, stderr, rx, elapsed);
+    }
     let parsed = (job.decode)(stdout);
     if status.success() {
         return match parsed {
@@ -254,6 +260,46 @@ fn finish(
         // unit before brokerd's own (later) deadline, and systemd-run said nothing of it.
         None if elapsed >= job.limits.time_limit => timed_out(job.limits),
         failure => RunOutcome::Failed {
+            message: quote(explained.what, &explained.stderr),
+            failure,
+        },
+    }
+}
+
+/// A hands unit's end: its answer as it gave it, unless systemd says the unit ran out of
+/// memory or time, which wins over anything the executor reported (docs/decisions.md H11).
+fn finish_stage(
+    job: &Job<'_>,
+    status: ExitStatus,
+    stdout: &[u8],
+    stderr: Option<Vec<u8>>,
+    rx: &Receiver<Msg>,
+    elapsed: Duration,
+) -> RunOutcome {
+    let parsed = serde_json::from_slice::<StageOutput>(stdout);
+    if status.success() {
+        return match parsed {
+            Ok(output) => RunOutcome::Staged(output),
+            Err(e) => {
+                let stderr = collect_stderr(stderr, rx);
+                RunOutcome::failed(quote(
+                    format!("the {} printed no valid answer ({e})", job.label),
+                    &stderr,
+                ))
+            }
+        };
+    }
+    let stderr = collect_stderr(stderr, rx);
+    let explained = (job.explain_exit)(job.label, status, &stderr);
+    match (explained.failure, parsed) {
+        (Some(ToolFailure::TimeLimit), _) => timed_out(job.limits),
+        (Some(ToolFailure::OutOfMemory), _) => RunOutcome::Failed {
+            message: quote(explained.what, &explained.stderr),
+            failure: Some(ToolFailure::OutOfMemory),
+        },
+        (_, Ok(output)) => RunOutcome::Staged(output),
+        (None, Err(_)) if elapsed >= job.limits.time_limit => timed_out(job.limits),
+        (failure, Err(_)) => RunOutcome::Failed {
             message: quote(explained.what, &explained.stderr),
             failure,
         },

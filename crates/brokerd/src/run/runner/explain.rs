@@ -50,6 +50,8 @@ pub(super) fn explain_systemd_run_exit(label: &str, status: ExitStatus, stderr: 
         Some(ToolFailure::Mcp { failure }) => {
             format!("the {label} failed (MCP {})", failure.kind())
         }
+        // systemd never says this either; only brokerd's write stages do.
+        Some(f @ ToolFailure::Write { .. }) => format!("the {label} ended: {f}"),
         // systemd says success but systemd-run did not: its own failure after the run.
         None => format!("the {label} ended with result success but systemd-run failed ({status})"),
     };

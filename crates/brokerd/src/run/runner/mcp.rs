@@ -104,7 +104,9 @@ impl Runner {
         match (seen.into_inner(), outcome) {
             (Some(output), _) => output,
             (None, RunOutcome::Failed { message, .. }) => failed(message),
-            (None, RunOutcome::Ok { .. }) => failed("the tool gave no list".into()),
+            (None, RunOutcome::Ok { .. } | RunOutcome::Staged(_)) => {
+                failed("the tool gave no list".into())
+            }
         }
     }
 }

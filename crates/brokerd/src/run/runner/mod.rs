@@ -46,13 +46,18 @@ mod direct;
 mod explain;
 mod mcp;
 mod spec;
+mod stage;
 mod systemd;
+mod unit_props;
 mod unit_result;
+
+use proto::tools::stage::StageInvocation;
 
 use crate::policy::Decision;
 pub use direct::DirectRunner;
 pub use grants::unitpath::{check_credential_name, check_granted_path, check_unit_path};
 pub use spec::{CheckError, Limits, McpInput, McpRun, RunOutcome, RunSpec, Secret, unit_name};
+use stage::stage_matches;
 pub use systemd::SystemdRunner;
 
 /// The configured runner. The NixOS module always configures `Systemd`.
@@ -68,10 +73,37 @@ impl Runner {
     /// would run anything else is refused. This is the only way to a tool run from outside
     /// this module.
     pub fn run(&self, decision: Decision, spec: &RunSpec) -> RunOutcome {
-        if spec.mcp.is_some() || !decision.authorises(&spec.invocation.call) {
+        let staged = spec.stage.as_ref().is_none_or(|s| {
+            !matches!(s.invocation, StageInvocation::Look(_))
+                && decision
+                    .grant()
+                    .is_some_and(|(g, _)| stage_matches(&spec.invocation.call, g, s))
+        });
+        if spec.mcp.is_some() || !decision.authorises(&spec.invocation.call) || !staged {
             return RunOutcome::failed(
                 "internal: refusing to run a call its decision does not allow (not an allow, \
                  or other arguments)",
+            );
+        }
+        self.execute(spec)
+    }
+
+    /// Looks at a write's target before the owner is asked (docs/decisions.md H2): only
+    /// for a decision that may look (an allow or an ask of a write), only the look stage,
+    /// and only of the path the decision is about. The decision is kept: the commit, if
+    /// any, is its one run.
+    pub fn look(&self, decision: &Decision, spec: &RunSpec) -> RunOutcome {
+        let allowed = decision.may_look()
+            && decision.args() == Some(&spec.invocation.call)
+            && spec.stage.as_ref().is_some_and(|s| {
+                matches!(s.invocation, StageInvocation::Look(_))
+                    && decision
+                        .grant()
+                        .is_some_and(|(g, _)| stage_matches(&spec.invocation.call, g, s))
+            });
+        if !allowed {
+            return RunOutcome::failed(
+                "internal: refusing to look at a target its decision is not about",
             );
         }
         self.execute(spec)

@@ -64,6 +64,10 @@ pub struct RunSpec {
     pub addresses: Vec<IpAddr>,
     pub secret: Option<Secret>,
     pub limits: Limits,
+    /// For the hands (`write_file`, `edit_file`, `run`): the stage the unit is sent
+    /// instead of `invocation` (whose `call` is still what the decision must allow), and
+    /// what the unit is (`crate::run::hands`).
+    pub stage: Option<crate::run::hands::StageSpec>,
     /// For an MCP server's session (`boxmaker-tool mcp-call` or `mcp-pin`): what the tool
     /// reads instead of `invocation`, and what the server's unit binds.
     pub mcp: Option<McpRun>,
@@ -136,6 +140,8 @@ pub enum RunOutcome {
         message: String,
         failure: Option<proto::ToolFailure>,
     },
+    /// A hands unit's answer, as it gave it (the broker checks it against what it asked).
+    Staged(proto::tools::stage::StageOutput),
 }
 
 impl RunOutcome {
@@ -185,6 +191,9 @@ pub enum CheckError {
     /// An address no granted host may have.
     #[error("address {0} cannot be a granted host's address")]
     Address(IpAddr),
+    /// A unit that writes the owner's files, and no `broker.hands_user` to run it as.
+    #[error("broker.hands_user is not set: nobody to run a write unit as")]
+    NoHandsUser,
 }
 
 /// What both runners check before starting anything.

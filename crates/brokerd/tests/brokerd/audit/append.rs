@@ -35,6 +35,7 @@ fn denial(seq: u64, time: Timestamp, prev: Hash32) -> AuditLine {
         canonical: None,
         witness: None,
         untrusted: false,
+        write: None,
     })
 }
 

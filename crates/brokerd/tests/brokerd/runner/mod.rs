@@ -4,6 +4,7 @@
 
 mod direct;
 mod mcp;
+mod stages;
 mod systemd;
 mod systemd_run;
 
@@ -63,6 +64,7 @@ pub(super) fn read_file_spec() -> RunSpec {
         secret: None,
         limits: limits(),
         mcp: None,
+        stage: None,
     }
 }
 
@@ -96,6 +98,7 @@ pub(super) fn http_fetch_spec() -> RunSpec {
         secret: None,
         limits: limits(),
         mcp: None,
+        stage: None,
     }
 }
 

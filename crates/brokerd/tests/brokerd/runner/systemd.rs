@@ -18,6 +18,8 @@ pub(super) fn runner() -> SystemdRunner {
         root: PathBuf::from("/run/boxmaker/tool-root"),
         binds: vec!["/usr".into(), "-/lib".into(), "-/lib64".into()],
         systemd_run: PathBuf::from("/usr/bin/systemd-run"),
+        hands_user: None,
+        systemd_version: 257,
     }
 }
 

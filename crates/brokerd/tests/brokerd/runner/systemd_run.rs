@@ -102,6 +102,8 @@ printf '{"status":"ok","content":"via unit","truncated":false}'"#,
         root: PathBuf::from("/run/boxmaker/tool-root"),
         binds: vec!["/usr".into()],
         systemd_run,
+        hands_user: None,
+        systemd_version: 257,
     }
 }
 
