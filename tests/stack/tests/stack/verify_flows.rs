@@ -55,7 +55,7 @@ fn verify_flows_reports_what_the_loaded_grants_let_out() {
     let out = home.bxctl(&["verify", "flows", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let found = checks(&out);
-    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(found.len(), 3, "{found:?}");
     assert_eq!(
         (found[0].0.as_str(), found[0].1.as_str()),
         ("private_out", "warn")
@@ -92,7 +92,7 @@ fn verify_flows_reports_what_the_loaded_grants_let_out() {
     let t = text(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
     let lines: Vec<&str> = t.lines().collect();
-    assert_eq!(lines.len(), 5, "{t}");
+    assert_eq!(lines.len(), 6, "{t}");
     assert_eq!(
         lines[0],
         format!(
@@ -111,7 +111,8 @@ fn verify_flows_reports_what_the_loaded_grants_let_out() {
         lines[2].starts_with("warn  flows  private_out: a hijacked model can read "),
         "{t}"
     );
-    assert_eq!(lines[4], "verify: 0 ok, 1 warn, 1 FAIL");
+    assert!(lines[4].starts_with("ok    flows  untrusted_write: no grant lets content"), "{t}");
+    assert_eq!(lines[5], "verify: 1 ok, 1 warn, 1 FAIL");
 
     // The owner's fix: ask before a fetch; no flow is left.
     home.write_grant("web", &web("secret").replace("\"auto\"", "\"ask\""));
@@ -124,6 +125,7 @@ fn verify_flows_reports_what_the_loaded_grants_let_out() {
         [
             ("secret_out".to_owned(), "ok".to_owned()),
             ("private_out".to_owned(), "ok".to_owned()),
+            ("untrusted_write".to_owned(), "ok".to_owned()),
         ]
     );
 }
