@@ -93,7 +93,7 @@ fn the_hands_and_mcp_tools() {
                 None,
                 "web",
                 "www-write",
-                "/home/owner/www/x.html",
+                "/home/owner/www",
             )],
         ),
         (

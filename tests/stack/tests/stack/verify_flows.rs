@@ -111,7 +111,10 @@ fn verify_flows_reports_what_the_loaded_grants_let_out() {
         lines[2].starts_with("warn  flows  private_out: a hijacked model can read "),
         "{t}"
     );
-    assert!(lines[4].starts_with("ok    flows  untrusted_write: no grant lets content"), "{t}");
+    assert!(
+        lines[4].starts_with("ok    flows  untrusted_write: no grant lets content"),
+        "{t}"
+    );
     assert_eq!(lines[5], "verify: 1 ok, 1 warn, 1 FAIL");
 
     // The owner's fix: ask before a fetch; no flow is left.

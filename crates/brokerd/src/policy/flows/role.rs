@@ -48,6 +48,7 @@ pub fn of(decision: &Decision, consult: Option<&str>) -> Option<Role> {
             .filter(|entry| !listed && g.constraints.hosts.contains(entry));
         Some(below.unwrap_or(host))
     });
+    // The deciding grant: a program's hosts and workdir, a write's directory.
     let run_grant = decision.grant().map(|(g, _)| g);
     let consult = consult.map_or_else(
         || "the consult model".to_owned(),
@@ -108,8 +109,14 @@ pub fn of(decision: &Decision, consult: Option<&str>) -> Option<Role> {
         // A write never makes data read back lower: `decide_in` refuses a write down
         // (`write_down`) and an untrusted write where a grant says only the owner writes
         // (`untrusted_write`, docs/decisions.md H9). What it allows is a write of yours.
-        ToolArgs::WriteFile(a) => (a.path.clone(), format!("write {}", a.path), None),
-        ToolArgs::EditFile(a) => (a.path.clone(), format!("edit {}", a.path), None),
+        ToolArgs::WriteFile(a) => {
+            let root = root_of(run_grant, &a.path);
+            (root.clone(), format!("write files under {root}"), None)
+        }
+        ToolArgs::EditFile(a) => {
+            let root = root_of(run_grant, &a.path);
+            (root.clone(), format!("edit files under {root}"), None)
+        }
         // A program's unit reaches the network only when its grant lists hosts, and writes
         // only its grant's `workdir` (docs/tools.md).
         ToolArgs::Run(a) => {
@@ -154,6 +161,18 @@ pub fn of(decision: &Decision, consult: Option<&str>) -> Option<Role> {
         sink,
         writes,
     })
+}
+
+/// The granted directory a write's path lies under (the call tried is a sample file there).
+fn root_of(grant: Option<&proto::Grant>, path: &str) -> String {
+    grant
+        .and_then(|g| {
+            g.constraints
+                .paths
+                .iter()
+                .find(|root| grants::constraints::is_under(path, root))
+        })
+        .map_or_else(|| path.to_owned(), Clone::clone)
 }
 
 /// How a sentence says sending to a sink.
