@@ -290,7 +290,7 @@ fn compaction_starts_a_new_epoch_from_a_summary_and_the_taint_carries_over() {
     let script = format!(
         r#"
 [server]
-n_ctx = 1000
+n_ctx = 1420
 
 [[rule]]
 [rule.match]

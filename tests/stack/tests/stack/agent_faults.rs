@@ -83,7 +83,7 @@ fn a_context_that_overflows_is_compacted_on_the_next_turn() {
     let script = format!(
         r#"
 [server]
-n_ctx = 1600
+n_ctx = 2020
 
 [[rule]]
 [rule.match]

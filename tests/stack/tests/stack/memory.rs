@@ -11,7 +11,7 @@ use crate::agent::records;
 /// What the fake model answers: a long echo (so the context fills), or the summary.
 const SCRIPT: &str = r#"
 [server]
-n_ctx = 1400
+n_ctx = 2220
 
 [[rule]]
 [rule.match]
@@ -145,7 +145,7 @@ fn compaction_keeps_the_untrusted_flag_and_the_taint_of_a_note_read_before_it() 
     let script = format!(
         r#"
 [server]
-n_ctx = 760
+n_ctx = 1180
 
 [[rule]]
 [rule.match]

@@ -10,7 +10,7 @@ use stack::{Home, http, read_grant};
 
 const SCRIPT: &str = r#"
 [server]
-n_ctx = 760
+n_ctx = 1180
 
 [[rule]]
 [rule.match]
