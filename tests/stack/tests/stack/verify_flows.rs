@@ -1,7 +1,7 @@
 //! `bxctl verify flows` against the real stack (brokerd, loopd, inferproxy and the fake
-//! llama-server as `bxctl dev` runs them; issue 27 point 2): brokerd's answer for the grants
-//! it decides by, a `warn` for private data out, a `FAIL` for secret data out after the
-//! grants are reloaded, and an `ok` per severity when none.
+//! llama-server as `bxctl dev` runs them, and under the real `bxctl dev`; issue 27 point 2):
+//! brokerd's answer for the grants it decides by, a `warn` for private data out, a `FAIL`
+//! for secret data out after the grants are reloaded, and an `ok` per severity when none.
 
 use std::process::Output;
 
@@ -131,4 +131,61 @@ fn verify_flows_reports_what_the_loaded_grants_let_out() {
             ("untrusted_write".to_owned(), "ok".to_owned()),
         ]
     );
+}
+
+/// Under the real `bxctl dev`, with its sample grants: what `bxctl verify flows` says of
+/// them from a second terminal, then of a fetch grant the owner adds and reloads.
+#[test]
+fn verify_flows_under_bxctl_dev() {
+    let state = crate::dev::state_dir("verify-flows");
+    let mut s = crate::dev::dev(&state, &[]);
+    let bxctl = |args: &[&str]| {
+        std::process::Command::new(stack::bin("bxctl"))
+            .args(args)
+            .env("BOXMAKER_CONFIG", state.join("config.toml"))
+            .output()
+            .expect("bxctl")
+    };
+    // The samples ask before anything leaves or is written: nothing to report.
+    let out = bxctl(&["verify", "flows", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let levels: Vec<(String, String)> = checks(&out).into_iter().map(|(c, l, _)| (c, l)).collect();
+    let all_ok: Vec<(String, String)> = ["secret_out", "private_out", "untrusted_write"]
+        .iter()
+        .map(|c| ((*c).to_owned(), "ok".to_owned()))
+        .collect();
+    assert_eq!(levels, all_ok);
+
+    // The owner's own grants: a private directory read and a fetch, both without asking.
+    let diary = state.join("diary");
+    std::fs::create_dir_all(&diary).expect("diary");
+    std::fs::write(
+        state.join("grants/diary-read.toml"),
+        read_grant("auto", &diary, "untrusted = false"),
+    )
+    .expect("grant");
+    std::fs::write(state.join("grants/web.toml"), web("private")).expect("grant");
+    assert!(text(&bxctl(&["grants", "reload"])).starts_with("grants reloaded"));
+    let out = bxctl(&["verify", "flows"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains(&format!(
+            "warn  flows  private_out: a hijacked model can read {} (private) via grant \
+             diary-read and send it to api.example.org via grant web, without asking you",
+            diary.display()
+        )),
+        "{t}"
+    );
+    // With the fetch, the samples' own reads without asking flow too: the demo's files,
+    // the notes read and searched.
+    for line in [
+        "files/notes (private) via grant files-read and send it to api.example.org".to_owned(),
+        "read the notes (private) via grant notes-read and send it to api.example.org".into(),
+        "search the notes (private) via grant notes-search and send it to api.example.org".into(),
+    ] {
+        assert!(t.contains(&line), "{line}: {t}");
+    }
+    assert!(t.ends_with("verify: 2 ok, 4 warn, 0 FAIL\n"), "{t}");
+    crate::dev::quit(&mut s, &state);
 }

@@ -74,16 +74,9 @@ pub fn of(decision: &Decision, consult: Option<&str>) -> Option<Role> {
         ),
         // A note takes the label of the session that writes it and raises every reader by
         // it (docs/memory.md): what a write puts in the box reads back no lower.
-        ToolArgs::NoteWrite(a) => (
-            format!("note {}", a.name),
-            format!("write note {}", a.name),
-            None,
-        ),
-        ToolArgs::NoteRead(a) => (
-            format!("note {}", a.name),
-            format!("read note {}", a.name),
-            None,
-        ),
+        ToolArgs::NoteWrite(_) => ("the notes".into(), "write a note".into(), None),
+        // Any note the grant covers: the name tried is a sample.
+        ToolArgs::NoteRead(_) => ("the notes".into(), "read the notes".into(), None),
         ToolArgs::NoteList(_) => ("the notes".into(), "list the notes".into(), None),
         ToolArgs::NoteSearch(_) => ("the notes".into(), "search the notes".into(), None),
         // An MCP server is code of its own that gets the arguments whole; its unit reaches
