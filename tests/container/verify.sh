@@ -4,7 +4,8 @@
 # nix/units.nix and /etc/boxmaker/units.json rendered with them; then a drop-in that loosens
 # loopd, a drop-in that raises its exposure past its limit and a runtime change that widens
 # inferproxy's IP allow list each FAIL, named, in the journal at error priority and in the
-# oneshot's result. Each is taken back at the end.
+# oneshot's result. Each is taken back at the end. The flows of the test grants are warns
+# (private data to py-net's host and the morning brief's delivery), none secret.
 # shellcheck shell=bash
 
 scenario "(n) bxctl verify: the live deployment checked against what the module generated"
