@@ -23,12 +23,13 @@ expect "the probe ran as a transient unit boxmaker-tool-mcp-pin-time-*" \
     "journal | grep -qE 'Started boxmaker-tool-mcp-pin-time-[0-9]+\\.service'"
 expect "the pin is audited" "bxctl audit show | grep -q 'MCP server time pinned by '"
 
-# The call's unit file, copied the moment it appears (the pin's probe is over by now).
-rm -f /tmp/mcp-unit.service
+# The call's unit file (the one unit running `boxmaker-tool mcp-call`), copied the moment
+# it appears, until the chat is over.
+rm -f /tmp/mcp-unit.service /tmp/mcp-watch.stop
 (
-    for _ in $(seq 3000); do
+    while [[ ! -e /tmp/mcp-watch.stop ]]; do
         for f in /run/systemd/transient/boxmaker-tool-*.service; do
-            [[ -e $f && $f != *mcp-pin* ]] && cp "$f" /tmp/mcp-unit.service && exit 0
+            [[ -e $f ]] && grep -q 'mcp-call' "$f" && cp "$f" /tmp/mcp-unit.service && exit 0
         done
         sleep 0.005
     done
@@ -37,6 +38,7 @@ watcher=$!
 expect "the model's call of mcp__time__get_current_time runs and answers" \
     "owner bxctl chat -m 'mcp: what time is it in Tokyo?' | tee /tmp/mcp-chat.out | grep -qE '\\[-> [0-9]+ bytes'"
 sed 's/^/    | /' /tmp/mcp-chat.out
+touch /tmp/mcp-watch.stop
 wait "$watcher"
 expect "the server's answer (in loopd's session log) is Tokyo's time" \
     "tool_results '{' | grep -q '\"timezone\": \"Asia/Tokyo\"'"
