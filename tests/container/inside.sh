@@ -9,7 +9,9 @@
 # (tests/container/indexer.sh), and scenario (m), the audit log's daily full verification
 # (tests/container/audit-verify.sh), and scenario (n), `bxctl verify` against the real units
 # and with a loosened drop-in (tests/container/verify.sh), and scenario (o), the hands: a
-# write as the owner and a run in its empty unit (tests/container/hands.sh). The units are
+# write as the owner and a run in its empty unit (tests/container/hands.sh), and scenario
+# (p), the reference MCP server mcp-server-time pinned and called through brokerd's units,
+# and timed beside a bare systemd-run (tests/container/mcp.sh, mcp-launch.py). The units are
 # the ones rendered from nix/units.nix; the binaries are bound at /opt/boxmaker/bin.
 # Ends the container with the number of failed checks as its exit code (0: all passed).
 set -uo pipefail
@@ -190,6 +192,10 @@ source /opt/boxmaker-test/verify.sh
 # ---- (o) the hands: writes as the owner, runs in an empty unit ----------------------------------
 # shellcheck source=tests/container/hands.sh
 source /opt/boxmaker-test/hands.sh
+
+# ---- (p) an MCP server through brokerd's units ---------------------------------------------------
+# shellcheck source=tests/container/mcp.sh
+source /opt/boxmaker-test/mcp.sh
 
 # ---- every honest prompt above was accounted for (issue 17) ----------------------------------
 scenario "attested context: no honest prompt fell back to the highest label sent"

@@ -15,9 +15,12 @@
 # and what its unit can reach (tests/container/indexer.sh, indexer-probe.py), and scenario
 # (m): the audit log's daily full verification, its timer's oneshot asking brokerd, a change
 # before the checkpoint found and posted on Mattermost (tests/container/audit-verify.sh),
-# scenario (n): `bxctl verify` against the real units (tests/container/verify.sh), and
+# scenario (n): `bxctl verify` against the real units (tests/container/verify.sh),
 # scenario (o): the hands, a write as the owner and a run in its empty unit
-# (tests/container/hands.sh).
+# (tests/container/hands.sh), and scenario (p): the reference MCP server mcp-server-time
+# (tests/mcp/setup.sh's cached virtualenv, bound at /opt/mcp-venv) pinned and called through
+# brokerd's units, and its call timed beside a bare systemd-run (tests/container/mcp.sh,
+# mcp-launch.py).
 #
 # With --measure-search it runs no scenario but the search measure (tests/container/measure.sh,
 # issue 14): the cached corpus of tests/stack/src/corpus.rs staged into the roles' state, the
@@ -34,6 +37,8 @@
 #   BOXMAKER_CONTAINER_TIMEOUT  seconds before the container is stopped (default 300; with
 #                               --measure-search 1800)
 #   BOXMAKER_MEASURE_ROUNDS     --measure-search: timed calls of each tool (default 30)
+#   BOXMAKER_MCP_ROUNDS         scenario (p): timed MCP calls, each beside a bare unit
+#                               (default 5)
 # Needs root (systemd-nspawn, debootstrap); installs systemd-container and debootstrap with
 # apt when they are missing. One container at a time, in its own cgroup folder.
 set -euo pipefail
@@ -98,6 +103,28 @@ fi
 "$here/stage.sh" "$work" "$bin" 252 "${extra[@]}" \
     --tool sibling-tool=/opt/boxmaker-test/sibling-tool.py \
     --tool notes-tool=/opt/boxmaker-test/notes-tool.py
+# Scenario (p): the reference servers' virtualenv (cached; a second run installs nothing),
+# run inside by the container's python3.11, so it must be a 3.11 one; the config with the
+# server, taken by a runtime drop-in for that scenario only.
+if [[ $measure == no ]]; then
+    say "step 3b: the MCP reference servers' virtualenv (tests/mcp/setup.sh, cached)"
+    mcp_bin=$("$repo/tests/mcp/setup.sh" | sed -n 's/^BOXMAKER_MCP_PYTHON_BIN=//p')
+    venv=$(dirname "$mcp_bin")
+    [[ -d $venv/lib/python3.11/site-packages/mcp_server_time ]] ||
+        die "$venv has no lib/python3.11/site-packages/mcp_server_time: scenario (p) runs it with the container's python3.11"
+    cp "$work/etc-boxmaker/config.toml" "$work/etc-boxmaker/config-mcp.toml"
+    cat >>"$work/etc-boxmaker/config-mcp.toml" <<'EOF'
+
+# Scenario (p) (tests/container/mcp.sh): the reference time server from PyPI.
+[[mcp]]
+name = "time"
+command = ["/usr/bin/python3", "-m", "mcp_server_time", "--local-timezone", "UTC"]
+env = { PYTHONPATH = "/opt/mcp-venv/lib/python3.11/site-packages" }
+binds = ["/opt/mcp-venv"]
+EOF
+    echo "${BOXMAKER_MCP_ROUNDS:-5}" >"$work/etc-boxmaker/mcp-rounds"
+    echo "virtualenv: $venv (bound at /opt/mcp-venv)"
+fi
 # What stage.sh placed, bound in read-only; then the test unit, the test scripts and the
 # binaries.
 binds=()
@@ -108,6 +135,9 @@ binds+=(
     "--bind-ro=$here/$test_unit:/etc/systemd/system/$test_unit"
     "--bind-ro=$here:/opt/boxmaker-test"
 )
+if [[ $measure == no ]]; then
+    binds+=("--bind-ro=$venv:/opt/mcp-venv")
+fi
 if [[ $measure == yes ]]; then
     mkdir "$work/measure"
     echo "${BOXMAKER_MEASURE_ROUNDS:-30}" >"$work/measure/rounds"

@@ -171,3 +171,66 @@ pub fn probe(config: &Config, server_config: &McpServer, nonce: u64) -> Result<R
         }),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use proto::mcp::McpEnv;
+
+    use super::server;
+
+    /// The configuration's `[[mcp]]` entries named `with` (takes a secret in `API_TOKEN`) and
+    /// `without` (takes none), each with the value `TZ`.
+    fn servers() -> config::Config {
+        config::Config::parse(
+            Path::new("c.toml"),
+            "[sockets]\nloop_broker = \"/run/b/l\"\nadmin_broker = \"/run/b/a\"\n\
+             [peers]\nloopd = { user = \"boxmaker-loopd\" }\nadmin = { group = \"boxmaker-admin\" }\n\
+             [[mcp]]\nname = \"with\"\ncommand = [\"/opt/mcp/bin/srv\"]\nenv = { TZ = \"UTC\" }\n\
+             secret_env = \"API_TOKEN\"\n\
+             [[mcp]]\nname = \"without\"\ncommand = [\"/opt/mcp/bin/srv\"]\nenv = { TZ = \"UTC\" }\n",
+        )
+        .expect("config")
+    }
+
+    fn tz() -> McpEnv {
+        McpEnv::Value {
+            name: "TZ".into(),
+            value: "UTC".into(),
+        }
+    }
+
+    /// The deciding grant's secret reaches the server as the variable its `secret_env`
+    /// names, by the credential's name (its content is read inside the unit, never written
+    /// in the invocation); without a grant's secret, or to a server that names no
+    /// `secret_env`, no credential is passed at all.
+    #[test]
+    fn a_grants_secret_becomes_the_servers_secret_env_and_nothing_else_does() {
+        let config = servers();
+        let (with, without) = (&config.mcp[0], &config.mcp[1]);
+        let given = server(with, Some("gh-token"));
+        assert_eq!(given.name, "with");
+        assert_eq!(given.command, ["/opt/mcp/bin/srv"]);
+        assert_eq!(
+            given.env,
+            [
+                tz(),
+                McpEnv::Credential {
+                    name: "API_TOKEN".into(),
+                    credential: "gh-token".into()
+                }
+            ]
+        );
+        assert_eq!(
+            server(with, None).env,
+            [tz()],
+            "no grant secret, no credential"
+        );
+        assert_eq!(
+            server(without, Some("gh-token")).env,
+            [tz()],
+            "a server that names no secret_env is given no secret"
+        );
+    }
+}
