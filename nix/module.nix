@@ -114,10 +114,11 @@ let
   # attic's checkedConfigFile pattern: every role parses the file it will read at build time.
   # brokerd also loads the grants the file names, so the check reads a copy that points at
   # the built grants directory (the deployed file names /etc/boxmaker/grants).
+  checkCopy = toml.generate "boxmaker-config-check.toml" (core.config // { grants = "${grantsDir}"; });
   checkedConfig =
     pkgs.runCommand "boxmaker-config.toml"
       {
-        checkCopy = toml.generate "boxmaker-config-check.toml" (core.config // { grants = "${grantsDir}"; });
+        inherit checkCopy;
       }
       ''
         ${bin}/brokerd --check-config --config "$checkCopy"
@@ -127,6 +128,18 @@ let
         ${lib.optionalString cfg.gateway.enable ''${bin}/gatewayd --check-config --config "$checkCopy"''}
         cp ${configFile} "$out"
       '';
+
+  # What the grants let a hostile model do without asking, by brokerd's own policy
+  # (`brokerd --flows --json` over the checked config and grants; docs/verify.md): read back
+  # at evaluation (import from derivation) into warnings, and assertions for the flows
+  # `verify.denyFlows` names (nix/flows.nix).
+  flowsReport = pkgs.runCommand "boxmaker-flows.json" { } ''
+    ${bin}/brokerd --flows --json --config ${checkCopy} > "$out"
+  '';
+  flows = import ./flows.nix {
+    report = builtins.fromJSON (builtins.readFile flowsReport);
+    inherit (cfg.verify) denyFlows;
+  };
 
   inStore = file: hasPrefix "${builtins.storeDir}/" (toString file);
   grantsWithHosts = filterAttrs (_: g: (g.constraints.hosts or [ ]) != [ ]) cfg.grants;
@@ -339,6 +352,24 @@ in
       '';
     };
 
+    verify.denyFlows = mkOption {
+      type = types.listOf types.str;
+      default = [ ];
+      example = [
+        "secret_out"
+        "consult-remote"
+      ];
+      description = ''
+        Flows that fail the build. At build time `brokerd --flows` computes, with the policy
+        brokerd decides by, every chain a hijacked model could complete without asking: a
+        grant whose results are private or secret, then a grant or a job's delivery that
+        carries data out; or untrusted content, then a write of yours (docs/verify.md). Each
+        is a warning of `nixos-rebuild`; one whose kind (`secret_out`, `private_out`,
+        `untrusted_write`) or source or sink grant id is listed here is an assertion
+        instead. A name that is neither is an assertion too.
+      '';
+    };
+
     adminGroup = mkOption {
       type = types.str;
       default = "boxmaker-admin";
@@ -358,8 +389,9 @@ in
   };
 
   config = mkIf cfg.enable {
-    # An `ask` grant nobody can answer (nix/changes.nix says when).
-    warnings = core.warnings;
+    # An `ask` grant nobody can answer (nix/changes.nix says when), and each flow the
+    # grants allow without asking (nix/flows.nix).
+    warnings = core.warnings ++ flows.warnings;
 
     assertions = [
       {
@@ -396,7 +428,9 @@ in
       }
     ]
     # The jobs the core refuses (nix/jobs.nix), each message saying how to fix it.
-    ++ map (message: { assertion = false; inherit message; }) core.jobProblems;
+    ++ map (message: { assertion = false; inherit message; }) core.jobProblems
+    # The flows `verify.denyFlows` names (nix/flows.nix).
+    ++ flows.assertions;
 
     # BRIEF decision 1: a DynamicUser service reaches systemd over the bus only through
     # dbus-broker (systemd#22737), and polkit (off by default) carries the rule below.

@@ -4,7 +4,8 @@
 # nix/units.nix and /etc/boxmaker/units.json rendered with them; then a drop-in that loosens
 # loopd, a drop-in that raises its exposure past its limit and a runtime change that widens
 # inferproxy's IP allow list each FAIL, named, in the journal at error priority and in the
-# oneshot's result. Each is taken back at the end.
+# oneshot's result. Each is taken back at the end. The flows of the test grants are warns
+# (private data to py-net's host and the morning brief's delivery), none secret.
 # shellcheck shell=bash
 
 scenario "(n) bxctl verify: the live deployment checked against what the module generated"
@@ -26,6 +27,8 @@ expect "as root, inferproxy's refusal of /slots* is asked as loopd's user (a tra
     "grep -q '^ok    model  slots: inferproxy refuses GET /slots, .* (asked as boxmaker-loopd: 403' /tmp/verify.out"
 expect "the state: the audit chain (read by root) and its checkpoint, the grants as loaded, the approvals" \
     "grep -q '^ok    state  audit: audit chain good: .*checkpoint at seq [0-9]* agrees' /tmp/verify.out && grep -q '^ok    state  grants: the grants on disk are the ones brokerd decides by' /tmp/verify.out && grep -q '^ok    state  approvals: ' /tmp/verify.out"
+expect "the flows part: the job's private notes posted to Mattermost a warn, no secret flow (ok)" \
+    "grep -q '^warn  flows  private_out: a hijacked model in job morning-brief.s runs can read /srv/notes (private) via grant brief-notes and post it to Mattermost' /tmp/verify.out && grep -q '^ok    flows  secret_out: no grant lets a hijacked model send anything secret out' /tmp/verify.out"
 expect "bxctl verify --json: one line, good" \
     "bxctl verify --json --no-replay | python3 -c 'import json, sys; v = json.load(sys.stdin); assert v[\"good\"] and v[\"fail\"] == 0, v'"
 expect "as the owner (admin and chat groups): passes; brokerd verifies the audit log, the /slots probe is not made" \

@@ -48,7 +48,10 @@ pub enum Error {
     /// `--print-tool-unit` has no unit to print for the grant.
     #[error("{0}")]
     ToolUnit(UnitError),
-    /// What `--check-config` or `--print-tool-unit` prints could not be written.
+    /// `--flows` met a grant of a tool the analysis cannot make a call of.
+    #[error("{0}")]
+    Flows(crate::policy::flows::UnknownTool),
+    /// What `--check-config`, `--flows` or `--print-tool-unit` prints could not be written.
     #[error("cannot write to stdout: {0}")]
     Stdout(io::Error),
     /// The audit log could not be opened, or its chain does not verify.
@@ -105,6 +108,7 @@ impl daemon::exit::Status for Error {
             | Self::JobGrants(_)
             | Self::Hands(_)
             | Self::ToolUnit(_)
+            | Self::Flows(_)
             | Self::Stdout(_)
             | Self::AuditOpen(_)
             | Self::Sessions(_)

@@ -22,6 +22,7 @@ pub mod checkpoint;
 mod class;
 pub mod composed;
 mod error;
+pub mod flows;
 pub mod frame;
 pub mod gateway;
 mod grant;

@@ -163,6 +163,10 @@ pub enum Message {
     /// (boxmaker's and the pinned MCP tools). Answered with `tools_offered`.
     ToolsQuery(crate::mcp::ToolsQuery),
     ToolsOffered(crate::mcp::ToolsOffered),
+    /// Owner channel: what the grants let a hostile model do without asking. Answered with
+    /// `flows_report` (docs/verify.md).
+    FlowsQuery(Empty),
+    FlowsReport(crate::flows::FlowsReport),
 }
 
 impl Message {
@@ -230,6 +234,8 @@ impl Message {
             Self::AuditAlerted(_) => "audit_alerted",
             Self::AllowanceRevoke(_) => "allowance_revoke",
             Self::AllowanceRevoked(_) => "allowance_revoked",
+            Self::FlowsQuery(_) => "flows_query",
+            Self::FlowsReport(_) => "flows_report",
         }
     }
 

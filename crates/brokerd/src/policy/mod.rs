@@ -97,6 +97,7 @@
 
 pub mod allowance;
 mod decision;
+pub mod flows;
 mod hands;
 mod labels;
 pub mod mcp;

@@ -1,11 +1,11 @@
 //! brokerd's admin side, `broker.sock` in the admin ↔ broker pair directory
 //! (`sockets.admin_broker`), reached only by the owner's admin group (`peers.admin`):
 //! approvals and answers, the session allowances and their revocation, read-only queries
-//! (sessions, grants, status, notes, search), the grants reload, a note's relabel, and the
-//! approvals and answers, read-only queries (sessions, grants, status, notes, search, MCP
-//! servers), the grants reload, a note's relabel, an MCP server's probe and pin, and the
-//! full verification of the audit log (`audit_verify`). With the gateway, answers heard on Mattermost come the same way
-//! through the link (`gateway`); the socket decides what may be asked, never the peer.
+//! (sessions, grants, status, notes, search, MCP servers), the grants reload, a note's
+//! relabel, an MCP server's probe and pin, the flows the grants allow (`flows_query`), and
+//! the full verification of the audit log (`audit_verify`). With the gateway, answers heard
+//! on Mattermost come the same way through the link (`gateway`); the socket decides what may
+//! be asked, never the peer.
 
 use std::sync::atomic::AtomicBool;
 
@@ -13,7 +13,7 @@ use daemon::accept::Activity;
 use daemon::conn::Conn;
 use daemon::serve::{self, Policy};
 use proto::approval::{ApprovalAnswer, ApprovalListing, GrantsInfo, SessionInfo, SessionQuery};
-use proto::{Envelope, Message};
+use proto::{Envelope, Message, Timestamp};
 
 use super::side::{self, Side};
 use crate::Fatal;
@@ -68,6 +68,7 @@ pub enum AdminRequest {
     McpQuery(proto::mcp::McpQuery),
     McpProbe(proto::mcp::McpProbe),
     McpPin(proto::mcp::McpPin),
+    FlowsQuery,
 }
 
 impl TryFrom<Message> for AdminRequest {
@@ -89,6 +90,7 @@ impl TryFrom<Message> for AdminRequest {
             Message::McpQuery(q) => Self::McpQuery(q),
             Message::McpProbe(p) => Self::McpProbe(p),
             Message::McpPin(p) => Self::McpPin(p),
+            Message::FlowsQuery(_) => Self::FlowsQuery,
             other => return Err(other),
         })
     }
@@ -153,6 +155,21 @@ fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, Fatal
             Ok(pinned) => Message::McpPinned(pinned),
             Err(e) => Message::error(proto::ErrorCode::McpRefused, e.to_string()),
         },
+        // What the grants in force let a hostile model do without asking, by the policy
+        // that decides (docs/verify.md).
+        AdminRequest::FlowsQuery => {
+            let setting = crate::policy::flows::Setting::of(&broker.config);
+            match crate::policy::flows::report(&broker.snapshot(), &setting, Timestamp::now()) {
+                Ok(report) => Message::FlowsReport(report),
+                Err(e) => {
+                    daemon::log::error(format_args!("flows: {e}"));
+                    Message::error(
+                        proto::ErrorCode::Internal,
+                        "the flow analysis failed; brokerd's log says why",
+                    )
+                }
+            }
+        }
     })
 }
 

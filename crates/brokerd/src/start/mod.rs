@@ -41,6 +41,29 @@ pub struct Args {
     /// Print the transient unit a grant's tool runs get (for systemd-analyze security).
     #[arg(long, value_name = "GRANT_ID")]
     pub print_tool_unit: Option<String>,
+    /// Print what the grants let a hostile model do without asking (docs/verify.md) and
+    /// exit: reads the configuration and the grants, opens no socket.
+    #[arg(long)]
+    pub flows: bool,
+    /// With `--flows`: one line of JSON (`flows_report`'s body) instead.
+    #[arg(long, requires = "flows")]
+    pub json: bool,
+}
+
+/// `--flows`: the analysis of the grants as they are on disk, at this moment.
+fn flows(config: &Config, snapshot: &Snapshot, json: bool) -> Result<(), Error> {
+    use crate::policy::flows;
+    let setting = flows::Setting::of(config);
+    let report =
+        flows::report(snapshot, &setting, proto::Timestamp::now()).map_err(Error::Flows)?;
+    let text = if json {
+        let mut line = serde_json::to_string(&report).expect("a report always encodes");
+        line.push('\n');
+        line
+    } else {
+        flows::text(&report)
+    };
+    std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes()).map_err(Error::Stdout)
 }
 
 /// How long shutdown waits for requests in flight to finish their writes.
@@ -54,6 +77,9 @@ pub fn run(args: Args) -> Result<(), Error> {
     let config = Config::load(&args.common.config).map_err(Error::Config)?;
     let snapshot = Snapshot::load(&config.grants).map_err(Error::Grants)?;
     jobs::check(&config, &snapshot).map_err(Error::JobGrants)?;
+    if args.flows {
+        return flows(&config, &snapshot, args.json);
+    }
     // The programs run grants name, and what every write must keep (H11, H13).
     let programs = Programs::open(&config).map_err(Error::Hands)?;
     programs.check(&config, &snapshot).map_err(Error::Hands)?;

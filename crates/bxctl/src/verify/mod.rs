@@ -8,7 +8,9 @@
 //!   its limit and its effective properties (`systemctl show`) equal to what the module
 //!   generated (`units.json` beside the configuration) (`units`);
 //! - `state`: the audit chain and its checkpoint, the grants on disk against the grants
-//!   loaded, the approvals waiting (`state`).
+//!   loaded, the approvals waiting (`state`);
+//! - `flows`: what the grants let a hostile model do without asking, as brokerd's policy
+//!   computes it (`flows`).
 //!
 //! Each check is one line, `ok`, `warn` or `FAIL`, with what to do; whatever a peer or a
 //! unit file said is shown inert. A part is a function from what it needs to its checks, so
@@ -16,6 +18,7 @@
 //! [`run`]'s list.
 
 mod access;
+mod flows;
 mod model;
 mod normal;
 mod props;
@@ -38,6 +41,9 @@ pub use report::Part;
 /// `bxctl verify`'s arguments.
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
+    /// Verify only these parts (`bxctl verify flows`); the same as `--only`.
+    #[arg(value_name = "PART")]
+    pub parts: Vec<Part>,
     /// Print one line of JSON instead: `{"good", "ok", "warn", "fail", "checks": [...]}`.
     #[arg(long)]
     pub json: bool,
@@ -73,7 +79,11 @@ pub fn run(
     args: &VerifyArgs,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
-    let wanted = |p: Part| args.only.is_empty() || args.only.contains(&p);
+    let wanted = |p: Part| {
+        args.only.is_empty() && args.parts.is_empty()
+            || args.only.contains(&p)
+            || args.parts.contains(&p)
+    };
     let mut checks = Vec::new();
     if wanted(Part::Model) {
         checks.extend(model::checks(config, !args.no_replay));
@@ -87,6 +97,9 @@ pub fn run(
     }
     if wanted(Part::State) {
         checks.extend(state::checks(config));
+    }
+    if wanted(Part::Flows) {
+        checks.extend(flows::checks(config));
     }
     report::print(&checks, args.json, out)?;
     Ok(ExitCode::from(report::exit_code(&checks)))

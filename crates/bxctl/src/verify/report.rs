@@ -18,6 +18,7 @@ pub enum Part {
     Model,
     Units,
     State,
+    Flows,
 }
 
 impl Part {
@@ -26,6 +27,7 @@ impl Part {
             Self::Model => "model",
             Self::Units => "units",
             Self::State => "state",
+            Self::Flows => "flows",
         }
     }
 }

@@ -98,7 +98,9 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::McpPin(_)
             | Message::McpPinned(_)
             | Message::ToolsQuery(_)
-            | Message::ToolsOffered(_)) => m.kind(),
+            | Message::ToolsOffered(_)
+            | Message::FlowsQuery(_)
+            | Message::FlowsReport(_)) => m.kind(),
         };
         assert!(
             name.starts_with(&format!("message_{}", kind.replace('/', "_"))),
@@ -171,6 +173,8 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "mcp_pinned",
         "tools_query",
         "tools_offered",
+        "flows_query",
+        "flows_report",
     ]
     .into_iter()
     .collect();

@@ -65,5 +65,6 @@ mod session_search;
 mod shutdown;
 mod status;
 mod verify;
+mod verify_flows;
 mod watchdog;
 mod witness;

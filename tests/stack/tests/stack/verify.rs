@@ -103,7 +103,7 @@ fn a_healthy_stack_passes_each_check_it_can_make() {
         t.contains("\n            help: start llama-server without --cache-reuse"),
         "{t}"
     );
-    assert!(t.ends_with("verify: 8 ok, 2 warn, 0 FAIL\n"), "{t}");
+    assert!(t.ends_with("verify: 11 ok, 2 warn, 0 FAIL\n"), "{t}");
 }
 
 #[test]

@@ -1,0 +1,215 @@
+//! Flows: what the grants let a hostile model do without asking (issue 27 point 2,
+//! docs/verify.md, docs/decisions.md V12-V16).
+//!
+//! A flow is a *source*, a call whose result leaves the session private, secret or
+//! untrusted, followed by a *sink*, a call that carries data out of the session, each
+//! allowed with no approval. Both are judged by [`decide_in`], the function brokerd decides
+//! every call with: the source in a fresh session (public, trusted), the sink at the label
+//! the source left the session at, in the same scope (an ordinary session, or one job's
+//! runs). Only an allow without asking counts; an `ask`, a denial, a taint above
+//! `max_taint`, an `if_untrusted` mode, an expired grant or a grant of another scope stops
+//! the flow exactly as it would stop the model. The model is taken as hostile from its
+//! first turn (a backdoored model, a pasted text): the session is untrusted only when the
+//! source made it so.
+//!
+//! The calls tried are built from the grants' own constraints (`calls`); what each tool is
+//! to a flow is an exhaustive match (`role`), so a new tool is classified before it builds.
+
+mod calls;
+mod role;
+mod source;
+mod text;
+
+use std::collections::BTreeSet;
+
+use proto::flows::{Flow, Severity, Step};
+use proto::{DataClass, JobName, Timestamp};
+
+use grants::Snapshot;
+
+pub use calls::UnknownTool;
+
+use super::{Outcome, decide_in};
+use source::{FRESH, Source, sources};
+
+/// What the analysis needs of the configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Setting {
+    /// Each job, and whether its delivery leaves the box (Mattermost: yes; a note: no, it
+    /// takes the run's label).
+    pub jobs: Vec<(JobName, bool)>,
+    /// The host of `broker.consult.url`, when one is configured.
+    pub consult: Option<String>,
+}
+
+impl Setting {
+    pub fn of(config: &config::Config) -> Self {
+        Self {
+            jobs: config
+                .jobs
+                .iter()
+                .map(|j| {
+                    let out = match &j.deliver {
+                        config::Deliver::Mattermost => true,
+                        config::Deliver::Note(_) => false,
+                    };
+                    (j.name.clone(), out)
+                })
+                .collect(),
+            consult: config.broker.consult.as_ref().map(|c| {
+                grants::constraints::normalize_url(&c.url)
+                    .map_or_else(|_| c.url.clone(), |(_, host)| host.to_string())
+            }),
+        }
+    }
+}
+
+/// Every flow of `snapshot` at `now`, most severe first.
+pub fn analyse(
+    snapshot: &Snapshot,
+    setting: &Setting,
+    now: Timestamp,
+) -> Result<Vec<Flow>, UnknownTool> {
+    let calls = calls::candidates(snapshot)?;
+    let mut scopes: Vec<(Option<&JobName>, bool)> = vec![(None, false)];
+    scopes.extend(setting.jobs.iter().map(|(j, out)| (Some(j), *out)));
+    let mut flows = Vec::new();
+    for (job, delivers_out) in scopes {
+        let consult = setting.consult.as_deref();
+        for source in sources(snapshot, &calls, job, consult, now) {
+            // Public data going out is no leak; untrusted content driving a write is a flow
+            // whatever its class.
+            let out = match source.labels.class {
+                DataClass::Secret => Some(Severity::SecretOut),
+                DataClass::Private => Some(Severity::PrivateOut),
+                DataClass::Public => None,
+            };
+            let view = FRESH.raised(source.labels);
+            let mut seen = BTreeSet::new();
+            for call in &calls {
+                if *call == source.call {
+                    continue;
+                }
+                let decision = decide_in(snapshot, call, view, job, now);
+                let Outcome::Allow {
+                    grant_id,
+                    approval: None,
+                } = decision.outcome()
+                else {
+                    continue;
+                };
+                let Some(role) = role::of(&decision, consult) else {
+                    continue;
+                };
+                if !seen.insert((grant_id.to_owned(), role.what.clone())) {
+                    continue;
+                }
+                let sink_step = || Step {
+                    grant: Some(grant_id.to_owned()),
+                    tool: call.tool().to_owned(),
+                    what: role.what.clone(),
+                };
+                if let (Some(severity), Some(sink)) = (out, &role.sink) {
+                    let sends = role::sends(sink, &role.what);
+                    let text = text::to_grant(snapshot, job, &source, &sends, grant_id);
+                    flows.push(flow(severity, job, &source, sink_step(), text));
+                }
+                if source.labels.untrusted && role.writes {
+                    let text = text::to_write(snapshot, job, &source, &role.reads, grant_id);
+                    let severity = Severity::UntrustedWrite;
+                    flows.push(flow(severity, job, &source, sink_step(), text));
+                }
+            }
+            if let (true, Some(job), Some(severity)) = (delivers_out, job, out) {
+                let sink = Step {
+                    grant: None,
+                    tool: "deliver".into(),
+                    what: "mattermost".into(),
+                };
+                let text = text::to_delivery(snapshot, job, &source);
+                flows.push(flow(severity, Some(job), &source, sink, text));
+            }
+        }
+    }
+    flows.sort_by(|a, b| {
+        (
+            a.severity,
+            &a.job,
+            &a.source.grant,
+            &a.sink.grant,
+            &a.sink.what,
+        )
+            .cmp(&(
+                b.severity,
+                &b.job,
+                &b.source.grant,
+                &b.sink.grant,
+                &b.sink.what,
+            ))
+    });
+    flows.dedup_by(|a, b| {
+        (
+            a.severity,
+            &a.job,
+            &a.source.grant,
+            &a.sink.grant,
+            &a.sink.what,
+        ) == (
+            b.severity,
+            &b.job,
+            &b.source.grant,
+            &b.sink.grant,
+            &b.sink.what,
+        )
+    });
+    Ok(flows)
+}
+
+fn flow(severity: Severity, job: Option<&JobName>, s: &Source, sink: Step, text: String) -> Flow {
+    Flow {
+        severity,
+        job: job.cloned(),
+        source: Step {
+            grant: Some(s.grant.clone()),
+            tool: s.call.tool().to_owned(),
+            what: s.role.what.clone(),
+        },
+        class: s.labels.class,
+        untrusted: s.labels.untrusted,
+        sink,
+        text,
+    }
+}
+
+/// The report brokerd answers `flows_query` with and `brokerd --flows --json` prints.
+pub fn report(
+    snapshot: &Snapshot,
+    setting: &Setting,
+    now: Timestamp,
+) -> Result<proto::flows::FlowsReport, UnknownTool> {
+    Ok(proto::flows::FlowsReport {
+        snapshot: snapshot.hash(),
+        grants: snapshot.ids(),
+        flows: analyse(snapshot, setting, now)?,
+    })
+}
+
+/// `brokerd --flows` without `--json`: each flow on a line after its severity, then a
+/// summary line.
+pub fn text(report: &proto::flows::FlowsReport) -> String {
+    let mut out = String::new();
+    for f in &report.flows {
+        out.push_str(&format!("{:<15} {}\n", f.severity.as_str(), f.text));
+    }
+    let count = |s: Severity| report.flows.iter().filter(|f| f.severity == s).count();
+    out.push_str(&format!(
+        "flows: {} secret_out, {} private_out, {} untrusted_write from {} grant(s), snapshot \
+         {}\n",
+        count(Severity::SecretOut),
+        count(Severity::PrivateOut),
+        count(Severity::UntrustedWrite),
+        report.grants.len(),
+        report.snapshot
+    ));
+    out
+}

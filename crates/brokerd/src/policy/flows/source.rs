@@ -1,0 +1,76 @@
+//! Sources: the calls a fresh session is allowed without asking whose result leaves it
+//! labelled, each with that label.
+
+use std::collections::BTreeSet;
+
+use proto::tools::ToolArgs;
+use proto::{DataClass, JobName, Timestamp};
+
+use grants::Snapshot;
+
+use super::role::{self, Role};
+use crate::policy::{Labels, Outcome, SessionView, bound_labels, decide_in};
+
+/// A fresh session: what a source is decided at.
+pub const FRESH: SessionView = SessionView {
+    taint: DataClass::Public,
+    untrusted: false,
+};
+
+/// One source: the call, its deciding grant, the label it leaves the session at.
+pub struct Source {
+    pub grant: String,
+    pub role: Role,
+    pub call: ToolArgs,
+    pub labels: Labels,
+}
+
+/// The calls a fresh session of `job`'s scope is allowed without asking whose result
+/// carries a label, each with the label it leaves the session at: the labels of every
+/// grant covering the call (what `decide_in` joins) and of every grant reaching the path a
+/// tool unit binds (what the runner joins, `bound_labels`). One per grant and label.
+pub fn sources(
+    snapshot: &Snapshot,
+    calls: &[ToolArgs],
+    job: Option<&JobName>,
+    consult: Option<&str>,
+    now: Timestamp,
+) -> Vec<Source> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for call in calls {
+        let decision = decide_in(snapshot, call, FRESH, job, now);
+        let Outcome::Allow {
+            grant_id,
+            approval: None,
+        } = decision.outcome()
+        else {
+            continue;
+        };
+        let (Some(labels), Some(args), Some(role)) = (
+            decision.labels(),
+            decision.args(),
+            role::of(&decision, consult),
+        ) else {
+            continue;
+        };
+        let labels = match args {
+            ToolArgs::ReadFile(a) => labels.join(bound_labels(snapshot, &[&a.path], false)),
+            ToolArgs::ListDir(a) => labels.join(bound_labels(snapshot, &[&a.path], true)),
+            _ => labels,
+        };
+        if labels == Labels::NONE {
+            continue;
+        }
+        let key = (grant_id.to_owned(), labels.class, labels.untrusted);
+        if seen.insert(key) {
+            out.push(Source {
+                grant: grant_id.to_owned(),
+                role,
+                call: args.clone(),
+                labels,
+            });
+        }
+    }
+    out
+}
