@@ -40,7 +40,8 @@ expect "the owner relabels it, audited with the old label, the new one and the h
 expect "then it reads as the owner said" \
     "owner bxctl notes show groceries | grep -qF 'groceries.md  private  relabelled'"
 # The relabel rewrote the note's record, whose path unit starts the indexer (scenario (l)).
-wait_for 30 "the indexer took the relabel: bxctl search shows the note with its new label" \
+# 60 s: a run queued behind others took more than 30 s once, with a VM booting beside it.
+wait_for 60 "the indexer took the relabel: bxctl search shows the note with its new label" \
     "owner bxctl search fig | grep -qxF 'groceries  private'"
 expect "control: a chat's note_search runs" "owner bxctl chat -m 'look for a fig' >/tmp/notes.out"
 note "the search answered: $(grep -F -e '[tool' -e '[->' /tmp/notes.out | paste -sd ' ')"
