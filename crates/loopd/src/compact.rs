@@ -63,15 +63,21 @@ fn words(text: &str) -> Vec<String> {
 
 /// Whether `answer` gives the instruction back instead of a summary: it repeats
 /// [`ECHO_RUN`] of the instruction's words in a row, and has fewer than [`MIN_NEW_WORDS`]
-/// words the instruction does not have. A summary that starts by quoting the instruction
-/// and goes on to say what happened is kept.
+/// words that are neither the instruction's nor [`NO_SUMMARY`]'s (loopd's own words for a
+/// summary that could not be had, which an epoch may start from and a small model then
+/// repeats after the instruction: llama.cpp's server with SmolLM2 did). A summary that
+/// starts by quoting the instruction and goes on to say what happened is kept.
 pub fn echoes(instruction: &str, answer: &str) -> bool {
     let own = words(instruction);
+    let placeholder = words(NO_SUMMARY);
     let said = words(answer);
     let repeats = own
         .windows(ECHO_RUN)
         .any(|run| said.windows(ECHO_RUN).any(|w| w == run));
-    let new = said.iter().filter(|w| !own.contains(w)).count();
+    let new = said
+        .iter()
+        .filter(|w| !own.contains(w) && !placeholder.contains(w))
+        .count();
     repeats && new < MIN_NEW_WORDS
 }
 
@@ -173,7 +179,7 @@ pub fn summary(
 
 #[cfg(test)]
 mod tests {
-    use super::echoes;
+    use super::{NO_SUMMARY, echoes};
     use proto::composed::{SHORT_PROMPT, SUMMARY_PROMPT};
 
     #[test]
@@ -186,6 +192,14 @@ mod tests {
             "The conversation is about to be cut short. Write a concise summary of everything \
              above that you will need to continue: the owner's requests, facts learned, \
              decisions taken, open tasks."
+        ));
+        // What it answered in the gate's real-peer tier when the epoch had started from
+        // NO_SUMMARY: the instruction, then the placeholder it was given.
+        assert!(echoes(
+            SUMMARY_PROMPT,
+            "The conversation is about to be cut short. Write a concise summary of everything \
+             above that you will need to continue:\n(The earlier part of this conversation \
+             could not be summarised; ask the owner for anything needed from it.)"
         ));
         for echo in [
             SUMMARY_PROMPT,
@@ -202,6 +216,8 @@ mod tests {
              to Lyon on the 14th, and the hotel Bellecour.",
             "Owner wants notes read.",
             "Open tasks: call the plumber.",
+            // The placeholder alone is not the instruction given back.
+            NO_SUMMARY,
         ] {
             assert!(!echoes(SUMMARY_PROMPT, summary), "{summary}");
         }
