@@ -11,7 +11,7 @@
 # Environment:
 #   BOXMAKER_CACHE       the image is built once under $BOXMAKER_CACHE/vm-trixie
 #                        (default ~/.cache/boxmaker); the accelerator probe's answer too
-#   BOXMAKER_VM_TIMEOUT  seconds before QEMU is stopped (default 600)
+#   BOXMAKER_VM_TIMEOUT  seconds before QEMU is stopped (default 900: a loaded host took 528)
 #   BOXMAKER_VM_PARTS    the guest's parts to run after its setup, space-separated (default
 #                        all: polkit limits network hands killed indexer launch); hands
 #                        needs network's listener script, so `network hands`. The gate
@@ -27,7 +27,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 CACHE=${BOXMAKER_CACHE:-$HOME/.cache/boxmaker}
-TIMEOUT=${BOXMAKER_VM_TIMEOUT:-600}
+TIMEOUT=${BOXMAKER_VM_TIMEOUT:-900}
 TIER=vm
 # shellcheck source=tests/container/host.sh
 source "$repo/tests/container/host.sh"
