@@ -81,9 +81,14 @@ expect "bxctl verify --only units: every unit as generated and within its limit 
     "bxctl verify --only units > /tmp/verify.out; rc=\$?; grep -v '^ok' /tmp/verify.out; test \$rc = 0 && ! grep -q '^FAIL' /tmp/verify.out && test \"\$(grep -c '^ok    units  boxmaker-' /tmp/verify.out)\" = \"\$(python3 -c 'import json; print(len(json.load(open(\"/etc/boxmaker/units.json\"))[\"units\"]))')\""
 note "boot: $(systemd-analyze 2>/dev/null | head -n 1)"
 note "slowest units: $(systemd-analyze blame 2>/dev/null | head -n 4 | awk '{ printf "%s %s; ", $2, $1 }')"
-for part in polkit limits network hands killed indexer launch; do
+# tests/vm/run.sh's BOXMAKER_VM_PARTS, when given, names the parts to run.
+read -r -a parts <"$share/parts" || parts=()
+((${#parts[@]})) || parts=(polkit limits network hands killed indexer launch)
+for part in "${parts[@]}"; do
     part_started=$(date +%s.%N)
     # shellcheck source=/dev/null
     source "/opt/boxmaker-vm/$part.sh"
-    note "($part: $(awk -v a="$part_started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')s)"
+    took=$(awk -v a="$part_started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    note "($part: ${took}s)"
+    echo "$part $took" >>"$share/out/parts"
 done

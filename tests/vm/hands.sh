@@ -71,10 +71,13 @@ install -d -o owner -g owner -m 0750 /home/owner/project
 expect "a write_file through brokerd lands as the owner's, 0640" \
     "owner bxctl chat -m 'hands: write the project plan' | grep -qE '\\[-> [0-9]+ bytes' && test \"\$(stat -c '%U:%G %a' /home/owner/project/plan.md)\" = 'owner:owner 640'"
 # A probe in the commit unit's properties: what it can write, read and see.
-runuser -u owner -- sleep 300 &
+# setpriv execs the sleep itself (runuser would stay its root parent, and $! would be that).
+setpriv --reuid owner --regid owner --init-groups sleep 300 &
 owner_sleep=$!
+expect "the owner's sleep runs as the owner (pid $owner_sleep)" \
+    "test \"\$(stat -c %U /proc/$owner_sleep)\" = owner && grep -q sleep /proc/$owner_sleep/comm"
 cat >/tmp/hands-probe.py <<'PY'
-import os
+import os, sys
 for p in ["/target/probe.txt", "/home/owner/outside.txt", "/etc/probe.txt", "/tmp/probe.txt",
           "/probe.txt", "/opt/boxmaker/probe.txt"]:
     try:
@@ -90,10 +93,16 @@ for p in ["/target/plan.md", "/home/owner/.profile", "/etc/shadow", "/etc/boxmak
     except OSError as e:
         print("NO-READ", p, os.strerror(e.errno))
 print("PIDS", " ".join(sorted(d for d in os.listdir("/proc") if d.isdigit())))
+print("SELF", os.getpid())
+try:
+    os.kill(int(sys.argv[1]), 0)
+    print("SIGNAL", sys.argv[1], "ok")
+except OSError as e:
+    print("NO-SIGNAL", sys.argv[1], os.strerror(e.errno))
 PY
 tool_props project-write
 note "the commit unit: $(printf '%s ' "${PROPS[@]}" | grep -oE 'User=[^ ]+|PrivatePIDs=[^ ]+|BindPaths=[^ ]+' | tr '\n' ' ')"
-probe_unit_with /usr/bin/python3 - </tmp/hands-probe.py >/tmp/hands-probe.out 2>&1
+probe_unit_with /usr/bin/python3 - "$owner_sleep" </tmp/hands-probe.py >/tmp/hands-probe.out 2>&1
 sed 's/^/    | /' /tmp/hands-probe.out
 expect "the commit unit writes its target (/target, the granted directory)" \
     "grep -qx 'WROTE /target/probe.txt' /tmp/hands-probe.out && test \"\$(stat -c %U /home/owner/project/probe.txt)\" = owner"
@@ -101,13 +110,19 @@ for p in /home/owner/outside.txt /etc/probe.txt /tmp/probe.txt /probe.txt /opt/b
     expect "the kernel refuses it a write outside the target: $p" \
         "grep -q '^NO-WRITE $p ' /tmp/hands-probe.out && test ! -e $p"
 done
+setpriv --reuid owner --regid owner --init-groups python3 - "$owner_sleep" </tmp/hands-probe.py >/tmp/hands-probe-owner.out 2>&1
+expect "control: the same probe as the owner outside the unit writes /home/owner/outside.txt and /tmp/probe.txt" \
+    "grep -qx 'WROTE /home/owner/outside.txt' /tmp/hands-probe-owner.out && grep -qx 'WROTE /tmp/probe.txt' /tmp/hands-probe-owner.out"
+rm -f /home/owner/outside.txt /tmp/probe.txt
 expect "it reads its target, and none of the owner's other files, /etc/shadow or boxmaker's config" \
     "grep -qx 'READ /target/plan.md' /tmp/hands-probe.out && grep -q '^NO-READ /home/owner/.profile ' /tmp/hands-probe.out && grep -q '^NO-READ /etc/shadow ' /tmp/hands-probe.out && grep -q '^NO-READ /etc/boxmaker/config.toml ' /tmp/hands-probe.out"
-expect "PrivatePIDs=: it sees none of the owner's processes (the owner's sleep, pid $owner_sleep, is not there)" \
-    "grep -q '^PIDS ' /tmp/hands-probe.out && ! grep -qw 'PIDS.* $owner_sleep' /tmp/hands-probe.out && test \"\$(grep '^PIDS ' /tmp/hands-probe.out | wc -w)\" -le 4"
+expect "PrivatePIDs=: it is pid 1 of its own PID namespace, sees none of the owner's processes and cannot signal the owner's sleep (pid $owner_sleep)" \
+    "grep -qx 'SELF 1' /tmp/hands-probe.out && grep -q '^PIDS ' /tmp/hands-probe.out && ! grep -qw 'PIDS.* $owner_sleep' /tmp/hands-probe.out && grep -qx 'NO-SIGNAL $owner_sleep No such process' /tmp/hands-probe.out"
 tool_props project-write /etc/boxmaker/config.toml PrivatePIDs
-probe_unit_with /usr/bin/python3 - </tmp/hands-probe.py >/tmp/hands-probe-shared.out 2>&1
-expect "control: without PrivatePIDs= the same unit sees the owner's sleep" \
-    "grep -q '^PIDS .*\\b$owner_sleep\\b' /tmp/hands-probe-shared.out"
+probe_unit_with /usr/bin/python3 - "$owner_sleep" </tmp/hands-probe.py >/tmp/hands-probe-shared.out 2>&1
+grep '^PIDS \|SELF\|SIGNAL' /tmp/hands-probe-shared.out | cut -c1-200 | sed 's/^/    | /'
+expect "control: without PrivatePIDs= the same unit runs in the host's PID namespace and can signal the owner's sleep" \
+    "! grep -qx 'SELF 1' /tmp/hands-probe-shared.out && grep -qx 'SIGNAL $owner_sleep ok' /tmp/hands-probe-shared.out"
 kill "$owner_sleep" 2>/dev/null
+wait "$owner_sleep" 2>/dev/null
 rm -f /home/owner/project/probe.txt

@@ -11,9 +11,14 @@
 # Environment:
 #   BOXMAKER_CACHE       the image is built once under $BOXMAKER_CACHE/vm-trixie
 #                        (default ~/.cache/boxmaker); the accelerator probe's answer too
-#   BOXMAKER_VM_TIMEOUT  seconds before QEMU is stopped (default 600)
+#   BOXMAKER_VM_TIMEOUT  seconds before QEMU is stopped (default 900: a loaded host took 528)
+#   BOXMAKER_VM_PARTS    the guest's parts to run after its setup, space-separated (default
+#                        all: polkit limits network hands killed indexer launch); hands
+#                        needs network's listener script, so `network hands`. The gate
+#                        runs them all.
 #   BOXMAKER_TIMINGS     a file to which `NAME SECONDS` lines are appended (tests/gate's
-#                        timing lines: image, boot, scenarios)
+#                        timing lines: image, boot, guest, and part-NAME for each of the
+#                        guest's parts)
 # Needs root (debootstrap, chroot); installs QEMU, debootstrap and binutils with apt when
 # they are missing. The guest has no network device (-nic none): only its loopback and a
 # dummy interface it makes itself. Results come back through a 9p share.
@@ -22,7 +27,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 CACHE=${BOXMAKER_CACHE:-$HOME/.cache/boxmaker}
-TIMEOUT=${BOXMAKER_VM_TIMEOUT:-600}
+TIMEOUT=${BOXMAKER_VM_TIMEOUT:-900}
 TIER=vm
 # shellcheck source=tests/container/host.sh
 source "$repo/tests/container/host.sh"
@@ -109,6 +114,7 @@ cp -r "$repo/tests/container" "$share/container-tests"
 cp -r "$here" "$share/vm-tests"
 cp "$here/guest.sh" "$share/run.sh"
 echo "$accel" >"$share/accelerator"
+echo "${BOXMAKER_VM_PARTS:-}" >"$share/parts"
 echo "share: $share ($(du -sh "$share" | cut -f1))"
 
 # ---- 5. boot ------------------------------------------------------------------------------
@@ -136,12 +142,18 @@ ran=$(since "$t")
 [[ -f $share/out/log ]] && cat "$share/out/log"
 timing boot "${boot:-?}"
 timing guest "$ran"
+# Each part's own seconds inside the guest (guest.sh), as `part-NAME SECONDS` lines.
+if [[ -f $share/out/parts ]]; then
+    while read -r part took; do timing "part-$part" "$took"; done <"$share/out/parts"
+fi
 say "result"
 echo "accelerator $accel; guest booted to its scenarios in ${boot:-?}s (guest clock); QEMU ran ${ran}s; whole tier $(since "$start_all")s"
-if [[ -f $share/out/launch.txt ]]; then
-    echo "launch cost (docs/performance.md):"
-    sed 's/^/  /' "$share/out/launch.txt"
-fi
+for f in launch launch-run; do
+    if [[ -f $share/out/$f.txt ]]; then
+        echo "$f cost (docs/performance.md):"
+        sed 's/^/  /' "$share/out/$f.txt"
+    fi
+done
 if [[ ! -f $share/out/rc ]]; then
     echo "no result from the guest (QEMU exit $rc); console tail:"
     tail -n 40 "$share/console.log"

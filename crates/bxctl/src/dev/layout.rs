@@ -106,8 +106,21 @@ pub fn prepare(state: &Path, grants: Option<&Path>, reset: bool) -> Result<Prepa
 /// Writes the demo script under `state`; returns its path.
 pub fn demo_script(state: &Path) -> Result<PathBuf, DevError> {
     let script = state.join("demo-script.toml");
-    write(&script, DEMO_SCRIPT)?;
+    write(&script, &demo_text(&state.join(samples::FILES)))?;
     Ok(script)
+}
+
+/// The demo script with the demo's files directory in place of `@FILES@`, inside a JSON
+/// string inside a TOML literal string: JSON-escaped, and `'` (which would end the literal)
+/// as JSON's `\u0027`.
+fn demo_text(files: &Path) -> String {
+    let json = serde_json::to_string(&files.to_string_lossy()).unwrap_or_default();
+    let inner = json
+        .strip_prefix('"')
+        .and_then(|j| j.strip_suffix('"'))
+        .unwrap_or_default()
+        .replace('\'', "\\u0027");
+    DEMO_SCRIPT.replace("@FILES@", &inner)
 }
 
 /// The fake Mattermost of `bxctl dev --mattermost`, as gatewayd is configured for it.
@@ -223,4 +236,34 @@ pub fn config(
         ),
     )?;
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The write's arguments in the written script, as the fake model would send them.
+    fn write_arguments(script: &str) -> serde_json::Value {
+        let line = script
+            .lines()
+            .find(|l| l.starts_with("arguments = '{\"path\"") && l.contains("plan.md"))
+            .expect("the write rule's arguments");
+        let literal = line
+            .strip_prefix("arguments = '")
+            .and_then(|l| l.strip_suffix('\''))
+            .expect("a TOML literal string");
+        assert!(!literal.contains('\''), "{literal}");
+        serde_json::from_str(literal).expect("JSON")
+    }
+
+    #[test]
+    fn the_demo_write_names_the_files_directory_whatever_its_name_holds() {
+        for dir in ["/tmp/demo/files/notes", "/tmp/it's \"here\"\\x\n/files"] {
+            let script = demo_text(Path::new(dir));
+            assert!(!script.contains("@FILES@"));
+            let args = write_arguments(&script);
+            assert_eq!(args["path"], format!("{dir}/plan.md"), "{script}");
+            assert_eq!(args["mode"], "append");
+        }
+    }
 }

@@ -18,6 +18,7 @@ mod decided;
 mod decided_cards;
 mod denial_restart;
 mod dev;
+mod dev_hands;
 mod dev_jobs;
 mod dev_lock;
 mod dev_mattermost;
