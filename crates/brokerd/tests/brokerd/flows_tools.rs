@@ -160,6 +160,46 @@ fn the_hands_and_mcp_tools() {
                 "api.example.org through run curl",
             )],
         ),
+        (
+            "an MCP grant whose paths reach a secret place is a secret source",
+            vec![
+                (
+                    "vault-deny",
+                    "tool = \"read_file\"\nmode = \"deny\"\nmax_taint = \"secret\"\n\
+                     result_class = \"secret\"\n[constraints]\npaths = [\"/home/owner/vault\"]\n"
+                        .to_owned(),
+                ),
+                (
+                    "fs-mcp",
+                    mcp("mcp:fs/*", "paths = [\"/home/owner/vault\"]", ""),
+                ),
+                ("web", fetch("secret", "", crate::flows::ORG)),
+            ],
+            none.clone(),
+            vec![("secret_out", None, "fs-mcp", "web", "api.example.org")],
+        ),
+        (
+            "a program that binds a secret place and reaches a host sends it in one call",
+            vec![
+                ("vault-read", vault.clone()),
+                (
+                    "curl-run",
+                    "tool = \"run\"\nmode = \"auto\"\nmax_taint = \"public\"\n\
+                     result_class = \"public\"\n[constraints]\nprograms = [\"curl\"]\n\
+                     patterns = [\"*\"]\npaths = [\"/home/owner/vault\"]\n\
+                     hosts = [\"203.0.113.5\"]\n"
+                        .to_owned(),
+                ),
+            ],
+            none.clone(),
+            vec![(
+                "secret_out",
+                None,
+                "curl-run",
+                "curl-run",
+                "203.0.113.5 through run curl",
+            )],
+        ),
     ];
     for (name, grants, setting, expected) in cases {
         let grants: Vec<(&str, &str)> = grants.iter().map(|(i, t)| (*i, t.as_str())).collect();

@@ -29,7 +29,8 @@ use grants::Snapshot;
 
 pub use calls::UnknownTool;
 
-use super::{Outcome, decide_in};
+use super::{Outcome, bound_labels, decide_in};
+use role::Sink;
 use source::{FRESH, Source, sources};
 
 /// What the analysis needs of the configuration.
@@ -84,6 +85,20 @@ pub fn analyse(
                 DataClass::Private => Some(Severity::PrivateOut),
                 DataClass::Public => None,
             };
+            // A call that reads and sends at once (a program or an MCP server whose grant
+            // binds paths and lists hosts): its own unit can carry what it read out, whatever
+            // any max_taint says, since the one call is decided before it read anything. The
+            // class is what its binds bring (`bound_labels`, as the broker labels them, its
+            // own grant included); a grant that binds nothing is no such flow.
+            if let Some(severity) = in_one_call(snapshot, &source) {
+                let own = Step {
+                    grant: Some(source.grant.clone()),
+                    tool: source.call.tool().to_owned(),
+                    what: source.role.what.clone(),
+                };
+                let text = text::in_one_call(snapshot, job, &source);
+                flows.push(flow(severity, job, &source, own, text));
+            }
             let view = FRESH.raised(source.labels);
             let mut seen = BTreeSet::new();
             for call in &calls {
@@ -163,6 +178,29 @@ pub fn analyse(
         )
     });
     Ok(flows)
+}
+
+/// The severity of what a reading-and-sending call ([`Sink::Run`], [`Sink::Mcp`]) can carry
+/// out of its own binds: `None` for any other call, or binds no grant labels above public.
+fn in_one_call(snapshot: &Snapshot, source: &Source) -> Option<Severity> {
+    if !matches!(source.role.sink, Some(Sink::Run | Sink::Mcp)) {
+        return None;
+    }
+    let c = &snapshot.get(&source.grant)?.constraints;
+    let places: Vec<&str> = c
+        .paths
+        .iter()
+        .chain(&c.workdir)
+        .map(String::as_str)
+        .collect();
+    if places.is_empty() {
+        return None;
+    }
+    match bound_labels(snapshot, &places, true).class {
+        DataClass::Secret => Some(Severity::SecretOut),
+        DataClass::Private => Some(Severity::PrivateOut),
+        DataClass::Public => None,
+    }
 }
 
 fn flow(severity: Severity, job: Option<&JobName>, s: &Source, sink: Step, text: String) -> Flow {

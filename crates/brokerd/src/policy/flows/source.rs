@@ -57,6 +57,16 @@ pub fn sources(
         let labels = match args {
             ToolArgs::ReadFile(a) => labels.join(bound_labels(snapshot, &[&a.path], false)),
             ToolArgs::ListDir(a) => labels.join(bound_labels(snapshot, &[&a.path], true)),
+            // An MCP server's unit binds its grant's paths whole (`run::mcp`), and the broker
+            // joins the labels of every grant reaching them (`broker::mcp`). A run's binds
+            // are labelled by `decide_in` itself (the hands' rule), so they are in `labels`.
+            ToolArgs::Mcp(_) => {
+                let paths: Vec<&str> = decision
+                    .grant()
+                    .map(|(g, _)| g.constraints.paths.iter().map(String::as_str).collect())
+                    .unwrap_or_default();
+                labels.join(bound_labels(snapshot, &paths, true))
+            }
             _ => labels,
         };
         if labels == Labels::NONE {

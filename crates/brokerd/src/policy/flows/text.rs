@@ -44,6 +44,19 @@ fn source(snapshot: &Snapshot, s: &Source) -> String {
     )
 }
 
+/// A flow inside one call: the grant's own unit reads the source's places and reaches its
+/// hosts, so nothing between the read and the send can stop it but the grant itself.
+pub(super) fn in_one_call(snapshot: &Snapshot, job: Option<&JobName>, s: &Source) -> String {
+    format!(
+        "{} can {} and send it to {} in the same call, without asking you: drop the paths \
+         or the hosts of {}, or set mode = \"ask\" on it",
+        who(job),
+        source(snapshot, s),
+        s.role.what,
+        grant(snapshot, &s.grant),
+    )
+}
+
 /// A flow to a grant's sink: stopped by a lower `max_taint` on the sink, by asking, and,
 /// when the source is untrusted, by the sink's `if_untrusted`.
 pub(super) fn to_grant(
