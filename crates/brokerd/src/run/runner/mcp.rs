@@ -32,7 +32,8 @@ impl Runner {
             server: inv.server.name.clone(),
             tool: inv.tool.clone(),
         });
-        if spec.invocation.call != call || !decision.authorises(&call) {
+        // Never a hands stage too: its unit would get the stage's user and binds.
+        if spec.stage.is_some() || spec.invocation.call != call || !decision.authorises(&call) {
             return refuse(
                 "internal: refusing to run an MCP call its decision does not allow (not an \
                  allow, or another server, tool or arguments)",

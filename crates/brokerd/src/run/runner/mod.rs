@@ -93,7 +93,10 @@ impl Runner {
     /// and only of the path the decision is about. The decision is kept: the commit, if
     /// any, is its one run.
     pub fn look(&self, decision: &Decision, spec: &RunSpec) -> RunOutcome {
+        // Never an MCP session: its unit's properties (its closure, no
+        // MemoryDenyWriteExecute) are not a look's.
         let allowed = decision.may_look()
+            && spec.mcp.is_none()
             && decision.args() == Some(&spec.invocation.call)
             && spec.stage.as_ref().is_some_and(|s| {
                 matches!(s.invocation, StageInvocation::Look(_))

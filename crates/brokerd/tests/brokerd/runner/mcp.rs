@@ -8,9 +8,11 @@
 use std::path::Path;
 
 use brokerd::policy::{self, Decision, SessionView};
+use brokerd::run::hands::{StageSpec, StageUnit};
 use brokerd::run::runner::{DirectRunner, McpInput, McpRun, RunOutcome, RunSpec, Runner};
 use proto::mcp::{McpArgs, McpCallInvocation, McpFailure, McpRefused, McpServer};
 use proto::tools::ToolArgs;
+use proto::tools::stage::{Look, StageInvocation, Target};
 use proto::{Hash32, ToolFailure};
 
 use super::{Scratch, bind_at, direct::script, read_file_spec};
@@ -72,6 +74,12 @@ fn spec(call: &McpArgs, input: &McpArgs) -> RunSpec {
     spec
 }
 
+/// Some MCP session, for a door that must refuse any (`stages.rs`).
+pub(super) fn any_session() -> Option<McpRun> {
+    let call = args(r#"{"text":"a"}"#);
+    spec(&call, &call).mcp
+}
+
 /// A stand-in `boxmaker-tool` that notes its mode and answers `output`.
 fn tool(dir: &Path, output: &str) -> std::path::PathBuf {
     let ran = dir.join("ran");
@@ -98,6 +106,23 @@ fn an_mcp_call_runs_only_what_its_decision_authorises_in_the_mcp_call_mode() {
         matches!(out, RunOutcome::Failed { failure: None, .. }),
         "{out:?}"
     );
+    assert!(!dir.path().join("ran").exists(), "nothing ran");
+    // Nor with a hands stage beside it (its unit would get the stage's user and binds).
+    let mut staged = spec(&call, &call);
+    staged.stage = Some(StageSpec {
+        invocation: StageInvocation::Look(Look {
+            target: Target {
+                root: "/srv/git".into(),
+                path: "a".into(),
+            },
+        }),
+        unit: StageUnit::Write {
+            root: "/srv/git".into(),
+            writable: false,
+        },
+    });
+    let (out, _) = runner.run_mcp(allowed(&call), &staged);
+    assert!(matches!(out, RunOutcome::Failed { .. }), "{out:?}");
     assert!(!dir.path().join("ran").exists(), "nothing ran");
     // Nor through the plain door, whatever the input.
     let same = spec(&call, &call);

@@ -145,6 +145,11 @@ fn a_writes_decision_looks_at_and_commits_only_its_own_target() {
     assert!(refused(
         runner.look(&decision, &spec(call.clone(), invocation, unit))
     ));
+    // Nor a look that is also an MCP session (its unit's properties are not a look's).
+    let (invocation, unit) = look("/srv/notes", "a.md", false);
+    let mut with_mcp = spec(call.clone(), invocation, unit);
+    with_mcp.mcp = super::mcp::any_session();
+    assert!(refused(runner.look(&decision, &with_mcp)));
     assert!(!ran.exists(), "a tool was started");
     // The control: the look at its own target runs.
     let (invocation, unit) = look("/srv/notes", "a.md", false);
