@@ -129,11 +129,7 @@ impl Broker {
         plan: &Plan,
         decided: &SessionState,
     ) -> Result<(ToolResponse, Labels), Fatal> {
-        let labels = decision
-            .labels()
-            .unwrap_or(Labels::NONE)
-            .join(decided.labels());
-        let read = decision.args().and_then(ToolArgs::reads);
+        let (labels, read) = answered(&decision, decided);
         let path = plan.record.path.clone();
         let outcome = match hands::commit(&self.config, req, &decision, plan.old, plan.new) {
             Ok(spec) => match self.runner.run(decision, &spec) {
@@ -174,11 +170,7 @@ impl Broker {
         decision: Decision,
         decided: &SessionState,
     ) -> Result<(ToolResponse, Labels), Fatal> {
-        let labels = decision
-            .labels()
-            .unwrap_or(Labels::NONE)
-            .join(decided.labels());
-        let read = decision.args().and_then(ToolArgs::reads);
+        let (labels, read) = answered(&decision, decided);
         let outcome = match hands::run(&self.config, &self.programs, req, &decision) {
             Ok(spec) => match self.runner.run(decision, &spec) {
                 RunOutcome::Staged(StageOutput::Ran { report }) => {
@@ -226,4 +218,15 @@ fn refused(failure: StageFailure) -> String {
         StageFailure::SetId => "it has a set-uid or set-gid bit, which a write cannot keep".into(),
         other => format!("the look failed ({})", other.as_str()),
     }
+}
+
+/// What a hands call's answer is labelled by, and what it read for the card's sources: the
+/// decision's labels (its grants and what they bind, H9) joined with the label the call was
+/// decided at (X9), taken before the decision is consumed by its run.
+fn answered(decision: &Decision, decided: &SessionState) -> (Labels, Option<String>) {
+    let labels = decision
+        .labels()
+        .unwrap_or(Labels::NONE)
+        .join(decided.labels());
+    (labels, decision.args().and_then(ToolArgs::reads))
 }

@@ -29,7 +29,7 @@ use grants::Snapshot;
 
 pub use calls::UnknownTool;
 
-use super::{Outcome, bound_labels, decide_in};
+use super::{Decision, Outcome, bound_labels, decide_in};
 use role::Sink;
 use source::{FRESH, Source, sources};
 
@@ -106,11 +106,7 @@ pub fn analyse(
                     continue;
                 }
                 let decision = decide_in(snapshot, call, view, job, now);
-                let Outcome::Allow {
-                    grant_id,
-                    approval: None,
-                } = decision.outcome()
-                else {
+                let Some(grant_id) = unasked(&decision) else {
                     continue;
                 };
                 let Some(role) = role::of(&decision, consult) else {
@@ -146,38 +142,39 @@ pub fn analyse(
             }
         }
     }
-    flows.sort_by(|a, b| {
-        (
-            a.severity,
-            &a.job,
-            &a.source.grant,
-            &a.sink.grant,
-            &a.sink.what,
-        )
-            .cmp(&(
-                b.severity,
-                &b.job,
-                &b.source.grant,
-                &b.sink.grant,
-                &b.sink.what,
-            ))
-    });
-    flows.dedup_by(|a, b| {
-        (
-            a.severity,
-            &a.job,
-            &a.source.grant,
-            &a.sink.grant,
-            &a.sink.what,
-        ) == (
-            b.severity,
-            &b.job,
-            &b.source.grant,
-            &b.sink.grant,
-            &b.sink.what,
-        )
-    });
+    flows.sort_by(|a, b| key(a).cmp(&key(b)));
+    flows.dedup_by(|a, b| key(a) == key(b));
     Ok(flows)
+}
+
+/// The grant that allows `decision` without asking the owner: what a flow needs of each step.
+fn unasked(decision: &Decision) -> Option<&str> {
+    match decision.outcome() {
+        Outcome::Allow {
+            grant_id,
+            approval: None,
+        } => Some(grant_id),
+        _ => None,
+    }
+}
+
+/// What orders the flows and makes two of them the same flow.
+fn key(
+    f: &Flow,
+) -> (
+    Severity,
+    &Option<JobName>,
+    &Option<String>,
+    &Option<String>,
+    &str,
+) {
+    (
+        f.severity,
+        &f.job,
+        &f.source.grant,
+        &f.sink.grant,
+        &f.sink.what,
+    )
 }
 
 /// The severity of what a reading-and-sending call ([`Sink::Run`], [`Sink::Mcp`]) can carry

@@ -9,7 +9,7 @@ use proto::{DataClass, JobName, Timestamp};
 use grants::Snapshot;
 
 use super::role::{self, Role};
-use crate::policy::{Labels, Outcome, SessionView, bound_labels, decide_in};
+use crate::policy::{Labels, SessionView, bound_labels, decide_in};
 
 /// A fresh session: what a source is decided at.
 pub const FRESH: SessionView = SessionView {
@@ -40,11 +40,7 @@ pub fn sources(
     let mut out = Vec::new();
     for call in calls {
         let decision = decide_in(snapshot, call, FRESH, job, now);
-        let Outcome::Allow {
-            grant_id,
-            approval: None,
-        } = decision.outcome()
-        else {
+        let Some(grant_id) = super::unasked(&decision) else {
             continue;
         };
         let (Some(labels), Some(args), Some(role)) = (
