@@ -29,7 +29,7 @@ use grants::Snapshot;
 
 pub use calls::UnknownTool;
 
-use super::{Decision, Outcome, bound_labels, decide_in};
+use super::{bound_labels, decide_in};
 use role::Sink;
 use source::{FRESH, Source, sources};
 
@@ -106,7 +106,7 @@ pub fn analyse(
                     continue;
                 }
                 let decision = decide_in(snapshot, call, view, job, now);
-                let Some(grant_id) = unasked(&decision) else {
+                let Some(grant_id) = role::unasked(&decision) else {
                     continue;
                 };
                 let Some(role) = role::of(&decision, consult) else {
@@ -145,17 +145,6 @@ pub fn analyse(
     flows.sort_by(|a, b| key(a).cmp(&key(b)));
     flows.dedup_by(|a, b| key(a) == key(b));
     Ok(flows)
-}
-
-/// The grant that allows `decision` without asking the owner: what a flow needs of each step.
-fn unasked(decision: &Decision) -> Option<&str> {
-    match decision.outcome() {
-        Outcome::Allow {
-            grant_id,
-            approval: None,
-        } => Some(grant_id),
-        _ => None,
-    }
 }
 
 /// What orders the flows and makes two of them the same flow.

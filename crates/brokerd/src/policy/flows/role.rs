@@ -4,7 +4,7 @@
 
 use proto::tools::ToolArgs;
 
-use crate::policy::Decision;
+use crate::policy::{Decision, Outcome};
 
 /// Where a sink sends what the session holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,5 +172,16 @@ fn root_of(grant: Option<&proto::Grant>, path: &str) -> String {
 pub fn sends(sink: &Sink, what: &str) -> String {
     match sink {
         Sink::Egress | Sink::Consult | Sink::Mcp | Sink::Run => format!("send it to {what}"),
+    }
+}
+
+/// The grant that allows `decision` without asking the owner: what a flow needs of each step.
+pub fn unasked(decision: &Decision) -> Option<&str> {
+    match decision.outcome() {
+        Outcome::Allow {
+            grant_id,
+            approval: None,
+        } => Some(grant_id),
+        _ => None,
     }
 }

@@ -40,7 +40,7 @@ pub fn sources(
     let mut out = Vec::new();
     for call in calls {
         let decision = decide_in(snapshot, call, FRESH, job, now);
-        let Some(grant_id) = super::unasked(&decision) else {
+        let Some(grant_id) = role::unasked(&decision) else {
             continue;
         };
         let (Some(labels), Some(args), Some(role)) = (
