@@ -118,17 +118,17 @@ mod tests {
         };
         let text = post(vec![
             "FAIL  state  audit: audit chain BROKEN".into(),
-            "FAIL  units  x: ```\n![x](https://evil.example/a.png)\u{1b}[2J\u{202e}".into(),
+            "FAIL  units  x: ````\n![x](https://evil.example/a.png)\u{1b}[2J\u{202e}".into(),
         ]);
         assert!(
             text.starts_with("**boxmaker: `bxctl verify` failed** (2 failing check(s), handed to brokerd by `uid 990 (boxmaker-verify)`"),
             "{text}"
         );
-        // The block opens with a fence longer than the line's own, and holds exactly the two
+        // The block opens with a fence longer than the line's own (four), and holds exactly the two
         // lines: the break inside the second is shown, not made.
-        let fence = "````\n";
-        let start = text.find(fence).expect("a fence of four") + fence.len();
-        let end = start + text[start..].find("\n````").expect("its end");
+        let fence = "\n`````\n";
+        let start = text.find(fence).expect("a fence of five") + fence.len();
+        let end = start + text[start..].find("\n`````\n").expect("its end");
         let block: Vec<&str> = text[start..end].lines().collect();
         assert_eq!(block.len(), 2, "{text}");
         assert_eq!(block[0], "FAIL  state  audit: audit chain BROKEN");
