@@ -17,6 +17,9 @@ pub const MAX_LINES: usize = 20;
 /// The longest line, in bytes.
 pub const MAX_LINE_BYTES: usize = 500;
 
+/// The least time between two alerts brokerd forwards; one within it is held back.
+pub const INTERVAL: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// bxctl's `FAIL` lines, as it printed them (admin side).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -3,23 +3,19 @@
 //! lines with who handed them over and what became of them, and with the gateway on queues
 //! them for gatewayd (`verify_post`), which posts them inert with nothing to answer.
 //!
-//! At most one alert is forwarded per [`INTERVAL`]: the daily timer makes one a day, and an
+//! At most one alert is forwarded per [`INTERVAL`] (10 minutes): the daily timer makes one a day, and an
 //! admin peer running it in a loop does not fill the owner's channel. One held back is
 //! audited too, and the answer says when the next may go.
 
 use std::sync::Mutex;
-use std::time::Duration;
 
 use daemon::{lock, log};
-use proto::alert::{AlertError, AlertOutcome, VerifyAlert, VerifyAlerted, VerifyPost};
+use proto::alert::{AlertError, AlertOutcome, INTERVAL, VerifyAlert, VerifyAlerted, VerifyPost};
 use proto::{AuditEvent, AuditLine, Timestamp};
 
 use super::Broker;
 use crate::Fatal;
 use crate::ask::outbox::Outgoing;
-
-/// The least time between two forwarded alerts.
-pub const INTERVAL: Duration = Duration::from_secs(600);
 
 /// When the last alert was forwarded.
 static LAST: Mutex<Option<Timestamp>> = Mutex::new(None);

@@ -9,7 +9,7 @@
 
 use config::Config;
 use proto::Message;
-use proto::alert::{AlertOutcome, MAX_LINE_BYTES, MAX_LINES, VerifyAlert};
+use proto::alert::{AlertOutcome, INTERVAL, MAX_LINE_BYTES, MAX_LINES, VerifyAlert};
 
 use super::access::{self, Side, Trouble};
 use super::report::{self, Check, Level};
@@ -75,7 +75,8 @@ pub fn send(config: &Config, checks: &[Check]) {
                 AlertOutcome::Held => (
                     Level::Warn,
                     format!(
-                        "not posted: brokerd forwarded a failed verification less than 10 minutes ago; the next may go from {} (audit seq {seq})",
+                        "not posted: brokerd forwarded a failed verification less than {} minutes ago; the next may go from {} (audit seq {seq})",
+                        INTERVAL.as_secs() / 60,
                         a.next.map_or_else(|| "later".to_owned(), |t| t.to_string())
                     ),
                 ),
