@@ -124,8 +124,8 @@ mod tests {
             text.starts_with("**boxmaker: `bxctl verify` failed** (2 failing check(s), handed to brokerd by `uid 990 (boxmaker-verify)`"),
             "{text}"
         );
-        // The block opens with a fence longer than the line's own (four), and holds exactly the two
-        // lines: the break inside the second is shown, not made.
+        // The block opens with a fence longer than the line's own (four), and holds exactly
+        // the two lines: the break inside the second is shown, not made.
         let fence = "\n`````\n";
         let start = text.find(fence).expect("a fence of five") + fence.len();
         let end = start + text[start..].find("\n`````\n").expect("its end");

@@ -3,9 +3,9 @@
 //! lines with who handed them over and what became of them, and with the gateway on queues
 //! them for gatewayd (`verify_post`), which posts them inert with nothing to answer.
 //!
-//! At most one alert is forwarded per [`INTERVAL`] (10 minutes): the daily timer makes one a day, and an
-//! admin peer running it in a loop does not fill the owner's channel. One held back is
-//! audited too, and the answer says when the next may go.
+//! At most one alert is forwarded per [`INTERVAL`] (10 minutes): the daily timer makes one
+//! a day, and an admin peer running it in a loop does not fill the owner's channel. One held
+//! back is audited too, and the answer says when the next may go.
 
 use std::sync::Mutex;
 

@@ -9,7 +9,7 @@
 
 use config::Config;
 use proto::Message;
-use proto::alert::{AlertOutcome, INTERVAL, MAX_LINE_BYTES, MAX_LINES, VerifyAlert};
+use proto::alert::{AlertOutcome, INTERVAL, MAX_LINE_BYTES, MAX_LINES, VerifyAlert, VerifyAlerted};
 
 use super::access::{self, Side, Trouble};
 use super::report::{self, Check, Level};
@@ -52,42 +52,9 @@ pub fn send(config: &Config, checks: &[Check]) {
         return;
     }
     let n = lines.len();
-    let (level, said) = match access::call(
-        config,
-        Side::Admin,
-        Message::VerifyAlert(VerifyAlert { lines }),
-    ) {
-        Ok(Message::VerifyAlerted(a)) => {
-            let seq = a.seq;
-            match a.outcome {
-                AlertOutcome::Forwarded => (
-                    Level::Ok,
-                    format!(
-                        "{n} FAIL line(s) handed to brokerd, which posts them in the owner's channel (audit seq {seq})"
-                    ),
-                ),
-                AlertOutcome::Queued => (
-                    Level::Warn,
-                    format!(
-                        "{n} FAIL line(s) handed to brokerd; its link to gatewayd is down, so they are posted once it is back, if brokerd runs until then (audit seq {seq})"
-                    ),
-                ),
-                AlertOutcome::Held => (
-                    Level::Warn,
-                    format!(
-                        "not posted: brokerd forwarded a failed verification less than {} minutes ago; the next may go from {} (audit seq {seq})",
-                        INTERVAL.as_secs() / 60,
-                        a.next.map_or_else(|| "later".to_owned(), |t| t.to_string())
-                    ),
-                ),
-                AlertOutcome::NoGateway => (
-                    Level::Warn,
-                    format!(
-                        "not posted: the configuration has no [gateway] (brokerd audited the {n} FAIL line(s), seq {seq})"
-                    ),
-                ),
-            }
-        }
+    let msg = Message::VerifyAlert(VerifyAlert { lines });
+    let (level, said) = match access::call(config, Side::Admin, msg) {
+        Ok(Message::VerifyAlerted(a)) => taken(n, &a),
         Ok(other) => (
             Level::Warn,
             format!("not posted: brokerd answered {}", other.kind()),
@@ -97,6 +64,43 @@ pub fn send(config: &Config, checks: &[Check]) {
         ) => (Level::Warn, format!("not posted: {said}")),
     };
     report::say(level, &format!("verify: alert: {said}"));
+}
+
+/// What brokerd did with the `n` lines, for the owner.
+fn taken(n: usize, a: &VerifyAlerted) -> (Level, String) {
+    let seq = a.seq;
+    match a.outcome {
+        AlertOutcome::Forwarded => (
+            Level::Ok,
+            format!(
+                "{n} FAIL line(s) handed to brokerd, which posts them in the owner's channel \
+                 (audit seq {seq})"
+            ),
+        ),
+        AlertOutcome::Queued => (
+            Level::Warn,
+            format!(
+                "{n} FAIL line(s) handed to brokerd; its link to gatewayd is down, so they are \
+                 posted once it is back, if brokerd runs until then (audit seq {seq})"
+            ),
+        ),
+        AlertOutcome::Held => (
+            Level::Warn,
+            format!(
+                "not posted: brokerd forwarded a failed verification less than {} minutes ago; \
+                 the next may go from {} (audit seq {seq})",
+                INTERVAL.as_secs() / 60,
+                a.next.map_or_else(|| "later".to_owned(), |t| t.to_string())
+            ),
+        ),
+        AlertOutcome::NoGateway => (
+            Level::Warn,
+            format!(
+                "not posted: the configuration has no [gateway] (brokerd audited the {n} FAIL \
+                 line(s), seq {seq})"
+            ),
+        ),
+    }
 }
 
 #[cfg(test)]
