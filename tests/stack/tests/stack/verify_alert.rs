@@ -255,4 +255,21 @@ fn a_failing_verify_with_alert_is_posted_in_the_channel_and_a_passing_one_posts_
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert_eq!(lines[0].1, vec![fail]);
     assert_eq!(lines[0].2, AlertOutcome::Forwarded);
+    // At once again, with --json: standard output stays one line of JSON, the alert is held
+    // back (said on standard error) and nothing more is posted.
+    let out = home.bxctl(&["verify", "--only", "state", "--alert", "--json"]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stderr.starts_with(
+            "verify: alert: not posted: brokerd forwarded a failed verification less than 10 \
+             minutes ago; the next may go from "
+        ),
+        "{stderr}"
+    );
+    assert_eq!(audited(&home)[1].2, AlertOutcome::Held);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(verify_posts(&gw.state()).len(), 1);
 }
