@@ -151,6 +151,7 @@ let
   verify = import ./verify.nix {
     inherit package configFile hardening adminGroup chatGroup;
     schedule = verifySchedule;
+    gatewayOn = gateway != null;
   };
 
   config = merge (merge (if gateway == null then defaults else merge defaults gatewayDefaults) jobUnits.config) settings;

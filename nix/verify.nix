@@ -11,7 +11,9 @@
 # reports (its primary) and no membership NSS knows, so it could use one side only; the unit
 # runs instead as a static system user, `boxmaker-verify`, whose primary group is adminGroup
 # and who is a member of chatGroup (the module declares it; the container tier's sysusers.conf
-# makes it). It runs this one fixed command and writes nothing.
+# makes it). It runs this one fixed command and writes nothing. With the gateway on it passes
+# `--alert`: a run with a FAIL hands its FAIL lines to brokerd's admin side, which audits
+# them and has gatewayd post them in the owner's channel (docs/verify.md, decisions V18).
 {
   package,
   configFile,
@@ -20,6 +22,8 @@
   chatGroup,
   # When it runs (OnCalendar=); `services.boxmaker.verify.schedule`.
   schedule,
+  # Whether gatewayd is deployed: then a failure is posted in the owner's channel.
+  gatewayOn,
 }:
 let
   sides = [ "boxmaker-brokerd-admin.socket" "boxmaker-brokerd-chat.socket" "boxmaker-loopd.socket" ];
@@ -43,7 +47,7 @@ in
     };
     service = hardening // {
       Type = "oneshot";
-      ExecStart = "${package}/bin/bxctl --config ${configFile} verify";
+      ExecStart = "${package}/bin/bxctl --config ${configFile} verify${if gatewayOn then " --alert" else ""}";
       # Loosening: a static user (above) instead of DynamicUser, in adminGroup (primary, for
       # brokerd's admin side) and chatGroup (a member, for loopd's chat side). What
       # DynamicUser implied and the block does not set is set here.

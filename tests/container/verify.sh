@@ -4,7 +4,8 @@
 # nix/units.nix and /etc/boxmaker/units.json rendered with them; then a drop-in that loosens
 # loopd, a drop-in that raises its exposure past its limit and a runtime change that widens
 # inferproxy's IP allow list each FAIL, named, in the journal at error priority and in the
-# oneshot's result. Each is taken back at the end. The flows of the test grants are warns
+# oneshot's result, and the oneshot's failure is posted on Mattermost (--alert). Each is
+# taken back at the end. The flows of the test grants are warns
 # (private data to py-net's host and the morning brief's delivery), none secret.
 # shellcheck shell=bash
 
@@ -55,6 +56,15 @@ expect "the FAIL names the property, its two values and the drop-in" \
 refuse "the timer's run fails its unit" "systemctl start boxmaker-verify.service"
 expect "and says it in the journal at error priority" \
     "journal -u boxmaker-verify.service -p err | grep -q '^FAIL  units  boxmaker-loopd.service: SupplementaryGroups='"
+# With the gateway on the timer passes --alert: brokerd audits the FAIL line and gatewayd
+# posts it (docs/verify.md, "Daily, under NixOS").
+expect "the timer's run handed its FAIL line to brokerd (--alert), said in its journal" \
+    "journal -u boxmaker-verify.service | grep -q '^verify: alert: 1 FAIL line(s) handed to brokerd, which posts them'"
+wait_for 30 "and on Mattermost: a bot root post with that FAIL line, nothing to answer" \
+    "mm root-post 'FAIL  units  boxmaker-loopd.service: SupplementaryGroups=boxmaker-admin'"
+note "alert: $(mm message "$(mm root-post 'FAIL  units  boxmaker-loopd.service')" | tr '\n' ' ' | head -c 240)"
+expect "brokerd audited it, with the timer's user" \
+    "bxctl audit show | grep -q 'a failed bxctl verify.s 1 FAIL line(s) from uid [0-9]* (boxmaker-verify): forwarded to gatewayd'"
 # A drop-in that opens loopd's network and gives it capabilities: past its exposure limit.
 printf '[Service]\nPrivateNetwork=no\nRestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK AF_PACKET\nCapabilityBoundingSet=CAP_SYS_ADMIN CAP_NET_ADMIN CAP_NET_RAW\nProtectSystem=no\n' >"$loosen/50-loosen.conf"
 systemctl daemon-reload

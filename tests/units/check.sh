@@ -16,7 +16,8 @@
 # The indexer's oneshot also has no socket of any family, no network, CAP_DAC_READ_SEARCH
 # its one capability, an empty root; the audit verification's oneshot asks brokerd on the
 # admin socket (`bxctl audit verify --brokerd`), in the admin group, daily; `bxctl verify`'s
-# runs daily as its static user, in the admin group and a member of the chat group.
+# runs daily as its static user, in the admin group and a member of the chat group, with
+# `--alert` when the gateway is on and without it otherwise.
 # units.json's sections are what nix/unit-text.nix reads back from the rendered files (the
 # parser the module reads the unit files NixOS writes with), and a changed file reads
 # otherwise.
@@ -295,7 +296,7 @@ checks = [
     (vtimer.get("OnCalendar") == ["daily"] and vtimer.get("Persistent") == ["yes"] and vtimer.get("Unit") == ["boxmaker-audit-verify.service"] and vtimer.get("WantedBy") == ["timers.target"], "the audit verification runs daily, and after boot when a run was missed"),
     (not any(d.endswith("/index") for d in " ".join(brokerd["StateDirectory"]).split()) and "boxmaker/session-labels" in " ".join(brokerd["StateDirectory"]).split(), f"brokerd's StateDirectory has session-labels and no index: {brokerd['StateDirectory']}"),
     (f"-{h}/index" in brokerd.get("BindReadOnlyPaths", []), "brokerd sees the published index read-only"),
-    (bxv.get("ExecStart") == ["/opt/boxmaker/bin/bxctl --config /etc/boxmaker/config.toml verify"] and bxv.get("Type") == ["oneshot"], f"the daily verification runs bxctl verify, once: {bxv.get('ExecStart')}"),
+    (bxv.get("ExecStart") == ["/opt/boxmaker/bin/bxctl --config /etc/boxmaker/config.toml verify --alert"] and bxv.get("Type") == ["oneshot"], f"the daily verification runs bxctl verify, once, and with the gateway on posts a failure (--alert): {bxv.get('ExecStart')}"),
     (bxv.get("User") == ["boxmaker-verify"] and bxv.get("DynamicUser") == ["no"] and bxv.get("Group") == ["boxmaker-admin"] and bxv.get("SupplementaryGroups") == ["boxmaker-chat"], "the daily verification runs as its static user, primary group the admin group, in the chat group"),
     ('u boxmaker-verify -:boxmaker-admin "boxmaker\'s daily verification (bxctl verify)" - -' in sysusers and "m boxmaker-verify boxmaker-chat" in sysusers, "sysusers.conf makes that user, and a member of the chat group"),
     (bxv.get("InaccessiblePaths") == ["-/run/systemd/private"] and bxv.get("IPAddressAllow") == ["localhost"] and bxv.get("PrivateNetwork") == ["no"], "its loosenings: the system bus (to ask systemd), loopback IP (llama-server's /props)"),
@@ -347,6 +348,14 @@ if grep -q 'gateway' "$out/both/boxmaker-job-brief.service" \
     status=1
 else
     echo "units: only the job delivering to Mattermost joins gatewayd's jobs socket"
+fi
+# Without the gateway the daily verification posts nothing: no --alert (it has it with one).
+if ! grep -qx 'ExecStart=/nix/store/00000000000000000000000000000000-boxmaker/bin/bxctl --config /etc/boxmaker/config.toml verify' \
+    "$out/notes/boxmaker-verify.service"; then
+    echo "units: without the gateway, the daily verification is not a plain bxctl verify" >&2
+    status=1
+else
+    echo "units: without the gateway, the daily verification passes no --alert"
 fi
 # A schedule on one line that systemd cannot parse renders, and the calendar check catches it.
 tests/units/render.sh "$out/bad" --arg gateway "$(gateway)" \

@@ -8,7 +8,7 @@ use proto::allowance::{Scope, SessionOffer};
 use proto::approval::{ApprovalCard, CallRef, Refusal, Shows, Verdict, WriteCard};
 use proto::gateway::Update;
 
-use crate::render::{POST_LIMIT, code, inert, longest_run, permalink};
+use crate::render::{POST_LIMIT, code, longest_run, permalink};
 
 /// The line that starts the how-to; an outcome replaces it and what follows.
 pub const HOW_TO: &str = "React with :+1: to approve";
@@ -280,22 +280,6 @@ pub fn refused(by: &str, refusal: Refusal) -> String {
     format!("The answer from {} was refused: {why}.", code(by))
 }
 
-/// brokerd's alert that its audit log does not verify (the daily full check), as the owner
-/// reads it: brokerd's words inert (they name files and quote nothing the model wrote, but
-/// one rule for all text keeps it simple), cut to one post.
-pub fn alert(a: &proto::gateway::AuditAlert) -> String {
-    let mut detail = inert(&a.detail);
-    if detail.chars().count() > 4000 {
-        detail = detail.chars().take(4000).collect::<String>() + "…";
-    }
-    format!(
-        "**boxmaker: the audit log does not verify** (brokerd's check of the whole chain, {})\n\n\
-         {detail}\n\nbrokerd serves on; it refuses to start on a break past its checkpoint. On \
-         the host, `sudo bxctl audit verify` names the first bad file and line (docs/broker.md).",
-        a.time
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,32 +298,5 @@ mod tests {
                 assert!(fenced(p).chars().count() <= 16, "{parts:?}");
             }
         }
-    }
-
-    #[test]
-    fn an_audit_alert_shows_brokerds_words_inert_and_fits_a_post() {
-        let alert = |detail: String| {
-            alert(&proto::gateway::AuditAlert {
-                time: proto::Timestamp::parse("2026-12-01T04:00:12.345Z").expect("time"),
-                detail,
-            })
-        };
-        let text = alert("line 3: ![x](https://evil.example/a.png) `code`".into());
-        assert!(
-            text.starts_with("**boxmaker: the audit log does not verify**"),
-            "{text}"
-        );
-        assert!(text.contains("line 3:"), "{text}");
-        assert!(
-            text.contains("`![x](https://evil.example/a.png)`"),
-            "a link-like token is inline code, no image or link: {text}"
-        );
-        assert!(text.contains("\\`code\\`"), "backticks escaped: {text}");
-        let long = alert("x ".repeat(20_000));
-        assert!(
-            long.chars().count() < POST_LIMIT,
-            "{}",
-            long.chars().count()
-        );
     }
 }

@@ -7,14 +7,15 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use daemon::{lock, log};
+use proto::alert::VerifyPost;
 use proto::approval::{ApprovalAnswer, ApprovalCard};
 use proto::gateway::{ApprovalUpdate, AuditAlert, MAX_HEARD, Update};
 
-use crate::card;
 use crate::context::Context;
 use crate::mm::{self, Post, Reaction};
 use crate::state::Asked;
 use crate::verdict::{emoji_verdict, reply_verdict};
+use crate::{alert, card};
 
 /// Answers queued for brokerd at most; beyond it the oldest are dropped (and logged).
 const MAX_QUEUED: usize = 1024;
@@ -130,7 +131,13 @@ impl Desk {
 
     /// Posts brokerd's audit alert as a root post of the channel; its id.
     pub fn alert(&self, a: &AuditAlert) -> Result<String, DeskError> {
-        Ok(self.ctx.post("", &card::alert(a))?)
+        Ok(self.ctx.post("", &alert::audit(a))?)
+    }
+
+    /// Posts a failed `bxctl verify` brokerd forwarded as a root post of the channel (no
+    /// approval: nothing on it is heard as an answer); its id.
+    pub fn verify_alert(&self, v: &VerifyPost) -> Result<String, DeskError> {
+        Ok(self.ctx.post("", &alert::verify(v))?)
     }
 
     /// Shows what became of an answer (a reply in the thread, once per user) or of the

@@ -4,9 +4,11 @@
 //! answers each in its thread through loopd's chat channel on loop.sock, the reply streamed
 //! by editing one post and made inert (BRIEF decision 12). On gateway.sock it serves
 //! brokerd: approval cards become root posts, and every answer on them goes to brokerd,
-//! never to loopd.
+//! never to loopd; brokerd's alerts (a broken audit chain, a failed `bxctl verify`) become
+//! root posts with nothing to answer.
 
 // Public for the crate's test binary (tests/gatewayd): the parts tested on their own.
+mod alert;
 pub mod card;
 mod context;
 mod desk;

@@ -1,5 +1,5 @@
 //! gateway.sock: brokerd's requests (approval_post, approval_wait, approval_update,
-//! audit_alert); any
+//! audit_alert, verify_post); any
 //! other kind is refused with `forbidden_kind`. Only brokerd (`[peers] broker`) may connect.
 
 use std::sync::Arc;
@@ -9,6 +9,7 @@ use daemon::accept::Activity;
 use daemon::conn::Conn;
 use daemon::log;
 use daemon::serve;
+use proto::alert::VerifyPosted;
 use proto::approval::Empty;
 use proto::gateway::{ApprovalHeard, ApprovalPosted, AuditAlerted, MAX_WAIT_MS};
 use proto::{Envelope, ErrorCode, Message};
@@ -54,6 +55,16 @@ fn request(desk: &Desk, conn: &mut Conn, env: Envelope, who: &str) -> bool {
             }
             Err(e) => {
                 log::warn(format_args!("posting brokerd's audit alert: {e}"));
+                Message::error(ErrorCode::Internal, "Mattermost did not take the post")
+            }
+        },
+        Message::VerifyPost(v) => match desk.verify_alert(&v) {
+            Ok(post) => {
+                log::warn(format_args!("a failed bxctl verify posted as {post}"));
+                Message::VerifyPosted(VerifyPosted { post })
+            }
+            Err(e) => {
+                log::warn(format_args!("posting a failed bxctl verify: {e}"));
                 Message::error(ErrorCode::Internal, "Mattermost did not take the post")
             }
         },

@@ -297,6 +297,16 @@ pub enum AuditEvent {
         server: String,
         refused: Vec<crate::mcp::McpRefused>,
     },
+    /// An admin peer (`by`) handed brokerd a failed `bxctl verify`'s lines for the owner's
+    /// channel, and what became of them.
+    VerifyAlerted {
+        seq: u64,
+        time: Timestamp,
+        prev: Hash32,
+        by: String,
+        lines: Vec<String>,
+        outcome: crate::alert::AlertOutcome,
+    },
 }
 
 /// One stored line that is not a link of the chain, as a recovery record names it.
@@ -355,7 +365,8 @@ impl AuditLine {
                 | AuditEvent::AllowanceGranted { seq, .. }
                 | AuditEvent::AllowanceRevoked { seq, .. }
                 | AuditEvent::McpPinned { seq, .. }
-                | AuditEvent::McpRefused { seq, .. },
+                | AuditEvent::McpRefused { seq, .. }
+                | AuditEvent::VerifyAlerted { seq, .. },
             ) => *seq,
         }
     }
@@ -378,7 +389,8 @@ impl AuditLine {
                 | AuditEvent::AllowanceGranted { prev, .. }
                 | AuditEvent::AllowanceRevoked { prev, .. }
                 | AuditEvent::McpPinned { prev, .. }
-                | AuditEvent::McpRefused { prev, .. },
+                | AuditEvent::McpRefused { prev, .. }
+                | AuditEvent::VerifyAlerted { prev, .. },
             ) => *prev,
         }
     }
@@ -401,7 +413,8 @@ impl AuditLine {
                 | AuditEvent::AllowanceGranted { time, .. }
                 | AuditEvent::AllowanceRevoked { time, .. }
                 | AuditEvent::McpPinned { time, .. }
-                | AuditEvent::McpRefused { time, .. },
+                | AuditEvent::McpRefused { time, .. }
+                | AuditEvent::VerifyAlerted { time, .. },
             ) => *time,
         }
     }

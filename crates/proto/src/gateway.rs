@@ -13,6 +13,8 @@
 //!   shown on the post.
 //! - `audit_alert` → `audit_alerted`: brokerd's verification of its whole audit chain failed
 //!   (the daily timer's); gatewayd posts it in the channel for the owner.
+//! - `verify_post` → `verify_posted`: an admin peer's failed `bxctl verify --alert`, which
+//!   brokerd audited; gatewayd posts its lines inert (their types are in [`crate::alert`]).
 
 use serde::{Deserialize, Serialize};
 

@@ -12,6 +12,7 @@
 //! a new message kind is a variant of [`Message`] in `message.rs` plus its body type in its
 //! own module; a new deny reason is a variant of [`DenyReason`] in `tool.rs`.
 
+pub mod alert;
 pub mod allowance;
 pub mod approval;
 pub mod attest;

@@ -167,6 +167,13 @@ pub enum Message {
     /// `flows_report` (docs/verify.md).
     FlowsQuery(Empty),
     FlowsReport(crate::flows::FlowsReport),
+    /// Owner channel: a failed `bxctl verify --alert`'s lines, for the owner's channel
+    /// (audited). Answered with `verify_alerted` (docs/verify.md).
+    VerifyAlert(crate::alert::VerifyAlert),
+    VerifyAlerted(crate::alert::VerifyAlerted),
+    /// gateway.sock: post those lines for the owner. Answered with `verify_posted`.
+    VerifyPost(crate::alert::VerifyPost),
+    VerifyPosted(crate::alert::VerifyPosted),
 }
 
 impl Message {
@@ -236,6 +243,10 @@ impl Message {
             Self::AllowanceRevoked(_) => "allowance_revoked",
             Self::FlowsQuery(_) => "flows_query",
             Self::FlowsReport(_) => "flows_report",
+            Self::VerifyAlert(_) => "verify_alert",
+            Self::VerifyAlerted(_) => "verify_alerted",
+            Self::VerifyPost(_) => "verify_post",
+            Self::VerifyPosted(_) => "verify_posted",
         }
     }
 
@@ -283,6 +294,9 @@ pub enum ErrorCode {
     /// another list than the one shown, a pin the configuration names); the detail says
     /// which.
     McpRefused,
+    /// A `verify_alert` out of bounds (no line, too many, too long, a line break); the
+    /// detail says which.
+    AlertRefused,
 }
 
 impl ErrorCode {

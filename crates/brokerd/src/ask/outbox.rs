@@ -1,6 +1,6 @@
 //! What brokerd queues for gatewayd when `[gateway]` is configured: cards to post,
-//! outcomes to show and alerts (the audit chain does not verify), taken by the link thread
-//! (`gateway::run`). It counts the outcomes not yet shown, so that stopping can wait a
+//! outcomes to show and alerts (the audit chain does not verify, a failed `bxctl verify`),
+//! taken by the link thread (`gateway::run`). It counts the outcomes not yet shown, so that stopping can wait a
 //! little until the cards of the calls it just denied say so.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,6 +19,8 @@ pub enum Outgoing {
     Update(ApprovalUpdate),
     /// A full verification of the audit log failed (`audit_verify`).
     Alert(AuditAlert),
+    /// An admin peer's failed `bxctl verify` (`verify_alert`).
+    Verify(proto::alert::VerifyPost),
 }
 
 #[derive(Debug)]

@@ -26,6 +26,14 @@ impl Board {
         }
     }
 
+    /// Whether the link to gatewayd is up now.
+    pub fn is_linked(&self) -> bool {
+        matches!(
+            *self.gateway.lock().unwrap_or_else(PoisonError::into_inner),
+            Some(GatewayLink::Linked { .. })
+        )
+    }
+
     /// The link to gatewayd is up.
     pub fn linked(&self) {
         *self.gateway.lock().unwrap_or_else(PoisonError::into_inner) = Some(GatewayLink::Linked {

@@ -6,7 +6,8 @@
 //! through them: validate, decide, audit, maybe ask the owner (`ask`), run (`run`), raise
 //! the session (`label`), answer; every decision is on disk before its answer leaves. And
 //! what the other requests do across the parts: a job's note (`job_note`), the reload and
-//! the status (`status`), the full verification of the audit log (`audit_verify`). The
+//! the status (`status`), the full verification of the audit log (`audit_verify`), a failed
+//! verification's alert (`verify_alert`). The
 //! sockets (`crate::sockets`) reach it from outside. A new tool changes nothing here but its
 //! arguments' labels; a new kind of request is a method in a file of its own here.
 
@@ -34,6 +35,7 @@ mod mcp;
 mod mcp_owner;
 mod run;
 pub mod status;
+mod verify_alert;
 
 use crate::Fatal;
 use crate::ask::desk::Desk;

@@ -2,8 +2,9 @@
 //! (`sockets.admin_broker`), reached only by the owner's admin group (`peers.admin`):
 //! approvals and answers, the session allowances and their revocation, read-only queries
 //! (sessions, grants, status, notes, search, MCP servers), the grants reload, a note's
-//! relabel, an MCP server's probe and pin, the flows the grants allow (`flows_query`), and
-//! the full verification of the audit log (`audit_verify`). With the gateway, answers heard
+//! relabel, an MCP server's probe and pin, the flows the grants allow (`flows_query`), a
+//! failed `bxctl verify`'s lines for the owner's channel (`verify_alert`), and the full
+//! verification of the audit log (`audit_verify`). With the gateway, answers heard
 //! on Mattermost come the same way through the link (`gateway`); the socket decides what may
 //! be asked, never the peer.
 
@@ -69,6 +70,7 @@ pub enum AdminRequest {
     McpProbe(proto::mcp::McpProbe),
     McpPin(proto::mcp::McpPin),
     FlowsQuery,
+    VerifyAlert(proto::alert::VerifyAlert),
 }
 
 impl TryFrom<Message> for AdminRequest {
@@ -91,6 +93,7 @@ impl TryFrom<Message> for AdminRequest {
             Message::McpProbe(p) => Self::McpProbe(p),
             Message::McpPin(p) => Self::McpPin(p),
             Message::FlowsQuery(_) => Self::FlowsQuery,
+            Message::VerifyAlert(a) => Self::VerifyAlert(a),
             other => return Err(other),
         })
     }
@@ -154,6 +157,11 @@ fn reply(broker: &Broker, req: AdminRequest, who: &str) -> Result<Message, Fatal
         AdminRequest::McpPin(p) => match broker.mcp_pin(&p, who)? {
             Ok(pinned) => Message::McpPinned(pinned),
             Err(e) => Message::error(proto::ErrorCode::McpRefused, e.to_string()),
+        },
+        // Audited with the peer as the kernel names it; the lines are shown inert.
+        AdminRequest::VerifyAlert(a) => match broker.verify_alert(a, who)? {
+            Ok(taken) => Message::VerifyAlerted(taken),
+            Err(e) => Message::error(proto::ErrorCode::AlertRefused, e.to_string()),
         },
         // What the grants in force let a hostile model do without asking, by the policy
         // that decides (docs/verify.md).

@@ -166,6 +166,21 @@ fn serve(
                         return Err(e);
                     }
                 },
+                // The same for a failed `bxctl verify`'s lines.
+                Outgoing::Verify(v) => match call(conn, Message::VerifyPost(v.clone())) {
+                    Ok(Message::VerifyPosted(p)) => {
+                        log::info(format_args!("verify alert posted as {}", p.post));
+                    }
+                    Ok(Message::Error(e)) => log::warn(format_args!(
+                        "gatewayd could not post the verify alert ({})",
+                        e.detail
+                    )),
+                    Ok(other) => return Err(answered("verify_post", &other)),
+                    Err(e) => {
+                        *carry = Some(Outgoing::Verify(v));
+                        return Err(e);
+                    }
+                },
             }
         }
         if sweep.elapsed() >= RETRY {

@@ -16,6 +16,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
+use proto::alert::AlertOutcome;
 use proto::{AuditEvent, AuditLine, DecisionRecord};
 
 use crate::Error;
@@ -311,6 +312,24 @@ fn describe(line: &AuditLine) -> String {
                     asked.join(", ")
                 )
             }
+            AuditEvent::VerifyAlerted {
+                seq,
+                time,
+                by,
+                lines,
+                outcome,
+                ..
+            } => format!(
+                "#{seq} {time} a failed bxctl verify's {} FAIL line(s) from {by}: {}; first: {}",
+                lines.len(),
+                match outcome {
+                    AlertOutcome::Forwarded => "forwarded to gatewayd",
+                    AlertOutcome::Queued => "queued for gatewayd",
+                    AlertOutcome::Held => "held back (one forwarded shortly before)",
+                    AlertOutcome::NoGateway => "not posted (no gateway)",
+                },
+                lines.first().map_or("", String::as_str)
+            ),
         },
     }
 }

@@ -18,6 +18,7 @@
 //! [`run`]'s list.
 
 mod access;
+mod alert;
 mod flows;
 mod model;
 mod normal;
@@ -58,6 +59,10 @@ pub struct VerifyArgs {
     /// session of its own).
     #[arg(long)]
     pub no_replay: bool,
+    /// With a FAIL, hand the FAIL lines to brokerd, which audits them and, with the
+    /// gateway on, posts them in the owner's channel (the NixOS timer passes it).
+    #[arg(long)]
+    pub alert: bool,
     /// Ask inferproxy at SOCK for `/slots*` and print its answers as JSON (what the
     /// transient unit root starts as loopd's user runs).
     #[arg(long, hide = true, value_name = "SOCK", exclusive = true)]
@@ -102,5 +107,8 @@ pub fn run(
         checks.extend(flows::checks(config));
     }
     report::print(&checks, args.json, out)?;
+    if args.alert {
+        alert::send(config, &checks);
+    }
     Ok(ExitCode::from(report::exit_code(&checks)))
 }

@@ -63,17 +63,15 @@ impl Level {
     }
 }
 
-/// Whether standard output is the journal (systemd says so in `JOURNAL_STREAM`, the device
-/// and inode of the stream it connected): then each line carries its priority, so
-/// `journalctl -u boxmaker-verify -p err` shows the failures.
-fn to_journal() -> bool {
-    use std::os::fd::AsFd;
+/// Whether `fd` (standard output, or error) is the journal (systemd says so in
+/// `JOURNAL_STREAM`, the device and inode of the stream it connected): then each line
+/// carries its priority, so `journalctl -u boxmaker-verify -p err` shows the failures.
+fn to_journal(fd: std::os::fd::BorrowedFd<'_>) -> bool {
     use std::os::unix::fs::MetadataExt;
     let Some(stream) = std::env::var_os("JOURNAL_STREAM") else {
         return false;
     };
-    let Some(meta) = std::io::stdout()
-        .as_fd()
+    let Some(meta) = fd
         .try_clone_to_owned()
         .ok()
         .and_then(|fd| std::fs::File::from(fd).metadata().ok())
@@ -153,6 +151,28 @@ pub fn exit_code(checks: &[Check]) -> u8 {
     }
 }
 
+/// A check's line as printed (without its help): inert, one line.
+pub fn line(c: &Check) -> String {
+    inert::line(&format!(
+        "{:<4}  {:<5}  {}: {}",
+        c.level.word(),
+        c.part.name(),
+        c.check,
+        c.said
+    ))
+}
+
+/// `text` on standard error, with `level`'s priority when that is the journal.
+pub fn say(level: Level, text: &str) {
+    let stderr = std::io::stderr();
+    let p = if to_journal(std::os::fd::AsFd::as_fd(&stderr)) {
+        format!("<{}>", level.priority())
+    } else {
+        String::new()
+    };
+    let _ = writeln!(stderr.lock(), "{p}{}", inert::line(text));
+}
+
 fn count(checks: &[Check], level: Level) -> usize {
     checks.iter().filter(|c| c.level == level).count()
 }
@@ -170,7 +190,7 @@ pub fn print(checks: &[Check], json: bool, out: &mut dyn Write) -> Result<(), Er
         )?;
         return Ok(());
     }
-    let journal = to_journal();
+    let journal = to_journal(std::os::fd::AsFd::as_fd(&std::io::stdout()));
     let prefix = |level: Level| {
         if journal {
             format!("<{}>", level.priority())
@@ -179,15 +199,8 @@ pub fn print(checks: &[Check], json: bool, out: &mut dyn Write) -> Result<(), Er
         }
     };
     for c in checks {
-        let line = format!(
-            "{:<4}  {:<5}  {}: {}",
-            c.level.word(),
-            c.part.name(),
-            c.check,
-            c.said
-        );
         let p = prefix(c.level);
-        writeln!(out, "{p}{}", inert::line(&line)).map_err(Error::Output)?;
+        writeln!(out, "{p}{}", line(c)).map_err(Error::Output)?;
         if let Some(help) = &c.help {
             writeln!(out, "{p}            help: {}", inert::line(help)).map_err(Error::Output)?;
         }

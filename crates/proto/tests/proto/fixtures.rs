@@ -100,7 +100,11 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
             | Message::ToolsQuery(_)
             | Message::ToolsOffered(_)
             | Message::FlowsQuery(_)
-            | Message::FlowsReport(_)) => m.kind(),
+            | Message::FlowsReport(_)
+            | Message::VerifyAlert(_)
+            | Message::VerifyAlerted(_)
+            | Message::VerifyPost(_)
+            | Message::VerifyPosted(_)) => m.kind(),
         };
         assert!(
             name.starts_with(&format!("message_{}", kind.replace('/', "_"))),
@@ -175,6 +179,10 @@ fn every_message_fixture_round_trips_and_every_kind_has_one() {
         "tools_offered",
         "flows_query",
         "flows_report",
+        "verify_alert",
+        "verify_alerted",
+        "verify_post",
+        "verify_posted",
     ]
     .into_iter()
     .collect();
@@ -227,10 +235,11 @@ fn every_audit_fixture_round_trips_and_every_line_kind_has_one() {
                 AuditEvent::AllowanceRevoked { .. } => "allowance_revoked",
                 AuditEvent::McpPinned { .. } => "mcp_pinned",
                 AuditEvent::McpRefused { .. } => "mcp_refused",
+                AuditEvent::VerifyAlerted { .. } => "verify_alerted",
             },
         });
     }
-    assert_eq!(kinds.len(), 19, "{kinds:?}");
+    assert_eq!(kinds.len(), 20, "{kinds:?}");
 }
 
 #[test]

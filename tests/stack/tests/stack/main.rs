@@ -66,6 +66,7 @@ mod session_search;
 mod shutdown;
 mod status;
 mod verify;
+mod verify_alert;
 mod verify_flows;
 mod watchdog;
 mod witness;
