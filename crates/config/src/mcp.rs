@@ -8,7 +8,16 @@
 //! command = ["/opt/mcp/bin/mcp-server-time", "--local-timezone", "UTC"]
 //! env = { TZ = "UTC" }
 //! binds = ["/opt/mcp"]
+//!
+//! [[mcp]]
+//! name = "remote"
+//! url = "http://mcp.example.org:8080/mcp"
 //! ```
+//!
+//! A server is either a `command` (started per call as the tool's child, over stdio) or a
+//! `url` (reached per call over Streamable HTTP from the call's unit, at the addresses
+//! brokerd resolved for the URL's host; docs/decisions.md P21). Only `http://`: the
+//! transport has no TLS yet, so `https://` is refused rather than sent in the clear.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,8 +32,13 @@ pub struct McpServer {
     /// 24 of `a-z`, `0-9` and `-`, not starting with `-`.
     pub name: String,
     /// The program (an absolute path; under `bxctl dev` a name on `PATH` too) and its
-    /// arguments.
+    /// arguments. Exactly one of `command` and `url`.
+    #[serde(default)]
     pub command: Vec<String>,
+    /// A remote server's Streamable HTTP endpoint, `http://host[:port]/path`. Exactly one
+    /// of `command` and `url`; a remote server takes no `env`, `secret_env` or `binds`.
+    #[serde(default)]
+    pub url: Option<String>,
     /// Environment variables the server gets (beside `PATH`), by value.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
@@ -64,6 +78,26 @@ pub enum McpInvalid {
     Duplicate { name: String },
     #[error("[[mcp]] {name:?}: command must name the program, as a non-empty list")]
     NoCommand { name: String },
+    #[error(
+        "[[mcp]] {name:?}: give exactly one of command (a server started per call) and url \
+         (a remote server over Streamable HTTP)"
+    )]
+    CommandOrUrl { name: String },
+    #[error(
+        "[[mcp]] {name:?}: url {url:?} is https://, and the MCP transport has no TLS yet: \
+         only http:// servers can be configured (docs/mcp.md)"
+    )]
+    NoTls { name: String, url: String },
+    #[error(
+        "[[mcp]] {name:?}: url {url:?} must be http://host[:port][/path], without user \
+         information, spaces or a fragment"
+    )]
+    Url { name: String, url: String },
+    #[error(
+        "[[mcp]] {name:?}: {field} is for a server started by command; a remote server (url) \
+         takes none"
+    )]
+    NotForUrl { name: String, field: &'static str },
     #[error(
         "[[mcp]] {name:?}: {var:?} is no environment variable name (A-Z, a-z, 0-9 \
          and _, not starting with a digit)"
@@ -108,8 +142,18 @@ pub(super) fn validate(servers: &[McpServer]) -> Result<(), McpInvalid> {
         if servers[..i].iter().any(|o| o.name == s.name) {
             return Err(McpInvalid::Duplicate { name: name() });
         }
-        if s.command.first().is_none_or(String::is_empty) {
-            return Err(McpInvalid::NoCommand { name: name() });
+        match &s.url {
+            Some(_) if !s.command.is_empty() => {
+                return Err(McpInvalid::CommandOrUrl { name: name() });
+            }
+            Some(url) => remote(s, url)?,
+            None if s.command.is_empty() => {
+                return Err(McpInvalid::CommandOrUrl { name: name() });
+            }
+            None if s.command[0].is_empty() => {
+                return Err(McpInvalid::NoCommand { name: name() });
+            }
+            None => {}
         }
         if let Some(var) = s
             .env
@@ -131,6 +175,51 @@ pub(super) fn validate(servers: &[McpServer]) -> Result<(), McpInvalid> {
             return Err(McpInvalid::NotAbsolute {
                 name: name(),
                 path: path.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A remote server's entry: an `http://` URL with a host, and nothing of a started one.
+fn remote(s: &McpServer, url: &str) -> Result<(), McpInvalid> {
+    let name = || s.name.clone();
+    if url
+        .get(..8)
+        .is_some_and(|p| p.eq_ignore_ascii_case("https://"))
+    {
+        return Err(McpInvalid::NoTls {
+            name: name(),
+            url: url.to_owned(),
+        });
+    }
+    let bad = || McpInvalid::Url {
+        name: name(),
+        url: url.to_owned(),
+    };
+    let Some(rest) = url.strip_prefix("http://") else {
+        return Err(bad());
+    };
+    let authority = rest.split('/').next().unwrap_or("");
+    let clean = url
+        .bytes()
+        .all(|b| b.is_ascii_graphic() && b != b'#' && b != b'\\');
+    if !clean
+        || authority.is_empty()
+        || authority.contains(['@', '?'])
+        || authority.starts_with(':')
+    {
+        return Err(bad());
+    }
+    for (field, given) in [
+        ("env", !s.env.is_empty()),
+        ("secret_env", s.secret_env.is_some()),
+        ("binds", !s.binds.is_empty()),
+    ] {
+        if given {
+            return Err(McpInvalid::NotForUrl {
+                name: name(),
+                field,
             });
         }
     }

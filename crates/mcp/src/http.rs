@@ -90,19 +90,7 @@ pub struct StreamableHttp {
 impl StreamableHttp {
     /// The endpoint at `url`, resolved now. Only `http://` URLs without user information.
     pub fn new(url: &str, max_message: usize) -> Result<Self, McpError> {
-        let bad = |why: &str| McpError::Io {
-            detail: format!("the URL {url:?} {why}"),
-        };
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| bad("is not http:// (this transport has no TLS)"))?;
-        let (authority, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
-        };
-        if authority.is_empty() || authority.contains('@') {
-            return Err(bad("has no host, or has user information"));
-        }
+        let (authority, _) = split(url)?;
         let with_port = if authority.ends_with(']') || !authority.contains(':') {
             format!("{authority}:80")
         } else {
@@ -110,10 +98,18 @@ impl StreamableHttp {
         };
         let addresses: Vec<SocketAddr> = with_port
             .to_socket_addrs()
-            .map_err(|e| bad(&format!("does not resolve: {e}")))?
+            .map_err(|e| bad_url(url, &format!("does not resolve: {e}")))?
             .collect();
+        Self::at(url, addresses, max_message)
+    }
+
+    /// The endpoint at `url`, connected to at `addresses` only: no name is resolved here
+    /// (a tool's unit has no resolver; brokerd resolved the host and its unit admits
+    /// exactly these addresses).
+    pub fn at(url: &str, addresses: Vec<SocketAddr>, max_message: usize) -> Result<Self, McpError> {
+        let (authority, path) = split(url)?;
         if addresses.is_empty() {
-            return Err(bad("resolves to no address"));
+            return Err(bad_url(url, "has no address to connect to"));
         }
         Ok(Self {
             addresses,
@@ -211,6 +207,27 @@ impl StreamableHttp {
             }),
         }
     }
+}
+
+fn bad_url(url: &str, why: &str) -> McpError {
+    McpError::Io {
+        detail: format!("the URL {url:?} {why}"),
+    }
+}
+
+/// An `http://` URL's authority and its path (`/` when it has none).
+fn split(url: &str) -> Result<(&str, &str), McpError> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| bad_url(url, "is not http:// (this transport has no TLS)"))?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    if authority.is_empty() || authority.contains('@') {
+        return Err(bad_url(url, "has no host, or has user information"));
+    }
+    Ok((authority, path))
 }
 
 fn remaining(deadline: Instant, waiting_for: &str) -> Result<std::time::Duration, McpError> {

@@ -2,6 +2,11 @@
 //! only addresses the unit reaches, its paths bound read-only, its secret as a credential
 //! the server gets in `[[mcp]] secret_env`) and the pin's hash the live list must have; for
 //! the owner's probe, the server alone (no network, nothing bound, no secret).
+//!
+//! A remote server (`[[mcp]] url`) is not started: the tool speaks Streamable HTTP to its
+//! URL from the unit, which reaches the URL host's resolved addresses and nothing else.
+//! The deciding grant must list that host; the owner's probe admits it alone (decisions
+//! P21, P22).
 
 use config::{Config, McpServer};
 use proto::mcp::{McpArgs, McpCallInvocation, McpEnv, McpPinInvocation};
@@ -13,11 +18,24 @@ use crate::policy::Decision;
 use crate::run::bind::Bind;
 use crate::run::runner::{McpInput, McpRun, RunSpec, Secret, unit_name};
 use crate::run::tool_spec::{self, SpecError};
-use grants::constraints::{Reach, normalize_url};
+use grants::constraints::{Host, Reach, lists_host, normalize_url};
+use proto::mcp::McpRemote;
 
 /// The server as the tool starts it: its argv and environment, with the grant's secret
 /// (when the grant names one and the server takes it) as the variable `secret_env`.
 fn server(s: &McpServer, secret: Option<&str>) -> proto::mcp::McpServer {
+    if let Some(url) = &s.url {
+        // Addresses are the caller's: resolved for the call's grant or the probe.
+        return proto::mcp::McpServer {
+            name: s.name.clone(),
+            command: Vec::new(),
+            env: Vec::new(),
+            remote: Some(McpRemote {
+                url: url.clone(),
+                addresses: Vec::new(),
+            }),
+        };
+    }
     let mut env: Vec<McpEnv> = s
         .env
         .iter()
@@ -36,7 +54,33 @@ fn server(s: &McpServer, secret: Option<&str>) -> proto::mcp::McpServer {
         name: s.name.clone(),
         command: s.command.clone(),
         env,
+        remote: None,
     }
+}
+
+/// A remote server's URL host and port.
+fn remote_host(url: &str) -> Result<(Host, u16), SpecError> {
+    let (parsed, host) = normalize_url(url).map_err(SpecError::McpUrl)?;
+    let port = parsed.port_or_known_default().ok_or(SpecError::NoPort)?;
+    Ok((host, port))
+}
+
+/// The addresses of a remote server's host under `reach`, and the same at its port for
+/// the tool; the invocation's `remote` gets the latter.
+fn reach_remote(
+    call: &mut proto::mcp::McpServer,
+    host: &Host,
+    port: u16,
+    reach: &Reach,
+) -> Result<Vec<std::net::IpAddr>, SpecError> {
+    let found = crate::run::resolve::addresses(host, port, reach).map_err(SpecError::Resolve)?;
+    if let Some(remote) = &mut call.remote {
+        remote.addresses = found
+            .iter()
+            .map(|ip| std::net::SocketAddr::new(*ip, port).to_string())
+            .collect();
+    }
+    Ok(found)
 }
 
 /// The MCP session's own deadline inside the run's time limit: the server is stopped
@@ -74,6 +118,42 @@ pub fn build(
     let Some(ToolArgs::Mcp(args)) = decision.args() else {
         return Err(SpecError::NoGrant);
     };
+    let McpArgs {
+        arguments, tool, ..
+    } = args;
+    if let Some(url) = &server_config.url {
+        // A remote server: the URL's host alone, and only when the grant lists it; no
+        // path, no secret (the transport sends no headers of the owner's yet).
+        let (host, port) = remote_host(url)?;
+        if !lists_host(grant, &host) {
+            return Err(SpecError::McpRemoteHost {
+                server: server_config.name.clone(),
+                host: host.to_string(),
+            });
+        }
+        let mut server = server(server_config, None);
+        let addresses = reach_remote(&mut server, &host, port, &Reach::of(grant))?;
+        let call = McpCallInvocation {
+            server,
+            tool: tool.clone(),
+            arguments: arguments.clone(),
+            pin,
+            max_bytes: config.broker.max_result_bytes,
+            timeout_ms: session_ms(config),
+        };
+        return Ok(spec(
+            config,
+            req,
+            ToolArgs::Mcp(args.clone()),
+            addresses,
+            None,
+            McpRun {
+                input: McpInput::Call(call),
+                binds: Vec::new(),
+                closure: Vec::new(),
+            },
+        ));
+    }
     let mut addresses = Vec::new();
     for entry in &grant.constraints.hosts {
         // A grant's entry is a name or an address (no suffix: grants refuse it for MCP);
@@ -99,9 +179,6 @@ pub fn build(
         }),
         None => None,
     };
-    let McpArgs {
-        arguments, tool, ..
-    } = args;
     let call = McpCallInvocation {
         server: server(server_config, grant.secret.as_deref()),
         tool: tool.clone(),
@@ -110,9 +187,41 @@ pub fn build(
         max_bytes: config.broker.max_result_bytes,
         timeout_ms: session_ms(config),
     };
-    Ok(RunSpec {
+    let run = McpRun {
+        input: McpInput::Call(call),
+        binds: grant
+            .constraints
+            .paths
+            .iter()
+            .map(|p| Bind {
+                source: p.clone(),
+                target: p.clone(),
+            })
+            .collect(),
+        closure: closure(server_config),
+    };
+    Ok(spec(
+        config,
+        req,
+        ToolArgs::Mcp(args.clone()),
+        addresses,
+        secret,
+        run,
+    ))
+}
+
+/// A call's spec: its unit's name, the invocation the door compares, what it reaches.
+fn spec(
+    config: &Config,
+    req: &ToolRequest,
+    call: ToolArgs,
+    addresses: Vec<std::net::IpAddr>,
+    secret: Option<Secret>,
+    run: McpRun,
+) -> RunSpec {
+    RunSpec {
         unit: unit_name(&req.session, req.call),
-        invocation: invocation(config, ToolArgs::Mcp(args.clone())),
+        invocation: invocation(config, call),
         bind: None,
         write_bind: None,
         index_binds: Vec::new(),
@@ -120,20 +229,8 @@ pub fn build(
         secret,
         limits: tool_spec::limits(&config.broker),
         stage: None,
-        mcp: Some(McpRun {
-            input: McpInput::Call(call),
-            binds: grant
-                .constraints
-                .paths
-                .iter()
-                .map(|p| Bind {
-                    source: p.clone(),
-                    target: p.clone(),
-                })
-                .collect(),
-            closure: closure(server_config),
-        }),
-    })
+        mcp: Some(run),
+    }
 }
 
 fn closure(s: &McpServer) -> Vec<String> {
@@ -150,6 +247,17 @@ pub fn probe(config: &Config, server_config: &McpServer, nonce: u64) -> Result<R
         server: server_config.name.clone(),
         tool: String::new(),
     };
+    let mut server = server(server_config, None);
+    // A remote server's probe reaches its URL's host and nothing else, as a grant listing
+    // only that host would (a name to public addresses, an IP literal as written).
+    let addresses = match &server_config.url {
+        Some(url) => {
+            let (host, port) = remote_host(url)?;
+            let reach = Reach::of_host(&host);
+            reach_remote(&mut server, &host, port, &reach)?
+        }
+        None => Vec::new(),
+    };
     Ok(RunSpec {
         unit: unit_name(&session, proto::CallId(nonce)),
         // No tool is called: the door (`Runner::run_mcp`) refuses a pin input.
@@ -157,13 +265,13 @@ pub fn probe(config: &Config, server_config: &McpServer, nonce: u64) -> Result<R
         bind: None,
         write_bind: None,
         index_binds: Vec::new(),
-        addresses: Vec::new(),
+        addresses,
         secret: None,
         limits: tool_spec::limits(&config.broker),
         stage: None,
         mcp: Some(McpRun {
             input: McpInput::Pin(McpPinInvocation {
-                server: server(server_config, None),
+                server,
                 timeout_ms: session_ms(config),
             }),
             binds: Vec::new(),

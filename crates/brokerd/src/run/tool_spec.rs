@@ -49,6 +49,15 @@ pub enum SpecError {
     /// An MCP grant's host entry that makes no host to resolve.
     #[error("constraints.hosts: {0}")]
     McpHost(UrlError),
+    /// A remote MCP server's `url` is not one brokerd reaches.
+    #[error("the MCP server's url: {0}")]
+    McpUrl(UrlError),
+    /// The grant deciding a remote MCP server's call does not list the server's host.
+    #[error(
+        "the MCP server {server:?} is reached at {host}, which the deciding grant's \
+         constraints.hosts do not list: not called"
+    )]
+    McpRemoteHost { server: String, host: String },
     /// The owner's probe of an MCP server has no unit (its name makes no unit name).
     #[error("cannot list the server's tools: {0}")]
     Probe(String),
