@@ -2,7 +2,7 @@
 # Each becomes an `[[mcp]]` entry of the configuration; brokerd starts the server per call
 # in a transient unit of its own (no network unless the deciding grant lists hosts), or, for
 # a remote server (`url`), reaches it over Streamable HTTP from such a unit (its URL's host
-# only, when the deciding grant lists that host; plain http:// only, no TLS yet). A
+# only, when the deciding grant lists that host; https:// with the webpki roots). A
 # server's tools are offered only once pinned: by the owner (`bxctl mcp pin NAME`, written
 # under brokerd's state directory) or by a pin file given here, which brokerd's
 # `--check-config` reads at build time, so a pin that does not read fails the rebuild.
@@ -23,7 +23,7 @@ let
         type = types.nullOr types.str;
         default = null;
         example = "http://192.168.1.20:8931/mcp";
-        description = "A remote server's Streamable HTTP endpoint, http://host[:port][/path] (https:// is refused: the transport has no TLS yet). Each call's unit reaches this host alone, and only when the deciding grant lists it in constraints.hosts. Takes no env, secretEnv or binds. Exactly one of command and url.";
+        description = "A remote server's Streamable HTTP endpoint, http[s]://host[:port][/path] (https:// checked against the webpki roots alone). Each call's unit reaches this host alone, and only when the deciding grant lists it in constraints.hosts. Takes no env, secretEnv or binds. Exactly one of command and url.";
       };
       env = mkOption {
         type = types.attrsOf types.str;

@@ -16,8 +16,8 @@
 //!
 //! A server is either a `command` (started per call as the tool's child, over stdio) or a
 //! `url` (reached per call over Streamable HTTP from the call's unit, at the addresses
-//! brokerd resolved for the URL's host; docs/decisions.md P21). Only `http://`: the
-//! transport has no TLS yet, so `https://` is refused rather than sent in the clear.
+//! brokerd resolved for the URL's host; docs/decisions.md P21), over `http://` or
+//! `https://` (rustls, the webpki roots only).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -35,7 +35,7 @@ pub struct McpServer {
     /// arguments. Exactly one of `command` and `url`.
     #[serde(default)]
     pub command: Vec<String>,
-    /// A remote server's Streamable HTTP endpoint, `http://host[:port]/path`. Exactly one
+    /// A remote server's Streamable HTTP endpoint, `http[s]://host[:port]/path`. Exactly one
     /// of `command` and `url`; a remote server takes no `env`, `secret_env` or `binds`.
     #[serde(default)]
     pub url: Option<String>,
@@ -84,13 +84,8 @@ pub enum McpInvalid {
     )]
     CommandOrUrl { name: String },
     #[error(
-        "[[mcp]] {name:?}: url {url:?} is https://, and the MCP transport has no TLS yet: \
-         only http:// servers can be configured (docs/mcp.md)"
-    )]
-    NoTls { name: String, url: String },
-    #[error(
-        "[[mcp]] {name:?}: url {url:?} must be http://host[:port][/path], without user \
-         information, spaces or a fragment"
+        "[[mcp]] {name:?}: url {url:?} must be http:// or https://host[:port][/path], \
+         without user information, spaces or a fragment"
     )]
     Url { name: String, url: String },
     #[error(
@@ -184,20 +179,14 @@ pub(super) fn validate(servers: &[McpServer]) -> Result<(), McpInvalid> {
 /// A remote server's entry: an `http://` URL with a host, and nothing of a started one.
 fn remote(s: &McpServer, url: &str) -> Result<(), McpInvalid> {
     let name = || s.name.clone();
-    if url
-        .get(..8)
-        .is_some_and(|p| p.eq_ignore_ascii_case("https://"))
-    {
-        return Err(McpInvalid::NoTls {
-            name: name(),
-            url: url.to_owned(),
-        });
-    }
     let bad = || McpInvalid::Url {
         name: name(),
         url: url.to_owned(),
     };
-    let Some(rest) = url.strip_prefix("http://") else {
+    let Some(rest) = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+    else {
         return Err(bad());
     };
     let authority = rest.split('/').next().unwrap_or("");

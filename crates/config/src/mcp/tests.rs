@@ -162,17 +162,10 @@ fn a_remote_server_is_a_url_and_nothing_of_a_started_one() {
 }
 
 #[test]
-fn a_remote_servers_url_is_plain_http_with_a_host() {
+fn a_remote_servers_url_is_http_or_https_with_a_host() {
     let entry = |url: &str| format!("[[mcp]]\nname = \"remote\"\nurl = {url:?}\n");
-    for url in ["https://mcp.example.org/mcp", "HTTPS://h/"] {
-        assert_eq!(
-            refusal(&entry(url)),
-            McpInvalid::NoTls {
-                name: "remote".into(),
-                url: url.into()
-            },
-            "no TLS yet: refused, never sent in the clear"
-        );
+    for ok in ["https://mcp.example.org/mcp", "https://192.0.2.7:8443"] {
+        parse(&format!("{BASE}{}", entry(ok))).expect(ok);
     }
     for url in [
         "ftp://h/",
@@ -184,6 +177,8 @@ fn a_remote_servers_url_is_plain_http_with_a_host() {
         "http://h/#frag",
         "http://:80/",
         "HTTP://h/",
+        "HTTPS://h/",
+        "https://u@h/",
         "http://h?x=1",
     ] {
         assert_eq!(

@@ -1,6 +1,7 @@
 //! The session's transport: stdio to the server started as the tool's child, or Streamable
 //! HTTP to a remote server at the addresses brokerd resolved for its URL's host (the unit
-//! admits exactly those; no name is resolved here, as for `http_fetch`, `crate::net`).
+//! admits exactly those; no name is resolved here, as for `http_fetch`, `crate::net`);
+//! `https://` checks the certificate against the URL's host with the webpki roots.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -53,7 +54,7 @@ impl Link {
 /// the URL's would be a connection somewhere the URL does not name).
 fn addresses(remote: &McpRemote) -> Result<Vec<SocketAddr>, String> {
     let port = url_port(&remote.url)
-        .ok_or_else(|| format!("the URL {:?} is not http://host[:port]/…", remote.url))?;
+        .ok_or_else(|| format!("the URL {:?} is not http[s]://host[:port]/…", remote.url))?;
     let mut found = Vec::new();
     for text in &remote.addresses {
         let address: SocketAddr = text
@@ -75,9 +76,12 @@ fn addresses(remote: &McpRemote) -> Result<Vec<SocketAddr>, String> {
     Ok(found)
 }
 
-/// The port of an `http://` URL: its own, or 80.
+/// The port of an `http://` or `https://` URL: its own, or 80 or 443.
 fn url_port(url: &str) -> Option<u16> {
-    let rest = url.strip_prefix("http://")?;
+    let (rest, default) = match url.strip_prefix("https://") {
+        Some(rest) => (rest, 443),
+        None => (url.strip_prefix("http://")?, 80),
+    };
     let authority = rest.split('/').next()?;
     let after_host = match authority.rfind(']') {
         Some(i) => &authority[i + 1..],
@@ -85,7 +89,7 @@ fn url_port(url: &str) -> Option<u16> {
     };
     match after_host.rsplit_once(':') {
         Some((_, port)) => port.parse().ok(),
-        None => Some(80),
+        None => Some(default),
     }
 }
 
@@ -130,7 +134,9 @@ mod tests {
         assert_eq!(url_port("http://[::1]:81/"), Some(81));
         assert_eq!(url_port("http://[::1]/"), Some(80));
         assert_eq!(url_port("http://h:x/"), None);
-        assert_eq!(url_port("https://h/"), None);
+        assert_eq!(url_port("https://h/"), Some(443));
+        assert_eq!(url_port("https://[::1]:8443/"), Some(8443));
+        assert_eq!(url_port("ftp://h/"), None);
     }
 
     /// Only brokerd's addresses, each at the URL's port, and at least one: never a name

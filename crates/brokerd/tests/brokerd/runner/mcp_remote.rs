@@ -176,3 +176,23 @@ fn the_door_refuses_a_remote_server_at_addresses_the_unit_does_not_admit() {
     assert!(matches!(out, RunOutcome::Ok { .. }), "{out:?}");
     assert!(dir.path().join("ran").exists());
 }
+
+/// An `https://` URL without a port is reached at 443, its host's addresses alone.
+#[test]
+fn an_https_servers_unit_reaches_its_host_at_443() {
+    let config = config::Config::parse(
+        Path::new("c.toml"),
+        "[sockets]\nloop_broker = \"/run/b/l\"\nadmin_broker = \"/run/b/a\"\n\
+         [peers]\nloopd = { user = \"boxmaker-loopd\" }\nadmin = { group = \"boxmaker-admin\" }\n\
+         [[mcp]]\nname = \"srv\"\nurl = \"https://[2001:db8::7]/mcp\"\n",
+    )
+    .expect("config");
+    let spec = brokerd::run::mcp::probe(&config, &config.mcp[0], 1).expect("probe");
+    let want: IpAddr = "2001:db8::7".parse().expect("ip");
+    assert_eq!(spec.addresses, [want]);
+    let McpInput::Pin(input) = &spec.mcp.as_ref().expect("an MCP run").input else {
+        panic!("not a probe")
+    };
+    let remote = input.server.remote.as_ref().expect("remote");
+    assert_eq!(remote.addresses, ["[2001:db8::7]:443"]);
+}
