@@ -280,6 +280,92 @@ pub fn probe(config: &Config, server_config: &McpServer, nonce: u64) -> Result<R
     })
 }
 
+/// The unit a call under `grant` of `server_config`'s tools gets, for `brokerd
+/// --print-tool-unit`: as [`build`] makes it, with `example` standing in for the addresses
+/// each call resolves. `Err`: a remote server whose host the grant does not list (its calls
+/// get no unit).
+pub fn example(
+    config: &Config,
+    grant: &proto::Grant,
+    server_config: &McpServer,
+    unit: String,
+    example: std::net::IpAddr,
+    secret: Option<Secret>,
+) -> Result<RunSpec, SpecError> {
+    let tool = grant
+        .tool
+        .split_once('/')
+        .map_or_else(String::new, |(_, t)| t.to_owned());
+    let args = McpArgs {
+        arguments: "{}".into(),
+        server: server_config.name.clone(),
+        tool: tool.clone(),
+    };
+    let (server, addresses, secret, binds, closure) = match &server_config.url {
+        Some(url) => {
+            let (host, port) = remote_host(url)?;
+            if !lists_host(grant, &host) {
+                return Err(SpecError::McpRemoteHost {
+                    server: server_config.name.clone(),
+                    host: host.to_string(),
+                });
+            }
+            let mut server = server(server_config, None);
+            if let Some(remote) = &mut server.remote {
+                remote.addresses = vec![std::net::SocketAddr::new(example, port).to_string()];
+            }
+            (server, vec![example], None, Vec::new(), Vec::new())
+        }
+        None => (
+            server(server_config, grant.secret.as_deref()),
+            if grant.constraints.hosts.is_empty() {
+                Vec::new()
+            } else {
+                vec![example]
+            },
+            secret,
+            grant
+                .constraints
+                .paths
+                .iter()
+                .map(|p| Bind {
+                    source: p.clone(),
+                    target: p.clone(),
+                })
+                .collect(),
+            closure(server_config),
+        ),
+    };
+    let call = McpCallInvocation {
+        server,
+        tool,
+        arguments: args.arguments.clone(),
+        pin: Hash32::ZERO,
+        max_bytes: config.broker.max_result_bytes,
+        timeout_ms: session_ms(config),
+    };
+    let mut spec = spec(
+        config,
+        &ToolRequest {
+            session: proto::SessionId::new("print").map_err(|e| SpecError::Probe(e.to_string()))?,
+            call: proto::CallId(0),
+            tool: String::new(),
+            arguments: String::new(),
+            witness: None,
+        },
+        ToolArgs::Mcp(args),
+        addresses,
+        secret,
+        McpRun {
+            input: McpInput::Call(call),
+            binds,
+            closure,
+        },
+    );
+    spec.unit = unit;
+    Ok(spec)
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;

@@ -4,6 +4,7 @@
 
 mod direct;
 mod mcp;
+mod mcp_print;
 mod mcp_remote;
 mod stages;
 mod systemd;
