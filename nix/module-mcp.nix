@@ -25,6 +25,12 @@ let
         example = "http://192.168.1.20:8931/mcp";
         description = "A remote server's Streamable HTTP endpoint, http[s]://host[:port][/path] (https:// checked against the webpki roots alone). Each call's unit reaches this host alone, and only when the deciding grant lists it in constraints.hosts. Takes no env, secretEnv or binds. Exactly one of command and url.";
       };
+      secretHeader = mkOption {
+        type = types.nullOr types.str;
+        default = null;
+        example = "Authorization";
+        description = "For a remote server (url): the HTTP header that carries the deciding grant's `secret` (a credential of services.boxmaker.secrets; its content as is, e.g. `Bearer …`), read from the unit's credentials.";
+      };
       env = mkOption {
         type = types.attrsOf types.str;
         default = { };
@@ -84,6 +90,7 @@ in
       // lib.optionalAttrs (s.command != null) { inherit (s) command; }
       // lib.optionalAttrs (s.url != null) { inherit (s) url; }
       // lib.optionalAttrs (s.secretEnv != null) { secret_env = s.secretEnv; }
+      // lib.optionalAttrs (s.secretHeader != null) { secret_header = s.secretHeader; }
       // lib.optionalAttrs (s.pin != null) { pin = "${s.pin}"; }
     ) cfg.mcp;
   };

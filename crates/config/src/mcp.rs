@@ -39,6 +39,11 @@ pub struct McpServer {
     /// of `command` and `url`; a remote server takes no `env`, `secret_env` or `binds`.
     #[serde(default)]
     pub url: Option<String>,
+    /// A remote server's HTTP header that carries the deciding grant's `secret` (its
+    /// content as is, `Bearer …` when the server wants that), read from the unit's
+    /// credentials; never written in the configuration or the invocation.
+    #[serde(default)]
+    pub secret_header: Option<String>,
     /// Environment variables the server gets (beside `PATH`), by value.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
@@ -93,6 +98,13 @@ pub enum McpInvalid {
          takes none"
     )]
     NotForUrl { name: String, field: &'static str },
+    #[error("[[mcp]] {name:?}: secret_header is for a remote server (url)")]
+    HeaderNeedsUrl { name: String },
+    #[error(
+        "[[mcp]] {name:?}: secret_header {header:?} must be a header name (A-Z, a-z, 0-9 \
+         and -) other than one the transport sets itself"
+    )]
+    Header { name: String, header: String },
     #[error(
         "[[mcp]] {name:?}: {var:?} is no environment variable name (A-Z, a-z, 0-9 \
          and _, not starting with a digit)"
@@ -108,6 +120,27 @@ fn server_name_ok(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// The headers the transport writes itself: a secret never replaces one of them.
+const TRANSPORT_HEADERS: [&str; 8] = [
+    "host",
+    "content-type",
+    "content-length",
+    "transfer-encoding",
+    "accept",
+    "connection",
+    "mcp-session-id",
+    "mcp-protocol-version",
+];
+
+fn header_ok(header: &str) -> bool {
+    !header.is_empty()
+        && header.len() <= 64
+        && header
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        && !TRANSPORT_HEADERS.contains(&header.to_ascii_lowercase().as_str())
 }
 
 fn env_name_ok(var: &str) -> bool {
@@ -142,6 +175,9 @@ pub(super) fn validate(servers: &[McpServer]) -> Result<(), McpInvalid> {
                 return Err(McpInvalid::CommandOrUrl { name: name() });
             }
             Some(url) => remote(s, url)?,
+            None if s.secret_header.is_some() => {
+                return Err(McpInvalid::HeaderNeedsUrl { name: name() });
+            }
             None if s.command.is_empty() => {
                 return Err(McpInvalid::CommandOrUrl { name: name() });
             }
@@ -199,6 +235,14 @@ fn remote(s: &McpServer, url: &str) -> Result<(), McpInvalid> {
         || authority.starts_with(':')
     {
         return Err(bad());
+    }
+    if let Some(header) = &s.secret_header
+        && !header_ok(header)
+    {
+        return Err(McpInvalid::Header {
+            name: name(),
+            header: header.clone(),
+        });
     }
     for (field, given) in [
         ("env", !s.env.is_empty()),

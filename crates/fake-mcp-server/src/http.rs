@@ -7,7 +7,9 @@
 //! the answer, so the client can answer a request the server makes mid-call by a POST of
 //! its own (`202 Accepted`, as notifications get). `DELETE` ends the session's child.
 //!
-//! The bound address is printed on stdout as `listening on ADDR`, then nothing else.
+//! The bound address is printed on stdout as `listening on ADDR`, then nothing else. An
+//! `Authorization` header is written to the script's log as `http authorization VALUE`
+//! (what a test reads to know what credential reached the server).
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -32,7 +34,7 @@ struct Session {
 type Sessions = Arc<Mutex<HashMap<String, Arc<Session>>>>;
 
 /// Serves `script` on `addr` until killed.
-pub fn serve(addr: &str, script: &Path) -> io::Result<()> {
+pub fn serve(addr: &str, script: &Path, log: Option<&Path>) -> io::Result<()> {
     let listener = TcpListener::bind(addr)?;
     let mut out = io::stdout().lock();
     writeln!(out, "listening on {}", listener.local_addr()?)?;
@@ -43,8 +45,9 @@ pub fn serve(addr: &str, script: &Path) -> io::Result<()> {
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         let (sessions, next, script) = (sessions.clone(), next.clone(), script.to_owned());
+        let log = log.map(Path::to_owned);
         std::thread::spawn(move || {
-            if let Err(e) = connection(&stream, &sessions, &next, &script) {
+            if let Err(e) = connection(&stream, &sessions, &next, &script, log.as_deref()) {
                 let _ = writeln!(io::stderr(), "fake-mcp-server --http: {e}");
                 let _ = respond(&stream, "400 Bad Request", &[], "");
             }
@@ -53,14 +56,21 @@ pub fn serve(addr: &str, script: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// A request's method, its `Mcp-Session-Id` and its body.
-fn read_request(stream: &TcpStream) -> io::Result<(String, Option<String>, Vec<u8>)> {
+/// A request: its method, its `Mcp-Session-Id`, its `Authorization` and its body.
+struct Request {
+    method: String,
+    session: Option<String>,
+    authorization: Option<String>,
+    body: Vec<u8>,
+}
+
+fn read_request(stream: &TcpStream) -> io::Result<Request> {
     let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_owned());
     let mut reader = BufReader::new(stream);
     let mut first = String::new();
     reader.read_line(&mut first)?;
     let method = first.split(' ').next().unwrap_or("").to_owned();
-    let (mut length, mut session) = (0usize, None);
+    let (mut length, mut session, mut authorization) = (0usize, None, None);
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line)? == 0 {
@@ -76,6 +86,7 @@ fn read_request(stream: &TcpStream) -> io::Result<(String, Option<String>, Vec<u
                 length = value.trim().parse().map_err(|_| bad("Content-Length"))?;
             }
             "mcp-session-id" => session = Some(value.trim().to_owned()),
+            "authorization" => authorization = Some(value.trim().to_owned()),
             _ => {}
         }
     }
@@ -84,7 +95,12 @@ fn read_request(stream: &TcpStream) -> io::Result<(String, Option<String>, Vec<u
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
-    Ok((method, session, body))
+    Ok(Request {
+        method,
+        session,
+        authorization,
+        body,
+    })
 }
 
 fn respond(
@@ -107,8 +123,21 @@ fn connection(
     sessions: &Sessions,
     next: &AtomicU64,
     script: &Path,
+    log: Option<&Path>,
 ) -> io::Result<()> {
-    let (method, session_id, body) = read_request(stream)?;
+    let Request {
+        method,
+        session: session_id,
+        authorization,
+        body,
+    } = read_request(stream)?;
+    if let (Some(value), Some(log)) = (authorization, log) {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)?;
+        writeln!(file, "http authorization {value}")?;
+    }
     let sessions_of = || sessions.lock().map_err(|_| io::Error::other("poisoned"));
     if method == "DELETE" {
         let gone = session_id.and_then(|id| sessions_of().ok()?.remove(&id));

@@ -13,11 +13,15 @@ fn main() -> ExitCode {
     if let [flag, addr, path] = args.as_slice()
         && flag == "--http"
     {
-        if let Err(e) = fake_mcp_server::Script::load(std::path::Path::new(path)) {
-            let _ = writeln!(std::io::stderr(), "fake-mcp-server: {e}");
-            return ExitCode::from(2);
-        }
-        return match fake_mcp_server::http::serve(addr, std::path::Path::new(path)) {
+        let script = match fake_mcp_server::Script::load(std::path::Path::new(path)) {
+            Ok(script) => script,
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "fake-mcp-server: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let log = script.log_file.as_deref();
+        return match fake_mcp_server::http::serve(addr, std::path::Path::new(path), log) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 let _ = writeln!(std::io::stderr(), "fake-mcp-server --http: {e}");

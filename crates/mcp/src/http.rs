@@ -39,6 +39,8 @@ pub struct StreamableHttp {
     addresses: Vec<SocketAddr>,
     /// For `https://`: the TLS client and the name the certificate must carry.
     tls: Option<tls::Tls>,
+    /// Headers of the caller's own on every POST (a server's API key).
+    extra: Vec<(String, String)>,
     host: String,
     target: String,
     max_message: usize,
@@ -95,6 +97,7 @@ impl StreamableHttp {
         Ok(Self {
             addresses,
             tls,
+            extra: Vec::new(),
             host: authority.to_owned(),
             target: path.to_owned(),
             max_message,
@@ -103,6 +106,14 @@ impl StreamableHttp {
             stream: None,
             deadline: Arc::new(Mutex::new(Instant::now())),
         })
+    }
+
+    /// Sends `name: value` on every POST besides the transport's own headers (the caller
+    /// keeps it from naming one of those).
+    #[must_use]
+    pub fn with_header(mut self, name: &str, value: &str) -> Self {
+        self.extra.push((name.to_owned(), value.to_owned()));
+        self
     }
 
     fn set_deadline(&self, deadline: Instant) {
@@ -152,6 +163,9 @@ impl StreamableHttp {
         ];
         if let Some(session) = &self.session {
             headers.push(("Mcp-Session-Id", session));
+        }
+        for (name, value) in &self.extra {
+            headers.push((name, value));
         }
         let response =
             strict_http::request(stream, "POST", &self.target, &headers, message.as_bytes())

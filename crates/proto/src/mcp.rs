@@ -36,6 +36,19 @@ pub struct McpServer {
 pub struct McpRemote {
     pub url: String,
     pub addresses: Vec<String>,
+    /// A header whose value is a credential's content in `$CREDENTIALS_DIRECTORY` (the
+    /// deciding grant's secret), sent on every request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<McpHeader>,
+}
+
+/// A header for a remote server, its value read from a credential:
+/// `{"name":"Authorization","credential":"gh-token"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpHeader {
+    pub name: String,
+    pub credential: String,
 }
 
 /// One environment variable for the server: a value, or the content of a credential in

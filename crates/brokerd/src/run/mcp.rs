@@ -19,13 +19,21 @@ use crate::run::bind::Bind;
 use crate::run::runner::{McpInput, McpRun, RunSpec, Secret, unit_name};
 use crate::run::tool_spec::{self, SpecError};
 use grants::constraints::{Host, Reach, lists_host, normalize_url};
-use proto::mcp::McpRemote;
+use proto::mcp::{McpHeader, McpRemote};
 
 /// The server as the tool starts it: its argv and environment, with the grant's secret
 /// (when the grant names one and the server takes it) as the variable `secret_env`.
 fn server(s: &McpServer, secret: Option<&str>) -> proto::mcp::McpServer {
     if let Some(url) = &s.url {
-        // Addresses are the caller's: resolved for the call's grant or the probe.
+        // Addresses are the caller's: resolved for the call's grant or the probe. The
+        // grant's secret goes in the header the server names, if it names one.
+        let header = match (&s.secret_header, secret) {
+            (Some(name), Some(credential)) => Some(McpHeader {
+                name: name.clone(),
+                credential: credential.to_owned(),
+            }),
+            _ => None,
+        };
         return proto::mcp::McpServer {
             name: s.name.clone(),
             command: Vec::new(),
@@ -33,6 +41,7 @@ fn server(s: &McpServer, secret: Option<&str>) -> proto::mcp::McpServer {
             remote: Some(McpRemote {
                 url: url.clone(),
                 addresses: Vec::new(),
+                header,
             }),
         };
     }
@@ -123,7 +132,7 @@ pub fn build(
     } = args;
     if let Some(url) = &server_config.url {
         // A remote server: the URL's host alone, and only when the grant lists it; no
-        // path, no secret (the transport sends no headers of the owner's yet).
+        // path; the grant's secret only for a server that names its `secret_header`.
         let (host, port) = remote_host(url)?;
         if !lists_host(grant, &host) {
             return Err(SpecError::McpRemoteHost {
@@ -131,7 +140,14 @@ pub fn build(
                 host: host.to_string(),
             });
         }
-        let mut server = server(server_config, None);
+        let secret = match (&grant.secret, &server_config.secret_header) {
+            (Some(name), Some(_)) => Some(Secret {
+                name: name.clone(),
+                source: tool_spec::credentials_dir()?.join(name),
+            }),
+            _ => None,
+        };
+        let mut server = server(server_config, secret.as_ref().map(|s| s.name.as_str()));
         let addresses = reach_remote(&mut server, &host, port, &Reach::of(grant))?;
         let call = McpCallInvocation {
             server,
@@ -146,7 +162,7 @@ pub fn build(
             req,
             ToolArgs::Mcp(args.clone()),
             addresses,
-            None,
+            secret,
             McpRun {
                 input: McpInput::Call(call),
                 binds: Vec::new(),
@@ -310,11 +326,12 @@ pub fn example(
                     host: host.to_string(),
                 });
             }
-            let mut server = server(server_config, None);
+            let secret = secret.filter(|_| server_config.secret_header.is_some());
+            let mut server = server(server_config, secret.as_ref().map(|s| s.name.as_str()));
             if let Some(remote) = &mut server.remote {
                 remote.addresses = vec![std::net::SocketAddr::new(example, port).to_string()];
             }
-            (server, vec![example], None, Vec::new(), Vec::new())
+            (server, vec![example], secret, Vec::new(), Vec::new())
         }
         None => (
             server(server_config, grant.secret.as_deref()),

@@ -206,3 +206,38 @@ fn a_remote_servers_url_is_http_or_https_with_a_host() {
         );
     }
 }
+
+#[test]
+fn a_secret_header_is_a_remote_servers_and_a_header_name() {
+    let remote = |line: &str| format!("[[mcp]]\nname = \"far\"\nurl = \"https://h/mcp\"\n{line}\n");
+    let c = parse(&format!(
+        "{BASE}{}",
+        remote("secret_header = \"Authorization\"")
+    ))
+    .expect("ok");
+    assert_eq!(c.mcp[0].secret_header.as_deref(), Some("Authorization"));
+    for header in [
+        "",
+        "Auth orization",
+        "X:Y",
+        "Host",
+        "mcp-session-id",
+        "Content-Length",
+    ] {
+        assert_eq!(
+            refusal(&remote(&format!("secret_header = {header:?}"))),
+            McpInvalid::Header {
+                name: "far".into(),
+                header: header.into()
+            },
+            "{header:?}"
+        );
+    }
+    let started = format!("{TIME}secret_header = \"Authorization\"\n");
+    assert_eq!(
+        refusal(&started),
+        McpInvalid::HeaderNeedsUrl {
+            name: "time".into()
+        }
+    );
+}

@@ -13,7 +13,7 @@ use mcp::http::StreamableHttp;
 use mcp::transport::{Stdio, Transport};
 use proto::mcp::{McpRemote, McpServer};
 
-use super::server::Server;
+use super::server::{Server, read_credential};
 
 /// Either transport, behind one client.
 #[derive(Debug)]
@@ -44,8 +44,13 @@ impl Link {
                 server.name
             ));
         }
-        let http = StreamableHttp::at(&remote.url, addresses(remote)?, max_message)
+        let mut http = StreamableHttp::at(&remote.url, addresses(remote)?, max_message)
             .map_err(|e| format!("the MCP server {:?} cannot be reached: {e}", server.name))?;
+        if let Some(header) = &remote.header {
+            let value = read_credential(&header.name, &header.credential, credentials)
+                .map_err(|e| format!("the MCP server {:?}: {e}", server.name))?;
+            http = http.with_header(&header.name, &value);
+        }
         Ok((Self::Http(Box::new(http)), None))
     }
 }
@@ -124,6 +129,7 @@ mod tests {
         McpRemote {
             url: url.into(),
             addresses: addresses.iter().map(|a| (*a).to_owned()).collect(),
+            header: None,
         }
     }
 

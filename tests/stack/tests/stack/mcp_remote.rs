@@ -147,3 +147,67 @@ fn a_remote_servers_changed_list_is_refused_and_not_reached_again() {
     assert_eq!(starts(&log), 2, "not reached again until pinned again");
     home.assert_audit_good();
 }
+
+/// A grant's `secret` reaches a remote server in the header its `secret_header` names, read
+/// from the unit's credentials, and reaches no server that names none; the audit never
+/// holds it.
+#[test]
+fn a_grants_secret_reaches_a_remote_server_in_its_secret_header_only() {
+    let home = Home::new("mcp-remote-secret", "");
+    let creds = home.files("creds", &[("api-key", "Bearer sk-remote-9c1e\n")]);
+    let (far_log, _far) = home.mcp_remote_server("far", script(vec![echo()]));
+    home.append_config("secret_header = \"Authorization\"\n");
+    let (bare_log, _bare) = home.mcp_remote_server("bare", script(vec![echo()]));
+    for server in ["far", "bare"] {
+        home.write_grant(
+            server,
+            &mcp_grant(
+                &format!("mcp:{server}/echo"),
+                &format!("secret = \"api-key\"\n{HOST}"),
+            ),
+        );
+    }
+    let mut cmd = std::process::Command::new(stack::bin("brokerd"));
+    cmd.arg("--config")
+        .arg(home.config())
+        .env("CREDENTIALS_DIRECTORY", &creds);
+    let _d = stack::Daemon::spawn(cmd, &home.root);
+    home.mcp_pinned("far");
+    home.mcp_pinned("bare");
+    let sent = |log: &std::path::Path| -> Vec<String> {
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("http authorization"))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert!(
+        sent(&far_log).is_empty(),
+        "the owner's probe sends no secret"
+    );
+    let r = call(&home, "s-1", 1, "mcp__far__echo", r#"{"text":"hi"}"#);
+    assert!(matches!(r, ToolResponse::Result { .. }), "{r:?}");
+    let far = sent(&far_log);
+    assert!(!far.is_empty(), "the header reached the server");
+    assert!(
+        far.iter()
+            .all(|l| l == "http authorization Bearer sk-remote-9c1e"),
+        "{far:?}"
+    );
+    let r = call(&home, "s-1", 2, "mcp__bare__echo", r#"{"text":"hi"}"#);
+    assert!(matches!(r, ToolResponse::Result { .. }), "{r:?}");
+    assert!(
+        sent(&bare_log).is_empty(),
+        "a server naming no header gets none"
+    );
+    let audit = std::fs::read_dir(home.audit_dir())
+        .expect("audit dir")
+        .map(|e| std::fs::read_to_string(e.expect("entry").path()).unwrap_or_default())
+        .collect::<String>();
+    assert!(
+        !audit.contains("sk-remote-9c1e"),
+        "the secret is not audited"
+    );
+    home.assert_audit_good();
+}

@@ -81,7 +81,7 @@ fn a_remote_servers_unit_reaches_its_urls_host_alone() {
         "{BASE}secret = \"token\"\n[constraints]\nhosts = [\"198.51.100.1\", \"192.0.2.7\"]\n\
          paths = [\"/srv/git\"]\n"
     );
-    // The grant's secret is not passed (no header of the owner's is sent yet), so it
+    // The grant's secret is not passed to a server that names no `secret_header`, so it
     // needs no credentials directory either.
     let spec = built(&grant).1.expect("a unit");
     let want: IpAddr = "192.0.2.7".parse().expect("ip");
@@ -90,7 +90,10 @@ fn a_remote_servers_unit_reaches_its_urls_host_alone() {
         [want],
         "the URL's host, not the grant's other host"
     );
-    assert!(spec.secret.is_none(), "no secret reaches a remote server");
+    assert!(
+        spec.secret.is_none(),
+        "no secret reaches a remote server without secret_header"
+    );
     let mcp = spec.mcp.as_ref().expect("an MCP run");
     assert!(mcp.binds.is_empty() && mcp.closure.is_empty(), "{mcp:?}");
     let McpInput::Call(input) = &mcp.input else {

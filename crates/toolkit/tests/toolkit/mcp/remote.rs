@@ -54,6 +54,7 @@ fn remote_server(port: u16, addresses: &[String]) -> McpServer {
         remote: Some(McpRemote {
             url: format!("http://mcp.remote.invalid:{port}/mcp"),
             addresses: addresses.to_vec(),
+            header: None,
         }),
     }
 }
@@ -140,4 +141,39 @@ fn a_remote_server_with_a_command_is_refused() {
     assert!(matches!(kind, McpFailure::Start), "{out:?}");
     assert!(message.contains("is remote"), "{message}");
     assert!(log(&dir).is_empty(), "{:?}", log(&dir));
+}
+
+/// The header's value is the credential's content, read in the unit; without the
+/// credential nothing is sent and the session does not start.
+#[test]
+fn a_remote_servers_header_carries_the_credential() {
+    let dir = TempDir::new();
+    let fake = remote(&dir, TOOLS);
+    let mut server = remote_server(fake.1, &[format!("127.0.0.1:{}", fake.1)]);
+    let hash = pinned_hash(&server);
+    if let Some(remote) = &mut server.remote {
+        remote.header = Some(proto::mcp::McpHeader {
+            name: "Authorization".into(),
+            credential: "api-key".into(),
+        });
+    }
+    let inv = invocation(&server, "echo", "{}", hash);
+    let (out, _) = call_with(&inv, None);
+    let (kind, message) = failure(&out);
+    assert!(matches!(kind, McpFailure::Start), "{out:?}");
+    assert!(message.contains("Authorization"), "{message}");
+    let creds = dir.path("creds");
+    std::fs::create_dir_all(&creds).expect("creds");
+    std::fs::write(creds.join("api-key"), "Bearer t0ken\n").expect("credential");
+    let (out, _) = call_with(&inv, Some(&creds));
+    assert!(matches!(out, McpCallOutput::Ok { .. }), "{out:?}");
+    let sent: Vec<String> = log(&dir)
+        .into_iter()
+        .filter(|l| l.starts_with("http authorization"))
+        .collect();
+    assert!(!sent.is_empty(), "{:?}", log(&dir));
+    assert!(
+        sent.iter().all(|l| l == "http authorization Bearer t0ken"),
+        "{sent:?}"
+    );
 }
