@@ -1,6 +1,8 @@
 # services.boxmaker.mcp: MCP servers whose tools the model may be offered (docs/mcp.md).
 # Each becomes an `[[mcp]]` entry of the configuration; brokerd starts the server per call
-# in a transient unit of its own (no network unless the deciding grant lists hosts). A
+# in a transient unit of its own (no network unless the deciding grant lists hosts), or, for
+# a remote server (`url`), reaches it over Streamable HTTP from such a unit (its URL's host
+# only, when the deciding grant lists that host; https:// with the webpki roots). A
 # server's tools are offered only once pinned: by the owner (`bxctl mcp pin NAME`, written
 # under brokerd's state directory) or by a pin file given here, which brokerd's
 # `--check-config` reads at build time, so a pin that does not read fails the rebuild.
@@ -12,9 +14,22 @@ let
   server = types.submodule {
     options = {
       command = mkOption {
-        type = types.nonEmptyListOf types.str;
+        type = types.nullOr (types.nonEmptyListOf types.str);
+        default = null;
         example = lib.literalExpression ''[ "''${pkgs.mcp-server-time}/bin/mcp-server-time" "--local-timezone" "UTC" ]'';
-        description = "The server's program (a store path: the unit binds /nix/store read-only) and its arguments; it speaks MCP over stdio.";
+        description = "The server's program (a store path: the unit binds /nix/store read-only) and its arguments; it speaks MCP over stdio. Exactly one of command and url.";
+      };
+      url = mkOption {
+        type = types.nullOr types.str;
+        default = null;
+        example = "http://192.168.1.20:8931/mcp";
+        description = "A remote server's Streamable HTTP endpoint, http[s]://host[:port][/path] (https:// checked against the webpki roots alone). Each call's unit reaches this host alone, and only when the deciding grant lists it in constraints.hosts. Takes no env, secretEnv or binds. Exactly one of command and url.";
+      };
+      secretHeader = mkOption {
+        type = types.nullOr types.str;
+        default = null;
+        example = "Authorization";
+        description = "For a remote server (url): the HTTP header that carries the deciding grant's `secret` (a credential of services.boxmaker.secrets; its content as is, e.g. `Bearer …`), read from the unit's credentials.";
       };
       env = mkOption {
         type = types.attrsOf types.str;
@@ -62,13 +77,20 @@ in
   };
 
   config = lib.mkIf (cfg.enable && cfg.mcp != { }) {
+    assertions = lib.mapAttrsToList (name: s: {
+      assertion = (s.command == null) != (s.url == null);
+      message = "services.boxmaker.mcp.${name}: set exactly one of command (a server started per call) and url (a remote server over Streamable HTTP).";
+    }) cfg.mcp;
     services.boxmaker.settings.mcp = lib.mapAttrsToList (
       name: s:
       {
         inherit name;
-        inherit (s) command env binds;
+        inherit (s) env binds;
       }
+      // lib.optionalAttrs (s.command != null) { inherit (s) command; }
+      // lib.optionalAttrs (s.url != null) { inherit (s) url; }
       // lib.optionalAttrs (s.secretEnv != null) { secret_env = s.secretEnv; }
+      // lib.optionalAttrs (s.secretHeader != null) { secret_header = s.secretHeader; }
       // lib.optionalAttrs (s.pin != null) { pin = "${s.pin}"; }
     ) cfg.mcp;
   };

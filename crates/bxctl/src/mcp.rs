@@ -70,7 +70,11 @@ pub fn show(
         return Ok(ExitCode::from(1));
     };
     writeln!(out, "{}", state(s)).map_err(Error::Output)?;
-    writeln!(out, "  command:  {}", line(&s.command.join(" "))).map_err(Error::Output)?;
+    match &s.url {
+        Some(url) => writeln!(out, "  url:      {}", line(url)),
+        None => writeln!(out, "  command:  {}", line(&s.command.join(" "))),
+    }
+    .map_err(Error::Output)?;
     writeln!(out, "  pin file: {}", line(&s.pin_file)).map_err(Error::Output)?;
     if let Some(pin) = &s.pin {
         let tools = serde_json::from_str::<Value>(pin)
@@ -150,9 +154,20 @@ pub fn pin(
             report,
             ..
         } => {
+            // A remote server (`[[mcp]] url`) is reached from the probe's unit, which
+            // admits its URL's host alone.
+            let how = match config
+                .mcp
+                .iter()
+                .find(|s| s.name == name)
+                .and_then(|s| s.url.as_deref())
+            {
+                Some(url) => format!("reached at {} from a unit of its own", line(url)),
+                None => "run in a unit of its own, no network".to_owned(),
+            };
             writeln!(
                 out,
-                "server {}: {} {} (run in a unit of its own, no network)",
+                "server {}: {} {} ({how})",
                 line(name),
                 line(server_name),
                 line(server_version)

@@ -8,7 +8,16 @@
 //! command = ["/opt/mcp/bin/mcp-server-time", "--local-timezone", "UTC"]
 //! env = { TZ = "UTC" }
 //! binds = ["/opt/mcp"]
+//!
+//! [[mcp]]
+//! name = "remote"
+//! url = "http://mcp.example.org:8080/mcp"
 //! ```
+//!
+//! A server is either a `command` (started per call as the tool's child, over stdio) or a
+//! `url` (reached per call over Streamable HTTP from the call's unit, at the addresses
+//! brokerd resolved for the URL's host; docs/decisions.md P21), over `http://` or
+//! `https://` (rustls, the webpki roots only).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,8 +32,18 @@ pub struct McpServer {
     /// 24 of `a-z`, `0-9` and `-`, not starting with `-`.
     pub name: String,
     /// The program (an absolute path; under `bxctl dev` a name on `PATH` too) and its
-    /// arguments.
+    /// arguments. Exactly one of `command` and `url`.
+    #[serde(default)]
     pub command: Vec<String>,
+    /// A remote server's Streamable HTTP endpoint, `http[s]://host[:port]/path`. Exactly one
+    /// of `command` and `url`; a remote server takes no `env`, `secret_env` or `binds`.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// A remote server's HTTP header that carries the deciding grant's `secret` (its
+    /// content as is, `Bearer …` when the server wants that), read from the unit's
+    /// credentials; never written in the configuration or the invocation.
+    #[serde(default)]
+    pub secret_header: Option<String>,
     /// Environment variables the server gets (beside `PATH`), by value.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
@@ -65,6 +84,28 @@ pub enum McpInvalid {
     #[error("[[mcp]] {name:?}: command must name the program, as a non-empty list")]
     NoCommand { name: String },
     #[error(
+        "[[mcp]] {name:?}: give exactly one of command (a server started per call) and url \
+         (a remote server over Streamable HTTP)"
+    )]
+    CommandOrUrl { name: String },
+    #[error(
+        "[[mcp]] {name:?}: url {url:?} must be http:// or https://host[:port][/path], \
+         without user information, spaces or a fragment"
+    )]
+    Url { name: String, url: String },
+    #[error(
+        "[[mcp]] {name:?}: {field} is for a server started by command; a remote server (url) \
+         takes none"
+    )]
+    NotForUrl { name: String, field: &'static str },
+    #[error("[[mcp]] {name:?}: secret_header is for a remote server (url)")]
+    HeaderNeedsUrl { name: String },
+    #[error(
+        "[[mcp]] {name:?}: secret_header {header:?} must be a header name (A-Z, a-z, 0-9 \
+         and -) other than one the transport sets itself"
+    )]
+    Header { name: String, header: String },
+    #[error(
         "[[mcp]] {name:?}: {var:?} is no environment variable name (A-Z, a-z, 0-9 \
          and _, not starting with a digit)"
     )]
@@ -79,6 +120,27 @@ fn server_name_ok(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// The headers the transport writes itself: a secret never replaces one of them.
+const TRANSPORT_HEADERS: [&str; 8] = [
+    "host",
+    "content-type",
+    "content-length",
+    "transfer-encoding",
+    "accept",
+    "connection",
+    "mcp-session-id",
+    "mcp-protocol-version",
+];
+
+fn header_ok(header: &str) -> bool {
+    !header.is_empty()
+        && header.len() <= 64
+        && header
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        && !TRANSPORT_HEADERS.contains(&header.to_ascii_lowercase().as_str())
 }
 
 fn env_name_ok(var: &str) -> bool {
@@ -108,8 +170,21 @@ pub(super) fn validate(servers: &[McpServer]) -> Result<(), McpInvalid> {
         if servers[..i].iter().any(|o| o.name == s.name) {
             return Err(McpInvalid::Duplicate { name: name() });
         }
-        if s.command.first().is_none_or(String::is_empty) {
-            return Err(McpInvalid::NoCommand { name: name() });
+        match &s.url {
+            Some(_) if !s.command.is_empty() => {
+                return Err(McpInvalid::CommandOrUrl { name: name() });
+            }
+            Some(url) => remote(s, url)?,
+            None if s.secret_header.is_some() => {
+                return Err(McpInvalid::HeaderNeedsUrl { name: name() });
+            }
+            None if s.command.is_empty() => {
+                return Err(McpInvalid::CommandOrUrl { name: name() });
+            }
+            None if s.command[0].is_empty() => {
+                return Err(McpInvalid::NoCommand { name: name() });
+            }
+            None => {}
         }
         if let Some(var) = s
             .env
@@ -131,6 +206,53 @@ pub(super) fn validate(servers: &[McpServer]) -> Result<(), McpInvalid> {
             return Err(McpInvalid::NotAbsolute {
                 name: name(),
                 path: path.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A remote server's entry: an `http://` URL with a host, and nothing of a started one.
+fn remote(s: &McpServer, url: &str) -> Result<(), McpInvalid> {
+    let name = || s.name.clone();
+    let bad = || McpInvalid::Url {
+        name: name(),
+        url: url.to_owned(),
+    };
+    let Some(rest) = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+    else {
+        return Err(bad());
+    };
+    let authority = rest.split('/').next().unwrap_or("");
+    let clean = url
+        .bytes()
+        .all(|b| b.is_ascii_graphic() && b != b'#' && b != b'\\');
+    if !clean
+        || authority.is_empty()
+        || authority.contains(['@', '?'])
+        || authority.starts_with(':')
+    {
+        return Err(bad());
+    }
+    if let Some(header) = &s.secret_header
+        && !header_ok(header)
+    {
+        return Err(McpInvalid::Header {
+            name: name(),
+            header: header.clone(),
+        });
+    }
+    for (field, given) in [
+        ("env", !s.env.is_empty()),
+        ("secret_env", s.secret_env.is_some()),
+        ("binds", !s.binds.is_empty()),
+    ] {
+        if given {
+            return Err(McpInvalid::NotForUrl {
+                name: name(),
+                field,
             });
         }
     }

@@ -2,8 +2,10 @@
 //! (checked against them by the real-peer tier), and what a hostile or broken server does:
 //! a tool list that changes between runs, requests to sample, elicit or list roots, an
 //! oversized or slow result, an `isError` result, a poisoned description, a line that is not
-//! JSON, an exit mid-call, a server that ignores the end of its stdin or SIGTERM.
+//! JSON, an exit mid-call, a server that ignores the end of its stdin or SIGTERM. Over
+//! stdio, or behind Streamable HTTP on a loopback port (`--http`, [`http`]).
 
+pub mod http;
 mod script;
 mod serve;
 

@@ -1,14 +1,39 @@
 //! `fake-mcp-server SCRIPT.json`: serves the script over stdin and stdout (MCP's stdio
 //! transport) until stdin ends, or as the script says. Exit status 0 at the end of stdin,
 //! 2 when the script cannot be read, or the status a script step exits with.
+//!
+//! `fake-mcp-server --http ADDR SCRIPT.json`: the same behind Streamable HTTP on ADDR
+//! (`127.0.0.1:0` for any port), printing `listening on ADDR`, until killed.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, addr, path] = args.as_slice()
+        && flag == "--http"
+    {
+        let script = match fake_mcp_server::Script::load(std::path::Path::new(path)) {
+            Ok(script) => script,
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "fake-mcp-server: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let log = script.log_file.as_deref();
+        return match fake_mcp_server::http::serve(addr, std::path::Path::new(path), log) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "fake-mcp-server --http: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let [path] = args.as_slice() else {
-        let _ = writeln!(std::io::stderr(), "usage: fake-mcp-server SCRIPT.json");
+        let _ = writeln!(
+            std::io::stderr(),
+            "usage: fake-mcp-server [--http ADDR] SCRIPT.json"
+        );
         return ExitCode::from(2);
     };
     let script = match fake_mcp_server::Script::load(std::path::Path::new(path)) {

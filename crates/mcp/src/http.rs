@@ -1,5 +1,7 @@
-//! MCP's Streamable HTTP transport over plain `http://` (no TLS here): every message is
-//! one POST on a connection of its own (`Connection: close`), accepting
+//! MCP's Streamable HTTP transport over `http://`, or `https://` through rustls with the
+//! webpki roots only (the certificate checked against the URL's host; no other trust can
+//! be added): every message is one POST on a connection of its own (`Connection: close`),
+//! accepting
 //! `application/json` and `text/event-stream`. A JSON answer is one message; an event
 //! stream is read lazily, one event per receive, so the client can answer a request the
 //! server makes in the middle of it (the answer is a POST of its own, which gets
@@ -12,7 +14,7 @@
 //! at most the limit, and every HTTP message goes through `strict-http`.
 
 use std::collections::VecDeque;
-use std::io::{self, BufReader, Read, Write};
+use std::io::BufReader;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -23,58 +25,22 @@ use crate::PROTOCOL_VERSION;
 use crate::error::McpError;
 use crate::transport::Transport;
 
-type EventStream = SseReader<Body<BufReader<Timed>>>;
+mod timed;
+mod tls;
 
-/// A connection whose every read and write waits only until the session's deadline as it
-/// stands: a socket timeout counts from each read, so a server trickling bytes (an event
-/// stream's keep-alive comments every 15 s, say) would hold a plain one forever.
-#[derive(Debug)]
-struct Timed {
-    stream: TcpStream,
-    deadline: Arc<Mutex<Instant>>,
-}
+use timed::Timed;
+use tls::Conn;
 
-impl Timed {
-    fn left(&self) -> io::Result<std::time::Duration> {
-        let deadline = *self
-            .deadline
-            .lock()
-            .map_err(|_| io::Error::other("the deadline's lock is poisoned"))?;
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the session's deadline passed",
-            ));
-        }
-        Ok(left)
-    }
-}
+type EventStream = SseReader<Body<BufReader<Conn>>>;
 
-impl Read for Timed {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let left = self.left()?;
-        self.stream.set_read_timeout(Some(left))?;
-        self.stream.read(buf)
-    }
-}
-
-impl Write for Timed {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let left = self.left()?;
-        self.stream.set_write_timeout(Some(left))?;
-        self.stream.write(buf)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.stream.flush()
-    }
-}
-
-/// A Streamable HTTP endpoint, `http://host[:port]/path`.
+/// A Streamable HTTP endpoint, `http://host[:port]/path` or `https://…`.
 #[derive(Debug)]
 pub struct StreamableHttp {
     addresses: Vec<SocketAddr>,
+    /// For `https://`: the TLS client and the name the certificate must carry.
+    tls: Option<tls::Tls>,
+    /// Headers of the caller's own on every POST (a server's API key).
+    extra: Vec<(String, String)>,
     host: String,
     target: String,
     max_message: usize,
@@ -88,35 +54,50 @@ pub struct StreamableHttp {
 }
 
 impl StreamableHttp {
-    /// The endpoint at `url`, resolved now. Only `http://` URLs without user information.
+    /// The endpoint at `url`, resolved now. Only `http://` and `https://` URLs without user
+    /// information.
     pub fn new(url: &str, max_message: usize) -> Result<Self, McpError> {
-        let bad = |why: &str| McpError::Io {
-            detail: format!("the URL {url:?} {why}"),
-        };
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| bad("is not http:// (this transport has no TLS)"))?;
-        let (authority, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
-        };
-        if authority.is_empty() || authority.contains('@') {
-            return Err(bad("has no host, or has user information"));
-        }
+        let (authority, _, secure) = split(url)?;
         let with_port = if authority.ends_with(']') || !authority.contains(':') {
-            format!("{authority}:80")
+            format!("{authority}:{}", if secure { 443 } else { 80 })
         } else {
             authority.to_owned()
         };
         let addresses: Vec<SocketAddr> = with_port
             .to_socket_addrs()
-            .map_err(|e| bad(&format!("does not resolve: {e}")))?
+            .map_err(|e| bad_url(url, &format!("does not resolve: {e}")))?
             .collect();
+        Self::at(url, addresses, max_message)
+    }
+
+    /// The endpoint at `url`, connected to at `addresses` only: no name is resolved here
+    /// (a tool's unit has no resolver; brokerd resolved the host and its unit admits
+    /// exactly these addresses).
+    pub fn at(url: &str, addresses: Vec<SocketAddr>, max_message: usize) -> Result<Self, McpError> {
+        Self::with_trust(url, addresses, max_message, tls::webpki)
+    }
+
+    /// [`Self::at`] with the TLS client `trust` makes (the webpki roots in production; a
+    /// test's own root in this crate's tests only).
+    fn with_trust(
+        url: &str,
+        addresses: Vec<SocketAddr>,
+        max_message: usize,
+        trust: fn() -> Result<Arc<rustls::ClientConfig>, McpError>,
+    ) -> Result<Self, McpError> {
+        let (authority, path, secure) = split(url)?;
         if addresses.is_empty() {
-            return Err(bad("resolves to no address"));
+            return Err(bad_url(url, "has no address to connect to"));
         }
+        let tls = if secure {
+            Some(tls::Tls::new(trust()?, authority).map_err(|why| bad_url(url, &why))?)
+        } else {
+            None
+        };
         Ok(Self {
             addresses,
+            tls,
+            extra: Vec::new(),
             host: authority.to_owned(),
             target: path.to_owned(),
             max_message,
@@ -125,6 +106,14 @@ impl StreamableHttp {
             stream: None,
             deadline: Arc::new(Mutex::new(Instant::now())),
         })
+    }
+
+    /// Sends `name: value` on every POST besides the transport's own headers (the caller
+    /// keeps it from naming one of those).
+    #[must_use]
+    pub fn with_header(mut self, name: &str, value: &str) -> Self {
+        self.extra.push((name.to_owned(), value.to_owned()));
+        self
     }
 
     fn set_deadline(&self, deadline: Instant) {
@@ -157,9 +146,13 @@ impl StreamableHttp {
     /// no answer is `wanted`.
     fn post(&mut self, message: &str, deadline: Instant, wanted: bool) -> Result<(), McpError> {
         self.set_deadline(deadline);
-        let stream = Timed {
+        let timed = Timed {
             stream: self.connect(deadline)?,
             deadline: self.deadline.clone(),
+        };
+        let stream = match &self.tls {
+            Some(tls) => tls.connect(timed)?,
+            None => Conn::Plain(timed),
         };
         let mut headers = vec![
             ("Host", self.host.as_str()),
@@ -170,6 +163,9 @@ impl StreamableHttp {
         ];
         if let Some(session) = &self.session {
             headers.push(("Mcp-Session-Id", session));
+        }
+        for (name, value) in &self.extra {
+            headers.push((name, value));
         }
         let response =
             strict_http::request(stream, "POST", &self.target, &headers, message.as_bytes())
@@ -211,6 +207,30 @@ impl StreamableHttp {
             }),
         }
     }
+}
+
+fn bad_url(url: &str, why: &str) -> McpError {
+    McpError::Io {
+        detail: format!("the URL {url:?} {why}"),
+    }
+}
+
+/// An `http://` or `https://` URL's authority, its path (`/` when it has none), and
+/// whether it is `https://`.
+fn split(url: &str) -> Result<(&str, &str, bool), McpError> {
+    let (rest, secure) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+        (Some(rest), _) => (rest, false),
+        (_, Some(rest)) => (rest, true),
+        _ => return Err(bad_url(url, "is neither http:// nor https://")),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    if authority.is_empty() || authority.contains('@') {
+        return Err(bad_url(url, "has no host, or has user information"));
+    }
+    Ok((authority, path, secure))
 }
 
 fn remaining(deadline: Instant, waiting_for: &str) -> Result<std::time::Duration, McpError> {
@@ -277,3 +297,6 @@ impl Transport for StreamableHttp {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

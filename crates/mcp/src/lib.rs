@@ -5,7 +5,7 @@
 //! model is offered, and the pin of a server's tool list.
 //!
 //! Transports: [`transport::Stdio`] (a server started as a child, over its stdin and stdout)
-//! and [`http::StreamableHttp`] (plain `http://`, one connection per message; what the
+//! and [`http::StreamableHttp`] (`http://` or `https://`, one connection per message; what the
 //! conformance suite's client scenarios speak). No I/O happens outside the transport a
 //! caller hands in, and this crate starts no process.
 

@@ -18,9 +18,37 @@ pub struct McpServer {
     /// The server's name in the configuration (`mcp__<name>__<tool>`), for messages.
     pub name: String,
     /// The program and its arguments; the program is a path or is looked up on `PATH`.
+    /// Empty for a remote server.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<McpEnv>,
+    /// A remote server, reached over Streamable HTTP instead of started (then `command` and
+    /// `env` are empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<McpRemote>,
+}
+
+/// A remote server: its `http://` URL and the only addresses the tool connects to for it,
+/// which brokerd resolved and the unit admits (`"192.0.2.7:8080"`). The tool asks no DNS.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpRemote {
+    pub url: String,
+    pub addresses: Vec<String>,
+    /// A header whose value is a credential's content in `$CREDENTIALS_DIRECTORY` (the
+    /// deciding grant's secret), sent on every request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<McpHeader>,
+}
+
+/// A header for a remote server, its value read from a credential:
+/// `{"name":"Authorization","credential":"gh-token"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpHeader {
+    pub name: String,
+    pub credential: String,
 }
 
 /// One environment variable for the server: a value, or the content of a credential in
@@ -217,7 +245,11 @@ pub struct McpListing {
 #[serde(deny_unknown_fields)]
 pub struct McpServerState {
     pub name: String,
+    /// Empty for a remote server.
     pub command: Vec<String>,
+    /// A remote server's URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     /// The pin file brokerd reads for it.
     pub pin_file: String,
     /// Whether that file is the configuration's (`[[mcp]] pin`, the NixOS module's

@@ -1,6 +1,8 @@
 //! MCP servers in a stack test: the scripted `fake-mcp-server` configured as an `[[mcp]]`
 //! server of a [`Home`], pinned through `bxctl mcp pin` (brokerd runs the probe), what the
 //! loopd side is offered, and how many times a server was started (its log's `pid` lines).
+//! A remote server is the same fake behind Streamable HTTP on a loopback port
+//! (`fake-mcp-server --http`), configured by its URL.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -25,6 +27,39 @@ impl Home {
             path.display()
         ));
         log
+    }
+
+    /// Configures the fake MCP server `name` playing `script` as a remote server: started
+    /// now behind Streamable HTTP on a loopback port, configured as `[[mcp]] url`. Returns
+    /// its log (a `pid` line per session) and the running server, stopped on drop.
+    pub fn mcp_remote_server(
+        &self,
+        name: &str,
+        mut script: serde_json::Value,
+    ) -> (PathBuf, RemoteServer) {
+        let log = self.root.join(format!("mcp-{name}.log"));
+        script["log_file"] = serde_json::json!(log);
+        let path = self.root.join(format!("mcp-{name}.json"));
+        std::fs::write(&path, script.to_string()).expect("script");
+        let mut child = std::process::Command::new(bin("fake-mcp-server"))
+            .args(["--http", "127.0.0.1:0"])
+            .arg(&path)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("fake-mcp-server --http");
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("stdout");
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)
+            .expect("its address");
+        let server = RemoteServer {
+            child,
+            addr: line.trim().trim_start_matches("listening on ").to_owned(),
+        };
+        self.append_config(&format!(
+            "\n[[mcp]]\nname = \"{name}\"\nurl = \"{}\"\n",
+            server.url()
+        ));
+        (log, server)
     }
 
     /// `bxctl mcp pin NAME --yes`.
@@ -55,6 +90,28 @@ impl Home {
             Message::ToolsOffered(o) => o,
             other => panic!("not tools_offered: {other:?}"),
         }
+    }
+}
+
+/// A remote stand-in server, stopped on drop.
+#[derive(Debug)]
+pub struct RemoteServer {
+    child: std::process::Child,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+}
+
+impl RemoteServer {
+    /// Its Streamable HTTP endpoint.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+}
+
+impl Drop for RemoteServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -1,5 +1,6 @@
 //! The owner's MCP requests on the admin side: the servers and their pins (`mcp_query`),
-//! a server's tools listed in a unit of its own with no network (`mcp_probe`), and the pin
+//! a server's tools listed in a unit of its own with no network (`mcp_probe`; a remote
+//! server's unit reaches its URL's host alone), and the pin
 //! of what the owner was shown (`mcp_pin`), audited. The probe runs no tool of the server
 //! and its answer goes to the owner only, shown inert by `bxctl mcp pin`.
 

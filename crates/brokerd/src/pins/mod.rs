@@ -171,6 +171,7 @@ impl Pins {
                 McpServerState {
                     name: s.name.clone(),
                     command: s.command.clone(),
+                    url: s.url.clone(),
                     pin_file: s.pin_file(&self.dir).display().to_string(),
                     pin_configured: s.pin.is_some(),
                     hash: pin.map(|p| p.hash),

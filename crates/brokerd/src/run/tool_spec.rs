@@ -49,6 +49,15 @@ pub enum SpecError {
     /// An MCP grant's host entry that makes no host to resolve.
     #[error("constraints.hosts: {0}")]
     McpHost(UrlError),
+    /// A remote MCP server's `url` is not one brokerd reaches.
+    #[error("the MCP server's url: {0}")]
+    McpUrl(UrlError),
+    /// The grant deciding a remote MCP server's call does not list the server's host.
+    #[error(
+        "the MCP server {server:?} is reached at {host}, which the deciding grant's \
+         constraints.hosts do not list: not called"
+    )]
+    McpRemoteHost { server: String, host: String },
     /// The owner's probe of an MCP server has no unit (its name makes no unit name).
     #[error("cannot list the server's tools: {0}")]
     Probe(String),
@@ -66,6 +75,10 @@ pub enum UnitError {
     /// The grant id makes no valid session id for the example unit name.
     #[error("{0}")]
     Session(proto::InvalidValue),
+    /// An MCP grant whose server is not configured, or whose calls get no unit (a remote
+    /// server's host the grant does not list).
+    #[error("the grant's MCP server: {0}")]
+    McpServer(String),
     /// The systemd runner refuses the example run.
     #[error("{0}")]
     Refused(CheckError),
@@ -188,6 +201,8 @@ pub fn print_unit(
         grant: grant_id.to_owned(),
         dir: config.grants.clone(),
     })?;
+    // An MCP grant's unit reaches the network only through its hosts (a remote server's,
+    // its URL's host alone).
     let networked = !grant.constraints.hosts.is_empty() || grant.tool == "consult";
     let b = &config.broker;
     let session = proto::SessionId::new(format!("print-{grant_id}").replace('_', "-"))
@@ -228,6 +243,28 @@ pub fn print_unit(
         mcp: None,
         stage: None,
     };
+    // An MCP grant's unit: its server's, as a call gets it (`run::mcp::build`).
+    if let Some(server) = grant
+        .tool
+        .strip_prefix("mcp:")
+        .and_then(|t| t.split_once('/'))
+        .map(|(server, _)| server)
+    {
+        let server_config = config
+            .mcp
+            .iter()
+            .find(|s| s.name == server)
+            .ok_or_else(|| UnitError::McpServer(format!("no [[mcp]] server {server:?}")))?;
+        spec = crate::run::mcp::example(
+            config,
+            grant,
+            server_config,
+            spec.unit.clone(),
+            EXAMPLE_ADDRESS,
+            spec.secret.take(),
+        )
+        .map_err(|e| UnitError::McpServer(e.to_string()))?;
+    }
     // The hands' units: a write grant's commit (its look is the same, read-only), a run
     // grant's program.
     if let Some(stage) = crate::run::hands::example(config, grant) {

@@ -81,7 +81,7 @@ fn a_name_twice_is_refused() {
 
 #[test]
 fn a_missing_program_is_refused() {
-    for command in ["[]", "[\"\"]", "[\"\", \"--flag\"]"] {
+    for command in ["[\"\"]", "[\"\", \"--flag\"]"] {
         let servers = format!("[[mcp]]\nname = \"time\"\ncommand = {command}\n");
         assert_eq!(
             refusal(&servers),
@@ -134,4 +134,110 @@ fn an_mcp_file_holds_mcp_entries_alone() {
     // Anything else belongs to the configuration bxctl writes: refused, not ignored.
     assert!(mcp_file(&format!("{TIME}[peers]\n")).is_err());
     assert!(mcp_file(&format!("{TIME}network = true\n")).is_err());
+}
+
+#[test]
+fn a_remote_server_is_a_url_and_nothing_of_a_started_one() {
+    let remote = "[[mcp]]\nname = \"remote\"\nurl = \"http://127.0.0.1:8931/mcp\"\n";
+    let c = parse(&format!("{BASE}{remote}")).expect("a remote server");
+    assert_eq!(c.mcp[0].url.as_deref(), Some("http://127.0.0.1:8931/mcp"));
+    assert!(c.mcp[0].command.is_empty());
+    for ok in ["http://mcp.example.org", "http://[::1]:80/a?b=c"] {
+        let servers = format!("[[mcp]]\nname = \"r\"\nurl = {ok:?}\n");
+        parse(&format!("{BASE}{servers}")).expect(ok);
+    }
+    // Neither, or both.
+    let name = || "remote".to_owned();
+    for servers in [
+        "[[mcp]]\nname = \"remote\"\n",
+        "[[mcp]]\nname = \"remote\"\ncommand = []\n",
+        "[[mcp]]\nname = \"remote\"\ncommand = [\"/bin/srv\"]\nurl = \"http://h/\"\n",
+    ] {
+        assert_eq!(
+            refusal(servers),
+            McpInvalid::CommandOrUrl { name: name() },
+            "{servers}"
+        );
+    }
+}
+
+#[test]
+fn a_remote_servers_url_is_http_or_https_with_a_host() {
+    let entry = |url: &str| format!("[[mcp]]\nname = \"remote\"\nurl = {url:?}\n");
+    for ok in ["https://mcp.example.org/mcp", "https://192.0.2.7:8443"] {
+        parse(&format!("{BASE}{}", entry(ok))).expect(ok);
+    }
+    for url in [
+        "ftp://h/",
+        "h:80/mcp",
+        "http://",
+        "http:///mcp",
+        "http://user@h/mcp",
+        "http://h/a b",
+        "http://h/#frag",
+        "http://:80/",
+        "HTTP://h/",
+        "HTTPS://h/",
+        "https://u@h/",
+        "http://h?x=1",
+    ] {
+        assert_eq!(
+            refusal(&entry(url)),
+            McpInvalid::Url {
+                name: "remote".into(),
+                url: url.into()
+            },
+            "{url}"
+        );
+    }
+    for (line, field) in [
+        ("env = { A = \"b\" }", "env"),
+        ("secret_env = \"TOKEN\"", "secret_env"),
+        ("binds = [\"/opt\"]", "binds"),
+    ] {
+        let servers = format!("{}{line}\n", entry("http://h/mcp"));
+        assert_eq!(
+            refusal(&servers),
+            McpInvalid::NotForUrl {
+                name: "remote".into(),
+                field
+            },
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn a_secret_header_is_a_remote_servers_and_a_header_name() {
+    let remote = |line: &str| format!("[[mcp]]\nname = \"far\"\nurl = \"https://h/mcp\"\n{line}\n");
+    let c = parse(&format!(
+        "{BASE}{}",
+        remote("secret_header = \"Authorization\"")
+    ))
+    .expect("ok");
+    assert_eq!(c.mcp[0].secret_header.as_deref(), Some("Authorization"));
+    for header in [
+        "",
+        "Auth orization",
+        "X:Y",
+        "Host",
+        "mcp-session-id",
+        "Content-Length",
+    ] {
+        assert_eq!(
+            refusal(&remote(&format!("secret_header = {header:?}"))),
+            McpInvalid::Header {
+                name: "far".into(),
+                header: header.into()
+            },
+            "{header:?}"
+        );
+    }
+    let started = format!("{TIME}secret_header = \"Authorization\"\n");
+    assert_eq!(
+        refusal(&started),
+        McpInvalid::HeaderNeedsUrl {
+            name: "time".into()
+        }
+    );
 }

@@ -278,6 +278,12 @@ pub fn reaches(grant: &Grant, bound: &str, subtree: bool) -> bool {
         })
 }
 
+/// Whether `grant`'s `hosts` list `host` (an entry that names it, or a `*.suffix` above
+/// it): what a remote MCP server's grant must do for its unit to reach the server's URL.
+pub fn lists_host(grant: &Grant, host: &Host) -> bool {
+    any_host_matches(&grant.constraints.hosts, host)
+}
+
 fn any_host_matches(entries: &[String], host: &Host) -> bool {
     // Entries were validated just before; one that does not parse matches nothing.
     entries

@@ -187,6 +187,18 @@ impl Reach {
         }
     }
 
+    /// The reach of a grant that lists `host` alone, without `private_networks`: an IP
+    /// literal reaches itself, a name public addresses only (a remote MCP server's probe).
+    pub fn of_host(host: &super::Host) -> Self {
+        Self {
+            literals: match host {
+                super::Host::Ip(ip) => vec![*ip],
+                super::Host::Name(_) => Vec::new(),
+            },
+            private_networks: false,
+        }
+    }
+
     fn admits(&self, ip: IpAddr, place: Place) -> bool {
         match place.zone {
             Zone::Public => true,

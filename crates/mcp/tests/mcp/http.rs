@@ -198,9 +198,9 @@ fn an_http_message_over_the_limit_is_refused() {
 }
 
 #[test]
-fn only_plain_http_urls_are_taken() {
+fn only_http_and_https_urls_with_a_host_are_taken() {
     for url in [
-        "https://example.org/mcp",
+        "https://user@127.0.0.1/mcp",
         "http://user@127.0.0.1/mcp",
         "http:///mcp",
         "ftp://x",

@@ -8,13 +8,13 @@
 //! the list is the answer. Every request the server makes is refused and reported; the
 //! whole session has the invocation's deadline.
 
+mod link;
 mod server;
 
 use std::io::{Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use mcp::transport::Stdio;
 use mcp::{Client, ClientInfo, Declared, Limits, McpError, Report, ServerRequest};
 use proto::Hash32;
 use proto::mcp::{
@@ -26,6 +26,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::{MAX_INPUT, RunError};
+use link::Link;
 
 pub use server::{STOP_WAIT, WATCHDOG_GRACE};
 
@@ -168,36 +169,37 @@ pub fn pin(inv: &McpPinInvocation, credentials: Option<&Path>) -> McpPinOutput {
     }
 }
 
-type StdioClient = Client<Stdio<std::process::ChildStdin>>;
+/// The session's client, over the transport its server takes.
+type LinkClient = Client<Link>;
 
-/// Starts the server, initializes, runs `work`, stops the server: what `initialize` said
-/// and `work`'s outcome, and what the server did besides answering.
+/// Starts the server (or reaches the remote one), initializes, runs `work`, stops the
+/// server: what `initialize` said and `work`'s outcome, and what the server did besides
+/// answering.
 fn session<T>(
     server: &McpServer,
     timeout_ms: u64,
     credentials: Option<&Path>,
-    work: impl FnOnce(&mut StdioClient) -> Result<T, Failed>,
+    work: impl FnOnce(&mut LinkClient) -> Result<T, Failed>,
 ) -> (Result<(mcp::ServerInfo, T), Failed>, Report) {
     let timeout = Duration::from_millis(timeout_ms);
     let deadline = Instant::now() + timeout;
-    let (process, stdin, stdout) = match server::Server::start(server, credentials, deadline) {
-        Ok(started) => started,
-        Err(e) => {
-            let message = format!("the MCP server {:?} did not start: {e}", server.name);
-            return (Err((McpFailure::Start, message)), Report::default());
-        }
-    };
     let limits = Limits::default();
-    let transport = Stdio::new(stdout, stdin, limits.max_message);
-    let mut client = Client::new(transport, limits, timeout);
+    let (link, process) = match Link::open(server, credentials, deadline, limits.max_message) {
+        Ok(opened) => opened,
+        Err(message) => return (Err((McpFailure::Start, message)), Report::default()),
+    };
+    let mut client = Client::new(link, limits, timeout);
     let outcome = client
         .initialize(&ClientInfo::default(), Declared::default())
         .map_err(failed)
         .and_then(|info| work(&mut client).map(|t| (info, t)));
-    let (transport, report) = client.into_parts();
-    // Closing the server's stdin is the first way of asking it to stop.
-    drop(transport.into_writer());
-    process.stop();
+    let (link, report) = client.into_parts();
+    // Closing the server's stdin is the first way of asking it to stop; a remote server's
+    // connections are each closed already (one per message).
+    drop(link);
+    if let Some(process) = process {
+        process.stop();
+    }
     (outcome, report)
 }
 

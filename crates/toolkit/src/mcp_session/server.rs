@@ -24,8 +24,9 @@ pub const WATCHDOG_GRACE: Duration = Duration::from_millis(500);
 pub enum StartError {
     #[error("the server's command is empty")]
     NoCommand,
-    /// An environment variable names a credential that cannot be read.
-    #[error("the environment variable {name}: {detail}")]
+    /// An environment variable (or a remote server's header) names a credential that
+    /// cannot be read.
+    #[error("{name}: {detail}")]
     Credential { name: String, detail: String },
     #[error("cannot start {program:?}: {error}")]
     Spawn { program: String, error: io::Error },
@@ -138,10 +139,10 @@ impl Server {
     }
 }
 
-/// The most bytes of a credential passed in an environment variable.
+/// The most bytes of a credential passed in an environment variable or a header.
 const MAX_CREDENTIAL: u64 = 64 * 1024;
 
-fn read_credential(
+pub(super) fn read_credential(
     name: &str,
     credential: &str,
     credentials: Option<&Path>,

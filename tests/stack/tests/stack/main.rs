@@ -44,6 +44,7 @@ mod mcp_agent;
 mod mcp_grant;
 mod mcp_poison;
 mod mcp_realpeer;
+mod mcp_remote;
 mod memory;
 mod notes;
 mod notes_bad;

@@ -212,3 +212,78 @@ fn realpeer_fetch_git_filesystem_and_everything_through_brokerd() {
     assert!(result(&r).contains("hi"), "{r:?}");
     home.assert_audit_good();
 }
+
+/// server-everything in its streamable HTTP mode on loopback, a remote server
+/// (`[[mcp]] url`): pinned from the probe's unit, called from the call's unit at the URL
+/// host's address and labelled by its grant, and a grant that does not list the host runs
+/// nothing. (Its sampling tool is listed only to a client that declares sampling, which
+/// boxmaker's never does; the fake's sampling over HTTP is the toolkit's test.)
+#[test]
+#[ignore = "real peer: needs tests/mcp/setup.sh"]
+fn realpeer_everything_over_streamable_http_through_brokerd() {
+    let home = Home::new("mcp-real-remote", "");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let child = std::process::Command::new(bin("BOXMAKER_MCP_NODE_BIN", "mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("server-everything");
+    struct Stop(std::process::Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _server = Stop(child);
+    let mut waited = 0;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(waited < 150, "server-everything did not listen on {port}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        waited += 1;
+    }
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    home.append_config(&format!("\n[[mcp]]\nname = \"far\"\nurl = \"{url}\"\n"));
+    home.write_grant(
+        "echo",
+        &mcp_grant(
+            "mcp:far/echo",
+            "result_class = \"public\"\n[constraints]\nhosts = [\"127.0.0.1\"]",
+        ),
+    );
+    home.write_grant("nohost", &mcp_grant("mcp:far/get-sum", ""));
+    let _d = home.start();
+    let shown = home.mcp_pinned("far");
+    assert!(shown.contains("mcp__far__echo"), "{shown}");
+    assert!(shown.contains(&format!("reached at {url}")), "{shown}");
+    let r = call(
+        &home,
+        "s-1",
+        1,
+        "mcp__far__echo",
+        r#"{"message":"over http"}"#,
+    );
+    let ToolResponse::Result {
+        content,
+        class,
+        untrusted,
+        ..
+    } = &r
+    else {
+        panic!("{r:?}")
+    };
+    assert_eq!(content, "Echo: over http");
+    // The grant's labels joined with the decided-at label, as for a stdio server.
+    assert_eq!((*class, *untrusted), (proto::DataClass::Private, true));
+    let r = call(&home, "s-1", 3, "mcp__far__get-sum", r#"{"a":1,"b":2}"#);
+    let ToolResponse::Failed { message, .. } = &r else {
+        panic!("{r:?}")
+    };
+    assert!(message.contains("do not list"), "{message}");
+    home.assert_audit_good();
+}

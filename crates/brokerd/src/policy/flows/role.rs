@@ -81,7 +81,9 @@ pub fn of(decision: &Decision, consult: Option<&str>) -> Option<Role> {
         ToolArgs::NoteSearch(_) => ("the notes".into(), "search the notes".into(), None),
         // An MCP server is code of its own that gets the arguments whole; its unit reaches
         // the network only when the deciding grant lists hosts, and then only those. Without
-        // them it has no network and binds read-only (docs/mcp.md): nothing leaves.
+        // them it has no network and binds read-only (docs/mcp.md): nothing leaves. A remote
+        // server (`[[mcp]] url`) is reached only when the grant lists its URL's host
+        // (decisions P21): a grant of one without hosts runs nothing, one with is this sink.
         ToolArgs::Mcp(a) => {
             // Said as the deciding grant names it (`mcp:<server>/*` for any of its tools).
             let (tool, hosts) = decision.grant().map_or_else(

@@ -7,13 +7,27 @@
 use std::cell::RefCell;
 
 use proto::ToolFailure;
-use proto::mcp::{McpArgs, McpCallOutput, McpFailure, McpPinOutput, McpReport};
+use proto::mcp::{McpArgs, McpCallOutput, McpFailure, McpPinOutput, McpReport, McpServer};
 use proto::toolrun::ToolOutput;
 use proto::tools::ToolArgs;
 
 use super::Runner;
 use super::spec::{McpInput, RunOutcome, RunSpec};
 use crate::policy::Decision;
+
+const ADMITTED: &str = "internal: refusing an MCP run whose remote server's addresses are not \
+                        the unit's";
+
+/// A remote server's addresses are all the unit's own (the tool connects to these, the
+/// unit admits those: they must agree); a started server has none.
+fn admitted(server: &McpServer, spec: &RunSpec) -> bool {
+    server.remote.as_ref().is_none_or(|remote| {
+        remote.addresses.iter().all(|a| {
+            a.parse::<std::net::SocketAddr>()
+                .is_ok_and(|a| spec.addresses.contains(&a.ip()))
+        })
+    })
+}
 
 /// What the MCP mode said besides its content: the failure's kind, the report.
 type Seen = RefCell<Option<(Option<McpFailure>, McpReport)>>;
@@ -38,6 +52,9 @@ impl Runner {
                 "internal: refusing to run an MCP call its decision does not allow (not an \
                  allow, or another server, tool or arguments)",
             );
+        }
+        if !admitted(&inv.server, spec) {
+            return refuse(ADMITTED);
         }
         let seen: Seen = RefCell::new(None);
         let decode = |stdout: &[u8]| {
@@ -83,8 +100,11 @@ impl Runner {
             message,
             report: McpReport::default(),
         };
-        if !matches!(spec.mcp.as_ref().map(|m| &m.input), Some(McpInput::Pin(_))) {
+        let Some(McpInput::Pin(inv)) = spec.mcp.as_ref().map(|m| &m.input) else {
             return failed("internal: a probe without an mcp-pin input".into());
+        };
+        if !admitted(&inv.server, spec) {
+            return failed(ADMITTED.into());
         }
         let seen: RefCell<Option<McpPinOutput>> = RefCell::new(None);
         let decode = |stdout: &[u8]| {

@@ -61,6 +61,7 @@ fn spec(call: &McpArgs, input: &McpArgs) -> RunSpec {
                 name: input.server.clone(),
                 command: vec!["/opt/mcp/bin/srv".into()],
                 env: Vec::new(),
+                remote: None,
             },
             tool: input.tool.clone(),
             arguments: input.arguments.clone(),
@@ -81,7 +82,7 @@ pub(super) fn any_session() -> Option<McpRun> {
 }
 
 /// A stand-in `boxmaker-tool` that notes its mode and answers `output`.
-fn tool(dir: &Path, output: &str) -> std::path::PathBuf {
+pub(super) fn tool(dir: &Path, output: &str) -> std::path::PathBuf {
     let ran = dir.join("ran");
     script(
         dir,

@@ -4,6 +4,8 @@
 
 mod direct;
 mod mcp;
+mod mcp_print;
+mod mcp_remote;
 mod stages;
 mod systemd;
 mod systemd_run;

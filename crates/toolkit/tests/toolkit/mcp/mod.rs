@@ -15,6 +15,7 @@ use proto::mcp::{
 use crate::support::TempDir;
 
 mod realpeer;
+mod remote;
 mod stop;
 
 /// The fake server's binary, next to this test's directory of executables.
@@ -46,6 +47,7 @@ pub(super) fn server(dir: &TempDir, script: &str) -> McpServer {
             dir.s("script.json"),
         ],
         env: Vec::new(),
+        remote: None,
     }
 }
 

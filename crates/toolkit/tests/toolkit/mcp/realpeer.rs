@@ -32,6 +32,7 @@ fn realpeer_pin_and_call_the_reference_servers() {
             name: "real".into(),
             command: vec![command],
             env: Vec::new(),
+            remote: None,
         };
         let McpPinOutput::Ok { hash, tools, .. } = pin(&server) else {
             panic!("pin {server:?}")
