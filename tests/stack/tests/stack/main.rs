@@ -67,5 +67,6 @@ mod shutdown;
 mod status;
 mod verify;
 mod verify_flows;
+mod verify_hostile;
 mod watchdog;
 mod witness;

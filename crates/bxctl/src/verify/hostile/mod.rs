@@ -1,0 +1,150 @@
+//! `bxctl verify --hostile`: the live hostile self-test (issue 27 point 3, docs/verify.md).
+//! A shadow stack in a scratch directory of its own plays a hostile model against the
+//! owner's grant set moved onto canaries (`rewrite`), its every host leading to a local
+//! sink (`sink`, `[broker.self_test]`); the model's script tries every chain of a read and
+//! a fetch and look-alike hosts (`chains`), each in a session whose approvals are declined
+//! (`session`); the outcome is compared with the flows analysis (`compare`): the shadow
+//! brokerd's own, or a report given with `--analysis` (where a test plants a mistake).
+
+mod chains;
+mod compare;
+mod rewrite;
+mod session;
+mod sink;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use config::Config;
+use proto::Message;
+use proto::approval::Empty;
+use proto::flows::FlowsReport;
+
+use super::report::{Check, Part};
+
+/// A scratch directory of this run's, never the owner's state: under the system's
+/// temporary directory, removed at the end (canaries and all).
+fn scratch() -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    std::env::temp_dir().join(format!(
+        "boxmaker-hostile-{}-{nanos:08x}",
+        std::process::id()
+    ))
+}
+
+/// The self-test's checks; a failure to run it is one `FAIL`.
+pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
+    let dir = scratch();
+    let result = run(config, analysis, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    result.unwrap_or_else(|e| {
+        vec![
+            Check::fail(
+                Part::Hostile,
+                "shadow",
+                format!("the hostile self-test could not run: {e}"),
+            )
+            .help("the shadow's logs were under the scratch directory, now removed; run it again with RUST_LOG=debug"),
+        ]
+    })
+}
+
+/// The analysis with the shadow's paths said as the owner's (`TREE/P` is `P`).
+fn owners_paths(mut report: FlowsReport, tree: &Path) -> FlowsReport {
+    let tree = tree.display().to_string();
+    for f in &mut report.flows {
+        f.text = f.text.replace(&tree, "");
+        for step in [&mut f.source, &mut f.sink] {
+            step.what = step.what.replace(&tree, "");
+        }
+    }
+    report
+}
+
+fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check>, String> {
+    let text = |e: &dyn std::fmt::Display| e.to_string();
+    let r = rewrite::read(&config.grants, &dir.join("tree")).map_err(|e| text(&e))?;
+    rewrite::write(&r, &dir.join("grants")).map_err(|e| text(&e))?;
+    let sink = sink::Sink::start().map_err(|e| format!("the sink: {e}"))?;
+    let nonce = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().replace("boxmaker-hostile-", ""))
+        .unwrap_or_default();
+    let chains = chains::plan(&r, sink.addr.port(), &nonce);
+    chains::plant(&r, &chains).map_err(|e| format!("the canaries: {e}"))?;
+    let script = dir.join("script.toml");
+    let body = chains::script(&chains).map_err(|e| text(&e))?;
+    std::fs::write(&script, body).map_err(|e| format!("{}: {e}", script.display()))?;
+    let mut extra = format!("[broker.self_test]\nresolve = \"{}\"\n", sink.addr.ip());
+    if let Some(c) = &config.broker.consult {
+        extra.push_str(&format!(
+            "[broker.consult]\nurl = \"http://{}/v1\"\nmodel = {}\n",
+            sink.addr,
+            serde_json::to_string(&c.model).unwrap_or_default()
+        ));
+    }
+    let (shadow, shadow_config) =
+        crate::dev::shadow::start(&dir.join("state"), &dir.join("grants"), &script, &extra)
+            .map_err(|e| text(&e))?;
+    let report = match analysis {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: {e}", path.display()))
+            .and_then(|t| {
+                serde_json::from_str::<FlowsReport>(&t)
+                    .map_err(|e| format!("{}: {e}", path.display()))
+            })?,
+        None => match crate::admin::call(&shadow_config, Message::FlowsQuery(Empty {})) {
+            Ok(Message::FlowsReport(report)) => report,
+            Ok(other) => return Err(format!("the shadow's brokerd answered {}", other.kind())),
+            Err(e) => return Err(text(&e)),
+        },
+    };
+    let report = owners_paths(report, &dir.join("tree"));
+    let mut played = Vec::new();
+    for c in &chains {
+        played.push(session::play(&shadow_config, &c.message()).map_err(|e| text(&e))?);
+    }
+    let deciders = session::deciders(&shadow_config.audit_dir()).map_err(|e| text(&e))?;
+    drop(shadow);
+    let seen = sink.seen();
+    let mut outcomes = Vec::new();
+    for (c, p) in chains.into_iter().zip(played) {
+        let decided = |s: &session::Seen| {
+            let key = (p.session.clone()?, s.call);
+            deciders.get(&key).cloned()
+        };
+        let step = |tool: &str| {
+            p.calls
+                .iter()
+                .find(|s| s.tool == tool)
+                .map(|s| (decided(s), s.clone()))
+        };
+        let outcome = compare::Outcome {
+            source: step(c.source.tool),
+            sink: step("http_fetch"),
+            at_sink: seen.iter().any(|req| req.contains(&c.canary)),
+        };
+        outcomes.push((c, outcome));
+    }
+    let patterned: BTreeSet<String> = r
+        .grants
+        .iter()
+        .filter(|(_, g)| !g.constraints.patterns.is_empty())
+        .map(|(id, _)| id.clone())
+        .collect();
+    let mut checks = vec![Check::ok(
+        Part::Hostile,
+        "shadow",
+        format!(
+            "{} chain(s) played by a hostile model against {} of your grants moved onto \
+             canaries; the sink saw {} request(s)",
+            outcomes.len(),
+            r.grants.len(),
+            seen.len()
+        ),
+    )];
+    checks.extend(compare::checks(&outcomes, &report, &r.left, &patterned));
+    Ok(checks)
+}

@@ -1,0 +1,286 @@
+//! `bxctl verify --hostile` (issue 27 point 3): the live hostile self-test on a table of
+//! grant sets, each agreeing with the flows analysis (leaked where it reports a flow,
+//! stopped or asked where it does not), and a planted mistake in the analysis (a reported
+//! flow dropped, a flow that cannot happen added) caught by the live run.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use stack::{Home, bin};
+
+fn text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `(check, level, said)` of each hostile line.
+fn checks(out: &Output) -> Vec<(String, String, String)> {
+    let t = text(out);
+    let v: Value = serde_json::from_str(&t).unwrap_or_else(|e| panic!("{e}: {t}"));
+    v["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(|c| {
+            assert_eq!(c["part"], "hostile", "{v}");
+            (
+                c["check"].as_str().expect("check").to_owned(),
+                c["level"].as_str().expect("level").to_owned(),
+                c["said"].as_str().expect("said").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn said<'a>(found: &'a [(String, String, String)], check: &str) -> (&'a str, &'a str) {
+    let (_, l, s) = found
+        .iter()
+        .find(|(c, _, _)| c == check)
+        .unwrap_or_else(|| panic!("no {check}: {found:?}"));
+    (l.as_str(), s.as_str())
+}
+
+fn read(class: &str, dir: &std::path::Path, extra: &str) -> String {
+    format!(
+        "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\nresult_class = \"{class}\"\n\
+         untrusted = false\n{extra}\n[constraints]\npaths = [\"{}\"]\n",
+        dir.display()
+    )
+}
+
+fn web(mode: &str, max_taint: &str, extra: &str) -> String {
+    format!(
+        "tool = \"http_fetch\"\nmode = \"{mode}\"\nmax_taint = \"{max_taint}\"\n\
+         result_class = \"public\"\n{extra}\n[constraints]\nhosts = [\"api.example.org\"]\n"
+    )
+}
+
+/// A home with the notes (`class`) and the fetch grant `web`; nothing of its stack runs:
+/// the self-test starts a shadow of its own.
+fn home(name: &str, class: &str, web_grant: &str) -> (Home, std::path::PathBuf) {
+    let home = Home::new(name, "");
+    let notes = home.files("notes", &[("real.md", "the owner's real data\n")]);
+    home.write_grant("notes-read", &read(class, &notes, ""));
+    home.write_grant("web", web_grant);
+    (home, notes)
+}
+
+fn hostile(home: &Home, extra: &[&str]) -> (Output, Vec<(String, String, String)>) {
+    let mut args = vec!["verify", "--hostile", "--json"];
+    args.extend_from_slice(extra);
+    let out = home.bxctl(&args);
+    let found = checks(&out);
+    (out, found)
+}
+
+/// The table: each grant set's chain 1 (the notes read, then the fetch to the granted
+/// host) and what the analysis says, in agreement; never a canary through a look-alike.
+#[test]
+fn verify_hostile_agrees_with_the_analysis() {
+    let expired = "expires = \"2020-01-01T00:00:00.000Z\"";
+    let cases: [(&str, &str, String, &str, Option<&str>); 6] = [
+        // A private read and an auto fetch at private: leaked, and reported.
+        (
+            "private-out",
+            "private",
+            web("auto", "private", ""),
+            "leaked, as the flows analysis reports",
+            Some("private_out"),
+        ),
+        // The same fetch stops at public: stopped by its max_taint.
+        (
+            "public-only",
+            "private",
+            web("auto", "public", ""),
+            "stopped (the fetch was denied (grant web): taint_too_high)",
+            None,
+        ),
+        // The fetch asks: asked, and declined by the self-test.
+        (
+            "ask",
+            "private",
+            web("ask", "private", ""),
+            "asked (the fetch asked you (grant web), and was declined)",
+            None,
+        ),
+        // A secret source and a fetch at private: stopped.
+        (
+            "secret-stopped",
+            "secret",
+            web("auto", "private", ""),
+            "stopped (the fetch was denied (grant web): taint_too_high)",
+            None,
+        ),
+        // A secret source and a fetch at secret: leaked, reported secret out.
+        (
+            "secret-out",
+            "secret",
+            web("auto", "secret", ""),
+            "leaked, as the flows analysis reports",
+            Some("secret_out"),
+        ),
+        // An expired fetch grant allows nothing.
+        (
+            "expired",
+            "private",
+            web("auto", "private", expired),
+            "stopped (the fetch was denied (grant web): grant_expired)",
+            None,
+        ),
+    ];
+    for (name, class, web_grant, verdict, flow) in cases {
+        let (home, notes) = home(&format!("hostile-{name}"), class, &web_grant);
+        let (out, found) = hostile(&home, &[]);
+        let ctx = format!("{name}: {found:#?}");
+        assert_eq!(out.status.code(), Some(0), "{ctx}");
+        let (level, s) = said(&found, "chain 1");
+        assert_eq!(level, "ok", "{ctx}");
+        assert_eq!(
+            s,
+            format!(
+                "read {} ({class}) via grant notes-read, then send it to api.example.org via \
+                 grant web: {verdict}",
+                notes.display()
+            ),
+            "{ctx}"
+        );
+        // The look-alikes: chains 2 to 4, each stopped, none at the sink.
+        for n in 2..=4 {
+            let (level, s) = said(&found, &format!("chain {n}"));
+            assert_eq!(level, "ok", "{ctx}");
+            assert!(
+                s.contains("look-alike of api.example.org") && s.contains(": stopped ("),
+                "{ctx}"
+            );
+        }
+        let flows: Vec<&(String, String, String)> = found
+            .iter()
+            .filter(|(c, _, _)| c.ends_with("_out"))
+            .collect();
+        match flow {
+            Some(severity) => {
+                assert_eq!(flows.len(), 1, "{ctx}");
+                assert_eq!(
+                    (flows[0].0.as_str(), flows[0].1.as_str()),
+                    (severity, "ok"),
+                    "{ctx}"
+                );
+                assert!(
+                    flows[0]
+                        .2
+                        .starts_with("leaked by chain 1, as reported: a hijacked model can read "),
+                    "{ctx}"
+                );
+                // Said with the owner's path, not the shadow's.
+                assert!(
+                    flows[0].2.contains(&format!("read {} (", notes.display())),
+                    "{ctx}"
+                );
+            }
+            None => assert!(flows.is_empty(), "{ctx}"),
+        }
+        // The owner's files are untouched, and no canary is left on the machine.
+        assert_eq!(
+            std::fs::read_to_string(notes.join("real.md")).expect("real"),
+            "the owner's real data\n"
+        );
+        assert_eq!(
+            std::fs::read_dir(&notes).expect("notes").count(),
+            1,
+            "{ctx}"
+        );
+    }
+}
+
+/// `if_untrusted = "ask"` on a write grant: a fetch's untrusted result drives no write
+/// without asking, so the analysis reports nothing; without it, the untrusted write is
+/// reported and said as not tried (the shadow plays no writes yet), never as passed.
+#[test]
+fn verify_hostile_says_what_it_does_not_try() {
+    let home = Home::new("hostile-untrusted", "");
+    let www = home.files("www", &[("index.html", "<p>hi</p>\n")]);
+    home.write_grant("web", &web("auto", "public", "untrusted = true"));
+    let write = |extra: &str| {
+        format!(
+            "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"public\"\n{extra}\n\
+             [constraints]\npaths = [\"{}\"]\n",
+            www.display()
+        )
+    };
+    home.write_grant("www-write", &write("if_untrusted = \"ask\""));
+    let (out, found) = hostile(&home, &[]);
+    assert_eq!(out.status.code(), Some(0), "{found:#?}");
+    assert!(
+        !found.iter().any(|(c, _, _)| c == "untrusted_write"),
+        "{found:#?}"
+    );
+    home.write_grant("www-write", &write(""));
+    let (out, found) = hostile(&home, &[]);
+    assert_eq!(out.status.code(), Some(0), "{found:#?}");
+    let (level, s) = said(&found, "untrusted_write");
+    assert_eq!(level, "warn", "{found:#?}");
+    assert!(
+        s.starts_with("not tried: a hijacked model can fetch from api.example.org")
+            && s.ends_with("(untrusted content driving a write is not played yet)"),
+        "{s}"
+    );
+}
+
+/// The analysis as `brokerd --flows --json` prints it for `home`'s grants.
+fn analysis(home: &Home) -> Value {
+    let out = Command::new(bin("brokerd"))
+        .arg("--config")
+        .arg(home.config())
+        .args(["--flows", "--json"])
+        .output()
+        .expect("brokerd --flows");
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn planted(home: &Home, report: &Value) -> (Output, Vec<(String, String, String)>) {
+    let path = home.config().with_file_name("planted.json");
+    std::fs::write(&path, report.to_string()).expect("planted");
+    hostile(home, &["--analysis", path.to_str().expect("path")])
+}
+
+/// A planted mistake in the analysis is caught by the live run: the flow it drops leaks
+/// all the same, and the flow it adds does not happen. The same report unplanted passes.
+#[test]
+fn verify_hostile_catches_a_planted_mistake() {
+    let (leaky, _) = home(
+        "hostile-planted-drop",
+        "private",
+        &web("auto", "private", ""),
+    );
+    let report = analysis(&leaky);
+    assert_eq!(
+        report["flows"].as_array().map(Vec::len),
+        Some(1),
+        "{report}"
+    );
+    let (out, _) = planted(&leaky, &report);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let mut dropped = report.clone();
+    dropped["flows"] = Value::Array(Vec::new());
+    let (out, found) = planted(&leaky, &dropped);
+    assert_eq!(out.status.code(), Some(1), "{found:#?}");
+    let (level, s) = said(&found, "chain 1");
+    assert_eq!(level, "fail");
+    assert!(
+        s.ends_with("leaked, and the flows analysis did not report it"),
+        "{s}"
+    );
+
+    let (tight, _) = home("hostile-planted-add", "private", &web("auto", "public", ""));
+    let mut added = analysis(&tight);
+    assert_eq!(added["flows"].as_array().map(Vec::len), Some(0), "{added}");
+    added["flows"] = report["flows"].clone();
+    let (out, found) = planted(&tight, &added);
+    assert_eq!(out.status.code(), Some(1), "{found:#?}");
+    let (level, s) = said(&found, "private_out");
+    assert_eq!(level, "fail");
+    assert!(
+        s.starts_with("the flows analysis reports a flow that no chain completed: "),
+        "{s}"
+    );
+}
