@@ -187,7 +187,7 @@ pub fn checks(
         }
         let by: Vec<String> = chains
             .iter()
-            .filter(|(_, o)| o.leaked() && o.grants() == key(f))
+            .filter(|(c, o)| c.sink.lookalike.is_none() && o.leaked() && o.grants() == key(f))
             .map(|(c, _)| c.n.to_string())
             .collect();
         out.push(if by.is_empty() {

