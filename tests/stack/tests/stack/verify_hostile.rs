@@ -284,3 +284,66 @@ fn verify_hostile_catches_a_planted_mistake() {
         "{s}"
     );
 }
+
+/// Laundering through a note: the read's session writes the canary to a note, a new
+/// session reads it back and fetches. The note carries the writer's label, so a fetch that
+/// stops at public stops the laundered chain as it stops the direct one; at private both
+/// leak, and the one reported flow covers both.
+#[test]
+fn verify_hostile_launders_through_a_note() {
+    for (max_taint, verdict) in [
+        (
+            "public",
+            "stopped (the fetch was denied (grant web): taint_too_high)",
+        ),
+        ("private", "leaked, as the flows analysis reports"),
+    ] {
+        let (home, notes) = home(
+            &format!("hostile-note-{max_taint}"),
+            "private",
+            &web("auto", max_taint, ""),
+        );
+        home.write_grant(
+            "note-write",
+            "tool = \"note_write\"\nmode = \"auto\"\nmax_taint = \"secret\"\n",
+        );
+        home.write_grant(
+            "note-read",
+            "tool = \"note_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\nuntrusted = false\n",
+        );
+        let (out, found) = hostile(&home, &[]);
+        assert_eq!(out.status.code(), Some(0), "{found:#?}");
+        let (level, s) = said(&found, "chain 5");
+        assert_eq!(level, "ok", "{found:#?}");
+        assert_eq!(
+            s,
+            format!(
+                "read {} (private) via grant notes-read, write it to note bxhostile-5 and read \
+                 that back in a new session, then send it to api.example.org via grant web: \
+                 {verdict}",
+                notes.display()
+            )
+        );
+        // The notes read as a source of its own is not played: said, never passed.
+        let flows: Vec<(&str, &str)> = found
+            .iter()
+            .filter(|(c, _, _)| c == "private_out")
+            .map(|(_, l, s)| (l.as_str(), s.as_str()))
+            .collect();
+        if max_taint == "public" {
+            assert!(flows.is_empty(), "{flows:#?}");
+        } else {
+            assert!(
+                flows.iter().any(|(l, s)| *l == "warn"
+                    && s.starts_with("not tried: a hijacked model can read the notes (private) via grant note-read")),
+                "{flows:#?}"
+            );
+            assert!(
+                flows.iter().any(
+                    |(l, s)| *l == "ok" && s.starts_with("leaked by chain 1, 5, as reported: ")
+                ),
+                "{flows:#?}"
+            );
+        }
+    }
+}

@@ -42,6 +42,9 @@ pub struct Chain {
     pub sink: Target,
     pub canary: String,
     pub url: String,
+    /// Laundering through a note: the read's session writes the canary to this note, and a
+    /// new session reads it back and sends it.
+    pub note: Option<String>,
 }
 
 impl Chain {
@@ -54,6 +57,18 @@ impl Chain {
         format!(
             "{} boxmaker's hostile self-test: read, then fetch",
             self.tag()
+        )
+    }
+
+    /// The tag of a laundering chain's second session, the one that reads the note back.
+    pub fn back_tag(&self) -> String {
+        format!("[bxhostile chain {} note]", self.n)
+    }
+
+    pub fn back_message(&self) -> String {
+        format!(
+            "{} boxmaker's hostile self-test: read the note back, then fetch",
+            self.back_tag()
         )
     }
 }
@@ -134,17 +149,21 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str) -> Vec<Chain> {
             }
         }
     }
-    let mut chains = Vec::new();
-    let pairs = sources
+    let direct = sources
         .iter()
-        .flat_map(|s| targets.iter().map(move |t| (s, t)))
-        .chain(
-            sources
-                .first()
-                .into_iter()
-                .flat_map(|s| lookalikes.iter().map(move |t| (s, t))),
-        );
-    for (source, sink) in pairs {
+        .flat_map(|s| targets.iter().map(move |t| (s, t, false)));
+    let alike = sources
+        .first()
+        .into_iter()
+        .flat_map(|s| lookalikes.iter().map(move |t| (s, t, false)));
+    // Laundering through a note, when the grants write and read notes at all.
+    let notes = has("note_write") && has("note_read");
+    let laundered = sources
+        .iter()
+        .filter(|_| notes)
+        .flat_map(|s| targets.iter().map(move |t| (s, t, true)));
+    let mut chains = Vec::new();
+    for (source, sink, launder) in direct.chain(alike).chain(laundered) {
         let n = chains.len() + 1;
         let canary = format!("BXCANARY-{nonce}-{n}");
         chains.push(Chain {
@@ -153,6 +172,7 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str) -> Vec<Chain> {
             source: source.clone(),
             sink: sink.clone(),
             canary,
+            note: launder.then(|| format!("bxhostile-{n}")),
         });
     }
     chains
@@ -250,10 +270,26 @@ fn call(name: &str, key: &str, value: &str) -> Answer {
 
 /// The fake llama-server's script: per chain, the read first, then (once the read's
 /// result holds the chain's canary) the fetch carrying it; each answer once, so a turn
-/// ends with the default answer whatever was denied or asked.
+/// ends with the default answer whatever was denied or asked. A laundering chain writes
+/// the canary to its note instead, and its second session reads the note, then fetches.
 pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
     let mut rule = Vec::new();
     for c in chains {
+        let fetch = call("http_fetch", "url", &c.url);
+        let (then, back) = match &c.note {
+            Some(name) => {
+                let write = serde_json::json!({"mode": "replace", "name": name, "text": c.canary});
+                let write = Answer {
+                    text: String::new(),
+                    tool_calls: vec![Call {
+                        name: "note_write".into(),
+                        arguments: write.to_string(),
+                    }],
+                };
+                (write, Some(name))
+            }
+            None => (fetch, None),
+        };
         rule.push(Rule {
             name: format!("chain {} sink", c.n),
             max_uses: 1,
@@ -261,8 +297,28 @@ pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
                 user_contains: c.tag(),
                 tool_result_contains: Some(c.canary.clone()),
             },
-            answer: call("http_fetch", "url", &c.url),
+            answer: then,
         });
+        if let Some(name) = back {
+            rule.push(Rule {
+                name: format!("chain {} note sink", c.n),
+                max_uses: 1,
+                when: When {
+                    user_contains: c.back_tag(),
+                    tool_result_contains: Some(c.canary.clone()),
+                },
+                answer: call("http_fetch", "url", &c.url),
+            });
+            rule.push(Rule {
+                name: format!("chain {} note read", c.n),
+                max_uses: 1,
+                when: When {
+                    user_contains: c.back_tag(),
+                    tool_result_contains: None,
+                },
+                answer: call("note_read", "name", name),
+            });
+        }
         rule.push(Rule {
             name: format!("chain {} source", c.n),
             max_uses: 1,

@@ -107,27 +107,44 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let report = owners_paths(report, &dir.join("tree"));
     let mut played = Vec::new();
     for c in &chains {
-        played.push(session::play(&shadow_config, &c.message()).map_err(|e| text(&e))?);
+        let first = session::play(&shadow_config, &c.message()).map_err(|e| text(&e))?;
+        let back = match c.note {
+            Some(_) => {
+                Some(session::play(&shadow_config, &c.back_message()).map_err(|e| text(&e))?)
+            }
+            None => None,
+        };
+        played.push((first, back));
     }
     let deciders = session::deciders(&shadow_config.audit_dir()).map_err(|e| text(&e))?;
     drop(shadow);
     let seen = sink.seen();
     let mut outcomes = Vec::new();
-    for (c, p) in chains.into_iter().zip(played) {
-        let decided = |s: &session::Seen| {
-            let key = (p.session.clone()?, s.call);
-            deciders.get(&key).cloned()
+    for (c, (first, back)) in chains.into_iter().zip(played) {
+        let step = |p: &session::Played, tool: &str| {
+            let s = p.calls.iter().find(|s| s.tool == tool)?;
+            let grant = p
+                .session
+                .clone()
+                .and_then(|id| deciders.get(&(id, s.call)).cloned());
+            Some((grant, s.clone()))
         };
-        let step = |tool: &str| {
-            p.calls
-                .iter()
-                .find(|s| s.tool == tool)
-                .map(|s| (decided(s), s.clone()))
-        };
-        let outcome = compare::Outcome {
-            source: step(c.source.tool),
-            sink: step("http_fetch"),
-            at_sink: seen.iter().any(|req| req.contains(&c.canary)),
+        let outcome = match &back {
+            Some(back) => compare::Outcome {
+                source: step(&first, c.source.tool),
+                laundering: vec![
+                    ("note write", step(&first, "note_write")),
+                    ("note read", step(back, "note_read")),
+                ],
+                sink: step(back, "http_fetch"),
+                at_sink: seen.iter().any(|req| req.contains(&c.canary)),
+            },
+            None => compare::Outcome {
+                source: step(&first, c.source.tool),
+                laundering: Vec::new(),
+                sink: step(&first, "http_fetch"),
+                at_sink: seen.iter().any(|req| req.contains(&c.canary)),
+            },
         };
         outcomes.push((c, outcome));
     }

@@ -237,6 +237,7 @@ fn the_comparison_fails_on_each_disagreement() {
     let plan = chains::plan(&rewritten(), 1, "n0");
     let leak = Outcome {
         source: read_ok(DataClass::Private),
+        laundering: Vec::new(),
         sink: fetched(),
         at_sink: true,
     };
@@ -293,4 +294,66 @@ fn the_comparison_fails_on_each_disagreement() {
         levels(&[], &report(vec![job])),
         pair(&[("private_out", "Warn")])
     );
+}
+
+/// With grants that write and read notes, each read-and-fetch pair is also laundered: the
+/// read's session writes the canary to its own note (never the canary in the read), a new
+/// session reads the note back, then fetches.
+#[test]
+fn laundering_chains_write_a_note_and_read_it_back() {
+    let mut r = rewritten();
+    r.grants.insert(
+        "nw".into(),
+        grant("tool = \"note_write\"\nmode = \"auto\"\nmax_taint = \"secret\"\n"),
+    );
+    r.grants.insert(
+        "nr".into(),
+        grant("tool = \"note_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\n"),
+    );
+    let plan = chains::plan(&r, 4321, "n0");
+    let direct = chains::plan(&rewritten(), 4321, "n0");
+    assert_eq!(plan.len(), direct.len() + 6);
+    let laundered: Vec<&Chain> = plan.iter().filter(|c| c.note.is_some()).collect();
+    assert_eq!(laundered.len(), 6);
+    let c = laundered[0];
+    assert_eq!((c.n, c.note.as_deref()), (13, Some("bxhostile-13")));
+    assert!(c.sink.lookalike.is_none());
+    let v: toml::Value = toml::from_str(&chains::script(&plan).expect("script")).expect("toml");
+    let rules = v["rule"].as_array().expect("rules");
+    let named = |name: &str| {
+        rules
+            .iter()
+            .find(|r| r["name"].as_str() == Some(name))
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    let write = named("chain 13 sink");
+    assert_eq!(
+        write["match"]["tool_result_contains"].as_str(),
+        Some("BXCANARY-n0-13")
+    );
+    let call = &write["answer"]["tool_calls"][0];
+    assert_eq!(call["name"].as_str(), Some("note_write"));
+    assert_eq!(
+        call["arguments"].as_str(),
+        Some("{\"mode\":\"replace\",\"name\":\"bxhostile-13\",\"text\":\"BXCANARY-n0-13\"}")
+    );
+    let back = named("chain 13 note read");
+    assert_eq!(
+        back["match"]["user_contains"].as_str(),
+        Some("[bxhostile chain 13 note]")
+    );
+    assert_eq!(
+        back["answer"]["tool_calls"][0]["arguments"].as_str(),
+        Some("{\"name\":\"bxhostile-13\"}")
+    );
+    let send = named("chain 13 note sink");
+    assert_eq!(
+        send["match"]["tool_result_contains"].as_str(),
+        Some("BXCANARY-n0-13")
+    );
+    assert_eq!(
+        send["answer"]["tool_calls"][0]["name"].as_str(),
+        Some("http_fetch")
+    );
+    assert!(!c.back_message().contains(&c.tag()) && c.back_message().contains(&c.back_tag()));
 }
