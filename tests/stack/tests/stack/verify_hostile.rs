@@ -305,11 +305,14 @@ fn verify_hostile_launders_through_a_note() {
         );
         home.write_grant(
             "note-write",
-            "tool = \"note_write\"\nmode = \"auto\"\nmax_taint = \"secret\"\n",
+            "tool = \"note_write\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+             result_class = \"public\"\nuntrusted = false\n",
         );
         home.write_grant(
             "note-read",
-            "tool = \"note_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\nuntrusted = false\n",
+            // Public by its grant: the note's own label is all that carries the read's.
+            "tool = \"note_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+             result_class = \"public\"\nuntrusted = false\n",
         );
         let (out, found) = hostile(&home, &[]);
         assert_eq!(out.status.code(), Some(0), "{found:#?}");
@@ -324,7 +327,6 @@ fn verify_hostile_launders_through_a_note() {
                 notes.display()
             )
         );
-        // The notes read as a source of its own is not played: said, never passed.
         let flows: Vec<(&str, &str)> = found
             .iter()
             .filter(|(c, _, _)| c == "private_out")
@@ -333,15 +335,12 @@ fn verify_hostile_launders_through_a_note() {
         if max_taint == "public" {
             assert!(flows.is_empty(), "{flows:#?}");
         } else {
+            assert_eq!(flows.len(), 1, "{flows:#?}");
+            assert_eq!(flows[0].0, "ok");
             assert!(
-                flows.iter().any(|(l, s)| *l == "warn"
-                    && s.starts_with("not tried: a hijacked model can read the notes (private) via grant note-read")),
-                "{flows:#?}"
-            );
-            assert!(
-                flows.iter().any(
-                    |(l, s)| *l == "ok" && s.starts_with("leaked by chain 1, 5, as reported: ")
-                ),
+                flows[0]
+                    .1
+                    .starts_with("leaked by chain 1, 5, as reported: "),
                 "{flows:#?}"
             );
         }
