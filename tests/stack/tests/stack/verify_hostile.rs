@@ -77,7 +77,7 @@ fn hostile(home: &Home, extra: &[&str]) -> (Output, Vec<(String, String, String)
 #[test]
 fn verify_hostile_agrees_with_the_analysis() {
     let expired = "expires = \"2020-01-01T00:00:00.000Z\"";
-    let cases: [(&str, &str, String, &str, Option<&str>); 6] = [
+    let cases: [(&str, &str, String, &str, Option<&str>); 7] = [
         // A private read and an auto fetch at private: leaked, and reported.
         (
             "private-out",
@@ -100,6 +100,14 @@ fn verify_hostile_agrees_with_the_analysis() {
             "private",
             web("ask", "private", ""),
             "asked (the fetch asked you (grant web), and was declined)",
+            None,
+        ),
+        // The read asks (its grant rewritten below): asked, and declined.
+        (
+            "read-asks",
+            "private",
+            web("auto", "private", ""),
+            "asked (the read asked you (grant notes-read), and was declined)",
             None,
         ),
         // A secret source and a fetch at private: stopped.
@@ -129,26 +137,42 @@ fn verify_hostile_agrees_with_the_analysis() {
     ];
     for (name, class, web_grant, verdict, flow) in cases {
         let (home, notes) = home(&format!("hostile-{name}"), class, &web_grant);
+        if name == "read-asks" {
+            let asks = read(class, &notes, "").replace("mode = \"auto\"", "mode = \"ask\"");
+            home.write_grant("notes-read", &asks);
+        }
         let (out, found) = hostile(&home, &[]);
         let ctx = format!("{name}: {found:#?}");
         assert_eq!(out.status.code(), Some(0), "{ctx}");
         let (level, s) = said(&found, "chain 1");
         assert_eq!(level, "ok", "{ctx}");
-        assert_eq!(
-            s,
+        // A read that asked and was declined never labelled the session, nor got to the
+        // fetch.
+        let expected = if name == "read-asks" {
+            format!(
+                "read {} via grant notes-read, then send it to api.example.org: {verdict}",
+                notes.display()
+            )
+        } else {
             format!(
                 "read {} ({class}) via grant notes-read, then send it to api.example.org via \
                  grant web: {verdict}",
                 notes.display()
-            ),
-            "{ctx}"
-        );
-        // The look-alikes: chains 2 to 4, each stopped, none at the sink.
+            )
+        };
+        assert_eq!(s, expected, "{ctx}");
+        // The look-alikes: chains 2 to 4, each stopped by its fetch (or, where the read
+        // asks, by the read), none at the sink.
         for n in 2..=4 {
             let (level, s) = said(&found, &format!("chain {n}"));
             assert_eq!(level, "ok", "{ctx}");
+            let stop = if name == "read-asks" {
+                ": asked (the read asked you"
+            } else {
+                ": stopped (the fetch was denied: no_grant)"
+            };
             assert!(
-                s.contains("look-alike of api.example.org") && s.contains(": stopped ("),
+                s.contains("look-alike of api.example.org") && s.contains(stop),
                 "{ctx}"
             );
         }
@@ -193,7 +217,8 @@ fn verify_hostile_agrees_with_the_analysis() {
 
 /// `if_untrusted = "ask"` on a write grant: a fetch's untrusted result drives no write
 /// without asking, so the analysis reports nothing; without it, the untrusted write is
-/// reported and said as not tried (the shadow plays no writes yet), never as passed.
+/// reported and said as not tried (the shadow plays no writes yet), never as passed; a
+/// job's grant is said as not tried too.
 #[test]
 fn verify_hostile_says_what_it_does_not_try() {
     let home = Home::new("hostile-untrusted", "");
@@ -207,8 +232,16 @@ fn verify_hostile_says_what_it_does_not_try() {
         )
     };
     home.write_grant("www-write", &write("if_untrusted = \"ask\""));
+    // A job's fetch: its runs are not started in the shadow, said as not tried.
+    home.write_grant("brief-web", &web("auto", "secret", "job = \"brief\""));
     let (out, found) = hostile(&home, &[]);
     assert_eq!(out.status.code(), Some(0), "{found:#?}");
+    let (level, s) = said(&found, "not-tried");
+    assert_eq!(level, "warn");
+    assert!(
+        s.starts_with("grant brief-web: not tried: job brief's runs are not started in the shadow"),
+        "{s}"
+    );
     assert!(
         !found.iter().any(|(c, _, _)| c == "untrusted_write"),
         "{found:#?}"

@@ -37,21 +37,28 @@ fn scratch() -> PathBuf {
     ))
 }
 
-/// The self-test's checks; a failure to run it is one `FAIL`.
+/// The self-test's checks; a failure to run it is one `FAIL`, and then the scratch
+/// directory (the shadow's state and logs, canaries only) is kept for a look.
 pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
     let dir = scratch();
-    let result = run(config, analysis, &dir);
-    let _ = std::fs::remove_dir_all(&dir);
-    result.unwrap_or_else(|e| {
-        vec![
+    match run(config, analysis, &dir) {
+        Ok(checks) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            checks
+        }
+        Err(e) => vec![
             Check::fail(
                 Part::Hostile,
                 "shadow",
                 format!("the hostile self-test could not run: {e}"),
             )
-            .help("the shadow's logs were under the scratch directory, now removed; run it again with RUST_LOG=debug"),
-        ]
-    })
+            .help(format!(
+                "the shadow's state and logs are kept in {} (canaries, none of your data): \
+                 its logs/ say more; remove it when done",
+                dir.display()
+            )),
+        ],
+    }
 }
 
 /// The analysis with the shadow's paths said as the owner's (`TREE/P` is `P`).

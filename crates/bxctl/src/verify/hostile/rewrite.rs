@@ -26,6 +26,8 @@ pub struct Rewritten {
     /// Each granted path of the owner's, with its place in the shadow and whether the
     /// owner's is a regular file.
     pub paths: BTreeMap<String, (PathBuf, bool)>,
+    /// The grants left out of the shadow, not tried: MCP, `run`, and a job's (no job runs in
+    /// the shadow, which has no jobs to analyse either).
     pub left: Vec<Left>,
 }
 
@@ -90,6 +92,18 @@ pub fn read(dir: &Path, tree: &Path) -> Result<Rewritten, RewriteError> {
                 grant: id,
                 why: why.to_owned(),
             });
+            continue;
+        }
+        if let Some(job) = &grant.job {
+            out.left.push(Left {
+                grant: id.clone(),
+                why: format!(
+                    "job {job}'s runs are not started in the shadow, which has no jobs: its flows \
+                     are neither analysed nor played there (`bxctl verify flows` reports them)"
+                ),
+            });
+            // A job's grant applies to its runs alone: leaving it out changes no decision
+            // of an ordinary session.
             continue;
         }
         out.grants.insert(id, moved(grant, tree, &mut out.paths));
@@ -162,7 +176,12 @@ mod tests {
         );
         std::fs::write(grants.join("notes.toml"), &notes).expect("grant");
         let web = "tool = \"http_fetch\"\nmode = \"ask\"\nmax_taint = \"public\"\n\
-                   job = \"brief\"\n[constraints]\nhosts = [\"*.wikipedia.org\"]\n";
+                   [constraints]\nhosts = [\"*.wikipedia.org\"]\n";
+        std::fs::write(
+            grants.join("brief-web.toml"),
+            format!("job = \"brief\"\n{web}"),
+        )
+        .expect("grant");
         std::fs::write(grants.join("web.toml"), web).expect("grant");
         std::fs::write(
             grants.join("mcp.toml"),
@@ -174,9 +193,15 @@ mod tests {
         let r = read(&grants, &tree).expect("read");
         assert_eq!(
             r.left.iter().map(|l| l.grant.as_str()).collect::<Vec<_>>(),
-            ["mcp"]
+            ["brief-web", "mcp"]
         );
-        assert!(r.left[0].why.contains("real network"), "{:?}", r.left);
+        assert!(
+            r.left[0]
+                .why
+                .starts_with("job brief's runs are not started")
+        );
+        assert!(r.left[1].why.contains("real network"), "{:?}", r.left);
+        assert_eq!(r.grants.keys().collect::<Vec<_>>(), ["notes", "web"]);
         let mut expected: Grant = proto::from_toml(&notes).expect("owner's");
         expected.constraints.paths = vec![
             tree.join("home/owner/notes").display().to_string(),
