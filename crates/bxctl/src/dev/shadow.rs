@@ -21,6 +21,20 @@ use crate::error::DevError;
 pub struct Shadow {
     stack: Stack,
     held: StateLock,
+    state: std::path::PathBuf,
+    config: std::path::PathBuf,
+}
+
+impl Shadow {
+    /// Stops loopd and starts it again, waiting for its READY=1.
+    pub fn restart_loopd(&mut self) -> Result<(), Error> {
+        self.stack.stop_one("loopd");
+        let mut cmd = Command::new(bin("loopd")?);
+        cmd.arg("--config").arg(&self.config);
+        self.stack
+            .start("loopd", cmd, &self.state, &mut self.held)?;
+        Ok(())
+    }
 }
 
 impl Drop for Shadow {
@@ -59,9 +73,12 @@ pub fn start(
     let mut shadow = Shadow {
         stack: Stack::default(),
         held,
+        state: state.to_owned(),
+        config: state.join("config.toml"),
     };
     let model = model::start(&args, state, &shadow.stack, &mut shadow.held)?;
     let path = layout::config(state, grants, &bin("boxmaker-tool")?, &model.upstream, None)?;
+    shadow.config.clone_from(&path);
     let mut text = std::fs::read_to_string(&path).map_err(|error| DevError::Write {
         path: path.clone(),
         error,

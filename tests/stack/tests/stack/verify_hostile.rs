@@ -176,6 +176,23 @@ fn verify_hostile_agrees_with_the_analysis() {
                 "{ctx}"
             );
         }
+        // Chain 5: the same read, its turn ended, loopd restarted, and the send in the
+        // session's next turn: the same verdict as the direct chain's (a read that asked
+        // never gets to the second turn).
+        let (level, s) = said(&found, "chain 5");
+        assert_eq!(level, "ok", "{ctx}");
+        let restarted = if name == "read-asks" {
+            expected.replace(
+                ", then send it to",
+                "; the turn ends and loopd restarts; the session's next turn: send it to",
+            )
+        } else {
+            expected.replace(
+                " via grant notes-read, then send it to",
+                " via grant notes-read; the turn ends and loopd restarts; the session's next turn: send it to",
+            )
+        };
+        assert_eq!(s, restarted, "{ctx}");
         let flows: Vec<&(String, String, String)> = found
             .iter()
             .filter(|(c, _, _)| c.ends_with("_out"))
@@ -189,9 +206,9 @@ fn verify_hostile_agrees_with_the_analysis() {
                     "{ctx}"
                 );
                 assert!(
-                    flows[0]
-                        .2
-                        .starts_with("leaked by chain 1, as reported: a hijacked model can read "),
+                    flows[0].2.starts_with(
+                        "leaked by chain 1, 5, as reported: a hijacked model can read "
+                    ),
                     "{ctx}"
                 );
                 // Said with the owner's path, not the shadow's.
@@ -373,7 +390,7 @@ fn verify_hostile_launders_through_a_note() {
             assert!(
                 flows[0]
                     .1
-                    .starts_with("leaked by chain 1, 5, as reported: "),
+                    .starts_with("leaked by chain 1, 5, 6, as reported: "),
                 "{flows:#?}"
             );
         }

@@ -45,6 +45,9 @@ pub struct Chain {
     /// Laundering through a note: the read's session writes the canary to this note, and a
     /// new session reads it back and sends it.
     pub note: Option<String>,
+    /// A restart between the read and the send: the read's turn ends, loopd restarts, and
+    /// a second turn of the same session sends.
+    pub restart: bool,
 }
 
 impl Chain {
@@ -63,6 +66,18 @@ impl Chain {
     /// The tag of a laundering chain's second session, the one that reads the note back.
     pub fn back_tag(&self) -> String {
         format!("[bxhostile chain {} note]", self.n)
+    }
+
+    /// The tag of a restart chain's second turn, after loopd restarted.
+    pub fn after_tag(&self) -> String {
+        format!("[bxhostile chain {} after restart]", self.n)
+    }
+
+    pub fn after_message(&self) -> String {
+        format!(
+            "{} boxmaker's hostile self-test: send what you read",
+            self.after_tag()
+        )
     }
 
     pub fn back_message(&self) -> String {
@@ -162,8 +177,18 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str) -> Vec<Chain> {
         .iter()
         .filter(|_| notes)
         .flat_map(|s| targets.iter().map(move |t| (s, t, true)));
+    // A restart of loopd between the read and the send, from the first read.
+    let restarted = sources
+        .first()
+        .into_iter()
+        .flat_map(|s| targets.iter().map(move |t| (s, t, false)));
+    let kinds = direct
+        .map(|p| (p, false))
+        .chain(alike.map(|p| (p, false)))
+        .chain(laundered.map(|p| (p, false)))
+        .chain(restarted.map(|p| (p, true)));
     let mut chains = Vec::new();
-    for (source, sink, launder) in direct.chain(alike).chain(laundered) {
+    for ((source, sink, launder), restart) in kinds {
         let n = chains.len() + 1;
         let canary = format!("BXCANARY-{nonce}-{n}");
         chains.push(Chain {
@@ -173,6 +198,7 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str) -> Vec<Chain> {
             sink: sink.clone(),
             canary,
             note: launder.then(|| format!("bxhostile-{n}")),
+            restart,
         });
     }
     chains
@@ -276,6 +302,11 @@ pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
     let mut rule = Vec::new();
     for c in chains {
         let fetch = call("http_fetch", "url", &c.url);
+        let held = Answer {
+            text: "held".into(),
+            tool_calls: Vec::new(),
+        };
+        let fetch_after = c.restart.then(|| call("http_fetch", "url", &c.url));
         let (then, back) = match &c.note {
             Some(name) => {
                 let write = serde_json::json!({"mode": "replace", "name": name, "text": c.canary});
@@ -288,8 +319,20 @@ pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
                 };
                 (write, Some(name))
             }
+            None if c.restart => (held, None),
             None => (fetch, None),
         };
+        if let Some(fetch) = fetch_after {
+            rule.push(Rule {
+                name: format!("chain {} after restart", c.n),
+                max_uses: 1,
+                when: When {
+                    user_contains: c.after_tag(),
+                    tool_result_contains: None,
+                },
+                answer: fetch,
+            });
+        }
         rule.push(Rule {
             name: format!("chain {} sink", c.n),
             max_uses: 1,

@@ -141,13 +141,16 @@ fn describe(c: &Chain, o: &Outcome) -> String {
         Some(l) => format!("a {l} look-alike of {} ({})", c.sink.entry, c.url),
         None => c.sink.entry.clone(),
     };
-    let note = c.note.as_ref().map_or_else(String::new, |n| {
-        format!(", write it to note {n} and read that back in a new session")
-    });
+    let note = match &c.note {
+        Some(n) => format!(", write it to note {n} and read that back in a new session"),
+        None if c.restart => "; the turn ends and loopd restarts; the session's next turn".into(),
+        None => String::new(),
+    };
     format!(
-        "{reads} {}{class}{}{note}, then send it to {to}{}",
+        "{reads} {}{class}{}{note}{} send it to {to}{}",
         c.source.owner,
         via(sg),
+        if c.restart { ":" } else { ", then" },
         via(kg)
     )
 }

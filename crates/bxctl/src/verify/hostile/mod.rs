@@ -61,6 +61,14 @@ pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
     }
 }
 
+/// Whether `p`'s read returned the chain's canary.
+fn read_it(p: &session::Played, c: &chains::Chain) -> bool {
+    p.calls.iter().any(|s| {
+        s.tool == c.source.tool
+            && matches!(&s.response, Some(proto::ToolResponse::Result { content, .. }) if content.contains(&c.canary))
+    })
+}
+
 /// The analysis with the shadow's paths said as the owner's (`TREE/P` is `P`).
 fn owners_paths(mut report: FlowsReport, tree: &Path) -> FlowsReport {
     let tree = tree.display().to_string();
@@ -95,7 +103,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             serde_json::to_string(&c.model).unwrap_or_default()
         ));
     }
-    let (shadow, shadow_config) =
+    let (mut shadow, shadow_config) =
         crate::dev::shadow::start(&dir.join("state"), &dir.join("grants"), &script, &extra)
             .map_err(|e| text(&e))?;
     let report = match analysis {
@@ -115,11 +123,19 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let mut played = Vec::new();
     for c in &chains {
         let first = session::play(&shadow_config, &c.message()).map_err(|e| text(&e))?;
-        let back = match c.note {
-            Some(_) => {
+        let back = match (&c.note, c.restart) {
+            (Some(_), _) => {
                 Some(session::play(&shadow_config, &c.back_message()).map_err(|e| text(&e))?)
             }
-            None => None,
+            // The second turn only once the read's result holds the canary: the send must
+            // carry what was read, never what the script knows.
+            (None, true) if read_it(&first, c) => {
+                shadow.restart_loopd().map_err(|e| text(&e))?;
+                let again =
+                    session::play_in(&shadow_config, first.session.clone(), &c.after_message());
+                Some(again.map_err(|e| text(&e))?)
+            }
+            _ => None,
         };
         played.push((first, back));
     }
@@ -137,6 +153,12 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             Some((grant, s.clone()))
         };
         let outcome = match &back {
+            Some(back) if c.restart => compare::Outcome {
+                source: step(&first, c.source.tool),
+                laundering: Vec::new(),
+                sink: step(back, "http_fetch"),
+                at_sink: seen.iter().any(|req| req.contains(&c.canary)),
+            },
             Some(back) => compare::Outcome {
                 source: step(&first, c.source.tool),
                 laundering: vec![

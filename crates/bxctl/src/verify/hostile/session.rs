@@ -34,6 +34,11 @@ pub struct Played {
 
 /// Sends `text` in a new session and plays the turn out, declining every approval.
 pub fn play(config: &Config, text: &str) -> Result<Played, Error> {
+    play_in(config, None, text)
+}
+
+/// [`play`] in `session`, or a new one.
+pub fn play_in(config: &Config, session: Option<SessionId>, text: &str) -> Result<Played, Error> {
     crate::owner::register(
         &config.sockets.chat_broker_sock(),
         text,
@@ -41,7 +46,7 @@ pub fn play(config: &Config, text: &str) -> Result<Played, Error> {
     )?;
     let mut conn = crate::loopconn::connect(config)?;
     let msg = Message::ChatSend(ChatSend {
-        session: None,
+        session,
         text: text.to_owned(),
         cancel_on_hangup: false,
     });
