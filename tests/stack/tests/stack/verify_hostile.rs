@@ -396,3 +396,31 @@ fn verify_hostile_launders_through_a_note() {
         }
     }
 }
+
+/// A flow to the consult model is reported by the analysis and not played (the shadow's
+/// consult URL leads to the sink, but no chain consults yet): a `warn`, said with the
+/// owner's consult host, never the sink's.
+#[test]
+fn verify_hostile_says_a_consult_flow_is_not_tried() {
+    let (home, notes) = home("hostile-consult", "private", &web("auto", "public", ""));
+    home.append_config("[broker.consult]\nurl = \"https://api.example.com/v1\"\nmodel = \"big\"\n");
+    home.write_grant(
+        "consult-remote",
+        "tool = \"consult\"\nmode = \"auto\"\nmax_taint = \"private\"\nsecret = \"consult-key\"\n\
+         result_class = \"public\"\nuntrusted = false\n",
+    );
+    let (out, found) = hostile(&home, &[]);
+    assert_eq!(out.status.code(), Some(0), "{found:#?}");
+    let (level, s) = said(&found, "private_out");
+    assert_eq!(level, "warn", "{found:#?}");
+    assert_eq!(
+        s,
+        format!(
+            "not tried: a hijacked model can read {} (private) via grant notes-read and send it \
+             to the consult model at api.example.com via grant consult-remote, without asking \
+             you: set max_taint = \"public\" on consult-remote, or mode = \"ask\" (a sink of \
+             consult is not played yet (fetches are))",
+            notes.display()
+        )
+    );
+}

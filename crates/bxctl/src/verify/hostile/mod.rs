@@ -69,16 +69,36 @@ fn read_it(p: &session::Played, c: &chains::Chain) -> bool {
     })
 }
 
-/// The analysis with the shadow's paths said as the owner's (`TREE/P` is `P`).
-fn owners_paths(mut report: FlowsReport, tree: &Path) -> FlowsReport {
+/// The analysis said as the owner's: the shadow's paths as the owner's (`TREE/P` is `P`),
+/// and the consult model at its own host rather than the sink's.
+fn owners_paths(
+    mut report: FlowsReport,
+    tree: &Path,
+    consult: Option<(String, String)>,
+) -> FlowsReport {
     let tree = tree.display().to_string();
+    let said = |t: &str| {
+        let t = t.replace(&tree, "");
+        match &consult {
+            Some((shadow, owner)) => t.replace(
+                &format!("the consult model at {shadow}"),
+                &format!("the consult model at {owner}"),
+            ),
+            None => t,
+        }
+    };
     for f in &mut report.flows {
-        f.text = f.text.replace(&tree, "");
+        f.text = said(&f.text);
         for step in [&mut f.source, &mut f.sink] {
-            step.what = step.what.replace(&tree, "");
+            step.what = said(&step.what);
         }
     }
     report
+}
+
+/// The host of a consult URL, as the analysis names it.
+fn consult_host(url: &str) -> String {
+    grants::constraints::normalize_url(url).map_or_else(|_| url.to_owned(), |(_, h)| h.to_string())
 }
 
 fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check>, String> {
@@ -119,7 +139,11 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             Err(e) => return Err(text(&e)),
         },
     };
-    let report = owners_paths(report, &dir.join("tree"));
+    let consult = config.broker.consult.as_ref().map(|c| {
+        let shadow = consult_host(&format!("http://{}/v1", sink.addr));
+        (shadow, consult_host(&c.url))
+    });
+    let report = owners_paths(report, &dir.join("tree"), consult);
     let mut played = Vec::new();
     for c in &chains {
         let first = session::play(&shadow_config, &c.message()).map_err(|e| text(&e))?;
