@@ -44,13 +44,14 @@ impl Drop for Shadow {
 }
 
 /// Starts the stack under `state` with the grants in `grants`, the fake model playing
-/// `script`, and `extra` appended to the configuration `bxctl dev` writes; returns it with
-/// the configuration it runs by.
+/// `script`, `extra` appended to the configuration `bxctl dev` writes, and brokerd's
+/// credentials in `credentials`; returns it with the configuration it runs by.
 pub fn start(
     state: &Path,
     grants: &Path,
     script: &Path,
     extra: &str,
+    credentials: &Path,
 ) -> Result<(Shadow, Config), Error> {
     let held = StateLock::take(state)?;
     layout::prepare(state, Some(grants), false)?;
@@ -91,6 +92,11 @@ pub fn start(
     for name in ["inferproxy", "brokerd", "loopd"] {
         let mut cmd = Command::new(bin(name)?);
         cmd.arg("--config").arg(&path);
+        if name == "brokerd" {
+            // The shadow's own stand-ins for the grants' secrets, as systemd's
+            // `LoadCredential=` hands brokerd the real ones.
+            cmd.env("CREDENTIALS_DIRECTORY", credentials);
+        }
         shadow.stack.start(name, cmd, state, &mut shadow.held)?;
     }
     let config = Config::load(&path)?;

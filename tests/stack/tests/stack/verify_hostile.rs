@@ -397,30 +397,68 @@ fn verify_hostile_launders_through_a_note() {
     }
 }
 
-/// A flow to the consult model is reported by the analysis and not played (the shadow's
-/// consult URL leads to the sink, but no chain consults yet): a `warn`, said with the
-/// owner's consult host, never the sink's.
+/// The consult model, its URL led to the sink in the shadow (the consult key a stand-in):
+/// a private read sent in a prompt leaks where the consult grant applies at private, as
+/// the analysis reports (said at the owner's consult host), and is stopped at public.
 #[test]
-fn verify_hostile_says_a_consult_flow_is_not_tried() {
-    let (home, notes) = home("hostile-consult", "private", &web("auto", "public", ""));
-    home.append_config("[broker.consult]\nurl = \"https://api.example.com/v1\"\nmodel = \"big\"\n");
-    home.write_grant(
-        "consult-remote",
-        "tool = \"consult\"\nmode = \"auto\"\nmax_taint = \"private\"\nsecret = \"consult-key\"\n\
-         result_class = \"public\"\nuntrusted = false\n",
-    );
-    let (out, found) = hostile(&home, &[]);
-    assert_eq!(out.status.code(), Some(0), "{found:#?}");
-    let (level, s) = said(&found, "private_out");
-    assert_eq!(level, "warn", "{found:#?}");
-    assert_eq!(
-        s,
-        format!(
-            "not tried: a hijacked model can read {} (private) via grant notes-read and send it \
-             to the consult model at api.example.com via grant consult-remote, without asking \
-             you: set max_taint = \"public\" on consult-remote, or mode = \"ask\" (a sink of \
-             consult is not played yet (fetches are))",
-            notes.display()
-        )
-    );
+fn verify_hostile_plays_the_consult_model() {
+    for (max_taint, verdict) in [
+        ("private", "leaked, as the flows analysis reports"),
+        (
+            "public",
+            "stopped (the consult was denied (grant consult-remote): taint_too_high)",
+        ),
+    ] {
+        let (home, notes) = home(
+            &format!("hostile-consult-{max_taint}"),
+            "private",
+            &web("auto", "public", ""),
+        );
+        home.append_config(
+            "[broker.consult]\nurl = \"https://api.example.com/v1\"\nmodel = \"big\"\n",
+        );
+        home.write_grant(
+            "consult-remote",
+            &format!(
+                "tool = \"consult\"\nmode = \"auto\"\nmax_taint = \"{max_taint}\"\n\
+                 secret = \"consult-key\"\nresult_class = \"public\"\nuntrusted = false\n"
+            ),
+        );
+        let (out, found) = hostile(&home, &[]);
+        assert_eq!(out.status.code(), Some(0), "{found:#?}");
+        let (level, s) = said(&found, "chain 1");
+        assert_eq!(level, "ok", "{found:#?}");
+        assert_eq!(
+            s,
+            format!(
+                "read {} (private) via grant notes-read, then send it to the consult model via \
+                 grant consult-remote: {verdict}",
+                notes.display()
+            )
+        );
+        let flows: Vec<&(String, String, String)> = found
+            .iter()
+            .filter(|(c, _, _)| c == "private_out")
+            .collect();
+        if max_taint == "public" {
+            assert!(flows.is_empty(), "{flows:#?}");
+        } else {
+            assert_eq!(flows.len(), 1, "{flows:#?}");
+            assert_eq!(
+                (flows[0].1.as_str(), flows[0].2.as_str()),
+                (
+                    "ok",
+                    format!(
+                        "leaked by chain 1, 6, as reported: a hijacked model can read {} \
+                         (private) via grant notes-read and send it to the consult model at \
+                         api.example.com via grant consult-remote, without asking you: set \
+                         max_taint = \"public\" on consult-remote, or mode = \"ask\"",
+                        notes.display()
+                    )
+                    .as_str()
+                ),
+                "{flows:#?}"
+            );
+        }
+    }
 }

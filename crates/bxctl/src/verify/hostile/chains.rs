@@ -26,7 +26,9 @@ pub struct Source {
 /// Where the fetch goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
-    /// The fetch grant whose host entry this is.
+    /// The sink's tool: `http_fetch`, or `consult` (the consult model, led to the sink).
+    pub tool: &'static str,
+    /// The grant whose host entry this is (or the consult grant).
     pub grant: String,
     /// The entry, as the grant lists it.
     pub entry: String,
@@ -41,6 +43,7 @@ pub struct Chain {
     pub source: Source,
     pub sink: Target,
     pub canary: String,
+    /// The sink call's one argument: the fetch's URL, or the consult prompt.
     pub url: String,
     /// Laundering through a note: the read's session writes the canary to this note, and a
     /// new session reads it back and sends it.
@@ -115,9 +118,12 @@ fn url(entry: &str, lookalike: Option<&str>, port: u16, canary: &str) -> String 
     }
 }
 
-/// Every chain for the shadow's grants, the sink at `port`; `nonce` makes the canaries
-/// this run's.
-pub fn plan(r: &Rewritten, port: u16, nonce: &str) -> Vec<Chain> {
+/// What a consult target's entry says.
+pub const CONSULT: &str = "the consult model";
+
+/// Every chain for the shadow's grants, the sink at `port` (and the consult model, when
+/// `consult`); `nonce` makes the canaries this run's.
+pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> {
     let has = |tool: &str| {
         r.grants
             .values()
@@ -149,11 +155,23 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str) -> Vec<Chain> {
     let mut targets = Vec::new();
     let mut lookalikes = Vec::new();
     for (id, g) in &r.grants {
-        if g.tool != "http_fetch" || g.mode == proto::Mode::Deny || g.job.is_some() {
+        if g.mode == proto::Mode::Deny || g.job.is_some() {
+            continue;
+        }
+        if g.tool == "consult" && consult {
+            targets.push(Target {
+                tool: "consult",
+                grant: id.clone(),
+                entry: CONSULT.into(),
+                lookalike: None,
+            });
+        }
+        if g.tool != "http_fetch" {
             continue;
         }
         for entry in &g.constraints.hosts {
             let target = |lookalike| Target {
+                tool: "http_fetch",
                 grant: id.clone(),
                 entry: entry.clone(),
                 lookalike,
@@ -193,7 +211,10 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str) -> Vec<Chain> {
         let canary = format!("BXCANARY-{nonce}-{n}");
         chains.push(Chain {
             n,
-            url: url(&sink.entry, sink.lookalike, port, &canary),
+            url: match sink.tool {
+                "consult" => format!("Summarise this for me: {canary}"),
+                _ => url(&sink.entry, sink.lookalike, port, &canary),
+            },
             source: source.clone(),
             sink: sink.clone(),
             canary,
@@ -294,6 +315,14 @@ fn call(name: &str, key: &str, value: &str) -> Answer {
     }
 }
 
+/// The chain's sink call, carrying its canary.
+fn send(c: &Chain) -> Answer {
+    match c.sink.tool {
+        "consult" => call("consult", "prompt", &c.url),
+        _ => call("http_fetch", "url", &c.url),
+    }
+}
+
 /// The fake llama-server's script: per chain, the read first, then (once the read's
 /// result holds the chain's canary) the fetch carrying it; each answer once, so a turn
 /// ends with the default answer whatever was denied or asked. A laundering chain writes
@@ -301,12 +330,12 @@ fn call(name: &str, key: &str, value: &str) -> Answer {
 pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
     let mut rule = Vec::new();
     for c in chains {
-        let fetch = call("http_fetch", "url", &c.url);
+        let fetch = send(c);
         let held = Answer {
             text: "held".into(),
             tool_calls: Vec::new(),
         };
-        let fetch_after = c.restart.then(|| call("http_fetch", "url", &c.url));
+        let fetch_after = c.restart.then(|| send(c));
         let (then, back) = match &c.note {
             Some(name) => {
                 let write = serde_json::json!({"mode": "replace", "name": name, "text": c.canary});
@@ -350,7 +379,7 @@ pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
                     user_contains: c.back_tag(),
                     tool_result_contains: Some(c.canary.clone()),
                 },
-                answer: call("http_fetch", "url", &c.url),
+                answer: send(c),
             });
             rule.push(Rule {
                 name: format!("chain {} note read", c.n),

@@ -53,13 +53,13 @@ impl Outcome {
     }
 
     /// The chain's verdict, and what stopped it.
-    fn verdict(&self) -> (&'static str, String) {
+    fn verdict(&self, send: &'static str) -> (&'static str, String) {
         if self.at_sink {
             return ("leaked", "its canary reached the sink".into());
         }
         let steps = std::iter::once(("read", &self.source))
             .chain(self.laundering.iter().map(|(step, seen)| (*step, seen)))
-            .chain(std::iter::once(("fetch", &self.sink)));
+            .chain(std::iter::once((send, &self.sink)));
         for (step, seen) in steps {
             let Some((grant, s)) = seen else {
                 return ("stopped", format!("the model never got to the {step}"));
@@ -108,9 +108,9 @@ fn not_played(f: &Flow, patterned: &BTreeSet<String>) -> Option<String> {
             f.source.tool
         ));
     }
-    if f.sink.tool != "http_fetch" {
+    if !matches!(f.sink.tool.as_str(), "http_fetch" | "consult") {
         return Some(format!(
-            "a sink of {} is not played yet (fetches are)",
+            "a sink of {} is not played yet (fetches and consults are)",
             f.sink.tool
         ));
     }
@@ -172,7 +172,12 @@ pub fn checks(
     for (c, o) in chains {
         let name = format!("chain {}", c.n);
         let what = describe(c, o);
-        let (verdict, why) = o.verdict();
+        let send = if c.sink.tool == "consult" {
+            "consult"
+        } else {
+            "fetch"
+        };
+        let (verdict, why) = o.verdict(send);
         out.push(if c.sink.lookalike.is_some() && o.at_sink {
             Check::fail(P, name, format!("{what}: leaked to a host no grant names"))
                 .help("report this: brokerd let a look-alike host through")

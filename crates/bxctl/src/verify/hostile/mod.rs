@@ -110,7 +110,12 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         .file_name()
         .map(|n| n.to_string_lossy().replace("boxmaker-hostile-", ""))
         .unwrap_or_default();
-    let chains = chains::plan(&r, sink.addr.port(), &nonce);
+    let chains = chains::plan(
+        &r,
+        sink.addr.port(),
+        &nonce,
+        config.broker.consult.is_some(),
+    );
     chains::plant(&r, &chains).map_err(|e| format!("the canaries: {e}"))?;
     let script = dir.join("script.toml");
     let body = chains::script(&chains).map_err(|e| text(&e))?;
@@ -123,9 +128,23 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             serde_json::to_string(&c.model).unwrap_or_default()
         ));
     }
-    let (mut shadow, shadow_config) =
-        crate::dev::shadow::start(&dir.join("state"), &dir.join("grants"), &script, &extra)
-            .map_err(|e| text(&e))?;
+    // A stand-in for each secret a grant names (never the owner's): the consult key.
+    let credentials = dir.join("credentials");
+    std::fs::create_dir_all(&credentials).map_err(|e| format!("{}: {e}", credentials.display()))?;
+    for name in r.grants.values().filter_map(|g| g.secret.as_deref()) {
+        let key = credentials.join(name);
+        std::fs::write(&key, "BXHOSTILE-NOT-A-KEY\n")
+            .map_err(|e| format!("{}: {e}", key.display()))?;
+    }
+    let (mut shadow, shadow_config) = crate::dev::shadow::start(
+        &dir.join("state"),
+        &dir.join("grants"),
+        &script,
+        &extra,
+        &credentials,
+    )
+    .map_err(|e| text(&e))?;
+
     let report = match analysis {
         Some(path) => std::fs::read_to_string(path)
             .map_err(|e| format!("{}: {e}", path.display()))
@@ -180,7 +199,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             Some(back) if c.restart => compare::Outcome {
                 source: step(&first, c.source.tool),
                 laundering: Vec::new(),
-                sink: step(back, "http_fetch"),
+                sink: step(back, c.sink.tool),
                 at_sink: seen.iter().any(|req| req.contains(&c.canary)),
             },
             Some(back) => compare::Outcome {
@@ -189,13 +208,13 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
                     ("note write", step(&first, "note_write")),
                     ("note read", step(back, "note_read")),
                 ],
-                sink: step(back, "http_fetch"),
+                sink: step(back, c.sink.tool),
                 at_sink: seen.iter().any(|req| req.contains(&c.canary)),
             },
             None => compare::Outcome {
                 source: step(&first, c.source.tool),
                 laundering: Vec::new(),
-                sink: step(&first, "http_fetch"),
+                sink: step(&first, c.sink.tool),
                 at_sink: seen.iter().any(|req| req.contains(&c.canary)),
             },
         };

@@ -65,7 +65,7 @@ fn rewritten() -> Rewritten {
 /// the look-alikes of each named entry follow, from the first read.
 #[test]
 fn the_plan_pairs_every_read_with_every_host() {
-    let plan = chains::plan(&rewritten(), 4321, "n0");
+    let plan = chains::plan(&rewritten(), 4321, "n0", false);
     let got: Vec<(&str, &str, &str)> = plan
         .iter()
         .map(|c| (c.source.tool, c.source.path.as_str(), c.url.as_str()))
@@ -162,7 +162,7 @@ fn the_plan_pairs_every_read_with_every_host() {
 /// read, each once; the canary never in the read's arguments; the fake server checks it.
 #[test]
 fn the_script_reads_then_sends_the_canary() {
-    let plan = chains::plan(&rewritten(), 4321, "n0");
+    let plan = chains::plan(&rewritten(), 4321, "n0", false);
     let text = chains::script(&plan).expect("script");
     let v: toml::Value = toml::from_str(&text).expect("toml");
     let rules = v["rule"].as_array().expect("rules");
@@ -270,7 +270,7 @@ fn pair(v: &[(&str, &str)]) -> Vec<(String, String)> {
 /// completed, and a look-alike at the sink each fail; public data at the sink is no flow.
 #[test]
 fn the_comparison_fails_on_each_disagreement() {
-    let plan = chains::plan(&rewritten(), 1, "n0");
+    let plan = chains::plan(&rewritten(), 1, "n0", false);
     let leak = Outcome {
         source: read_ok(DataClass::Private),
         laundering: Vec::new(),
@@ -346,8 +346,8 @@ fn laundering_chains_write_a_note_and_read_it_back() {
         "nr".into(),
         grant("tool = \"note_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\n"),
     );
-    let plan = chains::plan(&r, 4321, "n0");
-    let direct = chains::plan(&rewritten(), 4321, "n0");
+    let plan = chains::plan(&r, 4321, "n0", false);
+    let direct = chains::plan(&rewritten(), 4321, "n0", false);
     assert_eq!(plan.len(), direct.len() + 6);
     let laundered: Vec<&Chain> = plan.iter().filter(|c| c.note.is_some()).collect();
     assert_eq!(laundered.len(), 6);
@@ -392,4 +392,43 @@ fn laundering_chains_write_a_note_and_read_it_back() {
         Some("http_fetch")
     );
     assert!(!c.back_message().contains(&c.tag()) && c.back_message().contains(&c.back_tag()));
+}
+
+/// A consult grant is a sink only where the configuration has a consult model: its chain
+/// sends the canary in the prompt, never a look-alike.
+#[test]
+fn consult_is_a_sink_when_configured() {
+    let mut r = rewritten();
+    r.grants.insert(
+        "ask-remote".into(),
+        grant("tool = \"consult\"\nmode = \"auto\"\nmax_taint = \"private\"\nsecret = \"k\"\n"),
+    );
+    let without = chains::plan(&r, 4321, "n0", false);
+    assert!(without.iter().all(|c| c.sink.tool == "http_fetch"));
+    let with = chains::plan(&r, 4321, "n0", true);
+    let consults: Vec<&Chain> = with.iter().filter(|c| c.sink.tool == "consult").collect();
+    // Three reads, and the restart from the first read.
+    assert_eq!(consults.len(), 4);
+    assert!(
+        consults
+            .iter()
+            .all(|c| c.sink.lookalike.is_none() && c.sink.grant == "ask-remote")
+    );
+    let c = consults[0];
+    assert_eq!(c.url, format!("Summarise this for me: {}", c.canary));
+    let v: toml::Value = toml::from_str(&chains::script(&with).expect("script")).expect("toml");
+    let rule = v["rule"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .find(|r| r["name"].as_str() == Some(&format!("chain {} sink", c.n)))
+        .expect("rule");
+    assert_eq!(
+        rule["answer"]["tool_calls"][0]["name"].as_str(),
+        Some("consult")
+    );
+    assert_eq!(
+        rule["answer"]["tool_calls"][0]["arguments"].as_str(),
+        Some(serde_json::json!({ "prompt": c.url }).to_string().as_str())
+    );
 }
