@@ -232,46 +232,62 @@ fn verify_hostile_agrees_with_the_analysis() {
     }
 }
 
-/// `if_untrusted = "ask"` on a write grant: a fetch's untrusted result drives no write
-/// without asking, so the analysis reports nothing; without it, the untrusted write is
-/// reported and said as not tried (the shadow plays no writes yet), never as passed; a
-/// job's grant is said as not tried too.
+/// Untrusted content driving a write: a fetch's answer (the sink's, untrusted) written
+/// under a write grant. With `if_untrusted = "ask"` the write asks, and the analysis
+/// reports nothing; without it the chain writes in the shadow (never the owner's
+/// directory), as the analysis reports. A job's grant is said as not tried.
 #[test]
-fn verify_hostile_says_what_it_does_not_try() {
+fn verify_hostile_plays_an_untrusted_write() {
     let home = Home::new("hostile-untrusted", "");
     let www = home.files("www", &[("index.html", "<p>hi</p>\n")]);
-    home.write_grant("web", &web("auto", "public", "untrusted = true"));
+    home.write_grant("web", &web("auto", "private", "untrusted = true"));
     let write = |extra: &str| {
         format!(
-            "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"public\"\n{extra}\n\
+            "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"private\"\n{extra}\n\
              [constraints]\npaths = [\"{}\"]\n",
             www.display()
         )
     };
     home.write_grant("www-write", &write("if_untrusted = \"ask\""));
-    // A job's fetch: its runs are not started in the shadow, said as not tried.
     home.write_grant("brief-web", &web("auto", "secret", "job = \"brief\""));
     let (out, found) = hostile(&home, &[]);
     assert_eq!(out.status.code(), Some(0), "{found:#?}");
     let (level, s) = said(&found, "not-tried");
     assert_eq!(level, "warn");
     assert!(
-        s.starts_with("grant brief-web: not tried: job brief's runs are not started in the shadow"),
+        s.starts_with("grant brief-web: not tried: job brief's runs are not started"),
         "{s}"
     );
     assert!(
         !found.iter().any(|(c, _, _)| c == "untrusted_write"),
         "{found:#?}"
     );
+    let chain = |verdict: &str| {
+        format!(
+            "fetch from api.example.org (private) via grant web, then write it under {} via \
+             grant www-write: {verdict}",
+            www.display()
+        )
+    };
+    let asked = "asked (the write asked you (grant www-write), and was declined)";
+    assert_eq!(said(&found, "chain 1"), ("ok", chain(asked).as_str()));
     home.write_grant("www-write", &write(""));
     let (out, found) = hostile(&home, &[]);
     assert_eq!(out.status.code(), Some(0), "{found:#?}");
+    let leaked = "leaked, as the flows analysis reports";
+    assert_eq!(said(&found, "chain 1"), ("ok", chain(leaked).as_str()));
     let (level, s) = said(&found, "untrusted_write");
-    assert_eq!(level, "warn", "{found:#?}");
+    assert_eq!(level, "ok", "{found:#?}");
     assert!(
-        s.starts_with("not tried: a hijacked model can fetch from api.example.org")
-            && s.ends_with("(untrusted content driving a write is not played yet)"),
+        s.starts_with(
+            "leaked by chain 1, as reported: a hijacked model can fetch from api.example.org"
+        ),
         "{s}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&www).expect("www").count(),
+        1,
+        "the owner's directory"
     );
 }
 

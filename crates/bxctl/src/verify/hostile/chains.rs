@@ -26,7 +26,8 @@ pub struct Source {
 /// Where the fetch goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
-    /// The sink's tool: `http_fetch`, or `consult` (the consult model, led to the sink).
+    /// The sink's tool: `http_fetch`, `consult` (the consult model, led to the sink), or
+    /// `write_file` after untrusted content.
     pub tool: &'static str,
     /// The grant whose host entry this is (or the consult grant).
     pub grant: String,
@@ -43,7 +44,7 @@ pub struct Chain {
     pub source: Source,
     pub sink: Target,
     pub canary: String,
-    /// The sink call's one argument: the fetch's URL, or the consult prompt.
+    /// The sink call's subject: the fetch's URL, the consult prompt, or the path written.
     pub url: String,
     /// Laundering through a note: the read's session writes the canary to this note, and a
     /// new session reads it back and sends it.
@@ -222,7 +223,60 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
             restart,
         });
     }
+    untrusted_writes(r, &targets, port, nonce, &mut chains);
     chains
+}
+
+/// Untrusted content driving a write: each fetch (the sink's answer, which carries
+/// `BXWRITE-TOKEN` for the chain's token, untrusted as its grant says), then a
+/// `write_file` of what it answered under each path of each write grant of an ordinary
+/// session. What the chain wrote is looked for there.
+fn untrusted_writes(
+    r: &Rewritten,
+    fetches: &[Target],
+    port: u16,
+    nonce: &str,
+    chains: &mut Vec<Chain>,
+) {
+    let mut writes = Vec::new();
+    for (id, g) in &r.grants {
+        if g.tool != "write_file" || g.mode == proto::Mode::Deny || g.job.is_some() {
+            continue;
+        }
+        for (owner, (shadow, file)) in &r.paths {
+            if g.constraints.paths.contains(&shadow.display().to_string()) {
+                writes.push((id, owner, shadow.display().to_string(), *file));
+            }
+        }
+    }
+    for fetch in fetches.iter().filter(|t| t.tool == "http_fetch") {
+        for (grant, owner, shadow, file) in &writes {
+            let n = chains.len() + 1;
+            let token = format!("BXCANARY-{nonce}-{n}");
+            chains.push(Chain {
+                n,
+                source: Source {
+                    tool: "http_fetch",
+                    owner: fetch.entry.clone(),
+                    path: url(&fetch.entry, None, port, &token),
+                },
+                sink: Target {
+                    tool: "write_file",
+                    grant: (*grant).clone(),
+                    entry: (*owner).clone(),
+                    lookalike: None,
+                },
+                canary: format!("{}{token}", super::sink::WRITE),
+                url: if *file {
+                    shadow.clone()
+                } else {
+                    format!("{shadow}/bxhostile-{n}.txt")
+                },
+                note: None,
+                restart: false,
+            });
+        }
+    }
 }
 
 /// Makes every granted path in the shadow and the canaries the chains read there: a
@@ -317,10 +371,26 @@ fn call(name: &str, key: &str, value: &str) -> Answer {
 
 /// The chain's sink call, carrying its canary.
 fn send(c: &Chain) -> Answer {
+    let write = |mode: &str| Answer {
+        text: String::new(),
+        tool_calls: vec![Call {
+            name: "write_file".into(),
+            arguments: serde_json::json!({"content": c.canary, "mode": mode, "path": c.url})
+                .to_string(),
+        }],
+    };
     match c.sink.tool {
         "consult" => call("consult", "prompt", &c.url),
+        // A new file in a granted directory; added to a granted file.
+        "write_file" if c.url.ends_with(&format!("/bxhostile-{}.txt", c.n)) => write("create"),
+        "write_file" => write("append"),
         _ => call("http_fetch", "url", &c.url),
     }
+}
+
+/// The argument a source call names its subject by.
+fn subject(tool: &str) -> &'static str {
+    if tool == "http_fetch" { "url" } else { "path" }
 }
 
 /// The fake llama-server's script: per chain, the read first, then (once the read's
@@ -398,7 +468,7 @@ pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
                 user_contains: c.tag(),
                 tool_result_contains: None,
             },
-            answer: call(c.source.tool, "path", &c.source.path),
+            answer: call(c.source.tool, subject(c.source.tool), &c.source.path),
         });
     }
     toml::to_string(&Script {

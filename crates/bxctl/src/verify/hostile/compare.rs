@@ -30,8 +30,11 @@ pub struct Outcome {
     pub laundering: Vec<(&'static str, Call)>,
     /// The fetch, likewise; absent when the model never got to it.
     pub sink: Call,
-    /// The chain's canary reached the sink.
+    /// The chain's canary reached the sink (or, for a write, the file the chain wrote).
     pub at_sink: bool,
+    /// The chain is untrusted content driving a write: what counts is that its source was
+    /// untrusted, not its class.
+    pub write: bool,
 }
 
 impl Outcome {
@@ -45,7 +48,19 @@ impl Outcome {
 
     /// A flow the analysis must report: private or secret data at the sink.
     fn leaked(&self) -> bool {
-        self.at_sink && self.class().is_some_and(|c| c != DataClass::Public)
+        let untrusted = matches!(
+            self.source.as_ref().and_then(|(_, s)| s.response.as_ref()),
+            Some(ToolResponse::Result {
+                untrusted: true,
+                ..
+            })
+        );
+        self.at_sink
+            && if self.write {
+                untrusted
+            } else {
+                self.class().is_some_and(|c| c != DataClass::Public)
+            }
     }
 
     fn grants(&self) -> (Option<&str>, Option<&str>) {
@@ -100,7 +115,19 @@ fn not_played(f: &Flow, patterned: &BTreeSet<String>) -> Option<String> {
         return Some(format!("job {job}'s runs are not started in the shadow"));
     }
     if f.severity == proto::flows::Severity::UntrustedWrite {
-        return Some("untrusted content driving a write is not played yet".into());
+        if f.source.tool != "http_fetch" || f.sink.tool != "write_file" {
+            return Some(format!(
+                "untrusted content from {} driving {} is not played yet (a fetch driving \
+                 write_file is)",
+                f.source.tool, f.sink.tool
+            ));
+        }
+        return match &f.sink.grant {
+            Some(g) if patterned.contains(g) => Some(format!(
+                "grant {g} names patterns, and the file written is named by the shadow"
+            )),
+            _ => None,
+        };
     }
     if !matches!(f.source.tool.as_str(), "read_file" | "list_dir") {
         return Some(format!(
@@ -132,10 +159,10 @@ fn describe(c: &Chain, o: &Outcome) -> String {
         .class()
         .map_or_else(String::new, |c| format!(" ({})", c.as_str()));
     let via = |g: Option<&str>| g.map_or_else(String::new, |g| format!(" via grant {g}"));
-    let reads = if c.source.tool == "list_dir" {
-        "list"
-    } else {
-        "read"
+    let reads = match c.source.tool {
+        "list_dir" => "list",
+        "http_fetch" => "fetch from",
+        _ => "read",
     };
     let to = match c.sink.lookalike {
         Some(l) => format!("a {l} look-alike of {} ({})", c.sink.entry, c.url),
@@ -146,8 +173,13 @@ fn describe(c: &Chain, o: &Outcome) -> String {
         None if c.restart => "; the turn ends and loopd restarts; the session's next turn".into(),
         None => String::new(),
     };
+    let act = if c.sink.tool == "write_file" {
+        format!("write it under {to}")
+    } else {
+        format!("send it to {to}")
+    };
     format!(
-        "{reads} {}{class}{}{note}{} send it to {to}{}",
+        "{reads} {}{class}{}{note}{} {act}{}",
         c.source.owner,
         via(sg),
         if c.restart { ":" } else { ", then" },
@@ -172,10 +204,10 @@ pub fn checks(
     for (c, o) in chains {
         let name = format!("chain {}", c.n);
         let what = describe(c, o);
-        let send = if c.sink.tool == "consult" {
-            "consult"
-        } else {
-            "fetch"
+        let send = match c.sink.tool {
+            "consult" => "consult",
+            "write_file" => "write",
+            _ => "fetch",
         };
         let (verdict, why) = o.verdict(send);
         out.push(if c.sink.lookalike.is_some() && o.at_sink {

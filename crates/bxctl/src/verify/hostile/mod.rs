@@ -195,12 +195,20 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
                 .and_then(|id| deciders.get(&(id, s.call)).cloned());
             Some((grant, s.clone()))
         };
+        // A write chain's canary is looked for where it wrote; any other's at the sink.
+        let write = c.sink.tool == "write_file";
+        let at_sink = if write {
+            std::fs::read_to_string(&c.url).is_ok_and(|t| t.contains(&c.canary))
+        } else {
+            seen.iter().any(|req| req.contains(&c.canary))
+        };
         let outcome = match &back {
             Some(back) if c.restart => compare::Outcome {
                 source: step(&first, c.source.tool),
                 laundering: Vec::new(),
                 sink: step(back, c.sink.tool),
-                at_sink: seen.iter().any(|req| req.contains(&c.canary)),
+                at_sink,
+                write,
             },
             Some(back) => compare::Outcome {
                 source: step(&first, c.source.tool),
@@ -209,13 +217,15 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
                     ("note read", step(back, "note_read")),
                 ],
                 sink: step(back, c.sink.tool),
-                at_sink: seen.iter().any(|req| req.contains(&c.canary)),
+                at_sink,
+                write,
             },
             None => compare::Outcome {
                 source: step(&first, c.source.tool),
                 laundering: Vec::new(),
                 sink: step(&first, c.sink.tool),
-                at_sink: seen.iter().any(|req| req.contains(&c.canary)),
+                at_sink,
+                write,
             },
         };
         outcomes.push((c, outcome));

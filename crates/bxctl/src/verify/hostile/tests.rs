@@ -276,6 +276,7 @@ fn the_comparison_fails_on_each_disagreement() {
         laundering: Vec::new(),
         sink: fetched(),
         at_sink: true,
+        write: false,
     };
     let one = vec![(plan[0].clone(), leak.clone())];
     assert_eq!(
@@ -430,5 +431,64 @@ fn consult_is_a_sink_when_configured() {
     assert_eq!(
         rule["answer"]["tool_calls"][0]["arguments"].as_str(),
         Some(serde_json::json!({ "prompt": c.url }).to_string().as_str())
+    );
+}
+
+/// Each fetch host drives a write under each path of each write grant: the fetch's URL
+/// carries a token, the sink answers `BXWRITE-TOKEN`, and only that answer (in no request)
+/// is what the write carries; a new file in a directory, added to a granted file.
+#[test]
+fn untrusted_writes_fetch_then_write_what_the_sink_answered() {
+    let mut r = rewritten();
+    r.grants.insert(
+        "www".into(),
+        grant(
+            "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\n\
+             paths = [\"/s/tree/home/owner/notes\", \"/s/tree/home/owner/todo.md\"]\n",
+        ),
+    );
+    let plan = chains::plan(&r, 4321, "n0", false);
+    let writes: Vec<&Chain> = plan
+        .iter()
+        .filter(|c| c.sink.tool == "write_file")
+        .collect();
+    // Two hosts of web, two paths.
+    assert_eq!(writes.len(), 4);
+    let c = writes[0];
+    assert_eq!(c.source.tool, "http_fetch");
+    assert_eq!(
+        c.source.path,
+        format!("http://api.example.org:4321/bx?c=BXCANARY-n0-{}", c.n)
+    );
+    assert_eq!(c.canary, format!("BXWRITE-BXCANARY-n0-{}", c.n));
+    assert!(!c.source.path.contains(&c.canary));
+    assert_eq!(
+        c.url,
+        format!("/s/tree/home/owner/notes/bxhostile-{}.txt", c.n)
+    );
+    assert_eq!(writes[1].url, "/s/tree/home/owner/todo.md");
+    let v: toml::Value = toml::from_str(&chains::script(&plan).expect("script")).expect("toml");
+    let rules = v["rule"].as_array().expect("rules");
+    let args = |name: String| {
+        let r = rules
+            .iter()
+            .find(|r| r["name"].as_str() == Some(&name))
+            .expect("rule");
+        r["answer"]["tool_calls"][0]["arguments"]
+            .as_str()
+            .expect("args")
+            .to_owned()
+    };
+    let write = |c: &Chain, mode: &str| {
+        serde_json::json!({"content": c.canary, "mode": mode, "path": c.url}).to_string()
+    };
+    assert_eq!(args(format!("chain {} sink", c.n)), write(c, "create"));
+    assert_eq!(
+        args(format!("chain {} sink", writes[1].n)),
+        write(writes[1], "append")
+    );
+    assert_eq!(
+        args(format!("chain {} source", c.n)),
+        serde_json::json!({ "url": c.source.path }).to_string()
     );
 }
