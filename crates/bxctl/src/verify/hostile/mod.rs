@@ -2,16 +2,20 @@
 //! A shadow stack in a scratch directory of its own plays a hostile model against the
 //! owner's grant set moved onto canaries (`rewrite`), its every host leading to a local
 //! sink (`sink`, `[broker.self_test]`); the model's script tries every chain of a read and
-//! a fetch and look-alike hosts (`chains`), each in a session whose approvals are declined
+//! a send, look-alike hosts, laundering through a note, a restart and untrusted writes
+//! (`chains`, `script`), each in a session whose approvals are declined
 //! (`session`); the outcome is compared with the flows analysis (`compare`): the shadow
 //! brokerd's own, or a report given with `--analysis` (where a test plants a mistake).
 
 mod chains;
 mod compare;
 mod rewrite;
+mod script;
 mod session;
 mod sink;
 
+#[cfg(test)]
+mod compare_tests;
 #[cfg(test)]
 mod tests;
 
@@ -118,7 +122,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     );
     chains::plant(&r, &chains).map_err(|e| format!("the canaries: {e}"))?;
     let script = dir.join("script.toml");
-    let body = chains::script(&chains).map_err(|e| text(&e))?;
+    let body = script::script(&chains).map_err(|e| text(&e))?;
     std::fs::write(&script, body).map_err(|e| format!("{}: {e}", script.display()))?;
     let mut extra = format!("[broker.self_test]\nresolve = \"{}\"\n", sink.addr.ip());
     if let Some(c) = &config.broker.consult {

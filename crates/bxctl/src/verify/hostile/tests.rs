@@ -1,24 +1,20 @@
 //! The plan, the script and the comparison, without a stack (the stack tests play them:
 //! tests/stack/tests/stack/verify_hostile.rs).
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use proto::flows::{Flow, FlowsReport, Severity, Step};
-use proto::{CallId, DataClass, DenyReason, Grant, Hash32, ToolResponse};
+use proto::Grant;
 
 use super::chains::{self, Chain};
-use super::compare::{self, Outcome};
 use super::rewrite::Rewritten;
-use super::session::Seen;
 
-fn grant(text: &str) -> Grant {
+pub(super) fn grant(text: &str) -> Grant {
     proto::from_toml(text).expect("grant")
 }
 
 /// Two paths read, one fetch grant with an exact and a wildcard host, a job's fetch and a
 /// denying fetch (neither a sink of an ordinary session's chain).
-fn rewritten() -> Rewritten {
+pub(super) fn rewritten() -> Rewritten {
     let mut r = Rewritten::default();
     r.grants.insert(
         "notes".into(),
@@ -131,7 +127,8 @@ fn the_plan_pairs_every_read_with_every_host() {
         [13, 14]
     );
     // The restart chain's read ends its turn; its next turn, by its own tag, sends.
-    let v: toml::Value = toml::from_str(&chains::script(&plan).expect("script")).expect("toml");
+    let v: toml::Value =
+        toml::from_str(&super::script::script(&plan).expect("script")).expect("toml");
     let rules = v["rule"].as_array().expect("rules");
     let named = |name: &str| {
         rules
@@ -163,7 +160,7 @@ fn the_plan_pairs_every_read_with_every_host() {
 #[test]
 fn the_script_reads_then_sends_the_canary() {
     let plan = chains::plan(&rewritten(), 4321, "n0", false);
-    let text = chains::script(&plan).expect("script");
+    let text = super::script::script(&plan).expect("script");
     let v: toml::Value = toml::from_str(&text).expect("toml");
     let rules = v["rule"].as_array().expect("rules");
     let restarts = plan.iter().filter(|c| c.restart).count();
@@ -201,138 +198,6 @@ fn the_script_reads_then_sends_the_canary() {
     assert!(!plan[9].message().contains(&plan[0].tag()));
 }
 
-fn seen(call: u64, tool: &str, response: ToolResponse) -> Seen {
-    Seen {
-        call: CallId(call),
-        tool: tool.into(),
-        asked: false,
-        response: Some(response),
-    }
-}
-
-fn read_ok(class: DataClass) -> Option<(Option<String>, Seen)> {
-    let r = ToolResponse::Result {
-        content: "BXCANARY".into(),
-        class,
-        untrusted: false,
-        truncated: false,
-    };
-    Some((Some("notes".into()), seen(1, "read_file", r)))
-}
-
-fn fetched() -> Option<(Option<String>, Seen)> {
-    let r = ToolResponse::Result {
-        content: "BXSINK-OK".into(),
-        class: DataClass::Public,
-        untrusted: true,
-        truncated: false,
-    };
-    Some((Some("web".into()), seen(2, "http_fetch", r)))
-}
-
-fn flow() -> Flow {
-    let step = |g: &str, tool: &str, what: &str| Step {
-        grant: Some(g.into()),
-        tool: tool.into(),
-        what: what.into(),
-    };
-    Flow {
-        severity: Severity::PrivateOut,
-        job: None,
-        source: step("notes", "read_file", "/home/owner/notes"),
-        class: DataClass::Private,
-        untrusted: false,
-        sink: step("web", "http_fetch", "api.example.org"),
-        text: "a hijacked model can read /home/owner/notes".into(),
-    }
-}
-
-fn report(flows: Vec<Flow>) -> FlowsReport {
-    FlowsReport {
-        snapshot: Hash32::ZERO,
-        grants: vec!["notes".into(), "web".into()],
-        flows,
-    }
-}
-
-fn levels(chains: &[(Chain, Outcome)], r: &FlowsReport) -> Vec<(String, String)> {
-    compare::checks(chains, r, &[], &BTreeSet::new())
-        .into_iter()
-        .map(|c| (c.check, format!("{:?}", c.level)))
-        .collect()
-}
-
-fn pair(v: &[(&str, &str)]) -> Vec<(String, String)> {
-    v.iter().map(|(a, b)| ((*a).into(), (*b).into())).collect()
-}
-
-/// A leak agrees with a reported flow; a leak the report lacks, a reported flow no chain
-/// completed, and a look-alike at the sink each fail; public data at the sink is no flow.
-#[test]
-fn the_comparison_fails_on_each_disagreement() {
-    let plan = chains::plan(&rewritten(), 1, "n0", false);
-    let leak = Outcome {
-        source: read_ok(DataClass::Private),
-        laundering: Vec::new(),
-        sink: fetched(),
-        at_sink: true,
-        write: false,
-    };
-    let one = vec![(plan[0].clone(), leak.clone())];
-    assert_eq!(
-        levels(&one, &report(vec![flow()])),
-        pair(&[("chain 1", "Ok"), ("private_out", "Ok")])
-    );
-    // Dropped from the report: the leak is unreported.
-    assert_eq!(levels(&one, &report(vec![])), pair(&[("chain 1", "Fail")]));
-    // Added to the report, while the fetch was denied.
-    let denied = Outcome {
-        sink: Some((
-            Some("web".into()),
-            seen(
-                2,
-                "http_fetch",
-                ToolResponse::Denied {
-                    reason: DenyReason::TaintTooHigh,
-                    detail: None,
-                },
-            ),
-        )),
-        at_sink: false,
-        ..leak.clone()
-    };
-    let stopped = vec![(plan[0].clone(), denied)];
-    assert_eq!(
-        levels(&stopped, &report(vec![flow()])),
-        pair(&[("chain 1", "Ok"), ("private_out", "Fail")])
-    );
-    // Public data at the sink: no flow to report.
-    let public = Outcome {
-        source: read_ok(DataClass::Public),
-        ..leak.clone()
-    };
-    assert_eq!(
-        levels(&[(plan[0].clone(), public)], &report(vec![])),
-        pair(&[("chain 1", "Ok")])
-    );
-    // A look-alike's canary at the sink fails, whatever the report says.
-    let lookalike = plan
-        .iter()
-        .find(|c| c.sink.lookalike.is_some())
-        .expect("look-alike");
-    assert_eq!(
-        levels(&[(lookalike.clone(), leak)], &report(vec![flow()])),
-        pair(&[("chain 7", "Fail"), ("private_out", "Fail")])
-    );
-    // A flow the shadow cannot play is a warn, never passed.
-    let mut job = flow();
-    job.job = Some(proto::JobName::new("brief").expect("job"));
-    assert_eq!(
-        levels(&[], &report(vec![job])),
-        pair(&[("private_out", "Warn")])
-    );
-}
-
 /// With grants that write and read notes, each read-and-fetch pair is also laundered: the
 /// read's session writes the canary to its own note (never the canary in the read), a new
 /// session reads the note back, then fetches.
@@ -355,7 +220,8 @@ fn laundering_chains_write_a_note_and_read_it_back() {
     let c = laundered[0];
     assert_eq!((c.n, c.note.as_deref()), (13, Some("bxhostile-13")));
     assert!(c.sink.lookalike.is_none());
-    let v: toml::Value = toml::from_str(&chains::script(&plan).expect("script")).expect("toml");
+    let v: toml::Value =
+        toml::from_str(&super::script::script(&plan).expect("script")).expect("toml");
     let rules = v["rule"].as_array().expect("rules");
     let named = |name: &str| {
         rules
@@ -417,7 +283,8 @@ fn consult_is_a_sink_when_configured() {
     );
     let c = consults[0];
     assert_eq!(c.url, format!("Summarise this for me: {}", c.canary));
-    let v: toml::Value = toml::from_str(&chains::script(&with).expect("script")).expect("toml");
+    let v: toml::Value =
+        toml::from_str(&super::script::script(&with).expect("script")).expect("toml");
     let rule = v["rule"]
         .as_array()
         .expect("rules")
@@ -467,7 +334,8 @@ fn untrusted_writes_fetch_then_write_what_the_sink_answered() {
         format!("/s/tree/home/owner/notes/bxhostile-{}.txt", c.n)
     );
     assert_eq!(writes[1].url, "/s/tree/home/owner/todo.md");
-    let v: toml::Value = toml::from_str(&chains::script(&plan).expect("script")).expect("toml");
+    let v: toml::Value =
+        toml::from_str(&super::script::script(&plan).expect("script")).expect("toml");
     let rules = v["rule"].as_array().expect("rules");
     let args = |name: String| {
         let r = rules
