@@ -281,7 +281,26 @@ fn untrusted_writes(
 /// granted directory holds [`READ_FILE`] (each `read_file` chain's canary on a line of
 /// its own) and one file named by each `list_dir` chain's canary; a path the owner has as
 /// a file is that file, holding the canaries. Nothing else.
-pub fn plant(r: &Rewritten, chains: &[Chain]) -> std::io::Result<()> {
+pub fn plant(r: &Rewritten, chains: &[Chain], tree: &Path) -> std::io::Result<()> {
+    // Everything planted is under the shadow's tree: a path elsewhere is refused before
+    // anything is made.
+    let paths = chains
+        .iter()
+        .filter(|c| matches!(c.source.tool, "read_file" | "list_dir"))
+        .map(|c| c.source.path.as_str())
+        .chain(
+            r.paths
+                .values()
+                .map(|(p, _)| p.to_str().unwrap_or_default()),
+        );
+    for p in paths {
+        if !Path::new(p).starts_with(tree) {
+            return Err(std::io::Error::other(format!(
+                "{p} is outside the shadow's tree {}",
+                tree.display()
+            )));
+        }
+    }
     let mut files: BTreeMap<&str, String> = BTreeMap::new();
     for c in chains {
         match c.source.tool {
@@ -290,12 +309,14 @@ pub fn plant(r: &Rewritten, chains: &[Chain]) -> std::io::Result<()> {
                 text.push_str(&c.canary);
                 text.push('\n');
             }
-            _ => {
+            "list_dir" => {
                 files.insert(&c.source.path, String::new());
                 let named = Path::new(&c.source.path).join(&c.canary);
                 std::fs::create_dir_all(&c.source.path)?;
                 std::fs::write(named, format!("{}\n", c.canary))?;
             }
+            // A fetch's source is the sink's answer: nothing to plant.
+            _ => {}
         }
     }
     for (shadow, file) in r.paths.values() {

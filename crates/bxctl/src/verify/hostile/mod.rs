@@ -120,7 +120,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         &nonce,
         config.broker.consult.is_some(),
     );
-    chains::plant(&r, &chains).map_err(|e| format!("the canaries: {e}"))?;
+    chains::plant(&r, &chains, &dir.join("tree")).map_err(|e| format!("the canaries: {e}"))?;
     let script = dir.join("script.toml");
     let body = script::script(&chains).map_err(|e| text(&e))?;
     std::fs::write(&script, body).map_err(|e| format!("{}: {e}", script.display()))?;

@@ -360,3 +360,47 @@ fn untrusted_writes_fetch_then_write_what_the_sink_answered() {
         serde_json::json!({ "url": c.source.path }).to_string()
     );
 }
+
+/// The canaries are planted under the shadow's tree and nowhere else: a fetch's source
+/// (its URL) is no place, and a path outside the tree is refused before anything is made.
+#[test]
+fn canaries_go_under_the_tree_only() {
+    let base = std::env::temp_dir().join(format!("wt-hostile-plant-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let tree = base.join("tree");
+    let mut r = Rewritten::default();
+    let notes = tree.join("home/owner/notes");
+    r.grants.insert(
+        "notes".into(),
+        grant("tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n"),
+    );
+    r.grants.insert(
+        "web".into(),
+        grant("tool = \"http_fetch\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\nhosts = [\"api.example.org\"]\n"),
+    );
+    r.grants.insert(
+        "www".into(),
+        grant(&format!(
+            "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\npaths = [{:?}]\n",
+            notes.display().to_string()
+        )),
+    );
+    r.paths
+        .insert("/home/owner/notes".into(), (notes.clone(), false));
+    let plan = chains::plan(&r, 4321, "n0", false);
+    assert!(plan.iter().any(|c| c.source.tool == "http_fetch"));
+    let cwd = std::env::current_dir().expect("cwd");
+    chains::plant(&r, &plan, &tree).expect("plant");
+    assert!(!cwd.join("http:").exists());
+    let text = std::fs::read_to_string(notes.join(chains::READ_FILE)).expect("canaries");
+    assert!(text.starts_with("BXCANARY-n0-1\n"), "{text}");
+    // A tree the paths are not under: refused, nothing made.
+    let other = base.join("other");
+    let err = chains::plant(&r, &plan, &other).expect_err("outside");
+    assert!(
+        err.to_string().contains("is outside the shadow's tree"),
+        "{err}"
+    );
+    assert!(!other.exists());
+    let _ = std::fs::remove_dir_all(&base);
+}
