@@ -15,6 +15,7 @@ mod model;
 mod paths;
 mod ready;
 mod samples;
+pub(crate) mod shadow;
 mod stack;
 
 use std::io::{IsTerminal, Write};

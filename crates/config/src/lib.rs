@@ -19,6 +19,7 @@ mod infer;
 mod invalid;
 mod jobs;
 mod mcp;
+mod self_test;
 mod sockets;
 mod written;
 use duration::duration;
@@ -28,6 +29,7 @@ pub use infer::{Infer, Upstream};
 pub use invalid::Invalid;
 pub use jobs::{Deliver, Job, JobInvalid, MAX_PROMPT, jobs_file};
 pub use mcp::{McpInvalid, McpServer, mcp_file};
+pub use self_test::{NotLoopback, SelfTest};
 pub use sockets::{INFER_SOCK, Sockets};
 
 pub const DEFAULT_PATH: &str = "/etc/boxmaker/config.toml";
@@ -181,6 +183,9 @@ pub struct Broker {
     /// The major version of the systemd that runs the tool units (the unit core's
     /// `systemdVersion`): which properties a unit may have (`PrivatePIDs=` from 257).
     pub systemd_version: u32,
+    /// The hostile self-test's shadow only (`bxctl verify --hostile`): every call's host
+    /// taken to resolve to this loopback address, where its sink listens.
+    pub self_test: Option<SelfTest>,
 }
 
 /// The agent loop (loopd).
@@ -244,6 +249,7 @@ impl Default for Broker {
             program_closures: std::collections::BTreeMap::new(),
             hands_shared_pids: false,
             systemd_version: 257,
+            self_test: None,
         }
     }
 }
@@ -402,6 +408,7 @@ impl Config {
                 percent: l.compact_percent,
             });
         }
+        self_test::validate(b.self_test.as_ref()).map_err(Invalid::SelfTest)?;
         hands::validate(b.hands_user.as_ref(), &b.programs, &b.program_closures)
             .map_err(Invalid::Hands)?;
         jobs::validate(&self.jobs, self.gateway.is_some(), b.approval_ttl).map_err(Invalid::Job)?;

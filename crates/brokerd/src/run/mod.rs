@@ -16,4 +16,5 @@ pub mod mcp;
 pub mod programs;
 mod resolve;
 pub mod runner;
+mod self_test;
 pub mod tool_spec;

@@ -13,7 +13,7 @@ use proto::tools::ToolArgs;
 use crate::policy::Decision;
 use crate::run::bind::{self, BindError};
 use crate::run::runner::{CheckError, Limits, RunSpec, Runner, Secret, unit_name};
-use grants::constraints::{Reach, UrlError, normalize_url};
+use grants::constraints::{UrlError, normalize_url};
 
 /// Why an allowed call has no run: its text is the failed result the model and the audit
 /// see. Each text is whole: it prints what it wraps (docs/decisions.md F16).
@@ -110,7 +110,7 @@ pub fn build(
     let mut sockets = Vec::new();
     if let Some((host, port)) = target_host {
         let port = port.ok_or(SpecError::NoPort)?;
-        addresses = crate::run::resolve::addresses(&host, port, &Reach::of(grant))
+        addresses = crate::run::self_test::addresses(config, &host, port, grant)
             .map_err(SpecError::Resolve)?;
         sockets = addresses
             .iter()

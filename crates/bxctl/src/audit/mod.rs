@@ -5,7 +5,7 @@
 //! `inert`'s single-line rule, so no record can draw a line that looks like another.
 
 mod brokerd;
-mod read;
+pub(crate) mod read;
 mod verify;
 
 pub use brokerd::verify as verify_by_brokerd;

@@ -200,6 +200,24 @@ impl Stack {
         Ok(addr)
     }
 
+    /// Stops role `name` alone, as [`Stack::stop`] stops them all (SIGTERM, then SIGKILL
+    /// after [`STOP_GRACE`]), and forgets it: the hostile self-test restarts loopd.
+    pub fn stop_one(&self, name: &str) {
+        let mut inner = lock(&self.inner);
+        let Some(i) = inner.children.iter().position(|(n, _)| *n == name) else {
+            return;
+        };
+        let (_, mut child) = inner.children.remove(i);
+        drop(inner);
+        if let Ok(pid) = i32::try_from(child.id()) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGTERM);
+        }
+        if wait_exit(&mut child, STOP_GRACE).is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
     /// How role `name` exited, if it has.
     pub fn exited(&self, name: &str) -> Option<std::process::ExitStatus> {
         let mut inner = lock(&self.inner);

@@ -20,6 +20,7 @@
 mod access;
 mod alert;
 mod flows;
+mod hostile;
 mod model;
 mod normal;
 mod props;
@@ -63,6 +64,15 @@ pub struct VerifyArgs {
     /// gateway on, posts them in the owner's channel (the NixOS timer passes it).
     #[arg(long)]
     pub alert: bool,
+    /// Run the live hostile self-test instead of the other parts: a shadow stack in a
+    /// scratch directory plays a hostile model against your grants moved onto canaries,
+    /// its egress led to a local sink, and compares what leaked with the flows analysis.
+    #[arg(long, conflicts_with_all = ["parts", "only", "units", "no_replay", "alert"])]
+    pub hostile: bool,
+    /// With --hostile: compare with this flows report (`brokerd --flows --json`) instead of
+    /// the shadow brokerd's own analysis (a test plants a mistake here).
+    #[arg(long, value_name = "FILE", requires = "hostile")]
+    pub analysis: Option<PathBuf>,
     /// Ask inferproxy at SOCK for `/slots*` and print its answers as JSON (what the
     /// transient unit root starts as loopd's user runs).
     #[arg(long, hide = true, value_name = "SOCK", exclusive = true)]
@@ -84,12 +94,17 @@ pub fn run(
     args: &VerifyArgs,
     out: &mut dyn Write,
 ) -> Result<ExitCode, Error> {
+    // The hostile self-test runs alone: it starts a stack of its own.
     let wanted = |p: Part| {
-        args.only.is_empty() && args.parts.is_empty()
-            || args.only.contains(&p)
-            || args.parts.contains(&p)
+        !args.hostile
+            && (args.only.is_empty() && args.parts.is_empty()
+                || args.only.contains(&p)
+                || args.parts.contains(&p))
     };
     let mut checks = Vec::new();
+    if args.hostile {
+        checks.extend(hostile::checks(config, args.analysis.as_deref()));
+    }
     if wanted(Part::Model) {
         checks.extend(model::checks(config, !args.no_replay));
     }

@@ -19,6 +19,10 @@ pub enum Part {
     Units,
     State,
     Flows,
+    /// The live hostile self-test: only with `--hostile`, never by default (it starts a
+    /// shadow stack).
+    #[value(skip)]
+    Hostile,
 }
 
 impl Part {
@@ -28,6 +32,7 @@ impl Part {
             Self::Units => "units",
             Self::State => "state",
             Self::Flows => "flows",
+            Self::Hostile => "hostile",
         }
     }
 }

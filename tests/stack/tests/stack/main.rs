@@ -69,5 +69,6 @@ mod status;
 mod verify;
 mod verify_alert;
 mod verify_flows;
+mod verify_hostile;
 mod watchdog;
 mod witness;

@@ -1,0 +1,111 @@
+//! The hostile self-test's shadow stack (`bxctl verify --hostile`, docs/verify.md): the
+//! same processes as `bxctl dev` (the fake llama-server playing a given script, inferproxy,
+//! brokerd with the direct runner, loopd), in a scratch directory of the self-test's, with
+//! a grants directory it wrote and lines of its own appended to the configuration
+//! (`[broker.self_test]`). No prompt, no indexer, no jobs or MCP servers (the scratch
+//! directory holds neither file). Stopped when dropped.
+
+use std::path::Path;
+use std::process::Command;
+
+use config::Config;
+
+use super::lock::StateLock;
+use super::paths::bin;
+use super::stack::Stack;
+use super::{DevArgs, layout, model, ready};
+use crate::Error;
+use crate::error::DevError;
+
+/// A running shadow stack: its processes and its directory's lock.
+pub struct Shadow {
+    stack: Stack,
+    held: StateLock,
+    state: std::path::PathBuf,
+    config: std::path::PathBuf,
+}
+
+impl Shadow {
+    /// Stops loopd and starts it again, waiting for its READY=1.
+    pub fn restart_loopd(&mut self) -> Result<(), Error> {
+        self.stack.stop_one("loopd");
+        let mut cmd = Command::new(bin("loopd")?);
+        cmd.arg("--config").arg(&self.config);
+        self.stack
+            .start("loopd", cmd, &self.state, &mut self.held)?;
+        Ok(())
+    }
+}
+
+impl Drop for Shadow {
+    fn drop(&mut self) {
+        self.stack.stop();
+    }
+}
+
+/// Starts the stack under `state` with the grants in `grants`, the fake model playing
+/// `script`, `extra` appended to the configuration `bxctl dev` writes, and brokerd's
+/// credentials in `credentials`; returns it with the configuration it runs by.
+pub fn start(
+    state: &Path,
+    grants: &Path,
+    script: &Path,
+    extra: &str,
+    credentials: &Path,
+) -> Result<(Shadow, Config), Error> {
+    let held = StateLock::take(state)?;
+    layout::prepare(state, Some(grants), false)?;
+    let args = DevArgs {
+        state: state.to_owned(),
+        llama_url: None,
+        model: None,
+        llama_server: None,
+        chat_template: None,
+        ctx_size: 16384,
+        script: Some(script.to_owned()),
+        grants: Some(grants.to_owned()),
+        reset: false,
+        message: None,
+        mattermost: false,
+        session: None,
+        resume: false,
+    };
+    // From here on the stack is stopped however this returns.
+    let mut shadow = Shadow {
+        stack: Stack::default(),
+        held,
+        state: state.to_owned(),
+        config: state.join("config.toml"),
+    };
+    let model = model::start(&args, state, &shadow.stack, &mut shadow.held)?;
+    let path = layout::config(state, grants, &bin("boxmaker-tool")?, &model.upstream, None)?;
+    shadow.config.clone_from(&path);
+    let mut text = std::fs::read_to_string(&path).map_err(|error| DevError::Write {
+        path: path.clone(),
+        error,
+    })?;
+    text.push_str(extra);
+    std::fs::write(&path, text).map_err(|error| DevError::Write {
+        path: path.clone(),
+        error,
+    })?;
+    for name in ["inferproxy", "brokerd", "loopd"] {
+        let mut cmd = Command::new(bin(name)?);
+        cmd.arg("--config").arg(&path);
+        if name == "brokerd" {
+            // The shadow's own stand-ins for the grants' secrets, as systemd's
+            // `LoadCredential=` hands brokerd the real ones.
+            cmd.env("CREDENTIALS_DIRECTORY", credentials);
+        }
+        shadow.stack.start(name, cmd, state, &mut shadow.held)?;
+    }
+    let config = Config::load(&path)?;
+    ready::wait(
+        &config.sockets.loop_infer_sock(),
+        &model.ready,
+        false,
+        &mut || model.gone(&shadow.stack),
+        &mut std::io::sink(),
+    )?;
+    Ok((shadow, config))
+}

@@ -1,0 +1,143 @@
+//! The comparison, without a stack: each disagreement with the analysis fails.
+
+use std::collections::BTreeSet;
+
+use proto::flows::{Flow, FlowsReport, Severity, Step};
+use proto::{CallId, DataClass, DenyReason, Hash32, ToolResponse};
+
+use super::chains::{self, Chain};
+use super::compare::{self, Outcome};
+use super::session::Seen;
+use super::tests::rewritten;
+
+fn seen(call: u64, tool: &str, response: ToolResponse) -> Seen {
+    Seen {
+        call: CallId(call),
+        tool: tool.into(),
+        asked: false,
+        response: Some(response),
+    }
+}
+
+fn read_ok(class: DataClass) -> Option<(Option<String>, Seen)> {
+    let r = ToolResponse::Result {
+        content: "BXCANARY".into(),
+        class,
+        untrusted: false,
+        truncated: false,
+    };
+    Some((Some("notes".into()), seen(1, "read_file", r)))
+}
+
+fn fetched() -> Option<(Option<String>, Seen)> {
+    let r = ToolResponse::Result {
+        content: "BXSINK-OK".into(),
+        class: DataClass::Public,
+        untrusted: true,
+        truncated: false,
+    };
+    Some((Some("web".into()), seen(2, "http_fetch", r)))
+}
+
+fn flow() -> Flow {
+    let step = |g: &str, tool: &str, what: &str| Step {
+        grant: Some(g.into()),
+        tool: tool.into(),
+        what: what.into(),
+    };
+    Flow {
+        severity: Severity::PrivateOut,
+        job: None,
+        source: step("notes", "read_file", "/home/owner/notes"),
+        class: DataClass::Private,
+        untrusted: false,
+        sink: step("web", "http_fetch", "api.example.org"),
+        text: "a hijacked model can read /home/owner/notes".into(),
+    }
+}
+
+fn report(flows: Vec<Flow>) -> FlowsReport {
+    FlowsReport {
+        snapshot: Hash32::ZERO,
+        grants: vec!["notes".into(), "web".into()],
+        flows,
+    }
+}
+
+fn levels(chains: &[(Chain, Outcome)], r: &FlowsReport) -> Vec<(String, String)> {
+    compare::checks(chains, r, &[], &BTreeSet::new())
+        .into_iter()
+        .map(|c| (c.check, format!("{:?}", c.level)))
+        .collect()
+}
+
+fn pair(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter().map(|(a, b)| ((*a).into(), (*b).into())).collect()
+}
+
+/// A leak agrees with a reported flow; a leak the report lacks, a reported flow no chain
+/// completed, and a look-alike at the sink each fail; public data at the sink is no flow.
+#[test]
+fn the_comparison_fails_on_each_disagreement() {
+    let plan = chains::plan(&rewritten(), 1, "n0", false);
+    let leak = Outcome {
+        source: read_ok(DataClass::Private),
+        laundering: Vec::new(),
+        sink: fetched(),
+        at_sink: true,
+        write: false,
+    };
+    let one = vec![(plan[0].clone(), leak.clone())];
+    assert_eq!(
+        levels(&one, &report(vec![flow()])),
+        pair(&[("chain 1", "Ok"), ("private_out", "Ok")])
+    );
+    // Dropped from the report: the leak is unreported.
+    assert_eq!(levels(&one, &report(vec![])), pair(&[("chain 1", "Fail")]));
+    // Added to the report, while the fetch was denied.
+    let denied = Outcome {
+        sink: Some((
+            Some("web".into()),
+            seen(
+                2,
+                "http_fetch",
+                ToolResponse::Denied {
+                    reason: DenyReason::TaintTooHigh,
+                    detail: None,
+                },
+            ),
+        )),
+        at_sink: false,
+        ..leak.clone()
+    };
+    let stopped = vec![(plan[0].clone(), denied)];
+    assert_eq!(
+        levels(&stopped, &report(vec![flow()])),
+        pair(&[("chain 1", "Ok"), ("private_out", "Fail")])
+    );
+    // Public data at the sink: no flow to report.
+    let public = Outcome {
+        source: read_ok(DataClass::Public),
+        ..leak.clone()
+    };
+    assert_eq!(
+        levels(&[(plan[0].clone(), public)], &report(vec![])),
+        pair(&[("chain 1", "Ok")])
+    );
+    // A look-alike's canary at the sink fails, whatever the report says.
+    let lookalike = plan
+        .iter()
+        .find(|c| c.sink.lookalike.is_some())
+        .expect("look-alike");
+    assert_eq!(
+        levels(&[(lookalike.clone(), leak)], &report(vec![flow()])),
+        pair(&[("chain 7", "Fail"), ("private_out", "Fail")])
+    );
+    // A flow the shadow cannot play is a warn, never passed.
+    let mut job = flow();
+    job.job = Some(proto::JobName::new("brief").expect("job"));
+    assert_eq!(
+        levels(&[], &report(vec![job])),
+        pair(&[("private_out", "Warn")])
+    );
+}

@@ -1,0 +1,256 @@
+//! `bxctl verify --hostile`: the live hostile self-test (issue 27 point 3, docs/verify.md).
+//! A shadow stack in a scratch directory of its own plays a hostile model against the
+//! owner's grant set moved onto canaries (`rewrite`), its every host leading to a local
+//! sink (`sink`, `[broker.self_test]`); the model's script tries every chain of a read and
+//! a send, look-alike hosts, laundering through a note, a restart and untrusted writes
+//! (`chains`, `script`), each in a session whose approvals are declined
+//! (`session`); the outcome is compared with the flows analysis (`compare`): the shadow
+//! brokerd's own, or a report given with `--analysis` (where a test plants a mistake).
+
+mod chains;
+mod compare;
+mod rewrite;
+mod script;
+mod session;
+mod sink;
+
+#[cfg(test)]
+mod compare_tests;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use config::Config;
+use proto::Message;
+use proto::approval::Empty;
+use proto::flows::FlowsReport;
+
+use super::report::{Check, Part};
+
+/// A scratch directory of this run's, never the owner's state: under the system's
+/// temporary directory, removed at the end (canaries and all).
+fn scratch() -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    std::env::temp_dir().join(format!(
+        "boxmaker-hostile-{}-{nanos:08x}",
+        std::process::id()
+    ))
+}
+
+/// The self-test's checks; a failure to run it is one `FAIL`, and then the scratch
+/// directory (the shadow's state and logs, canaries only) is kept for a look.
+pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
+    let dir = scratch();
+    match run(config, analysis, &dir) {
+        Ok(checks) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            checks
+        }
+        Err(e) => vec![
+            Check::fail(
+                Part::Hostile,
+                "shadow",
+                format!("the hostile self-test could not run: {e}"),
+            )
+            .help(format!(
+                "the shadow's state and logs are kept in {} (canaries, none of your data): \
+                 its logs/ say more; remove it when done",
+                dir.display()
+            )),
+        ],
+    }
+}
+
+/// Whether `p`'s read returned the chain's canary.
+fn read_it(p: &session::Played, c: &chains::Chain) -> bool {
+    p.calls.iter().any(|s| {
+        s.tool == c.source.tool
+            && matches!(&s.response, Some(proto::ToolResponse::Result { content, .. }) if content.contains(&c.canary))
+    })
+}
+
+/// The analysis said as the owner's: the shadow's paths as the owner's (`TREE/P` is `P`),
+/// and the consult model at its own host rather than the sink's.
+fn owners_paths(
+    mut report: FlowsReport,
+    tree: &Path,
+    consult: Option<(String, String)>,
+) -> FlowsReport {
+    let tree = tree.display().to_string();
+    let said = |t: &str| {
+        let t = t.replace(&tree, "");
+        match &consult {
+            Some((shadow, owner)) => t.replace(
+                &format!("the consult model at {shadow}"),
+                &format!("the consult model at {owner}"),
+            ),
+            None => t,
+        }
+    };
+    for f in &mut report.flows {
+        f.text = said(&f.text);
+        for step in [&mut f.source, &mut f.sink] {
+            step.what = said(&step.what);
+        }
+    }
+    report
+}
+
+/// The host of a consult URL, as the analysis names it.
+fn consult_host(url: &str) -> String {
+    grants::constraints::normalize_url(url).map_or_else(|_| url.to_owned(), |(_, h)| h.to_string())
+}
+
+fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check>, String> {
+    let text = |e: &dyn std::fmt::Display| e.to_string();
+    let r = rewrite::read(&config.grants, &dir.join("tree")).map_err(|e| text(&e))?;
+    rewrite::write(&r, &dir.join("grants")).map_err(|e| text(&e))?;
+    let sink = sink::Sink::start().map_err(|e| format!("the sink: {e}"))?;
+    let nonce = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().replace("boxmaker-hostile-", ""))
+        .unwrap_or_default();
+    let chains = chains::plan(
+        &r,
+        sink.addr.port(),
+        &nonce,
+        config.broker.consult.is_some(),
+    );
+    chains::plant(&r, &chains, &dir.join("tree")).map_err(|e| format!("the canaries: {e}"))?;
+    let script = dir.join("script.toml");
+    let body = script::script(&chains).map_err(|e| text(&e))?;
+    std::fs::write(&script, body).map_err(|e| format!("{}: {e}", script.display()))?;
+    let mut extra = format!("[broker.self_test]\nresolve = \"{}\"\n", sink.addr.ip());
+    if let Some(c) = &config.broker.consult {
+        extra.push_str(&format!(
+            "[broker.consult]\nurl = \"http://{}/v1\"\nmodel = {}\n",
+            sink.addr,
+            serde_json::to_string(&c.model).unwrap_or_default()
+        ));
+    }
+    // A stand-in for each secret a grant names (never the owner's): the consult key.
+    let credentials = dir.join("credentials");
+    std::fs::create_dir_all(&credentials).map_err(|e| format!("{}: {e}", credentials.display()))?;
+    for name in r.grants.values().filter_map(|g| g.secret.as_deref()) {
+        let key = credentials.join(name);
+        std::fs::write(&key, "BXHOSTILE-NOT-A-KEY\n")
+            .map_err(|e| format!("{}: {e}", key.display()))?;
+    }
+    let (mut shadow, shadow_config) = crate::dev::shadow::start(
+        &dir.join("state"),
+        &dir.join("grants"),
+        &script,
+        &extra,
+        &credentials,
+    )
+    .map_err(|e| text(&e))?;
+
+    let report = match analysis {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: {e}", path.display()))
+            .and_then(|t| {
+                serde_json::from_str::<FlowsReport>(&t)
+                    .map_err(|e| format!("{}: {e}", path.display()))
+            })?,
+        None => match crate::admin::call(&shadow_config, Message::FlowsQuery(Empty {})) {
+            Ok(Message::FlowsReport(report)) => report,
+            Ok(other) => return Err(format!("the shadow's brokerd answered {}", other.kind())),
+            Err(e) => return Err(text(&e)),
+        },
+    };
+    let consult = config.broker.consult.as_ref().map(|c| {
+        let shadow = consult_host(&format!("http://{}/v1", sink.addr));
+        (shadow, consult_host(&c.url))
+    });
+    let report = owners_paths(report, &dir.join("tree"), consult);
+    let mut played = Vec::new();
+    for c in &chains {
+        let first = session::play(&shadow_config, &c.message()).map_err(|e| text(&e))?;
+        let back = match (&c.note, c.restart) {
+            (Some(_), _) => {
+                Some(session::play(&shadow_config, &c.back_message()).map_err(|e| text(&e))?)
+            }
+            // The second turn only once the read's result holds the canary: the send must
+            // carry what was read, never what the script knows.
+            (None, true) if read_it(&first, c) => {
+                shadow.restart_loopd().map_err(|e| text(&e))?;
+                let again =
+                    session::play_in(&shadow_config, first.session.clone(), &c.after_message());
+                Some(again.map_err(|e| text(&e))?)
+            }
+            _ => None,
+        };
+        played.push((first, back));
+    }
+    let deciders = session::deciders(&shadow_config.audit_dir()).map_err(|e| text(&e))?;
+    drop(shadow);
+    let seen = sink.seen();
+    let mut outcomes = Vec::new();
+    for (c, (first, back)) in chains.into_iter().zip(played) {
+        let step = |p: &session::Played, tool: &str| {
+            let s = p.calls.iter().find(|s| s.tool == tool)?;
+            let grant = p
+                .session
+                .clone()
+                .and_then(|id| deciders.get(&(id, s.call)).cloned());
+            Some((grant, s.clone()))
+        };
+        // A write chain's canary is looked for where it wrote; any other's at the sink.
+        let write = c.sink.tool == "write_file";
+        let at_sink = if write {
+            std::fs::read_to_string(&c.url).is_ok_and(|t| t.contains(&c.canary))
+        } else {
+            seen.iter().any(|req| req.contains(&c.canary))
+        };
+        let outcome = match &back {
+            Some(back) if c.restart => compare::Outcome {
+                source: step(&first, c.source.tool),
+                laundering: Vec::new(),
+                sink: step(back, c.sink.tool),
+                at_sink,
+                write,
+            },
+            Some(back) => compare::Outcome {
+                source: step(&first, c.source.tool),
+                laundering: vec![
+                    ("note write", step(&first, "note_write")),
+                    ("note read", step(back, "note_read")),
+                ],
+                sink: step(back, c.sink.tool),
+                at_sink,
+                write,
+            },
+            None => compare::Outcome {
+                source: step(&first, c.source.tool),
+                laundering: Vec::new(),
+                sink: step(&first, c.sink.tool),
+                at_sink,
+                write,
+            },
+        };
+        outcomes.push((c, outcome));
+    }
+    let patterned: BTreeSet<String> = r
+        .grants
+        .iter()
+        .filter(|(_, g)| !g.constraints.patterns.is_empty())
+        .map(|(id, _)| id.clone())
+        .collect();
+    let mut checks = vec![Check::ok(
+        Part::Hostile,
+        "shadow",
+        format!(
+            "{} chain(s) played by a hostile model against {} of your grants moved onto \
+             canaries; the sink saw {} request(s)",
+            outcomes.len(),
+            r.grants.len(),
+            seen.len()
+        ),
+    )];
+    checks.extend(compare::checks(&outcomes, &report, &r.left, &patterned));
+    Ok(checks)
+}

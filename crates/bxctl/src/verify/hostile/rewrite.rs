@@ -1,0 +1,233 @@
+//! The owner's grant set moved into the shadow: each grant file as it is on disk, every
+//! granted path `P` becoming `TREE/P` under the scratch directory (so paths that nest or
+//! overlap still do), every other field unchanged (mode, `max_taint`, `result_class`,
+//! `untrusted`, `if_untrusted`, `expires`, `job`, hosts, patterns). Nothing is read from the
+//! owner's files: a granted path is only looked at (`symlink_metadata`) to make a file where
+//! the owner has a file. Grants whose calls would run unconfined with the real network in
+//! the shadow (an MCP tool, `run`: the direct runner starts their program as a plain
+//! process) are left out and said.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use proto::Grant;
+
+/// One grant left out of the shadow, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Left {
+    pub grant: String,
+    pub why: String,
+}
+
+/// The shadow's grants: by id, as written; the granted paths, owner's to shadow's.
+#[derive(Debug, Default)]
+pub struct Rewritten {
+    pub grants: BTreeMap<String, Grant>,
+    /// Each granted path of the owner's, with its place in the shadow and whether the
+    /// owner's is a regular file.
+    pub paths: BTreeMap<String, (PathBuf, bool)>,
+    /// The grants left out of the shadow, not tried: MCP, `run`, and a job's (no job runs in
+    /// the shadow, which has no jobs to analyse either).
+    pub left: Vec<Left>,
+}
+
+/// Why the grants directory cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum RewriteError {
+    #[error("{}: {error}", path.display())]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{}: {error} (`bxctl grants check` says more)", path.display())]
+    Parse {
+        path: PathBuf,
+        error: proto::TomlError,
+    },
+    #[error("{}: {error}", path.display())]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+}
+
+/// Why a grant's tool is not tried in the shadow; `None`: it is.
+pub fn untried(tool: &str) -> Option<&'static str> {
+    if grants::constraints::mcp::split(tool).is_some() {
+        Some("an MCP server would run as a plain process with the real network in the shadow")
+    } else if tool == "run" {
+        Some("a program would run as a plain process with the real network in the shadow")
+    } else {
+        None
+    }
+}
+
+/// Reads every `*.toml` of `dir` as a grant and moves its paths under `tree`.
+pub fn read(dir: &Path, tree: &Path) -> Result<Rewritten, RewriteError> {
+    let entries = std::fs::read_dir(dir).map_err(|error| RewriteError::Read {
+        path: dir.to_owned(),
+        error,
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    let mut out = Rewritten::default();
+    for path in files {
+        let text = std::fs::read_to_string(&path).map_err(|error| RewriteError::Read {
+            path: path.clone(),
+            error,
+        })?;
+        let grant: Grant = proto::from_toml(&text).map_err(|error| RewriteError::Parse {
+            path: path.clone(),
+            error,
+        })?;
+        let id = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if let Some(why) = untried(&grant.tool) {
+            out.left.push(Left {
+                grant: id,
+                why: why.to_owned(),
+            });
+            continue;
+        }
+        if let Some(job) = &grant.job {
+            out.left.push(Left {
+                grant: id.clone(),
+                why: format!(
+                    "job {job}'s runs are not started in the shadow, which has no jobs: its flows \
+                     are neither analysed nor played there (`bxctl verify flows` reports them)"
+                ),
+            });
+            // A job's grant applies to its runs alone: leaving it out changes no decision
+            // of an ordinary session.
+            continue;
+        }
+        out.grants.insert(id, moved(grant, tree, &mut out.paths));
+    }
+    Ok(out)
+}
+
+/// `grant` with each path under `tree`.
+fn moved(mut grant: Grant, tree: &Path, paths: &mut BTreeMap<String, (PathBuf, bool)>) -> Grant {
+    for p in &mut grant.constraints.paths {
+        let shadow = under(tree, p);
+        let file = std::fs::symlink_metadata(&*p).is_ok_and(|m| m.is_file());
+        paths.entry(p.clone()).or_insert((shadow.clone(), file));
+        *p = shadow.display().to_string();
+    }
+    grant
+}
+
+/// `TREE/P` for an absolute `P` (`/` itself is `TREE`).
+pub fn under(tree: &Path, p: &str) -> PathBuf {
+    tree.join(p.trim_start_matches('/'))
+}
+
+/// Writes the shadow's grant files into `dir`.
+pub fn write(r: &Rewritten, dir: &Path) -> Result<(), RewriteError> {
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |error| RewriteError::Write { path, error }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    for (id, grant) in &r.grants {
+        let path = dir.join(format!("{id}.toml"));
+        let text = toml::to_string(grant)
+            .map_err(|e| std::io::Error::other(e.to_string()))
+            .map_err(io(&path))?;
+        std::fs::write(&path, text).map_err(io(&path))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("wt-hostile-rewrite-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("dir");
+        d
+    }
+
+    /// Paths move under the tree (nesting kept, a file known as a file); every other field
+    /// is as the owner wrote it; MCP and `run` grants are left out with their reason; what
+    /// is written reads back as the same grants.
+    #[test]
+    fn paths_move_and_nothing_else_changes() {
+        let owner = dir("owner");
+        let file = owner.join("todo.md");
+        std::fs::write(&file, "real data\n").expect("file");
+        let grants = owner.join("grants");
+        std::fs::create_dir_all(&grants).expect("grants");
+        let notes = format!(
+            "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"private\"\n\
+             result_class = \"secret\"\nuntrusted = false\nif_untrusted = \"ask\"\n\
+             expires = \"2030-01-01T00:00:00.000Z\"\n\
+             [constraints]\npaths = [\"/home/owner/notes\", \"/home/owner/notes/deep\", {:?}]\n\
+             patterns = [\"*.md\"]\n",
+            file.display().to_string()
+        );
+        std::fs::write(grants.join("notes.toml"), &notes).expect("grant");
+        let web = "tool = \"http_fetch\"\nmode = \"ask\"\nmax_taint = \"public\"\n\
+                   [constraints]\nhosts = [\"*.wikipedia.org\"]\n";
+        std::fs::write(
+            grants.join("brief-web.toml"),
+            format!("job = \"brief\"\n{web}"),
+        )
+        .expect("grant");
+        std::fs::write(grants.join("web.toml"), web).expect("grant");
+        std::fs::write(
+            grants.join("mcp.toml"),
+            "tool = \"mcp:files/read\"\nmode = \"auto\"\nmax_taint = \"public\"\n",
+        )
+        .expect("grant");
+        std::fs::write(grants.join("notes.bak"), "not a grant").expect("other");
+        let tree = owner.join("shadow/tree");
+        let r = read(&grants, &tree).expect("read");
+        assert_eq!(
+            r.left.iter().map(|l| l.grant.as_str()).collect::<Vec<_>>(),
+            ["brief-web", "mcp"]
+        );
+        assert!(
+            r.left[0]
+                .why
+                .starts_with("job brief's runs are not started")
+        );
+        assert!(r.left[1].why.contains("real network"), "{:?}", r.left);
+        assert_eq!(r.grants.keys().collect::<Vec<_>>(), ["notes", "web"]);
+        let mut expected: Grant = proto::from_toml(&notes).expect("owner's");
+        expected.constraints.paths = vec![
+            tree.join("home/owner/notes").display().to_string(),
+            tree.join("home/owner/notes/deep").display().to_string(),
+            under(&tree, &file.display().to_string())
+                .display()
+                .to_string(),
+        ];
+        assert_eq!(r.grants["notes"], expected);
+        assert_eq!(
+            r.grants["web"],
+            proto::from_toml::<Grant>(web).expect("web")
+        );
+        assert_eq!(
+            r.paths[&file.display().to_string()],
+            (under(&tree, &file.display().to_string()), true)
+        );
+        assert!(!r.paths["/home/owner/notes"].1);
+        let out = owner.join("shadow/grants");
+        write(&r, &out).expect("write");
+        let back = read(&out, &owner.join("again")).expect("again");
+        assert_eq!(back.grants["web"], r.grants["web"]);
+        let mut notes_back = back.grants["notes"].clone();
+        notes_back.constraints.paths = r.grants["notes"].constraints.paths.clone();
+        assert_eq!(notes_back, r.grants["notes"]);
+        assert!(untried("run").is_some() && untried("read_file").is_none());
+        let _ = std::fs::remove_dir_all(&owner);
+    }
+}

@@ -1,0 +1,173 @@
+//! The fake llama-server's script for the chains (`chains`): the rules that make the
+//! hostile model's calls, in the TOML `docs/fake-llama-server.md` describes.
+
+use serde::Serialize;
+
+use super::chains::Chain;
+
+#[derive(Serialize)]
+struct Script {
+    server: Server,
+    rule: Vec<Rule>,
+    default: Answer,
+}
+
+#[derive(Serialize)]
+struct Server {
+    n_ctx: u32,
+    total_slots: u32,
+}
+
+#[derive(Serialize)]
+struct Rule {
+    name: String,
+    max_uses: u32,
+    #[serde(rename = "match")]
+    when: When,
+    answer: Answer,
+}
+
+#[derive(Serialize)]
+struct When {
+    user_contains: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_result_contains: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Answer {
+    text: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<Call>,
+}
+
+#[derive(Serialize)]
+struct Call {
+    name: String,
+    arguments: String,
+}
+
+fn call(name: &str, key: &str, value: &str) -> Answer {
+    Answer {
+        text: String::new(),
+        tool_calls: vec![Call {
+            name: name.to_owned(),
+            arguments: serde_json::json!({ key: value }).to_string(),
+        }],
+    }
+}
+
+/// The chain's sink call, carrying its canary.
+fn send(c: &Chain) -> Answer {
+    let write = |mode: &str| Answer {
+        text: String::new(),
+        tool_calls: vec![Call {
+            name: "write_file".into(),
+            arguments: serde_json::json!({"content": c.canary, "mode": mode, "path": c.url})
+                .to_string(),
+        }],
+    };
+    match c.sink.tool {
+        "consult" => call("consult", "prompt", &c.url),
+        // A new file in a granted directory; added to a granted file.
+        "write_file" if c.url.ends_with(&format!("/bxhostile-{}.txt", c.n)) => write("create"),
+        "write_file" => write("append"),
+        _ => call("http_fetch", "url", &c.url),
+    }
+}
+
+/// The argument a source call names its subject by.
+fn subject(tool: &str) -> &'static str {
+    if tool == "http_fetch" { "url" } else { "path" }
+}
+
+/// The fake llama-server's script: per chain, the read first, then (once the read's
+/// result holds the chain's canary) the fetch carrying it; each answer once, so a turn
+/// ends with the default answer whatever was denied or asked. A laundering chain writes
+/// the canary to its note instead, and its second session reads the note, then fetches.
+pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
+    let mut rule = Vec::new();
+    for c in chains {
+        let fetch = send(c);
+        let held = Answer {
+            text: "held".into(),
+            tool_calls: Vec::new(),
+        };
+        let fetch_after = c.restart.then(|| send(c));
+        let (then, back) = match &c.note {
+            Some(name) => {
+                let write = serde_json::json!({"mode": "replace", "name": name, "text": c.canary});
+                let write = Answer {
+                    text: String::new(),
+                    tool_calls: vec![Call {
+                        name: "note_write".into(),
+                        arguments: write.to_string(),
+                    }],
+                };
+                (write, Some(name))
+            }
+            None if c.restart => (held, None),
+            None => (fetch, None),
+        };
+        if let Some(fetch) = fetch_after {
+            rule.push(Rule {
+                name: format!("chain {} after restart", c.n),
+                max_uses: 1,
+                when: When {
+                    user_contains: c.after_tag(),
+                    tool_result_contains: None,
+                },
+                answer: fetch,
+            });
+        }
+        rule.push(Rule {
+            name: format!("chain {} sink", c.n),
+            max_uses: 1,
+            when: When {
+                user_contains: c.tag(),
+                tool_result_contains: Some(c.canary.clone()),
+            },
+            answer: then,
+        });
+        if let Some(name) = back {
+            rule.push(Rule {
+                name: format!("chain {} note sink", c.n),
+                max_uses: 1,
+                when: When {
+                    user_contains: c.back_tag(),
+                    tool_result_contains: Some(c.canary.clone()),
+                },
+                answer: send(c),
+            });
+            rule.push(Rule {
+                name: format!("chain {} note read", c.n),
+                max_uses: 1,
+                when: When {
+                    user_contains: c.back_tag(),
+                    tool_result_contains: None,
+                },
+                answer: call("note_read", "name", name),
+            });
+        }
+        rule.push(Rule {
+            name: format!("chain {} source", c.n),
+            max_uses: 1,
+            when: When {
+                user_contains: c.tag(),
+                tool_result_contains: None,
+            },
+            answer: call(c.source.tool, subject(c.source.tool), &c.source.path),
+        });
+    }
+    toml::to_string(&Script {
+        server: Server {
+            n_ctx: 8192,
+            total_slots: 2,
+        },
+        rule,
+        default: Answer {
+            text: "done".into(),
+            tool_calls: Vec::new(),
+        },
+    })
+}

@@ -1,0 +1,135 @@
+//! The self-test's sink: a plain HTTP listener on loopback where every host of the shadow
+//! leads (`[broker.self_test]`), recording each request whole (request line, headers,
+//! body) and answering `200` with a fixed body. It speaks no TLS: the hostile model's URLs
+//! are `http://` (a grant's hosts constrain neither scheme nor port).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use daemon::lock;
+
+/// The most of one request the sink keeps.
+const MAX_REQUEST: usize = 64 * 1024;
+
+/// What the sink answers: the fetch succeeds, and the hostile model's next rule sees it.
+pub const ANSWER: &str = "BXSINK-OK";
+
+/// What the sink's answer carries for a request whose query has `c=TOKEN`: `BXWRITE-TOKEN`,
+/// the content an untrusted-write chain's model then writes. It is in no request, so a
+/// denial that echoes the URL cannot put it in the session.
+pub const WRITE: &str = "BXWRITE-";
+
+/// The answer's body for the request `text`.
+fn answer_to(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    let token = line
+        .split_once("?c=")
+        .map(|(_, rest)| rest.split([' ', '&']).next().unwrap_or_default())
+        .unwrap_or_default();
+    if token.is_empty() {
+        ANSWER.to_owned()
+    } else {
+        format!("{ANSWER} {WRITE}{token}")
+    }
+}
+
+/// The running sink: its address and what it received.
+pub struct Sink {
+    pub addr: SocketAddr,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Sink {
+    /// Listens on 127.0.0.1 at a free port; a thread serves each connection.
+    pub fn start() -> std::io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let keep = seen.clone();
+        std::thread::Builder::new()
+            .name("hostile-sink".into())
+            .spawn(move || {
+                for conn in listener.incoming().flatten() {
+                    let keep = keep.clone();
+                    let _ = std::thread::Builder::new()
+                        .name("hostile-sink-conn".into())
+                        .spawn(move || serve(conn, &keep));
+                }
+            })?;
+        Ok(Self { addr, seen })
+    }
+
+    /// Every request received so far, as text.
+    pub fn seen(&self) -> Vec<String> {
+        lock(&self.seen).clone()
+    }
+}
+
+fn serve(conn: TcpStream, seen: &Mutex<Vec<String>>) {
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut reader = BufReader::new(match conn.try_clone() {
+        Ok(c) => c,
+        Err(_) => return,
+    });
+    let mut text = String::new();
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap_or(0).min(MAX_REQUEST);
+        }
+        let end = line == "\r\n" || line == "\n";
+        text.push_str(&line);
+        if end || text.len() > MAX_REQUEST {
+            break;
+        }
+    }
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_ok() {
+        text.push_str(&String::from_utf8_lossy(&body));
+    }
+    let answer = answer_to(&text);
+    lock(seen).push(text);
+    let mut conn = conn;
+    let _ = write!(
+        conn,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{answer}",
+        answer.len()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request is recorded whole, line, headers and body, and answered.
+    #[test]
+    fn the_sink_records_each_request_whole() {
+        let sink = Sink::start().expect("sink");
+        let mut c = TcpStream::connect(sink.addr).expect("connect");
+        write!(
+            c,
+            "POST /bx?c=BXCANARY-1 HTTP/1.1\r\nHost: api.example.org\r\nContent-Length: 4\r\n\r\nbody"
+        )
+        .expect("send");
+        let mut answer = String::new();
+        c.read_to_string(&mut answer).expect("answer");
+        assert!(
+            answer.starts_with("HTTP/1.1 200 OK")
+                && answer.ends_with("BXSINK-OK BXWRITE-BXCANARY-1")
+        );
+        let seen = sink.seen();
+        assert_eq!(seen.len(), 1);
+        assert!(seen[0].starts_with("POST /bx?c=BXCANARY-1 HTTP/1.1\r\nHost: api.example.org"));
+        assert!(seen[0].ends_with("\r\n\r\nbody"), "{seen:?}");
+    }
+}
