@@ -80,9 +80,9 @@ pub enum Invalid {
     /// The hands' settings (`broker.hands_user`, `broker.programs`).
     #[error("{0}")]
     Hands(super::HandsInvalid),
-    /// `[broker.self_test]` names no loopback address.
+    /// `[broker.self_test]` outside the self-test's shadow, or naming no loopback address.
     #[error("{0}")]
-    SelfTest(super::NotLoopback),
+    SelfTest(super::SelfTestInvalid),
     /// `core_memory` (or its default) is inside `dir`, which a role or a tool writes
     /// (`what`): model text there could become the owner's system prompt.
     #[error(

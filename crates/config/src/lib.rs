@@ -29,7 +29,7 @@ pub use infer::{Infer, Upstream};
 pub use invalid::Invalid;
 pub use jobs::{Deliver, Job, JobInvalid, MAX_PROMPT, jobs_file};
 pub use mcp::{McpInvalid, McpServer, mcp_file};
-pub use self_test::{NotLoopback, SelfTest};
+pub use self_test::{SelfTest, SelfTestInvalid};
 pub use sockets::{INFER_SOCK, Sockets};
 
 pub const DEFAULT_PATH: &str = "/etc/boxmaker/config.toml";
@@ -408,7 +408,7 @@ impl Config {
                 percent: l.compact_percent,
             });
         }
-        self_test::validate(b.self_test.as_ref()).map_err(Invalid::SelfTest)?;
+        self_test::validate(b.self_test.as_ref(), b.runner).map_err(Invalid::SelfTest)?;
         hands::validate(b.hands_user.as_ref(), &b.programs, &b.program_closures)
             .map_err(Invalid::Hands)?;
         jobs::validate(&self.jobs, self.gateway.is_some(), b.approval_ttl).map_err(Invalid::Job)?;

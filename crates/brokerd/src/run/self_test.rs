@@ -55,7 +55,9 @@ mod tests {
                 .contains("resolves only to addresses a host name may not lead to"),
             "{err}"
         );
-        let text = format!("{MINIMAL}[broker.self_test]\nresolve = \"127.0.0.1\"\n");
+        let text = format!(
+            "{MINIMAL}[broker]\nrunner = \"direct\"\n[broker.self_test]\nresolve = \"127.0.0.1\"\n"
+        );
         let shadow = Config::parse(Path::new("c.toml"), &text).expect("config");
         let sink: IpAddr = "127.0.0.1".parse().expect("ip");
         for host in [localhost, Host::Name("api.example.org".into())] {
