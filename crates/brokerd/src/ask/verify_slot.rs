@@ -91,24 +91,28 @@ impl Slot {
         });
     }
 
-    /// The alert to post now, if one waits and is due; it stays until [`Slot::posted`].
-    pub fn due(&mut self, now: Instant) -> Option<VerifyPost> {
+    /// The alert to post now and its audit seq, if one waits and is due; it stays until
+    /// [`Slot::posted`].
+    pub fn due(&mut self, now: Instant) -> Option<(u64, VerifyPost)> {
         self.expire(now);
         self.waiting
             .as_ref()
             .filter(|w| w.try_at <= now)
-            .map(|w| w.post.clone())
+            .map(|w| (w.seq, w.post.clone()))
     }
 
-    /// gatewayd posted the alert that waits.
-    pub fn posted(&mut self, now: Instant) {
-        self.waiting = None;
+    /// gatewayd posted the alert of `seq`. The slot is not locked while it posts, so the
+    /// one that waits now may be another (that one aged out and a new one was taken).
+    pub fn posted(&mut self, seq: u64, now: Instant) {
+        if self.waiting.as_ref().is_some_and(|w| w.seq == seq) {
+            self.waiting = None;
+        }
         self.last = Some(now);
     }
 
-    /// gatewayd could not post the alert that waits (`why`): tried again after [`RETRY`].
-    pub fn refused(&mut self, now: Instant, why: &str) {
-        if let Some(w) = &mut self.waiting {
+    /// gatewayd could not post the alert of `seq` (`why`): tried again after [`RETRY`].
+    pub fn refused(&mut self, seq: u64, now: Instant, why: &str) {
+        if let Some(w) = self.waiting.as_mut().filter(|w| w.seq == seq) {
             w.try_at = now + RETRY;
             if !w.refused {
                 // Once, not every RETRY: the drop is said too.
@@ -158,17 +162,17 @@ mod tests {
         let mut slot = Slot::default();
         assert_eq!(slot.admit(t0), Admit::Free);
         slot.put(post("FAIL a"), 7, t0);
-        assert_eq!(slot.due(t0), Some(post("FAIL a")));
-        slot.refused(t0, "Mattermost is down");
+        assert_eq!(slot.due(t0), Some((7, post("FAIL a"))));
+        slot.refused(7, t0, "Mattermost is down");
         assert_eq!(slot.due(t0 + RETRY / 2), None, "not before RETRY");
         let later = t0 + RETRY;
-        assert_eq!(slot.due(later), Some(post("FAIL a")), "tried again");
+        assert_eq!(slot.due(later), Some((7, post("FAIL a"))), "tried again");
         // An hour on, past the interval, the one that waits still holds the next back.
         let hour = t0 + Duration::from_secs(3600);
-        slot.refused(later, "still down");
+        slot.refused(7, later, "still down");
         assert_eq!(slot.admit(hour), Admit::Waiting { seq: 7 });
-        assert_eq!(slot.due(hour), Some(post("FAIL a")));
-        slot.posted(hour);
+        assert_eq!(slot.due(hour), Some((7, post("FAIL a"))));
+        slot.posted(7, hour);
         assert_eq!(slot.due(hour), None, "posted once");
         // The interval counts from the post: posts are never closer than INTERVAL.
         assert_eq!(
@@ -192,12 +196,19 @@ mod tests {
             assert_eq!(slot.admit(at), Admit::Waiting { seq: 7 }, "{minutes} min");
         }
         let day = t0 + MAX_WAIT;
-        assert_eq!(slot.due(day - Duration::from_secs(1)), Some(post("FAIL a")));
+        let before = day - Duration::from_secs(1);
+        assert_eq!(slot.due(before), Some((7, post("FAIL a"))));
         assert_eq!(slot.due(day), None, "dropped at MAX_WAIT");
         assert_eq!(slot.admit(day), Admit::Free);
         let mut slot = Slot::default();
         slot.put(post("FAIL b"), 8, t0);
         assert_eq!(slot.admit(day), Admit::Free, "admit drops it too");
         assert_eq!(slot.due(day), None);
+        // A post of the one that aged out, answered after another was taken, leaves that
+        // other one waiting.
+        slot.put(post("FAIL c"), 9, day);
+        slot.posted(8, day);
+        slot.refused(8, day, "late");
+        assert_eq!(slot.due(day), Some((9, post("FAIL c"))));
     }
 }

@@ -210,17 +210,20 @@ fn verify_post(
     conn: &mut Conn,
 ) -> Result<(), Error> {
     // Not locked during the call: a new alert meanwhile is held back by the one that waits.
-    let Some(v) = broker.verify_slot.lock().due(Instant::now()) else {
+    let Some((seq, v)) = broker.verify_slot.lock().due(Instant::now()) else {
         return Ok(());
     };
     match call(conn, Message::VerifyPost(v))? {
         Message::VerifyPosted(p) => {
-            broker.verify_slot.lock().posted(Instant::now());
+            broker.verify_slot.lock().posted(seq, Instant::now());
             log::info(format_args!("verify alert posted as {}", p.post));
             Ok(())
         }
         Message::Error(e) => {
-            broker.verify_slot.lock().refused(Instant::now(), &e.detail);
+            broker
+                .verify_slot
+                .lock()
+                .refused(seq, Instant::now(), &e.detail);
             Ok(())
         }
         other => Err(answered("verify_post", &other)),
