@@ -6,7 +6,7 @@
 //!   brokerd audited and forwarded (docs/verify.md, docs/decisions.md V18).
 //!
 //! Either text is shown inert and cut to one post: brokerd's words in prose, the peer's
-//! lines each alone in a fenced block, where nothing renders.
+//! lines each alone in a fenced block, where nothing renders, each after [`inert::MARK`].
 
 use proto::alert::VerifyPost;
 use proto::gateway::AuditAlert;
@@ -38,10 +38,19 @@ pub fn audit(a: &AuditAlert) -> String {
     )
 }
 
-/// A failed `bxctl verify`, as the owner reads it: who handed it to brokerd and when, then
-/// its lines in one fenced block (each line inert, so no line break or hidden character a
-/// line holds is shown as anything but an escape, and no line is cut into another), then
-/// where to look. Never an approval: nothing to answer.
+/// A failed `bxctl verify`, as the owner reads it: how many lines, who handed them to
+/// brokerd and when, then the lines in one fenced block, then where to look. Never an
+/// approval: nothing to answer.
+///
+/// Each line is inert (no line break or hidden character it holds is shown as anything but
+/// an escape, so no line is cut into another) and starts with [`inert::MARK`]. The mark
+/// keeps the block one block for Mattermost's server too: when it looks for mentions it
+/// ends a code block at any line of exactly three backticks or tildes, however long the
+/// fence that opened it, so a peer's line `~~~` would close it and a following `@channel`
+/// would notify the whole channel. No marked line is a fence or starts with anything.
+///
+/// The count is of lines, not of failing checks: past [`proto::alert::MAX_LINES`] `FAIL`s
+/// bxctl's last line says how many more there are, and the peer's words are not counted.
 pub fn verify(v: &VerifyPost) -> String {
     let shown: Vec<String> = v
         .lines
@@ -49,19 +58,20 @@ pub fn verify(v: &VerifyPost) -> String {
         .take(proto::alert::MAX_LINES)
         .map(|l| {
             let l = inert::line(l);
-            if l.chars().count() > LINE {
+            let l = if l.chars().count() > LINE {
                 l.chars().take(LINE).collect::<String>() + "…"
             } else {
                 l
-            }
+            };
+            format!("{}{l}", inert::MARK)
         })
         .collect();
     format!(
-        "**boxmaker: `bxctl verify` failed** ({n} failing check(s), handed to brokerd by {by} at \
+        "**boxmaker: `bxctl verify` failed** ({n} line(s), handed to brokerd by {by} at \
          {time})\n{block}\nOn the host, `journalctl -u boxmaker-verify -p err` shows the run and \
          `sudo bxctl verify` checks again; docs/verify.md says what each check means and how to \
          fix it. Nothing to answer here.",
-        n = v.lines.len(),
+        n = shown.len(),
         by = code(&v.by),
         time = v.time,
         block = fenced(&shown.join("\n")),
@@ -121,7 +131,7 @@ mod tests {
             "FAIL  units  x: ````\n![x](https://evil.example/a.png)\u{1b}[2J\u{202e}".into(),
         ]);
         assert!(
-            text.starts_with("**boxmaker: `bxctl verify` failed** (2 failing check(s), handed to brokerd by `uid 990 (boxmaker-verify)`"),
+            text.starts_with("**boxmaker: `bxctl verify` failed** (2 line(s), handed to brokerd by `uid 990 (boxmaker-verify)`"),
             "{text}"
         );
         // The block opens with a fence longer than the line's own (four), and holds exactly
@@ -131,7 +141,7 @@ mod tests {
         let end = start + text[start..].find("\n`````\n").expect("its end");
         let block: Vec<&str> = text[start..end].lines().collect();
         assert_eq!(block.len(), 2, "{text}");
-        assert_eq!(block[0], "FAIL  state  audit: audit chain BROKEN");
+        assert_eq!(block[0], "| FAIL  state  audit: audit chain BROKEN");
         assert!(
             block[1].contains("\\u{000a}![x](https://evil.example/a.png)"),
             "{text}"
@@ -155,5 +165,79 @@ mod tests {
             largest.chars().count()
         );
         assert_eq!(largest.matches('…').count(), proto::alert::MAX_LINES);
+    }
+
+    /// What Mattermost's server reads for mentions: the text outside code blocks as it finds
+    /// them (server `app/notification.go`, `codeBlockPattern`): a block opens at a line
+    /// that starts, after blanks, with three backticks or tildes, and ends at the next line
+    /// that is, after blanks, exactly three of either, or at the end of the message. Inline
+    /// code is kept here (the server removes it too), so this reads more than the server.
+    fn outside_code(text: &str) -> String {
+        let fence = |l: &str, exact: bool| {
+            let t = l.trim_start_matches([' ', '\t']);
+            let three = t.chars().take(3).filter(|c| matches!(c, '`' | '~')).count() == 3;
+            three && (!exact || t.chars().count() == 3)
+        };
+        let (mut out, mut inside) = (String::new(), false);
+        for l in text.lines() {
+            if inside {
+                inside = !fence(l, true);
+            } else if fence(l, false) {
+                inside = true;
+            } else {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// A peer's line can neither end the block for the server's mention scan (a fence of
+    /// three backticks or tildes, indented or not) nor start with a mention: `@channel`,
+    /// `@all` and `@here` after any of them stay inside the block, so nobody is notified.
+    /// The header counts the lines shown, not failing checks.
+    #[test]
+    fn a_verify_alerts_lines_cannot_close_the_block_or_mention_anyone() {
+        let lines: Vec<String> = [
+            "FAIL  state  audit: audit chain BROKEN",
+            "~~~",
+            "@channel",
+            "```",
+            "@all",
+            "   ~~~",
+            "@here",
+            "\t```",
+            "  `~`",
+            "@channel look",
+            "… and 11 more",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let text = verify(&VerifyPost {
+            time: time(),
+            by: "uid 0 (root)".into(),
+            lines: lines.clone(),
+        });
+        let read = outside_code(&text);
+        for mention in ["@channel", "@all", "@here"] {
+            assert!(
+                !read.contains(mention),
+                "{mention} outside a block: {read}\n{text}"
+            );
+        }
+        assert!(
+            read.contains("**boxmaker: `bxctl verify` failed**"),
+            "{read}"
+        );
+        let shown: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with(inert::MARK))
+            .collect();
+        assert_eq!(shown.len(), lines.len(), "{text}");
+        assert_eq!(shown[1], "| ~~~");
+        assert!(
+            text.contains("(11 line(s), handed to brokerd by `uid 0 (root)`"),
+            "{text}"
+        );
     }
 }

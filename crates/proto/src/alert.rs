@@ -17,8 +17,14 @@ pub const MAX_LINES: usize = 20;
 /// The longest line, in bytes.
 pub const MAX_LINE_BYTES: usize = 500;
 
-/// The least time between two alerts brokerd forwards; one within it is held back.
+/// The least time between two alerts brokerd forwards (from the last one taken or posted,
+/// whichever is later); one within it is held back.
 pub const INTERVAL: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// How long brokerd keeps trying to post an alert it took (the link down, or gatewayd
+/// unable to post): one older is dropped with a warning in brokerd's journal. At most one
+/// waits at a time; another meanwhile is held back.
+pub const MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 
 /// bxctl's `FAIL` lines, as it printed them (admin side).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,20 +40,28 @@ pub struct VerifyAlerted {
     /// The audit line's sequence number.
     pub seq: u64,
     pub outcome: AlertOutcome,
-    /// When the next alert may be forwarded (`held` only).
+    /// When the next alert may be forwarded (`held` because one was taken or posted less
+    /// than [`INTERVAL`] ago).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next: Option<Timestamp>,
+    /// The audit sequence number of the alert that still waits to be posted (`held`
+    /// because of it: at most one waits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<u64>,
 }
 
 /// Whether the alert goes to the owner's channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AlertOutcome {
-    /// Handed to the link to gatewayd, which is up: posted now.
+    /// Handed to the link to gatewayd, which is up: posted now, or tried again while
+    /// gatewayd cannot post it, for up to [`MAX_WAIT`].
     Forwarded,
-    /// Handed to the link, which is down: posted once gatewayd is back, while brokerd runs.
+    /// Handed to the link, which is down: posted once gatewayd is back, while brokerd runs
+    /// and for up to [`MAX_WAIT`].
     Queued,
-    /// Not posted: brokerd forwarded one less than its interval ago.
+    /// Not posted: brokerd took or posted one less than [`INTERVAL`] ago, or one it took
+    /// still waits to be posted.
     Held,
     /// Not posted: the configuration has no `[gateway]`.
     NoGateway,

@@ -3,7 +3,8 @@
 //! `approvals` holds each ask bound to its card, single use, expiring; `allowances` what the
 //! owner allowed for a session; `approved` is the one proof that the owner approved, made
 //! here only; `desk` puts an ask to the owner and takes the answers; `outbox` carries cards,
-//! outcomes and alerts to gatewayd.
+//! outcomes and the audit alert to gatewayd; `verify_slot` holds the one failed
+//! verification's alert that waits to be posted.
 //!
 //! Which calls ask, and what their card binds, is the broker's (`broker/ask.rs`); how an ask
 //! waits, expires and is answered is here. What a card shows beyond today's fields (the
@@ -15,3 +16,4 @@ pub mod approvals;
 pub mod approved;
 pub mod desk;
 pub mod outbox;
+pub mod verify_slot;

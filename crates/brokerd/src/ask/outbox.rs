@@ -1,7 +1,8 @@
 //! What brokerd queues for gatewayd when `[gateway]` is configured: cards to post,
-//! outcomes to show and alerts (the audit chain does not verify, a failed `bxctl verify`),
-//! taken by the link thread (`gateway::run`). It counts the outcomes not yet shown, so that stopping can wait a
-//! little until the cards of the calls it just denied say so.
+//! outcomes to show and the audit chain's alert, taken by the link thread (`gateway::run`).
+//! It counts the outcomes not yet shown, so that stopping can wait a little until the cards
+//! of the calls it just denied say so. A failed `bxctl verify`'s alert is not queued here
+//! but waits in a slot of one (`verify_slot`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, mpsc};
@@ -19,8 +20,6 @@ pub enum Outgoing {
     Update(ApprovalUpdate),
     /// A full verification of the audit log failed (`audit_verify`).
     Alert(AuditAlert),
-    /// An admin peer's failed `bxctl verify` (`verify_alert`).
-    Verify(proto::alert::VerifyPost),
 }
 
 #[derive(Debug)]

@@ -65,6 +65,8 @@ pub struct Broker {
     pub(crate) session_locks: KeyedLocks<SessionId>,
     /// To gatewayd, when `[gateway]` is configured: cards to post, outcomes to show.
     pub(crate) outbox: Outbox,
+    /// The failed verification's alert that waits for gatewayd, and when the last went.
+    pub(crate) verify_slot: crate::ask::verify_slot::VerifySlot,
     /// The last reload and the link to gatewayd, for `bxctl status`.
     pub(crate) board: board::Board,
     /// The notes brokerd owns, and their labels.
@@ -106,6 +108,7 @@ impl Broker {
             runner,
             session_locks: KeyedLocks::default(),
             outbox,
+            verify_slot: crate::ask::verify_slot::VerifySlot::default(),
             board,
             notes,
             runs: Runs::default(),

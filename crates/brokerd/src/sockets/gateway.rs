@@ -27,8 +27,8 @@ use crate::broker::Broker;
 
 /// How long one `approval_wait` may be held: also how soon a new card goes out.
 const WAIT_MS: u32 = 300;
-/// How often a card gatewayd could not post is tried again.
-const RETRY: Duration = Duration::from_secs(10);
+/// How often a card gatewayd could not post is tried again (as a verify alert is).
+const RETRY: Duration = crate::ask::verify_slot::RETRY;
 /// How long gatewayd may take to answer one request.
 const ANSWER_DEADLINE: Duration = Duration::from_secs(300);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
@@ -166,23 +166,9 @@ fn serve(
                         return Err(e);
                     }
                 },
-                // The same for a failed `bxctl verify`'s lines.
-                Outgoing::Verify(v) => match call(conn, Message::VerifyPost(v.clone())) {
-                    Ok(Message::VerifyPosted(p)) => {
-                        log::info(format_args!("verify alert posted as {}", p.post));
-                    }
-                    Ok(Message::Error(e)) => log::warn(format_args!(
-                        "gatewayd could not post the verify alert ({})",
-                        e.detail
-                    )),
-                    Ok(other) => return Err(answered("verify_post", &other)),
-                    Err(e) => {
-                        *carry = Some(Outgoing::Verify(v));
-                        return Err(e);
-                    }
-                },
             }
         }
+        verify_post(broker, &mut call, conn)?;
         if sweep.elapsed() >= RETRY {
             sweep = Instant::now();
             let pending = broker.pending_cards();
@@ -212,6 +198,35 @@ fn serve(
             }
             other => return Err(answered("approval_wait", &other)),
         }
+    }
+}
+
+/// Posts the failed verification's alert that waits, if it is due. It stays in the slot
+/// until gatewayd says it is posted: refused (Mattermost down), it is tried again like a
+/// card; a broken link leaves it for the next connection (`ask::verify_slot`).
+fn verify_post(
+    broker: &Broker,
+    call: &mut impl FnMut(&mut Conn, Message) -> Result<Message, Error>,
+    conn: &mut Conn,
+) -> Result<(), Error> {
+    // Not locked during the call: a new alert meanwhile is held back by the one that waits.
+    let Some((seq, v)) = broker.verify_slot.lock().due(Instant::now()) else {
+        return Ok(());
+    };
+    match call(conn, Message::VerifyPost(v))? {
+        Message::VerifyPosted(p) => {
+            broker.verify_slot.lock().posted(seq, Instant::now());
+            log::info(format_args!("verify alert posted as {}", p.post));
+            Ok(())
+        }
+        Message::Error(e) => {
+            broker
+                .verify_slot
+                .lock()
+                .refused(seq, Instant::now(), &e.detail);
+            Ok(())
+        }
+        other => Err(answered("verify_post", &other)),
     }
 }
 

@@ -9,7 +9,9 @@
 
 use config::Config;
 use proto::Message;
-use proto::alert::{AlertOutcome, INTERVAL, MAX_LINE_BYTES, MAX_LINES, VerifyAlert, VerifyAlerted};
+use proto::alert::{
+    AlertOutcome, INTERVAL, MAX_LINE_BYTES, MAX_LINES, MAX_WAIT, VerifyAlert, VerifyAlerted,
+};
 
 use super::access::{self, Side, Trouble};
 use super::report::{self, Check, Level};
@@ -74,24 +76,35 @@ fn taken(n: usize, a: &VerifyAlerted) -> (Level, String) {
             Level::Ok,
             format!(
                 "{n} FAIL line(s) handed to brokerd, which posts them in the owner's channel \
-                 (audit seq {seq})"
+                 (tried again while gatewayd cannot, for up to {} hours; audit seq {seq})",
+                MAX_WAIT.as_secs() / 3600
             ),
         ),
         AlertOutcome::Queued => (
             Level::Warn,
             format!(
                 "{n} FAIL line(s) handed to brokerd; its link to gatewayd is down, so they are \
-                 posted once it is back, if brokerd runs until then (audit seq {seq})"
+                 posted once it is back, if brokerd runs until then and within {} hours (audit seq \
+                 {seq})",
+                MAX_WAIT.as_secs() / 3600
             ),
         ),
         AlertOutcome::Held => (
             Level::Warn,
-            format!(
-                "not posted: brokerd forwarded a failed verification less than {} minutes ago; \
-                 the next may go from {} (audit seq {seq})",
-                INTERVAL.as_secs() / 60,
-                a.next.map_or_else(|| "later".to_owned(), |t| t.to_string())
-            ),
+            match (a.waiting, a.next) {
+                (Some(w), _) => format!(
+                    "not posted: the alert brokerd took earlier (audit seq {w}) still waits to \
+                     be posted, and brokerd keeps at most one waiting; it tries that one until \
+                     it is posted or {} hours old (audit seq {seq})",
+                    MAX_WAIT.as_secs() / 3600
+                ),
+                (None, next) => format!(
+                    "not posted: brokerd took or posted a failed verification less than {} \
+                     minutes ago; the next may go from {} (audit seq {seq})",
+                    INTERVAL.as_secs() / 60,
+                    next.map_or_else(|| "later".to_owned(), |t| t.to_string())
+                ),
+            },
         ),
         AlertOutcome::NoGateway => (
             Level::Warn,
@@ -134,5 +147,33 @@ mod tests {
             "{got:?}"
         );
         assert_eq!(proto::alert::check(&got), Ok(()));
+    }
+
+    /// A held alert says why: one taken or posted within the interval (and when the next
+    /// may go), or one that still waits to be posted (and which).
+    #[test]
+    fn a_held_alert_says_whether_one_went_recently_or_one_still_waits() {
+        let held = |next, waiting| VerifyAlerted {
+            seq: 9,
+            outcome: AlertOutcome::Held,
+            next,
+            waiting,
+        };
+        let at = proto::Timestamp::parse("2026-12-02T04:10:12.345Z").expect("time");
+        let (level, said) = taken(1, &held(Some(at), None));
+        assert_eq!(level, Level::Warn);
+        assert_eq!(
+            said,
+            "not posted: brokerd took or posted a failed verification less than 10 minutes \
+             ago; the next may go from 2026-12-02T04:10:12.345Z (audit seq 9)"
+        );
+        let (level, said) = taken(1, &held(None, Some(7)));
+        assert_eq!(level, Level::Warn);
+        assert_eq!(
+            said,
+            "not posted: the alert brokerd took earlier (audit seq 7) still waits to be posted, \
+             and brokerd keeps at most one waiting; it tries that one until it is posted or 24 \
+             hours old (audit seq 9)"
+        );
     }
 }

@@ -140,6 +140,15 @@ fn brokerd_takes_an_alert_on_its_admin_side_only_within_bounds_audits_and_forwar
         panic!("not taken");
     };
     assert_eq!((first.outcome, first.next), (AlertOutcome::Queued, None));
+    // At most one waits: another meanwhile is held back, named after the one that waits.
+    let Message::VerifyAlerted(waits) = ask(&admin, alert(vec!["FAIL  model  reach: y".into()]))
+    else {
+        panic!("not taken");
+    };
+    assert_eq!(
+        (waits.outcome, waits.next, waits.waiting),
+        (AlertOutcome::Held, None, Some(first.seq))
+    );
     let (tx, rx) = mpsc::channel();
     fake_gatewayd(&home, tx);
     let post = rx.recv_timeout(Duration::from_secs(20)).expect("forwarded");
@@ -158,10 +167,11 @@ fn brokerd_takes_an_alert_on_its_admin_side_only_within_bounds_audits_and_forwar
         "held, not forwarded"
     );
     let lines = audited(&home);
-    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines.len(), 3, "{lines:?}");
     assert_eq!(lines[0].1, vec![LINE.to_owned()]);
     assert_eq!(lines[0].2, AlertOutcome::Queued);
     assert_eq!(lines[1].2, AlertOutcome::Held);
+    assert_eq!(lines[2].2, AlertOutcome::Held);
     assert!(lines.iter().all(|l| l.0 == post.by));
     assert!(matches!(
         ask(&admin, Message::StatusQuery(proto::approval::Empty {})),
@@ -237,7 +247,7 @@ fn a_failing_verify_with_alert_is_posted_in_the_channel_and_a_passing_one_posts_
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     assert!(
-        stderr.starts_with("verify: alert: 1 FAIL line(s) handed to brokerd, which posts them in the owner's channel (audit seq "),
+        stderr.starts_with("verify: alert: 1 FAIL line(s) handed to brokerd, which posts them in the owner's channel (tried again while gatewayd cannot, for up to 24 hours; audit seq "),
         "{stderr}"
     );
     let fail = stdout
@@ -249,7 +259,11 @@ fn a_failing_verify_with_alert_is_posted_in_the_channel_and_a_passing_one_posts_
     let got = verify_posts(&state);
     assert_eq!(got.len(), 1, "{got:?}");
     // The line as bxctl printed it, alone in a fenced block.
-    assert!(got[0].contains(&format!("```\n{fail}\n```")), "{}", got[0]);
+    assert!(
+        got[0].contains(&format!("```\n| {fail}\n```")),
+        "{}",
+        got[0]
+    );
     assert!(got[0].ends_with("Nothing to answer here."), "{}", got[0]);
     let lines = audited(&home);
     assert_eq!(lines.len(), 1, "{lines:?}");
@@ -264,12 +278,55 @@ fn a_failing_verify_with_alert_is_posted_in_the_channel_and_a_passing_one_posts_
     assert_eq!(stdout.lines().count(), 1, "{stdout}");
     assert!(
         stderr.starts_with(
-            "verify: alert: not posted: brokerd forwarded a failed verification less than 10 \
-             minutes ago; the next may go from "
+            "verify: alert: not posted: brokerd took or posted a failed verification less than \
+             10 minutes ago; the next may go from "
         ),
         "{stderr}"
     );
     assert_eq!(audited(&home)[1].2, AlertOutcome::Held);
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(verify_posts(&gw.state()).len(), 1);
+}
+
+/// Mattermost refusing the post loses no alert: brokerd keeps the one it took, holds back
+/// another meanwhile (at most one waits), and gatewayd posts it on a later try (every 10 s,
+/// like a card).
+#[test]
+fn an_alert_mattermost_refuses_is_posted_on_a_later_try_and_holds_the_next_back() {
+    let home = Home::new("valert-retry", "");
+    let gw = home.start_gateway(&[OWNER.id], "");
+    let _agent = home.start_agent(SCRIPT, "");
+    let fail = serde_json::json!({"after": 0, "posts": 1});
+    stack::http(&gw.addr, "POST", "/fake/fail", &fail);
+    let admin = home.admin_sock();
+    let Message::VerifyAlerted(first) = ask(&admin, alert(vec![LINE.into()])) else {
+        panic!("not taken");
+    };
+    assert!(
+        matches!(
+            first.outcome,
+            AlertOutcome::Forwarded | AlertOutcome::Queued
+        ),
+        "{first:?}"
+    );
+    let Message::VerifyAlerted(second) = ask(&admin, alert(vec!["FAIL  model  reach: x".into()]))
+    else {
+        panic!("not taken");
+    };
+    assert_eq!(
+        (second.outcome, second.waiting),
+        (AlertOutcome::Held, Some(first.seq))
+    );
+    let state = gw.wait("the verify alert posted on a later try", |s| {
+        !verify_posts(s).is_empty()
+    });
+    let got = verify_posts(&state);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].contains(&format!("\n| {LINE}\n")), "{}", got[0]);
+    assert!(!got[0].contains("reach: x"), "{}", got[0]);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(verify_posts(&gw.state()).len(), 1, "posted once");
+    // The first try was the one Mattermost refused.
+    let log = gw.daemons[0].log();
+    assert!(log.contains("posting a failed bxctl verify"), "{log}");
 }
