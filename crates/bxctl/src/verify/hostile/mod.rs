@@ -20,6 +20,7 @@ mod compare_tests;
 mod tests;
 
 use std::collections::BTreeSet;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use config::Config;
@@ -30,21 +31,56 @@ use proto::flows::FlowsReport;
 use super::report::{Check, Part};
 
 /// A scratch directory of this run's, never the owner's state: under the system's
-/// temporary directory, removed at the end (canaries and all).
-fn scratch() -> PathBuf {
+/// temporary directory, made here and only here (an existing one is an error, not reused)
+/// and readable by this user alone; removed at the end (canaries and all).
+fn scratch() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    std::env::temp_dir().join(format!(
+    let dir = std::env::temp_dir().join(format!(
         "boxmaker-hostile-{}-{nanos:08x}",
         std::process::id()
-    ))
+    ));
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    Ok(dir)
 }
 
 /// The self-test's checks; a failure to run it is one `FAIL`, and then the scratch
-/// directory (the shadow's state and logs, canaries only) is kept for a look.
+/// directory (the shadow's state and logs, canaries only) is kept for a look. Interrupted
+/// (SIGINT, SIGTERM, SIGHUP), it removes the scratch directory before it exits; the shadow's
+/// roles end with it (each dies with its parent, the fake model at its input's end).
 pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
-    let dir = scratch();
+    let dir = match scratch() {
+        Ok(dir) => dir,
+        Err(e) => {
+            return vec![Check::fail(
+                Part::Hostile,
+                "shadow",
+                format!(
+                    "the hostile self-test could not make its scratch directory under {}: {e}",
+                    std::env::temp_dir().display()
+                ),
+            )];
+        }
+    };
+    let removal = dir.clone();
+    let watched = crate::signals::watch(std::sync::Arc::default(), move || {
+        let _ = std::fs::remove_dir_all(&removal);
+        let _ = writeln!(
+            std::io::stderr(),
+            "verify: hostile: interrupted; removed {}",
+            inert::line(&removal.display().to_string())
+        );
+    });
+    if let Err(e) = watched {
+        let _ = std::fs::remove_dir_all(&dir);
+        return vec![Check::fail(
+            Part::Hostile,
+            "shadow",
+            format!("the hostile self-test could not watch for signals: {e}"),
+        )];
+    }
     match run(config, analysis, &dir) {
         Ok(checks) => {
             let _ = std::fs::remove_dir_all(&dir);
