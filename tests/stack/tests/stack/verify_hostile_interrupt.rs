@@ -45,7 +45,7 @@ fn verify_hostile_interrupted_removes_its_scratch_directory() {
     );
     let tmp = home.root.join("tmp");
     std::fs::create_dir_all(&tmp).expect("tmp");
-    let mut child = Command::new(bin("bxctl"))
+    let child = Command::new(bin("bxctl"))
         .arg("--config")
         .arg(home.config())
         .args(["verify", "--hostile", "--json"])
