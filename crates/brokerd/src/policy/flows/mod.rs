@@ -8,9 +8,10 @@
 //! run's alike ([`SessionView::START`]: private and trusted, the owner's words are in it;
 //! the value brokerd starts each session's state at), the sink at that label raised by the
 //! source's, in the same scope (an ordinary session, or one job's runs). So a grant with
-//! `max_taint = "public"` is no step of any flow: brokerd never applies it. Only an allow without asking counts; an `ask`, a denial, a taint above
-//! `max_taint`, an `if_untrusted` mode, an expired grant or a grant of another scope stops
-//! the flow exactly as it would stop the model. The model is taken as hostile from its
+//! `max_taint = "public"` is no step of any flow: brokerd never applies it. Only an allow
+//! without asking counts; an `ask`, a denial, a taint above `max_taint`, an `if_untrusted`
+//! mode, an expired grant or a grant of another scope stops the flow exactly as it would
+//! stop the model. The model is taken as hostile from its
 //! first turn (a backdoored model, a pasted text): the session is untrusted only when the
 //! source made it so.
 //!
