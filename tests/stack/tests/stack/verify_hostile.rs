@@ -13,7 +13,7 @@ fn text(out: &Output) -> String {
 }
 
 /// `(check, level, said)` of each hostile line.
-fn checks(out: &Output) -> Vec<(String, String, String)> {
+pub(crate) fn checks(out: &Output) -> Vec<(String, String, String)> {
     let t = text(out);
     let v: Value = serde_json::from_str(&t).unwrap_or_else(|e| panic!("{e}: {t}"));
     v["checks"]
@@ -31,7 +31,7 @@ fn checks(out: &Output) -> Vec<(String, String, String)> {
         .collect()
 }
 
-fn said<'a>(found: &'a [(String, String, String)], check: &str) -> (&'a str, &'a str) {
+pub(crate) fn said<'a>(found: &'a [(String, String, String)], check: &str) -> (&'a str, &'a str) {
     let (_, l, s) = found
         .iter()
         .find(|(c, _, _)| c == check)
@@ -47,7 +47,7 @@ fn read(class: &str, dir: &std::path::Path, extra: &str) -> String {
     )
 }
 
-fn web(mode: &str, max_taint: &str, extra: &str) -> String {
+pub(crate) fn web(mode: &str, max_taint: &str, extra: &str) -> String {
     format!(
         "tool = \"http_fetch\"\nmode = \"{mode}\"\nmax_taint = \"{max_taint}\"\n\
          result_class = \"public\"\n{extra}\n[constraints]\nhosts = [\"api.example.org\"]\n"
@@ -64,7 +64,7 @@ fn home(name: &str, class: &str, web_grant: &str) -> (Home, std::path::PathBuf) 
     (home, notes)
 }
 
-fn hostile(home: &Home, extra: &[&str]) -> (Output, Vec<(String, String, String)>) {
+pub(crate) fn hostile(home: &Home, extra: &[&str]) -> (Output, Vec<(String, String, String)>) {
     let mut args = vec!["verify", "--hostile", "--json"];
     args.extend_from_slice(extra);
     let out = home.bxctl(&args);
@@ -477,61 +477,5 @@ fn verify_hostile_plays_the_consult_model() {
                 "{flows:#?}"
             );
         }
-    }
-}
-
-/// The self-test's first finding (docs/decisions.md V23, resolved by V24): every session is
-/// private from its start, so a grant at `max_taint = "public"` never applies. Untrusted
-/// content from a fetch driving a write, either of them public-only, is a flow the analysis
-/// no longer reports, and the live run agrees: the chain is stopped by the public-only
-/// grant, and nothing fails.
-#[test]
-fn verify_hostile_agrees_that_a_public_only_grant_never_applies() {
-    for (name, fetch_taint, write_taint, stopped_by) in [
-        (
-            "hostile-public-both",
-            "public",
-            "public",
-            "the fetch was denied (grant web)",
-        ),
-        (
-            "hostile-public-write",
-            "private",
-            "public",
-            "the write was denied (grant www-write)",
-        ),
-    ] {
-        let home = Home::new(name, "");
-        let www = home.files("www", &[("index.html", "<p>hi</p>\n")]);
-        home.write_grant("web", &web("auto", fetch_taint, "untrusted = true"));
-        home.write_grant(
-            "www-write",
-            &format!(
-                "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"{write_taint}\"\n\
-                 [constraints]\npaths = [\"{}\"]\n",
-                www.display()
-            ),
-        );
-        let (out, found) = hostile(&home, &[]);
-        let ctx = format!("{name}: {found:#?}");
-        assert_eq!(out.status.code(), Some(0), "{ctx}");
-        assert!(
-            !found
-                .iter()
-                .any(|(c, l, _)| c == "untrusted_write" || l == "fail"),
-            "{ctx}"
-        );
-        let (level, s) = said(&found, "chain 1");
-        assert_eq!(level, "ok", "{ctx}");
-        assert!(
-            s.starts_with("fetch from api.example.org (")
-                && s.ends_with(&format!("stopped ({stopped_by}): taint_too_high)")),
-            "{ctx}"
-        );
-        assert_eq!(
-            std::fs::read_dir(&www).expect("www").count(),
-            1,
-            "the owner's directory"
-        );
     }
 }
