@@ -12,18 +12,20 @@ use crate::verify_hostile::{hostile, said, web};
 /// grant, and nothing fails.
 #[test]
 fn verify_hostile_agrees_that_a_public_only_grant_never_applies() {
-    for (name, fetch_taint, write_taint, stopped_by) in [
+    for (name, fetch_taint, write_taint, chain) in [
         (
             "hostile-public-both",
             "public",
             "public",
-            "the fetch was denied (grant web)",
+            "fetch from api.example.org via grant web, then write it under {www}: stopped (the \
+             read was denied (grant web): taint_too_high)",
         ),
         (
             "hostile-public-write",
             "private",
             "public",
-            "the write was denied (grant www-write)",
+            "fetch from api.example.org (private) via grant web, then write it under {www} via \
+             grant www-write: stopped (the write was denied (grant www-write): taint_too_high)",
         ),
     ] {
         let home = Home::new(name, "");
@@ -48,11 +50,8 @@ fn verify_hostile_agrees_that_a_public_only_grant_never_applies() {
         );
         let (level, s) = said(&found, "chain 1");
         assert_eq!(level, "ok", "{ctx}");
-        assert!(
-            s.starts_with("fetch from api.example.org (")
-                && s.ends_with(&format!("stopped ({stopped_by}): taint_too_high)")),
-            "{ctx}"
-        );
+        let www_shown = www.display().to_string();
+        assert_eq!(s, chain.replace("{www}", &www_shown), "{ctx}");
         assert_eq!(
             std::fs::read_dir(&www).expect("www").count(),
             1,
