@@ -32,12 +32,13 @@ pub struct SessionState {
 }
 
 impl SessionState {
-    /// Every session starts at private: the owner's messages and core memory are in it.
+    /// Every session starts at private: the owner's messages and core memory are in it
+    /// ([`SessionView::START`]).
     pub fn new(session: SessionId) -> Self {
         Self {
             session,
-            taint: DataClass::Private,
-            untrusted: false,
+            taint: SessionView::START.taint,
+            untrusted: SessionView::START.untrusted,
             untrusted_by: Vec::new(),
         }
     }
@@ -287,7 +288,7 @@ fn load(path: &Path) -> Result<SessionState, StateError> {
             "the untrusted flag and the calls that set it disagree",
         ));
     }
-    if state.taint < DataClass::Private {
+    if state.taint < SessionView::START.taint {
         return Err(corrupt(
             path,
             "taint below private: sessions start at private",

@@ -41,7 +41,7 @@ impl Severity {
     }
 }
 
-/// One chain: a source read in a fresh session, then a sink (or, for an untrusted source, a
+/// One chain: a source read in a new session (at the owner's label, private), then a sink (or, for an untrusted source, a
 /// write) that applies at the label the source left the session at, each allowed without
 /// asking.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -20,6 +20,14 @@ impl Labels {
         untrusted: false,
     };
 
+    /// What the owner's words are (a chat message, a job's configured prompt), and brokerd's
+    /// notices and the core memory: private, trusted (`accounting`, X3-X5). Every prompt
+    /// holds some, so no call is decided below it.
+    pub const OWNER: Self = Self {
+        class: DataClass::Private,
+        untrusted: false,
+    };
+
     /// The labels of a grant's results.
     pub fn of(grant: &Grant) -> Self {
         Self {
@@ -46,6 +54,15 @@ pub struct SessionView {
 }
 
 impl SessionView {
+    /// Where every session starts, a chat's and a job run's alike, before any tool result:
+    /// at the owner's words ([`Labels::OWNER`]), which its first prompt holds. `sessions`
+    /// starts each session's state here and the flows analysis decides its first call here:
+    /// one value, so the analysis decides at the label brokerd decides at (V24).
+    pub const START: Self = Self {
+        taint: Labels::OWNER.class,
+        untrusted: Labels::OWNER.untrusted,
+    };
+
     /// What a call is decided on: the session's taint and flag (as the owner sees them)
     /// raised by the labels of the prompt that produced the call (`accounting`).
     #[must_use]

@@ -38,6 +38,12 @@ pub(crate) fn write(dir: &str, extra: &str) -> String {
     )
 }
 
+/// [`write`] into a place read back private, where a session (private from its start) may
+/// write.
+fn private_place(dir: &str, extra: &str) -> String {
+    write(dir, extra).replace("result_class = \"public\"", "result_class = \"private\"")
+}
+
 pub(crate) const ORG: &str = "\"api.example.org\"";
 const PAST: &str = "expires = \"2020-01-01T00:00:00.000Z\"";
 pub(crate) const FUTURE: &str = "expires = \"2099-01-01T00:00:00.000Z\"";
@@ -376,6 +382,100 @@ fn the_table() {
             ],
             none.clone(),
             vec![("private_out", None, "mail-api", "web", "api.example.org")],
+        ),
+        (
+            "max_taint = public on the source: every session starts private, it never reads",
+            vec![
+                (
+                    "notes-read",
+                    notes.replace("max_taint = \"secret\"", "max_taint = \"public\""),
+                ),
+                ("web", web_private.clone()),
+            ],
+            none.clone(),
+            vec![],
+        ),
+        (
+            "a public-only program that binds a secret place and reaches a host never runs",
+            vec![
+                ("vault-read", vault.clone()),
+                (
+                    "curl-run",
+                    "tool = \"run\"\nmode = \"auto\"\nmax_taint = \"public\"\n\
+                     result_class = \"public\"\n[constraints]\nprograms = [\"curl\"]\n\
+                     patterns = [\"*\"]\npaths = [\"/home/owner/vault\"]\n\
+                     hosts = [\"203.0.113.5\"]\n"
+                        .to_owned(),
+                ),
+            ],
+            none.clone(),
+            vec![],
+        ),
+        (
+            "untrusted content drives a write at private, never one at public, nor one into \
+             a public place (a write down from a session that starts private)",
+            vec![
+                ("web", fetch("private", "untrusted = true", ORG)),
+                ("www-write", private_place("/home/owner/www", "")),
+                (
+                    "www-public",
+                    private_place("/home/owner/pub", "")
+                        .replace("max_taint = \"private\"", "max_taint = \"public\""),
+                ),
+                ("www-down", write("/home/owner/down", "")),
+            ],
+            none.clone(),
+            // The write's answer reads back what it wrote (private), and web sends it.
+            vec![
+                ("private_out", None, "www-write", "web", "api.example.org"),
+                (
+                    "untrusted_write",
+                    None,
+                    "web",
+                    "www-write",
+                    "/home/owner/www",
+                ),
+            ],
+        ),
+        (
+            "a public-only fetch drives no write: it never applies",
+            vec![
+                ("web", fetch("public", "untrusted = true", ORG)),
+                ("www-write", write("/home/owner/www", "")),
+            ],
+            none.clone(),
+            vec![],
+        ),
+        (
+            "a job's run starts private too: its public-only source reads nothing",
+            vec![
+                (
+                    "brief-notes",
+                    read("/srv/notes", "private", "job = \"morning-brief\"")
+                        .replace("max_taint = \"secret\"", "max_taint = \"public\""),
+                ),
+                (
+                    "brief-web",
+                    fetch("public", "job = \"morning-brief\"\nuntrusted = true", ORG),
+                ),
+                (
+                    "brief-write",
+                    private_place("/srv/www", "job = \"morning-brief\""),
+                ),
+            ],
+            Setting {
+                jobs: vec![(job("morning-brief"), true)],
+                ..Setting::default()
+            },
+            // What the write reads back (private) can be the run's result; nothing of
+            // brief-notes or brief-web, which never apply.
+            vec![(
+                "private_out",
+                Some("morning-brief"),
+                "brief-write",
+                "deliver",
+                "mattermost",
+            )],
         ),
     ];
     for (name, grants, setting, expected) in cases {

@@ -33,13 +33,16 @@ fn a_flow_is_one_line_that_says_what_to_do() {
             "a hijacked model can ask the consult model at api.example.com (private, \
              untrusted) via grant consult-remote and send it to api.example.org via grant web \
              (until 2099-01-01T00:00:00.000Z), without asking you: set max_taint = \"public\" \
-             on web, or mode = \"ask\", or if_untrusted = \"ask\"",
+             on web (which turns it off: every session is private from its start), or mode = \
+             \"ask\", or if_untrusted = \"ask\"",
             "a hijacked model can read /home/owner/notes (private) via grant notes-read and \
              send it to the consult model at api.example.com via grant consult-remote, without \
-             asking you: set max_taint = \"public\" on consult-remote, or mode = \"ask\"",
+             asking you: set max_taint = \"public\" on consult-remote (which turns it off: \
+             every session is private from its start), or mode = \"ask\"",
             "a hijacked model can read /home/owner/notes (private) via grant notes-read and \
              send it to api.example.org via grant web (until 2099-01-01T00:00:00.000Z), \
-             without asking you: set max_taint = \"public\" on web, or mode = \"ask\"",
+             without asking you: set max_taint = \"public\" on web (which turns it off: every \
+             session is private from its start), or mode = \"ask\"",
         ]
     );
 }

@@ -11,6 +11,11 @@ fn the_hands_and_mcp_tools() {
     let notes = read("/home/owner/notes", "private", "");
     let vault = read("/home/owner/vault", "secret", "");
     let web_private = fetch("private", "", crate::flows::ORG);
+    // A place read back private: every session is private from its start, so a write into
+    // a public place is refused as a write down there (`write_down`), whatever it read.
+    let write = |dir: &str, extra: &str| {
+        write(dir, extra).replace("result_class = \"public\"", "result_class = \"private\"")
+    };
     let cases: Vec<Case> = vec![
         (
             "an MCP tool whose grant lists hosts is a sink",
@@ -88,13 +93,17 @@ fn the_hands_and_mcp_tools() {
                 ("www-write", write("/home/owner/www", "")),
             ],
             none.clone(),
-            vec![(
-                "untrusted_write",
-                None,
-                "web",
-                "www-write",
-                "/home/owner/www",
-            )],
+            // The write's answer reads back what it wrote (private), and web sends it.
+            vec![
+                ("private_out", None, "www-write", "web", "api.example.org"),
+                (
+                    "untrusted_write",
+                    None,
+                    "web",
+                    "www-write",
+                    "/home/owner/www",
+                ),
+            ],
         ),
         (
             "if_untrusted = ask on the write grant stops it",
@@ -106,17 +115,22 @@ fn the_hands_and_mcp_tools() {
                 ),
             ],
             none.clone(),
-            vec![],
+            // Only the write's own answer (what it wrote, private) can still leave.
+            vec![("private_out", None, "www-write", "web", "api.example.org")],
         ),
         (
             "a grant saying only the owner writes there stops it (decide_in's untrusted_write)",
             vec![
                 ("web", web_private.clone()),
                 ("www-write", write("/home/owner/www", "")),
-                ("www-read", read("/home/owner/www", "public", "")),
+                ("www-read", read("/home/owner/www", "private", "")),
             ],
             none.clone(),
-            vec![],
+            // No untrusted_write; what www holds (private) can still leave through web.
+            vec![
+                ("private_out", None, "www-read", "web", "api.example.org"),
+                ("private_out", None, "www-write", "web", "api.example.org"),
+            ],
         ),
         (
             "a write is no way out: what it writes reads back no lower (decide_in's write_down)",
@@ -131,10 +145,7 @@ fn the_hands_and_mcp_tools() {
             "a trusted private read then a write the policy allows: no flow",
             vec![
                 ("notes-read", notes.clone()),
-                (
-                    "www-write",
-                    write("/home/owner/www", "").replace("\"public\"", "\"private\""),
-                ),
+                ("www-write", write("/home/owner/www", "")),
             ],
             none.clone(),
             vec![],
@@ -184,7 +195,7 @@ fn the_hands_and_mcp_tools() {
                 ("vault-read", vault.clone()),
                 (
                     "curl-run",
-                    "tool = \"run\"\nmode = \"auto\"\nmax_taint = \"public\"\n\
+                    "tool = \"run\"\nmode = \"auto\"\nmax_taint = \"private\"\n\
                      result_class = \"public\"\n[constraints]\nprograms = [\"curl\"]\n\
                      patterns = [\"*\"]\npaths = [\"/home/owner/vault\"]\n\
                      hosts = [\"203.0.113.5\"]\n"

@@ -71,5 +71,6 @@ mod verify_alert;
 mod verify_flows;
 mod verify_hostile;
 mod verify_hostile_interrupt;
+mod verify_hostile_public;
 mod watchdog;
 mod witness;

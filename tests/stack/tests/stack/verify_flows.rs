@@ -65,7 +65,8 @@ fn verify_flows_reports_what_the_loaded_grants_let_out() {
         format!(
             "a hijacked model can read {} (private) via grant notes-read and send it to \
              api.example.org via grant web, without asking you: set max_taint = \"public\" on \
-             web, or mode = \"ask\"",
+             web (which turns it off: every session is private from its start), or mode = \
+             \"ask\"",
             notes.display()
         )
     );

@@ -13,7 +13,7 @@ fn text(out: &Output) -> String {
 }
 
 /// `(check, level, said)` of each hostile line.
-fn checks(out: &Output) -> Vec<(String, String, String)> {
+pub(crate) fn checks(out: &Output) -> Vec<(String, String, String)> {
     let t = text(out);
     let v: Value = serde_json::from_str(&t).unwrap_or_else(|e| panic!("{e}: {t}"));
     v["checks"]
@@ -31,7 +31,7 @@ fn checks(out: &Output) -> Vec<(String, String, String)> {
         .collect()
 }
 
-fn said<'a>(found: &'a [(String, String, String)], check: &str) -> (&'a str, &'a str) {
+pub(crate) fn said<'a>(found: &'a [(String, String, String)], check: &str) -> (&'a str, &'a str) {
     let (_, l, s) = found
         .iter()
         .find(|(c, _, _)| c == check)
@@ -47,7 +47,7 @@ fn read(class: &str, dir: &std::path::Path, extra: &str) -> String {
     )
 }
 
-fn web(mode: &str, max_taint: &str, extra: &str) -> String {
+pub(crate) fn web(mode: &str, max_taint: &str, extra: &str) -> String {
     format!(
         "tool = \"http_fetch\"\nmode = \"{mode}\"\nmax_taint = \"{max_taint}\"\n\
          result_class = \"public\"\n{extra}\n[constraints]\nhosts = [\"api.example.org\"]\n"
@@ -64,7 +64,7 @@ fn home(name: &str, class: &str, web_grant: &str) -> (Home, std::path::PathBuf) 
     (home, notes)
 }
 
-fn hostile(home: &Home, extra: &[&str]) -> (Output, Vec<(String, String, String)>) {
+pub(crate) fn hostile(home: &Home, extra: &[&str]) -> (Output, Vec<(String, String, String)>) {
     let mut args = vec!["verify", "--hostile", "--json"];
     args.extend_from_slice(extra);
     let out = home.bxctl(&args);
@@ -468,7 +468,8 @@ fn verify_hostile_plays_the_consult_model() {
                         "leaked by chain 1, 6, as reported: a hijacked model can read {} \
                          (private) via grant notes-read and send it to the consult model at \
                          api.example.com via grant consult-remote, without asking you: set \
-                         max_taint = \"public\" on consult-remote, or mode = \"ask\"",
+                         max_taint = \"public\" on consult-remote (which turns it off: \
+                         every session is private from its start), or mode = \"ask\"",
                         notes.display()
                     )
                     .as_str()

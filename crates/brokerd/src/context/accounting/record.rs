@@ -5,16 +5,14 @@
 use proto::approval::CallRef;
 use proto::attest::ChatMessage;
 use proto::composed;
-use proto::{DataClass, Hash32, ToolResponse};
+use proto::{Hash32, ToolResponse};
 use serde::{Deserialize, Serialize};
 
 use crate::policy::Labels;
 
-/// What the owner's words, brokerd's notices and the core memory are: private, trusted.
-pub const OWNER: Labels = Labels {
-    class: DataClass::Private,
-    untrusted: false,
-};
+/// What the owner's words, brokerd's notices and the core memory are: private, trusted
+/// (the one value, [`Labels::OWNER`]).
+pub const OWNER: Labels = Labels::OWNER;
 
 /// The most calls kept as the reason one record is untrusted (for approval cards).
 pub const MAX_SOURCES: usize = 4;

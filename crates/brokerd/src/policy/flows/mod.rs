@@ -1,14 +1,17 @@
 //! Flows: what the grants let a hostile model do without asking (issue 27 point 2,
-//! docs/verify.md, docs/decisions.md V12-V16).
+//! docs/verify.md, docs/decisions.md V12-V17, V24).
 //!
 //! A flow is a *source*, a call whose result leaves the session private, secret or
 //! untrusted, followed by a *sink*, a call that carries data out of the session, each
 //! allowed with no approval. Both are judged by [`decide_in`], the function brokerd decides
-//! every call with: the source in a fresh session (public, trusted), the sink at the label
-//! the source left the session at, in the same scope (an ordinary session, or one job's
-//! runs). Only an allow without asking counts; an `ask`, a denial, a taint above
-//! `max_taint`, an `if_untrusted` mode, an expired grant or a grant of another scope stops
-//! the flow exactly as it would stop the model. The model is taken as hostile from its
+//! every call with: the source at the label every session starts at, a chat's and a job
+//! run's alike ([`SessionView::START`]: private and trusted, the owner's words are in it;
+//! the value brokerd starts each session's state at), the sink at that label raised by the
+//! source's, in the same scope (an ordinary session, or one job's runs). So a grant with
+//! `max_taint = "public"` is no step of any flow: brokerd never applies it. Only an allow
+//! without asking counts; an `ask`, a denial, a taint above `max_taint`, an `if_untrusted`
+//! mode, an expired grant or a grant of another scope stops the flow exactly as it would
+//! stop the model. The model is taken as hostile from its
 //! first turn (a backdoored model, a pasted text): the session is untrusted only when the
 //! source made it so.
 //!
@@ -29,9 +32,9 @@ use grants::Snapshot;
 
 pub use calls::UnknownTool;
 
-use super::{bound_labels, decide_in};
+use super::{SessionView, bound_labels, decide_in};
 use role::Sink;
-use source::{FRESH, Source, sources};
+use source::{Source, sources};
 
 /// What the analysis needs of the configuration.
 #[derive(Debug, Clone, Default)]
@@ -99,7 +102,7 @@ pub fn analyse(
                 let text = text::in_one_call(snapshot, job, &source);
                 flows.push(flow(severity, job, &source, own, text));
             }
-            let view = FRESH.raised(source.labels);
+            let view = SessionView::START.raised(source.labels);
             let mut seen = BTreeSet::new();
             for call in &calls {
                 if *call == source.call {

@@ -1,21 +1,15 @@
-//! Sources: the calls a fresh session is allowed without asking whose result leaves it
-//! labelled, each with that label.
+//! Sources: the calls a session as it starts is allowed without asking whose result leaves
+//! it labelled, each with that label.
 
 use std::collections::BTreeSet;
 
 use proto::tools::ToolArgs;
-use proto::{DataClass, JobName, Timestamp};
+use proto::{JobName, Timestamp};
 
 use grants::Snapshot;
 
 use super::role::{self, Role};
 use crate::policy::{Labels, SessionView, bound_labels, decide_in};
-
-/// A fresh session: what a source is decided at.
-pub const FRESH: SessionView = SessionView {
-    taint: DataClass::Public,
-    untrusted: false,
-};
 
 /// One source: the call, its deciding grant, the label it leaves the session at.
 pub struct Source {
@@ -25,8 +19,10 @@ pub struct Source {
     pub labels: Labels,
 }
 
-/// The calls a fresh session of `job`'s scope is allowed without asking whose result
-/// carries a label, each with the label it leaves the session at: the labels of every
+/// The calls a session of `job`'s scope is allowed without asking before any tool result
+/// (at [`SessionView::START`], the owner's words: a chat's message, or the job's prompt,
+/// which brokerd registers as the owner's when the run starts, X4) whose result carries a
+/// label, each with the label it leaves the session at: the labels of every
 /// grant covering the call (what `decide_in` joins) and of every grant reaching the path a
 /// tool unit binds (what the runner joins, `bound_labels`). One per grant and label.
 pub fn sources(
@@ -39,7 +35,7 @@ pub fn sources(
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for call in calls {
-        let decision = decide_in(snapshot, call, FRESH, job, now);
+        let decision = decide_in(snapshot, call, SessionView::START, job, now);
         let Some(grant_id) = role::unasked(&decision) else {
             continue;
         };

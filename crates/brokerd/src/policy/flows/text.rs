@@ -5,6 +5,7 @@ use proto::{DataClass, JobName};
 use grants::Snapshot;
 
 use super::source::Source;
+use crate::policy::SessionView;
 
 /// "a hijacked model" in an ordinary session, or in a job's runs.
 fn who(job: Option<&JobName>) -> String {
@@ -22,11 +23,24 @@ fn grant(snapshot: &Snapshot, id: &str) -> String {
     }
 }
 
-/// The class a sink's `max_taint` must be under to stop a source of `class`.
-fn below(class: DataClass) -> &'static str {
-    match class {
-        DataClass::Secret => "private",
-        DataClass::Private | DataClass::Public => "public",
+/// The `max_taint` on `sink` that stops a source of `class`: the class under it. Under the
+/// label every session starts at, that turns the grant off (brokerd never applies it), and
+/// the line says so rather than offer it as a setting that keeps the grant.
+fn below(class: DataClass, sink: &str) -> String {
+    let under = match class {
+        DataClass::Secret => DataClass::Private,
+        DataClass::Private | DataClass::Public => DataClass::Public,
+    };
+    let start = SessionView::START.taint;
+    if under < start {
+        format!(
+            "set max_taint = \"{}\" on {sink} (which turns it off: every session is {} from \
+             its start)",
+            under.as_str(),
+            start.as_str()
+        )
+    } else {
+        format!("set max_taint = \"{}\" on {sink}", under.as_str())
     }
 }
 
@@ -72,12 +86,11 @@ pub(super) fn to_grant(
         ""
     };
     format!(
-        "{} can {} and {sends} via {}, without asking you: set max_taint = \"{}\" on {sink}, \
-         or mode = \"ask\"{untrusted}",
+        "{} can {} and {sends} via {}, without asking you: {}, or mode = \"ask\"{untrusted}",
         who(job),
         source(snapshot, s),
         grant(snapshot, sink),
-        below(s.labels.class),
+        below(s.labels.class, sink),
     )
 }
 
