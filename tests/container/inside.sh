@@ -11,7 +11,9 @@
 # and with a loosened drop-in (tests/container/verify.sh), and scenario (o), the hands: a
 # write as the owner and a run in its empty unit (tests/container/hands.sh), and scenario
 # (p), the reference MCP server mcp-server-time pinned and called through brokerd's units,
-# and timed beside a bare systemd-run (tests/container/mcp.sh, mcp-launch.py). The units are
+# and timed beside a bare systemd-run (tests/container/mcp.sh, mcp-launch.py), and scenario
+# (q), a remote MCP server over Streamable HTTP and a grant's secret delivered as a credential
+# (tests/container/mcp-remote.sh). The units are
 # the ones rendered from nix/units.nix; the binaries are bound at /opt/boxmaker/bin.
 # Ends the container with the number of failed checks as its exit code (0: all passed).
 set -uo pipefail
@@ -196,6 +198,10 @@ source /opt/boxmaker-test/hands.sh
 # ---- (p) an MCP server through brokerd's units ---------------------------------------------------
 # shellcheck source=tests/container/mcp.sh
 source /opt/boxmaker-test/mcp.sh
+
+# ---- (q) a remote MCP server over HTTP, a grant's secret as a credential -------------------------
+# shellcheck source=tests/container/mcp-remote.sh
+source /opt/boxmaker-test/mcp-remote.sh
 
 # ---- every honest prompt above was accounted for (issue 17) ----------------------------------
 scenario "attested context: no honest prompt fell back to the highest label sent"

@@ -20,7 +20,9 @@
 # (tests/container/hands.sh), and scenario (p): the reference MCP server mcp-server-time
 # (tests/mcp/setup.sh's cached virtualenv, bound at /opt/mcp-venv) pinned and called through
 # brokerd's units, and its call timed beside a bare systemd-run (tests/container/mcp.sh,
-# mcp-launch.py).
+# mcp-launch.py), and scenario (q): fake-mcp-server as a remote server over Streamable HTTP
+# on loopback and over stdio, a grant's secret delivered as a credential of brokerd's unit
+# (tests/container/mcp-remote.sh, mcp-http.json, mcp-stdio.json, grants-mcp-remote/).
 #
 # With --measure-search it runs no scenario but the search measure (tests/container/measure.sh,
 # issue 14): the cached corpus of tests/stack/src/corpus.rs staged into the roles' state, the
@@ -30,7 +32,7 @@
 # Usage: tests/container/run.sh [--measure-search] BIN_DIR
 #   BIN_DIR holds the workspace's binaries (target/debug or target/release): brokerd,
 #   loopd, inferproxy, gatewayd, bxctl, boxmaker-tool, boxmaker-job, fake-llama-server,
-#   fake-mattermost.
+#   fake-mattermost, and fake-mcp-server (scenario (q)).
 # Environment:
 #   BOXMAKER_CACHE              the root file system is built once under
 #                               $BOXMAKER_CACHE/rootfs-bookworm (default ~/.cache/boxmaker)
@@ -78,6 +80,9 @@ echo "root file system: $root ($(since "$t") s)"
 say "step 3: rendering nix/units.nix with nix-instantiate (package /opt/boxmaker, systemd 252)"
 work=$(mktemp -d /tmp/boxmaker-container.XXXXXX)
 cgroup_name=boxmaker-container-$$
+# Scenario (q): the secret grants hand to MCP servers; the scenario looks for it where it must
+# and must not be.
+MCP_KEY="Bearer sk-container-5e8d1c"
 cleanup() {
     rm -rf "$work"
     local c
@@ -88,7 +93,8 @@ cleanup() {
 }
 trap cleanup EXIT
 test_unit=boxmaker-container-test.service
-extra=()
+# Scenario (q): the stand-ins' rules, and the key its grants hand to the MCP servers.
+extra=(--rules "$here/mcp-remote-rules.toml" --secret "mcp-key=$MCP_KEY")
 if [[ $measure == yes ]]; then
     say "step 3a: the search corpus (tests/stack/src/corpus.rs), made whole by its generator"
     # The bench's --corpus-only: regenerates ~/.cache/boxmaker/search-corpus-v2 unless its
@@ -124,6 +130,33 @@ binds = ["/opt/mcp-venv"]
 EOF
     echo "${BOXMAKER_MCP_ROUNDS:-5}" >"$work/etc-boxmaker/mcp-rounds"
     echo "virtualenv: $venv (bound at /opt/mcp-venv)"
+    # Scenario (q) (tests/container/mcp-remote.sh): fake-mcp-server as a remote server (its
+    # --http stand-in on loopback) under three names whose grants differ, and over stdio
+    # under two; the grants in tests/container/grants-mcp-remote, a directory of their own
+    # (so no other scenario's brokerd or `bxctl verify` sees them).
+    cp -r "$here/grants-mcp-remote" "$work/etc-boxmaker/grants-mcp-remote"
+    "$bin/bxctl" grants check "$work/etc-boxmaker/grants-mcp-remote"
+    sed 's|^grants = "/etc/boxmaker/grants"$|grants = "/etc/boxmaker/grants-mcp-remote"|' \
+        "$work/etc-boxmaker/config.toml" >"$work/etc-boxmaker/config-mcp-remote.toml"
+    grep -q '^grants = "/etc/boxmaker/grants-mcp-remote"$' "$work/etc-boxmaker/config-mcp-remote.toml" ||
+        die "the rendered config.toml has no grants = \"/etc/boxmaker/grants\" line to replace"
+    {
+        echo
+        echo "# Scenario (q) (tests/container/mcp-remote.sh): the stand-ins."
+        for name in far farbare farshut; do
+            printf '[[mcp]]\nname = "%s"\nurl = "http://127.0.0.1:8931/mcp"\n' "$name"
+            [[ $name == farshut ]] || printf 'secret_header = "Authorization"\n'
+        done
+        for name in local localbare; do
+            printf '[[mcp]]\nname = "%s"\n' "$name"
+            printf 'command = ["/opt/boxmaker/bin/fake-mcp-server", "/opt/boxmaker-mcp/mcp-stdio.json"]\n'
+            printf 'secret_env = "MCP_KEY"\nbinds = ["/opt/boxmaker-mcp"]\n'
+        done
+    } >>"$work/etc-boxmaker/config-mcp-remote.toml"
+    mkdir "$work/mcp-stdio"
+    cp "$here/mcp-stdio.json" "$work/mcp-stdio/"
+    chmod -R a+rX "$work/mcp-stdio" "$work/etc-boxmaker/grants-mcp-remote" "$work/etc-boxmaker/config-mcp-remote.toml"
+    [[ -x $bin/fake-mcp-server ]] || die "$bin/fake-mcp-server is missing: build with 'cargo build --workspace --bins' first"
 fi
 # What stage.sh placed, bound in read-only; then the test unit, the test scripts and the
 # binaries.
@@ -136,7 +169,8 @@ binds+=(
     "--bind-ro=$here:/opt/boxmaker-test"
 )
 if [[ $measure == no ]]; then
-    binds+=("--bind-ro=$venv:/opt/mcp-venv")
+    binds+=("--bind-ro=$venv:/opt/mcp-venv" "--bind-ro=$work/mcp-stdio:/opt/boxmaker-mcp"
+        "--bind-ro=$bin/fake-mcp-server:/opt/boxmaker/bin/fake-mcp-server")
 fi
 if [[ $measure == yes ]]; then
     mkdir "$work/measure"

@@ -7,7 +7,7 @@
 # (tests/vm/install.sh).
 #
 # Usage: tests/container/stage.sh WORK BIN_DIR SYSTEMD_VERSION [--grants DIR]... \
-#            [--rules FILE]... [--tool NAME=PATH]...
+#            [--rules FILE]... [--tool NAME=PATH]... [--secret NAME=CONTENT]...
 #   WORK             an empty directory to fill
 #   BIN_DIR          the built binaries (bxctl checks the grants)
 #   SYSTEMD_VERSION  the target's systemd (the polkit rule depends on it)
@@ -15,6 +15,9 @@
 #   --rules FILE     more fake-model rules, appended after tests/container/fake-rules.toml
 #   --tool NAME=PATH also write /etc/boxmaker/config-NAME.toml: the rendered config with
 #                    PATH (a test-only tool) in place of boxmaker-tool
+#   --secret NAME=CONTENT  a secret the grants may name: /etc/boxmaker/secrets/NAME (0600
+#                    root) holding CONTENT, given to brokerd's unit as the module does
+#                    (services.boxmaker.secrets: LoadCredential=NAME:FILE)
 # Writes WORK/install.list: one `SOURCE DESTINATION` line per file or directory, SOURCE
 # relative to WORK. The binaries and the test scripts are each tier's own to place.
 set -euo pipefail
@@ -25,16 +28,17 @@ die() {
     echo "stage: $*" >&2
     exit 1
 }
-[[ $# -ge 3 ]] || die "usage: stage.sh WORK BIN_DIR SYSTEMD_VERSION [--grants DIR]... [--rules FILE]... [--tool NAME=PATH]..."
+[[ $# -ge 3 ]] || die "usage: stage.sh WORK BIN_DIR SYSTEMD_VERSION [--grants DIR]... [--rules FILE]... [--tool NAME=PATH]... [--secret NAME=CONTENT]..."
 work=$1 bin=$2 systemd_version=$3
 shift 3
-grant_dirs=("$here/grants") rules=("$repo/nix/tests/lib/fake-script.toml" "$here/fake-rules.toml") tools=()
+grant_dirs=("$here/grants") rules=("$repo/nix/tests/lib/fake-script.toml" "$here/fake-rules.toml") tools=() secrets=()
 while (($#)); do
     [[ $# -ge 2 ]] || die "$1 needs a value"
     case $1 in
     --grants) grant_dirs+=("$2") ;;
     --rules) rules+=("$2") ;;
     --tool) tools+=("$2") ;;
+    --secret) secrets+=("$2") ;;
     *) die "unknown option $1" ;;
     esac
     shift 2
@@ -66,6 +70,12 @@ echo "grantPaths = $grant_paths; systemd $systemd_version"
 # with the owner's consent to share the PID namespace (hands.sharedPids).
 shared_pids=false
 if ((${systemd_version%%.*} < 257)); then shared_pids=true; fi
+# The secrets, as the module hands services.boxmaker.secrets to units.nix (name -> file).
+secret_files="{"
+for secret in "${secrets[@]}"; do
+    secret_files+=" \"${secret%%=*}\" = \"/etc/boxmaker/secrets/${secret%%=*}\";"
+done
+secret_files+=" }"
 "$repo/tests/units/render.sh" "$units" \
     --arg handsUser '"owner"' \
     --arg programs '{ python3 = "/usr/bin/python3"; "true" = "/usr/bin/true"; }' \
@@ -78,6 +88,7 @@ if ((${systemd_version%%.*} < 257)); then shared_pids=true; fi
         allowedAddresses = [ "localhost" ]; }' \
     --arg fakeMattermost '{ listen = "127.0.0.1:8065"; }' \
     --arg grantPaths "$grant_paths" \
+    --arg secrets "$secret_files" \
     --arg jobs '{ morning-brief = { schedule = "2099-01-01 00:00:00"; prompt = "what is on my todo list?"; };
         watch-inbox = { schedule = "2099-01-01 00:00:00"; prompt = "what is in my inbox?"; }; }'
 cp "$units/config.toml" "$etc/config.toml"
@@ -99,6 +110,9 @@ chmod -R a+rX "$work"
 # The fake's bot token, root-only as a deployed secret is; PID 1 reads it (LoadCredential=).
 mkdir -m 0700 "$etc/secrets"
 (umask 077 && echo bot-token >"$etc/secrets/mattermost-token")
+for secret in "${secrets[@]}"; do
+    (umask 077 && printf '%s' "${secret#*=}" >"$etc/secrets/${secret%%=*}")
+done
 # The grants must load with brokerd's own loader before anything boots.
 "$bin/bxctl" grants check "$etc/grants"
 
