@@ -188,15 +188,17 @@ pub fn build(
             }
         }
     }
-    let secret = match &grant.secret {
-        Some(name) => Some(Secret {
+    // The grant's secret reaches the unit only for a server that names its `secret_env`:
+    // a credential in the unit is readable by the server whatever its environment says.
+    let secret = match (&grant.secret, &server_config.secret_env) {
+        (Some(name), Some(_)) => Some(Secret {
             name: name.clone(),
             source: tool_spec::credentials_dir()?.join(name),
         }),
-        None => None,
+        _ => None,
     };
     let call = McpCallInvocation {
-        server: server(server_config, grant.secret.as_deref()),
+        server: server(server_config, secret.as_ref().map(|s| s.name.as_str())),
         tool: tool.clone(),
         arguments: arguments.clone(),
         pin,

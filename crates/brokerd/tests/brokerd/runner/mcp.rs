@@ -286,3 +286,20 @@ fn an_mcp_unit_reaches_the_grants_hosts_and_paths_alone() {
         "{props:?}"
     );
 }
+
+/// A grant's secret reaches a stdio server's unit only when the server names its
+/// `secret_env`: a credential in the unit is a file the server could read whatever its
+/// environment says, so a server that asks for none gets none (found by the container
+/// tier's scenario (q)).
+#[test]
+fn a_stdio_server_that_names_no_secret_env_gets_no_credential() {
+    let grant = "tool = \"mcp:srv/echo\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+                 secret = \"mcp-key\"\n";
+    let spec = built(grant).expect("no credential is needed, so none is looked for");
+    assert!(spec.secret.is_none(), "{:?}", spec.secret);
+    let props = super::systemd::runner().properties(&spec);
+    assert!(
+        !props.iter().any(|(k, _)| k == "LoadCredential"),
+        "{props:?}"
+    );
+}
