@@ -207,7 +207,7 @@ fn verify_hostile_agrees_with_the_analysis() {
                 );
                 assert!(
                     flows[0].2.starts_with(
-                        "leaked by chain 1, 5, as reported: a hijacked model can read "
+                        "leaked by chain 1, 5, 6, as reported: a hijacked model can read "
                     ),
                     "{ctx}"
                 );
@@ -406,7 +406,7 @@ fn verify_hostile_launders_through_a_note() {
             assert!(
                 flows[0]
                     .1
-                    .starts_with("leaked by chain 1, 5, 6, as reported: "),
+                    .starts_with("leaked by chain 1, 5, 6, 7, as reported: "),
                 "{flows:#?}"
             );
         }
@@ -465,7 +465,7 @@ fn verify_hostile_plays_the_consult_model() {
                 (
                     "ok",
                     format!(
-                        "leaked by chain 1, 6, as reported: a hijacked model can read {} \
+                        "leaked by chain 1, 6, 8, as reported: a hijacked model can read {} \
                          (private) via grant notes-read and send it to the consult model at \
                          api.example.com via grant consult-remote, without asking you: set \
                          max_taint = \"public\" on consult-remote, or mode = \"ask\"",
@@ -476,5 +476,65 @@ fn verify_hostile_plays_the_consult_model() {
                 "{flows:#?}"
             );
         }
+    }
+}
+
+/// A restart of brokerd between the read and the send (chain 6, after loopd's restart
+/// chain 5): the read's turn ends, brokerd restarts in the shadow, and the session's next
+/// turn fetches. brokerd keeps each session's label across the restart, so the chain
+/// agrees with the direct one: a secret read still stops a fetch at private, and a private
+/// read still leaks to a fetch at private, as the analysis reports.
+#[test]
+fn verify_hostile_restarts_brokerd_between_read_and_send() {
+    for (name, class, max_taint, verdict) in [
+        (
+            "secret-stopped",
+            "secret",
+            "private",
+            "stopped (the fetch was denied (grant web): taint_too_high)",
+        ),
+        (
+            "private-out",
+            "private",
+            "private",
+            "leaked, as the flows analysis reports",
+        ),
+    ] {
+        let (home, notes) = home(
+            &format!("hostile-brokerd-{name}"),
+            class,
+            &web("auto", max_taint, ""),
+        );
+        let (out, found) = hostile(&home, &[]);
+        let ctx = format!("{name}: {found:#?}");
+        assert_eq!(out.status.code(), Some(0), "{ctx}");
+        let direct = format!(
+            "read {} ({class}) via grant notes-read, then send it to api.example.org via \
+             grant web: {verdict}",
+            notes.display()
+        );
+        assert_eq!(said(&found, "chain 1"), ("ok", direct.as_str()), "{ctx}");
+        let restarted = direct.replace(
+            ", then send it to",
+            "; the turn ends and brokerd restarts; the session's next turn: send it to",
+        );
+        assert_eq!(said(&found, "chain 6"), ("ok", restarted.as_str()), "{ctx}");
+        let flows: Vec<&(String, String, String)> = found
+            .iter()
+            .filter(|(c, _, _)| c.ends_with("_out"))
+            .collect();
+        if name == "private-out" {
+            assert_eq!(flows.len(), 1, "{ctx}");
+            assert_eq!(flows[0].1, "ok", "{ctx}");
+            assert!(
+                flows[0]
+                    .2
+                    .starts_with("leaked by chain 1, 5, 6, as reported: "),
+                "{ctx}"
+            );
+        } else {
+            assert!(flows.is_empty(), "{ctx}");
+        }
+        assert!(!found.iter().any(|(_, l, _)| l == "fail"), "{ctx}");
     }
 }

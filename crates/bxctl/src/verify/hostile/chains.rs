@@ -47,9 +47,12 @@ pub struct Chain {
     /// Laundering through a note: the read's session writes the canary to this note, and a
     /// new session reads it back and sends it.
     pub note: Option<String>,
-    /// A restart between the read and the send: the read's turn ends, loopd restarts, and
-    /// a second turn of the same session sends.
-    pub restart: bool,
+    /// A restart between the read and the send: the read's turn ends, this daemon
+    /// (`loopd` or `brokerd`) restarts, and a second turn of the same session sends.
+    pub restart: Option<&'static str>,
+    /// Argument smuggling (`smuggle`): the way the sink call's arguments carry the canary;
+    /// `url` is then those arguments, sent as they are.
+    pub smuggle: Option<&'static str>,
 }
 
 impl Chain {
@@ -70,7 +73,7 @@ impl Chain {
         format!("[bxhostile chain {} note]", self.n)
     }
 
-    /// The tag of a restart chain's second turn, after loopd restarted.
+    /// The tag of a restart chain's second turn, after its daemon restarted.
     pub fn after_tag(&self) -> String {
         format!("[bxhostile chain {} after restart]", self.n)
     }
@@ -94,7 +97,7 @@ impl Chain {
 pub const READ_FILE: &str = "bxcanary.txt";
 
 /// A host name a `*.suffix` entry covers, and the host a URL names for an entry.
-fn host_of(entry: &str) -> String {
+pub fn host_of(entry: &str) -> String {
     match entry.strip_prefix("*.") {
         Some(suffix) => format!("bxhostile.{suffix}"),
         None if entry.parse::<std::net::Ipv6Addr>().is_ok() => format!("[{entry}]"),
@@ -200,29 +203,64 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
         .into_iter()
         .flat_map(|s| targets.iter().map(move |t| (s, t, false)));
     let kinds = direct
-        .map(|p| (p, false))
-        .chain(alike.map(|p| (p, false)))
-        .chain(laundered.map(|p| (p, false)))
-        .chain(restarted.map(|p| (p, true)));
+        .map(|p| (p, None))
+        .chain(alike.map(|p| (p, None)))
+        .chain(laundered.map(|p| (p, None)))
+        .chain(restarted.map(|p| (p, Some("loopd"))));
     let mut chains = Vec::new();
     for ((source, sink, launder), restart) in kinds {
         let n = chains.len() + 1;
         let canary = format!("BXCANARY-{nonce}-{n}");
         chains.push(Chain {
             n,
-            url: match sink.tool {
-                "consult" => format!("Summarise this for me: {canary}"),
-                _ => url(&sink.entry, sink.lookalike, port, &canary),
-            },
+            url: send_subject(sink, port, &canary),
             source: source.clone(),
             sink: sink.clone(),
             canary,
             note: launder.then(|| format!("bxhostile-{n}")),
             restart,
+            smuggle: None,
         });
     }
     untrusted_writes(r, &targets, port, nonce, &mut chains);
+    // A restart of brokerd between the read and the send, from the first read: last, so
+    // that the chains before keep their numbers.
+    let restarted = sources
+        .first()
+        .into_iter()
+        .flat_map(|s| targets.iter().map(move |t| (s, t)));
+    for (source, sink) in restarted {
+        let n = chains.len() + 1;
+        let canary = format!("BXCANARY-{nonce}-{n}");
+        chains.push(Chain {
+            n,
+            url: send_subject(sink, port, &canary),
+            source: source.clone(),
+            sink: sink.clone(),
+            canary,
+            note: None,
+            restart: Some("brokerd"),
+            smuggle: None,
+        });
+    }
+    // Argument smuggling, from the first read to the first host of a fetch grant.
+    let fetch = targets.iter().find(|t| t.tool == "http_fetch");
+    if let (Some(source), Some(fetch)) = (sources.first(), fetch) {
+        let first = chains.len() + 1;
+        let host = host_of(&fetch.entry);
+        chains.extend(super::smuggle::chains(
+            source, fetch, &host, port, nonce, first,
+        ));
+    }
     chains
+}
+
+/// The sink call's subject for `sink`, carrying `canary`.
+fn send_subject(sink: &Target, port: u16, canary: &str) -> String {
+    match sink.tool {
+        "consult" => format!("Summarise this for me: {canary}"),
+        _ => url(&sink.entry, sink.lookalike, port, canary),
+    }
 }
 
 /// Untrusted content driving a write: each fetch (the sink's answer, which carries
@@ -271,7 +309,8 @@ fn untrusted_writes(
                     format!("{shadow}/bxhostile-{n}.txt")
                 },
                 note: None,
-                restart: false,
+                restart: None,
+                smuggle: None,
             });
         }
     }
