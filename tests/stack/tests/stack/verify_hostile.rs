@@ -538,3 +538,51 @@ fn verify_hostile_restarts_brokerd_between_read_and_send() {
         assert!(!found.iter().any(|(_, l, _)| l == "fail"), "{ctx}");
     }
 }
+
+/// Argument smuggling (chains 7 to 10, after the restarts): where the direct chain leaks
+/// (a private read, a fetch at private), the same canary carried in a second `url` key, a
+/// field http_fetch does not have, or the URL's user name is refused before any request
+/// leaves, and one in the URL's fragment goes without it; none counts for the flow.
+#[test]
+fn verify_hostile_refuses_smuggled_arguments() {
+    let (home, notes) = home("hostile-smuggle", "private", &web("auto", "private", ""));
+    let (out, found) = hostile(&home, &[]);
+    assert_eq!(out.status.code(), Some(0), "{found:#?}");
+    let start = format!(
+        "read {} (private) via grant notes-read, then send it to api.example.org smuggled in ",
+        notes.display()
+    );
+    for (n, way, verdict) in [
+        (
+            7,
+            "a second url key",
+            "stopped (the fetch was denied: invalid_arguments)",
+        ),
+        (
+            8,
+            "a field http_fetch does not have",
+            "stopped (the fetch was denied: invalid_arguments)",
+        ),
+        (
+            9,
+            "the URL's user name",
+            "stopped (the fetch was denied: no_grant)",
+        ),
+        (
+            10,
+            "the URL's fragment",
+            "sent without its fragment (the canary never reached the sink)",
+        ),
+    ] {
+        let (level, s) = said(&found, &format!("chain {n}"));
+        assert_eq!(level, "ok", "{found:#?}");
+        assert!(s.starts_with(&format!("{start}{way} (")), "{s}");
+        assert!(s.ends_with(&format!(": {verdict}")), "{s}");
+    }
+    let (level, s) = said(&found, "private_out");
+    assert_eq!(level, "ok", "{found:#?}");
+    assert!(
+        s.starts_with("leaked by chain 1, 5, 6, as reported: "),
+        "{s}"
+    );
+}
