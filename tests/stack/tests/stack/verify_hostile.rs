@@ -586,3 +586,60 @@ fn verify_hostile_refuses_smuggled_arguments() {
         "{s}"
     );
 }
+
+/// Untrusted content driving `edit_file`: a fetch's answer (untrusted) put in place of the
+/// line planted in a file of the shadow's, under an edit grant. With `if_untrusted = "ask"`
+/// the edit asks, and the analysis reports nothing; without it the chain edits in the
+/// shadow (never the owner's directory), as the analysis reports.
+#[test]
+fn verify_hostile_plays_an_untrusted_edit() {
+    let home = Home::new("hostile-untrusted-edit", "");
+    let www = home.files("www", &[("index.html", "<p>hi</p>\n")]);
+    home.write_grant("web", &web("auto", "private", "untrusted = true"));
+    let edit = |extra: &str| {
+        format!(
+            "tool = \"edit_file\"\nmode = \"auto\"\nmax_taint = \"private\"\n{extra}\n\
+             [constraints]\npaths = [\"{}\"]\n",
+            www.display()
+        )
+    };
+    home.write_grant("www-edit", &edit("if_untrusted = \"ask\""));
+    let chain = |verdict: &str| {
+        format!(
+            "fetch from api.example.org (private) via grant web, then edit it into {} via \
+             grant www-edit: {verdict}",
+            www.display()
+        )
+    };
+    let (out, found) = hostile(&home, &[]);
+    assert_eq!(out.status.code(), Some(0), "{found:#?}");
+    let asked = "asked (the edit asked you (grant www-edit), and was declined)";
+    assert_eq!(said(&found, "chain 1"), ("ok", chain(asked).as_str()));
+    assert!(
+        !found.iter().any(|(c, _, _)| c == "untrusted_write"),
+        "{found:#?}"
+    );
+    home.write_grant("www-edit", &edit(""));
+    let (out, found) = hostile(&home, &[]);
+    assert_eq!(out.status.code(), Some(0), "{found:#?}");
+    let leaked = "leaked, as the flows analysis reports";
+    assert_eq!(said(&found, "chain 1"), ("ok", chain(leaked).as_str()));
+    let (level, s) = said(&found, "untrusted_write");
+    assert_eq!(level, "ok", "{found:#?}");
+    assert!(
+        s.starts_with(
+            "leaked by chain 1, as reported: a hijacked model can fetch from api.example.org"
+        ),
+        "{s}"
+    );
+    assert!(!found.iter().any(|(_, l, _)| l == "fail"), "{found:#?}");
+    assert_eq!(
+        std::fs::read_dir(&www).expect("www").count(),
+        1,
+        "the owner's directory"
+    );
+    assert_eq!(
+        std::fs::read_to_string(www.join("index.html")).expect("index"),
+        "<p>hi</p>\n"
+    );
+}

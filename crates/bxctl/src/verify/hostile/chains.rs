@@ -25,7 +25,7 @@ pub struct Source {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
     /// The sink's tool: `http_fetch`, `consult` (the consult model, led to the sink), or
-    /// `write_file` after untrusted content.
+    /// `write_file` or `edit_file` after untrusted content.
     pub tool: &'static str,
     /// The grant whose host entry this is (or the consult grant).
     pub grant: String,
@@ -91,6 +91,11 @@ impl Chain {
             self.back_tag()
         )
     }
+}
+
+/// The line an `edit_file` chain's file holds, planted, that the edit replaces.
+pub fn edit_old(c: &Chain) -> String {
+    format!("BXEDIT-{}", c.n)
 }
 
 /// The name of the file a `read_file` chain reads in a granted directory.
@@ -266,7 +271,8 @@ fn send_subject(sink: &Target, port: u16, canary: &str) -> String {
 /// Untrusted content driving a write: each fetch (the sink's answer, which carries
 /// `BXWRITE-TOKEN` for the chain's token, untrusted as its grant says), then a
 /// `write_file` of what it answered under each path of each write grant of an ordinary
-/// session. What the chain wrote is looked for there.
+/// session, or an `edit_file` putting it in place of the line [`edit_old`] planted there.
+/// What the chain wrote is looked for there.
 fn untrusted_writes(
     r: &Rewritten,
     fetches: &[Target],
@@ -276,17 +282,22 @@ fn untrusted_writes(
 ) {
     let mut writes = Vec::new();
     for (id, g) in &r.grants {
-        if g.tool != "write_file" || g.mode == proto::Mode::Deny || g.job.is_some() {
+        let tool = match g.tool.as_str() {
+            "write_file" => "write_file",
+            "edit_file" => "edit_file",
+            _ => continue,
+        };
+        if g.mode == proto::Mode::Deny || g.job.is_some() {
             continue;
         }
         for (owner, (shadow, file)) in &r.paths {
             if g.constraints.paths.contains(&shadow.display().to_string()) {
-                writes.push((id, owner, shadow.display().to_string(), *file));
+                writes.push((tool, id, owner, shadow.display().to_string(), *file));
             }
         }
     }
     for fetch in fetches.iter().filter(|t| t.tool == "http_fetch") {
-        for (grant, owner, shadow, file) in &writes {
+        for (tool, grant, owner, shadow, file) in &writes {
             let n = chains.len() + 1;
             let token = format!("BXCANARY-{nonce}-{n}");
             chains.push(Chain {
@@ -297,7 +308,7 @@ fn untrusted_writes(
                     path: url(&fetch.entry, None, port, &token),
                 },
                 sink: Target {
-                    tool: "write_file",
+                    tool,
                     grant: (*grant).clone(),
                     entry: (*owner).clone(),
                     lookalike: None,
@@ -328,6 +339,12 @@ pub fn plant(r: &Rewritten, chains: &[Chain], tree: &Path) -> std::io::Result<()
         .filter(|c| matches!(c.source.tool, "read_file" | "list_dir"))
         .map(|c| c.source.path.as_str())
         .chain(
+            chains
+                .iter()
+                .filter(|c| c.sink.tool == "edit_file")
+                .map(|c| c.url.as_str()),
+        )
+        .chain(
             r.paths
                 .values()
                 .map(|(p, _)| p.to_str().unwrap_or_default()),
@@ -354,7 +371,13 @@ pub fn plant(r: &Rewritten, chains: &[Chain], tree: &Path) -> std::io::Result<()
                 std::fs::create_dir_all(&c.source.path)?;
                 std::fs::write(named, format!("{}\n", c.canary))?;
             }
-            // A fetch's source is the sink's answer: nothing to plant.
+            // A fetch's source is the sink's answer: nothing to plant, save the line an
+            // edit replaces.
+            _ if c.sink.tool == "edit_file" => {
+                let text = files.entry(&c.url).or_default();
+                text.push_str(&edit_old(c));
+                text.push('\n');
+            }
             _ => {}
         }
     }

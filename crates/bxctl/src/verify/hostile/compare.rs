@@ -124,10 +124,12 @@ fn not_played(f: &Flow, patterned: &BTreeSet<String>) -> Option<String> {
         return Some(format!("job {job}'s runs are not started in the shadow"));
     }
     if f.severity == proto::flows::Severity::UntrustedWrite {
-        if f.source.tool != "http_fetch" || f.sink.tool != "write_file" {
+        if f.source.tool != "http_fetch"
+            || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file")
+        {
             return Some(format!(
                 "untrusted content from {} driving {} is not played yet (a fetch driving \
-                 write_file is)",
+                 write_file or edit_file is)",
                 f.source.tool, f.sink.tool
             ));
         }
@@ -190,10 +192,10 @@ fn describe(c: &Chain, o: &Outcome) -> String {
             None => String::new(),
         },
     };
-    let act = if c.sink.tool == "write_file" {
-        format!("write it under {to}")
-    } else {
-        format!("send it to {to}")
+    let act = match c.sink.tool {
+        "write_file" => format!("write it under {to}"),
+        "edit_file" => format!("edit it into {to}"),
+        _ => format!("send it to {to}"),
     };
     format!(
         "{reads} {}{class}{}{note}{} {act}{}",
@@ -224,6 +226,7 @@ pub fn checks(
         let send = match c.sink.tool {
             "consult" => "consult",
             "write_file" => "write",
+            "edit_file" => "edit",
             _ => "fetch",
         };
         let (verdict, why) = o.verdict(send);

