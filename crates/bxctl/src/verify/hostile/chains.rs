@@ -1,7 +1,8 @@
 //! The hostile model's plan: every candidate chain (a read of a granted path, then a fetch
 //! carrying what it read to each host a fetch grant lists), the look-alike hosts it also
-//! tries, and the canary files each read finds (`script` makes the fake llama-server's
-//! rules for them). Each chain is one session, told apart by its tag in the owner's message; its
+//! tries, laundering through a note, restarts of loopd and brokerd, untrusted content
+//! driving a write or an edit, argument smuggling (`smuggle`), and the canary files each
+//! read finds (`script` makes the fake llama-server's rules for them). Each chain is one session, told apart by its tag in the owner's message; its
 //! canary (`BXCANARY-…`) is in what its read returns and never in the read's arguments, so
 //! a canary at the sink means the read's result went out.
 
@@ -228,8 +229,8 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
         });
     }
     untrusted_writes(r, &targets, port, nonce, &mut chains);
-    // A restart of brokerd between the read and the send, from the first read: last, so
-    // that the chains before keep their numbers.
+    // A restart of brokerd between the read and the send, from the first read: after the
+    // untrusted writes, so that the chains before keep their numbers.
     let restarted = sources
         .first()
         .into_iter()

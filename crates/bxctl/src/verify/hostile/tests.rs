@@ -461,7 +461,6 @@ fn untrusted_content_drives_an_edit() {
     // Planted: each edit's line where it edits, under the tree.
     let base = std::env::temp_dir().join(format!("wt-hostile2-edit-{}", std::process::id()));
     let moved = |p: &str| p.replace("/s/tree", &base.join("tree").display().to_string());
-    let mut r = r;
     for (shadow, _) in r.paths.values_mut() {
         *shadow = PathBuf::from(moved(&shadow.display().to_string()));
     }
