@@ -70,5 +70,6 @@ mod verify;
 mod verify_alert;
 mod verify_flows;
 mod verify_hostile;
+mod verify_hostile_tricks;
 mod watchdog;
 mod witness;
