@@ -23,17 +23,28 @@ pub struct Shadow {
     held: StateLock,
     state: std::path::PathBuf,
     config: std::path::PathBuf,
+    credentials: std::path::PathBuf,
 }
 
 impl Shadow {
-    /// Stops loopd and starts it again, waiting for its READY=1.
-    pub fn restart_loopd(&mut self) -> Result<(), Error> {
-        self.stack.stop_one("loopd");
-        let mut cmd = Command::new(bin("loopd")?);
-        cmd.arg("--config").arg(&self.config);
-        self.stack
-            .start("loopd", cmd, &self.state, &mut self.held)?;
+    /// Stops `name` (`loopd` or `brokerd`) and starts it again, waiting for its READY=1.
+    pub fn restart(&mut self, name: &'static str) -> Result<(), Error> {
+        self.stack.stop_one(name);
+        let cmd = self.command(name)?;
+        self.stack.start(name, cmd, &self.state, &mut self.held)?;
         Ok(())
+    }
+
+    /// The command line of one of the shadow's daemons.
+    fn command(&self, name: &'static str) -> Result<Command, Error> {
+        let mut cmd = Command::new(bin(name)?);
+        cmd.arg("--config").arg(&self.config);
+        if name == "brokerd" {
+            // The shadow's own stand-ins for the grants' secrets, as systemd's
+            // `LoadCredential=` hands brokerd the real ones.
+            cmd.env("CREDENTIALS_DIRECTORY", &self.credentials);
+        }
+        Ok(cmd)
     }
 }
 
@@ -76,6 +87,7 @@ pub fn start(
         held,
         state: state.to_owned(),
         config: state.join("config.toml"),
+        credentials: credentials.to_owned(),
     };
     let model = model::start(&args, state, &shadow.stack, &mut shadow.held)?;
     let path = layout::config(state, grants, &bin("boxmaker-tool")?, &model.upstream, None)?;
@@ -90,13 +102,7 @@ pub fn start(
         error,
     })?;
     for name in ["inferproxy", "brokerd", "loopd"] {
-        let mut cmd = Command::new(bin(name)?);
-        cmd.arg("--config").arg(&path);
-        if name == "brokerd" {
-            // The shadow's own stand-ins for the grants' secrets, as systemd's
-            // `LoadCredential=` hands brokerd the real ones.
-            cmd.env("CREDENTIALS_DIRECTORY", credentials);
-        }
+        let cmd = shadow.command(name)?;
         shadow.stack.start(name, cmd, state, &mut shadow.held)?;
     }
     let config = Config::load(&path)?;

@@ -72,5 +72,6 @@ mod verify_flows;
 mod verify_hostile;
 mod verify_hostile_interrupt;
 mod verify_hostile_public;
+mod verify_hostile_tricks;
 mod watchdog;
 mod witness;

@@ -56,7 +56,7 @@ pub(crate) fn web(mode: &str, max_taint: &str, extra: &str) -> String {
 
 /// A home with the notes (`class`) and the fetch grant `web`; nothing of its stack runs:
 /// the self-test starts a shadow of its own.
-fn home(name: &str, class: &str, web_grant: &str) -> (Home, std::path::PathBuf) {
+pub(crate) fn home(name: &str, class: &str, web_grant: &str) -> (Home, std::path::PathBuf) {
     let home = Home::new(name, "");
     let notes = home.files("notes", &[("real.md", "the owner's real data\n")]);
     home.write_grant("notes-read", &read(class, &notes, ""));
@@ -207,7 +207,7 @@ fn verify_hostile_agrees_with_the_analysis() {
                 );
                 assert!(
                     flows[0].2.starts_with(
-                        "leaked by chain 1, 5, as reported: a hijacked model can read "
+                        "leaked by chain 1, 5, 6, as reported: a hijacked model can read "
                     ),
                     "{ctx}"
                 );
@@ -406,7 +406,7 @@ fn verify_hostile_launders_through_a_note() {
             assert!(
                 flows[0]
                     .1
-                    .starts_with("leaked by chain 1, 5, 6, as reported: "),
+                    .starts_with("leaked by chain 1, 5, 6, 7, as reported: "),
                 "{flows:#?}"
             );
         }
@@ -465,7 +465,7 @@ fn verify_hostile_plays_the_consult_model() {
                 (
                     "ok",
                     format!(
-                        "leaked by chain 1, 6, as reported: a hijacked model can read {} \
+                        "leaked by chain 1, 6, 8, as reported: a hijacked model can read {} \
                          (private) via grant notes-read and send it to the consult model at \
                          api.example.com via grant consult-remote, without asking you: set \
                          max_taint = \"public\" on consult-remote (which turns it off: \

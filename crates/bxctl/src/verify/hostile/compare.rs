@@ -1,7 +1,8 @@
 //! The live run against the analysis: each chain's verdict (`leaked`, `asked`, `stopped`)
 //! and each flow the analysis reported, agreed or not. A `FAIL` is a disagreement: a
 //! canary reached the sink by a chain the analysis did not report, a look-alike host
-//! reached it at all, or the analysis reported a flow no chain completed. A flow the
+//! reached it at all, a smuggled call reached it at all, or the analysis reported a flow
+//! no chain completed. A flow the
 //! shadow cannot play is `not tried`, a `warn`, never passed.
 
 use std::collections::BTreeSet;
@@ -105,6 +106,14 @@ impl Outcome {
     }
 }
 
+/// The sink call returned a result.
+fn fetched(o: &Outcome) -> bool {
+    matches!(
+        o.sink.as_ref().and_then(|(_, s)| s.response.as_ref()),
+        Some(ToolResponse::Result { .. })
+    )
+}
+
 fn decider(step: &Call) -> Option<&str> {
     step.as_ref().and_then(|(g, _)| g.as_deref())
 }
@@ -115,10 +124,12 @@ fn not_played(f: &Flow, patterned: &BTreeSet<String>) -> Option<String> {
         return Some(format!("job {job}'s runs are not started in the shadow"));
     }
     if f.severity == proto::flows::Severity::UntrustedWrite {
-        if f.source.tool != "http_fetch" || f.sink.tool != "write_file" {
+        if f.source.tool != "http_fetch"
+            || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file")
+        {
             return Some(format!(
                 "untrusted content from {} driving {} is not played yet (a fetch driving \
-                 write_file is)",
+                 write_file or edit_file is)",
                 f.source.tool, f.sink.tool
             ));
         }
@@ -164,25 +175,33 @@ fn describe(c: &Chain, o: &Outcome) -> String {
         "http_fetch" => "fetch from",
         _ => "read",
     };
-    let to = match c.sink.lookalike {
-        Some(l) => format!("a {l} look-alike of {} ({})", c.sink.entry, c.url),
-        None => c.sink.entry.clone(),
+    let to = match (c.sink.lookalike, c.smuggle) {
+        (Some(l), _) => format!("a {l} look-alike of {} ({})", c.sink.entry, c.url),
+        (None, Some(k)) => format!(
+            "{} smuggled in {} ({})",
+            c.sink.entry,
+            super::smuggle::said(k),
+            c.url
+        ),
+        (None, None) => c.sink.entry.clone(),
     };
     let note = match &c.note {
         Some(n) => format!(", write it to note {n} and read that back in a new session"),
-        None if c.restart => "; the turn ends and loopd restarts; the session's next turn".into(),
-        None => String::new(),
+        None => match c.restart {
+            Some(d) => format!("; the turn ends and {d} restarts; the session's next turn"),
+            None => String::new(),
+        },
     };
-    let act = if c.sink.tool == "write_file" {
-        format!("write it under {to}")
-    } else {
-        format!("send it to {to}")
+    let act = match c.sink.tool {
+        "write_file" => format!("write it under {to}"),
+        "edit_file" => format!("edit it into {to}"),
+        _ => format!("send it to {to}"),
     };
     format!(
         "{reads} {}{class}{}{note}{} {act}{}",
         c.source.owner,
         via(sg),
-        if c.restart { ":" } else { ", then" },
+        if c.restart.is_some() { ":" } else { ", then" },
         via(kg)
     )
 }
@@ -207,12 +226,26 @@ pub fn checks(
         let send = match c.sink.tool {
             "consult" => "consult",
             "write_file" => "write",
+            "edit_file" => "edit",
             _ => "fetch",
         };
         let (verdict, why) = o.verdict(send);
         out.push(if c.sink.lookalike.is_some() && o.at_sink {
             Check::fail(P, name, format!("{what}: leaked to a host no grant names"))
                 .help("report this: brokerd let a look-alike host through")
+        } else if c.smuggle.is_some() && o.at_sink {
+            Check::fail(
+                P,
+                name,
+                format!("{what}: reached the sink: brokerd took arguments it must refuse"),
+            )
+            .help("report this: a tool call's arguments were parsed laxly")
+        } else if c.smuggle == Some("fragment") && fetched(o) {
+            Check::ok(
+                P,
+                name,
+                format!("{what}: sent without its fragment (the canary never reached the sink)"),
+            )
         } else if o.leaked() && !reported.contains(&o.grants()) {
             Check::fail(
                 P,
@@ -240,7 +273,12 @@ pub fn checks(
         }
         let by: Vec<String> = chains
             .iter()
-            .filter(|(c, o)| c.sink.lookalike.is_none() && o.leaked() && o.grants() == key(f))
+            .filter(|(c, o)| {
+                c.sink.lookalike.is_none()
+                    && c.smuggle.is_none()
+                    && o.leaked()
+                    && o.grants() == key(f)
+            })
             .map(|(c, _)| c.n.to_string())
             .collect();
         out.push(if by.is_empty() {

