@@ -36,7 +36,7 @@
 # Environment:
 #   BOXMAKER_CACHE              the root file system is built once under
 #                               $BOXMAKER_CACHE/rootfs-bookworm (default ~/.cache/boxmaker)
-#   BOXMAKER_CONTAINER_TIMEOUT  seconds before the container is stopped (default 300; with
+#   BOXMAKER_CONTAINER_TIMEOUT  seconds before the container is stopped (default 480; with
 #                               --measure-search 1800)
 #   BOXMAKER_MEASURE_ROUNDS     --measure-search: timed calls of each tool (default 30)
 #   BOXMAKER_MCP_ROUNDS         scenario (p): timed MCP calls, each beside a bare unit
@@ -56,7 +56,7 @@ if [[ ${1:-} == --measure-search ]]; then
     measure=yes
     shift
 fi
-TIMEOUT=${BOXMAKER_CONTAINER_TIMEOUT:-$([[ $measure == yes ]] && echo 1800 || echo 300)}
+TIMEOUT=${BOXMAKER_CONTAINER_TIMEOUT:-$([[ $measure == yes ]] && echo 1800 || echo 480)}
 bin=$(bin_dir "$@") || exit 1
 
 start_all=$(now)

@@ -59,12 +59,12 @@ expect "and says it in the journal at error priority" \
 # With the gateway on the timer passes --alert: brokerd audits the FAIL line and gatewayd
 # posts it (docs/verify.md, "Daily, under NixOS").
 expect "the timer's run handed its FAIL line to brokerd (--alert), said in its journal" \
-    "journal -u boxmaker-verify.service | grep -q '^verify: alert: 1 FAIL line(s) handed to brokerd, which posts them'"
+    "journal -u boxmaker-verify.service | grep -q '^verify: alert: [0-9]* FAIL line(s) handed to brokerd, which posts them'"
 wait_for 30 "and on Mattermost: a bot root post with that FAIL line, nothing to answer" \
     "mm root-post 'FAIL  units  boxmaker-loopd.service: SupplementaryGroups=boxmaker-admin'"
 note "alert: $(mm message "$(mm root-post 'FAIL  units  boxmaker-loopd.service')" | tr '\n' ' ' | head -c 240)"
 expect "brokerd audited it, with the timer's user" \
-    "bxctl audit show | grep -q 'a failed bxctl verify.s 1 FAIL line(s) from uid [0-9]* (boxmaker-verify): forwarded to gatewayd'"
+    "bxctl audit show | grep -q 'a failed bxctl verify.s [0-9]* FAIL line(s) from uid [0-9]* (boxmaker-verify): forwarded to gatewayd'"
 # A drop-in that opens loopd's network and gives it capabilities: past its exposure limit.
 printf '[Service]\nPrivateNetwork=no\nRestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK AF_PACKET\nCapabilityBoundingSet=CAP_SYS_ADMIN CAP_NET_ADMIN CAP_NET_RAW\nProtectSystem=no\n' >"$loosen/50-loosen.conf"
 systemctl daemon-reload
