@@ -25,6 +25,7 @@ mod tests;
 use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use config::Config;
 use proto::Message;
@@ -32,6 +33,9 @@ use proto::approval::Empty;
 use proto::flows::FlowsReport;
 
 use super::report::{Check, Part};
+
+/// Set by the signal's thread when the self-test is interrupted.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// A scratch directory of this run's, never the owner's state: under the system's
 /// temporary directory, made here and only here (an existing one is an error, not reused)
@@ -69,6 +73,8 @@ pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
     };
     let removal = dir.clone();
     let watched = crate::signals::watch(std::sync::Arc::default(), move || {
+        // First, so that the run, failing as its files go, ends in no verdict of its own.
+        INTERRUPTED.store(true, Ordering::Release);
         let _ = std::fs::remove_dir_all(&removal);
         let _ = writeln!(
             std::io::stderr(),
@@ -84,7 +90,15 @@ pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
             format!("the hostile self-test could not watch for signals: {e}"),
         )];
     }
-    match run(config, analysis, &dir) {
+    let outcome = run(config, analysis, &dir);
+    if INTERRUPTED.load(Ordering::Acquire) {
+        // The signal's thread is removing the scratch directory and then exits the process
+        // (128 + the signal): no verdict from a run cut short.
+        loop {
+            std::thread::park();
+        }
+    }
+    match outcome {
         Ok(checks) => {
             let _ = std::fs::remove_dir_all(&dir);
             checks
