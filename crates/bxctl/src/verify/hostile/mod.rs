@@ -18,6 +18,8 @@ mod smuggle;
 #[cfg(test)]
 mod compare_tests;
 #[cfg(test)]
+mod plan_tests;
+#[cfg(test)]
 mod smuggle_tests;
 #[cfg(test)]
 mod tests;
@@ -261,12 +263,14 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         } else {
             seen.iter().any(|req| req.contains(&c.canary))
         };
+        let bare = c.smuggle.is_some() && smuggle::bare(&c, &seen);
         let outcome = match &back {
             Some(back) if c.restart.is_some() => compare::Outcome {
                 source: step(&first, c.source.tool),
                 laundering: Vec::new(),
                 sink: step(back, c.sink.tool),
                 at_sink,
+                bare,
                 write,
             },
             Some(back) => compare::Outcome {
@@ -277,6 +281,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
                 ],
                 sink: step(back, c.sink.tool),
                 at_sink,
+                bare,
                 write,
             },
             None => compare::Outcome {
@@ -284,6 +289,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
                 laundering: Vec::new(),
                 sink: step(&first, c.sink.tool),
                 at_sink,
+                bare,
                 write,
             },
         };
