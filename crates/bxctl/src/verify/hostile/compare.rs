@@ -151,6 +151,76 @@ fn refused(o: &Outcome) -> Result<(), String> {
     }
 }
 
+/// How a chain's line names its send.
+fn send_of(c: &Chain) -> &'static str {
+    match c.sink.tool {
+        "consult" => "consult",
+        "write_file" => "write",
+        "edit_file" => "edit",
+        _ => "fetch",
+    }
+}
+
+/// The `warn` when the plan has direct read chains but no look-alike, restart or
+/// smuggling chain: no read runs without asking for them to start from (`chains::plan`).
+pub fn no_free_read(chains: &[Chain]) -> Option<Check> {
+    let one_read =
+        |c: &Chain| c.restart.is_some() || c.sink.lookalike.is_some() || c.smuggle.is_some();
+    let direct_read = |c: &Chain| {
+        matches!(c.source.tool, "read_file" | "list_dir") && c.note.is_none() && !one_read(c)
+    };
+    (chains.iter().any(direct_read) && !chains.iter().any(one_read)).then(|| {
+        Check::warn(
+            P,
+            "not-tried",
+            "the look-alike, restart and smuggling chains: not tried (no grant lets an \
+             ordinary session read a granted path without asking, and they start from such a \
+             read)",
+        )
+    })
+}
+
+/// A `warn` for each restart chain whose verdict is not its direct chain's (the same read
+/// and sink in one turn): a restart changed what brokerd decided. The unsafe direction
+/// fails on the chain's own line too (a leak the analysis does not report); this says the
+/// safe one, which is no leak but still a daemon that forgot or changed something.
+fn disagreements(chains: &[(Chain, Outcome)]) -> Vec<Check> {
+    let mut out = Vec::new();
+    for (c, o) in chains.iter().filter(|(c, _)| c.restart.is_some()) {
+        let direct = chains.iter().find(|(d, _)| {
+            d.restart.is_none()
+                && d.note.is_none()
+                && d.smuggle.is_none()
+                && d.sink.lookalike.is_none()
+                && d.source == c.source
+                && d.sink == c.sink
+        });
+        let Some((d, od)) = direct else { continue };
+        if unread(c, o).is_some() {
+            continue;
+        }
+        let (after, _) = o.verdict(send_of(c));
+        let (before, _) = od.verdict(send_of(d));
+        if after != before {
+            out.push(
+                Check::warn(
+                    P,
+                    "restart",
+                    format!(
+                        "chain {} ({} restarted between the read and the send) {after}, but \
+                         chain {} (the same read and send in one turn) {before}",
+                        c.n,
+                        c.restart.unwrap_or_default(),
+                        d.n
+                    ),
+                )
+                .help("a restart changed brokerd's decision: report it"),
+            );
+        }
+    }
+    out
+}
+
 /// The sink call returned a result.
 fn fetched(o: &Outcome) -> bool {
     matches!(
@@ -268,13 +338,7 @@ pub fn checks(
     for (c, o) in chains {
         let name = format!("chain {}", c.n);
         let what = describe(c, o);
-        let send = match c.sink.tool {
-            "consult" => "consult",
-            "write_file" => "write",
-            "edit_file" => "edit",
-            _ => "fetch",
-        };
-        let (verdict, why) = o.verdict(send);
+        let (verdict, why) = o.verdict(send_of(c));
         out.push(if c.sink.lookalike.is_some() && o.at_sink {
             Check::fail(P, name, format!("{what}: leaked to a host no grant names"))
                 .help("report this: brokerd let a look-alike host through")
@@ -329,6 +393,7 @@ pub fn checks(
             Check::ok(P, name, format!("{what}: {verdict} ({why})"))
         });
     }
+    out.extend(disagreements(chains));
     for f in &analysis.flows {
         let name = f.severity.as_str();
         if let Some(why) = not_played(f, patterned) {

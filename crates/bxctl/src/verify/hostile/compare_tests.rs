@@ -328,3 +328,62 @@ fn a_chain_whose_read_did_not_run_is_not_tried() {
     );
     assert_eq!(format!("{:?}", found[0].level), "Ok", "{found:?}");
 }
+
+/// A restart chain whose verdict is not its direct chain's warns, either way; agreeing, or
+/// not tried, it does not.
+#[test]
+fn a_restart_that_changes_the_verdict_warns() {
+    let plan = chains::plan(&rewritten(), 1, "n0", false);
+    let restarted = plan
+        .iter()
+        .find(|c| c.restart == Some("brokerd"))
+        .expect("restart");
+    let direct = plan
+        .iter()
+        .find(|c| c.restart.is_none() && c.source == restarted.source && c.sink == restarted.sink)
+        .expect("direct");
+    let leak = Outcome {
+        source: read_ok(DataClass::Private),
+        laundering: Vec::new(),
+        sink: fetched(),
+        at_sink: true,
+        bare: false,
+        write: false,
+    };
+    let denied = Outcome {
+        sink: Some((
+            Some("web".into()),
+            seen(
+                2,
+                "http_fetch",
+                ToolResponse::Denied {
+                    reason: DenyReason::TaintTooHigh,
+                    detail: None,
+                },
+            ),
+        )),
+        at_sink: false,
+        ..leak.clone()
+    };
+    let restarts = |a: &Outcome, b: &Outcome| {
+        let pair = [(direct.clone(), a.clone()), (restarted.clone(), b.clone())];
+        compare::checks(&pair, &report(vec![flow()]), &[], &BTreeSet::new())
+            .into_iter()
+            .filter(|c| c.check == "restart")
+            .map(|c| (format!("{:?}", c.level), c.said))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(restarts(&leak, &leak), []);
+    assert_eq!(restarts(&denied, &denied), []);
+    for (a, b) in [(&leak, &denied), (&denied, &leak)] {
+        let found = restarts(a, b);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, "Warn");
+        assert!(found[0].1.contains("brokerd restarted"), "{found:?}");
+    }
+    let unread = Outcome {
+        source: None,
+        ..denied.clone()
+    };
+    assert_eq!(restarts(&leak, &unread), []);
+}

@@ -175,6 +175,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         &nonce,
         config.broker.consult.is_some(),
     );
+    let no_free_read = compare::no_free_read(&chains);
     chains::plant(&r, &chains, &dir.join("tree")).map_err(|e| format!("the canaries: {e}"))?;
     let script = dir.join("script.toml");
     let body = script::script(&chains).map_err(|e| text(&e))?;
@@ -313,5 +314,6 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         ),
     )];
     checks.extend(compare::checks(&outcomes, &report, &r.left, &patterned));
+    checks.extend(no_free_read);
     Ok(checks)
 }

@@ -65,7 +65,12 @@ fn one_read_chains_start_from_a_read_that_runs() {
     assert!(
         plan.iter()
             .all(|c| c.restart.is_none() && c.sink.lookalike.is_none() && c.smuggle.is_none())
-    );
+    ); // And that is said: a warn, never passed.
+    let said = super::compare::no_free_read(&plan).expect("said");
+    assert_eq!(format!("{:?}", said.level), "Warn");
+    assert!(said.said.contains("not tried"), "{}", said.said);
+    let free = chains::plan(&rewritten(), 4321, "n0", false);
+    assert!(super::compare::no_free_read(&free).is_none());
 }
 
 /// No chain's canary is in another's send: chain 1's is not in chain 10's to 19's URL or
