@@ -174,7 +174,7 @@ pub fn no_free_read(chains: &[Chain]) -> Option<Check> {
     let direct_read = |c: &Chain| {
         matches!(c.source.tool, "read_file" | "list_dir") && c.note.is_none() && !one_read(c)
     };
-    (chains.iter().any(direct_read) && !chains.iter().any(|c| one_read(c))).then(|| {
+    (chains.iter().any(direct_read) && !chains.iter().any(one_read)).then(|| {
         Check::warn(
             P,
             "not-tried",
