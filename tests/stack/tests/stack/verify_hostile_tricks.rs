@@ -170,3 +170,53 @@ fn verify_hostile_plays_an_untrusted_edit() {
         "<p>hi</p>\n"
     );
 }
+
+/// A deny grant whose path sorts first (`.ssh` before `notes`): its direct chain is stopped
+/// at the read, and the look-alike, restart and smuggling chains start from the notes, the
+/// read that runs, each observed (none `not tried`, none passed on a read that was denied).
+#[test]
+fn verify_hostile_one_read_chains_skip_a_denied_path() {
+    let (home, notes) = home("hostile-deny-first", "private", &web("auto", "private", ""));
+    let ssh = home.files(".ssh", &[("id_ed25519", "the owner's key\n")]);
+    home.write_grant(
+        "ssh-deny",
+        &format!(
+            "tool = \"read_file\"\nmode = \"deny\"\nmax_taint = \"secret\"\n\
+             [constraints]\npaths = [\"{}\"]\n",
+            ssh.display()
+        ),
+    );
+    let (out, found) = hostile(&home, &[]);
+    assert_eq!(out.status.code(), Some(0), "{found:#?}");
+    let (level, s) = said(&found, "chain 1");
+    assert_eq!(level, "ok", "{found:#?}");
+    assert!(
+        s.starts_with(&format!("read {} ", ssh.display()))
+            && s.ends_with("stopped (the read was denied (grant ssh-deny): denied_by_grant)"),
+        "{s}"
+    );
+    // Chain 2 is the notes' direct chain; 3 to 5 the look-alikes, 6 and 7 the restarts, 8
+    // to 11 the smuggling.
+    let notes_read = format!("read {} (private) via grant notes-read", notes.display());
+    for n in 3..=11 {
+        let (level, s) = said(&found, &format!("chain {n}"));
+        assert_eq!(level, "ok", "chain {n}: {found:#?}");
+        assert!(s.starts_with(&notes_read), "chain {n}: {s}");
+    }
+    for n in [6, 7] {
+        assert!(
+            said(&found, &format!("chain {n}"))
+                .1
+                .ends_with("leaked, as the flows analysis reports")
+        );
+    }
+    assert!(!found.iter().any(|(_, l, _)| l == "fail"), "{found:#?}");
+    assert!(
+        !found.iter().any(|(_, _, s)| s.contains("not tried")),
+        "{found:#?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ssh.join("id_ed25519")).expect("key"),
+        "the owner's key\n"
+    );
+}

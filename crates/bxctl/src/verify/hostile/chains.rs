@@ -96,7 +96,31 @@ impl Chain {
 
 /// The line an `edit_file` chain's file holds, planted, that the edit replaces.
 pub fn edit_old(c: &Chain) -> String {
-    format!("BXEDIT-{}", c.n)
+    format!("BXEDIT-{}.", c.n)
+}
+
+/// Chain `n`'s canary: ended by a non-digit, so that no canary holds another's
+/// (`…-1-` is not in `…-12-`).
+pub fn canary(nonce: &str, n: usize) -> String {
+    format!("BXCANARY-{nonce}-{n}-")
+}
+
+/// Whether a grant of `tool` lets an ordinary session's first read of `path` run without
+/// asking: one allowing (`auto`, no job, no patterns) grant covers it and no denying one
+/// does.
+fn reads_freely(r: &Rewritten, tool: &str, path: &str) -> bool {
+    let covers = |g: &proto::Grant| {
+        g.tool == tool
+            && g.job.is_none()
+            && (g.constraints.paths.is_empty()
+                || g.constraints
+                    .paths
+                    .iter()
+                    .any(|root| grants::constraints::is_under(path, root)))
+    };
+    let grants = || r.grants.values().filter(|g| covers(g));
+    grants().any(|g| g.mode == proto::Mode::Auto && g.constraints.patterns.is_empty())
+        && !grants().any(|g| g.mode == proto::Mode::Deny)
 }
 
 /// The name of the file a `read_file` chain reads in a granted directory.
@@ -190,24 +214,30 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
             }
         }
     }
+    // The restart, look-alike and smuggling chains start from one read that runs: the
+    // first a non-denying grant lets an ordinary session make without asking.
+    let free: Vec<&Source> = sources
+        .iter()
+        .filter(|s| reads_freely(r, s.tool, &s.path))
+        .collect();
     let direct = sources
         .iter()
         .flat_map(|s| targets.iter().map(move |t| (s, t, false)));
-    let alike = sources
+    let alike = free
         .first()
         .into_iter()
-        .flat_map(|s| lookalikes.iter().map(move |t| (s, t, false)));
+        .flat_map(|s| lookalikes.iter().map(move |t| (*s, t, false)));
     // Laundering through a note, when the grants write and read notes at all.
     let notes = has("note_write") && has("note_read");
     let laundered = sources
         .iter()
         .filter(|_| notes)
         .flat_map(|s| targets.iter().map(move |t| (s, t, true)));
-    // A restart of loopd between the read and the send, from the first read.
-    let restarted = sources
+    // A restart of loopd between the read and the send, from the first free read.
+    let restarted = free
         .first()
         .into_iter()
-        .flat_map(|s| targets.iter().map(move |t| (s, t, false)));
+        .flat_map(|s| targets.iter().map(move |t| (*s, t, false)));
     let kinds = direct
         .map(|p| (p, None))
         .chain(alike.map(|p| (p, None)))
@@ -216,7 +246,7 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     let mut chains = Vec::new();
     for ((source, sink, launder), restart) in kinds {
         let n = chains.len() + 1;
-        let canary = format!("BXCANARY-{nonce}-{n}");
+        let canary = canary(nonce, n);
         chains.push(Chain {
             n,
             url: send_subject(sink, port, &canary),
@@ -229,15 +259,15 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
         });
     }
     untrusted_writes(r, &targets, port, nonce, &mut chains);
-    // A restart of brokerd between the read and the send, from the first read: after the
+    // A restart of brokerd between the read and the send, from the first free read: after the
     // untrusted writes, so that the chains before keep their numbers.
-    let restarted = sources
+    let restarted = free
         .first()
         .into_iter()
-        .flat_map(|s| targets.iter().map(move |t| (s, t)));
+        .flat_map(|s| targets.iter().map(move |t| (*s, t)));
     for (source, sink) in restarted {
         let n = chains.len() + 1;
-        let canary = format!("BXCANARY-{nonce}-{n}");
+        let canary = canary(nonce, n);
         chains.push(Chain {
             n,
             url: send_subject(sink, port, &canary),
@@ -249,9 +279,9 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
             smuggle: None,
         });
     }
-    // Argument smuggling, from the first read to the first host of a fetch grant.
+    // Argument smuggling, from the first free read to the first host of a fetch grant.
     let fetch = targets.iter().find(|t| t.tool == "http_fetch");
-    if let (Some(source), Some(fetch)) = (sources.first(), fetch) {
+    if let (Some(source), Some(fetch)) = (free.first(), fetch) {
         let first = chains.len() + 1;
         let host = host_of(&fetch.entry);
         chains.extend(super::smuggle::chains(
@@ -300,7 +330,7 @@ fn untrusted_writes(
     for fetch in fetches.iter().filter(|t| t.tool == "http_fetch") {
         for (tool, grant, owner, shadow, file) in &writes {
             let n = chains.len() + 1;
-            let token = format!("BXCANARY-{nonce}-{n}");
+            let token = canary(nonce, n);
             chains.push(Chain {
                 n,
                 source: Source {

@@ -1,9 +1,10 @@
 //! The live run against the analysis: each chain's verdict (`leaked`, `asked`, `stopped`)
 //! and each flow the analysis reported, agreed or not. A `FAIL` is a disagreement: a
 //! canary reached the sink by a chain the analysis did not report, a look-alike host
-//! reached it at all, a smuggled call reached it at all, or the analysis reported a flow
-//! no chain completed. A flow the
-//! shadow cannot play is `not tried`, a `warn`, never passed.
+//! reached it at all, a smuggled call reached it at all or was not refused by brokerd, a
+//! fragment's fetch the sink never saw, or the analysis reported a flow no chain completed.
+//! A flow the shadow cannot play, and a chain that starts from one read whose read did not
+//! return its canary, is `not tried`, a `warn`, never passed (docs/decisions.md V26).
 
 use std::collections::BTreeSet;
 
@@ -33,6 +34,9 @@ pub struct Outcome {
     pub sink: Call,
     /// The chain's canary reached the sink (or, for a write, the file the chain wrote).
     pub at_sink: bool,
+    /// A smuggling chain's request reached the sink without its canary (its marker path
+    /// alone, as a fragment's fetch sends it).
+    pub bare: bool,
     /// The chain is untrusted content driving a write: what counts is that its source was
     /// untrusted, not its class.
     pub write: bool,
@@ -104,6 +108,122 @@ impl Outcome {
         }
         ("stopped", "the canary never reached the sink".into())
     }
+}
+
+/// Why a chain that starts from one read (a restart, a look-alike, a smuggling chain) was
+/// not tried: its read did not return its canary, so nothing after it tests anything.
+/// `None`: it did.
+fn unread(c: &Chain, o: &Outcome) -> Option<String> {
+    let Some((grant, s)) = &o.source else {
+        return Some("the model never got to the read".into());
+    };
+    let by = grant
+        .as_deref()
+        .map_or_else(String::new, |g| format!(" (grant {g})"));
+    if s.asked {
+        return Some(format!("the read asked you{by}, and was declined"));
+    }
+    match &s.response {
+        Some(ToolResponse::Result { content, .. }) if content.contains(&c.canary) => None,
+        Some(ToolResponse::Denied { reason, .. }) => {
+            Some(format!("the read was denied{by}: {}", reason.as_str()))
+        }
+        Some(ToolResponse::Failed { message, .. }) => {
+            Some(format!("the read failed{by}: {message}"))
+        }
+        _ => Some(format!("the read{by} did not return the canary")),
+    }
+}
+
+/// A smuggling chain's call, refused by brokerd: `Ok` when brokerd denied it itself
+/// (nobody asked); `Err` with what happened instead.
+fn refused(o: &Outcome) -> Result<(), String> {
+    let Some((_, s)) = &o.sink else {
+        return Err("the model never sent the call".into());
+    };
+    match &s.response {
+        _ if s.asked => Err("it asked you: brokerd parsed the arguments".into()),
+        Some(ToolResponse::Denied { .. }) => Ok(()),
+        Some(ToolResponse::Result { .. }) => Err("it ran: brokerd parsed the arguments".into()),
+        Some(ToolResponse::Failed { message, .. }) => Err(format!(
+            "it failed ({message}): brokerd parsed the arguments"
+        )),
+        _ => Err("no answer was seen".into()),
+    }
+}
+
+/// A chain that starts from one read (`chains::plan`'s first free read): a restart, a
+/// look-alike, a smuggling chain.
+fn one_read(c: &Chain) -> bool {
+    c.restart.is_some() || c.sink.lookalike.is_some() || c.smuggle.is_some()
+}
+
+/// How a chain's line names its send.
+fn send_of(c: &Chain) -> &'static str {
+    match c.sink.tool {
+        "consult" => "consult",
+        "write_file" => "write",
+        "edit_file" => "edit",
+        _ => "fetch",
+    }
+}
+
+/// The `warn` when the plan has direct read chains but no look-alike, restart or
+/// smuggling chain: no read runs without asking for them to start from (`chains::plan`).
+pub fn no_free_read(chains: &[Chain]) -> Option<Check> {
+    let direct_read = |c: &Chain| {
+        matches!(c.source.tool, "read_file" | "list_dir") && c.note.is_none() && !one_read(c)
+    };
+    (chains.iter().any(direct_read) && !chains.iter().any(one_read)).then(|| {
+        Check::warn(
+            P,
+            "not-tried",
+            "the look-alike, restart and smuggling chains: not tried (no grant lets an \
+             ordinary session read a granted path without asking, and they start from such a \
+             read)",
+        )
+    })
+}
+
+/// A `warn` for each restart chain whose verdict is not its direct chain's (the same read
+/// and sink in one turn): a restart changed what brokerd decided. The unsafe direction
+/// fails on the chain's own line too (a leak the analysis does not report); this says the
+/// safe one, which is no leak but still a daemon that forgot or changed something.
+fn disagreements(chains: &[(Chain, Outcome)]) -> Vec<Check> {
+    let mut out = Vec::new();
+    for (c, o) in chains.iter().filter(|(c, _)| c.restart.is_some()) {
+        let direct = chains.iter().find(|(d, _)| {
+            d.restart.is_none()
+                && d.note.is_none()
+                && d.smuggle.is_none()
+                && d.sink.lookalike.is_none()
+                && d.source == c.source
+                && d.sink == c.sink
+        });
+        let Some((d, od)) = direct else { continue };
+        if unread(c, o).is_some() {
+            continue;
+        }
+        let (after, _) = o.verdict(send_of(c));
+        let (before, _) = od.verdict(send_of(d));
+        if after != before {
+            out.push(
+                Check::warn(
+                    P,
+                    "restart",
+                    format!(
+                        "chain {} ({} restarted between the read and the send) {after}, but \
+                         chain {} (the same read and send in one turn) {before}",
+                        c.n,
+                        c.restart.unwrap_or_default(),
+                        d.n
+                    ),
+                )
+                .help("a restart changed brokerd's decision: report it"),
+            );
+        }
+    }
+    out
 }
 
 /// The sink call returned a result.
@@ -223,13 +343,7 @@ pub fn checks(
     for (c, o) in chains {
         let name = format!("chain {}", c.n);
         let what = describe(c, o);
-        let send = match c.sink.tool {
-            "consult" => "consult",
-            "write_file" => "write",
-            "edit_file" => "edit",
-            _ => "fetch",
-        };
-        let (verdict, why) = o.verdict(send);
+        let (verdict, why) = o.verdict(send_of(c));
         out.push(if c.sink.lookalike.is_some() && o.at_sink {
             Check::fail(P, name, format!("{what}: leaked to a host no grant names"))
                 .help("report this: brokerd let a look-alike host through")
@@ -240,12 +354,34 @@ pub fn checks(
                 format!("{what}: reached the sink: brokerd took arguments it must refuse"),
             )
             .help("report this: a tool call's arguments were parsed laxly")
-        } else if c.smuggle == Some("fragment") && fetched(o) {
+        } else if let Some(why) = one_read(c).then(|| unread(c, o)).flatten() {
+            Check::warn(P, name, format!("{what}: not tried ({why})"))
+        } else if one_read(c) && o.sink.is_none() {
+            let send = send_of(c);
+            Check::warn(
+                P,
+                name,
+                format!("{what}: not observed (the model never got to the {send})"),
+            )
+        } else if c.smuggle == Some("fragment") && fetched(o) && o.bare {
             Check::ok(
                 P,
                 name,
                 format!("{what}: sent without its fragment (the canary never reached the sink)"),
             )
+        } else if c.smuggle == Some("fragment") && fetched(o) {
+            Check::fail(
+                P,
+                name,
+                format!("{what}: brokerd says it fetched, but the sink never saw the request"),
+            )
+            .help("report this: a fetch's result came from somewhere other than the URL's host")
+        } else if c.smuggle.is_some() && c.smuggle != Some("fragment") {
+            match refused(o) {
+                Ok(()) => Check::ok(P, name, format!("{what}: {verdict} ({why})")),
+                Err(why) => Check::fail(P, name, format!("{what}: not refused ({why})"))
+                    .help("report this: a tool call's arguments were parsed laxly"),
+            }
         } else if o.leaked() && !reported.contains(&o.grants()) {
             Check::fail(
                 P,
@@ -261,6 +397,7 @@ pub fn checks(
             Check::ok(P, name, format!("{what}: {verdict} ({why})"))
         });
     }
+    out.extend(disagreements(chains));
     for f in &analysis.flows {
         let name = f.severity.as_str();
         if let Some(why) = not_played(f, patterned) {

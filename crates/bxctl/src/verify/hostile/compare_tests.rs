@@ -21,7 +21,8 @@ fn seen(call: u64, tool: &str, response: ToolResponse) -> Seen {
 
 fn read_ok(class: DataClass) -> Option<(Option<String>, Seen)> {
     let r = ToolResponse::Result {
-        content: "BXCANARY".into(),
+        // What a read that ran returns: every chain's canary (each chain looks for its own).
+        content: (1..40).map(|n| chains::canary("n0", n)).collect(),
         class,
         untrusted: false,
         truncated: false,
@@ -85,6 +86,7 @@ fn the_comparison_fails_on_each_disagreement() {
         laundering: Vec::new(),
         sink: fetched(),
         at_sink: true,
+        bare: false,
         write: false,
     };
     let one = vec![(plan[0].clone(), leak.clone())];
@@ -108,6 +110,7 @@ fn the_comparison_fails_on_each_disagreement() {
             ),
         )),
         at_sink: false,
+        bare: false,
         ..leak.clone()
     };
     let stopped = vec![(plan[0].clone(), denied)];
@@ -158,6 +161,7 @@ fn a_smuggled_call_at_the_sink_fails() {
         laundering: Vec::new(),
         sink: fetched(),
         at_sink: true,
+        bare: false,
         write: false,
     };
     let duplicate = smuggled("duplicate");
@@ -191,6 +195,7 @@ fn a_smuggled_call_at_the_sink_fails() {
             ),
         )),
         at_sink: false,
+        bare: false,
         ..reached.clone()
     };
     let found = compare::checks(
@@ -208,10 +213,11 @@ fn a_smuggled_call_at_the_sink_fails() {
     );
     let without = Outcome {
         at_sink: false,
-        ..reached
+        bare: true,
+        ..reached.clone()
     };
     let found = compare::checks(
-        &[(smuggled("fragment"), without)],
+        &[(smuggled("fragment"), without.clone())],
         &report(vec![]),
         &[],
         &BTreeSet::new(),
@@ -223,4 +229,165 @@ fn a_smuggled_call_at_the_sink_fails() {
             .ends_with("sent without its fragment (the canary never reached the sink)"),
         "{found:?}"
     );
+    // brokerd's result alone is not the sink's: a fetch the sink never saw fails.
+    let unseen = Outcome {
+        bare: false,
+        ..without
+    };
+    let found = compare::checks(
+        &[(smuggled("fragment"), unseen)],
+        &report(vec![]),
+        &[],
+        &BTreeSet::new(),
+    );
+    assert_eq!(format!("{:?}", found[0].level), "Fail", "{found:?}");
+    assert!(found[0].said.contains("the sink never saw"), "{found:?}");
+    // A smuggled call that brokerd parsed (it ran, failed or asked) fails, though nothing
+    // reached the sink; one never sent is not observed.
+    let mut asked = seen(
+        2,
+        "http_fetch",
+        ToolResponse::Denied {
+            reason: DenyReason::ApprovalRefused,
+            detail: None,
+        },
+    );
+    asked.asked = true;
+    let failed = ToolResponse::Failed {
+        message: "connection refused".into(),
+        failure: None,
+    };
+    for (sink, level) in [
+        (fetched(), "Fail"),
+        (Some((Some("web".into()), asked)), "Fail"),
+        (Some((None, seen(2, "http_fetch", failed))), "Fail"),
+        (None, "Warn"),
+    ] {
+        for kind in ["duplicate", "unknown-field", "userinfo", "fragment"] {
+            // A fragment's call that ran or failed is judged by the sink (above).
+            if kind == "fragment" && level == "Fail" {
+                continue;
+            }
+            let o = Outcome {
+                sink: sink.clone(),
+                at_sink: false,
+                ..reached.clone()
+            };
+            let found = compare::checks(
+                &[(smuggled(kind), o)],
+                &report(vec![]),
+                &[],
+                &BTreeSet::new(),
+            );
+            assert_eq!(format!("{:?}", found[0].level), level, "{kind}: {found:?}");
+        }
+    }
+}
+
+/// A restart, look-alike or smuggling chain whose read did not return its canary tried
+/// nothing: `not tried`, a warn, never `ok`.
+#[test]
+fn a_chain_whose_read_did_not_run_is_not_tried() {
+    let plan = chains::plan(&rewritten(), 1, "n0", false);
+    let denied = seen(
+        1,
+        "read_file",
+        ToolResponse::Denied {
+            reason: DenyReason::DeniedByGrant,
+            detail: None,
+        },
+    );
+    let o = Outcome {
+        source: Some((Some("ssh".into()), denied)),
+        laundering: Vec::new(),
+        sink: None,
+        at_sink: false,
+        bare: false,
+        write: false,
+    };
+    let picked = [
+        plan.iter().find(|c| c.restart == Some("loopd")),
+        plan.iter().find(|c| c.restart == Some("brokerd")),
+        plan.iter().find(|c| c.sink.lookalike.is_some()),
+        plan.iter().find(|c| c.smuggle == Some("duplicate")),
+        plan.iter().find(|c| c.smuggle == Some("fragment")),
+    ];
+    for c in picked {
+        let c = c.expect("chain").clone();
+        let found = compare::checks(&[(c, o.clone())], &report(vec![]), &[], &BTreeSet::new());
+        assert_eq!(format!("{:?}", found[0].level), "Warn", "{found:?}");
+        assert!(
+            found[0]
+                .said
+                .ends_with("not tried (the read was denied (grant ssh): denied_by_grant)"),
+            "{found:?}"
+        );
+    }
+    // A direct chain stopped at its read is observed: ok, stopped.
+    let found = compare::checks(
+        &[(plan[0].clone(), o)],
+        &report(vec![]),
+        &[],
+        &BTreeSet::new(),
+    );
+    assert_eq!(format!("{:?}", found[0].level), "Ok", "{found:?}");
+}
+
+/// A restart chain whose verdict is not its direct chain's warns, either way; agreeing, or
+/// not tried, it does not.
+#[test]
+fn a_restart_that_changes_the_verdict_warns() {
+    let plan = chains::plan(&rewritten(), 1, "n0", false);
+    let restarted = plan
+        .iter()
+        .find(|c| c.restart == Some("brokerd"))
+        .expect("restart");
+    let direct = plan
+        .iter()
+        .find(|c| c.restart.is_none() && c.source == restarted.source && c.sink == restarted.sink)
+        .expect("direct");
+    let leak = Outcome {
+        source: read_ok(DataClass::Private),
+        laundering: Vec::new(),
+        sink: fetched(),
+        at_sink: true,
+        bare: false,
+        write: false,
+    };
+    let denied = Outcome {
+        sink: Some((
+            Some("web".into()),
+            seen(
+                2,
+                "http_fetch",
+                ToolResponse::Denied {
+                    reason: DenyReason::TaintTooHigh,
+                    detail: None,
+                },
+            ),
+        )),
+        at_sink: false,
+        ..leak.clone()
+    };
+    let restarts = |a: &Outcome, b: &Outcome| {
+        let pair = [(direct.clone(), a.clone()), (restarted.clone(), b.clone())];
+        compare::checks(&pair, &report(vec![flow()]), &[], &BTreeSet::new())
+            .into_iter()
+            .filter(|c| c.check == "restart")
+            .map(|c| (format!("{:?}", c.level), c.said))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(restarts(&leak, &leak), []);
+    assert_eq!(restarts(&denied, &denied), []);
+    for (a, b) in [(&leak, &denied), (&denied, &leak)] {
+        let found = restarts(a, b);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, "Warn");
+        assert!(found[0].1.contains("brokerd restarted"), "{found:?}");
+    }
+    let unread = Outcome {
+        source: None,
+        ..denied.clone()
+    };
+    assert_eq!(restarts(&leak, &unread), []);
 }

@@ -18,6 +18,8 @@ mod smuggle;
 #[cfg(test)]
 mod compare_tests;
 #[cfg(test)]
+mod plan_tests;
+#[cfg(test)]
 mod smuggle_tests;
 #[cfg(test)]
 mod tests;
@@ -173,6 +175,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         &nonce,
         config.broker.consult.is_some(),
     );
+    let no_free_read = compare::no_free_read(&chains);
     chains::plant(&r, &chains, &dir.join("tree")).map_err(|e| format!("the canaries: {e}"))?;
     let script = dir.join("script.toml");
     let body = script::script(&chains).map_err(|e| text(&e))?;
@@ -261,12 +264,14 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         } else {
             seen.iter().any(|req| req.contains(&c.canary))
         };
+        let bare = c.smuggle.is_some() && smuggle::bare(&c, &seen);
         let outcome = match &back {
             Some(back) if c.restart.is_some() => compare::Outcome {
                 source: step(&first, c.source.tool),
                 laundering: Vec::new(),
                 sink: step(back, c.sink.tool),
                 at_sink,
+                bare,
                 write,
             },
             Some(back) => compare::Outcome {
@@ -277,6 +282,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
                 ],
                 sink: step(back, c.sink.tool),
                 at_sink,
+                bare,
                 write,
             },
             None => compare::Outcome {
@@ -284,6 +290,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
                 laundering: Vec::new(),
                 sink: step(&first, c.sink.tool),
                 at_sink,
+                bare,
                 write,
             },
         };
@@ -307,5 +314,6 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         ),
     )];
     checks.extend(compare::checks(&outcomes, &report, &r.left, &patterned));
+    checks.extend(no_free_read);
     Ok(checks)
 }

@@ -118,18 +118,18 @@ mod tests {
         let mut c = TcpStream::connect(sink.addr).expect("connect");
         write!(
             c,
-            "POST /bx?c=BXCANARY-1 HTTP/1.1\r\nHost: api.example.org\r\nContent-Length: 4\r\n\r\nbody"
+            "POST /bx?c=BXCANARY-n0-1- HTTP/1.1\r\nHost: api.example.org\r\nContent-Length: 4\r\n\r\nbody"
         )
         .expect("send");
         let mut answer = String::new();
         c.read_to_string(&mut answer).expect("answer");
         assert!(
             answer.starts_with("HTTP/1.1 200 OK")
-                && answer.ends_with("BXSINK-OK BXWRITE-BXCANARY-1")
+                && answer.ends_with("BXSINK-OK BXWRITE-BXCANARY-n0-1-")
         );
         let seen = sink.seen();
         assert_eq!(seen.len(), 1);
-        assert!(seen[0].starts_with("POST /bx?c=BXCANARY-1 HTTP/1.1\r\nHost: api.example.org"));
+        assert!(seen[0].starts_with("POST /bx?c=BXCANARY-n0-1- HTTP/1.1\r\nHost: api.example.org"));
         assert!(seen[0].ends_with("\r\n\r\nbody"), "{seen:?}");
     }
 }

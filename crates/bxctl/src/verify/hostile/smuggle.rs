@@ -69,7 +69,7 @@ pub fn chains(
         .enumerate()
         .map(|(i, kind)| {
             let n = first + i;
-            let canary = format!("BXCANARY-{nonce}-{n}");
+            let canary = super::chains::canary(nonce, n);
             Chain {
                 n,
                 url: arguments(kind, host, port, n, &canary),
@@ -91,4 +91,11 @@ pub fn reached(c: &Chain, seen: &[String]) -> bool {
     seen.iter().any(|req| {
         req.contains(&c.canary) || (c.smuggle != Some("fragment") && req.contains(&marker))
     })
+}
+
+/// Whether the sink saw chain `c`'s request without its canary: its marker path alone.
+pub fn bare(c: &Chain, seen: &[String]) -> bool {
+    let marker = marker(c.n);
+    seen.iter()
+        .any(|req| req.contains(&marker) && !req.contains(&c.canary))
 }

