@@ -4,7 +4,7 @@
 //! {"server_info": {"name": "fake", "version": "1.0.0"},
 //!  "tools": [{"name": "echo", "description": "Echoes", "inputSchema": {"type": "object"},
 //!             "steps": [{"ask": "sampling/createMessage"}],
-//!             "result": {"content": [{"echo_arguments": true}]}}]}
+//!             "result": {"content": ["echo_arguments"]}}]}
 //! ```
 //!
 //! Every shape the fake writes is a reference server's (the real-peer tests compare them):
