@@ -35,6 +35,12 @@ expect "a chat's note_list names both notes, in its unit" \
 echo "two pears, and a fig" >"$notes/groceries.md"
 expect "a note edited on disk reads as secret and untrusted" \
     "owner bxctl notes list | grep -qF 'groceries.md  secret, untrusted  (NOT as brokerd wrote it'"
+# The edit starts the indexer through its path unit. A relabel while that run is going would
+# be merged into its start job by systemd (nix/indexer.nix: the five-minute timer catches
+# it), so wait until the edit is indexed and the run is over: the relabel then starts a run
+# of its own.
+wait_for 60 "the indexer took the edit, and its run is over" \
+    "owner bxctl search fig | grep -q '^groceries  ' && ! systemctl show -p ActiveState --value boxmaker-indexer.service | grep -qx 'activating\\|active\\|deactivating'"
 expect "the owner relabels it, audited with the old label, the new one and the hash" \
     "owner bxctl notes relabel groceries --class private >/tmp/notes.out && bxctl audit show | grep -qE 'note groceries relabelled by .*: secret, untrusted -> private \(bytes [0-9a-f]{64}\)'"
 expect "then it reads as the owner said" \
