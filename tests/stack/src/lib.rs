@@ -19,6 +19,7 @@ pub mod real_session;
 pub mod recorder;
 mod requests;
 mod systemd;
+mod verify_json;
 mod wait;
 pub mod witness;
 pub use agent::{Agent, Turn};
@@ -29,6 +30,7 @@ pub use gateway::{
 use proto::{AuditEvent, AuditLine};
 pub use requests::{request, request_as, response, tool};
 pub use systemd::root;
+pub use verify_json::{stdout_text, verify_checks};
 pub use wait::{Ready, poll_until, wait_until};
 pub use witness::{
     chat_body, complete, fresh_completion, report_witness, try_witnessed, witnessed,

@@ -5,31 +5,17 @@
 
 use std::process::Output;
 
-use serde_json::Value;
 use stack::{Home, read_grant};
 
 const SCRIPT: &str = "[server]\nn_ctx = 8192\ntotal_slots = 2\n\n[default]\ntext = \"ok\"\n";
 
 fn text(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    stack::stdout_text(out)
 }
 
+/// `(check, level, said)` of each flows line.
 fn checks(out: &Output) -> Vec<(String, String, String)> {
-    let t = text(out);
-    let v: Value = serde_json::from_str(&t).unwrap_or_else(|e| panic!("{e}: {t}"));
-    v["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .map(|c| {
-            assert_eq!(c["part"], "flows", "{v}");
-            (
-                c["check"].as_str().expect("check").to_owned(),
-                c["level"].as_str().expect("level").to_owned(),
-                c["said"].as_str().expect("said").to_owned(),
-            )
-        })
-        .collect()
+    stack::verify_checks(out, "flows")
 }
 
 fn web(max_taint: &str) -> String {

@@ -9,26 +9,12 @@ use serde_json::Value;
 use stack::{Home, bin};
 
 fn text(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    stack::stdout_text(out)
 }
 
 /// `(check, level, said)` of each hostile line.
 pub(crate) fn checks(out: &Output) -> Vec<(String, String, String)> {
-    let t = text(out);
-    let v: Value = serde_json::from_str(&t).unwrap_or_else(|e| panic!("{e}: {t}"));
-    v["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .map(|c| {
-            assert_eq!(c["part"], "hostile", "{v}");
-            (
-                c["check"].as_str().expect("check").to_owned(),
-                c["level"].as_str().expect("level").to_owned(),
-                c["said"].as_str().expect("said").to_owned(),
-            )
-        })
-        .collect()
+    stack::verify_checks(out, "hostile")
 }
 
 pub(crate) fn said<'a>(found: &'a [(String, String, String)], check: &str) -> (&'a str, &'a str) {
