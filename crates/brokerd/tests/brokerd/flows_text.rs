@@ -12,7 +12,7 @@ fn a_flow_is_one_line_that_says_what_to_do() {
         ("notes-read", &read("/home/owner/notes", "private", "")),
         (
             "consult-remote",
-            "tool = \"consult\"\nmode = \"auto\"\nmax_taint = \"private\"\n",
+            "tool = \"consult\"\nmode = \"auto\"\nmax_taint = \"private\"\nsecret = \"consult-key\"\n",
         ),
         ("web", &fetch("secret", FUTURE, ORG)),
         ("vault-read", &read("/home/owner/vault", "secret", "")),

@@ -10,7 +10,6 @@ mod denials;
 mod exit_code;
 mod flows;
 mod flows_text;
-mod flows_tools;
 mod jobs;
 mod notes;
 mod policy;

@@ -72,6 +72,7 @@ mod verify_flows;
 mod verify_hostile;
 mod verify_hostile_interrupt;
 mod verify_hostile_public;
+mod verify_hostile_table;
 mod verify_hostile_tricks;
 mod watchdog;
 mod witness;

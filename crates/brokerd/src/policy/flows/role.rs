@@ -50,6 +50,14 @@ pub fn of(decision: &Decision, consult: Option<&str>) -> Option<Role> {
     });
     // The deciding grant: a program's hosts and workdir, a write's directory.
     let run_grant = decision.grant().map(|(g, _)| g);
+    // brokerd consults only with a consult model configured and the deciding grant's
+    // `secret` for its key (`run::tool_spec`): without either the call fails before anything
+    // is sent, and it is no step of a flow (docs/decisions.md V36).
+    if matches!(args, ToolArgs::Consult(_))
+        && (consult.is_none() || run_grant.is_none_or(|g| g.secret.is_none()))
+    {
+        return None;
+    }
     let consult = consult.map_or_else(
         || "the consult model".to_owned(),
         |h| format!("the consult model at {h}"),
