@@ -9,6 +9,7 @@
 
 mod chains;
 mod compare;
+mod launder;
 mod rewrite;
 mod script;
 mod session;
@@ -17,6 +18,8 @@ mod smuggle;
 
 #[cfg(test)]
 mod compare_tests;
+#[cfg(test)]
+mod launder_tests;
 #[cfg(test)]
 mod plan_tests;
 #[cfg(test)]
@@ -181,6 +184,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let body = script::script(&chains).map_err(|e| text(&e))?;
     std::fs::write(&script, body).map_err(|e| format!("{}: {e}", script.display()))?;
     let mut extra = format!("[broker.self_test]\nresolve = \"{}\"\n", sink.addr.ip());
+    extra.push_str(&launder::config());
     if let Some(c) = &config.broker.consult {
         extra.push_str(&format!(
             "[broker.consult]\nurl = \"http://{}/v1\"\nmodel = {}\n",
@@ -224,6 +228,8 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     });
     let report = owners_paths(report, &dir.join("tree"), consult);
     let mut played = Vec::new();
+    // Compaction chains whose compaction loopd's log does not show, and why (`launder`).
+    let mut unobserved = std::collections::BTreeMap::new();
     for c in &chains {
         let first = session::play(&shadow_config, &c.message()).map_err(|e| text(&e))?;
         let back = match (&c.note, c.restart) {
@@ -233,10 +239,20 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             // The second turn only once the read's result holds the canary: the send must
             // carry what was read, never what the script knows.
             (None, Some(daemon)) if read_it(&first, c) => {
-                shadow.restart(daemon).map_err(|e| text(&e))?;
-                let again =
-                    session::play_in(&shadow_config, first.session.clone(), &c.after_message());
-                Some(again.map_err(|e| text(&e))?)
+                let compaction = launder::is_compaction(c);
+                let next = if compaction {
+                    launder::after_message(c)
+                } else {
+                    shadow.restart(daemon).map_err(|e| text(&e))?;
+                    c.after_message()
+                };
+                let again = session::play_in(&shadow_config, first.session.clone(), &next);
+                let again = again.map_err(|e| text(&e))?;
+                if let (true, Some(id)) = (compaction, &first.session) {
+                    let why = launder::unobserved(&shadow_config, id, c).map_err(|e| text(&e))?;
+                    unobserved.extend(why.map(|why| (c.n, why)));
+                }
+                Some(again)
             }
             _ => None,
         };
@@ -245,7 +261,9 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let deciders = session::deciders(&shadow_config.audit_dir()).map_err(|e| text(&e))?;
     drop(shadow);
     let seen = sink.seen();
+    let played_chains = chains.len();
     let mut outcomes = Vec::new();
+    let mut not_observed = Vec::new();
     for (c, (first, back)) in chains.into_iter().zip(played) {
         let step = |p: &session::Played, tool: &str| {
             let s = p.calls.iter().find(|s| s.tool == tool)?;
@@ -294,6 +312,11 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
                 write,
             },
         };
+        if let Some(why) = unobserved.get(&c.n) {
+            let what = compare::describe(&c, &outcome);
+            not_observed.push((c.n, launder::not_observed(&c, &what, why)));
+            continue;
+        }
         outcomes.push((c, outcome));
     }
     let patterned: BTreeSet<String> = r
@@ -308,12 +331,13 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         format!(
             "{} chain(s) played by a hostile model against {} of your grants moved onto \
              canaries; the sink saw {} request(s)",
-            outcomes.len(),
+            played_chains,
             r.grants.len(),
             seen.len()
         ),
     )];
     checks.extend(compare::checks(&outcomes, &report, &r.left, &patterned));
+    launder::place(&mut checks, not_observed);
     checks.extend(no_free_read);
     Ok(checks)
 }
