@@ -291,6 +291,8 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     }
     // Laundering by compaction, from the first free read to every sink (`launder`).
     super::launder::plan(free.first().copied(), &targets, port, nonce, &mut chains);
+    // Laundering by search, from every read to every sink (`search`).
+    super::search::plan(r, &sources, &targets, port, nonce, &mut chains);
     chains
 }
 

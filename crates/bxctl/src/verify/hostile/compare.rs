@@ -308,7 +308,7 @@ pub(super) fn describe(c: &Chain, o: &Outcome) -> String {
         (None, None) => c.sink.entry.clone(),
     };
     let note = match &c.note {
-        Some(n) => format!(", write it to note {n} and read that back in a new session"),
+        Some(n) => super::search::between(c, n),
         None => match c.restart {
             Some(super::launder::COMPACTION) => "; the turn ends and the session compacts, its \
                 summary carrying it; the next epoch's turn"

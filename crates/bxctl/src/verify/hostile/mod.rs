@@ -12,6 +12,7 @@ mod compare;
 mod launder;
 mod rewrite;
 mod script;
+mod search;
 mod session;
 mod sink;
 mod smuggle;
@@ -22,6 +23,8 @@ mod compare_tests;
 mod launder_tests;
 #[cfg(test)]
 mod plan_tests;
+#[cfg(test)]
+mod search_tests;
 #[cfg(test)]
 mod smuggle_tests;
 #[cfg(test)]
@@ -234,7 +237,18 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         let first = session::play(&shadow_config, &c.message()).map_err(|e| text(&e))?;
         let back = match (&c.note, c.restart) {
             (Some(_), _) => {
-                Some(session::play(&shadow_config, &c.back_message()).map_err(|e| text(&e))?)
+                // A search chain's new session starts once the indexer indexed what the
+                // first left (`search`); never indexed, it is not observed.
+                if search::left_it(c, &first) {
+                    let why = search::indexed(&shadow_config, c, first.session.as_ref());
+                    unobserved.extend(why.map_err(|e| text(&e))?.map(|why| (c.n, why)));
+                }
+                match unobserved.contains_key(&c.n) {
+                    true => None,
+                    false => Some(
+                        session::play(&shadow_config, &c.back_message()).map_err(|e| text(&e))?,
+                    ),
+                }
             }
             // The second turn only once the read's result holds the canary: the send must
             // carry what was read, never what the script knows.
@@ -294,10 +308,10 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             },
             Some(back) => compare::Outcome {
                 source: step(&first, c.source.tool),
-                laundering: vec![
-                    ("note write", step(&first, "note_write")),
-                    ("note read", step(back, "note_read")),
-                ],
+                laundering: search::steps(&c)
+                    .into_iter()
+                    .map(|(what, tool, new)| (what, step(if new { back } else { &first }, tool)))
+                    .collect(),
                 sink: step(back, c.sink.tool),
                 at_sink,
                 bare,

@@ -45,8 +45,8 @@ pub(super) struct Answer {
 
 #[derive(Serialize)]
 pub(super) struct Call {
-    name: String,
-    arguments: String,
+    pub name: String,
+    pub arguments: String,
 }
 
 pub(super) fn call(name: &str, key: &str, value: &str) -> Answer {
@@ -106,8 +106,8 @@ pub(super) fn subject(tool: &str) -> &'static str {
 pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
     let mut rule = Vec::new();
     for c in chains {
-        // A compaction chain's rules are its own (`launder`).
-        if let Some(own) = super::launder::rules(c) {
+        // A compaction or search chain's rules are its own (`launder`, `search`).
+        if let Some(own) = super::launder::rules(c).or_else(|| super::search::rules(c)) {
             rule.extend(own);
             continue;
         }
