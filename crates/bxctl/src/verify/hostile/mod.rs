@@ -3,7 +3,8 @@
 //! owner's grant set moved onto canaries (`rewrite`), its every host leading to a local
 //! sink (`sink`, `[broker.self_test]`); the model's script tries every chain of a read and
 //! a send, look-alike hosts, laundering through a note, a restart of loopd or brokerd and
-//! untrusted writes (`chains`, `script`), each in a session whose approvals are declined
+//! untrusted writes (`chains`, `script`), laundering by compaction (`launder`) and by a
+//! search (`search`), each in a session whose approvals are declined
 //! (`session`); the outcome is compared with the flows analysis (`compare`): the shadow
 //! brokerd's own, or a report given with `--analysis` (where a test plants a mistake).
 

@@ -249,14 +249,15 @@ pub fn indexed(
 /// (for `note_search`), or the read's canary (for `session_search`, whose model then says
 /// it). A chain stopped before that is not waited for: its verdict says where it stopped.
 pub fn left_it(c: &Chain, first: &super::session::Played) -> bool {
-    let ran = |tool: &str| {
+    let ran = |tool: &str, holding: &str| {
         first.calls.iter().any(|s| {
-            s.tool == tool && matches!(&s.response, Some(proto::ToolResponse::Result { .. }))
+            s.tool == tool
+                && matches!(&s.response, Some(proto::ToolResponse::Result { content, .. }) if content.contains(holding))
         })
     };
     match via(c) {
-        Some(Via::NoteSearch) => ran("note_write"),
-        Some(Via::SessionSearch) => super::read_it(first, c),
+        Some(Via::NoteSearch) => ran("note_write", ""),
+        Some(Via::SessionSearch) => ran(c.source.tool, &c.canary),
         _ => false,
     }
 }
