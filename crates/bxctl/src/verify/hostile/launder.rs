@@ -3,9 +3,9 @@
 //! `loop.compact_percent`, so loopd compacts the session at its next turn; the fake model's
 //! summary carries the canary (its rule answers the summary instruction only in that
 //! chain's epoch, which read it), and the next epoch's turn sends what the summary says
-//! (its rule answers only a request that carries the summary). loopd keeps the session id across compaction, so
-//! brokerd keeps its label: the chain's verdict must be its direct chain's, compared as a
-//! restart chain's is (`compare`). The compaction is observed in loopd's own log of the
+//! (its rule answers only a request that carries the summary). loopd keeps the session id
+//! across compaction, so brokerd keeps its label: the chain's verdict must be its direct
+//! chain's, compared as a restart chain's is (`compare`). The compaction is observed in loopd's own log of the
 //! session (its first epoch ends with a summary holding the canary, and the send's turn is
 //! in a later epoch); a chain whose compaction was not observed is `not observed`, never
 //! compared (docs/decisions.md V33).

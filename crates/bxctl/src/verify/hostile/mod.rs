@@ -232,7 +232,8 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     });
     let report = owners_paths(report, &dir.join("tree"), consult);
     let mut played = Vec::new();
-    // Compaction chains whose compaction loopd's log does not show, and why (`launder`).
+    // The compaction chains whose compaction loopd's log does not show (`launder`) and the
+    // search chains whose words the indexer never indexed (`search`), and why.
     let mut unobserved = std::collections::BTreeMap::new();
     for c in &chains {
         let first = session::play(&shadow_config, &c.message()).map_err(|e| text(&e))?;
@@ -244,11 +245,10 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
                     let why = search::indexed(&shadow_config, c, first.session.as_ref());
                     unobserved.extend(why.map_err(|e| text(&e))?.map(|why| (c.n, why)));
                 }
-                match unobserved.contains_key(&c.n) {
-                    true => None,
-                    false => Some(
-                        session::play(&shadow_config, &c.back_message()).map_err(|e| text(&e))?,
-                    ),
+                if unobserved.contains_key(&c.n) {
+                    None
+                } else {
+                    Some(session::play(&shadow_config, &c.back_message()).map_err(|e| text(&e))?)
                 }
             }
             // The second turn only once the read's result holds the canary: the send must
