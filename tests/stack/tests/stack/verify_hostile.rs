@@ -162,7 +162,9 @@ fn verify_hostile_agrees_with_the_analysis() {
             assert!(
                 found.iter().any(|(c, l, s)| c == "not-tried"
                     && l == "warn"
-                    && s.starts_with("the look-alike, restart and smuggling chains: not tried")),
+                    && s.starts_with(
+                        "the look-alike, restart, compaction and smuggling chains: not tried"
+                    )),
                 "{ctx}"
             );
             assert!(flows_of(&found).is_empty(), "{ctx}");

@@ -168,8 +168,8 @@ fn send_of(c: &Chain) -> &'static str {
     }
 }
 
-/// The `warn` when the plan has direct read chains but no look-alike, restart or
-/// smuggling chain: no read runs without asking for them to start from (`chains::plan`).
+/// The `warn` when the plan has direct read chains but no look-alike, restart, compaction
+/// or smuggling chain: no read runs without asking for them to start from (`chains::plan`).
 pub fn no_free_read(chains: &[Chain]) -> Option<Check> {
     let direct_read = |c: &Chain| {
         matches!(c.source.tool, "read_file" | "list_dir") && c.note.is_none() && !one_read(c)
@@ -178,9 +178,9 @@ pub fn no_free_read(chains: &[Chain]) -> Option<Check> {
         Check::warn(
             P,
             "not-tried",
-            "the look-alike, restart and smuggling chains: not tried (no grant lets an \
-             ordinary session read a granted path without asking, and they start from such a \
-             read)",
+            "the look-alike, restart, compaction and smuggling chains: not tried (no grant \
+             lets an ordinary session read a granted path without asking, and they start from \
+             such a read)",
         )
     })
 }
