@@ -48,6 +48,7 @@
 //! user_equals = "What is the weather?"
 //! tool_result_contains = "sunny"   # the last message is a tool result containing this ("": any)
 //! last_tool = "get_weather"        # the most recent tool call in the history is to this function
+//! history_contains = "Paris"       # some message's text (any role) contains this
 //! [rule.answer]
 //! text = "Looking it up."         # `content`; {last_user} stands for the last user text
 //! chunks = ["Look", "ing it up."]  # explicit stream split (must add up to `text`)

@@ -101,6 +101,9 @@ pub struct Match {
     /// The most recent tool call in the history (the last one of the last assistant message
     /// that has tool calls) is to this function.
     pub last_tool: Option<String>,
+    /// Some message's text content (any role: the system prompt, a summary, a tool result)
+    /// contains this.
+    pub history_contains: Option<String>,
 }
 
 /// An answer: a reply (text, reasoning, tool calls), or an HTTP error, with optional delays
@@ -340,5 +343,9 @@ impl Match {
                 .last_tool
                 .as_ref()
                 .is_none_or(|name| last_call.is_some_and(|c| c.name == *name))
+            && self
+                .history_contains
+                .as_ref()
+                .is_none_or(|needle| messages.iter().any(|m| m.content.contains(needle.as_str())))
     }
 }

@@ -2,8 +2,9 @@
 //! same processes as `bxctl dev` (the fake llama-server playing a given script, inferproxy,
 //! brokerd with the direct runner, loopd), in a scratch directory of the self-test's, with
 //! a grants directory it wrote and lines of its own appended to the configuration
-//! (`[broker.self_test]`). No prompt, no indexer, no jobs or MCP servers (the scratch
-//! directory holds neither file). Stopped when dropped.
+//! (`[broker.self_test]`), and the indexer watching, as under `bxctl dev` (the searches'
+//! chains find what it indexed). No prompt, no jobs or MCP servers (the scratch directory
+//! holds neither file). Stopped when dropped.
 
 use std::path::Path;
 use std::process::Command;
@@ -105,6 +106,11 @@ pub fn start(
         let cmd = shadow.command(name)?;
         shadow.stack.start(name, cmd, state, &mut shadow.held)?;
     }
+    let mut cmd = Command::new(bin("boxmaker-indexer")?);
+    cmd.arg("--config").arg(&path).arg("--watch");
+    shadow
+        .stack
+        .start("indexer", cmd, state, &mut shadow.held)?;
     let config = Config::load(&path)?;
     ready::wait(
         &config.sockets.loop_infer_sock(),

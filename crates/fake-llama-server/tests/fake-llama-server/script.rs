@@ -82,6 +82,12 @@ fn matches_turn_user_text_tool_result_and_last_tool() {
     assert!(m("tool_result_contains = \"\"\nlast_tool = \"get_weather\"").matches(&history));
     assert!(!m("last_tool = \"other\"").matches(&history));
     assert!(!m("tool_result_contains = \"\"").matches(&history[..2]));
+    // Any message of any role: the system prompt, the user's, a tool result.
+    for needle in ["s", "Paris", "sunny"] {
+        assert!(m(&format!("history_contains = \"{needle}\"")).matches(&history));
+    }
+    assert!(!m("history_contains = \"sunny\"").matches(&history[..3]));
+    assert!(!m("history_contains = \"London\"").matches(&history));
 }
 
 #[test]

@@ -162,7 +162,9 @@ fn verify_hostile_agrees_with_the_analysis() {
             assert!(
                 found.iter().any(|(c, l, s)| c == "not-tried"
                     && l == "warn"
-                    && s.starts_with("the look-alike, restart and smuggling chains: not tried")),
+                    && s.starts_with(
+                        "the look-alike, restart, compaction and smuggling chains: not tried"
+                    )),
                 "{ctx}"
             );
             assert!(flows_of(&found).is_empty(), "{ctx}");
@@ -203,7 +205,7 @@ fn verify_hostile_agrees_with_the_analysis() {
                 );
                 assert!(
                     flows[0].2.starts_with(
-                        "leaked by chain 1, 5, 6, as reported: a hijacked model can read "
+                        "leaked by chain 1, 5, 6, 11, as reported: a hijacked model can read "
                     ),
                     "{ctx}"
                 );
@@ -402,7 +404,7 @@ fn verify_hostile_launders_through_a_note() {
             assert!(
                 flows[0]
                     .1
-                    .starts_with("leaked by chain 1, 5, 6, 7, as reported: "),
+                    .starts_with("leaked by chain 1, 5, 6, 7, 12, as reported: "),
                 "{flows:#?}"
             );
         }
@@ -461,7 +463,7 @@ fn verify_hostile_plays_the_consult_model() {
                 (
                     "ok",
                     format!(
-                        "leaked by chain 1, 6, 8, as reported: a hijacked model can read {} \
+                        "leaked by chain 1, 6, 8, 14, as reported: a hijacked model can read {} \
                          (private) via grant notes-read and send it to the consult model at \
                          api.example.com via grant consult-remote, without asking you: set \
                          max_taint = \"public\" on consult-remote (which turns it off: \

@@ -56,7 +56,7 @@ fn verify_hostile_restarts_brokerd_between_read_and_send() {
             assert!(
                 flows[0]
                     .2
-                    .starts_with("leaked by chain 1, 5, 6, as reported: "),
+                    .starts_with("leaked by chain 1, 5, 6, 11, as reported: "),
                 "{ctx}"
             );
         } else {
@@ -109,7 +109,7 @@ fn verify_hostile_refuses_smuggled_arguments() {
     let (level, s) = said(&found, "private_out");
     assert_eq!(level, "ok", "{found:#?}");
     assert!(
-        s.starts_with("leaked by chain 1, 5, 6, as reported: "),
+        s.starts_with("leaked by chain 1, 5, 6, 11, as reported: "),
         "{s}"
     );
 }

@@ -168,8 +168,8 @@ fn send_of(c: &Chain) -> &'static str {
     }
 }
 
-/// The `warn` when the plan has direct read chains but no look-alike, restart or
-/// smuggling chain: no read runs without asking for them to start from (`chains::plan`).
+/// The `warn` when the plan has direct read chains but no look-alike, restart, compaction
+/// or smuggling chain: no read runs without asking for them to start from (`chains::plan`).
 pub fn no_free_read(chains: &[Chain]) -> Option<Check> {
     let direct_read = |c: &Chain| {
         matches!(c.source.tool, "read_file" | "list_dir") && c.note.is_none() && !one_read(c)
@@ -178,9 +178,9 @@ pub fn no_free_read(chains: &[Chain]) -> Option<Check> {
         Check::warn(
             P,
             "not-tried",
-            "the look-alike, restart and smuggling chains: not tried (no grant lets an \
-             ordinary session read a granted path without asking, and they start from such a \
-             read)",
+            "the look-alike, restart, compaction and smuggling chains: not tried (no grant \
+             lets an ordinary session read a granted path without asking, and they start from \
+             such a read)",
         )
     })
 }
@@ -207,19 +207,21 @@ fn disagreements(chains: &[(Chain, Outcome)]) -> Vec<Check> {
         let (after, _) = o.verdict(send_of(c));
         let (before, _) = od.verdict(send_of(d));
         if after != before {
+            let (name, between) = match c.restart {
+                Some(super::launder::COMPACTION) => ("compaction", "the session compacted".into()),
+                d => ("restart", format!("{} restarted", d.unwrap_or_default())),
+            };
             out.push(
                 Check::warn(
                     P,
-                    "restart",
+                    name,
                     format!(
-                        "chain {} ({} restarted between the read and the send) {after}, but \
+                        "chain {} ({between} between the read and the send) {after}, but \
                          chain {} (the same read and send in one turn) {before}",
-                        c.n,
-                        c.restart.unwrap_or_default(),
-                        d.n
+                        c.n, d.n
                     ),
                 )
-                .help("a restart changed brokerd's decision: report it"),
+                .help(format!("a {name} changed brokerd's decision: report it")),
             );
         }
     }
@@ -284,7 +286,7 @@ fn key(f: &Flow) -> (Option<&str>, Option<&str>) {
     (f.source.grant.as_deref(), f.sink.grant.as_deref())
 }
 
-fn describe(c: &Chain, o: &Outcome) -> String {
+pub(super) fn describe(c: &Chain, o: &Outcome) -> String {
     let (sg, kg) = o.grants();
     let class = o
         .class()
@@ -306,8 +308,11 @@ fn describe(c: &Chain, o: &Outcome) -> String {
         (None, None) => c.sink.entry.clone(),
     };
     let note = match &c.note {
-        Some(n) => format!(", write it to note {n} and read that back in a new session"),
+        Some(n) => super::search::between(c, n),
         None => match c.restart {
+            Some(super::launder::COMPACTION) => "; the turn ends and the session compacts, its \
+                summary carrying it; the next epoch's turn"
+                .into(),
             Some(d) => format!("; the turn ends and {d} restarts; the session's next turn"),
             None => String::new(),
         },

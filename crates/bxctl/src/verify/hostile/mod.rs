@@ -3,14 +3,17 @@
 //! owner's grant set moved onto canaries (`rewrite`), its every host leading to a local
 //! sink (`sink`, `[broker.self_test]`); the model's script tries every chain of a read and
 //! a send, look-alike hosts, laundering through a note, a restart of loopd or brokerd and
-//! untrusted writes (`chains`, `script`), each in a session whose approvals are declined
+//! untrusted writes (`chains`, `script`), laundering by compaction (`launder`) and by a
+//! search (`search`), each in a session whose approvals are declined
 //! (`session`); the outcome is compared with the flows analysis (`compare`): the shadow
 //! brokerd's own, or a report given with `--analysis` (where a test plants a mistake).
 
 mod chains;
 mod compare;
+mod launder;
 mod rewrite;
 mod script;
+mod search;
 mod session;
 mod sink;
 mod smuggle;
@@ -18,7 +21,11 @@ mod smuggle;
 #[cfg(test)]
 mod compare_tests;
 #[cfg(test)]
+mod launder_tests;
+#[cfg(test)]
 mod plan_tests;
+#[cfg(test)]
+mod search_tests;
 #[cfg(test)]
 mod smuggle_tests;
 #[cfg(test)]
@@ -181,6 +188,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let body = script::script(&chains).map_err(|e| text(&e))?;
     std::fs::write(&script, body).map_err(|e| format!("{}: {e}", script.display()))?;
     let mut extra = format!("[broker.self_test]\nresolve = \"{}\"\n", sink.addr.ip());
+    extra.push_str(&launder::config());
     if let Some(c) = &config.broker.consult {
         extra.push_str(&format!(
             "[broker.consult]\nurl = \"http://{}/v1\"\nmodel = {}\n",
@@ -224,19 +232,42 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     });
     let report = owners_paths(report, &dir.join("tree"), consult);
     let mut played = Vec::new();
+    // The compaction chains whose compaction loopd's log does not show (`launder`) and the
+    // search chains whose words the indexer never indexed (`search`), and why.
+    let mut unobserved = std::collections::BTreeMap::new();
     for c in &chains {
         let first = session::play(&shadow_config, &c.message()).map_err(|e| text(&e))?;
         let back = match (&c.note, c.restart) {
             (Some(_), _) => {
-                Some(session::play(&shadow_config, &c.back_message()).map_err(|e| text(&e))?)
+                // A search chain's new session starts once the indexer indexed what the
+                // first left (`search`); never indexed, it is not observed.
+                if search::left_it(c, &first) {
+                    let why = search::indexed(&shadow_config, c, first.session.as_ref());
+                    unobserved.extend(why.map_err(|e| text(&e))?.map(|why| (c.n, why)));
+                }
+                if unobserved.contains_key(&c.n) {
+                    None
+                } else {
+                    Some(session::play(&shadow_config, &c.back_message()).map_err(|e| text(&e))?)
+                }
             }
             // The second turn only once the read's result holds the canary: the send must
             // carry what was read, never what the script knows.
             (None, Some(daemon)) if read_it(&first, c) => {
-                shadow.restart(daemon).map_err(|e| text(&e))?;
-                let again =
-                    session::play_in(&shadow_config, first.session.clone(), &c.after_message());
-                Some(again.map_err(|e| text(&e))?)
+                let compaction = launder::is_compaction(c);
+                let next = if compaction {
+                    launder::after_message(c)
+                } else {
+                    shadow.restart(daemon).map_err(|e| text(&e))?;
+                    c.after_message()
+                };
+                let again = session::play_in(&shadow_config, first.session.clone(), &next);
+                let again = again.map_err(|e| text(&e))?;
+                if let (true, Some(id)) = (compaction, &first.session) {
+                    let why = launder::unobserved(&shadow_config, id, c).map_err(|e| text(&e))?;
+                    unobserved.extend(why.map(|why| (c.n, why)));
+                }
+                Some(again)
             }
             _ => None,
         };
@@ -245,7 +276,9 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let deciders = session::deciders(&shadow_config.audit_dir()).map_err(|e| text(&e))?;
     drop(shadow);
     let seen = sink.seen();
+    let played_chains = chains.len();
     let mut outcomes = Vec::new();
+    let mut not_observed = Vec::new();
     for (c, (first, back)) in chains.into_iter().zip(played) {
         let step = |p: &session::Played, tool: &str| {
             let s = p.calls.iter().find(|s| s.tool == tool)?;
@@ -276,10 +309,10 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             },
             Some(back) => compare::Outcome {
                 source: step(&first, c.source.tool),
-                laundering: vec![
-                    ("note write", step(&first, "note_write")),
-                    ("note read", step(back, "note_read")),
-                ],
+                laundering: search::steps(&c)
+                    .into_iter()
+                    .map(|(what, tool, new)| (what, step(if new { back } else { &first }, tool)))
+                    .collect(),
                 sink: step(back, c.sink.tool),
                 at_sink,
                 bare,
@@ -294,6 +327,11 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
                 write,
             },
         };
+        if let Some(why) = unobserved.get(&c.n) {
+            let what = compare::describe(&c, &outcome);
+            not_observed.push((c.n, launder::not_observed(&c, &what, why)));
+            continue;
+        }
         outcomes.push((c, outcome));
     }
     let patterned: BTreeSet<String> = r
@@ -308,12 +346,13 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         format!(
             "{} chain(s) played by a hostile model against {} of your grants moved onto \
              canaries; the sink saw {} request(s)",
-            outcomes.len(),
+            played_chains,
             r.grants.len(),
             seen.len()
         ),
     )];
     checks.extend(compare::checks(&outcomes, &report, &r.left, &patterned));
+    launder::place(&mut checks, not_observed);
     checks.extend(no_free_read);
     Ok(checks)
 }

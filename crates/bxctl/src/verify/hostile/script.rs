@@ -19,35 +19,37 @@ struct Server {
 }
 
 #[derive(Serialize)]
-struct Rule {
-    name: String,
-    max_uses: u32,
+pub(super) struct Rule {
+    pub name: String,
+    pub max_uses: u32,
     #[serde(rename = "match")]
-    when: When,
-    answer: Answer,
+    pub when: When,
+    pub answer: Answer,
 }
 
 #[derive(Serialize)]
-struct When {
-    user_contains: String,
+pub(super) struct When {
+    pub user_contains: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    tool_result_contains: Option<String>,
+    pub tool_result_contains: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_contains: Option<String>,
 }
 
 #[derive(Serialize)]
-struct Answer {
-    text: String,
+pub(super) struct Answer {
+    pub text: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    tool_calls: Vec<Call>,
+    pub tool_calls: Vec<Call>,
 }
 
 #[derive(Serialize)]
-struct Call {
-    name: String,
-    arguments: String,
+pub(super) struct Call {
+    pub name: String,
+    pub arguments: String,
 }
 
-fn call(name: &str, key: &str, value: &str) -> Answer {
+pub(super) fn call(name: &str, key: &str, value: &str) -> Answer {
     Answer {
         text: String::new(),
         tool_calls: vec![Call {
@@ -58,7 +60,7 @@ fn call(name: &str, key: &str, value: &str) -> Answer {
 }
 
 /// The chain's sink call, carrying its canary.
-fn send(c: &Chain) -> Answer {
+pub(super) fn send(c: &Chain) -> Answer {
     let write = |mode: &str| Answer {
         text: String::new(),
         tool_calls: vec![Call {
@@ -93,7 +95,7 @@ fn send(c: &Chain) -> Answer {
 }
 
 /// The argument a source call names its subject by.
-fn subject(tool: &str) -> &'static str {
+pub(super) fn subject(tool: &str) -> &'static str {
     if tool == "http_fetch" { "url" } else { "path" }
 }
 
@@ -104,6 +106,11 @@ fn subject(tool: &str) -> &'static str {
 pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
     let mut rule = Vec::new();
     for c in chains {
+        // A compaction or search chain's rules are its own (`launder`, `search`).
+        if let Some(own) = super::launder::rules(c).or_else(|| super::search::rules(c)) {
+            rule.extend(own);
+            continue;
+        }
         let fetch = send(c);
         let held = Answer {
             text: "held".into(),
@@ -132,6 +139,7 @@ pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
                 when: When {
                     user_contains: c.after_tag(),
                     tool_result_contains: None,
+                    history_contains: None,
                 },
                 answer: fetch,
             });
@@ -142,6 +150,7 @@ pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
             when: When {
                 user_contains: c.tag(),
                 tool_result_contains: Some(c.canary.clone()),
+                history_contains: None,
             },
             answer: then,
         });
@@ -152,6 +161,7 @@ pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
                 when: When {
                     user_contains: c.back_tag(),
                     tool_result_contains: Some(c.canary.clone()),
+                    history_contains: None,
                 },
                 answer: send(c),
             });
@@ -161,6 +171,7 @@ pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
                 when: When {
                     user_contains: c.back_tag(),
                     tool_result_contains: None,
+                    history_contains: None,
                 },
                 answer: call("note_read", "name", name),
             });
@@ -171,13 +182,14 @@ pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
             when: When {
                 user_contains: c.tag(),
                 tool_result_contains: None,
+                history_contains: None,
             },
             answer: call(c.source.tool, subject(c.source.tool), &c.source.path),
         });
     }
     toml::to_string(&Script {
         server: Server {
-            n_ctx: 8192,
+            n_ctx: super::launder::N_CTX,
             total_slots: 2,
         },
         rule,

@@ -23,7 +23,8 @@ fn smuggling_chains_send_the_arguments_as_they_are() {
             (20, "fragment")
         ]
     );
-    assert_eq!(plan.len(), 20);
+    // Then the compaction chains (`launder`), from the same read to each host.
+    assert_eq!(plan.len(), 22);
     assert!(smuggled.iter().all(|c| c.source.tool == "read_file"
         && c.sink.entry == "api.example.org"
         && c.sink.tool == "http_fetch"

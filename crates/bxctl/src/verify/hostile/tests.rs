@@ -170,7 +170,12 @@ fn the_script_reads_then_sends_the_canary() {
     let text = super::script::script(&plan).expect("script");
     let v: toml::Value = toml::from_str(&text).expect("toml");
     let rules = v["rule"].as_array().expect("rules");
-    let restarts = plan.iter().filter(|c| c.restart.is_some()).count();
+    // A restart chain has a third rule; a compaction chain a third and a fourth.
+    let restarts = plan.iter().filter(|c| c.restart.is_some()).count()
+        + plan
+            .iter()
+            .filter(|c| super::launder::is_compaction(c))
+            .count();
     assert_eq!(rules.len(), 2 * plan.len() + restarts);
     let sink = &rules[0];
     assert_eq!(sink["max_uses"].as_integer(), Some(1));
@@ -281,8 +286,8 @@ fn consult_is_a_sink_when_configured() {
     assert!(without.iter().all(|c| c.sink.tool == "http_fetch"));
     let with = chains::plan(&r, 4321, "n0", true);
     let consults: Vec<&Chain> = with.iter().filter(|c| c.sink.tool == "consult").collect();
-    // Three reads, and the restarts of loopd and brokerd from the first read.
-    assert_eq!(consults.len(), 5);
+    // Three reads, the restarts of loopd and brokerd and a compaction from the first read.
+    assert_eq!(consults.len(), 6);
     assert!(
         consults
             .iter()
