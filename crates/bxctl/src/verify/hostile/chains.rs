@@ -292,7 +292,7 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
 }
 
 /// The sink call's subject for `sink`, carrying `canary`.
-fn send_subject(sink: &Target, port: u16, canary: &str) -> String {
+pub(super) fn send_subject(sink: &Target, port: u16, canary: &str) -> String {
     match sink.tool {
         "consult" => format!("Summarise this for me: {canary}"),
         _ => url(&sink.entry, sink.lookalike, port, canary),

@@ -19,7 +19,7 @@ struct Server {
 }
 
 #[derive(Serialize)]
-struct Rule {
+pub(super) struct Rule {
     name: String,
     max_uses: u32,
     #[serde(rename = "match")]
@@ -35,7 +35,7 @@ struct When {
 }
 
 #[derive(Serialize)]
-struct Answer {
+pub(super) struct Answer {
     text: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<Call>,
@@ -58,7 +58,7 @@ fn call(name: &str, key: &str, value: &str) -> Answer {
 }
 
 /// The chain's sink call, carrying its canary.
-fn send(c: &Chain) -> Answer {
+pub(super) fn send(c: &Chain) -> Answer {
     let write = |mode: &str| Answer {
         text: String::new(),
         tool_calls: vec![Call {
@@ -97,11 +97,50 @@ fn subject(tool: &str) -> &'static str {
     if tool == "http_fetch" { "url" } else { "path" }
 }
 
+/// A source call: `tool` on `what`.
+pub(super) fn source(tool: &str, what: &str) -> Answer {
+    call(tool, subject(tool), what)
+}
+
+/// A text answer, no call.
+pub(super) fn say(text: &str) -> Answer {
+    Answer {
+        text: text.to_owned(),
+        tool_calls: Vec::new(),
+    }
+}
+
+/// A rule answering `answer` at most `max_uses` times to a request whose last user message
+/// holds `user` (and, when given, whose last message is a tool result holding `result`).
+pub(super) fn rule(
+    name: String,
+    max_uses: u32,
+    user: String,
+    result: Option<String>,
+    answer: Answer,
+) -> Rule {
+    Rule {
+        name,
+        max_uses,
+        when: When {
+            user_contains: user,
+            tool_result_contains: result,
+        },
+        answer,
+    }
+}
+
 /// The fake llama-server's script: per chain, the read first, then (once the read's
 /// result holds the chain's canary) the fetch carrying it; each answer once, so a turn
 /// ends with the default answer whatever was denied or asked. A laundering chain writes
 /// the canary to its note instead, and its second session reads the note, then fetches.
+#[cfg(test)]
 pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
+    script_with(chains, Vec::new())
+}
+
+/// [`script`], the job runs' rules (`jobs::rules`) after the chains'.
+pub fn script_with(chains: &[Chain], jobs: Vec<Rule>) -> Result<String, toml::ser::Error> {
     let mut rule = Vec::new();
     for c in chains {
         let fetch = send(c);
@@ -175,6 +214,7 @@ pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
             answer: call(c.source.tool, subject(c.source.tool), &c.source.path),
         });
     }
+    rule.extend(jobs);
     toml::to_string(&Script {
         server: Server {
             n_ctx: 8192,
