@@ -22,6 +22,8 @@ mod smuggle;
 #[cfg(test)]
 mod compare_tests;
 #[cfg(test)]
+mod jobs_check_tests;
+#[cfg(test)]
 mod jobs_tests;
 #[cfg(test)]
 mod plan_tests;
