@@ -156,7 +156,7 @@ fn the_job_runs_are_compared_with_the_flows_of_the_job() {
         levels(&posted[..1], vec![deliver()]),
         pair(&[("chain 7", "Ok"), ("private_out", "Ok")])
     );
-    // An untrusted write in a job's run is not played: a warn, never passed.
+    // An untrusted write in a job's run (a write, as its sink) is not played: a warn.
     let mut write = flow(Some("www"), "write_file");
     write.severity = Severity::UntrustedWrite;
     assert_eq!(
