@@ -165,6 +165,71 @@ fn verify_hostile_a_jobs_read_that_asks_stops_its_runs() {
     );
 }
 
+/// The processes whose command line names `dir`, by pid.
+fn naming(dir: &std::path::Path) -> Vec<(u32, String)> {
+    let dir = dir.display().to_string();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(&dir) {
+            out.push((pid, cmd));
+        }
+    }
+    out
+}
+
+/// Interrupted while its shadow runs gatewayd for a job's delivery, the self-test leaves no
+/// role of the shadow behind: gatewayd too stops with it.
+#[test]
+fn verify_hostile_with_jobs_interrupted_leaves_no_role_behind() {
+    use std::time::{Duration, Instant};
+    let (home, _) = home("hj-int", "auto");
+    let tmp = home.root.join("tmp");
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    let child = std::process::Command::new(stack::bin("bxctl"))
+        .arg("--config")
+        .arg(home.config())
+        .args(["verify", "--hostile", "--json"])
+        .env("TMPDIR", &tmp)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("bxctl");
+    // Until the shadow's gatewayd runs.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut child = child;
+    while !naming(&tmp).iter().any(|(_, c)| c.contains("gatewayd")) {
+        if child.try_wait().expect("wait").is_some() {
+            panic!("bxctl ended first: {:?}", child.wait_with_output());
+        }
+        assert!(Instant::now() < deadline, "no gatewayd: {:?}", naming(&tmp));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+    let out = child.wait_with_output().expect("bxctl");
+    assert_eq!(out.status.code(), Some(128 + 2), "{out:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !naming(&tmp).is_empty() {
+        if Instant::now() > deadline {
+            let left = naming(&tmp);
+            for (pid, _) in &left {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(i32::try_from(*pid).expect("pid")),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            panic!("left behind: {left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The analysis as `brokerd --flows --json` prints it for `home`'s configuration.
 fn analysis(home: &stack::Home) -> Value {
     let out = std::process::Command::new(stack::bin("brokerd"))
