@@ -149,6 +149,51 @@ fn the_job_plan_pairs_each_jobs_reads_with_its_sends() {
     );
 }
 
+/// A listing grant of a job lists its directory; a consult grant of a job is a sink when a
+/// consult model is configured, and none without.
+#[test]
+fn a_jobs_listing_and_consult_are_played() {
+    let mut r = rewritten();
+    r.jobs.insert(
+        "digest-ls".into(),
+        grant(
+            "tool = \"list_dir\"\nmode = \"auto\"\nmax_taint = \"secret\"\njob = \"digest\"\n\
+             [constraints]\npaths = [\"/s/tree/home/owner/notes\"]\n",
+        ),
+    );
+    r.jobs.insert(
+        "digest-ask".into(),
+        grant("tool = \"consult\"\nmode = \"auto\"\nmax_taint = \"private\"\njob = \"digest\"\n"),
+    );
+    let digest = |consult| {
+        jobs::plan(&r, &config_jobs()[1..], 4321, "n0", 1, consult)
+            .into_iter()
+            .map(|j| (j.chain.source.tool, j.chain.sink.tool, j.chain.url))
+            .collect::<Vec<_>>()
+    };
+    let notes = "/s/tree/home/owner/notes";
+    let mail = |n: usize| format!("http://mail.example.org:4321/bx?c=BXCANARY-n0-{n}-");
+    let ask = |n: usize| format!("Summarise this for me: BXCANARY-n0-{n}-");
+    assert_eq!(
+        digest(true),
+        [
+            ("read_file", "consult", ask(1)),
+            ("read_file", "http_fetch", mail(2)),
+            ("list_dir", "consult", ask(3)),
+            ("list_dir", "http_fetch", mail(4)),
+        ]
+    );
+    assert_eq!(
+        digest(false),
+        [
+            ("read_file", "http_fetch", mail(1)),
+            ("list_dir", "http_fetch", mail(2))
+        ]
+    );
+    let planned = jobs::plan(&r, &config_jobs()[1..], 4321, "n0", 1, false);
+    assert_eq!(planned[1].chain.source.path, notes);
+}
+
 /// The shadow's jobs: the owner's names, schedules and deliveries, each prompt its tag;
 /// and the rules of each job: its sinks, then the end of a turn at any other result, then
 /// its reads in plan order.
