@@ -52,7 +52,7 @@ fn decline_all(config: &Config) -> Result<(), Error> {
 }
 
 /// One run of `job`, waited for, each approval declined while it lasts; what
-/// `bxctl job run` said of it.
+/// `bxctl job run` said of it (or why it could not start the runner).
 fn run_once(config: &Config, path: &Path, job: &JobName) -> Result<String, Error> {
     std::thread::scope(|s| {
         let run = s.spawn(|| {
@@ -69,7 +69,8 @@ fn run_once(config: &Config, path: &Path, job: &JobName) -> Result<String, Error
         }
         let (code, said) = run.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
         declined?;
-        code.map(|_| said)
+        // A runner that could not be started started no run: said, not fatal.
+        Ok(code.map_or_else(|e| format!("bxctl job run: {e}"), |_| said))
     })
 }
 
