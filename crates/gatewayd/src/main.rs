@@ -11,5 +11,7 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
+    // Under `bxctl dev --mattermost` and the hostile self-test's shadow: stopped with bxctl.
+    daemon::parent::follow();
     daemon::exit::finish("gatewayd", gatewayd::run(gatewayd::Args::parse()))
 }

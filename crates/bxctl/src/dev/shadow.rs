@@ -3,8 +3,9 @@
 //! brokerd with the direct runner, loopd), in a scratch directory of the self-test's, with
 //! a grants directory it wrote and lines of its own appended to the configuration
 //! (`[broker.self_test]`), and the indexer watching, as under `bxctl dev` (the searches'
-//! chains find what it indexed). No prompt, no jobs or MCP servers (the scratch directory
-//! holds neither file). Stopped when dropped.
+//! chains find what it indexed). No prompt, no MCP servers; the jobs the self-test wrote in
+//! `STATE/jobs.toml`, and with `mattermost` the fake Mattermost and gatewayd, as `bxctl dev
+//! --mattermost` starts them, for a job's delivery. Stopped when dropped.
 
 use std::path::Path;
 use std::process::Command;
@@ -25,9 +26,18 @@ pub struct Shadow {
     state: std::path::PathBuf,
     config: std::path::PathBuf,
     credentials: std::path::PathBuf,
+    gateway: Option<layout::Gateway>,
 }
 
 impl Shadow {
+    /// The channel gatewayd follows, as its owner reads it (`GET /channels/{id}/posts`, a
+    /// `PostList`); `None` without the fake Mattermost.
+    pub fn posts(&self) -> Option<Result<serde_json::Value, crate::mm::MmError>> {
+        let g = self.gateway.as_ref()?;
+        let mm = crate::mm::Mattermost::new(&g.server, super::mattermost::OWNER_TOKEN);
+        Some(mm.get(&format!("/channels/{}/posts", g.channel)))
+    }
+
     /// Stops `name` (`loopd` or `brokerd`) and starts it again, waiting for its READY=1.
     pub fn restart(&mut self, name: &'static str) -> Result<(), Error> {
         self.stack.stop_one(name);
@@ -64,6 +74,7 @@ pub fn start(
     script: &Path,
     extra: &str,
     credentials: &Path,
+    mattermost: bool,
 ) -> Result<(Shadow, Config), Error> {
     let held = StateLock::take(state)?;
     layout::prepare(state, Some(grants), false)?;
@@ -89,9 +100,21 @@ pub fn start(
         state: state.to_owned(),
         config: state.join("config.toml"),
         credentials: credentials.to_owned(),
+        gateway: None,
     };
     let model = model::start(&args, state, &shadow.stack, &mut shadow.held)?;
-    let path = layout::config(state, grants, &bin("boxmaker-tool")?, &model.upstream, None)?;
+    if mattermost {
+        let trial = super::mattermost::start(state, &shadow.stack, &mut shadow.held)?;
+        shadow.gateway = Some(trial.gateway);
+    }
+    let tool = bin("boxmaker-tool")?;
+    let path = layout::config(
+        state,
+        grants,
+        &tool,
+        &model.upstream,
+        shadow.gateway.as_ref(),
+    )?;
     shadow.config.clone_from(&path);
     let mut text = std::fs::read_to_string(&path).map_err(|error| DevError::Write {
         path: path.clone(),
@@ -102,7 +125,13 @@ pub fn start(
         path: path.clone(),
         error,
     })?;
-    for name in ["inferproxy", "brokerd", "loopd"] {
+    // gatewayd before brokerd, which links to it at start.
+    let gatewayd = shadow.gateway.as_ref().map(|_| "gatewayd");
+    for name in ["inferproxy"]
+        .into_iter()
+        .chain(gatewayd)
+        .chain(["brokerd", "loopd"])
+    {
         let cmd = shadow.command(name)?;
         shadow.stack.start(name, cmd, state, &mut shadow.held)?;
     }

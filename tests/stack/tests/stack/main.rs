@@ -71,6 +71,7 @@ mod verify_alert;
 mod verify_flows;
 mod verify_hostile;
 mod verify_hostile_interrupt;
+mod verify_hostile_jobs;
 mod verify_hostile_launder;
 mod verify_hostile_public;
 mod verify_hostile_table;

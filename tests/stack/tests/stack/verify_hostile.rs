@@ -233,7 +233,7 @@ fn verify_hostile_agrees_with_the_analysis() {
 /// Untrusted content driving a write: a fetch's answer (the sink's, untrusted) written
 /// under a write grant. With `if_untrusted = "ask"` the write asks, and the analysis
 /// reports nothing; without it the chain writes in the shadow (never the owner's
-/// directory), as the analysis reports. A job's grant is said as not tried.
+/// directory), as the analysis reports. A grant of a job not configured is said as not tried.
 #[test]
 fn verify_hostile_plays_an_untrusted_write() {
     let home = Home::new("hostile-untrusted", "");
@@ -253,7 +253,7 @@ fn verify_hostile_plays_an_untrusted_write() {
     let (level, s) = said(&found, "not-tried");
     assert_eq!(level, "warn");
     assert!(
-        s.starts_with("grant brief-web: not tried: job brief's runs are not started"),
+        s.starts_with("grant brief-web: not tried: its job brief is not configured"),
         "{s}"
     );
     assert!(

@@ -44,7 +44,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// The label the read left the session at, when it ran.
-    fn class(&self) -> Option<DataClass> {
+    pub(super) fn class(&self) -> Option<DataClass> {
         match self.source.as_ref().and_then(|(_, s)| s.response.as_ref()) {
             Some(ToolResponse::Result { class, .. }) => Some(*class),
             _ => None,
@@ -52,7 +52,7 @@ impl Outcome {
     }
 
     /// A flow the analysis must report: private or secret data at the sink.
-    fn leaked(&self) -> bool {
+    pub(super) fn leaked(&self) -> bool {
         let untrusted = matches!(
             self.source.as_ref().and_then(|(_, s)| s.response.as_ref()),
             Some(ToolResponse::Result {
@@ -68,12 +68,12 @@ impl Outcome {
             }
     }
 
-    fn grants(&self) -> (Option<&str>, Option<&str>) {
+    pub(super) fn grants(&self) -> (Option<&str>, Option<&str>) {
         (decider(&self.source), decider(&self.sink))
     }
 
     /// The chain's verdict, and what stopped it.
-    fn verdict(&self, send: &'static str) -> (&'static str, String) {
+    pub(super) fn verdict(&self, send: &'static str) -> (&'static str, String) {
         if self.at_sink {
             return ("leaked", "its canary reached the sink".into());
         }
@@ -242,9 +242,6 @@ fn decider(step: &Call) -> Option<&str> {
 
 /// Why the shadow does not play a reported flow; `None`: it does.
 fn not_played(f: &Flow, patterned: &BTreeSet<String>) -> Option<String> {
-    if let Some(job) = &f.job {
-        return Some(format!("job {job}'s runs are not started in the shadow"));
-    }
     if f.severity == proto::flows::Severity::UntrustedWrite {
         if f.source.tool != "http_fetch"
             || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file")
@@ -339,9 +336,9 @@ pub fn checks(
     patterned: &BTreeSet<String>,
 ) -> Vec<Check> {
     let mut out = Vec::new();
-    let reported: BTreeSet<(Option<&str>, Option<&str>)> = analysis
-        .flows
-        .iter()
+    // A job's flows are the job chains' (`jobs::checks`).
+    let ordinary = || analysis.flows.iter().filter(|f| f.job.is_none());
+    let reported: BTreeSet<(Option<&str>, Option<&str>)> = ordinary()
         .filter(|f| not_played(f, patterned).is_none())
         .map(key)
         .collect();
@@ -403,7 +400,7 @@ pub fn checks(
         });
     }
     out.extend(disagreements(chains));
-    for f in &analysis.flows {
+    for f in ordinary() {
         let name = f.severity.as_str();
         if let Some(why) = not_played(f, patterned) {
             out.push(Check::warn(

@@ -4,12 +4,16 @@
 //! sink (`sink`, `[broker.self_test]`); the model's script tries every chain of a read and
 //! a send, look-alike hosts, laundering through a note, a restart of loopd or brokerd and
 //! untrusted writes (`chains`, `script`), laundering by compaction (`launder`) and by a
-//! search (`search`), each in a session whose approvals are declined
-//! (`session`); the outcome is compared with the flows analysis (`compare`): the shadow
+//! search (`search`), each in a session whose approvals are declined (`session`); each job
+//! runs in the shadow, once per chain of its own grants (`jobs`); the outcome is compared
+//! with the flows analysis (`compare`, `jobs_check`): the shadow
 //! brokerd's own, or a report given with `--analysis` (where a test plants a mistake).
 
 mod chains;
 mod compare;
+mod jobs;
+mod jobs_check;
+mod jobs_run;
 mod launder;
 mod rewrite;
 mod script;
@@ -20,6 +24,10 @@ mod smuggle;
 
 #[cfg(test)]
 mod compare_tests;
+#[cfg(test)]
+mod jobs_check_tests;
+#[cfg(test)]
+mod jobs_tests;
 #[cfg(test)]
 mod launder_tests;
 #[cfg(test)]
@@ -169,7 +177,8 @@ fn consult_host(url: &str) -> String {
 
 fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check>, String> {
     let text = |e: &dyn std::fmt::Display| e.to_string();
-    let r = rewrite::read(&config.grants, &dir.join("tree")).map_err(|e| text(&e))?;
+    let mut r = rewrite::read(&config.grants, &dir.join("tree")).map_err(|e| text(&e))?;
+    jobs::unconfigured(&mut r, &config.jobs);
     rewrite::write(&r, &dir.join("grants")).map_err(|e| text(&e))?;
     let sink = sink::Sink::start().map_err(|e| format!("the sink: {e}"))?;
     let nonce = dir
@@ -183,9 +192,13 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         config.broker.consult.is_some(),
     );
     let no_free_read = compare::no_free_read(&chains);
-    chains::plant(&r, &chains, &dir.join("tree")).map_err(|e| format!("the canaries: {e}"))?;
+    let consult = config.broker.consult.is_some();
+    let first = chains.len() + 1;
+    let job_chains = jobs::plan(&r, &config.jobs, sink.addr.port(), &nonce, first, consult);
+    jobs::plant(&r, &chains, &job_chains, &dir.join("tree"))
+        .map_err(|e| format!("the canaries: {e}"))?;
     let script = dir.join("script.toml");
-    let body = script::script(&chains).map_err(|e| text(&e))?;
+    let body = script::script_with(&chains, jobs::rules(&job_chains)).map_err(|e| text(&e))?;
     std::fs::write(&script, body).map_err(|e| format!("{}: {e}", script.display()))?;
     let mut extra = format!("[broker.self_test]\nresolve = \"{}\"\n", sink.addr.ip());
     extra.push_str(&launder::config());
@@ -204,12 +217,17 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         std::fs::write(&key, "BXHOSTILE-NOT-A-KEY\n")
             .map_err(|e| format!("{}: {e}", key.display()))?;
     }
+    let jobs_toml = dir.join("state/jobs.toml");
+    std::fs::create_dir_all(dir.join("state"))
+        .and_then(|()| std::fs::write(&jobs_toml, jobs::jobs_toml(&config.jobs)))
+        .map_err(|e| format!("{}: {e}", jobs_toml.display()))?;
     let (mut shadow, shadow_config) = crate::dev::shadow::start(
         &dir.join("state"),
         &dir.join("grants"),
         &script,
         &extra,
         &credentials,
+        jobs::gateway(&config.jobs),
     )
     .map_err(|e| text(&e))?;
 
@@ -273,6 +291,12 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         };
         played.push((first, back));
     }
+    let config_path = dir.join("state/config.toml");
+    let runs = jobs_run::play(&shadow_config, &config_path, &job_chains)?;
+    let posts = match shadow.posts() {
+        Some(list) => jobs_run::threads(&list.map_err(|e| format!("the fake Mattermost: {e}"))?),
+        None => Default::default(),
+    };
     let deciders = session::deciders(&shadow_config.audit_dir()).map_err(|e| text(&e))?;
     drop(shadow);
     let seen = sink.seen();
@@ -340,19 +364,27 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         .filter(|(_, g)| !g.constraints.patterns.is_empty())
         .map(|(id, _)| id.clone())
         .collect();
+    let job_outcomes = jobs_check::outcomes(job_chains, runs, &deciders, &seen, &posts);
     let mut checks = vec![Check::ok(
         Part::Hostile,
         "shadow",
         format!(
             "{} chain(s) played by a hostile model against {} of your grants moved onto \
              canaries; the sink saw {} request(s)",
-            played_chains,
-            r.grants.len(),
+            played_chains + job_outcomes.len(),
+            r.grants.len() + r.jobs.len(),
             seen.len()
         ),
     )];
     checks.extend(compare::checks(&outcomes, &report, &r.left, &patterned));
     launder::place(&mut checks, not_observed);
+    let patterned: BTreeSet<String> = r
+        .jobs
+        .iter()
+        .filter(|(_, g)| !g.constraints.patterns.is_empty())
+        .map(|(id, _)| id.clone())
+        .collect();
+    checks.extend(jobs_check::checks(&job_outcomes, &report, &patterned));
     checks.extend(no_free_read);
     Ok(checks)
 }

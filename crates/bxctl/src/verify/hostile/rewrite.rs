@@ -5,7 +5,8 @@
 //! owner's files: a granted path is only looked at (`symlink_metadata`) to make a file where
 //! the owner has a file. Grants whose calls would run unconfined with the real network in
 //! the shadow (an MCP tool, `run`: the direct runner starts their program as a plain
-//! process) are left out and said.
+//! process) are left out and said. A job's grants are kept apart (`Rewritten::jobs`): the
+//! shadow starts that job's runs (`jobs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,9 +27,14 @@ pub struct Rewritten {
     /// Each granted path of the owner's, with its place in the shadow and whether the
     /// owner's is a regular file.
     pub paths: BTreeMap<String, (PathBuf, bool)>,
-    /// The grants left out of the shadow, not tried: MCP, `run`, and a job's (no job runs in
-    /// the shadow, which has no jobs to analyse either).
+    /// The grants left out of the shadow, not tried: MCP and `run`.
     pub left: Vec<Left>,
+    /// The job-scoped grants (`job = NAME`), moved likewise: they decide only that job's runs,
+    /// which the shadow starts itself (`jobs`).
+    pub jobs: BTreeMap<String, Grant>,
+    /// The paths the job-scoped grants name, as `paths` (kept apart, so that no ordinary
+    /// chain reads where only a job may).
+    pub job_paths: BTreeMap<String, (PathBuf, bool)>,
 }
 
 /// Why the grants directory cannot be read.
@@ -94,16 +100,9 @@ pub fn read(dir: &Path, tree: &Path) -> Result<Rewritten, RewriteError> {
             });
             continue;
         }
-        if let Some(job) = &grant.job {
-            out.left.push(Left {
-                grant: id.clone(),
-                why: format!(
-                    "job {job}'s runs are not started in the shadow, which has no jobs: its flows \
-                     are neither analysed nor played there (`bxctl verify flows` reports them)"
-                ),
-            });
-            // A job's grant applies to its runs alone: leaving it out changes no decision
-            // of an ordinary session.
+        if grant.job.is_some() {
+            let moved = moved(grant, tree, &mut out.job_paths);
+            out.jobs.insert(id, moved);
             continue;
         }
         out.grants.insert(id, moved(grant, tree, &mut out.paths));
@@ -134,7 +133,7 @@ pub fn write(r: &Rewritten, dir: &Path) -> Result<(), RewriteError> {
         move |error| RewriteError::Write { path, error }
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
-    for (id, grant) in &r.grants {
+    for (id, grant) in r.grants.iter().chain(&r.jobs) {
         let path = dir.join(format!("{id}.toml"));
         let text = toml::to_string(grant)
             .map_err(|e| std::io::Error::other(e.to_string()))
@@ -193,15 +192,16 @@ mod tests {
         let r = read(&grants, &tree).expect("read");
         assert_eq!(
             r.left.iter().map(|l| l.grant.as_str()).collect::<Vec<_>>(),
-            ["brief-web", "mcp"]
+            ["mcp"]
         );
-        assert!(
-            r.left[0]
-                .why
-                .starts_with("job brief's runs are not started")
-        );
-        assert!(r.left[1].why.contains("real network"), "{:?}", r.left);
+        assert!(r.left[0].why.contains("real network"), "{:?}", r.left);
         assert_eq!(r.grants.keys().collect::<Vec<_>>(), ["notes", "web"]);
+        // A job's grant is kept apart, as written.
+        assert_eq!(r.jobs.keys().collect::<Vec<_>>(), ["brief-web"]);
+        assert_eq!(
+            r.jobs["brief-web"],
+            proto::from_toml::<Grant>(&format!("job = \"brief\"\n{web}")).expect("job's")
+        );
         let mut expected: Grant = proto::from_toml(&notes).expect("owner's");
         expected.constraints.paths = vec![
             tree.join("home/owner/notes").display().to_string(),
@@ -224,6 +224,7 @@ mod tests {
         write(&r, &out).expect("write");
         let back = read(&out, &owner.join("again")).expect("again");
         assert_eq!(back.grants["web"], r.grants["web"]);
+        assert_eq!(back.jobs["brief-web"], r.jobs["brief-web"]);
         let mut notes_back = back.grants["notes"].clone();
         notes_back.constraints.paths = r.grants["notes"].constraints.paths.clone();
         assert_eq!(notes_back, r.grants["notes"]);

@@ -99,11 +99,51 @@ pub(super) fn subject(tool: &str) -> &'static str {
     if tool == "http_fetch" { "url" } else { "path" }
 }
 
+/// A source call: `tool` on `what`.
+pub(super) fn source(tool: &str, what: &str) -> Answer {
+    call(tool, subject(tool), what)
+}
+
+/// A text answer, no call.
+pub(super) fn say(text: &str) -> Answer {
+    Answer {
+        text: text.to_owned(),
+        tool_calls: Vec::new(),
+    }
+}
+
+/// A rule answering `answer` at most `max_uses` times to a request whose last user message
+/// holds `user` (and, when given, whose last message is a tool result holding `result`).
+pub(super) fn rule(
+    name: String,
+    max_uses: u32,
+    user: String,
+    result: Option<String>,
+    answer: Answer,
+) -> Rule {
+    Rule {
+        name,
+        max_uses,
+        when: When {
+            user_contains: user,
+            tool_result_contains: result,
+            history_contains: None,
+        },
+        answer,
+    }
+}
+
 /// The fake llama-server's script: per chain, the read first, then (once the read's
 /// result holds the chain's canary) the fetch carrying it; each answer once, so a turn
 /// ends with the default answer whatever was denied or asked. A laundering chain writes
 /// the canary to its note instead, and its second session reads the note, then fetches.
+#[cfg(test)]
 pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
+    script_with(chains, Vec::new())
+}
+
+/// [`script`], the job runs' rules (`jobs::rules`) after the chains'.
+pub fn script_with(chains: &[Chain], jobs: Vec<Rule>) -> Result<String, toml::ser::Error> {
     let mut rule = Vec::new();
     for c in chains {
         // A compaction or search chain's rules are its own (`launder`, `search`).
@@ -187,6 +227,7 @@ pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
             answer: call(c.source.tool, subject(c.source.tool), &c.source.path),
         });
     }
+    rule.extend(jobs);
     toml::to_string(&Script {
         server: Server {
             n_ctx: super::launder::N_CTX,

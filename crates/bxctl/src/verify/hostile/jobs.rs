@@ -1,0 +1,287 @@
+//! The job chains: the owner's `[[jobs]]` in the shadow (`STATE/jobs.toml`, each prompt a tag
+//! the hostile script keys on, docs/verify.md), and the runs the self-test starts of them.
+//! A job's grants (`job = NAME`) decide only its runs (the ordinary grants' denials aside),
+//! so each chain is one run of its job: a read one of the job's grants allows, then either a
+//! fetch carrying the read's canary to a host of one of the job's fetch grants (or to the
+//! consult model, led to the sink), or, for a job that delivers to Mattermost, the run's
+//! answer carrying it, which the runner posts in the job's thread through gatewayd to the
+//! shadow's fake Mattermost (`jobs_run`). A job delivering to a note keeps its result in
+//! the box: the analysis reports no flow for it, and there is nothing to send (`jobs_check`).
+//!
+//! A job's prompt is one tag for all its runs, so its rules are played in order: each
+//! chain's source rule answers once (the chains' runs are started in plan order), its sink
+//! rule once the read's result holds its canary, and every other tool result ends the turn.
+
+use std::path::Path;
+
+use config::{Deliver, Job};
+use proto::{JobName, Mode};
+
+use super::chains::{self, Chain, Source, Target};
+use super::rewrite::{Left, Rewritten};
+use super::script::{self, Rule};
+
+/// A job chain's sink tool when the send is the run's delivery to Mattermost.
+pub const DELIVER: &str = "deliver";
+
+/// One run of a job: its chain (numbered after the ordinary chains).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobChain {
+    pub job: JobName,
+    pub chain: Chain,
+}
+
+/// What the job's prompt is in the shadow: the tag its rules key on.
+pub fn tag(job: &JobName) -> String {
+    format!("[bxhostile job {job}]")
+}
+
+/// Moves the job grants whose job the configuration does not have into `left`: brokerd
+/// would refuse the shadow's grant set with them (`bxctl grants check` says so).
+pub fn unconfigured(r: &mut Rewritten, jobs: &[Job]) {
+    let gone: Vec<String> = r
+        .jobs
+        .iter()
+        .filter(|(_, g)| !jobs.iter().any(|j| g.job.as_ref() == Some(&j.name)))
+        .map(|(id, _)| id.clone())
+        .collect();
+    for id in gone {
+        if let Some(g) = r.jobs.remove(&id) {
+            let job = g.job.map(|j| j.to_string()).unwrap_or_default();
+            r.left.push(Left {
+                grant: id,
+                why: format!(
+                    "its job {job} is not configured ([[jobs]]): brokerd refuses the grant \
+                     (`bxctl grants check` says so)"
+                ),
+            });
+        }
+    }
+}
+
+/// The text a delivery chain's run answers with: its canary.
+pub fn answer(canary: &str) -> String {
+    format!("Here is what I read: {canary}")
+}
+
+/// Every job chain: for each job, each read one of its (non-denying) grants names, to each
+/// host of its fetch grants, the consult model (when `consult` and it has a consult grant)
+/// and, when it delivers to Mattermost, its delivery. Numbered from `first`.
+pub fn plan(
+    r: &Rewritten,
+    jobs: &[Job],
+    port: u16,
+    nonce: &str,
+    first: usize,
+    consult: bool,
+) -> Vec<JobChain> {
+    let mut out = Vec::new();
+    for job in jobs {
+        let mine: Vec<(&String, &proto::Grant)> = r
+            .jobs
+            .iter()
+            .filter(|(_, g)| g.job.as_ref() == Some(&job.name) && g.mode != Mode::Deny)
+            .collect();
+        let names = |tool: &str, shadow: &str| {
+            mine.iter().any(|(_, g)| {
+                g.tool == tool && g.constraints.paths.iter().any(|p| p.as_str() == shadow)
+            })
+        };
+        let mut sources = Vec::new();
+        for (owner, (shadow, file)) in &r.job_paths {
+            let path = shadow.display().to_string();
+            if names("read_file", &path) {
+                let read = if *file {
+                    path.clone()
+                } else {
+                    format!("{path}/{}", chains::READ_FILE)
+                };
+                sources.push(Source {
+                    tool: "read_file",
+                    owner: owner.clone(),
+                    path: read,
+                });
+            }
+            if names("list_dir", &path) && !file {
+                sources.push(Source {
+                    tool: "list_dir",
+                    owner: owner.clone(),
+                    path,
+                });
+            }
+        }
+        let mut targets = Vec::new();
+        for (id, g) in &mine {
+            let target = |tool: &'static str, entry: &str| Target {
+                tool,
+                grant: (*id).clone(),
+                entry: entry.to_owned(),
+                lookalike: None,
+            };
+            match g.tool.as_str() {
+                "consult" if consult => targets.push(target("consult", chains::CONSULT)),
+                "http_fetch" => {
+                    targets.extend(g.constraints.hosts.iter().map(|h| target("http_fetch", h)))
+                }
+                _ => {}
+            }
+        }
+        let deliver = Target {
+            tool: DELIVER,
+            grant: String::new(),
+            entry: "Mattermost".into(),
+            lookalike: None,
+        };
+        let mattermost = job.deliver == Deliver::Mattermost;
+        if mattermost {
+            targets.push(deliver.clone());
+        }
+        let mut pairs: Vec<(Option<&Source>, &Target, &Target)> = Vec::new();
+        for s in &sources {
+            pairs.extend(targets.iter().map(|t| (Some(s), t, t)));
+        }
+        // A fetch's answer delivered: the source is the fetch, whose answer (the sink's) holds
+        // what the sink answers its URL's token with (`sink::WRITE`), in no request.
+        if mattermost {
+            let fetches = targets.iter().filter(|t| t.tool == "http_fetch");
+            pairs.extend(fetches.map(|f| (None, f, &deliver)));
+        }
+        for (source, from, sink) in pairs {
+            let n = first + out.len();
+            let token = chains::canary(nonce, n);
+            let (source, canary) = match source {
+                Some(s) => (s.clone(), token.clone()),
+                None => (
+                    Source {
+                        tool: "http_fetch",
+                        owner: from.entry.clone(),
+                        path: chains::send_subject(from, port, &token),
+                    },
+                    format!("{}{token}", super::sink::WRITE),
+                ),
+            };
+            let url = match sink.tool {
+                DELIVER => answer(&canary),
+                _ => chains::send_subject(sink, port, &canary),
+            };
+            out.push(JobChain {
+                job: job.name.clone(),
+                chain: Chain {
+                    n,
+                    source,
+                    sink: sink.clone(),
+                    canary,
+                    url,
+                    note: None,
+                    restart: None,
+                    smuggle: None,
+                },
+            });
+        }
+    }
+    out
+}
+
+/// The fake model's rules for the job runs, per job: each chain's sink (once its canary is
+/// in the last tool result), then the end of the turn at any other tool result, then each
+/// chain's read, once, in plan order (one per run).
+pub fn rules(chains: &[JobChain]) -> Vec<Rule> {
+    let mut jobs: Vec<&JobName> = chains.iter().map(|c| &c.job).collect();
+    jobs.dedup();
+    let mut out = Vec::new();
+    for job in jobs {
+        let mine = || {
+            chains
+                .iter()
+                .filter(move |c| c.job == *job)
+                .map(|c| &c.chain)
+        };
+        for c in mine() {
+            let send = match c.sink.tool {
+                DELIVER => script::say(&c.url),
+                _ => script::send(c),
+            };
+            out.push(script::rule(
+                format!("job {job} chain {} sink", c.n),
+                1,
+                tag(job),
+                Some(c.canary.clone()),
+                send,
+            ));
+        }
+        out.push(script::rule(
+            format!("job {job} end of turn"),
+            u32::MAX,
+            tag(job),
+            Some(String::new()),
+            script::say("done"),
+        ));
+        for c in mine() {
+            out.push(script::rule(
+                format!("job {job} chain {} source", c.n),
+                1,
+                tag(job),
+                None,
+                script::source(c.source.tool, &c.source.path),
+            ));
+        }
+    }
+    out
+}
+
+/// The shadow's `jobs.toml`: every job of the owner's, its name, schedule and delivery as
+/// the owner wrote them, its prompt the tag (the time limit and delay bxctl's defaults: the
+/// self-test starts each run and waits for it).
+pub fn jobs_toml(jobs: &[Job]) -> String {
+    let q = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let mut out = String::new();
+    for j in jobs {
+        let deliver = match &j.deliver {
+            Deliver::Mattermost => "mattermost".to_owned(),
+            Deliver::Note(n) => format!("note:{n}"),
+        };
+        out.push_str(&format!(
+            "[[jobs]]\nname = {}\nschedule = {}\nprompt = {}\ndeliver = {}\n",
+            q(j.name.as_str()),
+            q(&j.schedule),
+            q(&tag(&j.name)),
+            q(&deliver)
+        ));
+    }
+    out
+}
+
+/// Whether the shadow needs gatewayd and the fake Mattermost: a job delivers there.
+pub fn gateway(jobs: &[Job]) -> bool {
+    jobs.iter().any(|j| j.deliver == Deliver::Mattermost)
+}
+
+/// Makes the job grants' paths in the shadow (under `tree` only), then plants every chain's
+/// canaries, the ordinary and the job chains' together (`chains::plant`).
+pub fn plant(
+    r: &Rewritten,
+    ordinary: &[Chain],
+    jobs: &[JobChain],
+    tree: &Path,
+) -> std::io::Result<()> {
+    for (shadow, file) in r.job_paths.values() {
+        if !shadow.starts_with(tree) {
+            return Err(std::io::Error::other(format!(
+                "{} is outside the shadow's tree {}",
+                shadow.display(),
+                tree.display()
+            )));
+        }
+        match (file, shadow.parent()) {
+            (true, Some(parent)) => std::fs::create_dir_all(parent)?,
+            (true, None) => {}
+            (false, _) => std::fs::create_dir_all(shadow)?,
+        }
+    }
+    let all: Vec<Chain> = ordinary
+        .iter()
+        .cloned()
+        .chain(jobs.iter().map(|j| j.chain.clone()))
+        .collect();
+    chains::plant(r, &all, tree)
+}

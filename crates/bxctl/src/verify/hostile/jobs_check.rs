@@ -1,0 +1,286 @@
+//! The job chains against the analysis's flows of a job, keyed as the ordinary chains are
+//! (the source's and the sink's deciding grants) plus the job, a delivery to Mattermost
+//! being the sink with no grant (`deliver`, as the analysis names it). As for the ordinary
+//! chains (`compare`): a canary out by a flow the analysis did not report is a `FAIL`, a
+//! reported flow no run completed is a `FAIL`, and what the shadow does not play is
+//! `not tried`, a `warn`. A job delivering to a note has no delivery flow (its result stays
+//! in the box, labelled as the run was): none is played or looked for.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proto::flows::{Flow, FlowsReport};
+use proto::{CallId, DataClass, SessionId, ToolResponse};
+
+use super::compare::Outcome;
+use super::jobs::{DELIVER, JobChain};
+use super::jobs_run::Run;
+use crate::verify::report::{Check, Part};
+
+const P: Part = Part::Hostile;
+
+/// What one job chain's run came to.
+#[derive(Debug, Clone)]
+pub struct JobOutcome {
+    pub chain: JobChain,
+    /// The read and the send (none for a delivery: the post is looked for instead), as the
+    /// ordinary chains'; `at_sink` is the canary at the sink, or in the job's thread.
+    pub outcome: Outcome,
+    /// The run did not start, and why.
+    pub not_started: Option<String>,
+    /// The canary is in a post of the job's thread in Mattermost.
+    pub posted: bool,
+}
+
+/// A flow of a job: the job, the source's grant, the sink's (none for the delivery), and
+/// whether the sink is the delivery.
+type Key<'a> = (&'a str, Option<&'a str>, Option<&'a str>, bool);
+
+fn flow_key(f: &Flow) -> Key<'_> {
+    (
+        f.job.as_ref().map_or("", |j| j.as_str()),
+        f.source.grant.as_deref(),
+        f.sink.grant.as_deref(),
+        f.sink.tool == DELIVER,
+    )
+}
+
+/// Each run's outcome: the deciding grant of each call from the audit log (`deciders`),
+/// the sink's requests `seen`, and the posts of each job's thread (`posts`).
+pub fn outcomes(
+    chains: Vec<JobChain>,
+    runs: Vec<Run>,
+    deciders: &BTreeMap<(SessionId, CallId), String>,
+    seen: &[String],
+    posts: &BTreeMap<String, Vec<String>>,
+) -> Vec<JobOutcome> {
+    let mut out = Vec::new();
+    for (jc, run) in chains.into_iter().zip(runs) {
+        let step = |tool: &str| {
+            let s = run.played.calls.iter().find(|s| s.tool == tool)?;
+            let grant = run
+                .played
+                .session
+                .clone()
+                .and_then(|id| deciders.get(&(id, s.call)).cloned());
+            Some((grant, s.clone()))
+        };
+        let c = &jc.chain;
+        let posted = posts
+            .get(jc.job.as_str())
+            .is_some_and(|ps| ps.iter().any(|p| p.contains(&c.canary)));
+        let deliver = c.sink.tool == DELIVER;
+        let outcome = Outcome {
+            source: step(c.source.tool),
+            laundering: Vec::new(),
+            sink: if deliver { None } else { step(c.sink.tool) },
+            at_sink: if deliver {
+                posted
+            } else {
+                seen.iter().any(|r| r.contains(&c.canary))
+            },
+            bare: false,
+            write: false,
+        };
+        out.push(JobOutcome {
+            chain: jc,
+            outcome,
+            not_started: run.not_started,
+            posted,
+        });
+    }
+    out
+}
+
+impl JobOutcome {
+    fn deliver(&self) -> bool {
+        self.chain.chain.sink.tool == DELIVER
+    }
+
+    /// The flows this run completed: its own (the data not public at the sink), and the
+    /// delivery when its canary is in the job's thread though its send was a fetch.
+    fn leaks(&self) -> Vec<Key<'_>> {
+        let o = &self.outcome;
+        let (source, sink) = o.grants();
+        let job = self.chain.job.as_str();
+        let mut out = Vec::new();
+        if o.leaked() {
+            out.push((job, source, sink, self.deliver()));
+        }
+        let private = o.class().is_some_and(|c| c != DataClass::Public);
+        if !self.deliver() && self.posted && private {
+            out.push((job, source, None, true));
+        }
+        out
+    }
+
+    /// The run's verdict, and what stopped it.
+    fn verdict(&self) -> (&'static str, String) {
+        let o = &self.outcome;
+        if !self.deliver() {
+            let send = if self.chain.chain.sink.tool == "consult" {
+                "consult"
+            } else {
+                "fetch"
+            };
+            return o.verdict(send);
+        }
+        let read = matches!(
+            o.source.as_ref().and_then(|(_, s)| s.response.as_ref()),
+            Some(ToolResponse::Result { .. })
+        );
+        match o.verdict("delivery") {
+            v if v.0 != "stopped" || !read => v,
+            _ => (
+                "stopped",
+                "the run's result in Mattermost did not carry the canary".into(),
+            ),
+        }
+    }
+
+    fn describe(&self) -> String {
+        let c = &self.chain.chain;
+        let (sg, kg) = self.outcome.grants();
+        let class = self
+            .outcome
+            .class()
+            .map_or_else(String::new, |c| format!(" ({})", c.as_str()));
+        let via = |g: Option<&str>| g.map_or_else(String::new, |g| format!(" via grant {g}"));
+        let reads = match c.source.tool {
+            "list_dir" => "list",
+            "http_fetch" => "fetch from",
+            _ => "read",
+        };
+        let act = if self.deliver() {
+            "post it to Mattermost as the run's result".to_owned()
+        } else {
+            format!("send it to {}{}", c.sink.entry, via(kg))
+        };
+        format!(
+            "in a run of job {}: {reads} {}{class}{}, then {act}",
+            self.chain.job,
+            c.source.owner,
+            via(sg)
+        )
+    }
+}
+
+/// Why the shadow does not play a job's flow; `None`: it does. An untrusted write in a job's
+/// run is not (its sink is a write).
+pub fn not_played(f: &Flow, patterned: &BTreeSet<String>) -> Option<String> {
+    let fetched = f.source.tool == "http_fetch" && f.sink.tool == DELIVER;
+    if !matches!(f.source.tool.as_str(), "read_file" | "list_dir") && !fetched {
+        return Some(format!(
+            "a source of {} sent to {} in a job's run is not played yet (reads and listings \
+             are, and a fetch delivered)",
+            f.source.tool, f.sink.tool
+        ));
+    }
+    if !matches!(f.sink.tool.as_str(), "http_fetch" | "consult" | DELIVER) {
+        return Some(format!(
+            "a sink of {} in a job's run is not played yet (fetches, consults and the \
+             delivery to Mattermost are)",
+            f.sink.tool
+        ));
+    }
+    match &f.source.grant {
+        Some(g) if patterned.contains(g) => Some(format!(
+            "grant {g} names patterns, and the canary's file name is the shadow's own"
+        )),
+        _ => None,
+    }
+}
+
+/// The checks of the job runs: one per run, one per flow of a job the analysis reported.
+pub fn checks(
+    outcomes: &[JobOutcome],
+    analysis: &FlowsReport,
+    patterned: &BTreeSet<String>,
+) -> Vec<Check> {
+    let flows = || analysis.flows.iter().filter(|f| f.job.is_some());
+    let reported: BTreeSet<Key> = flows()
+        .filter(|f| not_played(f, patterned).is_none())
+        .map(flow_key)
+        .collect();
+    let mut out = Vec::new();
+    for jo in outcomes {
+        let c = &jo.chain.chain;
+        let name = format!("chain {}", c.n);
+        let what = jo.describe();
+        if let Some(why) = &jo.not_started {
+            out.push(Check::warn(
+                P,
+                name,
+                format!(
+                    "{what}: not tried (the run did not start: {})",
+                    inert::line(why)
+                ),
+            ));
+            continue;
+        }
+        let (verdict, why) = jo.verdict();
+        let leaks = jo.leaks();
+        let missed = leaks.iter().find(|k| !reported.contains(*k));
+        out.push(match missed {
+            Some(k) if k.3 && !jo.deliver() => Check::fail(
+                P,
+                name,
+                format!(
+                    "{what}: the run's result posted to Mattermost carried the canary, and \
+                     the flows analysis did not report it"
+                ),
+            )
+            .help("the flows analysis missed a flow: report it"),
+            Some(_) => Check::fail(
+                P,
+                name,
+                format!("{what}: leaked, and the flows analysis did not report it"),
+            )
+            .help("the flows analysis missed a flow: report it, and stop it with the grant's mode or max_taint"),
+            None if verdict == "leaked" && !jo.outcome.leaked() => Check::ok(
+                P,
+                name,
+                format!("{what}: sent, but the data was public: no flow"),
+            ),
+            None if verdict == "leaked" => Check::ok(
+                P,
+                name,
+                format!("{what}: leaked, as the flows analysis reports"),
+            ),
+            None => Check::ok(P, name, format!("{what}: {verdict} ({why})")),
+        });
+    }
+    for f in flows() {
+        let name = f.severity.as_str();
+        if let Some(why) = not_played(f, patterned) {
+            out.push(Check::warn(
+                P,
+                name,
+                format!("not tried: {} ({why})", f.text),
+            ));
+            continue;
+        }
+        let by: Vec<String> = outcomes
+            .iter()
+            .filter(|jo| jo.leaks().contains(&flow_key(f)))
+            .map(|jo| jo.chain.chain.n.to_string())
+            .collect();
+        out.push(if by.is_empty() {
+            Check::fail(
+                P,
+                name,
+                format!(
+                    "the flows analysis reports a flow that no job run completed: {}",
+                    f.text
+                ),
+            )
+            .help("the analysis and brokerd's decisions disagree: report it")
+        } else {
+            Check::ok(
+                P,
+                name,
+                format!("leaked by chain {}, as reported: {}", by.join(", "), f.text),
+            )
+        });
+    }
+    out
+}

@@ -1,0 +1,173 @@
+//! The job runs compared with the analysis's flows of a job, without a stack.
+
+use std::collections::BTreeSet;
+
+use proto::flows::{Flow, FlowsReport, Severity, Step};
+use proto::{CallId, DataClass, Hash32, ToolResponse};
+
+use super::compare::Outcome;
+use super::jobs::DELIVER;
+use super::jobs_check::{self, JobOutcome};
+use super::jobs_tests::plan;
+use super::session::Seen;
+
+fn seen(call: u64, tool: &str, response: ToolResponse) -> Seen {
+    Seen {
+        call: CallId(call),
+        tool: tool.into(),
+        asked: false,
+        response: Some(response),
+    }
+}
+
+fn read(class: DataClass) -> Option<(Option<String>, Seen)> {
+    let r = ToolResponse::Result {
+        content: "BXCANARY-n0-7-\nBXCANARY-n0-8-\n".into(),
+        class,
+        untrusted: false,
+        truncated: false,
+    };
+    Some((Some("brief-notes".into()), seen(1, "read_file", r)))
+}
+
+fn fetched() -> Option<(Option<String>, Seen)> {
+    let r = ToolResponse::Result {
+        content: "BXSINK-OK".into(),
+        class: DataClass::Public,
+        untrusted: true,
+        truncated: false,
+    };
+    Some((Some("brief-web".into()), seen(2, "http_fetch", r)))
+}
+
+/// Chain 7 (the fetch) and chain 8 (the delivery) of job brief, leaked or not.
+fn outcomes(class: DataClass, fetch: bool, post: bool) -> Vec<JobOutcome> {
+    let p = plan();
+    let o = |at_sink: bool, sink| Outcome {
+        source: read(class),
+        laundering: Vec::new(),
+        sink,
+        at_sink,
+        bare: false,
+        write: false,
+    };
+    vec![
+        JobOutcome {
+            chain: p[0].clone(),
+            outcome: o(fetch, fetched()),
+            not_started: None,
+            posted: false,
+        },
+        JobOutcome {
+            chain: p[1].clone(),
+            outcome: o(post, None),
+            not_started: None,
+            posted: post,
+        },
+    ]
+}
+
+fn flow(sink: Option<&str>, tool: &str) -> Flow {
+    Flow {
+        severity: Severity::PrivateOut,
+        job: Some(proto::JobName::new("brief").expect("job")),
+        source: Step {
+            grant: Some("brief-notes".into()),
+            tool: "read_file".into(),
+            what: "/home/owner/notes".into(),
+        },
+        class: DataClass::Private,
+        untrusted: false,
+        sink: Step {
+            grant: sink.map(str::to_owned),
+            tool: tool.into(),
+            what: "x".into(),
+        },
+        text: format!("a hijacked model in job brief's runs can send to {tool}"),
+    }
+}
+
+fn levels(o: &[JobOutcome], flows: Vec<Flow>) -> Vec<(String, String)> {
+    let r = FlowsReport {
+        snapshot: Hash32::ZERO,
+        grants: Vec::new(),
+        flows,
+    };
+    jobs_check::checks(o, &r, &BTreeSet::new())
+        .into_iter()
+        .map(|c| (c.check, format!("{:?}", c.level)))
+        .collect()
+}
+
+fn pair(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect()
+}
+
+/// Each disagreement with the analysis fails: a fetch or a delivery it did not report, a
+/// flow it reported that no run completed; agreement passes; public data is no flow; what
+/// is not played is a warn.
+#[test]
+fn the_job_runs_are_compared_with_the_flows_of_the_job() {
+    let fetch = || flow(Some("brief-web"), "http_fetch");
+    let deliver = || flow(None, DELIVER);
+    let both = outcomes(DataClass::Private, true, true);
+    assert_eq!(
+        levels(&both, vec![fetch(), deliver()]),
+        pair(&[
+            ("chain 7", "Ok"),
+            ("chain 8", "Ok"),
+            ("private_out", "Ok"),
+            ("private_out", "Ok")
+        ])
+    );
+    // The delivery not reported: its chain fails.
+    assert_eq!(
+        levels(&both, vec![fetch()]),
+        pair(&[
+            ("chain 7", "Ok"),
+            ("chain 8", "Fail"),
+            ("private_out", "Ok")
+        ])
+    );
+    // Reported flows that no run completed fail.
+    let none = outcomes(DataClass::Private, false, false);
+    assert_eq!(
+        levels(&none, vec![fetch(), deliver()]),
+        pair(&[
+            ("chain 7", "Ok"),
+            ("chain 8", "Ok"),
+            ("private_out", "Fail"),
+            ("private_out", "Fail")
+        ])
+    );
+    // Public data out is no flow.
+    let public = outcomes(DataClass::Public, true, true);
+    assert_eq!(
+        levels(&public, vec![]),
+        pair(&[("chain 7", "Ok"), ("chain 8", "Ok")])
+    );
+    // A fetch chain's canary in the run's result posted to Mattermost is the delivery's flow.
+    let mut posted = outcomes(DataClass::Private, false, false);
+    posted[0].posted = true;
+    assert_eq!(levels(&posted[..1], vec![]), pair(&[("chain 7", "Fail")]));
+    assert_eq!(
+        levels(&posted[..1], vec![deliver()]),
+        pair(&[("chain 7", "Ok"), ("private_out", "Ok")])
+    );
+    // An untrusted write in a job's run (a write, as its sink) is not played: a warn.
+    let mut write = flow(Some("www"), "write_file");
+    write.severity = Severity::UntrustedWrite;
+    assert_eq!(
+        levels(&[], vec![write]),
+        pair(&[("untrusted_write", "Warn")])
+    );
+    // A run that did not start is not tried.
+    let mut unstarted = outcomes(DataClass::Private, false, false);
+    unstarted[0].not_started = Some("no job brief".into());
+    assert_eq!(
+        levels(&unstarted[..1], vec![]),
+        pair(&[("chain 7", "Warn")])
+    );
+}
