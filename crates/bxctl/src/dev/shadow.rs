@@ -2,8 +2,8 @@
 //! same processes as `bxctl dev` (the fake llama-server playing a given script, inferproxy,
 //! brokerd with the direct runner, loopd), in a scratch directory of the self-test's, with
 //! a grants directory it wrote and lines of its own appended to the configuration
-//! (`[broker.self_test]`). No prompt, no indexer, no jobs or MCP servers (the scratch
-//! directory holds neither file). Stopped when dropped.
+//! (`[broker.self_test]`). No prompt, no indexer, no jobs (no `jobs.toml`); MCP servers only
+//! as the self-test's stand-ins write `STATE/mcp.toml`. Stopped when dropped.
 
 use std::path::Path;
 use std::process::Command;

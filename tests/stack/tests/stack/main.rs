@@ -71,6 +71,7 @@ mod verify_alert;
 mod verify_flows;
 mod verify_hostile;
 mod verify_hostile_interrupt;
+mod verify_hostile_mcp;
 mod verify_hostile_public;
 mod verify_hostile_tricks;
 mod watchdog;

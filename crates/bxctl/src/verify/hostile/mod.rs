@@ -3,12 +3,14 @@
 //! owner's grant set moved onto canaries (`rewrite`), its every host leading to a local
 //! sink (`sink`, `[broker.self_test]`); the model's script tries every chain of a read and
 //! a send, look-alike hosts, laundering through a note, a restart of loopd or brokerd and
-//! untrusted writes (`chains`, `script`), each in a session whose approvals are declined
+//! untrusted writes (`chains`, `script`), the owner's MCP servers played by stand-ins
+//! (`mcp`), each in a session whose approvals are declined
 //! (`session`); the outcome is compared with the flows analysis (`compare`): the shadow
 //! brokerd's own, or a report given with `--analysis` (where a test plants a mistake).
 
 mod chains;
 mod compare;
+mod mcp;
 mod rewrite;
 mod script;
 mod session;
@@ -17,6 +19,8 @@ mod smuggle;
 
 #[cfg(test)]
 mod compare_tests;
+#[cfg(test)]
+mod mcp_tests;
 #[cfg(test)]
 mod plan_tests;
 #[cfg(test)]
@@ -123,7 +127,7 @@ pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
 /// Whether `p`'s read returned the chain's canary.
 fn read_it(p: &session::Played, c: &chains::Chain) -> bool {
     p.calls.iter().any(|s| {
-        s.tool == c.source.tool
+        s.tool == mcp::source_called(&c.source)
             && matches!(&s.response, Some(proto::ToolResponse::Result { content, .. }) if content.contains(&c.canary))
     })
 }
@@ -162,7 +166,16 @@ fn consult_host(url: &str) -> String {
 
 fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check>, String> {
     let text = |e: &dyn std::fmt::Display| e.to_string();
-    let r = rewrite::read(&config.grants, &dir.join("tree")).map_err(|e| text(&e))?;
+    let mut r = rewrite::read(&config.grants, &dir.join("tree")).map_err(|e| text(&e))?;
+    // The owner's MCP servers as stand-ins, in the shadow's `STATE/mcp.toml`.
+    let fake_mcp = mcp::fake();
+    let stand_ins = mcp::prepare(&config.mcp, &mut r, fake_mcp.as_deref(), &dir.join("mcp"))
+        .and_then(|s| {
+            std::fs::create_dir_all(dir.join("state"))?;
+            std::fs::write(dir.join("state/mcp.toml"), s.toml())?;
+            Ok(s)
+        })
+        .map_err(|e| format!("the MCP stand-ins: {e}"))?;
     rewrite::write(&r, &dir.join("grants")).map_err(|e| text(&e))?;
     let sink = sink::Sink::start().map_err(|e| format!("the sink: {e}"))?;
     let nonce = dir
@@ -177,6 +190,9 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     );
     let no_free_read = compare::no_free_read(&chains);
     chains::plant(&r, &chains, &dir.join("tree")).map_err(|e| format!("the canaries: {e}"))?;
+    stand_ins
+        .write(&chains)
+        .map_err(|e| format!("the MCP stand-ins: {e}"))?;
     let script = dir.join("script.toml");
     let body = script::script(&chains).map_err(|e| text(&e))?;
     std::fs::write(&script, body).map_err(|e| format!("{}: {e}", script.display()))?;
@@ -204,6 +220,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         &credentials,
     )
     .map_err(|e| text(&e))?;
+    stand_ins.pin(&shadow_config)?;
 
     let report = match analysis {
         Some(path) => std::fs::read_to_string(path)
@@ -259,6 +276,8 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         let write = matches!(c.sink.tool, "write_file" | "edit_file");
         let at_sink = if write {
             std::fs::read_to_string(&c.url).is_ok_and(|t| t.contains(&c.canary))
+        } else if c.sink.tool == "mcp" {
+            stand_ins.reached(&r, &c)
         } else if c.smuggle.is_some() {
             smuggle::reached(&c, &seen)
         } else {
@@ -267,28 +286,28 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         let bare = c.smuggle.is_some() && smuggle::bare(&c, &seen);
         let outcome = match &back {
             Some(back) if c.restart.is_some() => compare::Outcome {
-                source: step(&first, c.source.tool),
+                source: step(&first, mcp::source_called(&c.source)),
                 laundering: Vec::new(),
-                sink: step(back, c.sink.tool),
+                sink: step(back, mcp::called(&c.sink)),
                 at_sink,
                 bare,
                 write,
             },
             Some(back) => compare::Outcome {
-                source: step(&first, c.source.tool),
+                source: step(&first, mcp::source_called(&c.source)),
                 laundering: vec![
                     ("note write", step(&first, "note_write")),
                     ("note read", step(back, "note_read")),
                 ],
-                sink: step(back, c.sink.tool),
+                sink: step(back, mcp::called(&c.sink)),
                 at_sink,
                 bare,
                 write,
             },
             None => compare::Outcome {
-                source: step(&first, c.source.tool),
+                source: step(&first, mcp::source_called(&c.source)),
                 laundering: Vec::new(),
-                sink: step(&first, c.sink.tool),
+                sink: step(&first, mcp::called(&c.sink)),
                 at_sink,
                 bare,
                 write,

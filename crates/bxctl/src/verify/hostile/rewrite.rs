@@ -4,8 +4,8 @@
 //! `untrusted`, `if_untrusted`, `expires`, `job`, hosts, patterns). Nothing is read from the
 //! owner's files: a granted path is only looked at (`symlink_metadata`) to make a file where
 //! the owner has a file. Grants whose calls would run unconfined with the real network in
-//! the shadow (an MCP tool, `run`: the direct runner starts their program as a plain
-//! process) are left out and said.
+//! the shadow (`run`: the direct runner starts its program as a plain process) are left out
+//! and said; an MCP grant stays, its server played by a stand-in (`mcp`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,8 +26,8 @@ pub struct Rewritten {
     /// Each granted path of the owner's, with its place in the shadow and whether the
     /// owner's is a regular file.
     pub paths: BTreeMap<String, (PathBuf, bool)>,
-    /// The grants left out of the shadow, not tried: MCP, `run`, and a job's (no job runs in
-    /// the shadow, which has no jobs to analyse either).
+    /// The grants left out of the shadow, not tried: `run`, a job's (no job runs in the
+    /// shadow, which has no jobs to analyse either), an MCP server's without a stand-in.
     pub left: Vec<Left>,
 }
 
@@ -53,9 +53,7 @@ pub enum RewriteError {
 
 /// Why a grant's tool is not tried in the shadow; `None`: it is.
 pub fn untried(tool: &str) -> Option<&'static str> {
-    if grants::constraints::mcp::split(tool).is_some() {
-        Some("an MCP server would run as a plain process with the real network in the shadow")
-    } else if tool == "run" {
+    if tool == "run" {
         Some("a program would run as a plain process with the real network in the shadow")
     } else {
         None
@@ -157,8 +155,9 @@ mod tests {
     }
 
     /// Paths move under the tree (nesting kept, a file known as a file); every other field
-    /// is as the owner wrote it; MCP and `run` grants are left out with their reason; what
-    /// is written reads back as the same grants.
+    /// is as the owner wrote it; `run` grants and a job's are left out with their reason, an
+    /// MCP grant stays (its stand-in is `mcp`'s); what is written reads back as the same
+    /// grants.
     #[test]
     fn paths_move_and_nothing_else_changes() {
         let owner = dir("owner");
@@ -188,12 +187,18 @@ mod tests {
             "tool = \"mcp:files/read\"\nmode = \"auto\"\nmax_taint = \"public\"\n",
         )
         .expect("grant");
+        std::fs::write(
+            grants.join("prog.toml"),
+            "tool = \"run\"\nmode = \"auto\"\nmax_taint = \"public\"\n\
+             [constraints]\nprograms = [\"/usr/bin/true\"]\n",
+        )
+        .expect("grant");
         std::fs::write(grants.join("notes.bak"), "not a grant").expect("other");
         let tree = owner.join("shadow/tree");
         let r = read(&grants, &tree).expect("read");
         assert_eq!(
             r.left.iter().map(|l| l.grant.as_str()).collect::<Vec<_>>(),
-            ["brief-web", "mcp"]
+            ["brief-web", "prog"]
         );
         assert!(
             r.left[0]
@@ -201,7 +206,7 @@ mod tests {
                 .starts_with("job brief's runs are not started")
         );
         assert!(r.left[1].why.contains("real network"), "{:?}", r.left);
-        assert_eq!(r.grants.keys().collect::<Vec<_>>(), ["notes", "web"]);
+        assert_eq!(r.grants.keys().collect::<Vec<_>>(), ["mcp", "notes", "web"]);
         let mut expected: Grant = proto::from_toml(&notes).expect("owner's");
         expected.constraints.paths = vec![
             tree.join("home/owner/notes").display().to_string(),
@@ -228,6 +233,7 @@ mod tests {
         notes_back.constraints.paths = r.grants["notes"].constraints.paths.clone();
         assert_eq!(notes_back, r.grants["notes"]);
         assert!(untried("run").is_some() && untried("read_file").is_none());
+        assert!(untried("mcp:files/read").is_none());
         let _ = std::fs::remove_dir_all(&owner);
     }
 }

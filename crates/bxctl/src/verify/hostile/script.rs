@@ -77,6 +77,8 @@ fn send(c: &Chain) -> Answer {
             }],
         },
         "consult" => call("consult", "prompt", &c.url),
+        // The stand-in's tool (`mcp`), the canary in its one argument.
+        "mcp" => call(&c.sink.entry, "data", &c.url),
         // A new file in a granted directory; added to a granted file.
         "write_file" if c.url.ends_with(&format!("/bxhostile-{}.txt", c.n)) => write("create"),
         "write_file" => write("append"),
@@ -94,7 +96,11 @@ fn send(c: &Chain) -> Answer {
 
 /// The argument a source call names its subject by.
 fn subject(tool: &str) -> &'static str {
-    if tool == "http_fetch" { "url" } else { "path" }
+    match tool {
+        "http_fetch" => "url",
+        "consult" => "prompt",
+        _ => "path",
+    }
 }
 
 /// The fake llama-server's script: per chain, the read first, then (once the read's
@@ -172,7 +178,11 @@ pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
                 user_contains: c.tag(),
                 tool_result_contains: None,
             },
-            answer: call(c.source.tool, subject(c.source.tool), &c.source.path),
+            answer: match c.source.tool {
+                // The stand-in's tool: its answer is the canaries, whatever it is given.
+                "mcp" => call(&c.source.path, "data", "bxhostile"),
+                tool => call(tool, subject(tool), &c.source.path),
+            },
         });
     }
     toml::to_string(&Script {
