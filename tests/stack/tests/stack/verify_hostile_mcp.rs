@@ -185,3 +185,89 @@ fn verify_hostile_plays_a_consult_answer_driving_a_write() {
         );
     }
 }
+
+/// A remote server (`[[mcp]] url`, an address nothing answers at) stood in for by
+/// `fake-mcp-server --http` on loopback: its grant, listing the URL's host at `max_taint =
+/// "private"`, is a sink a private read leaks through, as the analysis reports; the owner's
+/// URL is never reached (brokerd leads its host to loopback, at the stand-in's port).
+#[test]
+fn verify_hostile_stands_in_for_a_remote_server() {
+    let home = Home::new("hostile-mcp-remote", "");
+    let notes = home.files("notes", &[("real.md", "the owner's real data\n")]);
+    home.append_config("[[mcp]]\nname = \"tracker\"\nurl = \"http://192.0.2.7:8931/mcp\"\n");
+    home.write_grant(
+        "notes-read",
+        &stack::read_grant(
+            "auto",
+            &notes,
+            "result_class = \"private\"\nuntrusted = false",
+        ),
+    );
+    home.write_grant(
+        "tracker",
+        "tool = \"mcp:tracker/*\"\nmode = \"auto\"\nmax_taint = \"private\"\n\
+         [constraints]\nhosts = [\"192.0.2.7\"]\n",
+    );
+    let (out, found) = hostile(&home, &[]);
+    let ctx = format!("{found:#?}");
+    assert_eq!(out.status.code(), Some(0), "{ctx}");
+    assert!(!found.iter().any(|(_, l, _)| l == "fail"), "{ctx}");
+    let (level, s) = said(&found, "chain 1");
+    assert_eq!(level, "ok", "{ctx}");
+    assert_eq!(
+        s,
+        format!(
+            "read {} (private) via grant notes-read, then send it to mcp__tracker__bxhostile_tool \
+             via grant tracker: leaked, as the flows analysis reports",
+            notes.display()
+        ),
+        "{ctx}"
+    );
+    let (level, s) = said(&found, "private_out");
+    assert_eq!(level, "ok", "{ctx}");
+    assert!(
+        s.starts_with("leaked by chain 1, ")
+            && s.contains("192.0.2.7 through MCP tool mcp:tracker/*"),
+        "{ctx}"
+    );
+}
+
+/// The remote stand-in ends with the program that started it, however that ends: with
+/// `--while-stdin`, `fake-mcp-server --http` exits when its stdin closes.
+#[test]
+fn verify_hostile_remote_stand_in_ends_with_its_stdin() {
+    use std::io::BufRead;
+    let dir = std::env::temp_dir().join(format!("bx-stack-stand-in-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let script = dir.join("s.json");
+    std::fs::write(&script, r#"{"tools": []}"#).expect("script");
+    let mut child = std::process::Command::new(stack::bin("fake-mcp-server"))
+        .arg("--http")
+        .arg("127.0.0.1:0")
+        .arg(&script)
+        .arg("--while-stdin")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("fake-mcp-server");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("listening");
+    assert!(line.starts_with("listening on 127.0.0.1:"), "{line}");
+    drop(child.stdin.take());
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if std::time::Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+}

@@ -4,12 +4,17 @@
 //! fake llama-server is) offering the granted tool names (`mcp:server/tool`; for
 //! `mcp:server/*` the stand-in's [`WILD`]) and recording each call's arguments in a file of
 //! the scratch directory. The owner's command is never run and the owner's URL never
-//! reached. The shadow's brokerd pins each stand-in as it lists itself (the self-test is the
-//! shadow's owner). A server the shadow cannot stand in for (a remote one, one whose grants
-//! constrain the arguments, no `fake-mcp-server`) has its grants left out and said.
+//! reached: a remote server's stand-in is `fake-mcp-server --http` on loopback, at the
+//! owner's URL's host (which brokerd's `[broker.self_test]` resolves to loopback) and the
+//! stand-in's port. The shadow's brokerd pins each stand-in as it lists itself (the
+//! self-test is the shadow's owner). A server the shadow cannot stand in for (one whose
+//! grants constrain the arguments, one not configured, no `fake-mcp-server`) has its grants
+//! left out and said.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 
 use config::{Config, McpServer};
 use proto::Message;
@@ -22,15 +27,18 @@ use super::rewrite::{Left, Rewritten};
 /// The stand-in's tool for a grant of every tool of a server (`mcp:server/*`).
 pub const WILD: &str = "bxhostile_tool";
 
-/// The shadow's stand-ins: the MCP grants it plays and where each server's calls are kept.
+/// The shadow's stand-ins: each server's tools, script and calls, the remote ones running.
 #[derive(Debug, Default)]
 pub struct StandIns {
-    /// The MCP grants in the shadow, each of a server with a stand-in.
-    pub played: BTreeSet<String>,
     /// Each stand-in's server name, its tools, and the files of its script and its calls.
     servers: BTreeMap<String, Server>,
-    /// `STATE/mcp.toml`'s text.
+    /// `fake-mcp-server`.
+    fake: PathBuf,
+    /// `STATE/mcp.toml`'s text, once [`StandIns::write`] made it.
     toml: String,
+    /// The remote servers' stand-ins, running (`fake-mcp-server --http`): stopped when
+    /// dropped, and each ends by itself when its stdin, held here, closes.
+    running: Vec<Child>,
 }
 
 #[derive(Debug)]
@@ -38,6 +46,8 @@ struct Server {
     tools: BTreeSet<String>,
     script: PathBuf,
     calls: PathBuf,
+    /// A remote server's: the owner's URL and its `secret_header`.
+    remote: Option<(String, Option<String>)>,
 }
 
 /// The server and tool an MCP grant names; `None` for any other tool.
@@ -56,14 +66,9 @@ pub fn function(grant_tool: &str) -> Option<String> {
 /// Why the shadow cannot stand in for `server`, with the owner's `[[mcp]]` entries and the
 /// grants of that server; `None`: it can.
 fn unplayable(server: &str, owner: &[McpServer], grants: &[&proto::Grant]) -> Option<String> {
-    let Some(s) = owner.iter().find(|s| s.name == server) else {
+    if !owner.iter().any(|s| s.name == server) {
         return Some(format!(
             "server {server} is not configured ([[mcp]]): brokerd refuses its calls"
-        ));
-    };
-    if s.url.is_some() {
-        return Some(format!(
-            "server {server} is remote (url): a remote server's stand-in is not played yet"
         ));
     }
     if grants.iter().any(|g| !g.constraints.args.is_empty()) {
@@ -83,7 +88,7 @@ pub fn prepare(
     r: &mut Rewritten,
     fake: Option<&Path>,
     dir: &Path,
-) -> std::io::Result<StandIns> {
+) -> StandIns {
     let mut by_server: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (id, g) in &r.grants {
         if let Some((server, _)) = split(&g.tool) {
@@ -93,7 +98,7 @@ pub fn prepare(
                 .push(id.clone());
         }
     }
-    let mut out = StandIns::default();
+    let mut servers = BTreeMap::new();
     for (server, ids) in by_server {
         let grants: Vec<&proto::Grant> = ids.iter().filter_map(|id| r.grants.get(id)).collect();
         let why = match fake {
@@ -118,25 +123,26 @@ pub fn prepare(
             .filter_map(|g| split(&g.tool).map(|(_, t)| if t == "*" { WILD } else { t }))
             .map(str::to_owned)
             .collect();
-        let calls = dir.join(format!("{server}.calls"));
-        let script = dir.join(format!("{server}.json"));
-        let argv = [fake.unwrap_or(Path::new("")), &script].map(|p| p.display().to_string());
-        out.toml.push_str(&format!(
-            "[[mcp]]\nname = {}\ncommand = {}\n",
-            toml_str(&server),
-            serde_json::to_string(&argv).unwrap_or_default()
-        ));
-        out.servers.insert(
-            server,
+        let remote = owner
+            .iter()
+            .find(|s| s.name == server)
+            .and_then(|s| Some((s.url.clone()?, s.secret_header.clone())));
+        servers.insert(
+            server.clone(),
             Server {
                 tools,
-                script,
-                calls,
+                script: dir.join(format!("{server}.json")),
+                calls: dir.join(format!("{server}.calls")),
+                remote,
             },
         );
-        out.played.extend(ids);
     }
-    Ok(out)
+    StandIns {
+        servers,
+        fake: fake.map(Path::to_owned).unwrap_or_default(),
+        toml: String::new(),
+        running: Vec::new(),
+    }
 }
 
 fn toml_str(s: &str) -> String {
@@ -179,13 +185,35 @@ impl StandIns {
         &self.toml
     }
 
-    /// Writes each stand-in's script, answering `chains`' canaries.
-    pub fn write(&self, chains: &[Chain]) -> std::io::Result<()> {
+    /// Writes each stand-in's script, answering `chains`' canaries, starts the remote
+    /// servers' and makes `STATE/mcp.toml`'s text.
+    pub fn write(&mut self, chains: &[Chain]) -> std::io::Result<()> {
         for (name, s) in &self.servers {
             if let Some(dir) = s.script.parent() {
                 std::fs::create_dir_all(dir)?;
             }
             std::fs::write(&s.script, stand_in(name, s, chains).to_string())?;
+            let entry = match &s.remote {
+                None => {
+                    let argv = [&self.fake, &s.script].map(|p| p.display().to_string());
+                    format!(
+                        "command = {}\n",
+                        serde_json::to_string(&argv).unwrap_or_default()
+                    )
+                }
+                Some((url, header)) => {
+                    let (child, port) = listen(&self.fake, &s.script)?;
+                    self.running.push(child);
+                    let url = at_port(url, port)?;
+                    let header = header
+                        .as_deref()
+                        .map(|h| format!("secret_header = {}\n", toml_str(h)))
+                        .unwrap_or_default();
+                    format!("url = {}\n{header}", toml_str(&url))
+                }
+            };
+            self.toml
+                .push_str(&format!("[[mcp]]\nname = {}\n{entry}", toml_str(name)));
         }
         Ok(())
     }
@@ -323,4 +351,56 @@ pub fn sources(r: &Rewritten) -> Vec<Source> {
 /// reads and sends in one call is `not_played`'s).
 pub fn apart(s: &Source, t: &Target) -> bool {
     !(s.tool == "mcp" && t.tool == "mcp" && s.path == t.entry)
+}
+
+/// `url` (the owner's remote server) as its stand-in is reached: `http://`, the same host
+/// (`[broker.self_test]` leads it to loopback), the stand-in's port, the same path.
+pub fn at_port(url: &str, port: u16) -> std::io::Result<String> {
+    let (parsed, _) = grants::constraints::normalize_url(url)
+        .map_err(|e| std::io::Error::other(format!("{url}: {e}")))?;
+    let host = parsed.host_str().unwrap_or_default();
+    Ok(format!("http://{host}:{port}{}", parsed.path()))
+}
+
+/// Starts `fake-mcp-server --http` on a free loopback port for `script`, ending with its
+/// stdin; returns it and its port (what it prints, `listening on ADDR`).
+fn listen(fake: &Path, script: &Path) -> std::io::Result<(Child, u16)> {
+    let mut child = Command::new(fake)
+        .arg("--http")
+        .arg("127.0.0.1:0")
+        .arg(script)
+        .arg("--while-stdin")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        std::io::BufReader::new(out).read_line(&mut line)?;
+    }
+    let port = line
+        .trim()
+        .strip_prefix("listening on ")
+        .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+        .map(|a| a.port());
+    match port {
+        Some(port) => Ok((child, port)),
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(std::io::Error::other(format!(
+                "{} --http did not say where it listens",
+                fake.display()
+            )))
+        }
+    }
+}
+
+impl Drop for StandIns {
+    fn drop(&mut self) {
+        for child in &mut self.running {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }

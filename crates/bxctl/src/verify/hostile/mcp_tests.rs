@@ -80,25 +80,25 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
-/// Only a configured server run by a command, whose grants name no arguments, gets a
-/// stand-in (the fake, never the owner's command); every other MCP grant is left out with
-/// its reason, and all are without `fake-mcp-server`.
+/// A configured server whose grants name no arguments gets a stand-in, a remote one too;
+/// every other MCP grant is left out with its reason, and all are without
+/// `fake-mcp-server`.
 #[test]
-fn stand_ins_for_configured_local_servers_only() {
+fn stand_ins_for_configured_servers_only() {
     let dir = scratch("prepare");
     let mut r = with_mcp();
     let fake = Path::new("/opt/bx/fake-mcp-server");
-    let s = mcp::prepare(&owner(), &mut r, Some(fake), &dir).expect("prepare");
+    let s = mcp::prepare(&owner(), &mut r, Some(fake), &dir);
     assert_eq!(
-        s.played.iter().map(String::as_str).collect::<Vec<_>>(),
-        ["files-all", "files-put"]
+        r.grants.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["files-all", "files-put", "notes", "tracker"]
     );
     let left: Vec<(&str, &str)> = r
         .left
         .iter()
         .map(|l| (l.grant.as_str(), l.why.as_str()))
         .collect();
-    assert_eq!(left.len(), 3, "{left:?}");
+    assert_eq!(left.len(), 2, "{left:?}");
     assert!(left.contains(&(
         "git",
         "a grant of server git names constraints.args, and the stand-in's arguments are the \
@@ -108,26 +108,12 @@ fn stand_ins_for_configured_local_servers_only() {
         "nowhere",
         "server nowhere is not configured ([[mcp]]): brokerd refuses its calls"
     )));
-    assert!(left.contains(&(
-        "tracker",
-        "server tracker is remote (url): a remote server's stand-in is not played yet"
-    )));
-    assert!(!r.grants.contains_key("tracker") && r.grants.contains_key("files-put"));
-    let servers = config::mcp_file(s.toml()).expect("mcp.toml");
-    assert_eq!(servers.len(), 1);
-    assert_eq!(servers[0].name, "files");
-    assert_eq!(
-        servers[0].command,
-        [
-            fake.display().to_string(),
-            dir.join("files.json").display().to_string()
-        ]
-    );
-    assert!(!s.toml().contains("/opt/owner"), "{}", s.toml());
+    assert!(!r.grants.contains_key("git") && r.grants.contains_key("files-put"));
+    assert!(s.toml().is_empty(), "written with the scripts");
 
     let mut none = with_mcp();
-    let s = mcp::prepare(&owner(), &mut none, None, &dir).expect("prepare");
-    assert!(s.played.is_empty() && s.toml().is_empty());
+    let s = mcp::prepare(&owner(), &mut none, None, &dir);
+    assert!(s.toml().is_empty());
     assert_eq!(none.left.len(), 5);
     assert!(
         none.left
@@ -137,10 +123,12 @@ fn stand_ins_for_configured_local_servers_only() {
     assert_eq!(none.grants.keys().collect::<Vec<_>>(), ["notes"]);
 }
 
+/// [`with_mcp`] less its remote server (whose stand-in `write` would start).
 fn planned() -> (Rewritten, mcp::StandIns, Vec<Chain>, PathBuf) {
     let dir = scratch("plan");
     let mut r = with_mcp();
-    let s = mcp::prepare(&owner(), &mut r, Some(Path::new("/x/fake")), &dir).expect("prepare");
+    r.grants.remove("tracker");
+    let s = mcp::prepare(&owner(), &mut r, Some(Path::new("/x/fake")), &dir);
     let plan = chains::plan(&r, 4321, "n0", false);
     (r, s, plan, dir)
 }
@@ -194,8 +182,19 @@ fn mcp_sinks_list_hosts_and_every_tool_is_a_source() {
 /// its calls where `reached` looks for the chain's canary.
 #[test]
 fn the_stand_in_answers_its_chains_canaries_and_its_calls_are_read() {
-    let (r, s, plan, dir) = planned();
+    let (r, mut s, plan, dir) = planned();
     s.write(&plan).expect("write");
+    let servers = config::mcp_file(s.toml()).expect("mcp.toml");
+    assert_eq!(servers.len(), 1);
+    assert_eq!(servers[0].name, "files");
+    assert_eq!(
+        servers[0].command,
+        [
+            "/x/fake".to_owned(),
+            dir.join("files.json").display().to_string()
+        ]
+    );
+    assert!(!s.toml().contains("/opt/owner"), "{}", s.toml());
     let script: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("files.json")).expect("script"))
             .expect("JSON");
@@ -414,4 +413,23 @@ fn an_mcp_sink_is_compared_like_a_fetch() {
     };
     let found = levels(&unseen, vec![flow]);
     assert_eq!(found[1].1, "Fail", "{found:?}");
+}
+
+/// A remote server's stand-in is reached at the owner's URL's host and path (brokerd's
+/// `[broker.self_test]` leads the host to loopback), over `http://` at its own port.
+#[test]
+fn a_remote_stand_in_keeps_the_host_and_path() {
+    for (owner, shadow) in [
+        (
+            "http://192.168.1.20:8931/mcp",
+            "http://192.168.1.20:4321/mcp",
+        ),
+        (
+            "https://tracker.example.org/mcp/v1",
+            "http://tracker.example.org:4321/mcp/v1",
+        ),
+        ("http://[fd00::1]/x", "http://[fd00::1]:4321/x"),
+    ] {
+        assert_eq!(mcp::at_port(owner, 4321).expect(owner), shadow);
+    }
 }

@@ -169,13 +169,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let mut r = rewrite::read(&config.grants, &dir.join("tree")).map_err(|e| text(&e))?;
     // The owner's MCP servers as stand-ins, in the shadow's `STATE/mcp.toml`.
     let fake_mcp = mcp::fake();
-    let stand_ins = mcp::prepare(&config.mcp, &mut r, fake_mcp.as_deref(), &dir.join("mcp"))
-        .and_then(|s| {
-            std::fs::create_dir_all(dir.join("state"))?;
-            std::fs::write(dir.join("state/mcp.toml"), s.toml())?;
-            Ok(s)
-        })
-        .map_err(|e| format!("the MCP stand-ins: {e}"))?;
+    let mut stand_ins = mcp::prepare(&config.mcp, &mut r, fake_mcp.as_deref(), &dir.join("mcp"));
     rewrite::write(&r, &dir.join("grants")).map_err(|e| text(&e))?;
     let sink = sink::Sink::start().map_err(|e| format!("the sink: {e}"))?;
     let nonce = dir
@@ -192,6 +186,10 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     chains::plant(&r, &chains, &dir.join("tree")).map_err(|e| format!("the canaries: {e}"))?;
     stand_ins
         .write(&chains)
+        .and_then(|()| {
+            std::fs::create_dir_all(dir.join("state"))?;
+            std::fs::write(dir.join("state/mcp.toml"), stand_ins.toml())
+        })
         .map_err(|e| format!("the MCP stand-ins: {e}"))?;
     let script = dir.join("script.toml");
     let body = script::script(&chains).map_err(|e| text(&e))?;
