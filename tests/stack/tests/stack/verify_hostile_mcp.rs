@@ -186,6 +186,57 @@ fn verify_hostile_plays_a_consult_answer_driving_a_write() {
     }
 }
 
+/// An MCP tool's answer (untrusted, as an MCP grant is unless it says otherwise) driving a
+/// write: the stand-in answers the chain's `BXWRITE-…` token, written in the shadow, as the
+/// analysis reports.
+#[test]
+fn verify_hostile_plays_an_mcp_answer_driving_a_write() {
+    let home = Home::new("hostile-mcp-write", "");
+    let www = home.files("www", &[("index.html", "<p>hi</p>\n")]);
+    home.append_config("[[mcp]]\nname = \"files\"\ncommand = [\"/bin/false\"]\n");
+    home.write_grant(
+        "files",
+        "tool = \"mcp:files/*\"\nmode = \"auto\"\nmax_taint = \"private\"\n",
+    );
+    home.write_grant(
+        "www-write",
+        &format!(
+            "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"private\"\n\
+             [constraints]\npaths = [\"{}\"]\n",
+            www.display()
+        ),
+    );
+    let (out, found) = hostile(&home, &[]);
+    let ctx = format!("{found:#?}");
+    assert_eq!(out.status.code(), Some(0), "{ctx}");
+    assert!(!found.iter().any(|(_, l, _)| l == "fail"), "{ctx}");
+    let (level, s) = said(&found, "chain 1");
+    assert_eq!(level, "ok", "{ctx}");
+    assert_eq!(
+        s,
+        format!(
+            "call mcp:files/* (private) via grant files, then write it under {} via grant \
+             www-write: leaked, as the flows analysis reports",
+            www.display()
+        ),
+        "{ctx}"
+    );
+    let flow = found
+        .iter()
+        .find(|(c, _, s)| c == "untrusted_write" && s.contains("call MCP tool mcp:files/*"))
+        .unwrap_or_else(|| panic!("no MCP flow: {ctx}"));
+    assert_eq!(flow.1, "ok", "{ctx}");
+    assert!(
+        flow.2.starts_with("leaked by chain 1, as reported: "),
+        "{ctx}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&www).expect("www").count(),
+        1,
+        "the owner's directory"
+    );
+}
+
 /// A remote server (`[[mcp]] url`, an address nothing answers at) stood in for by
 /// `fake-mcp-server --http` on loopback: its grant, listing the URL's host at `max_taint =
 /// "private"`, is a sink a private read leaks through, as the analysis reports; the owner's
