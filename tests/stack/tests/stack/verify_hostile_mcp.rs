@@ -186,6 +186,51 @@ fn verify_hostile_plays_a_consult_answer_driving_a_write() {
     }
 }
 
+/// Two grants of one server, one listing a host and one listing none: what decides a call
+/// is what it reaches (a call decided by the grant without hosts reaches a server with no
+/// network), so the live run agrees with the analysis whichever decides; nothing fails.
+#[test]
+fn verify_hostile_mcp_overlapping_grants_agree() {
+    let home = Home::new("hostile-mcp-overlap", "");
+    let notes = home.files("notes", &[("real.md", "the owner's real data\n")]);
+    home.append_config("[[mcp]]\nname = \"files\"\ncommand = [\"/bin/false\"]\n");
+    home.write_grant(
+        "notes-read",
+        &stack::read_grant(
+            "auto",
+            &notes,
+            "result_class = \"private\"\nuntrusted = false",
+        ),
+    );
+    home.write_grant(
+        "files-all",
+        "tool = \"mcp:files/*\"\nmode = \"auto\"\nmax_taint = \"secret\"\nuntrusted = false\n",
+    );
+    home.write_grant(
+        "files-put",
+        "tool = \"mcp:files/put\"\nmode = \"auto\"\nmax_taint = \"private\"\n\
+         untrusted = false\n[constraints]\nhosts = [\"uploads.example.org\"]\n",
+    );
+    let (out, found) = hostile(&home, &[]);
+    let ctx = format!("{found:#?}");
+    assert_eq!(out.status.code(), Some(0), "{ctx}");
+    assert!(!found.iter().any(|(_, l, _)| l == "fail"), "{ctx}");
+    // brokerd decides by `files-all` (the first allowing grant): the stand-in got the
+    // canary, but a server without network keeps it, and the analysis reports no flow.
+    let (level, s) = said(&found, "chain 1");
+    assert_eq!(level, "ok", "{ctx}");
+    assert_eq!(
+        s,
+        format!(
+            "read {} (private) via grant notes-read, then send it to mcp__files__put via grant \
+             files-all: stopped (the canary never reached the sink)",
+            notes.display()
+        ),
+        "{ctx}"
+    );
+    assert!(!found.iter().any(|(c, _, _)| c == "private_out"), "{ctx}");
+}
+
 /// An MCP tool's answer (untrusted, as an MCP grant is unless it says otherwise) driving a
 /// write: the stand-in answers the chain's `BXWRITE-…` token, written in the shadow, as the
 /// analysis reports.

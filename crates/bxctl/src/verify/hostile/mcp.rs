@@ -252,14 +252,20 @@ impl StandIns {
         Ok(())
     }
 
-    /// Whether the stand-in of `c`'s MCP sink recorded a call carrying `c`'s canary.
-    pub fn reached(&self, r: &Rewritten, c: &Chain) -> bool {
+    /// Whether `c`'s canary left through its MCP sink: the stand-in recorded a call
+    /// carrying it, and the grant that decided the call (`decider`, from the audit log)
+    /// lists hosts. A call decided by a grant without hosts reaches a server with no
+    /// network (docs/mcp.md): what it was given stays there.
+    pub fn reached(&self, r: &Rewritten, c: &Chain, decider: Option<&str>) -> bool {
+        let out = decider
+            .and_then(|g| r.grants.get(g))
+            .is_some_and(|g| !g.constraints.hosts.is_empty());
         let server = r
             .grants
             .get(&c.sink.grant)
             .and_then(|g| split(&g.tool))
             .map(|(s, _)| s.to_owned());
-        server
+        out && server
             .and_then(|s| self.servers.get(&s))
             .and_then(|s| std::fs::read_to_string(&s.calls).ok())
             .is_some_and(|t| t.lines().any(|l| l.contains(&c.canary)))

@@ -216,7 +216,7 @@ fn the_stand_in_answers_its_chains_canaries_and_its_calls_are_read() {
         .filter(|c| c.sink.tool == "mcp")
         .collect::<Vec<_>>();
     assert!(put.len() >= 2, "{put:?}");
-    assert!(!s.reached(&r, put[0]));
+    assert!(!s.reached(&r, put[0], Some("files-put")));
     std::fs::write(
         dir.join("files.calls"),
         format!(
@@ -225,8 +225,11 @@ fn the_stand_in_answers_its_chains_canaries_and_its_calls_are_read() {
         ),
     )
     .expect("calls");
-    assert!(s.reached(&r, put[0]));
-    assert!(!s.reached(&r, put[1]));
+    assert!(s.reached(&r, put[0], Some("files-put")));
+    assert!(!s.reached(&r, put[1], Some("files-put")));
+    // Decided by `files/*`, which lists no host: the server has no network, nothing left.
+    assert!(!s.reached(&r, put[0], Some("files-all")));
+    assert!(!s.reached(&r, put[0], None));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -275,7 +275,8 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         let at_sink = if write {
             std::fs::read_to_string(&c.url).is_ok_and(|t| t.contains(&c.canary))
         } else if c.sink.tool == "mcp" {
-            stand_ins.reached(&r, &c)
+            let call = step(back.as_ref().unwrap_or(&first), mcp::called(&c.sink));
+            stand_ins.reached(&r, &c, call.and_then(|(g, _)| g).as_deref())
         } else if c.smuggle.is_some() {
             smuggle::reached(&c, &seen)
         } else {
