@@ -12,7 +12,7 @@ mod layout;
 mod lock;
 mod mattermost;
 mod model;
-mod paths;
+pub(crate) mod paths;
 mod ready;
 mod samples;
 pub(crate) mod shadow;

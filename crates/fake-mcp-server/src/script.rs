@@ -53,6 +53,10 @@ pub struct Script {
     /// receives to, one a line: what a test reads to know what the server was asked.
     #[serde(default)]
     pub log_file: Option<PathBuf>,
+    /// A file the fake appends each `tools/call`'s params to (`{"arguments","name"}` as
+    /// JSON, one a line): where a test reads what the server was given.
+    #[serde(default)]
+    pub calls_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -70,6 +70,9 @@ impl<R: BufRead, W: Write> Fake<'_, R, W> {
             };
             log(self.script, method);
             let params = message.get("params").cloned().unwrap_or(json!({}));
+            if method == "tools/call" {
+                record(self.script, &params);
+            }
             let Some(id) = id else {
                 if method == "notifications/initialized" {
                     for step in self.script.on_initialized.clone() {
@@ -283,9 +286,18 @@ impl<R: BufRead, W: Write> Fake<'_, R, W> {
     }
 }
 
+/// Appends a call's `params` to the script's calls file, if it has one.
+fn record(script: &Script, params: &Value) {
+    append(script.calls_file.as_deref(), &params.to_string());
+}
+
 /// Appends `line` to the script's log file, if it has one.
 fn log(script: &Script, line: &str) {
-    if let Some(path) = &script.log_file {
+    append(script.log_file.as_deref(), line);
+}
+
+fn append(file: Option<&std::path::Path>, line: &str) {
+    if let Some(path) = file {
         let appended = std::fs::OpenOptions::new()
             .create(true)
             .append(true)

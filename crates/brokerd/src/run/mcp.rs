@@ -74,15 +74,18 @@ fn remote_host(url: &str) -> Result<(Host, u16), SpecError> {
     Ok((host, port))
 }
 
-/// The addresses of a remote server's host under `reach`, and the same at its port for
-/// the tool; the invocation's `remote` gets the latter.
+/// The addresses of a remote server's host under `reach` (in the hostile self-test's
+/// shadow, its sink's: `self_test`), and the same at its port for the tool; the
+/// invocation's `remote` gets the latter.
 fn reach_remote(
+    config: &Config,
     call: &mut proto::mcp::McpServer,
     host: &Host,
     port: u16,
     reach: &Reach,
 ) -> Result<Vec<std::net::IpAddr>, SpecError> {
-    let found = crate::run::resolve::addresses(host, port, reach).map_err(SpecError::Resolve)?;
+    let found =
+        crate::run::self_test::reached(config, host, port, reach).map_err(SpecError::Resolve)?;
     if let Some(remote) = &mut call.remote {
         remote.addresses = found
             .iter()
@@ -148,7 +151,7 @@ pub fn build(
             _ => None,
         };
         let mut server = server(server_config, secret.as_ref().map(|s| s.name.as_str()));
-        let addresses = reach_remote(&mut server, &host, port, &Reach::of(grant))?;
+        let addresses = reach_remote(config, &mut server, &host, port, &Reach::of(grant))?;
         let call = McpCallInvocation {
             server,
             tool: tool.clone(),
@@ -180,7 +183,8 @@ pub fn build(
             format!("https://{entry}/")
         };
         let (_, host) = normalize_url(&literal).map_err(SpecError::McpHost)?;
-        let found = crate::run::resolve::addresses(&host, 443, &Reach::of(grant))
+        // The hostile self-test's shadow leads every host to its sink (`self_test`).
+        let found = crate::run::self_test::addresses(config, &host, 443, grant)
             .map_err(SpecError::Resolve)?;
         for ip in found {
             if !addresses.contains(&ip) {
@@ -272,7 +276,7 @@ pub fn probe(config: &Config, server_config: &McpServer, nonce: u64) -> Result<R
         Some(url) => {
             let (host, port) = remote_host(url)?;
             let reach = Reach::of_host(&host);
-            reach_remote(&mut server, &host, port, &reach)?
+            reach_remote(config, &mut server, &host, port, &reach)?
         }
         None => Vec::new(),
     };

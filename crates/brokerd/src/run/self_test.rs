@@ -19,9 +19,19 @@ pub fn addresses(
     port: u16,
     grant: &Grant,
 ) -> Result<Vec<IpAddr>, resolve::Error> {
+    reached(config, host, port, &Reach::of(grant))
+}
+
+/// [`addresses`] under `reach` (a remote MCP server's host, for a call or the owner's probe).
+pub fn reached(
+    config: &Config,
+    host: &Host,
+    port: u16,
+    reach: &Reach,
+) -> Result<Vec<IpAddr>, resolve::Error> {
     match &config.broker.self_test {
         Some(t) => Ok(vec![t.resolve]),
-        None => resolve::addresses(host, port, &Reach::of(grant)),
+        None => resolve::addresses(host, port, reach),
     }
 }
 

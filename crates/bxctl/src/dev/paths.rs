@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::error::DevError;
 
-pub(super) fn bin(name: &str) -> Result<PathBuf, DevError> {
+pub(crate) fn bin(name: &str) -> Result<PathBuf, DevError> {
     let exe = std::env::current_exe().map_err(DevError::CurrentExe)?;
     let path = exe.parent().map(|d| d.join(name)).unwrap_or_default();
     if path.exists() {

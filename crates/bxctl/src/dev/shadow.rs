@@ -3,9 +3,10 @@
 //! brokerd with the direct runner, loopd), in a scratch directory of the self-test's, with
 //! a grants directory it wrote and lines of its own appended to the configuration
 //! (`[broker.self_test]`), and the indexer watching, as under `bxctl dev` (the searches'
-//! chains find what it indexed). No prompt, no MCP servers; the jobs the self-test wrote in
-//! `STATE/jobs.toml`, and with `mattermost` the fake Mattermost and gatewayd, as `bxctl dev
-//! --mattermost` starts them, for a job's delivery. Stopped when dropped.
+//! chains find what it indexed). No prompt; MCP servers only as the self-test's stand-ins
+//! write `STATE/mcp.toml`; the jobs the self-test wrote in `STATE/jobs.toml`, and with
+//! `mattermost` the fake Mattermost and gatewayd, as `bxctl dev --mattermost` starts them,
+//! for a job's delivery. Stopped when dropped.
 
 use std::path::Path;
 use std::process::Command;

@@ -73,6 +73,7 @@ mod verify_hostile;
 mod verify_hostile_interrupt;
 mod verify_hostile_jobs;
 mod verify_hostile_launder;
+mod verify_hostile_mcp;
 mod verify_hostile_public;
 mod verify_hostile_table;
 mod verify_hostile_tricks;

@@ -14,19 +14,20 @@ use super::rewrite::Rewritten;
 /// A read that may bring the canary into the session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {
-    /// `read_file` or `list_dir`.
+    /// `read_file`, `list_dir`, `mcp`, or after untrusted content `http_fetch` or `consult`.
     pub tool: &'static str,
-    /// The owner's granted path this stands for.
+    /// The owner's granted path this stands for (an MCP tool: as its grant names it).
     pub owner: String,
-    /// The path the call names, in the shadow.
+    /// The path the call names, in the shadow (an MCP tool: its `mcp__…` name).
     pub path: String,
 }
 
 /// Where the fetch goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
-    /// The sink's tool: `http_fetch`, `consult` (the consult model, led to the sink), or
-    /// `write_file` or `edit_file` after untrusted content.
+    /// The sink's tool: `http_fetch`, `consult` (the consult model, led to the sink), `mcp`
+    /// (a stand-in's tool, `entry` its `mcp__…` name), or `write_file` or `edit_file` after
+    /// untrusted content.
     pub tool: &'static str,
     /// The grant whose host entry this is (or the consult grant).
     pub grant: String,
@@ -107,9 +108,10 @@ pub fn canary(nonce: &str, n: usize) -> String {
 }
 
 /// Whether a grant of `tool` lets an ordinary session's first read of `path` run without
-/// asking: one allowing (`auto`, no job, no patterns) grant covers it and no denying one
-/// does.
+/// asking: one allowing (`auto`, no job, no patterns, not expired, applying at private,
+/// where every session starts) grant covers it and no denying one does.
 fn reads_freely(r: &Rewritten, tool: &str, path: &str) -> bool {
+    let now = proto::Timestamp::now();
     let covers = |g: &proto::Grant| {
         g.tool == tool
             && g.job.is_none()
@@ -120,8 +122,12 @@ fn reads_freely(r: &Rewritten, tool: &str, path: &str) -> bool {
                     .any(|root| grants::constraints::is_under(path, root)))
     };
     let grants = || r.grants.values().filter(|g| covers(g));
-    grants().any(|g| g.mode == proto::Mode::Auto && g.constraints.patterns.is_empty())
-        && !grants().any(|g| g.mode == proto::Mode::Deny)
+    grants().any(|g| {
+        g.mode == proto::Mode::Auto
+            && g.constraints.patterns.is_empty()
+            && g.expires.is_none_or(|t| t > now)
+            && g.max_taint >= proto::DataClass::Private
+    }) && !grants().any(|g| g.mode == proto::Mode::Deny && g.expires.is_none_or(|t| t > now))
 }
 
 /// The name of the file a `read_file` chain reads in a granted directory.
@@ -185,6 +191,8 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
             });
         }
     }
+    // A call of an MCP tool, its server a stand-in answering the chains' canaries (`mcp`).
+    sources.extend(super::mcp::sources(r));
     let mut targets = Vec::new();
     let mut lookalikes = Vec::new();
     for (id, g) in &r.grants {
@@ -215,6 +223,8 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
             }
         }
     }
+    // An MCP tool whose grant lists hosts, its server a stand-in (`mcp`).
+    targets.extend(super::mcp::targets(r));
     // The restart, look-alike and smuggling chains start from one read that runs: the
     // first a non-denying grant lets an ordinary session make without asking.
     let free: Vec<&Source> = sources
@@ -223,7 +233,8 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
         .collect();
     let direct = sources
         .iter()
-        .flat_map(|s| targets.iter().map(move |t| (s, t, false)));
+        .flat_map(|s| targets.iter().map(move |t| (s, t, false)))
+        .filter(|(s, t, _)| super::mcp::apart(s, t));
     let alike = free
         .first()
         .into_iter()
@@ -233,7 +244,8 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     let laundered = sources
         .iter()
         .filter(|_| notes)
-        .flat_map(|s| targets.iter().map(move |t| (s, t, true)));
+        .flat_map(|s| targets.iter().map(move |t| (s, t, true)))
+        .filter(|(s, t, _)| super::mcp::apart(s, t));
     // A restart of loopd between the read and the send, from the first free read.
     let restarted = free
         .first()
@@ -300,12 +312,13 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
 pub(super) fn send_subject(sink: &Target, port: u16, canary: &str) -> String {
     match sink.tool {
         "consult" => format!("Summarise this for me: {canary}"),
+        "mcp" => format!("Keep this for me: {canary}"),
         _ => url(&sink.entry, sink.lookalike, port, canary),
     }
 }
 
-/// Untrusted content driving a write: each fetch (the sink's answer, which carries
-/// `BXWRITE-TOKEN` for the chain's token, untrusted as its grant says), then a
+/// Untrusted content driving a write: each fetch and consult (the sink's answer, which
+/// carries `BXWRITE-TOKEN` for the chain's token, untrusted as its grant says), then a
 /// `write_file` of what it answered under each path of each write grant of an ordinary
 /// session, or an `edit_file` putting it in place of the line [`edit_old`] planted there.
 /// What the chain wrote is looked for there.
@@ -332,16 +345,30 @@ fn untrusted_writes(
             }
         }
     }
-    for fetch in fetches.iter().filter(|t| t.tool == "http_fetch") {
+    // The consults' and the MCP tools' after the fetches', so that those keep their numbers.
+    let by = |tool: &'static str| fetches.iter().filter(move |t| t.tool == tool);
+    let sources = by("http_fetch")
+        .chain(by("consult"))
+        .map(|t| (t.tool, t.entry.clone(), t.entry.clone()))
+        .chain(
+            super::mcp::sources(r)
+                .into_iter()
+                .map(|s| (s.tool, s.owner, s.path)),
+        );
+    for (fetch, owner_of, entry) in sources {
         for (tool, grant, owner, shadow, file) in &writes {
             let n = chains.len() + 1;
             let token = canary(nonce, n);
             chains.push(Chain {
                 n,
                 source: Source {
-                    tool: "http_fetch",
-                    owner: fetch.entry.clone(),
-                    path: url(&fetch.entry, None, port, &token),
+                    tool: fetch,
+                    owner: owner_of.clone(),
+                    path: match fetch {
+                        "consult" => format!("{}{token}", super::sink::ASK),
+                        "mcp" => entry.clone(),
+                        _ => url(&entry, None, port, &token),
+                    },
                 },
                 sink: Target {
                     tool,

@@ -164,6 +164,7 @@ fn send_of(c: &Chain) -> &'static str {
         "consult" => "consult",
         "write_file" => "write",
         "edit_file" => "edit",
+        "mcp" => "MCP call",
         _ => "fetch",
     }
 }
@@ -241,14 +242,17 @@ fn decider(step: &Call) -> Option<&str> {
 }
 
 /// Why the shadow does not play a reported flow; `None`: it does.
-fn not_played(f: &Flow, patterned: &BTreeSet<String>) -> Option<String> {
+fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<String> {
+    if let Some(why) = super::mcp::not_played(f, left) {
+        return Some(why);
+    }
     if f.severity == proto::flows::Severity::UntrustedWrite {
-        if f.source.tool != "http_fetch"
+        if !matches!(f.source.tool.as_str(), "http_fetch" | "consult" | "mcp")
             || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file")
         {
             return Some(format!(
-                "untrusted content from {} driving {} is not played yet (a fetch driving \
-                 write_file or edit_file is)",
+                "untrusted content from {} driving {} is not played yet (a fetch's, a consult's \
+                 or an MCP tool's answer driving write_file or edit_file is)",
                 f.source.tool, f.sink.tool
             ));
         }
@@ -259,15 +263,15 @@ fn not_played(f: &Flow, patterned: &BTreeSet<String>) -> Option<String> {
             _ => None,
         };
     }
-    if !matches!(f.source.tool.as_str(), "read_file" | "list_dir") {
+    if !matches!(f.source.tool.as_str(), "read_file" | "list_dir" | "mcp") {
         return Some(format!(
-            "a source of {} is not played yet (reads and listings are)",
+            "a source of {} is not played yet (reads, listings and MCP tools are)",
             f.source.tool
         ));
     }
-    if !matches!(f.sink.tool.as_str(), "http_fetch" | "consult") {
+    if !matches!(f.sink.tool.as_str(), "http_fetch" | "consult" | "mcp") {
         return Some(format!(
-            "a sink of {} is not played yet (fetches and consults are)",
+            "a sink of {} is not played yet (fetches, consults and MCP tools are)",
             f.sink.tool
         ));
     }
@@ -292,6 +296,8 @@ pub(super) fn describe(c: &Chain, o: &Outcome) -> String {
     let reads = match c.source.tool {
         "list_dir" => "list",
         "http_fetch" => "fetch from",
+        "consult" => "ask",
+        "mcp" => "call",
         _ => "read",
     };
     let to = match (c.sink.lookalike, c.smuggle) {
@@ -339,7 +345,7 @@ pub fn checks(
     // A job's flows are the job chains' (`jobs::checks`).
     let ordinary = || analysis.flows.iter().filter(|f| f.job.is_none());
     let reported: BTreeSet<(Option<&str>, Option<&str>)> = ordinary()
-        .filter(|f| not_played(f, patterned).is_none())
+        .filter(|f| not_played(f, patterned, left).is_none())
         .map(key)
         .collect();
     for (c, o) in chains {
@@ -402,7 +408,7 @@ pub fn checks(
     out.extend(disagreements(chains));
     for f in ordinary() {
         let name = f.severity.as_str();
-        if let Some(why) = not_played(f, patterned) {
+        if let Some(why) = not_played(f, patterned, left) {
             out.push(Check::warn(
                 P,
                 name,

@@ -296,3 +296,13 @@ fn a_not_observed_line_is_placed_in_chain_order() {
     let names: Vec<&str> = tail.iter().map(|c| c.check.as_str()).collect();
     assert_eq!(names, ["shadow", "chain 20", "chain 22", "private_out"]);
 }
+
+/// A chain whose compaction (or search) was not observed is set aside, unless its canary
+/// reached the sink: then it is judged, and an unreported leak fails.
+#[test]
+fn a_chain_not_observed_whose_canary_reached_the_sink_is_judged() {
+    let why = "the session did not compact".to_owned();
+    assert_eq!(launder::set_aside(Some(&why), false), Some(&why));
+    assert_eq!(launder::set_aside(Some(&why), true), None);
+    assert_eq!(launder::set_aside(None, false), None);
+}

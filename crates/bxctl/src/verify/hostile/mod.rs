@@ -4,9 +4,10 @@
 //! sink (`sink`, `[broker.self_test]`); the model's script tries every chain of a read and
 //! a send, look-alike hosts, laundering through a note, a restart of loopd or brokerd and
 //! untrusted writes (`chains`, `script`), laundering by compaction (`launder`) and by a
-//! search (`search`), each in a session whose approvals are declined (`session`); each job
-//! runs in the shadow, once per chain of its own grants (`jobs`); the outcome is compared
-//! with the flows analysis (`compare`, `jobs_check`): the shadow
+//! search (`search`), the owner's MCP servers played by stand-ins (`mcp`), each in a session
+//! whose approvals are declined (`session`); each job runs in the shadow, once per chain of
+//! its own grants (`jobs`); the outcome is compared with the flows analysis (`compare`,
+//! `jobs_check`): the shadow
 //! brokerd's own, or a report given with `--analysis` (where a test plants a mistake).
 
 mod chains;
@@ -15,6 +16,7 @@ mod jobs;
 mod jobs_check;
 mod jobs_run;
 mod launder;
+mod mcp;
 mod rewrite;
 mod script;
 mod search;
@@ -30,6 +32,8 @@ mod jobs_check_tests;
 mod jobs_tests;
 #[cfg(test)]
 mod launder_tests;
+#[cfg(test)]
+mod mcp_tests;
 #[cfg(test)]
 mod plan_tests;
 #[cfg(test)]
@@ -138,7 +142,7 @@ pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
 /// Whether `p`'s read returned the chain's canary.
 fn read_it(p: &session::Played, c: &chains::Chain) -> bool {
     p.calls.iter().any(|s| {
-        s.tool == c.source.tool
+        s.tool == mcp::source_called(&c.source)
             && matches!(&s.response, Some(proto::ToolResponse::Result { content, .. }) if content.contains(&c.canary))
     })
 }
@@ -179,6 +183,9 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let text = |e: &dyn std::fmt::Display| e.to_string();
     let mut r = rewrite::read(&config.grants, &dir.join("tree")).map_err(|e| text(&e))?;
     jobs::unconfigured(&mut r, &config.jobs);
+    // The owner's MCP servers as stand-ins, in the shadow's `STATE/mcp.toml`.
+    let fake_mcp = mcp::fake();
+    let mut stand_ins = mcp::prepare(&config.mcp, &mut r, fake_mcp.as_deref(), &dir.join("mcp"));
     rewrite::write(&r, &dir.join("grants")).map_err(|e| text(&e))?;
     let sink = sink::Sink::start().map_err(|e| format!("the sink: {e}"))?;
     let nonce = dir
@@ -197,6 +204,13 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let job_chains = jobs::plan(&r, &config.jobs, sink.addr.port(), &nonce, first, consult);
     jobs::plant(&r, &chains, &job_chains, &dir.join("tree"))
         .map_err(|e| format!("the canaries: {e}"))?;
+    stand_ins
+        .write(&chains)
+        .and_then(|()| {
+            std::fs::create_dir_all(dir.join("state"))?;
+            std::fs::write(dir.join("state/mcp.toml"), stand_ins.toml())
+        })
+        .map_err(|e| format!("the MCP stand-ins: {e}"))?;
     let script = dir.join("script.toml");
     let body = script::script_with(&chains, jobs::rules(&job_chains)).map_err(|e| text(&e))?;
     std::fs::write(&script, body).map_err(|e| format!("{}: {e}", script.display()))?;
@@ -230,6 +244,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         jobs::gateway(&config.jobs),
     )
     .map_err(|e| text(&e))?;
+    stand_ins.pin(&shadow_config)?;
 
     let report = match analysis {
         Some(path) => std::fs::read_to_string(path)
@@ -316,6 +331,9 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         let write = matches!(c.sink.tool, "write_file" | "edit_file");
         let at_sink = if write {
             std::fs::read_to_string(&c.url).is_ok_and(|t| t.contains(&c.canary))
+        } else if c.sink.tool == "mcp" {
+            let call = step(back.as_ref().unwrap_or(&first), mcp::called(&c.sink));
+            stand_ins.reached(&r, &c, call.and_then(|(g, _)| g).as_deref())
         } else if c.smuggle.is_some() {
             smuggle::reached(&c, &seen)
         } else {
@@ -324,34 +342,34 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         let bare = c.smuggle.is_some() && smuggle::bare(&c, &seen);
         let outcome = match &back {
             Some(back) if c.restart.is_some() => compare::Outcome {
-                source: step(&first, c.source.tool),
+                source: step(&first, mcp::source_called(&c.source)),
                 laundering: Vec::new(),
-                sink: step(back, c.sink.tool),
+                sink: step(back, mcp::called(&c.sink)),
                 at_sink,
                 bare,
                 write,
             },
             Some(back) => compare::Outcome {
-                source: step(&first, c.source.tool),
+                source: step(&first, mcp::source_called(&c.source)),
                 laundering: search::steps(&c)
                     .into_iter()
                     .map(|(what, tool, new)| (what, step(if new { back } else { &first }, tool)))
                     .collect(),
-                sink: step(back, c.sink.tool),
+                sink: step(back, mcp::called(&c.sink)),
                 at_sink,
                 bare,
                 write,
             },
             None => compare::Outcome {
-                source: step(&first, c.source.tool),
+                source: step(&first, mcp::source_called(&c.source)),
                 laundering: Vec::new(),
-                sink: step(&first, c.sink.tool),
+                sink: step(&first, mcp::called(&c.sink)),
                 at_sink,
                 bare,
                 write,
             },
         };
-        if let Some(why) = unobserved.get(&c.n) {
+        if let Some(why) = launder::set_aside(unobserved.get(&c.n), at_sink) {
             let what = compare::describe(&c, &outcome);
             not_observed.push((c.n, launder::not_observed(&c, &what, why)));
             continue;

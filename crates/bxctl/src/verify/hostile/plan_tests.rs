@@ -71,6 +71,29 @@ fn one_read_chains_start_from_a_read_that_runs() {
     assert!(said.said.contains("not tried"), "{}", said.said);
     let free = chains::plan(&rewritten(), 4321, "n0", false);
     assert!(super::compare::no_free_read(&free).is_none());
+    // Nor is an expired read grant's, nor one at `max_taint = "public"` (every session
+    // starts private, so brokerd never applies it): the flows table's grant sets found both.
+    for (what, change) in [
+        (
+            "expired",
+            (|g: &mut proto::Grant| g.expires = Some(proto::Timestamp::from_millis(1).expect("t")))
+                as fn(&mut proto::Grant),
+        ),
+        ("public", |g: &mut proto::Grant| {
+            g.max_taint = proto::DataClass::Public
+        }),
+    ] {
+        let mut r = rewritten();
+        for g in r
+            .grants
+            .values_mut()
+            .filter(|g| matches!(g.tool.as_str(), "read_file" | "list_dir"))
+        {
+            change(g);
+        }
+        let plan = chains::plan(&r, 4321, "n0", false);
+        assert!(super::compare::no_free_read(&plan).is_some(), "{what}");
+    }
 }
 
 /// No chain's canary is in another's send: chain 1's is not in chain 10's to 19's URL or

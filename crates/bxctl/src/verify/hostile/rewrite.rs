@@ -4,9 +4,9 @@
 //! `untrusted`, `if_untrusted`, `expires`, `job`, hosts, patterns). Nothing is read from the
 //! owner's files: a granted path is only looked at (`symlink_metadata`) to make a file where
 //! the owner has a file. Grants whose calls would run unconfined with the real network in
-//! the shadow (an MCP tool, `run`: the direct runner starts their program as a plain
-//! process) are left out and said. A job's grants are kept apart (`Rewritten::jobs`): the
-//! shadow starts that job's runs (`jobs`).
+//! the shadow (`run`: the direct runner starts its program as a plain process) are left out
+//! and said; an MCP grant stays, its server played by a stand-in (`mcp`). A job's grants are
+//! kept apart (`Rewritten::jobs`): the shadow starts that job's runs (`jobs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,7 +27,8 @@ pub struct Rewritten {
     /// Each granted path of the owner's, with its place in the shadow and whether the
     /// owner's is a regular file.
     pub paths: BTreeMap<String, (PathBuf, bool)>,
-    /// The grants left out of the shadow, not tried: MCP and `run`.
+    /// The grants left out of the shadow, not tried: `run`, an MCP server's without a
+    /// stand-in, a job's the configuration does not have.
     pub left: Vec<Left>,
     /// The job-scoped grants (`job = NAME`), moved likewise: they decide only that job's runs,
     /// which the shadow starts itself (`jobs`).
@@ -59,9 +60,7 @@ pub enum RewriteError {
 
 /// Why a grant's tool is not tried in the shadow; `None`: it is.
 pub fn untried(tool: &str) -> Option<&'static str> {
-    if grants::constraints::mcp::split(tool).is_some() {
-        Some("an MCP server would run as a plain process with the real network in the shadow")
-    } else if tool == "run" {
+    if tool == "run" {
         Some("a program would run as a plain process with the real network in the shadow")
     } else {
         None
@@ -156,8 +155,9 @@ mod tests {
     }
 
     /// Paths move under the tree (nesting kept, a file known as a file); every other field
-    /// is as the owner wrote it; MCP and `run` grants are left out with their reason; what
-    /// is written reads back as the same grants.
+    /// is as the owner wrote it; `run` grants and a job's are left out with their reason, an
+    /// MCP grant stays (its stand-in is `mcp`'s); what is written reads back as the same
+    /// grants.
     #[test]
     fn paths_move_and_nothing_else_changes() {
         let owner = dir("owner");
@@ -187,15 +187,21 @@ mod tests {
             "tool = \"mcp:files/read\"\nmode = \"auto\"\nmax_taint = \"public\"\n",
         )
         .expect("grant");
+        std::fs::write(
+            grants.join("prog.toml"),
+            "tool = \"run\"\nmode = \"auto\"\nmax_taint = \"public\"\n\
+             [constraints]\nprograms = [\"/usr/bin/true\"]\n",
+        )
+        .expect("grant");
         std::fs::write(grants.join("notes.bak"), "not a grant").expect("other");
         let tree = owner.join("shadow/tree");
         let r = read(&grants, &tree).expect("read");
         assert_eq!(
             r.left.iter().map(|l| l.grant.as_str()).collect::<Vec<_>>(),
-            ["mcp"]
+            ["prog"]
         );
         assert!(r.left[0].why.contains("real network"), "{:?}", r.left);
-        assert_eq!(r.grants.keys().collect::<Vec<_>>(), ["notes", "web"]);
+        assert_eq!(r.grants.keys().collect::<Vec<_>>(), ["mcp", "notes", "web"]);
         // A job's grant is kept apart, as written.
         assert_eq!(r.jobs.keys().collect::<Vec<_>>(), ["brief-web"]);
         assert_eq!(
@@ -229,6 +235,7 @@ mod tests {
         notes_back.constraints.paths = r.grants["notes"].constraints.paths.clone();
         assert_eq!(notes_back, r.grants["notes"]);
         assert!(untried("run").is_some() && untried("read_file").is_none());
+        assert!(untried("mcp:files/read").is_none());
         let _ = std::fs::remove_dir_all(&owner);
     }
 }

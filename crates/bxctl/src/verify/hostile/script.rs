@@ -79,6 +79,8 @@ pub(super) fn send(c: &Chain) -> Answer {
             }],
         },
         "consult" => call("consult", "prompt", &c.url),
+        // The stand-in's tool (`mcp`), the canary in its one argument.
+        "mcp" => call(&c.sink.entry, "data", &c.url),
         // A new file in a granted directory; added to a granted file.
         "write_file" if c.url.ends_with(&format!("/bxhostile-{}.txt", c.n)) => write("create"),
         "write_file" => write("append"),
@@ -96,7 +98,11 @@ pub(super) fn send(c: &Chain) -> Answer {
 
 /// The argument a source call names its subject by.
 pub(super) fn subject(tool: &str) -> &'static str {
-    if tool == "http_fetch" { "url" } else { "path" }
+    match tool {
+        "http_fetch" => "url",
+        "consult" => "prompt",
+        _ => "path",
+    }
 }
 
 /// A source call: `tool` on `what`.
@@ -224,7 +230,11 @@ pub fn script_with(chains: &[Chain], jobs: Vec<Rule>) -> Result<String, toml::se
                 tool_result_contains: None,
                 history_contains: None,
             },
-            answer: call(c.source.tool, subject(c.source.tool), &c.source.path),
+            answer: match c.source.tool {
+                // The stand-in's tool: its answer is the canaries, whatever it is given.
+                "mcp" => call(&c.source.path, "data", "bxhostile"),
+                tool => call(tool, subject(tool), &c.source.path),
+            },
         });
     }
     rule.extend(jobs);

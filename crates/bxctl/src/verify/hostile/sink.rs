@@ -1,7 +1,9 @@
 //! The self-test's sink: a plain HTTP listener on loopback where every host of the shadow
 //! leads (`[broker.self_test]`), recording each request whole (request line, headers,
-//! body) and answering `200` with a fixed body. It speaks no TLS: the hostile model's URLs
-//! are `http://` (a grant's hosts constrain neither scheme nor port).
+//! body) and answering `200` with a fixed body, or, to the consult client's request (`POST
+//! …/chat/completions`), with an OpenAI-style chat completion carrying it. It speaks no TLS:
+//! the hostile model's URLs are `http://` (a grant's hosts constrain neither scheme nor
+//! port).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -21,17 +23,47 @@ pub const ANSWER: &str = "BXSINK-OK";
 /// denial that echoes the URL cannot put it in the session.
 pub const WRITE: &str = "BXWRITE-";
 
-/// The answer's body for the request `text`.
-fn answer_to(text: &str) -> String {
+/// What a consult prompt says before its token (`c=TOKEN` in the request's body): the
+/// sink's completion then carries `BXWRITE-TOKEN`, as a fetch's answer does.
+pub const ASK: &str = "Say back what follows: c=";
+
+/// Whether `text` is the consult client's request (`toolkit::consult`: a POST to
+/// `{url}/chat/completions`).
+fn consulted(text: &str) -> bool {
     let line = text.lines().next().unwrap_or_default();
-    let token = line
-        .split_once("?c=")
-        .map(|(_, rest)| rest.split([' ', '&']).next().unwrap_or_default())
-        .unwrap_or_default();
-    if token.is_empty() {
+    line.starts_with("POST ") && line.contains("/chat/completions ")
+}
+
+/// The answer's content type and body for the request `text`.
+fn answer_to(text: &str) -> (&'static str, String) {
+    let consult = consulted(text);
+    let line = text.lines().next().unwrap_or_default();
+    let token = if consult {
+        text.split_once(ASK).map_or("", |(_, rest)| {
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                .unwrap_or(rest.len());
+            &rest[..end]
+        })
+    } else {
+        line.split_once("?c=")
+            .map(|(_, rest)| rest.split([' ', '&']).next().unwrap_or_default())
+            .unwrap_or_default()
+    };
+    let said = if token.is_empty() {
         ANSWER.to_owned()
     } else {
         format!("{ANSWER} {WRITE}{token}")
+    };
+    if consult {
+        let completion = serde_json::json!({
+            "object": "chat.completion",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": said}}],
+        });
+        ("application/json", completion.to_string())
+    } else {
+        ("text/plain", said)
     }
 }
 
@@ -96,12 +128,12 @@ fn serve(conn: TcpStream, seen: &Mutex<Vec<String>>) {
     if reader.read_exact(&mut body).is_ok() {
         text.push_str(&String::from_utf8_lossy(&body));
     }
-    let answer = answer_to(&text);
+    let (kind, answer) = answer_to(&text);
     lock(seen).push(text);
     let mut conn = conn;
     let _ = write!(
         conn,
-        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
+        "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\
          Connection: close\r\n\r\n{answer}",
         answer.len()
     );
@@ -131,5 +163,41 @@ mod tests {
         assert_eq!(seen.len(), 1);
         assert!(seen[0].starts_with("POST /bx?c=BXCANARY-n0-1- HTTP/1.1\r\nHost: api.example.org"));
         assert!(seen[0].ends_with("\r\n\r\nbody"), "{seen:?}");
+    }
+
+    /// A consult request is answered with a chat completion the consult client takes: its
+    /// content carries `BXWRITE-TOKEN` for the prompt's `c=TOKEN`, and `BXSINK-OK` alone
+    /// for a prompt without one; a fetch of the same path is answered as text.
+    #[test]
+    fn a_consult_is_answered_with_a_completion() {
+        let request = |prompt: &str| {
+            let body = serde_json::json!({"model": "m", "messages": [{"role": "user", "content": prompt}]})
+                .to_string();
+            format!(
+                "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+        };
+        let content = |text: &str| {
+            let (kind, body) = answer_to(text);
+            assert_eq!(kind, "application/json");
+            let v: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+            v["choices"][0]["message"]["content"]
+                .as_str()
+                .expect("content")
+                .to_owned()
+        };
+        assert_eq!(
+            content(&request(&format!("{ASK}BXCANARY-n0-7-"))),
+            "BXSINK-OK BXWRITE-BXCANARY-n0-7-"
+        );
+        assert_eq!(
+            content(&request("Summarise this: BXCANARY-n0-1-")),
+            "BXSINK-OK"
+        );
+        assert_eq!(
+            answer_to("GET /v1/chat/completions?c=x HTTP/1.1\r\n\r\n"),
+            ("text/plain", "BXSINK-OK BXWRITE-x".to_owned())
+        );
     }
 }

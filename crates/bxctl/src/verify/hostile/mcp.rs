@@ -1,0 +1,412 @@
+//! MCP stand-ins for the shadow (docs/verify.md, decisions V30): each of the owner's
+//! `[[mcp]]` servers that a grant names is listed in the shadow's `STATE/mcp.toml` by the
+//! same name, but runs the project's own `fake-mcp-server` (installed beside bxctl, as the
+//! fake llama-server is) offering the granted tool names (`mcp:server/tool`; for
+//! `mcp:server/*` the stand-in's [`WILD`]) and recording each call's arguments in a file of
+//! the scratch directory. The owner's command is never run and the owner's URL never
+//! reached: a remote server's stand-in is `fake-mcp-server --http` on loopback, at the
+//! owner's URL's host (which brokerd's `[broker.self_test]` resolves to loopback) and the
+//! stand-in's port. The shadow's brokerd pins each stand-in as it lists itself (the
+//! self-test is the shadow's owner). A server the shadow cannot stand in for (one whose
+//! grants constrain the arguments, one not configured, no `fake-mcp-server`) has its grants
+//! left out and said.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use config::{Config, McpServer};
+use proto::Message;
+use proto::mcp::{McpPin, McpPinOutput, McpProbe};
+use serde_json::json;
+
+use super::chains::{Chain, Source, Target};
+use super::rewrite::{Left, Rewritten};
+
+/// The stand-in's tool for a grant of every tool of a server (`mcp:server/*`).
+pub const WILD: &str = "bxhostile_tool";
+
+/// The shadow's stand-ins: each server's tools, script and calls, the remote ones running.
+#[derive(Debug, Default)]
+pub struct StandIns {
+    /// Each stand-in's server name, its tools, and the files of its script and its calls.
+    servers: BTreeMap<String, Server>,
+    /// `fake-mcp-server`.
+    fake: PathBuf,
+    /// `STATE/mcp.toml`'s text, once [`StandIns::write`] made it.
+    toml: String,
+    /// The remote servers' stand-ins, running (`fake-mcp-server --http`): stopped when
+    /// dropped, and each ends by itself when its stdin, held here, closes.
+    running: Vec<Child>,
+}
+
+#[derive(Debug)]
+struct Server {
+    tools: BTreeSet<String>,
+    script: PathBuf,
+    calls: PathBuf,
+    /// A remote server's: the owner's URL and its `secret_header`.
+    remote: Option<(String, Option<String>)>,
+}
+
+/// The server and tool an MCP grant names; `None` for any other tool.
+fn split(tool: &str) -> Option<(&str, &str)> {
+    grants::constraints::mcp::split(tool).and_then(Result::ok)
+}
+
+/// The name the model calls a grant's tool by: `mcp__server__tool`, the stand-in's
+/// [`WILD`] for `*`.
+pub fn function(grant_tool: &str) -> Option<String> {
+    let (server, tool) = split(grant_tool)?;
+    let tool = if tool == "*" { WILD } else { tool };
+    Some(format!("mcp__{server}__{tool}"))
+}
+
+/// Why the shadow cannot stand in for `server`, with the owner's `[[mcp]]` entries and the
+/// grants of that server; `None`: it can.
+fn unplayable(server: &str, owner: &[McpServer], grants: &[&proto::Grant]) -> Option<String> {
+    if !owner.iter().any(|s| s.name == server) {
+        return Some(format!(
+            "server {server} is not configured ([[mcp]]): brokerd refuses its calls"
+        ));
+    }
+    if grants.iter().any(|g| !g.constraints.args.is_empty()) {
+        return Some(format!(
+            "a grant of server {server} names constraints.args, and the stand-in's arguments \
+             are the shadow's own"
+        ));
+    }
+    None
+}
+
+/// Decides the stand-ins for `r`'s MCP grants (`fake` is `fake-mcp-server`, `None` when it
+/// is not installed beside bxctl), their scripts and calls under `dir`; every MCP grant of a
+/// server without one moves from the shadow's grants to those left out, said.
+pub fn prepare(
+    owner: &[McpServer],
+    r: &mut Rewritten,
+    fake: Option<&Path>,
+    dir: &Path,
+) -> StandIns {
+    let mut by_server: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (id, g) in &r.grants {
+        if let Some((server, _)) = split(&g.tool) {
+            by_server
+                .entry(server.to_owned())
+                .or_default()
+                .push(id.clone());
+        }
+    }
+    let mut servers = BTreeMap::new();
+    for (server, ids) in by_server {
+        let grants: Vec<&proto::Grant> = ids.iter().filter_map(|id| r.grants.get(id)).collect();
+        let why = match fake {
+            None => Some(
+                "fake-mcp-server is not installed beside bxctl: the shadow has no MCP stand-in"
+                    .to_owned(),
+            ),
+            Some(_) => unplayable(&server, owner, &grants),
+        };
+        if let Some(why) = why {
+            for id in ids {
+                r.grants.remove(&id);
+                r.left.push(Left {
+                    grant: id,
+                    why: why.clone(),
+                });
+            }
+            continue;
+        }
+        let tools: BTreeSet<String> = grants
+            .iter()
+            .filter_map(|g| split(&g.tool).map(|(_, t)| if t == "*" { WILD } else { t }))
+            .map(str::to_owned)
+            .collect();
+        let remote = owner
+            .iter()
+            .find(|s| s.name == server)
+            .and_then(|s| Some((s.url.clone()?, s.secret_header.clone())));
+        servers.insert(
+            server.clone(),
+            Server {
+                tools,
+                script: dir.join(format!("{server}.json")),
+                calls: dir.join(format!("{server}.calls")),
+                remote,
+            },
+        );
+    }
+    StandIns {
+        servers,
+        fake: fake.map(Path::to_owned).unwrap_or_default(),
+        toml: String::new(),
+        running: Vec::new(),
+    }
+}
+
+fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+/// The stand-in's script (`fake-mcp-server`'s JSON): each tool takes one string, `data`,
+/// answers the canaries of the chains that call it as their source, one a line, and has
+/// its call recorded in the server's calls file.
+fn stand_in(server: &str, s: &Server, chains: &[Chain]) -> serde_json::Value {
+    let tools: Vec<serde_json::Value> = s
+        .tools
+        .iter()
+        .map(|t| {
+            let name = format!("mcp__{server}__{t}");
+            let mut text = String::from("BXMCP-OK\n");
+            for c in chains.iter().filter(|c| c.source.tool == "mcp" && c.source.path == name) {
+                text.push_str(&c.canary);
+                text.push('\n');
+            }
+            json!({
+                "name": t,
+                "description": format!("boxmaker's hostile self-test: a stand-in for {server}'s {t}"),
+                "inputSchema": {"type": "object", "properties": {"data": {"type": "string"}}},
+                "result": {"content": [{"text": text}]},
+            })
+        })
+        .collect();
+    let calls = &s.calls;
+    json!({
+        "server_info": {"name": "bxhostile-stand-in", "version": "1.0.0"},
+        "tools": tools,
+        "calls_file": calls,
+    })
+}
+
+impl StandIns {
+    /// `STATE/mcp.toml`'s text (empty: no stand-in).
+    pub fn toml(&self) -> &str {
+        &self.toml
+    }
+
+    /// Writes each stand-in's script, answering `chains`' canaries, starts the remote
+    /// servers' and makes `STATE/mcp.toml`'s text.
+    pub fn write(&mut self, chains: &[Chain]) -> std::io::Result<()> {
+        for (name, s) in &self.servers {
+            if let Some(dir) = s.script.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::write(&s.script, stand_in(name, s, chains).to_string())?;
+            let entry = match &s.remote {
+                None => {
+                    let argv = [&self.fake, &s.script].map(|p| p.display().to_string());
+                    format!(
+                        "command = {}\n",
+                        serde_json::to_string(&argv).unwrap_or_default()
+                    )
+                }
+                Some((url, header)) => {
+                    let (child, port) = listen(&self.fake, &s.script)?;
+                    self.running.push(child);
+                    let url = at_port(url, port)?;
+                    let header = header
+                        .as_deref()
+                        .map(|h| format!("secret_header = {}\n", toml_str(h)))
+                        .unwrap_or_default();
+                    format!("url = {}\n{header}", toml_str(&url))
+                }
+            };
+            self.toml
+                .push_str(&format!("[[mcp]]\nname = {}\n{entry}", toml_str(name)));
+        }
+        Ok(())
+    }
+
+    /// Pins every stand-in in the shadow as it lists itself.
+    pub fn pin(&self, shadow: &Config) -> Result<(), String> {
+        for server in self.servers.keys() {
+            let probe = McpProbe {
+                server: server.clone(),
+            };
+            let hash = match crate::admin::call(shadow, Message::McpProbe(probe)) {
+                Ok(Message::McpProbed(p)) => match (p.output, p.refused) {
+                    (McpPinOutput::Ok { hash, .. }, None) => hash,
+                    (McpPinOutput::Ok { .. }, Some(why)) => {
+                        return Err(format!("the stand-in for {server} cannot be pinned: {why}"));
+                    }
+                    (McpPinOutput::Failed { message, .. }, _) => {
+                        return Err(format!(
+                            "the stand-in for {server} could not be listed: {message}"
+                        ));
+                    }
+                },
+                Ok(other) => return Err(format!("the shadow's brokerd answered {}", other.kind())),
+                Err(e) => return Err(e.to_string()),
+            };
+            let pin = McpPin {
+                server: server.clone(),
+                hash,
+            };
+            match crate::admin::call(shadow, Message::McpPin(pin)) {
+                Ok(Message::McpPinned(_)) => {}
+                Ok(other) => return Err(format!("the shadow's brokerd answered {}", other.kind())),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `c`'s canary left through its MCP sink: the stand-in recorded a call
+    /// carrying it, and the grant that decided the call (`decider`, from the audit log)
+    /// lists hosts. A call decided by a grant without hosts reaches a server with no
+    /// network (docs/mcp.md): what it was given stays there.
+    pub fn reached(&self, r: &Rewritten, c: &Chain, decider: Option<&str>) -> bool {
+        let out = decider
+            .and_then(|g| r.grants.get(g))
+            .is_some_and(|g| !g.constraints.hosts.is_empty());
+        let server = r
+            .grants
+            .get(&c.sink.grant)
+            .and_then(|g| split(&g.tool))
+            .map(|(s, _)| s.to_owned());
+        out && server
+            .and_then(|s| self.servers.get(&s))
+            .and_then(|s| std::fs::read_to_string(&s.calls).ok())
+            .is_some_and(|t| t.lines().any(|l| l.contains(&c.canary)))
+    }
+}
+
+/// The MCP sinks of the shadow's grants: each allowing grant of an ordinary session that
+/// lists hosts (without them its unit has no network: no sink, decisions V30).
+pub fn targets(r: &Rewritten) -> Vec<Target> {
+    r.grants
+        .iter()
+        .filter(|(_, g)| g.mode != proto::Mode::Deny && g.job.is_none())
+        .filter(|(_, g)| !g.constraints.hosts.is_empty())
+        .filter_map(|(id, g)| {
+            Some(Target {
+                tool: "mcp",
+                grant: id.clone(),
+                entry: function(&g.tool)?,
+                lookalike: None,
+            })
+        })
+        .collect()
+}
+
+/// Why the shadow does not play a flow with an MCP step (`left`: the grants left out of
+/// the shadow, an MCP server's without a stand-in among them); `None`: it does, or the flow
+/// has no MCP step.
+pub fn not_played(f: &proto::flows::Flow, left: &[Left]) -> Option<String> {
+    if f.source.tool == "mcp" && f.source.grant == f.sink.grant {
+        return Some(
+            "an MCP server reading its own binds and sending in one call is not played (the \
+             stand-in reads nothing)"
+                .into(),
+        );
+    }
+    let unplayed = |s: &proto::flows::Step| {
+        let g = s.grant.as_deref()?;
+        (s.tool == "mcp" && left.iter().any(|l| l.grant == g))
+            .then(|| format!("grant {g} is left out of the shadow (below)"))
+    };
+    if let Some(why) = unplayed(&f.sink).or_else(|| unplayed(&f.source)) {
+        return Some(why);
+    }
+    None
+}
+
+/// `fake-mcp-server` beside bxctl, as `bxctl dev` finds its programs.
+pub fn fake() -> Option<PathBuf> {
+    crate::dev::paths::bin("fake-mcp-server").ok()
+}
+
+/// The name a target's call goes by in the chat: the stand-in's `mcp__…` name for an MCP
+/// sink, the tool's own otherwise.
+pub fn called(t: &Target) -> &str {
+    if t.tool == "mcp" { &t.entry } else { t.tool }
+}
+
+/// The name a source's call goes by in the chat: the stand-in's `mcp__…` name for an MCP
+/// source, the tool's own otherwise.
+pub fn source_called(s: &Source) -> &str {
+    if s.tool == "mcp" { &s.path } else { s.tool }
+}
+
+/// The MCP sources of the shadow's grants: a call of each allowing grant's tool (`*`: the
+/// stand-in's [`WILD`]) of an ordinary session, whose answer the stand-in fills with the
+/// canaries of the chains that start from it.
+pub fn sources(r: &Rewritten) -> Vec<Source> {
+    let mut out: Vec<Source> = Vec::new();
+    for g in r.grants.values() {
+        if g.mode == proto::Mode::Deny || g.job.is_some() {
+            continue;
+        }
+        let Some(path) = function(&g.tool) else {
+            continue;
+        };
+        if !out.iter().any(|s| s.path == path) {
+            out.push(Source {
+                tool: "mcp",
+                owner: g.tool.clone(),
+                path,
+            });
+        }
+    }
+    out
+}
+
+/// Whether a chain from `s` to `t` is played: not an MCP tool's answer sent back through
+/// the same tool (the analysis counts one call of a tool as no flow to itself; a server that
+/// reads and sends in one call is `not_played`'s).
+pub fn apart(s: &Source, t: &Target) -> bool {
+    !(s.tool == "mcp" && t.tool == "mcp" && s.path == t.entry)
+}
+
+/// `url` (the owner's remote server) as its stand-in is reached: `http://`, the same host
+/// (`[broker.self_test]` leads it to loopback), the stand-in's port, the same path.
+pub fn at_port(url: &str, port: u16) -> std::io::Result<String> {
+    let (parsed, _) = grants::constraints::normalize_url(url)
+        .map_err(|e| std::io::Error::other(format!("{url}: {e}")))?;
+    let host = parsed.host_str().unwrap_or_default();
+    Ok(format!("http://{host}:{port}{}", parsed.path()))
+}
+
+/// Starts `fake-mcp-server --http` on a free loopback port for `script`, ending with its
+/// stdin; returns it and its port (what it prints, `listening on ADDR`).
+fn listen(fake: &Path, script: &Path) -> std::io::Result<(Child, u16)> {
+    let mut child = Command::new(fake)
+        .arg("--http")
+        .arg("127.0.0.1:0")
+        .arg(script)
+        .arg("--while-stdin")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        std::io::BufReader::new(out).read_line(&mut line)?;
+    }
+    let port = line
+        .trim()
+        .strip_prefix("listening on ")
+        .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+        .map(|a| a.port());
+    match port {
+        Some(port) => Ok((child, port)),
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(std::io::Error::other(format!(
+                "{} --http did not say where it listens",
+                fake.display()
+            )))
+        }
+    }
+}
+
+impl Drop for StandIns {
+    fn drop(&mut self) {
+        for child in &mut self.running {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
