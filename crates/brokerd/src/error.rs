@@ -45,6 +45,10 @@ pub enum Error {
     /// brokerd's own files, no hands user, a systemd without `PrivatePIDs=`.
     #[error("{0}")]
     Hands(HandsError),
+    /// `broker.consult.url` is not a URL brokerd's URL rules take (http or https, a host, no
+    /// user name): every consult would fail at its call, so the start fails instead.
+    #[error("broker.consult.url: {0}")]
+    ConsultUrl(grants::constraints::UrlError),
     /// `--print-tool-unit` has no unit to print for the grant.
     #[error("{0}")]
     ToolUnit(UnitError),
@@ -107,6 +111,7 @@ impl daemon::exit::Status for Error {
             | Self::Grants(_)
             | Self::JobGrants(_)
             | Self::Hands(_)
+            | Self::ConsultUrl(_)
             | Self::ToolUnit(_)
             | Self::Flows(_)
             | Self::Stdout(_)

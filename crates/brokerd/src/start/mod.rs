@@ -77,6 +77,11 @@ pub fn run(args: Args) -> Result<(), Error> {
     let config = Config::load(&args.common.config).map_err(Error::Config)?;
     let snapshot = Snapshot::load(&config.grants).map_err(Error::Grants)?;
     jobs::check(&config, &snapshot).map_err(Error::JobGrants)?;
+    // A consult URL the tool unit would refuse fails the start, not every consult; and the
+    // flows analysis then never reports a consult brokerd cannot make (docs/decisions.md V36).
+    if let Some(c) = &config.broker.consult {
+        grants::constraints::normalize_url(&c.url).map_err(Error::ConsultUrl)?;
+    }
     if args.flows {
         return flows(&config, &snapshot, args.json);
     }

@@ -142,3 +142,34 @@ fn check_config_refuses_an_approval_ttl_over_one_hour() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A `broker.consult.url` brokerd's URL rules refuse (another scheme, a user name, no host)
+/// fails the start and `--check-config`, as every consult would fail at its call.
+#[test]
+fn check_config_refuses_a_consult_url_brokerd_cannot_reach() {
+    let good = "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+                [constraints]\npaths = [\"/srv/notes\"]\n";
+    let dir = setup("consult-url", good);
+    let config = dir.join("config.toml");
+    let text = std::fs::read_to_string(&config).expect("config");
+    for (url, ok) in [
+        ("ftp://api.example.com/v1", false),
+        ("https://me@api.example.com/v1", false),
+        ("api.example.com/v1", false),
+        ("https://api.example.com/v1", true),
+    ] {
+        std::fs::write(
+            &config,
+            format!("{text}[broker.consult]\nurl = \"{url}\"\nmodel = \"big\"\n"),
+        )
+        .expect("config");
+        let out = check_config(&config);
+        assert_eq!(out.status.success(), ok, "{url}: {out:?}");
+        if !ok {
+            assert_eq!(out.status.code(), Some(1));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("broker.consult.url: "), "{err}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
