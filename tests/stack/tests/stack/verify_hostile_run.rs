@@ -97,8 +97,10 @@ fn verify_hostile_plays_programs_through_stand_ins() {
             .collect();
         assert_eq!(
             left,
-            ["grant make-run: not tried: no argument its patterns (--version) admit can carry \
-              a canary (a pattern without `*`)"],
+            [
+                "grant make-run: not tried: no argument its patterns (--version) admit can carry \
+              a canary (a pattern without `*`)"
+            ],
             "{ctx}"
         );
         assert!(!mark.exists(), "the owner's program ran: {ctx}");

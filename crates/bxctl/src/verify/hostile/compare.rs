@@ -270,7 +270,10 @@ fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<S
             f.source.tool
         ));
     }
-    if !matches!(f.sink.tool.as_str(), "http_fetch" | "consult" | "mcp" | "run") {
+    if !matches!(
+        f.sink.tool.as_str(),
+        "http_fetch" | "consult" | "mcp" | "run"
+    ) {
         return Some(format!(
             "a sink of {} is not played yet (fetches, consults, MCP tools and programs are)",
             f.sink.tool

@@ -204,7 +204,10 @@ mod tests {
             r.grants.keys().collect::<Vec<_>>(),
             ["curl", "mcp", "notes", "web"]
         );
-        assert_eq!(r.grants["curl"], proto::from_toml::<Grant>(curl).expect("curl"));
+        assert_eq!(
+            r.grants["curl"],
+            proto::from_toml::<Grant>(curl).expect("curl")
+        );
         // A job's grant is kept apart, as written.
         assert_eq!(r.jobs.keys().collect::<Vec<_>>(), ["brief-web"]);
         assert_eq!(

@@ -75,7 +75,9 @@ pub fn untried(g: &Grant) -> Option<String> {
         return None;
     }
     if g.job.is_some() {
-        return Some("a job's program is not played (the shadow's job runs call no program)".into());
+        return Some(
+            "a job's program is not played (the shadow's job runs call no program)".into(),
+        );
     }
     if g.constraints.workdir.is_some() {
         return Some(

@@ -70,10 +70,7 @@ fn the_grants_the_shadow_cannot_play_are_left_out() {
         why(&format!("job = \"brief\"\n{CURL}")).is_some_and(|w| w.contains("job")),
         "a job's"
     );
-    let workdir = CURL.replace(
-        "hosts = [",
-        "workdir = \"/home/owner/src\"\nhosts = [",
-    );
+    let workdir = CURL.replace("hosts = [", "workdir = \"/home/owner/src\"\nhosts = [");
     assert!(why(&workdir).is_some_and(|w| w.contains("workdir")));
     let literal = CURL.replace("https://api.example.org/*", "--version");
     assert!(
@@ -85,7 +82,10 @@ fn the_grants_the_shadow_cannot_play_are_left_out() {
     assert!(why(&CURL.replace("/*\"", "/*\", \"x\"")).is_none());
     let no_hosts = literal.replace("hosts = [\"api.example.org\"]\n", "");
     assert_eq!(why(&no_hosts), None);
-    assert_eq!(why("tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"public\"\n"), None);
+    assert_eq!(
+        why("tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"public\"\n"),
+        None
+    );
 }
 
 /// The plan sends to each program whose grant lists hosts, its argument the pattern filled
@@ -123,7 +123,10 @@ fn the_stand_in_records_and_only_a_grant_with_hosts_lets_it_out() {
     let s = run::prepare(&r, &dir);
     let toml = s.toml();
     assert!(toml.starts_with("[broker.programs]\n"), "{toml}");
-    assert!(toml.contains(&format!("curl = \"{}\"", dir.join("bxhostile-curl").display())));
+    assert!(toml.contains(&format!(
+        "curl = \"{}\"",
+        dir.join("bxhostile-curl").display()
+    )));
     assert!(toml.contains("python3 = "), "{toml}");
     s.write().expect("write");
     let plan = chains::plan(&r, 8080, "n0", false);
