@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use config::Config;
-use grants::constraints::{Host, Reach, is_under};
+use grants::constraints::{Host, is_under};
 use proto::toolrun::ToolInvocation;
 use proto::tools::hands::MAX_FILE;
 use proto::tools::stage::{Commit, Found, Look, RunStage, StageInvocation, Target, WriteCall};
@@ -244,7 +244,7 @@ pub fn run(
         .ok_or_else(|| HandsSpecError::NoProgram(program.clone()))?;
     let c = &grant.constraints;
     let (limits, timeout, max_output) = run_limits(config, grant);
-    let addresses = hosts(grant)?;
+    let addresses = hosts(config, grant)?;
     let stage = StageSpec {
         invocation: StageInvocation::Run(RunStage {
             program: found.path.display().to_string(),
@@ -289,17 +289,18 @@ fn run_limits(config: &Config, grant: &Grant) -> (Limits, Duration, u64) {
     (limits, timeout, max_output)
 }
 
-/// Every address the grant's hosts resolve to now, kept as for `http_fetch` (B18), sorted.
-fn hosts(grant: &Grant) -> Result<Vec<IpAddr>, HandsSpecError> {
-    let reach = Reach::of(grant);
+/// Every address the grant's hosts resolve to now, kept as for `http_fetch` (B18), sorted;
+/// in the hostile self-test's shadow (`[broker.self_test]`), the sink's loopback address, as
+/// for a fetch (`self_test`).
+fn hosts(config: &Config, grant: &Grant) -> Result<Vec<IpAddr>, HandsSpecError> {
     let mut all = Vec::new();
     for entry in &grant.constraints.hosts {
         let host = match entry.parse::<IpAddr>() {
             Ok(ip) => Host::Ip(ip),
             Err(_) => Host::Name(entry.clone()),
         };
-        let found =
-            crate::run::resolve::addresses(&host, 443, &reach).map_err(HandsSpecError::Resolve)?;
+        let found = crate::run::self_test::addresses(config, &host, 443, grant)
+            .map_err(HandsSpecError::Resolve)?;
         all.extend(found);
     }
     all.sort();

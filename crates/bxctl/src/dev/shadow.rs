@@ -4,9 +4,10 @@
 //! a grants directory it wrote and lines of its own appended to the configuration
 //! (`[broker.self_test]`), and the indexer watching, as under `bxctl dev` (the searches'
 //! chains find what it indexed). No prompt; MCP servers only as the self-test's stand-ins
-//! write `STATE/mcp.toml`; the jobs the self-test wrote in `STATE/jobs.toml`, and with
-//! `mattermost` the fake Mattermost and gatewayd, as `bxctl dev --mattermost` starts them,
-//! for a job's delivery. Stopped when dropped.
+//! write `STATE/mcp.toml`; programs only as its stand-ins (`extra`), none of the
+//! machine's; the jobs the self-test wrote in `STATE/jobs.toml`, and with `mattermost` the
+//! fake Mattermost and gatewayd, as `bxctl dev --mattermost` starts them, for a job's
+//! delivery. Stopped when dropped.
 
 use std::path::Path;
 use std::process::Command;
@@ -121,6 +122,12 @@ pub fn start(
         path: path.clone(),
         error,
     })?;
+    // No program of this machine's: the self-test maps each program a grant names to a
+    // stand-in of its own, in `extra` (`verify::hostile::run`).
+    let mine = super::samples::programs(super::samples::python3().as_deref());
+    if !mine.is_empty() {
+        text = text.replacen(&mine, "", 1);
+    }
     text.push_str(extra);
     std::fs::write(&path, text).map_err(|error| DevError::Write {
         path: path.clone(),

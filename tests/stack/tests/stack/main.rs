@@ -75,6 +75,7 @@ mod verify_hostile_jobs;
 mod verify_hostile_launder;
 mod verify_hostile_mcp;
 mod verify_hostile_public;
+mod verify_hostile_run;
 mod verify_hostile_table;
 mod verify_hostile_tricks;
 mod watchdog;

@@ -225,6 +225,8 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     }
     // An MCP tool whose grant lists hosts, its server a stand-in (`mcp`).
     targets.extend(super::mcp::targets(r));
+    // A program whose grant lists hosts, played by a stand-in (`run`).
+    targets.extend(super::run::targets(r));
     // The restart, look-alike and smuggling chains start from one read that runs: the
     // first a non-denying grant lets an ordinary session make without asking.
     let free: Vec<&Source> = sources
@@ -313,6 +315,7 @@ pub(super) fn send_subject(sink: &Target, port: u16, canary: &str) -> String {
     match sink.tool {
         "consult" => format!("Summarise this for me: {canary}"),
         "mcp" => format!("Keep this for me: {canary}"),
+        "run" => super::run::subject(&sink.entry, canary),
         _ => url(&sink.entry, sink.lookalike, port, canary),
     }
 }

@@ -165,6 +165,7 @@ fn send_of(c: &Chain) -> &'static str {
         "write_file" => "write",
         "edit_file" => "edit",
         "mcp" => "MCP call",
+        "run" => "run",
         _ => "fetch",
     }
 }
@@ -243,7 +244,7 @@ fn decider(step: &Call) -> Option<&str> {
 
 /// Why the shadow does not play a reported flow; `None`: it does.
 fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<String> {
-    if let Some(why) = super::mcp::not_played(f, left) {
+    if let Some(why) = super::mcp::not_played(f, left).or_else(|| super::run::not_played(f, left)) {
         return Some(why);
     }
     if f.severity == proto::flows::Severity::UntrustedWrite {
@@ -269,9 +270,12 @@ fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<S
             f.source.tool
         ));
     }
-    if !matches!(f.sink.tool.as_str(), "http_fetch" | "consult" | "mcp") {
+    if !matches!(
+        f.sink.tool.as_str(),
+        "http_fetch" | "consult" | "mcp" | "run"
+    ) {
         return Some(format!(
-            "a sink of {} is not played yet (fetches, consults and MCP tools are)",
+            "a sink of {} is not played yet (fetches, consults, MCP tools and programs are)",
             f.sink.tool
         ));
     }

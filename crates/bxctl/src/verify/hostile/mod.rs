@@ -4,7 +4,8 @@
 //! sink (`sink`, `[broker.self_test]`); the model's script tries every chain of a read and
 //! a send, look-alike hosts, laundering through a note, a restart of loopd or brokerd and
 //! untrusted writes (`chains`, `script`), laundering by compaction (`launder`) and by a
-//! search (`search`), the owner's MCP servers played by stand-ins (`mcp`), each in a session
+//! search (`search`), the owner's MCP servers and programs played by stand-ins (`mcp`,
+//! `run`), each in a session
 //! whose approvals are declined (`session`); each job runs in the shadow, once per chain of
 //! its own grants (`jobs`); the outcome is compared with the flows analysis (`compare`,
 //! `jobs_check`): the shadow
@@ -18,6 +19,7 @@ mod jobs_run;
 mod launder;
 mod mcp;
 mod rewrite;
+mod run;
 mod script;
 mod search;
 mod session;
@@ -36,6 +38,8 @@ mod launder_tests;
 mod mcp_tests;
 #[cfg(test)]
 mod plan_tests;
+#[cfg(test)]
+mod run_tests;
 #[cfg(test)]
 mod search_tests;
 #[cfg(test)]
@@ -186,6 +190,11 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     // The owner's MCP servers as stand-ins, in the shadow's `STATE/mcp.toml`.
     let fake_mcp = mcp::fake();
     let mut stand_ins = mcp::prepare(&config.mcp, &mut r, fake_mcp.as_deref(), &dir.join("mcp"));
+    // The programs `run` grants name, as stand-ins, in the shadow's `[broker.programs]`.
+    let programs = run::prepare(&r, &dir.join("run"));
+    programs
+        .write()
+        .map_err(|e| format!("the program stand-ins: {e}"))?;
     rewrite::write(&r, &dir.join("grants")).map_err(|e| text(&e))?;
     let sink = sink::Sink::start().map_err(|e| format!("the sink: {e}"))?;
     let nonce = dir
@@ -216,6 +225,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     std::fs::write(&script, body).map_err(|e| format!("{}: {e}", script.display()))?;
     let mut extra = format!("[broker.self_test]\nresolve = \"{}\"\n", sink.addr.ip());
     extra.push_str(&launder::config());
+    extra.push_str(&programs.toml());
     if let Some(c) = &config.broker.consult {
         extra.push_str(&format!(
             "[broker.consult]\nurl = \"http://{}/v1\"\nmodel = {}\n",
@@ -334,6 +344,9 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         } else if c.sink.tool == "mcp" {
             let call = step(back.as_ref().unwrap_or(&first), mcp::called(&c.sink));
             stand_ins.reached(&r, &c, call.and_then(|(g, _)| g).as_deref())
+        } else if c.sink.tool == "run" {
+            let call = step(back.as_ref().unwrap_or(&first), "run");
+            programs.reached(&r, &c, call.and_then(|(g, _)| g).as_deref())
         } else if c.smuggle.is_some() {
             smuggle::reached(&c, &seen)
         } else {

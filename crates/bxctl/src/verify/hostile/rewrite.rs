@@ -3,9 +3,9 @@
 //! overlap still do), every other field unchanged (mode, `max_taint`, `result_class`,
 //! `untrusted`, `if_untrusted`, `expires`, `job`, hosts, patterns). Nothing is read from the
 //! owner's files: a granted path is only looked at (`symlink_metadata`) to make a file where
-//! the owner has a file. Grants whose calls would run unconfined with the real network in
-//! the shadow (`run`: the direct runner starts its program as a plain process) are left out
-//! and said; an MCP grant stays, its server played by a stand-in (`mcp`). A job's grants are
+//! the owner has a file. A `run` grant stays, its programs played by stand-ins (`run`), save
+//! one the shadow cannot play (`run::untried`), left out and said; an MCP grant stays, its
+//! server played by a stand-in (`mcp`). A job's grants are
 //! kept apart (`Rewritten::jobs`): the shadow starts that job's runs (`jobs`).
 
 use std::collections::BTreeMap;
@@ -27,8 +27,8 @@ pub struct Rewritten {
     /// Each granted path of the owner's, with its place in the shadow and whether the
     /// owner's is a regular file.
     pub paths: BTreeMap<String, (PathBuf, bool)>,
-    /// The grants left out of the shadow, not tried: `run`, an MCP server's without a
-    /// stand-in, a job's the configuration does not have.
+    /// The grants left out of the shadow, not tried: a `run` grant the shadow cannot play,
+    /// an MCP server's without a stand-in, a job's the configuration does not have.
     pub left: Vec<Left>,
     /// The job-scoped grants (`job = NAME`), moved likewise: they decide only that job's runs,
     /// which the shadow starts itself (`jobs`).
@@ -58,13 +58,10 @@ pub enum RewriteError {
     },
 }
 
-/// Why a grant's tool is not tried in the shadow; `None`: it is.
-pub fn untried(tool: &str) -> Option<&'static str> {
-    if tool == "run" {
-        Some("a program would run as a plain process with the real network in the shadow")
-    } else {
-        None
-    }
+/// Why a grant is not tried in the shadow; `None`: it is (a `run` grant's programs by
+/// stand-ins, `run`).
+pub fn untried(grant: &Grant) -> Option<String> {
+    super::run::untried(grant)
 }
 
 /// Reads every `*.toml` of `dir` as a grant and moves its paths under `tree`.
@@ -92,11 +89,8 @@ pub fn read(dir: &Path, tree: &Path) -> Result<Rewritten, RewriteError> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if let Some(why) = untried(&grant.tool) {
-            out.left.push(Left {
-                grant: id,
-                why: why.to_owned(),
-            });
+        if let Some(why) = untried(&grant) {
+            out.left.push(Left { grant: id, why });
             continue;
         }
         if grant.job.is_some() {
@@ -155,8 +149,8 @@ mod tests {
     }
 
     /// Paths move under the tree (nesting kept, a file known as a file); every other field
-    /// is as the owner wrote it; `run` grants and a job's are left out with their reason, an
-    /// MCP grant stays (its stand-in is `mcp`'s); what is written reads back as the same
+    /// is as the owner wrote it; a `run` grant with a workdir is left out with its reason, one
+    /// the shadow plays stays, a job's is kept apart, an MCP grant stays (its stand-in is `mcp`'s); what is written reads back as the same
     /// grants.
     #[test]
     fn paths_move_and_nothing_else_changes() {
@@ -190,9 +184,14 @@ mod tests {
         std::fs::write(
             grants.join("prog.toml"),
             "tool = \"run\"\nmode = \"auto\"\nmax_taint = \"public\"\n\
-             [constraints]\nprograms = [\"/usr/bin/true\"]\n",
+             [constraints]\nprograms = [\"make\"]\npatterns = [\"*\"]\n\
+             workdir = \"/home/owner/src\"\n",
         )
         .expect("grant");
+        let curl = "tool = \"run\"\nmode = \"auto\"\nmax_taint = \"private\"\n\
+                    [constraints]\nprograms = [\"curl\"]\npatterns = [\"https://a.example/*\"]\n\
+                    hosts = [\"a.example\"]\n";
+        std::fs::write(grants.join("curl.toml"), curl).expect("grant");
         std::fs::write(grants.join("notes.bak"), "not a grant").expect("other");
         let tree = owner.join("shadow/tree");
         let r = read(&grants, &tree).expect("read");
@@ -200,8 +199,15 @@ mod tests {
             r.left.iter().map(|l| l.grant.as_str()).collect::<Vec<_>>(),
             ["prog"]
         );
-        assert!(r.left[0].why.contains("real network"), "{:?}", r.left);
-        assert_eq!(r.grants.keys().collect::<Vec<_>>(), ["mcp", "notes", "web"]);
+        assert!(r.left[0].why.contains("workdir"), "{:?}", r.left);
+        assert_eq!(
+            r.grants.keys().collect::<Vec<_>>(),
+            ["curl", "mcp", "notes", "web"]
+        );
+        assert_eq!(
+            r.grants["curl"],
+            proto::from_toml::<Grant>(curl).expect("curl")
+        );
         // A job's grant is kept apart, as written.
         assert_eq!(r.jobs.keys().collect::<Vec<_>>(), ["brief-web"]);
         assert_eq!(
@@ -234,8 +240,7 @@ mod tests {
         let mut notes_back = back.grants["notes"].clone();
         notes_back.constraints.paths = r.grants["notes"].constraints.paths.clone();
         assert_eq!(notes_back, r.grants["notes"]);
-        assert!(untried("run").is_some() && untried("read_file").is_none());
-        assert!(untried("mcp:files/read").is_none());
+        assert!(untried(&r.grants["notes"]).is_none() && untried(&r.grants["mcp"]).is_none());
         let _ = std::fs::remove_dir_all(&owner);
     }
 }

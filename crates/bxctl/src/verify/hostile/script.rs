@@ -81,6 +81,8 @@ pub(super) fn send(c: &Chain) -> Answer {
         "consult" => call("consult", "prompt", &c.url),
         // The stand-in's tool (`mcp`), the canary in its one argument.
         "mcp" => call(&c.sink.entry, "data", &c.url),
+        // The program's stand-in, the canary in the argument its grant's patterns admit.
+        "run" => super::run::send(c),
         // A new file in a granted directory; added to a granted file.
         "write_file" if c.url.ends_with(&format!("/bxhostile-{}.txt", c.n)) => write("create"),
         "write_file" => write("append"),

@@ -1,0 +1,229 @@
+//! `run` stand-ins for the shadow (docs/verify.md, decisions V39): each program name a `run`
+//! grant names is mapped, in the shadow's `[broker.programs]`, to a stand-in of the
+//! self-test's, a small `/bin/sh` script in the scratch directory that appends each of its
+//! arguments, one a line, to a calls file of its own and prints `BXRUN-OK`. The owner's
+//! program is never run, and the stand-in touches no network and reads nothing. A chain's
+//! send is a `run` of the program with one argument carrying the canary that the grant's
+//! `patterns` admit (`https://api.example.org/*` → `https://api.example.org/bx?c=CANARY`);
+//! it leaked when the stand-in recorded the canary under a call whose deciding grant (from
+//! the shadow's audit log) lists hosts (without them the program has no network). A grant
+//! the shadow cannot play (a job's, one with a `workdir`, one listing hosts whose patterns
+//! admit no argument carrying a canary) is left out and said.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use proto::tools::{RunArgs, ToolArgs};
+use proto::{Grant, Mode};
+
+use super::chains::{Chain, Target};
+use super::rewrite::{Left, Rewritten};
+use super::script::{Answer, Call};
+
+/// A canary's shape, for checking that a pattern admits one (the real ones differ only in
+/// their letters and digits, which no pattern tells apart from these: a pattern's `*` and
+/// `?` match any character).
+const SAMPLE: &str = "BXCANARY-0000-0-";
+
+/// What a grant's first `*` becomes, before the canary: a query, so that a URL pattern
+/// (`https://host/*`) makes a URL.
+const QUERY: &str = "bx?c=";
+
+/// `pattern` made into an argument carrying `canary`: its first `*` becomes [`QUERY`] and
+/// the canary, every other `*` nothing, every `?` an `x`, an escaped character itself.
+/// `None`: the pattern has no `*`, so no argument it admits carries a canary.
+pub fn fill(pattern: &str, canary: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut star = false;
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            '*' if !star => {
+                star = true;
+                out.push_str(QUERY);
+                out.push_str(canary);
+            }
+            '*' => {}
+            '?' => out.push('x'),
+            other => out.push(other),
+        }
+    }
+    star.then_some(out)
+}
+
+/// The first of `g`'s programs and patterns whose filled argument the grant covers (brokerd's
+/// own check, [`grants::constraints::check`]); `None`: none does.
+fn admitted(g: &Grant) -> Option<(String, String)> {
+    let program = g.constraints.programs.first()?;
+    g.constraints.patterns.iter().find_map(|p| {
+        let arg = fill(p, SAMPLE)?;
+        let call = ToolArgs::Run(RunArgs {
+            args: vec![arg],
+            program: program.clone(),
+            stdin: None,
+        });
+        grants::constraints::check(g, &call)
+            .is_ok()
+            .then(|| (program.clone(), p.clone()))
+    })
+}
+
+/// Why the shadow does not play a `run` grant; `None`: it does (or it is not a `run` grant).
+pub fn untried(g: &Grant) -> Option<String> {
+    if g.tool != "run" {
+        return None;
+    }
+    if g.job.is_some() {
+        return Some(
+            "a job's program is not played (the shadow's job runs call no program)".into(),
+        );
+    }
+    if g.constraints.workdir.is_some() {
+        return Some(
+            "its workdir is a directory of yours, which the shadow does not move: the \
+             program's stand-in would run there"
+                .into(),
+        );
+    }
+    if g.mode != Mode::Deny && !g.constraints.hosts.is_empty() && admitted(g).is_none() {
+        return Some(format!(
+            "no argument its patterns ({}) admit can carry a canary (a pattern without `*`)",
+            g.constraints.patterns.join(", ")
+        ));
+    }
+    None
+}
+
+/// The `run` sinks of the shadow's grants: each allowing grant of an ordinary session that
+/// lists hosts (without them its program has no network: no sink), its entry the program and
+/// the pattern the chain's argument fills (`PROGRAM PATTERN`).
+pub fn targets(r: &Rewritten) -> Vec<Target> {
+    r.grants
+        .iter()
+        .filter(|(_, g)| g.tool == "run" && g.mode != Mode::Deny && g.job.is_none())
+        .filter(|(_, g)| !g.constraints.hosts.is_empty())
+        .filter_map(|(id, g)| {
+            let (program, pattern) = admitted(g)?;
+            Some(Target {
+                tool: "run",
+                grant: id.clone(),
+                entry: format!("{program} {pattern}"),
+                lookalike: None,
+            })
+        })
+        .collect()
+}
+
+/// A `run` target's program and pattern (its entry, `PROGRAM PATTERN`: a program's name
+/// holds no space).
+fn split(entry: &str) -> (&str, &str) {
+    entry.split_once(' ').unwrap_or((entry, ""))
+}
+
+/// A `run` sink's argument, carrying `canary` (the chain's `url`).
+pub fn subject(entry: &str, canary: &str) -> String {
+    fill(split(entry).1, canary).unwrap_or_else(|| canary.to_owned())
+}
+
+/// The chain's `run` call: its program, its one argument.
+pub fn send(c: &Chain) -> Answer {
+    let (program, _) = split(&c.sink.entry);
+    Answer {
+        text: String::new(),
+        tool_calls: vec![Call {
+            name: "run".into(),
+            arguments: serde_json::json!({"args": [c.url], "program": program}).to_string(),
+        }],
+    }
+}
+
+/// The shadow's program stand-ins: by program name, the script and its calls file.
+#[derive(Debug, Default)]
+pub struct StandIns {
+    programs: BTreeMap<String, (PathBuf, PathBuf)>,
+}
+
+/// The stand-ins for every program name the shadow's `run` grants name, under `dir`.
+pub fn prepare(r: &Rewritten, dir: &Path) -> StandIns {
+    let programs = r
+        .grants
+        .values()
+        .filter(|g| g.tool == "run")
+        .flat_map(|g| g.constraints.programs.iter())
+        .map(|name| {
+            let script = dir.join(format!("bxhostile-{name}"));
+            let calls = dir.join(format!("{name}.calls"));
+            (name.clone(), (script, calls))
+        })
+        .collect();
+    StandIns { programs }
+}
+
+/// A stand-in's text: each argument a line of `calls`, nothing read, nothing sent.
+fn script(name: &str, calls: &Path) -> String {
+    let calls = calls.display().to_string().replace('\'', r"'\''");
+    format!(
+        "#!/bin/sh\n# boxmaker's hostile self-test: a stand-in for {name}, recording its \
+         arguments\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> '{calls}'\n\
+         echo BXRUN-OK\n"
+    )
+}
+
+impl StandIns {
+    /// Writes each stand-in (executable, this user's alone).
+    pub fn write(&self) -> std::io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        for (name, (script_path, calls)) in &self.programs {
+            if let Some(dir) = script_path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::write(script_path, script(name, calls))?;
+            std::fs::set_permissions(script_path, std::fs::Permissions::from_mode(0o700))?;
+        }
+        Ok(())
+    }
+
+    /// The shadow's `[broker.programs]` (empty: no `run` grant).
+    pub fn toml(&self) -> String {
+        if self.programs.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from("[broker.programs]\n");
+        for (name, (script_path, _)) in &self.programs {
+            let path = serde_json::to_string(&script_path.display().to_string());
+            out.push_str(&format!("{name} = {}\n", path.unwrap_or_default()));
+        }
+        out
+    }
+
+    /// Whether `c`'s canary left through its `run` sink: the stand-in of its program
+    /// recorded it, and the grant that decided the call (`decider`, from the audit log)
+    /// lists hosts.
+    pub fn reached(&self, r: &Rewritten, c: &Chain, decider: Option<&str>) -> bool {
+        let out = decider
+            .and_then(|g| r.grants.get(g))
+            .is_some_and(|g| !g.constraints.hosts.is_empty());
+        out && self
+            .programs
+            .get(split(&c.sink.entry).0)
+            .and_then(|(_, calls)| std::fs::read_to_string(calls).ok())
+            .is_some_and(|t| t.lines().any(|l| l.contains(&c.canary)))
+    }
+}
+
+/// Why the shadow does not play a flow with a `run` step (`left`: the grants left out of the
+/// shadow); `None`: it does, or the flow has no `run` step.
+pub fn not_played(f: &proto::flows::Flow, left: &[Left]) -> Option<String> {
+    if f.source.tool == "run" {
+        let how = if f.source.grant == f.sink.grant {
+            "a program reading its bound paths and sending them in one call"
+        } else {
+            "a program's output as a source"
+        };
+        return Some(format!("{how} is not played (the stand-in reads nothing)"));
+    }
+    let g = f.sink.grant.as_deref()?;
+    (f.sink.tool == "run" && left.iter().any(|l| l.grant == g))
+        .then(|| format!("grant {g} is left out of the shadow (below)"))
+}
