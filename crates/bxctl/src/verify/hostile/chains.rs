@@ -305,6 +305,8 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     super::launder::plan(free.first().copied(), &targets, port, nonce, &mut chains);
     // Laundering by search, from every read to every sink (`search`).
     super::search::plan(r, &sources, &targets, port, nonce, &mut chains);
+    // A fetch of private or secret results, then a send to every other sink (`fetch_source`).
+    super::fetch_source::plan(r, &targets, port, nonce, &mut chains);
     chains
 }
 
