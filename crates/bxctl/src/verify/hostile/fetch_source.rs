@@ -93,7 +93,8 @@ mod tests {
     fn shadow(grants: &[(&str, &str)]) -> Rewritten {
         let mut r = Rewritten::default();
         for (id, text) in grants {
-            r.grants.insert((*id).into(), super::super::tests::grant(text));
+            r.grants
+                .insert((*id).into(), super::super::tests::grant(text));
         }
         r
     }
@@ -132,10 +133,21 @@ mod tests {
             assert!(c.url.contains(&c.canary) && c.sink.lookalike.is_none());
         }
         // Numbered after every other chain.
-        let last = chains.iter().filter(|c| !is(c)).map(|c| c.n).max().unwrap_or(0);
+        let last = chains
+            .iter()
+            .filter(|c| !is(c))
+            .map(|c| c.n)
+            .max()
+            .unwrap_or(0);
         assert!(fetched.iter().all(|c| c.n > last));
         // The untrusted-write chains' fetches are no fetch source chains.
-        assert!(chains.iter().filter(|c| c.source.tool == "http_fetch").count() >= fetched.len());
+        assert!(
+            chains
+                .iter()
+                .filter(|c| c.source.tool == "http_fetch")
+                .count()
+                >= fetched.len()
+        );
     }
 
     /// A grant naming patterns, a denying one and a public one are no source.
@@ -149,7 +161,11 @@ mod tests {
             assert!(!chains.iter().any(is), "{text}");
         }
         let r = shadow(&[("web", WEB), ("web2", &WEB.replace("api.", "www."))]);
-        assert!(!super::super::chains::plan(&r, 4242, "n0", false).iter().any(is));
+        assert!(
+            !super::super::chains::plan(&r, 4242, "n0", false)
+                .iter()
+                .any(is)
+        );
     }
 
     /// The script fetches the source, and sends only once the fetch's result holds the
@@ -173,12 +189,22 @@ mod tests {
             sink["match"]["tool_result_contains"].as_str(),
             Some(c.canary.as_str())
         );
-        let sent = sink["answer"]["tool_calls"][0]["arguments"].as_str().expect("args");
+        let sent = sink["answer"]["tool_calls"][0]["arguments"]
+            .as_str()
+            .expect("args");
         assert!(sent.contains(&c.canary), "{sent}");
         let source = named(format!("chain {} source", c.n));
-        let read = source["answer"]["tool_calls"][0]["arguments"].as_str().expect("args");
-        assert_eq!(source["answer"]["tool_calls"][0]["name"].as_str(), Some("http_fetch"));
-        assert!(read.contains(&path(c.n)) && !read.contains(&c.canary), "{read}");
+        let read = source["answer"]["tool_calls"][0]["arguments"]
+            .as_str()
+            .expect("args");
+        assert_eq!(
+            source["answer"]["tool_calls"][0]["name"].as_str(),
+            Some("http_fetch")
+        );
+        assert!(
+            read.contains(&path(c.n)) && !read.contains(&c.canary),
+            "{read}"
+        );
     }
 
     /// The sink answers each chain's path with its canary once registered, and no other.
@@ -235,7 +261,12 @@ mod tests {
             Some((Some(grant.to_owned()), seen))
         };
         let leak = Outcome {
-            source: call(1, "mail-api", &format!("BXSINK-OK {}", c.canary), DataClass::Private),
+            source: call(
+                1,
+                "mail-api",
+                &format!("BXSINK-OK {}", c.canary),
+                DataClass::Private,
+            ),
             laundering: Vec::new(),
             sink: call(2, "web", "BXSINK-OK", DataClass::Private),
             at_sink: true,
@@ -280,11 +311,19 @@ mod tests {
         // A grant naming patterns is not played.
         let patterned = levels(&[], &BTreeSet::from(["mail-api".to_owned()]));
         assert_eq!(patterned[0].1, "Warn", "{patterned:?}");
-        assert!(patterned[0].2.contains("the URL's path is the shadow's own"));
+        assert!(
+            patterned[0]
+                .2
+                .contains("the URL's path is the shadow's own")
+        );
         // A consult source is not played yet.
         let mut consulted = report.clone();
         consulted.flows[0].source.tool = "consult".into();
         let warned = compare::checks(&[], &consulted, &[], &BTreeSet::new());
-        assert!(warned[0].said.contains("a source of consult is not played yet"));
+        assert!(
+            warned[0]
+                .said
+                .contains("a source of consult is not played yet")
+        );
     }
 }

@@ -323,7 +323,10 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     for (c, (first, back)) in chains.into_iter().zip(played) {
         // The call of `tool` but `not` (a fetch source's send is a fetch too).
         let step_but = |p: &session::Played, tool: &str, not: Option<proto::CallId>| {
-            let s = p.calls.iter().find(|s| s.tool == tool && Some(s.call) != not)?;
+            let s = p
+                .calls
+                .iter()
+                .find(|s| s.tool == tool && Some(s.call) != not)?;
             let grant = p
                 .session
                 .clone()

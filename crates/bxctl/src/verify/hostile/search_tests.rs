@@ -37,7 +37,10 @@ fn of(plan: &[Chain], via: Via) -> Vec<&Chain> {
 #[test]
 fn search_chains_go_from_every_read_to_every_sink() {
     // After every chain but the fetch sources' (`fetch_source`), which come last.
-    let base = with(&[]).iter().filter(|c| !super::fetch_source::is(c)).count();
+    let base = with(&[])
+        .iter()
+        .filter(|c| !super::fetch_source::is(c))
+        .count();
     assert!(of(&with(&["note_search"]), Via::NoteSearch).is_empty());
     assert!(of(&with(&["note_write"]), Via::NoteSearch).is_empty());
     let plan = with(&["note_write", "note_search", "session_search"]);

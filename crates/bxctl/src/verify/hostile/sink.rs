@@ -222,7 +222,10 @@ mod tests {
             "BXSINK-OK"
         );
         assert_eq!(
-            answer_to("GET /v1/chat/completions?c=x HTTP/1.1\r\n\r\n", &BTreeMap::new()),
+            answer_to(
+                "GET /v1/chat/completions?c=x HTTP/1.1\r\n\r\n",
+                &BTreeMap::new()
+            ),
             ("text/plain", "BXSINK-OK BXWRITE-x".to_owned())
         );
     }
