@@ -14,7 +14,8 @@ use super::rewrite::Rewritten;
 /// A read that may bring the canary into the session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {
-    /// `read_file`, `list_dir`, `mcp`, or after untrusted content `http_fetch` or `consult`.
+    /// `read_file`, `list_dir`, `mcp`, `http_fetch` (`fetch_source`), or after untrusted
+    /// content `http_fetch` or `consult`.
     pub tool: &'static str,
     /// The owner's granted path this stands for (an MCP tool: as its grant names it).
     pub owner: String,

@@ -4,7 +4,8 @@
 //! sink (`sink`, `[broker.self_test]`); the model's script tries every chain of a read and
 //! a send, look-alike hosts, laundering through a note, a restart of loopd or brokerd and
 //! untrusted writes (`chains`, `script`), laundering by compaction (`launder`) and by a
-//! search (`search`), the owner's MCP servers played by stand-ins (`mcp`), each in a session
+//! search (`search`), the owner's MCP servers played by stand-ins (`mcp`), a fetch of private
+//! or secret results as a source (`fetch_source`), each in a session
 //! whose approvals are declined (`session`); each job runs in the shadow, once per chain of
 //! its own grants (`jobs`); the outcome is compared with the flows analysis (`compare`,
 //! `jobs_check`): the shadow
