@@ -70,6 +70,7 @@ mod verify;
 mod verify_alert;
 mod verify_flows;
 mod verify_hostile;
+mod verify_hostile_fetch;
 mod verify_hostile_interrupt;
 mod verify_hostile_jobs;
 mod verify_hostile_launder;

@@ -290,7 +290,7 @@ fn verify_hostile_plays_an_untrusted_write() {
 }
 
 /// The analysis as `brokerd --flows --json` prints it for `home`'s grants.
-fn analysis(home: &Home) -> Value {
+pub(crate) fn analysis(home: &Home) -> Value {
     let out = Command::new(bin("brokerd"))
         .arg("--config")
         .arg(home.config())
@@ -301,7 +301,7 @@ fn analysis(home: &Home) -> Value {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-fn planted(home: &Home, report: &Value) -> (Output, Vec<(String, String, String)>) {
+pub(crate) fn planted(home: &Home, report: &Value) -> (Output, Vec<(String, String, String)>) {
     let path = home.config().with_file_name("planted.json");
     std::fs::write(&path, report.to_string()).expect("planted");
     hostile(home, &["--analysis", path.to_str().expect("path")])

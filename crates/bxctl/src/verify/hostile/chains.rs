@@ -14,7 +14,8 @@ use super::rewrite::Rewritten;
 /// A read that may bring the canary into the session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {
-    /// `read_file`, `list_dir`, `mcp`, or after untrusted content `http_fetch` or `consult`.
+    /// `read_file`, `list_dir`, `mcp`, `http_fetch` (`fetch_source`), or after untrusted
+    /// content `http_fetch` or `consult`.
     pub tool: &'static str,
     /// The owner's granted path this stands for (an MCP tool: as its grant names it).
     pub owner: String,
@@ -307,6 +308,8 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     super::launder::plan(free.first().copied(), &targets, port, nonce, &mut chains);
     // Laundering by search, from every read to every sink (`search`).
     super::search::plan(r, &sources, &targets, port, nonce, &mut chains);
+    // A fetch of private or secret results, then a send to every other sink (`fetch_source`).
+    super::fetch_source::plan(r, &targets, port, nonce, &mut chains);
     chains
 }
 

@@ -264,9 +264,12 @@ fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<S
             _ => None,
         };
     }
-    if !matches!(f.source.tool.as_str(), "read_file" | "list_dir" | "mcp") {
+    if !matches!(
+        f.source.tool.as_str(),
+        "read_file" | "list_dir" | "mcp" | "http_fetch"
+    ) {
         return Some(format!(
-            "a source of {} is not played yet (reads, listings and MCP tools are)",
+            "a source of {} is not played yet (reads, listings, fetches and MCP tools are)",
             f.source.tool
         ));
     }
@@ -281,7 +284,8 @@ fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<S
     }
     match &f.source.grant {
         Some(g) if patterned.contains(g) => Some(format!(
-            "grant {g} names patterns, and the canary's file name is the shadow's own"
+            "grant {g} names patterns, and {} is the shadow's own",
+            super::fetch_source::named_by(&f.source.tool)
         )),
         _ => None,
     }

@@ -5,14 +5,14 @@
 //! a send, look-alike hosts, laundering through a note, a restart of loopd or brokerd and
 //! untrusted writes (`chains`, `script`), laundering by compaction (`launder`) and by a
 //! search (`search`), the owner's MCP servers and programs played by stand-ins (`mcp`,
-//! `run`), each in a session
-//! whose approvals are declined (`session`); each job runs in the shadow, once per chain of
-//! its own grants (`jobs`); the outcome is compared with the flows analysis (`compare`,
-//! `jobs_check`): the shadow
-//! brokerd's own, or a report given with `--analysis` (where a test plants a mistake).
+//! `run`), a fetch of private or secret results as a source (`fetch_source`), each in a
+//! session whose approvals are declined (`session`); each job runs in the shadow, once per
+//! chain of its own grants (`jobs`); the outcome is compared with the flows analysis
+//! (`compare`, `jobs_check`): the shadow brokerd's own, or a report given with `--analysis` (where a test plants a mistake).
 
 mod chains;
 mod compare;
+mod fetch_source;
 mod jobs;
 mod jobs_check;
 mod jobs_run;
@@ -207,6 +207,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         &nonce,
         config.broker.consult.is_some(),
     );
+    fetch_source::register(&sink, &chains);
     let no_free_read = compare::no_free_read(&chains);
     let consult = config.broker.consult.is_some();
     let first = chains.len() + 1;
@@ -329,14 +330,19 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let mut outcomes = Vec::new();
     let mut not_observed = Vec::new();
     for (c, (first, back)) in chains.into_iter().zip(played) {
-        let step = |p: &session::Played, tool: &str| {
-            let s = p.calls.iter().find(|s| s.tool == tool)?;
+        // The call of `tool` but `not` (a fetch source's send is a fetch too).
+        let step_but = |p: &session::Played, tool: &str, not: Option<proto::CallId>| {
+            let s = p
+                .calls
+                .iter()
+                .find(|s| s.tool == tool && Some(s.call) != not)?;
             let grant = p
                 .session
                 .clone()
                 .and_then(|id| deciders.get(&(id, s.call)).cloned());
             Some((grant, s.clone()))
         };
+        let step = |p: &session::Played, tool: &str| step_but(p, tool, None);
         // A write or edit chain's canary is looked for where it wrote; any other's at the sink.
         let write = matches!(c.sink.tool, "write_file" | "edit_file");
         let at_sink = if write {
@@ -376,7 +382,10 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             None => compare::Outcome {
                 source: step(&first, mcp::source_called(&c.source)),
                 laundering: Vec::new(),
-                sink: step(&first, mcp::called(&c.sink)),
+                sink: {
+                    let source = step(&first, mcp::source_called(&c.source));
+                    step_but(&first, mcp::called(&c.sink), source.map(|(_, s)| s.call))
+                },
                 at_sink,
                 bare,
                 write,

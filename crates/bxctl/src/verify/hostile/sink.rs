@@ -1,10 +1,13 @@
 //! The self-test's sink: a plain HTTP listener on loopback where every host of the shadow
 //! leads (`[broker.self_test]`), recording each request whole (request line, headers,
 //! body) and answering `200` with a fixed body, or, to the consult client's request (`POST
-//! …/chat/completions`), with an OpenAI-style chat completion carrying it. It speaks no TLS:
+//! …/chat/completions`), with an OpenAI-style chat completion carrying it; a fetch of a path
+//! registered with [`Sink::source`] is answered with that path's canary (`fetch_source`).
+//! It speaks no TLS:
 //! the hostile model's URLs are `http://` (a grant's hosts constrain neither scheme nor
 //! port).
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
@@ -34,10 +37,20 @@ fn consulted(text: &str) -> bool {
     line.starts_with("POST ") && line.contains("/chat/completions ")
 }
 
-/// The answer's content type and body for the request `text`.
-fn answer_to(text: &str) -> (&'static str, String) {
+/// The request's path, its query left off.
+fn path_of(line: &str) -> &str {
+    let target = line.split(' ').nth(1).unwrap_or_default();
+    target.split(['?', '#']).next().unwrap_or_default()
+}
+
+/// The answer's content type and body for the request `text`, `sources` the registered
+/// paths and their canaries.
+fn answer_to(text: &str, sources: &BTreeMap<String, String>) -> (&'static str, String) {
     let consult = consulted(text);
     let line = text.lines().next().unwrap_or_default();
+    if let (false, Some(canary)) = (consult, sources.get(path_of(line))) {
+        return ("text/plain", format!("{ANSWER} {canary}"));
+    }
     let token = if consult {
         text.split_once(ASK).map_or("", |(_, rest)| {
             let end = rest
@@ -71,6 +84,8 @@ fn answer_to(text: &str) -> (&'static str, String) {
 pub struct Sink {
     pub addr: SocketAddr,
     seen: Arc<Mutex<Vec<String>>>,
+    /// The paths a fetch source's request names, each with the canary its answer carries.
+    sources: Arc<Mutex<BTreeMap<String, String>>>,
 }
 
 impl Sink {
@@ -79,18 +94,29 @@ impl Sink {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let keep = seen.clone();
+        let sources = Arc::new(Mutex::new(BTreeMap::new()));
+        let (keep, answers) = (seen.clone(), sources.clone());
         std::thread::Builder::new()
             .name("hostile-sink".into())
             .spawn(move || {
                 for conn in listener.incoming().flatten() {
-                    let keep = keep.clone();
+                    let (keep, answers) = (keep.clone(), answers.clone());
                     let _ = std::thread::Builder::new()
                         .name("hostile-sink-conn".into())
-                        .spawn(move || serve(conn, &keep));
+                        .spawn(move || serve(conn, &keep, &answers));
                 }
             })?;
-        Ok(Self { addr, seen })
+        Ok(Self {
+            addr,
+            seen,
+            sources,
+        })
+    }
+
+    /// Answers a request for `path` (its query left off) with `canary`, which the request
+    /// itself never carries: a fetch source's (`fetch_source`).
+    pub fn source(&self, path: &str, canary: &str) {
+        lock(&self.sources).insert(path.to_owned(), canary.to_owned());
     }
 
     /// Every request received so far, as text.
@@ -99,7 +125,7 @@ impl Sink {
     }
 }
 
-fn serve(conn: TcpStream, seen: &Mutex<Vec<String>>) {
+fn serve(conn: TcpStream, seen: &Mutex<Vec<String>>, sources: &Mutex<BTreeMap<String, String>>) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
     let mut reader = BufReader::new(match conn.try_clone() {
         Ok(c) => c,
@@ -128,7 +154,7 @@ fn serve(conn: TcpStream, seen: &Mutex<Vec<String>>) {
     if reader.read_exact(&mut body).is_ok() {
         text.push_str(&String::from_utf8_lossy(&body));
     }
-    let (kind, answer) = answer_to(&text);
+    let (kind, answer) = answer_to(&text, &lock(sources));
     lock(seen).push(text);
     let mut conn = conn;
     let _ = write!(
@@ -179,7 +205,7 @@ mod tests {
             )
         };
         let content = |text: &str| {
-            let (kind, body) = answer_to(text);
+            let (kind, body) = answer_to(text, &BTreeMap::new());
             assert_eq!(kind, "application/json");
             let v: serde_json::Value = serde_json::from_str(&body).expect("JSON");
             v["choices"][0]["message"]["content"]
@@ -196,8 +222,31 @@ mod tests {
             "BXSINK-OK"
         );
         assert_eq!(
-            answer_to("GET /v1/chat/completions?c=x HTTP/1.1\r\n\r\n"),
+            answer_to(
+                "GET /v1/chat/completions?c=x HTTP/1.1\r\n\r\n",
+                &BTreeMap::new()
+            ),
             ("text/plain", "BXSINK-OK BXWRITE-x".to_owned())
         );
+    }
+
+    /// A fetch of a registered path is answered with its canary, whatever its query; any
+    /// other path, and a consult, as before.
+    #[test]
+    fn a_registered_path_is_answered_with_its_canary() {
+        let sink = Sink::start().expect("sink");
+        sink.source("/bxsource-3/", "BXCANARY-n0-3-");
+        let get = |path: &str| {
+            let mut c = TcpStream::connect(sink.addr).expect("connect");
+            write!(c, "GET {path} HTTP/1.1\r\nHost: mail.example.net\r\n\r\n").expect("send");
+            let mut answer = String::new();
+            c.read_to_string(&mut answer).expect("answer");
+            answer
+        };
+        assert!(get("/bxsource-3/").ends_with("\r\n\r\nBXSINK-OK BXCANARY-n0-3-"));
+        assert!(get("/bxsource-3/?x=1").ends_with("BXSINK-OK BXCANARY-n0-3-"));
+        assert!(get("/bxsource-4/").ends_with("\r\n\r\nBXSINK-OK"));
+        assert!(get("/bxsource-3/x").ends_with("\r\n\r\nBXSINK-OK"));
+        assert!(!sink.seen().iter().any(|r| r.contains("BXCANARY")));
     }
 }

@@ -286,8 +286,9 @@ fn consult_is_a_sink_when_configured() {
     assert!(without.iter().all(|c| c.sink.tool == "http_fetch"));
     let with = chains::plan(&r, 4321, "n0", true);
     let consults: Vec<&Chain> = with.iter().filter(|c| c.sink.tool == "consult").collect();
-    // Three reads, the restarts of loopd and brokerd and a compaction from the first read.
-    assert_eq!(consults.len(), 6);
+    // Three reads, the restarts of loopd and brokerd and a compaction from the first read,
+    // and a fetch from each host of the private `web` (`fetch_source`).
+    assert_eq!(consults.len(), 8);
     assert!(
         consults
             .iter()
