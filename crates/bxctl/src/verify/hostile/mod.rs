@@ -17,6 +17,7 @@ mod jobs_check;
 mod jobs_run;
 mod launder;
 mod mcp;
+mod pattern;
 mod rewrite;
 mod script;
 mod search;
@@ -394,7 +395,10 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             seen.len()
         ),
     )];
-    checks.extend(compare::checks(&outcomes, &report, &r.left, &patterned));
+    // A write grant whose patterns name no file the shadow can write is not tried either.
+    let mut left = r.left.clone();
+    left.extend(pattern::unnamed(&r));
+    checks.extend(compare::checks(&outcomes, &report, &left, &patterned));
     launder::place(&mut checks, not_observed);
     let patterned: BTreeSet<String> = r
         .jobs

@@ -82,7 +82,7 @@ pub(super) fn send(c: &Chain) -> Answer {
         // The stand-in's tool (`mcp`), the canary in its one argument.
         "mcp" => call(&c.sink.entry, "data", &c.url),
         // A new file in a granted directory; added to a granted file.
-        "write_file" if c.url.ends_with(&format!("/bxhostile-{}.txt", c.n)) => write("create"),
+        "write_file" if super::pattern::own(c) => write("create"),
         "write_file" => write("append"),
         "edit_file" => Answer {
             text: String::new(),
