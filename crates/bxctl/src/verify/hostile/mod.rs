@@ -377,12 +377,8 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         }
         outcomes.push((c, outcome));
     }
-    let patterned: BTreeSet<String> = r
-        .grants
-        .iter()
-        .filter(|(_, g)| !g.constraints.patterns.is_empty())
-        .map(|(id, _)| id.clone())
-        .collect();
+    // A read's grant with patterns the canary's file does not match is not tried (`pattern`).
+    let patterned = pattern::unread(&r);
     let job_outcomes = jobs_check::outcomes(job_chains, runs, &deciders, &seen, &posts);
     let mut checks = vec![Check::ok(
         Part::Hostile,

@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 
 use proto::Grant;
-use proto::tools::{EditFileArgs, ToolArgs};
+use proto::tools::{EditFileArgs, ListDirArgs, ReadFileArgs, ToolArgs};
 
 use super::chains::Chain;
 use super::rewrite::{Left, Rewritten};
@@ -203,6 +203,32 @@ pub fn unnamed(r: &Rewritten) -> Vec<Left> {
         });
     }
     out
+}
+
+/// The grants of an ordinary session with `patterns` whose flows as a source are not tried:
+/// all, but a read or listing grant whose patterns match what a chain reads under one of
+/// the granted paths (a directory's [`READ_FILE`](super::chains::READ_FILE), a granted
+/// file, a listed directory), held against it as brokerd holds it.
+pub fn unread(r: &Rewritten) -> BTreeSet<String> {
+    let read = |g: &Grant| {
+        r.paths.values().any(|(shadow, file)| {
+            let shadow = shadow.display().to_string();
+            let args = match (g.tool.as_str(), file) {
+                ("read_file", true) => ToolArgs::ReadFile(ReadFileArgs { path: shadow }),
+                ("read_file", false) => ToolArgs::ReadFile(ReadFileArgs {
+                    path: format!("{shadow}/{}", super::chains::READ_FILE),
+                }),
+                ("list_dir", false) => ToolArgs::ListDir(ListDirArgs { path: shadow }),
+                _ => return false,
+            };
+            grants::constraints::check(g, &args).is_ok()
+        })
+    };
+    r.grants
+        .iter()
+        .filter(|(_, g)| !g.constraints.patterns.is_empty() && !read(g))
+        .map(|(id, _)| id.clone())
+        .collect()
 }
 
 #[cfg(test)]

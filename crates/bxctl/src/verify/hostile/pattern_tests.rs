@@ -232,3 +232,31 @@ fn the_comparison_plays_a_named_write_and_not_an_unnamed_one() {
         "{found:#?}"
     );
 }
+
+/// A read or listing grant with patterns is played when they match what a chain reads
+/// under its paths (`bxcanary.txt`, a granted file, a listed directory), as brokerd
+/// decides; otherwise not tried, as is any other grant with patterns.
+#[test]
+fn a_read_grant_is_played_when_its_patterns_match_the_canary() {
+    let mut r = rewritten();
+    for (id, tool, path, pattern) in [
+        ("txt", "read_file", "/s/tree/home/owner/notes", "*.txt"),
+        ("md", "read_file", "/s/tree/home/owner/notes", "*.md"),
+        ("md-file", "read_file", "/s/tree/home/owner/todo.md", "*.md"),
+        ("ls", "list_dir", "/s/tree/home/owner/notes", "*/notes"),
+        ("ls-md", "list_dir", "/s/tree/home/owner/notes", "*.md"),
+        ("site", "write_file", "/s/tree/home/owner/notes", "*.html"),
+    ] {
+        r.grants.insert(
+            id.into(),
+            grant(&format!(
+                "tool = {tool:?}\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\n\
+                 paths = [{path:?}]\npatterns = [{pattern:?}]\n"
+            )),
+        );
+    }
+    assert_eq!(
+        unread(&r).iter().map(String::as_str).collect::<Vec<_>>(),
+        ["ls-md", "md", "site"]
+    );
+}
