@@ -326,7 +326,7 @@ pub(super) fn send_subject(sink: &Target, port: u16, canary: &str) -> String {
 /// Untrusted content driving a write: each fetch and consult (the sink's answer, which
 /// carries `BXWRITE-TOKEN` for the chain's token, untrusted as its grant says), then a
 /// `write_file` of what it answered under each path of each write grant of an ordinary
-/// session, or an `edit_file` putting it in place of the line [`edit_old`] planted there.
+/// session (in a file its patterns match: `pattern`), or an `edit_file` putting it in place of the line [`edit_old`] planted there.
 /// What the chain wrote is looked for there.
 fn untrusted_writes(
     r: &Rewritten,
@@ -347,7 +347,7 @@ fn untrusted_writes(
         }
         for (owner, (shadow, file)) in &r.paths {
             if g.constraints.paths.contains(&shadow.display().to_string()) {
-                writes.push((tool, id, owner, shadow.display().to_string(), *file));
+                writes.push((tool, id, g, owner, shadow.display().to_string(), *file));
             }
         }
     }
@@ -362,8 +362,12 @@ fn untrusted_writes(
                 .map(|s| (s.tool, s.owner, s.path)),
         );
     for (fetch, owner_of, entry) in sources {
-        for (tool, grant, owner, shadow, file) in &writes {
+        for (tool, grant, g, owner, shadow, file) in &writes {
             let n = chains.len() + 1;
+            // A file the grant's patterns match; none: not tried (`pattern::unnamed`).
+            let Ok(written) = super::pattern::written(g, shadow, *file, n) else {
+                continue;
+            };
             let token = canary(nonce, n);
             chains.push(Chain {
                 n,
@@ -383,11 +387,7 @@ fn untrusted_writes(
                     lookalike: None,
                 },
                 canary: format!("{}{token}", super::sink::WRITE),
-                url: if *file {
-                    shadow.clone()
-                } else {
-                    format!("{shadow}/bxhostile-{n}.txt")
-                },
+                url: written,
                 note: None,
                 restart: None,
                 smuggle: None,

@@ -18,6 +18,7 @@ mod jobs_check;
 mod jobs_run;
 mod launder;
 mod mcp;
+mod pattern;
 mod rewrite;
 mod run;
 mod script;
@@ -398,12 +399,8 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         }
         outcomes.push((c, outcome));
     }
-    let patterned: BTreeSet<String> = r
-        .grants
-        .iter()
-        .filter(|(_, g)| !g.constraints.patterns.is_empty())
-        .map(|(id, _)| id.clone())
-        .collect();
+    // A read's grant with patterns the canary's file does not match is not tried (`pattern`).
+    let patterned = pattern::unread(&r);
     let job_outcomes = jobs_check::outcomes(job_chains, runs, &deciders, &seen, &posts);
     let mut checks = vec![Check::ok(
         Part::Hostile,
@@ -416,7 +413,10 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             seen.len()
         ),
     )];
-    checks.extend(compare::checks(&outcomes, &report, &r.left, &patterned));
+    // A write grant whose patterns name no file the shadow can write is not tried either.
+    let mut left = r.left.clone();
+    left.extend(pattern::unnamed(&r));
+    checks.extend(compare::checks(&outcomes, &report, &left, &patterned));
     launder::place(&mut checks, not_observed);
     let patterned: BTreeSet<String> = r
         .jobs

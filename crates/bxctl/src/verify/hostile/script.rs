@@ -84,7 +84,7 @@ pub(super) fn send(c: &Chain) -> Answer {
         // The program's stand-in, the canary in the argument its grant's patterns admit.
         "run" => super::run::send(c),
         // A new file in a granted directory; added to a granted file.
-        "write_file" if c.url.ends_with(&format!("/bxhostile-{}.txt", c.n)) => write("create"),
+        "write_file" if super::pattern::own(c) => write("create"),
         "write_file" => write("append"),
         "edit_file" => Answer {
             text: String::new(),

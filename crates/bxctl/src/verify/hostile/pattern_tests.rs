@@ -1,0 +1,262 @@
+//! Names made from a write grant's patterns, held against brokerd's own matcher.
+
+use super::super::chains;
+use super::super::tests::{grant, rewritten};
+use super::*;
+
+const DIR: &str = "/s/tree/home/owner/www";
+
+fn write_grant(patterns: &str) -> Grant {
+    grant(&format!(
+        "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\n\
+         paths = [{DIR:?}]\npatterns = {patterns}\n"
+    ))
+}
+
+/// `*` is the chain's own `bxwrite-N`, `?` a letter, a literal itself, escapes their
+/// character, after what the directory's path takes up; several patterns: the first that
+/// can be made. Each name is one brokerd lets the grant write.
+#[test]
+fn names_follow_the_pattern_and_brokerd_agrees() {
+    for (patterns, n, expected) in [
+        (r#"["*.html"]"#, 3, "bxwrite-3.html"),
+        (r#"["*"]"#, 12, "bxwrite-12"),
+        (r#"["*/page-??.html"]"#, 1, "page-xx.html"),
+        (r#"["*/www/*.htm?"]"#, 4, "bxwrite-4.htmx"),
+        (r#"["*owner/w*"]"#, 5, "bxwrite-5"),
+        (r#"['*\*.txt']"#, 6, "bxwrite-6*.txt"),
+        (r#"["/elsewhere/*", "*.md"]"#, 7, "bxwrite-7.md"),
+        (r#"["/s/tree/home/owner/www/?.html"]"#, 8, "x.html"),
+    ] {
+        let g = write_grant(patterns);
+        let named = name(&g.constraints.patterns, DIR, n).expect(patterns);
+        assert_eq!(named, format!("{DIR}/{expected}"), "{patterns}");
+        assert_eq!(written(&g, DIR, false, n), Ok(named), "{patterns}");
+    }
+    // Without patterns, the file is the shadow's own, as before.
+    let plain = grant(&format!(
+        "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\n\
+         paths = [{DIR:?}]\n"
+    ));
+    assert_eq!(
+        written(&plain, DIR, false, 2),
+        Ok(format!("{DIR}/bxhostile-2.txt"))
+    );
+}
+
+/// A pattern no file directly in the directory matches is given up, saying why: the
+/// owner's own path (moved by the shadow, the pattern not), a `/` below the directory, a
+/// granted file the patterns do not match.
+#[test]
+fn patterns_that_name_no_file_are_refused_with_why() {
+    let why = |patterns: &str| {
+        let g = write_grant(patterns);
+        name(&g.constraints.patterns, DIR, 1).expect_err(patterns)
+    };
+    let owners = why(r#"["/home/owner/www/*.html"]"#);
+    assert!(owners.contains("matches no path in"), "{owners}");
+    assert!(owners.contains("not its patterns"), "{owners}");
+    let deeper = why(r#"["*/sub/*.html"]"#);
+    assert!(deeper.contains("a `/` in the name"), "{deeper}");
+    let both = why(r#"["*.x/y", "/srv/*"]"#);
+    assert!(
+        both.contains("\"*.x/y\"") && both.contains("\"/srv/*\""),
+        "{both}"
+    );
+    assert!(why(r#"["*/"]"#).contains("`/`"));
+    let file = written(
+        &write_grant(r#"["*.md"]"#),
+        &format!("{DIR}/index.html"),
+        true,
+        1,
+    )
+    .expect_err("a file the patterns do not match");
+    assert!(file.contains("matches none of the patterns"), "{file}");
+    assert_eq!(
+        written(
+            &write_grant(r#"["*.html"]"#),
+            &format!("{DIR}/index.html"),
+            true,
+            1
+        ),
+        Ok(format!("{DIR}/index.html"))
+    );
+}
+
+/// The plan writes each chain's own file, named by the grant's patterns, and creates it;
+/// a grant whose patterns name no file has no chain, and is said, not tried.
+#[test]
+fn the_plan_writes_named_files_and_says_the_grant_it_cannot() {
+    let mut r = rewritten();
+    r.grants.insert(
+        "site".into(),
+        grant(
+            "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\n\
+             paths = [\"/s/tree/home/owner/notes\"]\npatterns = [\"*.html\"]\n",
+        ),
+    );
+    r.grants.insert(
+        "owners".into(),
+        grant(
+            "tool = \"edit_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\n\
+             paths = [\"/s/tree/home/owner/notes\"]\npatterns = [\"/home/owner/notes/*\"]\n",
+        ),
+    );
+    let plan = chains::plan(&r, 9, "n0", false);
+    let site: Vec<&Chain> = plan.iter().filter(|c| c.sink.grant == "site").collect();
+    assert!(!site.is_empty(), "{plan:?}");
+    for c in &site {
+        assert_eq!(
+            c.url,
+            format!("/s/tree/home/owner/notes/bxwrite-{}.html", c.n)
+        );
+        assert!(own(c), "{c:?}");
+    }
+    assert!(!plan.iter().any(|c| c.sink.grant == "owners"), "{plan:?}");
+    let left = unnamed(&r);
+    assert_eq!(
+        left.iter().map(|l| l.grant.as_str()).collect::<Vec<_>>(),
+        ["owners"]
+    );
+    assert!(left[0].why.contains("not its patterns"), "{left:?}");
+}
+
+/// A chain's own file is `bxhostile-N.txt` or holds its `bxwrite-N` (not another chain's
+/// `bxwrite-N…`); a granted file is not.
+#[test]
+fn own_files_are_the_chains_alone() {
+    let mut c = Chain {
+        n: 3,
+        source: chains::Source {
+            tool: "http_fetch",
+            owner: "api.example.org".into(),
+            path: "http://api.example.org/".into(),
+        },
+        sink: chains::Target {
+            tool: "write_file",
+            grant: "site".into(),
+            entry: "/home/owner/www".into(),
+            lookalike: None,
+        },
+        canary: "BXWRITE-X".into(),
+        url: String::new(),
+        note: None,
+        restart: None,
+        smuggle: None,
+    };
+    for (url, expected) in [
+        ("/s/www/bxwrite-3.html", true),
+        ("/s/www/bxwrite-3", true),
+        ("/s/www/bxhostile-3.txt", true),
+        ("/s/www/bxwrite-31.html", false),
+        ("/s/www/bxwrite-3/x.html", false),
+        ("/s/www/index.html", false),
+    ] {
+        c.url = url.into();
+        assert_eq!(own(&c), expected, "{url}");
+    }
+}
+
+/// An untrusted write into a grant whose patterns name no file is `not tried`, its grant's
+/// line saying why; into one whose patterns do, it is played: with no chain completing
+/// it, that fails.
+#[test]
+fn the_comparison_plays_a_named_write_and_not_an_unnamed_one() {
+    use proto::flows::{Flow, FlowsReport, Severity, Step};
+    let mut r = rewritten();
+    for (id, pattern) in [("site", "*.html"), ("owners", "/home/owner/notes/*")] {
+        r.grants.insert(
+            id.into(),
+            grant(&format!(
+                "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+                 [constraints]\npaths = [\"/s/tree/home/owner/notes\"]\npatterns = [{pattern:?}]\n"
+            )),
+        );
+    }
+    let flow = |sink: &str| Flow {
+        severity: Severity::UntrustedWrite,
+        job: None,
+        source: Step {
+            grant: Some("web".into()),
+            tool: "http_fetch".into(),
+            what: "api.example.org".into(),
+        },
+        class: proto::DataClass::Public,
+        untrusted: true,
+        sink: Step {
+            grant: Some(sink.into()),
+            tool: "write_file".into(),
+            what: "/home/owner/notes".into(),
+        },
+        text: format!("a hijacked model can fetch and write via grant {sink}"),
+    };
+    let report = FlowsReport {
+        snapshot: proto::Hash32::ZERO,
+        grants: vec!["web".into(), "site".into(), "owners".into()],
+        flows: vec![flow("site"), flow("owners")],
+    };
+    let left = unnamed(&r);
+    let found: Vec<(String, String, String)> =
+        super::super::compare::checks(&[], &report, &left, &Default::default())
+            .into_iter()
+            .map(|c| (c.check, format!("{:?}", c.level), c.said))
+            .collect();
+    assert_eq!(found.len(), 3, "{found:#?}");
+    assert_eq!(
+        (found[0].0.as_str(), found[0].1.as_str()),
+        ("untrusted_write", "Fail")
+    );
+    assert!(found[0].2.contains("grant site"), "{found:#?}");
+    assert_eq!(
+        (found[1].0.as_str(), found[1].1.as_str()),
+        ("untrusted_write", "Warn")
+    );
+    assert!(
+        found[1].2.starts_with("not tried: ")
+            && found[1]
+                .2
+                .contains("grant owners names patterns no file the shadow writes"),
+        "{found:#?}"
+    );
+    assert_eq!(
+        (found[2].0.as_str(), found[2].1.as_str()),
+        ("not-tried", "Warn")
+    );
+    assert!(
+        found[2]
+            .2
+            .starts_with("grant owners: not tried: its patterns name no file")
+            && found[2]
+                .2
+                .contains("\"/home/owner/notes/*\" matches no path in"),
+        "{found:#?}"
+    );
+}
+
+/// A read or listing grant with patterns is played when they match what a chain reads
+/// under its paths (`bxcanary.txt`, a granted file, a listed directory), as brokerd
+/// decides; otherwise not tried, as is any other grant with patterns.
+#[test]
+fn a_read_grant_is_played_when_its_patterns_match_the_canary() {
+    let mut r = rewritten();
+    for (id, tool, path, pattern) in [
+        ("txt", "read_file", "/s/tree/home/owner/notes", "*.txt"),
+        ("md", "read_file", "/s/tree/home/owner/notes", "*.md"),
+        ("md-file", "read_file", "/s/tree/home/owner/todo.md", "*.md"),
+        ("ls", "list_dir", "/s/tree/home/owner/notes", "*/notes"),
+        ("ls-md", "list_dir", "/s/tree/home/owner/notes", "*.md"),
+        ("site", "write_file", "/s/tree/home/owner/notes", "*.html"),
+    ] {
+        r.grants.insert(
+            id.into(),
+            grant(&format!(
+                "tool = {tool:?}\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\n\
+                 paths = [{path:?}]\npatterns = [{pattern:?}]\n"
+            )),
+        );
+    }
+    assert_eq!(
+        unread(&r).iter().map(String::as_str).collect::<Vec<_>>(),
+        ["ls-md", "md", "site"]
+    );
+}
