@@ -31,7 +31,7 @@ chat_run 'hands roomy memory'
 expect "control: with MemoryMax=1024M the same program gets its 256 MiB" \
     "grep -qE '\\[-> [0-9]+ bytes' /tmp/hands.out && grep -qx 'allocated 256 MiB' /tmp/hands.results"
 chat_run 'hands limits loop'
-expect "a busy loop past its 3 s fails typed: its time limit" \
+expect "a busy loop past its 8 s fails typed: its time limit" \
     "grep -qE '\\[-> failed: stopped at its time limit' /tmp/hands.out"
 chat_run 'hands roomy loop'
 expect "control: a second's spin within its time ends with status 0" \
