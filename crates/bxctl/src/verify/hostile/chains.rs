@@ -60,6 +60,22 @@ pub struct Chain {
 }
 
 impl Chain {
+    /// Chain `n`: `source` read, then its canary sent to `sink`, in one turn of one session;
+    /// a kind of chain that launders, restarts or smuggles sets its field after.
+    pub fn send(n: usize, source: Source, sink: &Target, port: u16, nonce: &str) -> Self {
+        let canary = canary(nonce, n);
+        Self {
+            n,
+            url: send_subject(sink, port, &canary),
+            source,
+            sink: sink.clone(),
+            canary,
+            note: None,
+            restart: None,
+            smuggle: None,
+        }
+    }
+
     /// What the owner's message carries so that the script tells the sessions apart.
     pub fn tag(&self) -> String {
         format!("[bxhostile chain {}]", self.n)
@@ -262,16 +278,10 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     let mut chains = Vec::new();
     for ((source, sink, launder), restart) in kinds {
         let n = chains.len() + 1;
-        let canary = canary(nonce, n);
         chains.push(Chain {
-            n,
-            url: send_subject(sink, port, &canary),
-            source: source.clone(),
-            sink: sink.clone(),
-            canary,
             note: launder.then(|| format!("bxhostile-{n}")),
             restart,
-            smuggle: None,
+            ..Chain::send(n, source.clone(), sink, port, nonce)
         });
     }
     untrusted_writes(r, &targets, port, nonce, &mut chains);
@@ -283,16 +293,9 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
         .flat_map(|s| targets.iter().map(move |t| (*s, t)));
     for (source, sink) in restarted {
         let n = chains.len() + 1;
-        let canary = canary(nonce, n);
         chains.push(Chain {
-            n,
-            url: send_subject(sink, port, &canary),
-            source: source.clone(),
-            sink: sink.clone(),
-            canary,
-            note: None,
             restart: Some("brokerd"),
-            smuggle: None,
+            ..Chain::send(n, source.clone(), sink, port, nonce)
         });
     }
     // Argument smuggling, from the first free read to the first host of a fetch grant.

@@ -7,7 +7,7 @@
 //! public result is no source of a flow, and a grant naming patterns is not played (the
 //! URL's path is the shadow's own).
 
-use super::chains::{Chain, Source, Target, canary, host_of};
+use super::chains::{Chain, Source, Target, host_of};
 use super::rewrite::Rewritten;
 use super::sink::Sink;
 
@@ -60,21 +60,12 @@ pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &
         let own = |t: &Target| t.tool == "http_fetch" && t.grant == grant && t.entry == entry;
         for sink in targets.iter().filter(|t| t.lookalike.is_none() && !own(t)) {
             let n = chains.len() + 1;
-            let canary = canary(nonce, n);
-            chains.push(Chain {
-                n,
-                source: Source {
-                    tool: "http_fetch",
-                    owner: entry.clone(),
-                    path: format!("http://{}:{port}{}", host_of(&entry), path(n)),
-                },
-                url: super::chains::send_subject(sink, port, &canary),
-                sink: sink.clone(),
-                canary,
-                note: None,
-                restart: None,
-                smuggle: None,
-            });
+            let source = Source {
+                tool: "http_fetch",
+                owner: entry.clone(),
+                path: format!("http://{}:{port}{}", host_of(&entry), path(n)),
+            };
+            chains.push(Chain::send(n, source, sink, port, nonce));
         }
     }
 }

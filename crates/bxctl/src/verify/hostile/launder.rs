@@ -15,7 +15,7 @@ use proto::chat::SessionShow;
 use proto::composed::SUMMARY_PROMPT;
 use proto::{Epoch, LogRecord, Message, SessionId};
 
-use super::chains::{Chain, Source, Target, canary, send_subject};
+use super::chains::{Chain, Source, Target};
 use super::script::{Answer, Rule, When, call, send};
 use crate::Error;
 use crate::error::{answered, call_failed, unexpected};
@@ -69,16 +69,9 @@ pub fn plan(
     let Some(source) = free else { return };
     for sink in targets {
         let n = chains.len() + 1;
-        let canary = canary(nonce, n);
         chains.push(Chain {
-            n,
-            url: send_subject(sink, port, &canary),
-            source: source.clone(),
-            sink: sink.clone(),
-            canary,
-            note: None,
             restart: Some(COMPACTION),
-            smuggle: None,
+            ..Chain::send(n, source.clone(), sink, port, nonce)
         });
     }
 }

@@ -19,7 +19,7 @@ use config::Config;
 use proto::notes::{HitKind, NotesSearch};
 use proto::{Message, SessionId};
 
-use super::chains::{Chain, Source, Target, canary, send_subject};
+use super::chains::{Chain, Source, Target};
 use super::rewrite::Rewritten;
 use super::script::{Answer, Call, Rule, When, call, send, subject};
 use crate::Error;
@@ -93,16 +93,9 @@ pub fn plan(
         for source in sources {
             for sink in targets {
                 let n = chains.len() + 1;
-                let canary = canary(nonce, n);
                 chains.push(Chain {
-                    n,
-                    url: send_subject(sink, port, &canary),
-                    source: source.clone(),
-                    sink: sink.clone(),
-                    canary,
                     note: Some(format!("{prefix}{n}")),
-                    restart: None,
-                    smuggle: None,
+                    ..Chain::send(n, source.clone(), sink, port, nonce)
                 });
             }
         }
