@@ -245,6 +245,7 @@ fn a_read_grant_is_played_when_its_patterns_match_the_canary() {
         ("md-file", "read_file", "/s/tree/home/owner/todo.md", "*.md"),
         ("ls", "list_dir", "/s/tree/home/owner/notes", "*/notes"),
         ("ls-md", "list_dir", "/s/tree/home/owner/notes", "*.md"),
+        ("away-md", "read_file", "/s/tree/home/owner/away", "*.md"),
         ("site", "write_file", "/s/tree/home/owner/notes", "*.html"),
     ] {
         r.grants.insert(
@@ -257,7 +258,7 @@ fn a_read_grant_is_played_when_its_patterns_match_the_canary() {
     }
     assert_eq!(
         unread(&r).iter().map(String::as_str).collect::<Vec<_>>(),
-        ["ls-md", "site"]
+        ["away-md", "ls-md", "site"]
     );
 }
 
@@ -286,15 +287,19 @@ fn read_chains_read_a_file_named_for_the_patterns() {
         .insert("md2".into(), read_grant("ask", "[\"*.md\"]"));
     r.grants
         .insert("txt".into(), read_grant("auto", "[\"*.txt\"]"));
+    // The paths the direct read chains to one host read, each once.
     let reads = |r: &Rewritten| -> Vec<String> {
-        let mut seen = Vec::new();
-        for c in chains::plan(r, 9, "n0", false) {
-            let p = c.source.path;
-            if c.source.tool == "read_file" && p.starts_with(notes) && !seen.contains(&p) {
-                seen.push(p);
-            }
-        }
-        seen
+        chains::plan(r, 9, "n0", false)
+            .into_iter()
+            .filter(|c| {
+                c.source.tool == "read_file"
+                    && c.source.path.starts_with(notes)
+                    && c.sink.entry == "api.example.org"
+                    && c.sink.lookalike.is_none()
+                    && (c.note.is_none() && c.restart.is_none() && c.smuggle.is_none())
+            })
+            .map(|c| c.source.path)
+            .collect()
     };
     assert_eq!(
         reads(&r),
