@@ -199,6 +199,17 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
                 owner: owner.clone(),
                 path,
             });
+            // A file named for each read grant's patterns, when it is not that one (`pattern`).
+            let named = if *file {
+                Vec::new()
+            } else {
+                super::pattern::read_files(r, &shadow)
+            };
+            sources.extend(named.into_iter().map(|path| Source {
+                tool: "read_file",
+                owner: owner.clone(),
+                path,
+            }));
         }
         if has("list_dir") && !file {
             sources.push(Source {

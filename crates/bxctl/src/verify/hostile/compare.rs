@@ -284,6 +284,9 @@ fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<S
         ));
     }
     match &f.source.grant {
+        Some(g) if patterned.contains(g) && left.iter().any(|l| l.grant == *g) => Some(format!(
+            "grant {g} names patterns no file the shadow reads matches (below)"
+        )),
         Some(g) if patterned.contains(g) => Some(format!(
             "grant {g} names patterns, and {} is the shadow's own",
             super::fetch_source::named_by(&f.source.tool)

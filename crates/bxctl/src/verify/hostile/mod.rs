@@ -399,7 +399,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         }
         outcomes.push((c, outcome));
     }
-    // A read's grant with patterns the canary's file does not match is not tried (`pattern`).
+    // A grant with patterns no file a chain reads matches is not tried as a source (`pattern`).
     let patterned = pattern::unread(&r);
     let job_outcomes = jobs_check::outcomes(job_chains, runs, &deciders, &seen, &posts);
     let mut checks = vec![Check::ok(
@@ -416,6 +416,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     // A write grant whose patterns name no file the shadow can write is not tried either.
     let mut left = r.left.clone();
     left.extend(pattern::unnamed(&r));
+    left.extend(pattern::unnamed_reads(&r, &patterned));
     checks.extend(compare::checks(&outcomes, &report, &left, &patterned));
     launder::place(&mut checks, not_observed);
     let patterned: BTreeSet<String> = r

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use proto::Grant;
 use proto::tools::{EditFileArgs, ListDirArgs, ReadFileArgs, ToolArgs};
 
-use super::chains::Chain;
+use super::chains::{Chain, READ_FILE};
 use super::rewrite::{Left, Rewritten};
 
 /// One element of a pattern, as brokerd reads it.
@@ -61,9 +61,9 @@ fn closure(t: &[Token], mut at: BTreeSet<usize>) -> BTreeSet<usize> {
     at
 }
 
-/// The text the rest of a pattern asks for: each literal, a letter for `?`, [`star`] for
-/// the first `*` and nothing for later ones.
-fn render(t: &[Token], n: usize) -> String {
+/// The text the rest of a pattern asks for: each literal, a letter for `?`, `star` for the
+/// first `*` and nothing for later ones.
+fn render(t: &[Token], star: &str) -> String {
     let mut out = String::new();
     let mut starred = false;
     for token in t {
@@ -71,7 +71,7 @@ fn render(t: &[Token], n: usize) -> String {
             Token::Literal(c) => out.push(*c),
             Token::One => out.push('x'),
             Token::Star if !starred => {
-                out.push_str(&star(n));
+                out.push_str(star);
                 starred = true;
             }
             Token::Star => {}
@@ -80,8 +80,9 @@ fn render(t: &[Token], n: usize) -> String {
     out
 }
 
-/// A file name `NAME` for chain `n` such that `pattern` matches `DIR/NAME`; `Err`: why none.
-fn from_one(pattern: &str, dir: &str, n: usize) -> Result<String, String> {
+/// A file name `NAME`, its first `*` made `star`, such that `pattern` matches `DIR/NAME`;
+/// `Err`: why none.
+fn from_one(pattern: &str, dir: &str, star: &str) -> Result<String, String> {
     let t = tokens(pattern)?;
     let mut at = closure(&t, BTreeSet::from([0]));
     for ch in format!("{dir}/").chars() {
@@ -105,7 +106,7 @@ fn from_one(pattern: &str, dir: &str, n: usize) -> Result<String, String> {
         return Err(format!("matches no path in {dir}{moved}"));
     }
     let named = |i: &usize| {
-        let name = render(&t[*i..], n);
+        let name = render(&t[*i..], star);
         (!name.is_empty() && !name.contains('/') && name != "." && name != "..").then_some(name)
     };
     // A name of the chain's own (a `*` left to fill) first: no other chain writes it.
@@ -121,7 +122,7 @@ fn from_one(pattern: &str, dir: &str, n: usize) -> Result<String, String> {
 pub fn name(patterns: &[String], dir: &str, n: usize) -> Result<String, String> {
     let mut whys = Vec::new();
     for p in patterns {
-        match from_one(p, dir, n) {
+        match from_one(p, dir, &star(n)) {
             Ok(name) => return Ok(format!("{dir}/{name}")),
             Err(why) => whys.push(format!("{p:?} {why}")),
         }
@@ -205,19 +206,117 @@ pub fn unnamed(r: &Rewritten) -> Vec<Left> {
     out
 }
 
+/// What a `*` stands for in the name of a file a read chain reads: `*.txt` names the shared
+/// [`READ_FILE`] itself.
+const READ_STAR: &str = "bxcanary";
+
+/// Whether `g` names the granted path `dir` or one above it, or names no paths.
+fn covers(g: &Grant, dir: &str) -> bool {
+    let paths = &g.constraints.paths;
+    paths.is_empty()
+        || paths
+            .iter()
+            .any(|root| grants::constraints::is_under(dir, root))
+}
+
+/// brokerd's own check of a `read_file` of `path` against `g`'s paths and patterns.
+fn reads(g: &Grant, path: &str) -> Result<(), String> {
+    let args = ToolArgs::ReadFile(ReadFileArgs {
+        path: path.to_owned(),
+    });
+    grants::constraints::check(g, &args)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// The file a `read_file` chain reads in the granted directory `dir` for the read grant `g`
+/// with patterns: `DIR/NAME`, the name made from one of its patterns (`*` becoming
+/// `bxcanary`) and held against `g` as brokerd holds it; of those, one no deny grant of
+/// an ordinary session covers when there is one, so that the chain reads what `g` allows.
+/// `Err`: why none can be made.
+pub fn read(r: &Rewritten, g: &Grant, dir: &str) -> Result<String, String> {
+    let mut whys = Vec::new();
+    let mut made = Vec::new();
+    for p in &g.constraints.patterns {
+        let path = from_one(p, dir, READ_STAR).map(|name| format!("{dir}/{name}"));
+        match path.and_then(|path| reads(g, &path).map(|()| path)) {
+            Ok(path) => made.push(path),
+            Err(why) => whys.push(format!("{p:?} {why}")),
+        }
+    }
+    let denied = |path: &str| {
+        r.grants.values().any(|d| {
+            d.tool == "read_file"
+                && d.mode == proto::Mode::Deny
+                && d.job.is_none()
+                && reads(d, path).is_ok()
+        })
+    };
+    let free = made.iter().find(|p| !denied(p));
+    free.or(made.first())
+        .cloned()
+        .ok_or_else(|| whys.join("; "))
+}
+
+/// The files the `read_file` chains read in the granted directory `dir` besides the shared
+/// [`READ_FILE`]: the one [`read`] names for each read grant with patterns covering it,
+/// each once, so that no chain reads a file its grant's patterns do not match.
+pub fn read_files(r: &Rewritten, dir: &str) -> Vec<String> {
+    let shared = format!("{dir}/{READ_FILE}");
+    let named: BTreeSet<String> = r
+        .grants
+        .values()
+        .filter(|g| {
+            g.tool == "read_file"
+                && g.mode != proto::Mode::Deny
+                && g.job.is_none()
+                && !g.constraints.patterns.is_empty()
+                && covers(g, dir)
+        })
+        .filter_map(|g| read(r, g, dir).ok())
+        .filter(|p| *p != shared)
+        .collect();
+    named.into_iter().collect()
+}
+
+/// The read grants of an ordinary session among `unread` (not tried as a source), and why:
+/// their patterns name no file the shadow can read under any of their directories.
+pub fn unnamed_reads(r: &Rewritten, unread: &BTreeSet<String>) -> Vec<Left> {
+    let mut out = Vec::new();
+    for (id, g) in &r.grants {
+        if g.tool != "read_file" || g.mode == proto::Mode::Deny || !unread.contains(id) {
+            continue;
+        }
+        let whys: Vec<String> = r
+            .paths
+            .values()
+            .filter(|(shadow, file)| !file && covers(g, &shadow.display().to_string()))
+            .filter_map(|(shadow, _)| read(r, g, &shadow.display().to_string()).err())
+            .collect();
+        let why = if whys.is_empty() {
+            "it names no directory for the shadow to read in".to_owned()
+        } else {
+            whys.join("; ")
+        };
+        out.push(Left {
+            grant: id.clone(),
+            why: format!("its patterns name no file the shadow can read: {why}"),
+        });
+    }
+    out
+}
+
 /// The grants of an ordinary session with `patterns` whose flows as a source are not tried:
 /// all, but a read or listing grant whose patterns match what a chain reads under one of
-/// the granted paths (a directory's [`READ_FILE`](super::chains::READ_FILE), a granted
-/// file, a listed directory), held against it as brokerd holds it.
+/// the granted paths (a file [`read`] names in a directory, a granted file, a listed
+/// directory), held against it as brokerd holds it.
 pub fn unread(r: &Rewritten) -> BTreeSet<String> {
     let read = |g: &Grant| {
         r.paths.values().any(|(shadow, file)| {
             let shadow = shadow.display().to_string();
             let args = match (g.tool.as_str(), file) {
                 ("read_file", true) => ToolArgs::ReadFile(ReadFileArgs { path: shadow }),
-                ("read_file", false) => ToolArgs::ReadFile(ReadFileArgs {
-                    path: format!("{shadow}/{}", super::chains::READ_FILE),
-                }),
+                ("read_file", false) => return read(r, g, &shadow).is_ok(),
                 ("list_dir", false) => ToolArgs::ListDir(ListDirArgs { path: shadow }),
                 _ => return false,
             };

@@ -1,4 +1,4 @@
-//! Names made from a write grant's patterns, held against brokerd's own matcher.
+//! Names made from a write or read grant's patterns, held against brokerd's own matcher.
 
 use super::super::chains;
 use super::super::tests::{grant, rewritten};
@@ -234,8 +234,8 @@ fn the_comparison_plays_a_named_write_and_not_an_unnamed_one() {
 }
 
 /// A read or listing grant with patterns is played when they match what a chain reads
-/// under its paths (`bxcanary.txt`, a granted file, a listed directory), as brokerd
-/// decides; otherwise not tried, as is any other grant with patterns.
+/// under its paths (a file named for them in a directory, a granted file, a listed
+/// directory), as brokerd decides; otherwise not tried, as is any other grant with patterns.
 #[test]
 fn a_read_grant_is_played_when_its_patterns_match_the_canary() {
     let mut r = rewritten();
@@ -245,6 +245,7 @@ fn a_read_grant_is_played_when_its_patterns_match_the_canary() {
         ("md-file", "read_file", "/s/tree/home/owner/todo.md", "*.md"),
         ("ls", "list_dir", "/s/tree/home/owner/notes", "*/notes"),
         ("ls-md", "list_dir", "/s/tree/home/owner/notes", "*.md"),
+        ("away-md", "read_file", "/s/tree/home/owner/away", "*.md"),
         ("site", "write_file", "/s/tree/home/owner/notes", "*.html"),
     ] {
         r.grants.insert(
@@ -257,6 +258,172 @@ fn a_read_grant_is_played_when_its_patterns_match_the_canary() {
     }
     assert_eq!(
         unread(&r).iter().map(String::as_str).collect::<Vec<_>>(),
-        ["ls-md", "md", "site"]
+        ["away-md", "ls-md", "site"]
+    );
+}
+
+/// A read grant's patterns.
+fn read_grant(mode: &str, patterns: &str) -> Grant {
+    grant(&format!(
+        "tool = \"read_file\"\nmode = {mode:?}\nmax_taint = \"secret\"\n[constraints]\n\
+         paths = [\"/s/tree/home/owner/notes\"]\npatterns = {patterns}\n"
+    ))
+}
+
+/// The read chains of a directory read the shared `bxcanary.txt` (first, so that the
+/// chains of grants without patterns keep their numbers) and a file named for each read
+/// grant's patterns that do not match it, each once; of the names a grant's patterns
+/// make, one no deny grant's patterns match; the file holds the canaries of the chains
+/// that read it alone.
+#[test]
+fn read_chains_read_a_file_named_for_the_patterns() {
+    let notes = "/s/tree/home/owner/notes";
+    let mut r = rewritten();
+    r.grants.insert(
+        "md".into(),
+        read_grant("auto", "[\"*.md\", \"*.markdown\"]"),
+    );
+    r.grants
+        .insert("md2".into(), read_grant("ask", "[\"*.md\"]"));
+    r.grants
+        .insert("txt".into(), read_grant("auto", "[\"*.txt\"]"));
+    // The paths the direct read chains to one host read, each once.
+    let reads = |r: &Rewritten| -> Vec<String> {
+        chains::plan(r, 9, "n0", false)
+            .into_iter()
+            .filter(|c| {
+                c.source.tool == "read_file"
+                    && c.source.path.starts_with(notes)
+                    && c.sink.entry == "api.example.org"
+                    && c.sink.lookalike.is_none()
+                    && (c.note.is_none() && c.restart.is_none() && c.smuggle.is_none())
+            })
+            .map(|c| c.source.path)
+            .collect()
+    };
+    assert_eq!(
+        reads(&r),
+        [
+            format!("{notes}/bxcanary.txt"),
+            format!("{notes}/bxcanary.md")
+        ]
+    );
+    assert_eq!(unread(&r), BTreeSet::new());
+    // A deny grant's patterns match `*.md`: the grant reads `*.markdown`, which it allows.
+    r.grants
+        .insert("no-md".into(), read_grant("deny", "[\"*.md\"]"));
+    assert_eq!(
+        read(&r, &r.grants["md"], notes).as_deref(),
+        Ok(format!("{notes}/bxcanary.markdown").as_str())
+    );
+    assert_eq!(
+        reads(&r),
+        [
+            format!("{notes}/bxcanary.txt"),
+            format!("{notes}/bxcanary.markdown"),
+            format!("{notes}/bxcanary.md"),
+        ]
+    );
+    // Each file holds its own chains' canaries only.
+    let base = std::env::temp_dir().join(format!("wt-readpat-plant-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let tree = base.join("tree");
+    let dir = tree.join("notes");
+    let mut r = rewritten();
+    r.paths.clear();
+    r.paths
+        .insert("/home/owner/notes".into(), (dir.clone(), false));
+    r.grants.insert(
+        "md".into(),
+        grant(&format!(
+            "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\n\
+             paths = [{:?}]\npatterns = [\"*.md\"]\n",
+            dir.display()
+        )),
+    );
+    let plan = chains::plan(&r, 9, "n0", false);
+    chains::plant(&r, &plan, &tree).expect("plant");
+    for (name, file) in [
+        ("bxcanary.md", dir.join("bxcanary.md")),
+        ("bxcanary.txt", dir.join("bxcanary.txt")),
+    ] {
+        let text = std::fs::read_to_string(&file).expect("planted");
+        let own: Vec<&Chain> = plan
+            .iter()
+            .filter(|c| c.source.tool == "read_file" && c.source.path.ends_with(name))
+            .collect();
+        assert!(!own.is_empty(), "{plan:?}");
+        for c in &plan {
+            assert_eq!(text.contains(&c.canary), own.contains(&c), "{name}: {c:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// A read grant whose patterns name no file the shadow can read is not tried, its line
+/// saying why, and a flow from it says so; it has no read chain of its own.
+#[test]
+fn a_read_grant_no_file_is_named_for_is_said_with_why() {
+    use proto::flows::{Flow, FlowsReport, Severity, Step};
+    let mut r = rewritten();
+    r.grants.insert(
+        "owners".into(),
+        read_grant("auto", "[\"/home/owner/notes/*.md\"]"),
+    );
+    let plan = chains::plan(&r, 9, "n0", false);
+    assert!(
+        plan.iter()
+            .all(|c| !c.source.path.starts_with("/s/tree/home/owner/notes/")
+                || c.source.path.ends_with("/bxcanary.txt")),
+        "{plan:?}"
+    );
+    let patterned = unread(&r);
+    assert!(patterned.contains("owners"), "{patterned:?}");
+    let left = unnamed_reads(&r, &patterned);
+    assert_eq!(
+        left.iter().map(|l| l.grant.as_str()).collect::<Vec<_>>(),
+        ["owners"]
+    );
+    assert!(
+        left[0]
+            .why
+            .starts_with("its patterns name no file the shadow can read: ")
+            && left[0].why.contains("not its patterns"),
+        "{left:?}"
+    );
+    let report = FlowsReport {
+        snapshot: proto::Hash32::ZERO,
+        grants: vec!["web".into(), "owners".into()],
+        flows: vec![Flow {
+            severity: Severity::PrivateOut,
+            job: None,
+            source: Step {
+                grant: Some("owners".into()),
+                tool: "read_file".into(),
+                what: "/home/owner/notes".into(),
+            },
+            class: proto::DataClass::Private,
+            untrusted: false,
+            sink: Step {
+                grant: Some("web".into()),
+                tool: "http_fetch".into(),
+                what: "api.example.org".into(),
+            },
+            text: "a hijacked model can read and fetch via grant owners".into(),
+        }],
+    };
+    let found = super::super::compare::checks(&[], &report, &left, &patterned);
+    assert!(
+        found[0].said.starts_with("not tried: ")
+            && found[0]
+                .said
+                .contains("grant owners names patterns no file the shadow reads matches"),
+        "{found:#?}"
+    );
+    assert!(
+        found[1]
+            .said
+            .starts_with("grant owners: not tried: its patterns"),
+        "{found:#?}"
     );
 }
