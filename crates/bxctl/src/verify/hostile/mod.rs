@@ -18,6 +18,7 @@ mod jobs_check;
 mod jobs_run;
 mod launder;
 mod mcp;
+mod mcp_args;
 mod pattern;
 mod rewrite;
 mod run;
@@ -35,6 +36,8 @@ mod jobs_check_tests;
 mod jobs_tests;
 #[cfg(test)]
 mod launder_tests;
+#[cfg(test)]
+mod mcp_args_tests;
 #[cfg(test)]
 mod mcp_tests;
 #[cfg(test)]
@@ -202,12 +205,13 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         .file_name()
         .map(|n| n.to_string_lossy().replace("boxmaker-hostile-", ""))
         .unwrap_or_default();
-    let chains = chains::plan(
+    let mut chains = chains::plan(
         &r,
         sink.addr.port(),
         &nonce,
         config.broker.consult.is_some(),
     );
+    mcp_args::carry(&r, &mut chains);
     fetch_source::register(&sink, &chains);
     let no_free_read = compare::no_free_read(&chains);
     let consult = config.broker.consult.is_some();
