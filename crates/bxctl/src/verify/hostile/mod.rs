@@ -218,6 +218,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let first = chains.len() + 1;
     let job_chains = jobs::plan(&r, &config.jobs, sink.addr.port(), &nonce, first, consult);
     jobs::plant(&r, &chains, &job_chains, &dir.join("tree"))
+        .and_then(|()| run::plant(&chains))
         .map_err(|e| format!("the canaries: {e}"))?;
     stand_ins
         .write(&chains)
@@ -389,7 +390,9 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
                 laundering: Vec::new(),
                 sink: {
                     let source = step(&first, mcp::source_called(&c.source));
-                    step_but(&first, mcp::called(&c.sink), source.map(|(_, s)| s.call))
+                    // A bound chain's one `run` call is its source and its sink.
+                    let not = source.filter(|_| c.source.tool != "run");
+                    step_but(&first, mcp::called(&c.sink), not.map(|(_, s)| s.call))
                 },
                 at_sink,
                 bare,

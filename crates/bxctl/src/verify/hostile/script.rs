@@ -248,6 +248,8 @@ pub fn script_with(chains: &[Chain], jobs: Vec<Rule>) -> Result<String, toml::se
                         tool_calls: vec![Call { name, arguments }],
                     }
                 }
+                // A bound chain's one `run` call reads what its grant binds and sends it.
+                "run" => super::run::send(c),
                 tool => call(tool, subject(tool), &c.source.path),
             },
         });
