@@ -324,6 +324,8 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     super::search::plan(r, &sources, &targets, port, nonce, &mut chains);
     // A fetch of private or secret results, then a send to every other sink (`fetch_source`).
     super::fetch_source::plan(r, &targets, port, nonce, &mut chains);
+    // A program reading its bound paths and sending them in one call (`run`).
+    super::run::bound(r, port, nonce, &mut chains);
     chains
 }
 

@@ -158,6 +158,12 @@ fn one_read(c: &Chain) -> bool {
     c.restart.is_some() || c.sink.lookalike.is_some() || c.smuggle.is_some()
 }
 
+/// Whether a chain leaked: [`Outcome::leaked`], or a bound chain's canary (planted in what
+/// its program's grant binds, `run::bound`) at the sink, whatever the run's label.
+fn leaked(c: &Chain, o: &Outcome) -> bool {
+    o.leaked() || (c.source.tool == "run" && o.at_sink)
+}
+
 /// How a chain's line names its send.
 fn send_of(c: &Chain) -> &'static str {
     match c.sink.tool {
@@ -267,10 +273,11 @@ fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<S
     }
     if !matches!(
         f.source.tool.as_str(),
-        "read_file" | "list_dir" | "mcp" | "http_fetch"
+        "read_file" | "list_dir" | "mcp" | "http_fetch" | "run"
     ) {
         return Some(format!(
-            "a source of {} is not played yet (reads, listings, fetches and MCP tools are)",
+            "a source of {} is not played yet (reads, listings, fetches, MCP tools and a \
+             program's bound paths are)",
             f.source.tool
         ));
     }
@@ -284,6 +291,9 @@ fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<S
         ));
     }
     match &f.source.grant {
+        // A program's bound paths hold a canary of its own (`run::bound`), whatever its
+        // grant's patterns.
+        Some(_) if f.source.tool == "run" => None,
         Some(g) if patterned.contains(g) && left.iter().any(|l| l.grant == *g) => Some(format!(
             "grant {g} names patterns no file the shadow reads matches (below)"
         )),
@@ -402,14 +412,14 @@ pub fn checks(
                 Err(why) => Check::fail(P, name, format!("{what}: not refused ({why})"))
                     .help("report this: a tool call's arguments were parsed laxly"),
             }
-        } else if o.leaked() && !reported.contains(&o.grants()) {
+        } else if leaked(c, o) && !reported.contains(&o.grants()) {
             Check::fail(
                 P,
                 name,
                 format!("{what}: leaked, and the flows analysis did not report it"),
             )
             .help("the flows analysis missed a flow: report it, and stop it with the grant's mode or max_taint")
-        } else if verdict == "leaked" && !o.leaked() {
+        } else if verdict == "leaked" && !leaked(c, o) {
             Check::ok(P, name, format!("{what}: sent, but the data was public: no flow"))
         } else if verdict == "leaked" {
             Check::ok(P, name, format!("{what}: leaked, as the flows analysis reports"))
@@ -433,7 +443,7 @@ pub fn checks(
             .filter(|(c, o)| {
                 c.sink.lookalike.is_none()
                     && c.smuggle.is_none()
-                    && o.leaked()
+                    && leaked(c, o)
                     && o.grants() == key(f)
             })
             .map(|(c, _)| c.n.to_string())

@@ -7,9 +7,10 @@
 //! reached: a remote server's stand-in is `fake-mcp-server --http` on loopback, at the
 //! owner's URL's host (which brokerd's `[broker.self_test]` resolves to loopback) and the
 //! stand-in's port. The shadow's brokerd pins each stand-in as it lists itself (the
-//! self-test is the shadow's owner). A server the shadow cannot stand in for (one whose
-//! grants constrain the arguments, one not configured, no `fake-mcp-server`) has its grants
-//! left out and said.
+//! self-test is the shadow's owner). A grant naming `constraints.args` has its calls carry
+//! arguments that meet them (`mcp_args`, decisions V40). A server the shadow cannot stand in
+//! for (one with a grant whose args no call meets, one not configured, no
+//! `fake-mcp-server`) has its grants left out and said.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead as _;
@@ -55,6 +56,11 @@ fn split(tool: &str) -> Option<(&str, &str)> {
     grants::constraints::mcp::split(tool).and_then(Result::ok)
 }
 
+/// The stand-in's name for a grant's tool: its own, the stand-in's [`WILD`] for `*`.
+pub fn tool_of(grant_tool: &str) -> Option<&str> {
+    split(grant_tool).map(|(_, t)| if t == "*" { WILD } else { t })
+}
+
 /// The name the model calls a grant's tool by: `mcp__server__tool`, the stand-in's
 /// [`WILD`] for `*`.
 pub fn function(grant_tool: &str) -> Option<String> {
@@ -71,13 +77,16 @@ fn unplayable(server: &str, owner: &[McpServer], grants: &[&proto::Grant]) -> Op
             "server {server} is not configured ([[mcp]]): brokerd refuses its calls"
         ));
     }
-    if grants.iter().any(|g| !g.constraints.args.is_empty()) {
-        return Some(format!(
-            "a grant of server {server} names constraints.args, and the stand-in's arguments \
-             are the shadow's own"
-        ));
-    }
-    None
+    // A grant naming `constraints.args`: its calls carry arguments that meet them (`mcp_args`).
+    grants.iter().find_map(|g| {
+        let tool = tool_of(&g.tool)?;
+        let why = super::mcp_args::pinned(g, tool).err()?;
+        Some(format!(
+            "a grant of server {server} ({}) names constraints.args no call of the stand-in's \
+             meets: {why}",
+            g.tool
+        ))
+    })
 }
 
 /// Decides the stand-ins for `r`'s MCP grants (`fake` is `fake-mcp-server`, `None` when it
@@ -149,9 +158,10 @@ fn toml_str(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
 
-/// The stand-in's script (`fake-mcp-server`'s JSON): each tool takes one string, `data`,
-/// answers the canaries of the chains that call it as their source, one a line, and has
-/// its call recorded in the server's calls file.
+/// The stand-in's script (`fake-mcp-server`'s JSON): each tool takes a string, `data`, and
+/// any other member (a grant's `constraints.args`, `mcp_args`), answers the canaries of
+/// the chains that call it as their source, one a line, and has its call recorded in the
+/// server's calls file.
 fn stand_in(server: &str, s: &Server, chains: &[Chain]) -> serde_json::Value {
     let tools: Vec<serde_json::Value> = s
         .tools
@@ -159,14 +169,20 @@ fn stand_in(server: &str, s: &Server, chains: &[Chain]) -> serde_json::Value {
         .map(|t| {
             let name = format!("mcp__{server}__{t}");
             let mut text = String::from("BXMCP-OK\n");
-            for c in chains.iter().filter(|c| c.source.tool == "mcp" && c.source.path == name) {
+            let from = |c: &&Chain| c.source.tool == "mcp" && source_called(&c.source) == name;
+            for c in chains.iter().filter(from) {
                 text.push_str(&c.canary);
                 text.push('\n');
             }
             json!({
                 "name": t,
                 "description": format!("boxmaker's hostile self-test: a stand-in for {server}'s {t}"),
-                "inputSchema": {"type": "object", "properties": {"data": {"type": "string"}}},
+                // Any other member too: the arguments that meet a grant's args (`mcp_args`).
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"data": {"type": "string"}},
+                    "additionalProperties": true,
+                },
                 "result": {"content": [{"text": text}]},
             })
         })
@@ -326,7 +342,22 @@ pub fn called(t: &Target) -> &str {
 /// The name a source's call goes by in the chat: the stand-in's `mcp__…` name for an MCP
 /// source, the tool's own otherwise.
 pub fn source_called(s: &Source) -> &str {
-    if s.tool == "mcp" { &s.path } else { s.tool }
+    if s.tool == "mcp" {
+        s.path.split_once(' ').map_or(&s.path, |(f, _)| f)
+    } else {
+        s.tool
+    }
+}
+
+/// An MCP source's call: its tool, given `bxhostile` in `data` and, when its grant names
+/// `constraints.args`, the arguments that meet them (after the name in its `path`).
+pub fn source_call(s: &Source) -> (String, String) {
+    let pinned = s.path.split_once(' ').and_then(|(_, a)| {
+        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(a).ok()
+    });
+    let args = pinned.unwrap_or_default();
+    let args = super::mcp_args::with(&args, &super::mcp_args::carrier(&args), "bxhostile");
+    (source_called(s).to_owned(), args)
 }
 
 /// The MCP sources of the shadow's grants: a call of each allowing grant's tool (`*`: the
@@ -338,8 +369,15 @@ pub fn sources(r: &Rewritten) -> Vec<Source> {
         if g.mode == proto::Mode::Deny || g.job.is_some() {
             continue;
         }
-        let Some(path) = function(&g.tool) else {
+        let Some(name) = function(&g.tool) else {
             continue;
+        };
+        // A grant naming `constraints.args`: the arguments that meet them follow the name.
+        let tool = tool_of(&g.tool).unwrap_or_default();
+        let path = match super::mcp_args::pinned(g, tool) {
+            Ok(a) if a.is_empty() => name,
+            Ok(a) => format!("{name} {}", serde_json::Value::Object(a)),
+            Err(_) => continue,
         };
         if !out.iter().any(|s| s.path == path) {
             out.push(Source {
@@ -356,7 +394,7 @@ pub fn sources(r: &Rewritten) -> Vec<Source> {
 /// the same tool (the analysis counts one call of a tool as no flow to itself; a server that
 /// reads and sends in one call is `not_played`'s).
 pub fn apart(s: &Source, t: &Target) -> bool {
-    !(s.tool == "mcp" && t.tool == "mcp" && s.path == t.entry)
+    !(s.tool == "mcp" && t.tool == "mcp" && source_called(s) == t.entry)
 }
 
 /// `url` (the owner's remote server) as its stand-in is reached: `http://`, the same host

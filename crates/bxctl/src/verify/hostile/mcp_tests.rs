@@ -25,8 +25,8 @@ fn owner() -> Vec<config::McpServer> {
 }
 
 /// A read of the notes, and MCP grants: `files/put` listing a host (a sink), `files/*`
-/// without hosts (a source only), a remote server's, one constraining the arguments and
-/// one of a server not configured.
+/// without hosts (a source only), a remote server's, one constraining the arguments in a
+/// way no call meets (`mcp_args`) and one of a server not configured.
 fn with_mcp() -> Rewritten {
     let mut r = Rewritten::default();
     r.grants.insert(
@@ -67,7 +67,7 @@ fn with_mcp() -> Rewritten {
         "git".into(),
         mcp(
             "mcp:git/log",
-            "[constraints.args]\n\"/repo_path\" = [\"/srv/git/*\"]\n",
+            "[constraints.args]\n\"/repo\" = [\"/srv/git/*\"]\n\"/repo/path\" = [\"x\"]\n",
         ),
     );
     r.grants.insert("nowhere".into(), mcp("mcp:nowhere/x", ""));
@@ -101,8 +101,8 @@ fn stand_ins_for_configured_servers_only() {
     assert_eq!(left.len(), 2, "{left:?}");
     assert!(left.contains(&(
         "git",
-        "a grant of server git names constraints.args, and the stand-in's arguments are the \
-         shadow's own"
+        "a grant of server git (mcp:git/log) names constraints.args no call of the stand-in's \
+         meets: its args constraints' pointers overlap (/repo/path): no one call meets them"
     )));
     assert!(left.contains(&(
         "nowhere",

@@ -18,6 +18,7 @@ mod jobs_check;
 mod jobs_run;
 mod launder;
 mod mcp;
+mod mcp_args;
 mod pattern;
 mod rewrite;
 mod run;
@@ -35,6 +36,8 @@ mod jobs_check_tests;
 mod jobs_tests;
 #[cfg(test)]
 mod launder_tests;
+#[cfg(test)]
+mod mcp_args_tests;
 #[cfg(test)]
 mod mcp_tests;
 #[cfg(test)]
@@ -202,18 +205,20 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         .file_name()
         .map(|n| n.to_string_lossy().replace("boxmaker-hostile-", ""))
         .unwrap_or_default();
-    let chains = chains::plan(
+    let mut chains = chains::plan(
         &r,
         sink.addr.port(),
         &nonce,
         config.broker.consult.is_some(),
     );
+    mcp_args::carry(&r, &mut chains);
     fetch_source::register(&sink, &chains);
     let no_free_read = compare::no_free_read(&chains);
     let consult = config.broker.consult.is_some();
     let first = chains.len() + 1;
     let job_chains = jobs::plan(&r, &config.jobs, sink.addr.port(), &nonce, first, consult);
     jobs::plant(&r, &chains, &job_chains, &dir.join("tree"))
+        .and_then(|()| run::plant(&chains))
         .map_err(|e| format!("the canaries: {e}"))?;
     stand_ins
         .write(&chains)
@@ -385,7 +390,9 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
                 laundering: Vec::new(),
                 sink: {
                     let source = step(&first, mcp::source_called(&c.source));
-                    step_but(&first, mcp::called(&c.sink), source.map(|(_, s)| s.call))
+                    // A bound chain's one `run` call is its source and its sink.
+                    let not = source.filter(|_| c.source.tool != "run");
+                    step_but(&first, mcp::called(&c.sink), not.map(|(_, s)| s.call))
                 },
                 at_sink,
                 bare,

@@ -142,6 +142,8 @@ pub fn send(c: &Chain) -> Answer {
 #[derive(Debug, Default)]
 pub struct StandIns {
     programs: BTreeMap<String, (PathBuf, PathBuf)>,
+    /// By program name, the paths its stand-in copies into its calls file (its only grant's).
+    binds: BTreeMap<String, Vec<String>>,
 }
 
 /// The stand-ins for every program name the shadow's `run` grants name, under `dir`.
@@ -156,18 +158,36 @@ pub fn prepare(r: &Rewritten, dir: &Path) -> StandIns {
             let calls = dir.join(format!("{name}.calls"));
             (name.clone(), (script, calls))
         })
+        .collect::<BTreeMap<_, _>>();
+    let binds = programs
+        .keys()
+        .filter_map(|p| Some((p.clone(), only(r, p)?.constraints.paths.clone())))
         .collect();
-    StandIns { programs }
+    StandIns { programs, binds }
 }
 
-/// A stand-in's text: each argument a line of `calls`, nothing read, nothing sent.
-fn script(name: &str, calls: &Path) -> String {
-    let calls = calls.display().to_string().replace('\'', r"'\''");
-    format!(
+/// A stand-in's text: each argument a line of `calls`, then every file under `binds` (its
+/// grant's paths, in the shadow) added to it, read by the shell alone; nothing sent.
+fn script(name: &str, calls: &Path, binds: &[String]) -> String {
+    let quote = |p: &str| format!("'{}'", p.replace('\'', r"'\''"));
+    let calls = quote(&calls.display().to_string());
+    let mut out = format!(
         "#!/bin/sh\n# boxmaker's hostile self-test: a stand-in for {name}, recording its \
-         arguments\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> '{calls}'\n\
-         echo BXRUN-OK\n"
-    )
+         arguments and what its grant binds\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done \
+         >> {calls}\n"
+    );
+    if !binds.is_empty() {
+        out.push_str(
+            "walk() { if [ -d \"$1\" ]; then for f in \"$1\"/*; do [ -e \"$f\" ] && walk \"$f\"; \
+             done; elif [ -f \"$1\" ]; then while IFS= read -r l || [ -n \"$l\" ]; do \
+             printf 'BXBOUND %s\\n' \"$l\"; done < \"$1\"; fi; }\n",
+        );
+        for b in binds {
+            out.push_str(&format!("walk {} >> {calls}\n", quote(b)));
+        }
+    }
+    out.push_str("echo BXRUN-OK\n");
+    out
 }
 
 impl StandIns {
@@ -178,7 +198,8 @@ impl StandIns {
             if let Some(dir) = script_path.parent() {
                 std::fs::create_dir_all(dir)?;
             }
-            std::fs::write(script_path, script(name, calls))?;
+            let binds = self.binds.get(name).map_or(&[][..], Vec::as_slice);
+            std::fs::write(script_path, script(name, calls, binds))?;
             std::fs::set_permissions(script_path, std::fs::Permissions::from_mode(0o700))?;
         }
         Ok(())
@@ -208,22 +229,93 @@ impl StandIns {
             .programs
             .get(split(&c.sink.entry).0)
             .and_then(|(_, calls)| std::fs::read_to_string(calls).ok())
-            .is_some_and(|t| t.lines().any(|l| l.contains(&c.canary)))
+            // What the stand-in copied from its grant's paths (`BXBOUND `) is a bound
+            // chain's (`bound`) alone: another chain's canary planted there is not its send.
+            .is_some_and(|t| {
+                t.lines()
+                    .filter(|l| c.source.tool == "run" || !l.starts_with(BOUND_LINE))
+                    .any(|l| l.contains(&c.canary))
+            })
     }
 }
+
+/// How a stand-in's calls file marks a line it copied from its grant's paths.
+const BOUND_LINE: &str = "BXBOUND ";
 
 /// Why the shadow does not play a flow with a `run` step (`left`: the grants left out of the
 /// shadow); `None`: it does, or the flow has no `run` step.
 pub fn not_played(f: &proto::flows::Flow, left: &[Left]) -> Option<String> {
-    if f.source.tool == "run" {
-        let how = if f.source.grant == f.sink.grant {
-            "a program reading its bound paths and sending them in one call"
-        } else {
-            "a program's output as a source"
-        };
-        return Some(format!("{how} is not played (the stand-in reads nothing)"));
+    // A program reading its bound paths and sending them in one call is played (`bound`).
+    if f.source.tool == "run" && f.source.grant != f.sink.grant {
+        return Some(
+            "a program's output as a source is not played (the stand-in answers \
+                     BXRUN-OK)"
+                .into(),
+        );
     }
     let g = f.sink.grant.as_deref()?;
     (f.sink.tool == "run" && left.iter().any(|l| l.grant == g))
         .then(|| format!("grant {g} is left out of the shadow (below)"))
+}
+
+/// What a bound chain's argument holds in place of the canary (which is under the paths).
+const BOUND: &str = "bxhostile";
+
+/// The grant naming `program`, when it is the only `run` grant that does: its stand-in then
+/// knows which paths its unit binds.
+fn only<'a>(r: &'a Rewritten, program: &str) -> Option<&'a Grant> {
+    let mut naming = r
+        .grants
+        .values()
+        .filter(|g| g.tool == "run" && g.constraints.programs.iter().any(|p| p == program));
+    let g = naming.next()?;
+    naming.next().is_none().then_some(g)
+}
+
+/// A program reading what its grant binds and sending it in one call: for each `run` sink
+/// whose grant binds paths (and alone names its program), a chain whose canary is planted
+/// under the first path and whose one `run` call is source and sink, its argument without
+/// the canary.
+pub fn bound(r: &Rewritten, port: u16, nonce: &str, chains: &mut Vec<Chain>) {
+    for t in targets(r) {
+        let (program, _) = split(&t.entry);
+        let Some(shadow) = only(r, program).and_then(|g| g.constraints.paths.first()) else {
+            continue;
+        };
+        let owner = r
+            .paths
+            .iter()
+            .find(|(_, (s, _))| s.display().to_string() == *shadow)
+            .map_or_else(|| shadow.clone(), |(o, _)| o.clone());
+        let source = super::chains::Source {
+            tool: "run",
+            owner,
+            path: shadow.clone(),
+        };
+        let n = chains.len() + 1;
+        chains.push(Chain {
+            url: subject(&t.entry, BOUND),
+            ..Chain::send(n, source, &t, port, nonce)
+        });
+    }
+}
+
+/// Plants each bound chain's canary under its path: a file of its own in a directory, a
+/// line added to a file.
+pub fn plant(chains: &[Chain]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    for c in chains.iter().filter(|c| c.source.tool == "run") {
+        let path = Path::new(&c.source.path);
+        if path.is_file() {
+            let mut f = std::fs::OpenOptions::new().append(true).open(path)?;
+            writeln!(f, "{}", c.canary)?;
+        } else {
+            std::fs::create_dir_all(path)?;
+            std::fs::write(
+                path.join(format!("bxhostile-run-{}", c.n)),
+                format!("{}\n", c.canary),
+            )?;
+        }
+    }
+    Ok(())
 }

@@ -79,8 +79,15 @@ pub(super) fn send(c: &Chain) -> Answer {
             }],
         },
         "consult" => call("consult", "prompt", &c.url),
-        // The stand-in's tool (`mcp`), the canary in its one argument.
-        "mcp" => call(&c.sink.entry, "data", &c.url),
+        // The stand-in's tool (`mcp`), the canary in `data` (or the arguments `mcp_args`
+        // made to meet the grant's `constraints.args`).
+        "mcp" => Answer {
+            text: String::new(),
+            tool_calls: vec![Call {
+                name: c.sink.entry.clone(),
+                arguments: super::mcp_args::sent(&c.url),
+            }],
+        },
         // The program's stand-in, the canary in the argument its grant's patterns admit.
         "run" => super::run::send(c),
         // A new file in a granted directory; added to a granted file.
@@ -234,7 +241,15 @@ pub fn script_with(chains: &[Chain], jobs: Vec<Rule>) -> Result<String, toml::se
             },
             answer: match c.source.tool {
                 // The stand-in's tool: its answer is the canaries, whatever it is given.
-                "mcp" => call(&c.source.path, "data", "bxhostile"),
+                "mcp" => {
+                    let (name, arguments) = super::mcp::source_call(&c.source);
+                    Answer {
+                        text: String::new(),
+                        tool_calls: vec![Call { name, arguments }],
+                    }
+                }
+                // A bound chain's one `run` call reads what its grant binds and sends it.
+                "run" => super::run::send(c),
                 tool => call(tool, subject(tool), &c.source.path),
             },
         });
