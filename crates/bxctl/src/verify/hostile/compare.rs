@@ -263,6 +263,14 @@ fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<S
                 f.source.tool, f.sink.tool
             ));
         }
+        // The answer is had by a call the shadow makes up (a fetch's URL, a consult's
+        // prompt): a source grant with patterns may not admit it.
+        if let Some(g) = f.source.grant.as_ref().filter(|g| patterned.contains(*g)) {
+            return Some(format!(
+                "grant {g} names patterns, and {} is the shadow's own",
+                super::fetch_source::named_by(&f.source.tool)
+            ));
+        }
         // The file written is one the grant's patterns match (`pattern`), or none is.
         return match &f.sink.grant {
             Some(g) if left.iter().any(|l| l.grant == *g) => Some(format!(

@@ -16,7 +16,7 @@ use proto::composed::SUMMARY_PROMPT;
 use proto::{Epoch, LogRecord, Message, SessionId};
 
 use super::chains::{Chain, Source, Target};
-use super::script::{Answer, Rule, When, call, send};
+use super::script::{Answer, Rule, When, send};
 use crate::Error;
 use crate::error::{answered, call_failed, unexpected};
 use crate::verify::report::{Check, Part};
@@ -160,11 +160,7 @@ pub fn rules(c: &Chain) -> Option<Vec<Rule>> {
             c.tag(),
             None,
             None,
-            call(
-                c.source.tool,
-                super::script::subject(c.source.tool),
-                &c.source.path,
-            ),
+            super::script::source_answer(c),
         ),
     ])
 }

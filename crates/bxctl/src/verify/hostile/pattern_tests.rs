@@ -427,3 +427,40 @@ fn a_read_grant_no_file_is_named_for_is_said_with_why() {
         "{found:#?}"
     );
 }
+
+/// An untrusted write whose source is a fetch grant with patterns is not tried: the chain's
+/// fetch URL is the shadow's own, which the patterns may not admit (a review found it
+/// would have failed as a flow no chain completed).
+#[test]
+fn an_untrusted_write_from_a_patterned_fetch_is_not_tried() {
+    use proto::flows::{Flow, FlowsReport, Severity, Step};
+    let step = |grant: &str, tool: &str| Step {
+        grant: Some(grant.into()),
+        tool: tool.into(),
+        what: "w".into(),
+    };
+    let report = FlowsReport {
+        snapshot: proto::Hash32::ZERO,
+        grants: vec!["feed".into(), "site".into()],
+        flows: vec![Flow {
+            severity: Severity::UntrustedWrite,
+            job: None,
+            source: step("feed", "http_fetch"),
+            class: proto::DataClass::Public,
+            untrusted: true,
+            sink: step("site", "write_file"),
+            text: "a hijacked model can fetch from feed and write".into(),
+        }],
+    };
+    let patterned = BTreeSet::from(["feed".to_owned()]);
+    let found = super::super::compare::checks(&[], &report, &[], &patterned);
+    assert_eq!(found.len(), 1);
+    assert_eq!(format!("{:?}", found[0].level), "Warn");
+    assert!(
+        found[0]
+            .said
+            .contains("grant feed names patterns, and the URL's path is the shadow's own"),
+        "{}",
+        found[0].said
+    );
+}

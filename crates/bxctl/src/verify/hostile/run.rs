@@ -86,7 +86,21 @@ pub fn untried(g: &Grant) -> Option<String> {
                 .into(),
         );
     }
-    if g.mode != Mode::Deny && !g.constraints.hosts.is_empty() && admitted(g).is_none() {
+    let allows_hosts = g.mode != Mode::Deny && !g.constraints.hosts.is_empty();
+    if allows_hosts && g.constraints.programs.is_empty() {
+        return Some(
+            "it names no program (any of broker.programs): the shadow has no stand-in to map"
+                .into(),
+        );
+    }
+    if allows_hosts && g.constraints.patterns.is_empty() {
+        return Some(
+            "it lists no patterns: only a run without arguments is allowed, which carries no \
+             canary"
+                .into(),
+        );
+    }
+    if allows_hosts && admitted(g).is_none() {
         return Some(format!(
             "no argument its patterns ({}) admit can carry a canary (a pattern without `*`)",
             g.constraints.patterns.join(", ")
@@ -153,6 +167,9 @@ pub fn prepare(r: &Rewritten, dir: &Path) -> StandIns {
         .values()
         .filter(|g| g.tool == "run")
         .flat_map(|g| g.constraints.programs.iter())
+        // A name brokerd would refuse is never a file name, a shell line or a key here (the
+        // shadow's brokerd then refuses the grant, and the run says so).
+        .filter(|name| proto::tools::hands::check_program_name(name).is_ok())
         .map(|name| {
             let script = dir.join(format!("bxhostile-{name}"));
             let calls = dir.join(format!("{name}.calls"));
@@ -212,8 +229,11 @@ impl StandIns {
         }
         let mut out = String::from("[broker.programs]\n");
         for (name, (script_path, _)) in &self.programs {
+            // Quoted: a name may hold `.` or `+` (`python3.12`, `g++`), which a bare key
+            // would split or refuse.
+            let key = serde_json::to_string(name).unwrap_or_default();
             let path = serde_json::to_string(&script_path.display().to_string());
-            out.push_str(&format!("{name} = {}\n", path.unwrap_or_default()));
+            out.push_str(&format!("{key} = {}\n", path.unwrap_or_default()));
         }
         out
     }

@@ -78,6 +78,19 @@ fn the_grants_the_shadow_cannot_play_are_left_out() {
         "{:?}",
         why(&literal)
     );
+    // No program named (any configured one) and no patterns each say so.
+    let any = CURL.replace("programs = [\"curl\"]\n", "");
+    assert!(
+        why(&any).is_some_and(|w| w.contains("names no program")),
+        "{:?}",
+        why(&any)
+    );
+    let bare = CURL.replace("patterns = [\"https://api.example.org/*\"]\n", "");
+    assert!(
+        why(&bare).is_some_and(|w| w.contains("no patterns")),
+        "{:?}",
+        why(&bare)
+    );
     // One pattern admitting a canary is enough.
     assert!(why(&CURL.replace("/*\"", "/*\", \"x\"")).is_none());
     let no_hosts = literal.replace("hosts = [\"api.example.org\"]\n", "");
@@ -124,10 +137,10 @@ fn the_stand_in_records_and_only_a_grant_with_hosts_lets_it_out() {
     let toml = s.toml();
     assert!(toml.starts_with("[broker.programs]\n"), "{toml}");
     assert!(toml.contains(&format!(
-        "curl = \"{}\"",
+        "\"curl\" = \"{}\"",
         dir.join("bxhostile-curl").display()
     )));
-    assert!(toml.contains("python3 = "), "{toml}");
+    assert!(toml.contains("\"python3\" = "), "{toml}");
     s.write().expect("write");
     let plan = chains::plan(&r, 8080, "n0", false);
     let c = plan
@@ -255,4 +268,22 @@ fn flows_to_a_program_are_played_and_compared() {
     assert!(run::not_played(&out, &[]).is_some_and(|w| w.contains("output as a source")));
     let fetch = flow(step("notes", "read_file"), step("web", "http_fetch"));
     assert_eq!(run::not_played(&fetch, &left), None);
+}
+
+/// Program names with `.` or `+` are keys of their own in the shadow's `[broker.programs]`
+/// (quoted), and a name brokerd would refuse gets no stand-in at all.
+#[test]
+fn every_program_name_is_one_key_and_a_bad_one_none() {
+    let mut r = rewritten();
+    for (id, name) in [("py312", "python3.12"), ("gpp", "g++"), ("bad", "../x\nrm")] {
+        r.grants.insert(
+            id.into(),
+            grant(&CURL.replace("programs = [\"curl\"]", &format!("programs = [{name:?}]"))),
+        );
+    }
+    let s = run::prepare(&r, &scratch("names"));
+    let table: toml::Table = toml::from_str(&s.toml()).expect("the shadow's programs parse");
+    let programs = table["broker"]["programs"].as_table().expect("a table");
+    let names: Vec<&str> = programs.keys().map(String::as_str).collect();
+    assert_eq!(names, ["g++", "python3.12"]);
 }

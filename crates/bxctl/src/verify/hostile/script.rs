@@ -239,19 +239,7 @@ pub fn script_with(chains: &[Chain], jobs: Vec<Rule>) -> Result<String, toml::se
                 tool_result_contains: None,
                 history_contains: None,
             },
-            answer: match c.source.tool {
-                // The stand-in's tool: its answer is the canaries, whatever it is given.
-                "mcp" => {
-                    let (name, arguments) = super::mcp::source_call(&c.source);
-                    Answer {
-                        text: String::new(),
-                        tool_calls: vec![Call { name, arguments }],
-                    }
-                }
-                // A bound chain's one `run` call reads what its grant binds and sends it.
-                "run" => super::run::send(c),
-                tool => call(tool, subject(tool), &c.source.path),
-            },
+            answer: source_answer(c),
         });
     }
     rule.extend(jobs);
@@ -266,4 +254,21 @@ pub fn script_with(chains: &[Chain], jobs: Vec<Rule>) -> Result<String, toml::se
             tool_calls: Vec::new(),
         },
     })
+}
+
+/// The model's first call of chain `c`: its source, as every kind of chain makes it.
+pub(super) fn source_answer(c: &Chain) -> Answer {
+    match c.source.tool {
+        // The stand-in's tool: its answer is the canaries, whatever it is given.
+        "mcp" => {
+            let (name, arguments) = super::mcp::source_call(&c.source);
+            Answer {
+                text: String::new(),
+                tool_calls: vec![Call { name, arguments }],
+            }
+        }
+        // A bound chain's one `run` call reads what its grant binds and sends it.
+        "run" => super::run::send(c),
+        tool => call(tool, subject(tool), &c.source.path),
+    }
 }

@@ -21,7 +21,7 @@ use proto::{Message, SessionId};
 
 use super::chains::{Chain, Source, Target};
 use super::rewrite::Rewritten;
-use super::script::{Answer, Call, Rule, When, call, send, subject};
+use super::script::{Answer, Call, Rule, When, call, send};
 use crate::Error;
 
 /// The note name prefix of a chain that finds its note by `note_search`.
@@ -191,7 +191,7 @@ pub fn rules(c: &Chain) -> Option<Vec<Rule>> {
             format!("chain {} source", c.n),
             c.tag(),
             None,
-            call(c.source.tool, subject(c.source.tool), &c.source.path),
+            super::script::source_answer(c),
         ),
     ])
 }

@@ -212,3 +212,36 @@ fn a_search_chains_line_says_the_search() {
         ["note write", "note search"]
     );
 }
+
+/// A search chain (and any chain) that starts from an MCP tool calls the stand-in's tool,
+/// as the direct chain does, never a tool named `mcp` (which no grant covers: the chain
+/// would say `stopped` for a call that was never the one meant).
+#[test]
+fn a_chain_from_an_mcp_source_calls_the_stand_ins_tool() {
+    let mut r = rewritten();
+    for tool in ["note_write", "note_search", "mcp:files/*"] {
+        r.grants.insert(
+            format!("g-{tool}"),
+            grant(&format!(
+                "tool = \"{tool}\"\nmode = \"auto\"\nmax_taint = \"secret\"\n"
+            )),
+        );
+    }
+    let plan = chains::plan(&r, 4321, "n0", false);
+    let from_mcp: Vec<&Chain> = plan.iter().filter(|c| c.source.tool == "mcp").collect();
+    assert!(
+        from_mcp.iter().any(|c| search::via(c).is_some()),
+        "no search chain from the MCP source"
+    );
+    for c in from_mcp {
+        let source = rules(&plan, c.n)
+            .into_iter()
+            .find(|r| r["name"].as_str() == Some(&format!("chain {} source", c.n)))
+            .expect("a source rule");
+        let name = source["answer"]["tool_calls"][0]["name"]
+            .as_str()
+            .expect("a call");
+        assert_ne!(name, "mcp", "chain {}", c.n);
+        assert_eq!(name, super::mcp::source_called(&c.source), "chain {}", c.n);
+    }
+}
