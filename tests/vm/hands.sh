@@ -74,6 +74,8 @@ expect "a write_file through brokerd lands as the owner's, 0640" \
 # setpriv execs the sleep itself (runuser would stay its root parent, and $! would be that).
 setpriv --reuid owner --regid owner --init-groups sleep 300 &
 owner_sleep=$!
+# Until setpriv has exec'd the sleep (a loaded TCG guest took longer than the next line once).
+for _ in $(seq 100); do grep -qx sleep "/proc/$owner_sleep/comm" 2>/dev/null && break; sleep 0.1; done
 expect "the owner's sleep runs as the owner (pid $owner_sleep)" \
     "test \"\$(stat -c %U /proc/$owner_sleep)\" = owner && grep -q sleep /proc/$owner_sleep/comm"
 cat >/tmp/hands-probe.py <<'PY'
