@@ -50,6 +50,21 @@ pub(crate) fn home(name: &str, class: &str, web_grant: &str) -> (Home, std::path
     (home, notes)
 }
 
+/// The owner's notes (one file of real data) and an auto grant reading them, private and
+/// trusted: the read the stand-in tests start from.
+pub(crate) fn owner_notes(home: &Home) -> std::path::PathBuf {
+    let notes = home.files("notes", &[("real.md", "the owner's real data\n")]);
+    home.write_grant(
+        "notes-read",
+        &stack::read_grant(
+            "auto",
+            &notes,
+            "result_class = \"private\"\nuntrusted = false",
+        ),
+    );
+    notes
+}
+
 /// The lines of the flows the analysis reported.
 fn flows_of(found: &[(String, String, String)]) -> Vec<&(String, String, String)> {
     found

@@ -5,28 +5,20 @@
 
 use stack::Home;
 
-use crate::verify_hostile::{hostile, said};
+use crate::verify_hostile::{hostile, owner_notes, said};
 
 /// The owner's server `upload`, whose command would leave a mark if it ever ran; its tool
 /// `put` granted with a host at `max_taint = "private"` (`mode`), and the server `files`,
 /// every tool granted without hosts, its answers private.
 fn mcp_home(name: &str, mode: &str) -> (Home, std::path::PathBuf, std::path::PathBuf) {
     let home = Home::new(name, "");
-    let notes = home.files("notes", &[("real.md", "the owner's real data\n")]);
+    let notes = owner_notes(&home);
     let mark = home.root.join("owner-server-ran");
     home.append_config(&format!(
         "[[mcp]]\nname = \"upload\"\ncommand = [\"/bin/sh\", \"-c\", \"echo ran >> {m}\"]\n\
          [[mcp]]\nname = \"files\"\ncommand = [\"/bin/sh\", \"-c\", \"echo ran >> {m}\"]\n",
         m = mark.display()
     ));
-    home.write_grant(
-        "notes-read",
-        &stack::read_grant(
-            "auto",
-            &notes,
-            "result_class = \"private\"\nuntrusted = false",
-        ),
-    );
     home.write_grant(
         "upload",
         &format!(
@@ -192,16 +184,8 @@ fn verify_hostile_plays_a_consult_answer_driving_a_write() {
 #[test]
 fn verify_hostile_mcp_overlapping_grants_agree() {
     let home = Home::new("hostile-mcp-overlap", "");
-    let notes = home.files("notes", &[("real.md", "the owner's real data\n")]);
+    let notes = owner_notes(&home);
     home.append_config("[[mcp]]\nname = \"files\"\ncommand = [\"/bin/false\"]\n");
-    home.write_grant(
-        "notes-read",
-        &stack::read_grant(
-            "auto",
-            &notes,
-            "result_class = \"private\"\nuntrusted = false",
-        ),
-    );
     home.write_grant(
         "files-all",
         "tool = \"mcp:files/*\"\nmode = \"auto\"\nmax_taint = \"secret\"\nuntrusted = false\n",
@@ -289,16 +273,8 @@ fn verify_hostile_plays_an_mcp_answer_driving_a_write() {
 #[test]
 fn verify_hostile_stands_in_for_a_remote_server() {
     let home = Home::new("hostile-mcp-remote", "");
-    let notes = home.files("notes", &[("real.md", "the owner's real data\n")]);
+    let notes = owner_notes(&home);
     home.append_config("[[mcp]]\nname = \"tracker\"\nurl = \"http://192.0.2.7:8931/mcp\"\n");
-    home.write_grant(
-        "notes-read",
-        &stack::read_grant(
-            "auto",
-            &notes,
-            "result_class = \"private\"\nuntrusted = false",
-        ),
-    );
     home.write_grant(
         "tracker",
         "tool = \"mcp:tracker/*\"\nmode = \"auto\"\nmax_taint = \"private\"\n\

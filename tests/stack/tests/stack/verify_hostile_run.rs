@@ -5,14 +5,14 @@
 
 use stack::Home;
 
-use crate::verify_hostile::{hostile, said};
+use crate::verify_hostile::{hostile, owner_notes, said};
 
 /// A private read, the program `curl` granted with a host at `max_taint = "private"`
 /// (`mode`), and `make`, granted with a host but only a fixed argument; the owner's
 /// configuration maps both to a script that would leave a mark if it ever ran.
 fn run_home(name: &str, mode: &str) -> (Home, std::path::PathBuf, std::path::PathBuf) {
     let home = Home::new(name, "");
-    let notes = home.files("notes", &[("real.md", "the owner's real data\n")]);
+    let notes = owner_notes(&home);
     let mark = home.root.join("owner-program-ran");
     let program = home.root.join("owner-program");
     std::fs::write(
@@ -24,14 +24,6 @@ fn run_home(name: &str, mode: &str) -> (Home, std::path::PathBuf, std::path::Pat
         "[broker.programs]\ncurl = \"{p}\"\nmake = \"{p}\"\n",
         p = program.display()
     ));
-    home.write_grant(
-        "notes-read",
-        &stack::read_grant(
-            "auto",
-            &notes,
-            "result_class = \"private\"\nuntrusted = false",
-        ),
-    );
     home.write_grant(
         "curl-run",
         &format!(
