@@ -326,6 +326,8 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     super::fetch_source::plan(r, &targets, port, nonce, &mut chains);
     // A program reading its bound paths and sending them in one call (`run`).
     super::run::bound(r, port, nonce, &mut chains);
+    // A write's or an edit's result, then a send of it to every sink (`write_source`).
+    super::write_source::plan(r, &targets, port, nonce, &mut chains);
     chains
 }
 

@@ -12,7 +12,9 @@ use proto::flows::{Flow, FlowsReport};
 use proto::{DataClass, ToolResponse};
 
 use super::chains::Chain;
+use super::played::not_played;
 use super::rewrite::Left;
+use super::said::{describe, read_of, send_of};
 use super::session::Seen;
 use crate::verify::report::{Check, Part};
 
@@ -72,12 +74,13 @@ impl Outcome {
         (decider(&self.source), decider(&self.sink))
     }
 
-    /// The chain's verdict, and what stopped it.
-    pub(super) fn verdict(&self, send: &'static str) -> (&'static str, String) {
+    /// The chain's verdict, and what stopped it, its first step called `read` and its last
+    /// `send`.
+    pub(super) fn verdict(&self, read: &'static str, send: &'static str) -> (&'static str, String) {
         if self.at_sink {
             return ("leaked", "its canary reached the sink".into());
         }
-        let steps = std::iter::once(("read", &self.source))
+        let steps = std::iter::once((read, &self.source))
             .chain(self.laundering.iter().map(|(step, seen)| (*step, seen)))
             .chain(std::iter::once((send, &self.sink)));
         for (step, seen) in steps {
@@ -164,18 +167,6 @@ fn leaked(c: &Chain, o: &Outcome) -> bool {
     o.leaked() || (c.source.tool == "run" && o.at_sink)
 }
 
-/// How a chain's line names its send.
-fn send_of(c: &Chain) -> &'static str {
-    match c.sink.tool {
-        "consult" => "consult",
-        "write_file" => "write",
-        "edit_file" => "edit",
-        "mcp" => "MCP call",
-        "run" => "run",
-        _ => "fetch",
-    }
-}
-
 /// The `warn` when the plan has direct read chains but no look-alike, restart, compaction
 /// or smuggling chain: no read runs without asking for them to start from (`chains::plan`).
 pub fn no_free_read(chains: &[Chain]) -> Option<Check> {
@@ -212,8 +203,8 @@ fn disagreements(chains: &[(Chain, Outcome)]) -> Vec<Check> {
         if unread(c, o).is_some() {
             continue;
         }
-        let (after, _) = o.verdict(send_of(c));
-        let (before, _) = od.verdict(send_of(d));
+        let (after, _) = o.verdict(read_of(c), send_of(c));
+        let (before, _) = od.verdict(read_of(d), send_of(d));
         if after != before {
             let (name, between) = match c.restart {
                 Some(super::launder::COMPACTION) => ("compaction", "the session compacted".into()),
@@ -248,120 +239,8 @@ fn decider(step: &Call) -> Option<&str> {
     step.as_ref().and_then(|(g, _)| g.as_deref())
 }
 
-/// Why the shadow does not play a reported flow; `None`: it does.
-fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<String> {
-    if let Some(why) = super::mcp::not_played(f, left).or_else(|| super::run::not_played(f, left)) {
-        return Some(why);
-    }
-    if f.severity == proto::flows::Severity::UntrustedWrite {
-        if !matches!(f.source.tool.as_str(), "http_fetch" | "consult" | "mcp")
-            || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file")
-        {
-            return Some(format!(
-                "untrusted content from {} driving {} is not played yet (a fetch's, a consult's \
-                 or an MCP tool's answer driving write_file or edit_file is)",
-                f.source.tool, f.sink.tool
-            ));
-        }
-        // The answer is had by a call the shadow makes up (a fetch's URL, a consult's
-        // prompt): a source grant with patterns may not admit it.
-        if let Some(g) = f.source.grant.as_ref().filter(|g| patterned.contains(*g)) {
-            return Some(format!(
-                "grant {g} names patterns, and {} is the shadow's own",
-                super::fetch_source::named_by(&f.source.tool)
-            ));
-        }
-        // The file written is one the grant's patterns match (`pattern`), or none is.
-        return match &f.sink.grant {
-            Some(g) if left.iter().any(|l| l.grant == *g) => Some(format!(
-                "grant {g} names patterns no file the shadow writes matches (below)"
-            )),
-            _ => None,
-        };
-    }
-    if !matches!(
-        f.source.tool.as_str(),
-        "read_file" | "list_dir" | "mcp" | "http_fetch" | "run"
-    ) {
-        return Some(format!(
-            "a source of {} is not played yet (reads, listings, fetches, MCP tools and a \
-             program's bound paths are)",
-            f.source.tool
-        ));
-    }
-    if !matches!(
-        f.sink.tool.as_str(),
-        "http_fetch" | "consult" | "mcp" | "run"
-    ) {
-        return Some(format!(
-            "a sink of {} is not played yet (fetches, consults, MCP tools and programs are)",
-            f.sink.tool
-        ));
-    }
-    match &f.source.grant {
-        // A program's bound paths hold a canary of its own (`run::bound`), whatever its
-        // grant's patterns.
-        Some(_) if f.source.tool == "run" => None,
-        Some(g) if patterned.contains(g) && left.iter().any(|l| l.grant == *g) => Some(format!(
-            "grant {g} names patterns no file the shadow reads matches (below)"
-        )),
-        Some(g) if patterned.contains(g) => Some(format!(
-            "grant {g} names patterns, and {} is the shadow's own",
-            super::fetch_source::named_by(&f.source.tool)
-        )),
-        _ => None,
-    }
-}
-
 fn key(f: &Flow) -> (Option<&str>, Option<&str>) {
     (f.source.grant.as_deref(), f.sink.grant.as_deref())
-}
-
-pub(super) fn describe(c: &Chain, o: &Outcome) -> String {
-    let (sg, kg) = o.grants();
-    let class = o
-        .class()
-        .map_or_else(String::new, |c| format!(" ({})", c.as_str()));
-    let via = |g: Option<&str>| g.map_or_else(String::new, |g| format!(" via grant {g}"));
-    let reads = match c.source.tool {
-        "list_dir" => "list",
-        "http_fetch" => "fetch from",
-        "consult" => "ask",
-        "mcp" => "call",
-        _ => "read",
-    };
-    let to = match (c.sink.lookalike, c.smuggle) {
-        (Some(l), _) => format!("a {l} look-alike of {} ({})", c.sink.entry, c.url),
-        (None, Some(k)) => format!(
-            "{} smuggled in {} ({})",
-            c.sink.entry,
-            super::smuggle::said(k),
-            c.url
-        ),
-        (None, None) => c.sink.entry.clone(),
-    };
-    let note = match &c.note {
-        Some(n) => super::search::between(c, n),
-        None => match c.restart {
-            Some(super::launder::COMPACTION) => "; the turn ends and the session compacts, its \
-                summary carrying it; the next epoch's turn"
-                .into(),
-            Some(d) => format!("; the turn ends and {d} restarts; the session's next turn"),
-            None => String::new(),
-        },
-    };
-    let act = match c.sink.tool {
-        "write_file" => format!("write it under {to}"),
-        "edit_file" => format!("edit it into {to}"),
-        _ => format!("send it to {to}"),
-    };
-    format!(
-        "{reads} {}{class}{}{note}{} {act}{}",
-        c.source.owner,
-        via(sg),
-        if c.restart.is_some() { ":" } else { ", then" },
-        via(kg)
-    )
 }
 
 /// The checks of a live run: one per chain, one per reported flow, one per grant left out.
@@ -381,7 +260,7 @@ pub fn checks(
     for (c, o) in chains {
         let name = format!("chain {}", c.n);
         let what = describe(c, o);
-        let (verdict, why) = o.verdict(send_of(c));
+        let (verdict, why) = o.verdict(read_of(c), send_of(c));
         out.push(if c.sink.lookalike.is_some() && o.at_sink {
             Check::fail(P, name, format!("{what}: leaked to a host no grant names"))
                 .help("report this: brokerd let a look-alike host through")
@@ -475,10 +354,11 @@ pub fn checks(
         });
     }
     for l in left {
+        let role = if l.source_only { " as a source" } else { "" };
         out.push(Check::warn(
             P,
             "not-tried",
-            format!("grant {}: not tried: {}", l.grant, l.why),
+            format!("grant {}{role}: not tried: {}", l.grant, l.why),
         ));
     }
     out

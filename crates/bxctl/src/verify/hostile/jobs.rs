@@ -54,6 +54,7 @@ pub fn unconfigured(r: &mut Rewritten, jobs: &[Job]) {
                     "its job {job} is not configured ([[jobs]]): brokerd refuses the grant \
                      (`bxctl grants check` says so)"
                 ),
+                source_only: false,
             });
         }
     }

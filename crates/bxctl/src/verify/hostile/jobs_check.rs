@@ -122,13 +122,13 @@ impl JobOutcome {
             } else {
                 "fetch"
             };
-            return o.verdict(send);
+            return o.verdict("read", send);
         }
         let read = matches!(
             o.source.as_ref().and_then(|(_, s)| s.response.as_ref()),
             Some(ToolResponse::Result { .. })
         );
-        match o.verdict("delivery") {
+        match o.verdict("read", "delivery") {
             v if v.0 != "stopped" || !read => v,
             _ => (
                 "stopped",

@@ -123,6 +123,7 @@ pub fn prepare(
                 r.left.push(Left {
                     grant: id,
                     why: why.clone(),
+                    source_only: false,
                 });
             }
             continue;

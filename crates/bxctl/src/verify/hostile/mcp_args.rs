@@ -5,7 +5,7 @@
 //! source call's word) goes in a field no pointer starts with. The result is checked with
 //! brokerd's own check ([`grants::constraints::check`]); a grant whose constraints no call
 //! meets is said, and its server's grants are left out. A path a pattern names is the
-//! owner's (`/srv/git/*`): the shadow moves grant paths, not patterns, and the stand-in
+//! owner's (`/srv/git/*`): the shadow moves a path tool's patterns, not an MCP tool's, and the stand-in
 //! reads nothing, so a filled path that does not exist is as good as any.
 
 use proto::Grant;

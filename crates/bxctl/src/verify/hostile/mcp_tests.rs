@@ -316,6 +316,7 @@ fn mcp_flows_are_played_through_stand_ins_only() {
     let left = [Left {
         grant: "tracker".into(),
         why: "remote".into(),
+        source_only: false,
     }];
     assert_eq!(
         mcp::not_played(&mcp_flow(read.clone(), put.clone()), &left),

@@ -5,7 +5,8 @@
 //! a send, look-alike hosts, laundering through a note, a restart of loopd or brokerd and
 //! untrusted writes (`chains`, `script`), laundering by compaction (`launder`) and by a
 //! search (`search`), the owner's MCP servers and programs played by stand-ins (`mcp`,
-//! `run`), a fetch of private or secret results as a source (`fetch_source`), each in a
+//! `run`), a fetch of private or secret results and a write's result as sources
+//! (`fetch_source`, `write_source`), each in a
 //! session whose approvals are declined (`session`); each job runs in the shadow, once per
 //! chain of its own grants (`jobs`); the outcome is compared with the flows analysis
 //! (`compare`, `jobs_check`): the shadow brokerd's own, or a report given with `--analysis` (where a test plants a mistake).
@@ -20,13 +21,16 @@ mod launder;
 mod mcp;
 mod mcp_args;
 mod pattern;
+mod played;
 mod rewrite;
 mod run;
+mod said;
 mod script;
 mod search;
 mod session;
 mod sink;
 mod smuggle;
+mod write_source;
 
 #[cfg(test)]
 mod compare_tests;
@@ -50,6 +54,8 @@ mod search_tests;
 mod smuggle_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod write_source_tests;
 
 use std::collections::BTreeSet;
 use std::io::Write as _;
@@ -219,6 +225,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let job_chains = jobs::plan(&r, &config.jobs, sink.addr.port(), &nonce, first, consult);
     jobs::plant(&r, &chains, &job_chains, &dir.join("tree"))
         .and_then(|()| run::plant(&chains))
+        .and_then(|()| write_source::plant(&chains, &nonce))
         .map_err(|e| format!("the canaries: {e}"))?;
     stand_ins
         .write(&chains)
@@ -400,7 +407,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             },
         };
         if let Some(why) = launder::set_aside(unobserved.get(&c.n), at_sink) {
-            let what = compare::describe(&c, &outcome);
+            let what = said::describe(&c, &outcome);
             not_observed.push((c.n, launder::not_observed(&c, &what, why)));
             continue;
         }
@@ -424,6 +431,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let mut left = r.left.clone();
     left.extend(pattern::unnamed(&r));
     left.extend(pattern::unnamed_reads(&r, &patterned));
+    left.extend(write_source::unplayed(&r));
     checks.extend(compare::checks(&outcomes, &report, &left, &patterned));
     launder::place(&mut checks, not_observed);
     let patterned: BTreeSet<String> = r

@@ -98,12 +98,7 @@ fn from_one(pattern: &str, dir: &str, star: &str) -> Result<String, String> {
         at = closure(&t, next);
     }
     if at.is_empty() {
-        let moved = if pattern.starts_with('/') {
-            " (the shadow moves a grant's paths, not its patterns)"
-        } else {
-            ""
-        };
-        return Err(format!("matches no path in {dir}{moved}"));
+        return Err(format!("matches no path in {dir}"));
     }
     let named = |i: &usize| {
         let name = render(&t[*i..], star);
@@ -160,12 +155,17 @@ pub fn written(g: &Grant, path: &str, file: bool, n: usize) -> Result<String, St
 /// Whether chain `c` writes a file of its own: one no other chain writes, so the write
 /// creates it.
 pub fn own(c: &Chain) -> bool {
-    let name = std::path::Path::new(&c.url)
+    own_name(&c.url, c.n)
+}
+
+/// Whether `path`, made by [`written`] for chain `n`, names chain `n`'s own file.
+pub fn own_name(path: &str, n: usize) -> bool {
+    let name = std::path::Path::new(path)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let star = star(c.n);
-    name == format!("bxhostile-{}.txt", c.n)
+    let star = star(n);
+    name == format!("bxhostile-{n}.txt")
         || name
             .match_indices(&star)
             .any(|(at, _)| !name[at + star.len()..].starts_with(|ch: char| ch.is_ascii_digit()))
@@ -201,6 +201,7 @@ pub fn unnamed(r: &Rewritten) -> Vec<Left> {
         out.push(Left {
             grant: id.clone(),
             why: format!("its patterns name no file the shadow can write: {why}"),
+            source_only: false,
         });
     }
     out
@@ -301,6 +302,7 @@ pub fn unnamed_reads(r: &Rewritten, unread: &BTreeSet<String>) -> Vec<Left> {
         out.push(Left {
             grant: id.clone(),
             why: format!("its patterns name no file the shadow can read: {why}"),
+            source_only: false,
         });
     }
     out

@@ -1,7 +1,9 @@
 //! The owner's grant set moved into the shadow: each grant file as it is on disk, every
 //! granted path `P` becoming `TREE/P` under the scratch directory (so paths that nest or
-//! overlap still do), every other field unchanged (mode, `max_taint`, `result_class`,
-//! `untrusted`, `if_untrusted`, `expires`, `job`, hosts, patterns). Nothing is read from the
+//! overlap still do), and likewise every absolute pattern of a tool whose patterns match
+//! paths (`TREE` escaped, so it matches itself alone); every other field unchanged (mode,
+//! `max_taint`, `result_class`, `untrusted`, `if_untrusted`, `expires`, `job`, hosts, the
+//! other patterns). Nothing is read from the
 //! owner's files: a granted path is only looked at (`symlink_metadata`) to make a file where
 //! the owner has a file. A `run` grant stays, its programs played by stand-ins (`run`), save
 //! one the shadow cannot play (`run::untried`), left out and said; an MCP grant stays, its
@@ -18,6 +20,9 @@ use proto::Grant;
 pub struct Left {
     pub grant: String,
     pub why: String,
+    /// Only the grant's flows from it are not tried, its others are: a write grant whose
+    /// result the shadow cannot play as a source (`write_source`).
+    pub source_only: bool,
 }
 
 /// The shadow's grants: by id, as written; the granted paths, owner's to shadow's.
@@ -90,7 +95,11 @@ pub fn read(dir: &Path, tree: &Path) -> Result<Rewritten, RewriteError> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         if let Some(why) = untried(&grant) {
-            out.left.push(Left { grant: id, why });
+            out.left.push(Left {
+                grant: id,
+                why,
+                source_only: false,
+            });
             continue;
         }
         if grant.job.is_some() {
@@ -103,7 +112,8 @@ pub fn read(dir: &Path, tree: &Path) -> Result<Rewritten, RewriteError> {
     Ok(out)
 }
 
-/// `grant` with each path under `tree`.
+/// `grant` with each path under `tree`, and each absolute pattern of a tool whose patterns
+/// match paths with it (a pattern naming `/home/owner/notes/*.md` names `TREE/home/owner/notes/*.md`).
 fn moved(mut grant: Grant, tree: &Path, paths: &mut BTreeMap<String, (PathBuf, bool)>) -> Grant {
     for p in &mut grant.constraints.paths {
         let shadow = under(tree, p);
@@ -111,7 +121,26 @@ fn moved(mut grant: Grant, tree: &Path, paths: &mut BTreeMap<String, (PathBuf, b
         paths.entry(p.clone()).or_insert((shadow.clone(), file));
         *p = shadow.display().to_string();
     }
+    if grants::constraints::subject(&grant.tool) == Some(grants::constraints::Subject::Path) {
+        for p in &mut grant.constraints.patterns {
+            if p.starts_with('/') {
+                *p = format!("{}{p}", literal(&tree.display().to_string()));
+            }
+        }
+    }
     grant
+}
+
+/// `text` as a pattern matching it alone: `*`, `?` and `\` escaped, as brokerd reads them.
+fn literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// `TREE/P` for an absolute `P` (`/` itself is `TREE`).
@@ -241,6 +270,51 @@ mod tests {
         notes_back.constraints.paths = r.grants["notes"].constraints.paths.clone();
         assert_eq!(notes_back, r.grants["notes"]);
         assert!(untried(&r.grants["notes"]).is_none() && untried(&r.grants["mcp"]).is_none());
+        let _ = std::fs::remove_dir_all(&owner);
+    }
+
+    /// An absolute pattern of a path tool moves with the paths (the tree escaped, so that it
+    /// matches itself alone, as brokerd reads it); a relative one, and a `run` grant's
+    /// (which match arguments), stay as written.
+    #[test]
+    fn absolute_path_patterns_move_with_the_paths() {
+        let owner = dir("patterns");
+        let grants = owner.join("grants");
+        std::fs::create_dir_all(&grants).expect("grants");
+        std::fs::write(
+            grants.join("notes.toml"),
+            "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"private\"\n\
+             [constraints]\npaths = [\"/home/owner/notes\"]\n\
+             patterns = [\"/home/owner/notes/*.md\", \"*.txt\"]\n",
+        )
+        .expect("grant");
+        let prog = "tool = \"run\"\nmode = \"auto\"\nmax_taint = \"private\"\n\
+                    [constraints]\nprograms = [\"cat\"]\npatterns = [\"/home/owner/*\"]\n";
+        std::fs::write(grants.join("prog.toml"), prog).expect("grant");
+        // Each of brokerd's special characters in the tree's own name.
+        let tree = owner.join("sh*d\\ow?/tree");
+        let r = read(&grants, &tree).expect("read");
+        let moved = format!("{}", tree.display())
+            .replace('\\', "\\\\")
+            .replace('*', "\\*")
+            .replace('?', "\\?");
+        assert_eq!(
+            r.grants["notes"].constraints.patterns,
+            [format!("{moved}/home/owner/notes/*.md"), "*.txt".to_owned()]
+        );
+        assert_eq!(
+            r.grants["prog"],
+            proto::from_toml::<Grant>(prog).expect("prog")
+        );
+        // As brokerd holds a read against it: the shadow's file matches (a bare backslash
+        // would be no pattern brokerd reads), the owner's does not.
+        let reads = |path: String| {
+            let args = proto::tools::ToolArgs::ReadFile(proto::tools::ReadFileArgs { path });
+            grants::constraints::check(&r.grants["notes"], &args).is_ok()
+        };
+        let shadow = r.paths["/home/owner/notes"].0.display().to_string();
+        assert!(reads(format!("{shadow}/a.md")));
+        assert!(!reads("/home/owner/notes/a.md".into()));
         let _ = std::fs::remove_dir_all(&owner);
     }
 }

@@ -252,6 +252,7 @@ fn flows_to_a_program_are_played_and_compared() {
     let left = [Left {
         grant: "curl-run".into(),
         why: "x".into(),
+        source_only: false,
     }];
     let out = levels(outcome(false), &left);
     assert!(

@@ -269,6 +269,8 @@ pub(super) fn source_answer(c: &Chain) -> Answer {
         }
         // A bound chain's one `run` call reads what its grant binds and sends it.
         "run" => super::run::send(c),
+        // A write source's append or edit of its own file (`write_source`).
+        "write_file" | "edit_file" => super::write_source::call(c),
         tool => call(tool, subject(tool), &c.source.path),
     }
 }

@@ -1,0 +1,81 @@
+//! Which reported flows the shadow plays: a flow it cannot play is `not tried`, with why
+//! (`compare` holds the rest against the chains).
+
+use std::collections::BTreeSet;
+
+use proto::flows::Flow;
+
+use super::rewrite::Left;
+
+/// Why the shadow does not play a reported flow; `None`: it does.
+pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<String> {
+    if let Some(why) = super::mcp::not_played(f, left).or_else(|| super::run::not_played(f, left)) {
+        return Some(why);
+    }
+    if f.severity == proto::flows::Severity::UntrustedWrite {
+        if !matches!(f.source.tool.as_str(), "http_fetch" | "consult" | "mcp")
+            || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file")
+        {
+            return Some(format!(
+                "untrusted content from {} driving {} is not played yet (a fetch's, a consult's \
+                 or an MCP tool's answer driving write_file or edit_file is)",
+                f.source.tool, f.sink.tool
+            ));
+        }
+        // The answer is had by a call the shadow makes up (a fetch's URL, a consult's
+        // prompt): a source grant with patterns may not admit it.
+        if let Some(g) = f.source.grant.as_ref().filter(|g| patterned.contains(*g)) {
+            return Some(format!(
+                "grant {g} names patterns, and {} is the shadow's own",
+                super::fetch_source::named_by(&f.source.tool)
+            ));
+        }
+        // The file written is one the grant's patterns match (`pattern`), or none is.
+        return match &f.sink.grant {
+            Some(g) if left.iter().any(|l| l.grant == *g && !l.source_only) => Some(format!(
+                "grant {g} names patterns no file the shadow writes matches (below)"
+            )),
+            _ => None,
+        };
+    }
+    if !matches!(
+        f.source.tool.as_str(),
+        "read_file" | "list_dir" | "mcp" | "http_fetch" | "run" | "write_file" | "edit_file"
+    ) {
+        return Some(format!(
+            "a source of {} is not played yet (reads, listings, fetches, MCP tools, a \
+             program's bound paths, writes and edits are)",
+            f.source.tool
+        ));
+    }
+    if !matches!(
+        f.sink.tool.as_str(),
+        "http_fetch" | "consult" | "mcp" | "run"
+    ) {
+        return Some(format!(
+            "a sink of {} is not played yet (fetches, consults, MCP tools and programs are)",
+            f.sink.tool
+        ));
+    }
+    match &f.source.grant {
+        // A write grant's result the shadow does not play (`write_source::unplayed`), or one
+        // whose patterns name no file (`pattern::unnamed`).
+        Some(g)
+            if matches!(f.source.tool.as_str(), "write_file" | "edit_file")
+                && left.iter().any(|l| l.grant == *g) =>
+        {
+            Some(format!("grant {g} is not played as a source (below)"))
+        }
+        // A program's bound paths hold a canary of its own (`run::bound`), whatever its
+        // grant's patterns, and a write's file is named for them (`write_source`).
+        Some(_) if matches!(f.source.tool.as_str(), "run" | "write_file" | "edit_file") => None,
+        Some(g) if patterned.contains(g) && left.iter().any(|l| l.grant == *g) => Some(format!(
+            "grant {g} names patterns no file the shadow reads matches (below)"
+        )),
+        Some(g) if patterned.contains(g) => Some(format!(
+            "grant {g} names patterns, and {} is the shadow's own",
+            super::fetch_source::named_by(&f.source.tool)
+        )),
+        _ => None,
+    }
+}

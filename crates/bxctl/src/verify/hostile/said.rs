@@ -1,0 +1,78 @@
+//! How a chain's line says what it did: its read, what came between and its send, named
+//! by the grants that decided them (`compare` gives the verdict).
+
+use super::chains::Chain;
+use super::compare::Outcome;
+
+/// How a chain's line names its send.
+pub(super) fn send_of(c: &Chain) -> &'static str {
+    match c.sink.tool {
+        "consult" => "consult",
+        "write_file" => "write",
+        "edit_file" => "edit",
+        "mcp" => "MCP call",
+        "run" => "run",
+        _ => "fetch",
+    }
+}
+
+/// How a chain's line names its first step.
+pub(super) fn read_of(c: &Chain) -> &'static str {
+    match c.source.tool {
+        "write_file" => "write",
+        "edit_file" => "edit",
+        _ => "read",
+    }
+}
+
+/// The chain's line, up to its verdict: the read, what came between, and the send.
+pub(super) fn describe(c: &Chain, o: &Outcome) -> String {
+    let (sg, kg) = o.grants();
+    let class = o
+        .class()
+        .map_or_else(String::new, |c| format!(" ({})", c.as_str()));
+    let via = |g: Option<&str>| g.map_or_else(String::new, |g| format!(" via grant {g}"));
+    let reads = match c.source.tool {
+        "list_dir" => "list",
+        "http_fetch" => "fetch from",
+        "consult" => "ask",
+        "mcp" => "call",
+        "write_file" => "append to a file in",
+        "edit_file" => "edit a file in",
+        _ => "read",
+    };
+    let to = match (c.sink.lookalike, c.smuggle) {
+        (Some(l), _) => format!("a {l} look-alike of {} ({})", c.sink.entry, c.url),
+        (None, Some(k)) => format!(
+            "{} smuggled in {} ({})",
+            c.sink.entry,
+            super::smuggle::said(k),
+            c.url
+        ),
+        (None, None) => c.sink.entry.clone(),
+    };
+    let note = match &c.note {
+        Some(n) => super::search::between(c, n),
+        None => match c.restart {
+            Some(super::launder::COMPACTION) => "; the turn ends and the session compacts, its \
+                summary carrying it; the next epoch's turn"
+                .into(),
+            Some(d) => format!("; the turn ends and {d} restarts; the session's next turn"),
+            None => String::new(),
+        },
+    };
+    let act = match c.sink.tool {
+        "write_file" => format!("write it under {to}"),
+        "edit_file" => format!("edit it into {to}"),
+        // What a write's result carries of the file: its new text's hash.
+        _ if super::write_source::is(c) => format!("send the file's new hash to {to}"),
+        _ => format!("send it to {to}"),
+    };
+    format!(
+        "{reads} {}{class}{}{note}{} {act}{}",
+        c.source.owner,
+        via(sg),
+        if c.restart.is_some() { ":" } else { ", then" },
+        via(kg)
+    )
+}

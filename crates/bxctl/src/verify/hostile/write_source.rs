@@ -1,0 +1,189 @@
+//! A write's result as a source (docs/decisions.md V44). A `write_file` or `edit_file`
+//! answers `wrote PATH: N bytes, sha256 H`, labelled like a read of the file (H9); after an
+//! append or an edit, `H` is a hash of the file's whole new text, so of what was in it
+//! before. For each allowing write or edit grant of an ordinary session, in each granted
+//! directory, a chain plants a file of its own (named for the grant's patterns,
+//! `pattern::written`) holding its canary line, appends a line to it (an edit replaces the
+//! line `chains::edit_old` planted), then sends the hash to every sink but the look-alikes.
+//! The value looked for at the sink, the chain's `canary`, is that hash, which the shadow
+//! computes from what it planted and what the call adds: the call's arguments hold neither
+//! the planted line nor the hash, so the hash at the sink means the write's result went out.
+//!
+//! Not played, and said as a source only ([`unplayed`]): a write grant whose `modes` allow
+//! no `append` (a create's or a replace's result says only what the model wrote), and one
+//! whose every granted path is a file or whose patterns name only a file other chains write
+//! too (its text before the write is not known beforehand).
+
+use super::chains::{Chain, Source, Target, edit_old, send_subject};
+use super::rewrite::{Left, Rewritten};
+use super::script::{Answer, Call};
+
+/// Whether `c` starts from a write's result.
+pub fn is(c: &Chain) -> bool {
+    matches!(c.source.tool, "write_file" | "edit_file")
+}
+
+/// What chain `n`'s append adds to its file.
+fn added(n: usize) -> String {
+    format!("BXAPPEND-{n}\n")
+}
+
+/// What chain `n`'s edit puts in place of the planted line.
+fn edited(n: usize) -> String {
+    format!("BXEDITED-{n}.")
+}
+
+/// The text planted in the chain's file: its canary line, and for an edit the line the
+/// edit replaces.
+fn before(c: &Chain, nonce: &str) -> String {
+    let canary = super::chains::canary(nonce, c.n);
+    match c.source.tool {
+        "edit_file" => format!("{canary}\n{}\n", edit_old(c)),
+        _ => format!("{canary}\n"),
+    }
+}
+
+/// The file's text after the chain's call, as brokerd computes it (`textedit`).
+fn after(c: &Chain, nonce: &str) -> String {
+    let text = before(c, nonce);
+    match c.source.tool {
+        "edit_file" => text.replacen(&edit_old(c), &edited(c.n), 1),
+        _ => text + &added(c.n),
+    }
+}
+
+/// Whether write grant `g`'s calls may append (an edit grant's always change a file in place).
+fn appends(g: &proto::Grant) -> bool {
+    g.tool == "edit_file"
+        || g.constraints.modes.is_empty()
+        || g.constraints
+            .modes
+            .contains(&proto::tools::WriteMode::Append)
+}
+
+/// The allowing write and edit grants of an ordinary session.
+fn grants(r: &Rewritten) -> impl Iterator<Item = (&String, &proto::Grant)> {
+    r.grants.iter().filter(|(_, g)| {
+        matches!(g.tool.as_str(), "write_file" | "edit_file")
+            && g.mode != proto::Mode::Deny
+            && g.job.is_none()
+    })
+}
+
+/// The file of chain `n`'s own that grant `g` covers in the granted directory `dir`.
+fn own_file(g: &proto::Grant, dir: &str, n: usize) -> Option<String> {
+    super::pattern::written(g, dir, false, n)
+        .ok()
+        .filter(|path| super::pattern::own_name(path, n))
+}
+
+/// Adds a chain from each write grant's result, in each granted directory, to each of
+/// `targets` but the look-alikes; numbered after `chains`.
+pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &mut Vec<Chain>) {
+    for (_, g) in grants(r).filter(|(_, g)| appends(g)) {
+        let tool = if g.tool == "edit_file" {
+            "edit_file"
+        } else {
+            "write_file"
+        };
+        for (owner, (shadow, file)) in &r.paths {
+            let dir = shadow.display().to_string();
+            if *file || !g.constraints.paths.contains(&dir) {
+                continue;
+            }
+            for sink in targets.iter().filter(|t| t.lookalike.is_none()) {
+                let n = chains.len() + 1;
+                let Some(path) = own_file(g, &dir, n) else {
+                    continue;
+                };
+                let source = Source {
+                    tool,
+                    owner: owner.clone(),
+                    path,
+                };
+                let c = Chain::send(n, source, sink, port, nonce);
+                let hash = proto::Hash32::digest(after(&c, nonce).as_bytes()).to_string();
+                chains.push(Chain {
+                    url: send_subject(sink, port, &hash),
+                    canary: hash,
+                    ..c
+                });
+            }
+        }
+    }
+}
+
+/// The chain's first call: the append (or the edit) of its own file.
+pub fn call(c: &Chain) -> Answer {
+    let arguments = match c.source.tool {
+        "edit_file" => serde_json::json!({
+            "new": edited(c.n),
+            "old": edit_old(c),
+            "path": c.source.path,
+        }),
+        _ => serde_json::json!({
+            "content": added(c.n),
+            "mode": "append",
+            "path": c.source.path,
+        }),
+    };
+    Answer {
+        text: String::new(),
+        tool_calls: vec![Call {
+            name: c.source.tool.to_owned(),
+            arguments: arguments.to_string(),
+        }],
+    }
+}
+
+/// Plants each write source chain's file: its canary line (and the line an edit replaces).
+pub fn plant(chains: &[Chain], nonce: &str) -> std::io::Result<()> {
+    for c in chains.iter().filter(|c| is(c)) {
+        let path = std::path::Path::new(&c.source.path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(path, before(c, nonce))?;
+    }
+    Ok(())
+}
+
+/// The write and edit grants [`plan`] plays no chain from, and why, as sources only (their
+/// untrusted writes are played, `chains`). A grant whose patterns name no file at all is
+/// `pattern::unnamed`'s.
+pub fn unplayed(r: &Rewritten) -> Vec<Left> {
+    let mut out = Vec::new();
+    for (id, g) in grants(r) {
+        let dirs: Vec<String> = r
+            .paths
+            .values()
+            .filter(|(shadow, file)| {
+                !file && g.constraints.paths.contains(&shadow.display().to_string())
+            })
+            .map(|(shadow, _)| shadow.display().to_string())
+            .collect();
+        let why = if !appends(g) {
+            "its modes allow no append: a create's or a replace's result says only what the \
+             model wrote, nothing of the file"
+        } else if dirs.iter().any(|d| own_file(g, d, 0).is_some()) {
+            continue;
+        } else if dirs.is_empty() {
+            "its granted paths are files, which other chains write too: their text before \
+             the write is not known beforehand"
+        } else if dirs
+            .iter()
+            .any(|d| super::pattern::written(g, d, false, 0).is_ok())
+        {
+            "its patterns name only a file other chains write too (no `*` to name one of \
+             the chain's own): its text before the write is not known beforehand"
+        } else {
+            continue;
+        };
+        out.push(Left {
+            grant: id.clone(),
+            why: why.to_owned(),
+            source_only: true,
+        });
+    }
+    out
+}
