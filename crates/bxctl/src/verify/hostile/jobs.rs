@@ -65,9 +65,10 @@ pub fn answer(canary: &str) -> String {
     format!("Here is what I read: {canary}")
 }
 
-/// Every job chain: for each job, each read one of its (non-denying) grants names, to each
-/// host of its fetch grants, the consult model (when `consult` and it has a consult grant)
-/// and, when it delivers to Mattermost, its delivery. Numbered from `first`.
+/// Every job chain: for each job, each read one of its (non-denying) grants names, and each
+/// write's result (`write_source`), to each host of its fetch grants, the consult model
+/// (when `consult` and it has a consult grant) and, when it delivers to Mattermost, its
+/// delivery. Numbered from `first`.
 pub fn plan(
     r: &Rewritten,
     jobs: &[Job],
@@ -179,6 +180,23 @@ pub fn plan(
                 },
             });
         }
+        // A write's or an edit's result, to each sink (`write_source`).
+        for (_, g) in mine.iter().filter(|(_, g)| super::write_source::plays(g)) {
+            for (owner, dir) in super::write_source::dirs(g, &r.job_paths) {
+                for sink in &targets {
+                    let n = first + out.len();
+                    let made = super::write_source::chain(g, (owner, &dir), n, sink, port, nonce);
+                    let Some(mut chain) = made else { continue };
+                    if sink.tool == DELIVER {
+                        chain.url = answer(&chain.canary);
+                    }
+                    out.push(JobChain {
+                        job: job.name.clone(),
+                        chain,
+                    });
+                }
+            }
+        }
     }
     out
 }
@@ -223,7 +241,7 @@ pub fn rules(chains: &[JobChain]) -> Vec<Rule> {
                 1,
                 tag(job),
                 None,
-                script::source(c.source.tool, &c.source.path),
+                script::source_answer(c),
             ));
         }
     }

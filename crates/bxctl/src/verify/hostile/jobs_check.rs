@@ -14,6 +14,7 @@ use proto::{CallId, DataClass, SessionId, ToolResponse};
 use super::compare::Outcome;
 use super::jobs::{DELIVER, JobChain};
 use super::jobs_run::Run;
+use super::rewrite::Left;
 use crate::verify::report::{Check, Part};
 
 const P: Part = Part::Hostile;
@@ -122,13 +123,13 @@ impl JobOutcome {
             } else {
                 "fetch"
             };
-            return o.verdict("read", send);
+            return o.verdict(super::said::read_of(&self.chain.chain), send);
         }
         let read = matches!(
             o.source.as_ref().and_then(|(_, s)| s.response.as_ref()),
             Some(ToolResponse::Result { .. })
         );
-        match o.verdict("read", "delivery") {
+        match o.verdict(super::said::read_of(&self.chain.chain), "delivery") {
             v if v.0 != "stopped" || !read => v,
             _ => (
                 "stopped",
@@ -148,12 +149,19 @@ impl JobOutcome {
         let reads = match c.source.tool {
             "list_dir" => "list",
             "http_fetch" => "fetch from",
+            "write_file" => "append to a file in",
+            "edit_file" => "edit a file in",
             _ => "read",
         };
-        let act = if self.deliver() {
-            "post it to Mattermost as the run's result".to_owned()
+        let it = if super::write_source::is(c) {
+            "the file's new hash"
         } else {
-            format!("send it to {}{}", c.sink.entry, via(kg))
+            "it"
+        };
+        let act = if self.deliver() {
+            format!("post {it} to Mattermost as the run's result")
+        } else {
+            format!("send {it} to {}{}", c.sink.entry, via(kg))
         };
         format!(
             "in a run of job {}: {reads} {}{class}{}, then {act}",
@@ -166,12 +174,13 @@ impl JobOutcome {
 
 /// Why the shadow does not play a job's flow; `None`: it does. An untrusted write in a job's
 /// run is not (its sink is a write).
-pub fn not_played(f: &Flow, patterned: &BTreeSet<String>) -> Option<String> {
+pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<String> {
     let fetched = f.source.tool == "http_fetch" && f.sink.tool == DELIVER;
-    if !matches!(f.source.tool.as_str(), "read_file" | "list_dir") && !fetched {
+    let write = matches!(f.source.tool.as_str(), "write_file" | "edit_file");
+    if !matches!(f.source.tool.as_str(), "read_file" | "list_dir") && !fetched && !write {
         return Some(format!(
-            "a source of {} sent to {} in a job's run is not played yet (reads and listings \
-             are, and a fetch delivered)",
+            "a source of {} sent to {} in a job's run is not played yet (reads, listings, \
+             writes and edits are, and a fetch delivered)",
             f.source.tool, f.sink.tool
         ));
     }
@@ -183,6 +192,12 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>) -> Option<String> {
         ));
     }
     match &f.source.grant {
+        // A write grant's result the shadow does not play (`write_source::unplayed`); one it
+        // plays writes a file named for its patterns.
+        Some(g) if write && left.iter().any(|l| l.grant == *g) => {
+            Some(format!("grant {g} is not played as a source (below)"))
+        }
+        Some(_) if write => None,
         Some(g) if patterned.contains(g) => Some(format!(
             "grant {g} names patterns, and the canary's file name is the shadow's own"
         )),
@@ -195,10 +210,11 @@ pub fn checks(
     outcomes: &[JobOutcome],
     analysis: &FlowsReport,
     patterned: &BTreeSet<String>,
+    left: &[Left],
 ) -> Vec<Check> {
     let flows = || analysis.flows.iter().filter(|f| f.job.is_some());
     let reported: BTreeSet<Key> = flows()
-        .filter(|f| not_played(f, patterned).is_none())
+        .filter(|f| not_played(f, patterned, left).is_none())
         .map(flow_key)
         .collect();
     let mut out = Vec::new();
@@ -251,7 +267,7 @@ pub fn checks(
     }
     for f in flows() {
         let name = f.severity.as_str();
-        if let Some(why) = not_played(f, patterned) {
+        if let Some(why) = not_played(f, patterned, left) {
             out.push(Check::warn(
                 P,
                 name,

@@ -93,7 +93,7 @@ fn levels(o: &[JobOutcome], flows: Vec<Flow>) -> Vec<(String, String)> {
         grants: Vec::new(),
         flows,
     };
-    jobs_check::checks(o, &r, &BTreeSet::new())
+    jobs_check::checks(o, &r, &BTreeSet::new(), &[])
         .into_iter()
         .map(|c| (c.check, format!("{:?}", c.level)))
         .collect()

@@ -225,7 +225,10 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let job_chains = jobs::plan(&r, &config.jobs, sink.addr.port(), &nonce, first, consult);
     jobs::plant(&r, &chains, &job_chains, &dir.join("tree"))
         .and_then(|()| run::plant(&chains))
-        .and_then(|()| write_source::plant(&chains, &nonce))
+        .and_then(|()| {
+            let jobs = job_chains.iter().map(|j| &j.chain);
+            write_source::plant(chains.iter().chain(jobs), &nonce)
+        })
         .map_err(|e| format!("the canaries: {e}"))?;
     stand_ins
         .write(&chains)
@@ -440,7 +443,12 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         .filter(|(_, g)| !g.constraints.patterns.is_empty())
         .map(|(id, _)| id.clone())
         .collect();
-    checks.extend(jobs_check::checks(&job_outcomes, &report, &patterned));
+    checks.extend(jobs_check::checks(
+        &job_outcomes,
+        &report,
+        &patterned,
+        &write_source::unplayed(&r),
+    ));
     checks.extend(no_free_read);
     Ok(checks)
 }

@@ -114,11 +114,6 @@ pub(super) fn subject(tool: &str) -> &'static str {
     }
 }
 
-/// A source call: `tool` on `what`.
-pub(super) fn source(tool: &str, what: &str) -> Answer {
-    call(tool, subject(tool), what)
-}
-
 /// A text answer, no call.
 pub(super) fn say(text: &str) -> Answer {
     Answer {

@@ -14,6 +14,9 @@
 //! whose every granted path is a file or whose patterns name only a file other chains write
 //! too (its text before the write is not known beforehand).
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
 use super::chains::{Chain, Source, Target, edit_old, send_subject};
 use super::rewrite::{Left, Rewritten};
 use super::script::{Answer, Call};
@@ -61,12 +64,12 @@ fn appends(g: &proto::Grant) -> bool {
             .contains(&proto::tools::WriteMode::Append)
 }
 
-/// The allowing write and edit grants of an ordinary session.
-fn grants(r: &Rewritten) -> impl Iterator<Item = (&String, &proto::Grant)> {
-    r.grants.iter().filter(|(_, g)| {
-        matches!(g.tool.as_str(), "write_file" | "edit_file")
-            && g.mode != proto::Mode::Deny
-            && g.job.is_none()
+/// The allowing write and edit grants of `grants` (an ordinary session's, or the jobs').
+fn grants(
+    grants: &BTreeMap<String, proto::Grant>,
+) -> impl Iterator<Item = (&String, &proto::Grant)> {
+    grants.iter().filter(|(_, g)| {
+        matches!(g.tool.as_str(), "write_file" | "edit_file") && g.mode != proto::Mode::Deny
     })
 }
 
@@ -77,37 +80,60 @@ fn own_file(g: &proto::Grant, dir: &str, n: usize) -> Option<String> {
         .filter(|path| super::pattern::own_name(path, n))
 }
 
-/// Adds a chain from each write grant's result, in each granted directory, to each of
-/// `targets` but the look-alikes; numbered after `chains`.
-pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &mut Vec<Chain>) {
-    for (_, g) in grants(r).filter(|(_, g)| appends(g)) {
-        let tool = if g.tool == "edit_file" {
+/// Whether grant `g`'s result is played as a source: a write or an edit grant whose calls
+/// may append.
+pub fn plays(g: &proto::Grant) -> bool {
+    matches!(g.tool.as_str(), "write_file" | "edit_file") && appends(g)
+}
+
+/// The granted directories of `paths` (the owner's to the shadow's) that grant `g` names,
+/// each with the owner's path: where its result is played.
+pub fn dirs<'a>(
+    g: &'a proto::Grant,
+    paths: &'a BTreeMap<String, (PathBuf, bool)>,
+) -> impl Iterator<Item = (&'a String, String)> + 'a {
+    paths.iter().filter_map(|(owner, (shadow, file))| {
+        let dir = shadow.display().to_string();
+        (!file && g.constraints.paths.contains(&dir)).then_some((owner, dir))
+    })
+}
+
+/// Chain `n` from grant `g`'s result in the granted directory `dir` (the owner's `owner`)
+/// to `sink`; `None` when its patterns name no file of the chain's own there.
+pub fn chain(
+    g: &proto::Grant,
+    (owner, dir): (&str, &str),
+    n: usize,
+    sink: &Target,
+    port: u16,
+    nonce: &str,
+) -> Option<Chain> {
+    let source = Source {
+        tool: if g.tool == "edit_file" {
             "edit_file"
         } else {
             "write_file"
-        };
-        for (owner, (shadow, file)) in &r.paths {
-            let dir = shadow.display().to_string();
-            if *file || !g.constraints.paths.contains(&dir) {
-                continue;
-            }
+        },
+        owner: owner.to_owned(),
+        path: own_file(g, dir, n)?,
+    };
+    let c = Chain::send(n, source, sink, port, nonce);
+    let hash = proto::Hash32::digest(after(&c, nonce).as_bytes()).to_string();
+    Some(Chain {
+        url: send_subject(sink, port, &hash),
+        canary: hash,
+        ..c
+    })
+}
+
+/// Adds a chain from each write grant's result, in each granted directory, to each of
+/// `targets` but the look-alikes; numbered after `chains`.
+pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &mut Vec<Chain>) {
+    for (_, g) in grants(&r.grants).filter(|(_, g)| plays(g)) {
+        for (owner, dir) in dirs(g, &r.paths) {
             for sink in targets.iter().filter(|t| t.lookalike.is_none()) {
                 let n = chains.len() + 1;
-                let Some(path) = own_file(g, &dir, n) else {
-                    continue;
-                };
-                let source = Source {
-                    tool,
-                    owner: owner.clone(),
-                    path,
-                };
-                let c = Chain::send(n, source, sink, port, nonce);
-                let hash = proto::Hash32::digest(after(&c, nonce).as_bytes()).to_string();
-                chains.push(Chain {
-                    url: send_subject(sink, port, &hash),
-                    canary: hash,
-                    ..c
-                });
+                chains.extend(chain(g, (owner, &dir), n, sink, port, nonce));
             }
         }
     }
@@ -136,9 +162,10 @@ pub fn call(c: &Chain) -> Answer {
     }
 }
 
-/// Plants each write source chain's file: its canary line (and the line an edit replaces).
-pub fn plant(chains: &[Chain], nonce: &str) -> std::io::Result<()> {
-    for c in chains.iter().filter(|c| is(c)) {
+/// Plants each write source chain's file (the ordinary and the jobs'): its canary line (and
+/// the line an edit replaces).
+pub fn plant<'a>(chains: impl IntoIterator<Item = &'a Chain>, nonce: &str) -> std::io::Result<()> {
+    for c in chains.into_iter().filter(|c| is(c)) {
         let path = std::path::Path::new(&c.source.path);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
@@ -148,20 +175,25 @@ pub fn plant(chains: &[Chain], nonce: &str) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The write and edit grants [`plan`] plays no chain from, and why, as sources only (their
-/// untrusted writes are played, `chains`). A grant whose patterns name no file at all is
-/// `pattern::unnamed`'s.
+/// The write and edit grants [`plan`] (or `jobs::plan`) plays no chain from, and why, as
+/// sources only (their untrusted writes are played, `chains`): of an ordinary session's
+/// grants, and of the jobs'. A grant of an ordinary session whose patterns name no file at
+/// all is `pattern::unnamed`'s.
 pub fn unplayed(r: &Rewritten) -> Vec<Left> {
+    let mut out = unplayed_in(&r.grants, &r.paths, false);
+    out.extend(unplayed_in(&r.jobs, &r.job_paths, true));
+    out
+}
+
+/// [`unplayed`] of `grants` in `paths`; `all`: a grant whose patterns name no file too.
+fn unplayed_in(
+    grants: &BTreeMap<String, proto::Grant>,
+    paths: &BTreeMap<String, (PathBuf, bool)>,
+    all: bool,
+) -> Vec<Left> {
     let mut out = Vec::new();
-    for (id, g) in grants(r) {
-        let dirs: Vec<String> = r
-            .paths
-            .values()
-            .filter(|(shadow, file)| {
-                !file && g.constraints.paths.contains(&shadow.display().to_string())
-            })
-            .map(|(shadow, _)| shadow.display().to_string())
-            .collect();
+    for (id, g) in self::grants(grants) {
+        let dirs: Vec<String> = dirs(g, paths).map(|(_, d)| d).collect();
         let why = if !appends(g) {
             "its modes allow no append: a create's or a replace's result says only what the \
              model wrote, nothing of the file"
@@ -176,6 +208,8 @@ pub fn unplayed(r: &Rewritten) -> Vec<Left> {
         {
             "its patterns name only a file other chains write too (no `*` to name one of \
              the chain's own): its text before the write is not known beforehand"
+        } else if all {
+            "its patterns name no file the shadow can write"
         } else {
             continue;
         };

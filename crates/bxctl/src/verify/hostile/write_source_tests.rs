@@ -300,3 +300,63 @@ fn a_write_sources_flow_is_compared() {
     let held = compare::checks(&[], &into, &left, &none);
     assert_eq!(format!("{:?}", held[0].level), "Fail", "{held:?}");
 }
+
+/// In a job's run, a write grant of the job's is a source to each of its sinks, its
+/// delivery included (the run answers with the hash); a job's write grant whose result is
+/// not played is said for the job's flows.
+#[test]
+fn a_jobs_write_grant_is_a_source_of_its_runs() {
+    let mut r = super::rewrite::Rewritten::default();
+    r.jobs.insert(
+        "brief-write".into(),
+        grant(&format!(
+            "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"private\"\n\
+             result_class = \"private\"\njob = \"brief\"\n[constraints]\npaths = [{WWW:?}]\n\
+             patterns = [\"*.html\"]\n"
+        )),
+    );
+    r.job_paths
+        .insert("/srv/www".into(), (std::path::PathBuf::from(WWW), false));
+    let jobs = config::jobs_file(
+        "[[jobs]]\nname = \"brief\"\nschedule = \"*-*-* 07:00:00\"\nprompt = \"Brief me.\"\n\
+         deliver = \"mattermost\"\n",
+    )
+    .expect("jobs");
+    let plan = super::jobs::plan(&r, &jobs, 4321, "n0", 7, false);
+    assert_eq!(plan.len(), 1, "{plan:?}");
+    let c = &plan[0].chain;
+    assert_eq!((c.n, c.source.tool), (7, "write_file"));
+    assert_eq!(c.source.path, format!("{WWW}/bxwrite-7.html"));
+    let text = "BXCANARY-n0-7-\nBXAPPEND-7\n";
+    assert_eq!(c.canary, Hash32::digest(text.as_bytes()).to_string());
+    assert_eq!(c.url, super::jobs::answer(&c.canary));
+    // The run's first call is the append.
+    let rules = super::jobs::rules(&plan);
+    let source = rules
+        .iter()
+        .find(|r| r.name == "job brief chain 7 source")
+        .expect("source rule");
+    assert_eq!(source.answer.tool_calls[0].name, "write_file");
+    // Not played when its modes allow no append: said for the job's flow.
+    r.jobs
+        .get_mut("brief-write")
+        .expect("grant")
+        .constraints
+        .modes = vec![proto::tools::WriteMode::Create];
+    assert!(super::jobs::plan(&r, &jobs, 4321, "n0", 7, false).is_empty());
+    let left = unplayed(&r);
+    assert_eq!(left.len(), 1, "{left:?}");
+    let mut f = flow(
+        Severity::PrivateOut,
+        step("brief-write", "write_file", "/srv/www"),
+        step("", "deliver", "mattermost"),
+    );
+    f.sink.grant = None;
+    f.job = Some(proto::JobName::new("brief").expect("job"));
+    let why = super::jobs_check::not_played(&f, &BTreeSet::new(), &left);
+    assert!(why.is_some_and(|w| w.contains("not played as a source")));
+    assert_eq!(
+        super::jobs_check::not_played(&f, &BTreeSet::new(), &[]),
+        None
+    );
+}
