@@ -328,6 +328,8 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     super::run::bound(r, port, nonce, &mut chains);
     // A write's or an edit's result, then a send of it to every sink (`write_source`).
     super::write_source::plan(r, &targets, port, nonce, &mut chains);
+    // The consult model's answer, then a send of it to every other sink (`consult_source`).
+    super::consult_source::plan(r, &targets, port, nonce, consult, &mut chains);
     chains
 }
 

@@ -17,12 +17,12 @@ pub fn path(n: usize) -> String {
 }
 
 /// What names a source's canary, which the shadow picks (so a grant's patterns may not match
-/// it): a fetch's URL path, a read's file name.
+/// it): a fetch's URL path, a consult's prompt, a read's file name.
 pub fn named_by(tool: &str) -> &'static str {
-    if tool == "http_fetch" {
-        "the URL's path"
-    } else {
-        "the canary's file name"
+    match tool {
+        "http_fetch" => "the URL's path",
+        "consult" => "the prompt",
+        _ => "the canary's file name",
     }
 }
 
@@ -307,14 +307,26 @@ mod tests {
                 .2
                 .contains("the URL's path is the shadow's own")
         );
-        // A consult source is not played yet.
-        let mut consulted = report.clone();
-        consulted.flows[0].source.tool = "consult".into();
-        let warned = compare::checks(&[], &consulted, &[], &BTreeSet::new());
+        // A note source is not played yet; a consult source is, and its grant's patterns
+        // meet the shadow's prompt.
+        let mut noted = report.clone();
+        noted.flows[0].source.tool = "note_read".into();
+        let warned = compare::checks(&[], &noted, &[], &BTreeSet::new());
         assert!(
             warned[0]
                 .said
-                .contains("a source of consult is not played yet")
+                .contains("a source of note_read is not played yet")
         );
+        let mut consulted = report.clone();
+        consulted.flows[0].source.tool = "consult".into();
+        let failed = compare::checks(&[], &consulted, &[], &BTreeSet::new());
+        assert_eq!(format!("{:?}", failed[0].level), "Fail", "{failed:?}");
+        let patterned = compare::checks(
+            &[],
+            &consulted,
+            &[],
+            &BTreeSet::from(["mail-api".to_owned()]),
+        );
+        assert!(patterned[0].said.contains("the prompt is the shadow's own"));
     }
 }

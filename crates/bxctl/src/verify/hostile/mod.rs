@@ -5,14 +5,15 @@
 //! a send, look-alike hosts, laundering through a note, a restart of loopd or brokerd and
 //! untrusted writes (`chains`, `script`), laundering by compaction (`launder`) and by a
 //! search (`search`), the owner's MCP servers and programs played by stand-ins (`mcp`,
-//! `run`), a fetch of private or secret results and a write's result as sources
-//! (`fetch_source`, `write_source`), each in a
+//! `run`), a fetch of private or secret results, a write's result and the consult model's
+//! answer as sources (`fetch_source`, `write_source`, `consult_source`), each in a
 //! session whose approvals are declined (`session`); each job runs in the shadow, once per
 //! chain of its own grants (`jobs`); the outcome is compared with the flows analysis
 //! (`compare`, `jobs_check`): the shadow brokerd's own, or a report given with `--analysis` (where a test plants a mistake).
 
 mod chains;
 mod compare;
+mod consult_source;
 mod fetch_source;
 mod jobs;
 mod jobs_check;

@@ -40,11 +40,18 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
     }
     if !matches!(
         f.source.tool.as_str(),
-        "read_file" | "list_dir" | "mcp" | "http_fetch" | "run" | "write_file" | "edit_file"
+        "read_file"
+            | "list_dir"
+            | "mcp"
+            | "http_fetch"
+            | "consult"
+            | "run"
+            | "write_file"
+            | "edit_file"
     ) {
         return Some(format!(
-            "a source of {} is not played yet (reads, listings, fetches, MCP tools, a \
-             program's bound paths, writes and edits are)",
+            "a source of {} is not played yet (reads, listings, fetches, consults, MCP tools, \
+             a program's bound paths, writes and edits are)",
             f.source.tool
         ));
     }
