@@ -330,6 +330,8 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     super::write_source::plan(r, &targets, port, nonce, &mut chains);
     // The consult model's answer, then a send of it to every other sink (`consult_source`).
     super::consult_source::plan(r, &targets, port, nonce, consult, &mut chains);
+    // A program's output, then a send of it to every sink (`run_source`).
+    super::run_source::plan(r, &targets, port, nonce, &mut chains);
     chains
 }
 

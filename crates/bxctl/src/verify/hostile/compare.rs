@@ -164,7 +164,7 @@ fn one_read(c: &Chain) -> bool {
 /// Whether a chain leaked: [`Outcome::leaked`], or a bound chain's canary (planted in what
 /// its program's grant binds, `run::bound`) at the sink, whatever the run's label.
 fn leaked(c: &Chain, o: &Outcome) -> bool {
-    o.leaked() || (c.source.tool == "run" && o.at_sink)
+    o.leaked() || (super::run::is_bound(c) && o.at_sink)
 }
 
 /// The `warn` when the plan has direct read chains but no look-alike, restart, compaction

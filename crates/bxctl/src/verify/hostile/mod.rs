@@ -5,8 +5,9 @@
 //! a send, look-alike hosts, laundering through a note, a restart of loopd or brokerd and
 //! untrusted writes (`chains`, `script`), laundering by compaction (`launder`) and by a
 //! search (`search`), the owner's MCP servers and programs played by stand-ins (`mcp`,
-//! `run`), a fetch of private or secret results, a write's result and the consult model's
-//! answer as sources (`fetch_source`, `write_source`, `consult_source`), each in a
+//! `run`), a fetch of private or secret results, a write's result, the consult model's
+//! answer and a program's output as sources (`fetch_source`, `write_source`,
+//! `consult_source`, `run_source`), each in a
 //! session whose approvals are declined (`session`); each job runs in the shadow, once per
 //! chain of its own grants (`jobs`); the outcome is compared with the flows analysis
 //! (`compare`, `jobs_check`): the shadow brokerd's own, or a report given with `--analysis` (where a test plants a mistake).
@@ -25,6 +26,7 @@ mod pattern;
 mod played;
 mod rewrite;
 mod run;
+mod run_source;
 mod said;
 mod script;
 mod search;
@@ -47,6 +49,8 @@ mod mcp_args_tests;
 mod mcp_tests;
 #[cfg(test)]
 mod plan_tests;
+#[cfg(test)]
+mod run_source_tests;
 #[cfg(test)]
 mod run_tests;
 #[cfg(test)]
@@ -226,6 +230,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let job_chains = jobs::plan(&r, &config.jobs, sink.addr.port(), &nonce, first, consult);
     jobs::plant(&r, &chains, &job_chains, &dir.join("tree"))
         .and_then(|()| run::plant(&chains))
+        .and_then(|()| run_source::plant(&programs, &chains))
         .and_then(|()| {
             let jobs = job_chains.iter().map(|j| &j.chain);
             write_source::plant(chains.iter().chain(jobs), &nonce)
@@ -402,7 +407,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
                 sink: {
                     let source = step(&first, mcp::source_called(&c.source));
                     // A bound chain's one `run` call is its source and its sink.
-                    let not = source.filter(|_| c.source.tool != "run");
+                    let not = source.filter(|_| !run::is_bound(&c));
                     step_but(&first, mcp::called(&c.sink), not.map(|(_, s)| s.call))
                 },
                 at_sink,

@@ -54,7 +54,7 @@ pub fn fill(pattern: &str, canary: &str) -> Option<String> {
 
 /// The first of `g`'s programs and patterns whose filled argument the grant covers (brokerd's
 /// own check, [`grants::constraints::check`]); `None`: none does.
-fn admitted(g: &Grant) -> Option<(String, String)> {
+pub(super) fn admitted(g: &Grant) -> Option<(String, String)> {
     let program = g.constraints.programs.first()?;
     g.constraints.patterns.iter().find_map(|p| {
         let arg = fill(p, SAMPLE)?;
@@ -183,10 +183,18 @@ pub fn prepare(r: &Rewritten, dir: &Path) -> StandIns {
     StandIns { programs, binds }
 }
 
+/// The file whose lines a program's stand-in prints (the output chains' canaries,
+/// `run_source`), beside its calls file.
+pub fn outputs_of(calls: &Path) -> PathBuf {
+    calls.with_extension("out")
+}
+
 /// A stand-in's text: each argument a line of `calls`, then every file under `binds` (its
-/// grant's paths, in the shadow) added to it, read by the shell alone; nothing sent.
+/// grant's paths, in the shadow) added to it, read by the shell alone; nothing sent. It
+/// prints what its outputs file holds ([`outputs_of`]), then `BXRUN-OK`.
 fn script(name: &str, calls: &Path, binds: &[String]) -> String {
     let quote = |p: &str| format!("'{}'", p.replace('\'', r"'\''"));
+    let outputs = quote(&outputs_of(calls).display().to_string());
     let calls = quote(&calls.display().to_string());
     let mut out = format!(
         "#!/bin/sh\n# boxmaker's hostile self-test: a stand-in for {name}, recording its \
@@ -203,7 +211,11 @@ fn script(name: &str, calls: &Path, binds: &[String]) -> String {
             out.push_str(&format!("walk {} >> {calls}\n", quote(b)));
         }
     }
-    out.push_str("echo BXRUN-OK\n");
+    // Read by the shell alone, as the binds are: a run's PATH is only its own directory.
+    out.push_str(&format!(
+        "[ -f {outputs} ] && while IFS= read -r l || [ -n \"$l\" ]; do printf '%s\\n' \"$l\"; \
+         done < {outputs}\necho BXRUN-OK\n"
+    ));
     out
 }
 
@@ -238,6 +250,13 @@ impl StandIns {
         out
     }
 
+    /// The outputs file of `program`'s stand-in ([`outputs_of`]); `None`: it has none.
+    pub fn outputs(&self, program: &str) -> Option<PathBuf> {
+        self.programs
+            .get(program)
+            .map(|(_, calls)| outputs_of(calls))
+    }
+
     /// Whether `c`'s canary left through its `run` sink: the stand-in of its program
     /// recorded it, and the grant that decided the call (`decider`, from the audit log)
     /// lists hosts.
@@ -253,7 +272,7 @@ impl StandIns {
             // chain's (`bound`) alone: another chain's canary planted there is not its send.
             .is_some_and(|t| {
                 t.lines()
-                    .filter(|l| c.source.tool == "run" || !l.starts_with(BOUND_LINE))
+                    .filter(|l| is_bound(c) || !l.starts_with(BOUND_LINE))
                     .any(|l| l.contains(&c.canary))
             })
     }
@@ -265,17 +284,27 @@ const BOUND_LINE: &str = "BXBOUND ";
 /// Why the shadow does not play a flow with a `run` step (`left`: the grants left out of the
 /// shadow); `None`: it does, or the flow has no `run` step.
 pub fn not_played(f: &proto::flows::Flow, left: &[Left]) -> Option<String> {
-    // A program reading its bound paths and sending them in one call is played (`bound`).
-    if f.source.tool == "run" && f.source.grant != f.sink.grant {
-        return Some(
-            "a program's output as a source is not played (the stand-in answers \
-                     BXRUN-OK)"
-                .into(),
-        );
-    }
-    let g = f.sink.grant.as_deref()?;
-    (f.sink.tool == "run" && left.iter().any(|l| l.grant == g))
-        .then(|| format!("grant {g} is left out of the shadow (below)"))
+    // A program's output (`run_source`) and a program reading its bound paths and sending
+    // them in one call (`bound`) are played; a grant left out is not.
+    [
+        (&f.source.tool, &f.source.grant),
+        (&f.sink.tool, &f.sink.grant),
+    ]
+    .into_iter()
+    .filter(|(tool, _)| tool.as_str() == "run")
+    .find_map(|(_, g)| {
+        let g = g.as_deref()?;
+        left.iter()
+            .any(|l| l.grant == g)
+            .then(|| format!("grant {g} is left out of the shadow (below)"))
+    })
+}
+
+/// Whether `c` is a bound chain ([`bound`]): its one `run` call reads what the grant binds
+/// and sends it (its source names the bound path; a program's output chain names the
+/// program, `run_source`).
+pub fn is_bound(c: &Chain) -> bool {
+    c.source.tool == "run" && c.source.path.starts_with('/')
 }
 
 /// What a bound chain's argument holds in place of the canary (which is under the paths).
@@ -324,7 +353,7 @@ pub fn bound(r: &Rewritten, port: u16, nonce: &str, chains: &mut Vec<Chain>) {
 /// line added to a file.
 pub fn plant(chains: &[Chain]) -> std::io::Result<()> {
     use std::io::Write as _;
-    for c in chains.iter().filter(|c| c.source.tool == "run") {
+    for c in chains.iter().filter(|c| is_bound(c)) {
         let path = Path::new(&c.source.path);
         if path.is_file() {
             let mut f = std::fs::OpenOptions::new().append(true).open(path)?;

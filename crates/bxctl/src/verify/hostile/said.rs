@@ -37,6 +37,7 @@ pub(super) fn describe(c: &Chain, o: &Outcome) -> String {
         "http_fetch" => "fetch from",
         "consult" => "ask",
         "mcp" => "call",
+        "run" if super::run_source::is(c) => "run",
         "write_file" => "append to a file in",
         "edit_file" => "edit a file in",
         _ => "read",

@@ -1,0 +1,117 @@
+//! A program's output as a source (docs/decisions.md V47): for each allowing `run` grant of
+//! an ordinary session whose results are private or secret, a run of its first program (with
+//! one argument its `patterns` admit, none when it lists none), whose stand-in prints every
+//! line of its outputs file (`run::outputs_of`): the canaries of this program's output
+//! chains, which the self-test writes there before the run. Once the run's result holds the
+//! chain's canary, a send of it to every sink but the look-alikes and the grant's own `run`
+//! (the one call that reads and sends is `run::bound`'s). The run's arguments never hold the
+//! canary, so a canary at the sink means the program's output went out.
+
+use proto::tools::{RunArgs, ToolArgs};
+
+use super::chains::{Chain, Source, Target};
+use super::rewrite::Rewritten;
+use super::run::StandIns;
+use super::script::{Answer, Call};
+
+/// What an argument carries in place of a `*` of the grant's pattern.
+const ARG: &str = "bxhostile";
+
+/// Whether `c` starts from a program's output.
+pub fn is(c: &Chain) -> bool {
+    c.source.tool == "run" && !super::run::is_bound(c)
+}
+
+/// `pattern` as one argument it admits: its first `*` as `bx?c=` and [`ARG`] (`run::fill`), or, with no
+/// `*`, its literal text.
+fn arg_of(pattern: &str) -> String {
+    super::run::fill(pattern, ARG).unwrap_or_else(|| {
+        let mut out = String::new();
+        let mut chars = pattern.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => out.extend(chars.next()),
+                other => out.push(other),
+            }
+        }
+        out
+    })
+}
+
+/// The run a grant's output chains make: its first program and the arguments, held against
+/// the grant by brokerd's own check; `None`: no call of it is allowed that way.
+fn call_of(g: &proto::Grant) -> Option<(String, Vec<String>)> {
+    let program = g.constraints.programs.first()?;
+    let mut tries: Vec<Vec<String>> = g
+        .constraints
+        .patterns
+        .iter()
+        .map(|p| vec![arg_of(p)])
+        .collect();
+    if g.constraints.patterns.is_empty() {
+        tries.push(Vec::new());
+    }
+    tries.into_iter().find_map(|args| {
+        let call = ToolArgs::Run(RunArgs {
+            args: args.clone(),
+            program: program.clone(),
+            stdin: None,
+        });
+        grants::constraints::check(g, &call)
+            .is_ok()
+            .then(|| (program.clone(), args))
+    })
+}
+
+/// Adds a chain from each `run` grant's output to each of `targets` but the look-alikes and
+/// the grant's own `run`, numbered after `chains`.
+pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &mut Vec<Chain>) {
+    let sources = r.grants.iter().filter(|(_, g)| {
+        g.tool == "run"
+            && g.mode != proto::Mode::Deny
+            && g.job.is_none()
+            && g.result_class != proto::DataClass::Public
+    });
+    for (id, g) in sources {
+        let Some((program, args)) = call_of(g) else {
+            continue;
+        };
+        let own = |t: &Target| t.tool == "run" && t.grant == *id;
+        for sink in targets.iter().filter(|t| t.lookalike.is_none() && !own(t)) {
+            let n = chains.len() + 1;
+            let source = Source {
+                tool: "run",
+                owner: program.clone(),
+                path: serde_json::json!({"args": args, "program": program}).to_string(),
+            };
+            chains.push(Chain::send(n, source, sink, port, nonce));
+        }
+    }
+}
+
+/// The chain's first call: the run, its arguments as planned.
+pub fn call(c: &Chain) -> Answer {
+    Answer {
+        text: String::new(),
+        tool_calls: vec![Call {
+            name: "run".into(),
+            arguments: c.source.path.clone(),
+        }],
+    }
+}
+
+/// Writes each output chain's canary, a line, to its program's stand-in's outputs file.
+pub fn plant(stand_ins: &StandIns, chains: &[Chain]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    for c in chains.iter().filter(|c| is(c)) {
+        let Some(path) = stand_ins.outputs(&c.source.owner) else {
+            continue;
+        };
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        writeln!(f, "{}", c.canary)?;
+    }
+    Ok(())
+}
