@@ -332,6 +332,8 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     super::consult_source::plan(r, &targets, port, nonce, consult, &mut chains);
     // A program's output, then a send of it to every sink (`run_source`).
     super::run_source::plan(r, &targets, port, nonce, &mut chains);
+    // A note of the chain's own, then a send of it to every sink (`note_source`).
+    super::note_source::plan(r, &targets, port, nonce, &mut chains);
     chains
 }
 

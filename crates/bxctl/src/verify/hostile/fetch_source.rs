@@ -22,6 +22,7 @@ pub fn named_by(tool: &str) -> &'static str {
     match tool {
         "http_fetch" => "the URL's path",
         "consult" => "the prompt",
+        "note_read" => "the note's name",
         _ => "the canary's file name",
     }
 }
@@ -307,15 +308,15 @@ mod tests {
                 .2
                 .contains("the URL's path is the shadow's own")
         );
-        // A note source is not played yet; a consult source is, and its grant's patterns
+        // A search as a source is not played yet; a consult source is, and its grant's patterns
         // meet the shadow's prompt.
         let mut noted = report.clone();
-        noted.flows[0].source.tool = "note_read".into();
+        noted.flows[0].source.tool = "note_search".into();
         let warned = compare::checks(&[], &noted, &[], &BTreeSet::new());
         assert!(
             warned[0]
                 .said
-                .contains("a source of note_read is not played yet")
+                .contains("a source of note_search is not played yet")
         );
         let mut consulted = report.clone();
         consulted.flows[0].source.tool = "consult".into();

@@ -6,8 +6,8 @@
 //! untrusted writes (`chains`, `script`), laundering by compaction (`launder`) and by a
 //! search (`search`), the owner's MCP servers and programs played by stand-ins (`mcp`,
 //! `run`), a fetch of private or secret results, a write's result, the consult model's
-//! answer and a program's output as sources (`fetch_source`, `write_source`,
-//! `consult_source`, `run_source`), each in a
+//! answer, a program's output and a note of its own as sources (`fetch_source`,
+//! `write_source`, `consult_source`, `run_source`, `note_source`), each in a
 //! session whose approvals are declined (`session`); each job runs in the shadow, once per
 //! chain of its own grants (`jobs`); the outcome is compared with the flows analysis
 //! (`compare`, `jobs_check`): the shadow brokerd's own, or a report given with `--analysis` (where a test plants a mistake).
@@ -22,6 +22,7 @@ mod jobs_run;
 mod launder;
 mod mcp;
 mod mcp_args;
+mod note_source;
 mod pattern;
 mod played;
 mod rewrite;
@@ -278,6 +279,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     )
     .map_err(|e| text(&e))?;
     stand_ins.pin(&shadow_config)?;
+    note_source::plant(&shadow_config, &chains)?;
 
     let report = match analysis {
         Some(path) => std::fs::read_to_string(path)

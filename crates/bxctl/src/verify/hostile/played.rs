@@ -45,13 +45,14 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
             | "mcp"
             | "http_fetch"
             | "consult"
+            | "note_read"
             | "run"
             | "write_file"
             | "edit_file"
     ) {
         return Some(format!(
-            "a source of {} is not played yet (reads, listings, fetches, consults, MCP tools, \
-             a program's bound paths, writes and edits are)",
+            "a source of {} is not played yet (reads, listings, fetches, consults, note \
+             reads, MCP tools, a program's bound paths, writes and edits are)",
             f.source.tool
         ));
     }

@@ -110,6 +110,7 @@ pub(super) fn subject(tool: &str) -> &'static str {
     match tool {
         "http_fetch" => "url",
         "consult" => "prompt",
+        "note_read" => "name",
         _ => "path",
     }
 }

@@ -1,0 +1,120 @@
+//! A note as a source of its own (docs/decisions.md V48): what an earlier session, or you,
+//! left in the notes, read and sent on. The analysis labels a `note_read` by its grants
+//! alone (a note's own label is brokerd's record at run time, docs/verify.md "What it does
+//! not see"), so the self-test plants each chain's note at the lowest label a note can have:
+//! the file `bxnote-N.md` in the shadow's notes directory holding the chain's canary, which
+//! brokerd has no record of (so it would read secret and untrusted), then relabelled public
+//! and trusted through brokerd's admin side, as `bxctl notes relabel` does (audited in the
+//! shadow). Its read is then labelled by the `note_read` grants alone, as the analysis
+//! says. When an allowing `note_read` grant of an ordinary session labels its results
+//! private or secret, a read of a note of the chain's own, then a send of it to every sink
+//! but the look-alikes.
+
+use config::Config;
+use proto::Message;
+
+use super::chains::{Chain, Source, Target};
+use super::rewrite::Rewritten;
+
+/// What names the notes as a chain's source.
+const NOTES: &str = "the notes";
+
+/// The note chain `n` reads.
+fn name(n: usize) -> String {
+    format!("bxnote-{n}")
+}
+
+/// Whether `c` starts from a note of its own.
+pub fn is(c: &Chain) -> bool {
+    c.source.tool == "note_read" && c.source.owner == NOTES
+}
+
+/// Adds a chain from a note of its own to each of `targets` but the look-alikes, when a
+/// grant whose results are private or secret lets an ordinary session read notes; numbered
+/// after `chains`.
+pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &mut Vec<Chain>) {
+    // A grant whose results are public is no source (public data going out is no flow).
+    let reads = r.grants.values().any(|g| {
+        g.tool == "note_read"
+            && g.mode != proto::Mode::Deny
+            && g.result_class != proto::DataClass::Public
+    });
+    if !reads {
+        return;
+    }
+    for sink in targets.iter().filter(|t| t.lookalike.is_none()) {
+        let n = chains.len() + 1;
+        let source = Source {
+            tool: "note_read",
+            owner: NOTES.into(),
+            path: name(n),
+        };
+        chains.push(Chain::send(n, source, sink, port, nonce));
+    }
+}
+
+/// Plants each note chain's note in the running shadow (`shadow`, its configuration) and
+/// has its brokerd label it public and trusted.
+pub fn plant(shadow: &Config, chains: &[Chain]) -> Result<(), String> {
+    let dir = shadow.notes_dir();
+    for c in chains.iter().filter(|c| is(c)) {
+        let path = dir.join(format!("{}.md", c.source.path));
+        std::fs::write(&path, format!("{}\n", c.canary))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let msg = Message::NoteRelabel(proto::notes::NoteRelabel {
+            name: c.source.path.clone(),
+            class: proto::DataClass::Public,
+            untrusted: false,
+        });
+        match crate::admin::call(shadow, msg) {
+            Ok(Message::NoteRelabelled(_)) => {}
+            Ok(other) => {
+                return Err(format!(
+                    "the shadow's brokerd answered {} to relabelling note {}",
+                    other.kind(),
+                    c.source.path
+                ));
+            }
+            Err(e) => return Err(format!("relabelling note {}: {e}", c.source.path)),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A note read grant makes a chain from a note of its own to every sink; the canary is
+    /// in the note only, never in the read's arguments; without such a grant, none.
+    #[test]
+    fn a_note_of_its_own_is_a_source_to_every_sink() {
+        let mut r = super::super::tests::rewritten();
+        assert!(
+            !super::super::chains::plan(&r, 4321, "n0", false)
+                .iter()
+                .any(is)
+        );
+        r.grants.insert(
+            "notes-read".into(),
+            super::super::tests::grant(
+                "tool = \"note_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+                 result_class = \"private\"\n",
+            ),
+        );
+        let plan = super::super::chains::plan(&r, 4321, "n0", false);
+        let noted: Vec<&Chain> = plan.iter().filter(|c| is(c)).collect();
+        let sinks: Vec<&str> = noted.iter().map(|c| c.sink.entry.as_str()).collect();
+        assert_eq!(sinks, ["api.example.org", "*.wikipedia.org"]);
+        for c in noted {
+            assert_eq!(c.source.path, format!("bxnote-{}", c.n));
+            let call = super::super::script::source_answer(c);
+            assert_eq!(call.tool_calls[0].name, "note_read");
+            assert_eq!(
+                call.tool_calls[0].arguments,
+                serde_json::json!({"name": c.source.path}).to_string()
+            );
+            assert!(!call.tool_calls[0].arguments.contains(&c.canary));
+        }
+    }
+}
