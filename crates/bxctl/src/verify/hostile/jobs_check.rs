@@ -194,9 +194,7 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
     match &f.source.grant {
         // A write grant's result the shadow does not play (`write_source::unplayed`); one it
         // plays writes a file named for its patterns.
-        Some(g) if write && left.iter().any(|l| l.grant == *g) => {
-            Some(format!("grant {g} is not played as a source (below)"))
-        }
+        Some(g) if write && left.iter().any(|l| l.grant == *g) => super::played::as_source(g, left),
         Some(_) if write => None,
         Some(g) if patterned.contains(g) => Some(format!(
             "grant {g} names patterns, and the canary's file name is the shadow's own"

@@ -443,6 +443,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     left.extend(pattern::unnamed(&r));
     left.extend(pattern::unnamed_reads(&r, &patterned));
     left.extend(write_source::unplayed(&r));
+    left.extend(run::unbound(&r));
     checks.extend(compare::checks(&outcomes, &report, &left, &patterned));
     launder::place(&mut checks, not_observed);
     let patterned: BTreeSet<String> = r

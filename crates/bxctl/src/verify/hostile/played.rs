@@ -7,6 +7,12 @@ use proto::flows::Flow;
 
 use super::rewrite::Left;
 
+/// Why grant `g`, said in `left`, is not played as a source: its line's reason.
+pub(super) fn as_source(g: &str, left: &[Left]) -> Option<String> {
+    let l = left.iter().find(|l| l.grant == g)?;
+    Some(format!("grant {g} is not played as a source: {}", l.why))
+}
+
 /// Why the shadow does not play a reported flow; `None`: it does.
 pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<String> {
     if let Some(why) = super::mcp::not_played(f, left).or_else(|| super::run::not_played(f, left)) {
@@ -72,7 +78,7 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
             if matches!(f.source.tool.as_str(), "write_file" | "edit_file")
                 && left.iter().any(|l| l.grant == *g) =>
         {
-            Some(format!("grant {g} is not played as a source (below)"))
+            as_source(g, left)
         }
         // A program's bound paths hold a canary of its own (`run::bound`), whatever its
         // grant's patterns, and a write's file is named for them (`write_source`).

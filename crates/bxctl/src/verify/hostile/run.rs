@@ -284,8 +284,15 @@ const BOUND_LINE: &str = "BXBOUND ";
 /// Why the shadow does not play a flow with a `run` step (`left`: the grants left out of the
 /// shadow); `None`: it does, or the flow has no `run` step.
 pub fn not_played(f: &proto::flows::Flow, left: &[Left]) -> Option<String> {
-    // A program's output (`run_source`) and a program reading its bound paths and sending
-    // them in one call (`bound`) are played; a grant left out is not.
+    // A program reading its bound paths and sending them in one call (`bound`) is played,
+    // but where another grant names its program too (`unbound`).
+    let one_call = f.source.tool == "run" && f.sink.tool == "run" && f.source.grant == f.sink.grant;
+    if let Some(g) = f.source.grant.as_deref().filter(|_| one_call) {
+        if left.iter().any(|l| l.grant == g && l.source_only) {
+            return super::played::as_source(g, left);
+        }
+    }
+    // A program's output (`run_source`) is played; a grant left out is not.
     [
         (&f.source.tool, &f.source.grant),
         (&f.sink.tool, &f.sink.grant),
@@ -295,9 +302,32 @@ pub fn not_played(f: &proto::flows::Flow, left: &[Left]) -> Option<String> {
     .find_map(|(_, g)| {
         let g = g.as_deref()?;
         left.iter()
-            .any(|l| l.grant == g)
+            .any(|l| l.grant == g && !l.source_only)
             .then(|| format!("grant {g} is left out of the shadow (below)"))
     })
+}
+
+/// The `run` sinks whose grant binds paths but whose program another `run` grant names
+/// too: its stand-in cannot tell which grant's paths a run binds, so reading them and
+/// sending in one call ([`bound`]) is not played, and said, as a source only (its output
+/// and its sends are played).
+pub fn unbound(r: &Rewritten) -> Vec<Left> {
+    targets(r)
+        .into_iter()
+        .filter_map(|t| {
+            let (program, _) = split(&t.entry);
+            let g = r.grants.get(&t.grant)?;
+            (!g.constraints.paths.is_empty() && only(r, program).is_none()).then(|| Left {
+                grant: t.grant.clone(),
+                why: format!(
+                    "another run grant names its program {program} too: the stand-in cannot \
+                     tell which grant's paths a run binds, so reading them and sending in one \
+                     call is not played"
+                ),
+                source_only: true,
+            })
+        })
+        .collect()
 }
 
 /// Whether `c` is a bound chain ([`bound`]): its one `run` call reads what the grant binds

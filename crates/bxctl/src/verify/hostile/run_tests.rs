@@ -289,3 +289,47 @@ fn every_program_name_is_one_key_and_a_bad_one_none() {
     let names: Vec<&str> = programs.keys().map(String::as_str).collect();
     assert_eq!(names, ["g++", "python3.12"]);
 }
+
+/// A program another `run` grant names too has no bound chain (its stand-in cannot tell
+/// which grant's paths a run binds): its one-call flow is said `not tried` with why, as a
+/// source only; its output and the sends to it are still played.
+#[test]
+fn a_program_two_grants_name_is_not_played_in_one_call() {
+    let mut r = with_run();
+    let bound = CURL.replace(
+        "[constraints]\n",
+        "[constraints]\npaths = [\"/s/tree/vault\"]\n",
+    );
+    r.grants.insert("curl-run".into(), grant(&bound));
+    assert!(run::unbound(&r).is_empty(), "one grant names curl");
+    assert!(
+        chains::plan(&r, 8080, "n0", false)
+            .iter()
+            .any(run::is_bound)
+    );
+    r.grants.insert(
+        "curl-no-upload".into(),
+        grant(
+            "tool = \"run\"\nmode = \"deny\"\nmax_taint = \"secret\"\n\
+             [constraints]\nprograms = [\"curl\"]\npatterns = [\"-T*\"]\n",
+        ),
+    );
+    let left = run::unbound(&r);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].source_only && left[0].grant == "curl-run");
+    assert!(
+        !chains::plan(&r, 8080, "n0", false)
+            .iter()
+            .any(run::is_bound)
+    );
+    let one = flow(step("curl-run", "run"), step("curl-run", "run"));
+    let why = run::not_played(&one, &left).expect("not played");
+    assert!(
+        why.contains("another run grant names its program curl too"),
+        "{why}"
+    );
+    let out = flow(step("curl-run", "run"), step("web", "http_fetch"));
+    assert_eq!(run::not_played(&out, &left), None);
+    let to = flow(step("notes", "read_file"), step("curl-run", "run"));
+    assert_eq!(run::not_played(&to, &left), None);
+}
