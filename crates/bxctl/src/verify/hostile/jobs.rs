@@ -180,6 +180,56 @@ pub fn plan(
                 },
             });
         }
+        // Untrusted content driving a write: a fetch from each host of the job's fetch grants,
+        // its answer (`BXWRITE-TOKEN`) written under each path of each of its write and edit
+        // grants, in a file their patterns match (`pattern`), as an ordinary session's
+        // (`chains`).
+        let fetches: Vec<&Target> = targets.iter().filter(|t| t.tool == "http_fetch").collect();
+        let writes = mine
+            .iter()
+            .filter(|(_, g)| matches!(g.tool.as_str(), "write_file" | "edit_file"));
+        for (id, g) in writes {
+            let tool = if g.tool == "edit_file" {
+                "edit_file"
+            } else {
+                "write_file"
+            };
+            for (owner, (shadow, file)) in &r.job_paths {
+                let shadow = shadow.display().to_string();
+                if !g.constraints.paths.contains(&shadow) {
+                    continue;
+                }
+                for f in &fetches {
+                    let n = first + out.len();
+                    let Ok(written) = super::pattern::written(g, &shadow, *file, n) else {
+                        continue;
+                    };
+                    let token = chains::canary(nonce, n);
+                    out.push(JobChain {
+                        job: job.name.clone(),
+                        chain: Chain {
+                            n,
+                            source: Source {
+                                tool: "http_fetch",
+                                owner: f.entry.clone(),
+                                path: chains::send_subject(f, port, &token),
+                            },
+                            sink: Target {
+                                tool,
+                                grant: (*id).clone(),
+                                entry: owner.clone(),
+                                lookalike: None,
+                            },
+                            canary: format!("{}{token}", super::sink::WRITE),
+                            url: written,
+                            note: None,
+                            restart: None,
+                            smuggle: None,
+                        },
+                    });
+                }
+            }
+        }
         // A write's or an edit's result, to each sink (`write_source`).
         for (_, g) in mine.iter().filter(|(_, g)| super::write_source::plays(g)) {
             for (owner, dir) in super::write_source::dirs(g, &r.job_paths) {

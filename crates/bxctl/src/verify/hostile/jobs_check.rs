@@ -70,17 +70,21 @@ pub fn outcomes(
             .get(jc.job.as_str())
             .is_some_and(|ps| ps.iter().any(|p| p.contains(&c.canary)));
         let deliver = c.sink.tool == DELIVER;
+        // An untrusted write's canary is looked for where it wrote (as `compare`'s).
+        let write = matches!(c.sink.tool, "write_file" | "edit_file");
         let outcome = Outcome {
             source: step(c.source.tool),
             laundering: Vec::new(),
             sink: if deliver { None } else { step(c.sink.tool) },
             at_sink: if deliver {
                 posted
+            } else if write {
+                std::fs::read_to_string(&c.url).is_ok_and(|t| t.contains(&c.canary))
             } else {
                 seen.iter().any(|r| r.contains(&c.canary))
             },
             bare: false,
-            write: false,
+            write,
         };
         out.push(JobOutcome {
             chain: jc,
@@ -118,11 +122,7 @@ impl JobOutcome {
     fn verdict(&self) -> (&'static str, String) {
         let o = &self.outcome;
         if !self.deliver() {
-            let send = if self.chain.chain.sink.tool == "consult" {
-                "consult"
-            } else {
-                "fetch"
-            };
+            let send = super::said::send_of(&self.chain.chain);
             return o.verdict(super::said::read_of(&self.chain.chain), send);
         }
         let read = matches!(
@@ -158,10 +158,11 @@ impl JobOutcome {
         } else {
             "it"
         };
-        let act = if self.deliver() {
-            format!("post {it} to Mattermost as the run's result")
-        } else {
-            format!("send {it} to {}{}", c.sink.entry, via(kg))
+        let act = match c.sink.tool {
+            _ if self.deliver() => format!("post {it} to Mattermost as the run's result"),
+            "write_file" => format!("write it under {}{}", c.sink.entry, via(kg)),
+            "edit_file" => format!("edit it into {}{}", c.sink.entry, via(kg)),
+            _ => format!("send {it} to {}{}", c.sink.entry, via(kg)),
         };
         format!(
             "in a run of job {}: {reads} {}{class}{}, then {act}",
@@ -175,6 +176,9 @@ impl JobOutcome {
 /// Why the shadow does not play a job's flow; `None`: it does. An untrusted write in a job's
 /// run is not (its sink is a write).
 pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<String> {
+    if f.severity == proto::flows::Severity::UntrustedWrite {
+        return untrusted_write(f, patterned, left);
+    }
     let fetched = f.source.tool == "http_fetch" && f.sink.tool == DELIVER;
     let write = matches!(f.source.tool.as_str(), "write_file" | "edit_file");
     if !matches!(f.source.tool.as_str(), "read_file" | "list_dir") && !fetched && !write {
@@ -198,6 +202,30 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
         Some(_) if write => None,
         Some(g) if patterned.contains(g) => Some(format!(
             "grant {g} names patterns, and the canary's file name is the shadow's own"
+        )),
+        _ => None,
+    }
+}
+
+/// Why the shadow does not play an untrusted write in a job's run; `None`: it does (a fetch's
+/// answer written by `write_file` or `edit_file`, `jobs::plan`).
+fn untrusted_write(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<String> {
+    if f.source.tool != "http_fetch" || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file")
+    {
+        return Some(format!(
+            "untrusted content from {} driving {} in a job's run is not played yet (a fetch's \
+             answer driving write_file or edit_file is)",
+            f.source.tool, f.sink.tool
+        ));
+    }
+    if let Some(g) = f.source.grant.as_ref().filter(|g| patterned.contains(*g)) {
+        return Some(format!(
+            "grant {g} names patterns, and the URL's path is the shadow's own"
+        ));
+    }
+    match &f.sink.grant {
+        Some(g) if left.iter().any(|l| l.grant == *g && !l.source_only) => Some(format!(
+            "grant {g} names patterns no file the shadow writes matches (below)"
         )),
         _ => None,
     }

@@ -456,7 +456,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         &job_outcomes,
         &report,
         &patterned,
-        &write_source::unplayed(&r),
+        &left,
     ));
     checks.extend(no_free_read);
     Ok(checks)

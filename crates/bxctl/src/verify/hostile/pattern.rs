@@ -171,20 +171,24 @@ pub fn own_name(path: &str, n: usize) -> bool {
             .any(|(at, _)| !name[at + star.len()..].starts_with(|ch: char| ch.is_ascii_digit()))
 }
 
-/// The write grants of an ordinary session whose patterns the shadow can name no file for
-/// under any of their granted paths, and why: not tried (`compare`).
+/// The write grants (an ordinary session's, and the jobs') whose patterns the shadow can
+/// name no file for under any of their granted paths, and why: not tried (`compare`,
+/// `jobs_check`).
 pub fn unnamed(r: &Rewritten) -> Vec<Left> {
     let mut out = Vec::new();
-    for (id, g) in &r.grants {
+    let scopes = [(&r.grants, &r.paths), (&r.jobs, &r.job_paths)];
+    for (id, g, paths) in scopes
+        .into_iter()
+        .flat_map(|(grants, paths)| grants.iter().map(move |(id, g)| (id, g, paths)))
+    {
         let write = matches!(g.tool.as_str(), "write_file" | "edit_file");
-        if !write || g.mode == proto::Mode::Deny || g.job.is_some() {
+        if !write || g.mode == proto::Mode::Deny {
             continue;
         }
         if g.constraints.patterns.is_empty() {
             continue;
         }
-        let tried: Vec<Result<String, String>> = r
-            .paths
+        let tried: Vec<Result<String, String>> = paths
             .values()
             .filter(|(shadow, _)| g.constraints.paths.contains(&shadow.display().to_string()))
             .map(|(shadow, file)| written(g, &shadow.display().to_string(), *file, 0))

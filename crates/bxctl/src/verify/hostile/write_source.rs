@@ -177,19 +177,18 @@ pub fn plant<'a>(chains: impl IntoIterator<Item = &'a Chain>, nonce: &str) -> st
 
 /// The write and edit grants [`plan`] (or `jobs::plan`) plays no chain from, and why, as
 /// sources only (their untrusted writes are played, `chains`): of an ordinary session's
-/// grants, and of the jobs'. A grant of an ordinary session whose patterns name no file at
-/// all is `pattern::unnamed`'s.
+/// grants, and of the jobs'. A grant whose patterns name no file at all is
+/// `pattern::unnamed`'s.
 pub fn unplayed(r: &Rewritten) -> Vec<Left> {
-    let mut out = unplayed_in(&r.grants, &r.paths, false);
-    out.extend(unplayed_in(&r.jobs, &r.job_paths, true));
+    let mut out = unplayed_in(&r.grants, &r.paths);
+    out.extend(unplayed_in(&r.jobs, &r.job_paths));
     out
 }
 
-/// [`unplayed`] of `grants` in `paths`; `all`: a grant whose patterns name no file too.
+/// [`unplayed`] of `grants` in `paths`.
 fn unplayed_in(
     grants: &BTreeMap<String, proto::Grant>,
     paths: &BTreeMap<String, (PathBuf, bool)>,
-    all: bool,
 ) -> Vec<Left> {
     let mut out = Vec::new();
     for (id, g) in self::grants(grants) {
@@ -208,8 +207,6 @@ fn unplayed_in(
         {
             "its patterns name only a file other chains write too (no `*` to name one of \
              the chain's own): its text before the write is not known beforehand"
-        } else if all {
-            "its patterns name no file the shadow can write"
         } else {
             continue;
         };
