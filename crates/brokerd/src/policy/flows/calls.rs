@@ -42,6 +42,20 @@ pub fn candidates(snapshot: &Snapshot) -> Result<Vec<ToolArgs>, UnknownTool> {
         .collect();
     let mut values: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     let mut calls = Vec::new();
+    let mut write_modes: Vec<WriteMode> = Vec::new();
+    for (_, grant) in snapshot.for_tool("write_file") {
+        let modes = &grant.constraints.modes;
+        let named = if modes.is_empty() {
+            std::slice::from_ref(&WriteMode::Create)
+        } else {
+            modes.as_slice()
+        };
+        for mode in named {
+            if !write_modes.contains(mode) {
+                write_modes.push(*mode);
+            }
+        }
+    }
     for (_, grant) in snapshot.iter() {
         let c = &grant.constraints;
         // An MCP grant names its own tool; its call is made from its `args`.
@@ -74,6 +88,16 @@ pub fn candidates(snapshot: &Snapshot) -> Result<Vec<ToolArgs>, UnknownTool> {
     for (tool, set) in values {
         for value in set {
             match build(tool, &value) {
+                // A write in each mode a grant names (`create` for one naming none): a grant
+                // allowing only `append` is tried as the model would have to call it.
+                Some(Ok(ToolArgs::WriteFile(w))) => {
+                    calls.extend(write_modes.iter().map(|mode| {
+                        ToolArgs::WriteFile(WriteFileArgs {
+                            mode: *mode,
+                            ..w.clone()
+                        })
+                    }));
+                }
                 Some(Ok(call)) => calls.push(call),
                 Some(Err(())) => {}
                 None => {

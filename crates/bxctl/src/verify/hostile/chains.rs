@@ -57,6 +57,8 @@ pub struct Chain {
     /// Argument smuggling (`smuggle`): the way the sink call's arguments carry the canary;
     /// `url` is then those arguments, sent as they are.
     pub smuggle: Option<&'static str>,
+    /// A `write_file` sink's mode, one its grant allows (`pattern::mode`).
+    pub write_mode: Option<&'static str>,
 }
 
 impl Chain {
@@ -73,6 +75,7 @@ impl Chain {
             note: None,
             restart: None,
             smuggle: None,
+            write_mode: None,
         }
     }
 
@@ -392,6 +395,14 @@ fn untrusted_writes(
             let Ok(written) = super::pattern::written(g, shadow, *file, n) else {
                 continue;
             };
+            // A mode the grant allows; none: not tried (`pattern::unnamed`).
+            let write_mode = match *tool {
+                "write_file" => match super::pattern::mode(g, &written, n) {
+                    Ok(m) => Some(m),
+                    Err(_) => continue,
+                },
+                _ => None,
+            };
             let token = canary(nonce, n);
             chains.push(Chain {
                 n,
@@ -415,6 +426,7 @@ fn untrusted_writes(
                 note: None,
                 restart: None,
                 smuggle: None,
+                write_mode,
             });
         }
     }

@@ -13,7 +13,7 @@ use proto::{DataClass, ToolResponse};
 
 use super::chains::Chain;
 use super::played::not_played;
-use super::rewrite::Left;
+use super::rewrite::{Left, Scope};
 use super::said::{describe, read_of, send_of};
 use super::session::Seen;
 use crate::verify::report::{Check, Part};
@@ -354,7 +354,10 @@ pub fn checks(
         });
     }
     for l in left {
-        let role = if l.source_only { " as a source" } else { "" };
+        let role = match l.scope {
+            Scope::Grant => "",
+            Scope::Source | Scope::OneCall => " as a source",
+        };
         out.push(Check::warn(
             P,
             "not-tried",

@@ -50,6 +50,7 @@ pub fn plan(
                 note: None,
                 restart: None,
                 smuggle: None,
+                write_mode: None,
             });
         }
     }

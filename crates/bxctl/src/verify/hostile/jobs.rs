@@ -18,7 +18,7 @@ use config::{Deliver, Job};
 use proto::{JobName, Mode};
 
 use super::chains::{self, Chain, Source, Target};
-use super::rewrite::{Left, Rewritten};
+use super::rewrite::{Left, Rewritten, Scope};
 use super::script::{self, Rule};
 
 /// A job chain's sink tool when the send is the run's delivery to Mattermost.
@@ -54,7 +54,7 @@ pub fn unconfigured(r: &mut Rewritten, jobs: &[Job]) {
                     "its job {job} is not configured ([[jobs]]): brokerd refuses the grant \
                      (`bxctl grants check` says so)"
                 ),
-                source_only: false,
+                scope: Scope::Grant,
             });
         }
     }
@@ -177,6 +177,7 @@ pub fn plan(
                     note: None,
                     restart: None,
                     smuggle: None,
+                    write_mode: None,
                 },
             });
         }
@@ -204,6 +205,13 @@ pub fn plan(
                     let Ok(written) = super::pattern::written(g, &shadow, *file, n) else {
                         continue;
                     };
+                    let write_mode = match tool {
+                        "write_file" => match super::pattern::mode(g, &written, n) {
+                            Ok(m) => Some(m),
+                            Err(_) => continue,
+                        },
+                        _ => None,
+                    };
                     let token = chains::canary(nonce, n);
                     out.push(JobChain {
                         job: job.name.clone(),
@@ -225,6 +233,7 @@ pub fn plan(
                             note: None,
                             restart: None,
                             smuggle: None,
+                            write_mode,
                         },
                     });
                 }

@@ -14,7 +14,7 @@ use proto::{CallId, DataClass, SessionId, ToolResponse};
 use super::compare::Outcome;
 use super::jobs::{DELIVER, JobChain};
 use super::jobs_run::Run;
-use super::rewrite::Left;
+use super::rewrite::{Left, Scope};
 use crate::verify::report::{Check, Part};
 
 const P: Part = Part::Hostile;
@@ -224,9 +224,15 @@ fn untrusted_write(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opt
         ));
     }
     match &f.sink.grant {
-        Some(g) if left.iter().any(|l| l.grant == *g && !l.source_only) => Some(format!(
-            "grant {g} names patterns no file the shadow writes matches (below)"
-        )),
+        Some(g)
+            if left
+                .iter()
+                .any(|l| l.grant == *g && l.scope == Scope::Grant) =>
+        {
+            Some(format!(
+                "grant {g} names patterns no file the shadow writes matches (below)"
+            ))
+        }
         _ => None,
     }
 }

@@ -23,7 +23,7 @@ use proto::mcp::{McpPin, McpPinOutput, McpProbe};
 use serde_json::json;
 
 use super::chains::{Chain, Source, Target};
-use super::rewrite::{Left, Rewritten};
+use super::rewrite::{Left, Rewritten, Scope};
 
 /// The stand-in's tool for a grant of every tool of a server (`mcp:server/*`).
 pub const WILD: &str = "bxhostile_tool";
@@ -123,7 +123,7 @@ pub fn prepare(
                 r.left.push(Left {
                     grant: id,
                     why: why.clone(),
-                    source_only: false,
+                    scope: Scope::Grant,
                 });
             }
             continue;

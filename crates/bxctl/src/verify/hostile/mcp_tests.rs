@@ -11,7 +11,7 @@ use proto::{CallId, DataClass, Hash32, ToolResponse};
 use super::chains::{self, Chain};
 use super::compare::{self, Outcome};
 use super::mcp;
-use super::rewrite::{Left, Rewritten};
+use super::rewrite::{Left, Rewritten, Scope};
 use super::session::Seen;
 use super::tests::grant;
 
@@ -316,7 +316,7 @@ fn mcp_flows_are_played_through_stand_ins_only() {
     let left = [Left {
         grant: "tracker".into(),
         why: "remote".into(),
-        source_only: false,
+        scope: Scope::Grant,
     }];
     assert_eq!(
         mcp::not_played(&mcp_flow(read.clone(), put.clone()), &left),

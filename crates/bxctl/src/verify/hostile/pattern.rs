@@ -14,7 +14,7 @@ use proto::Grant;
 use proto::tools::{EditFileArgs, ListDirArgs, ReadFileArgs, ToolArgs};
 
 use super::chains::{Chain, READ_FILE};
-use super::rewrite::{Left, Rewritten};
+use super::rewrite::{Left, Rewritten, Scope};
 
 /// One element of a pattern, as brokerd reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,6 +152,23 @@ pub fn written(g: &Grant, path: &str, file: bool, n: usize) -> Result<String, St
     }
 }
 
+/// The mode chain `n`'s `write_file` of `path` (named by [`written`]) takes under write
+/// grant `g`: a file of the chain's own is new, so `create`, or `append` (which creates an
+/// absent file); a granted file, `append`. `Err`: the grant's `modes` allow neither.
+pub fn mode(g: &Grant, path: &str, n: usize) -> Result<&'static str, String> {
+    use proto::tools::WriteMode;
+    let allows = |m: WriteMode| g.constraints.modes.is_empty() || g.constraints.modes.contains(&m);
+    if own_name(path, n) && allows(WriteMode::Create) {
+        Ok("create")
+    } else if allows(WriteMode::Append) {
+        Ok("append")
+    } else if own_name(path, n) {
+        Err("its modes allow neither create nor append, which a new file needs".into())
+    } else {
+        Err("its modes do not allow append, which a granted file needs".into())
+    }
+}
+
 /// Whether chain `c` writes a file of its own: one no other chain writes, so the write
 /// creates it.
 pub fn own(c: &Chain) -> bool {
@@ -185,13 +202,19 @@ pub fn unnamed(r: &Rewritten) -> Vec<Left> {
         if !write || g.mode == proto::Mode::Deny {
             continue;
         }
-        if g.constraints.patterns.is_empty() {
+        if g.constraints.patterns.is_empty() && g.constraints.modes.is_empty() {
             continue;
         }
         let tried: Vec<Result<String, String>> = paths
             .values()
             .filter(|(shadow, _)| g.constraints.paths.contains(&shadow.display().to_string()))
-            .map(|(shadow, file)| written(g, &shadow.display().to_string(), *file, 0))
+            .map(|(shadow, file)| {
+                let path = written(g, &shadow.display().to_string(), *file, 0)?;
+                match g.tool.as_str() {
+                    "write_file" => mode(g, &path, 0).map(|_| path),
+                    _ => Ok(path),
+                }
+            })
             .collect();
         if tried.iter().any(Result::is_ok) {
             continue;
@@ -204,8 +227,12 @@ pub fn unnamed(r: &Rewritten) -> Vec<Left> {
         };
         out.push(Left {
             grant: id.clone(),
-            why: format!("its patterns name no file the shadow can write: {why}"),
-            source_only: false,
+            why: if g.constraints.patterns.is_empty() {
+                format!("its modes allow no write the shadow can make: {why}")
+            } else {
+                format!("its patterns name no file the shadow can write: {why}")
+            },
+            scope: Scope::Grant,
         });
     }
     out
@@ -306,7 +333,7 @@ pub fn unnamed_reads(r: &Rewritten, unread: &BTreeSet<String>) -> Vec<Left> {
         out.push(Left {
             grant: id.clone(),
             why: format!("its patterns name no file the shadow can read: {why}"),
-            source_only: false,
+            scope: Scope::Grant,
         });
     }
     out

@@ -142,6 +142,7 @@ fn own_files_are_the_chains_alone() {
         note: None,
         restart: None,
         smuggle: None,
+        write_mode: None,
     };
     for (url, expected) in [
         ("/s/www/bxwrite-3.html", true),

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use proto::flows::Flow;
 
-use super::rewrite::Left;
+use super::rewrite::{Left, Scope};
 
 /// Why grant `g`, said in `left`, is not played as a source: its line's reason.
 pub(super) fn as_source(g: &str, left: &[Left]) -> Option<String> {
@@ -38,9 +38,15 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
         }
         // The file written is one the grant's patterns match (`pattern`), or none is.
         return match &f.sink.grant {
-            Some(g) if left.iter().any(|l| l.grant == *g && !l.source_only) => Some(format!(
-                "grant {g} names patterns no file the shadow writes matches (below)"
-            )),
+            Some(g)
+                if left
+                    .iter()
+                    .any(|l| l.grant == *g && l.scope == Scope::Grant) =>
+            {
+                Some(format!(
+                    "grant {g} names patterns no file the shadow writes matches (below)"
+                ))
+            }
             _ => None,
         };
     }

@@ -20,9 +20,20 @@ use proto::Grant;
 pub struct Left {
     pub grant: String,
     pub why: String,
-    /// Only the grant's flows from it are not tried, its others are: a write grant whose
-    /// result the shadow cannot play as a source (`write_source`).
-    pub source_only: bool,
+    /// Which of the grant's flows are not tried.
+    pub scope: Scope,
+}
+
+/// Which flows of a grant said in [`Left`] are not tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every flow through it: the grant is left out, or its patterns name nothing.
+    Grant,
+    /// Its flows from it only: a write grant whose result, or a program whose output, the
+    /// shadow cannot play as a source (`write_source`, `run_source`).
+    Source,
+    /// Its one call reading and sending only (`run::unbound`).
+    OneCall,
 }
 
 /// The shadow's grants: by id, as written; the granted paths, owner's to shadow's.
@@ -98,7 +109,7 @@ pub fn read(dir: &Path, tree: &Path) -> Result<Rewritten, RewriteError> {
             out.left.push(Left {
                 grant: id,
                 why,
-                source_only: false,
+                scope: Scope::Grant,
             });
             continue;
         }

@@ -17,7 +17,7 @@ use proto::tools::{RunArgs, ToolArgs};
 use proto::{Grant, Mode};
 
 use super::chains::{Chain, Target};
-use super::rewrite::{Left, Rewritten};
+use super::rewrite::{Left, Rewritten, Scope};
 use super::script::{Answer, Call};
 
 /// A canary's shape, for checking that a pattern admits one (the real ones differ only in
@@ -287,10 +287,12 @@ pub fn not_played(f: &proto::flows::Flow, left: &[Left]) -> Option<String> {
     // A program reading its bound paths and sending them in one call (`bound`) is played,
     // but where another grant names its program too (`unbound`).
     let one_call = f.source.tool == "run" && f.sink.tool == "run" && f.source.grant == f.sink.grant;
-    if let Some(g) = f.source.grant.as_deref().filter(|_| one_call) {
-        if left.iter().any(|l| l.grant == g && l.source_only) {
-            return super::played::as_source(g, left);
-        }
+    if let Some(g) = f.source.grant.as_deref().filter(|_| one_call)
+        && left
+            .iter()
+            .any(|l| l.grant == g && l.scope == Scope::OneCall)
+    {
+        return super::played::as_source(g, left);
     }
     // A program's output (`run_source`) is played; a grant left out is not.
     [
@@ -302,7 +304,7 @@ pub fn not_played(f: &proto::flows::Flow, left: &[Left]) -> Option<String> {
     .find_map(|(_, g)| {
         let g = g.as_deref()?;
         left.iter()
-            .any(|l| l.grant == g && !l.source_only)
+            .any(|l| l.grant == g && l.scope == Scope::Grant)
             .then(|| format!("grant {g} is left out of the shadow (below)"))
     })
 }
@@ -324,7 +326,7 @@ pub fn unbound(r: &Rewritten) -> Vec<Left> {
                      tell which grant's paths a run binds, so reading them and sending in one \
                      call is not played"
                 ),
-                source_only: true,
+                scope: Scope::OneCall,
             })
         })
         .collect()

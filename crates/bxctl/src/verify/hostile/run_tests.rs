@@ -9,7 +9,7 @@ use proto::{CallId, DataClass, Grant, Hash32, ToolResponse};
 
 use super::chains::{self, Chain};
 use super::compare::{self, Outcome};
-use super::rewrite::{Left, Rewritten};
+use super::rewrite::{Left, Rewritten, Scope};
 use super::run;
 use super::session::Seen;
 use super::tests::rewritten;
@@ -252,7 +252,7 @@ fn flows_to_a_program_are_played_and_compared() {
     let left = [Left {
         grant: "curl-run".into(),
         why: "x".into(),
-        source_only: false,
+        scope: Scope::Grant,
     }];
     let out = levels(outcome(false), &left);
     assert!(
@@ -316,7 +316,7 @@ fn a_program_two_grants_name_is_not_played_in_one_call() {
     );
     let left = run::unbound(&r);
     assert_eq!(left.len(), 1, "{left:?}");
-    assert!(left[0].source_only && left[0].grant == "curl-run");
+    assert!(left[0].scope == Scope::OneCall && left[0].grant == "curl-run");
     assert!(
         !chains::plan(&r, 8080, "n0", false)
             .iter()

@@ -90,9 +90,13 @@ pub(super) fn send(c: &Chain) -> Answer {
         },
         // The program's stand-in, the canary in the argument its grant's patterns admit.
         "run" => super::run::send(c),
-        // A new file in a granted directory; added to a granted file.
-        "write_file" if super::pattern::own(c) => write("create"),
-        "write_file" => write("append"),
+        // A new file in a granted directory; added to a granted file; in the mode its grant
+        // allows (`pattern::mode`).
+        "write_file" => write(c.write_mode.unwrap_or(if super::pattern::own(c) {
+            "create"
+        } else {
+            "append"
+        })),
         "edit_file" => Answer {
             text: String::new(),
             tool_calls: vec![Call {

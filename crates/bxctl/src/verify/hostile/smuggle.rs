@@ -79,6 +79,7 @@ pub fn chains(
                 note: None,
                 restart: None,
                 smuggle: Some(kind),
+                write_mode: None,
             }
         })
         .collect()

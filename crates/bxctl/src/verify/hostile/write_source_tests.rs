@@ -7,7 +7,7 @@ use proto::{CallId, DataClass, Hash32, ToolResponse};
 
 use super::chains::{self, Chain};
 use super::compare::{self, Outcome};
-use super::rewrite::Left;
+use super::rewrite::{Left, Scope};
 use super::session::Seen;
 use super::tests::{grant, rewritten};
 use super::write_source::{is, plant, unplayed};
@@ -123,7 +123,10 @@ fn grants_whose_result_is_not_played_are_said_as_sources_only() {
     let said = |r: &super::rewrite::Rewritten| {
         let left = unplayed(r);
         assert!(!chains::plan(r, 9, "n0", false).iter().any(is), "{left:?}");
-        assert!(left.iter().all(|l| l.source_only && l.grant == "www-write"));
+        assert!(
+            left.iter()
+                .all(|l| l.scope == Scope::Source && l.grant == "www-write")
+        );
         left.into_iter()
             .map(|l| l.why)
             .collect::<Vec<_>>()
@@ -277,7 +280,7 @@ fn a_write_sources_flow_is_compared() {
     let left = [Left {
         grant: "www-write".into(),
         why: "its modes allow no append".into(),
-        source_only: true,
+        scope: Scope::Source,
     }];
     let warned = compare::checks(&[], &out, &left, &none);
     assert_eq!(format!("{:?}", warned[0].level), "Warn", "{warned:?}");
