@@ -2,11 +2,12 @@
 //! configured, for each consult grant of an ordinary session whose results are private or
 //! secret, a `consult` whose prompt ends in `c=TOKEN` (`sink::ASK`), which the sink, standing
 //! for the consult model, answers with `BXWRITE-TOKEN` (as it answers an untrusted-write
-//! chain's); once the answer holds it, a send of it to every other sink (each host of a
-//! fetch grant, another consult grant's model, an MCP tool or a program listing hosts; no
-//! look-alikes). The consult's request carries `TOKEN` only, never `BXWRITE-TOKEN`, so that
-//! at the sink means the answer went out. Never back to the grant it came from (the same
-//! call: the analysis counts no flow there), never from a grant whose results are public
+//! chain's); once the answer holds it, a send of it to every sink but a consult (each host of
+//! a fetch grant, an MCP tool or a program listing hosts; no look-alikes). The consult's
+//! request carries `TOKEN` only, never `BXWRITE-TOKEN`, so that at the sink means the answer
+//! went out. Never to a consult: every consult grant asks the one configured model, which
+//! is where the answer came from (and brokerd decides both calls by the same grant, a call
+//! the analysis never pairs with itself). Never from a grant whose results are public
 //! (public data going out is no flow).
 
 use super::chains::{CONSULT, Chain, Source, Target, canary, send_subject};
@@ -31,9 +32,13 @@ pub fn plan(
             && g.mode != proto::Mode::Deny
             && g.result_class != proto::DataClass::Public
     });
-    for (id, _) in sources {
-        let own = |t: &Target| t.tool == "consult" && t.grant == *id;
-        for sink in targets.iter().filter(|t| t.lookalike.is_none() && !own(t)) {
+    for _ in sources {
+        // Never to a consult: every consult grant's model is the one configured, so that
+        // is back where the answer came from (and the analysis pairs no call with itself).
+        for sink in targets
+            .iter()
+            .filter(|t| t.lookalike.is_none() && t.tool != "consult")
+        {
             let n = chains.len() + 1;
             let token = canary(nonce, n);
             let answer = format!("{WRITE}{token}");
@@ -78,8 +83,8 @@ mod tests {
         r
     }
 
-    /// Each consult grant's answer goes to every fetch host and every other consult grant,
-    /// never its own; the canary is the sink's answer to the prompt's token, in no request
+    /// Each consult grant's answer goes to every fetch host, never to a consult (the one
+    /// model it came from); the canary is the sink's answer to the prompt's token, in no request
     /// of the consult; a public grant is no source, and without a consult model there is
     /// none.
     #[test]
@@ -96,16 +101,12 @@ mod tests {
             .iter()
             .map(|c| (c.sink.grant.as_str(), c.sink.entry.as_str()))
             .collect();
-        // ask: web's two hosts, ask2's and pub's models; ask2 likewise; pub is none.
+        // ask: web's two hosts; ask2 likewise; pub is none.
         assert_eq!(
             pairs,
             [
-                ("ask2", CONSULT),
-                ("pub", CONSULT),
                 ("web", "api.example.org"),
                 ("web", "*.wikipedia.org"),
-                ("ask", CONSULT),
-                ("pub", CONSULT),
                 ("web", "api.example.org"),
                 ("web", "*.wikipedia.org"),
             ]

@@ -198,7 +198,9 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
     match &f.source.grant {
         // A write grant's result the shadow does not play (`write_source::unplayed`); one it
         // plays writes a file named for its patterns.
-        Some(g) if write && left.iter().any(|l| l.grant == *g) => super::played::as_source(g, left),
+        Some(g) if write && left.iter().any(|l| l.grant == *g) => {
+            super::played::as_source(g, left, &[Scope::Grant, Scope::Source])
+        }
         Some(_) if write => None,
         Some(g) if patterned.contains(g) => Some(format!(
             "grant {g} names patterns, and the canary's file name is the shadow's own"

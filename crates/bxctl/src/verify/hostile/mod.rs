@@ -375,7 +375,11 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             let call = step(back.as_ref().unwrap_or(&first), mcp::called(&c.sink));
             stand_ins.reached(&r, &c, call.and_then(|(g, _)| g).as_deref())
         } else if c.sink.tool == "run" {
-            let call = step(back.as_ref().unwrap_or(&first), "run");
+            // A program's output chain's first `run` is its source, not its send.
+            let not = (back.is_none() && run_source::is(&c))
+                .then(|| step(&first, "run").map(|(_, s)| s.call))
+                .flatten();
+            let call = step_but(back.as_ref().unwrap_or(&first), "run", not);
             programs.reached(&r, &c, call.and_then(|(g, _)| g).as_deref())
         } else if c.smuggle.is_some() {
             smuggle::reached(&c, &seen)
@@ -444,6 +448,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     left.extend(pattern::unnamed_reads(&r, &patterned));
     left.extend(write_source::unplayed(&r));
     left.extend(run::unbound(&r));
+    left.extend(run_source::unplayed(&r));
     checks.extend(compare::checks(&outcomes, &report, &left, &patterned));
     launder::place(&mut checks, not_observed);
     let patterned: BTreeSet<String> = r

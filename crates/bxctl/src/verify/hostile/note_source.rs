@@ -12,6 +12,7 @@
 
 use config::Config;
 use proto::Message;
+use proto::tools::{NoteReadArgs, ToolArgs};
 
 use super::chains::{Chain, Source, Target};
 use super::rewrite::Rewritten;
@@ -30,20 +31,23 @@ pub fn is(c: &Chain) -> bool {
 }
 
 /// Adds a chain from a note of its own to each of `targets` but the look-alikes, when a
-/// grant whose results are private or secret lets an ordinary session read notes; numbered
-/// after `chains`.
+/// grant whose results are private or secret covers the read of it; numbered after
+/// `chains`.
 pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &mut Vec<Chain>) {
-    // A grant whose results are public is no source (public data going out is no flow).
-    let reads = r.grants.values().any(|g| {
-        g.tool == "note_read"
-            && g.mode != proto::Mode::Deny
-            && g.result_class != proto::DataClass::Public
-    });
-    if !reads {
-        return;
-    }
     for sink in targets.iter().filter(|t| t.lookalike.is_none()) {
         let n = chains.len() + 1;
+        // A read of the chain's note labelled above public by a grant covering it (brokerd
+        // joins every covering grant's labels); public data going out is no flow.
+        let args = ToolArgs::NoteRead(NoteReadArgs { name: name(n) });
+        let labelled = r.grants.values().any(|g| {
+            g.tool == "note_read"
+                && g.mode != proto::Mode::Deny
+                && g.result_class != proto::DataClass::Public
+                && grants::constraints::check(g, &args).is_ok()
+        });
+        if !labelled {
+            continue;
+        }
         let source = Source {
             tool: "note_read",
             owner: NOTES.into(),
@@ -116,5 +120,24 @@ mod tests {
             );
             assert!(!call.tool_calls[0].arguments.contains(&c.canary));
         }
+        // A private grant whose patterns do not cover the chain's note, beside a public one
+        // that does: the read would be public by its grants, so no chain.
+        let mut r = super::super::tests::rewritten();
+        let note = |extra: &str| {
+            super::super::tests::grant(&format!(
+                "tool = \"note_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\n{extra}"
+            ))
+        };
+        r.grants.insert(
+            "work".into(),
+            note("result_class = \"private\"\n[constraints]\npatterns = [\"work-*\"]\n"),
+        );
+        r.grants
+            .insert("any".into(), note("result_class = \"public\"\n"));
+        assert!(
+            !super::super::chains::plan(&r, 4321, "n0", false)
+                .iter()
+                .any(is)
+        );
     }
 }

@@ -7,9 +7,12 @@ use proto::flows::Flow;
 
 use super::rewrite::{Left, Scope};
 
-/// Why grant `g`, said in `left`, is not played as a source: its line's reason.
-pub(super) fn as_source(g: &str, left: &[Left]) -> Option<String> {
-    let l = left.iter().find(|l| l.grant == g)?;
+/// Why grant `g`, said in `left` with one of `scopes`, is not played as a source: its
+/// line's reason.
+pub(super) fn as_source(g: &str, left: &[Left], scopes: &[Scope]) -> Option<String> {
+    let l = left
+        .iter()
+        .find(|l| l.grant == g && scopes.contains(&l.scope))?;
     Some(format!("grant {g} is not played as a source: {}", l.why))
 }
 
@@ -84,7 +87,7 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
             if matches!(f.source.tool.as_str(), "write_file" | "edit_file")
                 && left.iter().any(|l| l.grant == *g) =>
         {
-            as_source(g, left)
+            as_source(g, left, &[Scope::Grant, Scope::Source])
         }
         // A program's bound paths hold a canary of its own (`run::bound`), whatever its
         // grant's patterns, and a write's file is named for them (`write_source`).

@@ -292,7 +292,19 @@ pub fn not_played(f: &proto::flows::Flow, left: &[Left]) -> Option<String> {
             .iter()
             .any(|l| l.grant == g && l.scope == Scope::OneCall)
     {
-        return super::played::as_source(g, left);
+        return super::played::as_source(g, left, &[Scope::OneCall]);
+    }
+    // A program's output not played (`run_source::unplayed`).
+    if let Some(g) = f
+        .source
+        .grant
+        .as_deref()
+        .filter(|_| f.source.tool == "run" && !one_call)
+        && left
+            .iter()
+            .any(|l| l.grant == g && l.scope == Scope::Source)
+    {
+        return super::played::as_source(g, left, &[Scope::Source]);
     }
     // A program's output (`run_source`) is played; a grant left out is not.
     [

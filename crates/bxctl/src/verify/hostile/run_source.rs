@@ -10,7 +10,7 @@
 use proto::tools::{RunArgs, ToolArgs};
 
 use super::chains::{Chain, Source, Target};
-use super::rewrite::Rewritten;
+use super::rewrite::{Left, Rewritten, Scope};
 use super::run::StandIns;
 use super::script::{Answer, Call};
 
@@ -72,11 +72,14 @@ pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &
             && g.job.is_none()
             && g.result_class != proto::DataClass::Public
     });
-    for (id, g) in sources {
+    for (_, g) in sources {
         let Some((program, args)) = call_of(g) else {
             continue;
         };
-        let own = |t: &Target| t.tool == "run" && t.grant == *id;
+        // Never to a run of the same program: the grant's own (that one call reading and
+        // sending is `run::bound`'s) or another naming it (the analysis makes one call of a
+        // program, decided by one grant).
+        let own = |t: &Target| t.tool == "run" && t.entry.split(' ').next() == Some(&program);
         for sink in targets.iter().filter(|t| t.lookalike.is_none() && !own(t)) {
             let n = chains.len() + 1;
             let source = Source {
@@ -87,6 +90,35 @@ pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &
             chains.push(Chain::send(n, source, sink, port, nonce));
         }
     }
+}
+
+/// The `run` grants whose output [`plan`] plays no chain from, and why, as sources only: one
+/// whose results are public but which binds paths (its output's label is what it binds,
+/// which the shadow does not work out), and one no call of which the shadow can make.
+pub fn unplayed(r: &Rewritten) -> Vec<Left> {
+    let mut out = Vec::new();
+    let runs = r
+        .grants
+        .iter()
+        .filter(|(_, g)| g.tool == "run" && g.mode != proto::Mode::Deny && g.job.is_none());
+    for (id, g) in runs {
+        let public = g.result_class == proto::DataClass::Public;
+        let why = if public && !g.constraints.paths.is_empty() {
+            "its results are public and its output's label is what it binds, which the shadow \
+             does not work out"
+        } else if !public && call_of(g).is_none() {
+            "no run of it the shadow can make is allowed (no program, or no argument its \
+             patterns admit)"
+        } else {
+            continue;
+        };
+        out.push(Left {
+            grant: id.clone(),
+            why: why.to_owned(),
+            scope: Scope::Source,
+        });
+    }
+    out
 }
 
 /// The chain's first call: the run, its arguments as planned.

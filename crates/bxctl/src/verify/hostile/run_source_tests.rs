@@ -38,6 +38,27 @@ fn a_programs_output_is_a_source_to_every_other_sink() {
         assert!(!call.tool_calls[0].arguments.contains(&c.canary));
         assert!(c.url.contains(&c.canary));
     }
+    // Public results binding a place: no chain, said as a source; a pattern without `*` is
+    // its one argument, played and not said.
+    let mut q = rewritten();
+    q.grants.insert(
+        "bound-pub".into(),
+        grant(&public.replace(
+            "[constraints]\n",
+            "[constraints]\npaths = [\"/s/tree/v\"]\n",
+        )),
+    );
+    q.grants.insert(
+        "nothing".into(),
+        grant(
+            &REPORT
+                .replace("--since=*", "--since=x")
+                .replace("report", "none"),
+        ),
+    );
+    let left = super::run_source::unplayed(&q);
+    let said: Vec<&str> = left.iter().map(|l| l.grant.as_str()).collect();
+    assert_eq!(said, ["bound-pub"], "{left:?}");
     // A grant that lists hosts is no sink of its own output (its one call is `run::bound`'s).
     r.grants.insert(
         "report-run".into(),
