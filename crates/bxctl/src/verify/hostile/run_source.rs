@@ -1,6 +1,6 @@
 //! A program's output as a source (docs/decisions.md V47): for each allowing `run` grant of
 //! an ordinary session whose results are private or secret, a run of its first program (with
-//! one argument its `patterns` admit, none when it lists none), whose stand-in prints every
+//! one argument its `patterns` admit), whose stand-in prints every
 //! line of its outputs file (`run::outputs_of`): the canaries of this program's output
 //! chains, which the self-test writes there before the run. Once the run's result holds the
 //! chain's canary, a send of it to every sink but the look-alikes and the grant's own `run`
@@ -42,15 +42,8 @@ fn arg_of(pattern: &str) -> String {
 /// the grant by brokerd's own check; `None`: no call of it is allowed that way.
 fn call_of(g: &proto::Grant) -> Option<(String, Vec<String>)> {
     let program = g.constraints.programs.first()?;
-    let mut tries: Vec<Vec<String>> = g
-        .constraints
-        .patterns
-        .iter()
-        .map(|p| vec![arg_of(p)])
-        .collect();
-    if g.constraints.patterns.is_empty() {
-        tries.push(Vec::new());
-    }
+    // An allowing `run` grant lists patterns (brokerd refuses one that does not).
+    let tries = g.constraints.patterns.iter().map(|p| vec![arg_of(p)]);
     tries.into_iter().find_map(|args| {
         let call = ToolArgs::Run(RunArgs {
             args: args.clone(),
