@@ -166,7 +166,7 @@ pub fn host_of(entry: &str) -> String {
 /// the front of it, and the entry as a URL's user name before another host.
 const LOOKALIKES: [&str; 3] = ["suffix", "glued", "userinfo"];
 
-fn url(entry: &str, lookalike: Option<&str>, port: u16, canary: &str) -> String {
+pub(super) fn url(entry: &str, lookalike: Option<&str>, port: u16, canary: &str) -> String {
     let host = host_of(entry);
     let bare = entry.trim_start_matches("*.");
     match lookalike {
@@ -298,7 +298,7 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
             ..Chain::send(n, source.clone(), sink, port, nonce)
         });
     }
-    untrusted_writes(r, &targets, port, nonce, &mut chains);
+    super::untrusted_write::plan(r, &targets, port, nonce, &mut chains);
     // A restart of brokerd between the read and the send, from the first free read: after the
     // untrusted writes, so that the chains before keep their numbers.
     let restarted = free
@@ -347,88 +347,6 @@ pub(super) fn send_subject(sink: &Target, port: u16, canary: &str) -> String {
         "mcp" => format!("Keep this for me: {canary}"),
         "run" => super::run::subject(&sink.entry, canary),
         _ => url(&sink.entry, sink.lookalike, port, canary),
-    }
-}
-
-/// Untrusted content driving a write: each fetch and consult (the sink's answer, which
-/// carries `BXWRITE-TOKEN` for the chain's token, untrusted as its grant says), then a
-/// `write_file` of what it answered under each path of each write grant of an ordinary
-/// session (in a file its patterns match: `pattern`), or an `edit_file` putting it in place of the line [`edit_old`] planted there.
-/// What the chain wrote is looked for there.
-fn untrusted_writes(
-    r: &Rewritten,
-    fetches: &[Target],
-    port: u16,
-    nonce: &str,
-    chains: &mut Vec<Chain>,
-) {
-    let mut writes = Vec::new();
-    for (id, g) in &r.grants {
-        let tool = match g.tool.as_str() {
-            "write_file" => "write_file",
-            "edit_file" => "edit_file",
-            _ => continue,
-        };
-        if g.mode == proto::Mode::Deny || g.job.is_some() {
-            continue;
-        }
-        for (owner, (shadow, file)) in &r.paths {
-            if g.constraints.paths.contains(&shadow.display().to_string()) {
-                writes.push((tool, id, g, owner, shadow.display().to_string(), *file));
-            }
-        }
-    }
-    // The consults' and the MCP tools' after the fetches', so that those keep their numbers.
-    let by = |tool: &'static str| fetches.iter().filter(move |t| t.tool == tool);
-    let sources = by("http_fetch")
-        .chain(by("consult"))
-        .map(|t| (t.tool, t.entry.clone(), t.entry.clone()))
-        .chain(
-            super::mcp::sources(r)
-                .into_iter()
-                .map(|s| (s.tool, s.owner, s.path)),
-        );
-    for (fetch, owner_of, entry) in sources {
-        for (tool, grant, g, owner, shadow, file) in &writes {
-            let n = chains.len() + 1;
-            // A file the grant's patterns match; none: not tried (`pattern::unnamed`).
-            let Ok(written) = super::pattern::written(g, shadow, *file, n) else {
-                continue;
-            };
-            // A mode the grant allows; none: not tried (`pattern::unnamed`).
-            let write_mode = match *tool {
-                "write_file" => match super::pattern::mode(g, &written, n) {
-                    Ok(m) => Some(m),
-                    Err(_) => continue,
-                },
-                _ => None,
-            };
-            let token = canary(nonce, n);
-            chains.push(Chain {
-                n,
-                source: Source {
-                    tool: fetch,
-                    owner: owner_of.clone(),
-                    path: match fetch {
-                        "consult" => format!("{}{token}", super::sink::ASK),
-                        "mcp" => entry.clone(),
-                        _ => url(&entry, None, port, &token),
-                    },
-                },
-                sink: Target {
-                    tool,
-                    grant: (*grant).clone(),
-                    entry: (*owner).clone(),
-                    lookalike: None,
-                },
-                canary: format!("{}{token}", super::sink::WRITE),
-                url: written,
-                note: None,
-                restart: None,
-                smuggle: None,
-                write_mode,
-            });
-        }
     }
 }
 

@@ -34,6 +34,7 @@ mod search;
 mod session;
 mod sink;
 mod smuggle;
+mod untrusted_write;
 mod write_source;
 
 #[cfg(test)]
