@@ -190,11 +190,6 @@ pub fn plan(
             .iter()
             .filter(|(_, g)| matches!(g.tool.as_str(), "write_file" | "edit_file"));
         for (id, g) in writes {
-            let tool = if g.tool == "edit_file" {
-                "edit_file"
-            } else {
-                "write_file"
-            };
             for (owner, (shadow, file)) in &r.job_paths {
                 let shadow = shadow.display().to_string();
                 if !g.constraints.paths.contains(&shadow) {
@@ -202,40 +197,24 @@ pub fn plan(
                 }
                 for f in &fetches {
                     let n = first + out.len();
-                    let Ok(written) = super::pattern::written(g, &shadow, *file, n) else {
-                        continue;
-                    };
-                    let write_mode = match tool {
-                        "write_file" => match super::pattern::mode(g, &written, n) {
-                            Ok(m) => Some(m),
-                            Err(_) => continue,
-                        },
-                        _ => None,
-                    };
                     let token = chains::canary(nonce, n);
-                    out.push(JobChain {
+                    let source = Source {
+                        tool: "http_fetch",
+                        owner: f.entry.clone(),
+                        path: chains::send_subject(f, port, &token),
+                    };
+                    let made = super::untrusted_write::chain(
+                        n,
+                        source,
+                        &token,
+                        (id, g),
+                        owner,
+                        (&shadow, *file),
+                    );
+                    out.extend(made.map(|chain| JobChain {
                         job: job.name.clone(),
-                        chain: Chain {
-                            n,
-                            source: Source {
-                                tool: "http_fetch",
-                                owner: f.entry.clone(),
-                                path: chains::send_subject(f, port, &token),
-                            },
-                            sink: Target {
-                                tool,
-                                grant: (*id).clone(),
-                                entry: owner.clone(),
-                                lookalike: None,
-                            },
-                            canary: format!("{}{token}", super::sink::WRITE),
-                            url: written,
-                            note: None,
-                            restart: None,
-                            smuggle: None,
-                            write_mode,
-                        },
-                    });
+                        chain,
+                    }));
                 }
             }
         }

@@ -146,13 +146,7 @@ impl JobOutcome {
             .class()
             .map_or_else(String::new, |c| format!(" ({})", c.as_str()));
         let via = |g: Option<&str>| g.map_or_else(String::new, |g| format!(" via grant {g}"));
-        let reads = match c.source.tool {
-            "list_dir" => "list",
-            "http_fetch" => "fetch from",
-            "write_file" => "append to a file in",
-            "edit_file" => "edit a file in",
-            _ => "read",
-        };
+        let reads = super::said::reads_of(c);
         let it = if super::write_source::is(c) {
             "the file's new hash"
         } else {
@@ -225,18 +219,7 @@ fn untrusted_write(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opt
             "grant {g} names patterns, and the URL's path is the shadow's own"
         ));
     }
-    match &f.sink.grant {
-        Some(g)
-            if left
-                .iter()
-                .any(|l| l.grant == *g && l.scope == Scope::Grant) =>
-        {
-            Some(format!(
-                "grant {g} names patterns no file the shadow writes matches (below)"
-            ))
-        }
-        _ => None,
-    }
+    super::played::unwritten(f, left)
 }
 
 /// The checks of the job runs: one per run, one per flow of a job the analysis reported.

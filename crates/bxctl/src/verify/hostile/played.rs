@@ -16,6 +16,15 @@ pub(super) fn as_source(g: &str, left: &[Left], scopes: &[Scope]) -> Option<Stri
     Some(format!("grant {g} is not played as a source: {}", l.why))
 }
 
+/// Why an untrusted write into `f`'s sink grant is not played: the grant names no file the
+/// shadow can write (`pattern::unnamed`); `None`: it names one.
+pub(super) fn unwritten(f: &Flow, left: &[Left]) -> Option<String> {
+    let g = f.sink.grant.as_deref()?;
+    left.iter()
+        .any(|l| l.grant == g && l.scope == Scope::Grant)
+        .then(|| format!("grant {g} names patterns no file the shadow writes matches (below)"))
+}
+
 /// Why the shadow does not play a reported flow; `None`: it does.
 pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<String> {
     if let Some(why) = super::mcp::not_played(f, left).or_else(|| super::run::not_played(f, left)) {
@@ -40,18 +49,7 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
             ));
         }
         // The file written is one the grant's patterns match (`pattern`), or none is.
-        return match &f.sink.grant {
-            Some(g)
-                if left
-                    .iter()
-                    .any(|l| l.grant == *g && l.scope == Scope::Grant) =>
-            {
-                Some(format!(
-                    "grant {g} names patterns no file the shadow writes matches (below)"
-                ))
-            }
-            _ => None,
-        };
+        return unwritten(f, left);
     }
     if !matches!(
         f.source.tool.as_str(),

@@ -25,14 +25,9 @@ pub(super) fn read_of(c: &Chain) -> &'static str {
     }
 }
 
-/// The chain's line, up to its verdict: the read, what came between, and the send.
-pub(super) fn describe(c: &Chain, o: &Outcome) -> String {
-    let (sg, kg) = o.grants();
-    let class = o
-        .class()
-        .map_or_else(String::new, |c| format!(" ({})", c.as_str()));
-    let via = |g: Option<&str>| g.map_or_else(String::new, |g| format!(" via grant {g}"));
-    let reads = match c.source.tool {
+/// How a chain's line says its source call, before what it names.
+pub(super) fn reads_of(c: &Chain) -> &'static str {
+    match c.source.tool {
         "list_dir" => "list",
         "http_fetch" => "fetch from",
         "consult" => "ask",
@@ -41,7 +36,17 @@ pub(super) fn describe(c: &Chain, o: &Outcome) -> String {
         "write_file" => "append to a file in",
         "edit_file" => "edit a file in",
         _ => "read",
-    };
+    }
+}
+
+/// The chain's line, up to its verdict: the read, what came between, and the send.
+pub(super) fn describe(c: &Chain, o: &Outcome) -> String {
+    let (sg, kg) = o.grants();
+    let class = o
+        .class()
+        .map_or_else(String::new, |c| format!(" ({})", c.as_str()));
+    let via = |g: Option<&str>| g.map_or_else(String::new, |g| format!(" via grant {g}"));
+    let reads = reads_of(c);
     let to = match (c.sink.lookalike, c.smuggle) {
         (Some(l), _) => format!("a {l} look-alike of {} ({})", c.sink.entry, c.url),
         (None, Some(k)) => format!(

@@ -4,6 +4,8 @@
 //! session.
 
 use super::chains::{Chain, Source, Target, canary, url};
+use proto::Grant;
+
 use super::rewrite::Rewritten;
 
 /// Untrusted content driving a write: each fetch and consult (the sink's answer, which
@@ -40,45 +42,59 @@ pub fn plan(r: &Rewritten, fetches: &[Target], port: u16, nonce: &str, chains: &
                 .map(|s| (s.tool, s.owner, s.path)),
         );
     for (fetch, owner_of, entry) in sources {
-        for (tool, grant, g, owner, shadow, file) in &writes {
+        for (_, grant, g, owner, shadow, file) in &writes {
             let n = chains.len() + 1;
-            // A file the grant's patterns match; none: not tried (`pattern::unnamed`).
-            let Ok(written) = super::pattern::written(g, shadow, *file, n) else {
-                continue;
-            };
-            // A mode the grant allows; none: not tried (`pattern::unnamed`).
-            let write_mode = match *tool {
-                "write_file" => match super::pattern::mode(g, &written, n) {
-                    Ok(m) => Some(m),
-                    Err(_) => continue,
-                },
-                _ => None,
-            };
             let token = canary(nonce, n);
-            chains.push(Chain {
-                n,
-                source: Source {
-                    tool: fetch,
-                    owner: owner_of.clone(),
-                    path: match fetch {
-                        "consult" => format!("{}{token}", super::sink::ASK),
-                        "mcp" => entry.clone(),
-                        _ => url(&entry, None, port, &token),
-                    },
+            let source = Source {
+                tool: fetch,
+                owner: owner_of.clone(),
+                path: match fetch {
+                    "consult" => format!("{}{token}", super::sink::ASK),
+                    "mcp" => entry.clone(),
+                    _ => url(&entry, None, port, &token),
                 },
-                sink: Target {
-                    tool,
-                    grant: (*grant).clone(),
-                    entry: (*owner).clone(),
-                    lookalike: None,
-                },
-                canary: format!("{}{token}", super::sink::WRITE),
-                url: written,
-                note: None,
-                restart: None,
-                smuggle: None,
-                write_mode,
-            });
+            };
+            chains.extend(chain(n, source, &token, (grant, g), owner, (shadow, *file)));
         }
     }
+}
+
+/// Chain `n`: `source`, whose answer carries `BXWRITE-TOKEN` for `token`, then that answer
+/// written by write or edit grant `grant` under the shadow's `path` of the owner's `owner`
+/// (a file when `file`), in a file its patterns match and a mode it allows; `None` when it
+/// names none (not tried: `pattern::unnamed`).
+pub fn chain(
+    n: usize,
+    source: Source,
+    token: &str,
+    (grant, g): (&str, &Grant),
+    owner: &str,
+    (path, file): (&str, bool),
+) -> Option<Chain> {
+    let tool = if g.tool == "edit_file" {
+        "edit_file"
+    } else {
+        "write_file"
+    };
+    let written = super::pattern::written(g, path, file, n).ok()?;
+    let write_mode = match tool {
+        "write_file" => Some(super::pattern::mode(g, &written, n).ok()?),
+        _ => None,
+    };
+    Some(Chain {
+        n,
+        source,
+        sink: Target {
+            tool,
+            grant: grant.to_owned(),
+            entry: owner.to_owned(),
+            lookalike: None,
+        },
+        canary: format!("{}{token}", super::sink::WRITE),
+        url: written,
+        note: None,
+        restart: None,
+        smuggle: None,
+        write_mode,
+    })
 }
