@@ -81,6 +81,40 @@ pub fn echoes(instruction: &str, answer: &str) -> bool {
     repeats && new < MIN_NEW_WORDS
 }
 
+/// Words in a row of the instruction that make a sentence of an answer the instruction given
+/// back, dropped from a summary kept ([`without_echo`]): more than [`ECHO_RUN`], so that a
+/// summary's own sentence sharing a few of the instruction's words ("the owner's requests")
+/// stays.
+const ECHO_SENTENCE: usize = 6;
+
+/// `answer` without its sentences (up to `.`, `!`, `?`, `:` or a line break) that repeat
+/// [`ECHO_SENTENCE`] of the instruction's words in a row: a summary that starts by quoting
+/// the instruction keeps what it goes on to say, and no epoch starts from the instruction
+/// (llama.cpp's server with SmolLM2 gave it back, then a line of its own, twice).
+pub fn without_echo(instruction: &str, answer: &str) -> String {
+    let own = words(instruction);
+    let echoed = |sentence: &str| {
+        let said = words(sentence);
+        own.windows(ECHO_SENTENCE)
+            .any(|run| said.windows(ECHO_SENTENCE).any(|w| w == run))
+    };
+    let mut kept = String::new();
+    let mut start = 0;
+    for (at, c) in answer.char_indices() {
+        if matches!(c, '.' | '!' | '?' | ':' | '\n') {
+            let end = at + c.len_utf8();
+            if !echoed(&answer[start..end]) {
+                kept.push_str(&answer[start..end]);
+            }
+            start = end;
+        }
+    }
+    if !echoed(&answer[start..]) {
+        kept.push_str(&answer[start..]);
+    }
+    kept.trim().to_owned()
+}
+
 /// What one summary request gave.
 enum Asked {
     /// A summary that ended normally (`stop`) with text.
@@ -109,10 +143,12 @@ fn ask(
     match llm::complete(sock, timeout, &body, None, |_| {}) {
         Ok(c) => match (c.answer.finish.as_deref(), c.answer.content) {
             // The instruction given back is no summary (llama.cpp's server with a small
-            // model did that at temperature 0): asked again, as a cut one is.
-            (Some("stop"), Some(t)) if !t.trim().is_empty() && !echoes(instruction, &t) => {
-                Asked::Written(t)
-            }
+            // model did that at temperature 0): asked again, as a cut one is. A summary
+            // quoting it is kept without the quote.
+            (Some("stop"), Some(t)) => match without_echo(instruction, &t) {
+                t if !t.is_empty() && !echoes(instruction, &t) => Asked::Written(t),
+                _ => Asked::Unusable,
+            },
             _ => Asked::Unusable,
         },
         Err(e) if e.context_full() || e.unrenderable() => Asked::Overflow,
@@ -179,7 +215,7 @@ pub fn summary(
 
 #[cfg(test)]
 mod tests {
-    use super::{NO_SUMMARY, echoes};
+    use super::{NO_SUMMARY, echoes, without_echo};
     use proto::composed::{SHORT_PROMPT, SUMMARY_PROMPT};
 
     #[test]
@@ -221,6 +257,37 @@ mod tests {
         ] {
             assert!(!echoes(SUMMARY_PROMPT, summary), "{summary}");
         }
+    }
+
+    /// A summary that quotes the instruction keeps what it goes on to say, without the quote
+    /// (what llama.cpp's server with SmolLM2 answered in the gate's real-peer tier: the
+    /// instruction, then a line of its own, twice); one that is only the instruction keeps
+    /// nothing; one sharing a few of its words keeps them.
+    #[test]
+    fn a_summary_quoting_the_instruction_is_kept_without_the_quote() {
+        let real = "The conversation is about to be cut short. Write a concise summary of \
+                    everything above that you will need to continue. The conversation ends \
+                    with a request to create a new session with the specified path and \
+                    contents. The conversation ends with a request to create a new session \
+                    with the specified path and contents.";
+        let kept = without_echo(SUMMARY_PROMPT, real);
+        assert_eq!(
+            kept,
+            "The conversation ends with a request to create a new session with the specified \
+             path and contents. The conversation ends with a request to create a new session \
+             with the specified path and contents."
+        );
+        assert!(!echoes(SUMMARY_PROMPT, &kept));
+        assert_eq!(without_echo(SUMMARY_PROMPT, SUMMARY_PROMPT), "");
+        assert_eq!(
+            without_echo(
+                SUMMARY_PROMPT,
+                "The conversation is about to be cut short. The owner asked for trip.md."
+            ),
+            "The owner asked for trip.md."
+        );
+        let own = "Open tasks: the owner's requests for the milk are still open.";
+        assert_eq!(without_echo(SUMMARY_PROMPT, own), own);
     }
 
     #[test]

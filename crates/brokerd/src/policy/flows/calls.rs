@@ -42,20 +42,17 @@ pub fn candidates(snapshot: &Snapshot) -> Result<Vec<ToolArgs>, UnknownTool> {
         .collect();
     let mut values: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     let mut calls = Vec::new();
-    let mut write_modes: Vec<WriteMode> = Vec::new();
-    for (_, grant) in snapshot.for_tool("write_file") {
-        let modes = &grant.constraints.modes;
-        let named = if modes.is_empty() {
-            std::slice::from_ref(&WriteMode::Create)
-        } else {
-            modes.as_slice()
-        };
-        for mode in named {
-            if !write_modes.contains(mode) {
-                write_modes.push(*mode);
-            }
-        }
-    }
+    // A write in `create` alone while no write grant names `modes` (every grant then allows
+    // every mode alike); in each mode once one does, since a grant allowing only some, or
+    // denying or asking for some, decides the modes apart.
+    let write_modes: &[WriteMode] = if snapshot
+        .for_tool("write_file")
+        .any(|(_, g)| !g.constraints.modes.is_empty())
+    {
+        &[WriteMode::Create, WriteMode::Replace, WriteMode::Append]
+    } else {
+        &[WriteMode::Create]
+    };
     for (_, grant) in snapshot.iter() {
         let c = &grant.constraints;
         // An MCP grant names its own tool; its call is made from its `args`.
@@ -88,8 +85,8 @@ pub fn candidates(snapshot: &Snapshot) -> Result<Vec<ToolArgs>, UnknownTool> {
     for (tool, set) in values {
         for value in set {
             match build(tool, &value) {
-                // A write in each mode a grant names (`create` for one naming none): a grant
-                // allowing only `append` is tried as the model would have to call it.
+                // A write in each of `write_modes`: a grant allowing only `append` is tried
+                // as the model would have to call it.
                 Some(Ok(ToolArgs::WriteFile(w))) => {
                     calls.extend(write_modes.iter().map(|mode| {
                         ToolArgs::WriteFile(WriteFileArgs {

@@ -208,6 +208,7 @@ pub fn plan(
                         source,
                         &token,
                         (id, g),
+                        &r.jobs,
                         owner,
                         (&shadow, *file),
                     );

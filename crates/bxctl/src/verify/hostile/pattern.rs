@@ -154,18 +154,48 @@ pub fn written(g: &Grant, path: &str, file: bool, n: usize) -> Result<String, St
 
 /// The mode chain `n`'s `write_file` of `path` (named by [`written`]) takes under write
 /// grant `g`: a file of the chain's own is new, so `create`, or `append` (which creates an
-/// absent file); a granted file, `append`. `Err`: the grant's `modes` allow neither.
-pub fn mode(g: &Grant, path: &str, n: usize) -> Result<&'static str, String> {
-    use proto::tools::WriteMode;
-    let allows = |m: WriteMode| g.constraints.modes.is_empty() || g.constraints.modes.contains(&m);
+/// absent file); a granted file, `append`. A mode `g`'s `modes` allow, and no other write
+/// grant of its `scope` that denies or asks covers (held as brokerd holds a call against
+/// a grant). `Err`: none is left.
+pub fn mode(
+    g: &Grant,
+    scope: &std::collections::BTreeMap<String, Grant>,
+    path: &str,
+    n: usize,
+) -> Result<&'static str, String> {
+    use proto::tools::{WriteFileArgs, WriteMode};
+    let stopped = |m: WriteMode| {
+        let call = ToolArgs::WriteFile(WriteFileArgs {
+            content: String::new(),
+            mode: m,
+            path: path.to_owned(),
+        });
+        scope.values().any(|o| {
+            !std::ptr::eq(o, g)
+                && o.tool == "write_file"
+                && o.mode != proto::Mode::Auto
+                && grants::constraints::check(o, &call).is_ok()
+        })
+    };
+    let allows = |m: WriteMode| {
+        (g.constraints.modes.is_empty() || g.constraints.modes.contains(&m)) && !stopped(m)
+    };
     if own_name(path, n) && allows(WriteMode::Create) {
         Ok("create")
     } else if allows(WriteMode::Append) {
         Ok("append")
     } else if own_name(path, n) {
-        Err("its modes allow neither create nor append, which a new file needs".into())
+        Err(
+            "its modes (or a grant denying or asking for some) allow neither create nor \
+             append, which a new file needs"
+                .into(),
+        )
     } else {
-        Err("its modes do not allow append, which a granted file needs".into())
+        Err(
+            "its modes (or a grant denying or asking for some) do not allow append, which a \
+             granted file needs"
+                .into(),
+        )
     }
 }
 
@@ -194,24 +224,23 @@ pub fn own_name(path: &str, n: usize) -> bool {
 pub fn unnamed(r: &Rewritten) -> Vec<Left> {
     let mut out = Vec::new();
     let scopes = [(&r.grants, &r.paths), (&r.jobs, &r.job_paths)];
-    for (id, g, paths) in scopes
+    for (id, g, grants, paths) in scopes
         .into_iter()
-        .flat_map(|(grants, paths)| grants.iter().map(move |(id, g)| (id, g, paths)))
+        .flat_map(|(grants, paths)| grants.iter().map(move |(id, g)| (id, g, grants, paths)))
     {
         let write = matches!(g.tool.as_str(), "write_file" | "edit_file");
         if !write || g.mode == proto::Mode::Deny {
             continue;
         }
-        if g.constraints.patterns.is_empty() && g.constraints.modes.is_empty() {
-            continue;
-        }
+        // Each reason said where it arises: the patterns', then the modes'.
         let tried: Vec<Result<String, String>> = paths
             .values()
             .filter(|(shadow, _)| g.constraints.paths.contains(&shadow.display().to_string()))
             .map(|(shadow, file)| {
-                let path = written(g, &shadow.display().to_string(), *file, 0)?;
+                let path = written(g, &shadow.display().to_string(), *file, 0)
+                    .map_err(|e| format!("its patterns name no file the shadow can write: {e}"))?;
                 match g.tool.as_str() {
-                    "write_file" => mode(g, &path, 0).map(|_| path),
+                    "write_file" => mode(g, grants, &path, 0).map(|_| path),
                     _ => Ok(path),
                 }
             })
@@ -227,11 +256,7 @@ pub fn unnamed(r: &Rewritten) -> Vec<Left> {
         };
         out.push(Left {
             grant: id.clone(),
-            why: if g.constraints.patterns.is_empty() {
-                format!("its modes allow no write the shadow can make: {why}")
-            } else {
-                format!("its patterns name no file the shadow can write: {why}")
-            },
+            why,
             scope: Scope::Grant,
         });
     }

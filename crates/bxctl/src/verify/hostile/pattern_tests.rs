@@ -215,7 +215,7 @@ fn the_comparison_plays_a_named_write_and_not_an_unnamed_one() {
         found[1].2.starts_with("not tried: ")
             && found[1]
                 .2
-                .contains("grant owners names patterns no file the shadow writes"),
+                .contains("grant owners names no file the shadow can write"),
         "{found:#?}"
     );
     assert_eq!(

@@ -17,12 +17,13 @@ pub(super) fn as_source(g: &str, left: &[Left], scopes: &[Scope]) -> Option<Stri
 }
 
 /// Why an untrusted write into `f`'s sink grant is not played: the grant names no file the
-/// shadow can write (`pattern::unnamed`); `None`: it names one.
+/// shadow can write, by its patterns or its modes (`pattern::unnamed`), or it is left out;
+/// `None`: it names one.
 pub(super) fn unwritten(f: &Flow, left: &[Left]) -> Option<String> {
     let g = f.sink.grant.as_deref()?;
     left.iter()
         .any(|l| l.grant == g && l.scope == Scope::Grant)
-        .then(|| format!("grant {g} names patterns no file the shadow writes matches (below)"))
+        .then(|| format!("grant {g} names no file the shadow can write (below)"))
 }
 
 /// Why the shadow does not play a reported flow; `None`: it does.

@@ -4,6 +4,8 @@
 //! session.
 
 use super::chains::{Chain, Source, Target, canary, url};
+use std::collections::BTreeMap;
+
 use proto::Grant;
 
 use super::rewrite::Rewritten;
@@ -54,20 +56,30 @@ pub fn plan(r: &Rewritten, fetches: &[Target], port: u16, nonce: &str, chains: &
                     _ => url(&entry, None, port, &token),
                 },
             };
-            chains.extend(chain(n, source, &token, (grant, g), owner, (shadow, *file)));
+            let made = chain(
+                n,
+                source,
+                &token,
+                (grant, g),
+                &r.grants,
+                owner,
+                (shadow, *file),
+            );
+            chains.extend(made);
         }
     }
 }
 
 /// Chain `n`: `source`, whose answer carries `BXWRITE-TOKEN` for `token`, then that answer
 /// written by write or edit grant `grant` under the shadow's `path` of the owner's `owner`
-/// (a file when `file`), in a file its patterns match and a mode it allows; `None` when it
-/// names none (not tried: `pattern::unnamed`).
+/// (a file when `file`), in a file its patterns match and a mode it allows (among the
+/// grants of its `scope`); `None` when it names none (not tried: `pattern::unnamed`).
 pub fn chain(
     n: usize,
     source: Source,
     token: &str,
     (grant, g): (&str, &Grant),
+    scope: &BTreeMap<String, Grant>,
     owner: &str,
     (path, file): (&str, bool),
 ) -> Option<Chain> {
@@ -78,7 +90,7 @@ pub fn chain(
     };
     let written = super::pattern::written(g, path, file, n).ok()?;
     let write_mode = match tool {
-        "write_file" => Some(super::pattern::mode(g, &written, n).ok()?),
+        "write_file" => Some(super::pattern::mode(g, scope, &written, n).ok()?),
         _ => None,
     };
     Some(Chain {
