@@ -24,6 +24,17 @@ pub struct Left {
     pub scope: Scope,
 }
 
+impl Left {
+    /// Grant `grant` not tried as a source only, and why.
+    pub fn source(grant: &str, why: &str) -> Self {
+        Self {
+            grant: grant.to_owned(),
+            why: why.to_owned(),
+            scope: Scope::Source,
+        }
+    }
+}
+
 /// Which flows of a grant said in [`Left`] are not tried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {

@@ -10,7 +10,7 @@
 use proto::tools::{RunArgs, ToolArgs};
 
 use super::chains::{Chain, Source, Target};
-use super::rewrite::{Left, Rewritten, Scope};
+use super::rewrite::{Left, Rewritten};
 use super::run::StandIns;
 use super::script::{Answer, Call};
 
@@ -43,8 +43,8 @@ fn arg_of(pattern: &str) -> String {
 fn call_of(g: &proto::Grant) -> Option<(String, Vec<String>)> {
     let program = g.constraints.programs.first()?;
     // An allowing `run` grant lists patterns (brokerd refuses one that does not).
-    let tries = g.constraints.patterns.iter().map(|p| vec![arg_of(p)]);
-    tries.into_iter().find_map(|args| {
+    let mut tries = g.constraints.patterns.iter().map(|p| vec![arg_of(p)]);
+    tries.find_map(|args| {
         let call = ToolArgs::Run(RunArgs {
             args: args.clone(),
             program: program.clone(),
@@ -105,11 +105,7 @@ pub fn unplayed(r: &Rewritten) -> Vec<Left> {
         } else {
             continue;
         };
-        out.push(Left {
-            grant: id.clone(),
-            why: why.to_owned(),
-            scope: Scope::Source,
-        });
+        out.push(Left::source(id, why));
     }
     out
 }

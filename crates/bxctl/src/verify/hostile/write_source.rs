@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::chains::{Chain, Source, Target, edit_old, send_subject};
-use super::rewrite::{Left, Rewritten, Scope};
+use super::rewrite::{Left, Rewritten};
 use super::script::{Answer, Call};
 
 /// Whether `c` starts from a write's result.
@@ -210,11 +210,7 @@ fn unplayed_in(
         } else {
             continue;
         };
-        out.push(Left {
-            grant: id.clone(),
-            why: why.to_owned(),
-            scope: Scope::Source,
-        });
+        out.push(Left::source(id, why));
     }
     out
 }
