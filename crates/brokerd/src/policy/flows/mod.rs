@@ -105,9 +105,6 @@ pub fn analyse(
             let view = SessionView::START.raised(source.labels);
             let mut seen = BTreeSet::new();
             for call in &calls {
-                if *call == source.call {
-                    continue;
-                }
                 let decision = decide_in(snapshot, call, view, job, now);
                 let Some(grant_id) = role::unasked(&decision) else {
                     continue;
@@ -115,7 +112,16 @@ pub fn analyse(
                 let Some(role) = role::of(&decision, consult) else {
                     continue;
                 };
-                if !seen.insert((grant_id.to_owned(), role.what.clone())) {
+                // The source's own call again is a sink only as a write its untrusted result
+                // drives: a write's result is untrusted where the place it reads back is
+                // (decision H9), and the model can write there once more (another file of
+                // the same grant's, V54). It is left out of `seen`, so that another call of
+                // the grant is still a sink of every kind.
+                let again = *call == source.call;
+                if again && !(source.labels.untrusted && role.writes) {
+                    continue;
+                }
+                if !again && !seen.insert((grant_id.to_owned(), role.what.clone())) {
                     continue;
                 }
                 let sink_step = || Step {
@@ -123,7 +129,7 @@ pub fn analyse(
                     tool: call.tool().to_owned(),
                     what: role.what.clone(),
                 };
-                if let (Some(severity), Some(sink)) = (out, &role.sink) {
+                if let (Some(severity), Some(sink), false) = (out, &role.sink, again) {
                     let sends = role::sends(sink, &role.what);
                     let text = text::to_grant(snapshot, job, &source, &sends, grant_id);
                     flows.push(flow(severity, job, &source, sink_step(), text));

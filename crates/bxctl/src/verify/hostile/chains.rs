@@ -79,6 +79,22 @@ impl Chain {
         }
     }
 
+    /// What the source's result holds once it ran, which the model waits for before its
+    /// send: the canary, or for untrusted content driving a write (whose canary is
+    /// `BXWRITE-` and a token) the token, which the file read, the note, the program's output
+    /// or the write's result holds and a fetch's or a consult's answer carries (`sink`).
+    /// What the shadow plants for a chain is this, so that what a write chain looks for in
+    /// the file it wrote is there only once the write ran.
+    pub fn awaited(&self) -> &str {
+        match self.sink.tool {
+            "write_file" | "edit_file" => self
+                .canary
+                .strip_prefix(super::sink::WRITE)
+                .unwrap_or(&self.canary),
+            _ => &self.canary,
+        }
+    }
+
     /// What the owner's message carries so that the script tells the sessions apart.
     pub fn tag(&self) -> String {
         format!("[bxhostile chain {}]", self.n)
@@ -118,7 +134,12 @@ impl Chain {
 
 /// The line an `edit_file` chain's file holds, planted, that the edit replaces.
 pub fn edit_old(c: &Chain) -> String {
-    format!("BXEDIT-{}.", c.n)
+    edit_line(c.n)
+}
+
+/// [`edit_old`] of chain `n`.
+pub fn edit_line(n: usize) -> String {
+    format!("BXEDIT-{n}.")
 }
 
 /// Chain `n`'s canary: ended by a non-digit, so that no canary holds another's
@@ -337,6 +358,9 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     super::run_source::plan(r, &targets, port, nonce, &mut chains);
     // A note of the chain's own, then a send of it to every sink (`note_source`).
     super::note_source::plan(r, &targets, port, nonce, &mut chains);
+    // Untrusted content from a read, a listing, a note, a program's output or a write's
+    // result driving a write (`untrusted_write`).
+    super::untrusted_write::from_results(r, &sources, nonce, &mut chains);
     chains
 }
 
@@ -385,23 +409,24 @@ pub fn plant(r: &Rewritten, chains: &[Chain], tree: &Path) -> std::io::Result<()
         match c.source.tool {
             "read_file" => {
                 let text = files.entry(&c.source.path).or_default();
-                text.push_str(&c.canary);
+                text.push_str(c.awaited());
                 text.push('\n');
             }
             "list_dir" => {
                 files.insert(&c.source.path, String::new());
-                let named = Path::new(&c.source.path).join(&c.canary);
+                let named = Path::new(&c.source.path).join(c.awaited());
                 std::fs::create_dir_all(&c.source.path)?;
-                std::fs::write(named, format!("{}\n", c.canary))?;
+                std::fs::write(named, format!("{}\n", c.awaited()))?;
             }
-            // A fetch's source is the sink's answer: nothing to plant, save the line an
-            // edit replaces.
-            _ if c.sink.tool == "edit_file" => {
-                let text = files.entry(&c.url).or_default();
-                text.push_str(&edit_old(c));
-                text.push('\n');
-            }
+            // A fetch's source is the sink's answer, a note's or a program's is planted
+            // elsewhere (`note_source`, `run_source`), a write's by `write_source`.
             _ => {}
+        }
+        // The line an untrusted edit replaces.
+        if c.sink.tool == "edit_file" {
+            let text = files.entry(&c.url).or_default();
+            text.push_str(&edit_old(c));
+            text.push('\n');
         }
     }
     for (shadow, file) in r.paths.values() {

@@ -127,7 +127,7 @@ fn unread(c: &Chain, o: &Outcome) -> Option<String> {
         return Some(format!("the read asked you{by}, and was declined"));
     }
     match &s.response {
-        Some(ToolResponse::Result { content, .. }) if content.contains(&c.canary) => None,
+        Some(ToolResponse::Result { content, .. }) if content.contains(c.awaited()) => None,
         Some(ToolResponse::Denied { reason, .. }) => {
             Some(format!("the read was denied{by}: {}", reason.as_str()))
         }

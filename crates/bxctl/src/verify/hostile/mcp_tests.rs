@@ -256,9 +256,10 @@ fn consult_and_mcp_answers_drive_writes() {
     r.paths
         .insert("/srv/www".into(), (PathBuf::from("/s/tree/srv/www"), false));
     let plan = chains::plan(&r, 1, "n0", true);
+    // The answers' (a write's own result driving a write is `untrusted_write::from_results`').
     let writes: Vec<(&str, &str)> = plan
         .iter()
-        .filter(|c| c.sink.tool == "write_file")
+        .filter(|c| c.sink.tool == "write_file" && c.source.tool != "write_file")
         .map(|c| (c.source.tool, c.source.path.as_str()))
         .collect();
     let token = |c: &Chain| c.canary.trim_start_matches(super::sink::WRITE).to_owned();

@@ -164,7 +164,7 @@ pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
 fn read_it(p: &session::Played, c: &chains::Chain) -> bool {
     p.calls.iter().any(|s| {
         s.tool == mcp::source_called(&c.source)
-            && matches!(&s.response, Some(proto::ToolResponse::Result { content, .. }) if content.contains(&c.canary))
+            && matches!(&s.response, Some(proto::ToolResponse::Result { content, .. }) if content.contains(c.awaited()))
     })
 }
 

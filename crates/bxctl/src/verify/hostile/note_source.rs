@@ -38,23 +38,29 @@ pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &
         let n = chains.len() + 1;
         // A read of the chain's note labelled above public by a grant covering it (brokerd
         // joins every covering grant's labels); public data going out is no flow.
-        let args = ToolArgs::NoteRead(NoteReadArgs { name: name(n) });
-        let labelled = r.grants.values().any(|g| {
+        if let Some(source) = source(r, n, true) {
+            chains.push(Chain::send(n, source, sink, port, nonce));
+        }
+    }
+}
+
+/// Chain `n`'s read of a note of its own, when an allowing `note_read` grant covers it (and
+/// when `labelled`, one whose results are private or secret); `None`: none does.
+pub fn source(r: &Rewritten, n: usize, labelled: bool) -> Option<Source> {
+    let args = ToolArgs::NoteRead(NoteReadArgs { name: name(n) });
+    r.grants
+        .values()
+        .any(|g| {
             g.tool == "note_read"
                 && g.mode != proto::Mode::Deny
-                && g.result_class != proto::DataClass::Public
+                && (!labelled || g.result_class != proto::DataClass::Public)
                 && grants::constraints::check(g, &args).is_ok()
-        });
-        if !labelled {
-            continue;
-        }
-        let source = Source {
+        })
+        .then(|| Source {
             tool: "note_read",
             owner: NOTES.into(),
             path: name(n),
-        };
-        chains.push(Chain::send(n, source, sink, port, nonce));
-    }
+        })
 }
 
 /// Plants each note chain's note in the running shadow (`shadow`, its configuration) and
@@ -63,7 +69,7 @@ pub fn plant(shadow: &Config, chains: &[Chain]) -> Result<(), String> {
     let dir = shadow.notes_dir();
     for c in chains.iter().filter(|c| is(c)) {
         let path = dir.join(format!("{}.md", c.source.path));
-        std::fs::write(&path, format!("{}\n", c.canary))
+        std::fs::write(&path, format!("{}\n", c.awaited()))
             .map_err(|e| format!("{}: {e}", path.display()))?;
         let msg = Message::NoteRelabel(proto::notes::NoteRelabel {
             name: c.source.path.clone(),

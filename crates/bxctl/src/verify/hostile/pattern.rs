@@ -44,10 +44,15 @@ fn tokens(pattern: &str) -> Result<Vec<Token>, String> {
     Ok(out)
 }
 
-/// What a `*` stands for in chain `n`'s file name.
-fn star(n: usize) -> String {
-    format!("bxwrite-{n}")
+/// What a `*` stands for in chain `n`'s file name, `tag` after the number: `""` for the
+/// file the chain writes, [`PLANTED`] for the one a write source chain plants beside it.
+fn star(n: usize, tag: &str) -> String {
+    format!("bxwrite-{n}{tag}")
 }
+
+/// What names the file a write source chain plants and changes (`write_source`), apart from
+/// the file its untrusted write (`untrusted_write`) makes: `bxwrite-N-planted…`.
+pub const PLANTED: &str = "-planted";
 
 /// The positions in `t` reached from `at` without a character: past each `*`.
 fn closure(t: &[Token], mut at: BTreeSet<usize>) -> BTreeSet<usize> {
@@ -112,12 +117,13 @@ fn from_one(pattern: &str, dir: &str, star: &str) -> Result<String, String> {
         .ok_or_else(|| format!("matches only further down than {dir}/ (a `/` in the name)"))
 }
 
-/// The path chain `n` writes in the granted directory `dir` for a grant of `patterns`: one
-/// any of them matches (the first that can be made); `Err`: why none can.
-pub fn name(patterns: &[String], dir: &str, n: usize) -> Result<String, String> {
+/// The path a chain writes in the granted directory `dir` for a grant of `patterns`, a `*`
+/// made `star` (the chain's, [`star`]): one any of them matches (the first that can be
+/// made); `Err`: why none can.
+fn name(patterns: &[String], dir: &str, star: &str) -> Result<String, String> {
     let mut whys = Vec::new();
     for p in patterns {
-        match from_one(p, dir, &star(n)) {
+        match from_one(p, dir, star) {
             Ok(name) => return Ok(format!("{dir}/{name}")),
             Err(why) => whys.push(format!("{p:?} {why}")),
         }
@@ -130,11 +136,23 @@ pub fn name(patterns: &[String], dir: &str, n: usize) -> Result<String, String> 
 /// without patterns, [`name`] with), held against the grant as brokerd holds it; `Err`:
 /// why no path the grant covers can be written.
 pub fn written(g: &Grant, path: &str, file: bool, n: usize) -> Result<String, String> {
+    written_as(g, path, file, n, "")
+}
+
+/// The file a write source chain `n` plants in the granted directory `dir` and changes
+/// under write grant `g`, as [`written`] names it but for [`PLANTED`]: never the file the
+/// chain's untrusted write makes there.
+pub fn planted(g: &Grant, dir: &str, n: usize) -> Result<String, String> {
+    written_as(g, dir, false, n, PLANTED)
+}
+
+/// [`written`], `tag` after the chain's number in the name.
+fn written_as(g: &Grant, path: &str, file: bool, n: usize, tag: &str) -> Result<String, String> {
     let patterns = &g.constraints.patterns;
     let path = match (file, patterns.is_empty()) {
         (true, _) => path.to_owned(),
-        (false, true) => return Ok(format!("{path}/bxhostile-{n}.txt")),
-        (false, false) => name(patterns, path, n)?,
+        (false, true) => return Ok(format!("{path}/bxhostile-{n}{tag}.txt")),
+        (false, false) => name(patterns, path, &star(n, tag))?,
     };
     // brokerd's own check of paths and patterns (an edit's: a write's adds only `modes`).
     let edit = Grant {
@@ -211,8 +229,10 @@ pub fn own_name(path: &str, n: usize) -> bool {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let star = star(n);
-    name == format!("bxhostile-{n}.txt")
+    let star = star(n, "");
+    [String::new(), PLANTED.to_owned()]
+        .iter()
+        .any(|tag| name == format!("bxhostile-{n}{tag}.txt"))
         || name
             .match_indices(&star)
             .any(|(at, _)| !name[at + star.len()..].starts_with(|ch: char| ch.is_ascii_digit()))

@@ -29,7 +29,7 @@ fn names_follow_the_pattern_and_brokerd_agrees() {
         (r#"["/s/tree/home/owner/www/?.html"]"#, 8, "x.html"),
     ] {
         let g = write_grant(patterns);
-        let named = name(&g.constraints.patterns, DIR, n).expect(patterns);
+        let named = name(&g.constraints.patterns, DIR, &star(n, "")).expect(patterns);
         assert_eq!(named, format!("{DIR}/{expected}"), "{patterns}");
         assert_eq!(written(&g, DIR, false, n), Ok(named), "{patterns}");
     }
@@ -51,7 +51,7 @@ fn names_follow_the_pattern_and_brokerd_agrees() {
 fn patterns_that_name_no_file_are_refused_with_why() {
     let why = |patterns: &str| {
         let g = write_grant(patterns);
-        name(&g.constraints.patterns, DIR, 1).expect_err(patterns)
+        name(&g.constraints.patterns, DIR, &star(1, "")).expect_err(patterns)
     };
     let owners = why(r#"["/home/owner/www/*.html"]"#);
     assert!(owners.contains("matches no path in"), "{owners}");

@@ -31,28 +31,7 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
     if let Some(why) = super::mcp::not_played(f, left).or_else(|| super::run::not_played(f, left)) {
         return Some(why);
     }
-    if f.severity == proto::flows::Severity::UntrustedWrite {
-        if !matches!(f.source.tool.as_str(), "http_fetch" | "consult" | "mcp")
-            || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file")
-        {
-            return Some(format!(
-                "untrusted content from {} driving {} is not played yet (a fetch's, a consult's \
-                 or an MCP tool's answer driving write_file or edit_file is)",
-                f.source.tool, f.sink.tool
-            ));
-        }
-        // The answer is had by a call the shadow makes up (a fetch's URL, a consult's
-        // prompt): a source grant with patterns may not admit it.
-        if let Some(g) = f.source.grant.as_ref().filter(|g| patterned.contains(*g)) {
-            return Some(format!(
-                "grant {g} names patterns, and {} is the shadow's own",
-                super::fetch_source::named_by(&f.source.tool)
-            ));
-        }
-        // The file written is one the grant's patterns match (`pattern`), or none is.
-        return unwritten(f, left);
-    }
-    if !matches!(
+    let played_source = matches!(
         f.source.tool.as_str(),
         "read_file"
             | "list_dir"
@@ -63,23 +42,39 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
             | "run"
             | "write_file"
             | "edit_file"
-    ) {
+    );
+    let untrusted = f.severity == proto::flows::Severity::UntrustedWrite;
+    if untrusted && (!played_source || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file"))
+    {
+        return Some(format!(
+            "untrusted content from {} driving {} is not played yet (a read's, a listing's, \
+             a fetch's, a consult's, an MCP tool's, a note's, a program's or a write's result \
+             driving write_file or edit_file is)",
+            f.source.tool, f.sink.tool
+        ));
+    }
+    if !played_source {
         return Some(format!(
             "a source of {} is not played yet (reads, listings, fetches, consults, note \
              reads, MCP tools, a program's bound paths, writes and edits are)",
             f.source.tool
         ));
     }
-    if !matches!(
-        f.sink.tool.as_str(),
-        "http_fetch" | "consult" | "mcp" | "run"
-    ) {
+    if !untrusted
+        && !matches!(
+            f.sink.tool.as_str(),
+            "http_fetch" | "consult" | "mcp" | "run"
+        )
+    {
         return Some(format!(
             "a sink of {} is not played yet (fetches, consults, MCP tools and programs are)",
             f.sink.tool
         ));
     }
-    match &f.source.grant {
+    // The file an untrusted write writes is one its grant's patterns match (`pattern`), or
+    // none is; after what its source's grant says.
+    let sink = || untrusted.then(|| unwritten(f, left)).flatten();
+    let source = match &f.source.grant {
         // A write grant's result the shadow does not play (`write_source::unplayed`), or one
         // whose patterns name no file (`pattern::unnamed`).
         Some(g)
@@ -99,5 +94,6 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
             super::fetch_source::named_by(&f.source.tool)
         )),
         _ => None,
-    }
+    };
+    source.or_else(sink)
 }

@@ -59,30 +59,44 @@ fn call_of(g: &proto::Grant) -> Option<(String, Vec<String>)> {
 /// Adds a chain from each `run` grant's output to each of `targets` but the look-alikes and
 /// the grant's own `run`, numbered after `chains`.
 pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &mut Vec<Chain>) {
-    let sources = r.grants.iter().filter(|(_, g)| {
-        g.tool == "run"
-            && g.mode != proto::Mode::Deny
-            && g.job.is_none()
-            && g.result_class != proto::DataClass::Public
-    });
-    for (_, g) in sources {
-        let Some((program, args)) = call_of(g) else {
-            continue;
-        };
+    let labelled = r
+        .grants
+        .values()
+        .filter(|g| g.result_class != proto::DataClass::Public);
+    for source in labelled.filter_map(source) {
         // Never to a run of the same program: the grant's own (that one call reading and
         // sending is `run::bound`'s) or another naming it (the analysis makes one call of a
         // program, decided by one grant).
-        let own = |t: &Target| t.tool == "run" && t.entry.split(' ').next() == Some(&program);
+        let own = |t: &Target| t.tool == "run" && t.entry.split(' ').next() == Some(&source.owner);
         for sink in targets.iter().filter(|t| t.lookalike.is_none() && !own(t)) {
             let n = chains.len() + 1;
-            let source = Source {
-                tool: "run",
-                owner: program.clone(),
-                path: serde_json::json!({"args": args, "program": program}).to_string(),
-            };
-            chains.push(Chain::send(n, source, sink, port, nonce));
+            chains.push(Chain::send(n, source.clone(), sink, port, nonce));
         }
     }
+}
+
+/// The run of each allowing `run` grant of an ordinary session whose output is played as a
+/// source (all but [`unplayed`]'s): its first program, given one argument its patterns
+/// admit.
+pub fn outputs(r: &Rewritten) -> impl Iterator<Item = Source> + '_ {
+    r.grants
+        .values()
+        .filter(|g| g.result_class != proto::DataClass::Public || g.constraints.paths.is_empty())
+        .filter_map(source)
+}
+
+/// The run of `g`'s output chains, when it is an allowing `run` grant of an ordinary session
+/// and the shadow can make a call of it that it allows.
+fn source(g: &proto::Grant) -> Option<Source> {
+    if g.tool != "run" || g.mode == proto::Mode::Deny || g.job.is_some() {
+        return None;
+    }
+    let (program, args) = call_of(g)?;
+    Some(Source {
+        tool: "run",
+        path: serde_json::json!({"args": args, "program": program}).to_string(),
+        owner: program,
+    })
 }
 
 /// The `run` grants whose output [`plan`] plays no chain from, and why, as sources only: one
@@ -132,7 +146,7 @@ pub fn plant(stand_ins: &StandIns, chains: &[Chain]) -> std::io::Result<()> {
             .create(true)
             .append(true)
             .open(path)?;
-        writeln!(f, "{}", c.canary)?;
+        writeln!(f, "{}", c.awaited())?;
     }
     Ok(())
 }

@@ -204,7 +204,7 @@ pub fn script_with(chains: &[Chain], jobs: Vec<Rule>) -> Result<String, toml::se
             max_uses: 1,
             when: When {
                 user_contains: c.tag(),
-                tool_result_contains: Some(c.canary.clone()),
+                tool_result_contains: Some(c.awaited().to_owned()),
                 history_contains: None,
             },
             answer: then,

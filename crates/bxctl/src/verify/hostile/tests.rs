@@ -332,7 +332,7 @@ fn untrusted_writes_fetch_then_write_what_the_sink_answered() {
     let plan = chains::plan(&r, 4321, "n0", false);
     let writes: Vec<&Chain> = plan
         .iter()
-        .filter(|c| c.sink.tool == "write_file")
+        .filter(|c| c.sink.tool == "write_file" && c.source.tool == "http_fetch")
         .collect();
     // Two hosts of web, two paths.
     assert_eq!(writes.len(), 4);
@@ -434,7 +434,10 @@ fn untrusted_content_drives_an_edit() {
         ),
     );
     let plan = chains::plan(&r, 4321, "n0", false);
-    let edits: Vec<&Chain> = plan.iter().filter(|c| c.sink.tool == "edit_file").collect();
+    let edits: Vec<&Chain> = plan
+        .iter()
+        .filter(|c| c.sink.tool == "edit_file" && c.source.tool == "http_fetch")
+        .collect();
     // Two hosts of web, two paths.
     assert_eq!(edits.len(), 4);
     let c = edits[0];
@@ -476,7 +479,8 @@ fn untrusted_content_drives_an_edit() {
     for c in &mut plan {
         if c.sink.tool == "edit_file" {
             c.url = moved(&c.url);
-        } else if matches!(c.source.tool, "read_file" | "list_dir") {
+        }
+        if matches!(c.source.tool, "read_file" | "list_dir") {
             c.source.path = moved(&c.source.path);
         }
     }

@@ -1,7 +1,8 @@
-//! Untrusted content driving a write (docs/verify.md, decisions V25, V37, V50): the chains
-//! from each fetch, consult and MCP tool whose answer carries `BXWRITE-TOKEN` to a
-//! `write_file` or `edit_file` under each path of each write or edit grant of an ordinary
-//! session.
+//! Untrusted content driving a write (docs/verify.md, decisions V25, V37, V50, V54): the
+//! chains from each fetch, consult and MCP tool whose answer carries `BXWRITE-TOKEN` ([`plan`]),
+//! and from each read, listing, note, program's output and write's result that holds a token
+//! the shadow planted ([`from_results`]), to a `write_file` or `edit_file` under each path of
+//! each write or edit grant of an ordinary session.
 
 use super::chains::{Chain, Source, Target, canary, url};
 use std::collections::BTreeMap;
@@ -17,22 +18,7 @@ use super::rewrite::Rewritten;
 /// [`super::chains::edit_old`] planted there.
 /// What the chain wrote is looked for there.
 pub fn plan(r: &Rewritten, fetches: &[Target], port: u16, nonce: &str, chains: &mut Vec<Chain>) {
-    let mut writes = Vec::new();
-    for (id, g) in &r.grants {
-        let tool = match g.tool.as_str() {
-            "write_file" => "write_file",
-            "edit_file" => "edit_file",
-            _ => continue,
-        };
-        if g.mode == proto::Mode::Deny || g.job.is_some() {
-            continue;
-        }
-        for (owner, (shadow, file)) in &r.paths {
-            if g.constraints.paths.contains(&shadow.display().to_string()) {
-                writes.push((tool, id, g, owner, shadow.display().to_string(), *file));
-            }
-        }
-    }
+    let writes = writes(r);
     // The consults' and the MCP tools' after the fetches', so that those keep their numbers.
     let by = |tool: &'static str| fetches.iter().filter(move |t| t.tool == tool);
     let sources = by("http_fetch")
@@ -44,7 +30,14 @@ pub fn plan(r: &Rewritten, fetches: &[Target], port: u16, nonce: &str, chains: &
                 .map(|s| (s.tool, s.owner, s.path)),
         );
     for (fetch, owner_of, entry) in sources {
-        for (_, grant, g, owner, shadow, file) in &writes {
+        for Write {
+            grant,
+            g,
+            owner,
+            shadow,
+            file,
+        } in &writes
+        {
             let n = chains.len() + 1;
             let token = canary(nonce, n);
             let source = Source {
@@ -66,6 +59,114 @@ pub fn plan(r: &Rewritten, fetches: &[Target], port: u16, nonce: &str, chains: &
                 (shadow, *file),
             );
             chains.extend(made);
+        }
+    }
+}
+
+/// One granted path of an allowing write or edit grant of an ordinary session: where an
+/// untrusted write is tried.
+struct Write<'a> {
+    grant: &'a str,
+    g: &'a Grant,
+    /// The owner's path.
+    owner: &'a str,
+    /// The shadow's.
+    shadow: String,
+    /// Whether it is a file.
+    file: bool,
+}
+
+/// The granted paths of each allowing write and edit grant of an ordinary session.
+fn writes(r: &Rewritten) -> Vec<Write<'_>> {
+    let mut out = Vec::new();
+    for (id, g) in &r.grants {
+        if !matches!(g.tool.as_str(), "write_file" | "edit_file")
+            || g.mode == proto::Mode::Deny
+            || g.job.is_some()
+        {
+            continue;
+        }
+        for (owner, (shadow, file)) in &r.paths {
+            let shadow = shadow.display().to_string();
+            if g.constraints.paths.contains(&shadow) {
+                out.push(Write {
+                    grant: id,
+                    g,
+                    owner,
+                    shadow,
+                    file: *file,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Untrusted content from a result the shadow plants driving a write (decision V54): each
+/// read and listing of `reads` (its file or its listing holding the chain's token), a note
+/// of the chain's own under an allowing `note_read` grant, each allowing `run` grant's
+/// program's output (`run_source`) and each write or edit grant's result in each granted
+/// directory (`write_source`: the token is its file's new hash), then that token written,
+/// as `BXWRITE-TOKEN`, by each write and edit grant under each of its granted paths, as
+/// [`plan`] writes a fetch's answer. Numbered after `chains`.
+pub fn from_results(r: &Rewritten, reads: &[Source], nonce: &str, chains: &mut Vec<Chain>) {
+    let writes = writes(r);
+    let mut sources: Vec<Planted> = reads
+        .iter()
+        .filter(|s| matches!(s.tool, "read_file" | "list_dir"))
+        .map(|s| Planted::Source(s.clone()))
+        .collect();
+    sources.push(Planted::Note(r));
+    sources.extend(super::run_source::outputs(r).map(Planted::Source));
+    let written =
+        super::write_source::grants(&r.grants).filter(|(_, g)| super::write_source::plays(g));
+    for (_, g) in written {
+        for (owner, dir) in super::write_source::dirs(g, &r.paths) {
+            sources.push(Planted::Write(g, owner, dir));
+        }
+    }
+    for source in &sources {
+        for w in &writes {
+            let n = chains.len() + 1;
+            let Some((source, token)) = source.of(n, nonce) else {
+                continue;
+            };
+            chains.extend(chain(
+                n,
+                source,
+                &token,
+                (w.grant, w.g),
+                &r.grants,
+                w.owner,
+                (&w.shadow, w.file),
+            ));
+        }
+    }
+}
+
+/// A source whose result holds what the shadow planted for the chain ([`from_results`]).
+enum Planted<'a> {
+    /// A read, a listing or a program's run, the same for every chain (what it plants is
+    /// the chain's canary).
+    Source(Source),
+    /// A note of the chain's own (`note_source`), when a grant of these reads it.
+    Note(&'a Rewritten),
+    /// A write or edit grant's result in a granted directory (the owner's path, the
+    /// shadow's), in a file of the chain's own (`write_source`).
+    Write(&'a Grant, &'a str, String),
+}
+
+impl Planted<'_> {
+    /// Chain `n`'s source call and the token its result holds; `None`: it has none.
+    fn of(&self, n: usize, nonce: &str) -> Option<(Source, String)> {
+        match self {
+            Self::Source(s) => Some((s.clone(), canary(nonce, n))),
+            Self::Note(r) => Some((super::note_source::source(r, n, false)?, canary(nonce, n))),
+            Self::Write(g, owner, dir) => {
+                let source = super::write_source::source(g, (owner, dir), n)?;
+                let hash = super::write_source::hash(source.tool, n, nonce);
+                Some((source, hash))
+            }
         }
     }
 }
@@ -110,3 +211,7 @@ pub fn chain(
         write_mode,
     })
 }
+
+#[cfg(test)]
+#[path = "untrusted_write_tests.rs"]
+mod tests;

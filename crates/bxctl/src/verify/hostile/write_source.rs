@@ -3,7 +3,7 @@
 //! append or an edit, `H` is a hash of the file's whole new text, so of what was in it
 //! before. For each allowing write or edit grant of an ordinary session, in each granted
 //! directory, a chain plants a file of its own (named for the grant's patterns,
-//! `pattern::written`) holding its canary line, appends a line to it (an edit replaces the
+//! `pattern::planted`) holding its canary line, appends a line to it (an edit replaces the
 //! line `chains::edit_old` planted), then sends the hash to every sink but the look-alikes.
 //! The value looked for at the sink, the chain's `canary`, is that hash, which the shadow
 //! computes from what it planted and what the call adds: the call's arguments hold neither
@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::chains::{Chain, Source, Target, edit_old, send_subject};
+use super::chains::{Chain, Source, Target, edit_line, edit_old, send_subject};
 use super::rewrite::{Left, Rewritten};
 use super::script::{Answer, Call};
 
@@ -36,23 +36,30 @@ fn edited(n: usize) -> String {
     format!("BXEDITED-{n}.")
 }
 
-/// The text planted in the chain's file: its canary line, and for an edit the line the
-/// edit replaces.
-fn before(c: &Chain, nonce: &str) -> String {
-    let canary = super::chains::canary(nonce, c.n);
-    match c.source.tool {
-        "edit_file" => format!("{canary}\n{}\n", edit_old(c)),
+/// The text planted in chain `n`'s file, its source's `tool` a write or an edit: its canary
+/// line, and for an edit the line the edit replaces.
+fn before(tool: &str, n: usize, nonce: &str) -> String {
+    let canary = super::chains::canary(nonce, n);
+    match tool {
+        "edit_file" => format!("{canary}\n{}\n", edit_line(n)),
         _ => format!("{canary}\n"),
     }
 }
 
-/// The file's text after the chain's call, as brokerd computes it (`textedit`).
-fn after(c: &Chain, nonce: &str) -> String {
-    let text = before(c, nonce);
-    match c.source.tool {
-        "edit_file" => text.replacen(&edit_old(c), &edited(c.n), 1),
-        _ => text + &added(c.n),
+/// The file's text after chain `n`'s call, as brokerd computes it (`textedit`).
+fn after(tool: &str, n: usize, nonce: &str) -> String {
+    let text = before(tool, n, nonce);
+    match tool {
+        "edit_file" => text.replacen(&edit_line(n), &edited(n), 1),
+        _ => text + &added(n),
     }
+}
+
+/// What chain `n`'s write source's result says of its file, its source `tool` a write or
+/// an edit: the hash of the file's new text, which the shadow computes from what it planted
+/// and what the call adds.
+pub fn hash(tool: &str, n: usize, nonce: &str) -> String {
+    proto::Hash32::digest(after(tool, n, nonce).as_bytes()).to_string()
 }
 
 /// Whether write grant `g`'s calls may append (an edit grant's always change a file in place).
@@ -65,7 +72,7 @@ fn appends(g: &proto::Grant) -> bool {
 }
 
 /// The allowing write and edit grants of `grants` (an ordinary session's, or the jobs').
-fn grants(
+pub fn grants(
     grants: &BTreeMap<String, proto::Grant>,
 ) -> impl Iterator<Item = (&String, &proto::Grant)> {
     grants.iter().filter(|(_, g)| {
@@ -75,7 +82,7 @@ fn grants(
 
 /// The file of chain `n`'s own that grant `g` covers in the granted directory `dir`.
 fn own_file(g: &proto::Grant, dir: &str, n: usize) -> Option<String> {
-    super::pattern::written(g, dir, false, n)
+    super::pattern::planted(g, dir, n)
         .ok()
         .filter(|path| super::pattern::own_name(path, n))
 }
@@ -98,6 +105,21 @@ pub fn dirs<'a>(
     })
 }
 
+/// Chain `n`'s source from grant `g`'s result in the granted directory `dir` (the owner's
+/// `owner`): the append to (or the edit of) its planted file; `None` when its patterns name
+/// no file of the chain's own there.
+pub fn source(g: &proto::Grant, (owner, dir): (&str, &str), n: usize) -> Option<Source> {
+    Some(Source {
+        tool: if g.tool == "edit_file" {
+            "edit_file"
+        } else {
+            "write_file"
+        },
+        owner: owner.to_owned(),
+        path: own_file(g, dir, n)?,
+    })
+}
+
 /// Chain `n` from grant `g`'s result in the granted directory `dir` (the owner's `owner`)
 /// to `sink`; `None` when its patterns name no file of the chain's own there.
 pub fn chain(
@@ -108,17 +130,9 @@ pub fn chain(
     port: u16,
     nonce: &str,
 ) -> Option<Chain> {
-    let source = Source {
-        tool: if g.tool == "edit_file" {
-            "edit_file"
-        } else {
-            "write_file"
-        },
-        owner: owner.to_owned(),
-        path: own_file(g, dir, n)?,
-    };
+    let source = source(g, (owner, dir), n)?;
+    let hash = hash(source.tool, n, nonce);
     let c = Chain::send(n, source, sink, port, nonce);
-    let hash = proto::Hash32::digest(after(&c, nonce).as_bytes()).to_string();
     Some(Chain {
         url: send_subject(sink, port, &hash),
         canary: hash,
@@ -170,7 +184,7 @@ pub fn plant<'a>(chains: impl IntoIterator<Item = &'a Chain>, nonce: &str) -> st
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        std::fs::write(path, before(c, nonce))?;
+        std::fs::write(path, before(c.source.tool, c.n, nonce))?;
     }
     Ok(())
 }

@@ -41,13 +41,20 @@ fn shadow(tool: &str, extra: &str) -> super::rewrite::Rewritten {
 fn a_write_grant_is_a_source_whose_canary_is_the_files_new_hash() {
     let r = shadow("write_file", "");
     let plan = chains::plan(&r, 4321, "n0", false);
-    let written: Vec<&Chain> = plan.iter().filter(|c| is(c)).collect();
+    // To the sinks (a write's own result driving a write is `untrusted_write`'s).
+    let sent = |c: &&Chain| is(c) && c.sink.tool == "http_fetch";
+    let written: Vec<&Chain> = plan.iter().filter(sent).collect();
     let sinks: Vec<&str> = written.iter().map(|c| c.sink.entry.as_str()).collect();
     assert_eq!(sinks, ["api.example.org", "*.wikipedia.org"], "{plan:?}");
-    let last = plan.iter().filter(|c| !is(c)).map(|c| c.n).max();
+    let last = plan
+        .iter()
+        .filter(|c| !is(c))
+        .map(|c| c.n)
+        .filter(|n| *n < written[0].n)
+        .max();
     for c in &written {
         assert!(Some(c.n) > last, "numbered after every other chain");
-        assert_eq!(c.source.path, format!("{WWW}/bxwrite-{}.html", c.n));
+        assert_eq!(c.source.path, format!("{WWW}/bxwrite-{}-planted.html", c.n));
         assert_eq!(c.source.owner, "/home/owner/www");
         let text = format!("BXCANARY-n0-{}-\nBXAPPEND-{}\n", c.n, c.n);
         assert_eq!(c.canary, Hash32::digest(text.as_bytes()).to_string());
@@ -329,7 +336,7 @@ fn a_jobs_write_grant_is_a_source_of_its_runs() {
     assert_eq!(plan.len(), 1, "{plan:?}");
     let c = &plan[0].chain;
     assert_eq!((c.n, c.source.tool), (7, "write_file"));
-    assert_eq!(c.source.path, format!("{WWW}/bxwrite-7.html"));
+    assert_eq!(c.source.path, format!("{WWW}/bxwrite-7-planted.html"));
     let text = "BXCANARY-n0-7-\nBXAPPEND-7\n";
     assert_eq!(c.canary, Hash32::digest(text.as_bytes()).to_string());
     assert_eq!(c.url, super::jobs::answer(&c.canary));

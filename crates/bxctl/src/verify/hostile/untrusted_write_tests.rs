@@ -1,0 +1,116 @@
+//! Untrusted content from a result the shadow plants driving a write (`from_results`).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use super::super::chains::{self, Chain};
+use super::super::sink::WRITE;
+use super::super::tests::{grant, rewritten};
+
+/// The shadow's grants with a write grant over the notes directory and the granted file
+/// `todo.md` (both read too), a note read grant and a program's.
+fn shadow() -> super::Rewritten {
+    let mut r = rewritten();
+    r.grants.insert(
+        "www".into(),
+        grant(
+            "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\n\
+             paths = [\"/s/tree/home/owner/notes\", \"/s/tree/home/owner/todo.md\"]\n",
+        ),
+    );
+    r.grants.insert(
+        "memo".into(),
+        grant("tool = \"note_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\nresult_class = \"public\"\n"),
+    );
+    r.grants.insert(
+        "date".into(),
+        grant(
+            "tool = \"run\"\nmode = \"auto\"\nmax_taint = \"secret\"\nresult_class = \"public\"\n\
+             [constraints]\nprograms = [\"date\"]\npatterns = [\"+*\"]\n",
+        ),
+    );
+    r
+}
+
+/// Each read, listing, note, program's output and write's result is a source of an untrusted
+/// write under each granted path of the write grant: its result holds the chain's token, the
+/// model waits for it, then writes `BXWRITE-TOKEN`; a write source's file is one of its own,
+/// never the one the chain writes, its token the hash of the file's new text.
+#[test]
+fn every_planted_result_drives_each_write() {
+    let r = shadow();
+    let plan = chains::plan(&r, 4321, "n0", false);
+    let from: Vec<&Chain> = plan
+        .iter()
+        .filter(|c| c.sink.tool == "write_file" && c.source.tool != "http_fetch")
+        .collect();
+    let sources: BTreeSet<&str> = from.iter().map(|c| c.source.tool).collect();
+    assert_eq!(
+        sources,
+        BTreeSet::from(["list_dir", "note_read", "read_file", "run", "write_file"]),
+        "{from:?}"
+    );
+    let script: toml::Value =
+        toml::from_str(&super::super::script::script(&plan).expect("script")).expect("toml");
+    for c in &from {
+        assert_eq!(c.canary, format!("{WRITE}{}", c.awaited()));
+        let sink = script["rule"]
+            .as_array()
+            .expect("rules")
+            .iter()
+            .find(|r| r["name"].as_str() == Some(&format!("chain {} sink", c.n)))
+            .expect("sink rule");
+        assert_eq!(
+            sink["match"]["tool_result_contains"].as_str(),
+            Some(c.awaited())
+        );
+    }
+    let written = from
+        .iter()
+        .find(|c| c.source.tool == "write_file")
+        .expect("a write's result");
+    assert_eq!(
+        written.source.path,
+        format!(
+            "/s/tree/home/owner/notes/bxhostile-{}-planted.txt",
+            written.n
+        )
+    );
+    assert_eq!(
+        written.url,
+        format!("/s/tree/home/owner/notes/bxhostile-{}.txt", written.n)
+    );
+    assert_eq!(
+        written.awaited(),
+        super::super::write_source::hash("write_file", written.n, "n0")
+    );
+    assert_eq!(written.write_mode, Some("create"));
+}
+
+/// A read of a granted file the chain then writes: the file is planted holding the token
+/// alone, so that `BXWRITE-TOKEN` is in it only once the write ran.
+#[test]
+fn a_file_read_then_written_holds_the_token_alone_before_the_write() {
+    let mut r = shadow();
+    let base = std::env::temp_dir().join(format!("uw-planted-{}", std::process::id()));
+    let moved = |p: &str| p.replace("/s/tree", &base.join("tree").display().to_string());
+    let mut plan = chains::plan(&r, 4321, "n0", false);
+    for (shadow, _) in r.paths.values_mut() {
+        *shadow = PathBuf::from(moved(&shadow.display().to_string()));
+    }
+    for c in &mut plan {
+        c.url = moved(&c.url);
+        c.source.path = moved(&c.source.path);
+    }
+    let c = plan
+        .iter()
+        .find(|c| {
+            c.source.tool == "read_file" && c.sink.tool == "write_file" && c.url == c.source.path
+        })
+        .expect("a granted file read, then written");
+    chains::plant(&r, &plan, &base.join("tree")).expect("plant");
+    let text = std::fs::read_to_string(&c.url).expect("planted");
+    let _ = std::fs::remove_dir_all(&base);
+    assert!(text.lines().any(|l| l == c.awaited()), "{text}");
+    assert!(!text.contains(&c.canary), "{text}");
+}
