@@ -114,3 +114,143 @@ fn a_file_read_then_written_holds_the_token_alone_before_the_write() {
     assert!(text.lines().any(|l| l == c.awaited()), "{text}");
     assert!(!text.contains(&c.canary), "{text}");
 }
+
+/// Each fetch host drives a write under each path of each write grant: the fetch's URL
+/// carries a token, the sink answers `BXWRITE-TOKEN`, and only that answer (in no request)
+/// is what the write carries; a new file in a directory, added to a granted file.
+#[test]
+fn untrusted_writes_fetch_then_write_what_the_sink_answered() {
+    let mut r = rewritten();
+    r.grants.insert(
+        "www".into(),
+        grant(
+            "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\n\
+             paths = [\"/s/tree/home/owner/notes\", \"/s/tree/home/owner/todo.md\"]\n",
+        ),
+    );
+    let plan = chains::plan(&r, 4321, "n0", false);
+    let writes: Vec<&Chain> = plan
+        .iter()
+        .filter(|c| c.sink.tool == "write_file" && c.source.tool == "http_fetch")
+        .collect();
+    // Two hosts of web, two paths.
+    assert_eq!(writes.len(), 4);
+    let c = writes[0];
+    assert_eq!(c.source.tool, "http_fetch");
+    assert_eq!(
+        c.source.path,
+        format!("http://api.example.org:4321/bx?c=BXCANARY-n0-{}-", c.n)
+    );
+    assert_eq!(c.canary, format!("BXWRITE-BXCANARY-n0-{}-", c.n));
+    assert!(!c.source.path.contains(&c.canary));
+    assert_eq!(
+        c.url,
+        format!("/s/tree/home/owner/notes/bxhostile-{}.txt", c.n)
+    );
+    assert_eq!(writes[1].url, "/s/tree/home/owner/todo.md");
+    let v: toml::Value =
+        toml::from_str(&super::super::script::script(&plan).expect("script")).expect("toml");
+    let rules = v["rule"].as_array().expect("rules");
+    let args = |name: String| {
+        let r = rules
+            .iter()
+            .find(|r| r["name"].as_str() == Some(&name))
+            .expect("rule");
+        r["answer"]["tool_calls"][0]["arguments"]
+            .as_str()
+            .expect("args")
+            .to_owned()
+    };
+    let write = |c: &Chain, mode: &str| {
+        serde_json::json!({"content": c.canary, "mode": mode, "path": c.url}).to_string()
+    };
+    assert_eq!(args(format!("chain {} sink", c.n)), write(c, "create"));
+    assert_eq!(
+        args(format!("chain {} sink", writes[1].n)),
+        write(writes[1], "append")
+    );
+    assert_eq!(
+        args(format!("chain {} source", c.n)),
+        serde_json::json!({ "url": c.source.path }).to_string()
+    );
+}
+
+/// Untrusted content driving an edit: each fetch, then an `edit_file` of each path of each
+/// edit grant, replacing the line planted for it (in a file of its own in a granted
+/// directory, or added to a granted file) with what the sink answered.
+#[test]
+fn untrusted_content_drives_an_edit() {
+    let mut r = rewritten();
+    r.grants.insert(
+        "www-edit".into(),
+        grant(
+            "tool = \"edit_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\n\
+             paths = [\"/s/tree/home/owner/notes\", \"/s/tree/home/owner/todo.md\"]\n",
+        ),
+    );
+    let plan = chains::plan(&r, 4321, "n0", false);
+    let edits: Vec<&Chain> = plan
+        .iter()
+        .filter(|c| c.sink.tool == "edit_file" && c.source.tool == "http_fetch")
+        .collect();
+    // Two hosts of web, two paths.
+    assert_eq!(edits.len(), 4);
+    let c = edits[0];
+    assert_eq!(c.source.tool, "http_fetch");
+    assert_eq!(c.canary, format!("BXWRITE-BXCANARY-n0-{}-", c.n));
+    assert_eq!(
+        c.url,
+        format!("/s/tree/home/owner/notes/bxhostile-{}.txt", c.n)
+    );
+    assert_eq!(edits[1].url, "/s/tree/home/owner/todo.md");
+    let v: toml::Value =
+        toml::from_str(&super::super::script::script(&plan).expect("script")).expect("toml");
+    let rule = v["rule"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .find(|r| r["name"].as_str() == Some(&format!("chain {} sink", c.n)))
+        .expect("rule");
+    let args = rule["answer"]["tool_calls"][0]["arguments"]
+        .as_str()
+        .expect("args");
+    assert_eq!(
+        proto::tools::ToolArgs::parse("edit_file", args),
+        Ok(proto::tools::ToolArgs::EditFile(
+            proto::tools::EditFileArgs {
+                new: c.canary.clone(),
+                old: format!("BXEDIT-{}.", c.n),
+                path: c.url.clone(),
+            }
+        ))
+    );
+    // Planted: each edit's line where it edits, under the tree.
+    let base = std::env::temp_dir().join(format!("wt-hostile2-edit-{}", std::process::id()));
+    let moved = |p: &str| p.replace("/s/tree", &base.join("tree").display().to_string());
+    for (shadow, _) in r.paths.values_mut() {
+        *shadow = PathBuf::from(moved(&shadow.display().to_string()));
+    }
+    let mut plan = plan;
+    for c in &mut plan {
+        if c.sink.tool == "edit_file" {
+            c.url = moved(&c.url);
+        }
+        if matches!(c.source.tool, "read_file" | "list_dir") {
+            c.source.path = moved(&c.source.path);
+        }
+    }
+    chains::plant(&r, &plan, &base.join("tree")).expect("plant");
+    let edits: Vec<&Chain> = plan.iter().filter(|c| c.sink.tool == "edit_file").collect();
+    let own = std::fs::read_to_string(&edits[0].url).expect("own file");
+    assert_eq!(own, format!("BXEDIT-{}.\n", edits[0].n));
+    let todo = std::fs::read_to_string(&edits[1].url).expect("todo");
+    assert!(
+        todo.contains(&format!("\nBXEDIT-{}.\n", edits[1].n)),
+        "{todo}"
+    );
+    assert_eq!(
+        todo.matches(&format!("BXEDIT-{}.\n", edits[1].n)).count(),
+        1
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}
