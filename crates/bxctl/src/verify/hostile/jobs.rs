@@ -20,6 +20,7 @@ use proto::{JobName, Mode};
 use super::chains::{self, Chain, Source, Target};
 use super::rewrite::{Left, Rewritten, Scope};
 use super::script::{self, Rule};
+use super::untrusted_write::Planted;
 
 /// A job chain's sink tool when the send is the run's delivery to Mattermost.
 pub const DELIVER: &str = "deliver";
@@ -186,37 +187,47 @@ pub fn plan(
         // grants, in a file their patterns match (`pattern`), as an ordinary session's
         // (`chains`).
         let fetches: Vec<&Target> = targets.iter().filter(|t| t.tool == "http_fetch").collect();
-        let writes = mine
+        let writes: Vec<(&String, &proto::Grant, &String, String, bool)> = mine
             .iter()
-            .filter(|(_, g)| matches!(g.tool.as_str(), "write_file" | "edit_file"));
-        for (id, g) in writes {
-            for (owner, (shadow, file)) in &r.job_paths {
-                let shadow = shadow.display().to_string();
-                if !g.constraints.paths.contains(&shadow) {
-                    continue;
-                }
-                for f in &fetches {
-                    let n = first + out.len();
-                    let token = chains::canary(nonce, n);
-                    let source = Source {
-                        tool: "http_fetch",
-                        owner: f.entry.clone(),
-                        path: chains::send_subject(f, port, &token),
-                    };
-                    let made = super::untrusted_write::chain(
-                        n,
-                        source,
-                        &token,
-                        (id, g),
-                        &r.jobs,
-                        owner,
-                        (&shadow, *file),
-                    );
-                    out.extend(made.map(|chain| JobChain {
-                        job: job.name.clone(),
-                        chain,
-                    }));
-                }
+            .filter(|(_, g)| matches!(g.tool.as_str(), "write_file" | "edit_file"))
+            .flat_map(|(id, g)| {
+                r.job_paths.iter().filter_map(|(owner, (shadow, file))| {
+                    let shadow = shadow.display().to_string();
+                    g.constraints
+                        .paths
+                        .contains(&shadow)
+                        .then_some((*id, *g, owner, shadow, *file))
+                })
+            })
+            .collect();
+        let write = |n: usize,
+                     source: Source,
+                     token: &str,
+                     w: &(&String, &proto::Grant, &String, String, bool)| {
+            let (id, g, owner, shadow, file) = w;
+            super::untrusted_write::chain(
+                n,
+                source,
+                token,
+                (id, g),
+                &r.jobs,
+                owner,
+                (shadow, *file),
+            )
+        };
+        for w in &writes {
+            for f in &fetches {
+                let n = first + out.len();
+                let token = chains::canary(nonce, n);
+                let source = Source {
+                    tool: "http_fetch",
+                    owner: f.entry.clone(),
+                    path: chains::send_subject(f, port, &token),
+                };
+                out.extend(write(n, source, &token, w).map(|chain| JobChain {
+                    job: job.name.clone(),
+                    chain,
+                }));
             }
         }
         // A write's or an edit's result, to each sink (`write_source`).
@@ -234,6 +245,26 @@ pub fn plan(
                         chain,
                     });
                 }
+            }
+        }
+        // Untrusted content from a read, a listing or a write's or an edit's result driving
+        // each write (`untrusted_write::from_results`, decisions V54).
+        let mut planted: Vec<Planted> = sources.iter().cloned().map(Planted::Source).collect();
+        for (_, g) in mine.iter().filter(|(_, g)| super::write_source::plays(g)) {
+            for (owner, dir) in super::write_source::dirs(g, &r.job_paths) {
+                planted.push(Planted::Write(g, owner, dir));
+            }
+        }
+        for p in &planted {
+            for w in &writes {
+                let n = first + out.len();
+                let Some((source, token)) = p.of(n, nonce) else {
+                    continue;
+                };
+                out.extend(write(n, source, &token, w).map(|chain| JobChain {
+                    job: job.name.clone(),
+                    chain,
+                }));
             }
         }
     }
@@ -263,7 +294,7 @@ pub fn rules(chains: &[JobChain]) -> Vec<Rule> {
                 format!("job {job} chain {} sink", c.n),
                 1,
                 tag(job),
-                Some(c.canary.clone()),
+                Some(c.awaited().to_owned()),
                 send,
             ));
         }

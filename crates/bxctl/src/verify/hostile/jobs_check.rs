@@ -167,29 +167,40 @@ impl JobOutcome {
     }
 }
 
-/// Why the shadow does not play a job's flow; `None`: it does. An untrusted write in a job's
-/// run is not (its sink is a write).
+/// Why the shadow does not play a job's flow; `None`: it does.
 pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<String> {
-    if f.severity == proto::flows::Severity::UntrustedWrite {
-        return untrusted_write(f, patterned, left);
-    }
-    let fetched = f.source.tool == "http_fetch" && f.sink.tool == DELIVER;
+    let untrusted = f.severity == proto::flows::Severity::UntrustedWrite;
+    let read = matches!(f.source.tool.as_str(), "read_file" | "list_dir");
     let write = matches!(f.source.tool.as_str(), "write_file" | "edit_file");
-    if !matches!(f.source.tool.as_str(), "read_file" | "list_dir") && !fetched && !write {
-        return Some(format!(
-            "a source of {} sent to {} in a job's run is not played yet (reads, listings, \
-             writes and edits are, and a fetch delivered)",
-            f.source.tool, f.sink.tool
-        ));
+    let fetch = f.source.tool == "http_fetch";
+    if untrusted {
+        // A read's, a listing's, a fetch's or a write's result written (`jobs::plan`).
+        if !(read || write || fetch) || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file")
+        {
+            return Some(format!(
+                "untrusted content from {} driving {} in a job's run is not played yet (a \
+                 read's, a listing's, a fetch's or a write's result driving write_file or \
+                 edit_file is)",
+                f.source.tool, f.sink.tool
+            ));
+        }
+    } else {
+        if !(read || write || (fetch && f.sink.tool == DELIVER)) {
+            return Some(format!(
+                "a source of {} sent to {} in a job's run is not played yet (reads, listings, \
+                 writes and edits are, and a fetch delivered)",
+                f.source.tool, f.sink.tool
+            ));
+        }
+        if !matches!(f.sink.tool.as_str(), "http_fetch" | "consult" | DELIVER) {
+            return Some(format!(
+                "a sink of {} in a job's run is not played yet (fetches, consults and the \
+                 delivery to Mattermost are)",
+                f.sink.tool
+            ));
+        }
     }
-    if !matches!(f.sink.tool.as_str(), "http_fetch" | "consult" | DELIVER) {
-        return Some(format!(
-            "a sink of {} in a job's run is not played yet (fetches, consults and the \
-             delivery to Mattermost are)",
-            f.sink.tool
-        ));
-    }
-    match &f.source.grant {
+    let source = match &f.source.grant {
         // A write grant's result the shadow does not play (`write_source::unplayed`); one it
         // plays writes a file named for its patterns.
         Some(g) if write && left.iter().any(|l| l.grant == *g) => {
@@ -197,29 +208,17 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
         }
         Some(_) if write => None,
         Some(g) if patterned.contains(g) => Some(format!(
-            "grant {g} names patterns, and the canary's file name is the shadow's own"
+            "grant {g} names patterns, and {} is the shadow's own",
+            super::fetch_source::named_by(&f.source.tool)
         )),
         _ => None,
-    }
-}
-
-/// Why the shadow does not play an untrusted write in a job's run; `None`: it does (a fetch's
-/// answer written by `write_file` or `edit_file`, `jobs::plan`).
-fn untrusted_write(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<String> {
-    if f.source.tool != "http_fetch" || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file")
-    {
-        return Some(format!(
-            "untrusted content from {} driving {} in a job's run is not played yet (a fetch's \
-             answer driving write_file or edit_file is)",
-            f.source.tool, f.sink.tool
-        ));
-    }
-    if let Some(g) = f.source.grant.as_ref().filter(|g| patterned.contains(*g)) {
-        return Some(format!(
-            "grant {g} names patterns, and the URL's path is the shadow's own"
-        ));
-    }
-    super::played::unwritten(f, left)
+    };
+    // The file an untrusted write writes is one its grant's patterns match, or none is.
+    source.or_else(|| {
+        untrusted
+            .then(|| super::played::unwritten(f, left))
+            .flatten()
+    })
 }
 
 /// The checks of the job runs: one per run, one per flow of a job the analysis reported.

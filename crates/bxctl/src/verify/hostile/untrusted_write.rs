@@ -145,7 +145,7 @@ pub fn from_results(r: &Rewritten, reads: &[Source], nonce: &str, chains: &mut V
 }
 
 /// A source whose result holds what the shadow planted for the chain ([`from_results`]).
-enum Planted<'a> {
+pub(super) enum Planted<'a> {
     /// A read, a listing or a program's run, the same for every chain (what it plants is
     /// the chain's canary).
     Source(Source),
@@ -158,7 +158,7 @@ enum Planted<'a> {
 
 impl Planted<'_> {
     /// Chain `n`'s source call and the token its result holds; `None`: it has none.
-    fn of(&self, n: usize, nonce: &str) -> Option<(Source, String)> {
+    pub(super) fn of(&self, n: usize, nonce: &str) -> Option<(Source, String)> {
         match self {
             Self::Source(s) => Some((s.clone(), canary(nonce, n))),
             Self::Note(r) => Some((super::note_source::source(r, n, false)?, canary(nonce, n))),

@@ -333,7 +333,14 @@ fn a_jobs_write_grant_is_a_source_of_its_runs() {
     )
     .expect("jobs");
     let plan = super::jobs::plan(&r, &jobs, 4321, "n0", 7, false);
-    assert_eq!(plan.len(), 1, "{plan:?}");
+    // To the delivery, then to the grant's own next write (`untrusted_write`).
+    assert_eq!(plan.len(), 2, "{plan:?}");
+    let next = &plan[1].chain;
+    assert_eq!(next.source.path, format!("{WWW}/bxwrite-8-planted.html"));
+    assert_eq!(
+        (next.sink.tool, next.url.as_str()),
+        ("write_file", format!("{WWW}/bxwrite-8.html").as_str())
+    );
     let c = &plan[0].chain;
     assert_eq!((c.n, c.source.tool), (7, "write_file"));
     assert_eq!(c.source.path, format!("{WWW}/bxwrite-7-planted.html"));
