@@ -144,9 +144,19 @@ pub fn plan(
             pairs.extend(targets.iter().map(|t| (Some(s), t, t)));
         }
         // A fetch's answer delivered: the source is the fetch, whose answer (the sink's) holds
-        // what the sink answers its URL's token with (`sink::WRITE`), in no request.
+        // what the sink answers its URL's token with (`sink::WRITE`), in no request. Only a
+        // grant labelling it above public: public data delivered is no flow, and the run's
+        // answer is at the run's label, private from its start (V24), whatever it fetched.
         if mattermost {
-            let fetches = targets.iter().filter(|t| t.tool == "http_fetch");
+            let labelled = |t: &&Target| {
+                r.jobs
+                    .get(&t.grant)
+                    .is_some_and(|g| g.result_class != proto::DataClass::Public)
+            };
+            let fetches = targets
+                .iter()
+                .filter(|t| t.tool == "http_fetch")
+                .filter(labelled);
             pairs.extend(fetches.map(|f| (None, f, &deliver)));
         }
         for (source, from, sink) in pairs {
@@ -246,6 +256,54 @@ pub fn plan(
                     });
                 }
             }
+        }
+        // The consult model's answer (with a consult model configured): sent to each of the
+        // job's sinks but a consult (`consult_source`) by a grant labelling it above public,
+        // and written by each write by any (decisions V55).
+        let consults = || {
+            mine.iter()
+                .filter(move |(_, g)| consult && g.tool == "consult")
+        };
+        let labelled = consults().any(|(_, g)| g.result_class != proto::DataClass::Public);
+        let answered = |n: usize| {
+            let token = chains::canary(nonce, n);
+            let source = Source {
+                tool: "consult",
+                owner: chains::CONSULT.into(),
+                path: format!("{}{token}", super::sink::ASK),
+            };
+            (source, token)
+        };
+        for sink in targets.iter().filter(|t| labelled && t.tool != "consult") {
+            let n = first + out.len();
+            let (source, token) = answered(n);
+            let canary = format!("{}{token}", super::sink::WRITE);
+            let url = match sink.tool {
+                DELIVER => answer(&canary),
+                _ => chains::send_subject(sink, port, &canary),
+            };
+            out.push(JobChain {
+                job: job.name.clone(),
+                chain: Chain {
+                    n,
+                    source,
+                    sink: sink.clone(),
+                    canary,
+                    url,
+                    note: None,
+                    restart: None,
+                    smuggle: None,
+                    write_mode: None,
+                },
+            });
+        }
+        for w in writes.iter().filter(|_| consults().next().is_some()) {
+            let n = first + out.len();
+            let (source, token) = answered(n);
+            out.extend(write(n, source, &token, w).map(|chain| JobChain {
+                job: job.name.clone(),
+                chain,
+            }));
         }
         // Untrusted content from a read, a listing or a write's or an edit's result driving
         // each write (`untrusted_write::from_results`, decisions V54).

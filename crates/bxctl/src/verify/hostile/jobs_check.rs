@@ -56,8 +56,13 @@ pub fn outcomes(
 ) -> Vec<JobOutcome> {
     let mut out = Vec::new();
     for (jc, run) in chains.into_iter().zip(runs) {
-        let step = |tool: &str| {
-            let s = run.played.calls.iter().find(|s| s.tool == tool)?;
+        // The call of `tool` but `not` (a write's result written is a write too).
+        let step = |tool: &str, not: Option<CallId>| {
+            let s = run
+                .played
+                .calls
+                .iter()
+                .find(|s| s.tool == tool && Some(s.call) != not)?;
             let grant = run
                 .played
                 .session
@@ -72,10 +77,15 @@ pub fn outcomes(
         let deliver = c.sink.tool == DELIVER;
         // An untrusted write's canary is looked for where it wrote (as `compare`'s).
         let write = matches!(c.sink.tool, "write_file" | "edit_file");
+        let source = step(c.source.tool, None);
         let outcome = Outcome {
-            source: step(c.source.tool),
             laundering: Vec::new(),
-            sink: if deliver { None } else { step(c.sink.tool) },
+            sink: if deliver {
+                None
+            } else {
+                step(c.sink.tool, source.as_ref().map(|(_, s)| s.call))
+            },
+            source,
             at_sink: if deliver {
                 posted
             } else if write {
@@ -173,22 +183,27 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
     let read = matches!(f.source.tool.as_str(), "read_file" | "list_dir");
     let write = matches!(f.source.tool.as_str(), "write_file" | "edit_file");
     let fetch = f.source.tool == "http_fetch";
+    let consult = f.source.tool == "consult";
     if untrusted {
-        // A read's, a listing's, a fetch's or a write's result written (`jobs::plan`).
-        if !(read || write || fetch) || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file")
+        // A read's, a listing's, a fetch's, a consult's or a write's result written
+        // (`jobs::plan`).
+        if !(read || write || fetch || consult)
+            || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file")
         {
             return Some(format!(
                 "untrusted content from {} driving {} in a job's run is not played yet (a \
-                 read's, a listing's, a fetch's or a write's result driving write_file or \
-                 edit_file is)",
+                 read's, a listing's, a fetch's, a consult's or a write's result driving \
+                 write_file or edit_file is)",
                 f.source.tool, f.sink.tool
             ));
         }
     } else {
-        if !(read || write || (fetch && f.sink.tool == DELIVER)) {
+        // The consult model's answer goes anywhere but back to it.
+        let answered = consult && f.sink.tool != "consult";
+        if !(read || write || answered || (fetch && f.sink.tool == DELIVER)) {
             return Some(format!(
                 "a source of {} sent to {} in a job's run is not played yet (reads, listings, \
-                 writes and edits are, and a fetch delivered)",
+                 writes, edits and the consult model's answer are, and a fetch delivered)",
                 f.source.tool, f.sink.tool
             ));
         }

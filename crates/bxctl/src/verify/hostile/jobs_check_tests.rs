@@ -164,7 +164,7 @@ fn the_job_runs_are_compared_with_the_flows_of_the_job() {
         levels(&[], vec![write.clone()]),
         pair(&[("untrusted_write", "Fail")])
     );
-    write.source.tool = "consult".into();
+    write.source.tool = "mcp".into();
     assert_eq!(
         levels(&[], vec![write]),
         pair(&[("untrusted_write", "Warn")])

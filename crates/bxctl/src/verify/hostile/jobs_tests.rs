@@ -150,7 +150,7 @@ fn the_job_plan_pairs_each_jobs_reads_with_its_sends() {
 }
 
 /// A listing grant of a job lists its directory; a consult grant of a job is a sink when a
-/// consult model is configured, and none without.
+/// consult model is configured, and its answer a source, and neither without.
 #[test]
 fn a_jobs_listing_and_consult_are_played() {
     let mut r = rewritten();
@@ -181,8 +181,21 @@ fn a_jobs_listing_and_consult_are_played() {
             ("read_file", "http_fetch", mail(2)),
             ("list_dir", "consult", ask(3)),
             ("list_dir", "http_fetch", mail(4)),
+            // The consult model's answer (private by the grant's defaults) sent on, never
+            // back to the consult model (decisions V55).
+            (
+                "consult",
+                "http_fetch",
+                "http://mail.example.org:4321/bx?c=BXWRITE-BXCANARY-n0-5-".into()
+            ),
         ]
     );
+    let answered = jobs::plan(&r, &config_jobs()[1..], 4321, "n0", 1, true);
+    assert_eq!(
+        answered[4].chain.source.path,
+        format!("{}BXCANARY-n0-5-", super::sink::ASK)
+    );
+    assert_eq!(answered[4].chain.awaited(), "BXWRITE-BXCANARY-n0-5-");
     assert_eq!(
         digest(false),
         [

@@ -258,10 +258,12 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             serde_json::to_string(&c.model).unwrap_or_default()
         ));
     }
-    // A stand-in for each secret a grant names (never the owner's): the consult key.
+    // A stand-in for each secret a grant names, an ordinary session's or a job's (never the
+    // owner's): the consult key.
     let credentials = dir.join("credentials");
     std::fs::create_dir_all(&credentials).map_err(|e| format!("{}: {e}", credentials.display()))?;
-    for name in r.grants.values().filter_map(|g| g.secret.as_deref()) {
+    let grants = r.grants.values().chain(r.jobs.values());
+    for name in grants.filter_map(|g| g.secret.as_deref()) {
         let key = credentials.join(name);
         std::fs::write(&key, "BXHOSTILE-NOT-A-KEY\n")
             .map_err(|e| format!("{}: {e}", key.display()))?;
