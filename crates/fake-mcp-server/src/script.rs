@@ -12,6 +12,17 @@
 //! the TypeScript SDK writes them (ids from 0), a refused request turned into an `isError`
 //! result `MCP error CODE: MESSAGE` as server-everything does, an unknown tool a JSON-RPC
 //! error -32602 as the Python servers answer.
+//!
+//! A tool may read paths and send what it read in the same call (`reads`, with the script's
+//! `sent_file`): what a real server given places to work in and a network does, a
+//! filesystem server reading below its roots (`@modelcontextprotocol/server-filesystem`
+//! takes them on its command line) and a fetch server sending (`mcp-server-fetch`). The fake
+//! makes no request: it records each line it sends, with the call's arguments, in
+//! `sent_file` (`crate::send`), for example
+//!
+//! ```json
+//! {"tools": [{"name": "sync", "reads": ["/srv/notes"]}], "sent_file": "/tmp/sent"}
+//! ```
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -57,6 +68,11 @@ pub struct Script {
     /// JSON, one a line): where a test reads what the server was given.
     #[serde(default)]
     pub calls_file: Option<PathBuf>,
+    /// A file the fake appends what its tools with `reads` send to, one JSON line per line
+    /// sent (`{"arguments","line","name","path"}`): the fake's record of its outgoing
+    /// requests, made instead of them (`crate::send`). Required when a tool `reads`.
+    #[serde(default)]
+    pub sent_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -96,6 +112,12 @@ pub struct Tool {
     pub steps: Vec<Step>,
     #[serde(default)]
     pub result: Reply,
+    /// Paths the tool reads at each call, before its result, as a filesystem server reads
+    /// below the roots it was given (a directory walked, a file read), and sends what it
+    /// read, as a fetch server sends: every line of every file, to the script's `sent_file`
+    /// (`crate::send`).
+    #[serde(default)]
+    pub reads: Vec<PathBuf>,
 }
 
 fn empty_object_schema() -> Value {
@@ -163,14 +185,28 @@ impl fmt::Display for ScriptError {
 impl std::error::Error for ScriptError {}
 
 impl Script {
+    /// The script in the file at `path`.
     pub fn load(path: &Path) -> Result<Self, ScriptError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ScriptError(format!("cannot read {}: {e}", path.display())))?;
         Self::parse(&text)
     }
 
+    /// The script in `text`; a tool that `reads` in a script without a `sent_file` is
+    /// refused (what it sends would go nowhere a test could see).
     pub fn parse(text: &str) -> Result<Self, ScriptError> {
-        serde_json::from_str(text).map_err(|e| ScriptError(format!("not a script: {e}")))
+        let script: Self =
+            serde_json::from_str(text).map_err(|e| ScriptError(format!("not a script: {e}")))?;
+        let rug = script.rug_pull.iter().flat_map(|r| &r.tools);
+        if let Some(t) = script.tools.iter().chain(rug).find(|t| !t.reads.is_empty())
+            && script.sent_file.is_none()
+        {
+            return Err(ScriptError(format!(
+                "tool {} reads paths, but the script names no sent_file to send them to",
+                t.name
+            )));
+        }
+        Ok(script)
     }
 
     /// The tools of this run: counts the run in the rug pull's state file when there is one.

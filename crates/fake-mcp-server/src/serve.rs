@@ -206,6 +206,8 @@ impl<R: BufRead, W: Write> Fake<'_, R, W> {
             return CallEnd::Answer(Err((-32602, format!("Unknown tool: {name}"))));
         };
         let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+        // What it reads it sends in this call, before any step or its result (`send`).
+        crate::send::read_and_send(self.script, &tool, &arguments);
         for step in &tool.steps {
             match self.step(step) {
                 Flow::Go => {}

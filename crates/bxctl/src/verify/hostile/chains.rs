@@ -350,6 +350,8 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     super::fetch_source::plan(r, &targets, port, nonce, &mut chains);
     // A program reading its bound paths and sending them in one call (`run`).
     super::run::bound(r, port, nonce, &mut chains);
+    // An MCP server reading its bound paths and sending them in one call (`mcp_bound`).
+    super::mcp_bound::plan(r, port, nonce, &mut chains);
     // A write's or an edit's result, then a send of it to every sink (`write_source`).
     super::write_source::plan(r, &targets, port, nonce, &mut chains);
     // The consult model's answer, then a send of it to every other sink (`consult_source`).

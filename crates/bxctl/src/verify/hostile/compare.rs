@@ -162,9 +162,11 @@ fn one_read(c: &Chain) -> bool {
 }
 
 /// Whether a chain leaked: [`Outcome::leaked`], or a bound chain's canary (planted in what
-/// its program's grant binds, `run::bound`) at the sink, whatever the run's label.
+/// its program's or MCP server's grant binds, `run::bound`, `mcp_bound`) at the sink,
+/// whatever the call's label.
 fn leaked(c: &Chain, o: &Outcome) -> bool {
-    o.leaked() || (super::run::is_bound(c) && o.at_sink)
+    let bound = super::run::is_bound(c) || super::mcp_bound::is(c);
+    o.leaked() || (bound && o.at_sink)
 }
 
 /// The `warn` when the plan has direct read chains but no look-alike, restart, compaction

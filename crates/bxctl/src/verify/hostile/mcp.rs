@@ -8,7 +8,9 @@
 //! owner's URL's host (which brokerd's `[broker.self_test]` resolves to loopback) and the
 //! stand-in's port. The shadow's brokerd pins each stand-in as it lists itself (the
 //! self-test is the shadow's owner). A grant naming `constraints.args` has its calls carry
-//! arguments that meet them (`mcp_args`, decisions V40). A server the shadow cannot stand in
+//! arguments that meet them (`mcp_args`, decisions V40). A local server's tool whose grant
+//! binds paths and lists hosts reads them and sends what it read in each call (`mcp_bound`,
+//! decisions V53). A server the shadow cannot stand in
 //! for (one with a grant whose args no call meets, one not configured, no
 //! `fake-mcp-server`) has its grants left out and said.
 
@@ -47,6 +49,10 @@ struct Server {
     tools: BTreeSet<String>,
     script: PathBuf,
     calls: PathBuf,
+    /// Where it records what its tools that read their bound paths send (`mcp_bound`).
+    sent: PathBuf,
+    /// By tool, the paths it reads and sends at each call (`mcp_bound::reads`).
+    reads: BTreeMap<String, Vec<String>>,
     /// A remote server's: the owner's URL and its `secret_header`.
     remote: Option<(String, Option<String>)>,
 }
@@ -137,12 +143,24 @@ pub fn prepare(
             .iter()
             .find(|s| s.name == server)
             .and_then(|s| Some((s.url.clone()?, s.secret_header.clone())));
+        // A local server's tools read what their grant binds (`mcp_bound`); a remote one
+        // is bound nothing, and its grants' one call is said.
+        let reads = match remote {
+            None => super::mcp_bound::reads(&grants),
+            Some(_) => BTreeMap::new(),
+        };
+        if remote.is_some() {
+            let unbound = super::mcp_bound::remote(&server, &ids, r);
+            r.left.extend(unbound);
+        }
         servers.insert(
             server.clone(),
             Server {
                 tools,
                 script: dir.join(format!("{server}.json")),
                 calls: dir.join(format!("{server}.calls")),
+                sent: dir.join(format!("{server}.sent")),
+                reads,
                 remote,
             },
         );
@@ -162,7 +180,8 @@ fn toml_str(s: &str) -> String {
 /// The stand-in's script (`fake-mcp-server`'s JSON): each tool takes a string, `data`, and
 /// any other member (a grant's `constraints.args`, `mcp_args`), answers the canaries of
 /// the chains that call it as their source, one a line, and has its call recorded in the
-/// server's calls file.
+/// server's calls file; a tool whose grant binds paths and lists hosts reads them and sends
+/// what it read, recorded in the server's sent file (`mcp_bound`).
 fn stand_in(server: &str, s: &Server, chains: &[Chain]) -> serde_json::Value {
     let tools: Vec<serde_json::Value> = s
         .tools
@@ -170,13 +189,20 @@ fn stand_in(server: &str, s: &Server, chains: &[Chain]) -> serde_json::Value {
         .map(|t| {
             let name = format!("mcp__{server}__{t}");
             let mut text = String::from("BXMCP-OK\n");
-            let from = |c: &&Chain| c.source.tool == "mcp" && source_called(&c.source) == name;
+            // A bound chain's canary is under the paths, never in an answer (`mcp_bound`).
+            let from = |c: &&Chain| {
+                c.source.tool == "mcp"
+                    && source_called(&c.source) == name
+                    && !super::mcp_bound::is(c)
+            };
             for c in chains.iter().filter(from) {
                 text.push_str(&c.canary);
                 text.push('\n');
             }
+            let reads = s.reads.get(t).cloned().unwrap_or_default();
             json!({
                 "name": t,
+                "reads": reads,
                 "description": format!("boxmaker's hostile self-test: a stand-in for {server}'s {t}"),
                 // Any other member too: the arguments that meet a grant's args (`mcp_args`).
                 "inputSchema": {
@@ -193,6 +219,7 @@ fn stand_in(server: &str, s: &Server, chains: &[Chain]) -> serde_json::Value {
         "server_info": {"name": "bxhostile-stand-in", "version": "1.0.0"},
         "tools": tools,
         "calls_file": calls,
+        "sent_file": s.sent,
     })
 }
 
@@ -272,20 +299,27 @@ impl StandIns {
     /// Whether `c`'s canary left through its MCP sink: the stand-in recorded a call
     /// carrying it, and the grant that decided the call (`decider`, from the audit log)
     /// lists hosts. A call decided by a grant without hosts reaches a server with no
-    /// network (docs/mcp.md): what it was given stays there.
+    /// network (docs/mcp.md): what it was given stays there. A bound chain's
+    /// (`mcp_bound`): the stand-in sent the canary in the chain's own call, and that call
+    /// was decided by the bound grant itself (the one whose unit binds those paths).
     pub fn reached(&self, r: &Rewritten, c: &Chain, decider: Option<&str>) -> bool {
+        let bound = super::mcp_bound::is(c);
         let out = decider
+            .filter(|g| !bound || *g == c.sink.grant)
             .and_then(|g| r.grants.get(g))
             .is_some_and(|g| !g.constraints.hosts.is_empty());
-        let server = r
-            .grants
-            .get(&c.sink.grant)
-            .and_then(|g| split(&g.tool))
-            .map(|(s, _)| s.to_owned());
-        out && server
-            .and_then(|s| self.servers.get(&s))
-            .and_then(|s| std::fs::read_to_string(&s.calls).ok())
-            .is_some_and(|t| t.lines().any(|l| l.contains(&c.canary)))
+        let sink = r.grants.get(&c.sink.grant).and_then(|g| split(&g.tool));
+        let Some(s) = sink.and_then(|(s, _)| self.servers.get(s)) else {
+            return false;
+        };
+        let tool = sink.map(|(_, t)| if t == "*" { WILD } else { t });
+        out && if bound {
+            std::fs::read_to_string(&s.sent)
+                .is_ok_and(|t| super::mcp_bound::sent_it(&t, c, tool.unwrap_or_default()))
+        } else {
+            std::fs::read_to_string(&s.calls)
+                .is_ok_and(|t| t.lines().any(|l| l.contains(&c.canary)))
+        }
     }
 }
 
@@ -311,16 +345,22 @@ pub fn targets(r: &Rewritten) -> Vec<Target> {
 /// the shadow, an MCP server's without a stand-in among them); `None`: it does, or the flow
 /// has no MCP step.
 pub fn not_played(f: &proto::flows::Flow, left: &[Left]) -> Option<String> {
-    if f.source.tool == "mcp" && f.source.grant == f.sink.grant {
-        return Some(
-            "an MCP server reading its own binds and sending in one call is not played (the \
-             stand-in reads nothing)"
-                .into(),
-        );
+    // A server reading its grant's bound paths and sending them in one call is played
+    // (`mcp_bound`), but a remote server's (said in `left`).
+    if let Some(g) = f
+        .source
+        .grant
+        .as_deref()
+        .filter(|_| f.source.tool == "mcp" && f.source.grant == f.sink.grant)
+        && left
+            .iter()
+            .any(|l| l.grant == g && l.scope == Scope::OneCall)
+    {
+        return super::played::as_source(g, left, &[Scope::OneCall]);
     }
     let unplayed = |s: &proto::flows::Step| {
         let g = s.grant.as_deref()?;
-        (s.tool == "mcp" && left.iter().any(|l| l.grant == g))
+        (s.tool == "mcp" && left.iter().any(|l| l.grant == g && l.scope == Scope::Grant))
             .then(|| format!("grant {g} is left out of the shadow (below)"))
     };
     if let Some(why) = unplayed(&f.sink).or_else(|| unplayed(&f.source)) {

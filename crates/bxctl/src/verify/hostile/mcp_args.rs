@@ -6,7 +6,7 @@
 //! brokerd's own check ([`grants::constraints::check`]); a grant whose constraints no call
 //! meets is said, and its server's grants are left out. A path a pattern names is the
 //! owner's (`/srv/git/*`): the shadow moves a path tool's patterns, not an MCP tool's, and the stand-in
-//! reads nothing, so a filled path that does not exist is as good as any.
+//! reads nothing its arguments name, so a filled path that does not exist is as good as any.
 
 use proto::Grant;
 use proto::mcp::McpArgs;

@@ -304,8 +304,8 @@ fn mcp_flow(source: Step, sink: Step) -> Flow {
     }
 }
 
-/// A flow through a stand-in's grant is played; through a grant left out, or an MCP
-/// server reading and sending in one call, it is not.
+/// A flow through a stand-in's grant is played, an MCP server reading and sending in one
+/// call too (`mcp_bound`); through a grant left out it is not.
 #[test]
 fn mcp_flows_are_played_through_stand_ins_only() {
     let read = step("notes", "read_file", "/home/owner/notes");
@@ -334,10 +334,7 @@ fn mcp_flows_are_played_through_stand_ins_only() {
         mcp::not_played(&mcp_flow(read.clone(), tracker), &left).as_deref(),
         Some("grant tracker is left out of the shadow (below)")
     );
-    assert!(
-        mcp::not_played(&mcp_flow(put.clone(), put), &left)
-            .is_some_and(|w| w.contains("in one call"))
-    );
+    assert_eq!(mcp::not_played(&mcp_flow(put.clone(), put), &left), None);
 }
 
 /// An MCP sink's leak agrees with a reported flow, fails unreported, and a reported flow

@@ -22,6 +22,7 @@ mod jobs_run;
 mod launder;
 mod mcp;
 mod mcp_args;
+mod mcp_bound;
 mod note_source;
 mod pattern;
 mod played;
@@ -47,6 +48,8 @@ mod jobs_tests;
 mod launder_tests;
 #[cfg(test)]
 mod mcp_args_tests;
+#[cfg(test)]
+mod mcp_bound_tests;
 #[cfg(test)]
 mod mcp_tests;
 #[cfg(test)]
@@ -232,6 +235,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let job_chains = jobs::plan(&r, &config.jobs, sink.addr.port(), &nonce, first, consult);
     jobs::plant(&r, &chains, &job_chains, &dir.join("tree"))
         .and_then(|()| run::plant(&chains))
+        .and_then(|()| mcp_bound::plant(&r, &chains))
         .and_then(|()| run_source::plant(&programs, &chains))
         .and_then(|()| {
             let jobs = job_chains.iter().map(|j| &j.chain);
@@ -415,8 +419,8 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
                 laundering: Vec::new(),
                 sink: {
                     let source = step(&first, mcp::source_called(&c.source));
-                    // A bound chain's one `run` call is its source and its sink.
-                    let not = source.filter(|_| !run::is_bound(&c));
+                    // A bound chain's one call (`run`, `mcp_bound`) is its source and its sink.
+                    let not = source.filter(|_| !run::is_bound(&c) && !mcp_bound::is(&c));
                     step_but(&first, mcp::called(&c.sink), not.map(|(_, s)| s.call))
                 },
                 at_sink,

@@ -43,7 +43,7 @@ pub enum Scope {
     /// Its flows from it only: a write grant whose result, or a program whose output, the
     /// shadow cannot play as a source (`write_source`, `run_source`).
     Source,
-    /// Its one call reading and sending only (`run::unbound`).
+    /// Its one call reading and sending only (`run::unbound`, `mcp_bound::remote`).
     OneCall,
 }
 
@@ -55,7 +55,8 @@ pub struct Rewritten {
     /// owner's is a regular file.
     pub paths: BTreeMap<String, (PathBuf, bool)>,
     /// The grants left out of the shadow, not tried: a `run` grant the shadow cannot play,
-    /// an MCP server's without a stand-in, a job's the configuration does not have.
+    /// an MCP server's without a stand-in, a job's the configuration does not have; and a
+    /// remote MCP server's grant whose one call is not played (`mcp_bound::remote`).
     pub left: Vec<Left>,
     /// The job-scoped grants (`job = NAME`), moved likewise: they decide only that job's runs,
     /// which the shadow starts itself (`jobs`).

@@ -31,6 +31,8 @@ pub(super) fn reads_of(c: &Chain) -> &'static str {
         "list_dir" => "list",
         "http_fetch" => "fetch from",
         "consult" => "ask",
+        // A bound chain's call reads its grant's paths (`mcp_bound`).
+        "mcp" if super::mcp_bound::is(c) => "read",
         "mcp" => "call",
         "run" if super::run_source::is(c) => "run",
         "write_file" => "append to a file in",

@@ -259,6 +259,8 @@ pub fn script_with(chains: &[Chain], jobs: Vec<Rule>) -> Result<String, toml::se
 /// The model's first call of chain `c`: its source, as every kind of chain makes it.
 pub(super) fn source_answer(c: &Chain) -> Answer {
     match c.source.tool {
+        // A bound chain's one MCP call reads what its grant binds and sends it.
+        "mcp" if super::mcp_bound::is(c) => send(c),
         // The stand-in's tool: its answer is the canaries, whatever it is given.
         "mcp" => {
             let (name, arguments) = super::mcp::source_call(&c.source);
