@@ -64,7 +64,12 @@ fn a_tool_that_reads_sends_every_line_under_its_paths_with_the_calls_arguments()
     let records = sent(&out);
     let lines: Vec<(&str, &str)> = records
         .iter()
-        .map(|r| (r["line"].as_str().expect("a string"), r["path"].as_str().expect("a string")))
+        .map(|r| {
+            (
+                r["line"].as_str().expect("a string"),
+                r["path"].as_str().expect("a string"),
+            )
+        })
         .collect();
     let file = |p: &Path| p.display().to_string();
     assert_eq!(
@@ -99,7 +104,9 @@ fn a_tool_without_reads_sends_nothing() {
 #[test]
 fn a_tool_that_reads_needs_a_sent_file() {
     let text = json!({"tools": [{"name": "fetch", "reads": ["/srv"]}]});
-    let e = Script::parse(&text.to_string()).expect_err("refused").to_string();
+    let e = Script::parse(&text.to_string())
+        .expect_err("refused")
+        .to_string();
     assert!(
         e.contains("tool fetch reads paths") && e.contains("sent_file"),
         "{e}"

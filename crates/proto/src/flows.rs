@@ -16,6 +16,24 @@ pub struct FlowsReport {
     /// The grant ids the snapshot holds.
     pub grants: Vec<String>,
     pub flows: Vec<Flow>,
+    /// Every source of every scope, public ones included: what the self-test holds a chain's
+    /// source to (a result carries the label its call is decided at too, and a session starts
+    /// private, so its own label is said here alone).
+    #[serde(default)]
+    pub sources: Vec<SourceLabel>,
+}
+
+/// A source the grants allow without asking in a scope (an ordinary session, or one job's
+/// runs), and the label it leaves the session at by itself: what a flow's `source`, `class`
+/// and `untrusted` say, for every source, a public one included.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceLabel {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobName>,
+    pub source: Step,
+    pub class: DataClass,
+    pub untrusted: bool,
 }
 
 /// How bad a flow is.

@@ -135,6 +135,7 @@ mod tests {
                 flow(Severity::SecretOut, None, Some("web")),
                 flow(Severity::SecretOut, Some("brief"), None),
             ],
+            sources: Vec::new(),
         };
         let checks = of_report(&report, grants);
         let levels: Vec<(&str, Level)> =

@@ -25,7 +25,7 @@ mod text;
 
 use std::collections::BTreeSet;
 
-use proto::flows::{Flow, Severity, Step};
+use proto::flows::{Flow, Severity, SourceLabel, Step};
 use proto::{DataClass, JobName, Timestamp};
 
 use grants::Snapshot;
@@ -74,13 +74,29 @@ pub fn analyse(
     setting: &Setting,
     now: Timestamp,
 ) -> Result<Vec<Flow>, UnknownTool> {
+    analysed(snapshot, setting, now).map(|(flows, _)| flows)
+}
+
+/// [`analyse`], and every source of every scope with its label.
+fn analysed(
+    snapshot: &Snapshot,
+    setting: &Setting,
+    now: Timestamp,
+) -> Result<(Vec<Flow>, Vec<SourceLabel>), UnknownTool> {
     let calls = calls::candidates(snapshot)?;
     let mut scopes: Vec<(Option<&JobName>, bool)> = vec![(None, false)];
     scopes.extend(setting.jobs.iter().map(|(j, out)| (Some(j), *out)));
     let mut flows = Vec::new();
+    let mut labels = Vec::new();
     for (job, delivers_out) in scopes {
         let consult = setting.consult.as_deref();
         for source in sources(snapshot, &calls, job, consult, now) {
+            labels.push(SourceLabel {
+                job: job.cloned(),
+                source: step_of(&source),
+                class: source.labels.class,
+                untrusted: source.labels.untrusted,
+            });
             // Public data going out is no leak; untrusted content driving a write is a flow
             // whatever its class.
             let out = match source.labels.class {
@@ -94,11 +110,7 @@ pub fn analyse(
             // class is what its binds bring (`bound_labels`, as the broker labels them, its
             // own grant included); a grant that binds nothing is no such flow.
             if let Some(severity) = in_one_call(snapshot, &source) {
-                let own = Step {
-                    grant: Some(source.grant.clone()),
-                    tool: source.call.tool().to_owned(),
-                    what: source.role.what.clone(),
-                };
+                let own = step_of(&source);
                 let text = text::in_one_call(snapshot, job, &source);
                 flows.push(flow(severity, job, &source, own, text));
             }
@@ -153,7 +165,7 @@ pub fn analyse(
     }
     flows.sort_by(|a, b| key(a).cmp(&key(b)));
     flows.dedup_by(|a, b| key(a) == key(b));
-    Ok(flows)
+    Ok((flows, labels))
 }
 
 /// What orders the flows and makes two of them the same flow.
@@ -198,15 +210,20 @@ fn in_one_call(snapshot: &Snapshot, source: &Source) -> Option<Severity> {
     }
 }
 
+/// A source's call as a flow names it.
+fn step_of(s: &Source) -> Step {
+    Step {
+        grant: Some(s.grant.clone()),
+        tool: s.call.tool().to_owned(),
+        what: s.role.what.clone(),
+    }
+}
+
 fn flow(severity: Severity, job: Option<&JobName>, s: &Source, sink: Step, text: String) -> Flow {
     Flow {
         severity,
         job: job.cloned(),
-        source: Step {
-            grant: Some(s.grant.clone()),
-            tool: s.call.tool().to_owned(),
-            what: s.role.what.clone(),
-        },
+        source: step_of(s),
         class: s.labels.class,
         untrusted: s.labels.untrusted,
         sink,
@@ -220,10 +237,12 @@ pub fn report(
     setting: &Setting,
     now: Timestamp,
 ) -> Result<proto::flows::FlowsReport, UnknownTool> {
+    let (flows, sources) = analysed(snapshot, setting, now)?;
     Ok(proto::flows::FlowsReport {
         snapshot: snapshot.hash(),
         grants: snapshot.ids(),
-        flows: analyse(snapshot, setting, now)?,
+        flows,
+        sources,
     })
 }
 

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use proto::flows::{Flow, FlowsReport};
-use proto::{DataClass, ToolResponse};
+use proto::{DataClass, JobName, ToolResponse};
 
 use super::chains::Chain;
 use super::played::not_played;
@@ -68,6 +68,29 @@ impl Outcome {
             } else {
                 self.class().is_some_and(|c| c != DataClass::Public)
             }
+    }
+
+    /// [`Outcome::leaked`], unless what the source's grant gives is public by itself in scope
+    /// `job`, as the analysis says (`FlowsReport::sources`): a result carries the label its
+    /// call is decided at too, and a session starts private (decisions V24), so public data
+    /// sent shows as private on the result; it is no flow (decisions V56). An untrusted
+    /// write counts by its source's untrusted flag alone.
+    pub(super) fn leaked_in(&self, analysis: &FlowsReport, job: Option<&JobName>) -> bool {
+        self.leaked() && (self.write || !self.public_in(analysis, job))
+    }
+
+    /// Whether the analysis gives the source's deciding grant labels in scope `job`, each
+    /// public.
+    pub(super) fn public_in(&self, analysis: &FlowsReport, job: Option<&JobName>) -> bool {
+        let Some(grant) = decider(&self.source) else {
+            return false;
+        };
+        let mut labels = analysis
+            .sources
+            .iter()
+            .filter(|s| s.job.as_ref() == job && s.source.grant.as_deref() == Some(grant))
+            .peekable();
+        labels.peek().is_some() && labels.all(|s| s.class == DataClass::Public)
     }
 
     pub(super) fn grants(&self) -> (Option<&str>, Option<&str>) {
@@ -161,12 +184,12 @@ fn one_read(c: &Chain) -> bool {
     c.restart.is_some() || c.sink.lookalike.is_some() || c.smuggle.is_some()
 }
 
-/// Whether a chain leaked: [`Outcome::leaked`], or a bound chain's canary (planted in what
+/// Whether a chain leaked: [`Outcome::leaked_in`], or a bound chain's canary (planted in what
 /// its program's or MCP server's grant binds, `run::bound`, `mcp_bound`) at the sink,
 /// whatever the call's label.
-fn leaked(c: &Chain, o: &Outcome) -> bool {
+fn leaked(c: &Chain, o: &Outcome, analysis: &FlowsReport) -> bool {
     let bound = super::run::is_bound(c) || super::mcp_bound::is(c);
-    o.leaked() || (bound && o.at_sink)
+    o.leaked_in(analysis, None) || (bound && o.at_sink)
 }
 
 /// The `warn` when the plan has direct read chains but no look-alike, restart, compaction
@@ -301,14 +324,14 @@ pub fn checks(
                 Err(why) => Check::fail(P, name, format!("{what}: not refused ({why})"))
                     .help("report this: a tool call's arguments were parsed laxly"),
             }
-        } else if leaked(c, o) && !reported.contains(&o.grants()) {
+        } else if leaked(c, o, analysis) && !reported.contains(&o.grants()) {
             Check::fail(
                 P,
                 name,
                 format!("{what}: leaked, and the flows analysis did not report it"),
             )
             .help("the flows analysis missed a flow: report it, and stop it with the grant's mode or max_taint")
-        } else if verdict == "leaked" && !leaked(c, o) {
+        } else if verdict == "leaked" && !leaked(c, o, analysis) {
             Check::ok(P, name, format!("{what}: sent, but the data was public: no flow"))
         } else if verdict == "leaked" {
             Check::ok(P, name, format!("{what}: leaked, as the flows analysis reports"))
@@ -332,7 +355,7 @@ pub fn checks(
             .filter(|(c, o)| {
                 c.sink.lookalike.is_none()
                     && c.smuggle.is_none()
-                    && leaked(c, o)
+                    && leaked(c, o, analysis)
                     && o.grants() == key(f)
             })
             .map(|(c, _)| c.n.to_string())

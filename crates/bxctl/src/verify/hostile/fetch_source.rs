@@ -283,6 +283,7 @@ mod tests {
             snapshot: proto::Hash32::ZERO,
             grants: vec!["mail-api".into(), "web".into()],
             flows: vec![flow(step("mail-api", "mail.example.net"))],
+            sources: Vec::new(),
         };
         let levels = |played: &[(Chain, Outcome)], patterned: &BTreeSet<String>| {
             compare::checks(played, &report, &[], patterned)

@@ -113,15 +113,16 @@ impl JobOutcome {
 
     /// The flows this run completed: its own (the data not public at the sink), and the
     /// delivery when its canary is in the job's thread though its send was a fetch.
-    fn leaks(&self) -> Vec<Key<'_>> {
+    fn leaks(&self, analysis: &FlowsReport) -> Vec<Key<'_>> {
         let o = &self.outcome;
         let (source, sink) = o.grants();
         let job = self.chain.job.as_str();
         let mut out = Vec::new();
-        if o.leaked() {
+        if o.leaked_in(analysis, Some(&self.chain.job)) {
             out.push((job, source, sink, self.deliver()));
         }
-        let private = o.class().is_some_and(|c| c != DataClass::Public);
+        let private = o.class().is_some_and(|c| c != DataClass::Public)
+            && !o.public_in(analysis, Some(&self.chain.job));
         if !self.deliver() && self.posted && private {
             out.push((job, source, None, true));
         }
@@ -265,7 +266,7 @@ pub fn checks(
             continue;
         }
         let (verdict, why) = jo.verdict();
-        let leaks = jo.leaks();
+        let leaks = jo.leaks(analysis);
         let missed = leaks.iter().find(|k| !reported.contains(*k));
         out.push(match missed {
             Some(k) if k.3 && !jo.deliver() => Check::fail(
@@ -283,7 +284,7 @@ pub fn checks(
                 format!("{what}: leaked, and the flows analysis did not report it"),
             )
             .help("the flows analysis missed a flow: report it, and stop it with the grant's mode or max_taint"),
-            None if verdict == "leaked" && !jo.outcome.leaked() => Check::ok(
+            None if verdict == "leaked" && !jo.outcome.leaked_in(analysis, Some(&jo.chain.job)) => Check::ok(
                 P,
                 name,
                 format!("{what}: sent, but the data was public: no flow"),
@@ -308,7 +309,7 @@ pub fn checks(
         }
         let by: Vec<String> = outcomes
             .iter()
-            .filter(|jo| jo.leaks().contains(&flow_key(f)))
+            .filter(|jo| jo.leaks(analysis).contains(&flow_key(f)))
             .map(|jo| jo.chain.chain.n.to_string())
             .collect();
         out.push(if by.is_empty() {

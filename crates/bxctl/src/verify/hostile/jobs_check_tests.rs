@@ -92,6 +92,7 @@ fn levels(o: &[JobOutcome], flows: Vec<Flow>) -> Vec<(String, String)> {
         snapshot: Hash32::ZERO,
         grants: Vec::new(),
         flows,
+        sources: Vec::new(),
     };
     jobs_check::checks(o, &r, &BTreeSet::new(), &[])
         .into_iter()

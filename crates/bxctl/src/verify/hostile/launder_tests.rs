@@ -67,6 +67,7 @@ fn report(flows: Vec<Flow>) -> FlowsReport {
         snapshot: Hash32::ZERO,
         grants: vec!["notes".into(), "web".into()],
         flows,
+        sources: Vec::new(),
     }
 }
 

@@ -294,6 +294,7 @@ fn a_bound_chain_completes_the_one_call_flow() {
         snapshot: Hash32::ZERO,
         grants: Vec::new(),
         flows: vec![flow(one.clone(), one)],
+        sources: Vec::new(),
     };
     let levels = |o: Outcome| {
         compare::checks(&[(c.clone(), o)], &report, &[], &BTreeSet::new())

@@ -384,6 +384,7 @@ fn an_mcp_sink_is_compared_like_a_fetch() {
         snapshot: Hash32::ZERO,
         grants: Vec::new(),
         flows,
+        sources: Vec::new(),
     };
     let levels = |o: &Outcome, flows| {
         compare::checks(

@@ -195,6 +195,9 @@ fn owners_paths(
             step.what = said(&step.what);
         }
     }
+    for s in &mut report.sources {
+        s.source.what = said(&s.source.what);
+    }
     report
 }
 

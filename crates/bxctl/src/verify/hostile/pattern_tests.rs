@@ -194,6 +194,7 @@ fn the_comparison_plays_a_named_write_and_not_an_unnamed_one() {
         snapshot: proto::Hash32::ZERO,
         grants: vec!["web".into(), "site".into(), "owners".into()],
         flows: vec![flow("site"), flow("owners")],
+        sources: Vec::new(),
     };
     let left = unnamed(&r);
     let found: Vec<(String, String, String)> =
@@ -411,6 +412,7 @@ fn a_read_grant_no_file_is_named_for_is_said_with_why() {
             },
             text: "a hijacked model can read and fetch via grant owners".into(),
         }],
+        sources: Vec::new(),
     };
     let found = super::super::compare::checks(&[], &report, &left, &patterned);
     assert!(
@@ -451,6 +453,7 @@ fn an_untrusted_write_from_a_patterned_fetch_is_not_tried() {
             sink: step("site", "write_file"),
             text: "a hijacked model can fetch from feed and write".into(),
         }],
+        sources: Vec::new(),
     };
     let patterned = BTreeSet::from(["feed".to_owned()]);
     let found = super::super::compare::checks(&[], &report, &[], &patterned);

@@ -228,6 +228,7 @@ fn flows_to_a_program_are_played_and_compared() {
         snapshot: Hash32::ZERO,
         grants: vec!["notes".into(), "curl-run".into()],
         flows: vec![flow(step("notes", "read_file"), step("curl-run", "run"))],
+        sources: Vec::new(),
     };
     let levels = |o: Outcome, left: &[Left]| -> Vec<(String, String)> {
         compare::checks(&[(c.clone(), o)], &report, left, &BTreeSet::new())

@@ -193,6 +193,7 @@ fn a_search_chains_line_says_the_search() {
             snapshot: Hash32::ZERO,
             grants: Vec::new(),
             flows: Vec::new(),
+            sources: Vec::new(),
         };
         let found = compare::checks(&[(c.clone(), o)], &report, &[], &BTreeSet::new());
         let line = found

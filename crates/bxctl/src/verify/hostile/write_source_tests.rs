@@ -185,6 +185,7 @@ fn report(flows: Vec<Flow>) -> FlowsReport {
         snapshot: Hash32::ZERO,
         grants: vec!["www-write".into(), "web".into()],
         flows,
+        sources: Vec::new(),
     }
 }
 
