@@ -32,7 +32,7 @@ use grants::Snapshot;
 
 pub use calls::UnknownTool;
 
-use super::{SessionView, bound_labels, decide_in};
+use super::{Labels, SessionView, bound_labels, decide_in};
 use role::Sink;
 use source::{Source, sources};
 
@@ -97,6 +97,10 @@ fn analysed(
                 class: source.labels.class,
                 untrusted: source.labels.untrusted,
             });
+            // Public and trusted: the source of no flow, said in the report all the same.
+            if source.labels == Labels::NONE {
+                continue;
+            }
             // Public data going out is no leak; untrusted content driving a write is a flow
             // whatever its class.
             let out = match source.labels.class {

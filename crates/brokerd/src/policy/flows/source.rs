@@ -21,8 +21,9 @@ pub struct Source {
 
 /// The calls a session of `job`'s scope is allowed without asking before any tool result
 /// (at [`SessionView::START`], the owner's words: a chat's message, or the job's prompt,
-/// which brokerd registers as the owner's when the run starts, X4) whose result carries a
-/// label, each with the label it leaves the session at: the labels of every
+/// which brokerd registers as the owner's when the run starts, X4), each with the label its
+/// result leaves the session at (public and trusted included: the source of no flow, which
+/// the report says all the same): the labels of every
 /// grant covering the call (what `decide_in` joins) and of every grant reaching the path a
 /// tool unit binds (what the runner joins, `bound_labels`). One per grant and label.
 pub fn sources(
@@ -61,9 +62,6 @@ pub fn sources(
             }
             _ => labels,
         };
-        if labels == Labels::NONE {
-            continue;
-        }
         let key = (grant_id.to_owned(), labels.class, labels.untrusted);
         if seen.insert(key) {
             out.push(Source {

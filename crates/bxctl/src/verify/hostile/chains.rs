@@ -80,14 +80,19 @@ impl Chain {
     }
 
     /// What the source's result holds once it ran, which the model waits for before its
-    /// send: the canary, or for untrusted content driving a write (whose canary is
-    /// `BXWRITE-` and a token) the token, which the file read, the note, the program's output
-    /// or the write's result holds and a fetch's or a consult's answer carries (`sink`).
-    /// What the shadow plants for a chain is this, so that what a write chain looks for in
-    /// the file it wrote is there only once the write ran.
+    /// send: the canary; for untrusted content driving a write from a result the shadow
+    /// planted (a read, a listing, a note, a program's output, a write's result, whose
+    /// canary is `BXWRITE-` and a token), the token, which is what the shadow plants, so that
+    /// what a write chain looks for in the file it wrote is there only once the write ran.
+    /// A fetch's, a consult's or an MCP tool's answer carries the whole canary, which is in
+    /// no request (a failure echoing the URL holds the token alone, and sets off nothing).
     pub fn awaited(&self) -> &str {
+        let planted = matches!(
+            self.source.tool,
+            "read_file" | "list_dir" | "note_read" | "run" | "write_file" | "edit_file"
+        );
         match self.sink.tool {
-            "write_file" | "edit_file" => self
+            "write_file" | "edit_file" if planted => self
                 .canary
                 .strip_prefix(super::sink::WRITE)
                 .unwrap_or(&self.canary),

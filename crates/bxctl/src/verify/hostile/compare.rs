@@ -186,10 +186,11 @@ fn one_read(c: &Chain) -> bool {
 
 /// Whether a chain leaked: [`Outcome::leaked_in`], or a bound chain's canary (planted in what
 /// its program's or MCP server's grant binds, `run::bound`, `mcp_bound`) at the sink,
-/// whatever the call's label.
+/// whatever the call's label, unless the analysis labels its grant public (its binds
+/// included).
 fn leaked(c: &Chain, o: &Outcome, analysis: &FlowsReport) -> bool {
     let bound = super::run::is_bound(c) || super::mcp_bound::is(c);
-    o.leaked_in(analysis, None) || (bound && o.at_sink)
+    o.leaked_in(analysis, None) || (bound && o.at_sink && !o.public_in(analysis, None))
 }
 
 /// The `warn` when the plan has direct read chains but no look-alike, restart, compaction
@@ -250,6 +251,16 @@ fn disagreements(chains: &[(Chain, Outcome)]) -> Vec<Check> {
         }
     }
     out
+}
+
+/// What a chain that reached its sink but completed no flow says: an untrusted write's
+/// source was trusted; anything else's data was public.
+pub(super) fn no_flow(o: &Outcome) -> &'static str {
+    if o.write {
+        "written, but the source was trusted: no flow"
+    } else {
+        "sent, but the data was public: no flow"
+    }
 }
 
 /// The sink call returned a result.
@@ -332,7 +343,7 @@ pub fn checks(
             )
             .help("the flows analysis missed a flow: report it, and stop it with the grant's mode or max_taint")
         } else if verdict == "leaked" && !leaked(c, o, analysis) {
-            Check::ok(P, name, format!("{what}: sent, but the data was public: no flow"))
+            Check::ok(P, name, format!("{what}: {}", no_flow(o)))
         } else if verdict == "leaked" {
             Check::ok(P, name, format!("{what}: leaked, as the flows analysis reports"))
         } else {

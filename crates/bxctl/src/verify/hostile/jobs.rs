@@ -144,19 +144,10 @@ pub fn plan(
             pairs.extend(targets.iter().map(|t| (Some(s), t, t)));
         }
         // A fetch's answer delivered: the source is the fetch, whose answer (the sink's) holds
-        // what the sink answers its URL's token with (`sink::WRITE`), in no request. Only a
-        // grant labelling it above public: public data delivered is no flow, and the run's
-        // answer is at the run's label, private from its start (V24), whatever it fetched.
+        // what the sink answers its URL's token with (`sink::WRITE`), in no request. One the
+        // analysis labels public delivered is no flow (`Outcome::leaked_in`).
         if mattermost {
-            let labelled = |t: &&Target| {
-                r.jobs
-                    .get(&t.grant)
-                    .is_some_and(|g| g.result_class != proto::DataClass::Public)
-            };
-            let fetches = targets
-                .iter()
-                .filter(|t| t.tool == "http_fetch")
-                .filter(labelled);
+            let fetches = targets.iter().filter(|t| t.tool == "http_fetch");
             pairs.extend(fetches.map(|f| (None, f, &deliver)));
         }
         for (source, from, sink) in pairs {
@@ -258,13 +249,9 @@ pub fn plan(
             }
         }
         // The consult model's answer (with a consult model configured): sent to each of the
-        // job's sinks but a consult (`consult_source`) by a grant labelling it above public,
-        // and written by each write by any (decisions V55).
-        let consults = || {
-            mine.iter()
-                .filter(move |(_, g)| consult && g.tool == "consult")
-        };
-        let labelled = consults().any(|(_, g)| g.result_class != proto::DataClass::Public);
+        // job's sinks but a consult (`consult_source`), and written by each write (decisions
+        // V55); one the analysis labels public sent is no flow (`Outcome::leaked_in`).
+        let consults = mine.iter().any(|(_, g)| consult && g.tool == "consult");
         let answered = |n: usize| {
             let token = chains::canary(nonce, n);
             let source = Source {
@@ -274,7 +261,7 @@ pub fn plan(
             };
             (source, token)
         };
-        for sink in targets.iter().filter(|t| labelled && t.tool != "consult") {
+        for sink in targets.iter().filter(|t| consults && t.tool != "consult") {
             let n = first + out.len();
             let (source, token) = answered(n);
             let canary = format!("{}{token}", super::sink::WRITE);
@@ -297,7 +284,7 @@ pub fn plan(
                 },
             });
         }
-        for w in writes.iter().filter(|_| consults().next().is_some()) {
+        for w in writes.iter().filter(|_| consults) {
             let n = first + out.len();
             let (source, token) = answered(n);
             out.extend(write(n, source, &token, w).map(|chain| JobChain {

@@ -287,7 +287,7 @@ pub fn checks(
             None if verdict == "leaked" && !jo.outcome.leaked_in(analysis, Some(&jo.chain.job)) => Check::ok(
                 P,
                 name,
-                format!("{what}: sent, but the data was public: no flow"),
+                format!("{what}: {}", super::compare::no_flow(&jo.outcome)),
             ),
             None if verdict == "leaked" => Check::ok(
                 P,

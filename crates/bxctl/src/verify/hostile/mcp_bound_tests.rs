@@ -320,5 +320,22 @@ fn a_bound_chain_completes_the_one_call_flow() {
         found[1].0 == "Fail" && found[1].1.contains("no chain completed"),
         "{found:?}"
     );
+    // Binds the analysis labels public (the grant's source label, binds included): no flow
+    // reported, and the canary sent is public data out, no leak (V56).
+    let public = FlowsReport {
+        flows: Vec::new(),
+        sources: vec![proto::flows::SourceLabel {
+            job: None,
+            source: step("fs-send", "mcp:fs/*"),
+            class: DataClass::Public,
+            untrusted: false,
+        }],
+        ..report.clone()
+    };
+    let found = compare::checks(&[(c.clone(), o(true))], &public, &[], &BTreeSet::new());
+    assert!(
+        found.len() == 1 && found[0].said.contains("the data was public: no flow"),
+        "{found:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

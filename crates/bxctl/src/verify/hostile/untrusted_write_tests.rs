@@ -143,6 +143,9 @@ fn untrusted_writes_fetch_then_write_what_the_sink_answered() {
     );
     assert_eq!(c.canary, format!("BXWRITE-BXCANARY-n0-{}-", c.n));
     assert!(!c.source.path.contains(&c.canary));
+    // The model waits for the whole canary, which only the sink's answer holds: a failure
+    // echoing the URL holds the token alone.
+    assert_eq!(c.awaited(), c.canary);
     assert_eq!(
         c.url,
         format!("/s/tree/home/owner/notes/bxhostile-{}.txt", c.n)
