@@ -3,7 +3,7 @@
 //! overlap still do), and likewise every absolute pattern of a tool whose patterns match
 //! paths (`TREE` escaped, so it matches itself alone); every other field unchanged (mode,
 //! `max_taint`, `result_class`, `untrusted`, `if_untrusted`, `expires`, `job`, hosts, the
-//! other patterns). Nothing is read from the
+//! other patterns); a `run` grant's `workdir` moves as its paths do. Nothing is read from the
 //! owner's files: a granted path is only looked at (`symlink_metadata`) to make a file where
 //! the owner has a file. A `run` grant stays, its programs played by stand-ins (`run`), save
 //! one the shadow cannot play (`run::untried`), left out and said; an MCP grant stays, its
@@ -138,7 +138,13 @@ pub fn read(dir: &Path, tree: &Path) -> Result<Rewritten, RewriteError> {
 /// `grant` with each path under `tree`, and each absolute pattern of a tool whose patterns
 /// match paths with it (a pattern naming `/home/owner/notes/*.md` names `TREE/home/owner/notes/*.md`).
 fn moved(mut grant: Grant, tree: &Path, paths: &mut BTreeMap<String, (PathBuf, bool)>) -> Grant {
-    for p in &mut grant.constraints.paths {
+    // A `run` grant's working directory is a granted directory too (H11).
+    for p in grant
+        .constraints
+        .paths
+        .iter_mut()
+        .chain(grant.constraints.workdir.as_mut())
+    {
         let shadow = under(tree, p);
         let file = std::fs::symlink_metadata(&*p).is_ok_and(|m| m.is_file());
         paths.entry(p.clone()).or_insert((shadow.clone(), file));
@@ -240,6 +246,12 @@ mod tests {
              workdir = \"/home/owner/src\"\n",
         )
         .expect("grant");
+        std::fs::write(
+            grants.join("brief-make.toml"),
+            "tool = \"run\"\nmode = \"auto\"\nmax_taint = \"public\"\njob = \"brief\"\n\
+             [constraints]\nprograms = [\"make\"]\npatterns = [\"*\"]\n",
+        )
+        .expect("grant");
         let curl = "tool = \"run\"\nmode = \"auto\"\nmax_taint = \"private\"\n\
                     [constraints]\nprograms = [\"curl\"]\npatterns = [\"https://a.example/*\"]\n\
                     hosts = [\"a.example\"]\n";
@@ -249,13 +261,20 @@ mod tests {
         let r = read(&grants, &tree).expect("read");
         assert_eq!(
             r.left.iter().map(|l| l.grant.as_str()).collect::<Vec<_>>(),
-            ["prog"]
+            ["brief-make"]
         );
-        assert!(r.left[0].why.contains("workdir"), "{:?}", r.left);
+        assert!(r.left[0].why.contains("job"), "{:?}", r.left);
         assert_eq!(
             r.grants.keys().collect::<Vec<_>>(),
-            ["curl", "mcp", "notes", "web"]
+            ["curl", "mcp", "notes", "prog", "web"]
         );
+        // A program's working directory moves as a granted path does.
+        let src = tree.join("home/owner/src").display().to_string();
+        assert_eq!(
+            r.grants["prog"].constraints.workdir.as_deref(),
+            Some(src.as_str())
+        );
+        assert_eq!(r.paths["/home/owner/src"], (PathBuf::from(&src), false));
         assert_eq!(
             r.grants["curl"],
             proto::from_toml::<Grant>(curl).expect("curl")

@@ -79,13 +79,6 @@ pub fn untried(g: &Grant) -> Option<String> {
             "a job's program is not played (the shadow's job runs call no program)".into(),
         );
     }
-    if g.constraints.workdir.is_some() {
-        return Some(
-            "its workdir is a directory of yours, which the shadow does not move: the \
-             program's stand-in would run there"
-                .into(),
-        );
-    }
     let allows_hosts = g.mode != Mode::Deny && !g.constraints.hosts.is_empty();
     if allows_hosts && g.constraints.programs.is_empty() {
         return Some(
@@ -286,7 +279,11 @@ const BOUND_LINE: &str = "BXBOUND ";
 pub fn not_played(f: &proto::flows::Flow, left: &[Left]) -> Option<String> {
     // A program reading its bound paths and sending them in one call (`bound`) is played,
     // but where another grant names its program too (`unbound`).
-    let one_call = f.source.tool == "run" && f.sink.tool == "run" && f.source.grant == f.sink.grant;
+    // (An untrusted run driving its own grant's next run is two calls, `played`'s to say.)
+    let one_call = f.severity != proto::flows::Severity::UntrustedWrite
+        && f.source.tool == "run"
+        && f.sink.tool == "run"
+        && f.source.grant == f.sink.grant;
     if let Some(g) = f.source.grant.as_deref().filter(|_| one_call)
         && left
             .iter()
@@ -331,13 +328,24 @@ pub fn unbound(r: &Rewritten) -> Vec<Left> {
         .filter_map(|t| {
             let (program, _) = split(&t.entry);
             let g = r.grants.get(&t.grant)?;
-            (!g.constraints.paths.is_empty() && only(r, program).is_none()).then(|| Left {
-                grant: t.grant.clone(),
-                why: format!(
+            let why = if !g.constraints.paths.is_empty() && only(r, program).is_none() {
+                format!(
                     "another run grant names its program {program} too: the stand-in cannot \
                      tell which grant's paths a run binds, so reading them and sending in one \
                      call is not played"
-                ),
+                )
+            } else if g.constraints.paths.is_empty() && g.constraints.workdir.is_some() {
+                // What a run finds in its working directory, sent in the same call: the
+                // stand-in walks its grant's paths alone.
+                "its stand-in does not read its workdir, so reading it and sending in one call \
+                 is not played"
+                    .to_owned()
+            } else {
+                return None;
+            };
+            Some(Left {
+                grant: t.grant.clone(),
+                why,
                 scope: Scope::OneCall,
             })
         })

@@ -81,8 +81,14 @@ pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &
 pub fn outputs(r: &Rewritten) -> impl Iterator<Item = Source> + '_ {
     r.grants
         .values()
-        .filter(|g| g.result_class != proto::DataClass::Public || g.constraints.paths.is_empty())
+        .filter(|g| g.result_class != proto::DataClass::Public || !binds(g))
         .filter_map(source)
+}
+
+/// Whether `g`'s units bind places of yours (its `paths`, its `workdir`), whose labels its
+/// output's carries.
+fn binds(g: &proto::Grant) -> bool {
+    !g.constraints.paths.is_empty() || g.constraints.workdir.is_some()
 }
 
 /// The run of `g`'s output chains, when it is an allowing `run` grant of an ordinary session
@@ -110,7 +116,7 @@ pub fn unplayed(r: &Rewritten) -> Vec<Left> {
         .filter(|(_, g)| g.tool == "run" && g.mode != proto::Mode::Deny && g.job.is_none());
     for (id, g) in runs {
         let public = g.result_class == proto::DataClass::Public;
-        let why = if public && !g.constraints.paths.is_empty() {
+        let why = if public && binds(g) {
             "its results are public and its output's label is what it binds, which the shadow \
              does not work out"
         } else if !public && call_of(g).is_none() {

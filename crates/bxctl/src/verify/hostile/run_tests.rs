@@ -60,8 +60,8 @@ fn a_pattern_is_filled_with_the_canary() {
     assert_eq!(run::fill("a\\*b", "C-"), None);
 }
 
-/// Left out, each with its reason: a job's program, one with a workdir, one listing hosts
-/// whose patterns admit no canary; played: a program with or without hosts, a deny grant.
+/// Left out, each with its reason: a job's program, one listing hosts whose patterns admit
+/// no canary; played: a program with or without hosts or a workdir, a deny grant.
 #[test]
 fn the_grants_the_shadow_cannot_play_are_left_out() {
     let why = |text: &str| run::untried(&grant(text));
@@ -70,8 +70,9 @@ fn the_grants_the_shadow_cannot_play_are_left_out() {
         why(&format!("job = \"brief\"\n{CURL}")).is_some_and(|w| w.contains("job")),
         "a job's"
     );
+    // A working directory moves into the shadow (`rewrite`): played.
     let workdir = CURL.replace("hosts = [", "workdir = \"/home/owner/src\"\nhosts = [");
-    assert!(why(&workdir).is_some_and(|w| w.contains("workdir")));
+    assert_eq!(why(&workdir), None);
     let literal = CURL.replace("https://api.example.org/*", "--version");
     assert!(
         why(&literal).is_some_and(|w| w.contains("--version") && w.contains("canary")),
@@ -333,4 +334,31 @@ fn a_program_two_grants_name_is_not_played_in_one_call() {
     assert_eq!(run::not_played(&out, &left), None);
     let to = flow(step("notes", "read_file"), step("curl-run", "run"));
     assert_eq!(run::not_played(&to, &left), None);
+}
+
+/// A program whose grant lists hosts and has a working directory but no paths: what it finds
+/// there, sent in the same call, is said `not tried` (its stand-in walks its paths alone),
+/// as its one call only; its output and the sends to it are played.
+#[test]
+fn a_workdir_alone_is_not_read_in_one_call() {
+    let mut r = with_run();
+    let workdir = CURL.replace(
+        "[constraints]\n",
+        "[constraints]\nworkdir = \"/s/tree/src\"\n",
+    );
+    r.grants.insert("curl-run".into(), grant(&workdir));
+    let left = run::unbound(&r);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].scope == Scope::OneCall && left[0].why.contains("workdir"));
+    let one = flow(step("curl-run", "run"), step("curl-run", "run"));
+    assert!(run::not_played(&one, &left).is_some_and(|w| w.contains("workdir")));
+    let out = flow(step("curl-run", "run"), step("web", "http_fetch"));
+    assert_eq!(run::not_played(&out, &left), None);
+    // With paths too, the one call is played through them.
+    let both = workdir.replace(
+        "[constraints]\n",
+        "[constraints]\npaths = [\"/s/tree/vault\"]\n",
+    );
+    r.grants.insert("curl-run".into(), grant(&both));
+    assert!(run::unbound(&r).is_empty());
 }
