@@ -171,7 +171,7 @@ pub fn prepare(r: &Rewritten, dir: &Path) -> StandIns {
         .collect::<BTreeMap<_, _>>();
     let binds = programs
         .keys()
-        .filter_map(|p| Some((p.clone(), only(r, p)?.constraints.paths.clone())))
+        .filter_map(|p| Some((p.clone(), places(only(r, p)?).cloned().collect())))
         .collect();
     StandIns { programs, binds }
 }
@@ -328,24 +328,13 @@ pub fn unbound(r: &Rewritten) -> Vec<Left> {
         .filter_map(|t| {
             let (program, _) = split(&t.entry);
             let g = r.grants.get(&t.grant)?;
-            let why = if !g.constraints.paths.is_empty() && only(r, program).is_none() {
-                format!(
+            (places(g).next().is_some() && only(r, program).is_none()).then(|| Left {
+                grant: t.grant.clone(),
+                why: format!(
                     "another run grant names its program {program} too: the stand-in cannot \
                      tell which grant's paths a run binds, so reading them and sending in one \
                      call is not played"
-                )
-            } else if g.constraints.paths.is_empty() && g.constraints.workdir.is_some() {
-                // What a run finds in its working directory, sent in the same call: the
-                // stand-in walks its grant's paths alone.
-                "its stand-in does not read its workdir, so reading it and sending in one call \
-                 is not played"
-                    .to_owned()
-            } else {
-                return None;
-            };
-            Some(Left {
-                grant: t.grant.clone(),
-                why,
+                ),
                 scope: Scope::OneCall,
             })
         })
@@ -373,14 +362,19 @@ fn only<'a>(r: &'a Rewritten, program: &str) -> Option<&'a Grant> {
     naming.next().is_none().then_some(g)
 }
 
+/// The places a `run` grant's units bind: its `paths`, then its `workdir` (H11).
+fn places(g: &Grant) -> impl Iterator<Item = &String> {
+    g.constraints.paths.iter().chain(&g.constraints.workdir)
+}
+
 /// A program reading what its grant binds and sending it in one call: for each `run` sink
-/// whose grant binds paths (and alone names its program), a chain whose canary is planted
-/// under the first path and whose one `run` call is source and sink, its argument without
-/// the canary.
+/// whose grant binds paths or a working directory (and alone names its program), a chain
+/// whose canary is planted under the first of them and whose one `run` call is source and
+/// sink, its argument without the canary.
 pub fn bound(r: &Rewritten, port: u16, nonce: &str, chains: &mut Vec<Chain>) {
     for t in targets(r) {
         let (program, _) = split(&t.entry);
-        let Some(shadow) = only(r, program).and_then(|g| g.constraints.paths.first()) else {
+        let Some(shadow) = only(r, program).and_then(|g| places(g).next()) else {
             continue;
         };
         let owner = r

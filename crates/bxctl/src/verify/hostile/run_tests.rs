@@ -336,29 +336,26 @@ fn a_program_two_grants_name_is_not_played_in_one_call() {
     assert_eq!(run::not_played(&to, &left), None);
 }
 
-/// A program whose grant lists hosts and has a working directory but no paths: what it finds
-/// there, sent in the same call, is said `not tried` (its stand-in walks its paths alone),
-/// as its one call only; its output and the sends to it are played.
+/// A program whose grant lists hosts and has a working directory but no paths: its stand-in
+/// walks the working directory too, and a bound chain plants its canary there (decisions
+/// V57).
 #[test]
-fn a_workdir_alone_is_not_read_in_one_call() {
+fn a_workdir_is_read_in_one_call() {
     let mut r = with_run();
     let workdir = CURL.replace(
         "[constraints]\n",
         "[constraints]\nworkdir = \"/s/tree/src\"\n",
     );
     r.grants.insert("curl-run".into(), grant(&workdir));
-    let left = run::unbound(&r);
-    assert_eq!(left.len(), 1, "{left:?}");
-    assert!(left[0].scope == Scope::OneCall && left[0].why.contains("workdir"));
-    let one = flow(step("curl-run", "run"), step("curl-run", "run"));
-    assert!(run::not_played(&one, &left).is_some_and(|w| w.contains("workdir")));
-    let out = flow(step("curl-run", "run"), step("web", "http_fetch"));
-    assert_eq!(run::not_played(&out, &left), None);
-    // With paths too, the one call is played through them.
-    let both = workdir.replace(
-        "[constraints]\n",
-        "[constraints]\npaths = [\"/s/tree/vault\"]\n",
-    );
-    r.grants.insert("curl-run".into(), grant(&both));
     assert!(run::unbound(&r).is_empty());
+    let plan = chains::plan(&r, 8080, "n0", false);
+    let bound: Vec<&Chain> = plan.iter().filter(|c| run::is_bound(c)).collect();
+    assert_eq!(bound.len(), 1, "{plan:?}");
+    assert_eq!(bound[0].source.path, "/s/tree/src");
+    let dir = std::env::temp_dir().join(format!("bx-run-workdir-{}", std::process::id()));
+    let stand_ins = run::prepare(&r, &dir);
+    stand_ins.write().expect("stand-ins");
+    let script = std::fs::read_to_string(dir.join("bxhostile-curl")).expect("script");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(script.contains("walk '/s/tree/src'"), "{script}");
 }
