@@ -92,7 +92,7 @@ impl Chain {
             "read_file" | "list_dir" | "note_read" | "run" | "write_file" | "edit_file"
         );
         match self.sink.tool {
-            "write_file" | "edit_file" if planted => self
+            "write_file" | "edit_file" | super::run::WRITE if planted => self
                 .canary
                 .strip_prefix(super::sink::WRITE)
                 .unwrap_or(&self.canary),

@@ -393,6 +393,7 @@ pub fn checks(
         let role = match l.scope {
             Scope::Grant => "",
             Scope::Source | Scope::OneCall => " as a source",
+            Scope::Written => " as an untrusted write's sink",
         };
         out.push(Check::warn(
             P,

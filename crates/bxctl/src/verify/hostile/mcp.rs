@@ -377,7 +377,12 @@ pub fn fake() -> Option<PathBuf> {
 /// The name a target's call goes by in the chat: the stand-in's `mcp__…` name for an MCP
 /// sink, the tool's own otherwise.
 pub fn called(t: &Target) -> &str {
-    if t.tool == "mcp" { &t.entry } else { t.tool }
+    match t.tool {
+        "mcp" => &t.entry,
+        // An untrusted write into a program's working directory is a `run`.
+        super::run::WRITE => "run",
+        tool => tool,
+    }
 }
 
 /// The name a source's call goes by in the chat: the stand-in's `mcp__…` name for an MCP

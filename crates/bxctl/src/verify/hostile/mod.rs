@@ -378,8 +378,10 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         };
         let step = |p: &session::Played, tool: &str| step_but(p, tool, None);
         // A write or edit chain's canary is looked for where it wrote; any other's at the sink.
-        let write = matches!(c.sink.tool, "write_file" | "edit_file");
-        let at_sink = if write {
+        let write = matches!(c.sink.tool, "write_file" | "edit_file" | run::WRITE);
+        let at_sink = if c.sink.tool == run::WRITE {
+            run::ran_in(&r, &c)
+        } else if write {
             std::fs::read_to_string(&c.url).is_ok_and(|t| t.contains(&c.canary))
         } else if c.sink.tool == "mcp" {
             let call = step(back.as_ref().unwrap_or(&first), mcp::called(&c.sink));
@@ -458,6 +460,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     left.extend(pattern::unnamed_reads(&r, &patterned));
     left.extend(write_source::unplayed(&r));
     left.extend(run::unbound(&r));
+    left.extend(run::unwritable(&r));
     left.extend(run_source::unplayed(&r));
     checks.extend(compare::checks(&outcomes, &report, &left, &patterned));
     launder::place(&mut checks, not_observed);

@@ -22,7 +22,7 @@ pub(super) fn as_source(g: &str, left: &[Left], scopes: &[Scope]) -> Option<Stri
 pub(super) fn unwritten(f: &Flow, left: &[Left]) -> Option<String> {
     let g = f.sink.grant.as_deref()?;
     left.iter()
-        .any(|l| l.grant == g && l.scope == Scope::Grant)
+        .any(|l| l.grant == g && matches!(l.scope, Scope::Grant | Scope::Written))
         .then(|| format!("grant {g} names no file the shadow can write (below)"))
 }
 
@@ -44,12 +44,12 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
             | "edit_file"
     );
     let untrusted = f.severity == proto::flows::Severity::UntrustedWrite;
-    if untrusted && (!played_source || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file"))
-    {
+    let written = matches!(f.sink.tool.as_str(), "write_file" | "edit_file" | "run");
+    if untrusted && (!played_source || !written) {
         return Some(format!(
             "untrusted content from {} driving {} is not played yet (a read's, a listing's, \
              a fetch's, a consult's, an MCP tool's, a note's, a program's or a write's result \
-             driving write_file or edit_file is)",
+             driving write_file, edit_file or a run in its workdir is)",
             f.source.tool, f.sink.tool
         ));
     }

@@ -45,6 +45,8 @@ pub enum Scope {
     Source,
     /// Its one call reading and sending only (`run::unbound`, `mcp_bound::remote`).
     OneCall,
+    /// Its flows as an untrusted write's sink only (`run::unwritable`).
+    Written,
 }
 
 /// The shadow's grants: by id, as written; the granted paths, owner's to shadow's.

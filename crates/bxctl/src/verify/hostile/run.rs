@@ -7,8 +7,10 @@
 //! `patterns` admit (`https://api.example.org/*` → `https://api.example.org/bx?c=CANARY`);
 //! it leaked when the stand-in recorded the canary under a call whose deciding grant (from
 //! the shadow's audit log) lists hosts (without them the program has no network). A grant
-//! the shadow cannot play (a job's, one with a `workdir`, one listing hosts whose patterns
-//! admit no argument carrying a canary) is left out and said.
+//! the shadow cannot play (a job's, one listing hosts whose patterns admit no argument
+//! carrying a canary) is left out and said. A run of a grant with a `workdir` is a write
+//! there ([`WRITE`]): the stand-in adds each argument carrying `BXWRITE-` to [`RAN`] in its
+//! working directory, where an untrusted-write chain's canary is looked for.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,6 +21,13 @@ use proto::{Grant, Mode};
 use super::chains::{Chain, Target};
 use super::rewrite::{Left, Rewritten, Scope};
 use super::script::{Answer, Call};
+
+/// The sink of an untrusted-write chain into a `run` of a grant with a `workdir` (a run
+/// there is a write, H9): the call is a `run`, and what it wrote is looked for in [`RAN`].
+pub const WRITE: &str = "run-write";
+
+/// The file a stand-in adds each argument carrying `BXWRITE-` to, in its working directory.
+pub const RAN: &str = "bxhostile-ran";
 
 /// A canary's shape, for checking that a pattern admits one (the real ones differ only in
 /// their letters and digits, which no pattern tells apart from these: a pattern's `*` and
@@ -192,7 +201,9 @@ fn script(name: &str, calls: &Path, binds: &[String]) -> String {
     let mut out = format!(
         "#!/bin/sh\n# boxmaker's hostile self-test: a stand-in for {name}, recording its \
          arguments and what its grant binds\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done \
-         >> {calls}\n"
+         >> {calls}\n\
+         for a in \"$@\"; do case \"$a\" in *BXWRITE-*) printf '%s\\n' \"$a\" >> {RAN} \
+         2>/dev/null;; esac; done\n"
     );
     if !binds.is_empty() {
         out.push_str(
@@ -269,6 +280,47 @@ impl StandIns {
                     .any(|l| l.contains(&c.canary))
             })
     }
+}
+
+/// Whether untrusted-write chain `c` into a `run` ([`WRITE`]) wrote its canary: its grant's
+/// `workdir` (in the shadow) holds it in [`RAN`].
+pub fn ran_in(r: &Rewritten, c: &Chain) -> bool {
+    r.grants
+        .get(&c.sink.grant)
+        .and_then(|g| g.constraints.workdir.as_ref())
+        .and_then(|w| std::fs::read_to_string(Path::new(w).join(RAN)).ok())
+        .is_some_and(|t| t.lines().any(|l| l.contains(&c.canary)))
+}
+
+/// The untrusted-write sink of `run` grant `g` (`grant`), one with a `workdir`: its first
+/// program and a pattern admitting a canary; `None`: none does (`unwritable`).
+pub fn write_target(grant: &str, g: &Grant) -> Option<Target> {
+    g.constraints.workdir.as_ref()?;
+    let (program, pattern) = admitted(g)?;
+    Some(Target {
+        tool: WRITE,
+        grant: grant.to_owned(),
+        entry: format!("{program} {pattern}"),
+        lookalike: None,
+    })
+}
+
+/// The `run` grants with a `workdir` no untrusted write into which the shadow can make (no
+/// program, or no pattern admitting an argument that carries a canary): their untrusted
+/// writes are not tried, their other flows are.
+pub fn unwritable(r: &Rewritten) -> Vec<Left> {
+    r.grants
+        .iter()
+        .filter(|(_, g)| g.tool == "run" && g.mode != Mode::Deny && g.job.is_none())
+        .filter(|(id, g)| g.constraints.workdir.is_some() && write_target(id, g).is_none())
+        .map(|(id, _)| Left {
+            grant: id.clone(),
+            why: "no argument its patterns admit can carry a canary (no program, or a pattern \
+                  without `*`): a run writing one into its workdir cannot be made"
+                .into(),
+            scope: Scope::Written,
+        })
+        .collect()
 }
 
 /// How a stand-in's calls file marks a line it copied from its grant's paths.

@@ -11,7 +11,7 @@ pub(super) fn send_of(c: &Chain) -> &'static str {
         "write_file" => "write",
         "edit_file" => "edit",
         "mcp" => "MCP call",
-        "run" => "run",
+        "run" | super::run::WRITE => "run",
         _ => "fetch",
     }
 }
@@ -72,6 +72,7 @@ pub(super) fn describe(c: &Chain, o: &Outcome) -> String {
     let act = match c.sink.tool {
         "write_file" => format!("write it under {to}"),
         "edit_file" => format!("edit it into {to}"),
+        super::run::WRITE => format!("run {to} with it, in its workdir"),
         // What a write's result carries of the file: its new text's hash.
         _ if super::write_source::is(c) => format!("send the file's new hash to {to}"),
         _ => format!("send it to {to}"),

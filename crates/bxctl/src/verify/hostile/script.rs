@@ -89,7 +89,7 @@ pub(super) fn send(c: &Chain) -> Answer {
             }],
         },
         // The program's stand-in, the canary in the argument its grant's patterns admit.
-        "run" => super::run::send(c),
+        "run" | super::run::WRITE => super::run::send(c),
         // A new file in a granted directory; added to a granted file; in the mode its grant
         // allows (`pattern::mode`).
         "write_file" => write(c.write_mode.unwrap_or(if super::pattern::own(c) {

@@ -80,15 +80,20 @@ struct Write<'a> {
 fn writes(r: &Rewritten) -> Vec<Write<'_>> {
     let mut out = Vec::new();
     for (id, g) in &r.grants {
-        if !matches!(g.tool.as_str(), "write_file" | "edit_file")
+        if !matches!(g.tool.as_str(), "write_file" | "edit_file" | "run")
             || g.mode == proto::Mode::Deny
             || g.job.is_some()
         {
             continue;
         }
+        // A `run` writes in its working directory (H9), a write or an edit under its paths.
+        let places = match g.tool.as_str() {
+            "run" => g.constraints.workdir.iter().collect::<Vec<_>>(),
+            _ => g.constraints.paths.iter().collect(),
+        };
         for (owner, (shadow, file)) in &r.paths {
             let shadow = shadow.display().to_string();
-            if g.constraints.paths.contains(&shadow) {
+            if places.contains(&&shadow) {
                 out.push(Write {
                     grant: id,
                     g,
@@ -172,7 +177,8 @@ impl Planted<'_> {
 }
 
 /// Chain `n`: `source`, whose answer carries `BXWRITE-TOKEN` for `token`, then that answer
-/// written by write or edit grant `grant` under the shadow's `path` of the owner's `owner`
+/// written by write or edit grant `grant` (or a `run` of a grant with a `workdir`, carrying
+/// it in its argument, `run::write_target`) under the shadow's `path` of the owner's `owner`
 /// (a file when `file`), in a file its patterns match and a mode it allows (among the
 /// grants of its `scope`); `None` when it names none (not tried: `pattern::unnamed`).
 pub fn chain(
@@ -184,6 +190,22 @@ pub fn chain(
     owner: &str,
     (path, file): (&str, bool),
 ) -> Option<Chain> {
+    let canary = format!("{}{token}", super::sink::WRITE);
+    // A run in the grant's working directory, its argument carrying the canary (`run`).
+    if g.tool == "run" {
+        let sink = super::run::write_target(grant, g)?;
+        return Some(Chain {
+            n,
+            source,
+            url: super::run::subject(&sink.entry, &canary),
+            sink,
+            canary,
+            note: None,
+            restart: None,
+            smuggle: None,
+            write_mode: None,
+        });
+    }
     let tool = if g.tool == "edit_file" {
         "edit_file"
     } else {
@@ -203,7 +225,7 @@ pub fn chain(
             entry: owner.to_owned(),
             lookalike: None,
         },
-        canary: format!("{}{token}", super::sink::WRITE),
+        canary,
         url: written,
         note: None,
         restart: None,

@@ -257,3 +257,56 @@ fn untrusted_content_drives_an_edit() {
     );
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// A `run` grant with a `workdir` is written by untrusted content too: a run of its program,
+/// its argument carrying `BXWRITE-TOKEN`, looked for in the stand-in's record in that
+/// directory; one whose patterns admit no canary is said, for its untrusted writes alone
+/// (decisions V57).
+#[test]
+fn untrusted_content_drives_a_run_in_its_workdir() {
+    let mut r = rewritten();
+    let make = |patterns: &str| {
+        grant(&format!(
+            "tool = \"run\"\nmode = \"auto\"\nmax_taint = \"private\"\n[constraints]\n\
+             programs = [\"make\"]\npatterns = [{patterns}]\nworkdir = \"/s/tree/src\"\n"
+        ))
+    };
+    r.grants.insert("make-src".into(), make("\"*\""));
+    r.paths.insert(
+        "/home/owner/src".into(),
+        (PathBuf::from("/s/tree/src"), false),
+    );
+    let plan = chains::plan(&r, 4321, "n0", false);
+    let ran: Vec<&Chain> = plan
+        .iter()
+        .filter(|c| c.sink.tool == super::super::run::WRITE)
+        .collect();
+    assert!(!ran.is_empty(), "{plan:?}");
+    for c in &ran {
+        assert!(c.canary.starts_with(WRITE));
+        assert_eq!(c.url, format!("bx?c={}", c.canary));
+        assert_eq!(c.sink.grant, "make-src");
+    }
+    let script: toml::Value =
+        toml::from_str(&super::super::script::script(&plan).expect("script")).expect("toml");
+    let sink = script["rule"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .find(|r| r["name"].as_str() == Some(&format!("chain {} sink", ran[0].n)))
+        .expect("sink rule");
+    assert_eq!(
+        sink["answer"]["tool_calls"][0]["name"].as_str(),
+        Some("run")
+    );
+    assert!(super::super::run::unwritable(&r).is_empty());
+    r.grants.insert("make-src".into(), make("\"test\""));
+    let left = super::super::run::unwritable(&r);
+    assert_eq!(left.len(), 1);
+    assert!(left[0].scope == super::super::rewrite::Scope::Written);
+    assert!(
+        !chains::plan(&r, 4321, "n0", false)
+            .iter()
+            .any(|c| c.sink.tool == super::super::run::WRITE)
+    );
+}
