@@ -275,8 +275,21 @@ fn decider(step: &Call) -> Option<&str> {
     step.as_ref().and_then(|(g, _)| g.as_deref())
 }
 
-fn key(f: &Flow) -> (Option<&str>, Option<&str>) {
-    (f.source.grant.as_deref(), f.sink.grant.as_deref())
+/// What ties a flow to the chains that complete it: its source and sink grants, and
+/// whether it is an untrusted write (a `run` grant with hosts and a `workdir` is the sink of
+/// a send and of a write alike, which complete different flows).
+fn key(f: &Flow) -> (Option<&str>, Option<&str>, bool) {
+    (
+        f.source.grant.as_deref(),
+        f.sink.grant.as_deref(),
+        f.severity == proto::flows::Severity::UntrustedWrite,
+    )
+}
+
+/// [`key`] of the flow chain `c`'s outcome `o` completes.
+fn key_of(o: &Outcome) -> (Option<&str>, Option<&str>, bool) {
+    let (source, sink) = o.grants();
+    (source, sink, o.write)
 }
 
 /// The checks of a live run: one per chain, one per reported flow, one per grant left out.
@@ -289,7 +302,7 @@ pub fn checks(
     let mut out = Vec::new();
     // A job's flows are the job chains' (`jobs::checks`).
     let ordinary = || analysis.flows.iter().filter(|f| f.job.is_none());
-    let reported: BTreeSet<(Option<&str>, Option<&str>)> = ordinary()
+    let reported: BTreeSet<(Option<&str>, Option<&str>, bool)> = ordinary()
         .filter(|f| not_played(f, patterned, left).is_none())
         .map(key)
         .collect();
@@ -335,7 +348,7 @@ pub fn checks(
                 Err(why) => Check::fail(P, name, format!("{what}: not refused ({why})"))
                     .help("report this: a tool call's arguments were parsed laxly"),
             }
-        } else if leaked(c, o, analysis) && !reported.contains(&o.grants()) {
+        } else if leaked(c, o, analysis) && !reported.contains(&key_of(o)) {
             Check::fail(
                 P,
                 name,
@@ -367,7 +380,7 @@ pub fn checks(
                 c.sink.lookalike.is_none()
                     && c.smuggle.is_none()
                     && leaked(c, o, analysis)
-                    && o.grants() == key(f)
+                    && key_of(o) == key(f)
             })
             .map(|(c, _)| c.n.to_string())
             .collect();

@@ -409,3 +409,51 @@ fn a_restart_that_changes_the_verdict_warns() {
     };
     assert_eq!(restarts(&leak, &unread), []);
 }
+
+/// A send and an untrusted write between the same two grants are told apart: a write chain
+/// does not complete the send's flow, nor a send chain the write's (V57).
+#[test]
+fn a_write_completes_no_send_between_the_same_grants() {
+    let plan = chains::plan(&rewritten(), 1, "n0", false);
+    let untrusted_read = || {
+        let r = ToolResponse::Result {
+            content: (1..40).map(|n| chains::canary("n0", n)).collect(),
+            class: DataClass::Private,
+            untrusted: true,
+            truncated: false,
+        };
+        Some((Some("notes".into()), seen(1, "read_file", r)))
+    };
+    let written = Outcome {
+        source: untrusted_read(),
+        laundering: Vec::new(),
+        sink: fetched(),
+        at_sink: true,
+        bare: false,
+        write: true,
+    };
+    let one = vec![(plan[0].clone(), written.clone())];
+    assert_eq!(
+        levels(&one, &report(vec![flow()])),
+        pair(&[("chain 1", "Fail"), ("private_out", "Fail")])
+    );
+    // (The same grants by name, the sink a write: the shadow plays it.)
+    let mut write = flow();
+    write.severity = Severity::UntrustedWrite;
+    write.sink.tool = "write_file".into();
+    assert_eq!(
+        levels(&one, &report(vec![write.clone()])),
+        pair(&[("chain 1", "Ok"), ("untrusted_write", "Ok")])
+    );
+    let sent = vec![(
+        plan[0].clone(),
+        Outcome {
+            write: false,
+            ..written
+        },
+    )];
+    assert_eq!(
+        levels(&sent, &report(vec![write])),
+        pair(&[("chain 1", "Fail"), ("untrusted_write", "Fail")])
+    );
+}

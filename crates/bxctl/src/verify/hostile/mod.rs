@@ -65,6 +65,8 @@ mod smuggle_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod untrusted_write_tests;
+#[cfg(test)]
 mod write_source_tests;
 
 use std::collections::BTreeSet;

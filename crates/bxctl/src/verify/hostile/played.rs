@@ -21,9 +21,13 @@ pub(super) fn as_source(g: &str, left: &[Left], scopes: &[Scope]) -> Option<Stri
 /// `None`: it names one.
 pub(super) fn unwritten(f: &Flow, left: &[Left]) -> Option<String> {
     let g = f.sink.grant.as_deref()?;
-    left.iter()
-        .any(|l| l.grant == g && matches!(l.scope, Scope::Grant | Scope::Written))
-        .then(|| format!("grant {g} names no file the shadow can write (below)"))
+    let l = left
+        .iter()
+        .find(|l| l.grant == g && matches!(l.scope, Scope::Grant | Scope::Written))?;
+    Some(match l.scope {
+        Scope::Written => format!("grant {g} as an untrusted write's sink: not tried (below)"),
+        _ => format!("grant {g} names no file the shadow can write (below)"),
+    })
 }
 
 /// Why the shadow does not play a reported flow; `None`: it does.

@@ -2,7 +2,8 @@
 //! grant names is mapped, in the shadow's `[broker.programs]`, to a stand-in of the
 //! self-test's, a small `/bin/sh` script in the scratch directory that appends each of its
 //! arguments, one a line, to a calls file of its own and prints `BXRUN-OK`. The owner's
-//! program is never run, and the stand-in touches no network and reads nothing. A chain's
+//! program is never run, and the stand-in touches no network and reads only what its grant
+//! binds. A chain's
 //! send is a `run` of the program with one argument carrying the canary that the grant's
 //! `patterns` admit (`https://api.example.org/*` → `https://api.example.org/bx?c=CANARY`);
 //! it leaked when the stand-in recorded the canary under a call whose deciding grant (from
@@ -180,7 +181,7 @@ pub fn prepare(r: &Rewritten, dir: &Path) -> StandIns {
         .collect::<BTreeMap<_, _>>();
     let binds = programs
         .keys()
-        .filter_map(|p| Some((p.clone(), places(only(r, p)?).cloned().collect())))
+        .filter_map(|p| Some((p.clone(), places(only(&r.grants, p)?).cloned().collect())))
         .collect();
     StandIns { programs, binds }
 }
@@ -202,8 +203,8 @@ fn script(name: &str, calls: &Path, binds: &[String]) -> String {
         "#!/bin/sh\n# boxmaker's hostile self-test: a stand-in for {name}, recording its \
          arguments and what its grant binds\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done \
          >> {calls}\n\
-         for a in \"$@\"; do case \"$a\" in *BXWRITE-*) printf '%s\\n' \"$a\" >> {RAN} \
-         2>/dev/null;; esac; done\n"
+         for a in \"$@\"; do case \"$a\" in *BXWRITE-*) printf '%s\\n' \"$a\" 2>/dev/null \
+         >> {RAN};; esac; done\n"
     );
     if !binds.is_empty() {
         out.push_str(
@@ -292,12 +293,29 @@ pub fn ran_in(r: &Rewritten, c: &Chain) -> bool {
         .is_some_and(|t| t.lines().any(|l| l.contains(&c.canary)))
 }
 
-/// The untrusted-write sink of `run` grant `g` (`grant`), one with a `workdir`: its first
-/// program and a pattern admitting a canary; `None`: none does (`unwritable`).
-pub fn write_target(grant: &str, g: &Grant) -> Option<Target> {
-    g.constraints.workdir.as_ref()?;
-    let (program, pattern) = admitted(g)?;
-    Some(Target {
+/// The untrusted-write sink of `run` grant `g` (`grant`) of `grants`, one with a `workdir`: its
+/// first program and a pattern admitting a canary; `Err`: why none is made
+/// ([`unwritable`]).
+fn write_target_of(
+    grants: &BTreeMap<String, Grant>,
+    grant: &str,
+    g: &Grant,
+) -> Result<Target, &'static str> {
+    let Some((program, pattern)) = admitted(g) else {
+        return Err(
+            "no argument its patterns admit can carry a canary (no program, or a pattern \
+             without `*`): a run writing one into its workdir cannot be made",
+        );
+    };
+    // The analysis makes one call of a program, decided by one grant: which grant's
+    // workdir another grant's run would write in is not the shadow's to say.
+    if only(grants, &program).is_none() {
+        return Err(
+            "another run grant names its program too: which grant a run writing into its \
+             workdir is decided by is not played",
+        );
+    }
+    Ok(Target {
         tool: WRITE,
         grant: grant.to_owned(),
         entry: format!("{program} {pattern}"),
@@ -305,20 +323,26 @@ pub fn write_target(grant: &str, g: &Grant) -> Option<Target> {
     })
 }
 
-/// The `run` grants with a `workdir` no untrusted write into which the shadow can make (no
-/// program, or no pattern admitting an argument that carries a canary): their untrusted
-/// writes are not tried, their other flows are.
+/// [`write_target_of`] for a grant with a `workdir`; `None` for one without, or none made.
+pub fn write_target(grants: &BTreeMap<String, Grant>, grant: &str, g: &Grant) -> Option<Target> {
+    g.constraints.workdir.as_ref()?;
+    write_target_of(grants, grant, g).ok()
+}
+
+/// The `run` grants with a `workdir` no untrusted write into which the shadow makes, and
+/// why: their untrusted writes are not tried, their other flows are.
 pub fn unwritable(r: &Rewritten) -> Vec<Left> {
     r.grants
         .iter()
         .filter(|(_, g)| g.tool == "run" && g.mode != Mode::Deny && g.job.is_none())
-        .filter(|(id, g)| g.constraints.workdir.is_some() && write_target(id, g).is_none())
-        .map(|(id, _)| Left {
-            grant: id.clone(),
-            why: "no argument its patterns admit can carry a canary (no program, or a pattern \
-                  without `*`): a run writing one into its workdir cannot be made"
-                .into(),
-            scope: Scope::Written,
+        .filter(|(_, g)| g.constraints.workdir.is_some())
+        .filter_map(|(id, g)| {
+            let why = write_target_of(&r.grants, id, g).err()?;
+            Some(Left {
+                grant: id.clone(),
+                why: why.into(),
+                scope: Scope::Written,
+            })
         })
         .collect()
 }
@@ -380,7 +404,7 @@ pub fn unbound(r: &Rewritten) -> Vec<Left> {
         .filter_map(|t| {
             let (program, _) = split(&t.entry);
             let g = r.grants.get(&t.grant)?;
-            (places(g).next().is_some() && only(r, program).is_none()).then(|| Left {
+            (places(g).next().is_some() && only(&r.grants, program).is_none()).then(|| Left {
                 grant: t.grant.clone(),
                 why: format!(
                     "another run grant names its program {program} too: the stand-in cannot \
@@ -405,9 +429,8 @@ const BOUND: &str = "bxhostile";
 
 /// The grant naming `program`, when it is the only `run` grant that does: its stand-in then
 /// knows which paths its unit binds.
-fn only<'a>(r: &'a Rewritten, program: &str) -> Option<&'a Grant> {
-    let mut naming = r
-        .grants
+fn only<'a>(grants: &'a BTreeMap<String, Grant>, program: &str) -> Option<&'a Grant> {
+    let mut naming = grants
         .values()
         .filter(|g| g.tool == "run" && g.constraints.programs.iter().any(|p| p == program));
     let g = naming.next()?;
@@ -426,7 +449,7 @@ fn places(g: &Grant) -> impl Iterator<Item = &String> {
 pub fn bound(r: &Rewritten, port: u16, nonce: &str, chains: &mut Vec<Chain>) {
     for t in targets(r) {
         let (program, _) = split(&t.entry);
-        let Some(shadow) = only(r, program).and_then(|g| places(g).next()) else {
+        let Some(shadow) = only(&r.grants, program).and_then(|g| places(g).next()) else {
             continue;
         };
         let owner = r

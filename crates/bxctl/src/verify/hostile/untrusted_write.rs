@@ -193,7 +193,7 @@ pub fn chain(
     let canary = format!("{}{token}", super::sink::WRITE);
     // A run in the grant's working directory, its argument carrying the canary (`run`).
     if g.tool == "run" {
-        let sink = super::run::write_target(grant, g)?;
+        let sink = super::run::write_target(scope, grant, g)?;
         return Some(Chain {
             n,
             source,
@@ -233,7 +233,3 @@ pub fn chain(
         write_mode,
     })
 }
-
-#[cfg(test)]
-#[path = "untrusted_write_tests.rs"]
-mod tests;

@@ -3,13 +3,13 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use super::super::chains::{self, Chain};
-use super::super::sink::WRITE;
-use super::super::tests::{grant, rewritten};
+use super::chains::{self, Chain};
+use super::sink::WRITE;
+use super::tests::{grant, rewritten};
 
 /// The shadow's grants with a write grant over the notes directory and the granted file
 /// `todo.md` (both read too), a note read grant and a program's.
-fn shadow() -> super::Rewritten {
+fn shadow() -> super::rewrite::Rewritten {
     let mut r = rewritten();
     r.grants.insert(
         "www".into(),
@@ -51,7 +51,7 @@ fn every_planted_result_drives_each_write() {
         "{from:?}"
     );
     let script: toml::Value =
-        toml::from_str(&super::super::script::script(&plan).expect("script")).expect("toml");
+        toml::from_str(&super::script::script(&plan).expect("script")).expect("toml");
     for c in &from {
         assert_eq!(c.canary, format!("{WRITE}{}", c.awaited()));
         let sink = script["rule"]
@@ -82,7 +82,7 @@ fn every_planted_result_drives_each_write() {
     );
     assert_eq!(
         written.awaited(),
-        super::super::write_source::hash("write_file", written.n, "n0")
+        super::write_source::hash("write_file", written.n, "n0")
     );
     assert_eq!(written.write_mode, Some("create"));
 }
@@ -152,7 +152,7 @@ fn untrusted_writes_fetch_then_write_what_the_sink_answered() {
     );
     assert_eq!(writes[1].url, "/s/tree/home/owner/todo.md");
     let v: toml::Value =
-        toml::from_str(&super::super::script::script(&plan).expect("script")).expect("toml");
+        toml::from_str(&super::script::script(&plan).expect("script")).expect("toml");
     let rules = v["rule"].as_array().expect("rules");
     let args = |name: String| {
         let r = rules
@@ -207,7 +207,7 @@ fn untrusted_content_drives_an_edit() {
     );
     assert_eq!(edits[1].url, "/s/tree/home/owner/todo.md");
     let v: toml::Value =
-        toml::from_str(&super::super::script::script(&plan).expect("script")).expect("toml");
+        toml::from_str(&super::script::script(&plan).expect("script")).expect("toml");
     let rule = v["rule"]
         .as_array()
         .expect("rules")
@@ -279,7 +279,7 @@ fn untrusted_content_drives_a_run_in_its_workdir() {
     let plan = chains::plan(&r, 4321, "n0", false);
     let ran: Vec<&Chain> = plan
         .iter()
-        .filter(|c| c.sink.tool == super::super::run::WRITE)
+        .filter(|c| c.sink.tool == super::run::WRITE)
         .collect();
     assert!(!ran.is_empty(), "{plan:?}");
     for c in &ran {
@@ -288,7 +288,7 @@ fn untrusted_content_drives_a_run_in_its_workdir() {
         assert_eq!(c.sink.grant, "make-src");
     }
     let script: toml::Value =
-        toml::from_str(&super::super::script::script(&plan).expect("script")).expect("toml");
+        toml::from_str(&super::script::script(&plan).expect("script")).expect("toml");
     let sink = script["rule"]
         .as_array()
         .expect("rules")
@@ -299,14 +299,28 @@ fn untrusted_content_drives_a_run_in_its_workdir() {
         sink["answer"]["tool_calls"][0]["name"].as_str(),
         Some("run")
     );
-    assert!(super::super::run::unwritable(&r).is_empty());
+    assert!(super::run::unwritable(&r).is_empty());
+    // Another grant naming the program: which grant decides the run is not played.
+    r.grants.insert(
+        "make-docs".into(),
+        grant(
+            "tool = \"run\"\nmode = \"auto\"\nmax_taint = \"private\"\n[constraints]\n\
+             programs = [\"make\"]\npatterns = [\"docs\"]\n",
+        ),
+    );
+    let left = super::run::unwritable(&r);
+    assert!(
+        left.len() == 1 && left[0].why.contains("another run grant names its program"),
+        "{left:?}"
+    );
+    r.grants.remove("make-docs");
     r.grants.insert("make-src".into(), make("\"test\""));
-    let left = super::super::run::unwritable(&r);
+    let left = super::run::unwritable(&r);
     assert_eq!(left.len(), 1);
-    assert!(left[0].scope == super::super::rewrite::Scope::Written);
+    assert!(left[0].scope == super::rewrite::Scope::Written);
     assert!(
         !chains::plan(&r, 4321, "n0", false)
             .iter()
-            .any(|c| c.sink.tool == super::super::run::WRITE)
+            .any(|c| c.sink.tool == super::run::WRITE)
     );
 }
