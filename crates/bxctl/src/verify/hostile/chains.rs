@@ -381,6 +381,28 @@ pub(super) fn send_subject(sink: &Target, port: u16, canary: &str) -> String {
     }
 }
 
+/// Plants a bound chain's `canary` under the bound `path` (a program's or an MCP server's,
+/// `run::bound`, `mcp_bound`): a line added to it when it is a `file`, else a file `name` of
+/// the chain's own in it.
+pub(super) fn plant_bound(
+    path: &Path,
+    file: bool,
+    name: &str,
+    canary: &str,
+) -> std::io::Result<()> {
+    use std::io::Write as _;
+    if file {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        writeln!(f, "{canary}")
+    } else {
+        std::fs::create_dir_all(path)?;
+        std::fs::write(path.join(name), format!("{canary}\n"))
+    }
+}
+
 /// Makes every granted path in the shadow and the canaries the chains read there: a
 /// granted directory holds [`READ_FILE`] (each `read_file` chain's canary on a line of
 /// its own) and one file named by each `list_dir` chain's canary; a path the owner has as

@@ -164,24 +164,7 @@ pub fn plan(
                     format!("{}{token}", super::sink::WRITE),
                 ),
             };
-            let url = match sink.tool {
-                DELIVER => answer(&canary),
-                _ => chains::send_subject(sink, port, &canary),
-            };
-            out.push(JobChain {
-                job: job.name.clone(),
-                chain: Chain {
-                    n,
-                    source,
-                    sink: sink.clone(),
-                    canary,
-                    url,
-                    note: None,
-                    restart: None,
-                    smuggle: None,
-                    write_mode: None,
-                },
-            });
+            out.push(sent(&job.name, n, source, sink, canary, port));
         }
         // Untrusted content driving a write: a fetch from each host of the job's fetch grants,
         // its answer (`BXWRITE-TOKEN`) written under each path of each of its write and edit
@@ -265,24 +248,7 @@ pub fn plan(
             let n = first + out.len();
             let (source, token) = answered(n);
             let canary = format!("{}{token}", super::sink::WRITE);
-            let url = match sink.tool {
-                DELIVER => answer(&canary),
-                _ => chains::send_subject(sink, port, &canary),
-            };
-            out.push(JobChain {
-                job: job.name.clone(),
-                chain: Chain {
-                    n,
-                    source,
-                    sink: sink.clone(),
-                    canary,
-                    url,
-                    note: None,
-                    restart: None,
-                    smuggle: None,
-                    write_mode: None,
-                },
-            });
+            out.push(sent(&job.name, n, source, sink, canary, port));
         }
         for w in writes.iter().filter(|_| consults) {
             let n = first + out.len();
@@ -314,6 +280,36 @@ pub fn plan(
         }
     }
     out
+}
+
+/// Job `job`'s chain `n`: `source`, then `canary` sent to `sink` (for the delivery, the run's
+/// answer carrying it).
+fn sent(
+    job: &JobName,
+    n: usize,
+    source: Source,
+    sink: &Target,
+    canary: String,
+    port: u16,
+) -> JobChain {
+    let url = match sink.tool {
+        DELIVER => answer(&canary),
+        _ => chains::send_subject(sink, port, &canary),
+    };
+    JobChain {
+        job: job.clone(),
+        chain: Chain {
+            n,
+            source,
+            sink: sink.clone(),
+            canary,
+            url,
+            note: None,
+            restart: None,
+            smuggle: None,
+            write_mode: None,
+        },
+    }
 }
 
 /// The fake model's rules for the job runs, per job: each chain's sink (once its canary is

@@ -101,11 +101,7 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, chains: &mut Vec<Chain>) {
         let Some(shadow) = g.constraints.paths.first().filter(|_| !unplayed) else {
             continue;
         };
-        let owner = r
-            .paths
-            .iter()
-            .find(|(_, (s, _))| s.display().to_string() == *shadow)
-            .map_or_else(|| shadow.clone(), |(o, _)| o.clone());
+        let owner = r.owner_of(shadow);
         let source = Source {
             tool: "mcp",
             owner,
@@ -122,7 +118,6 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, chains: &mut Vec<Chain>) {
 /// Plants each bound chain's canary under its grant's first path: a file of its own in a
 /// directory, a line added to a file (made if absent).
 pub fn plant(r: &Rewritten, chains: &[Chain]) -> std::io::Result<()> {
-    use std::io::Write as _;
     for c in chains.iter().filter(|c| is(c)) {
         let Some(first) = first_path(r, c) else {
             continue;
@@ -132,19 +127,8 @@ pub fn plant(r: &Rewritten, chains: &[Chain]) -> std::io::Result<()> {
             .paths
             .values()
             .any(|(s, file)| *file && s.as_path() == path);
-        if file {
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)?;
-            writeln!(f, "{}", c.canary)?;
-        } else {
-            std::fs::create_dir_all(path)?;
-            std::fs::write(
-                path.join(format!("bxhostile-mcp-{}", c.n)),
-                format!("{}\n", c.canary),
-            )?;
-        }
+        let name = format!("bxhostile-mcp-{}", c.n);
+        super::chains::plant_bound(path, file, &name, &c.canary)?;
     }
     Ok(())
 }

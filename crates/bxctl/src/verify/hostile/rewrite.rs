@@ -68,6 +68,16 @@ pub struct Rewritten {
     pub job_paths: BTreeMap<String, (PathBuf, bool)>,
 }
 
+impl Rewritten {
+    /// The owner's path the shadow's `shadow` stands for (itself when none does).
+    pub fn owner_of(&self, shadow: &str) -> String {
+        self.paths
+            .iter()
+            .find(|(_, (s, _))| s.display().to_string() == shadow)
+            .map_or_else(|| shadow.to_owned(), |(o, _)| o.clone())
+    }
+}
+
 /// Why the grants directory cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum RewriteError {

@@ -452,11 +452,7 @@ pub fn bound(r: &Rewritten, port: u16, nonce: &str, chains: &mut Vec<Chain>) {
         let Some(shadow) = only(&r.grants, program).and_then(|g| places(g).next()) else {
             continue;
         };
-        let owner = r
-            .paths
-            .iter()
-            .find(|(_, (s, _))| s.display().to_string() == *shadow)
-            .map_or_else(|| shadow.clone(), |(o, _)| o.clone());
+        let owner = r.owner_of(shadow);
         let source = super::chains::Source {
             tool: "run",
             owner,
@@ -473,19 +469,10 @@ pub fn bound(r: &Rewritten, port: u16, nonce: &str, chains: &mut Vec<Chain>) {
 /// Plants each bound chain's canary under its path: a file of its own in a directory, a
 /// line added to a file.
 pub fn plant(chains: &[Chain]) -> std::io::Result<()> {
-    use std::io::Write as _;
     for c in chains.iter().filter(|c| is_bound(c)) {
         let path = Path::new(&c.source.path);
-        if path.is_file() {
-            let mut f = std::fs::OpenOptions::new().append(true).open(path)?;
-            writeln!(f, "{}", c.canary)?;
-        } else {
-            std::fs::create_dir_all(path)?;
-            std::fs::write(
-                path.join(format!("bxhostile-run-{}", c.n)),
-                format!("{}\n", c.canary),
-            )?;
-        }
+        let name = format!("bxhostile-run-{}", c.n);
+        super::chains::plant_bound(path, path.is_file(), &name, &c.canary)?;
     }
     Ok(())
 }

@@ -7,6 +7,19 @@ use super::chains::{self, Chain};
 use super::sink::WRITE;
 use super::tests::{grant, rewritten};
 
+/// The rule named `name` of the fake model's script for `plan`.
+fn rule(plan: &[Chain], name: &str) -> toml::Value {
+    let script: toml::Value =
+        toml::from_str(&super::script::script(plan).expect("script")).expect("toml");
+    script["rule"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .find(|r| r["name"].as_str() == Some(name))
+        .expect("rule")
+        .clone()
+}
+
 /// The shadow's grants with a write grant over the notes directory and the granted file
 /// `todo.md` (both read too), a note read grant and a program's.
 fn shadow() -> super::rewrite::Rewritten {
@@ -50,16 +63,9 @@ fn every_planted_result_drives_each_write() {
         BTreeSet::from(["list_dir", "note_read", "read_file", "run", "write_file"]),
         "{from:?}"
     );
-    let script: toml::Value =
-        toml::from_str(&super::script::script(&plan).expect("script")).expect("toml");
     for c in &from {
         assert_eq!(c.canary, format!("{WRITE}{}", c.awaited()));
-        let sink = script["rule"]
-            .as_array()
-            .expect("rules")
-            .iter()
-            .find(|r| r["name"].as_str() == Some(&format!("chain {} sink", c.n)))
-            .expect("sink rule");
+        let sink = rule(&plan, &format!("chain {} sink", c.n));
         assert_eq!(
             sink["match"]["tool_result_contains"].as_str(),
             Some(c.awaited())
@@ -151,15 +157,8 @@ fn untrusted_writes_fetch_then_write_what_the_sink_answered() {
         format!("/s/tree/home/owner/notes/bxhostile-{}.txt", c.n)
     );
     assert_eq!(writes[1].url, "/s/tree/home/owner/todo.md");
-    let v: toml::Value =
-        toml::from_str(&super::script::script(&plan).expect("script")).expect("toml");
-    let rules = v["rule"].as_array().expect("rules");
     let args = |name: String| {
-        let r = rules
-            .iter()
-            .find(|r| r["name"].as_str() == Some(&name))
-            .expect("rule");
-        r["answer"]["tool_calls"][0]["arguments"]
+        rule(&plan, &name)["answer"]["tool_calls"][0]["arguments"]
             .as_str()
             .expect("args")
             .to_owned()
@@ -206,14 +205,7 @@ fn untrusted_content_drives_an_edit() {
         format!("/s/tree/home/owner/notes/bxhostile-{}.txt", c.n)
     );
     assert_eq!(edits[1].url, "/s/tree/home/owner/todo.md");
-    let v: toml::Value =
-        toml::from_str(&super::script::script(&plan).expect("script")).expect("toml");
-    let rule = v["rule"]
-        .as_array()
-        .expect("rules")
-        .iter()
-        .find(|r| r["name"].as_str() == Some(&format!("chain {} sink", c.n)))
-        .expect("rule");
+    let rule = rule(&plan, &format!("chain {} sink", c.n));
     let args = rule["answer"]["tool_calls"][0]["arguments"]
         .as_str()
         .expect("args");
@@ -287,14 +279,7 @@ fn untrusted_content_drives_a_run_in_its_workdir() {
         assert_eq!(c.url, format!("bx?c={}", c.canary));
         assert_eq!(c.sink.grant, "make-src");
     }
-    let script: toml::Value =
-        toml::from_str(&super::script::script(&plan).expect("script")).expect("toml");
-    let sink = script["rule"]
-        .as_array()
-        .expect("rules")
-        .iter()
-        .find(|r| r["name"].as_str() == Some(&format!("chain {} sink", ran[0].n)))
-        .expect("sink rule");
+    let sink = rule(&plan, &format!("chain {} sink", ran[0].n));
     assert_eq!(
         sink["answer"]["tool_calls"][0]["name"].as_str(),
         Some("run")
