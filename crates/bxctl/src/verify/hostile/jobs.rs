@@ -171,33 +171,10 @@ pub fn plan(
         // grants, in a file their patterns match (`pattern`), as an ordinary session's
         // (`chains`).
         let fetches: Vec<&Target> = targets.iter().filter(|t| t.tool == "http_fetch").collect();
-        let writes: Vec<(&String, &proto::Grant, &String, String, bool)> = mine
-            .iter()
-            .filter(|(_, g)| matches!(g.tool.as_str(), "write_file" | "edit_file"))
-            .flat_map(|(id, g)| {
-                r.job_paths.iter().filter_map(|(owner, (shadow, file))| {
-                    let shadow = shadow.display().to_string();
-                    g.constraints
-                        .paths
-                        .contains(&shadow)
-                        .then_some((*id, *g, owner, shadow, *file))
-                })
-            })
-            .collect();
-        let write = |n: usize,
-                     source: Source,
-                     token: &str,
-                     w: &(&String, &proto::Grant, &String, String, bool)| {
-            let (id, g, owner, shadow, file) = w;
-            super::untrusted_write::chain(
-                n,
-                source,
-                token,
-                (id, g),
-                &r.jobs,
-                owner,
-                (shadow, *file),
-            )
+        let writes = super::untrusted_write::writes(mine.iter().copied(), &r.job_paths);
+        let of_job = |chain| JobChain {
+            job: job.name.clone(),
+            chain,
         };
         for w in &writes {
             for f in &fetches {
@@ -208,10 +185,7 @@ pub fn plan(
                     owner: f.entry.clone(),
                     path: chains::send_subject(f, port, &token),
                 };
-                out.extend(write(n, source, &token, w).map(|chain| JobChain {
-                    job: job.name.clone(),
-                    chain,
-                }));
+                out.extend(w.chain(n, source, &token, &r.jobs).map(of_job));
             }
         }
         // A write's or an edit's result, to each sink (`write_source`).
@@ -224,10 +198,7 @@ pub fn plan(
                     if sink.tool == DELIVER {
                         chain.url = answer(&chain.canary);
                     }
-                    out.push(JobChain {
-                        job: job.name.clone(),
-                        chain,
-                    });
+                    out.push(of_job(chain));
                 }
             }
         }
@@ -253,10 +224,7 @@ pub fn plan(
         for w in writes.iter().filter(|_| consults) {
             let n = first + out.len();
             let (source, token) = answered(n);
-            out.extend(write(n, source, &token, w).map(|chain| JobChain {
-                job: job.name.clone(),
-                chain,
-            }));
+            out.extend(w.chain(n, source, &token, &r.jobs).map(of_job));
         }
         // Untrusted content from a read, a listing or a write's or an edit's result driving
         // each write (`untrusted_write::from_results`, decisions V54).
@@ -272,10 +240,7 @@ pub fn plan(
                 let Some((source, token)) = p.of(n, nonce) else {
                     continue;
                 };
-                out.extend(write(n, source, &token, w).map(|chain| JobChain {
-                    job: job.name.clone(),
-                    chain,
-                }));
+                out.extend(w.chain(n, source, &token, &r.jobs).map(of_job));
             }
         }
     }

@@ -6,6 +6,7 @@
 
 use super::chains::{Chain, Source, Target, canary, url};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use proto::Grant;
 
@@ -18,7 +19,7 @@ use super::rewrite::Rewritten;
 /// [`super::chains::edit_old`] planted there.
 /// What the chain wrote is looked for there.
 pub fn plan(r: &Rewritten, fetches: &[Target], port: u16, nonce: &str, chains: &mut Vec<Chain>) {
-    let writes = writes(r);
+    let writes = ordinary(r);
     // The consults' and the MCP tools' after the fetches', so that those keep their numbers.
     let by = |tool: &'static str| fetches.iter().filter(move |t| t.tool == tool);
     let sources = by("http_fetch")
@@ -30,14 +31,7 @@ pub fn plan(r: &Rewritten, fetches: &[Target], port: u16, nonce: &str, chains: &
                 .map(|s| (s.tool, s.owner, s.path)),
         );
     for (fetch, owner_of, entry) in sources {
-        for Write {
-            grant,
-            g,
-            owner,
-            shadow,
-            file,
-        } in &writes
-        {
+        for w in &writes {
             let n = chains.len() + 1;
             let token = canary(nonce, n);
             let source = Source {
@@ -49,23 +43,15 @@ pub fn plan(r: &Rewritten, fetches: &[Target], port: u16, nonce: &str, chains: &
                     _ => url(&entry, None, port, &token),
                 },
             };
-            let made = chain(
-                n,
-                source,
-                &token,
-                (grant, g),
-                &r.grants,
-                owner,
-                (shadow, *file),
-            );
+            let made = w.chain(n, source, &token, &r.grants);
             chains.extend(made);
         }
     }
 }
 
-/// One granted path of an allowing write or edit grant of an ordinary session: where an
-/// untrusted write is tried.
-struct Write<'a> {
+/// One granted path of an allowing write or edit grant (or a `run` grant's `workdir`):
+/// where an untrusted write is tried.
+pub(super) struct Write<'a> {
     grant: &'a str,
     g: &'a Grant,
     /// The owner's path.
@@ -76,13 +62,38 @@ struct Write<'a> {
     file: bool,
 }
 
-/// The granted paths of each allowing write and edit grant of an ordinary session.
-fn writes(r: &Rewritten) -> Vec<Write<'_>> {
+impl Write<'_> {
+    /// Chain `n`: `source`, whose result holds `token`, then `BXWRITE-TOKEN` written here,
+    /// among the grants of `scope` ([`chain`]).
+    pub(super) fn chain(
+        &self,
+        n: usize,
+        source: Source,
+        token: &str,
+        scope: &BTreeMap<String, Grant>,
+    ) -> Option<Chain> {
+        chain(
+            n,
+            source,
+            token,
+            (self.grant, self.g),
+            scope,
+            self.owner,
+            (&self.shadow, self.file),
+        )
+    }
+}
+
+/// The granted paths, among `paths` (the owner's to the shadow's), of each allowing write
+/// and edit grant of `grants` (and each `run` grant's `workdir`).
+pub(super) fn writes<'a>(
+    grants: impl IntoIterator<Item = (&'a String, &'a Grant)>,
+    paths: &'a BTreeMap<String, (PathBuf, bool)>,
+) -> Vec<Write<'a>> {
     let mut out = Vec::new();
-    for (id, g) in &r.grants {
+    for (id, g) in grants {
         if !matches!(g.tool.as_str(), "write_file" | "edit_file" | "run")
             || g.mode == proto::Mode::Deny
-            || g.job.is_some()
         {
             continue;
         }
@@ -91,7 +102,7 @@ fn writes(r: &Rewritten) -> Vec<Write<'_>> {
             "run" => g.constraints.workdir.iter().collect::<Vec<_>>(),
             _ => g.constraints.paths.iter().collect(),
         };
-        for (owner, (shadow, file)) in &r.paths {
+        for (owner, (shadow, file)) in paths {
             let shadow = shadow.display().to_string();
             if places.contains(&&shadow) {
                 out.push(Write {
@@ -107,6 +118,11 @@ fn writes(r: &Rewritten) -> Vec<Write<'_>> {
     out
 }
 
+/// [`writes`] of an ordinary session.
+fn ordinary(r: &Rewritten) -> Vec<Write<'_>> {
+    writes(r.grants.iter().filter(|(_, g)| g.job.is_none()), &r.paths)
+}
+
 /// Untrusted content from a result the shadow plants driving a write (decision V54): each
 /// read and listing of `reads` (its file or its listing holding the chain's token), a note
 /// of the chain's own under an allowing `note_read` grant, each allowing `run` grant's
@@ -115,7 +131,7 @@ fn writes(r: &Rewritten) -> Vec<Write<'_>> {
 /// as `BXWRITE-TOKEN`, by each write and edit grant under each of its granted paths, as
 /// [`plan`] writes a fetch's answer. Numbered after `chains`.
 pub fn from_results(r: &Rewritten, reads: &[Source], nonce: &str, chains: &mut Vec<Chain>) {
-    let writes = writes(r);
+    let writes = ordinary(r);
     let mut sources: Vec<Planted> = reads
         .iter()
         .filter(|s| matches!(s.tool, "read_file" | "list_dir"))
@@ -136,15 +152,7 @@ pub fn from_results(r: &Rewritten, reads: &[Source], nonce: &str, chains: &mut V
             let Some((source, token)) = source.of(n, nonce) else {
                 continue;
             };
-            chains.extend(chain(
-                n,
-                source,
-                &token,
-                (w.grant, w.g),
-                &r.grants,
-                w.owner,
-                (&w.shadow, w.file),
-            ));
+            chains.extend(w.chain(n, source, &token, &r.grants));
         }
     }
 }
@@ -181,7 +189,7 @@ impl Planted<'_> {
 /// it in its argument, `run::write_target`) under the shadow's `path` of the owner's `owner`
 /// (a file when `file`), in a file its patterns match and a mode it allows (among the
 /// grants of its `scope`); `None` when it names none (not tried: `pattern::unnamed`).
-pub fn chain(
+fn chain(
     n: usize,
     source: Source,
     token: &str,
