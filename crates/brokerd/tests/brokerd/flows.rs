@@ -4,6 +4,8 @@
 //! set live (`bxctl verify --hostile`, tests/stack/tests/stack/verify_hostile_table.rs).
 
 use brokerd::policy::flows::{self, Setting};
+use std::collections::BTreeMap;
+
 use proto::JobName;
 use proto::flows::Flow;
 use serde::Deserialize;
@@ -39,6 +41,9 @@ struct Table {
 struct Case {
     name: String,
     consult: Option<String>,
+    /// The MCP servers configured by `url`, each name to its URL.
+    #[serde(default)]
+    remote: BTreeMap<String, String>,
     #[serde(default)]
     jobs: Vec<Job>,
     grant: Vec<Grant>,
@@ -86,6 +91,7 @@ impl Case {
         Setting {
             jobs,
             consult: self.consult.clone(),
+            remote: self.remote.keys().cloned().collect(),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! (`/home/owner/…`, `/srv/…`) are moved under a home of the test's, each a directory
 //! holding one file of the owner's, left untouched.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -23,6 +24,9 @@ struct Table {
 struct Case {
     name: String,
     consult: Option<String>,
+    /// The MCP servers configured by `url`, each name to its URL.
+    #[serde(default)]
+    remote: BTreeMap<String, String>,
     #[serde(default)]
     jobs: Vec<Job>,
     grant: Vec<Grant>,
@@ -97,10 +101,13 @@ fn config(case: &Case) -> String {
     servers.sort_unstable();
     servers.dedup();
     for s in servers {
-        // Never run: the shadow stands in for an MCP server, or leaves its grants out.
-        extra.push_str(&format!(
-            "[[mcp]]\nname = \"{s}\"\ncommand = [\"/bin/false\"]\n"
-        ));
+        // Never run or reached: the shadow stands in for an MCP server, or leaves its grants
+        // out.
+        let at = match case.remote.get(s) {
+            Some(url) => format!("url = \"{url}\""),
+            None => "command = [\"/bin/false\"]".to_owned(),
+        };
+        extra.push_str(&format!("[[mcp]]\nname = \"{s}\"\n{at}\n"));
     }
     for j in &case.jobs {
         let deliver = if j.deliver == "mattermost" {

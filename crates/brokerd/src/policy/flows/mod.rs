@@ -44,6 +44,9 @@ pub struct Setting {
     pub jobs: Vec<(JobName, bool)>,
     /// The host of `broker.consult.url`, when one is configured.
     pub consult: Option<String>,
+    /// The MCP servers configured by `url` (remote): their units bind none of a grant's
+    /// paths (`run::mcp`), so a call of one neither reads them nor is labelled by them.
+    pub remote: BTreeSet<String>,
 }
 
 impl Setting {
@@ -64,6 +67,12 @@ impl Setting {
                 grants::constraints::normalize_url(&c.url)
                     .map_or_else(|_| c.url.clone(), |(_, host)| host.to_string())
             }),
+            remote: config
+                .mcp
+                .iter()
+                .filter(|s| s.url.is_some())
+                .map(|s| s.name.clone())
+                .collect(),
         }
     }
 }
@@ -90,7 +99,7 @@ fn analysed(
     let mut labels = Vec::new();
     for (job, delivers_out) in scopes {
         let consult = setting.consult.as_deref();
-        for source in sources(snapshot, &calls, job, consult, now) {
+        for source in sources(snapshot, &calls, job, consult, &setting.remote, now) {
             labels.push(SourceLabel {
                 job: job.cloned(),
                 source: step_of(&source),
@@ -112,8 +121,9 @@ fn analysed(
             // binds paths and lists hosts): its own unit can carry what it read out, whatever
             // any max_taint says, since the one call is decided before it read anything. The
             // class is what its binds bring (`bound_labels`, as the broker labels them, its
-            // own grant included); a grant that binds nothing is no such flow.
-            if let Some(severity) = in_one_call(snapshot, &source) {
+            // own grant included); a grant that binds nothing is no such flow, nor is a
+            // remote MCP server's, which runs elsewhere and is bound nothing.
+            if let Some(severity) = in_one_call(snapshot, &source, &setting.remote) {
                 let own = step_of(&source);
                 let text = text::in_one_call(snapshot, job, &source);
                 flows.push(flow(severity, job, &source, own, text));
@@ -193,8 +203,14 @@ fn key(
 
 /// The severity of what a reading-and-sending call ([`Sink::Run`], [`Sink::Mcp`]) can carry
 /// out of its own binds: `None` for any other call, or binds no grant labels above public.
-fn in_one_call(snapshot: &Snapshot, source: &Source) -> Option<Severity> {
-    if !matches!(source.role.sink, Some(Sink::Run | Sink::Mcp)) {
+fn in_one_call(
+    snapshot: &Snapshot,
+    source: &Source,
+    remote: &BTreeSet<String>,
+) -> Option<Severity> {
+    if !matches!(source.role.sink, Some(Sink::Run | Sink::Mcp))
+        || !source::binds_paths(&source.call, remote)
+    {
         return None;
     }
     let c = &snapshot.get(&source.grant)?.constraints;

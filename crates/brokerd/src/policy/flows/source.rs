@@ -25,12 +25,14 @@ pub struct Source {
 /// result leaves the session at (public and trusted included: the source of no flow, which
 /// the report says all the same): the labels of every
 /// grant covering the call (what `decide_in` joins) and of every grant reaching the path a
-/// tool unit binds (what the runner joins, `bound_labels`). One per grant and label.
+/// tool unit binds (what the runner joins, `bound_labels`; none for a `remote` MCP server's,
+/// [`binds_paths`]). One per grant and label.
 pub fn sources(
     snapshot: &Snapshot,
     calls: &[ToolArgs],
     job: Option<&JobName>,
     consult: Option<&str>,
+    remote: &BTreeSet<String>,
     now: Timestamp,
 ) -> Vec<Source> {
     let mut seen = BTreeSet::new();
@@ -50,10 +52,11 @@ pub fn sources(
         let labels = match args {
             ToolArgs::ReadFile(a) => labels.join(bound_labels(snapshot, &[&a.path], false)),
             ToolArgs::ListDir(a) => labels.join(bound_labels(snapshot, &[&a.path], true)),
-            // An MCP server's unit binds its grant's paths whole (`run::mcp`), and the broker
-            // joins the labels of every grant reaching them (`broker::mcp`). A run's binds
-            // are labelled by `decide_in` itself (the hands' rule), so they are in `labels`.
-            ToolArgs::Mcp(_) => {
+            // A local MCP server's unit binds its grant's paths whole (`run::mcp`), and the
+            // broker joins the labels of every grant reaching them (`broker::mcp`); a remote
+            // server's binds none. A run's binds are labelled by `decide_in` itself (the
+            // hands' rule), so they are in `labels`.
+            ToolArgs::Mcp(_) if binds_paths(args, remote) => {
                 let paths: Vec<&str> = decision
                     .grant()
                     .map(|(g, _)| g.constraints.paths.iter().map(String::as_str).collect())
@@ -73,4 +76,15 @@ pub fn sources(
         }
     }
     out
+}
+
+/// Whether `call`'s unit binds its grant's paths: a program's and a local MCP server's do,
+/// a `remote` MCP server's (configured by `url`, it runs elsewhere) binds nothing
+/// (`run::mcp`).
+pub fn binds_paths(call: &ToolArgs, remote: &BTreeSet<String>) -> bool {
+    match call {
+        ToolArgs::Mcp(a) => !remote.contains(&a.server),
+        ToolArgs::Run(_) => true,
+        _ => false,
+    }
 }

@@ -62,6 +62,11 @@ fn split(tool: &str) -> Option<(&str, &str)> {
     grants::constraints::mcp::split(tool).and_then(Result::ok)
 }
 
+/// The server a grant's tool names.
+pub fn server_of(grant_tool: &str) -> Option<&str> {
+    split(grant_tool).map(|(s, _)| s)
+}
+
 /// The stand-in's name for a grant's tool: its own, the stand-in's [`WILD`] for `*`.
 pub fn tool_of(grant_tool: &str) -> Option<&str> {
     split(grant_tool).map(|(_, t)| if t == "*" { WILD } else { t })
@@ -144,15 +149,15 @@ pub fn prepare(
             .find(|s| s.name == server)
             .and_then(|s| Some((s.url.clone()?, s.secret_header.clone())));
         // A local server's tools read what their grant binds (`mcp_bound`); a remote one
-        // is bound nothing, and its grants' one call is said.
+        // is bound nothing (brokerd's unit of it binds none of a grant's paths), so it reads
+        // nothing and no chain has it send in one call.
         let reads = match remote {
             None => super::mcp_bound::reads(&grants),
-            Some(_) => BTreeMap::new(),
+            Some(_) => {
+                r.remote.insert(server.clone());
+                BTreeMap::new()
+            }
         };
-        if remote.is_some() {
-            let unbound = super::mcp_bound::remote(&server, &ids, r);
-            r.left.extend(unbound);
-        }
         servers.insert(
             server.clone(),
             Server {
@@ -345,19 +350,6 @@ pub fn targets(r: &Rewritten) -> Vec<Target> {
 /// the shadow, an MCP server's without a stand-in among them); `None`: it does, or the flow
 /// has no MCP step.
 pub fn not_played(f: &proto::flows::Flow, left: &[Left]) -> Option<String> {
-    // A server reading its grant's bound paths and sending them in one call is played
-    // (`mcp_bound`), but a remote server's (said in `left`).
-    if let Some(g) = f
-        .source
-        .grant
-        .as_deref()
-        .filter(|_| f.source.tool == "mcp" && f.source.grant == f.sink.grant)
-        && left
-            .iter()
-            .any(|l| l.grant == g && l.scope == Scope::OneCall)
-    {
-        return super::played::as_source(g, left, &[Scope::OneCall]);
-    }
     let unplayed = |s: &proto::flows::Step| {
         let g = s.grant.as_deref()?;
         (s.tool == "mcp" && left.iter().any(|l| l.grant == g && l.scope == Scope::Grant))

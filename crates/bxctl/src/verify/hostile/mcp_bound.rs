@@ -10,8 +10,9 @@
 //! tool, its arguments without the canary (`data` is `bxbound-N`, the chain's own): it
 //! `leaked` when the stand-in sent the canary in that very call (its arguments) and the
 //! grant that decided the call (from the audit log) is the bound grant itself, which lists
-//! hosts (another grant's unit binds other paths, or none). A remote server's stand-in is
-//! not played this way: brokerd binds nothing for a remote server (it runs elsewhere).
+//! hosts (another grant's unit binds other paths, or none). A remote server's stand-in has
+//! no such chain: brokerd binds nothing for a remote server (it runs elsewhere), and the
+//! analysis reports no such flow of it (decisions V58).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -19,7 +20,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::chains::{Chain, Source};
-use super::rewrite::{Left, Rewritten, Scope};
+use super::rewrite::Rewritten;
 
 /// What a bound chain's call carries in `data`, before its number (the canary is under the
 /// paths, never in the call).
@@ -52,22 +53,6 @@ pub fn reads(grants: &[&proto::Grant]) -> BTreeMap<String, Vec<String>> {
     out
 }
 
-/// The grants of a remote server (`ids`, `server` its name) that bind and send: said not
-/// played as their one call (brokerd binds nothing for a remote server).
-pub fn remote(server: &str, ids: &[String], r: &Rewritten) -> Vec<Left> {
-    ids.iter()
-        .filter(|id| r.grants.get(*id).is_some_and(binds_and_sends))
-        .map(|id| Left {
-            grant: id.clone(),
-            why: format!(
-                "server {server} is remote ([[mcp]] url): brokerd binds none of your paths for \
-                 it (it runs elsewhere), so reading them and sending in one call is not played"
-            ),
-            scope: Scope::OneCall,
-        })
-        .collect()
-}
-
 /// Whether `c` is a bound chain: its one MCP call is its source and its sink (no other
 /// chain pairs a tool with itself but through a note or a search, `mcp::apart`).
 pub fn is(c: &Chain) -> bool {
@@ -86,19 +71,16 @@ fn first_path<'a>(r: &'a Rewritten, c: &Chain) -> Option<&'a String> {
         .and_then(|g| g.constraints.paths.first())
 }
 
-/// A bound chain for each MCP sink whose grant binds paths and whose one call is not said
-/// unplayed (`r.left`, [`remote`]): its canary planted under the grant's first path, its one
-/// call the sink's tool with `data` [`BOUND`]`N`.
+/// A bound chain for each MCP sink of a local server whose grant binds paths (a remote
+/// server's, `r.remote`, is bound nothing): its canary planted under the grant's first path,
+/// its one call the sink's tool with `data` [`BOUND`]`N`.
 pub fn plan(r: &Rewritten, port: u16, nonce: &str, chains: &mut Vec<Chain>) {
     for t in super::mcp::targets(r) {
         let Some(g) = r.grants.get(&t.grant).filter(|g| binds_and_sends(g)) else {
             continue;
         };
-        let unplayed = r
-            .left
-            .iter()
-            .any(|l| l.grant == t.grant && l.scope == Scope::OneCall);
-        let Some(shadow) = g.constraints.paths.first().filter(|_| !unplayed) else {
+        let remote = super::mcp::server_of(&g.tool).is_some_and(|s| r.remote.contains(s));
+        let Some(shadow) = g.constraints.paths.first().filter(|_| !remote) else {
             continue;
         };
         let owner = r.owner_of(shadow);

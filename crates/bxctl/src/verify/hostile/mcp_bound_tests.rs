@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::chains::{self, Chain};
 use super::compare::{self, Outcome};
-use super::rewrite::{Rewritten, Scope};
+use super::rewrite::Rewritten;
 use super::session::Seen;
 use super::tests::grant;
 use super::{mcp, mcp_bound};
@@ -203,11 +203,12 @@ fn a_bound_chain_is_reached_by_its_own_call_under_its_own_grant() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A remote server's grant binding paths has no bound chain (brokerd binds nothing for it):
-/// its one-call flow is said `not tried`, with why, as a source only; its other flows are
-/// played.
+/// A remote server's grant binding paths has no bound chain (brokerd binds nothing for it,
+/// and the analysis reports no one call of it, V58): nothing is left out, its other flows are
+/// played, and a report of its one call (a mistake in the analysis) is held against the
+/// chains, none of which completes it: a `FAIL`, never a `not tried`.
 #[test]
-fn a_remote_servers_bound_grant_is_not_played_in_one_call() {
+fn a_remote_servers_bound_grant_has_no_one_call() {
     let dir = scratch("remote");
     let mut r = with_bound();
     r.grants.remove("fs-send");
@@ -215,28 +216,35 @@ fn a_remote_servers_bound_grant_is_not_played_in_one_call() {
     let mut shadow = r;
     // Prepared without writing (a remote stand-in would start).
     let _s = mcp::prepare(&owner(), &mut shadow, Some(Path::new("/x/fake")), &dir);
-    assert_eq!(shadow.left.len(), 1, "{:?}", shadow.left);
-    let l = &shadow.left[0];
-    assert_eq!((l.grant.as_str(), l.scope), ("far-send", Scope::OneCall));
-    assert!(l.why.contains("server far is remote"), "{}", l.why);
+    assert!(shadow.left.is_empty(), "{:?}", shadow.left);
+    assert!(shadow.remote.contains("far"), "{:?}", shadow.remote);
     assert!(
         shadow.grants.contains_key("far-send"),
         "its other flows are played"
     );
     let plan = chains::plan(&shadow, 4321, "n0", false);
     assert!(!plan.iter().any(mcp_bound::is), "{plan:?}");
-    let far = step("far-send", "api.example.org through MCP tool mcp:far/*");
-    let why = mcp::not_played(&flow(far.clone(), far.clone()), &shadow.left).expect("not played");
     assert!(
-        why.starts_with("grant far-send is not played as a source: server far is remote"),
-        "{why}"
+        plan.iter().any(|c| c.sink.grant == "far-send"),
+        "the vault read sent through it: {plan:?}"
     );
-    let read = Step {
-        grant: Some("vault-read".into()),
-        tool: "read_file".into(),
-        what: "/home/owner/vault".into(),
+    let far = step("far-send", "api.example.org through MCP tool mcp:far/*");
+    let mistake = flow(far.clone(), far);
+    assert_eq!(mcp::not_played(&mistake, &shadow.left), None);
+    let report = FlowsReport {
+        snapshot: Hash32::ZERO,
+        grants: Vec::new(),
+        flows: vec![mistake],
+        sources: Vec::new(),
     };
-    assert_eq!(mcp::not_played(&flow(read, far), &shadow.left), None);
+    let found = compare::checks(&[], &report, &shadow.left, &BTreeSet::new());
+    assert!(
+        found
+            .iter()
+            .any(|k| format!("{:?}", k.level) == "Fail" && k.said.contains("no chain completed")),
+        "{found:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn step(g: &str, what: &str) -> Step {

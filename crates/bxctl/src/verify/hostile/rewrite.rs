@@ -10,7 +10,7 @@
 //! server played by a stand-in (`mcp`). A job's grants are
 //! kept apart (`Rewritten::jobs`): the shadow starts that job's runs (`jobs`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use proto::Grant;
@@ -43,7 +43,7 @@ pub enum Scope {
     /// Its flows from it only: a write grant whose result, or a program whose output, the
     /// shadow cannot play as a source (`write_source`, `run_source`).
     Source,
-    /// Its one call reading and sending only (`run::unbound`, `mcp_bound::remote`).
+    /// Its one call reading and sending only (`run::unbound`).
     OneCall,
     /// Its flows as an untrusted write's sink only (`run::unwritable`).
     Written,
@@ -57,9 +57,12 @@ pub struct Rewritten {
     /// owner's is a regular file.
     pub paths: BTreeMap<String, (PathBuf, bool)>,
     /// The grants left out of the shadow, not tried: a `run` grant the shadow cannot play,
-    /// an MCP server's without a stand-in, a job's the configuration does not have; and a
-    /// remote MCP server's grant whose one call is not played (`mcp_bound::remote`).
+    /// an MCP server's without a stand-in, a job's the configuration does not have.
     pub left: Vec<Left>,
+    /// The MCP servers configured by `url` (remote), stood in for (`mcp::prepare`): brokerd
+    /// binds none of their grants' paths, so no call of one reads them (no bound chain,
+    /// `mcp_bound`), as the analysis says (decisions V58).
+    pub remote: BTreeSet<String>,
     /// The job-scoped grants (`job = NAME`), moved likewise: they decide only that job's runs,
     /// which the shadow starts itself (`jobs`).
     pub jobs: BTreeMap<String, Grant>,
