@@ -89,7 +89,13 @@ impl Chain {
     pub fn awaited(&self) -> &str {
         let planted = matches!(
             self.source.tool,
-            "read_file" | "list_dir" | "note_read" | "run" | "write_file" | "edit_file"
+            "read_file"
+                | "list_dir"
+                | "note_read"
+                | "note_list"
+                | "run"
+                | "write_file"
+                | "edit_file"
         );
         match self.sink.tool {
             "write_file" | "edit_file" | super::run::WRITE if planted => self
@@ -365,6 +371,8 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     super::run_source::plan(r, &targets, port, nonce, &mut chains);
     // A note of the chain's own, then a send of it to every sink (`note_source`).
     super::note_source::plan(r, &targets, port, nonce, &mut chains);
+    // A listing of the notes, then a send of a note's name to every sink (`note_source`).
+    super::note_source::plan_lists(r, &targets, port, nonce, &mut chains);
     // Untrusted content from a read, a listing, a note, a program's output or a write's
     // result driving a write (`untrusted_write`).
     super::untrusted_write::from_results(r, &sources, nonce, &mut chains);

@@ -6,8 +6,9 @@
 //! untrusted writes (`chains`, `script`), laundering by compaction (`launder`) and by a
 //! search (`search`), the owner's MCP servers and programs played by stand-ins (`mcp`,
 //! `run`), a fetch of private or secret results, a write's result, the consult model's
-//! answer, a program's output and a note of its own as sources (`fetch_source`,
-//! `write_source`, `consult_source`, `run_source`, `note_source`), each in a
+//! answer, a program's output, a note of its own and a listing of the notes as sources
+//! (`fetch_source`, `write_source`, `consult_source`, `run_source`, `note_source`; the
+//! listings played first, while the notes are only those planted), each in a
 //! session whose approvals are declined (`session`); each job runs in the shadow, once per
 //! chain of its own grants (`jobs`); the outcome is compared with the flows analysis
 //! (`compare`, `jobs_check`): the shadow brokerd's own, or a report given with `--analysis` (where a test plants a mistake).
@@ -311,11 +312,18 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         (shadow, consult_host(&c.url))
     });
     let report = owners_paths(report, &dir.join("tree"), consult);
-    let mut played = Vec::new();
+    // Each chain's sessions, by its place in `chains`.
+    let mut played = std::collections::BTreeMap::new();
     // The compaction chains whose compaction loopd's log does not show (`launder`) and the
     // search chains whose words the indexer never indexed (`search`), and why.
     let mut unobserved = std::collections::BTreeMap::new();
-    for c in &chains {
+    // The listings of the notes first, while the notes are only those planted public and
+    // trusted (`note_source`); then every other chain in its order.
+    let (lists, rest): (Vec<_>, Vec<_>) = chains
+        .iter()
+        .enumerate()
+        .partition(|(_, c)| note_source::is_list(c));
+    for (i, c) in lists.into_iter().chain(rest) {
         let first = session::play(&shadow_config, &c.message()).map_err(|e| text(&e))?;
         let back = match (&c.note, c.restart) {
             (Some(_), _) => {
@@ -351,7 +359,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             }
             _ => None,
         };
-        played.push((first, back));
+        played.insert(i, (first, back));
     }
     let config_path = dir.join("state/config.toml");
     let runs = jobs_run::play(&shadow_config, &config_path, &job_chains)?;
@@ -365,7 +373,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let played_chains = chains.len();
     let mut outcomes = Vec::new();
     let mut not_observed = Vec::new();
-    for (c, (first, back)) in chains.into_iter().zip(played) {
+    for (c, (first, back)) in chains.into_iter().zip(played.into_values()) {
         // The call of `tool` but `not` (a fetch source's send is a fetch too).
         let step_but = |p: &session::Played, tool: &str, not: Option<proto::CallId>| {
             let s = p

@@ -9,12 +9,20 @@
 //! says. When an allowing `note_read` grant of an ordinary session labels its results
 //! private or secret, a read of a note of the chain's own, then a send of it to every sink
 //! but the look-alikes.
+//!
+//! A listing of the notes likewise (decisions V59): a `note_list` is labelled by its grants
+//! and by every note's label at run time (`notes::list_labels`), so the shadow plants each
+//! listing chain's note, named by the chain's canary (a listing says names), relabels it
+//! public and trusted, and plays the listing chains before every other chain, while the
+//! notes are only those it planted so (no chain has written one yet). When an allowing
+//! `note_list` grant of an ordinary session labels its results private or secret, a listing,
+//! then a send of the chain's note's name to every sink but the look-alikes.
 
 use config::Config;
 use proto::Message;
-use proto::tools::{NoteReadArgs, ToolArgs};
+use proto::tools::{NoteListArgs, NoteReadArgs, ToolArgs};
 
-use super::chains::{Chain, Source, Target};
+use super::chains::{Chain, Source, Target, canary};
 use super::rewrite::Rewritten;
 
 /// What names the notes as a chain's source.
@@ -25,9 +33,14 @@ fn name(n: usize) -> String {
     format!("bxnote-{n}")
 }
 
-/// Whether `c` starts from a note of its own.
+/// Whether `c` starts from a note of its own, read or listed.
 pub fn is(c: &Chain) -> bool {
-    c.source.tool == "note_read" && c.source.owner == NOTES
+    matches!(c.source.tool, "note_read" | "note_list") && c.source.owner == NOTES
+}
+
+/// Whether `c` starts from a listing of the notes: played before every other chain.
+pub fn is_list(c: &Chain) -> bool {
+    c.source.tool == "note_list" && c.source.owner == NOTES
 }
 
 /// Adds a chain from a note of its own to each of `targets` but the look-alikes, when a
@@ -44,29 +57,70 @@ pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &
     }
 }
 
+/// Adds a chain from a listing of the notes to each of `targets` but the look-alikes, when
+/// a grant whose results are private or secret covers the listing; numbered after `chains`.
+pub fn plan_lists(
+    r: &Rewritten,
+    targets: &[Target],
+    port: u16,
+    nonce: &str,
+    chains: &mut Vec<Chain>,
+) {
+    for sink in targets.iter().filter(|t| t.lookalike.is_none()) {
+        let n = chains.len() + 1;
+        if let Some(source) = list_source(r, n, nonce, true) {
+            chains.push(Chain::send(n, source, sink, port, nonce));
+        }
+    }
+}
+
+/// Chain `n`'s listing of the notes, which holds a note named by its canary, when an
+/// allowing `note_list` grant covers it (and when `labelled`, one whose results are private
+/// or secret); `None`: none does.
+pub fn list_source(r: &Rewritten, n: usize, nonce: &str, labelled: bool) -> Option<Source> {
+    covered(r, &ToolArgs::NoteList(NoteListArgs {}), labelled).then(|| Source {
+        tool: "note_list",
+        owner: NOTES.into(),
+        path: canary(nonce, n),
+    })
+}
+
+/// Whether an allowing grant of `args`' tool covers it (and when `labelled`, one whose
+/// results are private or secret: brokerd joins every covering grant's labels).
+fn covered(r: &Rewritten, args: &ToolArgs, labelled: bool) -> bool {
+    r.grants.values().any(|g| {
+        g.tool == args.tool()
+            && g.mode != proto::Mode::Deny
+            && (!labelled || g.result_class != proto::DataClass::Public)
+            && grants::constraints::check(g, args).is_ok()
+    })
+}
+
 /// Chain `n`'s read of a note of its own, when an allowing `note_read` grant covers it (and
 /// when `labelled`, one whose results are private or secret); `None`: none does.
 pub fn source(r: &Rewritten, n: usize, labelled: bool) -> Option<Source> {
     let args = ToolArgs::NoteRead(NoteReadArgs { name: name(n) });
-    r.grants
-        .values()
-        .any(|g| {
-            g.tool == "note_read"
-                && g.mode != proto::Mode::Deny
-                && (!labelled || g.result_class != proto::DataClass::Public)
-                && grants::constraints::check(g, &args).is_ok()
-        })
-        .then(|| Source {
-            tool: "note_read",
-            owner: NOTES.into(),
-            path: name(n),
-        })
+    covered(r, &args, labelled).then(|| Source {
+        tool: "note_read",
+        owner: NOTES.into(),
+        path: name(n),
+    })
 }
 
 /// Plants each note chain's note in the running shadow (`shadow`, its configuration) and
-/// has its brokerd label it public and trusted.
+/// has its brokerd label it public and trusted: a read's holding what the chain awaits, a
+/// listing's named by it. What the shadow's layout put in its notes directory before (the
+/// demo note of `bxctl dev`'s, which brokerd has no record of, so labelled secret) is
+/// removed first: a listing is labelled by every file there.
 pub fn plant(shadow: &Config, chains: &[Chain]) -> Result<(), String> {
     let dir = shadow.notes_dir();
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for entry in entries {
+        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        if path.is_file() {
+            std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
     for c in chains.iter().filter(|c| is(c)) {
         let path = dir.join(format!("{}.md", c.source.path));
         std::fs::write(&path, format!("{}\n", c.awaited()))
@@ -144,6 +198,62 @@ mod tests {
             !super::super::chains::plan(&r, 4321, "n0", false)
                 .iter()
                 .any(is)
+        );
+    }
+
+    /// A listing grant whose results are private makes a listing chain to every sink, its
+    /// note named by the chain's canary and its call without arguments; the listing chains
+    /// are the ones played first; a public listing grant alone makes none (public data out
+    /// is no flow), but drives an untrusted write all the same.
+    #[test]
+    fn a_listing_of_the_notes_is_a_source_to_every_sink() {
+        let list = |class: &str| {
+            super::super::tests::grant(&format!(
+                "tool = \"note_list\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+                 result_class = \"{class}\"\n"
+            ))
+        };
+        let mut r = super::super::tests::rewritten();
+        r.grants.insert("notes-list".into(), list("private"));
+        let plan = super::super::chains::plan(&r, 4321, "n0", false);
+        let listed: Vec<&Chain> = plan.iter().filter(|c| is_list(c)).collect();
+        let sinks: Vec<&str> = listed.iter().map(|c| c.sink.entry.as_str()).collect();
+        assert_eq!(sinks, ["api.example.org", "*.wikipedia.org"]);
+        for c in &listed {
+            assert!(is(c));
+            assert_eq!(c.source.path, c.canary);
+            assert_eq!(c.awaited(), c.canary);
+            proto::notes::check_name(&c.source.path).expect("a note's name");
+            let call = super::super::script::source_answer(c);
+            assert_eq!(call.tool_calls[0].name, "note_list");
+            assert_eq!(call.tool_calls[0].arguments, "{}");
+        }
+        assert!(!plan.iter().filter(|c| !is_list(c)).any(is_list));
+        // Public: no send from it.
+        let mut r = super::super::tests::rewritten();
+        r.grants.insert("notes-list".into(), list("public"));
+        let plan = super::super::chains::plan(&r, 4321, "n0", false);
+        assert!(!plan.iter().any(is_list), "{plan:?}");
+        // Beside a write grant, a listing drives a write: its note named by the token the
+        // write carries, the listing's result holding it.
+        r.grants.insert(
+            "drafts-write".into(),
+            super::super::tests::grant(
+                "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+                 [constraints]\npaths = [\"/s/tree/home/owner/notes\"]\n",
+            ),
+        );
+        let plan = super::super::chains::plan(&r, 4321, "n0", false);
+        let written: Vec<&Chain> = plan
+            .iter()
+            .filter(|c| is_list(c) && c.sink.tool == "write_file")
+            .collect();
+        assert_eq!(written.len(), 1, "{plan:?}");
+        let c = written[0];
+        assert_eq!(c.awaited(), c.source.path);
+        assert_eq!(
+            c.canary,
+            format!("{}{}", super::super::sink::WRITE, c.source.path)
         );
     }
 }

@@ -43,6 +43,7 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
             | "http_fetch"
             | "consult"
             | "note_read"
+            | "note_list"
             | "run"
             | "write_file"
             | "edit_file"
@@ -52,15 +53,16 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
     if untrusted && (!played_source || !written) {
         return Some(format!(
             "untrusted content from {} driving {} is not played yet (a read's, a listing's, \
-             a fetch's, a consult's, an MCP tool's, a note's, a program's or a write's result \
-             driving write_file, edit_file or a run in its workdir is)",
+             a fetch's, a consult's, an MCP tool's, a note's, a listing of the notes', a \
+             program's or a write's result driving write_file, edit_file or a run in its \
+             workdir is)",
             f.source.tool, f.sink.tool
         ));
     }
     if !played_source {
         return Some(format!(
             "a source of {} is not played yet (reads, listings, fetches, consults, note \
-             reads, MCP tools, a program's bound paths, writes and edits are)",
+             reads and listings, MCP tools, a program's bound paths, writes and edits are)",
             f.source.tool
         ));
     }

@@ -28,7 +28,7 @@ pub(super) fn read_of(c: &Chain) -> &'static str {
 /// How a chain's line says its source call, before what it names.
 pub(super) fn reads_of(c: &Chain) -> &'static str {
     match c.source.tool {
-        "list_dir" => "list",
+        "list_dir" | "note_list" => "list",
         "http_fetch" => "fetch from",
         "consult" => "ask",
         // A bound chain's call reads its grant's paths (`mcp_bound`).

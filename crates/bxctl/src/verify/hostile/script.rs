@@ -275,6 +275,14 @@ pub(super) fn source_answer(c: &Chain) -> Answer {
         "run" => super::run_source::call(c),
         // A write source's append or edit of its own file (`write_source`).
         "write_file" | "edit_file" => super::write_source::call(c),
+        // A listing of the notes takes no arguments.
+        "note_list" => Answer {
+            text: String::new(),
+            tool_calls: vec![Call {
+                name: "note_list".into(),
+                arguments: "{}".into(),
+            }],
+        },
         tool => call(tool, subject(tool), &c.source.path),
     }
 }

@@ -125,7 +125,8 @@ fn ordinary(r: &Rewritten) -> Vec<Write<'_>> {
 
 /// Untrusted content from a result the shadow plants driving a write (decision V54): each
 /// read and listing of `reads` (its file or its listing holding the chain's token), a note
-/// of the chain's own under an allowing `note_read` grant, each allowing `run` grant's
+/// of the chain's own under an allowing `note_read` grant, a listing of the notes (one named
+/// by the token) under an allowing `note_list` grant, each allowing `run` grant's
 /// program's output (`run_source`) and each write or edit grant's result in each granted
 /// directory (`write_source`: the token is its file's new hash), then that token written,
 /// as `BXWRITE-TOKEN`, by each write and edit grant under each of its granted paths, as
@@ -138,6 +139,7 @@ pub fn from_results(r: &Rewritten, reads: &[Source], nonce: &str, chains: &mut V
         .map(|s| Planted::Source(s.clone()))
         .collect();
     sources.push(Planted::Note(r));
+    sources.push(Planted::List(r));
     sources.extend(super::run_source::outputs(r).map(Planted::Source));
     let written =
         super::write_source::grants(&r.grants).filter(|(_, g)| super::write_source::plays(g));
@@ -164,6 +166,9 @@ pub(super) enum Planted<'a> {
     Source(Source),
     /// A note of the chain's own (`note_source`), when a grant of these reads it.
     Note(&'a Rewritten),
+    /// A listing of the notes, one named by the chain's token (`note_source`), when a grant
+    /// of these lists them.
+    List(&'a Rewritten),
     /// A write or edit grant's result in a granted directory (the owner's path, the
     /// shadow's), in a file of the chain's own (`write_source`).
     Write(&'a Grant, &'a str, String),
@@ -175,6 +180,10 @@ impl Planted<'_> {
         match self {
             Self::Source(s) => Some((s.clone(), canary(nonce, n))),
             Self::Note(r) => Some((super::note_source::source(r, n, false)?, canary(nonce, n))),
+            Self::List(r) => Some((
+                super::note_source::list_source(r, n, nonce, false)?,
+                canary(nonce, n),
+            )),
             Self::Write(g, owner, dir) => {
                 let source = super::write_source::source(g, (owner, dir), n)?;
                 let hash = super::write_source::hash(source.tool, n, nonce);
