@@ -80,6 +80,12 @@ pub fn start(
 ) -> Result<(Shadow, Config), Error> {
     let held = StateLock::take(state)?;
     layout::prepare(state, Some(grants), false)?;
+    // No demo note: the shadow's notes are the self-test's alone, planted at the label it
+    // gives them (a note brokerd has no record of reads secret, and raises every listing
+    // and every search reaching its index partition). Removed before any role starts, so
+    // the indexer never sees it.
+    let demo = state.join(format!("home/memory/notes/{}.md", layout::DEMO_NOTE));
+    std::fs::remove_file(&demo).map_err(|error| DevError::Write { path: demo, error })?;
     let args = DevArgs {
         state: state.to_owned(),
         llama_url: None,

@@ -109,18 +109,10 @@ pub fn source(r: &Rewritten, n: usize, labelled: bool) -> Option<Source> {
 
 /// Plants each note chain's note in the running shadow (`shadow`, its configuration) and
 /// has its brokerd label it public and trusted: a read's holding what the chain awaits, a
-/// listing's named by it. What the shadow's layout put in its notes directory before (the
-/// demo note of `bxctl dev`'s, which brokerd has no record of, so labelled secret) is
-/// removed first: a listing is labelled by every file there.
+/// listing's named by it. The shadow has no other note (`dev::shadow` keeps no demo note):
+/// a listing is labelled by every file there.
 pub fn plant(shadow: &Config, chains: &[Chain]) -> Result<(), String> {
     let dir = shadow.notes_dir();
-    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for entry in entries {
-        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
-        if path.is_file() {
-            std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        }
-    }
     for c in chains.iter().filter(|c| is(c)) {
         let path = dir.join(format!("{}.md", c.source.path));
         std::fs::write(&path, format!("{}\n", c.awaited()))
