@@ -93,6 +93,8 @@ impl Chain {
                 | "list_dir"
                 | "note_read"
                 | "note_list"
+                | "note_search"
+                | "session_search"
                 | "run"
                 | "write_file"
                 | "edit_file"
@@ -373,6 +375,9 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     super::note_source::plan(r, &targets, port, nonce, &mut chains);
     // A listing of the notes, then a send of a note's name to every sink (`note_source`).
     super::note_source::plan_lists(r, &targets, port, nonce, &mut chains);
+    // A search of the notes or the logs for words of the chain's own, then a send of what
+    // it found to every sink (`search_source`).
+    super::search_source::plan(r, &targets, port, nonce, &mut chains);
     // Untrusted content from a read, a listing, a note, a program's output or a write's
     // result driving a write (`untrusted_write`).
     super::untrusted_write::from_results(r, &sources, nonce, &mut chains);

@@ -6,9 +6,10 @@
 //! untrusted writes (`chains`, `script`), laundering by compaction (`launder`) and by a
 //! search (`search`), the owner's MCP servers and programs played by stand-ins (`mcp`,
 //! `run`), a fetch of private or secret results, a write's result, the consult model's
-//! answer, a program's output, a note of its own and a listing of the notes as sources
-//! (`fetch_source`, `write_source`, `consult_source`, `run_source`, `note_source`; the
-//! listings played first, while the notes are only those planted), each in a
+//! answer, a program's output, a note of its own, a listing of the notes and a search of
+//! the notes or the logs as sources (`fetch_source`, `write_source`, `consult_source`,
+//! `run_source`, `note_source`, `search_source`; the searches, then the listings, played
+//! first, while the index and the notes hold only what was planted), each in a
 //! session whose approvals are declined (`session`); each job runs in the shadow, once per
 //! chain of its own grants (`jobs`); the outcome is compared with the flows analysis
 //! (`compare`, `jobs_check`): the shadow brokerd's own, or a report given with `--analysis` (where a test plants a mistake).
@@ -33,6 +34,7 @@ mod run_source;
 mod said;
 mod script;
 mod search;
+mod search_source;
 mod session;
 mod sink;
 mod smuggle;
@@ -59,6 +61,8 @@ mod plan_tests;
 mod run_source_tests;
 #[cfg(test)]
 mod run_tests;
+#[cfg(test)]
+mod search_source_tests;
 #[cfg(test)]
 mod search_tests;
 #[cfg(test)]
@@ -317,13 +321,29 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     // The compaction chains whose compaction loopd's log does not show (`launder`) and the
     // search chains whose words the indexer never indexed (`search`), and why.
     let mut unobserved = std::collections::BTreeMap::new();
-    // The listings of the notes first, while the notes are only those planted public and
-    // trusted (`note_source`); then every other chain in its order.
-    let (lists, rest): (Vec<_>, Vec<_>) = chains
-        .iter()
-        .enumerate()
-        .partition(|(_, c)| note_source::is_list(c));
-    for (i, c) in lists.into_iter().chain(rest) {
+    // The searches of the chains' own words first, the lower-labelled tool's first, while
+    // the index holds only what they planted and what the searches before them left
+    // (`search_source`); then the listings of the notes, while the notes are only those
+    // planted public and trusted (`note_source`); then every other chain in its order.
+    let searches = search_source::order(&r);
+    let phase = |c: &chains::Chain| {
+        let searched =
+            search_source::is(c).then(|| searches.iter().position(|t| *t == c.source.tool));
+        match searched.flatten() {
+            Some(p) => p,
+            None if note_source::is_list(c) => searches.len(),
+            None => searches.len() + 1,
+        }
+    };
+    let mut order: Vec<(usize, &chains::Chain)> = chains.iter().enumerate().collect();
+    order.sort_by_key(|(i, c)| (phase(c), *i));
+    let mut prepared = BTreeSet::new();
+    for (i, c) in order {
+        // A search's words are indexed before the first of its chains plays.
+        if search_source::is(c) && prepared.insert(c.source.tool) {
+            let late = search_source::prepare(&shadow_config, c.source.tool, &chains);
+            unobserved.extend(late.map_err(|e| text(&e))?);
+        }
         let first = session::play(&shadow_config, &c.message()).map_err(|e| text(&e))?;
         let back = match (&c.note, c.restart) {
             (Some(_), _) => {
@@ -472,6 +492,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     left.extend(run::unbound(&r));
     left.extend(run::unwritable(&r));
     left.extend(run_source::unplayed(&r));
+    left.extend(search_source::unplayed(&r));
     checks.extend(compare::checks(&outcomes, &report, &left, &patterned));
     launder::place(&mut checks, not_observed);
     let patterned: BTreeSet<String> = r

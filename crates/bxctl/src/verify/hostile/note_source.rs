@@ -113,12 +113,17 @@ pub fn source(r: &Rewritten, n: usize, labelled: bool) -> Option<Source> {
 /// a listing is labelled by every file there.
 pub fn plant(shadow: &Config, chains: &[Chain]) -> Result<(), String> {
     let dir = shadow.notes_dir();
-    for c in chains.iter().filter(|c| is(c)) {
-        let path = dir.join(format!("{}.md", c.source.path));
-        std::fs::write(&path, format!("{}\n", c.awaited()))
+    let notes = chains.iter().filter_map(|c| {
+        let own = is(c).then(|| (c.source.path.clone(), c.awaited().to_owned()));
+        // A `note_search` chain's words, in a note of its own (`search_source`).
+        own.or_else(|| super::search_source::note(c))
+    });
+    for (name, text) in notes {
+        let path = dir.join(format!("{name}.md"));
+        std::fs::write(&path, format!("{text}\n"))
             .map_err(|e| format!("{}: {e}", path.display()))?;
         let msg = Message::NoteRelabel(proto::notes::NoteRelabel {
-            name: c.source.path.clone(),
+            name: name.clone(),
             class: proto::DataClass::Public,
             untrusted: false,
         });
@@ -128,10 +133,10 @@ pub fn plant(shadow: &Config, chains: &[Chain]) -> Result<(), String> {
                 return Err(format!(
                     "the shadow's brokerd answered {} to relabelling note {}",
                     other.kind(),
-                    c.source.path
+                    name
                 ));
             }
-            Err(e) => return Err(format!("relabelling note {}: {e}", c.source.path)),
+            Err(e) => return Err(format!("relabelling note {name}: {e}")),
         }
     }
     Ok(())

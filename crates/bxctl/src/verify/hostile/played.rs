@@ -44,6 +44,8 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
             | "consult"
             | "note_read"
             | "note_list"
+            | "note_search"
+            | "session_search"
             | "run"
             | "write_file"
             | "edit_file"
@@ -53,16 +55,17 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
     if untrusted && (!played_source || !written) {
         return Some(format!(
             "untrusted content from {} driving {} is not played yet (a read's, a listing's, \
-             a fetch's, a consult's, an MCP tool's, a note's, a listing of the notes', a \
-             program's or a write's result driving write_file, edit_file or a run in its \
-             workdir is)",
+             a fetch's, a consult's, an MCP tool's, a note's, a listing's or a search's of \
+             the notes or the logs, a program's or a write's result driving write_file, \
+             edit_file or a run in its workdir is)",
             f.source.tool, f.sink.tool
         ));
     }
     if !played_source {
         return Some(format!(
-            "a source of {} is not played yet (reads, listings, fetches, consults, note \
-             reads and listings, MCP tools, a program's bound paths, writes and edits are)",
+            "a source of {} is not played yet (reads, listings, fetches, consults, the \
+             notes' reads, listings and searches, the logs' searches, MCP tools, a program's \
+             bound paths, writes and edits are)",
             f.source.tool
         ));
     }
@@ -92,6 +95,10 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
         // A program's bound paths hold a canary of its own (`run::bound`), whatever its
         // grant's patterns, and a write's file is named for them (`write_source`).
         Some(_) if matches!(f.source.tool.as_str(), "run" | "write_file" | "edit_file") => None,
+        // A search grant saying `untrusted = false` (`search_source::unplayed`).
+        Some(g) if matches!(f.source.tool.as_str(), "note_search" | "session_search") => {
+            as_source(g, left, &[Scope::Source])
+        }
         Some(g) if patterned.contains(g) && left.iter().any(|l| l.grant == *g) => Some(format!(
             "grant {g} names patterns no file the shadow reads matches (below)"
         )),

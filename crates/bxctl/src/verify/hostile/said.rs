@@ -29,6 +29,7 @@ pub(super) fn read_of(c: &Chain) -> &'static str {
 pub(super) fn reads_of(c: &Chain) -> &'static str {
     match c.source.tool {
         "list_dir" | "note_list" => "list",
+        "note_search" | "session_search" => "search",
         "http_fetch" => "fetch from",
         "consult" => "ask",
         // A bound chain's call reads its grant's paths (`mcp_bound`).

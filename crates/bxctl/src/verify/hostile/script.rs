@@ -115,6 +115,7 @@ pub(super) fn subject(tool: &str) -> &'static str {
         "http_fetch" => "url",
         "consult" => "prompt",
         "note_read" => "name",
+        "note_search" | "session_search" => "query",
         _ => "path",
     }
 }
@@ -166,6 +167,8 @@ pub fn script_with(chains: &[Chain], jobs: Vec<Rule>) -> Result<String, toml::se
             rule.extend(own);
             continue;
         }
+        // The session saying a search source chain's words (`search_source`).
+        rule.extend(super::search_source::rules(c));
         let fetch = send(c);
         let held = Answer {
             text: "held".into(),

@@ -207,28 +207,44 @@ pub fn indexed(
     let Some(via) = via(c).filter(|v| *v != Via::Read) else {
         return Ok(None);
     };
+    let (what, kind, name) = match via {
+        Via::NoteSearch => ("the note", HitKind::Note, c.note.as_ref()),
+        _ => ("the session's words", HitKind::Session, None),
+    };
+    found(config, &word(c), &c.canary, (kind, name, session), what)
+}
+
+/// Waits until the owner's search for `query` finds `holding` whole in a hit's snippet, the
+/// hit of `kind` and, when given, of the note `name` or of `session`: `None` once found, else
+/// why not (`what` names what was not indexed).
+pub fn found(
+    config: &Config,
+    query: &str,
+    holding: &str,
+    (kind, name, session): (HitKind, Option<&String>, Option<&SessionId>),
+    what: &str,
+) -> Result<Option<String>, Error> {
     let start = Instant::now();
     loop {
-        let msg = Message::NotesSearch(NotesSearch { query: word(c) });
+        let msg = Message::NotesSearch(NotesSearch {
+            query: query.to_owned(),
+        });
         let found = match crate::admin::call(config, msg)? {
             Message::NotesFound(f) => f.hits,
             other => return Err(crate::error::unexpected(&other)),
         };
         let hit = found.iter().any(|h| {
-            h.snippet.contains(&c.canary)
-                && match via {
-                    Via::NoteSearch => h.kind == HitKind::Note && h.name == c.note,
-                    _ => h.kind == HitKind::Session && h.session.as_ref() == session,
+            h.snippet.contains(holding)
+                && h.kind == kind
+                && match kind {
+                    HitKind::Note => name.is_none_or(|n| h.name.as_ref() == Some(n)),
+                    _ => session.is_none_or(|s| h.session.as_ref() == Some(s)),
                 }
         });
         if hit {
             return Ok(None);
         }
         if start.elapsed() >= INDEXED_WITHIN {
-            let what = match via {
-                Via::NoteSearch => "the note",
-                _ => "the session's words",
-            };
             return Ok(Some(format!(
                 "the indexer had not indexed {what} after {} s",
                 INDEXED_WITHIN.as_secs()

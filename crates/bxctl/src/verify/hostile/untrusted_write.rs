@@ -126,7 +126,8 @@ fn ordinary(r: &Rewritten) -> Vec<Write<'_>> {
 /// Untrusted content from a result the shadow plants driving a write (decision V54): each
 /// read and listing of `reads` (its file or its listing holding the chain's token), a note
 /// of the chain's own under an allowing `note_read` grant, a listing of the notes (one named
-/// by the token) under an allowing `note_list` grant, each allowing `run` grant's
+/// by the token) under an allowing `note_list` grant, a search of the notes or the logs
+/// for words holding the token (`search_source`), each allowing `run` grant's
 /// program's output (`run_source`) and each write or edit grant's result in each granted
 /// directory (`write_source`: the token is its file's new hash), then that token written,
 /// as `BXWRITE-TOKEN`, by each write and edit grant under each of its granted paths, as
@@ -140,6 +141,7 @@ pub fn from_results(r: &Rewritten, reads: &[Source], nonce: &str, chains: &mut V
         .collect();
     sources.push(Planted::Note(r));
     sources.push(Planted::List(r));
+    sources.extend(["note_search", "session_search"].map(|tool| Planted::Search(r, tool)));
     sources.extend(super::run_source::outputs(r).map(Planted::Source));
     let written =
         super::write_source::grants(&r.grants).filter(|(_, g)| super::write_source::plays(g));
@@ -169,6 +171,9 @@ pub(super) enum Planted<'a> {
     /// A listing of the notes, one named by the chain's token (`note_source`), when a grant
     /// of these lists them.
     List(&'a Rewritten),
+    /// A search of the notes or the logs (the tool) for words of the chain's own, which hold
+    /// its token (`search_source`), when a grant of these makes it.
+    Search(&'a Rewritten, &'static str),
     /// A write or edit grant's result in a granted directory (the owner's path, the
     /// shadow's), in a file of the chain's own (`write_source`).
     Write(&'a Grant, &'a str, String),
@@ -182,6 +187,10 @@ impl Planted<'_> {
             Self::Note(r) => Some((super::note_source::source(r, n, false)?, canary(nonce, n))),
             Self::List(r) => Some((
                 super::note_source::list_source(r, n, nonce, false)?,
+                canary(nonce, n),
+            )),
+            Self::Search(r, tool) => Some((
+                super::search_source::source(r, tool, n, false)?,
                 canary(nonce, n),
             )),
             Self::Write(g, owner, dir) => {
