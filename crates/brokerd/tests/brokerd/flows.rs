@@ -91,7 +91,7 @@ impl Case {
         Setting {
             jobs,
             consult: self.consult.clone(),
-            remote: self.remote.keys().cloned().collect(),
+            remote: self.remote.clone(),
         }
     }
 }

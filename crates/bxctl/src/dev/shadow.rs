@@ -85,7 +85,16 @@ pub fn start(
     // and every search reaching its index partition). Removed before any role starts, so
     // the indexer never sees it.
     let demo = state.join(format!("home/memory/notes/{}.md", layout::DEMO_NOTE));
-    std::fs::remove_file(&demo).map_err(|error| DevError::Write { path: demo, error })?;
+    match std::fs::remove_file(&demo) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(DevError::Write {
+                path: demo,
+                error: e,
+            }
+            .into());
+        }
+        _ => {}
+    }
     let args = DevArgs {
         state: state.to_owned(),
         llama_url: None,

@@ -23,7 +23,7 @@ mod role;
 mod source;
 mod text;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use proto::flows::{Flow, Severity, SourceLabel, Step};
 use proto::{DataClass, JobName, Timestamp};
@@ -44,9 +44,11 @@ pub struct Setting {
     pub jobs: Vec<(JobName, bool)>,
     /// The host of `broker.consult.url`, when one is configured.
     pub consult: Option<String>,
-    /// The MCP servers configured by `url` (remote): their units bind none of a grant's
-    /// paths (`run::mcp`), so a call of one neither reads them nor is labelled by them.
-    pub remote: BTreeSet<String>,
+    /// The MCP servers configured by `url` (remote), each name to its URL: their units bind
+    /// none of a grant's paths (`run::mcp`), so a call of one neither reads them nor is
+    /// labelled by them, and a call whose deciding grant does not list the URL's host runs
+    /// nothing.
+    pub remote: BTreeMap<String, String>,
 }
 
 impl Setting {
@@ -70,8 +72,7 @@ impl Setting {
             remote: config
                 .mcp
                 .iter()
-                .filter(|s| s.url.is_some())
-                .map(|s| s.name.clone())
+                .filter_map(|s| Some((s.name.clone(), s.url.clone()?)))
                 .collect(),
         }
     }
@@ -135,6 +136,10 @@ fn analysed(
                 let Some(grant_id) = role::unasked(&decision) else {
                     continue;
                 };
+                // A remote server's call its deciding grant does not reach runs nothing.
+                if !source::runs(&decision, &setting.remote) {
+                    continue;
+                }
                 let Some(role) = role::of(&decision, consult) else {
                     continue;
                 };
@@ -206,7 +211,7 @@ fn key(
 fn in_one_call(
     snapshot: &Snapshot,
     source: &Source,
-    remote: &BTreeSet<String>,
+    remote: &BTreeMap<String, String>,
 ) -> Option<Severity> {
     if !matches!(source.role.sink, Some(Sink::Run | Sink::Mcp))
         || !source::binds_paths(&source.call, remote)

@@ -1,7 +1,7 @@
 //! Sources: the calls a session as it starts is allowed without asking whose result leaves
 //! it labelled, each with that label.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use proto::tools::ToolArgs;
 use proto::{JobName, Timestamp};
@@ -9,7 +9,7 @@ use proto::{JobName, Timestamp};
 use grants::Snapshot;
 
 use super::role::{self, Role};
-use crate::policy::{Labels, SessionView, bound_labels, decide_in};
+use crate::policy::{Decision, Labels, SessionView, bound_labels, decide_in};
 
 /// One source: the call, its deciding grant, the label it leaves the session at.
 pub struct Source {
@@ -32,7 +32,7 @@ pub fn sources(
     calls: &[ToolArgs],
     job: Option<&JobName>,
     consult: Option<&str>,
-    remote: &BTreeSet<String>,
+    remote: &BTreeMap<String, String>,
     now: Timestamp,
 ) -> Vec<Source> {
     let mut seen = BTreeSet::new();
@@ -42,6 +42,11 @@ pub fn sources(
         let Some(grant_id) = role::unasked(&decision) else {
             continue;
         };
+        // A remote server's call its deciding grant does not reach fails before any unit
+        // starts: no result, no source.
+        if !runs(&decision, remote) {
+            continue;
+        }
         let (Some(labels), Some(args), Some(role)) = (
             decision.labels(),
             decision.args(),
@@ -81,10 +86,23 @@ pub fn sources(
 /// Whether `call`'s unit binds its grant's paths: a program's and a local MCP server's do,
 /// a `remote` MCP server's (configured by `url`, it runs elsewhere) binds nothing
 /// (`run::mcp`).
-pub fn binds_paths(call: &ToolArgs, remote: &BTreeSet<String>) -> bool {
+pub fn binds_paths(call: &ToolArgs, remote: &BTreeMap<String, String>) -> bool {
     match call {
-        ToolArgs::Mcp(a) => !remote.contains(&a.server),
+        ToolArgs::Mcp(a) => !remote.contains_key(&a.server),
         ToolArgs::Run(_) => true,
         _ => false,
     }
+}
+
+/// Whether `decision`'s call runs at all: a call of a `remote` MCP server (name to URL) is
+/// refused before any unit starts unless its deciding grant lists the URL's host
+/// (`run::mcp`, `lists_host`); every other call does.
+pub fn runs(decision: &Decision, remote: &BTreeMap<String, String>) -> bool {
+    let (Some(ToolArgs::Mcp(a)), Some((grant, _))) = (decision.args(), decision.grant()) else {
+        return true;
+    };
+    remote.get(&a.server).is_none_or(|url| {
+        grants::constraints::normalize_url(url)
+            .is_ok_and(|(_, host)| grants::constraints::lists_host(grant, &host))
+    })
 }

@@ -309,16 +309,20 @@ mod tests {
                 .2
                 .contains("the URL's path is the shadow's own")
         );
-        // A search as a source is not played yet; a consult source is, and its grant's patterns
+        // A note write's result as a source is not played; a search of the notes is (no
+        // chain completed it: a disagreement); a consult source is, and its grant's patterns
         // meet the shadow's prompt.
         let mut noted = report.clone();
-        noted.flows[0].source.tool = "note_search".into();
+        noted.flows[0].source.tool = "note_write".into();
         let warned = compare::checks(&[], &noted, &[], &BTreeSet::new());
         assert!(
             warned[0]
                 .said
-                .contains("a source of note_search is not played yet")
+                .contains("a source of note_write is not played yet")
         );
+        noted.flows[0].source.tool = "note_search".into();
+        let searched = compare::checks(&[], &noted, &[], &BTreeSet::new());
+        assert_eq!(format!("{:?}", searched[0].level), "Fail", "{searched:?}");
         let mut consulted = report.clone();
         consulted.flows[0].source.tool = "consult".into();
         let failed = compare::checks(&[], &consulted, &[], &BTreeSet::new());

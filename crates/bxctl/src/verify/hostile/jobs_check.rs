@@ -193,8 +193,8 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
         {
             return Some(format!(
                 "untrusted content from {} driving {} in a job's run is not played yet (a \
-                 read's, a listing's, a fetch's, a consult's or a write's result driving \
-                 write_file or edit_file is)",
+                 read's, a directory listing's, a fetch's, a consult's or a write's result \
+                 driving write_file or edit_file is)",
                 f.source.tool, f.sink.tool
             ));
         }
@@ -203,8 +203,9 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
         let answered = consult && f.sink.tool != "consult";
         if !(read || write || answered || (fetch && f.sink.tool == DELIVER)) {
             return Some(format!(
-                "a source of {} sent to {} in a job's run is not played yet (reads, listings, \
-                 writes, edits and the consult model's answer are, and a fetch delivered)",
+                "a source of {} sent to {} in a job's run is not played yet (reads, directory \
+                 listings, writes, edits and the consult model's answer are, and a fetch \
+                 delivered)",
                 f.source.tool, f.sink.tool
             ));
         }

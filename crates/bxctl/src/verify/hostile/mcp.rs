@@ -429,8 +429,9 @@ pub fn sources(r: &Rewritten) -> Vec<Source> {
 }
 
 /// Whether a chain from `s` to `t` is played: not an MCP tool's answer sent back through
-/// the same tool (the analysis counts one call of a tool as no flow to itself; a server that
-/// reads and sends in one call is `not_played`'s).
+/// the same tool (the analysis counts one call of a tool as no flow to itself; a local server
+/// that reads what it binds and sends it in one call is `mcp_bound`'s, and a remote server
+/// has no such flow, decisions V58).
 pub fn apart(s: &Source, t: &Target) -> bool {
     !(s.tool == "mcp" && t.tool == "mcp" && source_called(s) == t.entry)
 }

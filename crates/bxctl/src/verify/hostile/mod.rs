@@ -27,6 +27,7 @@ mod mcp_args;
 mod mcp_bound;
 mod note_source;
 mod pattern;
+mod play;
 mod played;
 mod rewrite;
 mod run;
@@ -170,14 +171,6 @@ pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
     }
 }
 
-/// Whether `p`'s read returned the chain's canary.
-fn read_it(p: &session::Played, c: &chains::Chain) -> bool {
-    p.calls.iter().any(|s| {
-        s.tool == mcp::source_called(&c.source)
-            && matches!(&s.response, Some(proto::ToolResponse::Result { content, .. }) if content.contains(c.awaited()))
-    })
-}
-
 /// The analysis said as the owner's: the shadow's paths as the owner's (`TREE/P` is `P`),
 /// and the consult model at its own host rather than the sink's.
 fn owners_paths(
@@ -316,71 +309,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         (shadow, consult_host(&c.url))
     });
     let report = owners_paths(report, &dir.join("tree"), consult);
-    // Each chain's sessions, by its place in `chains`.
-    let mut played = std::collections::BTreeMap::new();
-    // The compaction chains whose compaction loopd's log does not show (`launder`) and the
-    // search chains whose words the indexer never indexed (`search`), and why.
-    let mut unobserved = std::collections::BTreeMap::new();
-    // The searches of the chains' own words first, the lower-labelled tool's first, while
-    // the index holds only what they planted and what the searches before them left
-    // (`search_source`); then the listings of the notes, while the notes are only those
-    // planted public and trusted (`note_source`); then every other chain in its order.
-    let searches = search_source::order(&r);
-    let phase = |c: &chains::Chain| {
-        let searched =
-            search_source::is(c).then(|| searches.iter().position(|t| *t == c.source.tool));
-        match searched.flatten() {
-            Some(p) => p,
-            None if note_source::is_list(c) => searches.len(),
-            None => searches.len() + 1,
-        }
-    };
-    let mut order: Vec<(usize, &chains::Chain)> = chains.iter().enumerate().collect();
-    order.sort_by_key(|(i, c)| (phase(c), *i));
-    let mut prepared = BTreeSet::new();
-    for (i, c) in order {
-        // A search's words are indexed before the first of its chains plays.
-        if search_source::is(c) && prepared.insert(c.source.tool) {
-            let late = search_source::prepare(&shadow_config, c.source.tool, &chains);
-            unobserved.extend(late.map_err(|e| text(&e))?);
-        }
-        let first = session::play(&shadow_config, &c.message()).map_err(|e| text(&e))?;
-        let back = match (&c.note, c.restart) {
-            (Some(_), _) => {
-                // A search chain's new session starts once the indexer indexed what the
-                // first left (`search`); never indexed, it is not observed.
-                if search::left_it(c, &first) {
-                    let why = search::indexed(&shadow_config, c, first.session.as_ref());
-                    unobserved.extend(why.map_err(|e| text(&e))?.map(|why| (c.n, why)));
-                }
-                if unobserved.contains_key(&c.n) {
-                    None
-                } else {
-                    Some(session::play(&shadow_config, &c.back_message()).map_err(|e| text(&e))?)
-                }
-            }
-            // The second turn only once the read's result holds the canary: the send must
-            // carry what was read, never what the script knows.
-            (None, Some(daemon)) if read_it(&first, c) => {
-                let compaction = launder::is_compaction(c);
-                let next = if compaction {
-                    launder::after_message(c)
-                } else {
-                    shadow.restart(daemon).map_err(|e| text(&e))?;
-                    c.after_message()
-                };
-                let again = session::play_in(&shadow_config, first.session.clone(), &next);
-                let again = again.map_err(|e| text(&e))?;
-                if let (true, Some(id)) = (compaction, &first.session) {
-                    let why = launder::unobserved(&shadow_config, id, c).map_err(|e| text(&e))?;
-                    unobserved.extend(why.map(|why| (c.n, why)));
-                }
-                Some(again)
-            }
-            _ => None,
-        };
-        played.insert(i, (first, back));
-    }
+    let (played, unobserved) = play::chains(&mut shadow, &shadow_config, &r, &chains)?;
     let config_path = dir.join("state/config.toml");
     let runs = jobs_run::play(&shadow_config, &config_path, &job_chains)?;
     let posts = match shadow.posts() {
@@ -393,7 +322,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let played_chains = chains.len();
     let mut outcomes = Vec::new();
     let mut not_observed = Vec::new();
-    for (c, (first, back)) in chains.into_iter().zip(played.into_values()) {
+    for (c, (first, back)) in chains.into_iter().zip(played) {
         // The call of `tool` but `not` (a fetch source's send is a fetch too).
         let step_but = |p: &session::Played, tool: &str, not: Option<proto::CallId>| {
             let s = p

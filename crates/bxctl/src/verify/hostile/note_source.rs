@@ -199,9 +199,9 @@ mod tests {
     }
 
     /// A listing grant whose results are private makes a listing chain to every sink, its
-    /// note named by the chain's canary and its call without arguments; the listing chains
-    /// are the ones played first; a public listing grant alone makes none (public data out
-    /// is no flow), but drives an untrusted write all the same.
+    /// note named by the chain's canary and its call without arguments (they are played
+    /// first: `play`); a public listing grant alone makes none (public data out is no flow),
+    /// but drives an untrusted write all the same.
     #[test]
     fn a_listing_of_the_notes_is_a_source_to_every_sink() {
         let list = |class: &str| {
@@ -225,7 +225,6 @@ mod tests {
             assert_eq!(call.tool_calls[0].name, "note_list");
             assert_eq!(call.tool_calls[0].arguments, "{}");
         }
-        assert!(!plan.iter().filter(|c| !is_list(c)).any(is_list));
         // Public: no send from it.
         let mut r = super::super::tests::rewritten();
         r.grants.insert("notes-list".into(), list("public"));
