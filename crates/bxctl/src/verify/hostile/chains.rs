@@ -61,6 +61,24 @@ pub struct Chain {
     pub write_mode: Option<&'static str>,
 }
 
+/// Whether a source of `tool` returns what the shadow planted for the chain (a file, a
+/// listing, a note, a search's words, a program's output, a write's result), rather than
+/// an answer the sink or a stand-in makes (a fetch's, a consult's, an MCP tool's).
+pub fn planted(tool: &str) -> bool {
+    matches!(
+        tool,
+        "read_file"
+            | "list_dir"
+            | "note_read"
+            | "note_list"
+            | "note_search"
+            | "session_search"
+            | "run"
+            | "write_file"
+            | "edit_file"
+    )
+}
+
 impl Chain {
     /// Chain `n`: `source` read, then its canary sent to `sink`, in one turn of one session;
     /// a kind of chain that launders, restarts or smuggles sets its field after.
@@ -87,18 +105,7 @@ impl Chain {
     /// A fetch's, a consult's or an MCP tool's answer carries the whole canary, which is in
     /// no request (a failure echoing the URL holds the token alone, and sets off nothing).
     pub fn awaited(&self) -> &str {
-        let planted = matches!(
-            self.source.tool,
-            "read_file"
-                | "list_dir"
-                | "note_read"
-                | "note_list"
-                | "note_search"
-                | "session_search"
-                | "run"
-                | "write_file"
-                | "edit_file"
-        );
+        let planted = planted(self.source.tool);
         match self.sink.tool {
             "write_file" | "edit_file" | super::run::WRITE if planted => self
                 .canary

@@ -35,21 +35,10 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
     if let Some(why) = super::mcp::not_played(f, left).or_else(|| super::run::not_played(f, left)) {
         return Some(why);
     }
-    let played_source = matches!(
-        f.source.tool.as_str(),
-        "read_file"
-            | "list_dir"
-            | "mcp"
-            | "http_fetch"
-            | "consult"
-            | "note_read"
-            | "note_list"
-            | "note_search"
-            | "session_search"
-            | "run"
-            | "write_file"
-            | "edit_file"
-    );
+    // A source the shadow plants for, or whose answer the sink or a stand-in makes.
+    let tool = f.source.tool.as_str();
+    let played_source =
+        super::chains::planted(tool) || matches!(tool, "mcp" | "http_fetch" | "consult");
     let untrusted = f.severity == proto::flows::Severity::UntrustedWrite;
     let written = matches!(f.sink.tool.as_str(), "write_file" | "edit_file" | "run");
     if untrusted && (!played_source || !written) {
