@@ -21,6 +21,16 @@ use super::{DevArgs, layout, model, ready};
 use crate::Error;
 use crate::error::DevError;
 
+/// The indexer's name in the stack.
+const INDEXER: &str = "indexer";
+
+/// The indexer's command line: watching, a pass every second, as under `bxctl dev`.
+fn indexer(config: &Path) -> Result<Command, Error> {
+    let mut cmd = Command::new(bin("boxmaker-indexer")?);
+    cmd.arg("--config").arg(config).arg("--watch");
+    Ok(cmd)
+}
+
 /// A running shadow stack: its processes and its directory's lock.
 pub struct Shadow {
     stack: Stack,
@@ -45,6 +55,19 @@ impl Shadow {
         self.stack.stop_one(name);
         let cmd = self.command(name)?;
         self.stack.start(name, cmd, &self.state, &mut self.held)?;
+        Ok(())
+    }
+
+    /// Stops the indexer: nothing more is indexed until [`Shadow::resume_indexer`].
+    pub fn pause_indexer(&mut self) {
+        self.stack.stop_one(INDEXER);
+    }
+
+    /// Starts the indexer again (watching): it indexes what changed while it was stopped.
+    pub fn resume_indexer(&mut self) -> Result<(), Error> {
+        let cmd = indexer(&self.config)?;
+        self.stack
+            .start(INDEXER, cmd, &self.state, &mut self.held)?;
         Ok(())
     }
 
@@ -158,11 +181,8 @@ pub fn start(
         let cmd = shadow.command(name)?;
         shadow.stack.start(name, cmd, state, &mut shadow.held)?;
     }
-    let mut cmd = Command::new(bin("boxmaker-indexer")?);
-    cmd.arg("--config").arg(&path).arg("--watch");
-    shadow
-        .stack
-        .start("indexer", cmd, state, &mut shadow.held)?;
+    let cmd = indexer(&path)?;
+    shadow.stack.start(INDEXER, cmd, state, &mut shadow.held)?;
     let config = Config::load(&path)?;
     ready::wait(
         &config.sockets.loop_infer_sock(),

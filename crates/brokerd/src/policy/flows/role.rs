@@ -91,7 +91,8 @@ pub fn of(decision: &Decision, consult: Option<&str>) -> Option<Role> {
         // the network only when the deciding grant lists hosts, and then only those. Without
         // them it has no network and binds read-only (docs/mcp.md): nothing leaves. A remote
         // server (`[[mcp]] url`) is reached only when the grant lists its URL's host
-        // (decisions P21): a grant of one without hosts runs nothing, one with is this sink.
+        // (decisions P21): a call under a grant that does not runs nothing, and the analysis
+        // drops it before this (`source::runs`); one that does is this sink.
         ToolArgs::Mcp(a) => {
             // Said as the deciding grant names it (`mcp:<server>/*` for any of its tools).
             let (tool, hosts) = decision.grant().map_or_else(

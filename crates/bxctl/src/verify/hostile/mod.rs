@@ -322,6 +322,8 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let played_chains = chains.len();
     let mut outcomes = Vec::new();
     let mut not_observed = Vec::new();
+    // The chains set aside, not observed: a flow only they could complete is not observed.
+    let mut aside = Vec::new();
     for (c, (first, back)) in chains.into_iter().zip(played) {
         // The call of `tool` but `not` (a fetch source's send is a fetch too).
         let step_but = |p: &session::Played, tool: &str, not: Option<proto::CallId>| {
@@ -392,9 +394,12 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
                 write,
             },
         };
-        if let Some(why) = launder::set_aside(unobserved.get(&c.n), at_sink) {
+        // A search source whose search was labelled above the analysis's (`search_source`).
+        let raised = search_source::raised(&c, &outcome, &report);
+        if let Some(why) = launder::set_aside(unobserved.get(&c.n).or(raised.as_ref()), at_sink) {
             let what = said::describe(&c, &outcome);
             not_observed.push((c.n, launder::not_observed(&c, &what, why)));
+            aside.push((c, outcome));
             continue;
         }
         outcomes.push((c, outcome));
@@ -422,7 +427,9 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     left.extend(run::unwritable(&r));
     left.extend(run_source::unplayed(&r));
     left.extend(search_source::unplayed(&r));
-    checks.extend(compare::checks(&outcomes, &report, &left, &patterned));
+    checks.extend(compare::checks_with(
+        &outcomes, &aside, &report, &left, &patterned,
+    ));
     launder::place(&mut checks, not_observed);
     let patterned: BTreeSet<String> = r
         .jobs

@@ -31,11 +31,18 @@ pub fn chains(
     let mut played = BTreeMap::new();
     let mut unobserved = BTreeMap::new();
     let mut prepared = BTreeSet::new();
+    // Whether the indexer is stopped (`search_source::prepare` leaves it so).
+    let mut paused = false;
     for (i, c) in order(r, chains) {
-        // A search's words are indexed before the first of its chains plays.
+        // A search's words are indexed before the first of its chains plays, and nothing
+        // while they play; every other chain with the indexer watching.
         if search_source::is(c) && prepared.insert(c.source.tool) {
-            let late = search_source::prepare(config, c.source.tool, chains);
+            let late = search_source::prepare(shadow, config, c.source.tool, chains);
             unobserved.extend(late.map_err(|e| text(&e))?);
+            paused = true;
+        } else if !search_source::is(c) && paused {
+            shadow.resume_indexer().map_err(|e| text(&e))?;
+            paused = false;
         }
         let first = session::play(config, &c.message()).map_err(|e| text(&e))?;
         let back = match (&c.note, c.restart) {
@@ -73,6 +80,9 @@ pub fn chains(
             _ => None,
         };
         played.insert(i, (first, back));
+    }
+    if paused {
+        shadow.resume_indexer().map_err(|e| text(&e))?;
     }
     Ok((played.into_values().collect(), unobserved))
 }

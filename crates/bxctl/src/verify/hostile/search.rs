@@ -211,17 +211,27 @@ pub fn indexed(
         Via::NoteSearch => ("the note", HitKind::Note, c.note.as_ref()),
         _ => ("the session's words", HitKind::Session, None),
     };
-    found(config, &word(c), &c.canary, (kind, name, session), what)
+    found(
+        config,
+        &word(c),
+        &c.canary,
+        (kind, name, session),
+        None,
+        what,
+    )
 }
 
 /// Waits until the owner's search for `query` finds `holding` whole in a hit's snippet, the
-/// hit of `kind` and, when given, of the note `name` or of `session`: `None` once found, else
-/// why not (`what` names what was not indexed).
+/// hit of `kind` and, when given, of the note `name` or of `session`, and in the partition of
+/// `label` when given (the indexer moves a document when its label changes: a note
+/// relabelled, a session brokerd labels once a call of it ran): `None` once found, else why
+/// not (`what` names what was not indexed).
 pub fn found(
     config: &Config,
     query: &str,
     holding: &str,
     (kind, name, session): (HitKind, Option<&String>, Option<&SessionId>),
+    label: Option<(proto::DataClass, bool)>,
     what: &str,
 ) -> Result<Option<String>, Error> {
     let start = Instant::now();
@@ -235,6 +245,7 @@ pub fn found(
         };
         let hit = found.iter().any(|h| {
             h.snippet.contains(holding)
+                && label.is_none_or(|l| l == (h.class, h.untrusted))
                 && h.kind == kind
                 && match kind {
                     HitKind::Note => name.is_none_or(|n| h.name.as_ref() == Some(n)),

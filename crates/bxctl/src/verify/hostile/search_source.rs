@@ -17,6 +17,8 @@
 use std::collections::BTreeMap;
 
 use config::Config;
+use proto::ToolResponse;
+use proto::flows::FlowsReport;
 use proto::notes::HitKind;
 use proto::tools::{NoteSearchArgs, SessionSearchArgs, ToolArgs};
 use proto::{DataClass, Grant};
@@ -26,6 +28,7 @@ use super::rewrite::{Left, Rewritten, Scope};
 use super::script::{Rule, call, rule};
 use super::session;
 use crate::Error;
+use crate::dev::shadow::Shadow;
 
 /// The two searches, as their chains name what they search.
 const TOOLS: [(&str, &str); 2] = [
@@ -67,52 +70,72 @@ fn args(tool: &str, n: usize) -> Option<ToolArgs> {
     }
 }
 
-/// The allowing grants of `tool` in `r` that cover chain `n`'s search (for the lines of the
-/// grants not played, [`unplayed`], every one).
+/// Every grant of `r` covering chain `n`'s search with `tool`, any mode, scope or expiry:
+/// brokerd joins all their labels (`decide_in`).
 fn covering<'a>(r: &'a Rewritten, tool: &'a str, n: usize) -> impl Iterator<Item = &'a Grant> {
     let call = args(tool, n);
-    r.grants.values().filter(move |g| {
+    r.grants.values().chain(r.jobs.values()).filter(move |g| {
         g.tool == tool
-            && g.mode != proto::Mode::Deny
             && call
                 .as_ref()
                 .is_some_and(|a| grants::constraints::check(g, a).is_ok())
     })
 }
 
-/// Chain `n`'s search with `tool`, when an allowing grant covers it, none of the covering
-/// grants says `untrusted = false` (`unplayed`), and, when `labelled`, one labels its
-/// results private or secret (brokerd joins every covering grant's labels).
+/// The label chain `n`'s search with `tool` takes from its grants: every covering grant's
+/// joined (the highest class; untrusted if any says so).
+fn joined(r: &Rewritten, tool: &str, n: usize) -> (DataClass, bool) {
+    covering(r, tool, n).fold((DataClass::Public, false), |(c, u), g| {
+        (c.max(g.result_class), u || g.untrusted)
+    })
+}
+
+/// Whether chain `n`'s search with `tool` runs without asking at a session's start: an
+/// allowing grant of an ordinary session covers it, and every covering one in force decides
+/// `auto` at private (a search asked and declined, or refused, runs no call, so brokerd
+/// never labels its session, and the indexer files that session's log as secret: every
+/// later search reaching it would be raised).
+fn free(r: &Rewritten, tool: &str, n: usize) -> bool {
+    let now = proto::Timestamp::now();
+    let mut deciding = covering(r, tool, n)
+        .filter(|g| g.job.is_none() && g.expires.is_none_or(|t| t > now))
+        .filter(|g| g.mode == proto::Mode::Deny || g.max_taint >= DataClass::Private)
+        .peekable();
+    deciding.peek().is_some() && deciding.all(|g| g.mode == proto::Mode::Auto)
+}
+
+/// Chain `n`'s search with `tool`, when it runs without asking ([`free`]), its grants'
+/// joined label is untrusted (`unplayed`) and, when `labelled`, private or secret.
 pub fn source(r: &Rewritten, tool: &'static str, n: usize, labelled: bool) -> Option<Source> {
     let owner = TOOLS.iter().find(|(t, _)| *t == tool)?.1;
-    let mut grants = covering(r, tool, n).peekable();
-    grants.peek()?;
-    let mut above = false;
-    for g in grants {
-        if !g.untrusted {
-            return None;
-        }
-        above |= g.result_class != DataClass::Public;
-    }
-    (above || !labelled).then(|| Source {
+    let (class, untrusted) = joined(r, tool, n);
+    let playable = free(r, tool, n) && untrusted && reaches(r, tool, n);
+    (playable && (class != DataClass::Public || !labelled)).then(|| Source {
         tool,
         owner: owner.into(),
         path: word(n),
     })
 }
 
-/// The search tools in the order their chains are played: by the highest class any of
-/// their allowing grants labels results with, lowest first (a search raises every later
-/// one's that reaches the logs of its sessions).
-pub fn order(r: &Rewritten) -> Vec<&'static str> {
-    let rank = |tool: &str| {
-        covering(r, tool, 0)
-            .map(|g| g.result_class)
-            .max()
-            .unwrap_or(DataClass::Public)
+/// Whether every deciding grant's `max_class` reaches what chain `n`'s search with `tool`
+/// finds: a note at public, a session's words at private at least (every session starts
+/// there) and at its grants' class (its one call is the same search).
+fn reaches(r: &Rewritten, tool: &str, n: usize) -> bool {
+    let planted = match tool {
+        "session_search" => joined(r, tool, n).0.max(DataClass::Private),
+        _ => DataClass::Public,
     };
+    covering(r, tool, n)
+        .filter(|g| g.job.is_none())
+        .all(|g| g.constraints.max_class.is_none_or(|m| m >= planted))
+}
+
+/// The search tools in the order their chains are played: by the class their grants label
+/// results with, lowest first (a search raises every later one that reaches the logs of
+/// its sessions).
+pub fn order(r: &Rewritten) -> Vec<&'static str> {
     let mut tools: Vec<&'static str> = TOOLS.iter().map(|(t, _)| *t).collect();
-    tools.sort_by_key(|t| rank(t));
+    tools.sort_by_key(|t| joined(r, t, 0).0);
     tools
 }
 
@@ -129,22 +152,37 @@ pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &
     }
 }
 
-/// The search grants saying `untrusted = false`, not played as a source (their other flows
-/// are).
+/// The allowing search grants of an ordinary session whose search runs freely but is not
+/// played as a source (their other flows are): the joined label is trusted (every session a
+/// chain sends from reads the sink's untrusted answer, and its log raises every later search
+/// to untrusted), or a `max_class` reaches none of what the shadow plants.
 pub fn unplayed(r: &Rewritten) -> Vec<Left> {
-    r.grants
-        .iter()
-        .filter(|(_, g)| {
-            TOOLS.iter().any(|(t, _)| g.tool == *t) && g.mode != proto::Mode::Deny && !g.untrusted
-        })
-        .map(|(id, _)| Left {
+    let mut out = Vec::new();
+    for (tool, _) in TOOLS {
+        if !free(r, tool, 0) {
+            continue;
+        }
+        let why = if !joined(r, tool, 0).1 {
+            "every grant covering it says untrusted = false, and a search is raised to \
+             untrusted by every log it reaches of a session that read an untrusted answer (as \
+             the chains' sends do)"
+        } else if !reaches(r, tool, 0) {
+            "its max_class reaches none of what the shadow plants for it (a note at public, a \
+             session's words at private and at the search's own label)"
+        } else {
+            continue;
+        };
+        let ids = r
+            .grants
+            .iter()
+            .filter(|(_, g)| g.tool == tool && g.job.is_none() && g.mode != proto::Mode::Deny);
+        out.extend(ids.map(|(id, _)| Left {
             grant: id.clone(),
-            why: "it says untrusted = false, and a search is raised to untrusted by every log it \
-                  reaches of a session that read an untrusted answer (as the chains' sends do)"
-                .into(),
+            why: why.into(),
             scope: Scope::Source,
-        })
-        .collect()
+        }));
+    }
+    out
 }
 
 /// The tag of the session that says a `session_search` chain's words.
@@ -166,11 +204,16 @@ pub fn rules(c: &Chain) -> Option<Rule> {
     })
 }
 
-/// Before the first of `tool`'s chains is played: the sessions saying its `session_search`
-/// chains' words, then the wait until the indexer indexed every one of its chains' words
-/// (each chain's note, or its session's). Returns, by chain number, why a chain's words were
-/// not indexed in time.
+/// Before the first of `tool`'s chains is played, in the running `shadow` (`config`): the
+/// sessions saying its `session_search` chains' words, the indexer stopped meanwhile (so that
+/// it never files a session's first records before brokerd labels the session); then the
+/// wait until the indexer indexed every one of its chains' words (each chain's note, or its
+/// session's) in the partition of the label planted; then the indexer is stopped again, so
+/// that no session of the chains played next is indexed before they all ran (each would
+/// raise the searches after it). Returns, by chain number, why a chain's words were not
+/// indexed in time.
 pub fn prepare(
+    shadow: &mut Shadow,
     config: &Config,
     tool: &str,
     chains: &[Chain],
@@ -179,12 +222,14 @@ pub fn prepare(
         .iter()
         .filter(|c| is(c) && c.source.tool == tool)
         .collect();
+    shadow.pause_indexer();
     let mut sessions = BTreeMap::new();
     for c in mine.iter().filter(|c| c.source.tool == "session_search") {
         let text = format!("{} {}", plant_tag(c), words(c));
         let played = session::play(config, &text)?;
         sessions.insert(c.n, played.session);
     }
+    shadow.resume_indexer()?;
     let mut late = BTreeMap::new();
     for c in mine {
         let (kind, what) = match c.source.tool {
@@ -193,16 +238,68 @@ pub fn prepare(
         };
         let name = note(c).map(|(name, _)| name);
         let session = sessions.get(&c.n).cloned().flatten();
+        // In the partition of the label planted: the note's, relabelled; the session's, as
+        // brokerd exported it once its call ran (before that the indexer files its log as
+        // secret and untrusted, and moves it when the label appears).
+        let label = match c.source.tool {
+            "note_search" => Some((DataClass::Public, false)),
+            _ => session.as_ref().and_then(|id| exported(config, id)),
+        };
         let why = super::search::found(
             config,
             &c.source.path,
             c.awaited(),
             (kind, name.as_ref(), session.as_ref()),
+            label,
             what,
         )?;
         if let Some(why) = why {
             late.insert(c.n, why);
         }
     }
+    shadow.pause_indexer();
     Ok(late)
+}
+
+/// Why search chain `c`'s search (its outcome `o`) is set aside: its result was labelled
+/// above what the analysis gives its deciding grant (what the index or loopd held by then,
+/// left by the chains before it, raised it), so what happened after it tests nothing the
+/// analysis says; `None`: it was not, or `c` is no search chain.
+pub fn raised(c: &Chain, o: &super::compare::Outcome, analysis: &FlowsReport) -> Option<String> {
+    let (Some(grant), true) = (o.grants().0, is(c)) else {
+        return None;
+    };
+    let Some(ToolResponse::Result {
+        class, untrusted, ..
+    }) = o.source.as_ref().and_then(|(_, s)| s.response.as_ref())
+    else {
+        return None;
+    };
+    let said = analysis
+        .sources
+        .iter()
+        .filter(|s| s.job.is_none() && s.source.grant.as_deref() == Some(grant))
+        .fold((DataClass::Public, false), |(k, u), s| {
+            (k.max(s.class), u || s.untrusted)
+        });
+    let above = *class > said.0 || (*untrusted && !said.1);
+    let label =
+        |(k, u): (DataClass, bool)| format!("{}{}", k.as_str(), if u { ", untrusted" } else { "" });
+    above.then(|| {
+        format!(
+            "the search was labelled {}, above the {} the flows analysis gives grant {grant}: \
+             what the chains before it left in the index raised it",
+            label((*class, *untrusted)),
+            label(said)
+        )
+    })
+}
+
+/// The label brokerd exported for session `id` (`session-labels/<id>.json`, which the
+/// indexer files the session's log by); `None` when it has none.
+fn exported(config: &Config, id: &proto::SessionId) -> Option<(DataClass, bool)> {
+    let path = config.session_labels_dir().join(format!("{id}.json"));
+    let text = std::fs::read(path).ok()?;
+    let l: proto::notes::SessionLabel = serde_json::from_slice(&text).ok()?;
+    Some((l.class, l.untrusted))
 }

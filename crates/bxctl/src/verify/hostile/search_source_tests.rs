@@ -94,11 +94,20 @@ fn a_search_of_its_own_words_is_a_source_to_every_sink() {
     assert!(!plan.iter().any(search_source::is), "{plan:?}");
 }
 
-/// A search grant saying `untrusted = false` makes no chain and is said not played as a
-/// source (the logs every chain's send raises to untrusted would raise it); every other
-/// grant covering the search still joins: one such grant among several stops the chain.
+/// A search every covering grant labels trusted makes no chain and is said not played as
+/// a source (the logs every chain's send raises to untrusted would raise it); beside an
+/// untrusted grant the join is untrusted, and it is played. A search asked (or a grant in
+/// force that would ask) makes no chain and is no source either (a declined search leaves
+/// a log brokerd never labels); a logs' search whose `max_class` cannot reach a session's
+/// words is said not played.
 #[test]
-fn a_trusted_search_is_not_played_as_a_source() {
+fn which_searches_are_played_as_sources() {
+    let searched = |r: &super::rewrite::Rewritten| {
+        chains::plan(r, 4321, "n0", false)
+            .into_iter()
+            .filter(search_source::is)
+            .count()
+    };
     let mut r = rewritten();
     r.grants.insert(
         "notes-search".into(),
@@ -107,8 +116,7 @@ fn a_trusted_search_is_not_played_as_a_source() {
             "result_class = \"private\"\nuntrusted = false\n",
         ),
     );
-    let plan = chains::plan(&r, 4321, "n0", false);
-    assert!(!plan.iter().any(search_source::is), "{plan:?}");
+    assert_eq!(searched(&r), 0);
     let left = search_source::unplayed(&r);
     assert_eq!(left.len(), 1, "{left:?}");
     assert_eq!(
@@ -120,8 +128,30 @@ fn a_trusted_search_is_not_played_as_a_source() {
         "notes-search-2".into(),
         search("note_search", "result_class = \"private\"\n"),
     );
-    let plan = chains::plan(&r, 4321, "n0", false);
-    assert!(!plan.iter().any(search_source::is), "{plan:?}");
+    assert_eq!(searched(&r), 2);
+    assert!(search_source::unplayed(&r).is_empty());
+    // An ask grant beside: the search asks, no chain, nothing said (the analysis has no flow).
+    r.grants.insert(
+        "notes-ask".into(),
+        grant("tool = \"note_search\"\nmode = \"ask\"\nmax_taint = \"secret\"\n"),
+    );
+    assert_eq!(searched(&r), 0);
+    assert!(search_source::unplayed(&r).is_empty());
+    // A logs' search that reaches only public partitions: its words are at private.
+    let mut r = rewritten();
+    r.grants.insert(
+        "logs-search".into(),
+        search(
+            "session_search",
+            "result_class = \"private\"\n[constraints]\nmax_class = \"public\"\n",
+        ),
+    );
+    assert_eq!(searched(&r), 0);
+    let left = search_source::unplayed(&r);
+    assert!(
+        left.len() == 1 && left[0].why.contains("max_class"),
+        "{left:?}"
+    );
 }
 
 /// The searches are played the lower-labelled tool's first: a search reaches the logs of
@@ -147,4 +177,89 @@ fn the_lower_labelled_search_is_played_first() {
         search("note_search", "result_class = \"private\"\n"),
     );
     assert_eq!(search_source::order(&r), ["note_search", "session_search"]);
+}
+
+/// A search labelled above what the analysis gives its grant is set aside (`raised`), and
+/// a flow only such a chain was to complete is `not observed`, a warning, not a failure.
+#[test]
+fn a_search_raised_above_the_analysis_is_set_aside() {
+    use proto::flows::{Flow, FlowsReport, Severity, SourceLabel, Step};
+    use proto::{CallId, DataClass, Hash32, ToolResponse};
+    let mut r = rewritten();
+    r.grants.insert(
+        "notes-search".into(),
+        search("note_search", "result_class = \"private\"\n"),
+    );
+    let plan = chains::plan(&r, 4321, "n0", false);
+    let c = plan
+        .iter()
+        .find(|c| search_source::is(c))
+        .expect("a search chain")
+        .clone();
+    let seen = |class| super::session::Seen {
+        call: CallId(1),
+        tool: "note_search".into(),
+        asked: false,
+        response: Some(ToolResponse::Result {
+            content: "nothing".into(),
+            class,
+            untrusted: true,
+            truncated: false,
+        }),
+    };
+    let outcome = |class| super::compare::Outcome {
+        source: Some((Some("notes-search".into()), seen(class))),
+        laundering: Vec::new(),
+        sink: None,
+        at_sink: false,
+        bare: false,
+        write: false,
+    };
+    let step = |g: &str, tool: &str, what: &str| Step {
+        grant: Some(g.into()),
+        tool: tool.into(),
+        what: what.into(),
+    };
+    let report = FlowsReport {
+        snapshot: Hash32::ZERO,
+        grants: Vec::new(),
+        flows: vec![Flow {
+            severity: Severity::PrivateOut,
+            job: None,
+            source: step("notes-search", "note_search", "the notes"),
+            class: DataClass::Private,
+            untrusted: true,
+            sink: step("web", "http_fetch", "api.example.org"),
+            text: "a hijacked model can search the notes".into(),
+        }],
+        sources: vec![SourceLabel {
+            job: None,
+            source: step("notes-search", "note_search", "the notes"),
+            class: DataClass::Private,
+            untrusted: true,
+        }],
+    };
+    assert_eq!(
+        search_source::raised(&c, &outcome(DataClass::Private), &report),
+        None
+    );
+    let why = search_source::raised(&c, &outcome(DataClass::Secret), &report).expect("raised");
+    assert!(
+        why.contains("labelled secret, untrusted, above the private, untrusted"),
+        "{why}"
+    );
+    let level = |aside: &[(Chain, super::compare::Outcome)]| {
+        super::compare::checks_with(&[], aside, &report, &[], &Default::default())
+            .into_iter()
+            .find(|k| k.check == "private_out")
+            .map(|k| (format!("{:?}", k.level), k.said))
+            .expect("the flow's line")
+    };
+    assert_eq!(level(&[]).0, "Fail");
+    let (l, said) = level(&[(c.clone(), outcome(DataClass::Secret))]);
+    assert_eq!(l, "Warn", "{said}");
+    assert!(
+        said.starts_with(&format!("not observed (chain {} set aside", c.n)),
+        "{said}"
+    );
 }
