@@ -3,7 +3,8 @@
 //! brokerd with the direct runner, loopd), in a scratch directory of the self-test's, with
 //! a grants directory it wrote and lines of its own appended to the configuration
 //! (`[broker.self_test]`), and the indexer watching, as under `bxctl dev` (the searches'
-//! chains find what it indexed). No prompt; MCP servers only as the self-test's stand-ins
+//! chains find what it indexed; the self-test stops and starts it around the searches it
+//! plays as sources, [`Shadow::pause_indexer`]). No prompt; MCP servers only as the self-test's stand-ins
 //! write `STATE/mcp.toml`; programs only as its stand-ins (`extra`), none of the
 //! machine's; the jobs the self-test wrote in `STATE/jobs.toml`, and with `mattermost` the
 //! fake Mattermost and gatewayd, as `bxctl dev --mattermost` starts them, for a job's

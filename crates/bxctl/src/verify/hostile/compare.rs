@@ -304,9 +304,9 @@ pub fn checks(
 }
 
 /// [`checks`], with the chains set `aside` as not observed (their lines said elsewhere): a
-/// reported flow no chain completed but one of them was to (its source decided by the
-/// flow's source grant, its sink planned through the flow's sink grant, of its kind) is
-/// `not observed`, a `warn`, rather than a disagreement.
+/// reported flow that only they were to complete (their source decided by the flow's source
+/// grant, their sink planned through the flow's sink grant, of its kind; no chain observed
+/// was) is `not observed`, a `warn`, rather than a disagreement.
 pub fn checks_with(
     chains: &[(Chain, Outcome)],
     aside: &[(Chain, Outcome)],
@@ -399,16 +399,22 @@ pub fn checks_with(
             })
             .map(|(c, _)| c.n.to_string())
             .collect();
+        // A chain planned for `f`: its source decided by the flow's source grant, its sink
+        // planned through the flow's sink grant, of the flow's kind.
+        let for_flow = |(c, o): &&(Chain, Outcome)| {
+            c.sink.lookalike.is_none()
+                && c.smuggle.is_none()
+                && o.grants().0 == f.source.grant.as_deref()
+                && f.sink.grant.as_deref() == Some(c.sink.grant.as_str())
+                && o.write == (f.severity == proto::flows::Severity::UntrustedWrite)
+        };
         let unobserved: Vec<String> = aside
             .iter()
-            .filter(|(c, o)| {
-                o.grants().0 == f.source.grant.as_deref()
-                    && f.sink.grant.as_deref() == Some(c.sink.grant.as_str())
-                    && o.write == (f.severity == proto::flows::Severity::UntrustedWrite)
-            })
+            .filter(for_flow)
             .map(|(c, _)| c.n.to_string())
             .collect();
-        out.push(if by.is_empty() && !unobserved.is_empty() {
+        let only_aside = !unobserved.is_empty() && !chains.iter().any(|p| for_flow(&p));
+        out.push(if by.is_empty() && only_aside {
             Check::warn(
                 P,
                 name,

@@ -322,7 +322,8 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let played_chains = chains.len();
     let mut outcomes = Vec::new();
     let mut not_observed = Vec::new();
-    // The chains set aside, not observed: a flow only they could complete is not observed.
+    // The search source chains set aside, not observed: a flow only they were to complete is
+    // not observed.
     let mut aside = Vec::new();
     for (c, (first, back)) in chains.into_iter().zip(played) {
         // The call of `tool` but `not` (a fetch source's send is a fetch too).
@@ -395,11 +396,15 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             },
         };
         // A search source whose search was labelled above the analysis's (`search_source`).
-        let raised = search_source::raised(&c, &outcome, &report);
+        let raised = search_source::raised(&r, &c, &outcome, &report);
         if let Some(why) = launder::set_aside(unobserved.get(&c.n).or(raised.as_ref()), at_sink) {
             let what = said::describe(&c, &outcome);
             not_observed.push((c.n, launder::not_observed(&c, &what, why)));
-            aside.push((c, outcome));
+            // A search source chain is the only one of its flow: its flow is not observed
+            // either (every other kind's flow has its direct chain).
+            if search_source::is(&c) {
+                aside.push((c, outcome));
+            }
             continue;
         }
         outcomes.push((c, outcome));

@@ -7,12 +7,16 @@
 //! `bxseekN TOKEN bxseekN` at the lowest label they can have: a note `bxseek-N` relabelled
 //! public and trusted (`note_search`, planted with the other notes, `note_source`), or the
 //! owner's words in a session of their own whose one call is a search of the logs (so that
-//! brokerd labels it: a log it never saw is indexed secret; `session_search`). The search
-//! chains are played before every other chain, the lower-labelled tool's first, each
-//! tool's once the indexer indexed every one of its chains' words, while the index holds
-//! only what they planted and what the search chains before them left. A search grant with
-//! `untrusted = false` is not played as a source: every session a chain sends from reads the
-//! sink's untrusted answer, and its log then raises every later search to untrusted.
+//! brokerd labels it: a log it never saw is indexed secret; `session_search`). Only a search
+//! that runs without asking is played ([`free`]: a declined one leaves a log brokerd never
+//! labels). The search chains are played before every other chain, the lower-labelled
+//! tool's first; the shadow's indexer is stopped while the words' sessions run, started
+//! until every one of the tool's chains' words is indexed at the label planted, and stopped
+//! while the tool's chains play ([`prepare`]). A search still labelled above the analysis's
+//! is set aside ([`raised`]). A search its covering grants label trusted is not played as a
+//! source: every session a chain sends from reads the sink's untrusted answer, and its log
+//! then raises every later search to untrusted; nor is a logs' search whose `max_class`
+//! cannot reach the words ([`unplayed`]).
 
 use std::collections::BTreeMap;
 
@@ -125,8 +129,11 @@ fn reaches(r: &Rewritten, tool: &str, n: usize) -> bool {
         "session_search" => joined(r, tool, n).0.max(DataClass::Private),
         _ => DataClass::Public,
     };
+    let now = proto::Timestamp::now();
+    // The grants that may decide it (all `auto` when it runs freely).
     covering(r, tool, n)
-        .filter(|g| g.job.is_none())
+        .filter(|g| g.job.is_none() && g.expires.is_none_or(|t| t > now))
+        .filter(|g| g.mode != proto::Mode::Deny && g.max_taint >= DataClass::Private)
         .all(|g| g.constraints.max_class.is_none_or(|m| m >= planted))
 }
 
@@ -162,7 +169,12 @@ pub fn unplayed(r: &Rewritten) -> Vec<Left> {
         if !free(r, tool, 0) {
             continue;
         }
-        let why = if !joined(r, tool, 0).1 {
+        let (class, untrusted) = joined(r, tool, 0);
+        // Public and trusted: the source of no flow.
+        if !untrusted && class == DataClass::Public {
+            continue;
+        }
+        let why = if !untrusted {
             "every grant covering it says untrusted = false, and a search is raised to \
              untrusted by every log it reaches of a session that read an untrusted answer (as \
              the chains' sends do)"
@@ -265,7 +277,12 @@ pub fn prepare(
 /// above what the analysis gives its deciding grant (what the index or loopd held by then,
 /// left by the chains before it, raised it), so what happened after it tests nothing the
 /// analysis says; `None`: it was not, or `c` is no search chain.
-pub fn raised(c: &Chain, o: &super::compare::Outcome, analysis: &FlowsReport) -> Option<String> {
+pub fn raised(
+    r: &Rewritten,
+    c: &Chain,
+    o: &super::compare::Outcome,
+    analysis: &FlowsReport,
+) -> Option<String> {
     let (Some(grant), true) = (o.grants().0, is(c)) else {
         return None;
     };
@@ -275,13 +292,22 @@ pub fn raised(c: &Chain, o: &super::compare::Outcome, analysis: &FlowsReport) ->
     else {
         return None;
     };
-    let said = analysis
+    let mut named = analysis
         .sources
         .iter()
         .filter(|s| s.job.is_none() && s.source.grant.as_deref() == Some(grant))
-        .fold((DataClass::Public, false), |(k, u), s| {
-            (k.max(s.class), u || s.untrusted)
-        });
+        .peekable();
+    // No label of the analysis's for the grant: nothing to be above.
+    named.peek()?;
+    let said = named.fold((DataClass::Public, false), |(k, u), s| {
+        (k.max(s.class), u || s.untrusted)
+    });
+    // Only when the analysis gives at least what the grants give (else the analysis is the
+    // one that is low, a disagreement for `compare` to fail on).
+    let grants = joined(r, c.source.tool, c.n);
+    if said.0 < grants.0 || (grants.1 && !said.1) {
+        return None;
+    }
     let above = *class > said.0 || (*untrusted && !said.1);
     let label =
         |(k, u): (DataClass, bool)| format!("{}{}", k.as_str(), if u { ", untrusted" } else { "" });
