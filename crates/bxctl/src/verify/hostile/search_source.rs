@@ -100,12 +100,18 @@ fn joined(r: &Rewritten, tool: &str, n: usize) -> (DataClass, bool) {
 /// never labels its session, and the indexer files that session's log as secret: every
 /// later search reaching it would be raised).
 fn free(r: &Rewritten, tool: &str, n: usize) -> bool {
-    let now = proto::Timestamp::now();
-    let mut deciding = covering(r, tool, n)
-        .filter(|g| g.job.is_none() && g.expires.is_none_or(|t| t > now))
-        .filter(|g| g.mode == proto::Mode::Deny || g.max_taint >= DataClass::Private)
-        .peekable();
+    let mut deciding = deciding(r, tool, n).peekable();
     deciding.peek().is_some() && deciding.all(|g| g.mode == proto::Mode::Auto)
+}
+
+/// The grants that may decide chain `n`'s search with `tool` at a session's start, as
+/// `decide_in` picks among them: of an ordinary session, in force, and a denial or one
+/// whose `max_taint` admits private.
+fn deciding<'a>(r: &'a Rewritten, tool: &'a str, n: usize) -> impl Iterator<Item = &'a Grant> {
+    let now = proto::Timestamp::now();
+    covering(r, tool, n)
+        .filter(move |g| g.job.is_none() && g.expires.is_none_or(|t| t > now))
+        .filter(|g| g.mode == proto::Mode::Deny || g.max_taint >= DataClass::Private)
 }
 
 /// Chain `n`'s search with `tool`, when it runs without asking ([`free`]), its grants'
@@ -129,12 +135,9 @@ fn reaches(r: &Rewritten, tool: &str, n: usize) -> bool {
         "session_search" => joined(r, tool, n).0.max(DataClass::Private),
         _ => DataClass::Public,
     };
-    let now = proto::Timestamp::now();
-    // The grants that may decide it (all `auto` when it runs freely).
-    covering(r, tool, n)
-        .filter(|g| g.job.is_none() && g.expires.is_none_or(|t| t > now))
-        .filter(|g| g.mode != proto::Mode::Deny && g.max_taint >= DataClass::Private)
-        .all(|g| g.constraints.max_class.is_none_or(|m| m >= planted))
+    // Asked only of a search that runs freely ([`free`]): every grant that may decide it
+    // is `auto`.
+    deciding(r, tool, n).all(|g| g.constraints.max_class.is_none_or(|m| m >= planted))
 }
 
 /// The search tools in the order their chains are played: by the class their grants label
