@@ -166,6 +166,17 @@ pub fn plan(
             };
             out.push(sent(&job.name, n, source, sink, canary, port));
         }
+        // A note of the chain's own, read by a grant of the job's that labels it private or
+        // secret, to each of the job's sinks (`note_source`; its note planted with the
+        // ordinary chains').
+        for sink in &targets {
+            let n = first + out.len();
+            let grants = mine.iter().map(|(_, g)| *g);
+            if let Some(source) = super::note_source::source_of(grants, n, true) {
+                let canary = chains::canary(nonce, n);
+                out.push(sent(&job.name, n, source, sink, canary, port));
+            }
+        }
         // Untrusted content driving a write: a fetch from each host of the job's fetch grants,
         // its answer (`BXWRITE-TOKEN`) written under each path of each of its write and edit
         // grants, in a file their patterns match (`pattern`), as an ordinary session's

@@ -201,11 +201,12 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
     } else {
         // The consult model's answer goes anywhere but back to it.
         let answered = consult && f.sink.tool != "consult";
-        if !(read || write || answered || (fetch && f.sink.tool == DELIVER)) {
+        let note = f.source.tool == "note_read";
+        if !(read || write || note || answered || (fetch && f.sink.tool == DELIVER)) {
             return Some(format!(
                 "a source of {} sent to {} in a job's run is not played yet (reads, directory \
-                 listings, writes, edits and the consult model's answer are, and a fetch \
-                 delivered)",
+                 listings, writes, edits, a note's read and the consult model's answer are, \
+                 and a fetch delivered)",
                 f.source.tool, f.sink.tool
             ));
         }

@@ -368,3 +368,49 @@ fn the_job_threads_are_the_roots_gatewayd_opened_and_their_replies() {
     assert!(t["brief"].iter().any(|p| p.contains("BXCANARY-n0-8-")));
     assert!(!t["brief"].iter().any(|p| p.contains("BXCANARY-n0-7-")));
 }
+
+/// A note read grant of a job's labelling its results private makes a chain from a note of
+/// its own to each of the job's sinks (its fetch hosts and its delivery), the note named by
+/// the chain and the canary in the note only; a public one, or an ordinary session's, none.
+#[test]
+fn a_jobs_note_read_is_a_source_in_its_runs() {
+    let note = |job: Option<&str>, class: &str| {
+        let job = job.map_or_else(String::new, |j| format!("job = \"{j}\"\n"));
+        grant(&format!(
+            "tool = \"note_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+             result_class = \"{class}\"\n{job}"
+        ))
+    };
+    let noted = |r: &Rewritten| -> Vec<(String, String, String)> {
+        jobs::plan(r, &config_jobs(), 4321, "n0", 7, false)
+            .into_iter()
+            .filter(|j| j.chain.source.tool == "note_read")
+            .map(|j| {
+                let c = j.chain;
+                assert_eq!(c.source.path, format!("bxnote-{}", c.n));
+                assert_eq!(c.awaited(), c.canary);
+                let call = super::script::source_answer(&c);
+                assert!(!call.tool_calls[0].arguments.contains(&c.canary));
+                (j.job.to_string(), c.sink.tool.to_owned(), c.sink.entry)
+            })
+            .collect()
+    };
+    let mut r = rewritten();
+    r.grants.insert("notes".into(), note(None, "private"));
+    r.jobs
+        .insert("digest-pub".into(), note(Some("digest"), "public"));
+    assert_eq!(noted(&r), []);
+    r.jobs
+        .insert("brief-notes-read".into(), note(Some("brief"), "private"));
+    assert_eq!(
+        noted(&r),
+        [
+            (
+                "brief".into(),
+                "http_fetch".into(),
+                "news.example.org".into()
+            ),
+            ("brief".into(), DELIVER.into(), "Mattermost".into()),
+        ]
+    );
+}

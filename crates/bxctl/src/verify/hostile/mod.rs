@@ -289,7 +289,8 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     )
     .map_err(|e| text(&e))?;
     stand_ins.pin(&shadow_config)?;
-    note_source::plant(&shadow_config, &chains)?;
+    let jobs = job_chains.iter().map(|j| &j.chain);
+    note_source::plant(&shadow_config, chains.iter().chain(jobs))?;
 
     let report = match analysis {
         Some(path) => std::fs::read_to_string(path)

@@ -85,10 +85,20 @@ pub fn list_source(r: &Rewritten, n: usize, nonce: &str, labelled: bool) -> Opti
     })
 }
 
-/// Whether an allowing grant of `args`' tool covers it (and when `labelled`, one whose
-/// results are private or secret: brokerd joins every covering grant's labels).
+/// Whether an allowing grant of an ordinary session's of `args`' tool covers it (and when
+/// `labelled`, one whose results are private or secret: brokerd joins every covering
+/// grant's labels).
 fn covered(r: &Rewritten, args: &ToolArgs, labelled: bool) -> bool {
-    r.grants.values().any(|g| {
+    covered_by(r.grants.values(), args, labelled)
+}
+
+/// Whether one of `grants` covers `args`, as [`covered`].
+fn covered_by<'a>(
+    mut grants: impl Iterator<Item = &'a proto::Grant>,
+    args: &ToolArgs,
+    labelled: bool,
+) -> bool {
+    grants.any(|g| {
         g.tool == args.tool()
             && g.mode != proto::Mode::Deny
             && (!labelled || g.result_class != proto::DataClass::Public)
@@ -99,8 +109,18 @@ fn covered(r: &Rewritten, args: &ToolArgs, labelled: bool) -> bool {
 /// Chain `n`'s read of a note of its own, when an allowing `note_read` grant covers it (and
 /// when `labelled`, one whose results are private or secret); `None`: none does.
 pub fn source(r: &Rewritten, n: usize, labelled: bool) -> Option<Source> {
+    source_of(r.grants.values(), n, labelled)
+}
+
+/// Chain `n`'s read of a note of its own when one of `grants` (a job's, `jobs`) covers it,
+/// its results private or secret (a public read sent out is no flow).
+pub fn source_of<'a>(
+    grants: impl Iterator<Item = &'a proto::Grant>,
+    n: usize,
+    labelled: bool,
+) -> Option<Source> {
     let args = ToolArgs::NoteRead(NoteReadArgs { name: name(n) });
-    covered(r, &args, labelled).then(|| Source {
+    covered_by(grants, &args, labelled).then(|| Source {
         tool: "note_read",
         owner: NOTES.into(),
         path: name(n),
@@ -111,9 +131,9 @@ pub fn source(r: &Rewritten, n: usize, labelled: bool) -> Option<Source> {
 /// has its brokerd label it public and trusted: a read's holding what the chain awaits, a
 /// listing's named by it. The shadow has no other note (`dev::shadow` keeps no demo note):
 /// a listing is labelled by every file there.
-pub fn plant(shadow: &Config, chains: &[Chain]) -> Result<(), String> {
+pub fn plant<'a>(shadow: &Config, chains: impl Iterator<Item = &'a Chain>) -> Result<(), String> {
     let dir = shadow.notes_dir();
-    let notes = chains.iter().filter_map(|c| {
+    let notes = chains.filter_map(|c| {
         let own = is(c).then(|| (c.source.path.clone(), c.awaited().to_owned()));
         // A `note_search` chain's words, in a note of its own (`search_source`).
         own.or_else(|| super::search_source::note(c))
