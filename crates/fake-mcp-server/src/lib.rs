@@ -12,6 +12,8 @@ mod send;
 #[cfg(test)]
 mod send_tests;
 mod serve;
+#[cfg(test)]
+mod serve_tests;
 
 pub use script::{Block, Reply, RugPull, Script, ScriptError, ServerInfo, Step, Tool};
 pub use serve::run;

@@ -169,6 +169,10 @@ pub enum Block {
     Resource(String, String),
     /// The call's arguments, as JSON text.
     EchoArguments,
+    /// The second text when the call's arguments, as JSON text, contain the first; no
+    /// block otherwise: one tool answering one call one way and another call another, as
+    /// a real server's answer depends on what it was asked.
+    TextIfArguments(String, String),
     /// The value of this environment variable of the fake (`(unset)` when it has none).
     Env(String),
 }

@@ -321,15 +321,19 @@ enum CallEnd {
     Ended,
 }
 
-fn reply(reply: &Reply, arguments: &Value) -> Result<Value, (i64, String)> {
+pub(crate) fn reply(reply: &Reply, arguments: &Value) -> Result<Value, (i64, String)> {
     if let Some((code, message)) = &reply.error {
         return Err((*code, message.clone()));
     }
     let content: Vec<Value> = reply
         .content
         .iter()
+        .filter(|block| match block {
+            Block::TextIfArguments(needle, _) => arguments.to_string().contains(needle.as_str()),
+            _ => true,
+        })
         .map(|block| match block {
-            Block::Text(t) => json!({"type": "text", "text": t}),
+            Block::Text(t) | Block::TextIfArguments(_, t) => json!({"type": "text", "text": t}),
             Block::Repeat(t, n) => json!({"type": "text", "text": t.repeat(*n)}),
             Block::Image(mime) => json!({"type": "image", "data": PNG, "mimeType": mime}),
             Block::Audio(mime) => json!({"type": "audio", "data": PNG, "mimeType": mime}),

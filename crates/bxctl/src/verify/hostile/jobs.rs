@@ -8,6 +8,9 @@
 //! shadow's fake Mattermost (`jobs_run`). A job delivering to a note keeps its result in
 //! the box: the analysis reports no flow for it, and there is nothing to send (`jobs_check`).
 //!
+//! A job's note read, its MCP tools (a source, and a sink when its grant lists hosts) are
+//! played likewise (decisions V61).
+//!
 //! A job's prompt is one tag for all its runs, so its rules are played in order: each
 //! chain's source rule answers once (the chains' runs are started in plan order), its sink
 //! rule once the read's result holds its canary, and every other tool result ends the turn.
@@ -113,6 +116,9 @@ pub fn plan(
                 });
             }
         }
+        // A call of each MCP tool the job's grants allow, its stand-in answering the canary
+        // (`mcp`).
+        sources.extend(super::mcp::sources_of(mine.iter().map(|(_, g)| *g)));
         let mut targets = Vec::new();
         for (id, g) in &mine {
             let target = |tool: &'static str, entry: &str| Target {
@@ -129,6 +135,8 @@ pub fn plan(
                 _ => {}
             }
         }
+        // An MCP tool of the job's whose grant lists hosts (`mcp`).
+        targets.extend(super::mcp::targets_of(mine.iter().copied()));
         let deliver = Target {
             tool: DELIVER,
             grant: String::new(),
@@ -141,7 +149,8 @@ pub fn plan(
         }
         let mut pairs: Vec<(Option<&Source>, &Target, &Target)> = Vec::new();
         for s in &sources {
-            pairs.extend(targets.iter().map(|t| (Some(s), t, t)));
+            let apart = targets.iter().filter(|t| super::mcp::apart(s, t));
+            pairs.extend(apart.map(|t| (Some(s), t, t)));
         }
         // A fetch's answer delivered: the source is the fetch, whose answer (the sink's) holds
         // what the sink answers its URL's token with (`sink::WRITE`), in no request. One the

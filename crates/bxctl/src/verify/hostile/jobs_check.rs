@@ -11,9 +11,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use proto::flows::{Flow, FlowsReport};
 use proto::{CallId, DataClass, SessionId, ToolResponse};
 
+use super::chains::Chain;
 use super::compare::Outcome;
 use super::jobs::{DELIVER, JobChain};
 use super::jobs_run::Run;
+use super::mcp;
 use super::rewrite::{Left, Scope};
 use crate::verify::report::{Check, Part};
 
@@ -46,13 +48,16 @@ fn flow_key(f: &Flow) -> Key<'_> {
 }
 
 /// Each run's outcome: the deciding grant of each call from the audit log (`deciders`),
-/// the sink's requests `seen`, and the posts of each job's thread (`posts`).
+/// the sink's requests `seen`, the posts of each job's thread (`posts`), and whether an MCP
+/// send reached its stand-in's network, given the grant that decided it (`mcp_reached`,
+/// `mcp::StandIns::reached`).
 pub fn outcomes(
     chains: Vec<JobChain>,
     runs: Vec<Run>,
     deciders: &BTreeMap<(SessionId, CallId), String>,
     seen: &[String],
     posts: &BTreeMap<String, Vec<String>>,
+    mcp_reached: &dyn Fn(&Chain, Option<&str>) -> bool,
 ) -> Vec<JobOutcome> {
     let mut out = Vec::new();
     for (jc, run) in chains.into_iter().zip(runs) {
@@ -77,22 +82,26 @@ pub fn outcomes(
         let deliver = c.sink.tool == DELIVER;
         // An untrusted write's canary is looked for where it wrote (as `compare`'s).
         let write = matches!(c.sink.tool, "write_file" | "edit_file");
-        let source = step(c.source.tool, None);
+        let source = step(mcp::source_called(&c.source), None);
+        let sink = if deliver {
+            None
+        } else {
+            step(mcp::called(&c.sink), source.as_ref().map(|(_, s)| s.call))
+        };
+        let decider = sink.as_ref().and_then(|(g, _)| g.as_deref());
         let outcome = Outcome {
             laundering: Vec::new(),
-            sink: if deliver {
-                None
-            } else {
-                step(c.sink.tool, source.as_ref().map(|(_, s)| s.call))
-            },
-            source,
             at_sink: if deliver {
                 posted
+            } else if c.sink.tool == "mcp" {
+                mcp_reached(c, decider)
             } else if write {
                 std::fs::read_to_string(&c.url).is_ok_and(|t| t.contains(&c.canary))
             } else {
                 seen.iter().any(|r| r.contains(&c.canary))
             },
+            sink,
+            source,
             bare: false,
             write,
         };
@@ -180,7 +189,12 @@ impl JobOutcome {
 
 /// Why the shadow does not play a job's flow; `None`: it does.
 pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<String> {
+    // An MCP grant left out of the shadow (its server has no stand-in).
+    if let Some(why) = mcp::not_played(f, left) {
+        return Some(why);
+    }
     let untrusted = f.severity == proto::flows::Severity::UntrustedWrite;
+    let mcp = f.source.tool == "mcp";
     let read = matches!(f.source.tool.as_str(), "read_file" | "list_dir");
     let write = matches!(f.source.tool.as_str(), "write_file" | "edit_file");
     let fetch = f.source.tool == "http_fetch";
@@ -188,13 +202,13 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
     if untrusted {
         // A read's, a listing's, a fetch's, a consult's or a write's result written
         // (`jobs::plan`).
-        if !(read || write || fetch || consult)
+        if !(read || write || fetch || consult || mcp)
             || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file")
         {
             return Some(format!(
                 "untrusted content from {} driving {} in a job's run is not played yet (a \
-                 read's, a directory listing's, a fetch's, a consult's or a write's result \
-                 driving write_file or edit_file is)",
+                 read's, a directory listing's, a fetch's, a consult's, an MCP tool's or a \
+                 write's result driving write_file or edit_file is)",
                 f.source.tool, f.sink.tool
             ));
         }
@@ -202,20 +216,31 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
         // The consult model's answer goes anywhere but back to it.
         let answered = consult && f.sink.tool != "consult";
         let note = f.source.tool == "note_read";
-        if !(read || write || note || answered || (fetch && f.sink.tool == DELIVER)) {
+        if !(read || write || note || mcp || answered || (fetch && f.sink.tool == DELIVER)) {
             return Some(format!(
                 "a source of {} sent to {} in a job's run is not played yet (reads, directory \
-                 listings, writes, edits, a note's read and the consult model's answer are, \
-                 and a fetch delivered)",
+                 listings, writes, edits, a note's read, MCP tools and the consult model's \
+                 answer are, and a fetch delivered)",
                 f.source.tool, f.sink.tool
             ));
         }
-        if !matches!(f.sink.tool.as_str(), "http_fetch" | "consult" | DELIVER) {
+        if !matches!(
+            f.sink.tool.as_str(),
+            "http_fetch" | "consult" | "mcp" | DELIVER
+        ) {
             return Some(format!(
-                "a sink of {} in a job's run is not played yet (fetches, consults and the \
-                 delivery to Mattermost are)",
+                "a sink of {} in a job's run is not played yet (fetches, consults, MCP tools \
+                 and the delivery to Mattermost are)",
                 f.sink.tool
             ));
+        }
+        // A local server's tool that reads what its grant binds and sends it in one call.
+        if mcp && f.sink.tool == "mcp" && f.source.grant == f.sink.grant {
+            return Some(
+                "one call of an MCP tool reading its bound paths and sending them, in a job's \
+                 run, is not played yet (in an ordinary session it is)"
+                    .into(),
+            );
         }
     }
     let source = match &f.source.grant {

@@ -158,14 +158,14 @@ fn the_job_runs_are_compared_with_the_flows_of_the_job() {
         pair(&[("chain 7", "Ok"), ("private_out", "Ok")])
     );
     // An untrusted write in a job's run from a read is played: reported, no run completed
-    // it, it fails; from an MCP tool's answer it is not played: a warn.
+    // it, it fails; from a listing of the notes it is not played: a warn.
     let mut write = flow(Some("www"), "write_file");
     write.severity = Severity::UntrustedWrite;
     assert_eq!(
         levels(&[], vec![write.clone()]),
         pair(&[("untrusted_write", "Fail")])
     );
-    write.source.tool = "mcp".into();
+    write.source.tool = "note_list".into();
     assert_eq!(
         levels(&[], vec![write]),
         pair(&[("untrusted_write", "Warn")])

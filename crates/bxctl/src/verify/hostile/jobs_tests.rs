@@ -414,3 +414,56 @@ fn a_jobs_note_read_is_a_source_in_its_runs() {
         ]
     );
 }
+
+/// A job's MCP grants: a call of each allowing one's tool is a source to each of the job's
+/// sinks, and one listing hosts a sink of the job's reads and of its other MCP tools (never
+/// of its own answer); an ordinary session's MCP grant is neither in a run.
+#[test]
+fn a_jobs_mcp_tools_are_sources_and_sinks_in_its_runs() {
+    let mcp = |tool: &str, job: Option<&str>, hosts: &str| {
+        let job = job.map_or_else(String::new, |j| format!("job = \"{j}\"\n"));
+        grant(&format!(
+            "tool = \"{tool}\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+             result_class = \"private\"\n{job}[constraints]\nhosts = [{hosts}]\n"
+        ))
+    };
+    let mut r = rewritten();
+    r.grants.insert(
+        "ordinary-up".into(),
+        mcp("mcp:fetch/fetch", None, "\"b.example.org\""),
+    );
+    r.jobs
+        .insert("brief-cal".into(), mcp("mcp:calendar/*", Some("brief"), ""));
+    r.jobs.insert(
+        "brief-up".into(),
+        mcp("mcp:fetch/fetch", Some("brief"), "\"api.example.org\""),
+    );
+    let planned = jobs::plan(&r, &config_jobs(), 4321, "n0", 7, false);
+    let got: Vec<(&str, &str, &str)> = planned
+        .iter()
+        .filter(|j| j.chain.source.tool == "mcp" || j.chain.sink.tool == "mcp")
+        .map(|j| {
+            let c = &j.chain;
+            (c.source.path.as_str(), c.sink.tool, c.sink.entry.as_str())
+        })
+        .collect();
+    let notes = format!("/s/tree/home/owner/notes/{}", super::chains::READ_FILE);
+    let notes = notes.as_str();
+    assert_eq!(
+        got,
+        [
+            (notes, "mcp", "mcp__fetch__fetch"),
+            (
+                "mcp__calendar__bxhostile_tool",
+                "http_fetch",
+                "news.example.org"
+            ),
+            ("mcp__calendar__bxhostile_tool", "mcp", "mcp__fetch__fetch"),
+            ("mcp__calendar__bxhostile_tool", DELIVER, "Mattermost"),
+            ("mcp__fetch__fetch", "http_fetch", "news.example.org"),
+            ("mcp__fetch__fetch", DELIVER, "Mattermost"),
+        ]
+    );
+    assert!(planned.iter().all(|j| j.job.as_str() == "brief"
+        || (j.chain.source.tool != "mcp" && j.chain.sink.tool != "mcp")));
+}

@@ -15,9 +15,8 @@
 //! `fake-mcp-server`) has its grants left out and said.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 
 use config::{Config, McpServer};
 use proto::Message;
@@ -26,6 +25,10 @@ use serde_json::json;
 
 use super::chains::{Chain, Source, Target};
 use super::rewrite::{Left, Rewritten, Scope};
+
+/// What a source call gives its tool (in `data`, or the field `mcp_args::carrier` names):
+/// the stand-in answers the canaries to a call carrying it only.
+pub const SOURCE: &str = "bxmcp-source";
 
 /// The stand-in's tool for a grant of every tool of a server (`mcp:server/*`).
 pub const WILD: &str = "bxhostile_tool";
@@ -110,7 +113,8 @@ pub fn prepare(
     dir: &Path,
 ) -> StandIns {
     let mut by_server: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (id, g) in &r.grants {
+    // A job's grants too: its runs call the same stand-ins (`jobs`).
+    for (id, g) in r.grants.iter().chain(&r.jobs) {
         if let Some((server, _)) = split(&g.tool) {
             by_server
                 .entry(server.to_owned())
@@ -120,7 +124,7 @@ pub fn prepare(
     }
     let mut servers = BTreeMap::new();
     for (server, ids) in by_server {
-        let grants: Vec<&proto::Grant> = ids.iter().filter_map(|id| r.grants.get(id)).collect();
+        let grants: Vec<&proto::Grant> = ids.iter().filter_map(|id| r.grant(id)).collect();
         let why = match fake {
             None => Some(
                 "fake-mcp-server is not installed beside bxctl: the shadow has no MCP stand-in"
@@ -131,6 +135,7 @@ pub fn prepare(
         if let Some(why) = why {
             for id in ids {
                 r.grants.remove(&id);
+                r.jobs.remove(&id);
                 r.left.push(Left {
                     grant: id,
                     why: why.clone(),
@@ -151,8 +156,11 @@ pub fn prepare(
         // A local server's tools read what their grant binds (`mcp_bound`); a remote one
         // is bound nothing (brokerd's unit of it binds none of a grant's paths), so it reads
         // nothing and no chain has it send in one call.
+        // A job's bound tool is not played (a job's run plays no bound chain, `jobs_check`).
+        let ordinary: Vec<&proto::Grant> =
+            grants.iter().copied().filter(|g| g.job.is_none()).collect();
         let reads = match remote {
-            None => super::mcp_bound::reads(&grants),
+            None => super::mcp_bound::reads(&ordinary),
             Some(_) => {
                 r.remote.insert(server.clone());
                 BTreeMap::new()
@@ -193,7 +201,7 @@ fn stand_in(server: &str, s: &Server, chains: &[Chain]) -> serde_json::Value {
         .iter()
         .map(|t| {
             let name = format!("mcp__{server}__{t}");
-            let mut text = String::from("BXMCP-OK\n");
+            let mut text = String::new();
             // A bound chain's canary is under the paths, never in an answer (`mcp_bound`).
             let from = |c: &&Chain| {
                 c.source.tool == "mcp"
@@ -215,7 +223,10 @@ fn stand_in(server: &str, s: &Server, chains: &[Chain]) -> serde_json::Value {
                     "properties": {"data": {"type": "string"}},
                     "additionalProperties": true,
                 },
-                "result": {"content": [{"text": text}]},
+                // The canaries to a source call only (its word, [`SOURCE`]): a send
+                // through the same tool (a job's runs share one script) is answered
+                // nothing that sets off another chain's send.
+                "result": {"content": [{"text": "BXMCP-OK\n"}, {"text_if_arguments": [SOURCE, text]}]},
             })
         })
         .collect();
@@ -251,9 +262,9 @@ impl StandIns {
                     )
                 }
                 Some((url, header)) => {
-                    let (child, port) = listen(&self.fake, &s.script)?;
+                    let (child, port) = super::mcp_http::listen(&self.fake, &s.script)?;
                     self.running.push(child);
-                    let url = at_port(url, port)?;
+                    let url = super::mcp_http::at_port(url, port)?;
                     let header = header
                         .as_deref()
                         .map(|h| format!("secret_header = {}\n", toml_str(h)))
@@ -311,9 +322,9 @@ impl StandIns {
         let bound = super::mcp_bound::is(c);
         let out = decider
             .filter(|g| !bound || *g == c.sink.grant)
-            .and_then(|g| r.grants.get(g))
+            .and_then(|g| r.grant(g))
             .is_some_and(|g| !g.constraints.hosts.is_empty());
-        let sink = r.grants.get(&c.sink.grant).and_then(|g| split(&g.tool));
+        let sink = r.grant(&c.sink.grant).and_then(|g| split(&g.tool));
         let Some(s) = sink.and_then(|(s, _)| self.servers.get(s)) else {
             return false;
         };
@@ -331,9 +342,13 @@ impl StandIns {
 /// The MCP sinks of the shadow's grants: each allowing grant of an ordinary session that
 /// lists hosts (without them its unit has no network: no sink, decisions V30).
 pub fn targets(r: &Rewritten) -> Vec<Target> {
-    r.grants
-        .iter()
-        .filter(|(_, g)| g.mode != proto::Mode::Deny && g.job.is_none())
+    targets_of(r.grants.iter().filter(|(_, g)| g.job.is_none()))
+}
+
+/// The MCP sinks among `grants`: each allowing one that lists hosts (a job's, `jobs`).
+pub fn targets_of<'a>(grants: impl Iterator<Item = (&'a String, &'a proto::Grant)>) -> Vec<Target> {
+    grants
+        .filter(|(_, g)| g.mode != proto::Mode::Deny)
         .filter(|(_, g)| !g.constraints.hosts.is_empty())
         .filter_map(|(id, g)| {
             Some(Target {
@@ -394,7 +409,7 @@ pub fn source_call(s: &Source) -> (String, String) {
         serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(a).ok()
     });
     let args = pinned.unwrap_or_default();
-    let args = super::mcp_args::with(&args, &super::mcp_args::carrier(&args), "bxhostile");
+    let args = super::mcp_args::with(&args, &super::mcp_args::carrier(&args), SOURCE);
     (source_called(s).to_owned(), args)
 }
 
@@ -402,9 +417,14 @@ pub fn source_call(s: &Source) -> (String, String) {
 /// stand-in's [`WILD`]) of an ordinary session, whose answer the stand-in fills with the
 /// canaries of the chains that start from it.
 pub fn sources(r: &Rewritten) -> Vec<Source> {
+    sources_of(r.grants.values().filter(|g| g.job.is_none()))
+}
+
+/// The MCP sources among `grants`: a call of each allowing one's tool (a job's, `jobs`).
+pub fn sources_of<'a>(grants: impl Iterator<Item = &'a proto::Grant>) -> Vec<Source> {
     let mut out: Vec<Source> = Vec::new();
-    for g in r.grants.values() {
-        if g.mode == proto::Mode::Deny || g.job.is_some() {
+    for g in grants {
+        if g.mode == proto::Mode::Deny {
             continue;
         }
         let Some(name) = function(&g.tool) else {
@@ -434,49 +454,6 @@ pub fn sources(r: &Rewritten) -> Vec<Source> {
 /// has no such flow, decisions V58).
 pub fn apart(s: &Source, t: &Target) -> bool {
     !(s.tool == "mcp" && t.tool == "mcp" && source_called(s) == t.entry)
-}
-
-/// `url` (the owner's remote server) as its stand-in is reached: `http://`, the same host
-/// (`[broker.self_test]` leads it to loopback), the stand-in's port, the same path.
-pub fn at_port(url: &str, port: u16) -> std::io::Result<String> {
-    let (parsed, _) = grants::constraints::normalize_url(url)
-        .map_err(|e| std::io::Error::other(format!("{url}: {e}")))?;
-    let host = parsed.host_str().unwrap_or_default();
-    Ok(format!("http://{host}:{port}{}", parsed.path()))
-}
-
-/// Starts `fake-mcp-server --http` on a free loopback port for `script`, ending with its
-/// stdin; returns it and its port (what it prints, `listening on ADDR`).
-fn listen(fake: &Path, script: &Path) -> std::io::Result<(Child, u16)> {
-    let mut child = Command::new(fake)
-        .arg("--http")
-        .arg("127.0.0.1:0")
-        .arg(script)
-        .arg("--while-stdin")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
-    let mut line = String::new();
-    if let Some(out) = child.stdout.take() {
-        std::io::BufReader::new(out).read_line(&mut line)?;
-    }
-    let port = line
-        .trim()
-        .strip_prefix("listening on ")
-        .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
-        .map(|a| a.port());
-    match port {
-        Some(port) => Ok((child, port)),
-        None => {
-            let _ = child.kill();
-            let _ = child.wait();
-            Err(std::io::Error::other(format!(
-                "{} --http did not say where it listens",
-                fake.display()
-            )))
-        }
-    }
 }
 
 impl Drop for StandIns {

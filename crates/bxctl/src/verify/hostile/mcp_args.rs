@@ -132,12 +132,12 @@ pub fn with(pinned: &Map<String, Value>, key: &str, text: &str) -> String {
 
 /// The chains' MCP sends given their grant's pinned arguments: the chain's `url` becomes
 /// the call's arguments (JSON), the canary's text in the [`carrier`] field.
-pub fn carry(r: &super::rewrite::Rewritten, chains: &mut [Chain]) {
+pub fn carry<'a>(r: &super::rewrite::Rewritten, chains: impl IntoIterator<Item = &'a mut Chain>) {
     for c in chains
-        .iter_mut()
+        .into_iter()
         .filter(|c| c.sink.tool == "mcp" && c.smuggle.is_none())
     {
-        let Some(g) = r.grants.get(&c.sink.grant) else {
+        let Some(g) = r.grant(&c.sink.grant) else {
             continue;
         };
         if g.constraints.args.is_empty() {

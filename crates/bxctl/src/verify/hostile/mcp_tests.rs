@@ -205,11 +205,20 @@ fn the_stand_in_answers_its_chains_canaries_and_its_calls_are_read() {
     let tools = script["tools"].as_array().expect("tools");
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     assert_eq!(names, ["bxhostile_tool", "put"]);
-    let answer = tools[0]["result"]["content"][0]["text"]
-        .as_str()
-        .expect("text");
+    // The canaries go to a source call only: the second block, given the source's word.
+    let content = &tools[0]["result"]["content"];
+    assert_eq!(content[0]["text"], "BXMCP-OK\n");
+    let only = content[1]["text_if_arguments"].as_array().expect("a block");
+    assert_eq!(only[0], mcp::SOURCE);
+    let answer = only[1].as_str().expect("text");
     for c in plan.iter().filter(|c| c.source.tool == "mcp") {
         assert!(answer.contains(&c.canary), "{answer}");
+        let (_, args) = mcp::source_call(&c.source);
+        assert!(args.contains(mcp::SOURCE), "{args}");
+    }
+    for c in plan.iter().filter(|c| c.sink.tool == "mcp") {
+        let sent = super::script::send(c);
+        assert!(!sent.tool_calls[0].arguments.contains(mcp::SOURCE));
     }
     let put = plan
         .iter()
@@ -433,6 +442,6 @@ fn a_remote_stand_in_keeps_the_host_and_path() {
         ),
         ("http://[fd00::1]/x", "http://[fd00::1]:4321/x"),
     ] {
-        assert_eq!(mcp::at_port(owner, 4321).expect(owner), shadow);
+        assert_eq!(super::mcp_http::at_port(owner, 4321).expect(owner), shadow);
     }
 }

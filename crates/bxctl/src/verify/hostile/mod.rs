@@ -25,6 +25,7 @@ mod launder;
 mod mcp;
 mod mcp_args;
 mod mcp_bound;
+mod mcp_http;
 mod note_source;
 mod pattern;
 mod play;
@@ -235,7 +236,8 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let no_free_read = compare::no_free_read(&chains);
     let consult = config.broker.consult.is_some();
     let first = chains.len() + 1;
-    let job_chains = jobs::plan(&r, &config.jobs, sink.addr.port(), &nonce, first, consult);
+    let mut job_chains = jobs::plan(&r, &config.jobs, sink.addr.port(), &nonce, first, consult);
+    mcp_args::carry(&r, job_chains.iter_mut().map(|j| &mut j.chain));
     jobs::plant(&r, &chains, &job_chains, &dir.join("tree"))
         .and_then(|()| run::plant(&chains))
         .and_then(|()| mcp_bound::plant(&r, &chains))
@@ -245,8 +247,13 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
             write_source::plant(chains.iter().chain(jobs), &nonce)
         })
         .map_err(|e| format!("the canaries: {e}"))?;
+    let all: Vec<chains::Chain> = chains
+        .iter()
+        .cloned()
+        .chain(job_chains.iter().map(|j| j.chain.clone()))
+        .collect();
     stand_ins
-        .write(&chains)
+        .write(&all)
         .and_then(|()| {
             std::fs::create_dir_all(dir.join("state"))?;
             std::fs::write(dir.join("state/mcp.toml"), stand_ins.toml())
@@ -412,7 +419,9 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     }
     // A grant with patterns no file a chain reads matches is not tried as a source (`pattern`).
     let patterned = pattern::unread(&r);
-    let job_outcomes = jobs_check::outcomes(job_chains, runs, &deciders, &seen, &posts);
+    let mcp_reached = |c: &chains::Chain, g: Option<&str>| stand_ins.reached(&r, c, g);
+    let job_outcomes =
+        jobs_check::outcomes(job_chains, runs, &deciders, &seen, &posts, &mcp_reached);
     let mut checks = vec![Check::ok(
         Part::Hostile,
         "shadow",

@@ -72,6 +72,11 @@ pub struct Rewritten {
 }
 
 impl Rewritten {
+    /// Grant `id`, an ordinary session's or a job's (ids are file names: one of either).
+    pub fn grant(&self, id: &str) -> Option<&Grant> {
+        self.grants.get(id).or_else(|| self.jobs.get(id))
+    }
+
     /// The owner's path the shadow's `shadow` stands for (itself when none does).
     pub fn owner_of(&self, shadow: &str) -> String {
         self.paths
