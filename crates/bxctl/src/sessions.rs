@@ -264,8 +264,14 @@ fn describe(r: &LogRecord) -> String {
             time,
             expected,
             got,
+            shared,
         } => {
-            format!("{time} -- prompt cache lost: {got} of {expected} tokens reused\n")
+            let meanwhile = if *shared {
+                " (the slot served another session meanwhile)"
+            } else {
+                ""
+            };
+            format!("{time} -- prompt cache lost: {got} of {expected} tokens reused{meanwhile}\n")
         }
         LogRecord::EpochEnd { time, next, .. } => {
             format!("{time} -- epoch ends, next {}\n", next.0)
@@ -286,5 +292,34 @@ fn describe(r: &LogRecord) -> String {
                 calls_line(calls)
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::Timestamp;
+
+    #[test]
+    fn a_cache_loss_says_when_another_session_used_the_slot() {
+        let loss = |shared| LogRecord::CacheLoss {
+            time: Timestamp::now(),
+            expected: 1176,
+            got: 1077,
+            shared,
+        };
+        let alone = describe(&loss(false));
+        assert!(
+            alone.ends_with(" -- prompt cache lost: 1077 of 1176 tokens reused\n"),
+            "{alone}"
+        );
+        let shared = describe(&loss(true));
+        assert!(
+            shared.ends_with(
+                " -- prompt cache lost: 1077 of 1176 tokens reused (the slot served another \
+                 session meanwhile)\n"
+            ),
+            "{shared}"
+        );
     }
 }

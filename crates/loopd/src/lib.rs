@@ -14,6 +14,7 @@ mod listing;
 mod llm;
 mod prompt;
 mod server;
+mod slots;
 mod start;
 mod status;
 pub mod store;

@@ -176,6 +176,7 @@ mod tests {
                 time: t(),
                 expected: 1,
                 got: 0,
+                shared: false,
             },
         ];
         let m = messages("sys", None, &records);

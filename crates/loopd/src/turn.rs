@@ -12,13 +12,14 @@ use daemon::lock;
 use proto::chat::{ChatEvent, ChatReply, ChatSend, TurnEnd};
 use proto::composed;
 use proto::{
-    CallId, DataClass, Epoch, Hash32, LogRecord, SessionId, Timestamp, ToolCall, ToolRequest,
-    ToolResponse, Withdrawal,
+    CallId, DataClass, Epoch, LogRecord, SessionId, Timestamp, ToolCall, ToolRequest, ToolResponse,
+    Withdrawal,
 };
 
 use crate::cancel::Cancel;
 use crate::error::TurnError;
 use crate::llm::{self, Delta, LlmError, Props};
+use crate::slots::{self, Usage, slot_of};
 use crate::store::{Session, Store, StoreError};
 use crate::tools::for_model;
 use crate::{answer, broker, compact, core_memory, prompt, tools};
@@ -28,18 +29,16 @@ pub struct Looper {
     pub config: Config,
     store: Store,
     props: Mutex<Option<Props>>,
-    /// Per session, from its last answer: the tokens the context held (for compaction) and
-    /// the tokens the server could keep cached for the next request (for CacheLoss).
+    /// Per session, from its last answer: the tokens the context held (for compaction), the
+    /// tokens the server could keep cached for the next request (for CacheLoss), and the
+    /// number of its last request on its slot.
     used: Mutex<HashMap<SessionId, Usage>>,
+    /// The requests sent to each slot, so a CacheLoss says whether another session's
+    /// request came between (`slots::shared`).
+    sent: slots::Sent,
     locks: KeyedLocks<SessionId>,
     /// The tools brokerd last said a request offers (docs/decisions.md P14).
     offered: broker::Offered,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Usage {
-    filled: u64,
-    cacheable: u64,
 }
 
 impl Looper {
@@ -50,6 +49,7 @@ impl Looper {
             store,
             props: Mutex::new(None),
             used: Mutex::new(HashMap::new()),
+            sent: slots::Sent::default(),
             locks: KeyedLocks::default(),
             offered: broker::Offered::default(),
         })
@@ -257,6 +257,11 @@ impl Looper {
         let sock = self.infer_sock();
         // The tools the epoch's requests offered, so the summary continues their cache.
         let tools = self.offered.get(&self.broker_sock());
+        // The session's own request: its next is not counted as following another session's.
+        let seq = self.sent.bump(session.slot().unwrap_or(0));
+        if let Some(u) = lock(&self.used).get_mut(&session.id) {
+            u.seq = seq;
+        }
         let Some(summary) = compact::summary(
             &sock,
             self.timeout(),
@@ -335,7 +340,7 @@ impl Looper {
                 return Ok(ended(session.id, TurnEnd::Cancelled));
             }
             // What the previous answer of this session left cacheable (its prompt and answer).
-            let cacheable = lock(&self.used).get(&session.id).map(|u| u.cacheable);
+            let previous = lock(&self.used).get(&session.id).copied();
             let messages = prompt::messages(
                 &session.system(),
                 session.summary.as_deref(),
@@ -344,6 +349,13 @@ impl Looper {
             // What brokerd offers now (a pin takes effect at the next request).
             let tools = self.offered.get(&self.broker_sock());
             let body = prompt::body(messages, slot, self.config.r#loop.max_tokens, &tools);
+            // Counted before it is sent. Whatever becomes of it, it is the session's last
+            // request on the slot (`seq`); a loss after another session's is `shared`.
+            let seq = self.sent.bump(slot);
+            let shared = previous.is_some_and(|u| slots::shared(u.seq, seq));
+            if let Some(u) = lock(&self.used).get_mut(&session.id) {
+                u.seq = seq;
+            }
             let completion = llm::complete(
                 &self.infer_sock(),
                 self.timeout(),
@@ -375,6 +387,7 @@ impl Looper {
                             Usage {
                                 filled: u64::MAX / 200,
                                 cacheable: 0,
+                                seq,
                             },
                         );
                     }
@@ -387,7 +400,7 @@ impl Looper {
                 }
             };
             if let Some(t) = completion.answer.timings {
-                if let Some(expected) = cacheable
+                if let Some(expected) = previous.map(|u| u.cacheable)
                     && t.cache_n < expected
                 {
                     self.append(
@@ -396,16 +409,11 @@ impl Looper {
                             time: Timestamp::now(),
                             expected,
                             got: t.cache_n,
+                            shared,
                         },
                     )?;
                 }
-                lock(&self.used).insert(
-                    session.id.clone(),
-                    Usage {
-                        filled: t.cache_n + t.prompt_n + t.predicted_n,
-                        cacheable: cacheable_after(&t),
-                    },
-                );
+                lock(&self.used).insert(session.id.clone(), Usage::after(&t, seq));
             }
             let sorted = answer::sort(completion, Timestamp::now());
             self.append(&mut session, sorted.assistant)?;
@@ -470,15 +478,6 @@ impl Looper {
     }
 }
 
-/// What the slot holds for the next request after an answer with `timings`: the whole
-/// prompt and the answer but its last token (sampled last, so never evaluated into the
-/// cache). A next request that replays the answer and reuses less lost cache in the prompt
-/// or in the replayed answer itself (a text the server tokenizes otherwise than the model
-/// sampled it): either is a CacheLoss.
-fn cacheable_after(t: &llm::Timings) -> u64 {
-    t.cache_n + t.prompt_n + t.predicted_n.saturating_sub(1)
-}
-
 /// The reply of a turn that ended without an answer's text.
 fn ended(session: SessionId, end: TurnEnd) -> ChatReply {
     ChatReply {
@@ -486,14 +485,6 @@ fn ended(session: SessionId, end: TurnEnd) -> ChatReply {
         text: String::new(),
         end,
     }
-}
-
-/// A session's server slot: stable for the session, spread over the slots.
-fn slot_of(id: &SessionId, slots: u32) -> u32 {
-    let h = Hash32::digest(id.as_str().as_bytes());
-    let h = h.as_bytes();
-    let n = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
-    n % slots.max(1)
 }
 
 #[cfg(test)]

@@ -45,10 +45,18 @@ pub enum LogRecord {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         outcome: Option<CallOutcome>,
     },
+    /// The session's request reused fewer of the tokens its slot held than the previous
+    /// answer left (`expected`): `got`.
     CacheLoss {
         time: Timestamp,
         expected: u64,
         got: u64,
+        /// The slot served another session's request since this session's previous one
+        /// (loopd pins sessions to slots by a hash of their id, so two may share one): that
+        /// request may have evicted the cache, which then says nothing of the template.
+        /// Absent when false, and in records written before loopd counted.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        shared: bool,
     },
     EpochEnd {
         time: Timestamp,

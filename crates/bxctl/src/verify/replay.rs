@@ -12,6 +12,14 @@
 //! request with no `cache_loss` record lost nothing; that holds only when `/props` showed
 //! llama.cpp's server, and the check says so otherwise.
 //!
+//! loopd pins a session to a slot by a hash of its id, so another session (another verify,
+//! a job's run, a chat) may share the replay's slot, and its request between two of the
+//! replay's evicts what the slot held: that loss says nothing of the template. loopd counts
+//! the requests it sends to each slot and marks such a loss `shared`; the check does not
+//! hold a shared loss to the bound, and says how many requests it could not measure so. When
+//! no request after the first could be measured, it warns: verify again when the box is
+//! idle.
+//!
 //! The messages ask for no tool. If the model calls one anyway, bxctl hangs up at once
 //! (loopd withdraws a call that waits for an approval; one already decided runs, as any
 //! call the grants allow), and the line says so.
@@ -158,20 +166,19 @@ fn judge(sent: &Sent, records: &[LogRecord], llama: bool, session: &SessionId) -
         .iter()
         .filter(|r| matches!(r, LogRecord::Assistant { .. }))
         .count();
-    let losses: Vec<(usize, u64, u64)> = records
-        .iter()
-        .filter(|r| matches!(r, LogRecord::Assistant { .. } | LogRecord::CacheLoss { .. }))
-        .scan(0usize, |n, r| {
-            Some(match r {
-                LogRecord::CacheLoss { expected, got, .. } => Some((*n + 1, *expected, *got)),
-                _ => {
-                    *n += 1;
-                    None
-                }
-            })
-        })
-        .flatten()
-        .collect();
+    // Each loss: its request, and what the slot held and the request reused.
+    let mut losses: Vec<(usize, u64, u64)> = Vec::new();
+    // Requests after another session's request on the slot: not measured.
+    let mut shared = 0usize;
+    let mut n = 0usize;
+    for r in records {
+        match r {
+            LogRecord::Assistant { .. } => n += 1,
+            LogRecord::CacheLoss { shared: true, .. } => shared += 1,
+            LogRecord::CacheLoss { expected, got, .. } => losses.push((n + 1, *expected, *got)),
+            _ => {}
+        }
+    }
     let over: Vec<&(usize, u64, u64)> = losses
         .iter()
         .filter(|(_, expected, got)| expected.saturating_sub(*got) > WASTE_BOUND)
@@ -203,12 +210,19 @@ fn judge(sent: &Sent, records: &[LogRecord], llama: bool, session: &SessionId) -
         .iter()
         .max_by_key(|(_, expected, got)| expected.saturating_sub(*got));
     let wasted = worst.map_or(0, |(_, e, g)| e.saturating_sub(*g));
-    let measured = requests.saturating_sub(1);
+    let measured = requests.saturating_sub(1).saturating_sub(shared);
     let found = format!(
         "{} turn(s) through loopd, inferproxy and llama-server (session {session}): {measured} \
          request(s) after the first measured, the most wasted {wasted} token(s) of prefill \
-         (bound {WASTE_BOUND})",
-        sent.turns
+         (bound {WASTE_BOUND}){}",
+        sent.turns,
+        match shared {
+            0 => String::new(),
+            n => format!(
+                "; {n} not measured: another session's request used the slot before it, and \
+                 its loss is not the template's"
+            ),
+        }
     );
     if let Some(tool) = &sent.tool {
         return Check::warn(
@@ -238,6 +252,14 @@ fn judge(sent: &Sent, records: &[LogRecord], llama: bool, session: &SessionId) -
         )
         .help("see the `props` line");
     }
+    if measured == 0 && shared > 0 {
+        return Check::warn(
+            P,
+            "replay",
+            format!("{found}; the replay could not be measured: another session shared its slot"),
+        )
+        .help("a verify, a job's run or a chat used the slot meanwhile; verify again when the box is idle");
+    }
     if measured == 0 {
         return Check::warn(P, "replay", format!("{found}: nothing to measure"));
     }
@@ -264,6 +286,17 @@ mod tests {
             time: Timestamp::now(),
             expected,
             got,
+            shared: false,
+        }
+    }
+
+    /// A loss after another session's request on the slot.
+    fn shared_loss(expected: u64, got: u64) -> LogRecord {
+        LogRecord::CacheLoss {
+            time: Timestamp::now(),
+            expected,
+            got,
+            shared: true,
         }
     }
 
@@ -297,5 +330,63 @@ mod tests {
         // Without llama.cpp's /props nothing says the server reported what loopd measures.
         let c = judge(&sent(3), &[answer(), answer(), answer()], false, &s);
         assert_eq!(c.level, super::super::report::Level::Warn, "{}", c.said);
+    }
+
+    #[test]
+    fn a_loss_after_another_sessions_request_is_not_held_to_the_bound() {
+        use super::super::report::Level;
+        let s = SessionId::new("s-20261201-0123456789abcdef").expect("id");
+        // The container tier's: request 3 lost 99 tokens after another session used the slot.
+        let records = [answer(), answer(), shared_loss(1176, 1077), answer()];
+        let c = judge(&sent(3), &records, true, &s);
+        assert_eq!(c.level, Level::Ok, "{}", c.said);
+        assert!(
+            c.said.contains(": 1 request(s) after the first measured"),
+            "{}",
+            c.said
+        );
+        assert!(
+            c.said.contains("; 1 not measured: another session's"),
+            "{}",
+            c.said
+        );
+        assert!(c.said.contains("the most wasted 0 token(s)"), "{}", c.said);
+        // The same loss with the slot to itself is the template's.
+        let alone = [answer(), answer(), loss(1176, 1077), answer()];
+        let c = judge(&sent(3), &alone, true, &s);
+        assert_eq!(c.level, Level::Fail, "{}", c.said);
+        assert!(c.said.starts_with("request 3 of the replay"), "{}", c.said);
+        // A shared loss does not hide an unshared one over the bound.
+        let both = [
+            answer(),
+            shared_loss(500, 10),
+            answer(),
+            loss(80, 60),
+            answer(),
+        ];
+        let c = judge(&sent(3), &both, true, &s);
+        assert_eq!(c.level, Level::Fail, "{}", c.said);
+        assert!(c.said.starts_with("request 3 of the replay"), "{}", c.said);
+        // Nothing measured: every request after the first followed another session's.
+        let all = [
+            answer(),
+            shared_loss(50, 10),
+            answer(),
+            shared_loss(80, 10),
+            answer(),
+        ];
+        let c = judge(&sent(3), &all, true, &s);
+        assert_eq!(c.level, Level::Warn, "{}", c.said);
+        assert!(
+            c.said
+                .contains("the replay could not be measured: another session shared its slot"),
+            "{}",
+            c.said
+        );
+        assert!(
+            c.said.contains(": 0 request(s) after the first measured"),
+            "{}",
+            c.said
+        );
     }
 }
