@@ -119,6 +119,9 @@ pub fn plan(
         // A call of each MCP tool the job's grants allow, its stand-in answering the canary
         // (`mcp`).
         sources.extend(super::mcp::sources_of(mine.iter().map(|(_, g)| *g)));
+        // A run of each program whose grant labels its output above public, its stand-in
+        // printing the canary (`run_source`).
+        sources.extend(super::run_source::labelled(mine.iter().map(|(_, g)| *g)));
         let mut targets = Vec::new();
         for (id, g) in &mine {
             let target = |tool: &'static str, entry: &str| Target {
@@ -137,6 +140,8 @@ pub fn plan(
         }
         // An MCP tool of the job's whose grant lists hosts (`mcp`).
         targets.extend(super::mcp::targets_of(mine.iter().copied()));
+        // A program of the job's whose grant lists hosts (`run`).
+        targets.extend(super::run::targets_of(mine.iter().copied()));
         let deliver = Target {
             tool: DELIVER,
             grant: String::new(),
@@ -149,7 +154,9 @@ pub fn plan(
         }
         let mut pairs: Vec<(Option<&Source>, &Target, &Target)> = Vec::new();
         for s in &sources {
-            let apart = targets.iter().filter(|t| super::mcp::apart(s, t));
+            let apart = targets
+                .iter()
+                .filter(|t| super::mcp::apart(s, t) && super::run_source::apart(s, t));
             pairs.extend(apart.map(|t| (Some(s), t, t)));
         }
         // A fetch's answer delivered: the source is the fetch, whose answer (the sink's) holds
@@ -191,7 +198,10 @@ pub fn plan(
         // grants, in a file their patterns match (`pattern`), as an ordinary session's
         // (`chains`).
         let fetches: Vec<&Target> = targets.iter().filter(|t| t.tool == "http_fetch").collect();
-        let writes = super::untrusted_write::writes(mine.iter().copied(), &r.job_paths);
+        // A run in a program's working directory is not played as a write in a job's run
+        // (`jobs_check::not_played`).
+        let writing = mine.iter().copied().filter(|(_, g)| g.tool != "run");
+        let writes = super::untrusted_write::writes(writing, &r.job_paths);
         let of_job = |chain| JobChain {
             job: job.name.clone(),
             chain,
@@ -248,7 +258,13 @@ pub fn plan(
         }
         // Untrusted content from a read, a listing or a write's or an edit's result driving
         // each write (`untrusted_write::from_results`, decisions V54).
-        let mut planted: Vec<Planted> = sources.iter().cloned().map(Planted::Source).collect();
+        let mut planted: Vec<Planted> = sources
+            .iter()
+            .filter(|s| s.tool != "run")
+            .cloned()
+            .chain(super::run_source::outputs_of(mine.iter().map(|(_, g)| *g)))
+            .map(Planted::Source)
+            .collect();
         for (_, g) in mine.iter().filter(|(_, g)| super::write_source::plays(g)) {
             for (owner, dir) in super::write_source::dirs(g, &r.job_paths) {
                 planted.push(Planted::Write(g, owner, dir));

@@ -48,16 +48,16 @@ fn flow_key(f: &Flow) -> Key<'_> {
 }
 
 /// Each run's outcome: the deciding grant of each call from the audit log (`deciders`),
-/// the sink's requests `seen`, the posts of each job's thread (`posts`), and whether an MCP
-/// send reached its stand-in's network, given the grant that decided it (`mcp_reached`,
-/// `mcp::StandIns::reached`).
+/// the sink's requests `seen`, the posts of each job's thread (`posts`), and whether a send
+/// through an MCP tool or a program reached its stand-in's network, given the grant that
+/// decided it (`reached`: `mcp::StandIns::reached`, `run::StandIns::reached`).
 pub fn outcomes(
     chains: Vec<JobChain>,
     runs: Vec<Run>,
     deciders: &BTreeMap<(SessionId, CallId), String>,
     seen: &[String],
     posts: &BTreeMap<String, Vec<String>>,
-    mcp_reached: &dyn Fn(&Chain, Option<&str>) -> bool,
+    reached: &dyn Fn(&Chain, Option<&str>) -> bool,
 ) -> Vec<JobOutcome> {
     let mut out = Vec::new();
     for (jc, run) in chains.into_iter().zip(runs) {
@@ -93,8 +93,8 @@ pub fn outcomes(
             laundering: Vec::new(),
             at_sink: if deliver {
                 posted
-            } else if c.sink.tool == "mcp" {
-                mcp_reached(c, decider)
+            } else if matches!(c.sink.tool, "mcp" | "run") {
+                reached(c, decider)
             } else if write {
                 std::fs::read_to_string(&c.url).is_ok_and(|t| t.contains(&c.canary))
             } else {
@@ -189,12 +189,13 @@ impl JobOutcome {
 
 /// Why the shadow does not play a job's flow; `None`: it does.
 pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Option<String> {
-    // An MCP grant left out of the shadow (its server has no stand-in).
-    if let Some(why) = mcp::not_played(f, left) {
+    // An MCP or a `run` grant left out of the shadow, a program's output not played.
+    if let Some(why) = mcp::not_played(f, left).or_else(|| super::run::not_played(f, left)) {
         return Some(why);
     }
     let untrusted = f.severity == proto::flows::Severity::UntrustedWrite;
-    let mcp = f.source.tool == "mcp";
+    // An MCP tool's answer and a program's output: a stand-in answers the canary.
+    let mcp = matches!(f.source.tool.as_str(), "mcp" | "run");
     let read = matches!(f.source.tool.as_str(), "read_file" | "list_dir");
     let write = matches!(f.source.tool.as_str(), "write_file" | "edit_file");
     let fetch = f.source.tool == "http_fetch";
@@ -207,8 +208,8 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
         {
             return Some(format!(
                 "untrusted content from {} driving {} in a job's run is not played yet (a \
-                 read's, a directory listing's, a fetch's, a consult's, an MCP tool's or a \
-                 write's result driving write_file or edit_file is)",
+                 read's, a directory listing's, a fetch's, a consult's, an MCP tool's, a \
+                 program's or a write's result driving write_file or edit_file is)",
                 f.source.tool, f.sink.tool
             ));
         }
@@ -219,28 +220,33 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
         if !(read || write || note || mcp || answered || (fetch && f.sink.tool == DELIVER)) {
             return Some(format!(
                 "a source of {} sent to {} in a job's run is not played yet (reads, directory \
-                 listings, writes, edits, a note's read, MCP tools and the consult model's \
-                 answer are, and a fetch delivered)",
+                 listings, writes, edits, a note's read, MCP tools, programs and the consult \
+                 model's answer are, and a fetch delivered)",
                 f.source.tool, f.sink.tool
             ));
         }
         if !matches!(
             f.sink.tool.as_str(),
-            "http_fetch" | "consult" | "mcp" | DELIVER
+            "http_fetch" | "consult" | "mcp" | "run" | DELIVER
         ) {
             return Some(format!(
-                "a sink of {} in a job's run is not played yet (fetches, consults, MCP tools \
-                 and the delivery to Mattermost are)",
+                "a sink of {} in a job's run is not played yet (fetches, consults, MCP tools, \
+                 programs and the delivery to Mattermost are)",
                 f.sink.tool
             ));
         }
-        // A local server's tool that reads what its grant binds and sends it in one call.
-        if mcp && f.sink.tool == "mcp" && f.source.grant == f.sink.grant {
-            return Some(
-                "one call of an MCP tool reading its bound paths and sending them, in a job's \
-                 run, is not played yet (in an ordinary session it is)"
-                    .into(),
-            );
+        // A local server's tool or a program that reads what its grant binds and sends it
+        // in one call.
+        if mcp && f.sink.tool == f.source.tool && f.source.grant == f.sink.grant {
+            return Some(format!(
+                "one call of {} reading its bound paths and sending them, in a job's run, is \
+                 not played yet (in an ordinary session it is)",
+                if f.sink.tool == "run" {
+                    "a program"
+                } else {
+                    "an MCP tool"
+                }
+            ));
         }
     }
     let source = match &f.source.grant {
@@ -250,6 +256,9 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
             super::played::as_source(g, left, &[Scope::Grant, Scope::Source])
         }
         Some(_) if write => None,
+        // A program's output is printed by its stand-in, whatever its grant's patterns (its
+        // run's argument is one they admit).
+        Some(_) if f.source.tool == "run" => None,
         Some(g) if patterned.contains(g) => Some(format!(
             "grant {g} names patterns, and {} is the shadow's own",
             super::fetch_source::named_by(&f.source.tool)

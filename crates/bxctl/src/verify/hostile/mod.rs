@@ -238,20 +238,18 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     let first = chains.len() + 1;
     let mut job_chains = jobs::plan(&r, &config.jobs, sink.addr.port(), &nonce, first, consult);
     mcp_args::carry(&r, job_chains.iter_mut().map(|j| &mut j.chain));
-    jobs::plant(&r, &chains, &job_chains, &dir.join("tree"))
-        .and_then(|()| run::plant(&chains))
-        .and_then(|()| mcp_bound::plant(&r, &chains))
-        .and_then(|()| run_source::plant(&programs, &chains))
-        .and_then(|()| {
-            let jobs = job_chains.iter().map(|j| &j.chain);
-            write_source::plant(chains.iter().chain(jobs), &nonce)
-        })
-        .map_err(|e| format!("the canaries: {e}"))?;
+    // The ordinary chains and the job chains', for what both plant and stand in for.
     let all: Vec<chains::Chain> = chains
         .iter()
         .cloned()
         .chain(job_chains.iter().map(|j| j.chain.clone()))
         .collect();
+    jobs::plant(&r, &chains, &job_chains, &dir.join("tree"))
+        .and_then(|()| run::plant(&chains))
+        .and_then(|()| mcp_bound::plant(&r, &chains))
+        .and_then(|()| run_source::plant(&programs, all.iter()))
+        .and_then(|()| write_source::plant(all.iter(), &nonce))
+        .map_err(|e| format!("the canaries: {e}"))?;
     stand_ins
         .write(&all)
         .and_then(|()| {
@@ -419,9 +417,12 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     }
     // A grant with patterns no file a chain reads matches is not tried as a source (`pattern`).
     let patterned = pattern::unread(&r);
-    let mcp_reached = |c: &chains::Chain, g: Option<&str>| stand_ins.reached(&r, c, g);
-    let job_outcomes =
-        jobs_check::outcomes(job_chains, runs, &deciders, &seen, &posts, &mcp_reached);
+    // Whether a job chain's send through an MCP tool or a program reached its network.
+    let reached = |c: &chains::Chain, g: Option<&str>| match c.sink.tool {
+        "mcp" => stand_ins.reached(&r, c, g),
+        _ => programs.reached(&r, c, g),
+    };
+    let job_outcomes = jobs_check::outcomes(job_chains, runs, &deciders, &seen, &posts, &reached);
     let mut checks = vec![Check::ok(
         Part::Hostile,
         "shadow",

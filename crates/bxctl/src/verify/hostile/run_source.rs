@@ -59,28 +59,46 @@ fn call_of(g: &proto::Grant) -> Option<(String, Vec<String>)> {
 /// Adds a chain from each `run` grant's output to each of `targets` but the look-alikes and
 /// the grant's own `run`, numbered after `chains`.
 pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &mut Vec<Chain>) {
-    let labelled = r
-        .grants
-        .values()
-        .filter(|g| g.result_class != proto::DataClass::Public);
-    for source in labelled.filter_map(source) {
-        // Never to a run of the same program: the grant's own (that one call reading and
-        // sending is `run::bound`'s) or another naming it (the analysis makes one call of a
-        // program, decided by one grant).
-        let own = |t: &Target| t.tool == "run" && t.entry.split(' ').next() == Some(&source.owner);
-        for sink in targets.iter().filter(|t| t.lookalike.is_none() && !own(t)) {
+    for source in labelled(r.grants.values()) {
+        for sink in targets
+            .iter()
+            .filter(|t| t.lookalike.is_none() && apart(&source, t))
+        {
             let n = chains.len() + 1;
             chains.push(Chain::send(n, source.clone(), sink, port, nonce));
         }
     }
 }
 
+/// The runs of `grants` (an ordinary session's, or a job's) whose output is sent: each
+/// allowing `run` grant's whose results are private or secret (public data out is no flow).
+pub fn labelled<'a>(grants: impl Iterator<Item = &'a proto::Grant>) -> Vec<Source> {
+    grants
+        .filter(|g| g.result_class != proto::DataClass::Public)
+        .filter_map(source)
+        .collect()
+}
+
+/// Whether a chain from `s` to `t` is played: never to a run of the same program, the
+/// grant's own (that one call reading and sending is `run::bound`'s) or another naming it
+/// (the analysis makes one call of a program, decided by one grant).
+pub fn apart(s: &Source, t: &Target) -> bool {
+    !(s.tool == "run" && t.tool == "run" && t.entry.split(' ').next() == Some(&s.owner))
+}
+
 /// The run of each allowing `run` grant of an ordinary session whose output is played as a
 /// source (all but [`unplayed`]'s): its first program, given one argument its patterns
 /// admit.
 pub fn outputs(r: &Rewritten) -> impl Iterator<Item = Source> + '_ {
-    r.grants
-        .values()
+    outputs_of(r.grants.values())
+}
+
+/// The runs of `grants` (a job's, `jobs`) whose output is played as a source, as
+/// [`outputs`].
+pub fn outputs_of<'a>(
+    grants: impl Iterator<Item = &'a proto::Grant> + 'a,
+) -> impl Iterator<Item = Source> + 'a {
+    grants
         .filter(|g| g.result_class != proto::DataClass::Public || !binds(g))
         .filter_map(source)
 }
@@ -91,10 +109,10 @@ fn binds(g: &proto::Grant) -> bool {
     !g.constraints.paths.is_empty() || g.constraints.workdir.is_some()
 }
 
-/// The run of `g`'s output chains, when it is an allowing `run` grant of an ordinary session
-/// and the shadow can make a call of it that it allows.
+/// The run of `g`'s output chains, when it is an allowing `run` grant and the shadow can
+/// make a call of it that it allows.
 fn source(g: &proto::Grant) -> Option<Source> {
-    if g.tool != "run" || g.mode == proto::Mode::Deny || g.job.is_some() {
+    if g.tool != "run" || g.mode == proto::Mode::Deny {
         return None;
     }
     let (program, args) = call_of(g)?;
@@ -110,10 +128,12 @@ fn source(g: &proto::Grant) -> Option<Source> {
 /// which the shadow does not work out), and one no call of which the shadow can make.
 pub fn unplayed(r: &Rewritten) -> Vec<Left> {
     let mut out = Vec::new();
+    // A job's too: its runs play its programs' output (`jobs`).
     let runs = r
         .grants
         .iter()
-        .filter(|(_, g)| g.tool == "run" && g.mode != proto::Mode::Deny && g.job.is_none());
+        .chain(&r.jobs)
+        .filter(|(_, g)| g.tool == "run" && g.mode != proto::Mode::Deny);
     for (id, g) in runs {
         let public = g.result_class == proto::DataClass::Public;
         let why = if public && binds(g) {
@@ -142,9 +162,12 @@ pub fn call(c: &Chain) -> Answer {
 }
 
 /// Writes each output chain's canary, a line, to its program's stand-in's outputs file.
-pub fn plant(stand_ins: &StandIns, chains: &[Chain]) -> std::io::Result<()> {
+pub fn plant<'a>(
+    stand_ins: &StandIns,
+    chains: impl Iterator<Item = &'a Chain>,
+) -> std::io::Result<()> {
     use std::io::Write as _;
-    for c in chains.iter().filter(|c| is(c)) {
+    for c in chains.filter(|c| is(c)) {
         let Some(path) = stand_ins.outputs(&c.source.owner) else {
             continue;
         };

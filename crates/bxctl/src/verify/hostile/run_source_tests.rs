@@ -85,7 +85,7 @@ fn the_stand_in_prints_the_planted_output_in_a_runs_environment() {
     let s = run::prepare(&r, &dir);
     s.write().expect("write");
     let plan = chains::plan(&r, 4321, "n0", false);
-    plant(&s, &plan).expect("plant");
+    plant(&s, plan.iter()).expect("plant");
     let out = std::process::Command::new(dir.join("bxhostile-report"))
         .arg("--since=bx?c=bxhostile")
         .env_clear()
