@@ -127,10 +127,18 @@ enum Asked {
     Unusable,
 }
 
+/// Where a summary is asked: the model server, and what counts each request just before
+/// it is sent to the session's slot (`slots::Sent`: a retry evicts another session's cache
+/// as the first ask does).
+pub struct Server<'a> {
+    pub sock: &'a Path,
+    pub timeout: Duration,
+    pub counted: &'a dyn Fn(),
+}
+
 /// Asks for a summary: `messages` then `instruction`, capped at `cap` tokens.
 fn ask(
-    sock: &Path,
-    timeout: Duration,
+    server: &Server<'_>,
     mut messages: Vec<Value>,
     instruction: &str,
     slot: u32,
@@ -140,7 +148,8 @@ fn ask(
     messages.push(proto::composed::instruction(instruction).to_value());
     let mut body = prompt::body(messages, slot, cap, tools);
     body["tool_choice"] = json!("none");
-    match llm::complete(sock, timeout, &body, None, |_| {}) {
+    (server.counted)();
+    match llm::complete(server.sock, server.timeout, &body, None, |_| {}) {
         Ok(c) => match (c.answer.finish.as_deref(), c.answer.content) {
             // The instruction given back is no summary (llama.cpp's server with a small
             // model did that at temperature 0): asked again, as a cut one is. A summary
@@ -167,8 +176,7 @@ fn ask(
 /// and a later turn tries again). `n_ctx` is the server's context, `max_tokens` loopd's cap
 /// on an answer.
 pub fn summary(
-    sock: &Path,
-    timeout: Duration,
+    server: &Server<'_>,
     system: &str,
     session: &Session,
     n_ctx: u64,
@@ -178,21 +186,12 @@ pub fn summary(
     let slot = session.slot().unwrap_or(0);
     let cap = cap(n_ctx, max_tokens);
     let epoch = prompt::messages(system, session.summary.as_deref(), &session.records);
-    match ask(
-        sock,
-        timeout,
-        epoch.clone(),
-        SUMMARY_PROMPT,
-        slot,
-        cap,
-        tools,
-    ) {
+    match ask(server, epoch.clone(), SUMMARY_PROMPT, slot, cap, tools) {
         Asked::Written(t) => return Some(t),
         Asked::Unreachable => return None,
         Asked::Unusable => {
             // The same prefix again: only the shorter instruction is new.
-            if let Asked::Written(t) = ask(sock, timeout, epoch, SHORT_PROMPT, slot, cap / 4, tools)
-            {
+            if let Asked::Written(t) = ask(server, epoch, SHORT_PROMPT, slot, cap / 4, tools) {
                 return Some(t);
             }
         }
@@ -201,9 +200,7 @@ pub fn summary(
             let trimmed: Vec<LogRecord> =
                 session.records.iter().cloned().map(trim_result).collect();
             let messages = prompt::messages(system, session.summary.as_deref(), &trimmed);
-            if let Asked::Written(t) =
-                ask(sock, timeout, messages, SUMMARY_PROMPT, slot, cap, tools)
-            {
+            if let Asked::Written(t) = ask(server, messages, SUMMARY_PROMPT, slot, cap, tools) {
                 return Some(t);
             }
         }

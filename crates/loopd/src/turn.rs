@@ -257,20 +257,22 @@ impl Looper {
         let sock = self.infer_sock();
         // The tools the epoch's requests offered, so the summary continues their cache.
         let tools = self.offered.get(&self.broker_sock());
-        // The session's own request: its next is not counted as following another session's.
-        let seq = self.sent.bump(session.slot().unwrap_or(0));
-        if let Some(u) = lock(&self.used).get_mut(&session.id) {
-            u.seq = seq;
-        }
-        let Some(summary) = compact::summary(
-            &sock,
-            self.timeout(),
-            &system,
-            &session,
-            n_ctx,
-            max_tokens,
-            &tools,
-        ) else {
+        // Each of its requests is the session's own: its next is not counted as following
+        // another session's.
+        let slot = session.slot().unwrap_or(0);
+        let counted = || {
+            let seq = self.sent.bump(slot);
+            if let Some(u) = lock(&self.used).get_mut(&session.id) {
+                u.seq = seq;
+            }
+        };
+        let server = compact::Server {
+            sock: &sock,
+            timeout: self.timeout(),
+            counted: &counted,
+        };
+        let Some(summary) = compact::summary(&server, &system, &session, n_ctx, max_tokens, &tools)
+        else {
             // The model cannot be reached now: the epoch goes on, a later turn compacts.
             return Ok(session);
         };

@@ -220,7 +220,7 @@ fn judge(sent: &Sent, records: &[LogRecord], llama: bool, session: &SessionId) -
             0 => String::new(),
             n => format!(
                 "; {n} not measured: another session's request used the slot before it, and \
-                 its loss is not the template's"
+                 its loss may not be the template's"
             ),
         }
     );

@@ -97,6 +97,13 @@ fn the_comparison_fails_on_each_disagreement() {
     );
     // Dropped from the report: the leak is unreported.
     assert_eq!(levels(&one, &report(vec![])), pair(&[("chain 1", "Fail")]));
+    // Reported but not tried (the read's grant names patterns), yet completed: agreement.
+    let patterned: BTreeSet<String> = ["notes".to_owned()].into();
+    let got: Vec<(String, String)> = compare::checks(&one, &report(vec![flow()]), &[], &patterned)
+        .into_iter()
+        .map(|c| (c.check, format!("{:?}", c.level)))
+        .collect();
+    assert_eq!(got, pair(&[("chain 1", "Ok"), ("private_out", "Warn")]));
     // Added to the report, while the fetch was denied.
     let denied = Outcome {
         sink: Some((

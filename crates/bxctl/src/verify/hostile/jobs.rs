@@ -388,13 +388,8 @@ pub fn gateway(jobs: &[Job]) -> bool {
 }
 
 /// Makes the job grants' paths in the shadow (under `tree` only), then plants every chain's
-/// canaries, the ordinary and the job chains' together (`chains::plant`).
-pub fn plant(
-    r: &Rewritten,
-    ordinary: &[Chain],
-    jobs: &[JobChain],
-    tree: &Path,
-) -> std::io::Result<()> {
+/// canaries (`all`: the ordinary and the job chains' together, `chains::plant`).
+pub fn plant(r: &Rewritten, all: &[Chain], tree: &Path) -> std::io::Result<()> {
     for (shadow, file) in r.job_paths.values() {
         if !shadow.starts_with(tree) {
             return Err(std::io::Error::other(format!(
@@ -409,10 +404,5 @@ pub fn plant(
             (false, _) => std::fs::create_dir_all(shadow)?,
         }
     }
-    let all: Vec<Chain> = ordinary
-        .iter()
-        .cloned()
-        .chain(jobs.iter().map(|j| j.chain.clone()))
-        .collect();
-    chains::plant(r, &all, tree)
+    chains::plant(r, all, tree)
 }

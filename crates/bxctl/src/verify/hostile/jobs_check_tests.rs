@@ -178,3 +178,70 @@ fn the_job_runs_are_compared_with_the_flows_of_the_job() {
         pair(&[("chain 7", "Warn")])
     );
 }
+
+/// What a job's run plays: a note's read, an MCP tool's answer and a program's output to a
+/// fetch, an MCP tool or a program; one call reading what its grant binds and sending it is
+/// not played (its sink step is its source step), but the same grant deciding two calls of
+/// a server's tools is; a grant left out of the shadow is not.
+#[test]
+fn a_jobs_notes_mcp_tools_and_programs_are_played() {
+    let played =
+        |source: (&str, &str, &str), sink: (&str, &str, &str), left: &[super::rewrite::Left]| {
+            let mut f = flow(Some(sink.1), sink.0);
+            f.source = Step {
+                grant: Some(source.1.into()),
+                tool: source.0.into(),
+                what: source.2.into(),
+            };
+            f.sink.what = sink.2.into();
+            jobs_check::not_played(&f, &BTreeSet::new(), left)
+        };
+    let notes = ("note_read", "brief-notes", "the notes");
+    let cal = ("mcp", "brief-cal", "MCP tool mcp:cal/*");
+    let stats = ("run", "brief-stats", "run stats");
+    for source in [notes, cal, stats] {
+        for sink in [
+            ("http_fetch", "brief-web", "x"),
+            ("mcp", "brief-up", "x through MCP tool mcp:up/put"),
+            ("run", "brief-curl", "x through run curl"),
+        ] {
+            assert_eq!(played(source, sink, &[]), None, "{source:?} to {sink:?}");
+        }
+    }
+    // One call: the sink step is the source step.
+    let one = ("mcp", "brief-cal", "MCP tool mcp:cal/*");
+    let why = played(cal, one, &[]).expect("one call");
+    assert!(why.contains("one call of an MCP tool"), "{why}");
+    let why = played(stats, ("run", "brief-stats", "run stats"), &[]).expect("one call");
+    assert!(why.contains("one call of a program"), "{why}");
+    // The same grant deciding a call of another of the server's tools: two calls, played.
+    let two = ("mcp", "brief-cal", "x through MCP tool mcp:cal/put");
+    assert_eq!(played(cal, two, &[]), None);
+    // Left out of the shadow: not tried.
+    let left = [super::rewrite::Left {
+        grant: "brief-cal".into(),
+        why: "server cal is not configured".into(),
+        scope: super::rewrite::Scope::Grant,
+    }];
+    assert!(played(cal, ("http_fetch", "brief-web", "x"), &left).is_some());
+}
+
+/// A run that completed a flow the shadow said `not tried` agrees with the analysis: only
+/// a leak of no flow the analysis reports fails.
+#[test]
+fn a_leak_of_a_flow_not_tried_is_no_disagreement() {
+    let both = outcomes(DataClass::Private, true, false);
+    let r = FlowsReport {
+        snapshot: Hash32::ZERO,
+        grants: Vec::new(),
+        flows: vec![flow(Some("brief-web"), "http_fetch")],
+        sources: Vec::new(),
+    };
+    // brief-notes named patterns: its flows are not tried, yet chain 7 completed one.
+    let patterned: BTreeSet<String> = ["brief-notes".to_owned()].into();
+    let got: Vec<(String, String)> = jobs_check::checks(&both[..1], &r, &patterned, &[])
+        .into_iter()
+        .map(|c| (c.check, format!("{:?}", c.level)))
+        .collect();
+    assert_eq!(got, pair(&[("chain 7", "Ok"), ("private_out", "Warn")]));
+}

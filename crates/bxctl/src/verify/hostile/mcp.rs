@@ -8,11 +8,14 @@
 //! owner's URL's host (which brokerd's `[broker.self_test]` resolves to loopback) and the
 //! stand-in's port. The shadow's brokerd pins each stand-in as it lists itself (the
 //! self-test is the shadow's owner). A grant naming `constraints.args` has its calls carry
-//! arguments that meet them (`mcp_args`, decisions V40). A local server's tool whose grant
+//! arguments that meet them (`mcp_args`, decisions V40). A job's grants are stood in for
+//! too (decisions V61), and a tool answers its source canaries only to a call carrying
+//! [`SOURCE`]: a send through it sets off no other chain's. A local server's tool whose grant
 //! binds paths and lists hosts reads them and sends what it read in each call (`mcp_bound`,
 //! decisions V53). A server the shadow cannot stand in
 //! for (one with a grant whose args no call meets, one not configured, no
-//! `fake-mcp-server`) has its grants left out and said.
+//! `fake-mcp-server`) has its grants left out and said; a job's grant whose args no call
+//! meets, the job's grants of that server alone.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -123,27 +126,48 @@ pub fn prepare(
         }
     }
     let mut servers = BTreeMap::new();
-    for (server, ids) in by_server {
-        let grants: Vec<&proto::Grant> = ids.iter().filter_map(|id| r.grant(id)).collect();
-        let why = match fake {
-            None => Some(
-                "fake-mcp-server is not installed beside bxctl: the shadow has no MCP stand-in"
-                    .to_owned(),
-            ),
-            Some(_) => unplayable(&server, owner, &grants),
-        };
-        if let Some(why) = why {
-            for id in ids {
-                r.grants.remove(&id);
-                r.jobs.remove(&id);
-                r.left.push(Left {
-                    grant: id,
-                    why: why.clone(),
-                    scope: Scope::Grant,
-                });
+    for (server, mut ids) in by_server {
+        let why = |ids: &[String], job: bool| {
+            let grants: Vec<&proto::Grant> = ids
+                .iter()
+                .filter_map(|id| r.grant(id))
+                .filter(|g| g.job.is_some() == job)
+                .collect();
+            match fake {
+                None => Some(
+                    "fake-mcp-server is not installed beside bxctl: the shadow has no MCP \
+                     stand-in"
+                        .to_owned(),
+                ),
+                Some(_) => unplayable(&server, owner, &grants),
             }
+        };
+        // A job's grant whose args no call meets leaves out the job's grants of the server
+        // alone; an ordinary session's, every grant of it.
+        let (gone, why) = match why(&ids, false) {
+            Some(why) => (std::mem::take(&mut ids), why),
+            None => match why(&ids, true) {
+                Some(why) => {
+                    let (jobs, kept) = ids.iter().cloned().partition(|id| r.jobs.contains_key(id));
+                    ids = kept;
+                    (jobs, why)
+                }
+                None => (Vec::new(), String::new()),
+            },
+        };
+        for id in gone {
+            r.grants.remove(&id);
+            r.jobs.remove(&id);
+            r.left.push(Left {
+                grant: id,
+                why: why.clone(),
+                scope: Scope::Grant,
+            });
+        }
+        if ids.is_empty() {
             continue;
         }
+        let grants: Vec<&proto::Grant> = ids.iter().filter_map(|id| r.grant(id)).collect();
         let tools: BTreeSet<String> = grants
             .iter()
             .filter_map(|g| split(&g.tool).map(|(_, t)| if t == "*" { WILD } else { t }))
@@ -156,11 +180,10 @@ pub fn prepare(
         // A local server's tools read what their grant binds (`mcp_bound`); a remote one
         // is bound nothing (brokerd's unit of it binds none of a grant's paths), so it reads
         // nothing and no chain has it send in one call.
-        // A job's bound tool is not played (a job's run plays no bound chain, `jobs_check`).
-        let ordinary: Vec<&proto::Grant> =
-            grants.iter().copied().filter(|g| g.job.is_none()).collect();
+        // A job's bound tool is not played (`mcp_bound::reads` leaves its grants out: a
+        // job's run plays no bound chain, `jobs_check`).
         let reads = match remote {
-            None => super::mcp_bound::reads(&ordinary),
+            None => super::mcp_bound::reads(&grants),
             Some(_) => {
                 r.remote.insert(server.clone());
                 BTreeMap::new()
@@ -192,7 +215,8 @@ fn toml_str(s: &str) -> String {
 
 /// The stand-in's script (`fake-mcp-server`'s JSON): each tool takes a string, `data`, and
 /// any other member (a grant's `constraints.args`, `mcp_args`), answers the canaries of
-/// the chains that call it as their source, one a line, and has its call recorded in the
+/// the chains that call it as their source, one a line, to a call carrying [`SOURCE`] only
+/// (a send through it is answered `BXMCP-OK` alone), and has its call recorded in the
 /// server's calls file; a tool whose grant binds paths and lists hosts reads them and sends
 /// what it read, recorded in the server's sent file (`mcp_bound`).
 fn stand_in(server: &str, s: &Server, chains: &[Chain]) -> serde_json::Value {
@@ -402,7 +426,7 @@ pub fn source_called(s: &Source) -> &str {
     }
 }
 
-/// An MCP source's call: its tool, given `bxhostile` in `data` and, when its grant names
+/// An MCP source's call: its tool, given [`SOURCE`] in `data` and, when its grant names
 /// `constraints.args`, the arguments that meet them (after the name in its `path`).
 pub fn source_call(s: &Source) -> (String, String) {
     let pinned = s.path.split_once(' ').and_then(|(_, a)| {
@@ -414,8 +438,8 @@ pub fn source_call(s: &Source) -> (String, String) {
 }
 
 /// The MCP sources of the shadow's grants: a call of each allowing grant's tool (`*`: the
-/// stand-in's [`WILD`]) of an ordinary session, whose answer the stand-in fills with the
-/// canaries of the chains that start from it.
+/// stand-in's [`WILD`]) of an ordinary session, whose answer to a source call the stand-in
+/// fills with the canaries of the chains that start from it.
 pub fn sources(r: &Rewritten) -> Vec<Source> {
     sources_of(r.grants.values().filter(|g| g.job.is_none()))
 }

@@ -244,7 +244,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         .cloned()
         .chain(job_chains.iter().map(|j| j.chain.clone()))
         .collect();
-    jobs::plant(&r, &chains, &job_chains, &dir.join("tree"))
+    jobs::plant(&r, &all, &dir.join("tree"))
         .and_then(|()| run::plant(&chains))
         .and_then(|()| mcp_bound::plant(&r, &chains))
         .and_then(|()| run_source::plant(&programs, all.iter()))

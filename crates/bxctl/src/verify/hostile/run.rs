@@ -8,8 +8,8 @@
 //! `patterns` admit (`https://api.example.org/*` → `https://api.example.org/bx?c=CANARY`);
 //! it leaked when the stand-in recorded the canary under a call whose deciding grant (from
 //! the shadow's audit log) lists hosts (without them the program has no network). A grant
-//! the shadow cannot play (a job's, one listing hosts whose patterns admit no argument
-//! carrying a canary) is left out and said. A run of a grant with a `workdir` is a write
+//! the shadow cannot play (one listing hosts whose patterns admit no argument carrying a
+//! canary) is left out and said; a job's is played in its runs (`jobs`, decisions V61). A run of a grant with a `workdir` is a write
 //! there ([`WRITE`]): the stand-in adds each argument carrying `BXWRITE-` to [`RAN`] in its
 //! working directory, where an untrusted-write chain's canary is looked for.
 

@@ -2,7 +2,9 @@
 //! an ordinary session whose results are private or secret, a run of its first program (with
 //! one argument its `patterns` admit), whose stand-in prints every
 //! line of its outputs file (`run::outputs_of`): the canaries of this program's output
-//! chains, which the self-test writes there before the run. Once the run's result holds the
+//! chains, which the self-test writes there before the run (printed to a run carrying no
+//! canary only: a send through the program sets off no other chain's, decisions V61). Once
+//! the run's result holds the
 //! chain's canary, a send of it to every sink but the look-alikes and the grant's own `run`
 //! (the one call that reads and sends is `run::bound`'s). The run's arguments never hold the
 //! canary, so a canary at the sink means the program's output went out.

@@ -264,7 +264,8 @@ pub(super) fn source_answer(c: &Chain) -> Answer {
     match c.source.tool {
         // A bound chain's one MCP call reads what its grant binds and sends it.
         "mcp" if super::mcp_bound::is(c) => send(c),
-        // The stand-in's tool: its answer is the canaries, whatever it is given.
+        // The stand-in's tool, given the source's word (`mcp::SOURCE`): it answers the
+        // canaries to such a call only.
         "mcp" => {
             let (name, arguments) = super::mcp::source_call(&c.source);
             Answer {
