@@ -152,6 +152,18 @@ pub fn plan(
         if mattermost {
             targets.push(deliver.clone());
         }
+        // A listing of the notes, holding a note named by the chain's canary, by a grant of
+        // the job's that labels it above public, to each of the job's sinks (`note_source`):
+        // first of the job's chains, as their runs are played before every run that may
+        // write a note (`play`).
+        for sink in &targets {
+            let n = first + out.len();
+            let grants = mine.iter().map(|(_, g)| *g);
+            if let Some(source) = super::note_source::list_source_of(grants, n, nonce, true) {
+                let canary = chains::canary(nonce, n);
+                out.push(sent(&job.name, n, source, sink, canary, port));
+            }
+        }
         let mut pairs: Vec<(Option<&Source>, &Target, &Target)> = Vec::new();
         for s in &sources {
             let apart = targets

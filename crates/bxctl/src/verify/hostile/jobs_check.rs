@@ -216,12 +216,12 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
     } else {
         // The consult model's answer goes anywhere but back to it.
         let answered = consult && f.sink.tool != "consult";
-        let note = f.source.tool == "note_read";
+        let note = matches!(f.source.tool.as_str(), "note_read" | "note_list");
         if !(read || write || note || mcp || answered || (fetch && f.sink.tool == DELIVER)) {
             return Some(format!(
                 "a source of {} sent to {} in a job's run is not played yet (reads, directory \
-                 listings, writes, edits, a note's read, MCP tools, programs and the consult \
-                 model's answer are, and a fetch delivered)",
+                 listings, writes, edits, a note's read, a listing of the notes, MCP tools, \
+                 programs and the consult model's answer are, and a fetch delivered)",
                 f.source.tool, f.sink.tool
             ));
         }

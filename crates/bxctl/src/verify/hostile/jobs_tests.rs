@@ -467,3 +467,40 @@ fn a_jobs_mcp_tools_are_sources_and_sinks_in_its_runs() {
     assert!(planned.iter().all(|j| j.job.as_str() == "brief"
         || (j.chain.source.tool != "mcp" && j.chain.sink.tool != "mcp")));
 }
+
+/// A job's listing grant labelling the notes' listing private makes a listing chain to each
+/// of the job's sinks, first of the job's chains (their runs play before any run that may
+/// write a note), its note named by the canary.
+#[test]
+fn a_jobs_listing_of_the_notes_is_a_source_first_in_its_runs() {
+    let mut r = rewritten();
+    r.jobs.insert(
+        "brief-list".into(),
+        grant(
+            "tool = \"note_list\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+             result_class = \"private\"\njob = \"brief\"\n",
+        ),
+    );
+    let planned = jobs::plan(&r, &config_jobs(), 4321, "n0", 7, false);
+    let brief: Vec<&JobChain> = planned
+        .iter()
+        .filter(|j| j.job.as_str() == "brief")
+        .collect();
+    let listed: Vec<(usize, &str)> = brief
+        .iter()
+        .take_while(|j| super::note_source::is_list(&j.chain))
+        .map(|j| (j.chain.n, j.chain.sink.entry.as_str()))
+        .collect();
+    assert_eq!(listed, [(7, "news.example.org"), (8, "Mattermost")]);
+    assert_eq!(
+        planned
+            .iter()
+            .filter(|j| super::note_source::is_list(&j.chain))
+            .count(),
+        2
+    );
+    for j in brief.iter().take(2) {
+        assert_eq!(j.chain.source.path, j.chain.canary);
+        assert_eq!(j.chain.awaited(), j.chain.canary);
+    }
+}

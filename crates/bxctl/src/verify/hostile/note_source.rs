@@ -78,22 +78,28 @@ pub fn plan_lists(
 /// allowing `note_list` grant covers it (and when `labelled`, one whose results are private
 /// or secret); `None`: none does.
 pub fn list_source(r: &Rewritten, n: usize, nonce: &str, labelled: bool) -> Option<Source> {
-    covered(r, &ToolArgs::NoteList(NoteListArgs {}), labelled).then(|| Source {
+    list_source_of(r.grants.values(), n, nonce, labelled)
+}
+
+/// Chain `n`'s listing of the notes when one of `grants` (a job's, `jobs`) covers it, as
+/// [`list_source`].
+pub fn list_source_of<'a>(
+    grants: impl Iterator<Item = &'a proto::Grant>,
+    n: usize,
+    nonce: &str,
+    labelled: bool,
+) -> Option<Source> {
+    let args = ToolArgs::NoteList(NoteListArgs {});
+    covered(grants, &args, labelled).then(|| Source {
         tool: "note_list",
         owner: NOTES.into(),
         path: canary(nonce, n),
     })
 }
 
-/// Whether an allowing grant of an ordinary session's of `args`' tool covers it (and when
-/// `labelled`, one whose results are private or secret: brokerd joins every covering
-/// grant's labels).
-fn covered(r: &Rewritten, args: &ToolArgs, labelled: bool) -> bool {
-    covered_by(r.grants.values(), args, labelled)
-}
-
-/// Whether one of `grants` covers `args`, as [`covered`].
-fn covered_by<'a>(
+/// Whether an allowing one of `grants` of `args`' tool covers it (and when `labelled`, one
+/// whose results are private or secret: brokerd joins every covering grant's labels).
+fn covered<'a>(
     mut grants: impl Iterator<Item = &'a proto::Grant>,
     args: &ToolArgs,
     labelled: bool,
@@ -120,7 +126,7 @@ pub fn source_of<'a>(
     labelled: bool,
 ) -> Option<Source> {
     let args = ToolArgs::NoteRead(NoteReadArgs { name: name(n) });
-    covered_by(grants, &args, labelled).then(|| Source {
+    covered(grants, &args, labelled).then(|| Source {
         tool: "note_read",
         owner: NOTES.into(),
         path: name(n),

@@ -3,7 +3,8 @@
 //! lower-labelled tool's first, while the index holds only what they planted and what the
 //! searches before them left (`search_source`, decisions V60); then the listings of the
 //! notes, while the notes are only those planted public and trusted (`note_source`, V59);
-//! then every other chain in its order.
+//! then what the caller plays there (the job runs listing the notes, V61); then every other
+//! chain in its order.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -20,12 +21,14 @@ use crate::dev::shadow::Shadow;
 /// does not show (`launder`), words the indexer never indexed (`search`, `search_source`).
 pub type Outcome = (Vec<(Played, Option<Played>)>, BTreeMap<usize, String>);
 
-/// Plays every chain in `shadow` (`config`, its configuration), in the order above.
+/// Plays every chain in `shadow` (`config`, its configuration), in the order above, calling
+/// `after_listings` once, after the listings of the notes and before the rest.
 pub fn chains(
     shadow: &mut Shadow,
     config: &Config,
     r: &Rewritten,
     chains: &[Chain],
+    after_listings: &mut dyn FnMut() -> Result<(), String>,
 ) -> Result<Outcome, String> {
     let text = |e: &dyn std::fmt::Display| e.to_string();
     let mut played = BTreeMap::new();
@@ -33,7 +36,16 @@ pub fn chains(
     let mut prepared = BTreeSet::new();
     // Whether the indexer is stopped (`search_source::prepare` leaves it so).
     let mut paused = false;
+    let mut listed = false;
     for (i, c) in order(r, chains) {
+        if !listed && !search_source::is(c) && !note_source::is_list(c) {
+            listed = true;
+            if paused {
+                shadow.resume_indexer().map_err(|e| text(&e))?;
+                paused = false;
+            }
+            after_listings()?;
+        }
         // A search's words are indexed before the first of its chains plays, and nothing
         // while they play; every other chain with the indexer watching.
         if search_source::is(c) && prepared.insert(c.source.tool) {
@@ -83,6 +95,9 @@ pub fn chains(
     }
     if paused {
         shadow.resume_indexer().map_err(|e| text(&e))?;
+    }
+    if !listed {
+        after_listings()?;
     }
     Ok((played.into_values().collect(), unobserved))
 }
