@@ -10,7 +10,7 @@ use super::jobs_run;
 use super::rewrite::Rewritten;
 use super::tests::grant;
 
-fn config_jobs() -> Vec<config::Job> {
+pub(super) fn config_jobs() -> Vec<config::Job> {
     config::jobs_file(
         "[[jobs]]\nname = \"brief\"\nschedule = \"*-*-* 07:00:00\"\nprompt = \"Brief me.\"\n\
          deliver = \"mattermost\"\n\
@@ -22,7 +22,7 @@ fn config_jobs() -> Vec<config::Job> {
 
 /// brief reads its notes and fetches from news.example.org; digest reads the same notes and
 /// fetches from one host; an ordinary fetch grant and a denying job grant add nothing.
-fn rewritten() -> Rewritten {
+pub(super) fn rewritten() -> Rewritten {
     let mut r = Rewritten::default();
     let notes = "/s/tree/home/owner/notes";
     let read = |job: &str| {
@@ -367,140 +367,4 @@ fn the_job_threads_are_the_roots_gatewayd_opened_and_their_replies() {
     assert_eq!(t["brief"].len(), 2);
     assert!(t["brief"].iter().any(|p| p.contains("BXCANARY-n0-8-")));
     assert!(!t["brief"].iter().any(|p| p.contains("BXCANARY-n0-7-")));
-}
-
-/// A note read grant of a job's labelling its results private makes a chain from a note of
-/// its own to each of the job's sinks (its fetch hosts and its delivery), the note named by
-/// the chain and the canary in the note only; a public one, or an ordinary session's, none.
-#[test]
-fn a_jobs_note_read_is_a_source_in_its_runs() {
-    let note = |job: Option<&str>, class: &str| {
-        let job = job.map_or_else(String::new, |j| format!("job = \"{j}\"\n"));
-        grant(&format!(
-            "tool = \"note_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
-             result_class = \"{class}\"\n{job}"
-        ))
-    };
-    let noted = |r: &Rewritten| -> Vec<(String, String, String)> {
-        jobs::plan(r, &config_jobs(), 4321, "n0", 7, false)
-            .into_iter()
-            .filter(|j| j.chain.source.tool == "note_read")
-            .map(|j| {
-                let c = j.chain;
-                assert_eq!(c.source.path, format!("bxnote-{}", c.n));
-                assert_eq!(c.awaited(), c.canary);
-                let call = super::script::source_answer(&c);
-                assert!(!call.tool_calls[0].arguments.contains(&c.canary));
-                (j.job.to_string(), c.sink.tool.to_owned(), c.sink.entry)
-            })
-            .collect()
-    };
-    let mut r = rewritten();
-    r.grants.insert("notes".into(), note(None, "private"));
-    r.jobs
-        .insert("digest-pub".into(), note(Some("digest"), "public"));
-    assert_eq!(noted(&r), []);
-    r.jobs
-        .insert("brief-notes-read".into(), note(Some("brief"), "private"));
-    assert_eq!(
-        noted(&r),
-        [
-            (
-                "brief".into(),
-                "http_fetch".into(),
-                "news.example.org".into()
-            ),
-            ("brief".into(), DELIVER.into(), "Mattermost".into()),
-        ]
-    );
-}
-
-/// A job's MCP grants: a call of each allowing one's tool is a source to each of the job's
-/// sinks, and one listing hosts a sink of the job's reads and of its other MCP tools (never
-/// of its own answer); an ordinary session's MCP grant is neither in a run.
-#[test]
-fn a_jobs_mcp_tools_are_sources_and_sinks_in_its_runs() {
-    let mcp = |tool: &str, job: Option<&str>, hosts: &str| {
-        let job = job.map_or_else(String::new, |j| format!("job = \"{j}\"\n"));
-        grant(&format!(
-            "tool = \"{tool}\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
-             result_class = \"private\"\n{job}[constraints]\nhosts = [{hosts}]\n"
-        ))
-    };
-    let mut r = rewritten();
-    r.grants.insert(
-        "ordinary-up".into(),
-        mcp("mcp:fetch/fetch", None, "\"b.example.org\""),
-    );
-    r.jobs
-        .insert("brief-cal".into(), mcp("mcp:calendar/*", Some("brief"), ""));
-    r.jobs.insert(
-        "brief-up".into(),
-        mcp("mcp:fetch/fetch", Some("brief"), "\"api.example.org\""),
-    );
-    let planned = jobs::plan(&r, &config_jobs(), 4321, "n0", 7, false);
-    let got: Vec<(&str, &str, &str)> = planned
-        .iter()
-        .filter(|j| j.chain.source.tool == "mcp" || j.chain.sink.tool == "mcp")
-        .map(|j| {
-            let c = &j.chain;
-            (c.source.path.as_str(), c.sink.tool, c.sink.entry.as_str())
-        })
-        .collect();
-    let notes = format!("/s/tree/home/owner/notes/{}", super::chains::READ_FILE);
-    let notes = notes.as_str();
-    assert_eq!(
-        got,
-        [
-            (notes, "mcp", "mcp__fetch__fetch"),
-            (
-                "mcp__calendar__bxhostile_tool",
-                "http_fetch",
-                "news.example.org"
-            ),
-            ("mcp__calendar__bxhostile_tool", "mcp", "mcp__fetch__fetch"),
-            ("mcp__calendar__bxhostile_tool", DELIVER, "Mattermost"),
-            ("mcp__fetch__fetch", "http_fetch", "news.example.org"),
-            ("mcp__fetch__fetch", DELIVER, "Mattermost"),
-        ]
-    );
-    assert!(planned.iter().all(|j| j.job.as_str() == "brief"
-        || (j.chain.source.tool != "mcp" && j.chain.sink.tool != "mcp")));
-}
-
-/// A job's listing grant labelling the notes' listing private makes a listing chain to each
-/// of the job's sinks, first of the job's chains (their runs play before any run that may
-/// write a note), its note named by the canary.
-#[test]
-fn a_jobs_listing_of_the_notes_is_a_source_first_in_its_runs() {
-    let mut r = rewritten();
-    r.jobs.insert(
-        "brief-list".into(),
-        grant(
-            "tool = \"note_list\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
-             result_class = \"private\"\njob = \"brief\"\n",
-        ),
-    );
-    let planned = jobs::plan(&r, &config_jobs(), 4321, "n0", 7, false);
-    let brief: Vec<&JobChain> = planned
-        .iter()
-        .filter(|j| j.job.as_str() == "brief")
-        .collect();
-    let listed: Vec<(usize, &str)> = brief
-        .iter()
-        .take_while(|j| super::note_source::is_list(&j.chain))
-        .map(|j| (j.chain.n, j.chain.sink.entry.as_str()))
-        .collect();
-    assert_eq!(listed, [(7, "news.example.org"), (8, "Mattermost")]);
-    assert_eq!(
-        planned
-            .iter()
-            .filter(|j| super::note_source::is_list(&j.chain))
-            .count(),
-        2
-    );
-    for j in brief.iter().take(2) {
-        assert_eq!(j.chain.source.path, j.chain.canary);
-        assert_eq!(j.chain.awaited(), j.chain.canary);
-    }
 }

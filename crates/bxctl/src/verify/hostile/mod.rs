@@ -48,6 +48,8 @@ mod compare_tests;
 #[cfg(test)]
 mod jobs_check_tests;
 #[cfg(test)]
+mod jobs_sources_tests;
+#[cfg(test)]
 mod jobs_tests;
 #[cfg(test)]
 mod launder_tests;
