@@ -25,6 +25,31 @@ use super::rewrite::{Left, Rewritten, Scope};
 use super::script::{self, Rule};
 use super::untrusted_write::Planted;
 
+/// The job grants of a local MCP server's tool or a program that bind places and list
+/// hosts: their one call reading what they bind and sending it is not played in a job's
+/// run (an ordinary session's is, `mcp_bound`, `run::bound`), said as a source.
+pub fn unbound(r: &Rewritten) -> Vec<Left> {
+    let binds = |g: &proto::Grant| {
+        let places = !g.constraints.paths.is_empty() || g.constraints.workdir.is_some();
+        let local = match super::mcp::server_of(&g.tool) {
+            Some(server) => !r.remote.contains(server),
+            None => g.tool == "run",
+        };
+        local && places && g.mode != Mode::Deny && !g.constraints.hosts.is_empty()
+    };
+    r.jobs
+        .iter()
+        .filter(|(_, g)| binds(g))
+        .map(|(id, _)| Left {
+            grant: id.clone(),
+            why: "a job's run plays no call reading what its grant binds and sending it in \
+                  the same call (an ordinary session plays it)"
+                .into(),
+            scope: Scope::OneCall,
+        })
+        .collect()
+}
+
 /// A job chain's sink tool when the send is the run's delivery to Mattermost.
 pub const DELIVER: &str = "deliver";
 

@@ -236,22 +236,17 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
             ));
         }
         // A local server's tool or a program that reads what its grant binds and sends it
-        // in one call: the analysis's sink step is its source step (a grant of every tool
-        // of a server deciding two calls of it is two steps, played).
-        if mcp
+        // in one call (`jobs::unbound`); a grant that binds nothing has no such flow, and its
+        // two calls (a grant of every tool of a server) are played.
+        if let Some(g) = f.source.grant.as_deref()
+            && mcp
             && f.sink.tool == f.source.tool
             && f.source.grant == f.sink.grant
-            && f.source.what == f.sink.what
+            && left
+                .iter()
+                .any(|l| l.grant == g && l.scope == Scope::OneCall)
         {
-            return Some(format!(
-                "one call of {} reading its bound paths and sending them, in a job's run, is \
-                 not played yet (in an ordinary session it is)",
-                if f.sink.tool == "run" {
-                    "a program"
-                } else {
-                    "an MCP tool"
-                }
-            ));
+            return super::played::as_source(g, left, &[Scope::OneCall]);
         }
     }
     let source = match &f.source.grant {

@@ -465,6 +465,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
     left.extend(run::unbound(&r));
     left.extend(run::unwritable(&r));
     left.extend(run_source::unplayed(&r));
+    left.extend(jobs::unbound(&r));
     left.extend(search_source::unplayed(&r));
     checks.extend(compare::checks_with(
         &outcomes, &aside, &report, &left, &patterned,
