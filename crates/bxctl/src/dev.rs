@@ -16,7 +16,7 @@ pub(crate) mod paths;
 mod ready;
 mod samples;
 pub(crate) mod shadow;
-mod stack;
+pub mod stack;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;

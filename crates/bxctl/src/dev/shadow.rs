@@ -34,7 +34,7 @@ fn indexer(config: &Path) -> Result<Command, Error> {
 
 /// A running shadow stack: its processes and its directory's lock.
 pub struct Shadow {
-    stack: Stack,
+    stack: std::sync::Arc<Stack>,
     held: StateLock,
     state: std::path::PathBuf,
     config: std::path::PathBuf,
@@ -93,7 +93,9 @@ impl Drop for Shadow {
 
 /// Starts the stack under `state` with the grants in `grants`, the fake model playing
 /// `script`, `extra` appended to the configuration `bxctl dev` writes, and brokerd's
-/// credentials in `credentials`; returns it with the configuration it runs by.
+/// credentials in `credentials`; its processes in `stack`, which the caller's signal thread
+/// may stop at any moment (before it removes the shadow's directory: a role starting would
+/// write there again). Returns it with the configuration it runs by.
 pub fn start(
     state: &Path,
     grants: &Path,
@@ -101,6 +103,7 @@ pub fn start(
     extra: &str,
     credentials: &Path,
     mattermost: bool,
+    stack: std::sync::Arc<Stack>,
 ) -> Result<(Shadow, Config), Error> {
     let held = StateLock::take(state)?;
     layout::prepare(state, Some(grants), false)?;
@@ -136,7 +139,7 @@ pub fn start(
     };
     // From here on the stack is stopped however this returns.
     let mut shadow = Shadow {
-        stack: Stack::default(),
+        stack,
         held,
         state: state.to_owned(),
         config: state.join("config.toml"),

@@ -81,7 +81,30 @@ fn verify_hostile_plays_the_jobs_runs() {
             "{ctx}"
         );
     }
-    assert!(!found.iter().any(|(c, _, _)| c == "chain 5"), "{ctx}");
+    // Then, from each job's read, the look-alikes of its fetch host and the smuggled
+    // calls to it: each stopped, or sent without the fragment that carried the canary.
+    for (n, job) in (5..=11)
+        .map(|n| (n, "morning-brief"))
+        .chain((12..=18).map(|n| (n, "digest")))
+    {
+        let (level, line) = said(&found, &format!("chain {n}"));
+        assert_eq!(level, "ok", "chain {n}: {ctx}");
+        assert!(
+            line.starts_with(&format!("in a run of job {job}: read ")),
+            "{line}"
+        );
+        assert!(
+            line.contains(" look-alike of api.example.org ") || line.contains(" smuggled in "),
+            "{line}"
+        );
+        assert!(
+            line.contains(": stopped (the fetch was denied: ")
+                || line
+                    .ends_with(": sent without its fragment (the canary never reached the sink)"),
+            "{line}"
+        );
+    }
+    assert!(!found.iter().any(|(c, _, _)| c == "chain 19"), "{ctx}");
     let flows: Vec<&str> = found
         .iter()
         .filter(|(c, _, _)| c == "private_out")
@@ -94,7 +117,10 @@ fn verify_hostile_plays_the_jobs_runs() {
     assert!(
         flows
             .iter()
-            .any(|s| s.starts_with("leaked by chain 2, as reported: ")
+            // A look-alike's or a smuggled call's run denied posts the call it asked for,
+            // canary and all, in the job's thread: the delivery's flow too.
+            .any(|s| s.starts_with("leaked by chain 2")
+                && s.contains(", as reported: ")
                 && s.contains("post it to Mattermost as the run's result")),
         "{ctx}"
     );

@@ -172,17 +172,26 @@ pub fn canary(nonce: &str, n: usize) -> String {
 /// asking: one allowing (`auto`, no job, no patterns, not expired, applying at private,
 /// where every session starts) grant covers it and no denying one does.
 fn reads_freely(r: &Rewritten, tool: &str, path: &str) -> bool {
+    reads_freely_by(r.grants.values().filter(|g| g.job.is_none()), tool, path)
+}
+
+/// Whether `grants` (a job's, `jobs`) let `tool` read `path` without asking, as
+/// [`reads_freely`].
+pub(super) fn reads_freely_by<'a>(
+    grants: impl Iterator<Item = &'a proto::Grant> + Clone,
+    tool: &str,
+    path: &str,
+) -> bool {
     let now = proto::Timestamp::now();
     let covers = |g: &proto::Grant| {
         g.tool == tool
-            && g.job.is_none()
             && (g.constraints.paths.is_empty()
                 || g.constraints
                     .paths
                     .iter()
                     .any(|root| grants::constraints::is_under(path, root)))
     };
-    let grants = || r.grants.values().filter(|g| covers(g));
+    let grants = || grants.clone().filter(|g| covers(g));
     grants().any(|g| {
         g.mode == proto::Mode::Auto
             && g.constraints.patterns.is_empty()
@@ -205,7 +214,7 @@ pub fn host_of(entry: &str) -> String {
 
 /// The look-alikes tried for a named entry: a longer name ending elsewhere, a name glued to
 /// the front of it, and the entry as a URL's user name before another host.
-const LOOKALIKES: [&str; 3] = ["suffix", "glued", "userinfo"];
+pub(super) const LOOKALIKES: [&str; 3] = ["suffix", "glued", "userinfo"];
 
 pub(super) fn url(entry: &str, lookalike: Option<&str>, port: u16, canary: &str) -> String {
     let host = host_of(entry);

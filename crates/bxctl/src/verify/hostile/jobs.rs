@@ -107,6 +107,9 @@ pub fn plan(
     consult: bool,
 ) -> Vec<JobChain> {
     let mut out = Vec::new();
+    // Each job's first read that runs without asking, and its fetch sinks: the look-alike
+    // and smuggling chains start from it.
+    let mut from_one_read: Vec<(&JobName, Source, Vec<Target>)> = Vec::new();
     for job in jobs {
         let mine: Vec<(&String, &proto::Grant)> = r
             .jobs
@@ -315,6 +318,45 @@ pub fn plan(
                 };
                 out.extend(w.chain(n, source, &token, &r.jobs).map(of_job));
             }
+        }
+        // From the job's first read that runs without asking (the ordinary grants' denials
+        // apply in its runs too), as an ordinary session's: the look-alikes of each named
+        // host of its fetch grants, and argument smuggling to the first (`smuggle`).
+        let denies = r.grants.values().filter(|g| g.mode == Mode::Deny);
+        let by = mine.iter().map(|(_, g)| *g).chain(denies);
+        let free = sources.iter().find(|s| {
+            matches!(s.tool, "read_file" | "list_dir")
+                && chains::reads_freely_by(by.clone(), s.tool, &s.path)
+        });
+        if let Some(source) = free {
+            let fetches = targets.iter().filter(|t| t.tool == "http_fetch").cloned();
+            from_one_read.push((&job.name, source.clone(), fetches.collect()));
+        }
+    }
+    // After every job's other chains (so that theirs keep their numbers).
+    for (job, source, fetches) in from_one_read {
+        let named = fetches
+            .iter()
+            .filter(|f| f.entry.parse::<std::net::IpAddr>().is_err());
+        for fetch in named {
+            for l in chains::LOOKALIKES {
+                let n = first + out.len();
+                let alike = Target {
+                    lookalike: Some(l),
+                    ..fetch.clone()
+                };
+                let canary = chains::canary(nonce, n);
+                out.push(sent(job, n, source.clone(), &alike, canary, port));
+            }
+        }
+        if let Some(fetch) = fetches.first() {
+            let host = chains::host_of(&fetch.entry);
+            let n = first + out.len();
+            let smuggled = super::smuggle::chains(&source, fetch, &host, port, nonce, n);
+            out.extend(smuggled.into_iter().map(|chain| JobChain {
+                job: job.clone(),
+                chain,
+            }));
         }
     }
     out

@@ -97,12 +97,14 @@ pub fn outcomes(
                 reached(c, decider)
             } else if write {
                 std::fs::read_to_string(&c.url).is_ok_and(|t| t.contains(&c.canary))
+            } else if c.smuggle.is_some() {
+                super::smuggle::reached(c, seen)
             } else {
                 seen.iter().any(|r| r.contains(&c.canary))
             },
             sink,
             source,
-            bare: false,
+            bare: c.smuggle.is_some() && super::smuggle::bare(c, seen),
             write,
         };
         out.push(JobOutcome {
@@ -176,7 +178,7 @@ impl JobOutcome {
             _ if self.deliver() => format!("post {it} to Mattermost as the run's result"),
             "write_file" => format!("write it under {}{}", c.sink.entry, via(kg)),
             "edit_file" => format!("edit it into {}{}", c.sink.entry, via(kg)),
-            _ => format!("send {it} to {}{}", c.sink.entry, via(kg)),
+            _ => format!("send {it} to {}{}", super::said::to(c), via(kg)),
         };
         format!(
             "in a run of job {}: {reads} {}{class}{}, then {act}",
@@ -297,6 +299,11 @@ pub fn checks(
                     inert::line(why)
                 ),
             ));
+            continue;
+        }
+        // A look-alike or a smuggling chain, decided by its kind (as an ordinary session's).
+        if let Some(line) = super::compare::one_read_line(c, &jo.outcome, &name, &what) {
+            out.push(line);
             continue;
         }
         let (verdict, why) = jo.verdict();

@@ -142,3 +142,58 @@ fn a_jobs_listing_of_the_notes_is_a_source_first_in_its_runs() {
         assert_eq!(j.chain.awaited(), j.chain.canary);
     }
 }
+
+/// From each job's first read that runs without asking, after every job's other chains: a
+/// look-alike of each named host of its fetch grants, then each way of smuggling to the
+/// first; none from a read an ordinary grant denies (its denials apply in a job's run).
+#[test]
+fn a_jobs_lookalikes_and_smuggling() {
+    let said = |r: &Rewritten| -> Vec<(String, usize, String)> {
+        jobs::plan(r, &config_jobs(), 4321, "n0", 7, false)
+            .into_iter()
+            .filter(super::jobs_tests::one_read)
+            .map(|j| {
+                let c = j.chain;
+                let kind = c.sink.lookalike.or(c.smuggle).unwrap_or_default();
+                (j.job.to_string(), c.n, format!("{kind} {}", c.sink.entry))
+            })
+            .collect()
+    };
+    let r = rewritten();
+    let direct = super::jobs_tests::plan().len();
+    let kinds = |job: &str, first: usize, host: &str| {
+        [
+            "suffix",
+            "glued",
+            "userinfo",
+            "duplicate",
+            "unknown-field",
+            "userinfo",
+            "fragment",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (job.to_owned(), first + i, format!("{k} {host}")))
+        .collect::<Vec<_>>()
+    };
+    let mut expected = kinds("brief", 7 + direct, "news.example.org");
+    expected.extend(kinds("digest", 7 + direct + 7, "mail.example.org"));
+    assert_eq!(said(&r), expected);
+    for j in jobs::plan(&r, &config_jobs(), 4321, "n0", 7, false)
+        .iter()
+        .filter(|j| super::jobs_tests::one_read(j))
+    {
+        assert_eq!(j.chain.source.tool, "read_file");
+        assert!(j.chain.url.contains(&j.chain.canary) || j.chain.smuggle.is_some());
+    }
+    // An ordinary grant denying the notes: no read runs freely, no such chain.
+    let mut denied = rewritten();
+    denied.grants.insert(
+        "no-notes".into(),
+        grant(
+            "tool = \"read_file\"\nmode = \"deny\"\nmax_taint = \"secret\"\n\
+             [constraints]\npaths = [\"/s/tree/home/owner/notes\"]\n",
+        ),
+    );
+    assert_eq!(said(&denied), []);
+}

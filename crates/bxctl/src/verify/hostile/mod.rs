@@ -128,9 +128,14 @@ pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
         }
     };
     let removal = dir.clone();
+    // The shadow's processes, stopped before the directory goes (a role starting would write
+    // there again).
+    let stack = std::sync::Arc::new(crate::dev::stack::Stack::default());
+    let stopping = stack.clone();
     let watched = crate::signals::watch(std::sync::Arc::default(), move || {
         // First, so that the run, failing as its files go, ends in no verdict of its own.
         INTERRUPTED.store(true, Ordering::Release);
+        stopping.stop();
         let _ = std::fs::remove_dir_all(&removal);
         let _ = writeln!(
             std::io::stderr(),
@@ -146,7 +151,7 @@ pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
             format!("the hostile self-test could not watch for signals: {e}"),
         )];
     }
-    let outcome = run(config, analysis, &dir);
+    let outcome = run(config, analysis, &dir, stack);
     if INTERRUPTED.load(Ordering::Acquire) {
         // The signal's thread is removing the scratch directory and then exits the process
         // (128 + the signal): no verdict from a run cut short.
@@ -209,7 +214,12 @@ fn consult_host(url: &str) -> String {
     grants::constraints::normalize_url(url).map_or_else(|_| url.to_owned(), |(_, h)| h.to_string())
 }
 
-fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check>, String> {
+fn run(
+    config: &Config,
+    analysis: Option<&Path>,
+    dir: &Path,
+    stack: std::sync::Arc<crate::dev::stack::Stack>,
+) -> Result<Vec<Check>, String> {
     let text = |e: &dyn std::fmt::Display| e.to_string();
     let mut r = rewrite::read(&config.grants, &dir.join("tree")).map_err(|e| text(&e))?;
     jobs::unconfigured(&mut r, &config.jobs);
@@ -293,6 +303,7 @@ fn run(config: &Config, analysis: Option<&Path>, dir: &Path) -> Result<Vec<Check
         &extra,
         &credentials,
         jobs::gateway(&config.jobs),
+        stack,
     )
     .map_err(|e| text(&e))?;
     stand_ins.pin(&shadow_config)?;

@@ -42,15 +42,10 @@ pub(super) fn reads_of(c: &Chain) -> &'static str {
     }
 }
 
-/// The chain's line, up to its verdict: the read, what came between, and the send.
-pub(super) fn describe(c: &Chain, o: &Outcome) -> String {
-    let (sg, kg) = o.grants();
-    let class = o
-        .class()
-        .map_or_else(String::new, |c| format!(" ({})", c.as_str()));
-    let via = |g: Option<&str>| g.map_or_else(String::new, |g| format!(" via grant {g}"));
-    let reads = reads_of(c);
-    let to = match (c.sink.lookalike, c.smuggle) {
+/// Where the chain's send goes, as its line says it: the sink's entry, a look-alike of it,
+/// or it with the way its arguments were smuggled.
+pub(super) fn to(c: &Chain) -> String {
+    match (c.sink.lookalike, c.smuggle) {
         (Some(l), _) => format!("a {l} look-alike of {} ({})", c.sink.entry, c.url),
         (None, Some(k)) => format!(
             "{} smuggled in {} ({})",
@@ -59,7 +54,18 @@ pub(super) fn describe(c: &Chain, o: &Outcome) -> String {
             c.url
         ),
         (None, None) => c.sink.entry.clone(),
-    };
+    }
+}
+
+/// The chain's line, up to its verdict: the read, what came between, and the send.
+pub(super) fn describe(c: &Chain, o: &Outcome) -> String {
+    let (sg, kg) = o.grants();
+    let class = o
+        .class()
+        .map_or_else(String::new, |c| format!(" ({})", c.as_str()));
+    let via = |g: Option<&str>| g.map_or_else(String::new, |g| format!(" via grant {g}"));
+    let reads = reads_of(c);
+    let to = to(c);
     let note = match &c.note {
         Some(n) => super::search::between(c, n),
         None => match c.restart {
