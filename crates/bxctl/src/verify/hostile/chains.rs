@@ -168,38 +168,6 @@ pub fn canary(nonce: &str, n: usize) -> String {
     format!("BXCANARY-{nonce}-{n}-")
 }
 
-/// Whether a grant of `tool` lets an ordinary session's first read of `path` run without
-/// asking: one allowing (`auto`, no job, no patterns, not expired, applying at private,
-/// where every session starts) grant covers it and no denying one does.
-fn reads_freely(r: &Rewritten, tool: &str, path: &str) -> bool {
-    reads_freely_by(r.grants.values().filter(|g| g.job.is_none()), tool, path)
-}
-
-/// Whether `grants` (a job's, `jobs`) let `tool` read `path` without asking, as
-/// [`reads_freely`].
-pub(super) fn reads_freely_by<'a>(
-    grants: impl Iterator<Item = &'a proto::Grant> + Clone,
-    tool: &str,
-    path: &str,
-) -> bool {
-    let now = proto::Timestamp::now();
-    let covers = |g: &proto::Grant| {
-        g.tool == tool
-            && (g.constraints.paths.is_empty()
-                || g.constraints
-                    .paths
-                    .iter()
-                    .any(|root| grants::constraints::is_under(path, root)))
-    };
-    let grants = || grants.clone().filter(|g| covers(g));
-    grants().any(|g| {
-        g.mode == proto::Mode::Auto
-            && g.constraints.patterns.is_empty()
-            && g.expires.is_none_or(|t| t > now)
-            && g.max_taint >= proto::DataClass::Private
-    }) && !grants().any(|g| g.mode == proto::Mode::Deny && g.expires.is_none_or(|t| t > now))
-}
-
 /// The name of the file a `read_file` chain reads in a granted directory.
 pub const READ_FILE: &str = "bxcanary.txt";
 
@@ -312,7 +280,7 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     // first a non-denying grant lets an ordinary session make without asking.
     let free: Vec<&Source> = sources
         .iter()
-        .filter(|s| reads_freely(r, s.tool, &s.path))
+        .filter(|s| super::free::reads_freely(r, s.tool, &s.path))
         .collect();
     let direct = sources
         .iter()

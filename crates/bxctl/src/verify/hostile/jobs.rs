@@ -326,7 +326,7 @@ pub fn plan(
         let by = mine.iter().map(|(_, g)| *g).chain(denies);
         let free = sources.iter().find(|s| {
             matches!(s.tool, "read_file" | "list_dir")
-                && chains::reads_freely_by(by.clone(), s.tool, &s.path)
+                && super::free::reads_freely_by(by.clone(), s.tool, &s.path)
         });
         if let Some(source) = free {
             let fetches = targets.iter().filter(|t| t.tool == "http_fetch").cloned();

@@ -18,6 +18,7 @@ mod chains;
 mod compare;
 mod consult_source;
 mod fetch_source;
+mod free;
 mod jobs;
 mod jobs_check;
 mod jobs_run;
