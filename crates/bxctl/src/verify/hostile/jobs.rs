@@ -238,10 +238,8 @@ pub fn plan(
         // grants, in a file their patterns match (`pattern`), as an ordinary session's
         // (`chains`).
         let fetches: Vec<&Target> = targets.iter().filter(|t| t.tool == "http_fetch").collect();
-        // A run in a program's working directory is not played as a write in a job's run
-        // (`jobs_check::not_played`).
-        let writing = mine.iter().copied().filter(|(_, g)| g.tool != "run");
-        let writes = super::untrusted_write::writes(writing, &r.job_paths);
+        // A write or an edit, or a run in a program's working directory (`run::WRITE`).
+        let writes = super::untrusted_write::writes(mine.iter().copied(), &r.job_paths);
         let of_job = |chain| JobChain {
             job: job.name.clone(),
             chain,

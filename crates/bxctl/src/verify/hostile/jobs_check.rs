@@ -50,7 +50,8 @@ fn flow_key(f: &Flow) -> Key<'_> {
 /// Each run's outcome: the deciding grant of each call from the audit log (`deciders`),
 /// the sink's requests `seen`, the posts of each job's thread (`posts`), and whether a send
 /// through an MCP tool or a program reached its stand-in's network, given the grant that
-/// decided it (`reached`: `mcp::StandIns::reached`, `run::StandIns::reached`).
+/// decided it, or a run wrote in its working directory (`reached`:
+/// `mcp::StandIns::reached`, `run::StandIns::reached`, `run::ran_in`).
 pub fn outcomes(
     chains: Vec<JobChain>,
     runs: Vec<Run>,
@@ -80,8 +81,9 @@ pub fn outcomes(
             .get(jc.job.as_str())
             .is_some_and(|ps| ps.iter().any(|p| p.contains(&c.canary)));
         let deliver = c.sink.tool == DELIVER;
-        // An untrusted write's canary is looked for where it wrote (as `compare`'s).
-        let write = matches!(c.sink.tool, "write_file" | "edit_file");
+        // An untrusted write's canary is looked for where it wrote (as `compare`'s); a run
+        // in a program's working directory (`run::WRITE`) is a write too.
+        let write = matches!(c.sink.tool, "write_file" | "edit_file" | super::run::WRITE);
         let source = step(mcp::source_called(&c.source), None);
         let sink = if deliver {
             None
@@ -93,7 +95,7 @@ pub fn outcomes(
             laundering: Vec::new(),
             at_sink: if deliver {
                 posted
-            } else if matches!(c.sink.tool, "mcp" | "run") {
+            } else if matches!(c.sink.tool, "mcp" | "run" | super::run::WRITE) {
                 reached(c, decider)
             } else if write {
                 std::fs::read_to_string(&c.url).is_ok_and(|t| t.contains(&c.canary))
@@ -178,6 +180,7 @@ impl JobOutcome {
             _ if self.deliver() => format!("post {it} to Mattermost as the run's result"),
             "write_file" => format!("write it under {}{}", c.sink.entry, via(kg)),
             "edit_file" => format!("edit it into {}{}", c.sink.entry, via(kg)),
+            super::run::WRITE => format!("run {} with it, in its workdir{}", c.sink.entry, via(kg)),
             _ => format!("send {it} to {}{}", super::said::to(c), via(kg)),
         };
         format!(
@@ -206,12 +209,13 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
         // A read's, a listing's, a fetch's, a consult's or a write's result written
         // (`jobs::plan`).
         if !(read || write || fetch || consult || mcp)
-            || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file")
+            || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file" | "run")
         {
             return Some(format!(
                 "untrusted content from {} driving {} in a job's run is not played yet (a \
                  read's, a directory listing's, a fetch's, a consult's, an MCP tool's, a \
-                 program's or a write's result driving write_file or edit_file is)",
+                 program's or a write's result driving write_file, edit_file or a run in its \
+                 workdir is)",
                 f.source.tool, f.sink.tool
             ));
         }

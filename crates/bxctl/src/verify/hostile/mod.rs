@@ -455,6 +455,7 @@ fn run(
     // Whether a job chain's send through an MCP tool or a program reached its network.
     let reached = |c: &chains::Chain, g: Option<&str>| match c.sink.tool {
         "mcp" => stand_ins.reached(&r, c, g),
+        run::WRITE => run::ran_in(&r, c),
         _ => programs.reached(&r, c, g),
     };
     let job_outcomes = jobs_check::outcomes(job_chains, runs, &deciders, &seen, &posts, &reached);

@@ -290,8 +290,7 @@ impl StandIns {
 /// Whether untrusted-write chain `c` into a `run` ([`WRITE`]) wrote its canary: its grant's
 /// `workdir` (in the shadow) holds it in [`RAN`].
 pub fn ran_in(r: &Rewritten, c: &Chain) -> bool {
-    r.grants
-        .get(&c.sink.grant)
+    r.grant(&c.sink.grant)
         .and_then(|g| g.constraints.workdir.as_ref())
         .and_then(|w| std::fs::read_to_string(Path::new(w).join(RAN)).ok())
         .is_some_and(|t| t.lines().any(|l| l.contains(&c.canary)))
@@ -336,12 +335,15 @@ pub fn write_target(grants: &BTreeMap<String, Grant>, grant: &str, g: &Grant) ->
 /// The `run` grants with a `workdir` no untrusted write into which the shadow makes, and
 /// why: their untrusted writes are not tried, their other flows are.
 pub fn unwritable(r: &Rewritten) -> Vec<Left> {
-    r.grants
-        .iter()
-        .filter(|(_, g)| g.tool == "run" && g.mode != Mode::Deny && g.job.is_none())
-        .filter(|(_, g)| g.constraints.workdir.is_some())
-        .filter_map(|(id, g)| {
-            let why = write_target_of(&r.grants, id, g).err()?;
+    // A job's grants among the job grants (they decide its runs), as `jobs` plans them.
+    let ordinary = r.grants.iter().map(|(id, g)| (id, g, &r.grants));
+    let jobs = r.jobs.iter().map(|(id, g)| (id, g, &r.jobs));
+    ordinary
+        .chain(jobs)
+        .filter(|(_, g, _)| g.tool == "run" && g.mode != Mode::Deny)
+        .filter(|(_, g, _)| g.constraints.workdir.is_some())
+        .filter_map(|(id, g, scope)| {
+            let why = write_target_of(scope, id, g).err()?;
             Some(Left {
                 grant: id.clone(),
                 why: why.into(),
