@@ -330,29 +330,14 @@ fn run(
     });
     let report = owners_paths(report, &dir.join("tree"), consult);
     let config_path = dir.join("state/config.toml");
-    // The job runs listing the notes after the ordinary listings, before any chain or run
-    // writes a note (`play`); every other job run after the ordinary chains.
-    let (listing, rest): (Vec<jobs::JobChain>, Vec<jobs::JobChain>) = job_chains
-        .iter()
-        .cloned()
-        .partition(|j| note_source::is_list(&j.chain));
-    let mut listed = Vec::new();
-    let (played, unobserved) = play::chains(&mut shadow, &shadow_config, &r, &chains, &mut || {
-        listed = jobs_run::play(&shadow_config, &config_path, &listing)?;
-        Ok(())
-    })?;
-    let mut rest = jobs_run::play(&shadow_config, &config_path, &rest)?.into_iter();
-    let mut listed = listed.into_iter();
-    let runs: Vec<jobs_run::Run> = job_chains
-        .iter()
-        .filter_map(|j| {
-            if note_source::is_list(&j.chain) {
-                listed.next()
-            } else {
-                rest.next()
-            }
-        })
-        .collect();
+    let ((played, unobserved), runs) = play::with_jobs(
+        &mut shadow,
+        &shadow_config,
+        &config_path,
+        &r,
+        &chains,
+        &job_chains,
+    )?;
     let posts = match shadow.posts() {
         Some(list) => jobs_run::threads(&list.map_err(|e| format!("the fake Mattermost: {e}"))?),
         None => Default::default(),

@@ -11,6 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use config::Config;
 
 use super::chains::Chain;
+use super::jobs::JobChain;
+use super::jobs_run::{self, Run};
 use super::rewrite::Rewritten;
 use super::session::{self, Played};
 use super::{launder, note_source, search, search_source};
@@ -117,6 +119,42 @@ fn order<'a>(r: &Rewritten, chains: &'a [Chain]) -> Vec<(usize, &'a Chain)> {
     let mut order: Vec<(usize, &Chain)> = chains.iter().enumerate().collect();
     order.sort_by_key(|(i, c)| (phase(c), *i));
     order
+}
+
+/// Plays the ordinary chains ([`chains`]) and the job runs (`jobs_run`, the runner's
+/// configuration at `config_path`): the runs listing the notes after the ordinary listings,
+/// before any chain or run writes a note; every other run after the ordinary chains. The
+/// runs come back in the order of `jobs`.
+pub fn with_jobs(
+    shadow: &mut Shadow,
+    config: &Config,
+    config_path: &std::path::Path,
+    r: &Rewritten,
+    ordinary: &[Chain],
+    jobs: &[JobChain],
+) -> Result<(Outcome, Vec<Run>), String> {
+    let (listing, rest): (Vec<JobChain>, Vec<JobChain>) = jobs
+        .iter()
+        .cloned()
+        .partition(|j| note_source::is_list(&j.chain));
+    let mut listed = Vec::new();
+    let played = chains(shadow, config, r, ordinary, &mut || {
+        listed = jobs_run::play(config, config_path, &listing)?;
+        Ok(())
+    })?;
+    let mut rest = jobs_run::play(config, config_path, &rest)?.into_iter();
+    let mut listed = listed.into_iter();
+    let runs = jobs
+        .iter()
+        .filter_map(|j| {
+            if note_source::is_list(&j.chain) {
+                listed.next()
+            } else {
+                rest.next()
+            }
+        })
+        .collect();
+    Ok((played, runs))
 }
 
 /// Whether `p`'s read returned the chain's canary.
