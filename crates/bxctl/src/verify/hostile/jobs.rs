@@ -303,6 +303,8 @@ pub fn plan(
             .chain(super::run_source::outputs_of(mine.iter().map(|(_, g)| *g)))
             .map(Planted::Source)
             .collect();
+        // A note of the chain's own, read by a grant of the job's (`note_source`).
+        planted.push(Planted::Note(mine.iter().map(|(_, g)| *g).collect()));
         for (_, g) in mine.iter().filter(|(_, g)| super::write_source::plays(g)) {
             for (owner, dir) in super::write_source::dirs(g, &r.job_paths) {
                 planted.push(Planted::Write(g, owner, dir));

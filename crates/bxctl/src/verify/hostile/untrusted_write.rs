@@ -139,7 +139,7 @@ pub fn from_results(r: &Rewritten, reads: &[Source], nonce: &str, chains: &mut V
         .filter(|s| matches!(s.tool, "read_file" | "list_dir"))
         .map(|s| Planted::Source(s.clone()))
         .collect();
-    sources.push(Planted::Note(r));
+    sources.push(Planted::Note(r.grants.values().collect()));
     sources.push(Planted::List(r));
     sources.extend(["note_search", "session_search"].map(|tool| Planted::Search(r, tool)));
     sources.extend(super::run_source::outputs(r).map(Planted::Source));
@@ -166,8 +166,9 @@ pub(super) enum Planted<'a> {
     /// A read, a listing or a program's run, the same for every chain (what it plants is
     /// the chain's canary).
     Source(Source),
-    /// A note of the chain's own (`note_source`), when a grant of these reads it.
-    Note(&'a Rewritten),
+    /// A note of the chain's own (`note_source`), when one of these grants (an ordinary
+    /// session's, or a job's) reads it.
+    Note(Vec<&'a Grant>),
     /// A listing of the notes, one named by the chain's token (`note_source`), when a grant
     /// of these lists them.
     List(&'a Rewritten),
@@ -184,7 +185,10 @@ impl Planted<'_> {
     pub(super) fn of(&self, n: usize, nonce: &str) -> Option<(Source, String)> {
         match self {
             Self::Source(s) => Some((s.clone(), canary(nonce, n))),
-            Self::Note(r) => Some((super::note_source::source(r, n, false)?, canary(nonce, n))),
+            Self::Note(grants) => Some((
+                super::note_source::source_of(grants.iter().copied(), n, false)?,
+                canary(nonce, n),
+            )),
             Self::List(r) => Some((
                 super::note_source::list_source(r, n, nonce, false)?,
                 canary(nonce, n),
