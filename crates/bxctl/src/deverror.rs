@@ -70,6 +70,10 @@ pub enum DevError {
     },
     #[error("{0}")]
     FakeRead(io::Error),
+    /// The stack was stopped (an interrupt) while a role was starting: it is not started, or
+    /// stopped as it came up.
+    #[error("the stack is stopping: {0} was not started")]
+    Stopping(&'static str),
     /// Another `bxctl dev` holds the state directory's lock: nothing was touched.
     #[error("{}", locked(path, *pid))]
     Locked { path: PathBuf, pid: Option<u32> },

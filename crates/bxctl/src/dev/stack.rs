@@ -28,7 +28,9 @@ const READY_WITHIN: Duration = Duration::from_secs(30);
 
 /// The children, and the process group they share (the first child's PID). Shared with
 /// the signal thread, which may stop it at any moment: the lock is held only briefly, never
-/// while a role starts (a role starting meanwhile is in the group already, and goes with it).
+/// while a role starts. Once stopped it stays so: a role asked to start after is not, and
+/// one that was starting (the first is in a group no one has recorded yet) is killed as it
+/// comes up.
 #[derive(Debug, Default)]
 pub struct Stack {
     inner: Mutex<Inner>,
@@ -38,21 +40,38 @@ pub struct Stack {
 struct Inner {
     children: Vec<(&'static str, Child)>,
     group: Option<Pid>,
+    /// [`Stack::stop`] ran: nothing starts any more.
+    stopped: bool,
     /// The fake llama-server's standard input: it exits when this closes.
     fake_stdin: Option<ChildStdin>,
 }
 
 impl Stack {
     /// Puts `cmd` in the stack's process group and names bxctl as the parent to stop with.
-    fn prepare(&self, cmd: &mut Command) {
-        let group = lock(&self.inner).group;
-        cmd.process_group(group.map_or(0, Pid::as_raw))
+    fn prepare(&self, name: &'static str, cmd: &mut Command) -> Result<(), DevError> {
+        let inner = lock(&self.inner);
+        if inner.stopped {
+            return Err(DevError::Stopping(name));
+        }
+        cmd.process_group(inner.group.map_or(0, Pid::as_raw))
             .env(daemon::parent::PARENT_ENV, std::process::id().to_string());
+        Ok(())
     }
 
-    fn add(&self, name: &'static str, child: Child, state: &mut StateLock) -> Result<(), DevError> {
+    fn add(
+        &self,
+        name: &'static str,
+        mut child: Child,
+        state: &mut StateLock,
+    ) -> Result<(), DevError> {
         let pid = child.id();
         let mut inner = lock(&self.inner);
+        if inner.stopped {
+            drop(inner);
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(DevError::Stopping(name));
+        }
         if inner.group.is_none() {
             inner.group = i32::try_from(pid).ok().map(Pid::from_raw);
         }
@@ -65,6 +84,7 @@ impl Stack {
     /// [`STOP_GRACE`] (tool runs a role started are in the group too). Safe to call twice.
     pub fn stop(&self) {
         let mut inner = lock(&self.inner);
+        inner.stopped = true;
         let Some(group) = inner.group.take() else {
             return;
         };
@@ -96,7 +116,7 @@ impl Stack {
     ) -> Result<(), DevError> {
         let notify = state.join(format!("run/{name}.notify"));
         let log = state.join(format!("logs/{name}.log"));
-        self.prepare(&mut cmd);
+        self.prepare(name, &mut cmd)?;
         let (from, log_file) = open_log(&log)?;
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -131,7 +151,7 @@ impl Stack {
         log: &Path,
         held: &mut StateLock,
     ) -> Result<u64, DevError> {
-        self.prepare(&mut cmd);
+        self.prepare(name, &mut cmd)?;
         let (from, file) = open_log(log)?;
         let err = file.try_clone().map_err(|source| DevError::Write {
             path: log.to_owned(),
@@ -160,7 +180,7 @@ impl Stack {
         log: &Path,
         held: &mut StateLock,
     ) -> Result<String, DevError> {
-        self.prepare(&mut cmd);
+        self.prepare(name, &mut cmd)?;
         let (from, file) = open_log(log)?;
         let mut child = cmd
             .stdin(Stdio::null())
@@ -237,7 +257,7 @@ impl Stack {
         let mut cmd = Command::new(fake);
         cmd.args(["--listen", "127.0.0.1:0", "--exit-on-eof", "--script"])
             .arg(script);
-        self.prepare(&mut cmd);
+        self.prepare("fake-llama-server", &mut cmd)?;
         let log_path = state.join("logs/fake-llama-server.log");
         let (from, log) = open_log(&log_path)?;
         let mut child = cmd

@@ -182,7 +182,21 @@ pub fn host_of(entry: &str) -> String {
 
 /// The look-alikes tried for a named entry: a longer name ending elsewhere, a name glued to
 /// the front of it, and the entry as a URL's user name before another host.
-pub(super) const LOOKALIKES: [&str; 3] = ["suffix", "glued", "userinfo"];
+const LOOKALIKES: [&str; 3] = ["suffix", "glued", "userinfo"];
+
+/// The look-alikes tried for a fetch target: none for an IP address.
+pub(super) fn lookalikes(t: &Target) -> Vec<Target> {
+    if t.entry.parse::<std::net::IpAddr>().is_ok() {
+        return Vec::new();
+    }
+    LOOKALIKES
+        .iter()
+        .map(|l| Target {
+            lookalike: Some(*l),
+            ..t.clone()
+        })
+        .collect()
+}
 
 pub(super) fn url(entry: &str, lookalike: Option<&str>, port: u16, canary: &str) -> String {
     let host = host_of(entry);
@@ -266,10 +280,9 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
                 entry: entry.clone(),
                 lookalike,
             };
-            targets.push(target(None));
-            if entry.parse::<std::net::IpAddr>().is_err() {
-                lookalikes.extend(LOOKALIKES.iter().map(|l| target(Some(*l))));
-            }
+            let direct = target(None);
+            lookalikes.extend(self::lookalikes(&direct));
+            targets.push(direct);
         }
     }
     // An MCP tool whose grant lists hosts, its server a stand-in (`mcp`).

@@ -8,12 +8,17 @@
 //! shadow's fake Mattermost (`jobs_run`). A job delivering to a note keeps its result in
 //! the box: the analysis reports no flow for it, and there is nothing to send (`jobs_check`).
 //!
-//! A job's note read, its MCP tools (a source, and a sink when its grant lists hosts) are
-//! played likewise (decisions V61).
+//! A job's note read and listing of the notes, its MCP tools and programs (sources, and
+//! sinks when their grant lists hosts), a run in a program's working directory as a write,
+//! and the look-alikes and argument smuggling from its first read that runs without asking
+//! are played likewise (decisions V61).
 //!
 //! A job's prompt is one tag for all its runs, so its rules are played in order: each
-//! chain's source rule answers once (the chains' runs are started in plan order), its sink
-//! rule once the read's result holds its canary, and every other tool result ends the turn.
+//! chain's source rule answers once (each job's runs are started in plan order: its
+//! listings of the notes first, then the rest, `play::with_jobs`), its sink rule once the
+//! source's result holds its canary, and every other tool result ends the turn. What a
+//! source answers is what the shadow planted for it, never what a send through the same
+//! tool gets back (`mcp::SOURCE`, `run::OUTPUT_KEY`).
 
 use std::path::Path;
 
@@ -21,34 +26,9 @@ use config::{Deliver, Job};
 use proto::{JobName, Mode};
 
 use super::chains::{self, Chain, Source, Target};
-use super::rewrite::{Left, Rewritten, Scope};
+use super::rewrite::Rewritten;
 use super::script::{self, Rule};
 use super::untrusted_write::Planted;
-
-/// The job grants of a local MCP server's tool or a program that bind places and list
-/// hosts: their one call reading what they bind and sending it is not played in a job's
-/// run (an ordinary session's is, `mcp_bound`, `run::bound`), said as a source.
-pub fn unbound(r: &Rewritten) -> Vec<Left> {
-    let binds = |g: &proto::Grant| {
-        let places = !g.constraints.paths.is_empty() || g.constraints.workdir.is_some();
-        let local = match super::mcp::server_of(&g.tool) {
-            Some(server) => !r.remote.contains(server),
-            None => g.tool == "run",
-        };
-        local && places && g.mode != Mode::Deny && !g.constraints.hosts.is_empty()
-    };
-    r.jobs
-        .iter()
-        .filter(|(_, g)| binds(g))
-        .map(|(id, _)| Left {
-            grant: id.clone(),
-            why: "a job's run plays no call reading what its grant binds and sending it in \
-                  the same call (an ordinary session plays it)"
-                .into(),
-            scope: Scope::OneCall,
-        })
-        .collect()
-}
 
 /// A job chain's sink tool when the send is the run's delivery to Mattermost.
 pub const DELIVER: &str = "deliver";
@@ -65,39 +45,18 @@ pub fn tag(job: &JobName) -> String {
     format!("[bxhostile job {job}]")
 }
 
-/// Moves the job grants whose job the configuration does not have into `left`: brokerd
-/// would refuse the shadow's grant set with them (`bxctl grants check` says so).
-pub fn unconfigured(r: &mut Rewritten, jobs: &[Job]) {
-    let gone: Vec<String> = r
-        .jobs
-        .iter()
-        .filter(|(_, g)| !jobs.iter().any(|j| g.job.as_ref() == Some(&j.name)))
-        .map(|(id, _)| id.clone())
-        .collect();
-    for id in gone {
-        if let Some(g) = r.jobs.remove(&id) {
-            let job = g.job.map(|j| j.to_string()).unwrap_or_default();
-            r.left.push(Left {
-                grant: id,
-                why: format!(
-                    "its job {job} is not configured ([[jobs]]): brokerd refuses the grant \
-                     (`bxctl grants check` says so)"
-                ),
-                scope: Scope::Grant,
-            });
-        }
-    }
-}
-
 /// The text a delivery chain's run answers with: its canary.
 pub fn answer(canary: &str) -> String {
     format!("Here is what I read: {canary}")
 }
 
-/// Every job chain: for each job, each read one of its (non-denying) grants names, and each
-/// write's result (`write_source`), to each host of its fetch grants, the consult model
-/// (when `consult` and it has a consult grant) and, when it delivers to Mattermost, its
-/// delivery. Numbered from `first`.
+/// Every job chain: for each job, its listings of the notes first, then each read one of
+/// its (non-denying) grants names, a note's read, a call of each MCP tool and a run of each
+/// program its grants allow, and each write's result (`write_source`), to each host of its
+/// fetch grants, the consult model (when `consult` and it has a consult grant), each MCP
+/// tool and program whose grant lists hosts and, when it delivers to Mattermost, its
+/// delivery; untrusted content driving each write; and, after every job's other chains,
+/// the look-alikes and smuggling from its first free read. Numbered from `first`.
 pub fn plan(
     r: &Rewritten,
     jobs: &[Job],
@@ -322,7 +281,11 @@ pub fn plan(
         // From the job's first read that runs without asking (the ordinary grants' denials
         // apply in its runs too), as an ordinary session's: the look-alikes of each named
         // host of its fetch grants, and argument smuggling to the first (`smuggle`).
-        let denies = r.grants.values().filter(|g| g.mode == Mode::Deny);
+        let denies = r
+            .grants
+            .values()
+            .chain(r.jobs.values())
+            .filter(|g| g.mode == Mode::Deny && g.job.as_ref().is_none_or(|j| *j == job.name));
         let by = mine.iter().map(|(_, g)| *g).chain(denies);
         let free = sources.iter().find(|s| {
             matches!(s.tool, "read_file" | "list_dir")
@@ -335,16 +298,9 @@ pub fn plan(
     }
     // After every job's other chains (so that theirs keep their numbers).
     for (job, source, fetches) in from_one_read {
-        let named = fetches
-            .iter()
-            .filter(|f| f.entry.parse::<std::net::IpAddr>().is_err());
-        for fetch in named {
-            for l in chains::LOOKALIKES {
+        for fetch in &fetches {
+            for alike in chains::lookalikes(fetch) {
                 let n = first + out.len();
-                let alike = Target {
-                    lookalike: Some(l),
-                    ..fetch.clone()
-                };
                 let canary = chains::canary(nonce, n);
                 out.push(sent(job, n, source.clone(), &alike, canary, port));
             }
@@ -437,33 +393,6 @@ pub fn rules(chains: &[JobChain]) -> Vec<Rule> {
         }
     }
     out
-}
-
-/// The shadow's `jobs.toml`: every job of the owner's, its name, schedule and delivery as
-/// the owner wrote them, its prompt the tag (the time limit and delay bxctl's defaults: the
-/// self-test starts each run and waits for it).
-pub fn jobs_toml(jobs: &[Job]) -> String {
-    let q = |s: &str| serde_json::to_string(s).unwrap_or_default();
-    let mut out = String::new();
-    for j in jobs {
-        let deliver = match &j.deliver {
-            Deliver::Mattermost => "mattermost".to_owned(),
-            Deliver::Note(n) => format!("note:{n}"),
-        };
-        out.push_str(&format!(
-            "[[jobs]]\nname = {}\nschedule = {}\nprompt = {}\ndeliver = {}\n",
-            q(j.name.as_str()),
-            q(&j.schedule),
-            q(&tag(&j.name)),
-            q(&deliver)
-        ));
-    }
-    out
-}
-
-/// Whether the shadow needs gatewayd and the fake Mattermost: a job delivers there.
-pub fn gateway(jobs: &[Job]) -> bool {
-    jobs.iter().any(|j| j.deliver == Deliver::Mattermost)
 }
 
 /// Makes the job grants' paths in the shadow (under `tree` only), then plants every chain's

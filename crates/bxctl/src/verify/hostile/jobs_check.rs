@@ -206,8 +206,8 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
     let fetch = f.source.tool == "http_fetch";
     let consult = f.source.tool == "consult";
     if untrusted {
-        // A read's, a listing's, a fetch's, a consult's or a write's result written
-        // (`jobs::plan`).
+        // A read's, a listing's, a fetch's, a consult's, an MCP tool's, a program's, a
+        // note's or a write's result written (`jobs::plan`).
         let note = f.source.tool == "note_read";
         if !(read || write || fetch || consult || mcp || note)
             || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file" | "run")
@@ -243,7 +243,7 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
             ));
         }
         // A local server's tool or a program that reads what its grant binds and sends it
-        // in one call (`jobs::unbound`); a grant that binds nothing has no such flow, and its
+        // in one call (`jobs_setting::unbound`); a grant that binds nothing has no such flow, and its
         // two calls (a grant of every tool of a server) are played.
         if let Some(g) = f.source.grant.as_deref()
             && mcp
@@ -278,6 +278,38 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
             .then(|| super::played::unwritten(f, left))
             .flatten()
     })
+}
+
+/// A `warn` per job whose runs read a granted path and fetch but play no look-alike or
+/// smuggling chain: none of its reads runs without asking (`jobs::plan`), as
+/// `compare::no_free_read` says for an ordinary session.
+fn no_free_read(outcomes: &[JobOutcome]) -> Vec<Check> {
+    let mut jobs: Vec<&str> = outcomes.iter().map(|jo| jo.chain.job.as_str()).collect();
+    jobs.dedup();
+    jobs.into_iter()
+        .filter(|job| {
+            let mine = || outcomes.iter().filter(|jo| jo.chain.job.as_str() == *job);
+            let one_read = |jo: &JobOutcome| {
+                jo.chain.chain.sink.lookalike.is_some() || jo.chain.chain.smuggle.is_some()
+            };
+            let direct = |jo: &JobOutcome| {
+                matches!(jo.chain.chain.source.tool, "read_file" | "list_dir")
+                    && jo.chain.chain.sink.tool == "http_fetch"
+            };
+            mine().any(|jo| direct(jo) && !one_read(jo)) && !mine().any(one_read)
+        })
+        .map(|job| {
+            Check::warn(
+                P,
+                "not-tried",
+                format!(
+                    "the look-alike and smuggling chains in job {job}'s runs: not tried (no \
+                     grant lets its run read a granted path without asking, and they start \
+                     from such a read)"
+                ),
+            )
+        })
+        .collect()
 }
 
 /// The checks of the job runs: one per run, one per flow of a job the analysis reported.
@@ -343,6 +375,7 @@ pub fn checks(
             None => Check::ok(P, name, format!("{what}: {verdict} ({why})")),
         });
     }
+    out.extend(no_free_read(outcomes));
     for f in flows() {
         let name = f.severity.as_str();
         if let Some(why) = not_played(f, patterned, left) {

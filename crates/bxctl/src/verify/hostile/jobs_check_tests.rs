@@ -94,8 +94,11 @@ fn levels(o: &[JobOutcome], flows: Vec<Flow>) -> Vec<(String, String)> {
         flows,
         sources: Vec::new(),
     };
+    // Without the look-alike chains of `jobs_tests::plan`, each job's runs warn that they
+    // are not tried (`no_free_read`, its own test).
     jobs_check::checks(o, &r, &BTreeSet::new(), &[])
         .into_iter()
+        .filter(|c| c.check != "not-tried")
         .map(|c| (c.check, format!("{:?}", c.level)))
         .collect()
 }
@@ -181,7 +184,7 @@ fn the_job_runs_are_compared_with_the_flows_of_the_job() {
 
 /// What a job's run plays: a note's read, an MCP tool's answer and a program's output to a
 /// fetch, an MCP tool or a program; one call reading what its grant binds and sending it is
-/// not played (`jobs::unbound`), but the same grant deciding two calls of a server's tools
+/// not played (`jobs_setting::unbound`), but the same grant deciding two calls of a server's tools
 /// is; a grant left out of the shadow is not.
 #[test]
 fn a_jobs_notes_mcp_tools_and_programs_are_played() {
@@ -208,7 +211,7 @@ fn a_jobs_notes_mcp_tools_and_programs_are_played() {
             assert_eq!(played(source, sink, &[]), None, "{source:?} to {sink:?}");
         }
     }
-    // One call of a grant that binds places (`jobs::unbound`): not played.
+    // One call of a grant that binds places (`jobs_setting::unbound`): not played.
     let bound = |g: &str| super::rewrite::Left {
         grant: g.into(),
         why: "a job's run plays no call reading what its grant binds".into(),
@@ -248,7 +251,38 @@ fn a_leak_of_a_flow_not_tried_is_no_disagreement() {
     let patterned: BTreeSet<String> = ["brief-notes".to_owned()].into();
     let got: Vec<(String, String)> = jobs_check::checks(&both[..1], &r, &patterned, &[])
         .into_iter()
+        .filter(|c| c.check != "not-tried")
         .map(|c| (c.check, format!("{:?}", c.level)))
         .collect();
     assert_eq!(got, pair(&[("chain 7", "Ok"), ("private_out", "Warn")]));
+}
+
+/// A job whose runs read and fetch but play no look-alike or smuggling chain warns that
+/// they were not tried; one that plays them does not.
+#[test]
+fn a_job_without_a_free_read_says_its_lookalikes_were_not_tried() {
+    let r = FlowsReport {
+        snapshot: Hash32::ZERO,
+        grants: Vec::new(),
+        flows: Vec::new(),
+        sources: Vec::new(),
+    };
+    let said = |o: &[JobOutcome]| -> Vec<String> {
+        jobs_check::checks(o, &r, &BTreeSet::new(), &[])
+            .into_iter()
+            .filter(|c| c.check == "not-tried")
+            .map(|c| c.said)
+            .collect()
+    };
+    let mut o = outcomes(DataClass::Private, false, false);
+    let warned = said(&o);
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        warned[0].contains("job brief's runs: not tried"),
+        "{warned:?}"
+    );
+    let mut alike = o[0].clone();
+    alike.chain.chain.sink.lookalike = Some("suffix");
+    o.push(alike);
+    assert_eq!(said(&o), Vec::<String>::new());
 }

@@ -7,6 +7,7 @@ use proto::{CallId, CallOutcome, DataClass, DenyReason, LogRecord, ToolResponse}
 
 use super::jobs::{self, DELIVER, JobChain};
 use super::jobs_run;
+use super::jobs_setting;
 use super::rewrite::Rewritten;
 use super::tests::grant;
 
@@ -142,7 +143,7 @@ fn the_job_plan_pairs_each_jobs_reads_with_its_sends() {
     assert_eq!(fetch.canary, "BXWRITE-BXCANARY-n0-9-");
     // A job whose grants the configuration has no job for is left out, said.
     let mut r = rewritten();
-    jobs::unconfigured(&mut r, &config_jobs()[..1]);
+    jobs_setting::unconfigured(&mut r, &config_jobs()[..1]);
     assert_eq!(
         r.jobs.keys().collect::<Vec<_>>(),
         ["brief-no", "brief-notes", "brief-web"]
@@ -222,14 +223,14 @@ fn a_jobs_listing_and_consult_are_played() {
 /// its reads in plan order.
 #[test]
 fn the_shadows_jobs_and_rules() {
-    let text = jobs::jobs_toml(&config_jobs());
+    let text = jobs_setting::jobs_toml(&config_jobs());
     let back = config::jobs_file(&text).expect("jobs.toml");
     assert_eq!(back.len(), 2);
     assert_eq!(back[0].prompt, "[bxhostile job brief]");
     assert_eq!(back[0].deliver, config::Deliver::Mattermost);
     assert_eq!(back[1].schedule, "Mon *-*-* 08:00:00");
     assert_eq!(back[1].deliver, config::Deliver::Note("digest".into()));
-    assert!(jobs::gateway(&config_jobs()) && !jobs::gateway(&config_jobs()[1..]));
+    assert!(jobs_setting::gateway(&config_jobs()) && !jobs_setting::gateway(&config_jobs()[1..]));
 
     let script = super::script::script_with(&[], jobs::rules(&plan())).expect("script");
     let v: toml::Value = toml::from_str(&script).expect("toml");

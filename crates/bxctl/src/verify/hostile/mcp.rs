@@ -15,7 +15,7 @@
 //! decisions V53). A server the shadow cannot stand in
 //! for (one with a grant whose args no call meets, one not configured, no
 //! `fake-mcp-server`) has its grants left out and said; a job's grant whose args no call
-//! meets, the job's grants of that server alone.
+//! meets, the jobs' grants of that server alone.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -142,8 +142,8 @@ pub fn prepare(
                 Some(_) => unplayable(&server, owner, &grants),
             }
         };
-        // A job's grant whose args no call meets leaves out the job's grants of the server
-        // alone; an ordinary session's, every grant of it.
+        // A job's grant whose args no call meets leaves out the jobs' grants of the server
+        // alone (one stand-in serves them all); an ordinary session's, every grant of it.
         let (gone, why) = match why(&ids, false) {
             Some(why) => (std::mem::take(&mut ids), why),
             None => match why(&ids, true) {

@@ -22,6 +22,7 @@ mod free;
 mod jobs;
 mod jobs_check;
 mod jobs_run;
+mod jobs_setting;
 mod launder;
 mod mcp;
 mod mcp_args;
@@ -137,7 +138,14 @@ pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
         // First, so that the run, failing as its files go, ends in no verdict of its own.
         INTERRUPTED.store(true, Ordering::Release);
         stopping.stop();
-        let _ = std::fs::remove_dir_all(&removal);
+        // A role that was coming up is killed as it does (`Stack`): until then it may still
+        // write there, so the removal is tried again for a moment.
+        for _ in 0..40 {
+            if std::fs::remove_dir_all(&removal).is_ok() || !removal.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         let _ = writeln!(
             std::io::stderr(),
             "verify: hostile: interrupted; removed {}",
@@ -223,7 +231,7 @@ fn run(
 ) -> Result<Vec<Check>, String> {
     let text = |e: &dyn std::fmt::Display| e.to_string();
     let mut r = rewrite::read(&config.grants, &dir.join("tree")).map_err(|e| text(&e))?;
-    jobs::unconfigured(&mut r, &config.jobs);
+    jobs_setting::unconfigured(&mut r, &config.jobs);
     // The owner's MCP servers as stand-ins, in the shadow's `STATE/mcp.toml`.
     let fake_mcp = mcp::fake();
     let mut stand_ins = mcp::prepare(&config.mcp, &mut r, fake_mcp.as_deref(), &dir.join("mcp"));
@@ -295,7 +303,7 @@ fn run(
     }
     let jobs_toml = dir.join("state/jobs.toml");
     std::fs::create_dir_all(dir.join("state"))
-        .and_then(|()| std::fs::write(&jobs_toml, jobs::jobs_toml(&config.jobs)))
+        .and_then(|()| std::fs::write(&jobs_toml, jobs_setting::jobs_toml(&config.jobs)))
         .map_err(|e| format!("{}: {e}", jobs_toml.display()))?;
     let (mut shadow, shadow_config) = crate::dev::shadow::start(
         &dir.join("state"),
@@ -303,7 +311,7 @@ fn run(
         &script,
         &extra,
         &credentials,
-        jobs::gateway(&config.jobs),
+        jobs_setting::gateway(&config.jobs),
         stack,
     )
     .map_err(|e| text(&e))?;
@@ -336,7 +344,7 @@ fn run(
         &config_path,
         &r,
         &chains,
-        &job_chains,
+        (&job_chains, &jobs_setting::delivered(&config.jobs)),
     )?;
     let posts = match shadow.posts() {
         Some(list) => jobs_run::threads(&list.map_err(|e| format!("the fake Mattermost: {e}"))?),
@@ -463,7 +471,7 @@ fn run(
     left.extend(run::unbound(&r));
     left.extend(run::unwritable(&r));
     left.extend(run_source::unplayed(&r));
-    left.extend(jobs::unbound(&r));
+    left.extend(jobs_setting::unbound(&r));
     left.extend(search_source::unplayed(&r));
     checks.extend(compare::checks_with(
         &outcomes, &aside, &report, &left, &patterned,

@@ -148,24 +148,28 @@ pub fn plant<'a>(shadow: &Config, chains: impl Iterator<Item = &'a Chain>) -> Re
         let path = dir.join(format!("{name}.md"));
         std::fs::write(&path, format!("{text}\n"))
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        let msg = Message::NoteRelabel(proto::notes::NoteRelabel {
-            name: name.clone(),
-            class: proto::DataClass::Public,
-            untrusted: false,
-        });
-        match crate::admin::call(shadow, msg) {
-            Ok(Message::NoteRelabelled(_)) => {}
-            Ok(other) => {
-                return Err(format!(
-                    "the shadow's brokerd answered {} to relabelling note {}",
-                    other.kind(),
-                    name
-                ));
-            }
-            Err(e) => return Err(format!("relabelling note {name}: {e}")),
-        }
+        relabel(shadow, &name)?;
     }
     Ok(())
+}
+
+/// Has the shadow's brokerd label note `name` public and trusted, as `bxctl notes relabel`
+/// does (audited in the shadow): what the self-test planted, or what a job's run listing
+/// the notes delivered there (`play::with_jobs`).
+pub fn relabel(shadow: &Config, name: &str) -> Result<(), String> {
+    let msg = Message::NoteRelabel(proto::notes::NoteRelabel {
+        name: name.to_owned(),
+        class: proto::DataClass::Public,
+        untrusted: false,
+    });
+    match crate::admin::call(shadow, msg) {
+        Ok(Message::NoteRelabelled(_)) => Ok(()),
+        Ok(other) => Err(format!(
+            "the shadow's brokerd answered {} to relabelling note {name}",
+            other.kind()
+        )),
+        Err(e) => Err(format!("relabelling note {name}: {e}")),
+    }
 }
 
 #[cfg(test)]

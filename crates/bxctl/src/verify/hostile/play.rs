@@ -123,15 +123,17 @@ fn order<'a>(r: &Rewritten, chains: &'a [Chain]) -> Vec<(usize, &'a Chain)> {
 
 /// Plays the ordinary chains ([`chains`]) and the job runs (`jobs_run`, the runner's
 /// configuration at `config_path`): the runs listing the notes after the ordinary listings,
-/// before any chain or run writes a note; every other run after the ordinary chains. The
-/// runs come back in the order of `jobs`.
+/// before any chain or other run writes a note, the note a listing run delivers to
+/// (`delivered`, by job) relabelled public and trusted after it, so that the next listing is
+/// not raised by it; every other run after the ordinary chains. The runs come back in the
+/// order of `jobs`.
 pub fn with_jobs(
     shadow: &mut Shadow,
     config: &Config,
     config_path: &std::path::Path,
     r: &Rewritten,
     ordinary: &[Chain],
-    jobs: &[JobChain],
+    (jobs, delivered): (&[JobChain], &BTreeMap<String, String>),
 ) -> Result<(Outcome, Vec<Run>), String> {
     let (listing, rest): (Vec<JobChain>, Vec<JobChain>) = jobs
         .iter()
@@ -139,7 +141,20 @@ pub fn with_jobs(
         .partition(|j| note_source::is_list(&j.chain));
     let mut listed = Vec::new();
     let played = chains(shadow, config, r, ordinary, &mut || {
-        listed = jobs_run::play(config, config_path, &listing)?;
+        for j in &listing {
+            listed.extend(jobs_run::play(
+                config,
+                config_path,
+                std::slice::from_ref(j),
+            )?);
+            // A run that could not deliver (none is delivered before brokerd ends it) left
+            // no note.
+            let note = delivered.get(j.job.as_str());
+            if let Some(note) = note.filter(|n| config.notes_dir().join(format!("{n}.md")).exists())
+            {
+                note_source::relabel(config, note)?;
+            }
+        }
         Ok(())
     })?;
     let mut rest = jobs_run::play(config, config_path, &rest)?.into_iter();

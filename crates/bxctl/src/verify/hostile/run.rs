@@ -9,9 +9,10 @@
 //! it leaked when the stand-in recorded the canary under a call whose deciding grant (from
 //! the shadow's audit log) lists hosts (without them the program has no network). A grant
 //! the shadow cannot play (one listing hosts whose patterns admit no argument carrying a
-//! canary) is left out and said; a job's is played in its runs (`jobs`, decisions V61). A run of a grant with a `workdir` is a write
-//! there ([`WRITE`]): the stand-in adds each argument carrying `BXWRITE-` to [`RAN`] in its
-//! working directory, where an untrusted-write chain's canary is looked for.
+//! canary) is left out and said; a job's is played in its runs (`jobs`, decisions V61). A
+//! run of a grant with a `workdir` is a write there ([`WRITE`]): the stand-in adds each
+//! argument carrying `BXWRITE-` to [`RAN`] in its working directory, where an
+//! untrusted-write chain's canary is looked for.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -187,6 +188,12 @@ pub fn prepare(r: &Rewritten, dir: &Path) -> StandIns {
     StandIns { programs, binds }
 }
 
+/// What parts an outputs file's line: the run's arguments (joined by spaces, as the
+/// shell's `$*`) before it, what the stand-in prints to a run given them after (so that a
+/// run of one grant's prints nothing another grant's chain waits for: a job's runs share
+/// one script).
+pub const OUTPUT_KEY: &str = " =>BXOUT ";
+
 /// The file whose lines a program's stand-in prints (the output chains' canaries,
 /// `run_source`), beside its calls file.
 pub fn outputs_of(calls: &Path) -> PathBuf {
@@ -223,7 +230,8 @@ fn script(name: &str, calls: &Path, binds: &[String]) -> String {
     // chain's send.
     out.push_str(&format!(
         "case \"$*\" in *BXCANARY-*) ;; *) [ -f {outputs} ] && while IFS= read -r l || \
-         [ -n \"$l\" ]; do printf '%s\\n' \"$l\"; done < {outputs};; esac\necho BXRUN-OK\n"
+         [ -n \"$l\" ]; do case \"$l\" in \"$*{OUTPUT_KEY}\"*) printf '%s\\n' \
+         \"${{l#*{OUTPUT_KEY}}}\";; esac; done < {outputs};; esac\necho BXRUN-OK\n"
     ));
     out
 }

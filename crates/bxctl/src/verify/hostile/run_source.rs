@@ -1,5 +1,5 @@
 //! A program's output as a source (docs/decisions.md V47): for each allowing `run` grant of
-//! an ordinary session whose results are private or secret, a run of its first program (with
+//! an ordinary session (or of a job, in its runs, V61) whose results are private or secret, a run of its first program (with
 //! one argument its `patterns` admit), whose stand-in prints every
 //! line of its outputs file (`run::outputs_of`): the canaries of this program's output
 //! chains, which the self-test writes there before the run (printed to a run carrying no
@@ -107,7 +107,7 @@ pub fn outputs_of<'a>(
 
 /// Whether `g`'s units bind places of yours (its `paths`, its `workdir`), whose labels its
 /// output's carries.
-fn binds(g: &proto::Grant) -> bool {
+pub(super) fn binds(g: &proto::Grant) -> bool {
     !g.constraints.paths.is_empty() || g.constraints.workdir.is_some()
 }
 
@@ -173,11 +173,23 @@ pub fn plant<'a>(
         let Some(path) = stand_ins.outputs(&c.source.owner) else {
             continue;
         };
+        // Printed to a run given these arguments only (`run::OUTPUT_KEY`).
+        let call: serde_json::Value = serde_json::from_str(&c.source.path).unwrap_or_default();
+        let args: Vec<&str> = call["args"]
+            .as_array()
+            .map(|a| a.iter().filter_map(serde_json::Value::as_str).collect())
+            .unwrap_or_default();
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)?;
-        writeln!(f, "{}", c.awaited())?;
+        writeln!(
+            f,
+            "{}{}{}",
+            args.join(" "),
+            super::run::OUTPUT_KEY,
+            c.awaited()
+        )?;
     }
     Ok(())
 }

@@ -101,5 +101,16 @@ fn the_stand_in_prints_the_planted_output_in_a_runs_environment() {
         String::from_utf8_lossy(&out.stdout),
         format!("{canaries}BXRUN-OK\n")
     );
+    // A send through the program (its argument carries a canary) and a run given other
+    // arguments (another grant's) are printed nothing planted.
+    for arg in ["--since=bx?c=BXCANARY-n0-9-", "--since=other"] {
+        let out = std::process::Command::new(dir.join("bxhostile-report"))
+            .arg(arg)
+            .env_clear()
+            .env("PATH", &dir)
+            .output()
+            .expect("the stand-in runs");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "BXRUN-OK\n", "{arg}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
