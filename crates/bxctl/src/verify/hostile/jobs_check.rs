@@ -284,8 +284,13 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
 /// smuggling chain: none of its reads runs without asking (`jobs::plan`), as
 /// `compare::no_free_read` says for an ordinary session.
 fn no_free_read(outcomes: &[JobOutcome]) -> Vec<Check> {
-    let mut jobs: Vec<&str> = outcomes.iter().map(|jo| jo.chain.job.as_str()).collect();
-    jobs.dedup();
+    // Each job once, in the order of its first run.
+    let mut seen = BTreeSet::new();
+    let jobs: Vec<&str> = outcomes
+        .iter()
+        .map(|jo| jo.chain.job.as_str())
+        .filter(|j| seen.insert(*j))
+        .collect();
     jobs.into_iter()
         .filter(|job| {
             let mine = || outcomes.iter().filter(|jo| jo.chain.job.as_str() == *job);

@@ -19,6 +19,7 @@ mod compare;
 mod consult_source;
 mod fetch_source;
 mod free;
+mod interrupt;
 mod jobs;
 mod jobs_check;
 mod jobs_run;
@@ -81,9 +82,8 @@ mod untrusted_write_tests;
 mod write_source_tests;
 
 use std::collections::BTreeSet;
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::Path;
+use std::sync::atomic::Ordering;
 
 use config::Config;
 use proto::Message;
@@ -92,31 +92,12 @@ use proto::flows::FlowsReport;
 
 use super::report::{Check, Part};
 
-/// Set by the signal's thread when the self-test is interrupted.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// A scratch directory of this run's, never the owner's state: under the system's
-/// temporary directory, made here and only here (an existing one is an error, not reused)
-/// and readable by this user alone; removed at the end (canaries and all).
-fn scratch() -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let dir = std::env::temp_dir().join(format!(
-        "boxmaker-hostile-{}-{nanos:08x}",
-        std::process::id()
-    ));
-    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-    Ok(dir)
-}
-
 /// The self-test's checks; a failure to run it is one `FAIL`, and then the scratch
 /// directory (the shadow's state and logs, canaries only) is kept for a look. Interrupted
-/// (SIGINT, SIGTERM, SIGHUP), it removes the scratch directory before it exits; the shadow's
-/// roles end with it (each dies with its parent, the fake model at its input's end).
+/// (SIGINT, SIGTERM, SIGHUP), it stops the shadow's processes and removes the scratch
+/// directory before it exits (`interrupt`).
 pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
-    let dir = match scratch() {
+    let dir = match interrupt::scratch() {
         Ok(dir) => dir,
         Err(e) => {
             return vec![Check::fail(
@@ -129,29 +110,10 @@ pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
             )];
         }
     };
-    let removal = dir.clone();
     // The shadow's processes, stopped before the directory goes (a role starting would write
     // there again).
     let stack = std::sync::Arc::new(crate::dev::stack::Stack::default());
-    let stopping = stack.clone();
-    let watched = crate::signals::watch(std::sync::Arc::default(), move || {
-        // First, so that the run, failing as its files go, ends in no verdict of its own.
-        INTERRUPTED.store(true, Ordering::Release);
-        stopping.stop();
-        // A role that was coming up is killed as it does (`Stack`): until then it may still
-        // write there, so the removal is tried again for a moment.
-        for _ in 0..40 {
-            if std::fs::remove_dir_all(&removal).is_ok() || !removal.exists() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        let _ = writeln!(
-            std::io::stderr(),
-            "verify: hostile: interrupted; removed {}",
-            inert::line(&removal.display().to_string())
-        );
-    });
+    let watched = interrupt::watch(&dir, stack.clone());
     if let Err(e) = watched {
         let _ = std::fs::remove_dir_all(&dir);
         return vec![Check::fail(
@@ -161,7 +123,7 @@ pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
         )];
     }
     let outcome = run(config, analysis, &dir, stack);
-    if INTERRUPTED.load(Ordering::Acquire) {
+    if interrupt::INTERRUPTED.load(Ordering::Acquire) {
         // The signal's thread is removing the scratch directory and then exits the process
         // (128 + the signal): no verdict from a run cut short.
         loop {

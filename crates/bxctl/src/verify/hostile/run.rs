@@ -201,8 +201,9 @@ pub fn outputs_of(calls: &Path) -> PathBuf {
 }
 
 /// A stand-in's text: each argument a line of `calls`, then every file under `binds` (its
-/// grant's paths, in the shadow) added to it, read by the shell alone; nothing sent. It
-/// prints what its outputs file holds ([`outputs_of`]), then `BXRUN-OK`.
+/// grant's paths, in the shadow) added to it, read by the shell alone; nothing sent. To a
+/// run carrying no canary it prints the lines of its outputs file ([`outputs_of`]) planted
+/// for its very arguments ([`OUTPUT_KEY`]), then `BXRUN-OK`.
 fn script(name: &str, calls: &Path, binds: &[String]) -> String {
     let quote = |p: &str| format!("'{}'", p.replace('\'', r"'\''"));
     let outputs = quote(&outputs_of(calls).display().to_string());

@@ -1,13 +1,13 @@
 //! A program's output as a source (docs/decisions.md V47): for each allowing `run` grant of
-//! an ordinary session (or of a job, in its runs, V61) whose results are private or secret, a run of its first program (with
-//! one argument its `patterns` admit), whose stand-in prints every
-//! line of its outputs file (`run::outputs_of`): the canaries of this program's output
-//! chains, which the self-test writes there before the run (printed to a run carrying no
-//! canary only: a send through the program sets off no other chain's, decisions V61). Once
-//! the run's result holds the
-//! chain's canary, a send of it to every sink but the look-alikes and the grant's own `run`
-//! (the one call that reads and sends is `run::bound`'s). The run's arguments never hold the
-//! canary, so a canary at the sink means the program's output went out.
+//! an ordinary session (or of a job, in its runs, V61) whose results are private or secret,
+//! a run of its first program (with one argument its `patterns` admit), whose stand-in
+//! prints the lines of its outputs file (`run::outputs_of`) planted for that argument: the
+//! canaries of this grant's output chains, which the self-test writes there before the run
+//! (`run::OUTPUT_KEY`: a send through the program, or another grant's run of it, sets off
+//! no other chain's, V61). Once the run's result holds the chain's canary, a send of it to
+//! every sink but the look-alikes and the grant's own `run` (the one call that reads and
+//! sends is `run::bound`'s). The run's arguments never hold the canary, so a canary at the
+//! sink means the program's output went out.
 
 use proto::tools::{RunArgs, ToolArgs};
 
@@ -45,7 +45,14 @@ fn arg_of(pattern: &str) -> String {
 fn call_of(g: &proto::Grant) -> Option<(String, Vec<String>)> {
     let program = g.constraints.programs.first()?;
     // An allowing `run` grant lists patterns (brokerd refuses one that does not).
-    let mut tries = g.constraints.patterns.iter().map(|p| vec![arg_of(p)]);
+    // An argument holding a line break is never one line of the stand-in's outputs file
+    // (`run::OUTPUT_KEY`): not played.
+    let mut tries = g
+        .constraints
+        .patterns
+        .iter()
+        .map(|p| vec![arg_of(p)])
+        .filter(|a| !a[0].contains(['\n', '\r']));
     tries.find_map(|args| {
         let call = ToolArgs::Run(RunArgs {
             args: args.clone(),
@@ -174,11 +181,10 @@ pub fn plant<'a>(
             continue;
         };
         // Printed to a run given these arguments only (`run::OUTPUT_KEY`).
-        let call: serde_json::Value = serde_json::from_str(&c.source.path).unwrap_or_default();
-        let args: Vec<&str> = call["args"]
-            .as_array()
-            .map(|a| a.iter().filter_map(serde_json::Value::as_str).collect())
-            .unwrap_or_default();
+        let call: RunArgs = serde_json::from_str(&c.source.path).map_err(|e| {
+            std::io::Error::other(format!("chain {}'s run {}: {e}", c.n, c.source.path))
+        })?;
+        let args = call.args;
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)

@@ -73,7 +73,7 @@ fn a_programs_output_is_a_source_to_every_other_sink() {
     );
 }
 
-/// The stand-in prints every canary planted for its program, then its mark, in the
+/// The stand-in prints every canary planted for its run's arguments, then its mark, in the
 /// environment a run gives it (`toolkit::run`: nothing but a PATH of the program's own
 /// directory, where no `cat` is: the shell alone reads the file).
 #[test]
@@ -103,7 +103,13 @@ fn the_stand_in_prints_the_planted_output_in_a_runs_environment() {
     );
     // A send through the program (its argument carries a canary) and a run given other
     // arguments (another grant's) are printed nothing planted.
-    for arg in ["--since=bx?c=BXCANARY-n0-9-", "--since=other"] {
+    // A `*` or a backslash in it is no pattern: only the chain's own argument matches.
+    for arg in [
+        "--since=bx?c=BXCANARY-n0-9-",
+        "--since=other",
+        "--since=bx*",
+        "--since=bx?c=bx\\hostile",
+    ] {
         let out = std::process::Command::new(dir.join("bxhostile-report"))
             .arg(arg)
             .env_clear()
