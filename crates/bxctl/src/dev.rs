@@ -239,4 +239,25 @@ mod tests {
         stack.stop();
         let _ = std::fs::remove_dir_all(&state);
     }
+
+    /// Once stopped (an interrupt), a stack starts nothing: a role asked to start is not,
+    /// with why.
+    #[test]
+    fn a_stopped_stack_starts_nothing() {
+        let state = std::env::temp_dir().join(format!("bx-dev-stopped-{}", std::process::id()));
+        std::fs::create_dir_all(state.join("logs")).expect("logs");
+        std::fs::create_dir_all(state.join("run")).expect("run");
+        let mut held = lock::StateLock::take(&state).expect("lock");
+        let stack = Stack::default();
+        stack.stop();
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "touch started; sleep 30"])
+            .current_dir(&state);
+        let e = stack
+            .start_plain("brokerd", cmd, &state.join("logs/brokerd.log"), &mut held)
+            .expect_err("stopped");
+        assert!(matches!(e, DevError::Stopping("brokerd")), "{e:?}");
+        assert!(!state.join("started").exists(), "it ran");
+        let _ = std::fs::remove_dir_all(&state);
+    }
 }

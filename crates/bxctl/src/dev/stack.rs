@@ -68,6 +68,10 @@ impl Stack {
         let mut inner = lock(&self.inner);
         if inner.stopped {
             drop(inner);
+            // The first role leads a group of its own: what it started goes with it.
+            if let Ok(leader) = i32::try_from(pid) {
+                let _ = killpg(Pid::from_raw(leader), Signal::SIGKILL);
+            }
             let _ = child.kill();
             let _ = child.wait();
             return Err(DevError::Stopping(name));
