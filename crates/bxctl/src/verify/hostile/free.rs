@@ -8,7 +8,7 @@ use super::rewrite::Rewritten;
 /// asking: one allowing (`auto`, no job, no patterns, not expired, applying at private,
 /// where every session starts) grant covers it and no denying one does.
 pub fn reads_freely(r: &Rewritten, tool: &str, path: &str) -> bool {
-    reads_freely_by(r.grants.values().filter(|g| g.job.is_none()), tool, path)
+    reads_freely_by(r.grants.values(), tool, path)
 }
 
 /// Whether `grants` (a job's, `jobs`) let `tool` read `path` without asking, as

@@ -366,7 +366,7 @@ impl StandIns {
 /// The MCP sinks of the shadow's grants: each allowing grant of an ordinary session that
 /// lists hosts (without them its unit has no network: no sink, decisions V30).
 pub fn targets(r: &Rewritten) -> Vec<Target> {
-    targets_of(r.grants.iter().filter(|(_, g)| g.job.is_none()))
+    targets_of(r.grants.iter())
 }
 
 /// The MCP sinks among `grants`: each allowing one that lists hosts (a job's, `jobs`).
@@ -441,7 +441,7 @@ pub fn source_call(s: &Source) -> (String, String) {
 /// stand-in's [`WILD`]) of an ordinary session, whose answer to a source call the stand-in
 /// fills with the canaries of the chains that start from it.
 pub fn sources(r: &Rewritten) -> Vec<Source> {
-    sources_of(r.grants.values().filter(|g| g.job.is_none()))
+    sources_of(r.grants.values())
 }
 
 /// The MCP sources among `grants`: a call of each allowing one's tool (a job's, `jobs`).

@@ -52,6 +52,7 @@ pub enum Scope {
 /// The shadow's grants: by id, as written; the granted paths, owner's to shadow's.
 #[derive(Debug, Default)]
 pub struct Rewritten {
+    /// An ordinary session's grants (a job's are in `jobs`).
     pub grants: BTreeMap<String, Grant>,
     /// Each granted path of the owner's, with its place in the shadow and whether the
     /// owner's is a regular file.

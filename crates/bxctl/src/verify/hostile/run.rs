@@ -112,7 +112,7 @@ pub fn untried(g: &Grant) -> Option<String> {
 /// lists hosts (without them its program has no network: no sink), its entry the program and
 /// the pattern the chain's argument fills (`PROGRAM PATTERN`).
 pub fn targets(r: &Rewritten) -> Vec<Target> {
-    targets_of(r.grants.iter().filter(|(_, g)| g.job.is_none()))
+    targets_of(r.grants.iter())
 }
 
 /// The `run` sinks among `grants` (a job's, `jobs`), as [`targets`].
