@@ -11,14 +11,15 @@
 //! A job's note read and listing of the notes, its MCP tools and programs (sources, and
 //! sinks when their grant lists hosts), a run in a program's working directory as a write,
 //! and the look-alikes and argument smuggling from its first read that runs without asking
-//! are played likewise (decisions V61).
+//! are played likewise (decisions V61), and so are its searches of the notes and the logs
+//! (V62).
 //!
 //! A job's prompt is one tag for all its runs, so its rules are played in order: each
 //! chain's source rule answers once (each job's runs are started in plan order: its
-//! listings of the notes first, then the rest, `play::with_jobs`), its sink rule once the
-//! source's result holds its canary, and every other tool result ends the turn. What a
-//! source answers is what the shadow planted for it, never what a send through the same
-//! tool gets back (`mcp::SOURCE`, `run::OUTPUT_KEY`).
+//! searches first, then its listings of the notes, then the rest, `play::with_jobs`), its
+//! sink rule once the source's result holds its canary, and every other tool result ends
+//! the turn. What a source answers is what the shadow planted for it, never what a send
+//! through the same tool gets back (`mcp::SOURCE`, `run::OUTPUT_KEY`).
 
 use std::path::Path;
 
@@ -50,9 +51,11 @@ pub fn answer(canary: &str) -> String {
     format!("Here is what I read: {canary}")
 }
 
-/// Every job chain: for each job, its listings of the notes first, then each read one of
-/// its (non-denying) grants names, a note's read, a call of each MCP tool and a run of each
-/// program its grants allow, and each write's result (`write_source`), to each host of its
+/// Every job chain: for each job, its searches of the notes and the logs first (each sent
+/// to each sink and driving each write, `search_source`), then its listings of the notes,
+/// then each read one of its (non-denying) grants names, a note's read, a call of each MCP
+/// tool and a run of each program its grants allow, and each write's result
+/// (`write_source`), to each host of its
 /// fetch grants, the consult model (when `consult` and it has a consult grant), each MCP
 /// tool and program whose grant lists hosts and, when it delivers to Mattermost, its
 /// delivery; untrusted content driving each write; and, after every job's other chains,
@@ -139,10 +142,39 @@ pub fn plan(
         if mattermost {
             targets.push(deliver.clone());
         }
+        let of_job = |chain| JobChain {
+            job: job.name.clone(),
+            chain,
+        };
+        // A write or an edit, or a run in a program's working directory (`run::WRITE`).
+        let writes = super::untrusted_write::writes(mine.iter().copied(), &r.job_paths);
+        // A search of the notes or of the logs finding the chain's words (`search_source`),
+        // to each of the job's sinks, then driving each write: first of the job's chains, the
+        // lower-labelled tool's first, as their runs are played with the ordinary searches,
+        // before anything else (`play`).
+        for tool in super::search_source::order(r) {
+            for sink in &targets {
+                let n = first + out.len();
+                if let Some(source) =
+                    super::search_source::source(r, tool, n, true, Some(&job.name))
+                {
+                    let canary = chains::canary(nonce, n);
+                    out.push(sent(&job.name, n, source, sink, canary, port));
+                }
+            }
+            let searched = Planted::Search(r, tool, Some(&job.name));
+            for w in &writes {
+                let n = first + out.len();
+                let Some((source, token)) = searched.of(n, nonce) else {
+                    continue;
+                };
+                out.extend(w.chain(n, source, &token, &r.jobs).map(of_job));
+            }
+        }
         // A listing of the notes, holding a note named by the chain's canary, by a grant of
         // the job's that labels it above public, to each of the job's sinks (`note_source`):
-        // first of the job's chains, as their runs are played before every run that may
-        // write a note (`play`).
+        // after its searches, as their runs are played before every run that may write a
+        // note (`play`).
         for sink in &targets {
             let n = first + out.len();
             let grants = mine.iter().map(|(_, g)| *g);
@@ -197,12 +229,6 @@ pub fn plan(
         // grants, in a file their patterns match (`pattern`), as an ordinary session's
         // (`chains`).
         let fetches: Vec<&Target> = targets.iter().filter(|t| t.tool == "http_fetch").collect();
-        // A write or an edit, or a run in a program's working directory (`run::WRITE`).
-        let writes = super::untrusted_write::writes(mine.iter().copied(), &r.job_paths);
-        let of_job = |chain| JobChain {
-            job: job.name.clone(),
-            chain,
-        };
         for w in &writes {
             for f in &fetches {
                 let n = first + out.len();
@@ -348,13 +374,25 @@ fn sent(
     }
 }
 
-/// The fake model's rules for the job runs, per job: each chain's sink (once its canary is
-/// in the last tool result), then the end of the turn at any other tool result, then each
-/// chain's read, once, in plan order (one per run).
+/// The fake model's rules for the job runs: the sessions saying their searches' words, then,
+/// per job, each chain's sink (once its canary is in the last tool result), then the end of
+/// the turn at any other tool result, then each chain's read, once, in plan order (one per
+/// run).
 pub fn rules(chains: &[JobChain]) -> Vec<Rule> {
-    let mut jobs: Vec<&JobName> = chains.iter().map(|c| &c.job).collect();
-    jobs.dedup();
-    let mut out = Vec::new();
+    // Each job once, in the order of its first chain (its look-alike chains come after every
+    // job's other chains).
+    let mut seen = std::collections::BTreeSet::new();
+    let jobs: Vec<&JobName> = chains
+        .iter()
+        .map(|c| &c.job)
+        .filter(|j| seen.insert(*j))
+        .collect();
+    // The ordinary sessions saying the words of the runs' searches of the logs
+    // (`search_source`).
+    let mut out: Vec<Rule> = chains
+        .iter()
+        .filter_map(|c| super::search_source::rules(&c.chain))
+        .collect();
     for job in jobs {
         let mine = || {
             chains

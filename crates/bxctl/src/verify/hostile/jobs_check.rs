@@ -32,6 +32,10 @@ pub struct JobOutcome {
     pub not_started: Option<String>,
     /// The canary is in a post of the job's thread in Mattermost.
     pub posted: bool,
+    /// Why the run is set aside, not observed: its search's words were never indexed, or
+    /// its search was labelled above the analysis's (`search_source`, as an ordinary
+    /// chain's).
+    pub aside: Option<String>,
 }
 
 /// A flow of a job: the job, the source's grant, the sink's (none for the delivery), and
@@ -114,6 +118,7 @@ pub fn outcomes(
             outcome,
             not_started: run.not_started,
             posted,
+            aside: None,
         });
     }
     out
@@ -205,18 +210,19 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
     let write = matches!(f.source.tool.as_str(), "write_file" | "edit_file");
     let fetch = f.source.tool == "http_fetch";
     let consult = f.source.tool == "consult";
+    let search = matches!(f.source.tool.as_str(), "note_search" | "session_search");
     if untrusted {
         // A read's, a listing's, a fetch's, a consult's, an MCP tool's, a program's, a
         // note's or a write's result written (`jobs::plan`).
         let note = f.source.tool == "note_read";
-        if !(read || write || fetch || consult || mcp || note)
+        if !(read || write || fetch || consult || mcp || note || search)
             || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file" | "run")
         {
             return Some(format!(
                 "untrusted content from {} driving {} in a job's run is not played yet (a \
                  read's, a directory listing's, a fetch's, a consult's, an MCP tool's, a \
-                 program's, a note's or a write's result driving write_file, edit_file or a \
-                 run in its workdir is)",
+                 program's, a note's, a search's or a write's result driving write_file, \
+                 edit_file or a run in its workdir is)",
                 f.source.tool, f.sink.tool
             ));
         }
@@ -224,11 +230,13 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
         // The consult model's answer goes anywhere but back to it.
         let answered = consult && f.sink.tool != "consult";
         let note = matches!(f.source.tool.as_str(), "note_read" | "note_list");
-        if !(read || write || note || mcp || answered || (fetch && f.sink.tool == DELIVER)) {
+        let delivered = fetch && f.sink.tool == DELIVER;
+        if !(read || write || note || search || mcp || answered || delivered) {
             return Some(format!(
                 "a source of {} sent to {} in a job's run is not played yet (reads, directory \
-                 listings, writes, edits, a note's read, a listing of the notes, MCP tools, \
-                 programs and the consult model's answer are, and a fetch delivered)",
+                 listings, writes, edits, a note's read, a listing of the notes, the searches \
+                 of the notes and of the logs, MCP tools, programs and the consult model's \
+                 answer are, and a fetch delivered)",
                 f.source.tool, f.sink.tool
             ));
         }
@@ -263,6 +271,8 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
             super::played::as_source(g, left, &[Scope::Grant, Scope::Source])
         }
         Some(_) if write => None,
+        // A search the shadow does not play as a source (`search_source::unplayed`).
+        Some(g) if search => super::played::as_source(g, left, &[Scope::Source]),
         // A program's output is printed by its stand-in, whatever its grant's patterns (its
         // run's argument is one they admit).
         Some(_) if f.source.tool == "run" => None,
@@ -343,6 +353,10 @@ pub fn checks(
             ));
             continue;
         }
+        if let Some(why) = &jo.aside {
+            out.push(super::launder::not_observed(c, &what, why));
+            continue;
+        }
         // A look-alike or a smuggling chain, decided by its kind (as an ordinary session's).
         if let Some(line) = super::compare::one_read_line(c, &jo.outcome, &name, &what) {
             out.push(line);
@@ -393,10 +407,42 @@ pub fn checks(
         }
         let by: Vec<String> = outcomes
             .iter()
-            .filter(|jo| jo.leaks(analysis).contains(&flow_key(f)))
+            .filter(|jo| jo.aside.is_none() && jo.leaks(analysis).contains(&flow_key(f)))
             .map(|jo| jo.chain.chain.n.to_string())
             .collect();
-        out.push(if by.is_empty() {
+        // The runs planned for `f` (as `compare::checks_with`'s): of its job, the source
+        // decided by its source grant, the sink planned through its sink grant (or the
+        // delivery), of its kind; when only runs set aside were, it is not observed.
+        let for_flow = |jo: &&JobOutcome| {
+            let c = &jo.chain.chain;
+            Some(&jo.chain.job) == f.job.as_ref()
+                && jo.outcome.grants().0 == f.source.grant.as_deref()
+                && match f.sink.grant.as_deref() {
+                    Some(g) => c.sink.grant == g,
+                    None => c.sink.tool == DELIVER && f.sink.tool == DELIVER,
+                }
+                && jo.outcome.write == (f.severity == proto::flows::Severity::UntrustedWrite)
+        };
+        let aside: Vec<String> = outcomes
+            .iter()
+            .filter(|jo| jo.aside.is_some())
+            .filter(for_flow)
+            .map(|jo| jo.chain.chain.n.to_string())
+            .collect();
+        let observed = outcomes
+            .iter()
+            .any(|jo| jo.aside.is_none() && for_flow(&jo));
+        out.push(if by.is_empty() && !aside.is_empty() && !observed {
+            Check::warn(
+                P,
+                name,
+                format!(
+                    "not observed (chain {} set aside, above): {}",
+                    aside.join(", "),
+                    f.text
+                ),
+            )
+        } else if by.is_empty() {
             Check::fail(
                 P,
                 name,

@@ -57,12 +57,14 @@ fn outcomes(class: DataClass, fetch: bool, post: bool) -> Vec<JobOutcome> {
             outcome: o(fetch, fetched()),
             not_started: None,
             posted: false,
+            aside: None,
         },
         JobOutcome {
             chain: p[1].clone(),
             outcome: o(post, None),
             not_started: None,
             posted: post,
+            aside: None,
         },
     ]
 }
@@ -285,4 +287,41 @@ fn a_job_without_a_free_read_says_its_lookalikes_were_not_tried() {
     alike.chain.chain.sink.lookalike = Some("suffix");
     o.push(alike);
     assert_eq!(said(&o), Vec::<String>::new());
+}
+
+/// A run set aside (its search's words never indexed, or its search labelled above the
+/// analysis's) is `not observed`, and so is a flow only it was planned for; a flow another
+/// run was planned for, or one leaked by a run set aside, is judged as ever.
+#[test]
+fn a_run_set_aside_leaves_its_flow_not_observed() {
+    let fetch = || flow(Some("brief-web"), "http_fetch");
+    let deliver = || flow(None, DELIVER);
+    let mut none = outcomes(DataClass::Private, false, false);
+    none[0].aside = Some("the search was labelled secret".into());
+    assert_eq!(
+        levels(&none, vec![fetch(), deliver()]),
+        pair(&[
+            ("chain 7", "Warn"),
+            ("chain 8", "Ok"),
+            ("private_out", "Warn"),
+            ("private_out", "Fail")
+        ])
+    );
+    // Of another job, the flow is not the run's.
+    let mut other = fetch();
+    other.job = Some(proto::JobName::new("digest").expect("job"));
+    assert_eq!(
+        levels(&none[..1], vec![other]),
+        pair(&[("chain 7", "Warn"), ("private_out", "Fail")])
+    );
+    // Both runs set aside, the delivery's flow too is not observed.
+    none[1].aside = Some("the chain's note was never indexed".into());
+    assert_eq!(
+        levels(&none, vec![deliver()]),
+        pair(&[
+            ("chain 7", "Warn"),
+            ("chain 8", "Warn"),
+            ("private_out", "Warn")
+        ])
+    );
 }

@@ -392,7 +392,7 @@ fn run(
             },
         };
         // A search source whose search was labelled above the analysis's (`search_source`).
-        let raised = search_source::raised(&r, &c, &outcome, &report);
+        let raised = search_source::raised(&r, &c, &outcome, &report, None);
         if let Some(why) = launder::set_aside(unobserved.get(&c.n).or(raised.as_ref()), at_sink) {
             let what = said::describe(&c, &outcome);
             not_observed.push((c.n, launder::not_observed(&c, &what, why)));
@@ -413,7 +413,15 @@ fn run(
         run::WRITE => run::ran_in(&r, c),
         _ => programs.reached(&r, c, g),
     };
-    let job_outcomes = jobs_check::outcomes(job_chains, runs, &deciders, &seen, &posts, &reached);
+    let mut job_outcomes =
+        jobs_check::outcomes(job_chains, runs, &deciders, &seen, &posts, &reached);
+    // A run searching the notes or the logs, set aside as an ordinary search chain is.
+    for jo in &mut job_outcomes {
+        let (c, job) = (&jo.chain.chain, Some(&jo.chain.job));
+        let raised = search_source::raised(&r, c, &jo.outcome, &report, job);
+        let why = unobserved.get(&c.n).or(raised.as_ref());
+        jo.aside = launder::set_aside(why, jo.outcome.at_sink).cloned();
+    }
     let mut checks = vec![Check::ok(
         Part::Hostile,
         "shadow",

@@ -3,10 +3,10 @@
 //! lower-labelled tool's first, while the index holds only what they planted and what the
 //! searches before them left (`search_source`, decisions V60); then the listings of the
 //! notes, while the notes are only those planted public and trusted (`note_source`, V59);
-//! then what the caller plays there (the job runs listing the notes, V61); then every other
-//! chain in its order.
+//! then what the caller plays there (the job runs listing the notes, V61; its runs searching
+//! with the ordinary searches of the same tool, V62); then every other chain in its order.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use config::Config;
 
@@ -23,85 +23,116 @@ use crate::dev::shadow::Shadow;
 /// does not show (`launder`), words the indexer never indexed (`search`, `search_source`).
 pub type Outcome = (Vec<(Played, Option<Played>)>, BTreeMap<usize, String>);
 
+/// Where the caller's runs are played among the chains: after the searches of one tool
+/// (with the indexer still stopped, `search_source::prepare`), or after the listings of the
+/// notes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Then {
+    Searched(&'static str),
+    Listed,
+}
+
 /// Plays every chain in `shadow` (`config`, its configuration), in the order above, calling
-/// `after_listings` once, after the listings of the notes and before the rest.
+/// `then` after each search tool's chains (whose words are planted with `jobs`', the job
+/// chains') and once after the listings of the notes, before the rest.
 pub fn chains(
     shadow: &mut Shadow,
     config: &Config,
     r: &Rewritten,
-    chains: &[Chain],
-    after_listings: &mut dyn FnMut() -> Result<(), String>,
+    (chains, jobs): (&[Chain], &[Chain]),
+    then: &mut dyn FnMut(Then) -> Result<(), String>,
 ) -> Result<Outcome, String> {
     let text = |e: &dyn std::fmt::Display| e.to_string();
     let mut played = BTreeMap::new();
     let mut unobserved = BTreeMap::new();
-    let mut prepared = BTreeSet::new();
-    // Whether the indexer is stopped (`search_source::prepare` leaves it so).
+    // A search's words are indexed before the first of its chains plays (the job runs'
+    // with the ordinary chains'), and nothing while they play.
+    let searching: Vec<Chain> = chains
+        .iter()
+        .chain(jobs)
+        .filter(|c| search_source::is(c))
+        .cloned()
+        .collect();
+    let order = order(r, chains);
     let mut paused = false;
-    let mut listed = false;
-    for (i, c) in order(r, chains) {
-        if !listed && !search_source::is(c) && !note_source::is_list(c) {
-            listed = true;
-            if paused {
-                shadow.resume_indexer().map_err(|e| text(&e))?;
-                paused = false;
-            }
-            after_listings()?;
+    for tool in search_source::order(r) {
+        if !searching.iter().any(|c| c.source.tool == tool) {
+            continue;
         }
-        // A search's words are indexed before the first of its chains plays, and nothing
-        // while they play; every other chain with the indexer watching.
-        if search_source::is(c) && prepared.insert(c.source.tool) {
-            let late = search_source::prepare(shadow, config, c.source.tool, chains);
-            unobserved.extend(late.map_err(|e| text(&e))?);
-            paused = true;
-        } else if !search_source::is(c) && paused {
-            shadow.resume_indexer().map_err(|e| text(&e))?;
-            paused = false;
+        let late = search_source::prepare(shadow, config, tool, &searching);
+        unobserved.extend(late.map_err(|e| text(&e))?);
+        paused = true;
+        let mine = order
+            .iter()
+            .filter(|(_, c)| search_source::is(c) && c.source.tool == tool);
+        for (i, c) in mine {
+            played.insert(*i, one(shadow, config, c, &mut unobserved)?);
         }
-        let first = session::play(config, &c.message()).map_err(|e| text(&e))?;
-        let back = match (&c.note, c.restart) {
-            (Some(_), _) => {
-                // A search chain's new session starts once the indexer indexed what the
-                // first left (`search`); never indexed, it is not observed.
-                if search::left_it(c, &first) {
-                    let why = search::indexed(config, c, first.session.as_ref());
-                    unobserved.extend(why.map_err(|e| text(&e))?.map(|why| (c.n, why)));
-                }
-                if unobserved.contains_key(&c.n) {
-                    None
-                } else {
-                    Some(session::play(config, &c.back_message()).map_err(|e| text(&e))?)
-                }
-            }
-            // The second turn only once the read's result holds the canary: the send must
-            // carry what was read, never what the script knows.
-            (None, Some(daemon)) if read_it(&first, c) => {
-                let compaction = launder::is_compaction(c);
-                let next = if compaction {
-                    launder::after_message(c)
-                } else {
-                    shadow.restart(daemon).map_err(|e| text(&e))?;
-                    c.after_message()
-                };
-                let again = session::play_in(config, first.session.clone(), &next);
-                let again = again.map_err(|e| text(&e))?;
-                if let (true, Some(id)) = (compaction, &first.session) {
-                    let why = launder::unobserved(config, id, c).map_err(|e| text(&e))?;
-                    unobserved.extend(why.map(|why| (c.n, why)));
-                }
-                Some(again)
-            }
-            _ => None,
-        };
-        played.insert(i, (first, back));
+        then(Then::Searched(tool))?;
     }
+    // Every other chain with the indexer watching.
     if paused {
         shadow.resume_indexer().map_err(|e| text(&e))?;
     }
-    if !listed {
-        after_listings()?;
+    let (listings, rest): (Vec<_>, Vec<_>) = order
+        .into_iter()
+        .filter(|(_, c)| !search_source::is(c))
+        .partition(|(_, c)| note_source::is_list(c));
+    for (i, c) in listings {
+        played.insert(i, one(shadow, config, c, &mut unobserved)?);
+    }
+    then(Then::Listed)?;
+    for (i, c) in rest {
+        played.insert(i, one(shadow, config, c, &mut unobserved)?);
     }
     Ok((played.into_values().collect(), unobserved))
+}
+
+/// Plays chain `c`: its first session, and its second when it has one (`unobserved` gets
+/// why, when it is not observed).
+fn one(
+    shadow: &mut Shadow,
+    config: &Config,
+    c: &Chain,
+    unobserved: &mut BTreeMap<usize, String>,
+) -> Result<(Played, Option<Played>), String> {
+    let text = |e: &dyn std::fmt::Display| e.to_string();
+    let first = session::play(config, &c.message()).map_err(|e| text(&e))?;
+    let back = match (&c.note, c.restart) {
+        (Some(_), _) => {
+            // A search chain's new session starts once the indexer indexed what the first
+            // left (`search`); never indexed, it is not observed.
+            if search::left_it(c, &first) {
+                let why = search::indexed(config, c, first.session.as_ref());
+                unobserved.extend(why.map_err(|e| text(&e))?.map(|why| (c.n, why)));
+            }
+            if unobserved.contains_key(&c.n) {
+                None
+            } else {
+                Some(session::play(config, &c.back_message()).map_err(|e| text(&e))?)
+            }
+        }
+        // The second turn only once the read's result holds the canary: the send must carry
+        // what was read, never what the script knows.
+        (None, Some(daemon)) if read_it(&first, c) => {
+            let compaction = launder::is_compaction(c);
+            let next = if compaction {
+                launder::after_message(c)
+            } else {
+                shadow.restart(daemon).map_err(|e| text(&e))?;
+                c.after_message()
+            };
+            let again = session::play_in(config, first.session.clone(), &next);
+            let again = again.map_err(|e| text(&e))?;
+            if let (true, Some(id)) = (compaction, &first.session) {
+                let why = launder::unobserved(config, id, c).map_err(|e| text(&e))?;
+                unobserved.extend(why.map(|why| (c.n, why)));
+            }
+            Some(again)
+        }
+        _ => None,
+    };
+    Ok((first, back))
 }
 
 /// The chains with their places in `chains`, in the order they are played.
@@ -122,11 +153,12 @@ fn order<'a>(r: &Rewritten, chains: &'a [Chain]) -> Vec<(usize, &'a Chain)> {
 }
 
 /// Plays the ordinary chains ([`chains`]) and the job runs (`jobs_run`, the runner's
-/// configuration at `config_path`): the runs listing the notes after the ordinary listings,
-/// before any chain or other run writes a note, the note a listing run delivers to
-/// (`delivered`, by job) relabelled public and trusted after it, so that the next listing is
-/// not raised by it; every other run after the ordinary chains. The runs come back in the
-/// order of `jobs`.
+/// configuration at `config_path`): the runs searching the notes or the logs after the
+/// ordinary searches of the same tool, with the indexer still stopped; the runs listing the
+/// notes after the ordinary listings, before any chain or other run writes a note (the note
+/// each of these runs delivers to relabelled after it); every other run after the ordinary
+/// chains.
+/// The runs come back in the order of `jobs`.
 pub fn with_jobs(
     shadow: &mut Shadow,
     config: &Config,
@@ -135,41 +167,37 @@ pub fn with_jobs(
     ordinary: &[Chain],
     (jobs, delivered): (&[JobChain], &BTreeMap<String, String>),
 ) -> Result<(Outcome, Vec<Run>), String> {
-    let (listing, rest): (Vec<JobChain>, Vec<JobChain>) = jobs
-        .iter()
-        .cloned()
-        .partition(|j| note_source::is_list(&j.chain));
-    let mut listed = Vec::new();
-    let played = chains(shadow, config, r, ordinary, &mut || {
-        for j in &listing {
-            listed.extend(jobs_run::play(
-                config,
-                config_path,
-                std::slice::from_ref(j),
-            )?);
-            // A run that could not deliver (none is delivered before brokerd ends it) left
-            // no note.
-            let note = delivered.get(j.job.as_str());
-            if let Some(note) = note.filter(|n| config.notes_dir().join(format!("{n}.md")).exists())
-            {
-                note_source::relabel(config, note)?;
-            }
+    let inner: Vec<Chain> = jobs.iter().map(|j| j.chain.clone()).collect();
+    let mut runs = BTreeMap::new();
+    // A run played among the ordinary chains, the note it delivers to (`delivered`, by
+    // job) relabelled public and trusted after it, so that no listing or search after it
+    // is raised by it (a run that could not deliver left no note).
+    let play = |i: usize, runs: &mut BTreeMap<usize, Run>| -> Result<(), String> {
+        let j = &jobs[i];
+        let run = jobs_run::play(config, config_path, std::slice::from_ref(j))?;
+        runs.extend(run.into_iter().map(|run| (i, run)));
+        let note = delivered.get(j.job.as_str());
+        let notes = config.notes_dir();
+        if let Some(note) = note.filter(|n| notes.join(format!("{n}.md")).exists()) {
+            note_source::relabel(config, note)?;
+        }
+        Ok(())
+    };
+    let played = chains(shadow, config, r, (ordinary, &inner), &mut |then| {
+        let now = |j: &JobChain| match then {
+            Then::Searched(tool) => search_source::is(&j.chain) && j.chain.source.tool == tool,
+            Then::Listed => note_source::is_list(&j.chain),
+        };
+        for (i, _) in jobs.iter().enumerate().filter(|(_, j)| now(j)) {
+            play(i, &mut runs)?;
         }
         Ok(())
     })?;
-    let mut rest = jobs_run::play(config, config_path, &rest)?.into_iter();
-    let mut listed = listed.into_iter();
-    let runs = jobs
-        .iter()
-        .filter_map(|j| {
-            if note_source::is_list(&j.chain) {
-                listed.next()
-            } else {
-                rest.next()
-            }
-        })
-        .collect();
-    Ok((played, runs))
+    let rest: Vec<usize> = (0..jobs.len()).filter(|i| !runs.contains_key(i)).collect();
+    let rest_chains: Vec<JobChain> = rest.iter().map(|i| jobs[*i].clone()).collect();
+    let played_rest = jobs_run::play(config, config_path, &rest_chains)?;
+    runs.extend(rest.into_iter().zip(played_rest));
+    Ok((played, runs.into_values().collect()))
 }
 
 /// Whether `p`'s read returned the chain's canary.

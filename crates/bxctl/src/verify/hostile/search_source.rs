@@ -25,7 +25,7 @@ use proto::ToolResponse;
 use proto::flows::FlowsReport;
 use proto::notes::HitKind;
 use proto::tools::{NoteSearchArgs, SessionSearchArgs, ToolArgs};
-use proto::{DataClass, Grant};
+use proto::{DataClass, Grant, JobName};
 
 use super::chains::{Chain, Source, Target};
 use super::rewrite::{Left, Rewritten, Scope};
@@ -94,32 +94,53 @@ fn joined(r: &Rewritten, tool: &str, n: usize) -> (DataClass, bool) {
     })
 }
 
-/// Whether chain `n`'s search with `tool` runs without asking at a session's start: an
-/// allowing grant of an ordinary session covers it, and every covering one in force decides
-/// `auto` at private (a search asked and declined, or refused, runs no call, so brokerd
-/// never labels its session, and the indexer files that session's log as secret: every
-/// later search reaching it would be raised).
-fn free(r: &Rewritten, tool: &str, n: usize) -> bool {
-    let mut deciding = deciding(r, tool, n).peekable();
+/// Whether chain `n`'s search with `tool` runs without asking at the start of a session
+/// (`job`: of a run of that job): an allowing grant in scope covers it, and every covering
+/// one in force decides `auto` at private (a search asked and declined, or refused, runs no
+/// call, so brokerd never labels its session, and the indexer files that session's log as
+/// secret: every later search reaching it would be raised).
+pub(super) fn free(r: &Rewritten, tool: &str, n: usize, job: Option<&JobName>) -> bool {
+    let mut deciding = deciding(r, tool, n, job).peekable();
     deciding.peek().is_some() && deciding.all(|g| g.mode == proto::Mode::Auto)
 }
 
-/// The grants that may decide chain `n`'s search with `tool` at a session's start, as
-/// `decide_in` picks among them: of an ordinary session, in force, and a denial or one
+/// The grants that may decide chain `n`'s search with `tool` at the start of a session
+/// (`job`: of a run of that job), as `decide_in` picks among them: in scope (an ordinary
+/// session's own; a job's run's, and the ordinary denials), in force, and a denial or one
 /// whose `max_taint` admits private.
-fn deciding<'a>(r: &'a Rewritten, tool: &'a str, n: usize) -> impl Iterator<Item = &'a Grant> {
+fn deciding<'a>(
+    r: &'a Rewritten,
+    tool: &'a str,
+    n: usize,
+    job: Option<&'a JobName>,
+) -> impl Iterator<Item = &'a Grant> {
     let now = proto::Timestamp::now();
+    let in_scope = move |g: &Grant| match (&g.job, job) {
+        (Some(g), Some(j)) => g == j,
+        (Some(_), None) => false,
+        (None, None) => true,
+        (None, Some(_)) => g.mode == proto::Mode::Deny,
+    };
     covering(r, tool, n)
-        .filter(move |g| g.job.is_none() && g.expires.is_none_or(|t| t > now))
+        .filter(move |g| in_scope(g) && g.expires.is_none_or(|t| t > now))
         .filter(|g| g.mode == proto::Mode::Deny || g.max_taint >= DataClass::Private)
 }
 
-/// Chain `n`'s search with `tool`, when it runs without asking ([`free`]), its grants'
-/// joined label is untrusted (`unplayed`) and, when `labelled`, private or secret.
-pub fn source(r: &Rewritten, tool: &'static str, n: usize, labelled: bool) -> Option<Source> {
+/// Chain `n`'s search with `tool` in a session (`job`: in a run of that job), when it runs
+/// without asking ([`free`]), its grants' joined label is untrusted (`unplayed`) and, when
+/// `labelled`, private or secret; in a job's run, a search of the logs only when an ordinary
+/// session may say its words ([`unplayed`]).
+pub fn source(
+    r: &Rewritten,
+    tool: &'static str,
+    n: usize,
+    labelled: bool,
+    job: Option<&JobName>,
+) -> Option<Source> {
     let owner = TOOLS.iter().find(|(t, _)| *t == tool)?.1;
     let (class, untrusted) = joined(r, tool, n);
-    let playable = free(r, tool, n) && untrusted && reaches(r, tool, n);
+    let said = job.is_none() || tool != "session_search" || free(r, tool, n, None);
+    let playable = said && free(r, tool, n, job) && untrusted && reaches(r, tool, n, job);
     (playable && (class != DataClass::Public || !labelled)).then(|| Source {
         tool,
         owner: owner.into(),
@@ -128,16 +149,17 @@ pub fn source(r: &Rewritten, tool: &'static str, n: usize, labelled: bool) -> Op
 }
 
 /// Whether every deciding grant's `max_class` reaches what chain `n`'s search with `tool`
-/// finds: a note at public, a session's words at private at least (every session starts
-/// there) and at its grants' class (its one call is the same search).
-fn reaches(r: &Rewritten, tool: &str, n: usize) -> bool {
+/// finds (`job`: in a run of that job): a note at public, a session's words at private at
+/// least (every session starts there) and at its grants' class (its one call is the same
+/// search).
+pub(super) fn reaches(r: &Rewritten, tool: &str, n: usize, job: Option<&JobName>) -> bool {
     let planted = match tool {
         "session_search" => joined(r, tool, n).0.max(DataClass::Private),
         _ => DataClass::Public,
     };
     // Asked only of a search that runs freely ([`free`]): every grant that may decide it
     // is `auto`.
-    deciding(r, tool, n).all(|g| g.constraints.max_class.is_none_or(|m| m >= planted))
+    deciding(r, tool, n, job).all(|g| g.constraints.max_class.is_none_or(|m| m >= planted))
 }
 
 /// The search tools in the order their chains are played: by the class their grants label
@@ -155,47 +177,58 @@ pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &
     for (tool, _) in TOOLS {
         for sink in targets.iter().filter(|t| t.lookalike.is_none()) {
             let n = chains.len() + 1;
-            if let Some(source) = source(r, tool, n, true) {
+            if let Some(source) = source(r, tool, n, true, None) {
                 chains.push(Chain::send(n, source, sink, port, nonce));
             }
         }
     }
 }
 
-/// The allowing search grants of an ordinary session whose search runs freely but is not
-/// played as a source (their other flows are): the joined label is trusted (every session a
-/// chain sends from reads the sink's untrusted answer, and its log raises every later search
-/// to untrusted), or a `max_class` reaches none of what the shadow plants.
+/// The allowing search grants whose search runs freely (in an ordinary session, or in a
+/// run of their job) but is not played as a source (their other flows are): the joined
+/// label is trusted (every session a chain sends from reads the sink's untrusted answer, and
+/// its log raises every later search to untrusted), a `max_class` reaches none of what the
+/// shadow plants, or, for a job's search of the logs, an ordinary session cannot search the
+/// logs without asking (the session saying the words is an ordinary one, labelled by its
+/// own search of the logs, `prepare`).
 pub fn unplayed(r: &Rewritten) -> Vec<Left> {
+    let jobs: std::collections::BTreeSet<&JobName> =
+        r.jobs.values().filter_map(|g| g.job.as_ref()).collect();
+    let scopes = std::iter::once(None).chain(jobs.into_iter().map(Some));
     let mut out = Vec::new();
-    for (tool, _) in TOOLS {
-        if !free(r, tool, 0) {
-            continue;
+    for job in scopes {
+        for (tool, _) in TOOLS {
+            if !free(r, tool, 0, job) {
+                continue;
+            }
+            let (class, untrusted) = joined(r, tool, 0);
+            // Public and trusted: the source of no flow.
+            if !untrusted && class == DataClass::Public {
+                continue;
+            }
+            let why = if !untrusted {
+                "every grant covering it says untrusted = false, and a search is raised to \
+                 untrusted by every log it reaches of a session that read an untrusted answer \
+                 (as the chains' sends do)"
+            } else if !reaches(r, tool, 0, job) {
+                "its max_class reaches none of what the shadow plants for it (a note at public, \
+                 a session's words at private and at the search's own label)"
+            } else if job.is_some() && tool == "session_search" && !free(r, tool, 0, None) {
+                "the shadow says the words a job's search of the logs finds in an ordinary \
+                 session, whose own search of the logs labels its log, and no grant lets an \
+                 ordinary session search the logs without asking"
+            } else {
+                continue;
+            };
+            let source =
+                |g: &Grant| g.tool == tool && g.job.as_ref() == job && g.mode != proto::Mode::Deny;
+            let ids = r.grants.iter().chain(&r.jobs).filter(|(_, g)| source(g));
+            out.extend(ids.map(|(id, _)| Left {
+                grant: id.clone(),
+                why: why.into(),
+                scope: Scope::Source,
+            }));
         }
-        let (class, untrusted) = joined(r, tool, 0);
-        // Public and trusted: the source of no flow.
-        if !untrusted && class == DataClass::Public {
-            continue;
-        }
-        let why = if !untrusted {
-            "every grant covering it says untrusted = false, and a search is raised to \
-             untrusted by every log it reaches of a session that read an untrusted answer (as \
-             the chains' sends do)"
-        } else if !reaches(r, tool, 0) {
-            "its max_class reaches none of what the shadow plants for it (a note at public, a \
-             session's words at private and at the search's own label)"
-        } else {
-            continue;
-        };
-        let ids = r
-            .grants
-            .iter()
-            .filter(|(_, g)| g.tool == tool && g.job.is_none() && g.mode != proto::Mode::Deny);
-        out.extend(ids.map(|(id, _)| Left {
-            grant: id.clone(),
-            why: why.into(),
-            scope: Scope::Source,
-        }));
     }
     out
 }
@@ -279,12 +312,14 @@ pub fn prepare(
 /// Why search chain `c`'s search (its outcome `o`) is set aside: its result was labelled
 /// above what the analysis gives its deciding grant (what the index or loopd held by then,
 /// left by the chains before it, raised it), so what happened after it tests nothing the
-/// analysis says; `None`: it was not, or `c` is no search chain.
+/// analysis says; `None`: it was not, or `c` is no search chain. `job`: the chain is a run of
+/// that job, and the analysis's label is its sources' in that job.
 pub fn raised(
     r: &Rewritten,
     c: &Chain,
     o: &super::compare::Outcome,
     analysis: &FlowsReport,
+    job: Option<&JobName>,
 ) -> Option<String> {
     let (Some(grant), true) = (o.grants().0, is(c)) else {
         return None;
@@ -298,7 +333,7 @@ pub fn raised(
     let mut named = analysis
         .sources
         .iter()
-        .filter(|s| s.job.is_none() && s.source.grant.as_deref() == Some(grant))
+        .filter(|s| s.job.as_ref() == job && s.source.grant.as_deref() == Some(grant))
         .peekable();
     // No label of the analysis's for the grant: nothing to be above.
     named.peek()?;

@@ -239,7 +239,7 @@ fn a_search_raised_above_the_analysis_is_set_aside() {
             untrusted: true,
         }],
     };
-    let raised = |o, report: &FlowsReport| search_source::raised(&r, &c, &o, report);
+    let raised = |o, report: &FlowsReport| search_source::raised(&r, &c, &o, report, None);
     assert_eq!(raised(outcome(DataClass::Private), &report), None);
     let why = raised(outcome(DataClass::Secret), &report).expect("raised");
     assert!(
@@ -274,4 +274,95 @@ fn a_search_raised_above_the_analysis_is_set_aside() {
     other.n += 100;
     let (l, said) = level(&[(other, outcome(DataClass::Private))], &aside);
     assert_eq!(l, "Fail", "{said}");
+}
+
+/// A job's searches are its first chains (the lower-labelled tool's first), each sent to
+/// every sink of the job and driving each of its writes; a job's search of the logs is
+/// played only when an ordinary session may say its words (its grant said `not tried`
+/// otherwise), and the ordinary rules say them for the job's chains too.
+#[test]
+fn a_jobs_searches_are_its_first_chains() {
+    use super::jobs::{self, DELIVER};
+    let mut r = super::jobs_tests::rewritten();
+    let job = "job = \"brief\"\n";
+    r.jobs
+        .insert("brief-notes-search".into(), search("note_search", job));
+    r.jobs
+        .insert("brief-logs-search".into(), search("session_search", job));
+    let config = super::jobs_tests::config_jobs();
+    let brief = |r: &super::rewrite::Rewritten| {
+        jobs::plan(r, &config, 4321, "n0", 1, false)
+            .into_iter()
+            .filter(|j| j.job.as_str() == "brief")
+            .map(|j| j.chain)
+            .collect::<Vec<Chain>>()
+    };
+    let sent = |plan: &[Chain]| -> Vec<(&str, &str)> {
+        plan.iter()
+            .take_while(|c| search_source::is(c))
+            .map(|c| (c.source.tool, c.sink.tool))
+            .collect()
+    };
+    let alone = brief(&r);
+    assert_eq!(
+        sent(&alone),
+        [("note_search", "http_fetch"), ("note_search", DELIVER)]
+    );
+    assert!(
+        alone[2..].iter().all(|c| !search_source::is(c)),
+        "{alone:#?}"
+    );
+    let left = search_source::unplayed(&r);
+    assert!(
+        left.iter().any(|l| l.grant == "brief-logs-search"
+            && l.scope == Scope::Source
+            && l.why
+                .contains("ordinary session search the logs without asking")),
+        "{left:#?}"
+    );
+    assert!(!left.iter().any(|l| l.grant == "brief-notes-search"));
+    // An ordinary search of the logs that runs freely: the job's is played too, after the
+    // notes' (both private), and the session saying its words is an ordinary one.
+    r.grants
+        .insert("logs-search".into(), search("session_search", ""));
+    let both = brief(&r);
+    assert_eq!(
+        sent(&both),
+        [
+            ("note_search", "http_fetch"),
+            ("note_search", DELIVER),
+            ("session_search", "http_fetch"),
+            ("session_search", DELIVER)
+        ]
+    );
+    assert!(search_source::unplayed(&r).is_empty());
+    let n = both.iter().map(|c| c.n);
+    assert!(n.clone().zip(n.skip(1)).all(|(a, b)| a < b), "{both:#?}");
+    let plan = jobs::plan(&r, &config, 4321, "n0", 1, false);
+    let rules = jobs::rules(&plan);
+    let said = |c: &Chain| {
+        let tag = format!("[bxhostile chain {} words]", c.n);
+        rules.iter().any(|rule| rule.when.user_contains == tag)
+    };
+    assert!(both[2..4].iter().all(said));
+    assert!(!said(&both[0]));
+    // A write of the job's: each search drives it, before the job's other chains.
+    r.jobs.insert(
+        "brief-drafts".into(),
+        grant(
+            "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"private\"\njob = \"brief\"\n\
+             [constraints]\npaths = [\"/s/tree/srv/drafts\"]\n",
+        ),
+    );
+    r.job_paths.insert(
+        "/srv/drafts".into(),
+        (std::path::PathBuf::from("/s/tree/srv/drafts"), false),
+    );
+    let written = brief(&r);
+    let firsts = sent(&written);
+    assert!(
+        firsts.contains(&("note_search", "write_file"))
+            && firsts.contains(&("session_search", "write_file")),
+        "{firsts:?}"
+    );
 }

@@ -141,7 +141,7 @@ pub fn from_results(r: &Rewritten, reads: &[Source], nonce: &str, chains: &mut V
         .collect();
     sources.push(Planted::Note(r.grants.values().collect()));
     sources.push(Planted::List(r));
-    sources.extend(["note_search", "session_search"].map(|tool| Planted::Search(r, tool)));
+    sources.extend(["note_search", "session_search"].map(|tool| Planted::Search(r, tool, None)));
     sources.extend(super::run_source::outputs(r).map(Planted::Source));
     let written =
         super::write_source::grants(&r.grants).filter(|(_, g)| super::write_source::plays(g));
@@ -173,8 +173,9 @@ pub(super) enum Planted<'a> {
     /// of these lists them.
     List(&'a Rewritten),
     /// A search of the notes or the logs (the tool) for words of the chain's own, which hold
-    /// its token (`search_source`), when a grant of these makes it.
-    Search(&'a Rewritten, &'static str),
+    /// its token (`search_source`), when a grant of these makes it (in a run of the job, when
+    /// one is named).
+    Search(&'a Rewritten, &'static str, Option<&'a proto::JobName>),
     /// A write or edit grant's result in a granted directory (the owner's path, the
     /// shadow's), in a file of the chain's own (`write_source`).
     Write(&'a Grant, &'a str, String),
@@ -193,8 +194,8 @@ impl Planted<'_> {
                 super::note_source::list_source(r, n, nonce, false)?,
                 canary(nonce, n),
             )),
-            Self::Search(r, tool) => Some((
-                super::search_source::source(r, tool, n, false)?,
+            Self::Search(r, tool, job) => Some((
+                super::search_source::source(r, tool, n, false, *job)?,
                 canary(nonce, n),
             )),
             Self::Write(g, owner, dir) => {
