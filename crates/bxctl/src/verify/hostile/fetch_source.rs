@@ -35,15 +35,15 @@ pub fn is(c: &Chain) -> bool {
         && c.source.path.ends_with(&path(c.n))
 }
 
-/// The fetch sources of the shadow's grants: each host of each allowing `http_fetch` grant
-/// of an ordinary session whose results are above public and which names no patterns, with
-/// its grant.
-fn sources(r: &Rewritten) -> Vec<(String, String)> {
+/// The fetch sources of `grants`: each host of each allowing `http_fetch` grant whose
+/// results are above public and which names no patterns, with its grant.
+pub fn sources<'a>(
+    grants: impl IntoIterator<Item = (&'a String, &'a proto::Grant)>,
+) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for (id, g) in &r.grants {
+    for (id, g) in grants {
         if g.tool != "http_fetch"
             || g.mode == proto::Mode::Deny
-            || g.job.is_some()
             || g.result_class == proto::DataClass::Public
             || !g.constraints.patterns.is_empty()
         {
@@ -54,19 +54,29 @@ fn sources(r: &Rewritten) -> Vec<(String, String)> {
     out
 }
 
-/// Adds a chain from each fetch source to each of `targets` but its own host (a fetch back
-/// to where the data came from is no flow), look-alikes left out; numbered after `chains`.
+/// Whether `t` is the fetch source `(grant, entry)`'s own host: a fetch back to where the
+/// data came from is no flow.
+pub fn own(t: &Target, (grant, entry): (&str, &str)) -> bool {
+    t.tool == "http_fetch" && t.grant == grant && t.entry == entry
+}
+
+/// Chain `n`'s fetch from `entry`, whose path the sink answers with the chain's canary.
+pub fn source(entry: &str, port: u16, n: usize) -> Source {
+    Source {
+        tool: "http_fetch",
+        owner: entry.to_owned(),
+        path: format!("http://{}:{port}{}", host_of(entry), path(n)),
+    }
+}
+
+/// Adds a chain from each fetch source of an ordinary session to each of `targets` but its
+/// own host, look-alikes left out; numbered after `chains`.
 pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &mut Vec<Chain>) {
-    for (grant, entry) in sources(r) {
-        let own = |t: &Target| t.tool == "http_fetch" && t.grant == grant && t.entry == entry;
+    for (grant, entry) in sources(r.grants.iter().filter(|(_, g)| g.job.is_none())) {
+        let own = |t: &Target| own(t, (&grant, &entry));
         for sink in targets.iter().filter(|t| t.lookalike.is_none() && !own(t)) {
             let n = chains.len() + 1;
-            let source = Source {
-                tool: "http_fetch",
-                owner: entry.clone(),
-                path: format!("http://{}:{port}{}", host_of(&entry), path(n)),
-            };
-            chains.push(Chain::send(n, source, sink, port, nonce));
+            chains.push(Chain::send(n, source(&entry, port, n), sink, port, nonce));
         }
     }
 }

@@ -213,6 +213,18 @@ pub fn plan(
             };
             out.push(sent(&job.name, n, source, sink, canary, port));
         }
+        // A fetch from each host of the job's fetch grants labelling its answer above public
+        // (the sink answering the chain's path with its canary), to each of the job's sinks
+        // but its own host and the delivery (played above, `fetch_source`).
+        for (grant, entry) in super::fetch_source::sources(mine.iter().copied()) {
+            let own = |t: &Target| super::fetch_source::own(t, (&grant, &entry));
+            for sink in targets.iter().filter(|t| t.tool != DELIVER && !own(t)) {
+                let n = first + out.len();
+                let source = super::fetch_source::source(&entry, port, n);
+                let canary = chains::canary(nonce, n);
+                out.push(sent(&job.name, n, source, sink, canary, port));
+            }
+        }
         // A note of the chain's own, read by a grant of the job's that labels it private or
         // secret, to each of the job's sinks (`note_source`; its note planted with the
         // ordinary chains').

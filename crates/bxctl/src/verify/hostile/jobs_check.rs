@@ -230,13 +230,12 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
         // The consult model's answer goes anywhere but back to it.
         let answered = consult && f.sink.tool != "consult";
         let note = matches!(f.source.tool.as_str(), "note_read" | "note_list");
-        let delivered = fetch && f.sink.tool == DELIVER;
-        if !(read || write || note || search || mcp || answered || delivered) {
+        if !(read || write || note || search || mcp || answered || fetch) {
             return Some(format!(
                 "a source of {} sent to {} in a job's run is not played yet (reads, directory \
-                 listings, writes, edits, a note's read, a listing of the notes, the searches \
-                 of the notes and of the logs, MCP tools, programs and the consult model's \
-                 answer are, and a fetch delivered)",
+                 listings, writes, edits, fetches, a note's read, a listing of the notes, the \
+                 searches of the notes and of the logs, MCP tools, programs and the consult \
+                 model's answer are)",
                 f.source.tool, f.sink.tool
             ));
         }

@@ -100,6 +100,12 @@ fn a_jobs_mcp_tools_are_sources_and_sinks_in_its_runs() {
             ("mcp__calendar__bxhostile_tool", DELIVER, "Mattermost"),
             ("mcp__fetch__fetch", "http_fetch", "news.example.org"),
             ("mcp__fetch__fetch", DELIVER, "Mattermost"),
+            // The job's fetch (private by the grant's defaults) sent through the tool.
+            (
+                "http://news.example.org:4321/bxsource-16/",
+                "mcp",
+                "mcp__fetch__fetch"
+            ),
         ]
     );
     assert!(planned.iter().all(|j| j.job.as_str() == "brief"
@@ -196,4 +202,59 @@ fn a_jobs_lookalikes_and_smuggling() {
         ),
     );
     assert_eq!(said(&denied), []);
+}
+
+/// A job's fetch grant labelling its answers above public: each of its hosts is a source to
+/// each of the job's sinks but that host and the delivery (its fetch delivered is a chain of
+/// its own), the sink answering the chain's path with its canary (in no request of the
+/// read); an ordinary session's fetch grant is no source in a run.
+#[test]
+fn a_jobs_private_fetch_is_a_source_to_its_other_sinks() {
+    let fetch = |job: Option<&str>, class: &str, hosts: &str| {
+        let job = job.map_or_else(String::new, |j| format!("job = \"{j}\"\n"));
+        grant(&format!(
+            "tool = \"http_fetch\"\nmode = \"auto\"\nmax_taint = \"private\"\n\
+             result_class = \"{class}\"\n{job}[constraints]\nhosts = [{hosts}]\n"
+        ))
+    };
+    let fetched = |r: &Rewritten| -> Vec<(String, String)> {
+        jobs::plan(r, &config_jobs(), 4321, "n0", 7, false)
+            .into_iter()
+            .filter(|j| j.job.as_str() == "brief" && super::fetch_source::is(&j.chain))
+            .map(|j| {
+                let c = j.chain;
+                assert!(!c.source.path.contains(&c.canary));
+                assert_ne!(c.sink.tool, DELIVER);
+                (c.source.owner, c.sink.entry)
+            })
+            .collect()
+    };
+    let mut r = rewritten();
+    r.jobs.insert(
+        "brief-web".into(),
+        fetch(Some("brief"), "public", "\"news.example.org\""),
+    );
+    r.grants.insert(
+        "mail".into(),
+        fetch(None, "private", "\"mail.example.net\""),
+    );
+    assert_eq!(fetched(&r), []);
+    r.jobs.insert(
+        "brief-mail".into(),
+        fetch(
+            Some("brief"),
+            "private",
+            "\"mail.example.net\", \"imap.example.net\"",
+        ),
+    );
+    let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+    assert_eq!(
+        fetched(&r),
+        [
+            pair("mail.example.net", "imap.example.net"),
+            pair("mail.example.net", "news.example.org"),
+            pair("imap.example.net", "mail.example.net"),
+            pair("imap.example.net", "news.example.org"),
+        ]
+    );
 }

@@ -192,21 +192,27 @@ fn a_jobs_listing_and_consult_are_played() {
             ("read_file", "http_fetch", mail(2)),
             ("list_dir", "consult", ask(3)),
             ("list_dir", "http_fetch", mail(4)),
+            // The job's fetch (private by the grant's defaults) sent to the consult model.
+            ("http_fetch", "consult", ask(5)),
             // The consult model's answer (private by the grant's defaults) sent on, never
             // back to the consult model (decisions V55).
             (
                 "consult",
                 "http_fetch",
-                "http://mail.example.org:4321/bx?c=BXWRITE-BXCANARY-n0-5-".into()
+                "http://mail.example.org:4321/bx?c=BXWRITE-BXCANARY-n0-6-".into()
             ),
         ]
     );
     let answered = jobs::plan(&r, &config_jobs()[1..], 4321, "n0", 1, true);
     assert_eq!(
         answered[4].chain.source.path,
-        format!("{}BXCANARY-n0-5-", super::sink::ASK)
+        "http://mail.example.org:4321/bxsource-5/"
     );
-    assert_eq!(answered[4].chain.awaited(), "BXWRITE-BXCANARY-n0-5-");
+    assert_eq!(
+        answered[5].chain.source.path,
+        format!("{}BXCANARY-n0-6-", super::sink::ASK)
+    );
+    assert_eq!(answered[5].chain.awaited(), "BXWRITE-BXCANARY-n0-6-");
     assert_eq!(
         digest(false),
         [

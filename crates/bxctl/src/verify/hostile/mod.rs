@@ -221,6 +221,8 @@ fn run(
     let first = chains.len() + 1;
     let mut job_chains = jobs::plan(&r, &config.jobs, sink.addr.port(), &nonce, first, consult);
     mcp_args::carry(&r, job_chains.iter_mut().map(|j| &mut j.chain));
+    let job_fetches: Vec<chains::Chain> = job_chains.iter().map(|j| j.chain.clone()).collect();
+    fetch_source::register(&sink, &job_fetches);
     // The ordinary chains and the job chains', for what both plant and stand in for.
     let all: Vec<chains::Chain> = chains
         .iter()
