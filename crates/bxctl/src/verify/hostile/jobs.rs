@@ -172,15 +172,22 @@ pub fn plan(
             }
         }
         // A listing of the notes, holding a note named by the chain's canary, by a grant of
-        // the job's that labels it above public, to each of the job's sinks (`note_source`):
-        // after its searches, as their runs are played before every run that may write a
-        // note (`play`).
+        // the job's that labels it above public, to each of the job's sinks (`note_source`),
+        // then by any allowing one driving each write: after its searches, as their runs
+        // are played before every run that may write a note (`play`).
         for sink in &targets {
             let n = first + out.len();
             let grants = mine.iter().map(|(_, g)| *g);
             if let Some(source) = super::note_source::list_source_of(grants, n, nonce, true) {
                 let canary = chains::canary(nonce, n);
                 out.push(sent(&job.name, n, source, sink, canary, port));
+            }
+        }
+        let listed = Planted::List(mine.iter().map(|(_, g)| *g).collect());
+        for w in &writes {
+            let n = first + out.len();
+            if let Some((source, token)) = listed.of(n, nonce) {
+                out.extend(w.chain(n, source, &token, &r.jobs).map(of_job));
             }
         }
         let mut pairs: Vec<(Option<&Source>, &Target, &Target)> = Vec::new();

@@ -147,6 +147,33 @@ fn a_jobs_listing_of_the_notes_is_a_source_first_in_its_runs() {
         assert_eq!(j.chain.source.path, j.chain.canary);
         assert_eq!(j.chain.awaited(), j.chain.canary);
     }
+    // With a write of the job's, the listing drives it too, among the listings (its note
+    // named by the chain's token, which the file must hold once written).
+    r.jobs.insert(
+        "brief-drafts".into(),
+        grant(
+            "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"private\"\njob = \"brief\"\n\
+             [constraints]\npaths = [\"/s/tree/srv/drafts\"]\n",
+        ),
+    );
+    r.job_paths.insert(
+        "/srv/drafts".into(),
+        (std::path::PathBuf::from("/s/tree/srv/drafts"), false),
+    );
+    let planned = jobs::plan(&r, &config_jobs(), 4321, "n0", 7, false);
+    let listed: Vec<(usize, &str)> = planned
+        .iter()
+        .filter(|j| j.job.as_str() == "brief")
+        .take_while(|j| super::note_source::is_list(&j.chain))
+        .map(|j| (j.chain.n, j.chain.sink.tool))
+        .collect();
+    assert_eq!(listed, [(7, "http_fetch"), (8, DELIVER), (9, "write_file")]);
+    let written = &planned[2].chain;
+    assert_eq!(written.awaited(), written.source.path);
+    assert_eq!(
+        written.canary,
+        format!("{}{}", super::sink::WRITE, written.awaited())
+    );
 }
 
 /// From each job's first read that runs without asking, after every job's other chains: a

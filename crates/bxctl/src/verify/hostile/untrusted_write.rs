@@ -140,7 +140,7 @@ pub fn from_results(r: &Rewritten, reads: &[Source], nonce: &str, chains: &mut V
         .map(|s| Planted::Source(s.clone()))
         .collect();
     sources.push(Planted::Note(r.grants.values().collect()));
-    sources.push(Planted::List(r));
+    sources.push(Planted::List(r.grants.values().collect()));
     sources.extend(["note_search", "session_search"].map(|tool| Planted::Search(r, tool, None)));
     sources.extend(super::run_source::outputs(r).map(Planted::Source));
     let written =
@@ -171,7 +171,7 @@ pub(super) enum Planted<'a> {
     Note(Vec<&'a Grant>),
     /// A listing of the notes, one named by the chain's token (`note_source`), when a grant
     /// of these lists them.
-    List(&'a Rewritten),
+    List(Vec<&'a Grant>),
     /// A search of the notes or the logs (the tool) for words of the chain's own, which hold
     /// its token (`search_source`), when a grant of these makes it (in a run of the job, when
     /// one is named).
@@ -190,8 +190,8 @@ impl Planted<'_> {
                 super::note_source::source_of(grants.iter().copied(), n, false)?,
                 canary(nonce, n),
             )),
-            Self::List(r) => Some((
-                super::note_source::list_source(r, n, nonce, false)?,
+            Self::List(grants) => Some((
+                super::note_source::list_source_of(grants.iter().copied(), n, nonce, false)?,
                 canary(nonce, n),
             )),
             Self::Search(r, tool, job) => Some((
