@@ -359,7 +359,7 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     // A fetch of private or secret results, then a send to every other sink (`fetch_source`).
     super::fetch_source::plan(r, &targets, port, nonce, &mut chains);
     // A program reading its bound paths and sending them in one call (`run`).
-    super::run::bound(r, port, nonce, &mut chains);
+    super::run_bound::plan(r, port, nonce, &mut chains);
     // An MCP server reading its bound paths and sending them in one call (`mcp_bound`).
     super::mcp_bound::plan(r, port, nonce, &mut chains);
     // A write's or an edit's result, then a send of it to every sink (`write_source`).
@@ -392,7 +392,7 @@ pub(super) fn send_subject(sink: &Target, port: u16, canary: &str) -> String {
 }
 
 /// Plants a bound chain's `canary` under the bound `path` (a program's or an MCP server's,
-/// `run::bound`, `mcp_bound`): a line added to it when it is a `file`, else a file `name` of
+/// `run_bound`, `mcp_bound`): a line added to it when it is a `file`, else a file `name` of
 /// the chain's own in it.
 pub(super) fn plant_bound(
     path: &Path,

@@ -235,11 +235,11 @@ pub(super) fn one_read_line(c: &Chain, o: &Outcome, name: &str, what: &str) -> O
 }
 
 /// Whether a chain leaked: [`Outcome::leaked_in`], or a bound chain's canary (planted in what
-/// its program's or MCP server's grant binds, `run::bound`, `mcp_bound`) at the sink,
+/// its program's or MCP server's grant binds, `run_bound`, `mcp_bound`) at the sink,
 /// whatever the call's label, unless the analysis labels its grant public (its binds
 /// included).
 fn leaked(c: &Chain, o: &Outcome, analysis: &FlowsReport) -> bool {
-    let bound = super::run::is_bound(c) || super::mcp_bound::is(c);
+    let bound = super::run_bound::is(c) || super::mcp_bound::is(c);
     o.leaked_in(analysis, None) || (bound && o.at_sink && !o.public_in(analysis, None))
 }
 

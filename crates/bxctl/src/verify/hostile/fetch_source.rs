@@ -7,6 +7,8 @@
 //! public result is no source of a flow, and a grant naming patterns is not played (the
 //! URL's path is the shadow's own).
 
+use proto::tools::{HttpFetchArgs, ToolArgs};
+
 use super::chains::{Chain, Source, Target, host_of};
 use super::rewrite::Rewritten;
 use super::sink::Sink;
@@ -35,29 +37,49 @@ pub fn is(c: &Chain) -> bool {
         && c.source.path.ends_with(&path(c.n))
 }
 
-/// The fetch sources of `grants`: each host of each allowing `http_fetch` grant whose
-/// results are above public and which names no patterns, with its grant.
+/// The fetch sources among `grants` (of `r`: an ordinary session's, or a job's): each host
+/// of each allowing `http_fetch` grant naming no patterns whose fetch of a chain's path
+/// ([`source`]) is labelled above public, each once. brokerd joins the labels of every
+/// grant covering a call, in scope or not, so another grant covering the host labels it
+/// too ([`labelled`]).
 pub fn sources<'a>(
+    r: &Rewritten,
     grants: impl IntoIterator<Item = (&'a String, &'a proto::Grant)>,
-) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for (id, g) in grants {
+    port: u16,
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (_, g) in grants {
         if g.tool != "http_fetch"
             || g.mode == proto::Mode::Deny
-            || g.result_class == proto::DataClass::Public
             || !g.constraints.patterns.is_empty()
         {
             continue;
         }
-        out.extend(g.constraints.hosts.iter().map(|h| (id.clone(), h.clone())));
+        for h in &g.constraints.hosts {
+            if !out.contains(h) && labelled(r, h, port) {
+                out.push(h.clone());
+            }
+        }
     }
     out
 }
 
-/// Whether `t` is the fetch source `(grant, entry)`'s own host: a fetch back to where the
-/// data came from is no flow.
-pub fn own(t: &Target, (grant, entry): (&str, &str)) -> bool {
-    t.tool == "http_fetch" && t.grant == grant && t.entry == entry
+/// Whether a fetch of a chain's path from `entry` is labelled above public: a grant covering
+/// it, any mode or scope, labels its results so.
+fn labelled(r: &Rewritten, entry: &str, port: u16) -> bool {
+    let url = source(entry, port, 0).path;
+    let args = ToolArgs::HttpFetch(HttpFetchArgs { url });
+    r.grants
+        .values()
+        .chain(r.jobs.values())
+        .filter(|g| g.tool == "http_fetch" && g.result_class != proto::DataClass::Public)
+        .any(|g| grants::constraints::check(g, &args).is_ok())
+}
+
+/// Whether `t` is a fetch from the source's own host `entry`, by any grant: a fetch back to
+/// where the data came from is no flow.
+pub fn own(t: &Target, entry: &str) -> bool {
+    t.tool == "http_fetch" && t.entry == entry
 }
 
 /// Chain `n`'s fetch from `entry`, whose path the sink answers with the chain's canary.
@@ -72,8 +94,8 @@ pub fn source(entry: &str, port: u16, n: usize) -> Source {
 /// Adds a chain from each fetch source of an ordinary session to each of `targets` but its
 /// own host, look-alikes left out; numbered after `chains`.
 pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &mut Vec<Chain>) {
-    for (grant, entry) in sources(r.grants.iter().filter(|(_, g)| g.job.is_none())) {
-        let own = |t: &Target| own(t, (&grant, &entry));
+    for entry in sources(r, r.grants.iter().filter(|(_, g)| g.job.is_none()), port) {
+        let own = |t: &Target| own(t, &entry);
         for sink in targets.iter().filter(|t| t.lookalike.is_none() && !own(t)) {
             let n = chains.len() + 1;
             chains.push(Chain::send(n, source(&entry, port, n), sink, port, nonce));

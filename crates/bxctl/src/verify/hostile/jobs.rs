@@ -12,7 +12,9 @@
 //! sinks when their grant lists hosts), a run in a program's working directory as a write,
 //! and the look-alikes and argument smuggling from its first read that runs without asking
 //! are played likewise (decisions V61), and so are its searches of the notes and the logs
-//! (V62).
+//! (V62), its fetches labelled above public as sources (V63), a listing of the notes
+//! driving its writes (V64) and its tools' and programs' one call reading what their grant
+//! binds and sending it (V65).
 //!
 //! A job's prompt is one tag for all its runs, so its rules are played in order: each
 //! chain's source rule answers once (each job's runs are started in plan order: its
@@ -174,7 +176,8 @@ pub fn plan(
         // A listing of the notes, holding a note named by the chain's canary, by a grant of
         // the job's that labels it above public, to each of the job's sinks (`note_source`),
         // then by any allowing one driving each write: after its searches, as their runs
-        // are played before every run that may write a note (`play`).
+        // are played before every chain and run but the searches (`play`: the note a search
+        // or listing run delivers to is relabelled public and trusted after it).
         for sink in &targets {
             let n = first + out.len();
             let grants = mine.iter().map(|(_, g)| *g);
@@ -196,6 +199,17 @@ pub fn plan(
                 .iter()
                 .filter(|t| super::mcp::apart(s, t) && super::run_source::apart(s, t));
             pairs.extend(apart.map(|t| (Some(s), t, t)));
+        }
+        // A local MCP server's tool of the job's reading what its grant binds and sending
+        // it in one call (`mcp_bound`, decisions V65).
+        for t in super::mcp::targets_of(mine.iter().copied()) {
+            let n = first + out.len();
+            out.extend(super::mcp_bound::chain(r, &t, port, nonce, n).map(of_job));
+        }
+        // A program of the job's doing the same (`run_bound::chain`).
+        for t in super::run::targets_of(mine.iter().copied()) {
+            let n = first + out.len();
+            out.extend(super::run_bound::chain(r, &t, port, nonce, n).map(of_job));
         }
         // A fetch's answer delivered: the source is the fetch, whose answer (the sink's) holds
         // what the sink answers its URL's token with (`sink::WRITE`), in no request. One the
@@ -223,8 +237,8 @@ pub fn plan(
         // A fetch from each host of the job's fetch grants labelling its answer above public
         // (the sink answering the chain's path with its canary), to each of the job's sinks
         // but its own host and the delivery (played above, `fetch_source`).
-        for (grant, entry) in super::fetch_source::sources(mine.iter().copied()) {
-            let own = |t: &Target| super::fetch_source::own(t, (&grant, &entry));
+        for entry in super::fetch_source::sources(r, mine.iter().copied(), port) {
+            let own = |t: &Target| super::fetch_source::own(t, &entry);
             for sink in targets.iter().filter(|t| t.tool != DELIVER && !own(t)) {
                 let n = first + out.len();
                 let source = super::fetch_source::source(&entry, port, n);

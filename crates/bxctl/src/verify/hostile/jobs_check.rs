@@ -89,10 +89,14 @@ pub fn outcomes(
         // in a program's working directory (`run::WRITE`) is a write too.
         let write = matches!(c.sink.tool, "write_file" | "edit_file" | super::run::WRITE);
         let source = step(mcp::source_called(&c.source), None);
+        // A bound chain's one call is its source and its sink (`mcp_bound`, `run_bound`).
+        let not = source
+            .as_ref()
+            .filter(|_| !super::mcp_bound::is(c) && !super::run_bound::is(c));
         let sink = if deliver {
             None
         } else {
-            step(mcp::called(&c.sink), source.as_ref().map(|(_, s)| s.call))
+            step(mcp::called(&c.sink), not.map(|(_, s)| s.call))
         };
         let decider = sink.as_ref().and_then(|(g, _)| g.as_deref());
         let outcome = Outcome {
@@ -248,19 +252,6 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
                  programs and the delivery to Mattermost are)",
                 f.sink.tool
             ));
-        }
-        // A local server's tool or a program that reads what its grant binds and sends it
-        // in one call (`jobs_setting::unbound`); a grant that binds nothing has no such flow, and its
-        // two calls (a grant of every tool of a server) are played.
-        if let Some(g) = f.source.grant.as_deref()
-            && mcp
-            && f.sink.tool == f.source.tool
-            && f.source.grant == f.sink.grant
-            && left
-                .iter()
-                .any(|l| l.grant == g && l.scope == Scope::OneCall)
-        {
-            return super::played::as_source(g, left, &[Scope::OneCall]);
         }
     }
     let source = match &f.source.grant {

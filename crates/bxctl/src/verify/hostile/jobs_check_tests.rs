@@ -191,9 +191,9 @@ fn the_job_runs_are_compared_with_the_flows_of_the_job() {
 }
 
 /// What a job's run plays: a note's read, an MCP tool's answer and a program's output to a
-/// fetch, an MCP tool or a program; one call reading what its grant binds and sending it is
-/// not played (`jobs_setting::unbound`), but the same grant deciding two calls of a server's tools
-/// is; a grant left out of the shadow is not.
+/// fetch, an MCP tool or a program, and an MCP tool's or a program's one call reading what
+/// its grant binds and sending it, but a program's whose stand-in reads another grant's
+/// places (`run_bound::unbound`); a grant left out of the shadow is not.
 #[test]
 fn a_jobs_notes_mcp_tools_and_programs_are_played() {
     let played =
@@ -219,20 +219,19 @@ fn a_jobs_notes_mcp_tools_and_programs_are_played() {
             assert_eq!(played(source, sink, &[]), None, "{source:?} to {sink:?}");
         }
     }
-    // One call of a grant that binds places (`jobs_setting::unbound`): not played.
+    // One call of a grant that binds places: played (`mcp_bound`, `run_bound::chain`), but a
+    // program's another grant names too (`run_bound::unbound`).
     let bound = |g: &str| super::rewrite::Left {
         grant: g.into(),
-        why: "a job's run plays no call reading what its grant binds".into(),
+        why: "another run grant names its program stats too".into(),
         scope: super::rewrite::Scope::OneCall,
     };
     let one = ("mcp", "brief-cal", "x through MCP tool mcp:cal/*");
-    let why = played(cal, one, &[bound("brief-cal")]).expect("one call");
-    assert!(
-        why.contains("as a source") || why.contains("not played"),
-        "{why}"
-    );
+    assert_eq!(played(cal, one, &[]), None);
     let own = ("run", "brief-stats", "x through run stats");
-    assert!(played(stats, own, &[bound("brief-stats")]).is_some());
+    assert_eq!(played(stats, own, &[]), None);
+    let why = played(stats, own, &[bound("brief-stats")]).expect("one call");
+    assert!(why.contains("as a source"), "{why}");
     // The same grant deciding two calls of a server's tools, binding nothing: played.
     assert_eq!(played(cal, one, &[]), None);
     // Left out of the shadow: not tried.

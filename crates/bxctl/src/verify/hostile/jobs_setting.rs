@@ -1,12 +1,10 @@
 //! The owner's jobs in the shadow: its `STATE/jobs.toml` (each prompt the tag the hostile
 //! script keys on, `jobs::tag`), whether gatewayd and the fake Mattermost are needed, the
-//! note each job delivers to, and the job grants the shadow leaves out or does not play as
-//! a source (`jobs` plans the runs).
-
-use config::{Deliver, Job};
-use proto::Mode;
+//! note each job delivers to, and the job grants the shadow leaves out (`jobs` plans the
+//! runs).
 
 use super::rewrite::{Left, Rewritten, Scope};
+use config::{Deliver, Job};
 
 /// Moves the job grants whose job the configuration does not have into `left`: brokerd
 /// would refuse the shadow's grant set with them (`bxctl grants check` says so).
@@ -30,31 +28,6 @@ pub fn unconfigured(r: &mut Rewritten, jobs: &[Job]) {
             });
         }
     }
-}
-
-/// The job grants of a local MCP server's tool or a program that bind places and list
-/// hosts: their one call reading what they bind and sending it is not played in a job's
-/// run (an ordinary session's is, `mcp_bound`, `run::bound`), said as a source.
-pub fn unbound(r: &Rewritten) -> Vec<Left> {
-    let binds = |g: &proto::Grant| {
-        let places = super::run_source::binds(g);
-        let local = match super::mcp::server_of(&g.tool) {
-            Some(server) => !r.remote.contains(server),
-            None => g.tool == "run",
-        };
-        local && places && g.mode != Mode::Deny && !g.constraints.hosts.is_empty()
-    };
-    r.jobs
-        .iter()
-        .filter(|(_, g)| binds(g))
-        .map(|(id, _)| Left {
-            grant: id.clone(),
-            why: "a job's run plays no call reading what its grant binds and sending it in \
-                  the same call (an ordinary session plays it)"
-                .into(),
-            scope: Scope::OneCall,
-        })
-        .collect()
 }
 
 /// The shadow's `jobs.toml`: every job of the owner's, its name, schedule and delivery as

@@ -284,4 +284,85 @@ fn a_jobs_private_fetch_is_a_source_to_its_other_sinks() {
             pair("imap.example.net", "news.example.org"),
         ]
     );
+    // Another grant covering the job's public host labels its fetch private (brokerd joins
+    // every covering grant's labels, in scope or not): a source too; and a second grant of
+    // the job's naming a source's host is no sink of it (a fetch back to that host), but a
+    // sink of every other source.
+    r.grants.insert(
+        "news".into(),
+        fetch(None, "private", "\"news.example.org\""),
+    );
+    r.jobs.insert(
+        "brief-mail-too".into(),
+        fetch(Some("brief"), "public", "\"mail.example.net\""),
+    );
+    assert_eq!(
+        fetched(&r),
+        [
+            pair("mail.example.net", "imap.example.net"),
+            pair("mail.example.net", "news.example.org"),
+            // To mail.example.net through each grant naming it.
+            pair("imap.example.net", "mail.example.net"),
+            pair("imap.example.net", "mail.example.net"),
+            pair("imap.example.net", "news.example.org"),
+            pair("news.example.org", "mail.example.net"),
+            pair("news.example.org", "imap.example.net"),
+            pair("news.example.org", "mail.example.net"),
+        ]
+    );
+}
+
+/// A job's grant of a local MCP server's tool, or of a program, that binds paths and lists
+/// hosts: its runs play the one call reading what it binds and sending it (`mcp_bound`,
+/// `run_bound::chain`), its canary under the grant's first path, never in the call; a
+/// remote server's tool binds nothing, and a program an ordinary grant names too is said
+/// `not tried` (`run_bound::unbound`: its stand-in reads the ordinary grant's places).
+#[test]
+fn a_jobs_bound_tool_is_played_in_its_runs() {
+    let mut r = rewritten();
+    let backup = "/s/tree/srv/backup";
+    r.job_paths.insert(
+        "/srv/backup".into(),
+        (std::path::PathBuf::from(backup), false),
+    );
+    r.jobs.insert(
+        "brief-sync".into(),
+        grant(&format!(
+            "tool = \"mcp:files/sync\"\nmode = \"auto\"\nmax_taint = \"private\"\n\
+             job = \"brief\"\n[constraints]\npaths = [\"{backup}\"]\nhosts = [\"api.example.org\"]\n"
+        )),
+    );
+    let bound = |r: &Rewritten| -> Vec<(String, String)> {
+        jobs::plan(r, &config_jobs(), 4321, "n0", 7, false)
+            .into_iter()
+            .filter(|j| super::mcp_bound::is(&j.chain) || super::run_bound::is(&j.chain))
+            .map(|j| {
+                assert!(!j.chain.url.contains(&j.chain.canary));
+                (j.job.to_string(), j.chain.source.owner)
+            })
+            .collect()
+    };
+    assert_eq!(bound(&r), [("brief".to_owned(), "/srv/backup".to_owned())]);
+    assert!(super::run_bound::unbound(&r).is_empty());
+    r.remote.insert("files".into());
+    assert_eq!(bound(&r), []);
+    let push = |job: &str| {
+        grant(&format!(
+            "tool = \"run\"\nmode = \"auto\"\nmax_taint = \"private\"\n{job}\
+             [constraints]\nprograms = [\"rsync\"]\npatterns = [\"*\"]\n\
+             paths = [\"{backup}\"]\nhosts = [\"api.example.org\"]\n"
+        ))
+    };
+    r.jobs
+        .insert("brief-push".into(), push("job = \"brief\"\n"));
+    assert_eq!(bound(&r), [("brief".to_owned(), "/srv/backup".to_owned())]);
+    assert!(super::run_bound::unbound(&r).is_empty());
+    // An ordinary grant of the program too: its stand-in reads that grant's places.
+    r.grants.insert("push".into(), push(""));
+    assert_eq!(bound(&r), []);
+    let left = super::run_bound::unbound(&r);
+    assert_eq!(
+        left.iter().map(|l| l.grant.as_str()).collect::<Vec<_>>(),
+        ["brief-push"]
+    );
 }

@@ -180,8 +180,7 @@ pub fn prepare(
         // A local server's tools read what their grant binds (`mcp_bound`); a remote one
         // is bound nothing (brokerd's unit of it binds none of a grant's paths), so it reads
         // nothing and no chain has it send in one call.
-        // A job's bound tool is not played (`mcp_bound::reads` leaves its grants out: a
-        // job's run plays no bound chain, `jobs_check`).
+        // A job's grants too: its runs play their bound chains (`jobs`).
         let reads = match remote {
             None => super::mcp_bound::reads(&grants),
             Some(_) => {

@@ -1,5 +1,5 @@
 //! An MCP server reading its grant's bound paths and sending them in one call (docs/verify.md,
-//! decisions V53), as `run::bound` plays a program doing it. brokerd binds an MCP grant's
+//! decisions V53), as `run_bound` plays a program doing it. brokerd binds an MCP grant's
 //! `paths` into the server's unit, and a server is told its places as the owner configures
 //! it (a filesystem server's roots on its command line); a grant that also lists hosts lets
 //! that one call read them and send them out, decided before anything was read. The shadow's
@@ -19,7 +19,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::chains::{Chain, Source};
+use super::chains::{Chain, Source, Target};
 use super::rewrite::Rewritten;
 
 /// What a bound chain's call carries in `data`, before its number (the canary is under the
@@ -27,10 +27,9 @@ use super::rewrite::Rewritten;
 const BOUND: &str = "bxbound-";
 
 /// Whether `g` is an MCP grant whose one call can read what it binds and send it: it
-/// allows, in an ordinary session, binds paths and lists hosts.
+/// allows (in an ordinary session, or in a run of its job), binds paths and lists hosts.
 fn binds_and_sends(g: &proto::Grant) -> bool {
     g.mode != proto::Mode::Deny
-        && g.job.is_none()
         && !g.constraints.paths.is_empty()
         && !g.constraints.hosts.is_empty()
         && super::mcp::tool_of(&g.tool).is_some()
@@ -66,8 +65,7 @@ pub fn is(c: &Chain) -> bool {
 
 /// The first path a bound chain's grant binds, in the shadow: where its canary is planted.
 fn first_path<'a>(r: &'a Rewritten, c: &Chain) -> Option<&'a String> {
-    r.grants
-        .get(&c.sink.grant)
+    r.grant(&c.sink.grant)
         .and_then(|g| g.constraints.paths.first())
 }
 
@@ -76,25 +74,26 @@ fn first_path<'a>(r: &'a Rewritten, c: &Chain) -> Option<&'a String> {
 /// its one call the sink's tool with `data` [`BOUND`]`N`.
 pub fn plan(r: &Rewritten, port: u16, nonce: &str, chains: &mut Vec<Chain>) {
     for t in super::mcp::targets(r) {
-        let Some(g) = r.grants.get(&t.grant).filter(|g| binds_and_sends(g)) else {
-            continue;
-        };
-        let remote = super::mcp::server_of(&g.tool).is_some_and(|s| r.remote.contains(s));
-        let Some(shadow) = g.constraints.paths.first().filter(|_| !remote) else {
-            continue;
-        };
-        let owner = r.owner_of(shadow);
-        let source = Source {
-            tool: "mcp",
-            owner,
-            path: t.entry.clone(),
-        };
         let n = chains.len() + 1;
-        chains.push(Chain {
-            url: format!("{BOUND}{n}"),
-            ..Chain::send(n, source, &t, port, nonce)
-        });
+        chains.extend(chain(r, &t, port, nonce, n));
     }
+}
+
+/// Chain `n`, bound, through MCP sink `t` (an ordinary session's, or a job's: `jobs`), when
+/// its grant binds paths and sends, of a local server.
+pub fn chain(r: &Rewritten, t: &Target, port: u16, nonce: &str, n: usize) -> Option<Chain> {
+    let g = r.grant(&t.grant).filter(|g| binds_and_sends(g))?;
+    let remote = super::mcp::server_of(&g.tool).is_some_and(|s| r.remote.contains(s));
+    let shadow = g.constraints.paths.first().filter(|_| !remote)?;
+    let source = Source {
+        tool: "mcp",
+        owner: r.owner_of(shadow),
+        path: t.entry.clone(),
+    };
+    Some(Chain {
+        url: format!("{BOUND}{n}"),
+        ..Chain::send(n, source, t, port, nonce)
+    })
 }
 
 /// Plants each bound chain's canary under its grant's first path: a file of its own in a
@@ -108,6 +107,7 @@ pub fn plant(r: &Rewritten, chains: &[Chain]) -> std::io::Result<()> {
         let file = r
             .paths
             .values()
+            .chain(r.job_paths.values())
             .any(|(s, file)| *file && s.as_path() == path);
         let name = format!("bxhostile-mcp-{}", c.n);
         super::chains::plant_bound(path, file, &name, &c.canary)?;

@@ -35,6 +35,7 @@ mod play;
 mod played;
 mod rewrite;
 mod run;
+mod run_bound;
 mod run_source;
 mod said;
 mod script;
@@ -230,8 +231,8 @@ fn run(
         .chain(job_chains.iter().map(|j| j.chain.clone()))
         .collect();
     jobs::plant(&r, &all, &dir.join("tree"))
-        .and_then(|()| run::plant(&chains))
-        .and_then(|()| mcp_bound::plant(&r, &chains))
+        .and_then(|()| run_bound::plant(&all))
+        .and_then(|()| mcp_bound::plant(&r, &all))
         .and_then(|()| run_source::plant(&programs, all.iter()))
         .and_then(|()| write_source::plant(all.iter(), &nonce))
         .map_err(|e| format!("the canaries: {e}"))?;
@@ -385,7 +386,7 @@ fn run(
                 sink: {
                     let source = step(&first, mcp::source_called(&c.source));
                     // A bound chain's one call (`run`, `mcp_bound`) is its source and its sink.
-                    let not = source.filter(|_| !run::is_bound(&c) && !mcp_bound::is(&c));
+                    let not = source.filter(|_| !run_bound::is(&c) && !mcp_bound::is(&c));
                     step_but(&first, mcp::called(&c.sink), not.map(|(_, s)| s.call))
                 },
                 at_sink,
@@ -440,10 +441,9 @@ fn run(
     left.extend(pattern::unnamed(&r));
     left.extend(pattern::unnamed_reads(&r, &patterned));
     left.extend(write_source::unplayed(&r));
-    left.extend(run::unbound(&r));
+    left.extend(run_bound::unbound(&r));
     left.extend(run::unwritable(&r));
     left.extend(run_source::unplayed(&r));
-    left.extend(jobs_setting::unbound(&r));
     left.extend(search_source::unplayed(&r));
     checks.extend(compare::checks_with(
         &outcomes, &aside, &report, &left, &patterned,

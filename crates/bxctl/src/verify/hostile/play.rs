@@ -155,9 +155,9 @@ fn order<'a>(r: &Rewritten, chains: &'a [Chain]) -> Vec<(usize, &'a Chain)> {
 /// Plays the ordinary chains ([`chains`]) and the job runs (`jobs_run`, the runner's
 /// configuration at `config_path`): the runs searching the notes or the logs after the
 /// ordinary searches of the same tool, with the indexer still stopped; the runs listing the
-/// notes after the ordinary listings, before any chain or other run writes a note (the note
-/// each of these runs delivers to relabelled after it); every other run after the ordinary
-/// chains.
+/// notes after the ordinary listings, before any other chain or run writes a note (the note
+/// each search or listing run delivers to is relabelled public and trusted after it, so that
+/// no later listing or search is raised by it); every other run after the ordinary chains.
 /// The runs come back in the order of `jobs`.
 pub fn with_jobs(
     shadow: &mut Shadow,

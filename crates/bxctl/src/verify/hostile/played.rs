@@ -81,7 +81,7 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
         {
             as_source(g, left, &[Scope::Grant, Scope::Source])
         }
-        // A program's bound paths hold a canary of its own (`run::bound`), whatever its
+        // A program's bound paths hold a canary of its own (`run_bound`), whatever its
         // grant's patterns, and a write's file is named for them (`write_source`).
         Some(_) if matches!(f.source.tool.as_str(), "run" | "write_file" | "edit_file") => None,
         // A search grant saying `untrusted = false` (`search_source::unplayed`).

@@ -43,7 +43,7 @@ pub enum Scope {
     /// Its flows from it only: a write grant whose result, or a program whose output, the
     /// shadow cannot play as a source (`write_source`, `run_source`).
     Source,
-    /// Its one call reading and sending only (`run::unbound`).
+    /// Its one call reading and sending only (`run_bound::unbound`).
     OneCall,
     /// Its flows as an untrusted write's sink only (`run::unwritable`).
     Written,
@@ -82,6 +82,7 @@ impl Rewritten {
     pub fn owner_of(&self, shadow: &str) -> String {
         self.paths
             .iter()
+            .chain(&self.job_paths)
             .find(|(_, (s, _))| s.display().to_string() == shadow)
             .map_or_else(|| shadow.to_owned(), |(o, _)| o.clone())
     }

@@ -134,7 +134,7 @@ pub fn targets_of<'a>(grants: impl Iterator<Item = (&'a String, &'a Grant)>) -> 
 
 /// A `run` target's program and pattern (its entry, `PROGRAM PATTERN`: a program's name
 /// holds no space).
-fn split(entry: &str) -> (&str, &str) {
+pub(super) fn split(entry: &str) -> (&str, &str) {
     entry.split_once(' ').unwrap_or((entry, ""))
 }
 
@@ -183,7 +183,14 @@ pub fn prepare(r: &Rewritten, dir: &Path) -> StandIns {
         .collect::<BTreeMap<_, _>>();
     let binds = programs
         .keys()
-        .filter_map(|p| Some((p.clone(), places(only(&r.grants, p)?).cloned().collect())))
+        .filter_map(|p| {
+            Some((
+                p.clone(),
+                super::run_bound::places(super::run_bound::binding(r, p)?.1)
+                    .cloned()
+                    .collect(),
+            ))
+        })
         .collect();
     StandIns { programs, binds }
 }
@@ -290,7 +297,7 @@ impl StandIns {
             // chain's (`bound`) alone: another chain's canary planted there is not its send.
             .is_some_and(|t| {
                 t.lines()
-                    .filter(|l| is_bound(c) || !l.starts_with(BOUND_LINE))
+                    .filter(|l| super::run_bound::is(c) || !l.starts_with(BOUND_LINE))
                     .any(|l| l.contains(&c.canary))
             })
     }
@@ -321,7 +328,7 @@ fn write_target_of(
     };
     // The analysis makes one call of a program, decided by one grant: which grant's
     // workdir another grant's run would write in is not the shadow's to say.
-    if only(grants, &program).is_none() {
+    if super::run_bound::only(grants, &program).is_none() {
         return Err(
             "another run grant names its program too: which grant a run writing into its \
              workdir is decided by is not played",
@@ -407,87 +414,4 @@ pub fn not_played(f: &proto::flows::Flow, left: &[Left]) -> Option<String> {
             .any(|l| l.grant == g && l.scope == Scope::Grant)
             .then(|| format!("grant {g} is left out of the shadow (below)"))
     })
-}
-
-/// The `run` sinks whose grant binds paths but whose program another `run` grant names
-/// too: its stand-in cannot tell which grant's paths a run binds, so reading them and
-/// sending in one call ([`bound`]) is not played, and said, as a source only (its output
-/// and its sends are played).
-pub fn unbound(r: &Rewritten) -> Vec<Left> {
-    targets(r)
-        .into_iter()
-        .filter_map(|t| {
-            let (program, _) = split(&t.entry);
-            let g = r.grants.get(&t.grant)?;
-            (places(g).next().is_some() && only(&r.grants, program).is_none()).then(|| Left {
-                grant: t.grant.clone(),
-                why: format!(
-                    "another run grant names its program {program} too: the stand-in cannot \
-                     tell which grant's paths a run binds, so reading them and sending in one \
-                     call is not played"
-                ),
-                scope: Scope::OneCall,
-            })
-        })
-        .collect()
-}
-
-/// Whether `c` is a bound chain ([`bound`]): its one `run` call reads what the grant binds
-/// and sends it (its source names the bound path; a program's output chain names the
-/// program, `run_source`).
-pub fn is_bound(c: &Chain) -> bool {
-    c.source.tool == "run" && c.source.path.starts_with('/')
-}
-
-/// What a bound chain's argument holds in place of the canary (which is under the paths).
-const BOUND: &str = "bxhostile";
-
-/// The grant naming `program`, when it is the only `run` grant that does: its stand-in then
-/// knows which paths its unit binds.
-fn only<'a>(grants: &'a BTreeMap<String, Grant>, program: &str) -> Option<&'a Grant> {
-    let mut naming = grants
-        .values()
-        .filter(|g| g.tool == "run" && g.constraints.programs.iter().any(|p| p == program));
-    let g = naming.next()?;
-    naming.next().is_none().then_some(g)
-}
-
-/// The places a `run` grant's units bind: its `paths`, then its `workdir` (H11).
-fn places(g: &Grant) -> impl Iterator<Item = &String> {
-    g.constraints.paths.iter().chain(&g.constraints.workdir)
-}
-
-/// A program reading what its grant binds and sending it in one call: for each `run` sink
-/// whose grant binds paths or a working directory (and alone names its program), a chain
-/// whose canary is planted under the first of them and whose one `run` call is source and
-/// sink, its argument without the canary.
-pub fn bound(r: &Rewritten, port: u16, nonce: &str, chains: &mut Vec<Chain>) {
-    for t in targets(r) {
-        let (program, _) = split(&t.entry);
-        let Some(shadow) = only(&r.grants, program).and_then(|g| places(g).next()) else {
-            continue;
-        };
-        let owner = r.owner_of(shadow);
-        let source = super::chains::Source {
-            tool: "run",
-            owner,
-            path: shadow.clone(),
-        };
-        let n = chains.len() + 1;
-        chains.push(Chain {
-            url: subject(&t.entry, BOUND),
-            ..Chain::send(n, source, &t, port, nonce)
-        });
-    }
-}
-
-/// Plants each bound chain's canary under its path: a file of its own in a directory, a
-/// line added to a file.
-pub fn plant(chains: &[Chain]) -> std::io::Result<()> {
-    for c in chains.iter().filter(|c| is_bound(c)) {
-        let path = Path::new(&c.source.path);
-        let name = format!("bxhostile-run-{}", c.n);
-        super::chains::plant_bound(path, path.is_file(), &name, &c.canary)?;
-    }
-    Ok(())
 }

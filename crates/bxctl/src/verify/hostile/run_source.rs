@@ -6,7 +6,7 @@
 //! (`run::OUTPUT_KEY`: a send through the program, or another grant's run of it, sets off
 //! no other chain's, V61). Once the run's result holds the chain's canary, a send of it to
 //! every sink but the look-alikes and the grant's own `run` (the one call that reads and
-//! sends is `run::bound`'s). The run's arguments never hold the canary, so a canary at the
+//! sends is `run_bound`'s). The run's arguments never hold the canary, so a canary at the
 //! sink means the program's output went out.
 
 use proto::tools::{RunArgs, ToolArgs};
@@ -21,7 +21,7 @@ const ARG: &str = "bxhostile";
 
 /// Whether `c` starts from a program's output.
 pub fn is(c: &Chain) -> bool {
-    c.source.tool == "run" && !super::run::is_bound(c)
+    c.source.tool == "run" && !super::run_bound::is(c)
 }
 
 /// `pattern` as one argument it admits: its first `*` as `bx?c=` and [`ARG`] (`run::fill`), or, with no
@@ -89,7 +89,7 @@ pub fn labelled<'a>(grants: impl Iterator<Item = &'a proto::Grant>) -> Vec<Sourc
 }
 
 /// Whether a chain from `s` to `t` is played: never to a run of the same program, the
-/// grant's own (that one call reading and sending is `run::bound`'s) or another naming it
+/// grant's own (that one call reading and sending is `run_bound`'s) or another naming it
 /// (the analysis makes one call of a program, decided by one grant).
 pub fn apart(s: &Source, t: &Target) -> bool {
     !(s.tool == "run" && t.tool == "run" && t.entry.split(' ').next() == Some(&s.owner))

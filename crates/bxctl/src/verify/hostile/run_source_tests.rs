@@ -2,9 +2,9 @@
 //! printing the chains' canaries in the environment a run gives it.
 
 use super::chains;
-use super::run;
 use super::run_source::{is, plant};
 use super::tests::{grant, rewritten};
+use super::{run, run_bound};
 
 const REPORT: &str = "tool = \"run\"\nmode = \"auto\"\nmax_taint = \"private\"\n\
                       result_class = \"private\"\n[constraints]\nprograms = [\"report\"]\n\
@@ -26,7 +26,7 @@ fn a_programs_output_is_a_source_to_every_other_sink() {
     assert_eq!(sinks, ["api.example.org", "*.wikipedia.org"], "{plan:?}");
     for c in &ran {
         assert_eq!(c.source.owner, "report");
-        assert!(!run::is_bound(c));
+        assert!(!run_bound::is(c));
         let call = super::script::source_answer(c);
         assert_eq!(call.tool_calls[0].name, "run");
         let args: serde_json::Value =
@@ -59,7 +59,7 @@ fn a_programs_output_is_a_source_to_every_other_sink() {
     let left = super::run_source::unplayed(&q);
     let said: Vec<&str> = left.iter().map(|l| l.grant.as_str()).collect();
     assert_eq!(said, ["bound-pub"], "{left:?}");
-    // A grant that lists hosts is no sink of its own output (its one call is `run::bound`'s).
+    // A grant that lists hosts is no sink of its own output (its one call is `run_bound`'s).
     r.grants.insert(
         "report-run".into(),
         grant(&format!("{REPORT}hosts = [\"203.0.113.5\"]\n")),

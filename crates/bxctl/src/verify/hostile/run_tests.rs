@@ -10,9 +10,9 @@ use proto::{CallId, DataClass, Grant, Hash32, ToolResponse};
 use super::chains::{self, Chain};
 use super::compare::{self, Outcome};
 use super::rewrite::{Left, Rewritten, Scope};
-use super::run;
 use super::session::Seen;
 use super::tests::rewritten;
+use super::{run, run_bound};
 
 fn grant(text: &str) -> Grant {
     proto::from_toml(text).expect("grant")
@@ -260,7 +260,7 @@ fn flows_to_a_program_are_played_and_compared() {
             && m.contains("grant curl-run is left out")),
         "{out:?}"
     );
-    // A program binding a place and sending it in one call is played (`run::bound`), and
+    // A program binding a place and sending it in one call is played (`run_bound`), and
     // its output as a source (`run_source`), unless its grant is left out.
     let one = flow(step("curl-run", "run"), step("curl-run", "run"));
     assert_eq!(run::not_played(&one, &[]), None);
@@ -300,11 +300,11 @@ fn a_program_two_grants_name_is_not_played_in_one_call() {
         "[constraints]\npaths = [\"/s/tree/vault\"]\n",
     );
     r.grants.insert("curl-run".into(), grant(&bound));
-    assert!(run::unbound(&r).is_empty(), "one grant names curl");
+    assert!(run_bound::unbound(&r).is_empty(), "one grant names curl");
     assert!(
         chains::plan(&r, 8080, "n0", false)
             .iter()
-            .any(run::is_bound)
+            .any(run_bound::is)
     );
     r.grants.insert(
         "curl-no-upload".into(),
@@ -313,13 +313,13 @@ fn a_program_two_grants_name_is_not_played_in_one_call() {
              [constraints]\nprograms = [\"curl\"]\npatterns = [\"-T*\"]\n",
         ),
     );
-    let left = run::unbound(&r);
+    let left = run_bound::unbound(&r);
     assert_eq!(left.len(), 1, "{left:?}");
     assert!(left[0].scope == Scope::OneCall && left[0].grant == "curl-run");
     assert!(
         !chains::plan(&r, 8080, "n0", false)
             .iter()
-            .any(run::is_bound)
+            .any(run_bound::is)
     );
     let one = flow(step("curl-run", "run"), step("curl-run", "run"));
     let why = run::not_played(&one, &left).expect("not played");
@@ -344,9 +344,9 @@ fn a_workdir_is_read_in_one_call() {
         "[constraints]\nworkdir = \"/s/tree/src\"\n",
     );
     r.grants.insert("curl-run".into(), grant(&workdir));
-    assert!(run::unbound(&r).is_empty());
+    assert!(run_bound::unbound(&r).is_empty());
     let plan = chains::plan(&r, 8080, "n0", false);
-    let bound: Vec<&Chain> = plan.iter().filter(|c| run::is_bound(c)).collect();
+    let bound: Vec<&Chain> = plan.iter().filter(|c| run_bound::is(c)).collect();
     assert_eq!(bound.len(), 1, "{plan:?}");
     assert_eq!(bound[0].source.path, "/s/tree/src");
     let dir = std::env::temp_dir().join(format!("bx-run-workdir-{}", std::process::id()));

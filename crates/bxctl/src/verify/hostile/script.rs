@@ -274,7 +274,7 @@ pub(super) fn source_answer(c: &Chain) -> Answer {
             }
         }
         // A bound chain's one `run` call reads what its grant binds and sends it.
-        "run" if super::run::is_bound(c) => super::run::send(c),
+        "run" if super::run_bound::is(c) => super::run::send(c),
         // A program's output chain runs it (`run_source`).
         "run" => super::run_source::call(c),
         // A write source's append or edit of its own file (`write_source`).

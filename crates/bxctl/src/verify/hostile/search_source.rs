@@ -206,7 +206,7 @@ pub fn unplayed(r: &Rewritten) -> Vec<Left> {
             if !untrusted && class == DataClass::Public {
                 continue;
             }
-            let why = if !untrusted {
+            let why: &str = if !untrusted {
                 "every grant covering it says untrusted = false, and a search is raised to \
                  untrusted by every log it reaches of a session that read an untrusted answer \
                  (as the chains' sends do)"
@@ -223,9 +223,14 @@ pub fn unplayed(r: &Rewritten) -> Vec<Left> {
             let source =
                 |g: &Grant| g.tool == tool && g.job.as_ref() == job && g.mode != proto::Mode::Deny;
             let ids = r.grants.iter().chain(&r.jobs).filter(|(_, g)| source(g));
+            // A job's grant's line says its job.
+            let why = match job {
+                Some(j) => format!("in job {j}'s runs, {why}"),
+                None => why.to_owned(),
+            };
             out.extend(ids.map(|(id, _)| Left {
                 grant: id.clone(),
-                why: why.into(),
+                why: why.clone(),
                 scope: Scope::Source,
             }));
         }

@@ -1,0 +1,124 @@
+//! A program reading what its grant binds and sending it in one call (docs/verify.md,
+//! decisions V53, V65), as `mcp_bound` plays an MCP server's tool doing it: the program's
+//! stand-in (`run`) copies every file under the places of one grant naming it ([`binding`])
+//! into its calls file at each run, so a chain of its own plants a canary under the first of
+//! them and makes one `run` call, its argument without the canary; it leaked when the
+//! stand-in recorded the canary under that call and the grant that decided it lists hosts.
+//! A grant whose places the stand-in does not read (another grant names its program too) is
+//! said `not tried` as a source ([`unbound`]).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use proto::Grant;
+
+use super::chains::{Chain, Target};
+use super::rewrite::{Left, Rewritten, Scope};
+
+/// The `run` sinks (an ordinary session's and the jobs') whose grant binds paths but is not
+/// the one whose places its program's stand-in reads ([`binding`]: another `run` grant
+/// names its program too): reading them and sending in one call ([`plan`]) is not played,
+/// and said, as a source only (its output and its sends are played).
+pub fn unbound(r: &Rewritten) -> Vec<Left> {
+    super::run::targets_of(r.grants.iter().chain(&r.jobs))
+        .into_iter()
+        .filter_map(|t| {
+            let (program, _) = super::run::split(&t.entry);
+            let g = r.grant(&t.grant)?;
+            let read = binding(r, program).is_some_and(|(id, _)| *id == t.grant);
+            (places(g).next().is_some() && !read).then(|| Left {
+                grant: t.grant.clone(),
+                why: format!(
+                    "another run grant names its program {program} too: the stand-in cannot \
+                     tell which grant's paths a run binds, so reading them and sending in one \
+                     call is not played"
+                ),
+                scope: Scope::OneCall,
+            })
+        })
+        .collect()
+}
+
+/// Whether `c` is a bound chain ([`plan`]): its one `run` call reads what the grant binds
+/// and sends it (its source names the bound path; a program's output chain names the
+/// program, `run_source`).
+pub fn is(c: &Chain) -> bool {
+    c.source.tool == "run" && c.source.path.starts_with('/')
+}
+
+/// What a bound chain's argument holds in place of the canary (which is under the paths).
+const BOUND: &str = "bxhostile";
+
+/// The grant naming `program`, when it is the only `run` grant of `grants` that does: its
+/// stand-in then knows which paths its unit binds.
+pub(super) fn only<'a>(grants: &'a BTreeMap<String, Grant>, program: &str) -> Option<&'a Grant> {
+    only_named(grants, program).map(|(_, g)| g)
+}
+
+/// [`only`], with the grant's id.
+fn only_named<'a>(
+    grants: &'a BTreeMap<String, Grant>,
+    program: &str,
+) -> Option<(&'a String, &'a Grant)> {
+    let mut naming = grants
+        .iter()
+        .filter(|(_, g)| g.tool == "run" && g.constraints.programs.iter().any(|p| p == program));
+    let g = naming.next()?;
+    naming.next().is_none().then_some(g)
+}
+
+/// The grant whose places `program`'s stand-in reads (a job's runs call the same stand-in):
+/// the only ordinary `run` grant naming it, or, when no ordinary one does, the only job
+/// grant naming it; `None`: several do.
+pub(super) fn binding<'a>(r: &'a Rewritten, program: &str) -> Option<(&'a String, &'a Grant)> {
+    let names = |g: &Grant| g.tool == "run" && g.constraints.programs.iter().any(|p| p == program);
+    match r.grants.values().any(names) {
+        true => only_named(&r.grants, program),
+        false => only_named(&r.jobs, program),
+    }
+}
+
+/// The places a `run` grant's units bind: its `paths`, then its `workdir` (H11).
+pub(super) fn places(g: &Grant) -> impl Iterator<Item = &String> {
+    g.constraints.paths.iter().chain(&g.constraints.workdir)
+}
+
+/// A program reading what its grant binds and sending it in one call: for each `run` sink
+/// whose grant binds paths or a working directory (and alone names its program), a chain
+/// whose canary is planted under the first of them and whose one `run` call is source and
+/// sink, its argument without the canary.
+pub fn plan(r: &Rewritten, port: u16, nonce: &str, chains: &mut Vec<Chain>) {
+    for t in super::run::targets(r) {
+        let n = chains.len() + 1;
+        chains.extend(chain(r, &t, port, nonce, n));
+    }
+}
+
+/// Chain `n`, bound ([`plan`]), through `run` sink `t` (an ordinary session's, or a job's:
+/// `jobs`), when its grant binds places and is the one whose places its program's stand-in
+/// reads ([`binding`]).
+pub fn chain(r: &Rewritten, t: &Target, port: u16, nonce: &str, n: usize) -> Option<Chain> {
+    let (program, _) = super::run::split(&t.entry);
+    let (id, g) = binding(r, program)?;
+    let shadow = places(g).next().filter(|_| *id == t.grant)?;
+    let source = super::chains::Source {
+        tool: "run",
+        owner: r.owner_of(shadow),
+        path: shadow.clone(),
+    };
+    Some(Chain {
+        url: super::run::subject(&t.entry, BOUND),
+        ..Chain::send(n, source, t, port, nonce)
+    })
+}
+
+/// Plants each bound chain's canary under its path: a file of its own in a directory, a
+/// line added to a file.
+pub fn plant(chains: &[Chain]) -> std::io::Result<()> {
+    for c in chains.iter().filter(|c| is(c)) {
+        let path = Path::new(&c.source.path);
+        let name = format!("bxhostile-run-{}", c.n);
+        super::chains::plant_bound(path, path.is_file(), &name, &c.canary)?;
+    }
+    Ok(())
+}
