@@ -133,7 +133,9 @@ enum Asked {
 pub struct Server<'a> {
     pub sock: &'a Path,
     pub timeout: Duration,
-    pub counted: &'a dyn Fn(),
+    /// Takes the session's slot for one request and counts it (`slots::Sent::take`): the
+    /// slot is the request's until what it returns drops.
+    pub counted: &'a dyn Fn() -> crate::slots::OnSlot<'a>,
 }
 
 /// Asks for a summary: `messages` then `instruction`, capped at `cap` tokens.
@@ -148,7 +150,7 @@ fn ask(
     messages.push(proto::composed::instruction(instruction).to_value());
     let mut body = prompt::body(messages, slot, cap, tools);
     body["tool_choice"] = json!("none");
-    (server.counted)();
+    let _on_slot = (server.counted)();
     match llm::complete(server.sock, server.timeout, &body, None, |_| {}) {
         Ok(c) => match (c.answer.finish.as_deref(), c.answer.content) {
             // The instruction given back is no summary (llama.cpp's server with a small

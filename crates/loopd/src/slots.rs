@@ -4,7 +4,7 @@
 //! session's request used the slot in between (docs/decisions.md L25).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 use daemon::lock;
 use proto::{Hash32, SessionId};
@@ -44,28 +44,69 @@ impl Usage {
     }
 }
 
-/// The requests loopd sent to each slot, every one counted: a turn's and a compaction's.
+/// The requests loopd sent to each slot, every one counted (a turn's and a compaction's),
+/// and on the slot one at a time: a request waits until the slot's previous one is
+/// answered, so the server serves each slot's requests in the order loopd counted them
+/// (llama.cpp's server queues a request for a busy slot anyway).
 #[derive(Debug, Default)]
-pub struct Sent(Mutex<HashMap<u32, u64>>);
+pub struct Sent {
+    slots: Mutex<HashMap<u32, Slot>>,
+    free: Condvar,
+}
+
+/// One slot's count of requests, and whether one is on it now.
+#[derive(Debug, Default)]
+struct Slot {
+    count: u64,
+    busy: bool,
+}
+
+/// A request on its slot: its number there (`seq`); the slot is the request's until this
+/// drops (once its answer is in, or it failed).
+#[derive(Debug)]
+pub struct OnSlot<'a> {
+    sent: &'a Sent,
+    slot: u32,
+    pub seq: u64,
+}
 
 impl Sent {
-    /// Counts one more request to `slot`, just before it is sent; returns the slot's count
-    /// with it, the request's number on the slot.
-    pub fn bump(&self, slot: u32) -> u64 {
-        let mut counts = lock(&self.0);
-        let n = counts.entry(slot).or_insert(0);
-        *n += 1;
-        *n
+    /// Waits until no other request of loopd's is on `slot`, then counts one more request
+    /// to it, just before it is sent.
+    pub fn take(&self, slot: u32) -> OnSlot<'_> {
+        let mut slots = lock(&self.slots);
+        loop {
+            let s = slots.entry(slot).or_default();
+            if !s.busy {
+                s.busy = true;
+                s.count += 1;
+                let seq = s.count;
+                return OnSlot {
+                    sent: self,
+                    slot,
+                    seq,
+                };
+            }
+            slots = self
+                .free
+                .wait(slots)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+}
+
+impl Drop for OnSlot<'_> {
+    fn drop(&mut self) {
+        lock(&self.sent.slots).entry(self.slot).or_default().busy = false;
+        self.sent.free.notify_all();
     }
 }
 
 /// Whether a request numbered `now` on its slot follows the session's previous request
 /// (numbered `previous`) with another request in between: another session's, which may
-/// have evicted what the slot held for this one. Counts are taken just before a request is
-/// sent, and the server may serve two sessions' requests in another order: another
-/// session's request counted just after this one's but served before it is not seen for
-/// this request (its loss is unshared), and makes the session's next request shared
-/// (docs/decisions.md L25).
+/// have evicted what the slot held for this one. A slot's requests are served one at a time
+/// in the order they were counted ([`Sent::take`]), so a loss with none in between is the
+/// template's or the server's own (docs/decisions.md L25, L26).
 pub fn shared(previous: u64, now: u64) -> bool {
     now.saturating_sub(previous) > 1
 }
@@ -77,15 +118,37 @@ mod tests {
     #[test]
     fn a_slot_counts_its_own_requests_and_another_in_between_is_shared() {
         let sent = Sent::default();
-        let a1 = sent.bump(0);
-        let a2 = sent.bump(0);
+        let a1 = sent.take(0).seq;
+        let a2 = sent.take(0).seq;
         assert!(!shared(a1, a2), "the session's own next request");
         // Another slot's requests do not move this one's count.
-        assert_eq!(sent.bump(1), 1);
-        let other = sent.bump(0);
-        let a3 = sent.bump(0);
+        assert_eq!(sent.take(1).seq, 1);
+        let other = sent.take(0).seq;
+        let a3 = sent.take(0).seq;
         assert!(shared(a2, a3), "{other} came between {a2} and {a3}");
         assert!(!shared(other, a3));
+    }
+
+    /// A second request to a slot waits until the first is answered (its guard dropped),
+    /// then counts after it; another slot's does not wait.
+    #[test]
+    fn a_slot_serves_one_request_at_a_time_in_the_order_counted() {
+        let sent = Sent::default();
+        let order = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            let first = sent.take(0);
+            let waiter = s.spawn(|| {
+                let second = sent.take(0);
+                lock(&order).push(("second", second.seq));
+            });
+            // Another slot is free meanwhile.
+            assert_eq!(sent.take(1).seq, 1);
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            lock(&order).push(("first", first.seq));
+            drop(first);
+            waiter.join().expect("the waiter");
+        });
+        assert_eq!(*lock(&order), [("first", 1), ("second", 2)]);
     }
 
     #[test]

@@ -261,10 +261,11 @@ impl Looper {
         // another session's.
         let slot = session.slot().unwrap_or(0);
         let counted = || {
-            let seq = self.sent.bump(slot);
+            let on_slot = self.sent.take(slot);
             if let Some(u) = lock(&self.used).get_mut(&session.id) {
-                u.seq = seq;
+                u.seq = on_slot.seq;
             }
+            on_slot
         };
         let server = compact::Server {
             sock: &sock,
@@ -351,9 +352,11 @@ impl Looper {
             // What brokerd offers now (a pin takes effect at the next request).
             let tools = self.offered.get(&self.broker_sock());
             let body = prompt::body(messages, slot, self.config.r#loop.max_tokens, &tools);
-            // Counted before it is sent. Whatever becomes of it, it is the session's last
+            // Counted before it is sent, the slot this request's alone until its answer is
+            // in (`slots::Sent::take`). Whatever becomes of it, it is the session's last
             // request on the slot (`seq`); a loss after another session's is `shared`.
-            let seq = self.sent.bump(slot);
+            let on_slot = self.sent.take(slot);
+            let seq = on_slot.seq;
             let shared = previous.is_some_and(|u| slots::shared(u.seq, seq));
             if let Some(u) = lock(&self.used).get_mut(&session.id) {
                 u.seq = seq;
@@ -373,6 +376,7 @@ impl Looper {
                 },
             );
             cancel.streaming(None);
+            drop(on_slot);
             let completion = match completion {
                 Ok(c) => c,
                 // Cut by the owner's cancel: nothing of it is logged, as for a broken stream.

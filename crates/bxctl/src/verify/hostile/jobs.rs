@@ -426,6 +426,12 @@ pub fn rules(chains: &[JobChain]) -> Vec<Rule> {
         .iter()
         .filter_map(|c| super::search_source::rules(&c.chain))
         .collect();
+    // The ordinary sessions reading a delivery note back (`jobs_launder`).
+    out.extend(
+        chains
+            .iter()
+            .flat_map(|c| super::jobs_launder::back_rules(&c.chain)),
+    );
     for job in jobs {
         let mine = || {
             chains
@@ -434,8 +440,11 @@ pub fn rules(chains: &[JobChain]) -> Vec<Rule> {
                 .map(|c| &c.chain)
         };
         for c in mine() {
+            // A chain laundering through the job's delivery note answers with the canary,
+            // as a delivery does; its send is an ordinary session's (`jobs_launder`).
             let send = match c.sink.tool {
                 DELIVER => script::say(&c.url),
+                _ if c.note.is_some() => script::say(&answer(&c.canary)),
                 _ => script::send(c),
             };
             out.push(script::rule(

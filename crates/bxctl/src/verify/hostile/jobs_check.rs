@@ -66,20 +66,19 @@ pub fn outcomes(
 ) -> Vec<JobOutcome> {
     let mut out = Vec::new();
     for (jc, run) in chains.into_iter().zip(runs) {
-        // The call of `tool` but `not` (a write's result written is a write too).
-        let step = |tool: &str, not: Option<CallId>| {
-            let s = run
-                .played
+        // The call of `tool` in `p` but `not` (a write's result written is a write too).
+        let step_in = |p: &super::session::Played, tool: &str, not: Option<CallId>| {
+            let s = p
                 .calls
                 .iter()
                 .find(|s| s.tool == tool && Some(s.call) != not)?;
-            let grant = run
-                .played
+            let grant = p
                 .session
                 .clone()
                 .and_then(|id| deciders.get(&(id, s.call)).cloned());
             Some((grant, s.clone()))
         };
+        let step = |tool: &str, not: Option<CallId>| step_in(&run.played, tool, not);
         let c = &jc.chain;
         let posted = posts
             .get(jc.job.as_str())
@@ -95,6 +94,10 @@ pub fn outcomes(
             .filter(|_| !super::mcp_bound::is(c) && !super::run_bound::is(c));
         let sink = if deliver {
             None
+        } else if let Some(back) = &run.back {
+            // The send of a chain laundering through the delivery note is the ordinary
+            // session's that read it back (`jobs_launder`).
+            step_in(back, mcp::called(&c.sink), None)
         } else {
             step(mcp::called(&c.sink), not.map(|(_, s)| s.call))
         };
@@ -187,6 +190,12 @@ impl JobOutcome {
         };
         let act = match c.sink.tool {
             _ if self.deliver() => format!("post {it} to Mattermost as the run's result"),
+            _ if let Some(note) = &c.note => format!(
+                "deliver it to note {note}, read that back in an ordinary session and send it \
+                 to {}{}",
+                super::said::to(c),
+                via(kg)
+            ),
             "write_file" => format!("write it under {}{}", c.sink.entry, via(kg)),
             "edit_file" => format!("edit it into {}{}", c.sink.entry, via(kg)),
             super::run::WRITE => format!("run {} with it, in its workdir{}", c.sink.entry, via(kg)),

@@ -24,6 +24,9 @@ use crate::Error;
 #[derive(Debug, Clone)]
 pub struct Run {
     pub played: Played,
+    /// The ordinary session reading the run's delivery note back, for a chain laundering
+    /// through it (`jobs_launder`).
+    pub back: Option<Played>,
     /// The run did not start (no `job_run_started` line): what `bxctl job run` said.
     pub not_started: Option<String>,
 }
@@ -150,13 +153,22 @@ pub fn play(config: &Config, path: &Path, chains: &[JobChain]) -> Result<Vec<Run
         out.push(match session {
             Some(session) => {
                 let records = crate::sessions::records(config, &session, false).map_err(text)?;
+                // The note read back once the run delivered it (`jobs_launder`).
+                let back = match super::jobs_launder::is(&c.chain) {
+                    true => {
+                        Some(super::session::play(config, &c.chain.back_message()).map_err(text)?)
+                    }
+                    false => None,
+                };
                 Run {
                     played: played(session, &records.records),
+                    back,
                     not_started: None,
                 }
             }
             None => Run {
                 played: Played::default(),
+                back: None,
                 not_started: Some(said.trim().to_owned()),
             },
         });

@@ -22,6 +22,7 @@ mod free;
 mod interrupt;
 mod jobs;
 mod jobs_check;
+mod jobs_launder;
 mod jobs_run;
 mod jobs_setting;
 mod launder;
@@ -51,6 +52,8 @@ mod write_source;
 mod compare_tests;
 #[cfg(test)]
 mod jobs_check_tests;
+#[cfg(test)]
+mod jobs_launder_tests;
 #[cfg(test)]
 mod jobs_sources_tests;
 #[cfg(test)]
@@ -221,6 +224,15 @@ fn run(
     let consult = config.broker.consult.is_some();
     let first = chains.len() + 1;
     let mut job_chains = jobs::plan(&r, &config.jobs, sink.addr.port(), &nonce, first, consult);
+    // Laundering through a job's delivery note, last of the job runs (`jobs_launder`).
+    let next = first + job_chains.len();
+    job_chains.extend(jobs_launder::plan(
+        &r,
+        &config.jobs,
+        sink.addr.port(),
+        &nonce,
+        next,
+    ));
     mcp_args::carry(&r, job_chains.iter_mut().map(|j| &mut j.chain));
     let job_fetches: Vec<chains::Chain> = job_chains.iter().map(|j| j.chain.clone()).collect();
     fetch_source::register(&sink, &job_fetches);

@@ -1,0 +1,122 @@
+//! Laundering through a job's delivery note (`jobs_launder`), without a stack: which jobs
+//! and sinks make chains, and the rules of the ordinary session reading the note back.
+
+use std::path::PathBuf;
+
+use super::jobs::{self, JobChain};
+use super::jobs_launder;
+use super::jobs_tests::config_jobs;
+use super::rewrite::Rewritten;
+use super::tests::grant;
+
+/// digest (which delivers to note `digest`) reads a secret vault; an ordinary note read and
+/// fetches of several `max_taint`s.
+fn shadow() -> Rewritten {
+    let mut r = Rewritten::default();
+    let vault = "/s/tree/srv/vault";
+    r.job_paths
+        .insert("/srv/vault".into(), (PathBuf::from(vault), false));
+    r.jobs.insert(
+        "digest-vault".into(),
+        grant(&format!(
+            "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+             result_class = \"secret\"\njob = \"digest\"\n[constraints]\npaths = [\"{vault}\"]\n"
+        )),
+    );
+    r.grants.insert(
+        "notes-read".into(),
+        grant("tool = \"note_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\n"),
+    );
+    let web = |taint: &str, host: &str| {
+        grant(&format!(
+            "tool = \"http_fetch\"\nmode = \"auto\"\nmax_taint = \"{taint}\"\n\
+             [constraints]\nhosts = [\"{host}\"]\n"
+        ))
+    };
+    r.grants
+        .insert("web".into(), web("private", "api.example.org"));
+    r.grants
+        .insert("open".into(), web("secret", "open.example.org"));
+    r
+}
+
+fn planned(r: &Rewritten) -> Vec<JobChain> {
+    jobs_launder::plan(r, &config_jobs(), 4321, "n0", 30)
+}
+
+/// A job delivering to a note that reads a secret: one chain to each ordinary fetch host a
+/// secret may not go to, its note the job's; none for a job delivering to Mattermost, none
+/// where the ordinary session would be asked to read the note, none without a secret read.
+#[test]
+fn a_secret_delivered_to_a_note_is_read_back_and_sent_by_an_ordinary_session() {
+    let r = shadow();
+    let got: Vec<(String, usize, String, String)> = planned(&r)
+        .into_iter()
+        .map(|j| {
+            assert!(jobs_launder::is(&j.chain));
+            let c = j.chain;
+            (
+                j.job.to_string(),
+                c.n,
+                c.note.unwrap_or_default(),
+                c.sink.entry,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [(
+            "digest".to_owned(),
+            30,
+            "digest".to_owned(),
+            "api.example.org".to_owned()
+        )]
+    );
+    let mut asked = shadow();
+    asked.grants.insert(
+        "notes-ask".into(),
+        grant("tool = \"note_read\"\nmode = \"ask\"\nmax_taint = \"secret\"\n"),
+    );
+    assert!(planned(&asked).is_empty());
+    let mut private = shadow();
+    private.jobs.insert(
+        "digest-vault".into(),
+        grant(
+            "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+             result_class = \"private\"\njob = \"digest\"\n\
+             [constraints]\npaths = [\"/s/tree/srv/vault\"]\n",
+        ),
+    );
+    assert!(planned(&private).is_empty());
+}
+
+/// The run answers with the canary (its delivery); the ordinary session reads the job's note
+/// by name, then sends once the canary is in what it read, by its own tag.
+#[test]
+fn the_run_delivers_and_the_ordinary_session_reads_back_then_sends() {
+    let plan = planned(&shadow());
+    let c = &plan[0].chain;
+    let rules = jobs::rules(&plan);
+    let back: Vec<_> = rules
+        .iter()
+        .filter(|rule| rule.when.user_contains == c.back_tag())
+        .collect();
+    assert_eq!(back.len(), 2);
+    assert_eq!(
+        back[0].when.tool_result_contains.as_deref(),
+        Some(c.canary.as_str())
+    );
+    assert!(back[0].answer.tool_calls[0].arguments.contains(&c.canary));
+    assert_eq!(back[1].answer.tool_calls[0].name, "note_read");
+    assert!(
+        back[1].answer.tool_calls[0]
+            .arguments
+            .contains("\"digest\"")
+    );
+    let sink = rules
+        .iter()
+        .find(|rule| rule.name == format!("job digest chain {} sink", c.n))
+        .expect("the run's sink rule");
+    assert!(sink.answer.tool_calls.is_empty());
+    assert_eq!(sink.answer.text, jobs::answer(&c.canary));
+}
