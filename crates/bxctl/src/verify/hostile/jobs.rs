@@ -440,11 +440,11 @@ pub fn rules(chains: &[JobChain]) -> Vec<Rule> {
                 .map(|c| &c.chain)
         };
         for c in mine() {
-            // A chain laundering through the job's delivery note answers with the canary,
-            // as a delivery does; its send is an ordinary session's (`jobs_launder`).
+            // A chain laundering through a note its run leaves answers with the canary (its
+            // delivery) or writes it; its send is an ordinary session's (`jobs_launder`).
             let send = match c.sink.tool {
                 DELIVER => script::say(&c.url),
-                _ if c.note.is_some() => script::say(&answer(&c.canary)),
+                _ if c.note.is_some() => super::jobs_launder::run_answer(c),
                 _ => script::send(c),
             };
             out.push(script::rule(

@@ -191,8 +191,8 @@ impl JobOutcome {
         let act = match c.sink.tool {
             _ if self.deliver() => format!("post {it} to Mattermost as the run's result"),
             _ if let Some(note) = &c.note => format!(
-                "deliver it to note {note}, read that back in an ordinary session and send it \
-                 to {}{}",
+                "{} note {note}, read that back in an ordinary session and send it to {}{}",
+                super::jobs_launder::left_by(c),
                 super::said::to(c),
                 via(kg)
             ),
@@ -306,9 +306,11 @@ fn no_free_read(outcomes: &[JobOutcome]) -> Vec<Check> {
             let one_read = |jo: &JobOutcome| {
                 jo.chain.chain.sink.lookalike.is_some() || jo.chain.chain.smuggle.is_some()
             };
+            // A read sent by the job's own fetch (not an ordinary session's, `jobs_launder`).
             let direct = |jo: &JobOutcome| {
                 matches!(jo.chain.chain.source.tool, "read_file" | "list_dir")
                     && jo.chain.chain.sink.tool == "http_fetch"
+                    && !super::jobs_launder::is(&jo.chain.chain)
             };
             mine().any(|jo| direct(jo) && !one_read(jo)) && !mine().any(one_read)
         })

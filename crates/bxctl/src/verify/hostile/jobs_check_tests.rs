@@ -288,6 +288,11 @@ fn a_job_without_a_free_read_says_its_lookalikes_were_not_tried() {
         warned[0].contains("job brief's runs: not tried"),
         "{warned:?}"
     );
+    // A read sent by an ordinary session after the run delivered it to its note
+    // (`jobs_launder`) is no read of the job's own fetch: nothing to say.
+    let mut laundered = o[0].clone();
+    laundered.chain.chain.note = Some("brief".into());
+    assert_eq!(said(&[laundered]), Vec::<String>::new());
     let mut alike = o[0].clone();
     alike.chain.chain.sink.lookalike = Some("suffix");
     o.push(alike);

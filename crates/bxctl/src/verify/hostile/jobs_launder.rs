@@ -1,26 +1,88 @@
-//! Laundering through a job's delivery to a note (docs/verify.md, decisions V66): a run of a
-//! job delivering to note N reads a secret of the job's grants and answers with it, which
-//! brokerd writes to N labelled as the run was (`Broker::job_note`: the label its decision
-//! left); then an ordinary session reads N back by an ordinary `note_read` grant and sends it
-//! through an ordinary fetch grant whose `max_taint` is below secret. The note's label comes
-//! from the run, so the read must raise the session to secret and the send must stop; a
-//! note labelled lower (a second computation, the session's label before the read, or
-//! none) lets the canary out, keyed by the job's read grant and the ordinary sink, which
-//! the analysis never reports: a `FAIL` (`jobs_check`). Played last of the job runs (the
-//! note it delivers raises every later listing of the notes).
+//! Laundering through a note a job's run leaves (docs/verify.md, decisions V66, V67): a run
+//! reads a secret of the job's grants and leaves it in a note: its delivery, for a job
+//! delivering to note N (brokerd writes the run's answer to N labelled as the run was,
+//! `Broker::job_note`), or a `note_write` of a note of the chain's own (`bxjobnote-N`) by a
+//! grant of the job's; then an ordinary session reads the note back by an ordinary
+//! `note_read` grant and sends it through an ordinary fetch grant whose `max_taint` is below
+//! secret. The note's label comes from the run's decisions, so the read must raise the
+//! session to secret and the send must stop; a note labelled lower (a second computation,
+//! the session's label before the read, or none) lets the canary out, keyed by the job's
+//! read grant and the ordinary sink, which the analysis never reports: a `FAIL`
+//! (`jobs_check`). Played last of the job runs (a secret note raises every later listing of
+//! the notes).
 
 use config::{Deliver, Job};
-use proto::tools::{NoteReadArgs, ToolArgs};
+use proto::tools::{NoteMode, NoteReadArgs, NoteWriteArgs, ToolArgs};
 use proto::{DataClass, Grant, Mode};
 
 use super::chains::{self, Chain, Source, Target};
 use super::jobs::JobChain;
 use super::rewrite::Rewritten;
-use super::script::{self, Rule, When};
+use super::script::{self, Answer, Call, Rule, When};
 
-/// Whether `c` is a job chain laundering through its job's delivery note.
+/// The name of a note a run writes itself, before its chain's number.
+const WRITTEN: &str = "bxjobnote-";
+
+/// Whether `c` is a job chain laundering through a note its run leaves.
 pub fn is(c: &Chain) -> bool {
     c.note.is_some()
+}
+
+/// Whether `c`'s run writes its note itself (else it delivers to it).
+fn written(c: &Chain) -> bool {
+    c.note.as_deref().is_some_and(|n| n.starts_with(WRITTEN))
+}
+
+/// How chain `c`'s run leaves the canary in its note, as its line says it.
+pub fn left_by(c: &Chain) -> &'static str {
+    if written(c) {
+        "write it to"
+    } else {
+        "deliver it to"
+    }
+}
+
+/// What chain `c`'s run does once its read returned the canary: writes its note, or answers
+/// with the canary (its delivery).
+pub fn run_answer(c: &Chain) -> Answer {
+    match (&c.note, written(c)) {
+        (Some(name), true) => {
+            let args = serde_json::json!({"mode": "replace", "name": name, "text": c.canary});
+            Answer {
+                text: String::new(),
+                tool_calls: vec![Call {
+                    name: "note_write".into(),
+                    arguments: args.to_string(),
+                }],
+            }
+        }
+        _ => script::say(&super::jobs::answer(&c.canary)),
+    }
+}
+
+/// Whether a run of `job` writes note `name` without asking: an allowing grant of the job's
+/// covers it, and every grant that may decide it there (the job's, the ordinary denials) is
+/// `auto` at private (a run starts private).
+fn writes_freely(r: &Rewritten, job: &Job, name: &str) -> bool {
+    let args = ToolArgs::NoteWrite(NoteWriteArgs {
+        mode: NoteMode::Replace,
+        name: name.into(),
+        text: "bxhostile".into(),
+    });
+    let in_scope = |g: &&Grant| match &g.job {
+        Some(j) => *j == job.name,
+        None => g.mode == Mode::Deny,
+    };
+    let mut deciding = r
+        .grants
+        .values()
+        .chain(r.jobs.values())
+        .filter(|g| g.tool == "note_write" && g.expires.is_none())
+        .filter(in_scope)
+        .filter(|g| grants::constraints::check(g, &args).is_ok())
+        .peekable();
+    deciding.peek().is_some()
+        && deciding.all(|g| g.mode == Mode::Auto && g.max_taint >= DataClass::Private)
 }
 
 /// Whether an ordinary session reads note `name` without asking: an allowing grant of an
@@ -80,29 +142,38 @@ fn secret_read(r: &Rewritten, job: &Job) -> Option<Source> {
     })
 }
 
-/// For each job delivering to a note an ordinary session reads without asking, a chain from
-/// its first secret read to each ordinary fetch sink below secret: the run answers with
-/// the canary (delivered to the note), the ordinary session reads the note and sends it.
-/// Numbered from `first`.
+/// For each job with a secret read, a chain from its first to each ordinary fetch sink
+/// below secret through each note its run leaves that an ordinary session reads without
+/// asking: its delivery note (the run answers with the canary), and a note of the chain's
+/// own that a grant of the job's writes without asking (the run writes it). Numbered from
+/// `first`.
 pub fn plan(r: &Rewritten, jobs: &[Job], port: u16, nonce: &str, first: usize) -> Vec<JobChain> {
     let sinks = below_secret(r);
     let mut out = Vec::new();
     for job in jobs {
-        let Deliver::Note(note) = &job.deliver else {
+        let Some(source) = secret_read(r, job) else {
             continue;
         };
-        let Some(source) = secret_read(r, job).filter(|_| read_freely(r, note.as_str())) else {
-            continue;
+        let delivered = match &job.deliver {
+            Deliver::Note(note) => Some(note.to_string()),
+            Deliver::Mattermost => None,
+        };
+        let chain = |note: String, n: usize, sink: &Target| JobChain {
+            job: job.name.clone(),
+            chain: Chain {
+                note: Some(note),
+                ..Chain::send(n, source.clone(), sink, port, nonce)
+            },
         };
         for sink in &sinks {
+            if let Some(note) = delivered.clone().filter(|n| read_freely(r, n)) {
+                out.push(chain(note, first + out.len(), sink));
+            }
             let n = first + out.len();
-            out.push(JobChain {
-                job: job.name.clone(),
-                chain: Chain {
-                    note: Some(note.to_string()),
-                    ..Chain::send(n, source.clone(), sink, port, nonce)
-                },
-            });
+            let own = format!("{WRITTEN}{n}");
+            if writes_freely(r, job, &own) && read_freely(r, &own) {
+                out.push(chain(own, n, sink));
+            }
         }
     }
     out

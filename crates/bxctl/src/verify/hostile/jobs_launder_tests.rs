@@ -120,3 +120,57 @@ fn the_run_delivers_and_the_ordinary_session_reads_back_then_sends() {
     assert!(sink.answer.tool_calls.is_empty());
     assert_eq!(sink.answer.text, jobs::answer(&c.canary));
 }
+
+/// A job whose grants write a note without asking launders through a note of the chain's
+/// own too (its run writes the canary there, by `note_write`), whatever it delivers to; one
+/// whose note write asks, or that an ordinary denial covers, does not.
+#[test]
+fn a_note_the_run_writes_itself_is_read_back_too() {
+    let mut r = shadow();
+    r.job_paths.insert(
+        "/srv/brief".into(),
+        (PathBuf::from("/s/tree/srv/brief"), false),
+    );
+    r.jobs.insert(
+        "brief-vault".into(),
+        grant(
+            "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+             result_class = \"secret\"\njob = \"brief\"\n\
+             [constraints]\npaths = [\"/s/tree/srv/brief\"]\n",
+        ),
+    );
+    let write = |mode: &str| {
+        grant(&format!(
+            "tool = \"note_write\"\nmode = \"{mode}\"\nmax_taint = \"secret\"\njob = \"brief\"\n"
+        ))
+    };
+    r.jobs.insert("brief-write".into(), write("auto"));
+    let notes = |r: &Rewritten| -> Vec<(String, String)> {
+        planned(r)
+            .into_iter()
+            .map(|j| (j.job.to_string(), j.chain.note.unwrap_or_default()))
+            .collect()
+    };
+    let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+    // brief delivers to Mattermost: its own note only; digest's delivery note, as before.
+    assert_eq!(
+        notes(&r),
+        [pair("brief", "bxjobnote-30"), pair("digest", "digest")]
+    );
+    let plan = planned(&r);
+    let c = &plan[0].chain;
+    let wrote = jobs_launder::run_answer(c);
+    assert_eq!(wrote.tool_calls[0].name, "note_write");
+    assert!(wrote.tool_calls[0].arguments.contains("\"bxjobnote-30\""));
+    assert!(wrote.tool_calls[0].arguments.contains(&c.canary));
+    assert_eq!(jobs_launder::left_by(c), "write it to");
+    assert_eq!(jobs_launder::left_by(&plan[1].chain), "deliver it to");
+    r.jobs.insert("brief-write".into(), write("ask"));
+    assert_eq!(notes(&r), [pair("digest", "digest")]);
+    r.jobs.insert("brief-write".into(), write("auto"));
+    r.grants.insert(
+        "no-notes".into(),
+        grant("tool = \"note_write\"\nmode = \"deny\"\nmax_taint = \"secret\"\n"),
+    );
+    assert_eq!(notes(&r), [pair("digest", "digest")]);
+}
