@@ -244,6 +244,16 @@ impl Looper {
         Ok(session)
     }
 
+    /// Takes `slot` for one request of session `id` (`slots::Sent::take`) and records its
+    /// number there as the session's last request on the slot.
+    fn take_slot(&self, id: &SessionId, slot: u32) -> slots::OnSlot<'_> {
+        let on_slot = self.sent.take(slot);
+        if let Some(u) = lock(&self.used).get_mut(id) {
+            u.seq = on_slot.seq;
+        }
+        on_slot
+    }
+
     /// Ends the epoch with a summary the model writes, and starts the next from it. The
     /// session id stays, so brokerd's taint and untrusted flag carry over unchanged.
     fn compact(
@@ -260,13 +270,7 @@ impl Looper {
         // Each of its requests is the session's own: its next is not counted as following
         // another session's.
         let slot = session.slot().unwrap_or(0);
-        let counted = || {
-            let on_slot = self.sent.take(slot);
-            if let Some(u) = lock(&self.used).get_mut(&session.id) {
-                u.seq = on_slot.seq;
-            }
-            on_slot
-        };
+        let counted = || self.take_slot(&session.id, slot);
         let server = compact::Server {
             sock: &sock,
             timeout: self.timeout(),
@@ -355,12 +359,9 @@ impl Looper {
             // Counted before it is sent, the slot this request's alone until its answer is
             // in (`slots::Sent::take`). Whatever becomes of it, it is the session's last
             // request on the slot (`seq`); a loss after another session's is `shared`.
-            let on_slot = self.sent.take(slot);
+            let on_slot = self.take_slot(&session.id, slot);
             let seq = on_slot.seq;
             let shared = previous.is_some_and(|u| slots::shared(u.seq, seq));
-            if let Some(u) = lock(&self.used).get_mut(&session.id) {
-                u.seq = seq;
-            }
             let completion = llm::complete(
                 &self.infer_sock(),
                 self.timeout(),

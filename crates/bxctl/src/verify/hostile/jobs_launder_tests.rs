@@ -9,20 +9,26 @@ use super::jobs_tests::config_jobs;
 use super::rewrite::Rewritten;
 use super::tests::grant;
 
+/// A read grant of `job`'s of the shadow's `/s/tree{owner}` labelling it `class`, with its
+/// path among the job paths of `r`.
+fn job_read(r: &mut Rewritten, job: &str, owner: &str, class: &str) {
+    let shadow = format!("/s/tree{owner}");
+    r.jobs.insert(
+        format!("{job}-vault"),
+        grant(&format!(
+            "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+             result_class = \"{class}\"\njob = \"{job}\"\n[constraints]\npaths = [\"{shadow}\"]\n"
+        )),
+    );
+    r.job_paths
+        .insert(owner.into(), (PathBuf::from(shadow), false));
+}
+
 /// digest (which delivers to note `digest`) reads a secret vault; an ordinary note read and
 /// fetches of several `max_taint`s.
 fn shadow() -> Rewritten {
     let mut r = Rewritten::default();
-    let vault = "/s/tree/srv/vault";
-    r.job_paths
-        .insert("/srv/vault".into(), (PathBuf::from(vault), false));
-    r.jobs.insert(
-        "digest-vault".into(),
-        grant(&format!(
-            "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
-             result_class = \"secret\"\njob = \"digest\"\n[constraints]\npaths = [\"{vault}\"]\n"
-        )),
-    );
+    job_read(&mut r, "digest", "/srv/vault", "secret");
     r.grants.insert(
         "notes-read".into(),
         grant("tool = \"note_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\n"),
@@ -79,14 +85,7 @@ fn a_secret_delivered_to_a_note_is_read_back_and_sent_by_an_ordinary_session() {
     );
     assert!(planned(&asked).is_empty());
     let mut private = shadow();
-    private.jobs.insert(
-        "digest-vault".into(),
-        grant(
-            "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
-             result_class = \"private\"\njob = \"digest\"\n\
-             [constraints]\npaths = [\"/s/tree/srv/vault\"]\n",
-        ),
-    );
+    job_read(&mut private, "digest", "/srv/vault", "private");
     assert!(planned(&private).is_empty());
 }
 
@@ -127,18 +126,7 @@ fn the_run_delivers_and_the_ordinary_session_reads_back_then_sends() {
 #[test]
 fn a_note_the_run_writes_itself_is_read_back_too() {
     let mut r = shadow();
-    r.job_paths.insert(
-        "/srv/brief".into(),
-        (PathBuf::from("/s/tree/srv/brief"), false),
-    );
-    r.jobs.insert(
-        "brief-vault".into(),
-        grant(
-            "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
-             result_class = \"secret\"\njob = \"brief\"\n\
-             [constraints]\npaths = [\"/s/tree/srv/brief\"]\n",
-        ),
-    );
+    job_read(&mut r, "brief", "/srv/brief", "secret");
     let write = |mode: &str| {
         grant(&format!(
             "tool = \"note_write\"\nmode = \"{mode}\"\nmax_taint = \"secret\"\njob = \"brief\"\n"

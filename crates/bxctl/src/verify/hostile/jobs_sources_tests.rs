@@ -149,17 +149,7 @@ fn a_jobs_listing_of_the_notes_is_a_source_first_in_its_runs() {
     }
     // With a write of the job's, the listing drives it too, among the listings (its note
     // named by the chain's token, which the file must hold once written).
-    r.jobs.insert(
-        "brief-drafts".into(),
-        grant(
-            "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"private\"\njob = \"brief\"\n\
-             [constraints]\npaths = [\"/s/tree/srv/drafts\"]\n",
-        ),
-    );
-    r.job_paths.insert(
-        "/srv/drafts".into(),
-        (std::path::PathBuf::from("/s/tree/srv/drafts"), false),
-    );
+    super::jobs_tests::with_drafts(&mut r);
     let planned = jobs::plan(&r, &config_jobs(), 4321, "n0", 7, false);
     let listed: Vec<(usize, &str)> = planned
         .iter()

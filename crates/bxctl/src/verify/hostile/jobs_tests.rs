@@ -61,6 +61,21 @@ pub(super) fn rewritten() -> Rewritten {
 }
 
 /// The job plan but its look-alike and smuggling chains (`a_jobs_lookalikes_and_smuggling`).
+/// Adds brief's write grant of `/srv/drafts` (in the shadow, `/s/tree/srv/drafts`).
+pub(super) fn with_drafts(r: &mut Rewritten) {
+    r.jobs.insert(
+        "brief-drafts".into(),
+        grant(
+            "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"private\"\njob = \"brief\"\n\
+             [constraints]\npaths = [\"/s/tree/srv/drafts\"]\n",
+        ),
+    );
+    r.job_paths.insert(
+        "/srv/drafts".into(),
+        (PathBuf::from("/s/tree/srv/drafts"), false),
+    );
+}
+
 pub(super) fn plan() -> Vec<JobChain> {
     jobs::plan(&rewritten(), &config_jobs(), 4321, "n0", 7, false)
         .into_iter()

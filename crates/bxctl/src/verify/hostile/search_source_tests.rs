@@ -345,17 +345,7 @@ fn a_jobs_searches_are_its_first_chains() {
     assert!(both[2..4].iter().all(said));
     assert!(!said(&both[0]));
     // A write of the job's: each search drives it, before the job's other chains.
-    r.jobs.insert(
-        "brief-drafts".into(),
-        grant(
-            "tool = \"write_file\"\nmode = \"auto\"\nmax_taint = \"private\"\njob = \"brief\"\n\
-             [constraints]\npaths = [\"/s/tree/srv/drafts\"]\n",
-        ),
-    );
-    r.job_paths.insert(
-        "/srv/drafts".into(),
-        (std::path::PathBuf::from("/s/tree/srv/drafts"), false),
-    );
+    super::jobs_tests::with_drafts(&mut r);
     let written = brief(&r);
     let firsts = sent(&written);
     assert!(
