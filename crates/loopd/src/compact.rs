@@ -134,8 +134,9 @@ pub struct Server<'a> {
     pub sock: &'a Path,
     pub timeout: Duration,
     /// Takes the session's slot for one request and counts it (`slots::Sent::take`): the
-    /// slot is the request's until what it returns drops.
-    pub counted: &'a dyn Fn() -> crate::slots::OnSlot<'a>,
+    /// slot is the request's until what it returns drops; `None`: the slot stayed busy past
+    /// a request's time limit.
+    pub counted: &'a dyn Fn() -> Option<crate::slots::OnSlot<'a>>,
 }
 
 /// Asks for a summary: `messages` then `instruction`, capped at `cap` tokens.
@@ -150,7 +151,9 @@ fn ask(
     messages.push(proto::composed::instruction(instruction).to_value());
     let mut body = prompt::body(messages, slot, cap, tools);
     body["tool_choice"] = json!("none");
-    let _on_slot = (server.counted)();
+    let Some(_on_slot) = (server.counted)() else {
+        return Asked::Unreachable;
+    };
     match llm::complete(server.sock, server.timeout, &body, None, |_| {}) {
         Ok(c) => match (c.answer.finish.as_deref(), c.answer.content) {
             // The instruction given back is no summary (llama.cpp's server with a small

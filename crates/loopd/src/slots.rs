@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use daemon::lock;
 use proto::{Hash32, SessionId};
@@ -70,10 +71,30 @@ pub struct OnSlot<'a> {
     pub seq: u64,
 }
 
+/// Why a request did not get its slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    /// The turn was cancelled meanwhile.
+    Cancelled,
+    /// Another request held the slot for longer than a request may take.
+    TimedOut,
+}
+
+/// How often a request waiting for its slot looks at its cancel.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
 impl Sent {
     /// Waits until no other request of loopd's is on `slot`, then counts one more request
-    /// to it, just before it is sent.
-    pub fn take(&self, slot: u32) -> OnSlot<'_> {
+    /// to it, just before it is sent; gives up when `cancelled` says so (looked at every
+    /// [`LOOK_EVERY`]) or after `limit` (a request's own time limit: the one on the slot
+    /// has it too), counting nothing.
+    pub fn take(
+        &self,
+        slot: u32,
+        limit: Duration,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<OnSlot<'_>, Waited> {
+        let until = Instant::now() + limit;
         let mut slots = lock(&self.slots);
         loop {
             let s = slots.entry(slot).or_default();
@@ -81,16 +102,24 @@ impl Sent {
                 s.busy = true;
                 s.count += 1;
                 let seq = s.count;
-                return OnSlot {
+                return Ok(OnSlot {
                     sent: self,
                     slot,
                     seq,
-                };
+                });
+            }
+            if cancelled() {
+                return Err(Waited::Cancelled);
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Waited::TimedOut);
             }
             slots = self
                 .free
-                .wait(slots)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                .wait_timeout(slots, left.min(LOOK_EVERY))
+                .map(|(guard, _)| guard)
+                .unwrap_or_else(|e| e.into_inner().0);
         }
     }
 }
@@ -115,16 +144,33 @@ pub fn shared(previous: u64, now: u64) -> bool {
 mod tests {
     use super::*;
 
+    const LIMIT: Duration = Duration::from_secs(30);
+
+    /// A request waiting for a busy slot gives up when its turn is cancelled, or past its
+    /// limit, and counts nothing: the slot's next request follows the one on it.
+    #[test]
+    fn a_wait_for_a_busy_slot_ends_at_a_cancel_or_the_limit_and_counts_nothing() {
+        let sent = Sent::default();
+        let held = sent.take(0, LIMIT, &|| false).expect("free");
+        assert_eq!(sent.take(0, LIMIT, &|| true).err(), Some(Waited::Cancelled));
+        assert_eq!(
+            sent.take(0, Duration::from_millis(1), &|| false).err(),
+            Some(Waited::TimedOut)
+        );
+        drop(held);
+        assert_eq!(sent.take(0, LIMIT, &|| false).expect("free").seq, 2);
+    }
+
     #[test]
     fn a_slot_counts_its_own_requests_and_another_in_between_is_shared() {
         let sent = Sent::default();
-        let a1 = sent.take(0).seq;
-        let a2 = sent.take(0).seq;
+        let a1 = sent.take(0, LIMIT, &|| false).expect("free").seq;
+        let a2 = sent.take(0, LIMIT, &|| false).expect("free").seq;
         assert!(!shared(a1, a2), "the session's own next request");
         // Another slot's requests do not move this one's count.
-        assert_eq!(sent.take(1).seq, 1);
-        let other = sent.take(0).seq;
-        let a3 = sent.take(0).seq;
+        assert_eq!(sent.take(1, LIMIT, &|| false).expect("free").seq, 1);
+        let other = sent.take(0, LIMIT, &|| false).expect("free").seq;
+        let a3 = sent.take(0, LIMIT, &|| false).expect("free").seq;
         assert!(shared(a2, a3), "{other} came between {a2} and {a3}");
         assert!(!shared(other, a3));
     }
@@ -136,14 +182,14 @@ mod tests {
         let sent = Sent::default();
         let order = Mutex::new(Vec::new());
         std::thread::scope(|s| {
-            let first = sent.take(0);
+            let first = sent.take(0, LIMIT, &|| false).expect("free");
             let waiter = s.spawn(|| {
-                let second = sent.take(0);
+                let second = sent.take(0, LIMIT, &|| false).expect("freed");
                 lock(&order).push(("second", second.seq));
             });
             // Another slot is free meanwhile.
-            assert_eq!(sent.take(1).seq, 1);
-            std::thread::sleep(std::time::Duration::from_millis(100));
+            assert_eq!(sent.take(1, LIMIT, &|| false).expect("free").seq, 1);
+            std::thread::sleep(Duration::from_millis(100));
             lock(&order).push(("first", first.seq));
             drop(first);
             waiter.join().expect("the waiter");

@@ -234,13 +234,18 @@ pub(super) fn one_read_line(c: &Chain, o: &Outcome, name: &str, what: &str) -> O
     })
 }
 
-/// Whether a chain leaked: [`Outcome::leaked_in`], or a bound chain's canary (planted in what
-/// its program's or MCP server's grant binds, `run_bound`, `mcp_bound`) at the sink,
-/// whatever the call's label, unless the analysis labels its grant public (its binds
-/// included).
-fn leaked(c: &Chain, o: &Outcome, analysis: &FlowsReport) -> bool {
+/// Whether a chain (of a run of `job`, or an ordinary session's) leaked:
+/// [`Outcome::leaked_in`], or a bound chain's canary (planted in what its program's or MCP
+/// server's grant binds, `run_bound`, `mcp_bound`) at the sink, whatever the call's label,
+/// unless the analysis labels its grant public (its binds included).
+pub(super) fn leaked(
+    c: &Chain,
+    o: &Outcome,
+    analysis: &FlowsReport,
+    job: Option<&JobName>,
+) -> bool {
     let bound = super::run_bound::is(c) || super::mcp_bound::is(c);
-    o.leaked_in(analysis, None) || (bound && o.at_sink && !o.public_in(analysis, None))
+    o.leaked_in(analysis, job) || (bound && o.at_sink && !o.public_in(analysis, job))
 }
 
 /// The `warn` when the plan has direct read chains but no look-alike, restart, compaction
@@ -377,14 +382,14 @@ pub fn checks_with(
         let (verdict, why) = o.verdict(read_of(c), send_of(c));
         out.push(if let Some(line) = one_read_line(c, o, &name, &what) {
             line
-        } else if leaked(c, o, analysis) && !reported.contains(&key_of(o)) {
+        } else if leaked(c, o, analysis, None) && !reported.contains(&key_of(o)) {
             Check::fail(
                 P,
                 name,
                 format!("{what}: leaked, and the flows analysis did not report it"),
             )
             .help("the flows analysis missed a flow: report it, and stop it with the grant's mode or max_taint")
-        } else if verdict == "leaked" && !leaked(c, o, analysis) {
+        } else if verdict == "leaked" && !leaked(c, o, analysis, None) {
             Check::ok(P, name, format!("{what}: {}", no_flow(o)))
         } else if verdict == "leaked" {
             Check::ok(P, name, format!("{what}: leaked, as the flows analysis reports"))
@@ -408,7 +413,7 @@ pub fn checks_with(
             .filter(|(c, o)| {
                 c.sink.lookalike.is_none()
                     && c.smuggle.is_none()
-                    && leaked(c, o, analysis)
+                    && leaked(c, o, analysis, None)
                     && key_of(o) == key(f)
             })
             .map(|(c, _)| c.n.to_string())

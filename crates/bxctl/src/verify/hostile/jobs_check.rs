@@ -102,8 +102,14 @@ pub fn outcomes(
             step(mcp::called(&c.sink), not.map(|(_, s)| s.call))
         };
         let decider = sink.as_ref().and_then(|(g, _)| g.as_deref());
+        // A chain laundering through a note its run leaves: the ordinary session's read of
+        // the note (`jobs_launder`).
+        let laundering = match &run.back {
+            Some(back) => vec![("note's read", step_in(back, "note_read", None))],
+            None => Vec::new(),
+        };
         let outcome = Outcome {
-            laundering: Vec::new(),
+            laundering,
             at_sink: if deliver {
                 posted
             } else if matches!(c.sink.tool, "mcp" | "run" | super::run::WRITE) {
@@ -143,7 +149,7 @@ impl JobOutcome {
         let (source, sink) = o.grants();
         let job = self.chain.job.as_str();
         let mut out = Vec::new();
-        if o.leaked_in(analysis, Some(&self.chain.job)) {
+        if super::compare::leaked(&self.chain.chain, o, analysis, Some(&self.chain.job)) {
             out.push((job, source, sink, self.deliver()));
         }
         let private = o.class().is_some_and(|c| c != DataClass::Public)
@@ -382,11 +388,15 @@ pub fn checks(
                 format!("{what}: leaked, and the flows analysis did not report it"),
             )
             .help("the flows analysis missed a flow: report it, and stop it with the grant's mode or max_taint"),
-            None if verdict == "leaked" && !jo.outcome.leaked_in(analysis, Some(&jo.chain.job)) => Check::ok(
-                P,
-                name,
-                format!("{what}: {}", super::compare::no_flow(&jo.outcome)),
-            ),
+            None if verdict == "leaked"
+                && !super::compare::leaked(c, &jo.outcome, analysis, Some(&jo.chain.job)) =>
+            {
+                Check::ok(
+                    P,
+                    name,
+                    format!("{what}: {}", super::compare::no_flow(&jo.outcome)),
+                )
+            }
             None if verdict == "leaked" => Check::ok(
                 P,
                 name,

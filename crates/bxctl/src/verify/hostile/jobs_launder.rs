@@ -12,7 +12,7 @@
 //! the notes).
 
 use config::{Deliver, Job};
-use proto::tools::{NoteMode, NoteReadArgs, NoteWriteArgs, ToolArgs};
+use proto::tools::{HttpFetchArgs, NoteMode, NoteReadArgs, NoteWriteArgs, ToolArgs};
 use proto::{DataClass, Grant, Mode};
 
 use super::chains::{self, Chain, Source, Target};
@@ -85,33 +85,66 @@ fn writes_freely(r: &Rewritten, job: &Job, name: &str) -> bool {
         && deciding.all(|g| g.mode == Mode::Auto && g.max_taint >= DataClass::Private)
 }
 
-/// Whether an ordinary session reads note `name` without asking: an allowing grant of an
-/// ordinary session covers it, and every one that covers it is `auto`.
+/// Whether an ordinary session reads note `name` without asking, at a label the note alone
+/// raises to secret: an allowing grant of an ordinary session covers it, every ordinary one
+/// covering it is `auto` and admits private (a session starts there), and no grant covering
+/// it, any scope or mode, labels its results secret (brokerd joins them all: such a grant
+/// would raise the session to secret whatever the note's label, and a note labelled too low
+/// would go unseen).
 fn read_freely(r: &Rewritten, name: &str) -> bool {
     let args = ToolArgs::NoteRead(NoteReadArgs { name: name.into() });
-    let mut covering = r
+    let covers = |g: &&Grant| g.tool == "note_read" && grants::constraints::check(g, &args).is_ok();
+    let mut ordinary = r
         .grants
         .values()
-        .filter(|g| g.tool == "note_read" && g.expires.is_none())
-        .filter(|g| grants::constraints::check(g, &args).is_ok())
+        .filter(covers)
+        .filter(|g| g.expires.is_none())
         .peekable();
-    covering.peek().is_some() && covering.all(|g| g.mode == Mode::Auto)
+    let labelled_below = r
+        .grants
+        .values()
+        .chain(r.jobs.values())
+        .filter(covers)
+        .all(|g| g.result_class < DataClass::Secret);
+    ordinary.peek().is_some()
+        && ordinary.all(|g| g.mode == Mode::Auto && g.max_taint >= DataClass::Private)
+        && labelled_below
 }
 
-/// The ordinary fetch sinks a secret may not leave by: each host of each allowing ordinary
-/// fetch grant whose `max_taint` is below secret.
-fn below_secret(r: &Rewritten) -> Vec<Target> {
-    let allowing = |g: &&Grant| {
-        g.tool == "http_fetch" && g.mode != Mode::Deny && g.max_taint < DataClass::Secret
-    };
+/// The ordinary fetch sinks that take private data and no secret: each host of each
+/// allowing ordinary fetch grant, when every ordinary grant covering the chain's send there
+/// is `auto` with `max_taint` private and lets an untrusted session send (the note's read
+/// may be untrusted). Another that admits secret would rightly send the note's secret there
+/// (no flow of the job's to report), one that asks or denies stops the send whatever the
+/// note's label, and a send at public is refused to every session: none of those could
+/// tell a note labelled too low.
+fn below_secret(r: &Rewritten, port: u16) -> Vec<Target> {
+    let allowing = |g: &&Grant| g.tool == "http_fetch" && g.mode != Mode::Deny;
     let mut out = Vec::new();
     for (id, g) in r.grants.iter().filter(|(_, g)| allowing(g)) {
-        out.extend(g.constraints.hosts.iter().map(|h| Target {
-            tool: "http_fetch",
-            grant: id.clone(),
-            entry: h.clone(),
-            lookalike: None,
-        }));
+        for h in &g.constraints.hosts {
+            let t = Target {
+                tool: "http_fetch",
+                grant: id.clone(),
+                entry: h.clone(),
+                lookalike: None,
+            };
+            let url = chains::send_subject(&t, port, "BXCANARY-0000-0-");
+            let args = ToolArgs::HttpFetch(HttpFetchArgs { url });
+            let mut covering = r
+                .grants
+                .values()
+                .filter(|g| g.tool == "http_fetch")
+                .filter(|g| grants::constraints::check(g, &args).is_ok());
+            let private_only = covering.all(|g| {
+                g.mode == Mode::Auto
+                    && g.max_taint == DataClass::Private
+                    && g.if_untrusted.is_none()
+            });
+            if private_only {
+                out.push(t);
+            }
+        }
     }
     out
 }
@@ -148,7 +181,7 @@ fn secret_read(r: &Rewritten, job: &Job) -> Option<Source> {
 /// own that a grant of the job's writes without asking (the run writes it). Numbered from
 /// `first`.
 pub fn plan(r: &Rewritten, jobs: &[Job], port: u16, nonce: &str, first: usize) -> Vec<JobChain> {
-    let sinks = below_secret(r);
+    let sinks = below_secret(r, port);
     let mut out = Vec::new();
     for job in jobs {
         let Some(source) = secret_read(r, job) else {

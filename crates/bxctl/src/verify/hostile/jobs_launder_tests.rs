@@ -87,6 +87,38 @@ fn a_secret_delivered_to_a_note_is_read_back_and_sent_by_an_ordinary_session() {
     let mut private = shadow();
     job_read(&mut private, "digest", "/srv/vault", "private");
     assert!(planned(&private).is_empty());
+    // Chains that could not tell a note labelled too low: a grant that admits secret covering
+    // the sink's host too (it rightly sends the secret), a sink at public (refused to every
+    // session), one that asks when untrusted, a note read labelled secret by its grant.
+    let none = |change: &dyn Fn(&mut Rewritten)| {
+        let mut r = shadow();
+        change(&mut r);
+        assert!(planned(&r).is_empty());
+    };
+    none(&|r| {
+        r.grants.insert(
+            "wide".into(),
+            grant(
+                "tool = \"http_fetch\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+                 [constraints]\nhosts = [\"*.example.org\"]\n",
+            ),
+        );
+    });
+    none(&|r| {
+        r.grants.get_mut("web").expect("web").max_taint = proto::DataClass::Public;
+    });
+    none(&|r| {
+        r.grants.get_mut("web").expect("web").if_untrusted = Some(proto::IfUntrusted::Ask);
+    });
+    none(&|r| {
+        r.jobs.insert(
+            "digest-notes".into(),
+            grant(
+                "tool = \"note_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+                 result_class = \"secret\"\njob = \"digest\"\n",
+            ),
+        );
+    });
 }
 
 /// The run answers with the canary (its delivery); the ordinary session reads the job's note
