@@ -85,7 +85,9 @@ fn verify_hostile_interrupted_removes_its_scratch_directory() {
     .expect("SIGINT");
     let out = child.wait_with_output().expect("bxctl");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(128 + 2), "{err}");
+    // What it printed, should it have ended on its own (its report goes to stdout).
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(128 + 2), "{err}\n{said}");
     assert!(
         err.contains("verify: hostile: interrupted; removed"),
         "{err}"

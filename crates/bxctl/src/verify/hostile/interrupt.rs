@@ -4,13 +4,26 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::dev::stack::Stack;
 
 /// Set by the signal's thread when the self-test is interrupted.
-pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Set by the signal handler itself, before anything else runs: a call of the run's that
+/// the signal cut short (`EINTR`) may end the run before the signal's thread sets
+/// [`INTERRUPTED`].
+static SIGNALLED: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
+
+/// Whether the self-test was interrupted: the signal's thread then stops the shadow, removes
+/// the scratch directory and exits the process, and the run ends in no verdict of its own.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Acquire) || SIGNALLED.load(Ordering::Acquire)
+}
 
 /// A scratch directory of this run's, never the owner's state: under the system's
 /// temporary directory, made here and only here (an existing one is an error, not reused)
@@ -31,6 +44,9 @@ pub fn scratch() -> std::io::Result<PathBuf> {
 /// Watches for the signals that end the self-test: then it stops `stack` (the shadow's
 /// processes) and removes `dir`, and the process exits (`signals::watch`).
 pub fn watch(dir: &Path, stack: Arc<Stack>) -> std::io::Result<()> {
+    for signal in [SIGINT, SIGTERM, SIGHUP] {
+        signal_hook::flag::register(signal, Arc::clone(&SIGNALLED))?;
+    }
     let removal = dir.to_owned();
     crate::signals::watch(Arc::default(), move || {
         // First, so that the run, failing as its files go, ends in no verdict of its own.

@@ -87,7 +87,6 @@ mod write_source_tests;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 
 use config::Config;
 use proto::Message;
@@ -127,7 +126,7 @@ pub fn checks(config: &Config, analysis: Option<&Path>) -> Vec<Check> {
         )];
     }
     let outcome = run(config, analysis, &dir, stack);
-    if interrupt::INTERRUPTED.load(Ordering::Acquire) {
+    if interrupt::interrupted() {
         // The signal's thread is removing the scratch directory and then exits the process
         // (128 + the signal): no verdict from a run cut short.
         loop {

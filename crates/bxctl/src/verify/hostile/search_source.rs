@@ -140,12 +140,28 @@ pub fn source(
     let owner = TOOLS.iter().find(|(t, _)| *t == tool)?.1;
     let (class, untrusted) = joined(r, tool, n);
     let said = job.is_none() || tool != "session_search" || free(r, tool, n, None);
-    let playable = said && free(r, tool, n, job) && untrusted && reaches(r, tool, n, job);
+    // A trusted search is a source of data out, never of an untrusted write.
+    let labelled_as = untrusted || (labelled && trusted_first(r, tool, n));
+    let playable = said && free(r, tool, n, job) && labelled_as && reaches(r, tool, n, job);
     (playable && (class != DataClass::Public || !labelled)).then(|| Source {
         tool,
         owner: owner.into(),
         path: word(n),
     })
+}
+
+/// Whether a search every grant covering it labels trusted plays while the index holds
+/// nothing untrusted: a search of the notes (the logs' is labelled by everything loopd was
+/// ever sent, the sink's untrusted answers among them) played before any search of the
+/// logs, whose chains' sessions read the sink's untrusted answers and, once indexed, would
+/// raise it (both searches reach the same partitions, notes and session records alike).
+/// The index is stopped while a tool's chains play (`prepare`), so its own chains' sessions
+/// raise nothing of it (decisions V68).
+fn trusted_first(r: &Rewritten, tool: &str, n: usize) -> bool {
+    // Whether searches of the logs may play first (any of them labelled untrusted is).
+    let logs_first =
+        order(r).first() == Some(&"session_search") && joined(r, "session_search", n).1;
+    tool == "note_search" && !logs_first
 }
 
 /// Whether every deciding grant's `max_class` reaches what chain `n`'s search with `tool`
@@ -206,10 +222,11 @@ pub fn unplayed(r: &Rewritten) -> Vec<Left> {
             if !untrusted && class == DataClass::Public {
                 continue;
             }
-            let why: &str = if !untrusted {
+            let why: &str = if !untrusted && !trusted_first(r, tool, 0) {
                 "every grant covering it says untrusted = false, and a search is raised to \
                  untrusted by every log it reaches of a session that read an untrusted answer \
-                 (as the chains' sends do)"
+                 (as the chains' sends do; a search of the notes is played so only before any \
+                 search of the logs)"
             } else if !reaches(r, tool, 0, job) {
                 "its max_class reaches none of what the shadow plants for it (a note at public, \
                  a session's words at private and at the search's own label)"

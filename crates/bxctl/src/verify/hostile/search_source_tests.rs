@@ -116,8 +116,19 @@ fn which_searches_are_played_as_sources() {
             "result_class = \"private\"\nuntrusted = false\n",
         ),
     );
+    // A trusted search of the notes played before any search of the logs: a source (the
+    // index holds nothing untrusted while it plays).
+    assert_eq!(searched(&r), 2);
+    assert!(search_source::unplayed(&r).is_empty());
+    // A search of the logs labelled lower, untrusted: it plays first, and its chains'
+    // sessions, indexed, would raise the trusted one, which is not played then.
+    r.grants.insert(
+        "logs-search".into(),
+        search("session_search", "result_class = \"public\"\n"),
+    );
     assert_eq!(searched(&r), 0);
     let left = search_source::unplayed(&r);
+    r.grants.remove("logs-search");
     assert_eq!(left.len(), 1, "{left:?}");
     assert_eq!(
         (left[0].grant.as_str(), left[0].scope),
