@@ -44,9 +44,6 @@ pub fn scratch() -> std::io::Result<PathBuf> {
 /// Watches for the signals that end the self-test: then it stops `stack` (the shadow's
 /// processes) and removes `dir`, and the process exits (`signals::watch`).
 pub fn watch(dir: &Path, stack: Arc<Stack>) -> std::io::Result<()> {
-    for signal in [SIGINT, SIGTERM, SIGHUP] {
-        signal_hook::flag::register(signal, Arc::clone(&SIGNALLED))?;
-    }
     let removal = dir.to_owned();
     crate::signals::watch(Arc::default(), move || {
         // First, so that the run, failing as its files go, ends in no verdict of its own.
@@ -77,5 +74,11 @@ pub fn watch(dir: &Path, stack: Arc<Stack>) -> std::io::Result<()> {
                  canaries only: remove it by hand"
             ),
         };
-    })
+    })?;
+    // After the signal's thread is there to act on it (a signal marked only here would
+    // leave the run parked with no exit coming).
+    for signal in [SIGINT, SIGTERM, SIGHUP] {
+        signal_hook::flag::register(signal, Arc::clone(&SIGNALLED))?;
+    }
+    Ok(())
 }
