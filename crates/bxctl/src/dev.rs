@@ -212,12 +212,19 @@ fn up(
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_role_that_exits_shows_its_log_set_apart() {
-        let state = std::env::temp_dir().join(format!("bx-dev-exit-{}", std::process::id()));
+    /// A state directory of the test's own (`name`), with its logs and run directories,
+    /// and its lock.
+    fn state(name: &str) -> (PathBuf, lock::StateLock) {
+        let state = std::env::temp_dir().join(format!("bx-dev-{name}-{}", std::process::id()));
         std::fs::create_dir_all(state.join("logs")).expect("logs");
         std::fs::create_dir_all(state.join("run")).expect("run");
-        let mut held = lock::StateLock::take(&state).expect("lock");
+        let held = lock::StateLock::take(&state).expect("lock");
+        (state, held)
+    }
+
+    #[test]
+    fn a_role_that_exits_shows_its_log_set_apart() {
+        let (state, mut held) = state("exit");
         let stack = Stack::default();
         let mut cmd = Command::new("sh");
         cmd.args([
@@ -244,10 +251,7 @@ mod tests {
     /// with why.
     #[test]
     fn a_stopped_stack_starts_nothing() {
-        let state = std::env::temp_dir().join(format!("bx-dev-stopped-{}", std::process::id()));
-        std::fs::create_dir_all(state.join("logs")).expect("logs");
-        std::fs::create_dir_all(state.join("run")).expect("run");
-        let mut held = lock::StateLock::take(&state).expect("lock");
+        let (state, mut held) = state("stopped");
         let stack = Stack::default();
         stack.stop();
         let mut cmd = Command::new("sh");

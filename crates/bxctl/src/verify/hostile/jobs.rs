@@ -29,7 +29,7 @@ use config::{Deliver, Job};
 use proto::{JobName, Mode};
 
 use super::chains::{self, Chain, Source, Target};
-use super::rewrite::Rewritten;
+use super::rewrite::{Rewritten, in_scope};
 use super::script::{self, Rule};
 use super::untrusted_write::Planted;
 
@@ -344,7 +344,7 @@ pub fn plan(
             .grants
             .values()
             .chain(r.jobs.values())
-            .filter(|g| g.mode == Mode::Deny && g.job.as_ref().is_none_or(|j| *j == job.name));
+            .filter(|g| g.mode == Mode::Deny && in_scope(g, Some(&job.name)));
         let by = mine.iter().map(|(_, g)| *g).chain(denies);
         let free = sources.iter().find(|s| {
             matches!(s.tool, "read_file" | "list_dir")

@@ -17,7 +17,7 @@ use proto::{DataClass, Grant, Mode};
 
 use super::chains::{self, Chain, Source, Target};
 use super::jobs::JobChain;
-use super::rewrite::Rewritten;
+use super::rewrite::{Rewritten, in_scope};
 use super::script::{self, Answer, Call, Rule, When};
 
 /// The name of a note a run writes itself, before its chain's number.
@@ -69,16 +69,12 @@ fn writes_freely(r: &Rewritten, job: &Job, name: &str) -> bool {
         name: name.into(),
         text: "bxhostile".into(),
     });
-    let in_scope = |g: &&Grant| match &g.job {
-        Some(j) => *j == job.name,
-        None => g.mode == Mode::Deny,
-    };
     let mut deciding = r
         .grants
         .values()
         .chain(r.jobs.values())
         .filter(|g| g.tool == "note_write" && g.expires.is_none())
-        .filter(in_scope)
+        .filter(|g| in_scope(g, Some(&job.name)))
         .filter(|g| grants::constraints::check(g, &args).is_ok())
         .peekable();
     deciding.peek().is_some()
@@ -187,8 +183,9 @@ pub fn plan(r: &Rewritten, jobs: &[Job], port: u16, nonce: &str, first: usize) -
         let Some(source) = secret_read(r, job) else {
             continue;
         };
+        // The delivery note, when an ordinary session reads it without asking.
         let delivered = match &job.deliver {
-            Deliver::Note(note) => Some(note.to_string()),
+            Deliver::Note(note) => Some(note.to_string()).filter(|n| read_freely(r, n)),
             Deliver::Mattermost => None,
         };
         let chain = |note: String, n: usize, sink: &Target| JobChain {
@@ -199,7 +196,7 @@ pub fn plan(r: &Rewritten, jobs: &[Job], port: u16, nonce: &str, first: usize) -
             },
         };
         for sink in &sinks {
-            if let Some(note) = delivered.clone().filter(|n| read_freely(r, n)) {
+            if let Some(note) = delivered.clone() {
                 out.push(chain(note, first + out.len(), sink));
             }
             let n = first + out.len();

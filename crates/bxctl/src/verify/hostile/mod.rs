@@ -218,7 +218,6 @@ fn run(
         config.broker.consult.is_some(),
     );
     mcp_args::carry(&r, &mut chains);
-    fetch_source::register(&sink, &chains);
     let no_free_read = compare::no_free_read(&chains);
     let consult = config.broker.consult.is_some();
     let first = chains.len() + 1;
@@ -233,14 +232,14 @@ fn run(
         next,
     ));
     mcp_args::carry(&r, job_chains.iter_mut().map(|j| &mut j.chain));
-    let job_fetches: Vec<chains::Chain> = job_chains.iter().map(|j| j.chain.clone()).collect();
-    fetch_source::register(&sink, &job_fetches);
     // The ordinary chains and the job chains', for what both plant and stand in for.
     let all: Vec<chains::Chain> = chains
         .iter()
         .cloned()
         .chain(job_chains.iter().map(|j| j.chain.clone()))
         .collect();
+    // The fetch sources' paths and canaries, told to the sink before the run.
+    fetch_source::register(&sink, &all);
     jobs::plant(&r, &all, &dir.join("tree"))
         .and_then(|()| run_bound::plant(&all))
         .and_then(|()| mcp_bound::plant(&r, &all))

@@ -167,7 +167,12 @@ pub fn with_jobs(
     ordinary: &[Chain],
     (jobs, delivered): (&[JobChain], &BTreeMap<String, String>),
 ) -> Result<(Outcome, Vec<Run>), String> {
-    let inner: Vec<Chain> = jobs.iter().map(|j| j.chain.clone()).collect();
+    // The job runs' searches, whose words are planted with the ordinary searches'.
+    let searching: Vec<Chain> = jobs
+        .iter()
+        .map(|j| j.chain.clone())
+        .filter(search_source::is)
+        .collect();
     let mut runs = BTreeMap::new();
     // A run played among the ordinary chains, the note it delivers to (`delivered`, by
     // job) relabelled public and trusted after it, so that no listing or search after it
@@ -183,7 +188,7 @@ pub fn with_jobs(
         }
         Ok(())
     };
-    let played = chains(shadow, config, r, (ordinary, &inner), &mut |then| {
+    let played = chains(shadow, config, r, (ordinary, &searching), &mut |then| {
         let now = |j: &JobChain| match then {
             Then::Searched(tool) => search_source::is(&j.chain) && j.chain.source.tool == tool,
             Then::Listed => note_source::is_list(&j.chain),

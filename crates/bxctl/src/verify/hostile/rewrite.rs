@@ -72,6 +72,18 @@ pub struct Rewritten {
     pub job_paths: BTreeMap<String, (PathBuf, bool)>,
 }
 
+/// Whether `g` may decide a call of a session in `job` (`None`: an ordinary session), as
+/// brokerd's `policy::in_scope` says: a job's grants its runs only, an ordinary grant
+/// ordinary sessions only, but an ordinary denial denies in a job's run too.
+pub fn in_scope(g: &Grant, job: Option<&proto::JobName>) -> bool {
+    match (&g.job, job) {
+        (Some(g), Some(j)) => g == j,
+        (Some(_), None) => false,
+        (None, None) => true,
+        (None, Some(_)) => g.mode == proto::Mode::Deny,
+    }
+}
+
 impl Rewritten {
     /// Grant `id`, an ordinary session's or a job's (ids are file names: one of either).
     pub fn grant(&self, id: &str) -> Option<&Grant> {

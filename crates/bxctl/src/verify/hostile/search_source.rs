@@ -28,7 +28,7 @@ use proto::tools::{NoteSearchArgs, SessionSearchArgs, ToolArgs};
 use proto::{DataClass, Grant, JobName};
 
 use super::chains::{Chain, Source, Target};
-use super::rewrite::{Left, Rewritten, Scope};
+use super::rewrite::{Left, Rewritten, Scope, in_scope};
 use super::script::{Rule, call, rule};
 use super::session;
 use crate::Error;
@@ -115,14 +115,8 @@ fn deciding<'a>(
     job: Option<&'a JobName>,
 ) -> impl Iterator<Item = &'a Grant> {
     let now = proto::Timestamp::now();
-    let in_scope = move |g: &Grant| match (&g.job, job) {
-        (Some(g), Some(j)) => g == j,
-        (Some(_), None) => false,
-        (None, None) => true,
-        (None, Some(_)) => g.mode == proto::Mode::Deny,
-    };
     covering(r, tool, n)
-        .filter(move |g| in_scope(g) && g.expires.is_none_or(|t| t > now))
+        .filter(move |g| in_scope(g, job) && g.expires.is_none_or(|t| t > now))
         .filter(|g| g.mode == proto::Mode::Deny || g.max_taint >= DataClass::Private)
 }
 
