@@ -223,7 +223,7 @@ fn a_jobs_notes_mcp_tools_and_programs_are_played() {
     // program's another grant names too (`run_bound::unbound`).
     let bound = |g: &str| super::rewrite::Left {
         grant: g.into(),
-        why: "another run grant names its program stats too".into(),
+        why: "another allowing run grant names its program stats too".into(),
         scope: super::rewrite::Scope::OneCall,
     };
     let one = ("mcp", "brief-cal", "x through MCP tool mcp:cal/*");

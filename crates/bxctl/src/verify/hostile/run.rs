@@ -330,7 +330,7 @@ fn write_target_of(
     // workdir another grant's run would write in is not the shadow's to say.
     if super::run_bound::only(grants, &program).is_none() {
         return Err(
-            "another run grant names its program too: which grant a run writing into its \
+            "another allowing run grant names its program too: which grant a run writing into its \
              workdir is decided by is not played",
         );
     }

@@ -4,8 +4,8 @@
 //! into its calls file at each run, so a chain of its own plants a canary under the first of
 //! them and makes one `run` call, its argument without the canary; it leaked when the
 //! stand-in recorded the canary under that call and the grant that decided it lists hosts.
-//! A grant whose places the stand-in does not read (another grant names its program too) is
-//! said `not tried` as a source ([`unbound`]).
+//! A grant whose places the stand-in does not read (another allowing grant names its program
+//! too) is said `not tried` as a source ([`unbound`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,7 +17,7 @@ use super::rewrite::{Left, Rewritten, Scope};
 
 /// The `run` sinks (an ordinary session's and the jobs') whose grant binds paths but is not
 /// the one whose places its program's stand-in reads ([`binding`]: another `run` grant
-/// names its program too): reading them and sending in one call ([`plan`]) is not played,
+/// names its program too, allowing): reading them and sending in one call ([`plan`]) is not played,
 /// and said, as a source only (its output and its sends are played).
 pub fn unbound(r: &Rewritten) -> Vec<Left> {
     super::run::targets_of(r.grants.iter().chain(&r.jobs))
@@ -29,7 +29,7 @@ pub fn unbound(r: &Rewritten) -> Vec<Left> {
             (places(g).next().is_some() && !read).then(|| Left {
                 grant: t.grant.clone(),
                 why: format!(
-                    "another run grant names its program {program} too: the stand-in cannot \
+                    "another allowing run grant names its program {program} too: the stand-in cannot \
                      tell which grant's paths a run binds, so reading them and sending in one \
                      call is not played"
                 ),
@@ -49,8 +49,9 @@ pub fn is(c: &Chain) -> bool {
 /// What a bound chain's argument holds in place of the canary (which is under the paths).
 const BOUND: &str = "bxhostile";
 
-/// The grant naming `program`, when it is the only `run` grant of `grants` that does: its
-/// stand-in then knows which paths its unit binds.
+/// The grant naming `program`, when it is the only allowing `run` grant of `grants` that
+/// does: its stand-in then knows which paths its unit binds (a denying grant binds nothing,
+/// as no call it decides runs).
 pub(super) fn only<'a>(grants: &'a BTreeMap<String, Grant>, program: &str) -> Option<&'a Grant> {
     only_named(grants, program).map(|(_, g)| g)
 }
@@ -60,19 +61,23 @@ fn only_named<'a>(
     grants: &'a BTreeMap<String, Grant>,
     program: &str,
 ) -> Option<(&'a String, &'a Grant)> {
-    let mut naming = grants
-        .iter()
-        .filter(|(_, g)| g.tool == "run" && g.constraints.programs.iter().any(|p| p == program));
+    let mut naming = grants.iter().filter(|(_, g)| names(g, program));
     let g = naming.next()?;
     naming.next().is_none().then_some(g)
 }
 
+/// Whether `g` is an allowing `run` grant naming `program`.
+fn names(g: &Grant, program: &str) -> bool {
+    g.tool == "run"
+        && g.mode != proto::Mode::Deny
+        && g.constraints.programs.iter().any(|p| p == program)
+}
+
 /// The grant whose places `program`'s stand-in reads (a job's runs call the same stand-in):
-/// the only ordinary `run` grant naming it, or, when no ordinary one does, the only job
-/// grant naming it; `None`: several do.
+/// the only allowing ordinary `run` grant naming it, or, when no ordinary one does, the only
+/// allowing job grant naming it; `None`: several do.
 pub(super) fn binding<'a>(r: &'a Rewritten, program: &str) -> Option<(&'a String, &'a Grant)> {
-    let names = |g: &Grant| g.tool == "run" && g.constraints.programs.iter().any(|p| p == program);
-    match r.grants.values().any(names) {
+    match r.grants.values().any(|g| names(g, program)) {
         true => only_named(&r.grants, program),
         false => only_named(&r.jobs, program),
     }

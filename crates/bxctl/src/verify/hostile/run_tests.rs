@@ -306,13 +306,25 @@ fn a_program_two_grants_name_is_not_played_in_one_call() {
             .iter()
             .any(run_bound::is)
     );
-    r.grants.insert(
-        "curl-no-upload".into(),
-        grant(
-            "tool = \"run\"\nmode = \"deny\"\nmax_taint = \"secret\"\n\
-             [constraints]\nprograms = [\"curl\"]\npatterns = [\"-T*\"]\n",
-        ),
+    // A denying grant naming it too binds nothing: still played.
+    let other = |mode: &str| {
+        grant(&format!(
+            "tool = \"run\"\nmode = \"{mode}\"\nmax_taint = \"secret\"\n\
+             [constraints]\nprograms = [\"curl\"]\npatterns = [\"-T*\"]\n"
+        ))
+    };
+    r.grants.insert("curl-no-upload".into(), other("deny"));
+    assert!(
+        run_bound::unbound(&r).is_empty(),
+        "a deny grant binds nothing"
     );
+    assert!(
+        chains::plan(&r, 8080, "n0", false)
+            .iter()
+            .any(run_bound::is)
+    );
+    // An allowing one: which grant's paths a run binds is not the stand-in's to tell.
+    r.grants.insert("curl-upload".into(), other("ask"));
     let left = run_bound::unbound(&r);
     assert_eq!(left.len(), 1, "{left:?}");
     assert!(left[0].scope == Scope::OneCall && left[0].grant == "curl-run");
@@ -324,7 +336,7 @@ fn a_program_two_grants_name_is_not_played_in_one_call() {
     let one = flow(step("curl-run", "run"), step("curl-run", "run"));
     let why = run::not_played(&one, &left).expect("not played");
     assert!(
-        why.contains("another run grant names its program curl too"),
+        why.contains("another allowing run grant names its program curl too"),
         "{why}"
     );
     let out = flow(step("curl-run", "run"), step("web", "http_fetch"));

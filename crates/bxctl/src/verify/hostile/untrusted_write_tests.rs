@@ -295,7 +295,10 @@ fn untrusted_content_drives_a_run_in_its_workdir() {
     );
     let left = super::run::unwritable(&r);
     assert!(
-        left.len() == 1 && left[0].why.contains("another run grant names its program"),
+        left.len() == 1
+            && left[0]
+                .why
+                .contains("another allowing run grant names its program"),
         "{left:?}"
     );
     r.grants.remove("make-docs");
