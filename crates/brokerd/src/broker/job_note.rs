@@ -44,6 +44,7 @@ impl Broker {
                 .and_then(|()| {
                     self.notes
                         .commit(&note, NoteMode::Replace, &dir, &writer)
+                        .answer
                         .map_err(|e| e.to_string())
                 });
             self.notes.discard(&dir);

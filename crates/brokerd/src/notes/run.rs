@@ -177,22 +177,27 @@ impl Bound<'_> {
             Self::List { labels, .. } => (labels, outcome),
             Self::Search { labels } => (labels, outcome),
             Self::Write { name, mode, dir } => {
-                let outcome = match outcome {
-                    RunOutcome::Ok { .. } => match notes.commit(&name, mode, &dir, writer) {
-                        Ok(content) => RunOutcome::Ok {
-                            content,
-                            truncated: false,
-                        },
-                        Err(e) => RunOutcome::failed(e.to_string()),
-                    },
-                    failed @ RunOutcome::Failed { .. } => failed,
-                    // A note unit is sent no stage, so it can answer none.
-                    RunOutcome::Staged(_) => {
-                        RunOutcome::failed("the note unit answered as a hands unit")
+                let (read, outcome) = match outcome {
+                    RunOutcome::Ok { .. } => {
+                        let done = notes.commit(&name, mode, &dir, writer);
+                        let outcome = match done.answer {
+                            Ok(content) => RunOutcome::Ok {
+                                content,
+                                truncated: false,
+                            },
+                            Err(e) => RunOutcome::failed(e.to_string()),
+                        };
+                        (done.read, outcome)
                     }
+                    failed @ RunOutcome::Failed { .. } => (Labels::NONE, failed),
+                    // A note unit is sent no stage, so it can answer none.
+                    RunOutcome::Staged(_) => (
+                        Labels::NONE,
+                        RunOutcome::failed("the note unit answered as a hands unit"),
+                    ),
                 };
                 notes.discard(&dir);
-                (Labels::NONE, outcome)
+                (read, outcome)
             }
         }
     }

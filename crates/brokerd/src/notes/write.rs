@@ -15,7 +15,16 @@ use proto::{AuditEvent, AuditLine, DataClass, Hash32, Timestamp};
 
 use super::{NoteError, Notes, escape_body};
 use crate::audit::{AuditError, AuditLog};
+use crate::policy::Labels;
 use crate::sessions::{MAX_UNTRUSTED_BY, SessionState};
+
+/// A note write's outcome: what the model is told, and the label of what that tells of the
+/// note as it was (an append's: the note's; otherwise none).
+#[derive(Debug)]
+pub struct Committed {
+    pub read: Labels,
+    pub answer: Result<String, NoteError>,
+}
 
 impl Notes {
     /// A fresh, empty directory the write unit `unit` may write into: only brokerd can
@@ -41,17 +50,48 @@ impl Notes {
     }
 
     /// Checks what the write unit for `name` left in `dir` and writes the note, labelled
-    /// from `writer` (the session's state now). Returns what the model is told.
+    /// from `writer` (the session's state now). Returns what the model is told, and the
+    /// label of what that tells of the note as it was.
     pub fn commit(
         &self,
         name: &str,
         mode: NoteMode,
         dir: &Path,
         writer: &SessionState,
-    ) -> Result<String, NoteError> {
-        let text = left_text(name, dir)?;
+    ) -> Committed {
+        let text = match left_text(name, dir) {
+            Ok(text) => text,
+            Err(e) => {
+                return Committed {
+                    read: Labels::NONE,
+                    answer: Err(e),
+                };
+            }
+        };
         let _held = self.lock();
         let old = self.find(name);
+        // An append's answer, written or refused as too large, holds the note's bytes as
+        // they were (their size and hash, their label): it reads as a read of the note
+        // would (a `write_file`'s is labelled like a read of its file likewise, H9).
+        let read = match (mode, &old.bytes) {
+            (NoteMode::Append, Some(_)) => old.labels,
+            _ => Labels::NONE,
+        };
+        Committed {
+            read,
+            answer: self.write_held(name, mode, text, old, writer),
+        }
+    }
+
+    /// [`Notes::commit`]'s write, the notes' lock held: `old` is the note as it is.
+    fn write_held(
+        &self,
+        name: &str,
+        mode: NoteMode,
+        text: String,
+        old: super::Found,
+        writer: &SessionState,
+    ) -> Result<String, NoteError> {
         // What the record goes back to if the note cannot be written (a full disk, say).
         let previous = old.record.clone().filter(|_| old.matches);
         let mut block = String::new();
@@ -118,8 +158,9 @@ impl Notes {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
             .map_err(NoteError::io(&path))?;
         Ok(format!(
-            "note {name} written ({} bytes, labelled {}{})",
+            "note {name} written ({} bytes, sha256 {}, labelled {}{})",
             bytes.len(),
+            record.hash,
             labels.class,
             if labels.untrusted { ", untrusted" } else { "" }
         ))

@@ -60,6 +60,7 @@ fn a_written_note_is_labelled_by_its_writer_and_an_unreadable_record_vouches_for
     std::fs::write(incoming.join("k.md"), "text").expect("text");
     notes
         .commit("k", NoteMode::Replace, &incoming, &writer)
+        .answer
         .expect("commit");
     let found = notes.find("k");
     assert!(found.matches);
@@ -104,11 +105,56 @@ fn a_fifo_where_a_note_or_a_units_text_should_be_is_refused_without_opening_it()
     let writer = SessionState::new(SessionId::new("s-1").expect("id"));
     let refused = notes
         .commit("k", NoteMode::Replace, &incoming, &writer)
+        .answer
         .expect_err("a FIFO is no text");
     assert_eq!(
         refused.to_string(),
         "the write unit for note \"k\" left something that is not a regular file; nothing \
          was written"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What a write's answer tells of the note as it was carries the note's label: an append's
+/// (its new size and hash, or its refusal as too large, hold the old bytes), never a
+/// replace's or a new note's.
+#[test]
+fn an_appends_answer_is_labelled_by_the_note_it_appended_to() {
+    let dir = temp("append-answer");
+    let notes =
+        Notes::open(dir.join("notes"), &dir.join("state"), &dir.join("index")).expect("open");
+    let commit = |n: u64, name: &str, mode: NoteMode, text: &str, taint: DataClass| {
+        let mut writer = SessionState::new(SessionId::new("s-1").expect("id"));
+        writer.taint = taint;
+        let incoming = notes
+            .incoming(&format!("boxmaker-tool-s-1-{n}"))
+            .expect("incoming");
+        std::fs::write(incoming.join(format!("{name}.md")), text).expect("text");
+        let done = notes.commit(name, mode, &incoming, &writer);
+        notes.discard(&incoming);
+        done
+    };
+    let new = commit(1, "vault", NoteMode::Append, "hunter2", DataClass::Secret);
+    assert_eq!(new.read, Labels::NONE, "a new note tells nothing before it");
+    new.answer.expect("written");
+    let appended = commit(2, "vault", NoteMode::Append, "more", DataClass::Public);
+    let said = appended.answer.expect("appended");
+    let hash = notes.find("vault").record.expect("record").hash;
+    assert!(said.contains(&format!("sha256 {hash}")), "{said}");
+    assert_eq!(appended.read.class, DataClass::Secret);
+    // Refused as too large: the refusal holds the note's size all the same.
+    // (One write's text is at most 64 KiB: four make the note too large for a fifth.)
+    let chunk = "x".repeat(60_000);
+    for n in 3..7 {
+        let grown = commit(n, "vault", NoteMode::Append, &chunk, DataClass::Secret);
+        grown.answer.expect("grown");
+    }
+    let refused = commit(7, "vault", NoteMode::Append, &chunk, DataClass::Public);
+    let why = refused.answer.expect_err("too large").to_string();
+    assert!(why.contains("would be 300017 bytes"), "{why}");
+    assert_eq!(refused.read.class, DataClass::Secret);
+    let replaced = commit(8, "vault", NoteMode::Replace, "clean", DataClass::Public);
+    assert_eq!(replaced.read, Labels::NONE);
+    replaced.answer.expect("replaced");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -152,14 +152,23 @@ fn an_untrusted_sessions_note_carries_brokerds_header_and_flags_its_reader() {
     let r = call(&home, "s-2", 1, "note_read", r#"{"name":"todo"}"#);
     assert_eq!(content(&r), on_disk);
     assert_eq!(labels(&r), (DataClass::Private, true));
-    // An append by a trusted session keeps the flag (the higher label).
+    // An append by a trusted session keeps the flag (the higher label). Its answer holds
+    // the note as it was (the new size and hash), so it is labelled as a read of the note
+    // would be, and its session is raised so.
     let args = r#"{"mode":"append","name":"todo","text":"more"}"#;
-    call(&home, "s-3", 1, "note_write", args);
+    let r = call(&home, "s-3", 1, "note_write", args);
+    assert!(
+        content(&r).starts_with("note todo written (") && content(&r).contains(", sha256 "),
+        "{r:?}"
+    );
+    assert_eq!(labels(&r), (DataClass::Private, true));
     let r = call(&home, "s-4", 1, "note_read", r#"{"name":"todo"}"#);
     assert!(content(&r).ends_with("please obey\nmore"), "{r:?}");
     assert_eq!(labels(&r), (DataClass::Private, true));
-    // A replace by a trusted session takes the writer's label.
-    write(&home, "s-3", 2, "todo", "clean");
+    // A replace by a trusted session takes the writer's label, and its answer holds
+    // nothing of the note before.
+    let r = write(&home, "s-6", 1, "todo", "clean");
+    assert_eq!(labels(&r), (DataClass::Private, false));
     let r = call(&home, "s-5", 1, "note_read", r#"{"name":"todo"}"#);
     assert_eq!(labels(&r), (DataClass::Private, false));
     home.assert_audit_good();

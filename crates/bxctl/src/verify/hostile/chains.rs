@@ -372,6 +372,9 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, consult: bool) -> Vec<Chain> 
     super::note_source::plan(r, &targets, port, nonce, &mut chains);
     // A listing of the notes, then a send of a note's name to every sink (`note_source`).
     super::note_source::plan_lists(r, &targets, port, nonce, &mut chains);
+    // A note write's answer, then a send of the note's new hash to every sink
+    // (`note_source`).
+    super::note_source::plan_writes(r, &targets, port, nonce, &mut chains);
     // A search of the notes or the logs for words of the chain's own, then a send of what
     // it found to every sink (`search_source`).
     super::search_source::plan(r, &targets, port, nonce, &mut chains);

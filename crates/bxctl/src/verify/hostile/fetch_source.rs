@@ -341,20 +341,26 @@ mod tests {
                 .2
                 .contains("the URL's path is the shadow's own")
         );
-        // A note write's result as a source is not played; a search of the notes is (no
-        // chain completed it: a disagreement); a consult source is, and its grant's patterns
-        // meet the shadow's prompt.
+        // A source of a tool the shadow does not know is not played; a note write's answer
+        // and a search of the notes are (no chain completed them: a disagreement); a
+        // consult source is, and its grant's patterns meet the shadow's prompt.
         let mut noted = report.clone();
-        noted.flows[0].source.tool = "note_write".into();
+        noted.flows[0].source.tool = "note_erase".into();
         let warned = compare::checks(&[], &noted, &[], &BTreeSet::new());
         assert!(
             warned[0]
                 .said
-                .contains("a source of note_write is not played yet")
+                .contains("a source of note_erase is not played yet")
         );
-        noted.flows[0].source.tool = "note_search".into();
-        let searched = compare::checks(&[], &noted, &[], &BTreeSet::new());
-        assert_eq!(format!("{:?}", searched[0].level), "Fail", "{searched:?}");
+        for tool in ["note_write", "note_search"] {
+            noted.flows[0].source.tool = tool.into();
+            let failed = compare::checks(&[], &noted, &[], &BTreeSet::new());
+            assert_eq!(
+                format!("{:?}", failed[0].level),
+                "Fail",
+                "{tool}: {failed:?}"
+            );
+        }
         let mut consulted = report.clone();
         consulted.flows[0].source.tool = "consult".into();
         let failed = compare::checks(&[], &consulted, &[], &BTreeSet::new());

@@ -13,8 +13,8 @@
 //! and the look-alikes and argument smuggling from its first read that runs without asking
 //! are played likewise (decisions V61), and so are its searches of the notes and the logs
 //! (V62), its fetches labelled above public as sources (V63), a listing of the notes
-//! driving its writes (V64) and its tools' and programs' one call reading what their grant
-//! binds and sending it (V65).
+//! driving its writes (V64), its tools' and programs' one call reading what their grant
+//! binds and sending it (V65) and a note write's answer (V70).
 //!
 //! A job's prompt is one tag for all its runs, so its rules are played in order: each
 //! chain's source rule answers once (each job's runs are started in plan order: its
@@ -30,7 +30,6 @@ use proto::{JobName, Mode};
 
 use super::chains::{self, Chain, Source, Target};
 use super::rewrite::{Rewritten, in_scope};
-use super::script::{self, Rule};
 use super::untrusted_write::Planted;
 
 /// A job chain's sink tool when the send is the run's delivery to Mattermost.
@@ -257,6 +256,15 @@ pub fn plan(
                 out.push(sent(&job.name, n, source, sink, canary, port));
             }
         }
+        // A note write's answer likewise: an append to a note of the chain's own, its new
+        // hash sent (`note_source`).
+        for sink in &targets {
+            let n = first + out.len();
+            let grants = mine.iter().map(|(_, g)| *g);
+            if let Some((source, hash)) = super::note_source::write_source_of(grants, n, nonce) {
+                out.push(sent(&job.name, n, source, sink, hash, port));
+            }
+        }
         // Untrusted content driving a write: a fetch from each host of the job's fetch grants,
         // its answer (`BXWRITE-TOKEN`) written under each path of each of its write and edit
         // grants, in a file their patterns match (`pattern`), as an ordinary session's
@@ -405,74 +413,6 @@ fn sent(
             write_mode: None,
         },
     }
-}
-
-/// The fake model's rules for the job runs: the sessions saying their searches' words, then,
-/// per job, each chain's sink (once its canary is in the last tool result), then the end of
-/// the turn at any other tool result, then each chain's read, once, in plan order (one per
-/// run).
-pub fn rules(chains: &[JobChain]) -> Vec<Rule> {
-    // Each job once, in the order of its first chain (its look-alike chains come after every
-    // job's other chains).
-    let mut seen = std::collections::BTreeSet::new();
-    let jobs: Vec<&JobName> = chains
-        .iter()
-        .map(|c| &c.job)
-        .filter(|j| seen.insert(*j))
-        .collect();
-    // The ordinary sessions saying the words of the runs' searches of the logs
-    // (`search_source`).
-    let mut out: Vec<Rule> = chains
-        .iter()
-        .filter_map(|c| super::search_source::rules(&c.chain))
-        .collect();
-    // The ordinary sessions reading a delivery note back (`jobs_launder`).
-    out.extend(
-        chains
-            .iter()
-            .flat_map(|c| super::jobs_launder::back_rules(&c.chain)),
-    );
-    for job in jobs {
-        let mine = || {
-            chains
-                .iter()
-                .filter(move |c| c.job == *job)
-                .map(|c| &c.chain)
-        };
-        for c in mine() {
-            // A chain laundering through a note its run leaves answers with the canary (its
-            // delivery) or writes it; its send is an ordinary session's (`jobs_launder`).
-            let send = match c.sink.tool {
-                DELIVER => script::say(&c.url),
-                _ if c.note.is_some() => super::jobs_launder::run_answer(c),
-                _ => script::send(c),
-            };
-            out.push(script::rule(
-                format!("job {job} chain {} sink", c.n),
-                1,
-                tag(job),
-                Some(c.awaited().to_owned()),
-                send,
-            ));
-        }
-        out.push(script::rule(
-            format!("job {job} end of turn"),
-            u32::MAX,
-            tag(job),
-            Some(String::new()),
-            script::say("done"),
-        ));
-        for c in mine() {
-            out.push(script::rule(
-                format!("job {job} chain {} source", c.n),
-                1,
-                tag(job),
-                None,
-                script::source_answer(c),
-            ));
-        }
-    }
-    out
 }
 
 /// Makes the job grants' paths in the shadow (under `tree` only), then plants every chain's

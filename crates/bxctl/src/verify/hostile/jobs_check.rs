@@ -248,13 +248,16 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
     } else {
         // The consult model's answer goes anywhere but back to it.
         let answered = consult && f.sink.tool != "consult";
-        let note = matches!(f.source.tool.as_str(), "note_read" | "note_list");
+        let note = matches!(
+            f.source.tool.as_str(),
+            "note_read" | "note_list" | "note_write"
+        );
         if !(read || write || note || search || mcp || answered || fetch) {
             return Some(format!(
                 "a source of {} sent to {} in a job's run is not played yet (reads, directory \
-                 listings, writes, edits, fetches, a note's read, a listing of the notes, the \
-                 searches of the notes and of the logs, MCP tools, programs and the consult \
-                 model's answer are)",
+                 listings, writes, edits, fetches, a note's read, a listing of the notes, a \
+                 note write's answer, the searches of the notes and of the logs, MCP tools, \
+                 programs and the consult model's answer are)",
                 f.source.tool, f.sink.tool
             ));
         }

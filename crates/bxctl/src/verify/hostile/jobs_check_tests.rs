@@ -181,6 +181,10 @@ fn the_job_runs_are_compared_with_the_flows_of_the_job() {
         levels(&[], vec![write]),
         pair(&[("untrusted_write", "Warn")])
     );
+    // A note write's answer sent out is played: reported, no run completed it, it fails.
+    let mut answer = flow(Some("brief-web"), "http_fetch");
+    answer.source.tool = "note_write".into();
+    assert_eq!(levels(&[], vec![answer]), pair(&[("private_out", "Fail")]));
     // A run that did not start is not tried.
     let mut unstarted = outcomes(DataClass::Private, false, false);
     unstarted[0].not_started = Some("no job brief".into());

@@ -127,7 +127,7 @@ fn a_secret_delivered_to_a_note_is_read_back_and_sent_by_an_ordinary_session() {
 fn the_run_delivers_and_the_ordinary_session_reads_back_then_sends() {
     let plan = planned(&shadow());
     let c = &plan[0].chain;
-    let rules = jobs::rules(&plan);
+    let rules = super::jobs_script::rules(&plan);
     let back: Vec<_> = rules
         .iter()
         .filter(|rule| rule.when.user_contains == c.back_tag())

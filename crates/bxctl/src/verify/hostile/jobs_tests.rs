@@ -253,7 +253,8 @@ fn the_shadows_jobs_and_rules() {
     assert_eq!(back[1].deliver, config::Deliver::Note("digest".into()));
     assert!(jobs_setting::gateway(&config_jobs()) && !jobs_setting::gateway(&config_jobs()[1..]));
 
-    let script = super::script::script_with(&[], jobs::rules(&plan())).expect("script");
+    let script =
+        super::script::script_with(&[], super::jobs_script::rules(&plan())).expect("script");
     let v: toml::Value = toml::from_str(&script).expect("toml");
     let rules = v["rule"].as_array().expect("rules");
     let names: Vec<&str> = rules.iter().filter_map(|r| r["name"].as_str()).collect();

@@ -24,6 +24,7 @@ mod jobs;
 mod jobs_check;
 mod jobs_launder;
 mod jobs_run;
+mod jobs_script;
 mod jobs_setting;
 mod launder;
 mod mcp;
@@ -254,7 +255,8 @@ fn run(
         })
         .map_err(|e| format!("the MCP stand-ins: {e}"))?;
     let script = dir.join("script.toml");
-    let body = script::script_with(&chains, jobs::rules(&job_chains)).map_err(|e| text(&e))?;
+    let body =
+        script::script_with(&chains, jobs_script::rules(&job_chains)).map_err(|e| text(&e))?;
     std::fs::write(&script, body).map_err(|e| format!("{}: {e}", script.display()))?;
     let mut extra = format!("[broker.self_test]\nresolve = \"{}\"\n", sink.addr.ip());
     extra.push_str(&launder::config());
@@ -292,7 +294,7 @@ fn run(
     .map_err(|e| text(&e))?;
     stand_ins.pin(&shadow_config)?;
     let jobs = job_chains.iter().map(|j| &j.chain);
-    note_source::plant(&shadow_config, chains.iter().chain(jobs))?;
+    note_source::plant(&shadow_config, chains.iter().chain(jobs), &nonce)?;
 
     let report = match analysis {
         Some(path) => std::fs::read_to_string(path)

@@ -17,13 +17,23 @@
 //! notes are only those it planted so (no chain has written one yet). When an allowing
 //! `note_list` grant of an ordinary session labels its results private or secret, a listing,
 //! then a send of the chain's note's name to every sink but the look-alikes.
+//!
+//! A note write's answer likewise (decisions V70): `note_write` answers with the note's new
+//! size and SHA-256, so after an `append` it holds the note as it was, labelled by the
+//! note's label and its grants' (M16). The shadow plants each such chain's note
+//! (`bxnotew-N`, holding its canary line) public and trusted; when an allowing `note_write`
+//! grant of an ordinary session labels its results private or secret, an append of a word
+//! to it, then a send of the note's new hash, which the shadow computes from what it planted
+//! and what the call adds (the call holds neither), to every sink but the look-alikes; in a
+//! job's runs, to each of the job's sinks, its delivery included (`jobs`).
 
 use config::Config;
 use proto::Message;
-use proto::tools::{NoteListArgs, NoteReadArgs, ToolArgs};
+use proto::tools::{NoteListArgs, NoteMode, NoteReadArgs, NoteWriteArgs, ToolArgs};
 
-use super::chains::{Chain, Source, Target, canary};
+use super::chains::{Chain, Source, Target, canary, send_subject};
 use super::rewrite::Rewritten;
+use super::script::{Answer, Call};
 
 /// What names the notes as a chain's source.
 const NOTES: &str = "the notes";
@@ -33,9 +43,91 @@ fn name(n: usize) -> String {
     format!("bxnote-{n}")
 }
 
+/// The note chain `n` appends to.
+fn appended(n: usize) -> String {
+    format!("bxnotew-{n}")
+}
+
+/// What chain `n`'s append adds to its note.
+fn added(n: usize) -> String {
+    format!("BXAPPEND-{n}")
+}
+
 /// Whether `c` starts from a note of its own, read or listed.
 pub fn is(c: &Chain) -> bool {
     matches!(c.source.tool, "note_read" | "note_list") && c.source.owner == NOTES
+}
+
+/// Whether `c` starts from a note write's answer: an append to a note of its own.
+pub fn is_write(c: &Chain) -> bool {
+    c.source.tool == "note_write" && c.source.owner == NOTES
+}
+
+/// What chain `n`'s note holds once its append ran, as brokerd writes it (`Notes::commit`:
+/// the planted line, which ends in a line break, then the text; a trusted session's, so no
+/// header): the hash of it is what the answer says and the chain looks for at its sink.
+pub fn write_hash(n: usize, nonce: &str) -> String {
+    let text = format!("{}\n{}", canary(nonce, n), added(n));
+    proto::Hash32::digest(text.as_bytes()).to_string()
+}
+
+/// Adds a chain from a note write's answer to each of `targets` but the look-alikes, when
+/// an allowing `note_write` grant whose results are private or secret covers the append;
+/// numbered after `chains`.
+pub fn plan_writes(
+    r: &Rewritten,
+    targets: &[Target],
+    port: u16,
+    nonce: &str,
+    chains: &mut Vec<Chain>,
+) {
+    for sink in targets.iter().filter(|t| t.lookalike.is_none()) {
+        let n = chains.len() + 1;
+        if let Some((source, hash)) = write_source_of(r.grants.values(), n, nonce) {
+            chains.push(Chain {
+                url: send_subject(sink, port, &hash),
+                canary: hash,
+                ..Chain::send(n, source, sink, port, nonce)
+            });
+        }
+    }
+}
+
+/// Chain `n`'s append to a note of its own and the hash its answer says, when one of
+/// `grants` (an ordinary session's, or a job's, `jobs`) allows it, its results private or
+/// secret; `None`: none does.
+pub fn write_source_of<'a>(
+    grants: impl Iterator<Item = &'a proto::Grant>,
+    n: usize,
+    nonce: &str,
+) -> Option<(Source, String)> {
+    let args = ToolArgs::NoteWrite(NoteWriteArgs {
+        mode: NoteMode::Append,
+        name: appended(n),
+        text: added(n),
+    });
+    let source = Source {
+        tool: "note_write",
+        owner: NOTES.into(),
+        path: appended(n),
+    };
+    covered(grants, &args, true).then(|| (source, write_hash(n, nonce)))
+}
+
+/// A note write chain's first call: the append to its note.
+pub fn write_call(c: &Chain) -> Answer {
+    let arguments = serde_json::json!({
+        "mode": "append",
+        "name": c.source.path,
+        "text": added(c.n),
+    });
+    Answer {
+        text: String::new(),
+        tool_calls: vec![Call {
+            name: "note_write".into(),
+            arguments: arguments.to_string(),
+        }],
+    }
 }
 
 /// Whether `c` starts from a listing of the notes: played before every other chain.
@@ -135,12 +227,17 @@ pub fn source_of<'a>(
 
 /// Plants each note chain's note in the running shadow (`shadow`, its configuration) and
 /// has its brokerd label it public and trusted: a read's holding what the chain awaits, a
-/// listing's named by it. The shadow has no other note (`dev::shadow` keeps no demo note):
-/// a listing is labelled by every file there.
-pub fn plant<'a>(shadow: &Config, chains: impl Iterator<Item = &'a Chain>) -> Result<(), String> {
+/// listing's named by it, a write's holding its canary (`nonce`). The shadow has no other
+/// note (`dev::shadow` keeps no demo note): a listing is labelled by every file there.
+pub fn plant<'a>(
+    shadow: &Config,
+    chains: impl Iterator<Item = &'a Chain>,
+    nonce: &str,
+) -> Result<(), String> {
     let dir = shadow.notes_dir();
     let notes = chains.filter_map(|c| {
         let own = is(c).then(|| (c.source.path.clone(), c.awaited().to_owned()));
+        let own = own.or_else(|| is_write(c).then(|| (c.source.path.clone(), canary(nonce, c.n))));
         // A `note_search` chain's words, in a note of its own (`search_source`).
         own.or_else(|| super::search_source::note(c))
     });
@@ -226,6 +323,43 @@ mod tests {
                 .iter()
                 .any(is)
         );
+    }
+
+    /// A note write grant whose results are private makes a chain appending to a note of its
+    /// own to every sink, its canary the note's new hash (in neither the call nor the
+    /// sink's address before the answer); a public one makes none.
+    #[test]
+    fn a_note_writes_answer_is_a_source_to_every_sink() {
+        let write = |class: &str| {
+            super::super::tests::grant(&format!(
+                "tool = \"note_write\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+                 result_class = \"{class}\"\n"
+            ))
+        };
+        let mut r = super::super::tests::rewritten();
+        r.grants.insert("notes-write".into(), write("public"));
+        let plan = super::super::chains::plan(&r, 4321, "n0", false);
+        assert!(!plan.iter().any(is_write), "{plan:?}");
+        r.grants.insert("notes-write".into(), write("private"));
+        let plan = super::super::chains::plan(&r, 4321, "n0", false);
+        let written: Vec<&Chain> = plan.iter().filter(|c| is_write(c)).collect();
+        let sinks: Vec<&str> = written.iter().map(|c| c.sink.entry.as_str()).collect();
+        assert_eq!(sinks, ["api.example.org", "*.wikipedia.org"]);
+        for c in written {
+            assert_eq!(c.source.path, format!("bxnotew-{}", c.n));
+            let text = format!("{}\nBXAPPEND-{}", canary("n0", c.n), c.n);
+            assert_eq!(c.canary, proto::Hash32::digest(text.as_bytes()).to_string());
+            assert_eq!(c.awaited(), c.canary);
+            assert!(c.url.contains(&c.canary), "{}", c.url);
+            let call = super::super::script::source_answer(c);
+            assert_eq!(call.tool_calls[0].name, "note_write");
+            let args: serde_json::Value =
+                serde_json::from_str(&call.tool_calls[0].arguments).expect("json");
+            assert_eq!(args["mode"], "append");
+            assert_eq!(args["name"], c.source.path.as_str());
+            assert!(!call.tool_calls[0].arguments.contains(&c.canary));
+            assert!(!call.tool_calls[0].arguments.contains(&canary("n0", c.n)));
+        }
     }
 
     /// A listing grant whose results are private makes a listing chain to every sink, its

@@ -50,11 +50,12 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
             f.source.tool, f.sink.tool
         ));
     }
-    if !played_source {
+    // A note write's answer is sent (`note_source`), never driving a write.
+    if !played_source && tool != "note_write" {
         return Some(format!(
             "a source of {} is not played yet (reads, listings, fetches, consults, the \
-             notes' reads, listings and searches, the logs' searches, MCP tools, a program's \
-             bound paths, writes and edits are)",
+             notes' reads, listings, searches and writes, the logs' searches, MCP tools, a \
+             program's bound paths, writes and edits are)",
             f.source.tool
         ));
     }

@@ -19,7 +19,7 @@ pub(super) fn send_of(c: &Chain) -> &'static str {
 /// How a chain's line names its first step.
 pub(super) fn read_of(c: &Chain) -> &'static str {
     match c.source.tool {
-        "write_file" => "write",
+        "write_file" | "note_write" => "write",
         "edit_file" => "edit",
         _ => "read",
     }
@@ -37,6 +37,7 @@ pub(super) fn reads_of(c: &Chain) -> &'static str {
         "mcp" => "call",
         "run" if super::run_source::is(c) => "run",
         "write_file" => "append to a file in",
+        "note_write" => "append to a note in",
         "edit_file" => "edit a file in",
         _ => "read",
     }
@@ -82,6 +83,7 @@ pub(super) fn describe(c: &Chain, o: &Outcome) -> String {
         super::run::WRITE => format!("run {to} with it, in its workdir"),
         // What a write's result carries of the file: its new text's hash.
         _ if super::write_source::is(c) => format!("send the file's new hash to {to}"),
+        _ if super::note_source::is_write(c) => format!("send the note's new hash to {to}"),
         _ => format!("send it to {to}"),
     };
     format!(

@@ -158,7 +158,7 @@ pub fn script(chains: &[Chain]) -> Result<String, toml::ser::Error> {
     script_with(chains, Vec::new())
 }
 
-/// [`script`], the job runs' rules (`jobs::rules`) after the chains'.
+/// [`script`], the job runs' rules (`jobs_script::rules`) after the chains'.
 pub fn script_with(chains: &[Chain], jobs: Vec<Rule>) -> Result<String, toml::ser::Error> {
     let mut rule = Vec::new();
     for c in chains {
@@ -279,6 +279,8 @@ pub(super) fn source_answer(c: &Chain) -> Answer {
         "run" => super::run_source::call(c),
         // A write source's append or edit of its own file (`write_source`).
         "write_file" | "edit_file" => super::write_source::call(c),
+        // A note write source's append to its own note (`note_source`).
+        "note_write" => super::note_source::write_call(c),
         // A listing of the notes takes no arguments.
         "note_list" => Answer {
             text: String::new(),

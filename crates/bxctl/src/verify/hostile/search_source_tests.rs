@@ -348,7 +348,7 @@ fn a_jobs_searches_are_its_first_chains() {
     );
     assert!(search_source::unplayed(&r).is_empty());
     let plan = jobs::plan(&r, &config, 4321, "n0", 1, false);
-    let rules = jobs::rules(&plan);
+    let rules = super::jobs_script::rules(&plan);
     let said = |c: &Chain| {
         let tag = format!("[bxhostile chain {} words]", c.n);
         rules.iter().any(|rule| rule.when.user_contains == tag)

@@ -226,9 +226,9 @@ fn laundering_chains_write_a_note_and_read_it_back() {
     );
     let plan = chains::plan(&r, 4321, "n0", false);
     let direct = chains::plan(&rewritten(), 4321, "n0", false);
-    // Six laundered, and two from a note of their own (`note_source`): the note grant's
-    // results are private, its default.
-    assert_eq!(plan.len(), direct.len() + 6 + 2);
+    // Six laundered, two from a note of their own and two from an append's answer
+    // (`note_source`): the note grants' results are private, their default.
+    assert_eq!(plan.len(), direct.len() + 6 + 2 + 2);
     let laundered: Vec<&Chain> = plan.iter().filter(|c| c.note.is_some()).collect();
     assert_eq!(laundered.len(), 6);
     let c = laundered[0];

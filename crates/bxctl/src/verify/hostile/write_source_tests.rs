@@ -349,7 +349,7 @@ fn a_jobs_write_grant_is_a_source_of_its_runs() {
     assert_eq!(c.canary, Hash32::digest(text.as_bytes()).to_string());
     assert_eq!(c.url, super::jobs::answer(&c.canary));
     // The run's first call is the append.
-    let rules = super::jobs::rules(&plan);
+    let rules = super::jobs_script::rules(&plan);
     let source = rules
         .iter()
         .find(|r| r.name == "job brief chain 7 source")
