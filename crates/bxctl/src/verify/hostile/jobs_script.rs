@@ -7,10 +7,10 @@ use proto::JobName;
 use super::jobs::{DELIVER, JobChain, tag};
 use super::script::{self, Rule};
 
-/// The fake model's rules for the job runs: the sessions saying their searches' words, then,
-/// per job, each chain's sink (once its canary is in the last tool result), then the end of
-/// the turn at any other tool result, then each chain's read, once, in plan order (one per
-/// run).
+/// The fake model's rules for the job runs: the ordinary sessions reading a delivery note
+/// back, then, per job, each chain's sink (once its canary is in the last tool result), then
+/// the end of the turn at any other tool result, then the runs saying the words of its
+/// searches of the logs and each chain's read, once, in plan order (one per run).
 pub fn rules(chains: &[JobChain]) -> Vec<Rule> {
     // Each job once, in the order of its first chain (its look-alike chains come after every
     // job's other chains).
@@ -20,18 +20,11 @@ pub fn rules(chains: &[JobChain]) -> Vec<Rule> {
         .map(|c| &c.job)
         .filter(|j| seen.insert(*j))
         .collect();
-    // The ordinary sessions saying the words of the runs' searches of the logs
-    // (`search_source`).
+    // The ordinary sessions reading a delivery note back (`jobs_launder`).
     let mut out: Vec<Rule> = chains
         .iter()
-        .filter_map(|c| super::search_source::rules(&c.chain))
+        .flat_map(|c| super::jobs_launder::back_rules(&c.chain))
         .collect();
-    // The ordinary sessions reading a delivery note back (`jobs_launder`).
-    out.extend(
-        chains
-            .iter()
-            .flat_map(|c| super::jobs_launder::back_rules(&c.chain)),
-    );
     for job in jobs {
         let mine = || {
             chains
@@ -62,7 +55,16 @@ pub fn rules(chains: &[JobChain]) -> Vec<Rule> {
             Some(String::new()),
             script::say("done"),
         ));
+        // The runs saying the words of the job's searches of the logs, played right before
+        // the first of them (`search_source::prepare`): before its read, after those of the
+        // searches played before (`search_source::order`, the job's plan order).
+        let mut words: Vec<Rule> = mine()
+            .filter_map(|c| super::search_source::job_rules(c, job, &tag(job)))
+            .collect();
         for c in mine() {
+            if super::search_source::is(c) && c.source.tool == "session_search" {
+                out.append(&mut words);
+            }
             out.push(script::rule(
                 format!("job {job} chain {} source", c.n),
                 1,

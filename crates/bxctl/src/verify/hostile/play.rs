@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use config::Config;
+use proto::SessionId;
 
 use super::chains::Chain;
 use super::jobs::JobChain;
@@ -34,13 +35,15 @@ pub enum Then {
 
 /// Plays every chain in `shadow` (`config`, its configuration), in the order above, calling
 /// `then` after each search tool's chains (whose words are planted with `jobs`', the job
-/// chains') and once after the listings of the notes, before the rest.
+/// chains', each job run's words of a search of the logs said by `say`) and once after the
+/// listings of the notes, before the rest.
 pub fn chains(
     shadow: &mut Shadow,
     config: &Config,
     r: &Rewritten,
     (chains, jobs): (&[Chain], &[Chain]),
     then: &mut dyn FnMut(Then) -> Result<(), String>,
+    say: &mut search_source::Say<'_>,
 ) -> Result<Outcome, String> {
     let text = |e: &dyn std::fmt::Display| e.to_string();
     let mut played = BTreeMap::new();
@@ -59,8 +62,9 @@ pub fn chains(
         if !searching.iter().any(|c| c.source.tool == tool) {
             continue;
         }
-        let late = search_source::prepare(shadow, config, tool, &searching);
-        unobserved.extend(late.map_err(|e| text(&e))?);
+        unobserved.extend(search_source::prepare(
+            shadow, config, tool, &searching, say,
+        )?);
         paused = true;
         let mine = order
             .iter()
@@ -181,28 +185,58 @@ pub fn with_jobs(
         let j = &jobs[i];
         let run = jobs_run::play(config, config_path, std::slice::from_ref(j))?;
         runs.extend(run.into_iter().map(|run| (i, run)));
-        let note = delivered.get(j.job.as_str());
-        let notes = config.notes_dir();
-        if let Some(note) = note.filter(|n| notes.join(format!("{n}.md")).exists()) {
-            note_source::relabel(config, note)?;
-        }
-        Ok(())
+        relabel(config, delivered, j)
     };
-    let played = chains(shadow, config, r, (ordinary, &searching), &mut |then| {
-        let now = |j: &JobChain| match then {
-            Then::Searched(tool) => search_source::is(&j.chain) && j.chain.source.tool == tool,
-            Then::Listed => note_source::is_list(&j.chain),
+    // The words a job run's search of the logs finds: said by a run of its job (its
+    // delivery note relabelled after it as a played run's), the run's session labelled by
+    // the job's own search (`search_source::job_rules`, decisions V71).
+    let mut say = |c: &Chain| -> Result<Option<Option<SessionId>>, String> {
+        let Some(j) = jobs.iter().find(|j| j.chain.n == c.n) else {
+            return Ok(None);
         };
-        for (i, _) in jobs.iter().enumerate().filter(|(_, j)| now(j)) {
-            play(i, &mut runs)?;
-        }
-        Ok(())
-    })?;
+        let run = jobs_run::play(config, config_path, std::slice::from_ref(j))?;
+        relabel(config, delivered, j)?;
+        Ok(Some(
+            run.into_iter().next().and_then(|run| run.played.session),
+        ))
+    };
+    let played = chains(
+        shadow,
+        config,
+        r,
+        (ordinary, &searching),
+        &mut |then| {
+            let now = |j: &JobChain| match then {
+                Then::Searched(tool) => search_source::is(&j.chain) && j.chain.source.tool == tool,
+                Then::Listed => note_source::is_list(&j.chain),
+            };
+            for (i, _) in jobs.iter().enumerate().filter(|(_, j)| now(j)) {
+                play(i, &mut runs)?;
+            }
+            Ok(())
+        },
+        &mut say,
+    )?;
     let rest: Vec<usize> = (0..jobs.len()).filter(|i| !runs.contains_key(i)).collect();
     let rest_chains: Vec<JobChain> = rest.iter().map(|i| jobs[*i].clone()).collect();
     let played_rest = jobs_run::play(config, config_path, &rest_chains)?;
     runs.extend(rest.into_iter().zip(played_rest));
     Ok((played, runs.into_values().collect()))
+}
+
+/// Relabels public and trusted the note `j`'s job delivers to (`delivered`, by job), after a
+/// run of it: a run that could not deliver left no note.
+fn relabel(
+    config: &Config,
+    delivered: &BTreeMap<String, String>,
+    j: &JobChain,
+) -> Result<(), String> {
+    let note = delivered.get(j.job.as_str());
+    let notes = config.notes_dir();
+    match note.filter(|n| notes.join(format!("{n}.md")).exists()) {
+        Some(note) => note_source::relabel(config, note),
+        None => Ok(()),
+    }
 }
 
 /// Whether `p`'s read returned the chain's canary.

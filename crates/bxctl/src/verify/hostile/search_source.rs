@@ -7,7 +7,9 @@
 //! `bxseekN TOKEN bxseekN` at the lowest label they can have: a note `bxseek-N` relabelled
 //! public and trusted (`note_search`, planted with the other notes, `note_source`), or the
 //! owner's words in a session of their own whose one call is a search of the logs (so that
-//! brokerd labels it: a log it never saw is indexed secret; `session_search`). Only a search
+//! brokerd labels it: a log it never saw is indexed secret; `session_search`); for a job
+//! run's search of the logs, the model's words in a run of the job whose one call is the
+//! job's search (decisions V71). Only a search
 //! that runs without asking is played ([`free`]: a declined one leaves a log brokerd never
 //! labels). The search chains are played before every other chain, the lower-labelled
 //! tool's first; the shadow's indexer is stopped while the words' sessions run, started
@@ -25,7 +27,7 @@ use proto::ToolResponse;
 use proto::flows::FlowsReport;
 use proto::notes::HitKind;
 use proto::tools::{NoteSearchArgs, SessionSearchArgs, ToolArgs};
-use proto::{DataClass, Grant, JobName};
+use proto::{DataClass, Grant, JobName, SessionId};
 
 use super::chains::{Chain, Source, Target};
 use super::rewrite::{Left, Rewritten, Scope, in_scope};
@@ -122,8 +124,7 @@ fn deciding<'a>(
 
 /// Chain `n`'s search with `tool` in a session (`job`: in a run of that job), when it runs
 /// without asking ([`free`]), its grants' joined label is untrusted (`unplayed`) and, when
-/// `labelled`, private or secret; in a job's run, a search of the logs only when an ordinary
-/// session may say its words ([`unplayed`]).
+/// `labelled`, private or secret.
 pub fn source(
     r: &Rewritten,
     tool: &'static str,
@@ -133,10 +134,9 @@ pub fn source(
 ) -> Option<Source> {
     let owner = TOOLS.iter().find(|(t, _)| *t == tool)?.1;
     let (class, untrusted) = joined(r, tool, n);
-    let said = job.is_none() || tool != "session_search" || free(r, tool, n, None);
     // A trusted search is a source of data out, never of an untrusted write.
     let labelled_as = untrusted || (labelled && trusted_first(r, tool, n));
-    let playable = said && free(r, tool, n, job) && labelled_as && reaches(r, tool, n, job);
+    let playable = free(r, tool, n, job) && labelled_as && reaches(r, tool, n, job);
     (playable && (class != DataClass::Public || !labelled)).then(|| Source {
         tool,
         owner: owner.into(),
@@ -197,10 +197,8 @@ pub fn plan(r: &Rewritten, targets: &[Target], port: u16, nonce: &str, chains: &
 /// The allowing search grants whose search runs freely (in an ordinary session, or in a
 /// run of their job) but is not played as a source (their other flows are): the joined
 /// label is trusted (every session a chain sends from reads the sink's untrusted answer, and
-/// its log raises every later search to untrusted), a `max_class` reaches none of what the
-/// shadow plants, or, for a job's search of the logs, an ordinary session cannot search the
-/// logs without asking (the session saying the words is an ordinary one, labelled by its
-/// own search of the logs, `prepare`).
+/// its log raises every later search to untrusted), or a `max_class` reaches none of what
+/// the shadow plants.
 pub fn unplayed(r: &Rewritten) -> Vec<Left> {
     let jobs: std::collections::BTreeSet<&JobName> =
         r.jobs.values().filter_map(|g| g.job.as_ref()).collect();
@@ -224,10 +222,6 @@ pub fn unplayed(r: &Rewritten) -> Vec<Left> {
             } else if !reaches(r, tool, 0, job) {
                 "its max_class reaches none of what the shadow plants for it (a note at public, \
                  a session's words at private and at the search's own label)"
-            } else if job.is_some() && tool == "session_search" && !free(r, tool, 0, None) {
-                "the shadow says the words a job's search of the logs finds in an ordinary \
-                 session, whose own search of the logs labels its log, and no grant lets an \
-                 ordinary session search the logs without asking"
             } else {
                 continue;
             };
@@ -254,8 +248,9 @@ fn plant_tag(c: &Chain) -> String {
     format!("[bxhostile chain {} words]", c.n)
 }
 
-/// The fake model's rule for the session saying chain `c`'s words: one search of the logs
-/// (for a word no chain plants), so that brokerd sees the session and labels its log.
+/// The fake model's rule for the ordinary session saying chain `c`'s words: one search of
+/// the logs (for a word no chain plants), so that brokerd sees the session and labels its
+/// log.
 pub fn rules(c: &Chain) -> Option<Rule> {
     (is(c) && c.source.tool == "session_search").then(|| {
         rule(
@@ -268,20 +263,47 @@ pub fn rules(c: &Chain) -> Option<Rule> {
     })
 }
 
+/// The fake model's rule for the run of job `job` (its prompt `tag`) saying chain `c`'s words,
+/// `c` a search of the logs in the job's runs: the model's own words, with one search of the
+/// logs by the job's grant (for the chain's word, which the index does not hold yet), so
+/// that brokerd sees the run's session and labels its log; the run then ends saying `done`
+/// (its delivery holds none of the words). A job's search of the logs finds the words of
+/// a run of its own, whatever an ordinary session may do (decisions V71).
+pub fn job_rules(c: &Chain, job: &JobName, tag: &str) -> Option<Rule> {
+    (is(c) && c.source.tool == "session_search").then(|| {
+        let mut answer = call("session_search", "query", &word(c.n));
+        answer.text = format!("{} {}", plant_tag(c), words(c));
+        rule(
+            format!("job {job} chain {} words", c.n),
+            1,
+            tag.to_owned(),
+            None,
+            answer,
+        )
+    })
+}
+
+/// How the words of a search of the logs are said: `None` for an ordinary chain's (an
+/// ordinary session says them, [`rules`]); for a job run's chain, the session of a run of its
+/// job saying them ([`job_rules`]), when one started.
+pub type Say<'a> = dyn FnMut(&Chain) -> Result<Option<Option<SessionId>>, String> + 'a;
+
 /// Before the first of `tool`'s chains is played, in the running `shadow` (`config`): the
-/// sessions saying its `session_search` chains' words, the indexer stopped meanwhile (so that
-/// it never files a session's first records before brokerd labels the session); then the
-/// wait until the indexer indexed every one of its chains' words (each chain's note, or its
-/// session's) in the partition of the label planted; then the indexer is stopped again, so
-/// that no session of the chains played next is indexed before they all ran (each would
-/// raise the searches after it). Returns, by chain number, why a chain's words were not
-/// indexed in time.
+/// sessions saying its `session_search` chains' words (`say`), the indexer stopped meanwhile
+/// (so that it never files a session's first records before brokerd labels the session);
+/// then the wait until the indexer indexed every one of its chains' words (each chain's note,
+/// or its session's) in the partition of the label planted; then the indexer is stopped
+/// again, so that no session of the chains played next is indexed before they all ran (each
+/// would raise the searches after it). Returns, by chain number, why a chain's words were
+/// not indexed in time.
 pub fn prepare(
     shadow: &mut Shadow,
     config: &Config,
     tool: &str,
     chains: &[Chain],
-) -> Result<BTreeMap<usize, String>, Error> {
+    say: &mut Say<'_>,
+) -> Result<BTreeMap<usize, String>, String> {
+    let text = |e: Error| e.to_string();
     let mine: Vec<&Chain> = chains
         .iter()
         .filter(|c| is(c) && c.source.tool == tool)
@@ -289,11 +311,16 @@ pub fn prepare(
     shadow.pause_indexer();
     let mut sessions = BTreeMap::new();
     for c in mine.iter().filter(|c| c.source.tool == "session_search") {
-        let text = format!("{} {}", plant_tag(c), words(c));
-        let played = session::play(config, &text)?;
-        sessions.insert(c.n, played.session);
+        let session = match say(c)? {
+            Some(session) => session,
+            None => {
+                let words = format!("{} {}", plant_tag(c), words(c));
+                session::play(config, &words).map_err(text)?.session
+            }
+        };
+        sessions.insert(c.n, session);
     }
-    shadow.resume_indexer()?;
+    shadow.resume_indexer().map_err(text)?;
     let mut late = BTreeMap::new();
     for c in mine {
         let (kind, what) = match c.source.tool {
@@ -316,7 +343,8 @@ pub fn prepare(
             (kind, name.as_ref(), session.as_ref()),
             label,
             what,
-        )?;
+        )
+        .map_err(text)?;
         if let Some(why) = why {
             late.insert(c.n, why);
         }
@@ -377,7 +405,7 @@ pub fn raised(
 
 /// The label brokerd exported for session `id` (`session-labels/<id>.json`, which the
 /// indexer files the session's log by); `None` when it has none.
-fn exported(config: &Config, id: &proto::SessionId) -> Option<(DataClass, bool)> {
+fn exported(config: &Config, id: &SessionId) -> Option<(DataClass, bool)> {
     let path = config.session_labels_dir().join(format!("{id}.json"));
     let text = std::fs::read(path).ok()?;
     let l: proto::notes::SessionLabel = serde_json::from_slice(&text).ok()?;

@@ -289,8 +289,8 @@ fn a_search_raised_above_the_analysis_is_set_aside() {
 
 /// A job's searches are its first chains (the lower-labelled tool's first), each sent to
 /// every sink of the job and driving each of its writes; a job's search of the logs is
-/// played only when an ordinary session may say its words (its grant said `not tried`
-/// otherwise), and the ordinary rules say them for the job's chains too.
+/// played whether or not an ordinary session may search the logs, its words said by a run
+/// of the job (its rule before the job's chains' reads), never by an ordinary session.
 #[test]
 fn a_jobs_searches_are_its_first_chains() {
     use super::jobs::{self, DELIVER};
@@ -314,47 +314,46 @@ fn a_jobs_searches_are_its_first_chains() {
             .map(|c| (c.source.tool, c.sink.tool))
             .collect()
     };
+    let searches = [
+        ("note_search", "http_fetch"),
+        ("note_search", DELIVER),
+        ("session_search", "http_fetch"),
+        ("session_search", DELIVER),
+    ];
     let alone = brief(&r);
-    assert_eq!(
-        sent(&alone),
-        [("note_search", "http_fetch"), ("note_search", DELIVER)]
-    );
+    assert_eq!(sent(&alone), searches);
     assert!(
-        alone[2..].iter().all(|c| !search_source::is(c)),
+        alone[4..].iter().all(|c| !search_source::is(c)),
         "{alone:#?}"
-    );
-    let left = search_source::unplayed(&r);
-    assert!(
-        left.iter().any(|l| l.grant == "brief-logs-search"
-            && l.scope == Scope::Source
-            && l.why
-                .contains("ordinary session search the logs without asking")),
-        "{left:#?}"
-    );
-    assert!(!left.iter().any(|l| l.grant == "brief-notes-search"));
-    // An ordinary search of the logs that runs freely: the job's is played too, after the
-    // notes' (both private), and the session saying its words is an ordinary one.
-    r.grants
-        .insert("logs-search".into(), search("session_search", ""));
-    let both = brief(&r);
-    assert_eq!(
-        sent(&both),
-        [
-            ("note_search", "http_fetch"),
-            ("note_search", DELIVER),
-            ("session_search", "http_fetch"),
-            ("session_search", DELIVER)
-        ]
     );
     assert!(search_source::unplayed(&r).is_empty());
     let plan = jobs::plan(&r, &config, 4321, "n0", 1, false);
     let rules = super::jobs_script::rules(&plan);
-    let said = |c: &Chain| {
+    let position = |name: &str| rules.iter().position(|rule| rule.name == name);
+    for c in &alone[2..4] {
+        let words = position(&format!("job brief chain {} words", c.n)).expect("words");
+        let rule = &rules[words];
+        assert_eq!(rule.when.user_contains, "[bxhostile job brief]");
+        assert!(rule.answer.text.contains(&search_source::words(c)));
+        assert_eq!(rule.answer.tool_calls[0].name, "session_search");
+        assert!(!rule.answer.tool_calls[0].arguments.contains(&c.canary));
+        // After the reads of the searches of the notes (played first), before the first
+        // read of the searches of the logs: the runs saying the words come between.
+        let read = |c: &Chain| position(&format!("job brief chain {} source", c.n));
+        assert!(read(&alone[1]).is_some_and(|r| r < words), "{words}");
+        assert!(read(&alone[2]).is_some_and(|r| words < r), "{words}");
+    }
+    let ordinary = |c: &Chain| {
         let tag = format!("[bxhostile chain {} words]", c.n);
         rules.iter().any(|rule| rule.when.user_contains == tag)
     };
-    assert!(both[2..4].iter().all(said));
-    assert!(!said(&both[0]));
+    assert!(!alone.iter().any(ordinary));
+    assert!(position(&format!("job brief chain {} words", alone[0].n)).is_none());
+    // An ordinary search of the logs that runs freely changes nothing of the job's.
+    r.grants
+        .insert("logs-search".into(), search("session_search", ""));
+    assert_eq!(sent(&brief(&r)), searches);
+    assert!(search_source::unplayed(&r).is_empty());
     // A write of the job's: each search drives it, before the job's other chains.
     super::jobs_tests::with_drafts(&mut r);
     let written = brief(&r);
