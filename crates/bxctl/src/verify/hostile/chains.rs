@@ -62,7 +62,8 @@ pub struct Chain {
 }
 
 /// Whether a source of `tool` returns what the shadow planted for the chain (a file, a
-/// listing, a note, a search's words, a program's output, a write's result), rather than
+/// listing, a note, a search's words, a program's output, a write's result, a note write's
+/// answer), rather than
 /// an answer the sink or a stand-in makes (a fetch's, a consult's, an MCP tool's).
 pub fn planted(tool: &str) -> bool {
     matches!(
@@ -76,6 +77,7 @@ pub fn planted(tool: &str) -> bool {
             | "run"
             | "write_file"
             | "edit_file"
+            | "note_write"
     )
 }
 

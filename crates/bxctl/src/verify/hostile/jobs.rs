@@ -261,7 +261,9 @@ pub fn plan(
         for sink in &targets {
             let n = first + out.len();
             let grants = mine.iter().map(|(_, g)| *g);
-            if let Some((source, hash)) = super::note_source::write_source_of(grants, n, nonce) {
+            if let Some((source, hash)) =
+                super::note_source::write_source_of(grants, n, nonce, true)
+            {
                 out.push(sent(&job.name, n, source, sink, hash, port));
             }
         }
@@ -331,6 +333,7 @@ pub fn plan(
             .collect();
         // A note of the chain's own, read by a grant of the job's (`note_source`).
         planted.push(Planted::Note(mine.iter().map(|(_, g)| *g).collect()));
+        planted.push(Planted::NoteWrite(mine.iter().map(|(_, g)| *g).collect()));
         for (_, g) in mine.iter().filter(|(_, g)| super::write_source::plays(g)) {
             for (owner, dir) in super::write_source::dirs(g, &r.job_paths) {
                 planted.push(Planted::Write(g, owner, dir));

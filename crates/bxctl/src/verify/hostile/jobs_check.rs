@@ -233,15 +233,18 @@ pub fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) -> Opti
     if untrusted {
         // A read's, a listing's, a fetch's, a consult's, an MCP tool's, a program's, a
         // note's or a write's result written (`jobs::plan`).
-        let note = matches!(f.source.tool.as_str(), "note_read" | "note_list");
+        let note = matches!(
+            f.source.tool.as_str(),
+            "note_read" | "note_list" | "note_write"
+        );
         if !(read || write || fetch || consult || mcp || note || search)
             || !matches!(f.sink.tool.as_str(), "write_file" | "edit_file" | "run")
         {
             return Some(format!(
                 "untrusted content from {} driving {} in a job's run is not played yet (a \
                  read's, a directory listing's, a fetch's, a consult's, an MCP tool's, a \
-                 program's, a note's read's or listing's, a search's or a write's result \
-                 driving write_file, edit_file or a run in its workdir is)",
+                 program's, a note's read's, listing's or write's, a search's or a write's \
+                 result driving write_file, edit_file or a run in its workdir is)",
                 f.source.tool, f.sink.tool
             ));
         }

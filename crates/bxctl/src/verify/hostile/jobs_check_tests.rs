@@ -162,9 +162,9 @@ fn the_job_runs_are_compared_with_the_flows_of_the_job() {
         levels(&posted[..1], vec![deliver()]),
         pair(&[("chain 7", "Ok"), ("private_out", "Ok")])
     );
-    // An untrusted write in a job's run from a read, or a listing of the notes, is played:
-    // reported, no run completed it, it fails; from a note's write it is not played: a
-    // warn.
+    // An untrusted write in a job's run from a read, a listing of the notes or a note
+    // write's answer is played: reported, no run completed it, it fails; from a tool the
+    // shadow does not know it is not played: a warn.
     let mut write = flow(Some("www"), "write_file");
     write.severity = Severity::UntrustedWrite;
     assert_eq!(
@@ -177,6 +177,11 @@ fn the_job_runs_are_compared_with_the_flows_of_the_job() {
         pair(&[("untrusted_write", "Fail")])
     );
     write.source.tool = "note_write".into();
+    assert_eq!(
+        levels(&[], vec![write.clone()]),
+        pair(&[("untrusted_write", "Fail")])
+    );
+    write.source.tool = "note_erase".into();
     assert_eq!(
         levels(&[], vec![write]),
         pair(&[("untrusted_write", "Warn")])

@@ -83,7 +83,7 @@ pub fn plan_writes(
 ) {
     for sink in targets.iter().filter(|t| t.lookalike.is_none()) {
         let n = chains.len() + 1;
-        if let Some((source, hash)) = write_source_of(r.grants.values(), n, nonce) {
+        if let Some((source, hash)) = write_source_of(r.grants.values(), n, nonce, true) {
             chains.push(Chain {
                 url: send_subject(sink, port, &hash),
                 canary: hash,
@@ -94,12 +94,13 @@ pub fn plan_writes(
 }
 
 /// Chain `n`'s append to a note of its own and the hash its answer says, when one of
-/// `grants` (an ordinary session's, or a job's, `jobs`) allows it, its results private or
-/// secret; `None`: none does.
+/// `grants` (an ordinary session's, or a job's, `jobs`) allows it (and when `labelled`, one
+/// whose results are private or secret); `None`: none does.
 pub fn write_source_of<'a>(
     grants: impl Iterator<Item = &'a proto::Grant>,
     n: usize,
     nonce: &str,
+    labelled: bool,
 ) -> Option<(Source, String)> {
     let args = ToolArgs::NoteWrite(NoteWriteArgs {
         mode: NoteMode::Append,
@@ -111,7 +112,7 @@ pub fn write_source_of<'a>(
         owner: NOTES.into(),
         path: appended(n),
     };
-    covered(grants, &args, true).then(|| (source, write_hash(n, nonce)))
+    covered(grants, &args, labelled).then(|| (source, write_hash(n, nonce)))
 }
 
 /// A note write chain's first call: the append to its note.

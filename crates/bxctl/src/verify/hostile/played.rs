@@ -45,13 +45,12 @@ pub(super) fn not_played(f: &Flow, patterned: &BTreeSet<String>, left: &[Left]) 
         return Some(format!(
             "untrusted content from {} driving {} is not played yet (a read's, a listing's, \
              a fetch's, a consult's, an MCP tool's, a note's, a listing's or a search's of \
-             the notes or the logs, a program's or a write's result driving write_file, \
-             edit_file or a run in its workdir is)",
+             the notes or the logs, a note write's, a program's or a write's result \
+             driving write_file, edit_file or a run in its workdir is)",
             f.source.tool, f.sink.tool
         ));
     }
-    // A note write's answer is sent (`note_source`), never driving a write.
-    if !played_source && tool != "note_write" {
+    if !played_source {
         return Some(format!(
             "a source of {} is not played yet (reads, listings, fetches, consults, the \
              notes' reads, listings, searches and writes, the logs' searches, MCP tools, a \

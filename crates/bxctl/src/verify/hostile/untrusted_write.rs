@@ -126,7 +126,9 @@ fn ordinary(r: &Rewritten) -> Vec<Write<'_>> {
 /// Untrusted content from a result the shadow plants driving a write (decision V54): each
 /// read and listing of `reads` (its file or its listing holding the chain's token), a note
 /// of the chain's own under an allowing `note_read` grant, a listing of the notes (one named
-/// by the token) under an allowing `note_list` grant, a search of the notes or the logs
+/// by the token) under an allowing `note_list` grant, an append to a note of its own under
+/// an allowing `note_write` grant (the token is the note's new hash), a search of the notes
+/// or the logs
 /// for words holding the token (`search_source`), each allowing `run` grant's
 /// program's output (`run_source`) and each write or edit grant's result in each granted
 /// directory (`write_source`: the token is its file's new hash), then that token written,
@@ -141,6 +143,7 @@ pub fn from_results(r: &Rewritten, reads: &[Source], nonce: &str, chains: &mut V
         .collect();
     sources.push(Planted::Note(r.grants.values().collect()));
     sources.push(Planted::List(r.grants.values().collect()));
+    sources.push(Planted::NoteWrite(r.grants.values().collect()));
     sources.extend(["note_search", "session_search"].map(|tool| Planted::Search(r, tool, None)));
     sources.extend(super::run_source::outputs(r).map(Planted::Source));
     let written =
@@ -172,6 +175,9 @@ pub(super) enum Planted<'a> {
     /// A listing of the notes, one named by the chain's token (`note_source`), when a grant
     /// of these lists them.
     List(Vec<&'a Grant>),
+    /// An append to a note of the chain's own, its answer holding the note's new hash
+    /// (`note_source`), when one of these grants allows it.
+    NoteWrite(Vec<&'a Grant>),
     /// A search of the notes or the logs (the tool) for words of the chain's own, which hold
     /// its token (`search_source`), when a grant of these makes it (in a run of the job, when
     /// one is named).
@@ -194,6 +200,9 @@ impl Planted<'_> {
                 super::note_source::list_source_of(grants.iter().copied(), n, nonce, false)?,
                 canary(nonce, n),
             )),
+            Self::NoteWrite(grants) => {
+                super::note_source::write_source_of(grants.iter().copied(), n, nonce, false)
+            }
             Self::Search(r, tool, job) => Some((
                 super::search_source::source(r, tool, n, false, *job)?,
                 canary(nonce, n),
