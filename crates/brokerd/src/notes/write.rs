@@ -70,17 +70,24 @@ impl Notes {
         };
         let _held = self.lock();
         let old = self.find(name);
-        // An append's answer, written or refused as too large, holds the note's bytes as
-        // they were (their size and hash, their label): it reads as a read of the note
-        // would (a `write_file`'s is labelled like a read of its file likewise, H9).
-        let read = match (mode, &old.bytes) {
-            (NoteMode::Append, Some(_)) => old.labels,
-            _ => Labels::NONE,
+        let appends = matches!(mode, NoteMode::Append);
+        // Something brokerd cannot read where the note is (a link, not a regular file, or
+        // larger than a note may be): an append to it is refused, never a replace of it.
+        let unreadable = old.bytes.is_none() && std::fs::symlink_metadata(self.path(name)).is_ok();
+        // An append's answer, written or refused, holds the note as it was (its size and
+        // hash, its label, or that it is there): it reads as a read of the note would (a
+        // `write_file`'s is labelled like a read of its file likewise, H9).
+        let read = match appends && (old.bytes.is_some() || unreadable) {
+            true => old.labels,
+            false => Labels::NONE,
         };
-        Committed {
-            read,
-            answer: self.write_held(name, mode, text, old, writer),
-        }
+        let answer = match appends && unreadable {
+            true => Err(NoteError::Unreadable {
+                name: name.to_owned(),
+            }),
+            false => self.write_held(name, mode, text, old, writer),
+        };
+        Committed { read, answer }
     }
 
     /// [`Notes::commit`]'s write, the notes' lock held: `old` is the note as it is.

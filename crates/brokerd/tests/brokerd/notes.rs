@@ -117,7 +117,7 @@ fn a_fifo_where_a_note_or_a_units_text_should_be_is_refused_without_opening_it()
 
 /// What a write's answer tells of the note as it was carries the note's label: an append's
 /// (its new size and hash, or its refusal as too large, hold the old bytes), never a
-/// replace's or a new note's.
+/// replace's or a new note's; an append to what brokerd cannot read is refused.
 #[test]
 fn an_appends_answer_is_labelled_by_the_note_it_appended_to() {
     let dir = temp("append-answer");
@@ -156,5 +156,14 @@ fn an_appends_answer_is_labelled_by_the_note_it_appended_to() {
     let replaced = commit(8, "vault", NoteMode::Replace, "clean", DataClass::Public);
     assert_eq!(replaced.read, Labels::NONE);
     replaced.answer.expect("replaced");
+    // A note brokerd cannot read (edited on disk past the size a note may hold): an append
+    // is refused, the bytes left as they are, and the refusal reads as the note would.
+    let big = vec![b'x'; usize::try_from(proto::notes::MAX_NOTE).expect("size") + 1];
+    std::fs::write(dir.join("notes/big.md"), &big).expect("big");
+    let refused = commit(9, "big", NoteMode::Append, "more", DataClass::Public);
+    let why = refused.answer.expect_err("unreadable").to_string();
+    assert!(why.contains("is not a note brokerd reads"), "{why}");
+    assert_eq!(refused.read, UNKNOWN);
+    assert_eq!(std::fs::read(dir.join("notes/big.md")).expect("kept"), big);
     let _ = std::fs::remove_dir_all(&dir);
 }

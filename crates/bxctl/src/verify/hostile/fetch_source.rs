@@ -24,7 +24,7 @@ pub fn named_by(tool: &str) -> &'static str {
     match tool {
         "http_fetch" => "the URL's path",
         "consult" => "the prompt",
-        "note_read" => "the note's name",
+        "note_read" | "note_write" => "the note's name",
         _ => "the canary's file name",
     }
 }

@@ -274,6 +274,23 @@ pub fn relabel(shadow: &Config, name: &str) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// A grant of note tool `tool`, `auto` at any taint, its results labelled `class`.
+    fn labelled(tool: &str, class: &str) -> proto::Grant {
+        super::super::tests::grant(&format!(
+            "tool = \"{tool}\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
+             result_class = \"{class}\"\n"
+        ))
+    }
+
+    /// The sinks of `r`'s chains that `kind` picks, in plan order.
+    fn sent(r: &Rewritten, kind: fn(&Chain) -> bool) -> Vec<String> {
+        super::super::chains::plan(r, 4321, "n0", false)
+            .into_iter()
+            .filter(kind)
+            .map(|c| c.sink.entry)
+            .collect()
+    }
+
     /// A note read grant makes a chain from a note of its own to every sink; the canary is
     /// in the note only, never in the read's arguments; without such a grant, none.
     #[test]
@@ -331,22 +348,15 @@ mod tests {
     /// sink's address before the answer); a public one makes none.
     #[test]
     fn a_note_writes_answer_is_a_source_to_every_sink() {
-        let write = |class: &str| {
-            super::super::tests::grant(&format!(
-                "tool = \"note_write\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
-                 result_class = \"{class}\"\n"
-            ))
-        };
         let mut r = super::super::tests::rewritten();
-        r.grants.insert("notes-write".into(), write("public"));
+        r.grants
+            .insert("notes-write".into(), labelled("note_write", "public"));
+        assert!(sent(&r, is_write).is_empty());
+        r.grants
+            .insert("notes-write".into(), labelled("note_write", "private"));
         let plan = super::super::chains::plan(&r, 4321, "n0", false);
-        assert!(!plan.iter().any(is_write), "{plan:?}");
-        r.grants.insert("notes-write".into(), write("private"));
-        let plan = super::super::chains::plan(&r, 4321, "n0", false);
-        let written: Vec<&Chain> = plan.iter().filter(|c| is_write(c)).collect();
-        let sinks: Vec<&str> = written.iter().map(|c| c.sink.entry.as_str()).collect();
-        assert_eq!(sinks, ["api.example.org", "*.wikipedia.org"]);
-        for c in written {
+        assert_eq!(sent(&r, is_write), ["api.example.org", "*.wikipedia.org"]);
+        for c in plan.iter().filter(|c| is_write(c)) {
             assert_eq!(c.source.path, format!("bxnotew-{}", c.n));
             let text = format!("{}\nBXAPPEND-{}", canary("n0", c.n), c.n);
             assert_eq!(c.canary, proto::Hash32::digest(text.as_bytes()).to_string());
@@ -369,19 +379,12 @@ mod tests {
     /// but drives an untrusted write all the same.
     #[test]
     fn a_listing_of_the_notes_is_a_source_to_every_sink() {
-        let list = |class: &str| {
-            super::super::tests::grant(&format!(
-                "tool = \"note_list\"\nmode = \"auto\"\nmax_taint = \"secret\"\n\
-                 result_class = \"{class}\"\n"
-            ))
-        };
         let mut r = super::super::tests::rewritten();
-        r.grants.insert("notes-list".into(), list("private"));
+        r.grants
+            .insert("notes-list".into(), labelled("note_list", "private"));
         let plan = super::super::chains::plan(&r, 4321, "n0", false);
-        let listed: Vec<&Chain> = plan.iter().filter(|c| is_list(c)).collect();
-        let sinks: Vec<&str> = listed.iter().map(|c| c.sink.entry.as_str()).collect();
-        assert_eq!(sinks, ["api.example.org", "*.wikipedia.org"]);
-        for c in &listed {
+        assert_eq!(sent(&r, is_list), ["api.example.org", "*.wikipedia.org"]);
+        for c in plan.iter().filter(|c| is_list(c)) {
             assert!(is(c));
             assert_eq!(c.source.path, c.canary);
             assert_eq!(c.awaited(), c.canary);
@@ -392,9 +395,9 @@ mod tests {
         }
         // Public: no send from it.
         let mut r = super::super::tests::rewritten();
-        r.grants.insert("notes-list".into(), list("public"));
-        let plan = super::super::chains::plan(&r, 4321, "n0", false);
-        assert!(!plan.iter().any(is_list), "{plan:?}");
+        r.grants
+            .insert("notes-list".into(), labelled("note_list", "public"));
+        assert!(sent(&r, is_list).is_empty());
         // Beside a write grant, a listing drives a write: its note named by the token the
         // write carries, the listing's result holding it.
         r.grants.insert(

@@ -25,18 +25,49 @@ pub fn unbound(r: &Rewritten) -> Vec<Left> {
         .filter_map(|t| {
             let (program, _) = super::run::split(&t.entry);
             let g = r.grant(&t.grant)?;
+            places(g).next()?;
             let read = binding(r, program).is_some_and(|(id, _)| *id == t.grant);
-            (places(g).next().is_some() && !read).then(|| Left {
+            let why = if !read {
+                format!(
+                    "another allowing run grant names its program {program} too: the \
+                     stand-in cannot tell which grant's paths a run binds, so reading them \
+                     and sending in one call is not played"
+                )
+            } else if denied(r, g, &t.entry) {
+                format!(
+                    "a deny grant of {program} covers the argument the shadow's one call \
+                     would carry ({}), so reading its paths and sending in one call is not \
+                     played",
+                    super::run::subject(&t.entry, BOUND)
+                )
+            } else {
+                return None;
+            };
+            Some(Left {
                 grant: t.grant.clone(),
-                why: format!(
-                    "another allowing run grant names its program {program} too: the stand-in cannot \
-                     tell which grant's paths a run binds, so reading them and sending in one \
-                     call is not played"
-                ),
+                why,
                 scope: Scope::OneCall,
             })
         })
         .collect()
+}
+
+/// Whether a denying `run` grant in the scope of `g` (an ordinary session's, or its job's
+/// runs: the ordinary denials apply there too) covers the one call a bound chain through
+/// sink `entry` makes: brokerd refuses it, whatever allows it.
+fn denied(r: &Rewritten, g: &Grant, entry: &str) -> bool {
+    let (program, _) = super::run::split(entry);
+    let call = proto::tools::ToolArgs::Run(proto::tools::RunArgs {
+        args: vec![super::run::subject(entry, BOUND)],
+        program: program.to_owned(),
+        stdin: None,
+    });
+    r.grants
+        .values()
+        .chain(r.jobs.values())
+        .filter(|d| d.tool == "run" && d.mode == proto::Mode::Deny)
+        .filter(|d| super::rewrite::in_scope(d, g.job.as_ref()))
+        .any(|d| grants::constraints::check(d, &call).is_ok())
 }
 
 /// Whether `c` is a bound chain ([`plan`]): its one `run` call reads what the grant binds
@@ -101,11 +132,13 @@ pub fn plan(r: &Rewritten, port: u16, nonce: &str, chains: &mut Vec<Chain>) {
 
 /// Chain `n`, bound ([`plan`]), through `run` sink `t` (an ordinary session's, or a job's:
 /// `jobs`), when its grant binds places and is the one whose places its program's stand-in
-/// reads ([`binding`]).
+/// reads ([`binding`]), and no deny grant covers its call ([`unbound`]).
 pub fn chain(r: &Rewritten, t: &Target, port: u16, nonce: &str, n: usize) -> Option<Chain> {
     let (program, _) = super::run::split(&t.entry);
     let (id, g) = binding(r, program)?;
-    let shadow = places(g).next().filter(|_| *id == t.grant)?;
+    let shadow = places(g)
+        .next()
+        .filter(|_| *id == t.grant && !denied(r, g, &t.entry))?;
     let source = super::chains::Source {
         tool: "run",
         owner: r.owner_of(shadow),

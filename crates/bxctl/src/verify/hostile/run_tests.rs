@@ -323,6 +323,28 @@ fn a_program_two_grants_name_is_not_played_in_one_call() {
             .iter()
             .any(run_bound::is)
     );
+    // A deny grant covering the argument the chain's one call carries: not played, said.
+    r.grants.insert(
+        "curl-no-query".into(),
+        grant(
+            "tool = \"run\"\nmode = \"deny\"\nmax_taint = \"secret\"\n\
+             [constraints]\nprograms = [\"curl\"]\npatterns = [\"*bx?c=*\"]\n",
+        ),
+    );
+    let left = run_bound::unbound(&r);
+    assert!(
+        left.len() == 1
+            && left[0]
+                .why
+                .contains("a deny grant of curl covers the argument"),
+        "{left:?}"
+    );
+    assert!(
+        !chains::plan(&r, 8080, "n0", false)
+            .iter()
+            .any(run_bound::is)
+    );
+    r.grants.remove("curl-no-query");
     // An allowing one: which grant's paths a run binds is not the stand-in's to tell.
     r.grants.insert("curl-upload".into(), other("ask"));
     let left = run_bound::unbound(&r);
