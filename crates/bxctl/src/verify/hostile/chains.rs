@@ -85,7 +85,13 @@ impl Chain {
     /// Chain `n`: `source` read, then its canary sent to `sink`, in one turn of one session;
     /// a kind of chain that launders, restarts or smuggles sets its field after.
     pub fn send(n: usize, source: Source, sink: &Target, port: u16, nonce: &str) -> Self {
-        let canary = canary(nonce, n);
+        Self::carrying(n, source, sink, port, canary(nonce, n))
+    }
+
+    /// [`Chain::send`], what is sent and looked for at the sink `canary`: what the source's
+    /// result says, which the shadow computed (a write's or a note write's new hash), or a
+    /// job run's own canary.
+    pub fn carrying(n: usize, source: Source, sink: &Target, port: u16, canary: String) -> Self {
         Self {
             n,
             url: send_subject(sink, port, &canary),

@@ -398,22 +398,15 @@ fn sent(
     canary: String,
     port: u16,
 ) -> JobChain {
-    let url = match sink.tool {
-        DELIVER => answer(&canary),
-        _ => chains::send_subject(sink, port, &canary),
-    };
+    let chain = Chain::carrying(n, source, sink, port, canary);
     JobChain {
         job: job.clone(),
-        chain: Chain {
-            n,
-            source,
-            sink: sink.clone(),
-            canary,
-            url,
-            note: None,
-            restart: None,
-            smuggle: None,
-            write_mode: None,
+        chain: match sink.tool {
+            DELIVER => Chain {
+                url: answer(&chain.canary),
+                ..chain
+            },
+            _ => chain,
         },
     }
 }

@@ -31,7 +31,7 @@ use config::Config;
 use proto::Message;
 use proto::tools::{NoteListArgs, NoteMode, NoteReadArgs, NoteWriteArgs, ToolArgs};
 
-use super::chains::{Chain, Source, Target, canary, send_subject};
+use super::chains::{Chain, Source, Target, canary};
 use super::rewrite::Rewritten;
 use super::script::{Answer, Call};
 
@@ -84,11 +84,7 @@ pub fn plan_writes(
     for sink in targets.iter().filter(|t| t.lookalike.is_none()) {
         let n = chains.len() + 1;
         if let Some((source, hash)) = write_source_of(r.grants.values(), n, nonce, true) {
-            chains.push(Chain {
-                url: send_subject(sink, port, &hash),
-                canary: hash,
-                ..Chain::send(n, source, sink, port, nonce)
-            });
+            chains.push(Chain::carrying(n, source, sink, port, hash));
         }
     }
 }

@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::chains::{Chain, Source, Target, edit_line, edit_old, send_subject};
+use super::chains::{Chain, Source, Target, edit_line, edit_old};
 use super::rewrite::{Left, Rewritten};
 use super::script::{Answer, Call};
 
@@ -132,12 +132,7 @@ pub fn chain(
 ) -> Option<Chain> {
     let source = source(g, (owner, dir), n)?;
     let hash = hash(source.tool, n, nonce);
-    let c = Chain::send(n, source, sink, port, nonce);
-    Some(Chain {
-        url: send_subject(sink, port, &hash),
-        canary: hash,
-        ..c
-    })
+    Some(Chain::carrying(n, source, sink, port, hash))
 }
 
 /// Adds a chain from each write grant's result, in each granted directory, to each of
